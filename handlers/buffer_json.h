@@ -1,0 +1,27 @@
+#ifndef GHD_HANDLERS_BUFFER_JSON_H
+#define GHD_HANDLERS_BUFFER_JSON_H
+
+#include <jansson.h>
+
+#include "server/buffer.h"
+#include "server/request.h"
+
+/* Shared by the buffer handlers: metadata JSON, the common lookup, and the
+ * validation of creation parameters. */
+
+/* {id, size, alignment, device, created, label, expires?}. A new reference. */
+json_t *ghd_buffer_json_new(const struct ghd_buffer *b);
+/* Looks up req->params[0] for the request's tenant, replying 404 if absent. */
+int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out);
+/* Checks a creation spec against the service limits, replying on error. */
+int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
+                          const struct ghd_buffer_spec *spec);
+/* Creates a buffer for the request's tenant on the default device, replying
+ * 507 when the pool is full; *out is a new reference. */
+int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
+                          const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
+/* The 201 reply with Location. Drops the caller's reference. */
+int ghd_buffer_reply_created(struct ghd_request *req, struct ghd_reply *rep,
+                             struct ghd_buffer *b);
+
+#endif

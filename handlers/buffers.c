@@ -1,0 +1,220 @@
+/* Buffer resources: create (JSON), list, metadata, delete. Transfers of the
+ * bytes themselves live in buffer_transfer.c. */
+#include "handlers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buffer_json.h"
+#include "server/error.h"
+#include "server/service.h"
+
+static void iso_time(time_t t, char *buf, size_t len)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *ghd_buffer_json_new(const struct ghd_buffer *b)
+{
+    char created[32];
+    iso_time(b->created, created, sizeof(created));
+    json_t *obj = json_pack("{s:s, s:I, s:I, s:i, s:s, s:s}", "id", b->id, "size",
+                            (json_int_t)b->size, "alignment", (json_int_t)b->alignment, "device",
+                            b->device, "created", created, "label", b->label);
+    if (obj && b->expires) {
+        char expires[32];
+        iso_time(b->expires, expires, sizeof(expires));
+        json_object_set_new(obj, "expires", json_string(expires));
+    }
+    return obj;
+}
+
+int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out)
+{
+    int rc = ghd_buffer_find_new(&req->svc->buffers, req->params[0], req->tenant, out);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "no buffer with id '%.64s'", req->params[0]);
+    return 0;
+}
+
+int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
+                          const struct ghd_buffer_spec *spec)
+{
+    const struct ghd_config *cfg = &req->svc->cfg;
+    if (spec->size == 0)
+        return ghd_reply_problem(rep, req, GHD_EUNPROC, "size must be at least 1 byte");
+    if (spec->size > cfg->max_buffer_size)
+        return ghd_reply_problem(rep, req, GHD_ETOOBIG,
+                                 "size %zu exceeds the largest buffer allowed, %zu bytes "
+                                 "(--max-buffer-size)",
+                                 spec->size, cfg->max_buffer_size);
+    if (spec->alignment &&
+        ((spec->alignment & (spec->alignment - 1)) || spec->alignment > ((size_t)1 << 21)))
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "alignment must be a power of two no larger than 2097152");
+    if (spec->label) {
+        if (strlen(spec->label) > GHD_LABEL_MAX)
+            return ghd_reply_problem(rep, req, GHD_EUNPROC, "label is longer than %d bytes",
+                                     GHD_LABEL_MAX);
+        for (const char *c = spec->label; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                         "label must not contain control characters");
+    }
+    return 0;
+}
+
+int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
+                          const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
+{
+    struct ghd_buffer_spec s = *spec;
+    s.tenant = req->tenant;
+    if (!s.ttl_s)
+        s.ttl_s = req->svc->cfg.default_ttl_s;
+    struct ghd_runtime *rt = ghd_service_runtime(req->svc, 0);
+    int rc = ghd_buffer_create_new(&req->svc->buffers, rt, &s, out);
+    if (rc == GHD_ENOMEM) {
+        struct ghd_pool_stats st;
+        ghd_pool_get_stats(&rt->pool, &st);
+        return ghd_reply_problem(rep, req, rc,
+                                 "cannot allocate %zu bytes: the device pool holds %zu bytes "
+                                 "in use of a %zu-byte limit",
+                                 s.size, st.in_use, st.limit);
+    }
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "cannot allocate the buffer");
+    return 0;
+}
+
+int ghd_buffer_reply_created(struct ghd_request *req, struct ghd_reply *rep,
+                             struct ghd_buffer *b)
+{
+    ghd_reply_header(rep, "Location", "/v1/buffers/%s", b->id);
+    int rc = ghd_reply_json(rep, 201, ghd_buffer_json_new(b));
+    ghd_buffer_unref(b);
+    return rc ? ghd_reply_problem(rep, req, rc, NULL) : 0;
+}
+
+static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer_spec *spec)
+{
+    const char *key;
+    json_t *value;
+    memset(spec, 0, sizeof(*spec));
+    int have_size = 0;
+    json_object_foreach(req->json, key, value) {
+        if (strcmp(key, "size") == 0 || strcmp(key, "alignment") == 0 ||
+            strcmp(key, "ttl_s") == 0) {
+            if (!json_is_integer(value) || json_integer_value(value) < 0)
+                return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                         "'%s' must be a non-negative integer", key);
+            size_t v = (size_t)json_integer_value(value);
+            if (key[0] == 's') {
+                spec->size = v;
+                have_size = 1;
+            } else if (key[0] == 'a') {
+                spec->alignment = v;
+            } else {
+                spec->ttl_s = (time_t)v;
+            }
+        } else if (strcmp(key, "label") == 0) {
+            if (!json_is_string(value))
+                return ghd_reply_problem(rep, req, GHD_EINVAL, "'label' must be a string");
+            spec->label = json_string_value(value);
+        } else {
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "unknown field '%.64s' (allowed: size, alignment, label, "
+                                     "ttl_s)",
+                                     key);
+        }
+    }
+    if (!have_size)
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "'size' is required");
+    return ghd_buffer_spec_check(req, rep, spec);
+}
+
+int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep)
+{
+    if (req->state) /* an octet-stream body was uploaded into a new buffer */
+        return ghd_handle_buffer_put(req, rep);
+    struct ghd_buffer_spec spec;
+    int rc = json_spec(req, rep, &spec);
+    if (rc)
+        return rc;
+    struct ghd_buffer *b;
+    rc = ghd_buffer_create_for(req, rep, &spec, &b);
+    if (rc)
+        return rc;
+    return ghd_buffer_reply_created(req, rep, b);
+}
+
+int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_buffer *b;
+    int rc = ghd_buffer_lookup(req, rep, &b);
+    if (rc)
+        return rc;
+    rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
+    ghd_buffer_unref(b);
+    return rc;
+}
+
+int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
+{
+    int rc = ghd_buffer_remove(&req->svc->buffers, req->params[0], req->tenant);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "no buffer with id '%.64s'", req->params[0]);
+    return ghd_reply_empty(rep, 204);
+}
+
+struct list_page {
+    json_t *items;
+    uint64_t last_seq;
+};
+
+static void list_one(const struct ghd_buffer *b, void *ctx)
+{
+    struct list_page *page = ctx;
+    json_array_append_new(page->items, ghd_buffer_json_new(b));
+    page->last_seq = b->seq;
+}
+
+static int parse_uint_query(struct ghd_request *req, const char *name, unsigned long long max,
+                            unsigned long long *out)
+{
+    const char *v = ghd_request_query(req, name);
+    if (!v)
+        return 1;
+    char *end;
+    if (*v < '0' || *v > '9')
+        return GHD_EINVAL;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || n > max)
+        return GHD_EINVAL;
+    *out = n;
+    return 0;
+}
+
+int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep)
+{
+    unsigned long long limit = 100, cursor = 0;
+    if (parse_uint_query(req, "limit", 1000, &limit) < 0 || limit == 0)
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "limit must be an integer from 1 to 1000");
+    if (parse_uint_query(req, "cursor", UINT64_MAX, &cursor) < 0)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "cursor must be a value returned as next_cursor");
+    struct list_page page = {json_array(), 0};
+    int more = 0;
+    ghd_buffer_list(&req->svc->buffers, req->tenant, cursor, (size_t)limit, list_one, &page,
+                    &more);
+    json_t *body = json_pack("{s:o}", "buffers", page.items);
+    if (body && more) {
+        /* The cursor is the creation sequence of the last buffer listed. */
+        char c[32];
+        snprintf(c, sizeof(c), "%llu", (unsigned long long)page.last_seq);
+        json_object_set_new(body, "next_cursor", json_string(c));
+    }
+    return ghd_reply_json(rep, 200, body);
+}

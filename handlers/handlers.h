@@ -1,0 +1,39 @@
+#ifndef GHD_HANDLERS_HANDLERS_H
+#define GHD_HANDLERS_HANDLERS_H
+
+#include "server/router.h"
+
+/* Every handler the router's table names, one resource per file. */
+
+/* health.c */
+int ghd_handle_healthz(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep);
+
+/* buffers.c */
+int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep);
+
+/* buffer_transfer.c */
+extern const struct ghd_upload_ops ghd_buffer_create_upload;
+extern const struct ghd_upload_ops ghd_buffer_put_upload;
+int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep);
+
+/* kernels.c */
+int ghd_handle_kernel_list(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_kernel_get(struct ghd_request *req, struct ghd_reply *rep);
+
+/* runs.c */
+int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep);
+
+/* docs.c */
+int ghd_handle_openapi_yaml(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_docs(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_docs_asset(struct ghd_request *req, struct ghd_reply *rep);
+
+#endif

@@ -1,0 +1,167 @@
+/* Kernel runs: POST validates every step before anything is queued, so a
+ * bad request costs no device time; the worker in server/run_queue.c runs it. */
+#include "handlers.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "server/error.h"
+#include "server/run_queue.h"
+#include "server/service.h"
+
+struct resolve_ctx {
+    struct ghd_service *svc;
+    const char *tenant;
+};
+
+static int resolve_buffer(void *ctx, const char *id, struct ghd_buffer **out)
+{
+    struct resolve_ctx *rc = ctx;
+    return ghd_buffer_find_new(&rc->svc->buffers, id, rc->tenant, out);
+}
+
+/* Prepares one {"kernel": name, "args": {...}} step. */
+static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
+                        const char *where, struct ghd_run_step *out)
+{
+    json_t *name = json_object_get(step, "kernel");
+    json_t *args = json_object_get(step, "args");
+    if (!json_is_string(name))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'kernel' must be a kernel name", where);
+    out->kernel = ghd_kernel_find(json_string_value(name));
+    if (!out->kernel)
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "%sunknown kernel '%.64s' (GET /v1/kernels lists them)", where,
+                                 json_string_value(name));
+    if (args && !json_is_object(args))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'args' must be an object", where);
+    json_t *empty = NULL;
+    if (!args)
+        args = empty = json_object();
+    struct resolve_ctx ctx = {req->svc, req->tenant};
+    char detail[400] = "";
+    int rc = ghd_kernel_call_prepare_new(out->kernel, args, resolve_buffer, &ctx, &out->call,
+                                         detail, sizeof(detail));
+    json_decref(empty);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, ghd_kernel_name(out->kernel),
+                                 detail);
+    return 0;
+}
+
+static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *obj,
+                      const char *const *allowed, const char *where)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            ok |= strcmp(key, *a) == 0;
+        if (!ok)
+            return ghd_reply_problem(rep, req, GHD_EINVAL, "%sunknown field '%.64s'", where, key);
+    }
+    return 0;
+}
+
+static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run)
+{
+    static const char *const top_keys[] = {"kernel", "args", "steps", "wait", NULL};
+    static const char *const step_keys[] = {"kernel", "args", NULL};
+    json_t *body = req->json;
+    int rc = check_keys(req, rep, body, top_keys, "");
+    if (rc)
+        return rc;
+    json_t *steps = json_object_get(body, "steps");
+    if (steps && json_object_get(body, "kernel"))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "give either 'kernel' or 'steps', not both");
+    if (!steps) {
+        run->step_count = 1;
+        return prepare_step(req, rep, body, "", &run->steps[0]);
+    }
+    if (!json_is_array(steps) || json_array_size(steps) == 0 ||
+        json_array_size(steps) > GHD_RUN_MAX_STEPS)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "'steps' must be an array of 1 to %d steps", GHD_RUN_MAX_STEPS);
+    run->pipeline = 1;
+    size_t i;
+    json_t *step;
+    json_array_foreach(steps, i, step) {
+        char where[32];
+        snprintf(where, sizeof(where), "steps[%zu]: ", i);
+        if (!json_is_object(step))
+            return ghd_reply_problem(rep, req, GHD_EINVAL, "%smust be an object", where);
+        if ((rc = check_keys(req, rep, step, step_keys, where)) != 0)
+            return rc;
+        run->step_count = (unsigned)i + 1;
+        if ((rc = prepare_step(req, rep, step, where, &run->steps[i])) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run,
+                     int status)
+{
+    struct ghd_run_queue *q = req->svc->runs;
+    if (run->status == GHD_RUN_FAILED)
+        return ghd_reply_problem(rep, req, run->error, "run %s failed: %s", run->id,
+                                 run->error_detail);
+    if (run->status == GHD_RUN_SUCCEEDED)
+        ghd_reply_header(rep, "Server-Timing", "device;dur=%.3f", (double)run->device_ms);
+    return ghd_reply_json(rep, status, ghd_run_json_new(q, run));
+}
+
+int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
+{
+    json_t *wait = json_object_get(req->json, "wait");
+    if (wait && !json_is_boolean(wait))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
+    struct ghd_run *run;
+    int rc = ghd_run_new(req->tenant, &run);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, NULL);
+    rc = prepare_run(req, rep, run);
+    if (rc == 0) {
+        rc = ghd_run_submit(req->svc->runs, run);
+        if (rc == GHD_ELIMIT) {
+            ghd_reply_header(rep, "Retry-After", "1");
+            ghd_reply_problem(rep, req, rc, "%u runs are queued or running (--run-queue-limit)",
+                              req->svc->cfg.run_queue_limit);
+        } else if (rc) {
+            ghd_reply_problem(rep, req, rc, "the run queue is stopping");
+        }
+    }
+    if (rc == 0) {
+        ghd_reply_header(rep, "Location", "/v1/runs/%s", run->id);
+        if (wait && json_is_false(wait)) {
+            rc = ghd_reply_json(rep, 202, ghd_run_json_new(req->svc->runs, run));
+        } else {
+            ghd_run_wait(req->svc->runs, run);
+            rc = reply_run(req, rep, run, 200);
+        }
+    }
+    ghd_run_unref(run);
+    return rc;
+}
+
+int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_run *run;
+    int rc = ghd_run_find_new(req->svc->runs, req->params[0], req->tenant, &run);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "no run with id '%.64s'", req->params[0]);
+    rc = ghd_reply_json(rep, 200, ghd_run_json_new(req->svc->runs, run));
+    ghd_run_unref(run);
+    return rc;
+}
+
+int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep)
+{
+    int rc = ghd_run_cancel(req->svc->runs, req->params[0], req->tenant);
+    if (rc == GHD_EBUSY)
+        return ghd_reply_problem(rep, req, rc, "run %.64s is already running", req->params[0]);
+    if (rc < 0)
+        return ghd_reply_problem(rep, req, rc, "no run with id '%.64s'", req->params[0]);
+    return ghd_reply_empty(rep, 204);
+}

@@ -1,0 +1,66 @@
+#ifndef GHD_KERNELS_KERNEL_H
+#define GHD_KERNELS_KERNEL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "server/buffer.h"
+#include "server/device/runtime.h"
+
+/* The kernel library: a registry of named kernels, each with typed
+ * parameters and one implementation per backend. The run handler uses only
+ * what this header declares:
+ *   find a kernel -> prepare a call from JSON args (validation, buffer
+ *   lookup, size checks) -> execute it on a stream -> free the call. */
+
+enum ghd_dtype {
+    GHD_DTYPE_F32,
+    GHD_DTYPE_F64,
+    GHD_DTYPE_I32,
+    GHD_DTYPE_U32,
+    GHD_DTYPE_I64,
+    GHD_DTYPE_U8,
+    GHD_DTYPE_F16,
+    GHD_DTYPE_BF16,
+    GHD_DTYPE_COUNT
+};
+
+size_t ghd_dtype_size(enum ghd_dtype t);
+const char *ghd_dtype_name(enum ghd_dtype t);
+/* 0 and *out set, or GHD_EINVAL for an unknown name. */
+int ghd_dtype_parse(const char *name, enum ghd_dtype *out);
+
+struct ghd_kernel;      /* a registry entry */
+struct ghd_kernel_call; /* a validated call holding buffer references */
+
+const struct ghd_kernel *ghd_kernel_find(const char *name);
+size_t ghd_kernel_count(void);
+const struct ghd_kernel *ghd_kernel_at(size_t i);
+const char *ghd_kernel_name(const struct ghd_kernel *k);
+/* The kernel's public description: name, description, parameters with
+ * kind/role/types/required/default. A new reference. */
+json_t *ghd_kernel_describe_new(const struct ghd_kernel *k);
+
+/* Resolves a buffer id to a new reference, or returns GHD_ENOENT. */
+typedef int (*ghd_buffer_resolver)(void *ctx, const char *id, struct ghd_buffer **out_new);
+
+/* Validates `args` (a JSON object) against the kernel's signature, resolves
+ * buffer ids through `resolve` and checks element counts, offsets and
+ * aliasing. On failure returns GHD_EINVAL (wrong JSON type, unknown
+ * parameter), GHD_EUNPROC (value out of range, buffer too small, aliasing) or
+ * GHD_ENOENT (unknown buffer), and writes a detail naming the parameter. */
+int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
+                                ghd_buffer_resolver resolve, void *resolve_ctx,
+                                struct ghd_kernel_call **out, char *detail, size_t detail_len);
+/* Runs the call on `stream` of `rt` and waits for it. Adds the kernel's
+ * result members (e.g. "value" for reductions, "n") to `result`, an object.
+ * Device errors come back as GHD_EDEVICE with rt->dev.last_error naming them. */
+int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
+                            struct ghd_stream *stream, json_t *result, char *detail,
+                            size_t detail_len);
+/* The buffers a call holds, so a caller can check tenant or device. */
+size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out);
+/* Drops the call's buffer references. */
+void ghd_kernel_call_free(struct ghd_kernel_call *call);
+
+#endif

@@ -1,0 +1,249 @@
+#include "buffer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "error.h"
+
+#define INITIAL_SLOTS 1024
+
+int ghd_random_id(char out[GHD_BUFFER_ID_LEN + 1])
+{
+    unsigned char raw[GHD_BUFFER_ID_LEN / 2];
+    size_t got = 0;
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0)
+            return GHD_EINTERNAL;
+        got += (size_t)n;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[GHD_BUFFER_ID_LEN] = '\0';
+    return 0;
+}
+
+static size_t hash_id(const char *id, size_t slots)
+{
+    /* Ids are random already: their leading hex digits are a fine hash. */
+    size_t h = 0;
+    for (int i = 0; i < 12 && id[i]; i++)
+        h = h * 16 + (size_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+    return h % slots;
+}
+
+int ghd_buffer_table_init(struct ghd_buffer_table *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->slots = calloc(INITIAL_SLOTS, sizeof(*t->slots));
+    if (!t->slots)
+        return GHD_ENOHOSTMEM;
+    t->slot_count = INITIAL_SLOTS;
+    pthread_mutex_init(&t->lock, NULL);
+    return 0;
+}
+
+static void buffer_free(struct ghd_buffer *b)
+{
+    ghd_pool_free(&b->rt->pool, b->block);
+    free(b);
+}
+
+/* pre: lock held. Unlinks b from the hash chain and the creation list. */
+static void unlink_locked(struct ghd_buffer_table *t, struct ghd_buffer *b)
+{
+    struct ghd_buffer **link = &t->slots[hash_id(b->id, t->slot_count)];
+    while (*link != b)
+        link = &(*link)->hnext;
+    *link = b->hnext;
+    if (b->lprev)
+        b->lprev->lnext = b->lnext;
+    else
+        t->head = b->lnext;
+    if (b->lnext)
+        b->lnext->lprev = b->lprev;
+    else
+        t->tail = b->lprev;
+    t->count--;
+    t->bytes -= b->size;
+}
+
+void ghd_buffer_table_destroy(struct ghd_buffer_table *t)
+{
+    while (t->head) {
+        struct ghd_buffer *b = t->head;
+        unlink_locked(t, b);
+        ghd_buffer_unref(b);
+    }
+    free(t->slots);
+    pthread_mutex_destroy(&t->lock);
+}
+
+static void grow_locked(struct ghd_buffer_table *t)
+{
+    size_t slots = t->slot_count * 2;
+    struct ghd_buffer **grown = calloc(slots, sizeof(*grown));
+    if (!grown)
+        return; /* chains just get longer */
+    for (struct ghd_buffer *b = t->head; b; b = b->lnext) {
+        size_t h = hash_id(b->id, slots);
+        b->hnext = grown[h];
+        grown[h] = b;
+    }
+    free(t->slots);
+    t->slots = grown;
+    t->slot_count = slots;
+}
+
+int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
+                          const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
+{
+    struct ghd_buffer *b = calloc(1, sizeof(*b));
+    if (!b)
+        return GHD_ENOHOSTMEM;
+    int rc = ghd_random_id(b->id);
+    if (rc)
+        goto fail;
+    rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
+    if (rc)
+        goto fail;
+    b->rt = rt;
+    b->d_ptr = ghd_pool_block_ptr(b->block);
+    b->size = spec->size;
+    b->alignment = spec->alignment > rt->pool.cfg.alignment ? spec->alignment
+                                                            : rt->pool.cfg.alignment;
+    b->device = rt->dev.ordinal;
+    b->created = time(NULL);
+    b->expires = spec->ttl_s ? b->created + spec->ttl_s : 0;
+    snprintf(b->label, sizeof(b->label), "%s", spec->label ? spec->label : "");
+    snprintf(b->tenant, sizeof(b->tenant), "%s", spec->tenant ? spec->tenant : "");
+    atomic_init(&b->refs, 2); /* the table's and the caller's */
+    atomic_init(&b->writing, 0);
+    pthread_mutex_lock(&t->lock);
+    if (t->count >= t->slot_count)
+        grow_locked(t);
+    size_t h = hash_id(b->id, t->slot_count);
+    b->hnext = t->slots[h];
+    t->slots[h] = b;
+    b->seq = ++t->next_seq;
+    b->lprev = t->tail;
+    if (t->tail)
+        t->tail->lnext = b;
+    else
+        t->head = b;
+    t->tail = b;
+    t->count++;
+    t->bytes += b->size;
+    pthread_mutex_unlock(&t->lock);
+    *out = b;
+    return 0;
+fail:
+    free(b);
+    return rc;
+}
+
+static int visible(const struct ghd_buffer *b, const char *tenant, time_t now)
+{
+    if (b->expires && b->expires <= now)
+        return 0;
+    return strcmp(b->tenant, tenant ? tenant : "") == 0;
+}
+
+static struct ghd_buffer *find_locked(struct ghd_buffer_table *t, const char *id,
+                                      const char *tenant)
+{
+    if (strlen(id) != GHD_BUFFER_ID_LEN)
+        return NULL;
+    for (struct ghd_buffer *b = t->slots[hash_id(id, t->slot_count)]; b; b = b->hnext)
+        if (strcmp(b->id, id) == 0)
+            return visible(b, tenant, time(NULL)) ? b : NULL;
+    return NULL;
+}
+
+int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *tenant,
+                        struct ghd_buffer **out)
+{
+    pthread_mutex_lock(&t->lock);
+    struct ghd_buffer *b = find_locked(t, id, tenant);
+    if (b)
+        ghd_buffer_ref(b);
+    pthread_mutex_unlock(&t->lock);
+    if (!b)
+        return GHD_ENOENT;
+    *out = b;
+    return 0;
+}
+
+int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant)
+{
+    pthread_mutex_lock(&t->lock);
+    struct ghd_buffer *b = find_locked(t, id, tenant);
+    if (b)
+        unlink_locked(t, b);
+    pthread_mutex_unlock(&t->lock);
+    if (!b)
+        return GHD_ENOENT;
+    ghd_buffer_unref(b);
+    return 0;
+}
+
+void ghd_buffer_ref(struct ghd_buffer *b)
+{
+    atomic_fetch_add(&b->refs, 1);
+}
+
+void ghd_buffer_unref(struct ghd_buffer *b)
+{
+    if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+        buffer_free(b);
+}
+
+size_t ghd_buffer_list(struct ghd_buffer_table *t, const char *tenant, uint64_t after_seq,
+                       size_t limit, void (*fn)(const struct ghd_buffer *b, void *ctx),
+                       void *ctx, int *more)
+{
+    size_t n = 0;
+    time_t now = time(NULL);
+    *more = 0;
+    pthread_mutex_lock(&t->lock);
+    for (struct ghd_buffer *b = t->head; b; b = b->lnext) {
+        if (b->seq <= after_seq || !visible(b, tenant, now))
+            continue;
+        if (n == limit) {
+            *more = 1;
+            break;
+        }
+        fn(b, ctx);
+        n++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now)
+{
+    struct ghd_buffer *dead = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&t->lock);
+    for (struct ghd_buffer *b = t->head, *next; b; b = next) {
+        next = b->lnext;
+        if (b->expires && b->expires <= now) {
+            unlink_locked(t, b);
+            b->hnext = dead; /* reuse the chain link for the release list */
+            dead = b;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    while (dead) {
+        struct ghd_buffer *b = dead;
+        dead = b->hnext;
+        ghd_buffer_unref(b);
+    }
+    return n;
+}

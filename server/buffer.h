@@ -1,0 +1,89 @@
+#ifndef GHD_SERVER_BUFFER_H
+#define GHD_SERVER_BUFFER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "device/runtime.h"
+
+/* Buffers: named regions of device memory, reference counted so that a
+ * transfer or a run keeps its buffer alive while a DELETE arrives. The table
+ * maps unguessable ids (128 bits from the kernel's CSPRNG, 32 hex digits) to
+ * buffers. A deleted buffer leaves the table at once and frees its memory
+ * when the last reference goes. */
+
+#define GHD_BUFFER_ID_LEN 32
+#define GHD_LABEL_MAX 128
+#define GHD_TENANT_MAX 64
+
+struct ghd_buffer {
+    char id[GHD_BUFFER_ID_LEN + 1];
+    size_t size;
+    size_t alignment;
+    int device;
+    time_t created;
+    time_t expires; /* 0 = never */
+    char label[GHD_LABEL_MAX + 1];
+    char tenant[GHD_TENANT_MAX + 1];
+    void *d_ptr;
+    struct ghd_pool_block *block;
+    struct ghd_runtime *rt;
+    atomic_int refs;
+    atomic_int writing; /* one writer at a time */
+    uint64_t seq;       /* creation order, for listing cursors */
+    struct ghd_buffer *hnext;
+    struct ghd_buffer *lprev, *lnext;
+};
+
+struct ghd_buffer_table {
+    pthread_mutex_t lock;
+    struct ghd_buffer **slots;
+    size_t slot_count;
+    size_t count;
+    size_t bytes;
+    uint64_t next_seq;
+    struct ghd_buffer *head, *tail; /* creation order */
+};
+
+int ghd_buffer_table_init(struct ghd_buffer_table *t);
+/* Frees every buffer still in the table. */
+void ghd_buffer_table_destroy(struct ghd_buffer_table *t);
+
+struct ghd_buffer_spec {
+    size_t size;
+    size_t alignment; /* 0 = the pool's */
+    const char *label;  /* may be NULL */
+    const char *tenant; /* may be NULL */
+    time_t ttl_s;       /* 0 = never expires */
+};
+
+/* Allocates device memory from rt's pool and inserts a new buffer; *out is a
+ * new reference (the table holds its own). */
+int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
+                          const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
+/* Looks up an id visible to `tenant` (NULL sees only untenanted buffers);
+ * *out is a new reference. GHD_ENOENT for unknown, expired or foreign ids. */
+int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *tenant,
+                        struct ghd_buffer **out);
+/* Removes the id from the table; the memory goes back to the pool when the
+ * last reference is dropped. */
+int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant);
+void ghd_buffer_ref(struct ghd_buffer *b);
+void ghd_buffer_unref(struct ghd_buffer *b);
+
+/* Calls fn for up to `limit` buffers of `tenant` created after `after_seq`,
+ * in creation order, under the table lock; fn must not call back into the
+ * table. Returns how many it visited. *more says whether any remain. */
+size_t ghd_buffer_list(struct ghd_buffer_table *t, const char *tenant, uint64_t after_seq,
+                       size_t limit, void (*fn)(const struct ghd_buffer *b, void *ctx),
+                       void *ctx, int *more);
+/* Removes expired buffers; returns how many. */
+size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now);
+
+/* Fills `out` with 32 hex digits of CSPRNG output and a NUL. */
+int ghd_random_id(char out[GHD_BUFFER_ID_LEN + 1]);
+
+#endif

@@ -1,0 +1,261 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+enum opt_type { OPT_UINT, OPT_SIZE, OPT_SIZE_OR_PERCENT, OPT_STRING, OPT_BACKEND };
+
+struct option_spec {
+    const char *flag; /* long flag without dashes; env is GHD_ + upper-cased flag */
+    enum opt_type type;
+    size_t offset;
+    size_t aux_offset; /* OPT_SIZE_OR_PERCENT: where the percent goes */
+    unsigned long long min, max;
+    const char *def;
+    const char *help;
+};
+
+#define OFF(f) offsetof(struct ghd_config, f)
+#define STR_MAX(f) (sizeof(((struct ghd_config *)0)->f))
+
+static const struct option_spec specs[] = {
+    {"port", OPT_UINT, OFF(port), 0, 0, 65535, "8080", "TCP port to listen on (0 picks a free one)"},
+    {"bind", OPT_STRING, OFF(bind), STR_MAX(bind), 0, 0, "127.0.0.1", "IPv4 address to listen on"},
+    {"backend", OPT_BACKEND, OFF(backend), 0, 0, 0, "auto", "auto, cuda or host"},
+    {"device", OPT_UINT, OFF(device), 0, 0, 63, "0", "CUDA device ordinal"},
+    {"pool-limit", OPT_SIZE_OR_PERCENT, OFF(pool_limit), OFF(pool_limit_percent), 0, 0, "90%",
+     "most device memory the pool may reserve: bytes (K/M/G/T) or N% of the device"},
+    {"pool-alignment", OPT_SIZE, OFF(pool_alignment), 0, 256, 1 << 20, "256",
+     "alignment of every buffer, a power of two >= 256"},
+    {"pool-slab", OPT_SIZE, OFF(pool_slab), 0, 2 << 20, 1ULL << 40, "256M",
+     "bytes the pool reserves from the device at a time"},
+    {"pool-initial", OPT_SIZE, OFF(pool_initial), 0, 0, 1ULL << 40, "256M",
+     "bytes the pool reserves at start"},
+    {"staging-chunk", OPT_SIZE, OFF(staging_chunk), 0, 64 << 10, 1 << 30, "8M",
+     "size of one pinned staging chunk"},
+    {"staging-chunks", OPT_UINT, OFF(staging_chunks), 0, 2, 4096, "32",
+     "number of pinned staging chunks (allocated once at start)"},
+    {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
+     "how long a transfer waits for a free staging chunk before 503"},
+    {"max-buffer-size", OPT_SIZE, OFF(max_buffer_size), 0, 1, 1ULL << 46, "64G",
+     "largest buffer a client may allocate"},
+    {"max-json-body", OPT_SIZE, OFF(max_json_body), 0, 256, 64 << 20, "1M",
+     "largest JSON request body"},
+    {"connection-limit", OPT_UINT, OFF(connection_limit), 0, 1, 100000, "1000",
+     "most concurrent connections"},
+    {"connection-timeout", OPT_UINT, OFF(connection_timeout_s), 0, 0, 86400, "60",
+     "seconds an idle connection is kept (0 = forever)"},
+    {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "4M",
+     "per-connection read buffer (bounds the size of body pieces)"},
+    {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024", "finished runs kept for GET"},
+    {"run-keep-s", OPT_UINT, OFF(run_keep_s), 0, 1, 86400 * 7, "600",
+     "seconds a finished run is kept"},
+    {"run-queue-limit", OPT_UINT, OFF(run_queue_limit), 0, 1, 1000000, "1024",
+     "most runs queued or running at once"},
+    {"default-ttl", OPT_UINT, OFF(default_ttl_s), 0, 0, 86400 * 365, "0",
+     "default buffer time to live in seconds (0 = none)"},
+    {"log-level", OPT_STRING, OFF(log_level), STR_MAX(log_level), 0, 0, "info",
+     "debug, info, warn or error"},
+    {"log-format", OPT_STRING, OFF(log_format), STR_MAX(log_format), 0, 0, "text", "text or json"},
+    {"port-file", OPT_STRING, OFF(port_file), STR_MAX(port_file), 0, 0, "",
+     "write the bound port to this file once listening"},
+    {"docs-dir", OPT_STRING, OFF(docs_dir), STR_MAX(docs_dir), 0, 0, "",
+     "folder with the Swagger UI assets for /docs"},
+};
+
+#define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
+
+int ghd_parse_size(const char *s, size_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' && shift) /* accept KiB-style "Ki", "Mi" */
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || (shift && v > (SIZE_MAX >> shift)))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static void env_name(const char *flag, char *buf, size_t len)
+{
+    size_t i = 0;
+    i += (size_t)snprintf(buf, len, "GHD_");
+    for (; *flag && i + 1 < len; flag++)
+        buf[i++] = *flag == '-' ? '_' : (char)toupper((unsigned char)*flag);
+    buf[i] = '\0';
+}
+
+static int apply(struct ghd_config *cfg, const struct option_spec *sp, const char *value)
+{
+    char *base = (char *)cfg;
+    switch (sp->type) {
+    case OPT_UINT: {
+        char *end;
+        errno = 0;
+        if (!isdigit((unsigned char)*value))
+            return -1;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (errno || *end || v < sp->min || v > sp->max)
+            return -1;
+        *(unsigned *)(base + sp->offset) = (unsigned)v;
+        return 0;
+    }
+    case OPT_SIZE: {
+        size_t v;
+        if (ghd_parse_size(value, &v) || v < sp->min || v > sp->max)
+            return -1;
+        *(size_t *)(base + sp->offset) = v;
+        return 0;
+    }
+    case OPT_SIZE_OR_PERCENT: {
+        size_t len = strlen(value), v;
+        if (len > 1 && value[len - 1] == '%') {
+            char num[32];
+            if (len > sizeof(num))
+                return -1;
+            memcpy(num, value, len - 1);
+            num[len - 1] = '\0';
+            if (ghd_parse_size(num, &v) || v == 0 || v > 100)
+                return -1;
+            *(unsigned *)(base + sp->aux_offset) = (unsigned)v;
+            *(size_t *)(base + sp->offset) = 0;
+            return 0;
+        }
+        if (ghd_parse_size(value, &v))
+            return -1;
+        *(unsigned *)(base + sp->aux_offset) = 0;
+        *(size_t *)(base + sp->offset) = v;
+        return 0;
+    }
+    case OPT_STRING:
+        if (strlen(value) >= sp->aux_offset)
+            return -1;
+        strcpy(base + sp->offset, value);
+        return 0;
+    case OPT_BACKEND:
+        if (strcmp(value, "auto") == 0)
+            cfg->backend = GHD_CHOICE_AUTO;
+        else if (strcmp(value, "cuda") == 0)
+            cfg->backend = GHD_CHOICE_CUDA;
+        else if (strcmp(value, "host") == 0)
+            cfg->backend = GHD_CHOICE_HOST;
+        else
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+void ghd_config_defaults(struct ghd_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < SPEC_COUNT; i++)
+        if (apply(cfg, &specs[i], specs[i].def) != 0)
+            abort(); /* a default that does not parse is a programming error */
+}
+
+/* Cross-option checks that a single value cannot express. */
+static int validate(const struct ghd_config *cfg, FILE *err)
+{
+    enum ghd_log_level lvl;
+    enum ghd_log_format fmt;
+    if (cfg->pool_alignment & (cfg->pool_alignment - 1)) {
+        fprintf(err, "gpuhttpd: --pool-alignment must be a power of two >= 256\n");
+        return -1;
+    }
+    if (ghd_log_level_parse(cfg->log_level, &lvl)) {
+        fprintf(err, "gpuhttpd: --log-level must be debug, info, warn or error\n");
+        return -1;
+    }
+    if (ghd_log_format_parse(cfg->log_format, &fmt)) {
+        fprintf(err, "gpuhttpd: --log-format must be text or json\n");
+        return -1;
+    }
+    return 0;
+}
+
+void ghd_config_usage(FILE *out)
+{
+    fprintf(out, "usage: gpuhttpd [options]\n\nEvery option also reads the environment "
+                 "variable shown; a flag wins.\n\n");
+    for (size_t i = 0; i < SPEC_COUNT; i++) {
+        char env[64];
+        env_name(specs[i].flag, env, sizeof(env));
+        fprintf(out, "  --%-20s %-26s %s (default: %s)\n", specs[i].flag, env, specs[i].help,
+                *specs[i].def ? specs[i].def : "none");
+    }
+    fprintf(out, "  --%-20s %-26s %s\n", "help", "", "print this help and exit");
+    fprintf(out, "  --%-20s %-26s %s\n", "version", "", "print the version and exit");
+}
+
+int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, FILE *err)
+{
+    ghd_config_defaults(cfg);
+    for (size_t i = 0; i < SPEC_COUNT; i++) {
+        char env[64];
+        env_name(specs[i].flag, env, sizeof(env));
+        const char *v = getenv(env);
+        if (v && *v && apply(cfg, &specs[i], v) != 0) {
+            fprintf(err, "gpuhttpd: invalid value '%s' for %s (--%s: %s)\n", v, env,
+                     specs[i].flag, specs[i].help);
+            return -1;
+        }
+    }
+    struct option longopts[SPEC_COUNT + 3];
+    for (size_t i = 0; i < SPEC_COUNT; i++)
+        longopts[i] = (struct option){specs[i].flag, required_argument, NULL, (int)i + 1000};
+    longopts[SPEC_COUNT] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[SPEC_COUNT + 1] = (struct option){"version", no_argument, NULL, 'V'};
+    longopts[SPEC_COUNT + 2] = (struct option){NULL, 0, NULL, 0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            ghd_config_usage(out);
+            return 1;
+        }
+        if (c == 'V') {
+            fprintf(out, "gpuhttpd %s\n", GHD_VERSION);
+            return 1;
+        }
+        if (c == '?' || c == ':') {
+            fprintf(err, "gpuhttpd: unknown or incomplete option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+        const struct option_spec *sp = &specs[c - 1000];
+        if (apply(cfg, sp, optarg) != 0) {
+            fprintf(err, "gpuhttpd: invalid value '%s' for --%s (%s)\n", optarg, sp->flag,
+                    sp->help);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(err, "gpuhttpd: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    return validate(cfg, err);
+}

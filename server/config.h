@@ -1,0 +1,51 @@
+#ifndef GHD_SERVER_CONFIG_H
+#define GHD_SERVER_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* Flags and environment folded into one validated, read-only configuration.
+ * Every option has a long flag and an environment variable (GHD_<NAME>);
+ * a flag wins over the environment, which wins over the default. */
+
+enum ghd_backend_choice { GHD_CHOICE_AUTO, GHD_CHOICE_CUDA, GHD_CHOICE_HOST };
+
+struct ghd_config {
+    unsigned port;
+    char bind[64];
+    enum ghd_backend_choice backend;
+    unsigned device;
+    size_t pool_limit;           /* bytes; 0 = none */
+    unsigned pool_limit_percent; /* when the limit was given as N% */
+    size_t pool_alignment;
+    size_t pool_slab;
+    size_t pool_initial;
+    size_t staging_chunk;
+    unsigned staging_chunks;
+    unsigned staging_timeout_ms;
+    size_t max_buffer_size;
+    size_t max_json_body;
+    unsigned connection_limit;
+    unsigned connection_timeout_s;
+    size_t connection_memory;
+    unsigned runs_kept;
+    unsigned run_keep_s;
+    unsigned run_queue_limit;
+    unsigned default_ttl_s;
+    char log_level[16];
+    char log_format[16];
+    char port_file[256];
+    char docs_dir[256];
+};
+
+/* Parses argv and the environment into *cfg. Returns 0 on success; 1 when
+ * --help or --version was printed (the caller exits 0); -1 after printing a
+ * one-line message that names the bad option to `err`. */
+int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, FILE *err);
+/* Defaults only, for tests. */
+void ghd_config_defaults(struct ghd_config *cfg);
+/* Parses "4096", "64K", "8M", "2G", "1T" (binary multiples). -1 if invalid. */
+int ghd_parse_size(const char *s, size_t *out);
+void ghd_config_usage(FILE *out);
+
+#endif

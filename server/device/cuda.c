@@ -1,0 +1,257 @@
+/* The CUDA backend: one context per device (the primary context), streams
+ * that do not synchronise with the legacy default stream, and events for
+ * completion and timing. Every CUDA call goes through GHD_CUDA_CHECK. */
+#include "device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../error.h"
+#include "../log.h"
+#include "cuda_check.h"
+
+struct cuda_state {
+    int lost; /* a sticky error was seen: the context is unusable */
+};
+
+static int is_sticky(cudaError_t err)
+{
+    switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorDevicesUnavailable:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int ghd_cuda_error(struct ghd_device *dev, cudaError_t err, const char *expr,
+                   const char *file, int line)
+{
+    snprintf(dev->last_error, sizeof(dev->last_error), "%s", cudaGetErrorName(err));
+    ghd_log(GHD_LOG_ERROR, "cuda: %s (%s) in %s at %s:%d", cudaGetErrorName(err),
+            cudaGetErrorString(err), expr, file, line);
+    if (is_sticky(err) && dev->impl)
+        ((struct cuda_state *)dev->impl)->lost = 1;
+    if (err == cudaErrorMemoryAllocation)
+        return GHD_ENOMEM;
+    return GHD_EDEVICE;
+}
+
+/* Threads come and go with connections; each must bind the device first. */
+#define CUDA_ENTER(dev) GHD_CUDA_CHECK((dev), cudaSetDevice((dev)->ordinal))
+
+static struct cuda_state the_state[64];
+
+static int cuda_open(struct ghd_device *dev, int ordinal)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        snprintf(dev->last_error, sizeof(dev->last_error), "no CUDA device usable: %s",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "no device found");
+        return GHD_EUNAVAIL;
+    }
+    if (ordinal < 0 || ordinal >= count || ordinal >= 64) {
+        snprintf(dev->last_error, sizeof(dev->last_error),
+                 "CUDA device %d does not exist (%d present)", ordinal, count);
+        return GHD_EUNAVAIL;
+    }
+    dev->impl = &the_state[ordinal];
+    memset(dev->impl, 0, sizeof(struct cuda_state));
+    GHD_CUDA_CHECK(dev, cudaSetDevice(ordinal));
+    /* Threads waiting on copies sleep rather than spin: transfer threads need
+     * the CPU for the network. */
+    err = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+    if (err != cudaSuccess && err != cudaErrorSetOnActiveProcess)
+        GHD_CUDA_CHECK(dev, err);
+    (void)cudaGetLastError();
+    GHD_CUDA_CHECK(dev, cudaFree(0)); /* create the primary context now */
+    struct cudaDeviceProp prop;
+    GHD_CUDA_CHECK(dev, cudaGetDeviceProperties(&prop, ordinal));
+    snprintf(dev->name, sizeof(dev->name), "%s", prop.name);
+    dev->total_memory = prop.totalGlobalMem;
+    int rt = 0;
+    GHD_CUDA_CHECK(dev, cudaRuntimeGetVersion(&rt));
+    snprintf(dev->runtime_version, sizeof(dev->runtime_version), "%d.%d", rt / 1000,
+             (rt % 1000) / 10);
+    return 0;
+}
+
+static void cuda_close(struct ghd_device *dev)
+{
+    if (cudaSetDevice(dev->ordinal) == cudaSuccess)
+        (void)cudaDeviceSynchronize();
+}
+
+static int cuda_mem_alloc(struct ghd_device *dev, size_t size, void **d_ptr)
+{
+    CUDA_ENTER(dev);
+    GHD_CUDA_CHECK(dev, cudaMalloc(d_ptr, size));
+    return 0;
+}
+
+static void cuda_mem_free(struct ghd_device *dev, void *d_ptr)
+{
+    if (cudaSetDevice(dev->ordinal) == cudaSuccess && cudaFree(d_ptr) != cudaSuccess)
+        ghd_log(GHD_LOG_ERROR, "cuda: cudaFree failed: %s", cudaGetErrorName(cudaGetLastError()));
+}
+
+static int cuda_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr)
+{
+    CUDA_ENTER(dev);
+    cudaError_t err = cudaHostAlloc(h_ptr, size, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        ghd_cuda_error(dev, err, "cudaHostAlloc", __FILE__, __LINE__);
+        return GHD_ENOHOSTMEM;
+    }
+    return 0;
+}
+
+static void cuda_host_free(struct ghd_device *dev, void *h_ptr)
+{
+    (void)dev;
+    if (cudaFreeHost(h_ptr) != cudaSuccess)
+        ghd_log(GHD_LOG_ERROR, "cuda: cudaFreeHost failed");
+}
+
+static int cuda_stream_new(struct ghd_device *dev, struct ghd_stream **out)
+{
+    CUDA_ENTER(dev);
+    cudaStream_t s;
+    GHD_CUDA_CHECK(dev, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    *out = (struct ghd_stream *)s;
+    return 0;
+}
+
+static void cuda_stream_free(struct ghd_device *dev, struct ghd_stream *s)
+{
+    (void)dev;
+    (void)cudaStreamDestroy((cudaStream_t)s);
+}
+
+static int cuda_stream_sync(struct ghd_device *dev, struct ghd_stream *s)
+{
+    GHD_CUDA_CHECK(dev, cudaStreamSynchronize((cudaStream_t)s));
+    return 0;
+}
+
+static int cuda_event_new(struct ghd_device *dev, struct ghd_event **out)
+{
+    CUDA_ENTER(dev);
+    cudaEvent_t e;
+    GHD_CUDA_CHECK(dev, cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
+    *out = (struct ghd_event *)e;
+    return 0;
+}
+
+static void cuda_event_free(struct ghd_device *dev, struct ghd_event *e)
+{
+    (void)dev;
+    (void)cudaEventDestroy((cudaEvent_t)e);
+}
+
+static int cuda_event_record(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s)
+{
+    CUDA_ENTER(dev);
+    GHD_CUDA_CHECK(dev, cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s));
+    return 0;
+}
+
+static int cuda_event_sync(struct ghd_device *dev, struct ghd_event *e)
+{
+    GHD_CUDA_CHECK(dev, cudaEventSynchronize((cudaEvent_t)e));
+    return 0;
+}
+
+static int cuda_event_elapsed(struct ghd_device *dev, struct ghd_event *start,
+                              struct ghd_event *end, float *ms)
+{
+    GHD_CUDA_CHECK(dev, cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+    return 0;
+}
+
+static int cuda_copy(struct ghd_device *dev, void *dst, const void *src, size_t n,
+                     enum cudaMemcpyKind kind, struct ghd_stream *s)
+{
+    if (n == 0)
+        return 0;
+    CUDA_ENTER(dev);
+    GHD_CUDA_CHECK(dev, cudaMemcpyAsync(dst, src, n, kind, (cudaStream_t)s));
+    return 0;
+}
+
+static int cuda_copy_h2d(struct ghd_device *dev, void *d_dst, const void *h_src, size_t n,
+                         struct ghd_stream *s)
+{
+    return cuda_copy(dev, d_dst, h_src, n, cudaMemcpyHostToDevice, s);
+}
+
+static int cuda_copy_d2h(struct ghd_device *dev, void *h_dst, const void *d_src, size_t n,
+                         struct ghd_stream *s)
+{
+    return cuda_copy(dev, h_dst, d_src, n, cudaMemcpyDeviceToHost, s);
+}
+
+static int cuda_copy_d2d(struct ghd_device *dev, void *d_dst, const void *d_src, size_t n,
+                         struct ghd_stream *s)
+{
+    return cuda_copy(dev, d_dst, d_src, n, cudaMemcpyDeviceToDevice, s);
+}
+
+static int cuda_memset(struct ghd_device *dev, void *d_dst, int value, size_t n,
+                       struct ghd_stream *s)
+{
+    if (n == 0)
+        return 0;
+    CUDA_ENTER(dev);
+    GHD_CUDA_CHECK(dev, cudaMemsetAsync(d_dst, value, n, (cudaStream_t)s));
+    return 0;
+}
+
+static int cuda_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes)
+{
+    CUDA_ENTER(dev);
+    GHD_CUDA_CHECK(dev, cudaMemGetInfo(free_bytes, total_bytes));
+    return 0;
+}
+
+static int cuda_health(struct ghd_device *dev)
+{
+    struct cuda_state *st = dev->impl;
+    if (st && st->lost)
+        return GHD_EDEVICE;
+    size_t f, t;
+    return cuda_mem_info(dev, &f, &t);
+}
+
+const struct ghd_device_ops ghd_cuda_ops = {
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .stream_new = cuda_stream_new,
+    .stream_free = cuda_stream_free,
+    .stream_sync = cuda_stream_sync,
+    .event_new = cuda_event_new,
+    .event_free = cuda_event_free,
+    .event_record = cuda_event_record,
+    .event_sync = cuda_event_sync,
+    .event_elapsed = cuda_event_elapsed,
+    .copy_h2d = cuda_copy_h2d,
+    .copy_d2h = cuda_copy_d2h,
+    .copy_d2d = cuda_copy_d2d,
+    .memset = cuda_memset,
+    .mem_info = cuda_mem_info,
+    .health = cuda_health,
+};

@@ -1,0 +1,46 @@
+#include "device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../error.h"
+
+int ghd_device_cuda_compiled(void)
+{
+#ifdef GHD_HAVE_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+const char *ghd_backend_name(enum ghd_backend_kind kind)
+{
+    return kind == GHD_BACKEND_CUDA ? "cuda" : "host";
+}
+
+int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordinal)
+{
+    memset(dev, 0, sizeof(*dev));
+    dev->kind = kind;
+    dev->ordinal = ordinal;
+    if (kind == GHD_BACKEND_HOST) {
+        dev->ops = &ghd_host_ops;
+    } else {
+#ifdef GHD_HAVE_CUDA
+        dev->ops = &ghd_cuda_ops;
+#else
+        snprintf(dev->last_error, sizeof(dev->last_error),
+                 "this binary was built without CUDA support");
+        return GHD_ENOTSUP;
+#endif
+    }
+    return dev->ops->open(dev, ordinal);
+}
+
+void ghd_device_close(struct ghd_device *dev)
+{
+    if (dev->ops)
+        dev->ops->close(dev);
+    dev->ops = NULL;
+}

@@ -1,0 +1,82 @@
+#ifndef GHD_DEVICE_DEVICE_H
+#define GHD_DEVICE_DEVICE_H
+
+#include <stddef.h>
+
+/* The device interface: every backend (CUDA, host) implements these
+ * operations. Only cuda.c and kernels/cuda/ see CUDA types; the rest of the
+ * service holds opaque streams and events. All copies are stream-ordered and
+ * may be asynchronous; completion is observed through events or stream_sync.
+ * Every operation returns 0 or a negative GHD_E* code (GHD_EDEVICE for a
+ * backend failure, with the backend's error name in dev->last_error). */
+
+enum ghd_backend_kind {
+    GHD_BACKEND_HOST = 0,
+    GHD_BACKEND_CUDA = 1,
+    GHD_BACKEND_COUNT
+};
+
+struct ghd_stream;
+struct ghd_event;
+struct ghd_device;
+
+struct ghd_device_ops {
+    const char *name;
+    int (*open)(struct ghd_device *dev, int ordinal);
+    void (*close)(struct ghd_device *dev);
+    /* Large device allocations for the pool's slabs; never on a request path. */
+    int (*mem_alloc)(struct ghd_device *dev, size_t size, void **d_ptr);
+    void (*mem_free)(struct ghd_device *dev, void *d_ptr);
+    /* Page-locked host memory for the staging ring; allocated once at start. */
+    int (*host_alloc)(struct ghd_device *dev, size_t size, void **h_ptr);
+    void (*host_free)(struct ghd_device *dev, void *h_ptr);
+    int (*stream_new)(struct ghd_device *dev, struct ghd_stream **out);
+    void (*stream_free)(struct ghd_device *dev, struct ghd_stream *s);
+    int (*stream_sync)(struct ghd_device *dev, struct ghd_stream *s);
+    int (*event_new)(struct ghd_device *dev, struct ghd_event **out);
+    void (*event_free)(struct ghd_device *dev, struct ghd_event *e);
+    int (*event_record)(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s);
+    int (*event_sync)(struct ghd_device *dev, struct ghd_event *e);
+    /* Milliseconds between two recorded, completed events. */
+    int (*event_elapsed)(struct ghd_device *dev, struct ghd_event *start,
+                         struct ghd_event *end, float *ms);
+    int (*copy_h2d)(struct ghd_device *dev, void *d_dst, const void *h_src, size_t n,
+                    struct ghd_stream *s);
+    int (*copy_d2h)(struct ghd_device *dev, void *h_dst, const void *d_src, size_t n,
+                    struct ghd_stream *s);
+    int (*copy_d2d)(struct ghd_device *dev, void *d_dst, const void *d_src, size_t n,
+                    struct ghd_stream *s);
+    int (*memset)(struct ghd_device *dev, void *d_dst, int value, size_t n,
+                  struct ghd_stream *s);
+    int (*mem_info)(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes);
+    /* 0 while the context is usable; GHD_EDEVICE once it is lost. */
+    int (*health)(struct ghd_device *dev);
+};
+
+struct ghd_device {
+    const struct ghd_device_ops *ops;
+    enum ghd_backend_kind kind;
+    int ordinal;
+    char name[128];
+    char runtime_version[32];
+    size_t total_memory;
+    /* Name of the last backend error (e.g. "cudaErrorMemoryAllocation"). */
+    char last_error[128];
+    void *impl; /* backend private state */
+};
+
+/* Opens device `ordinal` with the given backend into caller-owned *dev.
+ * GHD_ENOTSUP when the backend is not compiled in, GHD_EUNAVAIL when it has no
+ * usable device (with the reason in dev->last_error). */
+int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordinal);
+void ghd_device_close(struct ghd_device *dev);
+/* Whether the CUDA backend was compiled into this binary. */
+int ghd_device_cuda_compiled(void);
+const char *ghd_backend_name(enum ghd_backend_kind kind);
+
+extern const struct ghd_device_ops ghd_host_ops;
+#ifdef GHD_HAVE_CUDA
+extern const struct ghd_device_ops ghd_cuda_ops;
+#endif
+
+#endif

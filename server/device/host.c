@@ -1,0 +1,192 @@
+/* The host backend: plain memory and synchronous copies behind the device
+ * interface. It lets the service run where there is no GPU, and it is the
+ * reference the CUDA backend is checked against. Streams are tokens and
+ * events are timestamps: every operation has completed when it returns. */
+#include "device.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../error.h"
+
+struct ghd_stream {
+    int unused;
+};
+
+struct ghd_event {
+    double t_ms;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int host_open(struct ghd_device *dev, int ordinal)
+{
+    if (ordinal != 0) {
+        snprintf(dev->last_error, sizeof(dev->last_error),
+                 "the host backend has only device 0");
+        return GHD_EUNAVAIL;
+    }
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    dev->total_memory = (size_t)pages * (size_t)page_size;
+    snprintf(dev->name, sizeof(dev->name), "host memory (reference backend)");
+    snprintf(dev->runtime_version, sizeof(dev->runtime_version), "none");
+    return 0;
+}
+
+static void host_close(struct ghd_device *dev)
+{
+    (void)dev;
+}
+
+static int host_alloc_aligned(size_t size, void **ptr)
+{
+    /* 4 KiB alignment stands in for the device's allocation granularity. */
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, size ? size : 1) != 0)
+        return GHD_ENOMEM;
+    *ptr = p;
+    return 0;
+}
+
+static int host_mem_alloc(struct ghd_device *dev, size_t size, void **d_ptr)
+{
+    (void)dev;
+    return host_alloc_aligned(size, d_ptr);
+}
+
+static void host_mem_free(struct ghd_device *dev, void *d_ptr)
+{
+    (void)dev;
+    free(d_ptr);
+}
+
+static int host_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr)
+{
+    (void)dev;
+    int rc = host_alloc_aligned(size, h_ptr);
+    return rc ? GHD_ENOHOSTMEM : 0;
+}
+
+static int host_stream_new(struct ghd_device *dev, struct ghd_stream **out)
+{
+    (void)dev;
+    *out = calloc(1, sizeof(**out));
+    return *out ? 0 : GHD_ENOHOSTMEM;
+}
+
+static void host_stream_free(struct ghd_device *dev, struct ghd_stream *s)
+{
+    (void)dev;
+    free(s);
+}
+
+static int host_stream_sync(struct ghd_device *dev, struct ghd_stream *s)
+{
+    (void)dev;
+    (void)s;
+    return 0;
+}
+
+static int host_event_new(struct ghd_device *dev, struct ghd_event **out)
+{
+    (void)dev;
+    *out = calloc(1, sizeof(**out));
+    return *out ? 0 : GHD_ENOHOSTMEM;
+}
+
+static void host_event_free(struct ghd_device *dev, struct ghd_event *e)
+{
+    (void)dev;
+    free(e);
+}
+
+static int host_event_record(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s)
+{
+    (void)dev;
+    (void)s;
+    e->t_ms = now_ms();
+    return 0;
+}
+
+static int host_event_sync(struct ghd_device *dev, struct ghd_event *e)
+{
+    (void)dev;
+    (void)e;
+    return 0;
+}
+
+static int host_event_elapsed(struct ghd_device *dev, struct ghd_event *start,
+                              struct ghd_event *end, float *ms)
+{
+    (void)dev;
+    *ms = (float)(end->t_ms - start->t_ms);
+    return 0;
+}
+
+static int host_copy(struct ghd_device *dev, void *dst, const void *src, size_t n,
+                     struct ghd_stream *s)
+{
+    (void)dev;
+    (void)s;
+    if (n)
+        memmove(dst, src, n);
+    return 0;
+}
+
+static int host_memset(struct ghd_device *dev, void *d_dst, int value, size_t n,
+                       struct ghd_stream *s)
+{
+    (void)dev;
+    (void)s;
+    memset(d_dst, value, n);
+    return 0;
+}
+
+static int host_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes)
+{
+    long avail = sysconf(_SC_AVPHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    *free_bytes = (size_t)avail * (size_t)page_size;
+    *total_bytes = dev->total_memory;
+    return 0;
+}
+
+static int host_health(struct ghd_device *dev)
+{
+    (void)dev;
+    return 0;
+}
+
+const struct ghd_device_ops ghd_host_ops = {
+    .name = "host",
+    .open = host_open,
+    .close = host_close,
+    .mem_alloc = host_mem_alloc,
+    .mem_free = host_mem_free,
+    .host_alloc = host_host_alloc,
+    .host_free = host_mem_free,
+    .stream_new = host_stream_new,
+    .stream_free = host_stream_free,
+    .stream_sync = host_stream_sync,
+    .event_new = host_event_new,
+    .event_free = host_event_free,
+    .event_record = host_event_record,
+    .event_sync = host_event_sync,
+    .event_elapsed = host_event_elapsed,
+    .copy_h2d = host_copy,
+    .copy_d2h = host_copy,
+    .copy_d2d = host_copy,
+    .memset = host_memset,
+    .mem_info = host_mem_info,
+    .health = host_health,
+};

@@ -1,0 +1,426 @@
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "log.h"
+#include "router.h"
+
+struct ghd_http {
+    struct MHD_Daemon *daemon;
+    struct ghd_service *svc;
+    unsigned port;
+};
+
+enum body_state {
+    BODY_NONE,    /* no body expected, or it is being ignored */
+    BODY_JSON,    /* accumulating a JSON body */
+    BODY_UPLOAD,  /* streaming to the route's upload ops */
+    BODY_DISCARD, /* a reply is decided; the rest of the body is dropped */
+};
+
+/* Per-request state, hung off MHD's req_cls and freed in on_completed. */
+struct http_request {
+    struct ghd_request req;
+    struct ghd_reply rep;
+    const struct ghd_route *route;
+    enum body_state body;
+    int decided;        /* rep holds the final reply (usually an error) */
+    int upload_started; /* upload->begin succeeded; cleanup is owed */
+    int queued;         /* a response has been handed to MHD */
+    char *json_buf;
+    size_t json_len;
+    struct timespec started;
+    uint64_t bytes_out;
+};
+
+const char *ghd_request_header(const struct ghd_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *ghd_request_query(const struct ghd_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static void fill_request_id(struct ghd_request *req)
+{
+    const char *given = ghd_request_header(req, "X-Request-Id");
+    if (given) {
+        size_t n = strlen(given);
+        int ok = n > 0 && n <= GHD_REQUEST_ID_MAX;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = isalnum((unsigned char)given[i]) || strchr("-_.:", given[i]);
+        if (ok) {
+            memcpy(req->request_id, given, n + 1);
+            return;
+        }
+    }
+    char id[GHD_BUFFER_ID_LEN + 1];
+    if (ghd_random_id(id) == 0)
+        snprintf(req->request_id, sizeof(req->request_id), "%.16s", id);
+    else
+        snprintf(req->request_id, sizeof(req->request_id), "unknown");
+}
+
+/* Media type without parameters, compared case-insensitively. */
+static int media_is(const char *content_type, const char *want)
+{
+    if (!content_type)
+        return 0;
+    size_t n = strlen(want);
+    return strncasecmp(content_type, want, n) == 0 &&
+           (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
+}
+
+static int parse_content_length(struct ghd_request *req)
+{
+    const char *cl = ghd_request_header(req, "Content-Length");
+    const char *te = ghd_request_header(req, "Transfer-Encoding");
+    if (cl) {
+        char *end;
+        unsigned long long v = strtoull(cl, &end, 10);
+        if (!isdigit((unsigned char)*cl) || *end)
+            return GHD_EINVAL;
+        req->has_content_length = 1;
+        req->content_length = v;
+        req->has_body = v > 0;
+    } else if (te && strcasestr(te, "chunked")) {
+        req->has_body = 1;
+    }
+    return 0;
+}
+
+/* Decides how the body will be read, before any of it arrives. A refusal
+ * now costs the client no body transfer (MHD skips 100 Continue). */
+static int plan_body(struct http_request *hr)
+{
+    struct ghd_request *req = &hr->req;
+    struct ghd_service *svc = req->svc;
+    const char *ctype = ghd_request_header(req, "Content-Type");
+    enum ghd_body_kind kind = hr->route->body;
+    if (kind == GHD_BODY_NONE) {
+        hr->body = BODY_NONE;
+        return 0;
+    }
+    int is_json = media_is(ctype, "application/json");
+    int is_octets = media_is(ctype, "application/octet-stream");
+    if (kind == GHD_BODY_STREAM && !ctype)
+        is_octets = 1;
+    if ((kind == GHD_BODY_JSON || kind == GHD_BODY_UPLOAD) && is_json) {
+        if (!req->has_body)
+            return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
+        if (req->has_content_length && req->content_length > svc->cfg.max_json_body)
+            return ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
+                                     "JSON bodies are limited to %zu bytes (--max-json-body)",
+                                     svc->cfg.max_json_body);
+        hr->body = BODY_JSON;
+        return 0;
+    }
+    if ((kind == GHD_BODY_STREAM || kind == GHD_BODY_UPLOAD) && is_octets) {
+        int rc = hr->route->upload->begin(req, &hr->rep);
+        if (rc)
+            return rc;
+        hr->upload_started = 1;
+        hr->body = BODY_UPLOAD;
+        return 0;
+    }
+    if (!ctype && !req->has_body && kind == GHD_BODY_JSON)
+        return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
+    return ghd_reply_problem(&hr->rep, req, GHD_EMEDIA, "Content-Type must be %s, not '%s'",
+                             kind == GHD_BODY_JSON     ? "application/json"
+                             : kind == GHD_BODY_STREAM ? "application/octet-stream"
+                                                       : "application/json or application/octet-stream",
+                             ctype ? ctype : "(none)");
+}
+
+static int start_request(struct http_request *hr, const char *method, const char *url)
+{
+    struct ghd_request *req = &hr->req;
+    char allow[128];
+    fill_request_id(req);
+    int rc = ghd_router_match(method, url, req, &hr->route, allow, sizeof(allow));
+    if (rc == GHD_ENOENT) {
+        req->route = "(unmatched)";
+        return ghd_reply_problem(&hr->rep, req, rc, "no resource at this path");
+    }
+    if (rc == GHD_EMETHOD) {
+        req->route = "(unmatched)";
+        ghd_reply_header(&hr->rep, "Allow", "%s", allow);
+        return ghd_reply_problem(&hr->rep, req, rc, "%s is not allowed here; allowed: %s", method,
+                                 allow);
+    }
+    rc = parse_content_length(req);
+    if (rc)
+        return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
+    return plan_body(hr);
+}
+
+static void take_body_piece(struct http_request *hr, const char *data, size_t len)
+{
+    struct ghd_request *req = &hr->req;
+    req->bytes_in += len;
+    if (hr->body == BODY_JSON) {
+        size_t limit = req->svc->cfg.max_json_body;
+        if (hr->json_len + len > limit) {
+            ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
+                              "JSON bodies are limited to %zu bytes (--max-json-body)", limit);
+            hr->decided = 1;
+            hr->body = BODY_DISCARD;
+            return;
+        }
+        char *grown = realloc(hr->json_buf, hr->json_len + len + 1);
+        if (!grown) {
+            ghd_reply_problem(&hr->rep, req, GHD_ENOHOSTMEM, "out of host memory");
+            hr->decided = 1;
+            hr->body = BODY_DISCARD;
+            return;
+        }
+        hr->json_buf = grown;
+        memcpy(hr->json_buf + hr->json_len, data, len);
+        hr->json_len += len;
+    } else if (hr->body == BODY_UPLOAD) {
+        if (hr->route->upload->write(req, &hr->rep, data, len) != 0) {
+            hr->decided = 1;
+            hr->body = BODY_DISCARD;
+        }
+    }
+}
+
+static int parse_json_body(struct http_request *hr)
+{
+    json_error_t err;
+    json_t *doc = json_loadb(hr->json_buf ? hr->json_buf : "", hr->json_len, 0, &err);
+    if (!doc)
+        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "line %d, column %d: %s",
+                                 err.line, err.column, err.text);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "the body must be a JSON object");
+    }
+    hr->req.json = doc;
+    return 0;
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct http_request *hr = cls;
+    if (!hr->rep.reader) /* HEAD: MHD sends headers only and never reads */
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    ssize_t n = hr->rep.reader(hr->rep.reader_ctx, pos, buf, max);
+    if (n < 0) {
+        ghd_log(GHD_LOG_WARN, "request %s: download aborted at byte %llu: %s",
+                hr->req.request_id, (unsigned long long)pos, ghd_strerror((int)n));
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    hr->bytes_out += (uint64_t)n;
+    return n;
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_request *hr)
+{
+    struct ghd_reply *rep = &hr->rep;
+    struct MHD_Response *resp;
+    if (rep->reader || rep->stream_len) {
+        /* The reader context stays with hr and is freed in on_completed. */
+        size_t block = rep->stream_block ? rep->stream_block : (size_t)1 << 20;
+        resp = MHD_create_response_from_callback(rep->stream_len, block, stream_reader, hr, NULL);
+    } else {
+        resp = MHD_create_response_from_buffer(rep->body_len, rep->body, MHD_RESPMEM_MUST_FREE);
+        if (resp) {
+            if (strcmp(hr->req.method, "HEAD") != 0)
+                hr->bytes_out += rep->body_len;
+            rep->body = NULL;
+        }
+    }
+    if (!resp)
+        return MHD_NO;
+    hr->queued = 1;
+    if (rep->content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
+    MHD_add_response_header(resp, "X-Request-Id", hr->req.request_id);
+    for (unsigned i = 0; i < rep->header_count; i++)
+        MHD_add_response_header(resp, rep->header_names[i], rep->header_values[i]);
+    if (hr->decided && hr->body != BODY_NONE)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rep->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **req_cls)
+{
+    (void)version;
+    struct ghd_http *http = cls;
+    struct http_request *hr = *req_cls;
+    if (!hr) {
+        hr = calloc(1, sizeof(*hr));
+        if (!hr)
+            return MHD_NO;
+        clock_gettime(CLOCK_MONOTONIC, &hr->started);
+        hr->req.svc = http->svc;
+        hr->req.method = method;
+        hr->req.path = url;
+        hr->req.conn = conn;
+        *req_cls = hr;
+        if (start_request(hr, method, url) != 0) {
+            hr->decided = 1;
+            hr->body = hr->req.has_body ? BODY_DISCARD : BODY_NONE;
+            /* Answer before the body: the client is spared sending it. */
+            return send_reply(conn, hr);
+        }
+        return MHD_YES;
+    }
+    if (hr->queued) { /* an early reply is out; drop what still arrives */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        take_body_piece(hr, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (hr->decided)
+        return hr->rep.status ? send_reply(conn, hr) : MHD_NO;
+    if (hr->body == BODY_JSON && parse_json_body(hr) != 0)
+        return send_reply(conn, hr);
+    hr->decided = 1;
+    int rc = hr->route->handle(&hr->req, &hr->rep);
+    if (rc && !hr->rep.status)
+        ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
+    if (strcmp(method, "HEAD") == 0)
+        hr->rep.head_only = 1;
+    return send_reply(conn, hr);
+}
+
+static double elapsed_ms(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - since->tv_sec) * 1e3 +
+           (double)(now.tv_nsec - since->tv_nsec) / 1e6;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    struct http_request *hr = *req_cls;
+    if (!hr)
+        return;
+    if (hr->upload_started)
+        hr->route->upload->cleanup(&hr->req);
+    int status = hr->rep.status;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+        ghd_log(GHD_LOG_INFO, "request %s: client went away or failed (termination %d)",
+                hr->req.request_id, (int)toe);
+        if (!status)
+            status = 499; /* closed by the client before a reply */
+    }
+    struct ghd_access_record rec = {
+        .request_id = hr->req.request_id,
+        .method = hr->req.method,
+        .route = hr->req.route ? hr->req.route : "(unmatched)",
+        .status = status,
+        .bytes_in = hr->req.bytes_in,
+        .bytes_out = hr->bytes_out,
+        .duration_ms = elapsed_ms(&hr->started),
+        .tenant = hr->req.tenant,
+    };
+    ghd_log_access(&rec);
+    json_decref(hr->req.json);
+    free(hr->json_buf);
+    ghd_reply_reset(&hr->rep);
+    free(hr);
+    *req_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    ghd_log(GHD_LOG_DEBUG, "microhttpd: %s", msg);
+}
+
+int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, size_t why_len)
+{
+    const struct ghd_config *cfg = &svc->cfg;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)cfg->port);
+    if (inet_pton(AF_INET, cfg->bind, &addr.sin_addr) != 1) {
+        snprintf(why, why_len, "--bind '%s' is not an IPv4 address", cfg->bind);
+        return GHD_EINVAL;
+    }
+    struct ghd_http *http = calloc(1, sizeof(*http));
+    if (!http)
+        return GHD_ENOHOSTMEM;
+    http->svc = svc;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    http->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, http,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->connection_memory,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_END);
+    if (!http->daemon) {
+        snprintf(why, why_len, "cannot listen on %s:%u (address in use or not permitted)",
+                 cfg->bind, cfg->port);
+        free(http);
+        return GHD_EUNAVAIL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(http->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    http->port = info ? info->port : cfg->port;
+    *out = http;
+    return 0;
+}
+
+unsigned ghd_http_port(const struct ghd_http *http)
+{
+    return http->port;
+}
+
+unsigned ghd_http_connections(const struct ghd_http *http)
+{
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(http->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
+
+void ghd_http_quiesce(struct ghd_http *http)
+{
+    MHD_socket s = MHD_quiesce_daemon(http->daemon);
+    if (s != MHD_INVALID_SOCKET)
+        close(s);
+}
+
+void ghd_http_stop(struct ghd_http *http)
+{
+    if (!http)
+        return;
+    MHD_stop_daemon(http->daemon);
+    free(http);
+}

@@ -1,0 +1,24 @@
+#ifndef GHD_SERVER_HTTP_H
+#define GHD_SERVER_HTTP_H
+
+#include "service.h"
+
+/* The HTTP server: the only file that includes microhttpd.h. One thread per
+ * connection, so a transfer may block on its own copies without stalling
+ * other clients; bodies are streamed piece by piece to the route's upload
+ * operations, and downloads are pulled from the handler's reader. */
+
+struct ghd_http;
+
+/* Binds cfg.bind:cfg.port (port 0 picks one) and starts serving. */
+int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, size_t why_len);
+/* The bound port. */
+unsigned ghd_http_port(const struct ghd_http *http);
+/* Stops accepting new connections; requests in flight go on. */
+void ghd_http_quiesce(struct ghd_http *http);
+/* Connections open now. */
+unsigned ghd_http_connections(const struct ghd_http *http);
+/* Closes every connection and frees the server. */
+void ghd_http_stop(struct ghd_http *http);
+
+#endif

@@ -1,0 +1,31 @@
+#ifndef GHD_SERVER_LOG_H
+#define GHD_SERVER_LOG_H
+
+/* Process-wide logging to stderr: text or JSON lines, filtered by level. */
+enum ghd_log_level { GHD_LOG_DEBUG, GHD_LOG_INFO, GHD_LOG_WARN, GHD_LOG_ERROR };
+enum ghd_log_format { GHD_LOG_TEXT, GHD_LOG_JSON };
+
+void ghd_log_setup(enum ghd_log_level min_level, enum ghd_log_format format);
+int ghd_log_level_parse(const char *s, enum ghd_log_level *out);
+int ghd_log_format_parse(const char *s, enum ghd_log_format *out);
+int ghd_log_enabled(enum ghd_log_level level);
+
+/* One free-form message. */
+void ghd_log(enum ghd_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+struct ghd_access_record {
+    const char *request_id;
+    const char *method;
+    const char *route; /* the route template, never the raw path */
+    int status;
+    unsigned long long bytes_in;
+    unsigned long long bytes_out;
+    double duration_ms;
+    const char *tenant; /* may be NULL */
+};
+
+/* One line per request. */
+void ghd_log_access(const struct ghd_access_record *rec);
+
+#endif

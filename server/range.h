@@ -1,0 +1,19 @@
+#ifndef GHD_SERVER_RANGE_H
+#define GHD_SERVER_RANGE_H
+
+#include <stdint.h>
+
+/* Byte ranges (RFC 9110), single ranges only. */
+
+/* Parses a Range header ("bytes=a-b", "bytes=a-", "bytes=-n") against a
+ * resource of `size` bytes into the inclusive [*first, *last].
+ * GHD_EINVAL: not a single byte range (the caller serves the whole resource);
+ * GHD_ERANGE: well formed but unsatisfiable (416). */
+int ghd_range_parse(const char *header, uint64_t size, uint64_t *first, uint64_t *last);
+
+/* Parses a Content-Range header of a request ("bytes a-b/N", or with an asterisk for an unknown total).
+ * *total is UINT64_MAX for "*". GHD_EINVAL when malformed or b < a. */
+int ghd_content_range_parse(const char *header, uint64_t *first, uint64_t *last,
+                            uint64_t *total);
+
+#endif

@@ -1,0 +1,135 @@
+#include "request.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
+                   const char *text, size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return GHD_ENOHOSTMEM;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    free(rep->body);
+    rep->body = copy;
+    rep->body_len = len;
+    rep->status = status;
+    rep->content_type = content_type;
+    return 0;
+}
+
+int ghd_reply_json(struct ghd_reply *rep, int status, json_t *obj)
+{
+    if (!obj)
+        return GHD_ENOHOSTMEM;
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    if (!text)
+        return GHD_ENOHOSTMEM;
+    free(rep->body);
+    rep->body = text;
+    rep->body_len = strlen(text);
+    rep->status = status;
+    rep->content_type = "application/json";
+    return 0;
+}
+
+int ghd_reply_empty(struct ghd_reply *rep, int status)
+{
+    free(rep->body);
+    rep->body = NULL;
+    rep->body_len = 0;
+    rep->status = status;
+    rep->content_type = NULL;
+    return 0;
+}
+
+int ghd_reply_header(struct ghd_reply *rep, const char *name, const char *fmt, ...)
+{
+    if (rep->header_count == GHD_REPLY_MAX_HEADERS)
+        return GHD_EINTERNAL;
+    char value[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof(value), fmt, ap);
+    va_end(ap);
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return GHD_ENOHOSTMEM;
+    }
+    rep->header_names[rep->header_count] = n;
+    rep->header_values[rep->header_count] = v;
+    rep->header_count++;
+    return 0;
+}
+
+static void strip_crlf(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\r' || *s == '\n')
+            *s = ' ';
+}
+
+int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int code,
+                      const char *fmt, ...)
+{
+    char detail[1024] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+    }
+    strip_crlf(detail);
+    char type[128];
+    snprintf(type, sizeof(type), "%s%s", GHD_PROBLEM_BASE, ghd_error_slug(code));
+    int status = ghd_error_status(code);
+    json_t *obj = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", ghd_strerror(code),
+                            "status", status, "detail", *detail ? detail : ghd_strerror(code));
+    if (obj && req) {
+        json_object_set_new(obj, "instance", json_string(req->path));
+        json_object_set_new(obj, "request_id", json_string(req->request_id));
+    }
+    /* A reader left from an earlier attempt must not outlive the problem. */
+    if (rep->reader_free)
+        rep->reader_free(rep->reader_ctx);
+    rep->reader = NULL;
+    rep->reader_free = NULL;
+    rep->reader_ctx = NULL;
+    if (ghd_reply_json(rep, status, obj) == 0)
+        rep->content_type = "application/problem+json";
+    return code;
+}
+
+int ghd_reply_stream(struct ghd_reply *rep, int status, const char *content_type,
+                     uint64_t len, size_t block, ghd_reply_reader reader, void *ctx,
+                     ghd_reply_free reader_free)
+{
+    rep->status = status;
+    rep->content_type = content_type;
+    rep->stream_len = len;
+    rep->stream_block = block;
+    rep->reader = reader;
+    rep->reader_ctx = ctx;
+    rep->reader_free = reader_free;
+    return 0;
+}
+
+void ghd_reply_reset(struct ghd_reply *rep)
+{
+    for (unsigned i = 0; i < rep->header_count; i++) {
+        free(rep->header_names[i]);
+        free(rep->header_values[i]);
+    }
+    free(rep->body);
+    if (rep->reader_free)
+        rep->reader_free(rep->reader_ctx);
+    memset(rep, 0, sizeof(*rep));
+}

@@ -1,0 +1,83 @@
+#ifndef GHD_SERVER_REQUEST_H
+#define GHD_SERVER_REQUEST_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What a handler sees: a request and a reply, never MHD or CUDA types.
+ * http.c fills the request and turns the reply into an HTTP response. */
+
+struct ghd_service;
+
+#define GHD_MAX_PATH_PARAMS 4
+#define GHD_REQUEST_ID_MAX 64
+
+struct ghd_request {
+    struct ghd_service *svc;
+    const char *method;
+    const char *path;
+    const char *route; /* the matched template, e.g. "/v1/buffers/{id}" */
+    char params[GHD_MAX_PATH_PARAMS][128];
+    unsigned param_count;
+    char request_id[GHD_REQUEST_ID_MAX + 1];
+    const char *tenant; /* NULL without authentication */
+    json_t *json;       /* parsed JSON body for JSON routes */
+    int has_body;
+    int has_content_length;
+    uint64_t content_length;
+    uint64_t bytes_in;
+    void *conn;  /* http.c's connection handle, for header and query lookups */
+    void *state; /* the handler's per-request state (uploads) */
+};
+
+/* Header and query lookups; NULL when absent. */
+const char *ghd_request_header(const struct ghd_request *req, const char *name);
+const char *ghd_request_query(const struct ghd_request *req, const char *name);
+
+/* Reads up to `max` bytes of a streamed response body starting at `pos`.
+ * Returns the count (> 0), or a negative GHD_E* code to abort the response. */
+typedef ssize_t (*ghd_reply_reader)(void *ctx, uint64_t pos, char *buf, size_t max);
+typedef void (*ghd_reply_free)(void *ctx);
+
+#define GHD_REPLY_MAX_HEADERS 12
+
+struct ghd_reply {
+    int status;
+    unsigned header_count;
+    char *header_names[GHD_REPLY_MAX_HEADERS];
+    char *header_values[GHD_REPLY_MAX_HEADERS];
+    const char *content_type;
+    char *body; /* owned, freed by http.c */
+    size_t body_len;
+    int head_only; /* HEAD: headers with the full Content-Length, no body */
+    /* Streamed body (downloads). */
+    ghd_reply_reader reader;
+    ghd_reply_free reader_free;
+    void *reader_ctx;
+    uint64_t stream_len;
+    size_t stream_block; /* preferred block size for the reader */
+};
+
+/* Reply builders; each returns 0 or GHD_ENOHOSTMEM. */
+int ghd_reply_json(struct ghd_reply *rep, int status, json_t *obj /* steals */);
+int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
+                   const char *text, size_t len);
+int ghd_reply_empty(struct ghd_reply *rep, int status);
+int ghd_reply_header(struct ghd_reply *rep, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* application/problem+json for a GHD_E* code; the detail (printf-style) has
+ * CR and LF stripped, since it may echo input. Returns `code` so a handler
+ * can `return ghd_reply_problem(...)`. */
+int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int code,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A streamed body of `len` bytes produced by `reader`; `reader_free(ctx)` runs
+ * once when the response is done or abandoned. */
+int ghd_reply_stream(struct ghd_reply *rep, int status, const char *content_type,
+                     uint64_t len, size_t block, ghd_reply_reader reader, void *ctx,
+                     ghd_reply_free reader_free);
+/* Drops everything the reply owns (also the stream context). */
+void ghd_reply_reset(struct ghd_reply *rep);
+
+#endif

@@ -1,0 +1,47 @@
+#ifndef GHD_SERVER_ROUTER_H
+#define GHD_SERVER_ROUTER_H
+
+#include <stddef.h>
+
+#include "request.h"
+
+/* One static table of method + path pattern -> handler (lwan's url map).
+ * Patterns are literal segments and {name} placeholders for one segment. */
+
+enum ghd_body_kind {
+    GHD_BODY_NONE,   /* a body, if any, is read and ignored */
+    GHD_BODY_JSON,   /* application/json, at most --max-json-body bytes, parsed into req->json */
+    GHD_BODY_UPLOAD, /* application/json (as above) or application/octet-stream (streamed) */
+    GHD_BODY_STREAM, /* application/octet-stream (or no type), streamed through `upload` */
+};
+
+/* Fills `rep` and returns 0; or returns a GHD_E* code after ghd_reply_problem. */
+typedef int (*ghd_handler_fn)(struct ghd_request *req, struct ghd_reply *rep);
+
+/* A streamed body: begin once headers are known (it may refuse by filling
+ * rep with a problem and returning its code), write for each piece, then the
+ * route's handler once the body is complete. cleanup runs exactly once after
+ * a successful begin, whether the request completed or the client left. */
+struct ghd_upload_ops {
+    int (*begin)(struct ghd_request *req, struct ghd_reply *rep);
+    int (*write)(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len);
+    void (*cleanup)(struct ghd_request *req);
+};
+
+struct ghd_route {
+    const char *method;
+    const char *pattern;
+    enum ghd_body_kind body;
+    ghd_handler_fn handle;
+    const struct ghd_upload_ops *upload;
+};
+
+/* Matches method and path; fills req->params and req->route. HEAD matches
+ * GET routes. GHD_ENOENT when no pattern matches the path; GHD_EMETHOD when
+ * one does with another method, with the methods it allows in `allow`. */
+int ghd_router_match(const char *method, const char *path, struct ghd_request *req,
+                     const struct ghd_route **out, char *allow, size_t allow_len);
+/* The whole table, for documentation checks. */
+const struct ghd_route *ghd_router_table(size_t *count);
+
+#endif

@@ -1,0 +1,379 @@
+#include "run_queue.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "log.h"
+#include "service.h"
+
+struct ghd_run_queue {
+    struct ghd_service *svc;
+    pthread_mutex_t lock;
+    pthread_cond_t work;     /* the worker waits here for runs */
+    pthread_cond_t finished; /* waiters for any run's end */
+    struct ghd_run *head, *tail;
+    struct ghd_run *kept; /* every run still known, newest first */
+    unsigned kept_count;
+    unsigned active;
+    int stopping;
+    pthread_t worker;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *ghd_run_status_name(enum ghd_run_status s)
+{
+    static const char *const names[] = {"queued", "running", "succeeded", "failed", "canceled"};
+    return names[s];
+}
+
+int ghd_run_new(const char *tenant, struct ghd_run **out)
+{
+    struct ghd_run *run = calloc(1, sizeof(*run));
+    if (!run)
+        return GHD_ENOHOSTMEM;
+    if (ghd_random_id(run->id) != 0) {
+        free(run);
+        return GHD_EINTERNAL;
+    }
+    snprintf(run->tenant, sizeof(run->tenant), "%s", tenant ? tenant : "");
+    atomic_init(&run->refs, 1);
+    *out = run;
+    return 0;
+}
+
+void ghd_run_ref(struct ghd_run *run)
+{
+    atomic_fetch_add(&run->refs, 1);
+}
+
+/* Drops the kernel calls and with them the buffer references. */
+static void run_release_calls(struct ghd_run *run)
+{
+    for (unsigned i = 0; i < run->step_count; i++) {
+        ghd_kernel_call_free(run->steps[i].call);
+        run->steps[i].call = NULL;
+    }
+}
+
+void ghd_run_unref(struct ghd_run *run)
+{
+    if (!run || atomic_fetch_sub(&run->refs, 1) != 1)
+        return;
+    run_release_calls(run);
+    for (unsigned i = 0; i < run->step_count; i++)
+        json_decref(run->steps[i].result);
+    free(run);
+}
+
+static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
+                        struct ghd_event *ev[2], struct ghd_run *run, struct ghd_run_step *step)
+{
+    struct ghd_device *dev = &rt->dev;
+    step->result = json_object();
+    if (!step->result)
+        return GHD_ENOHOSTMEM;
+    int rc = dev->ops->event_record(dev, ev[0], stream);
+    if (rc == 0)
+        rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, run->error_detail,
+                                     sizeof(run->error_detail));
+    if (rc == 0)
+        rc = dev->ops->event_record(dev, ev[1], stream);
+    if (rc == 0)
+        rc = dev->ops->event_sync(dev, ev[1]);
+    if (rc == 0)
+        rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms);
+    if (rc && !run->error_detail[0])
+        snprintf(run->error_detail, sizeof(run->error_detail), "%s",
+                 dev->last_error[0] ? dev->last_error : ghd_strerror(rc));
+    return rc;
+}
+
+static void execute_run(struct ghd_runtime *rt, struct ghd_stream *stream,
+                        struct ghd_event *ev[2], struct ghd_run *run)
+{
+    int rc = 0;
+    for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
+        rc = execute_step(rt, stream, ev, run, &run->steps[i]);
+        run->device_ms += run->steps[i].device_ms;
+        if (rc && run->step_count > 1) {
+            char detail[sizeof(run->error_detail)];
+            memcpy(detail, run->error_detail, sizeof(detail));
+            snprintf(run->error_detail, sizeof(run->error_detail), "step %u (%.32s): %.400s", i,
+                     ghd_kernel_name(run->steps[i].kernel), detail);
+        }
+    }
+    run->error = rc;
+}
+
+static void *worker_main(void *arg)
+{
+    struct ghd_run_queue *q = arg;
+    struct ghd_runtime *rt = ghd_service_runtime(q->svc, 0);
+    struct ghd_device *dev = &rt->dev;
+    struct ghd_stream *stream = NULL;
+    struct ghd_event *ev[2] = {NULL, NULL};
+    int setup = ghd_runtime_stream_acquire(rt, &stream);
+    if (setup == 0)
+        setup = dev->ops->event_new(dev, &ev[0]);
+    if (setup == 0)
+        setup = dev->ops->event_new(dev, &ev[1]);
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        while (!q->head && !q->stopping)
+            pthread_cond_wait(&q->work, &q->lock);
+        if (!q->head)
+            break;
+        struct ghd_run *run = q->head;
+        q->head = run->next;
+        if (!q->head)
+            q->tail = NULL;
+        run->status = GHD_RUN_RUNNING;
+        run->started_ms = now_ms();
+        pthread_mutex_unlock(&q->lock);
+        if (setup) {
+            run->error = setup;
+            snprintf(run->error_detail, sizeof(run->error_detail), "run worker setup: %s",
+                     dev->last_error);
+        } else {
+            execute_run(rt, stream, ev, run);
+        }
+        if (run->error)
+            ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
+        run_release_calls(run); /* buffers are free to go now */
+        pthread_mutex_lock(&q->lock);
+        run->finished_ms = now_ms();
+        run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
+        q->active--;
+        pthread_cond_broadcast(&q->finished);
+        ghd_run_unref(run); /* the queue's reference */
+    }
+    pthread_mutex_unlock(&q->lock);
+    for (int i = 0; i < 2; i++)
+        if (ev[i])
+            dev->ops->event_free(dev, ev[i]);
+    ghd_runtime_stream_release(rt, stream);
+    return NULL;
+}
+
+int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out)
+{
+    struct ghd_run_queue *q = calloc(1, sizeof(*q));
+    if (!q)
+        return GHD_ENOHOSTMEM;
+    q->svc = svc;
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->work, NULL);
+    pthread_cond_init(&q->finished, NULL);
+    if (pthread_create(&q->worker, NULL, worker_main, q) != 0) {
+        free(q);
+        return GHD_EINTERNAL;
+    }
+    *out = q;
+    return 0;
+}
+
+void ghd_run_queue_free(struct ghd_run_queue *q)
+{
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->lock);
+    for (struct ghd_run *r = q->head; r; r = r->next) {
+        r->status = GHD_RUN_CANCELED;
+        run_release_calls(r);
+        q->active--;
+        ghd_run_unref(r);
+    }
+    q->head = q->tail = NULL;
+    q->stopping = 1;
+    pthread_cond_broadcast(&q->work);
+    pthread_cond_broadcast(&q->finished);
+    pthread_mutex_unlock(&q->lock);
+    pthread_join(q->worker, NULL);
+    while (q->kept) {
+        struct ghd_run *r = q->kept;
+        q->kept = r->kept_next;
+        ghd_run_unref(r);
+    }
+    pthread_cond_destroy(&q->work);
+    pthread_cond_destroy(&q->finished);
+    pthread_mutex_destroy(&q->lock);
+    free(q);
+}
+
+/* pre: lock held. Forgets finished runs past the kept count or age. */
+static void prune_locked(struct ghd_run_queue *q)
+{
+    double horizon = now_ms() - (double)q->svc->cfg.run_keep_s * 1e3;
+    unsigned seen = 0;
+    struct ghd_run **link = &q->kept;
+    while (*link) {
+        struct ghd_run *r = *link;
+        int done = r->status >= GHD_RUN_SUCCEEDED;
+        seen++;
+        if (done && (seen > q->svc->cfg.runs_kept || r->finished_ms < horizon)) {
+            *link = r->kept_next;
+            q->kept_count--;
+            ghd_run_unref(r);
+            continue;
+        }
+        link = &r->kept_next;
+    }
+}
+
+int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
+{
+    pthread_mutex_lock(&q->lock);
+    if (q->stopping) {
+        pthread_mutex_unlock(&q->lock);
+        return GHD_EUNAVAIL;
+    }
+    if (q->active >= q->svc->cfg.run_queue_limit) {
+        pthread_mutex_unlock(&q->lock);
+        return GHD_ELIMIT;
+    }
+    prune_locked(q);
+    run->status = GHD_RUN_QUEUED;
+    run->queued_at_ms = now_ms();
+    ghd_run_ref(run); /* the kept list's */
+    run->kept_next = q->kept;
+    q->kept = run;
+    q->kept_count++;
+    ghd_run_ref(run); /* the queue's */
+    run->next = NULL;
+    if (q->tail)
+        q->tail->next = run;
+    else
+        q->head = run;
+    q->tail = run;
+    q->active++;
+    pthread_cond_signal(&q->work);
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
+{
+    pthread_mutex_lock(&q->lock);
+    while (run->status < GHD_RUN_SUCCEEDED)
+        pthread_cond_wait(&q->finished, &q->lock);
+    pthread_mutex_unlock(&q->lock);
+}
+
+static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, const char *tenant,
+                                   struct ghd_run ***link_out)
+{
+    struct ghd_run **link = &q->kept;
+    for (; *link; link = &(*link)->kept_next) {
+        struct ghd_run *r = *link;
+        if (strcmp(r->id, id) == 0 && strcmp(r->tenant, tenant ? tenant : "") == 0) {
+            if (link_out)
+                *link_out = link;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant,
+                     struct ghd_run **out)
+{
+    pthread_mutex_lock(&q->lock);
+    prune_locked(q);
+    struct ghd_run *r = find_locked(q, id, tenant, NULL);
+    if (r)
+        ghd_run_ref(r);
+    pthread_mutex_unlock(&q->lock);
+    if (!r)
+        return GHD_ENOENT;
+    *out = r;
+    return 0;
+}
+
+int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
+{
+    struct ghd_run **link;
+    pthread_mutex_lock(&q->lock);
+    struct ghd_run *r = find_locked(q, id, tenant, &link);
+    int rc = GHD_ENOENT;
+    if (r && r->status == GHD_RUN_RUNNING) {
+        rc = GHD_EBUSY;
+    } else if (r && r->status == GHD_RUN_QUEUED) {
+        struct ghd_run **qlink = &q->head, *prev = NULL;
+        while (*qlink != r) {
+            prev = *qlink;
+            qlink = &(*qlink)->next;
+        }
+        *qlink = r->next;
+        if (q->tail == r)
+            q->tail = prev;
+        r->status = GHD_RUN_CANCELED;
+        r->error = GHD_ECANCELED;
+        r->finished_ms = now_ms();
+        run_release_calls(r);
+        q->active--;
+        pthread_cond_broadcast(&q->finished);
+        ghd_run_unref(r); /* the queue's */
+        rc = 0;
+    } else if (r) {
+        *link = r->kept_next;
+        q->kept_count--;
+        ghd_run_unref(r);
+        rc = 1;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+unsigned ghd_run_queue_active(struct ghd_run_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    unsigned n = q->active;
+    pthread_mutex_unlock(&q->lock);
+    return n;
+}
+
+json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
+{
+    pthread_mutex_lock(&q->lock);
+    json_t *obj = json_pack("{s:s, s:s}", "id", run->id, "status",
+                            ghd_run_status_name(run->status));
+    if (run->pipeline) {
+        json_t *steps = json_array();
+        for (unsigned i = 0; i < run->step_count; i++) {
+            json_t *s = json_pack("{s:s, s:f}", "kernel", ghd_kernel_name(run->steps[i].kernel),
+                                  "device_ms", (double)run->steps[i].device_ms);
+            if (run->steps[i].result)
+                json_object_set(s, "result", run->steps[i].result);
+            json_array_append_new(steps, s);
+        }
+        json_object_set_new(obj, "steps", steps);
+    } else {
+        json_object_set_new(obj, "kernel", json_string(ghd_kernel_name(run->steps[0].kernel)));
+    }
+    const struct ghd_run_step *last = &run->steps[run->step_count - 1];
+    if (run->status == GHD_RUN_SUCCEEDED && last->result)
+        json_object_set(obj, "result", last->result);
+    if (run->status == GHD_RUN_FAILED || run->status == GHD_RUN_CANCELED) {
+        json_object_set_new(obj, "error",
+                            json_pack("{s:s, s:s}", "title", ghd_strerror(run->error), "detail",
+                                      run->error_detail[0] ? run->error_detail : "canceled"));
+    }
+    json_t *timing = json_object();
+    if (run->started_ms > 0)
+        json_object_set_new(timing, "queued_ms", json_real(run->started_ms - run->queued_at_ms));
+    if (run->status == GHD_RUN_SUCCEEDED || run->status == GHD_RUN_FAILED) {
+        json_object_set_new(timing, "device_ms", json_real(run->device_ms));
+        json_object_set_new(timing, "total_ms", json_real(run->finished_ms - run->queued_at_ms));
+    }
+    json_object_set_new(obj, "timing", timing);
+    pthread_mutex_unlock(&q->lock);
+    return obj;
+}

@@ -1,0 +1,98 @@
+#include "service.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "log.h"
+#include "run_queue.h"
+
+static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind,
+                           struct ghd_runtime_config *rc)
+{
+    memset(rc, 0, sizeof(*rc));
+    rc->backend = kind;
+    rc->ordinal = (int)cfg->device;
+    rc->pool.alignment = cfg->pool_alignment;
+    rc->pool.slab_size = cfg->pool_slab;
+    rc->pool.limit = cfg->pool_limit;
+    rc->pool.initial = cfg->pool_initial;
+    rc->pool_limit_percent = cfg->pool_limit_percent;
+    rc->staging_chunk = cfg->staging_chunk;
+    rc->staging_chunks = cfg->staging_chunks;
+}
+
+static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)
+{
+    struct ghd_runtime_config rc;
+    struct ghd_runtime *rt = &svc->runtimes[0];
+    int rc_cuda = GHD_ENOTSUP;
+    if (svc->cfg.backend != GHD_CHOICE_HOST) {
+        runtime_config(&svc->cfg, GHD_BACKEND_CUDA, &rc);
+        rc_cuda = ghd_runtime_init(rt, &rc);
+        if (rc_cuda == 0) {
+            ghd_log(GHD_LOG_INFO, "backend cuda: device %u %s, %.1f GiB, CUDA runtime %s",
+                    svc->cfg.device, rt->dev.name, (double)rt->dev.total_memory / (1 << 30),
+                    rt->dev.runtime_version);
+            return 0;
+        }
+        if (svc->cfg.backend == GHD_CHOICE_CUDA) {
+            snprintf(why, why_len, "--backend cuda: %s",
+                     rt->dev.last_error[0] ? rt->dev.last_error : ghd_strerror(rc_cuda));
+            return rc_cuda;
+        }
+        ghd_log(GHD_LOG_INFO, "backend auto: CUDA not usable (%s); using the host backend",
+                rt->dev.last_error[0] ? rt->dev.last_error : ghd_strerror(rc_cuda));
+    }
+    runtime_config(&svc->cfg, GHD_BACKEND_HOST, &rc);
+    int rc_host = ghd_runtime_init(rt, &rc);
+    if (rc_host) {
+        snprintf(why, why_len, "host backend: %s", ghd_strerror(rc_host));
+        return rc_host;
+    }
+    ghd_log(GHD_LOG_INFO, "backend host: reference kernels in host memory");
+    return 0;
+}
+
+int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char *why,
+                     size_t why_len)
+{
+    memset(svc, 0, sizeof(*svc));
+    svc->cfg = *cfg;
+    svc->started = time(NULL);
+    int rc = open_runtime(svc, why, why_len);
+    if (rc)
+        return rc;
+    svc->runtime_count = 1;
+    rc = ghd_buffer_table_init(&svc->buffers);
+    if (rc) {
+        snprintf(why, why_len, "buffer table: %s", ghd_strerror(rc));
+        goto destroy_runtime;
+    }
+    rc = ghd_run_queue_new(svc, &svc->runs);
+    if (rc) {
+        snprintf(why, why_len, "run queue: %s", ghd_strerror(rc));
+        goto destroy_buffers;
+    }
+    atomic_store(&svc->ready, 1);
+    return 0;
+destroy_buffers:
+    ghd_buffer_table_destroy(&svc->buffers);
+destroy_runtime:
+    ghd_runtime_destroy(&svc->runtimes[0]);
+    return rc;
+}
+
+void ghd_service_destroy(struct ghd_service *svc)
+{
+    atomic_store(&svc->ready, 0);
+    ghd_run_queue_free(svc->runs);
+    ghd_buffer_table_destroy(&svc->buffers);
+    for (unsigned i = 0; i < svc->runtime_count; i++)
+        ghd_runtime_destroy(&svc->runtimes[i]);
+}
+
+struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index)
+{
+    return index < svc->runtime_count ? &svc->runtimes[index] : NULL;
+}

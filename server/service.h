@@ -1,0 +1,37 @@
+#ifndef GHD_SERVER_SERVICE_H
+#define GHD_SERVER_SERVICE_H
+
+#include <stdatomic.h>
+#include <time.h>
+
+#include "buffer.h"
+#include "config.h"
+#include "device/runtime.h"
+
+/* The service: configuration, one runtime per device, the buffer table and
+ * the run queue. Handlers reach it through req->svc. */
+
+#define GHD_MAX_DEVICES 16
+
+struct ghd_run_queue;
+
+struct ghd_service {
+    struct ghd_config cfg;
+    struct ghd_runtime runtimes[GHD_MAX_DEVICES];
+    unsigned runtime_count;
+    struct ghd_buffer_table buffers;
+    struct ghd_run_queue *runs;
+    time_t started;
+    atomic_int ready;
+};
+
+/* Chooses the backend (auto: CUDA when a device is usable, else host; the
+ * choice is logged), initialises the runtime, buffers and run queue. On
+ * failure writes a one-line reason to `why`. */
+int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char *why,
+                     size_t why_len);
+void ghd_service_destroy(struct ghd_service *svc);
+/* The runtime of device `index` of this service (index 0 is the default). */
+struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index);
+
+#endif
