@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what gpuhttpd needs to build (and, with --test, to run its whole
+# test suite) on Debian or Ubuntu, only where something is missing. Safe to
+# run again. The CUDA toolkit is optional: without nvcc the build has only the
+# host backend.
+set -euo pipefail
+
+want_tests=0
+[ "${1:-}" = "--test" ] && want_tests=1
+
+build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev)
+test_pkgs=(libcmocka-dev libcurl4-openssl-dev curl python3 python3-pip python3-yaml
+  shellcheck chromium clang libclang-rt-14-dev gnutls-bin valgrind)
+
+missing=()
+pkgs=("${build_pkgs[@]}")
+[ "$want_tests" = 1 ] && pkgs+=("${test_pkgs[@]}")
+# python3-yaml is needed by the build itself (OpenAPI YAML -> JSON).
+pkgs+=(python3-yaml)
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$want_tests" = 1 ]; then
+  py_pkgs=(prometheus_client openapi-spec-validator schemathesis swagger-ui-bundle)
+  py_missing=()
+  for p in "${py_pkgs[@]}"; do
+    python3 -m pip show -q "$p" >/dev/null 2>&1 || py_missing+=("$p")
+  done
+  if [ "${#py_missing[@]}" -gt 0 ]; then
+    echo "install-deps: pip installing ${py_missing[*]}"
+    python3 -m pip install -q "${py_missing[@]}" 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages "${py_missing[@]}"
+  fi
+fi

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds gpuhttpd (installing missing packages) and starts it in the
+# foreground with its defaults: the GPU when one is usable, otherwise the host
+# backend, on 127.0.0.1:8080. Extra arguments go to gpuhttpd (see --help).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+server/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)" --target gpuhttpd
+exec build/gpuhttpd "$@"
