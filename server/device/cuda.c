@@ -76,7 +76,7 @@ static int cuda_open(struct ghd_device *dev, int ordinal)
     GHD_CUDA_CHECK(dev, cudaFree(0)); /* create the primary context now */
     struct cudaDeviceProp prop;
     GHD_CUDA_CHECK(dev, cudaGetDeviceProperties(&prop, ordinal));
-    snprintf(dev->name, sizeof(dev->name), "%s", prop.name);
+    snprintf(dev->name, sizeof(dev->name), "%.127s", prop.name);
     dev->total_memory = prop.totalGlobalMem;
     int rt = 0;
     GHD_CUDA_CHECK(dev, cudaRuntimeGetVersion(&rt));
