@@ -1,0 +1,14 @@
+/* Small helpers shared by the benchmark tools (loadgen, tcp_ceiling, mhd_static). */
+#ifndef GHD_TESTS_BENCH_TOOL_UTIL_H
+#define GHD_TESTS_BENCH_TOOL_UTIL_H
+
+#include <stdint.h>
+
+/* Parses a byte count with an optional binary suffix: 4096, 64K, 1M, 1G, 1GiB.
+ * Returns 0, or -1 when s is not such a count. */
+int lg_parse_size(const char *s, uint64_t *out);
+
+/* Seconds on the monotonic clock. */
+double lg_now_s(void);
+
+#endif
