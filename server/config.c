@@ -229,7 +229,9 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
     longopts[SPEC_COUNT] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[SPEC_COUNT + 1] = (struct option){"version", no_argument, NULL, 'V'};
     longopts[SPEC_COUNT + 2] = (struct option){NULL, 0, NULL, 0};
-    optind = 1;
+    /* 0, not 1: glibc then also drops the scan position inside a short-option
+     * cluster ("-hV") that an earlier parse stopped in. */
+    optind = 0;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
