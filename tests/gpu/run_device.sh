@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: the `gpu` tests, the same tests under
+# compute-sanitizer memcheck, the kernel benchmark and the transfer benchmark.
+# Long logs go to OUT_DIR; a short table is printed last.
+#
+# usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
+#   parts: any of "tests sanitizer kernels transfer" (default: all)
+# Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
+# with ../shared/device/pack-libs.sh BUILD_DIR/devlibs <binaries> first.
+set -uo pipefail
+
+build=$1
+out=$2
+parts=${3:-"tests sanitizer kernels transfer"}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+summary=$out/summary.md
+: >"$summary"
+row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3" >>"$summary"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
+row "device" "$(head -1 "$out/gpu.txt")" "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
+has() { [[ " $parts " == *" $1 "* ]]; }
+
+if has tests; then
+  ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300 >"$out/gpu-tests.log" 2>&1
+  rc=$?
+  line=$(grep -E "tests passed|tests failed" "$out/gpu-tests.log" | tail -1)
+  skipped=$(grep -c "Skipped" "$out/gpu-tests.log")
+  row "ctest -L gpu" "rc=$rc" "${line:-no summary}; skipped lines: $skipped"
+fi
+
+if has sanitizer; then
+  # Every gpu test executable, run directly under memcheck.
+  while read -r name cmd env; do
+    [[ -z $name ]] && continue
+    log=$out/sanitizer-$name.log
+    env "$env" compute-sanitizer --tool memcheck --error-exitcode 99 --target-processes all \
+      "$build/$cmd" >"$log" 2>&1
+    rc=$?
+    verdict=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
+    row "memcheck $name" "rc=$rc" "${verdict:-no summary}"
+  done <<LIST
+test_kernels_gpu tests/gpu/test_kernels_gpu GHD_TEST_BACKEND=cuda
+test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda
+LIST
+fi
+
+if has kernels; then
+  "$build/tests/bench/bench_kernels" >"$out/bench-kernels.log" 2>&1
+  row "bench_kernels" "rc=$?" "see bench-kernels.log"
+fi
+
+if has transfer; then
+  bash tests/bench/run_transfer_bench.sh --backend cuda "$build" "$out/transfer" \
+    >"$out/bench-transfer.log" 2>&1
+  row "transfer bench" "rc=$?" "see transfer/report.md"
+fi
+
+echo "## summary"
+cat "$summary"
+for f in "$out/bench-kernels.log" "$out/transfer/report.md"; do
+  [[ -f $f ]] && { echo; echo "## $(basename "$f")"; tail -40 "$f"; }
+done
+exit 0
