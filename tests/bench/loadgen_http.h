@@ -12,30 +12,29 @@
 #include <stdint.h>
 
 struct lg_conn {
-  int fd;
-  unsigned char *buf; /* receive buffer: headers, and body pieces handed to the sink */
-  size_t cap;
-  size_t start; /* unread bytes are buf[start, end) */
-  size_t end;
-  bool must_close; /* the last response said Connection: close */
-  char host_header[80];
-  char err[256];
+    int fd;
+    unsigned char *buf; /* receive buffer: headers, and body pieces handed to the sink */
+    size_t cap;
+    size_t start; /* unread bytes are buf[start, end) */
+    size_t end;
+    bool must_close; /* the last response said Connection: close */
+    char host_header[80];
+    char err[256];
 };
 
 struct lg_response {
-  int status;
-  int64_t content_length; /* -1 when absent */
-  bool chunked;
-  bool close;
-  char location[256];
-  char content_type[96];
+    int status;
+    int64_t content_length; /* -1 when absent */
+    bool chunked;
+    bool close;
+    char location[256];
+    char content_type[96];
 };
 
 /* Connects to host:port (numeric IPv4). sockbuf > 0 sets SO_SNDBUF and SO_RCVBUF to
  * that many bytes (0 leaves the kernel's autotuning on). recv_buf is the size of the
  * receive buffer that read() fills. */
-int lg_conn_open(struct lg_conn *conn, const char *host, int port, int sockbuf,
-                 size_t recv_buf);
+int lg_conn_open(struct lg_conn *conn, const char *host, int port, int sockbuf, size_t recv_buf);
 void lg_conn_close(struct lg_conn *conn);
 
 /* Writes all len bytes (MSG_NOSIGNAL). */
@@ -43,8 +42,8 @@ int lg_conn_send_all(struct lg_conn *conn, const void *data, size_t len);
 
 /* Writes a request head. body_len < 0 sends no Content-Length; content_type may be NULL.
  * extra_headers, when not NULL, is inserted as is (each line ending in \r\n). */
-int lg_conn_send_head(struct lg_conn *conn, const char *method, const char *path,
-                      int64_t body_len, const char *content_type, const char *extra_headers);
+int lg_conn_send_head(struct lg_conn *conn, const char *method, const char *path, int64_t body_len,
+                      const char *content_type, const char *extra_headers);
 
 /* Writes a whole request with a body of body_len bytes (content_type may be NULL). A
  * body of at most LG_SMALL_BODY_MAX bytes goes out in the same send() as the head, as a
@@ -66,15 +65,14 @@ int lg_conn_read_body(struct lg_conn *conn, const struct lg_response *resp, bool
 
 /* A sink that keeps the first cap-1 bytes as a NUL-terminated string. */
 struct lg_text {
-  char *data;
-  size_t cap;
-  size_t len;
+    char *data;
+    size_t cap;
+    size_t len;
 };
 int lg_text_sink(void *ctx, const unsigned char *data, size_t len);
 
 /* Pulls a buffer id out of a Location header (the last path segment) or, failing that,
  * out of a JSON body's "id" member (string or number). Returns 0 when found. */
-int lg_parse_buffer_id(const struct lg_response *resp, const char *body, char *id,
-                       size_t id_cap);
+int lg_parse_buffer_id(const struct lg_response *resp, const char *body, char *id, size_t id_cap);
 
 #endif

@@ -22,8 +22,8 @@
 #define LG_PATTERN_DEFAULT_LEN ((size_t)64 * 1024 * 1024 + 4099)
 
 struct lg_pattern {
-  unsigned char *block;
-  size_t len;
+    unsigned char *block;
+    size_t len;
 };
 
 /* Fills a new block of len bytes from xorshift64* seeded with seed.
@@ -36,13 +36,13 @@ size_t lg_pattern_start(const struct lg_pattern *pattern, unsigned conn_index);
 
 /* A read position in one connection's stream. The pattern is borrowed. */
 struct lg_stream {
-  const struct lg_pattern *pattern;
-  size_t pos;         /* offset in the block */
-  uint64_t remaining; /* bytes left in the stream */
+    const struct lg_pattern *pattern;
+    size_t pos;         /* offset in the block */
+    uint64_t remaining; /* bytes left in the stream */
 };
 
-void lg_stream_init(struct lg_stream *stream, const struct lg_pattern *pattern,
-                    unsigned conn_index, uint64_t length);
+void lg_stream_init(struct lg_stream *stream, const struct lg_pattern *pattern, unsigned conn_index,
+                    uint64_t length);
 
 /* The next contiguous piece of the stream, at most max bytes; advances the stream.
  * Returns NULL with *len = 0 at the end. */
@@ -54,10 +54,10 @@ const unsigned char *lg_stream_next(struct lg_stream *stream, size_t max, size_t
 #define LG_HASH_LANES 8
 #define LG_HASH_STRIPE (8 * LG_HASH_LANES)
 struct lg_hash {
-  uint64_t lane[LG_HASH_LANES];
-  uint64_t total;
-  unsigned char tail[LG_HASH_STRIPE];
-  size_t tail_len;
+    uint64_t lane[LG_HASH_LANES];
+    uint64_t total;
+    unsigned char tail[LG_HASH_STRIPE];
+    size_t tail_len;
 };
 
 void lg_hash_init(struct lg_hash *hash);
@@ -70,17 +70,17 @@ uint64_t lg_pattern_checksum(const struct lg_pattern *pattern, unsigned conn_ind
 
 /* Checks arriving bytes against the expected stream. */
 struct lg_verify {
-  struct lg_stream expect;
-  uint64_t seen;       /* bytes fed so far */
-  uint64_t first_bad;  /* offset of the first wrong byte, when bad */
-  bool bad;
-  bool do_compare;
-  bool do_hash;
-  struct lg_hash hash;
+    struct lg_stream expect;
+    uint64_t seen;      /* bytes fed so far */
+    uint64_t first_bad; /* offset of the first wrong byte, when bad */
+    bool bad;
+    bool do_compare;
+    bool do_hash;
+    struct lg_hash hash;
 };
 
-void lg_verify_init(struct lg_verify *verify, const struct lg_pattern *pattern,
-                    unsigned conn_index, uint64_t length, bool compare, bool hash);
+void lg_verify_init(struct lg_verify *verify, const struct lg_pattern *pattern, unsigned conn_index,
+                    uint64_t length, bool compare, bool hash);
 void lg_verify_feed(struct lg_verify *verify, const unsigned char *data, size_t len);
 
 /* True when exactly the expected number of bytes arrived and (when compared) all of

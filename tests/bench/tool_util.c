@@ -4,29 +4,43 @@
 #include <stdlib.h>
 #include <time.h>
 
-int lg_parse_size(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *s == '-')
-    return -1;
-  uint64_t unit = 1;
-  switch (*end) {
-  case 'k': case 'K': unit = 1ULL << 10; end++; break;
-  case 'm': case 'M': unit = 1ULL << 20; end++; break;
-  case 'g': case 'G': unit = 1ULL << 30; end++; break;
-  default: break;
-  }
-  if (unit > 1 && end[0] == 'i' && end[1] == 'B')
-    end += 2;
-  if (*end != '\0')
-    return -1;
-  *out = v * unit;
-  return 0;
+int lg_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -1;
+    uint64_t unit = 1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        unit = 1ULL << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        unit = 1ULL << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        unit = 1ULL << 30;
+        end++;
+        break;
+    default: break;
+    }
+    if (unit > 1 && end[0] == 'i' && end[1] == 'B')
+        end += 2;
+    if (*end != '\0')
+        return -1;
+    *out = v * unit;
+    return 0;
 }
 
-double lg_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+double lg_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -1,0 +1,305 @@
+#!/bin/bash
+# The transfer benchmark: gpuhttpd's uploads, downloads and small requests, each set
+# against a ceiling measured in the same run on the same machine.
+#
+# usage: run_transfer_bench.sh [--backend cuda|host] BUILD_DIR OUT_DIR
+#
+# In order: pinned_ceiling (PCIe and HBM copies), tcp_ceiling (loopback TCP) at each
+# connection count, gpuhttpd (loadgen upload and download at each connection count, with
+# the server's CPU time per GB and peak RSS over the timed part; then small requests),
+# and mhd_static (libmicrohttpd alone, same daemon flags: healthz, body-discarding
+# uploads and static downloads). Raw results go to OUT_DIR/results.jsonl, the table
+# to OUT_DIR/report.md and stdout. Exits 1 when any run failed or moved wrong bytes.
+#
+# Environment (defaults in brackets):
+#   BENCH_BYTES           bytes per connection for bulk runs [1G]
+#   BENCH_CONNS           connection counts for bulk runs ["1 4 8 16"]
+#   BENCH_SMALL_CONNS     connection counts for small requests ["1 64"]
+#   BENCH_SMALL_REQUESTS  requests per connection per small test [20000]
+#   BENCH_SMALL_SECONDS   time bound per small test [10]
+#   BENCH_PINNED_MIB      bytes per pinned_ceiling copy, in MiB [1024]
+#   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
+#   BENCH_SERVER_ARGS     extra gpuhttpd options, e.g. "--staging-chunk 8M" [none]
+#   BENCH_MHD_ARGS        mhd_static options [its defaults, which mirror gpuhttpd's]
+#   BENCH_LOADGEN_ARGS    extra loadgen options for bulk runs [none]
+# If BUILD_DIR/devlibs exists (see shared/device/pack-libs.sh) it joins LD_LIBRARY_PATH.
+set -euo pipefail
+
+usage() {
+    echo "usage: $0 [--backend cuda|host] BUILD_DIR OUT_DIR" >&2
+    exit 2
+}
+
+backend=cuda
+if [[ ${1:-} == --backend ]]; then
+    [[ $# -ge 2 ]] || usage
+    backend=$2
+    shift 2
+fi
+[[ $# -eq 2 ]] || usage
+[[ $backend == cuda || $backend == host ]] || usage
+build=$(cd "$1" && pwd)
+out=$2
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+bytes=${BENCH_BYTES:-1G}
+read -r -a conns_list <<<"${BENCH_CONNS:-1 4 8 16}"
+read -r -a small_conns_list <<<"${BENCH_SMALL_CONNS:-1 64}"
+small_requests=${BENCH_SMALL_REQUESTS:-20000}
+small_seconds=${BENCH_SMALL_SECONDS:-10}
+pinned_mib=${BENCH_PINNED_MIB:-1024}
+timeout_s=${BENCH_TIMEOUT:-300}
+read -r -a server_args <<<"${BENCH_SERVER_ARGS:-}"
+read -r -a mhd_args <<<"${BENCH_MHD_ARGS:-}"
+read -r -a loadgen_args <<<"${BENCH_LOADGEN_ARGS:-}"
+
+tools=$build/tests/bench
+server_bin=$build/gpuhttpd
+for bin in "$server_bin" "$tools/loadgen" "$tools/tcp_ceiling" "$tools/mhd_static" \
+    "$tools/pinned_ceiling"; do
+    [[ -x $bin ]] || { echo "missing $bin: build first" >&2; exit 2; }
+done
+if [[ -d $build/devlibs ]]; then
+    export LD_LIBRARY_PATH=$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+results=$out/results.jsonl
+: >"$results"
+failures=0
+server_pid=
+cleanup() {
+    if [[ -n $server_pid ]]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+
+log() { echo "== $*" >&2; }
+
+# json_get LINE KEY: the value of a flat JSON member (quotes stripped).
+json_get() {
+    sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$1"
+}
+
+# record TOOL ARGS...: runs a tool that prints JSON lines, appends them to the results
+# and counts failures (a line whose status is not ok, or a non-zero exit other than 77).
+record() {
+    local rc=0 lines
+    lines=$("$@" --json) || rc=$?
+    if [[ -n $lines ]]; then
+        echo "$lines" | tee -a "$results" >&2
+    fi
+    if [[ $rc -ne 0 && $rc -ne 77 ]] || grep -q '"status":"FAILED"' <<<"$lines"; then
+        echo "FAILED (exit $rc): $*" >&2
+        failures=$((failures + 1))
+    fi
+}
+
+# start_server NAME CMD...: starts a server that writes its port to $out/NAME.port,
+# sets server_pid and port.
+start_server() {
+    local name=$1 port_file=$out/$1.port
+    shift
+    rm -f "$port_file"
+    "$@" --port 0 --port-file "$port_file" 2>"$out/$name.log" &
+    server_pid=$!
+    for _ in $(seq 300); do
+        [[ -s $port_file ]] && break
+        kill -0 "$server_pid" 2>/dev/null || {
+            cat "$out/$name.log" >&2
+            echo "$name exited before listening" >&2
+            server_pid=
+            return 1
+        }
+        sleep 0.1
+    done
+    [[ -s $port_file ]] || { echo "$name did not write $port_file" >&2; return 1; }
+    port=$(<"$port_file")
+    log "$name (pid $server_pid) listening on 127.0.0.1:$port"
+}
+
+stop_server() {
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+}
+
+loadgen() {
+    record "$tools/loadgen" --port "$port" --timeout "$timeout_s" "$@"
+}
+
+measure_ceilings() {
+    log "pinned_ceiling"
+    record "$tools/pinned_ceiling" --bytes-mib "$pinned_mib"
+    for c in "${conns_list[@]}"; do
+        log "tcp_ceiling, $c connections"
+        record "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" --timeout "$timeout_s" \
+            --label "tcp"
+    done
+}
+
+measure_service() {
+    start_server gpuhttpd "$server_bin" --backend "$backend" --bind 127.0.0.1 \
+        ${server_args[@]+"${server_args[@]}"}
+    for mode in upload download; do
+        for c in "${conns_list[@]}"; do
+            log "gpuhttpd $mode, $c connections"
+            loadgen --mode "$mode" --conns "$c" --bytes "$bytes" --server-pid "$server_pid" \
+                --label gpuhttpd ${loadgen_args[@]+"${loadgen_args[@]}"}
+        done
+    done
+    for c in "${small_conns_list[@]}"; do
+        log "gpuhttpd small requests, $c connections"
+        loadgen --mode small --conns "$c" --requests "$small_requests" \
+            --duration "$small_seconds" --label gpuhttpd
+    done
+    stop_server
+}
+
+measure_http_layer() {
+    start_server mhd_static "$tools/mhd_static" ${mhd_args[@]+"${mhd_args[@]}"}
+    for c in "${small_conns_list[@]}"; do
+        log "mhd_static healthz, $c connections"
+        loadgen --mode small --tests healthz --conns "$c" --requests "$small_requests" \
+            --duration "$small_seconds" --label mhd_static
+    done
+    for c in "${conns_list[@]}"; do
+        log "mhd_static upload and download, $c connections"
+        loadgen --mode upload --put-path /discard --conns "$c" --bytes "$bytes" \
+            --server-pid "$server_pid" --label mhd_static
+        loadgen --mode download --get-path "/bytes?n=$bytes" --conns "$c" --bytes "$bytes" \
+            --server-pid "$server_pid" --label mhd_static
+    done
+    stop_server
+}
+
+# find_line KEY=VALUE...: the first result line holding all the given members.
+find_line() {
+    local pattern line
+    while IFS= read -r line; do
+        for pattern in "$@"; do
+            local key=${pattern%%=*} value=${pattern#*=}
+            [[ $line == *"\"$key\":$value,"* || $line == *"\"$key\":\"$value\""* ]] || continue 2
+        done
+        echo "$line"
+        return 0
+    done <"$results"
+}
+
+# The best pinned rate for a direction (h2d or d2h), or empty without a GPU.
+pinned_best() {
+    sed -n "/\"tool\":\"pinned_ceiling\",\"path\":\"$1\"/s/.*\"gbps\":\([0-9.]*\).*/\1/p" \
+        "$results" | sort -g | tail -n 1
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+minimum() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print a; else print (a + 0 < b + 0 ? a : b) }'; }
+fmt() { awk -v a="$1" -v d="$2" 'BEGIN { if (a == "" || a + 0 < 0) print "-"; else printf "%." d "f", a }'; }
+
+table_bulk_row() {
+    local mode=$1 c=$2 pinned=$3 line tcp http ceiling gbps
+    line=$(find_line tool=loadgen mode="$mode" label=gpuhttpd conns="$c")
+    [[ -n $line ]] || return 0
+    tcp=$(json_get "$(find_line tool=tcp_ceiling conns="$c")" gbps)
+    http=$(json_get "$(find_line tool=loadgen mode="$mode" label=mhd_static conns="$c")" gbps)
+    ceiling=$(minimum "$tcp" "$pinned")
+    gbps=$(json_get "$line" gbps)
+    printf '| %s | %s | %s GB/s | %s GB/s | %s | %s | %s | %s | %s |\n' "$mode" "$c" \
+        "$(fmt "$gbps" 2)" "$(fmt "$ceiling" 2)" "$(ratio "$gbps" "$ceiling")" \
+        "$(ratio "$gbps" "$http")" "$(json_get "$line" checksum_ok)" \
+        "$(fmt "$(json_get "$line" server_cpu_s_per_gb)" 3)" \
+        "$(fmt "$(json_get "$line" server_peak_rss_mib)" 0)"
+}
+
+table_small_row() {
+    local test=$1 c=$2 line http="" ceiling=- rps
+    line=$(find_line tool=loadgen mode=small label=gpuhttpd test="$test" conns="$c")
+    [[ -n $line ]] || return 0
+    if [[ $test == healthz ]]; then
+        http=$(json_get "$(find_line mode=small label=mhd_static test=healthz conns="$c")" rps)
+    fi
+    if [[ -n $http ]]; then
+        ceiling="$(fmt "$http" 0) req/s"
+    fi
+    rps=$(json_get "$line" rps)
+    # The ceiling of a small request is libmicrohttpd alone: ratio and vs HTTP agree.
+    printf '| %s (p50 %s us, p99 %s us) | %s | %s req/s | %s | %s | %s | - | - | - |\n' "$test" \
+        "$(fmt "$(json_get "$line" p50_us)" 0)" "$(fmt "$(json_get "$line" p99_us)" 0)" "$c" \
+        "$(fmt "$rps" 0)" "$ceiling" "$(ratio "$rps" "$http")" "$(ratio "$rps" "$http")"
+}
+
+# ceiling_row NAME CONNS GBPS [CPU_S_PER_GB]
+ceiling_row() {
+    printf '| ceiling: %s | %s | %s GB/s | | | | | %s | |\n' "$1" "$2" "$(fmt "$3" 2)" \
+        "$(fmt "${4:-}" 3)"
+}
+
+table_ceiling_rows() {
+    local c line path best mode
+    for path in h2d d2h; do
+        best=$(pinned_best "$path")
+        if [[ -n $best ]]; then
+            ceiling_row "pinned $path (best chunk)" - "$best"
+        fi
+    done
+    line=$(find_line tool=pinned_ceiling path=d2d chunk="$((pinned_mib << 20))")
+    if [[ -n $line ]]; then
+        ceiling_row "D2D copy" - "$(json_get "$line" gbps)"
+    fi
+    for c in "${conns_list[@]}"; do
+        line=$(find_line tool=tcp_ceiling conns="$c")
+        if [[ -n $line ]]; then
+            ceiling_row "loopback TCP" "$c" "$(json_get "$line" gbps)"
+        fi
+        for mode in upload download; do
+            line=$(find_line tool=loadgen mode="$mode" label=mhd_static conns="$c")
+            if [[ -n $line ]]; then
+                ceiling_row "mhd_static $mode" "$c" "$(json_get "$line" gbps)" \
+                    "$(json_get "$line" server_cpu_s_per_gb)"
+            fi
+        done
+    done
+}
+
+print_table() {
+    local h2d="" d2h="" c test mode
+    if [[ $backend == cuda ]]; then
+        h2d=$(pinned_best h2d)
+        d2h=$(pinned_best d2h)
+    fi
+    echo "# gpuhttpd transfer benchmark"
+    echo
+    echo "backend $backend, $bytes per connection, $(date -u +%Y-%m-%dT%H:%M:%SZ)," \
+        "$(nproc) cores, GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
+            head -n 1 || true)"
+    echo
+    echo "ceiling = min(loopback TCP at the same connection count, best pinned copy in that" \
+        "direction); vs HTTP = against mhd_static (libmicrohttpd alone, same flags);" \
+        "CPU and RSS are the server's over the timed part. GB/s = 10^9 bytes/s."
+    echo
+    echo "| test | conns | result | ceiling | ratio | vs HTTP | checksum ok | CPU s/GB | peak RSS MiB |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for c in "${conns_list[@]}"; do
+        table_bulk_row upload "$c" "$h2d"
+    done
+    for c in "${conns_list[@]}"; do
+        table_bulk_row download "$c" "$d2h"
+    done
+    for test in healthz alloc_delete_4k put_4k; do
+        for c in "${small_conns_list[@]}"; do
+            table_small_row "$test" "$c"
+        done
+    done
+    table_ceiling_rows
+}
+
+measure_ceilings
+measure_service
+measure_http_layer
+print_table | tee "$out/report.md"
+if [[ $failures -gt 0 ]]; then
+    echo "$failures run(s) FAILED; see $results" >&2
+    exit 1
+fi
