@@ -6,10 +6,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 
-enum opt_type { OPT_UINT, OPT_SIZE, OPT_SIZE_OR_PERCENT, OPT_STRING, OPT_BACKEND };
+enum opt_type { OPT_UINT, OPT_SIZE, OPT_SIZE_OR_PERCENT, OPT_STRING, OPT_BACKEND, OPT_FLAG };
 
 struct option_spec {
     const char *flag; /* long flag without dashes; env is GHD_ + upper-cased flag */
@@ -67,9 +68,38 @@ static const struct option_spec specs[] = {
      "write the bound port to this file once listening"},
     {"docs-dir", OPT_STRING, OFF(docs_dir), STR_MAX(docs_dir), 0, 0, "",
      "folder with the Swagger UI assets for /docs"},
+    {"tokens-file", OPT_STRING, OFF(tokens_file), STR_MAX(tokens_file), 0, 0, "",
+     "file of 'token tenant' lines (# comments); /v1 then needs a bearer token; "
+     "re-read on SIGHUP"},
+    {"tokens", OPT_STRING, OFF(tokens), STR_MAX(tokens), 0, 0, "",
+     "bearer tokens as token:tenant,token:tenant (set it in the environment: flags show in ps)"},
+    {"metrics-token", OPT_STRING, OFF(metrics_token), STR_MAX(metrics_token), 0, 0, "",
+     "bearer token that /metrics then requires"},
+    {"allow-unauthenticated", OPT_FLAG, OFF(allow_unauthenticated), 0, 0, 1, "0",
+     "serve a non-loopback --bind without tokens (no argument; env: 1 or 0)"},
+    {"per-ip-connection-limit", OPT_UINT, OFF(per_ip_connection_limit), 0, 0, 100000, "0",
+     "most concurrent connections from one IP address (0 = no limit)"},
+    {"tenant-max-bytes", OPT_SIZE, OFF(tenant_max_bytes), 0, 0, 1ULL << 46, "0",
+     "most buffer bytes one tenant may hold (0 = no limit; over it: 507)"},
+    {"tenant-max-buffers", OPT_UINT, OFF(tenant_max_buffers), 0, 0, 100000000, "0",
+     "most buffers one tenant may hold (0 = no limit; over it: 429)"},
+    {"tenant-max-runs", OPT_UINT, OFF(tenant_max_runs), 0, 0, 1000000, "0",
+     "most runs one tenant may have queued or running (0 = no limit; over it: 429)"},
+    {"shutdown-grace", OPT_UINT, OFF(shutdown_grace_s), 0, 0, 3600, "30",
+     "seconds SIGTERM waits for transfers and runs in flight before closing"},
+    {"tls-cert", OPT_STRING, OFF(tls_cert), STR_MAX(tls_cert), 0, 0, "",
+     "PEM certificate (chain) file: serve HTTPS (needs --tls-key)"},
+    {"tls-key", OPT_STRING, OFF(tls_key), STR_MAX(tls_key), 0, 0, "",
+     "PEM private key file for --tls-cert"},
 };
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
+
+/* Values never echoed in error messages. */
+static int is_secret(const struct option_spec *sp)
+{
+    return sp->offset == OFF(tokens) || sp->offset == OFF(metrics_token);
+}
 
 int ghd_parse_size(const char *s, size_t *out)
 {
@@ -154,6 +184,16 @@ static int apply(struct ghd_config *cfg, const struct option_spec *sp, const cha
             return -1;
         strcpy(base + sp->offset, value);
         return 0;
+    case OPT_FLAG:
+        if (strcmp(value, "1") == 0 || strcasecmp(value, "true") == 0 ||
+            strcasecmp(value, "yes") == 0)
+            *(unsigned *)(base + sp->offset) = 1;
+        else if (strcmp(value, "0") == 0 || strcasecmp(value, "false") == 0 ||
+                 strcasecmp(value, "no") == 0)
+            *(unsigned *)(base + sp->offset) = 0;
+        else
+            return -1;
+        return 0;
     case OPT_BACKEND:
         if (strcmp(value, "auto") == 0)
             cfg->backend = GHD_CHOICE_AUTO;
@@ -193,6 +233,10 @@ static int validate(const struct ghd_config *cfg, FILE *err)
         fprintf(err, "gpuhttpd: --log-format must be text or json\n");
         return -1;
     }
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+        fprintf(err, "gpuhttpd: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -218,14 +262,16 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
         env_name(specs[i].flag, env, sizeof(env));
         const char *v = getenv(env);
         if (v && *v && apply(cfg, &specs[i], v) != 0) {
-            fprintf(err, "gpuhttpd: invalid value '%s' for %s (--%s: %s)\n", v, env,
-                     specs[i].flag, specs[i].help);
+            fprintf(err, "gpuhttpd: invalid value '%s' for %s (--%s: %s)\n",
+                    is_secret(&specs[i]) ? "(hidden)" : v, env, specs[i].flag, specs[i].help);
             return -1;
         }
     }
     struct option longopts[SPEC_COUNT + 3];
     for (size_t i = 0; i < SPEC_COUNT; i++)
-        longopts[i] = (struct option){specs[i].flag, required_argument, NULL, (int)i + 1000};
+        longopts[i] = (struct option){specs[i].flag,
+                                      specs[i].type == OPT_FLAG ? no_argument : required_argument,
+                                      NULL, (int)i + 1000};
     longopts[SPEC_COUNT] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[SPEC_COUNT + 1] = (struct option){"version", no_argument, NULL, 'V'};
     longopts[SPEC_COUNT + 2] = (struct option){NULL, 0, NULL, 0};
@@ -249,9 +295,9 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
             return -1;
         }
         const struct option_spec *sp = &specs[c - 1000];
-        if (apply(cfg, sp, optarg) != 0) {
-            fprintf(err, "gpuhttpd: invalid value '%s' for --%s (%s)\n", optarg, sp->flag,
-                    sp->help);
+        if (apply(cfg, sp, sp->type == OPT_FLAG ? "1" : optarg) != 0) {
+            fprintf(err, "gpuhttpd: invalid value '%s' for --%s (%s)\n",
+                    is_secret(sp) ? "(hidden)" : optarg, sp->flag, sp->help);
             return -1;
         }
     }

@@ -36,6 +36,18 @@ struct ghd_config {
     char log_format[16];
     char port_file[256];
     char docs_dir[256];
+    /* Security and limits (server/auth.c, docs in tests/RELIABILITY.md). */
+    char tokens_file[256];
+    char tokens[4096];        /* "token:tenant,..." (prefer GHD_TOKENS: flags show in ps) */
+    char metrics_token[257];
+    unsigned allow_unauthenticated;
+    unsigned per_ip_connection_limit; /* 0 = none */
+    size_t tenant_max_bytes;          /* 0 = none */
+    unsigned tenant_max_buffers;      /* 0 = none */
+    unsigned tenant_max_runs;         /* queued or running; 0 = none */
+    unsigned shutdown_grace_s;
+    char tls_cert[256];
+    char tls_key[256];
 };
 
 /* Parses argv and the environment into *cfg. Returns 0 on success; 1 when

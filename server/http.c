@@ -5,11 +5,14 @@
 #include <ctype.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "error.h"
 #include "log.h"
 #include "router.h"
@@ -18,6 +21,10 @@ struct ghd_http {
     struct MHD_Daemon *daemon;
     struct ghd_service *svc;
     unsigned port;
+    atomic_uint in_flight; /* requests between their headers and their completion */
+    atomic_int draining;   /* quiesced: replies say Connection: close */
+    char *tls_cert, *tls_key; /* PEM, alive as long as the daemon */
+    size_t tls_key_len;
 };
 
 enum body_state {
@@ -29,6 +36,7 @@ enum body_state {
 
 /* Per-request state, hung off MHD's req_cls and freed in on_completed. */
 struct http_request {
+    struct ghd_http *http;
     struct ghd_request req;
     struct ghd_reply rep;
     const struct ghd_route *route;
@@ -40,6 +48,7 @@ struct http_request {
     size_t json_len;
     struct timespec started;
     uint64_t bytes_out;
+    char tenant[GHD_TENANT_MAX + 1]; /* req->tenant points here once authenticated */
 };
 
 const char *ghd_request_header(const struct ghd_request *req, const char *name)
@@ -143,12 +152,56 @@ static int plan_body(struct http_request *hr)
                              ctype ? ctype : "(none)");
 }
 
+/* Paths anyone may call, tokens or not: probes, the contract and its docs. */
+static int path_is_public(const char *path)
+{
+    return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
+           strcmp(path, "/openapi.yaml") == 0 || strcmp(path, "/openapi.json") == 0 ||
+           strcmp(path, "/docs") == 0 || strncmp(path, "/docs/", 6) == 0;
+}
+
+static int deny(struct http_request *hr, const char *authorization)
+{
+    /* RFC 6750 section 3: error="invalid_token" only when a token was sent. */
+    ghd_reply_header(&hr->rep, "WWW-Authenticate", "%s",
+                     authorization ? "Bearer realm=\"gpuhttpd\", error=\"invalid_token\""
+                                   : "Bearer realm=\"gpuhttpd\"");
+    return ghd_reply_problem(&hr->rep, &hr->req, GHD_EUNAUTH, "%s",
+                             authorization ? "the bearer token is not valid here"
+                                           : "this resource needs 'Authorization: Bearer <token>'");
+}
+
+/* Default deny: with tokens configured every path but the public ones, also
+ * an unknown one, needs a tenant's token; /metrics needs --metrics-token when
+ * that is set. The token itself is never logged. */
+static int authorize(struct http_request *hr, const char *path)
+{
+    struct ghd_request *req = &hr->req;
+    struct ghd_auth *auth = req->svc->auth;
+    if (path_is_public(path))
+        return 0;
+    const char *authorization = ghd_request_header(req, "Authorization");
+    if (strcmp(path, "/metrics") == 0) {
+        if (!ghd_auth_metrics_guarded(auth) || ghd_auth_check_metrics(auth, authorization) == 0)
+            return 0;
+        return deny(hr, authorization);
+    }
+    if (!ghd_auth_enabled(auth))
+        return 0;
+    if (ghd_auth_check(auth, authorization, hr->tenant) != 0)
+        return deny(hr, authorization);
+    req->tenant = hr->tenant;
+    return 0;
+}
+
 static int start_request(struct http_request *hr, const char *method, const char *url)
 {
     struct ghd_request *req = &hr->req;
     char allow[128];
     fill_request_id(req);
     int rc = ghd_router_match(method, url, req, &hr->route, allow, sizeof(allow));
+    if (authorize(hr, url) != 0)
+        return GHD_EUNAUTH;
     if (rc == GHD_ENOENT) {
         req->route = "(unmatched)";
         return ghd_reply_problem(&hr->rep, req, rc, "no resource at this path");
@@ -250,7 +303,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     MHD_add_response_header(resp, "X-Request-Id", hr->req.request_id);
     for (unsigned i = 0; i < rep->header_count; i++)
         MHD_add_response_header(resp, rep->header_names[i], rep->header_values[i]);
-    if (hr->decided && hr->body != BODY_NONE)
+    if ((hr->decided && hr->body != BODY_NONE) || atomic_load(&hr->http->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rep->status, resp);
     MHD_destroy_response(resp);
@@ -270,6 +323,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!hr)
             return MHD_NO;
         clock_gettime(CLOCK_MONOTONIC, &hr->started);
+        hr->http = http;
+        atomic_fetch_add(&http->in_flight, 1);
         hr->req.svc = http->svc;
         hr->req.method = method;
         hr->req.path = url;
@@ -316,7 +371,7 @@ static double elapsed_ms(const struct timespec *since)
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    struct ghd_http *http = cls;
     (void)conn;
     struct http_request *hr = *req_cls;
     if (!hr)
@@ -346,6 +401,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     ghd_reply_reset(&hr->rep);
     free(hr);
     *req_cls = NULL;
+    atomic_fetch_sub(&http->in_flight, 1); /* last: the request is wholly gone */
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -359,6 +415,66 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     ghd_log(GHD_LOG_DEBUG, "microhttpd: %s", msg);
 }
 
+/* Reads a PEM file into a NUL-terminated string. */
+static int read_pem(const char *flag, const char *path, char **out, size_t *len, char *why,
+                    size_t why_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, why_len, "%s %s: cannot open it", flag, path);
+        return GHD_EINVAL;
+    }
+    size_t cap = (size_t)1 << 20;
+    char *buf = malloc(cap + 1);
+    size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
+    int bad = !buf || ferror(f) || n == 0 || n > cap;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        snprintf(why, why_len, "%s %s: empty, unreadable or larger than 1 MiB", flag, path);
+        return GHD_EINVAL;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static void free_tls(struct ghd_http *http)
+{
+    free(http->tls_cert);
+    if (http->tls_key)
+        memset(http->tls_key, 0, http->tls_key_len);
+    free(http->tls_key);
+}
+
+/* HTTPS through libmicrohttpd's GnuTLS: TLS 1.2 and 1.3 only. */
+static int setup_tls(struct ghd_http *http, const struct ghd_config *cfg, unsigned *flags,
+                     struct MHD_OptionItem *opts, char *why, size_t why_len)
+{
+    opts[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    if (!cfg->tls_cert[0])
+        return 0;
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(why, why_len, "--tls-cert: this libmicrohttpd was built without TLS");
+        return GHD_ENOTSUP;
+    }
+    size_t cert_len;
+    int rc = read_pem("--tls-cert", cfg->tls_cert, &http->tls_cert, &cert_len, why, why_len);
+    if (rc == 0)
+        rc = read_pem("--tls-key", cfg->tls_key, &http->tls_key, &http->tls_key_len, why,
+                      why_len);
+    if (rc)
+        return rc;
+    *flags |= MHD_USE_TLS;
+    opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, http->tls_cert};
+    opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, http->tls_key};
+    opts[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                      (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"};
+    opts[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    return 0;
+}
+
 int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, size_t why_len)
 {
     const struct ghd_config *cfg = &svc->cfg;
@@ -370,12 +486,33 @@ int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, si
         snprintf(why, why_len, "--bind '%s' is not an IPv4 address", cfg->bind);
         return GHD_EINVAL;
     }
+    /* Without tokens anyone who can connect owns every buffer: loopback only,
+     * unless the operator says otherwise. */
+    if (!ghd_auth_is_loopback(cfg->bind) && !ghd_auth_enabled(svc->auth)) {
+        if (!cfg->allow_unauthenticated) {
+            snprintf(why, why_len,
+                     "--bind %s is not a loopback address and no tokens are set: give "
+                     "--tokens-file or GHD_TOKENS, or pass --allow-unauthenticated",
+                     cfg->bind);
+            return GHD_EINVAL;
+        }
+        ghd_log(GHD_LOG_WARN, "serving %s without authentication (--allow-unauthenticated): "
+                              "anyone who can reach it can read, write and delete buffers",
+                cfg->bind);
+    }
     struct ghd_http *http = calloc(1, sizeof(*http));
     if (!http)
         return GHD_ENOHOSTMEM;
     http->svc = svc;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    struct MHD_OptionItem tls_opts[4];
+    int rc = setup_tls(http, cfg, &flags, tls_opts, why, why_len);
+    if (rc) {
+        free_tls(http);
+        free(http);
+        return rc;
+    }
     http->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, http,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
@@ -385,10 +522,14 @@ int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, si
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_connection_limit,
+        MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!http->daemon) {
-        snprintf(why, why_len, "cannot listen on %s:%u (address in use or not permitted)",
-                 cfg->bind, cfg->port);
+        snprintf(why, why_len, "cannot listen on %s:%u (address in use or not permitted%s)",
+                 cfg->bind, cfg->port,
+                 cfg->tls_cert[0] ? ", or the TLS certificate and key do not load or match" : "");
+        free_tls(http);
         free(http);
         return GHD_EUNAVAIL;
     }
@@ -410,8 +551,14 @@ unsigned ghd_http_connections(const struct ghd_http *http)
     return info ? info->num_connections : 0;
 }
 
+unsigned ghd_http_requests_in_flight(const struct ghd_http *http)
+{
+    return atomic_load(&http->in_flight);
+}
+
 void ghd_http_quiesce(struct ghd_http *http)
 {
+    atomic_store(&http->draining, 1);
     MHD_socket s = MHD_quiesce_daemon(http->daemon);
     if (s != MHD_INVALID_SOCKET)
         close(s);
@@ -422,5 +569,6 @@ void ghd_http_stop(struct ghd_http *http)
     if (!http)
         return;
     MHD_stop_daemon(http->daemon);
+    free_tls(http);
     free(http);
 }

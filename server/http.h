@@ -18,6 +18,10 @@ unsigned ghd_http_port(const struct ghd_http *http);
 void ghd_http_quiesce(struct ghd_http *http);
 /* Connections open now. */
 unsigned ghd_http_connections(const struct ghd_http *http);
+/* Requests whose headers have arrived and which have not completed yet
+ * (uploads, downloads, runs waited on); idle keep-alive connections are not
+ * counted. After ghd_http_quiesce every reply carries Connection: close. */
+unsigned ghd_http_requests_in_flight(const struct ghd_http *http);
 /* Closes every connection and frees the server. */
 void ghd_http_stop(struct ghd_http *http);
 

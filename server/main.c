@@ -1,5 +1,6 @@
 /* gpuhttpd: flags, signals, start and orderly stop. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,18 +8,67 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/auth.h"
 #include "server/config.h"
 #include "server/error.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/run_queue.h"
 #include "server/service.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
+/* Signals are blocked in every thread and taken by the main thread alone
+ * with sigtimedwait: no handler runs inside a request's thread. */
+static int wait_signal(const sigset_t *set, long ms)
 {
-    (void)sig;
-    stop_requested = 1;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    int sig = sigtimedwait(set, NULL, &ts);
+    return sig > 0 ? sig : 0;
+}
+
+static void reload_tokens(struct ghd_service *svc)
+{
+    char why[512] = "";
+    size_t count = 0;
+    if (!svc->cfg.tokens_file[0]) {
+        ghd_log(GHD_LOG_INFO, "SIGHUP: no --tokens-file to re-read");
+        return;
+    }
+    if (ghd_auth_reload(svc->auth, &count, why, sizeof(why)) == 0)
+        ghd_log(GHD_LOG_INFO, "SIGHUP: tokens re-read from %s: %zu tokens", svc->cfg.tokens_file,
+                count);
+    else
+        ghd_log(GHD_LOG_WARN, "SIGHUP: keeping the tokens in force: %s", why);
+}
+
+/* SIGTERM or SIGINT: no new connections; uploads, downloads and runs in
+ * flight get --shutdown-grace seconds to finish. A second signal cuts the
+ * wait short. */
+static void drain(struct ghd_service *svc, struct ghd_http *http, const sigset_t *set)
+{
+    ghd_log(GHD_LOG_INFO, "stopping: no new connections; finishing requests in flight "
+                          "(up to %u s)", svc->cfg.shutdown_grace_s);
+    atomic_store(&svc->ready, 0);
+    ghd_http_quiesce(http);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        unsigned requests = ghd_http_requests_in_flight(http);
+        unsigned runs = ghd_run_queue_active(svc->runs);
+        if (requests == 0 && runs == 0)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec >= (time_t)svc->cfg.shutdown_grace_s) {
+            ghd_log(GHD_LOG_WARN, "shutdown grace over: closing %u requests and %u runs still "
+                                  "in flight", requests, runs);
+            break;
+        }
+        int sig = wait_signal(set, 50);
+        if (sig == SIGTERM || sig == SIGINT) {
+            ghd_log(GHD_LOG_WARN, "second signal: closing %u requests and %u runs in flight",
+                    requests, runs);
+            break;
+        }
+    }
 }
 
 static int write_port_file(const char *path, unsigned port)
@@ -47,11 +97,12 @@ int main(int argc, char **argv)
     ghd_log_setup(level, format);
 
     signal(SIGPIPE, SIG_IGN);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
 
     static struct ghd_service svc;
     char why[256] = "";
@@ -72,13 +123,15 @@ int main(int argc, char **argv)
     if (cfg.port_file[0] && write_port_file(cfg.port_file, port) != 0)
         ghd_log(GHD_LOG_WARN, "cannot write the port to %s: %s", cfg.port_file, strerror(errno));
 
-    while (!stop_requested) {
-        struct timespec ts = {1, 0};
-        nanosleep(&ts, NULL);
+    for (;;) {
+        int sig = wait_signal(&set, 1000);
+        if (sig == SIGTERM || sig == SIGINT)
+            break;
+        if (sig == SIGHUP)
+            reload_tokens(&svc);
         ghd_buffer_expire(&svc.buffers, time(NULL));
     }
-    ghd_log(GHD_LOG_INFO, "stopping: no new connections; finishing requests in flight");
-    ghd_http_quiesce(http);
+    drain(&svc, http, &set);
     ghd_http_stop(http);
     ghd_service_destroy(&svc);
     ghd_log(GHD_LOG_INFO, "stopped");

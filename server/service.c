@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "error.h"
 #include "log.h"
 #include "run_queue.h"
@@ -60,9 +61,13 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
     memset(svc, 0, sizeof(*svc));
     svc->cfg = *cfg;
     svc->started = time(NULL);
-    int rc = open_runtime(svc, why, why_len);
+    int rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, why,
+                          why_len);
     if (rc)
         return rc;
+    rc = open_runtime(svc, why, why_len);
+    if (rc)
+        goto destroy_auth;
     svc->runtime_count = 1;
     rc = ghd_buffer_table_init(&svc->buffers);
     if (rc) {
@@ -80,6 +85,9 @@ destroy_buffers:
     ghd_buffer_table_destroy(&svc->buffers);
 destroy_runtime:
     ghd_runtime_destroy(&svc->runtimes[0]);
+destroy_auth:
+    ghd_auth_free(svc->auth);
+    svc->auth = NULL;
     return rc;
 }
 
@@ -90,6 +98,8 @@ void ghd_service_destroy(struct ghd_service *svc)
     ghd_buffer_table_destroy(&svc->buffers);
     for (unsigned i = 0; i < svc->runtime_count; i++)
         ghd_runtime_destroy(&svc->runtimes[i]);
+    ghd_auth_free(svc->auth);
+    svc->auth = NULL;
 }
 
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index)

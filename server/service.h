@@ -14,6 +14,7 @@
 #define GHD_MAX_DEVICES 16
 
 struct ghd_run_queue;
+struct ghd_auth;
 
 struct ghd_service {
     struct ghd_config cfg;
@@ -21,6 +22,7 @@ struct ghd_service {
     unsigned runtime_count;
     struct ghd_buffer_table buffers;
     struct ghd_run_queue *runs;
+    struct ghd_auth *auth; /* bearer tokens; never NULL after init */
     time_t started;
     atomic_int ready;
 };

@@ -1,0 +1,441 @@
+#include "auth.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "log.h"
+
+#define TOKENS_FILE_MAX ((size_t)4 << 20)
+
+/* Stored zero-padded to the full width, so a comparison touches the same
+ * bytes whatever the token. */
+struct entry {
+    unsigned char token[GHD_TOKEN_MAX + 1];
+    size_t len;
+    char tenant[GHD_TENANT_MAX + 1];
+};
+
+struct table {
+    struct entry *e;
+    size_t n, cap;
+};
+
+struct ghd_auth {
+    pthread_rwlock_t lock;
+    struct table tab;
+    char *file; /* NULL when there is none */
+    char *list;
+    int enabled;
+    struct entry metrics; /* len 0 = /metrics is open */
+};
+
+static int is_token_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
+}
+
+static int is_tenant_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_';
+}
+
+/* b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
+static int valid_token(const char *s, size_t n)
+{
+    if (n == 0 || n > GHD_TOKEN_MAX)
+        return 0;
+    size_t i = 0;
+    while (i < n && is_token_char((unsigned char)s[i]))
+        i++;
+    if (i == 0)
+        return 0;
+    while (i < n && s[i] == '=')
+        i++;
+    return i == n;
+}
+
+static int valid_tenant(const char *s, size_t n)
+{
+    if (n == 0 || n > GHD_TENANT_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_tenant_char((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+int ghd_auth_parse_line(const char *line, size_t len, char *token, char *tenant,
+                        const char **why)
+{
+    const char *hash = memchr(line, '#', len);
+    if (hash)
+        len = (size_t)(hash - line);
+    size_t i = 0;
+    while (i < len && is_blank(line[i]))
+        i++;
+    while (len > i && is_blank(line[len - 1]))
+        len--;
+    if (i == len)
+        return 0;
+    size_t t0 = i;
+    while (i < len && !is_blank(line[i]))
+        i++;
+    size_t t1 = i;
+    while (i < len && is_blank(line[i]))
+        i++;
+    size_t n0 = i;
+    while (i < len && !is_blank(line[i]))
+        i++;
+    size_t n1 = i;
+    if (n0 == n1) {
+        *why = "expected 'token tenant'; the tenant is missing";
+        return GHD_EINVAL;
+    }
+    if (i != len) {
+        *why = "expected 'token tenant'; there is more on the line";
+        return GHD_EINVAL;
+    }
+    if (!valid_token(line + t0, t1 - t0)) {
+        *why = "the token is empty, longer than 256 characters, or has characters outside "
+               "A-Z a-z 0-9 - . _ ~ + / (and trailing =)";
+        return GHD_EINVAL;
+    }
+    if (!valid_tenant(line + n0, n1 - n0)) {
+        *why = "the tenant must be 1 to 64 characters of A-Z a-z 0-9 . _ -";
+        return GHD_EINVAL;
+    }
+    memcpy(token, line + t0, t1 - t0);
+    token[t1 - t0] = '\0';
+    memcpy(tenant, line + n0, n1 - n0);
+    tenant[n1 - n0] = '\0';
+    return 1;
+}
+
+int ghd_auth_bearer(const char *header, const char **token, size_t *len)
+{
+    if (!header || strncasecmp(header, "Bearer", 6) != 0 || (header[6] != ' ' && header[6] != '\t'))
+        return GHD_EUNAUTH;
+    const char *s = header + 7;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (!valid_token(s, n))
+        return GHD_EUNAUTH;
+    *token = s;
+    *len = n;
+    return 0;
+}
+
+/* ---- tables ---------------------------------------------------------- */
+
+static void entry_set(struct entry *e, const char *token, size_t len, const char *tenant)
+{
+    memset(e, 0, sizeof(*e));
+    memcpy(e->token, token, len);
+    e->len = len;
+    snprintf(e->tenant, sizeof(e->tenant), "%s", tenant ? tenant : "");
+}
+
+/* Every byte of both padded tokens is looked at, match or not. */
+static int ct_equal(const struct entry *a, const struct entry *b)
+{
+    unsigned diff = (unsigned)(a->len ^ b->len);
+    for (size_t i = 0; i < sizeof(a->token); i++)
+        diff |= (unsigned)(a->token[i] ^ b->token[i]);
+    return diff == 0;
+}
+
+static void table_free(struct table *t)
+{
+    if (t->e)
+        memset(t->e, 0, t->cap * sizeof(*t->e)); /* no tokens left in freed memory */
+    free(t->e);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Adds token -> tenant; the same pair twice is fine, one token for two
+ * tenants is not. */
+static int table_add(struct table *t, const char *token, const char *tenant, const char **why)
+{
+    struct entry e;
+    entry_set(&e, token, strlen(token), tenant);
+    for (size_t i = 0; i < t->n; i++) {
+        if (ct_equal(&t->e[i], &e)) {
+            if (strcmp(t->e[i].tenant, tenant) == 0)
+                return 0;
+            *why = "the same token is given for two tenants";
+            return GHD_EINVAL;
+        }
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        struct entry *grown = calloc(cap, sizeof(*grown));
+        if (!grown) {
+            *why = "out of host memory";
+            return GHD_ENOHOSTMEM;
+        }
+        if (t->n)
+            memcpy(grown, t->e, t->n * sizeof(*grown));
+        table_free(&(struct table){t->e, t->n, t->cap});
+        t->e = grown;
+        t->cap = cap;
+    }
+    t->e[t->n++] = e;
+    memset(&e, 0, sizeof(e));
+    return 0;
+}
+
+/* "token:tenant,token:tenant"; blanks around items are ignored. */
+static int load_list(struct table *t, const char *list, char *why, size_t why_len)
+{
+    size_t item = 0;
+    for (const char *s = list; *s;) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        item++;
+        const char *colon = memchr(s, ':', n);
+        char line[GHD_TOKEN_MAX + GHD_TENANT_MAX + 8];
+        char token[GHD_TOKEN_MAX + 1], tenant[GHD_TENANT_MAX + 1];
+        const char *reason = "expected 'token:tenant'";
+        int rc = GHD_EINVAL;
+        if (colon && n < sizeof(line)) {
+            /* Reuse the line parser: "token:tenant" -> "token tenant". */
+            memcpy(line, s, n);
+            line[colon - s] = ' ';
+            rc = ghd_auth_parse_line(line, n, token, tenant, &reason);
+            memset(line, 0, sizeof(line));
+            if (rc == 0)
+                reason = "an item is empty";
+            if (rc == 1)
+                rc = table_add(t, token, tenant, &reason);
+            memset(token, 0, sizeof(token));
+        } else if (!colon) {
+            int blank = 1;
+            for (size_t i = 0; i < n; i++)
+                blank &= is_blank(s[i]);
+            if (blank)
+                rc = 0; /* tolerate "a:b," and "" */
+        }
+        if (rc < 0) {
+            snprintf(why, why_len, "--tokens / GHD_TOKENS item %zu: %s", item, reason);
+            return rc;
+        }
+        s = end ? end + 1 : s + n;
+    }
+    return 0;
+}
+
+static int load_file(struct table *t, const char *path, char *why, size_t why_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, why_len, "--tokens-file %s: %s", path, strerror(errno));
+        return GHD_EINVAL;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+        ghd_log(GHD_LOG_WARN, "--tokens-file %s is readable by group or others (chmod 600)",
+                path);
+    char *data = malloc(TOKENS_FILE_MAX);
+    if (!data) {
+        fclose(f);
+        snprintf(why, why_len, "--tokens-file %s: out of host memory", path);
+        return GHD_ENOHOSTMEM;
+    }
+    size_t len = fread(data, 1, TOKENS_FILE_MAX, f);
+    int rc = ferror(f) ? GHD_EINVAL : 0;
+    if (rc == 0 && len == TOKENS_FILE_MAX)
+        rc = GHD_ETOOBIG;
+    fclose(f);
+    if (rc) {
+        snprintf(why, why_len, "--tokens-file %s: %s", path,
+                 rc == GHD_ETOOBIG ? "larger than 4 MiB" : "read error");
+        free(data);
+        return GHD_EINVAL;
+    }
+    size_t lineno = 0;
+    for (size_t pos = 0; pos < len && rc == 0;) {
+        const char *nl = memchr(data + pos, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - (data + pos)) : len - pos;
+        char token[GHD_TOKEN_MAX + 1], tenant[GHD_TENANT_MAX + 1];
+        const char *reason = "";
+        lineno++;
+        rc = ghd_auth_parse_line(data + pos, n, token, tenant, &reason);
+        if (rc == 1)
+            rc = table_add(t, token, tenant, &reason);
+        memset(token, 0, sizeof(token));
+        if (rc < 0)
+            snprintf(why, why_len, "--tokens-file %s line %zu: %s", path, lineno, reason);
+        else
+            rc = 0;
+        pos += n + 1;
+    }
+    memset(data, 0, len);
+    free(data);
+    return rc < 0 ? GHD_EINVAL : 0;
+}
+
+static int build(const char *file, const char *list, struct table *out, char *why,
+                 size_t why_len)
+{
+    struct table t = {0};
+    int rc = 0;
+    if (list && *list)
+        rc = load_list(&t, list, why, why_len);
+    if (rc == 0 && file)
+        rc = load_file(&t, file, why, why_len);
+    if (rc) {
+        table_free(&t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *metrics_token,
+                 struct ghd_auth **out, char *why, size_t why_len)
+{
+    struct ghd_auth *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(why, why_len, "out of host memory");
+        return GHD_ENOHOSTMEM;
+    }
+    pthread_rwlock_init(&a->lock, NULL);
+    if (metrics_token && *metrics_token) {
+        size_t n = strlen(metrics_token);
+        if (!valid_token(metrics_token, n)) {
+            snprintf(why, why_len, "--metrics-token: not a bearer token (1 to 256 characters "
+                                   "of A-Z a-z 0-9 - . _ ~ + / and trailing =)");
+            ghd_auth_free(a);
+            return GHD_EINVAL;
+        }
+        entry_set(&a->metrics, metrics_token, n, NULL);
+    }
+    int rc = GHD_ENOHOSTMEM;
+    if (tokens_file && *tokens_file && !(a->file = strdup(tokens_file)))
+        goto fail;
+    if (tokens_list && *tokens_list && !(a->list = strdup(tokens_list)))
+        goto fail;
+    rc = build(a->file, a->list, &a->tab, why, why_len);
+    if (rc)
+        goto fail;
+    a->enabled = a->file || a->list;
+    *out = a;
+    return 0;
+fail:
+    if (rc == GHD_ENOHOSTMEM)
+        snprintf(why, why_len, "out of host memory");
+    ghd_auth_free(a);
+    return rc;
+}
+
+static void free_fields(struct ghd_auth *a)
+{
+    table_free(&a->tab);
+    free(a->file);
+    if (a->list)
+        memset(a->list, 0, strlen(a->list));
+    free(a->list);
+    memset(&a->metrics, 0, sizeof(a->metrics));
+}
+
+void ghd_auth_free(struct ghd_auth *a)
+{
+    if (!a)
+        return;
+    pthread_rwlock_destroy(&a->lock);
+    free_fields(a);
+    free(a);
+}
+
+int ghd_auth_reload(struct ghd_auth *a, size_t *count, char *why, size_t why_len)
+{
+    struct table t;
+    int rc = build(a->file, a->list, &t, why, why_len);
+    if (rc)
+        return rc;
+    pthread_rwlock_wrlock(&a->lock);
+    struct table old = a->tab;
+    a->tab = t;
+    pthread_rwlock_unlock(&a->lock);
+    table_free(&old);
+    *count = t.n;
+    return 0;
+}
+
+int ghd_auth_enabled(const struct ghd_auth *a)
+{
+    return a && a->enabled;
+}
+
+int ghd_auth_metrics_guarded(const struct ghd_auth *a)
+{
+    return a && a->metrics.len > 0;
+}
+
+size_t ghd_auth_count(struct ghd_auth *a)
+{
+    pthread_rwlock_rdlock(&a->lock);
+    size_t n = a->tab.n;
+    pthread_rwlock_unlock(&a->lock);
+    return n;
+}
+
+int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant)
+{
+    const char *tok;
+    size_t len;
+    if (ghd_auth_bearer(authorization, &tok, &len) != 0)
+        return GHD_EUNAUTH;
+    struct entry given;
+    entry_set(&given, tok, len, NULL);
+    size_t found = SIZE_MAX;
+    pthread_rwlock_rdlock(&a->lock);
+    /* No early exit: every entry is compared whatever matches. */
+    for (size_t i = 0; i < a->tab.n; i++) {
+        size_t eq = (size_t)ct_equal(&a->tab.e[i], &given);
+        found = (found & (eq - 1)) | (i & (0 - eq)); /* found = eq ? i : found */
+    }
+    if (found != SIZE_MAX)
+        memcpy(tenant, a->tab.e[found].tenant, GHD_TENANT_MAX + 1);
+    pthread_rwlock_unlock(&a->lock);
+    memset(&given, 0, sizeof(given));
+    return found != SIZE_MAX ? 0 : GHD_EUNAUTH;
+}
+
+int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization)
+{
+    const char *tok;
+    size_t len;
+    if (!a->metrics.len || ghd_auth_bearer(authorization, &tok, &len) != 0)
+        return GHD_EUNAUTH;
+    struct entry given;
+    entry_set(&given, tok, len, NULL);
+    int eq = ct_equal(&a->metrics, &given);
+    memset(&given, 0, sizeof(given));
+    return eq ? 0 : GHD_EUNAUTH;
+}
+
+int ghd_auth_is_loopback(const char *ipv4)
+{
+    struct in_addr in;
+    if (inet_pton(AF_INET, ipv4, &in) != 1)
+        return 0;
+    return (ntohl(in.s_addr) >> 24) == 127;
+}

@@ -1,0 +1,65 @@
+#ifndef GHD_SERVER_AUTH_H
+#define GHD_SERVER_AUTH_H
+
+#include <stddef.h>
+
+#include "buffer.h" /* GHD_TENANT_MAX */
+
+/* Bearer tokens (RFC 6750) mapped to tenants. Tokens come from a file of
+ * "token tenant" lines (--tokens-file, re-read on SIGHUP) and from
+ * "token:tenant,token:tenant" (--tokens / GHD_TOKENS); both add up. A
+ * presented token is compared with every known token in constant time, so
+ * neither the position of a mismatch nor which entry matched shows in the
+ * timing. Tokens are never logged or echoed in error messages. Thread-safe:
+ * lookups run concurrently with a reload. */
+
+#define GHD_TOKEN_MAX 256
+
+/* Parses one line of a tokens file: "token tenant", separated by blanks;
+ * '#' starts a comment, trailing CR/LF and blanks are ignored. Tokens use the
+ * RFC 6750 b64token alphabet (letters, digits, "-._~+/", then "=" padding),
+ * 1 to GHD_TOKEN_MAX characters; tenants A-Z a-z 0-9 . _ -, 1 to
+ * GHD_TENANT_MAX. Returns 1 with both filled for an entry, 0 for a blank or
+ * comment line, GHD_EINVAL (with *why, a static string that never contains
+ * the token) otherwise. `line` need not be NUL-terminated.
+ * pre: token has GHD_TOKEN_MAX + 1 bytes, tenant GHD_TENANT_MAX + 1. */
+int ghd_auth_parse_line(const char *line, size_t len, char *token, char *tenant,
+                        const char **why);
+
+/* Splits an Authorization header value "Bearer <token>" (scheme
+ * case-insensitive). Returns 0 with *token and *len pointing into `header`,
+ * GHD_EUNAUTH when absent, another scheme, or not a b64token. */
+int ghd_auth_bearer(const char *header, const char **token, size_t *len);
+
+struct ghd_auth;
+
+/* Loads the token table. `tokens_file` and `tokens_list` may be empty or NULL;
+ * `metrics_token` (may be empty) guards /metrics. Fails (GHD_EINVAL with a
+ * reason in `why` naming the file and line, never the token) on an unreadable
+ * file, a malformed line, or one token given for two tenants. */
+int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *metrics_token,
+                 struct ghd_auth **out, char *why, size_t why_len);
+void ghd_auth_free(struct ghd_auth *a);
+
+/* Re-reads the tokens file. On failure the old table stays in force.
+ * Returns 0 with the new entry count in *count, or GHD_EINVAL. */
+int ghd_auth_reload(struct ghd_auth *a, size_t *count, char *why, size_t why_len);
+
+/* Whether tenant tokens are configured (a tokens file, even empty, or a list).
+ * NULL is accepted (no authentication). */
+int ghd_auth_enabled(const struct ghd_auth *a);
+/* Whether --metrics-token is set. */
+int ghd_auth_metrics_guarded(const struct ghd_auth *a);
+/* Entries known now. */
+size_t ghd_auth_count(struct ghd_auth *a);
+
+/* Checks an Authorization header (NULL when absent). Returns 0 and copies the
+ * tenant; GHD_EUNAUTH otherwise. pre: tenant has GHD_TENANT_MAX + 1 bytes. */
+int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant);
+/* 0 when the header carries the metrics token; GHD_EUNAUTH otherwise. */
+int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization);
+
+/* Whether an IPv4 address in dotted form is in 127.0.0.0/8. */
+int ghd_auth_is_loopback(const char *ipv4);
+
+#endif
