@@ -10,6 +10,7 @@
 #include "buffer_json.h"
 #include "server/error.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/range.h"
 #include "server/service.h"
 
@@ -28,6 +29,8 @@ struct transfer {
     int created;   /* POST with a body: the buffer is new and dropped on failure */
     int completed; /* the handler replied with success */
     int64_t window[2]; /* download: window index held by each chunk, -1 = none */
+    uint64_t sent;     /* download: bytes handed to the network */
+    double started;    /* ghd_metrics_now() at the start, for the throughput metric */
 };
 
 static int transfer_new(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
@@ -39,6 +42,7 @@ static int transfer_new(struct ghd_request *req, struct ghd_reply *rep, struct g
     t->buf = b;
     t->rt = b->rt;
     t->window[0] = t->window[1] = -1;
+    t->started = ghd_metrics_now();
     int rc = ghd_runtime_stream_acquire(t->rt, &t->stream);
     if (rc) {
         free(t);
@@ -291,6 +295,7 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
     if (rc)
         return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
     t->completed = 1;
+    ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, t->received, ghd_metrics_now() - t->started);
     if (t->created) {
         ghd_buffer_ref(t->buf);
         return ghd_buffer_reply_created(req, rep, t->buf);
@@ -353,12 +358,14 @@ static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
     if (avail > max)
         avail = max;
     memcpy(buf, (char *)t->chunk[w & 1]->h_ptr + in_chunk, avail);
+    t->sent += avail;
     return (ssize_t)avail;
 }
 
 static void download_free(void *ctx)
 {
     struct download *d = ctx;
+    ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, d->t->sent, ghd_metrics_now() - d->t->started);
     transfer_free(d->t, d->svc);
     free(d);
 }

@@ -36,4 +36,7 @@ int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_docs(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_docs_asset(struct ghd_request *req, struct ghd_reply *rep);
 
+/* metrics.c */
+int ghd_handle_metrics(struct ghd_request *req, struct ghd_reply *rep);
+
 #endif

@@ -15,6 +15,7 @@
 #include "auth.h"
 #include "error.h"
 #include "log.h"
+#include "metrics.h"
 #include "router.h"
 
 struct ghd_http {
@@ -396,6 +397,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         .tenant = hr->req.tenant,
     };
     ghd_log_access(&rec);
+    ghd_metrics_request(rec.route, rec.method, rec.status, rec.duration_ms / 1e3, rec.bytes_in,
+                        rec.bytes_out);
     json_decref(hr->req.json);
     free(hr->json_buf);
     ghd_reply_reset(&hr->rep);

@@ -13,6 +13,7 @@ static const struct ghd_route routes[] = {
     {"GET", "/openapi.json", GHD_BODY_NONE, ghd_handle_openapi_json, NULL},
     {"GET", "/docs", GHD_BODY_NONE, ghd_handle_docs, NULL},
     {"GET", "/docs/{asset}", GHD_BODY_NONE, ghd_handle_docs_asset, NULL},
+    {"GET", "/metrics", GHD_BODY_NONE, ghd_handle_metrics, NULL},
     {"POST", "/v1/buffers", GHD_BODY_UPLOAD, ghd_handle_buffer_create, &ghd_buffer_create_upload},
     {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL},
     {"GET", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_get, NULL},

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "metrics.h"
 #include "service.h"
 
 struct ghd_run_queue {
@@ -151,6 +152,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&q->lock);
         run->finished_ms = now_ms();
         run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
+        ghd_metrics_run_ended(run);
         q->active--;
         pthread_cond_broadcast(&q->finished);
         ghd_run_unref(run); /* the queue's reference */
@@ -317,6 +319,7 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
         r->status = GHD_RUN_CANCELED;
         r->error = GHD_ECANCELED;
         r->finished_ms = now_ms();
+        ghd_metrics_run_ended(r);
         run_release_calls(r);
         q->active--;
         pthread_cond_broadcast(&q->finished);

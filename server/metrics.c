@@ -1,0 +1,541 @@
+#include "metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "router.h"
+#include "run_queue.h"
+#include "service.h"
+
+/* Counters are relaxed atomics: each is exact on its own, and a scrape that
+ * sees one a request later than another is harmless. */
+typedef atomic_uint_fast64_t counter;
+
+static uint64_t get(counter *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+static void add(counter *c, uint64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* ---- histograms ---------------------------------------------------------- */
+
+#define MAX_BUCKETS 20
+
+/* Per-bucket (not cumulative) counts; the sum is kept in integer units of
+ * `scale` (nanoseconds for seconds) so that it can be an atomic. */
+struct histogram {
+    counter bucket[MAX_BUCKETS + 1]; /* the last one is +Inf */
+    counter count;
+    counter sum;
+};
+
+struct histogram_spec {
+    const double *bounds;
+    unsigned nbounds;
+    double scale; /* sum units per observed unit */
+};
+
+static void observe(struct histogram *h, const struct histogram_spec *spec, double v)
+{
+    unsigned i = 0;
+    while (i < spec->nbounds && v > spec->bounds[i])
+        i++;
+    add(&h->bucket[i], 1);
+    add(&h->count, 1);
+    if (v > 0)
+        add(&h->sum, (uint64_t)(v * spec->scale + 0.5));
+}
+
+static const double duration_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                         0.25,   0.5,   1,      2.5,   5,    10,    30,    60};
+static const struct histogram_spec duration_spec = {duration_bounds, 16, 1e9};
+
+static const double throughput_bounds[] = {1e6,   1e7, 1e8,   2.5e8, 5e8,  1e9,
+                                           2.5e9, 5e9, 1e10,  2.5e10, 5e10, 1e11};
+static const struct histogram_spec throughput_spec = {throughput_bounds, 12, 1};
+
+static const double device_bounds[] = {1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1,
+                                       0.5,  1,    5,    10,   60};
+static const struct histogram_spec device_spec = {device_bounds, 13, 1e9};
+
+/* ---- requests -------------------------------------------------------------- */
+
+#define MAX_ROUTES 63 /* one more slot counts unmatched requests */
+
+static const char *const method_names[] = {"GET",     "HEAD",  "POST",  "PUT",
+                                           "DELETE",  "PATCH", "OPTIONS", "other"};
+#define METHOD_COUNT (sizeof(method_names) / sizeof(method_names[0]))
+
+/* requests_total{route,method,code}: an open-addressed table whose keys are
+ * claimed once with a compare-and-swap and never move. */
+#define REQUEST_SLOTS 2048
+struct request_slot {
+    atomic_uint key; /* 0 = free; else 1 + (route << 13 | method << 10 | code) */
+    counter count;
+};
+
+static struct request_slot request_slots[REQUEST_SLOTS];
+static counter requests_dropped; /* the table was full: never expected */
+static struct histogram route_duration[MAX_ROUTES + 1];
+static counter route_bytes_in[MAX_ROUTES + 1];
+static counter route_bytes_out[MAX_ROUTES + 1];
+
+static counter transfer_bytes[2];
+static struct histogram transfer_throughput[2];
+
+double ghd_metrics_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The index of a route template in the router's table; the unmatched slot
+ * for anything else. The table is static, so usually the pointer matches. */
+static unsigned route_index(const char *route, const struct ghd_route **table_out,
+                            size_t *count_out)
+{
+    size_t n;
+    const struct ghd_route *table = ghd_router_table(&n);
+    if (n > MAX_ROUTES)
+        n = MAX_ROUTES;
+    *table_out = table;
+    *count_out = n;
+    if (!route)
+        return MAX_ROUTES;
+    for (size_t i = 0; i < n; i++)
+        if (table[i].pattern == route || strcmp(table[i].pattern, route) == 0)
+            return (unsigned)i;
+    return MAX_ROUTES;
+}
+
+static unsigned method_index(const char *method)
+{
+    for (unsigned i = 0; method && i + 1 < METHOD_COUNT; i++)
+        if (strcmp(method, method_names[i]) == 0)
+            return i;
+    return METHOD_COUNT - 1;
+}
+
+void ghd_metrics_request(const char *route, const char *method, int status, double seconds,
+                         uint64_t bytes_in, uint64_t bytes_out)
+{
+    const struct ghd_route *table;
+    size_t n;
+    unsigned r = route_index(route, &table, &n);
+    unsigned m = method_index(method);
+    unsigned code = status >= 100 && status <= 999 ? (unsigned)status : 0;
+    unsigned key = 1 + (r << 13 | m << 10 | code);
+    unsigned h = (key * 2654435761u) % REQUEST_SLOTS;
+    for (unsigned probe = 0; probe < REQUEST_SLOTS; probe++) {
+        struct request_slot *s = &request_slots[(h + probe) % REQUEST_SLOTS];
+        unsigned seen = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (seen == 0) {
+            unsigned expected = 0;
+            if (atomic_compare_exchange_strong(&s->key, &expected, key))
+                seen = key;
+            else
+                seen = expected;
+        }
+        if (seen == key) {
+            add(&s->count, 1);
+            goto counted;
+        }
+    }
+    add(&requests_dropped, 1);
+counted:
+    observe(&route_duration[r], &duration_spec, seconds);
+    add(&route_bytes_in[r], bytes_in);
+    add(&route_bytes_out[r], bytes_out);
+}
+
+void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seconds)
+{
+    unsigned d = dir == GHD_TRANSFER_DOWNLOAD;
+    add(&transfer_bytes[d], bytes);
+    if (bytes > 0 && seconds > 0)
+        observe(&transfer_throughput[d], &throughput_spec, (double)bytes / seconds);
+}
+
+/* ---- runs -------------------------------------------------------------------- */
+
+static const char *const outcome_names[] = {"succeeded", "failed", "canceled"};
+#define OUTCOME_COUNT 3
+
+struct run_row {
+    char kernel[64];
+    uint64_t outcomes[OUTCOME_COUNT];
+    struct histogram device; /* only touched under runs_lock; atomics regardless */
+};
+
+static pthread_mutex_t runs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct run_row run_rows[GHD_METRICS_KERNELS + 1]; /* + "other" */
+static unsigned run_row_count;
+
+void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds)
+{
+    unsigned o = 0;
+    while (o < OUTCOME_COUNT && strcmp(outcome, outcome_names[o]) != 0)
+        o++;
+    if (o == OUTCOME_COUNT)
+        o = 1; /* an unknown outcome is a failure */
+    if (!kernel || !*kernel)
+        kernel = "unknown";
+    pthread_mutex_lock(&runs_lock);
+    struct run_row *row = NULL;
+    for (unsigned i = 0; i < run_row_count && !row; i++)
+        if (strcmp(run_rows[i].kernel, kernel) == 0)
+            row = &run_rows[i];
+    if (!row && run_row_count < GHD_METRICS_KERNELS && strlen(kernel) < sizeof(row->kernel)) {
+        row = &run_rows[run_row_count++];
+        snprintf(row->kernel, sizeof(row->kernel), "%s", kernel);
+    }
+    if (!row) {
+        row = &run_rows[GHD_METRICS_KERNELS];
+        snprintf(row->kernel, sizeof(row->kernel), "other");
+    }
+    row->outcomes[o]++;
+    if (device_seconds > 0)
+        observe(&row->device, &device_spec, device_seconds);
+    pthread_mutex_unlock(&runs_lock);
+}
+
+void ghd_metrics_run_ended(const struct ghd_run *run)
+{
+    if (run->status < GHD_RUN_SUCCEEDED || run->step_count == 0)
+        return;
+    const char *kernel = run->pipeline ? "pipeline" : ghd_kernel_name(run->steps[0].kernel);
+    ghd_metrics_run(kernel, ghd_run_status_name(run->status), (double)run->device_ms / 1e3);
+}
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+struct text {
+    char *buf;
+    size_t len, cap;
+    int failed;
+};
+
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct text *t, const char *fmt, ...)
+{
+    if (t->failed)
+        return;
+    if (!t->buf) {
+        t->cap = 4096;
+        t->buf = malloc(t->cap);
+        if (!t->buf) {
+            t->failed = 1;
+            return;
+        }
+    }
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = 1;
+            return;
+        }
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap * 2 + (size_t)n + 1;
+        char *grown = realloc(t->buf, cap);
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        t->buf = grown;
+        t->cap = cap;
+    }
+}
+
+/* A label value with \, " and newline escaped, as the text format requires. */
+static void put_label_value(struct text *t, const char *v)
+{
+    for (; v && *v; v++) {
+        if (*v == '\\')
+            put(t, "\\\\");
+        else if (*v == '"')
+            put(t, "\\\"");
+        else if (*v == '\n')
+            put(t, "\\n");
+        else
+            put(t, "%c", *v);
+    }
+}
+
+static void family(struct text *t, const char *name, const char *type, const char *help)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The shortest decimal form that reads back as the same double, as
+ * Prometheus' own clients write floats. */
+static void put_number(struct text *t, double v)
+{
+    if (v < 9e15 && v > -9e15 && v == (double)(int64_t)v) {
+        put(t, "%lld", (long long)v);
+        return;
+    }
+    char s[32];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(s, sizeof(s), "%.*g", prec, v);
+        if (strtod(s, NULL) == v)
+            break;
+    }
+    put(t, "%s", s);
+}
+
+/* One histogram's series; `labels` is what comes before le, e.g. route="/x",
+ * or "" for none. */
+static void put_histogram(struct text *t, const char *name, const char *labels,
+                          struct histogram *h, const struct histogram_spec *spec)
+{
+    uint64_t cumulative = 0;
+    const char *sep = labels[0] ? "," : "";
+    for (unsigned i = 0; i < spec->nbounds; i++) {
+        cumulative += get(&h->bucket[i]);
+        put(t, "%s_bucket{%s%sle=\"", name, labels, sep);
+        put_number(t, spec->bounds[i]);
+        put(t, "\"} %llu\n", (unsigned long long)cumulative);
+    }
+    cumulative += get(&h->bucket[spec->nbounds]);
+    /* The count is read after the buckets; the +Inf bucket must equal it. */
+    put(t, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+        (unsigned long long)cumulative);
+    put(t, "%s_sum%s%s%s ", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "");
+    put_number(t, (double)get(&h->sum) / spec->scale);
+    put(t, "\n%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels, labels[0] ? "}" : "",
+        (unsigned long long)cumulative);
+}
+
+static const char *route_name(const struct ghd_route *table, size_t n, unsigned r)
+{
+    return r < n ? table[r].pattern : "(unmatched)";
+}
+
+static void render_requests(struct text *t)
+{
+    size_t n;
+    const struct ghd_route *table;
+    route_index(NULL, &table, &n);
+    family(t, "gpuhttpd_http_requests_total", "counter",
+           "HTTP requests answered, by route template, method and status code.");
+    for (unsigned i = 0; i < REQUEST_SLOTS; i++) {
+        unsigned key = atomic_load_explicit(&request_slots[i].key, memory_order_acquire);
+        if (!key)
+            continue;
+        key--;
+        unsigned r = key >> 13, m = (key >> 10) & 7, code = key & 1023;
+        put(t, "gpuhttpd_http_requests_total{route=\"");
+        put_label_value(t, route_name(table, n, r));
+        put(t, "\",method=\"%s\",code=\"%u\"} %llu\n", method_names[m], code,
+            (unsigned long long)get(&request_slots[i].count));
+    }
+    family(t, "gpuhttpd_http_requests_unrecorded_total", "counter",
+           "HTTP requests not broken down by label because the label table was full.");
+    put(t, "gpuhttpd_http_requests_unrecorded_total %llu\n",
+        (unsigned long long)get(&requests_dropped));
+
+    family(t, "gpuhttpd_http_request_duration_seconds", "histogram",
+           "Time from a request's first byte to its completion, by route template.");
+    for (unsigned r = 0; r <= MAX_ROUTES; r++) {
+        if (r >= n && r != MAX_ROUTES)
+            continue;
+        if (get(&route_duration[r].count) == 0)
+            continue;
+        struct text label = {0};
+        put(&label, "route=\"");
+        put_label_value(&label, route_name(table, n, r));
+        put(&label, "\"");
+        if (label.failed) {
+            t->failed = 1;
+        } else {
+            put_histogram(t, "gpuhttpd_http_request_duration_seconds", label.buf,
+                          &route_duration[r], &duration_spec);
+        }
+        free(label.buf);
+    }
+    static const char *const names[2] = {"gpuhttpd_http_request_body_bytes_total",
+                                         "gpuhttpd_http_response_body_bytes_total"};
+    static const char *const helps[2] = {"Request body bytes read, by route template.",
+                                         "Response body bytes sent, by route template."};
+    for (int dir = 0; dir < 2; dir++) {
+        family(t, names[dir], "counter", helps[dir]);
+        for (unsigned r = 0; r <= MAX_ROUTES; r++) {
+            if ((r >= n && r != MAX_ROUTES) || get(&route_duration[r].count) == 0)
+                continue;
+            put(t, "%s{route=\"", names[dir]);
+            put_label_value(t, route_name(table, n, r));
+            put(t, "\"} %llu\n",
+                (unsigned long long)get(dir ? &route_bytes_out[r] : &route_bytes_in[r]));
+        }
+    }
+}
+
+static void render_transfers(struct text *t)
+{
+    static const char *const dirs[2] = {"upload", "download"};
+    family(t, "gpuhttpd_transfer_bytes_total", "counter",
+           "Buffer bytes moved by uploads (network to device) and downloads (device to "
+           "network).");
+    for (int d = 0; d < 2; d++)
+        put(t, "gpuhttpd_transfer_bytes_total{direction=\"%s\"} %llu\n", dirs[d],
+            (unsigned long long)get(&transfer_bytes[d]));
+    family(t, "gpuhttpd_transfer_throughput_bytes_per_second", "histogram",
+           "Throughput of each buffer transfer, in bytes per second.");
+    for (int d = 0; d < 2; d++) {
+        char label[32];
+        snprintf(label, sizeof(label), "direction=\"%s\"", dirs[d]);
+        put_histogram(t, "gpuhttpd_transfer_throughput_bytes_per_second", label,
+                      &transfer_throughput[d], &throughput_spec);
+    }
+}
+
+static void render_runs(struct text *t, struct ghd_service *svc)
+{
+    pthread_mutex_lock(&runs_lock);
+    family(t, "gpuhttpd_runs_total", "counter",
+           "Runs that ended, by kernel (\"pipeline\" for runs of steps) and outcome.");
+    for (unsigned i = 0; i <= GHD_METRICS_KERNELS; i++) {
+        struct run_row *row = &run_rows[i];
+        if (i >= run_row_count && i != GHD_METRICS_KERNELS)
+            continue;
+        if (!row->kernel[0])
+            continue;
+        for (unsigned o = 0; o < OUTCOME_COUNT; o++) {
+            put(t, "gpuhttpd_runs_total{kernel=\"");
+            put_label_value(t, row->kernel);
+            put(t, "\",outcome=\"%s\"} %llu\n", outcome_names[o],
+                (unsigned long long)row->outcomes[o]);
+        }
+    }
+    family(t, "gpuhttpd_run_device_seconds", "histogram",
+           "Device time of each run that reached the device, by kernel.");
+    for (unsigned i = 0; i <= GHD_METRICS_KERNELS; i++) {
+        struct run_row *row = &run_rows[i];
+        if ((i >= run_row_count && i != GHD_METRICS_KERNELS) || !row->kernel[0])
+            continue;
+        struct text label = {0};
+        put(&label, "kernel=\"");
+        put_label_value(&label, row->kernel);
+        put(&label, "\"");
+        if (!label.failed)
+            put_histogram(t, "gpuhttpd_run_device_seconds", label.buf, &row->device,
+                          &device_spec);
+        else
+            t->failed = 1;
+        free(label.buf);
+    }
+    pthread_mutex_unlock(&runs_lock);
+    if (svc && svc->runs) {
+        family(t, "gpuhttpd_runs_active", "gauge", "Runs queued or running now.");
+        put(t, "gpuhttpd_runs_active %u\n", ghd_run_queue_active(svc->runs));
+    }
+}
+
+static void render_devices(struct text *t, struct ghd_service *svc)
+{
+    struct ghd_pool_stats ps[GHD_MAX_DEVICES];
+    struct ghd_staging_stats ss[GHD_MAX_DEVICES];
+    unsigned nrt = svc->runtime_count < GHD_MAX_DEVICES ? svc->runtime_count : GHD_MAX_DEVICES;
+    for (unsigned i = 0; i < nrt; i++) {
+        ghd_pool_get_stats(&svc->runtimes[i].pool, &ps[i]);
+        ghd_staging_get_stats(&svc->runtimes[i].staging, &ss[i]);
+    }
+#define POOL_GAUGE(name, type, help, expr)                                      \
+    do {                                                                        \
+        family(t, name, type, help);                                            \
+        for (unsigned i = 0; i < nrt; i++)                                      \
+            put(t, name "{device=\"%d\"} %llu\n", svc->runtimes[i].dev.ordinal, \
+                (unsigned long long)(expr));                                    \
+    } while (0)
+    POOL_GAUGE("gpuhttpd_pool_reserved_bytes", "gauge",
+               "Device memory the pool holds from the backend.", ps[i].reserved);
+    POOL_GAUGE("gpuhttpd_pool_in_use_bytes", "gauge",
+               "Device memory in blocks handed out (buffers and scratch).", ps[i].in_use);
+    POOL_GAUGE("gpuhttpd_pool_peak_in_use_bytes", "gauge",
+               "Highest in-use device memory since start.", ps[i].peak);
+    POOL_GAUGE("gpuhttpd_pool_limit_bytes", "gauge",
+               "Most device memory the pool may reserve (0 = no limit).", ps[i].limit);
+    POOL_GAUGE("gpuhttpd_pool_allocations_total", "counter", "Pool allocations that succeeded.",
+               ps[i].allocations);
+    POOL_GAUGE("gpuhttpd_pool_allocation_failures_total", "counter",
+               "Pool allocations refused (limit reached or device out of memory).",
+               ps[i].failures);
+    POOL_GAUGE("gpuhttpd_staging_chunks", "gauge", "Pinned staging chunks in the ring.",
+               ss[i].chunks);
+    POOL_GAUGE("gpuhttpd_staging_chunk_bytes", "gauge", "Size of one pinned staging chunk.",
+               ss[i].chunk_size);
+    POOL_GAUGE("gpuhttpd_staging_chunks_busy", "gauge", "Staging chunks held by transfers now.",
+               ss[i].busy);
+    POOL_GAUGE("gpuhttpd_staging_chunks_busy_peak", "gauge",
+               "Most staging chunks held at once since start.", ss[i].peak_busy);
+    POOL_GAUGE("gpuhttpd_staging_acquires_total", "counter", "Staging chunks handed out.",
+               ss[i].acquires);
+    POOL_GAUGE("gpuhttpd_staging_waits_total", "counter",
+               "Staging chunk requests that had to wait for a chunk.", ss[i].waits);
+    POOL_GAUGE("gpuhttpd_staging_timeouts_total", "counter",
+               "Staging chunk requests that gave up (answered 503).", ss[i].timeouts);
+#undef POOL_GAUGE
+}
+
+static void render_service(struct text *t, struct ghd_service *svc)
+{
+    pthread_mutex_lock(&svc->buffers.lock);
+    size_t count = svc->buffers.count, bytes = svc->buffers.bytes;
+    pthread_mutex_unlock(&svc->buffers.lock);
+    family(t, "gpuhttpd_buffers", "gauge", "Buffers that exist now.");
+    put(t, "gpuhttpd_buffers %zu\n", count);
+    family(t, "gpuhttpd_buffer_bytes", "gauge", "Bytes requested by the buffers that exist now.");
+    put(t, "gpuhttpd_buffer_bytes %zu\n", bytes);
+    family(t, "process_start_time_seconds", "gauge",
+           "Start time of the process since the Unix epoch in seconds.");
+    put(t, "process_start_time_seconds %lld\n", (long long)svc->started);
+    family(t, "gpuhttpd_build_info", "gauge",
+           "Build and device information as labels; the value is always 1.");
+    const struct ghd_runtime *rt = svc->runtime_count ? &svc->runtimes[0] : NULL;
+    put(t, "gpuhttpd_build_info{version=\"");
+    put_label_value(t, GHD_VERSION);
+    put(t, "\",cuda_runtime=\"");
+    put_label_value(t, rt && rt->dev.runtime_version[0] ? rt->dev.runtime_version : "none");
+    put(t, "\",backend=\"");
+    put_label_value(t, rt ? ghd_backend_name(rt->dev.kind) : "none");
+    put(t, "\",device=\"");
+    put_label_value(t, rt ? rt->dev.name : "none");
+    put(t, "\"} 1\n");
+}
+
+int ghd_metrics_render(struct ghd_service *svc, char **out, size_t *len)
+{
+    struct text t = {0};
+    render_requests(&t);
+    render_transfers(&t);
+    render_runs(&t, svc);
+    if (svc) {
+        render_devices(&t, svc);
+        render_service(&t, svc);
+    }
+    if (t.failed || !t.buf) {
+        free(t.buf);
+        return GHD_ENOHOSTMEM;
+    }
+    *out = t.buf;
+    *len = t.len;
+    return 0;
+}

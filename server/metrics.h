@@ -1,0 +1,58 @@
+#ifndef GHD_SERVER_METRICS_H
+#define GHD_SERVER_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Process-wide Prometheus metrics, like the log: recorders may be called
+ * from any thread at any time, before or after a service exists.
+ *
+ * Requests and transfers are recorded lock-free into fixed arrays of atomics
+ * (indexed by route, method, status code and histogram bucket), so the
+ * request path pays a few relaxed increments. Runs take a short mutex: they
+ * are rare next to the device time they cost. Rendering reads the counters
+ * and, from the service, the pools, staging rings, buffer table and run
+ * queue. Labels carry route templates, kernel names and device ordinals,
+ * never buffer, run or request ids. */
+
+enum ghd_transfer_dir { GHD_TRANSFER_UPLOAD, GHD_TRANSFER_DOWNLOAD };
+
+/* Seconds on a monotonic clock, for measuring what the recorders take. */
+double ghd_metrics_now(void);
+
+/* One request, once it is done: the matched route template (NULL or any
+ * string that is not a route of ghd_router_table() counts as "(unmatched)"),
+ * the method, the status sent (499: the client left first), the time from
+ * its first byte to its completion, and the body bytes read and sent. */
+void ghd_metrics_request(const char *route, const char *method, int status, double seconds,
+                         uint64_t bytes_in, uint64_t bytes_out);
+
+/* One buffer transfer that moved `bytes` between the network and the device
+ * in `seconds`: counted in the byte totals and, when both are positive, as
+ * one throughput observation (bytes per second). */
+void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seconds);
+
+/* One run that ended. `kernel` is the kernel's name, or "pipeline" for runs
+ * submitted as steps; `outcome` is "succeeded", "failed" or "canceled";
+ * `device_seconds` the device time of its steps (observed when > 0). At most
+ * GHD_METRICS_KERNELS distinct kernel labels are kept; later ones are
+ * counted as "other". */
+#define GHD_METRICS_KERNELS 128
+void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds);
+
+struct ghd_run;
+/* ghd_metrics_run for a run whose status is final (succeeded, failed or
+ * canceled); anything else is ignored. */
+void ghd_metrics_run_ended(const struct ghd_run *run);
+
+struct ghd_service;
+
+/* The Prometheus text exposition (format 0.0.4) of every metric, with the
+ * service's live gauges when `svc` is not NULL. *out is a NUL-terminated
+ * string the caller frees. 0 or GHD_ENOHOSTMEM. */
+int ghd_metrics_render(struct ghd_service *svc, char **out, size_t *len);
+
+/* The Content-Type of the exposition. */
+#define GHD_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+#endif
