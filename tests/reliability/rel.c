@@ -1,0 +1,350 @@
+#define _GNU_SOURCE
+#include "rel.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/log.h"
+#include "server/run_queue.h"
+
+long rel_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rel_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+void rel_config(struct ghd_config *cfg)
+{
+    ghd_config_defaults(cfg);
+    cfg->backend = GHD_CHOICE_HOST;
+    cfg->port = 0;
+    cfg->pool_initial = 0;
+    cfg->pool_slab = 4 << 20;
+    cfg->pool_limit = 64 << 20;
+    cfg->pool_limit_percent = 0;
+    cfg->staging_chunk = 64 << 10;
+    cfg->staging_chunks = 8;
+    cfg->staging_timeout_ms = 500;
+    const char *lvl = getenv("REL_LOG");
+    snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", lvl ? lvl : "warn");
+}
+
+int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why, size_t why_len)
+{
+    static int once;
+    if (!once) {
+        curl_global_init(CURL_GLOBAL_ALL);
+        once = 1;
+    }
+    enum ghd_log_level lvl = GHD_LOG_WARN;
+    ghd_log_level_parse(cfg->log_level, &lvl);
+    ghd_log_setup(lvl, GHD_LOG_TEXT);
+    memset(s, 0, sizeof(*s));
+    int rc = ghd_service_init(&s->svc, cfg, why, why_len);
+    if (rc)
+        return rc;
+    rc = ghd_http_start(&s->svc, &s->http, why, why_len);
+    if (rc) {
+        ghd_service_destroy(&s->svc);
+        return rc;
+    }
+    s->port = ghd_http_port(s->http);
+    snprintf(s->base, sizeof(s->base), "%s://127.0.0.1:%u", cfg->tls_cert[0] ? "https" : "http",
+             s->port);
+    return 0;
+}
+
+void rel_start(struct rel_server *s, const struct ghd_config *cfg)
+{
+    char why[512] = "";
+    int rc = rel_try_start(s, cfg, why, sizeof(why));
+    if (rc)
+        fail_msg("server did not start: %d %s", rc, why);
+}
+
+void rel_stop(struct rel_server *s)
+{
+    if (s->http)
+        ghd_http_stop(s->http);
+    s->http = NULL;
+    ghd_service_destroy(&s->svc);
+}
+
+struct sink {
+    char *buf;
+    size_t len;
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *ctx)
+{
+    struct sink *k = ctx;
+    size_t add = size * n;
+    char *grown = realloc(k->buf, k->len + add + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + k->len, data, add);
+    k->buf = grown;
+    k->len += add;
+    k->buf[k->len] = '\0';
+    return add;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *ctx)
+{
+    struct rel_resp *r = ctx;
+    size_t add = size * n, used = strlen(r->headers);
+    if (used + add < sizeof(r->headers)) {
+        memcpy(r->headers + used, data, add);
+        r->headers[used + add] = '\0';
+    }
+    return add;
+}
+
+void rel_do(const struct rel_server *s, const struct rel_req *rq, struct rel_resp *out)
+{
+    memset(out, 0, sizeof(*out));
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    char url[1024], auth[512], ctype[256];
+    snprintf(url, sizeof(url), "%s%s", rq->base ? rq->base : s->base, rq->path);
+    struct curl_slist *hdrs = NULL;
+    if (rq->token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", rq->token);
+        hdrs = curl_slist_append(hdrs, auth);
+    }
+    if (rq->ctype) {
+        snprintf(ctype, sizeof(ctype), "Content-Type: %s", rq->ctype);
+        hdrs = curl_slist_append(hdrs, ctype);
+    }
+    if (rq->extra_header)
+        hdrs = curl_slist_append(hdrs, rq->extra_header);
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    struct sink body = {NULL, 0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms ? rq->timeout_ms : 10000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (rq->cainfo)
+        curl_easy_setopt(c, CURLOPT_CAINFO, rq->cainfo);
+    const char *method = rq->method ? rq->method : "GET";
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "GET") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (rq->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
+    }
+    CURLcode cc = curl_easy_perform(c);
+    out->curl_error = (int)cc;
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    out->body = body.buf ? body.buf : calloc(1, 1);
+    out->len = body.len;
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+}
+
+void rel_resp_free(struct rel_resp *r)
+{
+    free(r->body);
+    r->body = NULL;
+}
+
+long rel_json(const struct rel_server *s, const char *method, const char *path, const char *token,
+              const char *json, struct rel_resp *out)
+{
+    struct rel_req rq = {.method = method, .path = path, .token = token};
+    if (json) {
+        rq.ctype = "application/json";
+        rq.body = json;
+        rq.len = strlen(json);
+    }
+    rel_do(s, &rq, out);
+    return out->status;
+}
+
+void rel_header(const struct rel_resp *r, const char *name, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t n = strlen(name);
+    for (const char *line = r->headers; line && *line;) {
+        const char *end = strstr(line, "\r\n");
+        if (strncasecmp(line, name, n) == 0 && line[n] == ':') {
+            const char *v = line + n + 1;
+            while (*v == ' ')
+                v++;
+            size_t len = end ? (size_t)(end - v) : strlen(v);
+            if (len >= cap)
+                len = cap - 1;
+            memcpy(out, v, len);
+            out[len] = '\0';
+            return;
+        }
+        line = end ? end + 2 : NULL;
+    }
+}
+
+void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t cap)
+{
+    out[0] = '\0';
+    json_t *doc = json_loads(r->body ? r->body : "", 0, NULL);
+    json_t *v = doc ? json_object_get(doc, key) : NULL;
+    if (json_is_string(v))
+        snprintf(out, cap, "%s", json_string_value(v));
+    json_decref(doc);
+}
+
+long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap)
+{
+    char body[64];
+    snprintf(body, sizeof(body), "{\"size\": %zu}", size);
+    struct rel_resp r;
+    long st = rel_json(s, "POST", "/v1/buffers", token, body, &r);
+    if (id)
+        rel_json_str(&r, "id", id, cap);
+    rel_resp_free(&r);
+    return st;
+}
+
+int rel_connect(unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int rel_send(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+long rel_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed)
+{
+    size_t used = 0;
+    long deadline = rel_now_ms() + timeout_ms;
+    *closed = 0;
+    for (;;) {
+        long left = deadline - rel_now_ms();
+        if (left <= 0)
+            break;
+        struct pollfd p = {fd, POLLIN, 0};
+        int r = poll(&p, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        char scratch[4096];
+        char *dst = used + 1 < cap ? buf + used : scratch;
+        size_t room = used + 1 < cap ? cap - used - 1 : sizeof(scratch);
+        ssize_t n = recv(fd, dst, room, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            *closed = 1;
+            break;
+        }
+        if (dst != scratch)
+            used += (size_t)n;
+    }
+    if (cap)
+        buf[used < cap ? used : cap - 1] = '\0';
+    return (long)used;
+}
+
+int rel_wait_closed(int fd, long timeout_ms)
+{
+    char buf[8192];
+    int closed;
+    long deadline = rel_now_ms() + timeout_ms;
+    do {
+        rel_recv(fd, buf, sizeof(buf), deadline - rel_now_ms(), &closed);
+    } while (!closed && rel_now_ms() < deadline);
+    return closed;
+}
+
+int rel_status_of(const char *buf)
+{
+    int st = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &st) != 1)
+        return 0;
+    return st;
+}
+
+size_t rel_pool_in_use(struct rel_server *s)
+{
+    struct ghd_pool_stats st;
+    ghd_pool_get_stats(&s->svc.runtimes[0].pool, &st);
+    return st.in_use;
+}
+
+unsigned rel_staging_busy(struct rel_server *s)
+{
+    struct ghd_staging_stats st;
+    ghd_staging_get_stats(&s->svc.runtimes[0].staging, &st);
+    return st.busy;
+}
+
+int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms)
+{
+    long deadline = rel_now_ms() + timeout_ms;
+    for (;;) {
+        size_t in_use = rel_pool_in_use(s);
+        unsigned busy = rel_staging_busy(s);
+        unsigned reqs = ghd_http_requests_in_flight(s->http);
+        unsigned runs = ghd_run_queue_active(s->svc.runs);
+        if (in_use <= pool_baseline && busy == 0 && reqs == 0 && runs == 0)
+            return 1;
+        if (rel_now_ms() > deadline) {
+            print_message("not at rest: pool in use %zu (baseline %zu), staging busy %u, "
+                          "requests in flight %u, runs active %u\n",
+                          in_use, pool_baseline, busy, reqs, runs);
+            return 0;
+        }
+        rel_sleep_ms(20);
+    }
+}

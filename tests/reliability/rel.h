@@ -1,0 +1,90 @@
+#ifndef GHD_TESTS_RELIABILITY_REL_H
+#define GHD_TESTS_RELIABILITY_REL_H
+
+/* Shared by the security and reliability tests: an in-process server on
+ * 127.0.0.1 port 0 (host backend, small pool and staging ring), a libcurl
+ * request helper, raw-socket helpers for clients that misbehave, and the
+ * resting-state checks (pool bytes in use, staging chunks busy, requests in
+ * flight). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/config.h"
+#include "server/http.h"
+#include "server/service.h"
+
+struct rel_server {
+    struct ghd_service svc;
+    struct ghd_http *http;
+    unsigned port;
+    char base[64]; /* "http://127.0.0.1:PORT" */
+};
+
+/* Defaults for tests: host backend, port 0, 64 KiB staging chunks x 8,
+ * warn-level logs. */
+void rel_config(struct ghd_config *cfg);
+/* Starts service and HTTP server; aborts the test on failure. */
+void rel_start(struct rel_server *s, const struct ghd_config *cfg);
+/* The same, but returns the error and reason instead of failing. */
+int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why, size_t why_len);
+void rel_stop(struct rel_server *s);
+
+struct rel_resp {
+    long status; /* 0 when the transfer failed */
+    char *body;  /* NUL-terminated, owned */
+    size_t len;
+    char headers[4096];
+    int curl_error; /* CURLcode */
+};
+
+struct rel_req {
+    const char *method;
+    const char *path; /* appended to the base URL */
+    const char *token;  /* Bearer token, or NULL */
+    const char *ctype;  /* Content-Type, or NULL */
+    const void *body;
+    size_t len;
+    const char *extra_header; /* one more "Name: value", or NULL */
+    long timeout_ms;          /* 0 = 10 s */
+    const char *base;         /* NULL = the server's */
+    const char *cainfo;       /* HTTPS: CA file */
+};
+
+/* Performs one request; *out must be released with rel_resp_free. */
+void rel_do(const struct rel_server *s, const struct rel_req *rq, struct rel_resp *out);
+void rel_resp_free(struct rel_resp *r);
+/* Shorthand: method + path + token + optional JSON body. Returns the status. */
+long rel_json(const struct rel_server *s, const char *method, const char *path, const char *token,
+              const char *json, struct rel_resp *out);
+/* The value of a header in a response (case-insensitive name), copied; "" if absent. */
+void rel_header(const struct rel_resp *r, const char *name, char *out, size_t cap);
+/* A string member of a JSON body, copied; "" if absent. */
+void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t cap);
+/* Creates a buffer of `size` bytes (JSON) and copies its id; returns the status. */
+long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap);
+
+/* Raw sockets. */
+int rel_connect(unsigned port);
+/* 0 when every byte went out, -1 otherwise. */
+int rel_send(int fd, const void *buf, size_t len);
+/* Reads until the peer closes or timeout_ms pass; returns the bytes read
+ * (NUL-terminated in buf), -1 on a socket error. *closed says whether EOF or
+ * a reset was seen. */
+long rel_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed);
+/* Waits up to timeout_ms for EOF or reset; 1 if the server closed it. */
+int rel_wait_closed(int fd, long timeout_ms);
+/* The status code of the first response in buf, or 0. */
+int rel_status_of(const char *buf);
+
+/* Resting state: no pool bytes in use beyond `baseline`, no staging chunk
+ * busy, no request in flight. Waits up to timeout_ms for it; returns 1 when
+ * reached. Prints what differs otherwise. */
+int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms);
+size_t rel_pool_in_use(struct rel_server *s);
+unsigned rel_staging_busy(struct rel_server *s);
+
+long rel_now_ms(void);
+void rel_sleep_ms(long ms);
+
+#endif
