@@ -13,10 +13,11 @@
 #
 # Environment (defaults in brackets):
 #   BENCH_BYTES           bytes per connection for bulk runs [1G]
+#   BENCH_REPEAT          runs of each bulk measurement; the table shows the best [3]
 #   BENCH_CONNS           connection counts for bulk runs ["1 4 8 16"]
 #   BENCH_SMALL_CONNS     connection counts for small requests ["1 64"]
 #   BENCH_SMALL_REQUESTS  requests per connection per small test [20000]
-#   BENCH_SMALL_SECONDS   time bound per small test [10]
+#   BENCH_SMALL_SECONDS   time bound per small test [5]
 #   BENCH_PINNED_MIB      bytes per pinned_ceiling copy, in MiB [1024]
 #   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
 #   BENCH_SERVER_ARGS     extra gpuhttpd options, e.g. "--staging-chunk 8M" [none]
@@ -47,7 +48,8 @@ bytes=${BENCH_BYTES:-1G}
 read -r -a conns_list <<<"${BENCH_CONNS:-1 4 8 16}"
 read -r -a small_conns_list <<<"${BENCH_SMALL_CONNS:-1 64}"
 small_requests=${BENCH_SMALL_REQUESTS:-20000}
-small_seconds=${BENCH_SMALL_SECONDS:-10}
+small_seconds=${BENCH_SMALL_SECONDS:-5}
+repeat=${BENCH_REPEAT:-3}
 pinned_mib=${BENCH_PINNED_MIB:-1024}
 timeout_s=${BENCH_TIMEOUT:-300}
 read -r -a server_args <<<"${BENCH_SERVER_ARGS:-}"
@@ -135,8 +137,10 @@ measure_ceilings() {
     record "$tools/pinned_ceiling" --bytes-mib "$pinned_mib"
     for c in "${conns_list[@]}"; do
         log "tcp_ceiling, $c connections"
-        record "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" --timeout "$timeout_s" \
-            --label "tcp"
+        for _ in $(seq "$repeat"); do
+            record "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" --timeout "$timeout_s" \
+                --label "tcp"
+        done
     done
 }
 
@@ -146,8 +150,11 @@ measure_service() {
     for mode in upload download; do
         for c in "${conns_list[@]}"; do
             log "gpuhttpd $mode, $c connections"
-            loadgen --mode "$mode" --conns "$c" --bytes "$bytes" --server-pid "$server_pid" \
-                --label gpuhttpd ${loadgen_args[@]+"${loadgen_args[@]}"}
+            for _ in $(seq "$repeat"); do
+                loadgen --mode "$mode" --conns "$c" --bytes "$bytes" \
+                    --server-pid "$server_pid" --label gpuhttpd \
+                    ${loadgen_args[@]+"${loadgen_args[@]}"}
+            done
         done
     done
     for c in "${small_conns_list[@]}"; do
@@ -167,25 +174,65 @@ measure_http_layer() {
     done
     for c in "${conns_list[@]}"; do
         log "mhd_static upload and download, $c connections"
-        loadgen --mode upload --put-path /discard --conns "$c" --bytes "$bytes" \
-            --server-pid "$server_pid" --label mhd_static
-        loadgen --mode download --get-path "/bytes?n=$bytes" --conns "$c" --bytes "$bytes" \
-            --server-pid "$server_pid" --label mhd_static
+        for _ in $(seq "$repeat"); do
+            loadgen --mode upload --put-path /discard --conns "$c" --bytes "$bytes" \
+                --server-pid "$server_pid" --label mhd_static
+            loadgen --mode download --get-path "/bytes?n=$bytes" --conns "$c" \
+                --bytes "$bytes" --server-pid "$server_pid" --label mhd_static
+        done
     done
     stop_server
 }
 
-# find_line KEY=VALUE...: the first result line holding all the given members.
+# matches LINE KEY=VALUE...: whether a result line holds all the given members.
+matches() {
+    local line=$1 pattern key value
+    shift
+    for pattern in "$@"; do
+        key=${pattern%%=*}
+        value=${pattern#*=}
+        [[ $line == *"\"$key\":$value,"* || $line == *"\"$key\":\"$value\""* ]] || return 1
+    done
+}
+
+# find_line KEY=VALUE...: of the result lines holding all the given members, the one
+# with the highest gbps (or rps): the best of the repeated runs.
 find_line() {
-    local pattern line
+    local line best="" best_rate=-1 rate
     while IFS= read -r line; do
-        for pattern in "$@"; do
-            local key=${pattern%%=*} value=${pattern#*=}
-            [[ $line == *"\"$key\":$value,"* || $line == *"\"$key\":\"$value\""* ]] || continue 2
-        done
-        echo "$line"
-        return 0
+        matches "$line" "$@" || continue
+        rate=$(json_get "$line" gbps)
+        rate=${rate:-$(json_get "$line" rps)}
+        if awk -v a="${rate:-0}" -v b="$best_rate" 'BEGIN { exit !(a + 0 > b + 0) }'; then
+            best=$line
+            best_rate=${rate:-0}
+        fi
     done <"$results"
+    echo "$best"
+}
+
+# failed_mark KEY=VALUE...: " FAILED" when any matching run failed.
+failed_mark() {
+    local line
+    while IFS= read -r line; do
+        if matches "$line" "$@" && [[ $line == *'"status":"FAILED"'* ]]; then
+            echo " FAILED"
+            return 0
+        fi
+    done <"$results"
+}
+
+# checksums_ok KEY=VALUE...: false if any matching run moved wrong bytes, else the
+# best run's checksum_ok (true, or null when nothing was checked).
+checksums_ok() {
+    local line
+    while IFS= read -r line; do
+        if matches "$line" "$@" && [[ $line == *'"checksum_ok":false'* ]]; then
+            echo false
+            return 0
+        fi
+    done <"$results"
+    json_get "$(find_line "$@")" checksum_ok
 }
 
 # The best pinned rate for a direction (h2d or d2h), or empty without a GPU.
@@ -206,9 +253,11 @@ table_bulk_row() {
     http=$(json_get "$(find_line tool=loadgen mode="$mode" label=mhd_static conns="$c")" gbps)
     ceiling=$(minimum "$tcp" "$pinned")
     gbps=$(json_get "$line" gbps)
-    printf '| %s | %s | %s GB/s | %s GB/s | %s | %s | %s | %s | %s |\n' "$mode" "$c" \
-        "$(fmt "$gbps" 2)" "$(fmt "$ceiling" 2)" "$(ratio "$gbps" "$ceiling")" \
-        "$(ratio "$gbps" "$http")" "$(json_get "$line" checksum_ok)" \
+    printf '| %s | %s | %s GB/s%s | %s GB/s | %s | %s | %s | %s | %s |\n' "$mode" "$c" \
+        "$(fmt "$gbps" 2)" "$(failed_mark tool=loadgen mode="$mode" label=gpuhttpd conns="$c")" \
+        "$(fmt "$ceiling" 2)" "$(ratio "$gbps" "$ceiling")" \
+        "$(ratio "$gbps" "$http")" \
+        "$(checksums_ok tool=loadgen mode="$mode" label=gpuhttpd conns="$c")" \
         "$(fmt "$(json_get "$line" server_cpu_s_per_gb)" 3)" \
         "$(fmt "$(json_get "$line" server_peak_rss_mib)" 0)"
 }
@@ -225,9 +274,11 @@ table_small_row() {
     fi
     rps=$(json_get "$line" rps)
     # The ceiling of a small request is libmicrohttpd alone: ratio and vs HTTP agree.
-    printf '| %s (p50 %s us, p99 %s us) | %s | %s req/s | %s | %s | %s | - | - | - |\n' "$test" \
-        "$(fmt "$(json_get "$line" p50_us)" 0)" "$(fmt "$(json_get "$line" p99_us)" 0)" "$c" \
-        "$(fmt "$rps" 0)" "$ceiling" "$(ratio "$rps" "$http")" "$(ratio "$rps" "$http")"
+    printf '| %s (p50 %s us, p99 %s us) | %s | %s req/s%s | %s | %s | %s | - | - | - |\n' \
+        "$test" "$(fmt "$(json_get "$line" p50_us)" 0)" "$(fmt "$(json_get "$line" p99_us)" 0)" \
+        "$c" "$(fmt "$rps" 0)" \
+        "$(failed_mark tool=loadgen mode=small label=gpuhttpd test="$test" conns="$c")" \
+        "$ceiling" "$(ratio "$rps" "$http")" "$(ratio "$rps" "$http")"
 }
 
 # ceiling_row NAME CONNS GBPS [CPU_S_PER_GB]
@@ -271,7 +322,8 @@ print_table() {
     fi
     echo "# gpuhttpd transfer benchmark"
     echo
-    echo "backend $backend, $bytes per connection, $(date -u +%Y-%m-%dT%H:%M:%SZ)," \
+    echo "backend $backend, $bytes per connection, best of $repeat runs," \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)," \
         "$(nproc) cores, GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null |
             head -n 1 || true)"
     echo
