@@ -13,8 +13,7 @@
  * exits 1. The whole run is bounded by --timeout (exit 124). Only 127.0.0.1 is meant.
  */
 #define _GNU_SOURCE
-#include "loadgen_http.h"
-#include "loadgen_pattern.h"
+#include "loadgen.h"
 #include "tool_util.h"
 
 #include <errno.h>
@@ -29,75 +28,6 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum mode { MODE_UPLOAD, MODE_DOWNLOAD, MODE_SMALL };
-enum small_test { SMALL_HEALTHZ, SMALL_ALLOC, SMALL_PUT, SMALL_COUNT };
-static const char *const SMALL_NAMES[SMALL_COUNT] = {"healthz", "alloc_delete_4k", "put_4k"};
-#define SMALL_BYTES 4096
-
-struct options {
-    const char *host;
-    int port;
-    unsigned conns;
-    uint64_t bytes;
-    enum mode mode;
-    bool json;
-    unsigned timeout_s;
-    int sockbuf;
-    size_t recv_buf;
-    size_t send_chunk;
-    bool compare; /* verify byte for byte */
-    bool hash;    /* verify by checksum */
-    unsigned requests;
-    double duration_s;
-    unsigned small_tests; /* bit per enum small_test */
-    const char *put_path; /* upload to this path, no buffer API, no verification */
-    const char *get_path; /* download from this path, no buffer API, no verification */
-    const char *label;
-    pid_t server_pid; /* when set, sample its CPU time and peak RSS around the timed part */
-};
-
-struct small_result {
-    uint64_t *latency_ns;
-    size_t count;
-    double t_start;
-    double t_end;
-};
-
-/* The server's CPU time and peak RSS over the timed part, read from /proc. */
-struct server_usage {
-    bool cpu_ok;
-    double cpu_before_s;
-    double cpu_after_s;
-    bool rss_reset; /* the peak was reset at the start, so it covers the timed part only */
-    long peak_rss_kib;
-};
-
-struct shared {
-    const struct options *opt;
-    pthread_barrier_t barrier;
-    struct lg_pattern pattern;
-    struct server_usage usage;
-};
-
-struct worker {
-    unsigned index;
-    struct shared *shared;
-    pthread_t thread;
-    struct lg_conn conn;
-    bool conn_open;
-    char id[128];
-    char small_id[128];
-    double t_start;
-    double t_end;
-    uint64_t moved;
-    bool failed;
-    char err[320];
-    bool bytes_ok;
-    uint64_t checksum_want;
-    uint64_t checksum_got;
-    struct small_result small[SMALL_COUNT];
-};
-
 static char timeout_message[512];
 
 static void on_alarm(int sig)
@@ -106,253 +36,6 @@ static void on_alarm(int sig)
     ssize_t ignored = write(STDOUT_FILENO, timeout_message, strlen(timeout_message));
     (void)ignored;
     _exit(124);
-}
-
-/* ---- the server's usage, from /proc ------------------------------------------ */
-
-/* utime + stime of pid in seconds. The command name may hold spaces, so the fields
- * are counted from the last ')'. */
-static int proc_cpu_seconds(pid_t pid, double *seconds)
-{
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    const char *p = strrchr(text, ')');
-    unsigned long long utime, stime;
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
-                     &stime) != 2)
-        return -1;
-    *seconds = (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-    return 0;
-}
-
-static long proc_peak_rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    long kib = -1;
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
-/* Writing 5 to clear_refs resets the peak RSS to the current RSS (Linux 4.0+). */
-static bool proc_reset_peak_rss(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/clear_refs", (int)pid);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return false;
-    bool ok = fputs("5", f) >= 0;
-    return fclose(f) == 0 && ok;
-}
-
-static void usage_mark_start(struct shared *shared)
-{
-    pid_t pid = shared->opt->server_pid;
-    if (pid <= 0)
-        return;
-    shared->usage.rss_reset = proc_reset_peak_rss(pid);
-    shared->usage.cpu_ok = proc_cpu_seconds(pid, &shared->usage.cpu_before_s) == 0;
-}
-
-static void usage_mark_end(struct shared *shared)
-{
-    pid_t pid = shared->opt->server_pid;
-    if (pid <= 0)
-        return;
-    shared->usage.cpu_ok =
-        shared->usage.cpu_ok && proc_cpu_seconds(pid, &shared->usage.cpu_after_s) == 0;
-    shared->usage.peak_rss_kib = proc_peak_rss_kib(pid);
-}
-
-/* ---- one connection's requests ------------------------------------------ */
-
-static int werr(struct worker *w, const char *what)
-{
-    snprintf(w->err, sizeof w->err, "conn %u: %s: %s", w->index, what, w->conn.err);
-    return -1;
-}
-
-static int ensure_open(struct worker *w)
-{
-    const struct options *opt = w->shared->opt;
-    if (w->conn_open && !w->conn.must_close)
-        return 0;
-    if (w->conn_open)
-        lg_conn_close(&w->conn);
-    w->conn_open = true;
-    if (lg_conn_open(&w->conn, opt->host, opt->port, opt->sockbuf, opt->recv_buf) != 0)
-        return werr(w, "connect");
-    return 0;
-}
-
-/* Reads a response and fails unless its status is in [lo, hi]; the body lands in text. */
-static int expect_status(struct worker *w, const char *what, int lo, int hi,
-                         struct lg_response *resp, struct lg_text *text)
-{
-    if (lg_conn_read_head(&w->conn, resp) != 0)
-        return werr(w, what);
-    if (lg_conn_read_body(&w->conn, resp, false, lg_text_sink, text) != 0)
-        return werr(w, what);
-    if (resp->status < lo || resp->status > hi) {
-        snprintf(w->err, sizeof w->err, "conn %u: %s: HTTP %d: %.200s", w->index, what,
-                 resp->status, text->data);
-        return -1;
-    }
-    return 0;
-}
-
-static int create_buffer(struct worker *w, uint64_t size, char *id, size_t id_cap)
-{
-    char body[64], reply[4096];
-    int n = snprintf(body, sizeof body, "{\"size\":%" PRIu64 "}", size);
-    struct lg_text text = {reply, sizeof reply, 0};
-    struct lg_response resp;
-    reply[0] = '\0';
-    if (ensure_open(w) != 0)
-        return -1;
-    if (lg_conn_send_request(&w->conn, "POST", "/v1/buffers", "application/json", body,
-                             (size_t)n) != 0)
-        return werr(w, "POST /v1/buffers");
-    if (expect_status(w, "POST /v1/buffers", 200, 201, &resp, &text) != 0)
-        return -1;
-    if (lg_parse_buffer_id(&resp, reply, id, id_cap) != 0) {
-        snprintf(w->err, sizeof w->err, "conn %u: no buffer id in the reply: %.200s", w->index,
-                 reply);
-        return -1;
-    }
-    return 0;
-}
-
-static int delete_buffer(struct worker *w, const char *id)
-{
-    char path[192], reply[1024];
-    struct lg_text text = {reply, sizeof reply, 0};
-    struct lg_response resp;
-    reply[0] = '\0';
-    snprintf(path, sizeof path, "/v1/buffers/%s", id);
-    if (ensure_open(w) != 0)
-        return -1;
-    if (lg_conn_send_head(&w->conn, "DELETE", path, -1, NULL, NULL) != 0)
-        return werr(w, "DELETE");
-    return expect_status(w, "DELETE", 200, 204, &resp, &text);
-}
-
-/* A small PUT goes out in one send(), head and body together. */
-static int put_small(struct worker *w, const char *path, struct lg_stream *stream, uint64_t length)
-{
-    unsigned char body[LG_SMALL_BODY_MAX];
-    char reply[1024];
-    struct lg_text text = {reply, sizeof reply, 0};
-    struct lg_response resp;
-    size_t got = 0, n;
-    const unsigned char *piece;
-    reply[0] = '\0';
-    while ((piece = lg_stream_next(stream, sizeof body - got, &n)) != NULL) {
-        memcpy(body + got, piece, n);
-        got += n;
-    }
-    if (lg_conn_send_request(&w->conn, "PUT", path, "application/octet-stream", body,
-                             (size_t)length) != 0)
-        return werr(w, "PUT");
-    return expect_status(w, "PUT", 200, 299, &resp, &text);
-}
-
-/* PUTs length bytes of this connection's stream to path. */
-static int put_stream(struct worker *w, const char *path, uint64_t length)
-{
-    const struct options *opt = w->shared->opt;
-    char reply[4096];
-    struct lg_text text = {reply, sizeof reply, 0};
-    struct lg_response resp;
-    struct lg_stream stream;
-    reply[0] = '\0';
-    if (ensure_open(w) != 0)
-        return -1;
-    lg_stream_init(&stream, &w->shared->pattern, w->index, length);
-    if (length <= LG_SMALL_BODY_MAX)
-        return put_small(w, path, &stream, length);
-    if (lg_conn_send_head(&w->conn, "PUT", path, (int64_t)length, "application/octet-stream",
-                          NULL) != 0)
-        return werr(w, "PUT head");
-    size_t n;
-    const unsigned char *piece;
-    while ((piece = lg_stream_next(&stream, opt->send_chunk, &n)) != NULL) {
-        if (lg_conn_send_all(&w->conn, piece, n) != 0) {
-            /* The server may have answered early (an error) and closed; show its reply. */
-            if (expect_status(w, "PUT (body cut short)", 200, 299, &resp, &text) == 0)
-                snprintf(w->err, sizeof w->err, "conn %u: PUT: send failed: %s", w->index,
-                         w->conn.err);
-            w->conn.must_close = true;
-            return -1;
-        }
-    }
-    return expect_status(w, "PUT", 200, 299, &resp, &text);
-}
-
-static int verify_sink(void *ctx, const unsigned char *data, size_t len)
-{
-    lg_verify_feed(ctx, data, len);
-    return 0;
-}
-
-/* GETs path, expecting length bytes; checks them against this connection's stream when
- * check is true, and records the result in w. */
-static int get_stream(struct worker *w, const char *path, uint64_t length, bool check)
-{
-    const struct options *opt = w->shared->opt;
-    struct lg_response resp;
-    struct lg_verify verify;
-    if (ensure_open(w) != 0)
-        return -1;
-    if (lg_conn_send_head(&w->conn, "GET", path, -1, NULL, NULL) != 0)
-        return werr(w, "GET");
-    if (lg_conn_read_head(&w->conn, &resp) != 0)
-        return werr(w, "GET");
-    if (resp.status != 200) {
-        char reply[1024];
-        struct lg_text text = {reply, sizeof reply, 0};
-        reply[0] = '\0';
-        lg_conn_read_body(&w->conn, &resp, false, lg_text_sink, &text);
-        snprintf(w->err, sizeof w->err, "conn %u: GET %s: HTTP %d: %.200s", w->index, path,
-                 resp.status, reply);
-        return -1;
-    }
-    lg_verify_init(&verify, &w->shared->pattern, w->index, length, check && opt->compare,
-                   check && opt->hash);
-    if (lg_conn_read_body(&w->conn, &resp, false, verify_sink, &verify) != 0)
-        return werr(w, "GET body");
-    if (verify.seen != length) {
-        snprintf(w->err, sizeof w->err, "conn %u: GET returned %" PRIu64 " bytes, not %" PRIu64,
-                 w->index, verify.seen, length);
-        return -1;
-    }
-    if (!check)
-        return 0;
-    w->checksum_got = opt->hash ? lg_hash_final(&verify.hash) : 0;
-    w->bytes_ok = lg_verify_complete(&verify, length) && w->checksum_got == w->checksum_want;
-    if (!w->bytes_ok) {
-        if (verify.bad)
-            snprintf(w->err, sizeof w->err, "conn %u: wrong bytes from offset %" PRIu64, w->index,
-                     verify.first_bad);
-        else
-            snprintf(w->err, sizeof w->err,
-                     "conn %u: checksum 0x%016" PRIx64 ", expected 0x%016" PRIx64, w->index,
-                     w->checksum_got, w->checksum_want);
-    }
-    return 0;
 }
 
 /* ---- the phases of a bulk run -------------------------------------------- */
@@ -371,19 +54,19 @@ static void buffer_path(const struct worker *w, char *path, size_t cap)
 static int phase_prepare(struct worker *w)
 {
     const struct options *opt = w->shared->opt;
-    if (ensure_open(w) != 0)
+    if (lg_worker_connect(w) != 0)
         return -1;
     if (!api_mode(w))
         return 0;
     if (opt->hash)
         w->checksum_want = lg_pattern_checksum(&w->shared->pattern, w->index, opt->bytes);
-    if (create_buffer(w, opt->bytes, w->id, sizeof w->id) != 0)
+    if (lg_create_buffer(w, opt->bytes, w->id, sizeof w->id) != 0)
         return -1;
     if (opt->mode != MODE_DOWNLOAD)
         return 0;
     char path[192];
     buffer_path(w, path, sizeof path);
-    return put_stream(w, path, opt->bytes);
+    return lg_put_stream(w, path, opt->bytes);
 }
 
 static int phase_timed(struct worker *w)
@@ -394,9 +77,9 @@ static int phase_timed(struct worker *w)
     buffer_path(w, path, sizeof path);
     w->t_start = lg_now_s();
     if (opt->mode == MODE_UPLOAD)
-        rc = put_stream(w, opt->put_path ? opt->put_path : path, opt->bytes);
+        rc = lg_put_stream(w, opt->put_path ? opt->put_path : path, opt->bytes);
     else
-        rc = get_stream(w, opt->get_path ? opt->get_path : path, opt->bytes, api_mode(w));
+        rc = lg_get_stream(w, opt->get_path ? opt->get_path : path, opt->bytes, api_mode(w));
     w->t_end = lg_now_s();
     if (rc == 0)
         w->moved = opt->bytes;
@@ -410,133 +93,23 @@ static int phase_verify(struct worker *w)
         return 0;
     char path[192];
     buffer_path(w, path, sizeof path);
-    return get_stream(w, path, opt->bytes, true);
+    return lg_get_stream(w, path, opt->bytes, true);
 }
 
-static int phase_cleanup(struct worker *w)
+/* Deletes the buffer even after a failure, so that a failed run leaves nothing behind. */
+static void cleanup(struct worker *w)
 {
-    if (!api_mode(w) || w->id[0] == '\0')
-        return 0;
-    return delete_buffer(w, w->id);
-}
-
-/* Runs fn unless this worker already failed, then waits for the others. */
-static void step(struct worker *w, int (*fn)(struct worker *))
-{
-    if (!w->failed && fn(w) != 0)
+    if (api_mode(w) && w->id[0] != '\0' && lg_delete_buffer(w, w->id) != 0)
         w->failed = true;
-    pthread_barrier_wait(&w->shared->barrier);
-}
-
-/* Like step, and then one thread runs hook while the others wait for it. */
-static void step_then(struct worker *w, int (*fn)(struct worker *), void (*hook)(struct shared *))
-{
-    if (!w->failed && fn(w) != 0)
-        w->failed = true;
-    if (pthread_barrier_wait(&w->shared->barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
-        hook(w->shared);
-    pthread_barrier_wait(&w->shared->barrier);
 }
 
 static void *bulk_main(void *arg)
 {
     struct worker *w = arg;
-    step_then(w, phase_prepare, usage_mark_start);
-    step_then(w, phase_timed, usage_mark_end);
-    step(w, phase_verify);
-    bool failed = w->failed;
-    step(w, phase_cleanup);
-    w->failed = failed || w->failed;
-    return NULL;
-}
-
-/* ---- small requests ------------------------------------------------------- */
-
-static int small_healthz(struct worker *w)
-{
-    char reply[1024];
-    struct lg_text text = {reply, sizeof reply, 0};
-    struct lg_response resp;
-    if (ensure_open(w) != 0)
-        return -1;
-    if (lg_conn_send_head(&w->conn, "GET", "/healthz", -1, NULL, NULL) != 0)
-        return werr(w, "GET /healthz");
-    return expect_status(w, "GET /healthz", 200, 299, &resp, &text);
-}
-
-static int small_alloc(struct worker *w)
-{
-    char id[128];
-    if (create_buffer(w, SMALL_BYTES, id, sizeof id) != 0)
-        return -1;
-    return delete_buffer(w, id);
-}
-
-static int small_put(struct worker *w)
-{
-    char path[192];
-    snprintf(path, sizeof path, "/v1/buffers/%s", w->small_id);
-    return put_stream(w, path, SMALL_BYTES);
-}
-
-static int (*const SMALL_OPS[SMALL_COUNT])(struct worker *) = {small_healthz, small_alloc,
-                                                               small_put};
-
-static int small_run(struct worker *w, enum small_test test)
-{
-    const struct options *opt = w->shared->opt;
-    struct small_result *r = &w->small[test];
-    r->t_start = lg_now_s();
-    double deadline = r->t_start + opt->duration_s;
-    double t = r->t_start;
-    while (r->count < opt->requests && t < deadline) {
-        double t0 = t;
-        if (SMALL_OPS[test](w) != 0)
-            return -1;
-        t = lg_now_s();
-        r->latency_ns[r->count++] = (uint64_t)((t - t0) * 1e9);
-    }
-    r->t_end = t;
-    return 0;
-}
-
-static int small_prepare(struct worker *w)
-{
-    const struct options *opt = w->shared->opt;
-    for (int i = 0; i < SMALL_COUNT; i++) {
-        w->small[i].latency_ns = calloc(opt->requests ? opt->requests : 1, sizeof(uint64_t));
-        if (!w->small[i].latency_ns) {
-            snprintf(w->err, sizeof w->err, "out of memory");
-            return -1;
-        }
-    }
-    if (ensure_open(w) != 0)
-        return -1;
-    if (opt->small_tests & (1u << SMALL_PUT))
-        return create_buffer(w, SMALL_BYTES, w->small_id, sizeof w->small_id);
-    return 0;
-}
-
-static int small_cleanup(struct worker *w)
-{
-    return w->small_id[0] ? delete_buffer(w, w->small_id) : 0;
-}
-
-static void *small_main(void *arg)
-{
-    struct worker *w = arg;
-    const struct options *opt = w->shared->opt;
-    step(w, small_prepare);
-    for (int test = 0; test < SMALL_COUNT; test++) {
-        if (!(opt->small_tests & (1u << test)))
-            continue;
-        if (!w->failed && small_run(w, (enum small_test)test) != 0)
-            w->failed = true;
-        pthread_barrier_wait(&w->shared->barrier);
-    }
-    bool failed = w->failed;
-    step(w, small_cleanup);
-    w->failed = failed || w->failed;
+    lg_step_then(w, phase_prepare, lg_usage_mark_start);
+    lg_step_then(w, phase_timed, lg_usage_mark_end);
+    lg_step(w, phase_verify);
+    cleanup(w);
     return NULL;
 }
 
@@ -552,52 +125,6 @@ static const char *verify_name(const struct options *opt, bool checked)
     if (!checked)
         return "none";
     return opt->compare && opt->hash ? "compare+hash" : opt->compare ? "compare" : "hash";
-}
-
-/* Copies s into out as the inside of a JSON string. */
-static void json_escape(char *out, size_t cap, const char *s)
-{
-    size_t n = 0;
-    for (; *s && n + 7 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            out[n++] = '\\';
-            out[n++] = (char)c;
-        } else if (c < 0x20) {
-            n += (size_t)snprintf(out + n, cap - n, "\\u%04x", c);
-        } else {
-            out[n++] = (char)c;
-        }
-    }
-    out[n] = '\0';
-}
-
-static const struct worker *first_failure(const struct worker *workers, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        if (workers[i].failed || (workers[i].err[0] && !workers[i].bytes_ok))
-            return &workers[i];
-    return NULL;
-}
-
-/* The server's usage as JSON members (each followed by a comma) or as a text line. */
-static void format_usage(const struct options *opt, const struct server_usage *u, uint64_t bytes,
-                         char *out, size_t cap)
-{
-    out[0] = '\0';
-    if (opt->server_pid <= 0)
-        return;
-    double cpu = u->cpu_ok ? u->cpu_after_s - u->cpu_before_s : -1;
-    double per_gb = u->cpu_ok && bytes ? cpu / ((double)bytes / 1e9) : -1;
-    double rss_mib = u->peak_rss_kib >= 0 ? (double)u->peak_rss_kib / 1024 : -1;
-    if (opt->json)
-        snprintf(out, cap,
-                 "\"server_cpu_s\":%.3f,\"server_cpu_s_per_gb\":%.4f,"
-                 "\"server_peak_rss_mib\":%.1f,\"server_peak_rss_timed_only\":%s,",
-                 cpu, per_gb, rss_mib, u->rss_reset ? "true" : "false");
-    else
-        snprintf(out, cap, "server: %.3f s CPU (%.4f s/GB), peak RSS %.1f MiB%s\n", cpu, per_gb,
-                 rss_mib, u->rss_reset ? "" : " (over its whole life)");
 }
 
 /* What a bulk run adds up to over all connections. */
@@ -637,7 +164,7 @@ static void summarize_bulk(const struct options *opt, const struct worker *w,
     sum->gbps = sum->seconds > 0 ? (double)sum->total / sum->seconds / 1e9 : 0;
     sum->slowest_gbps = slow / 1e9;
     sum->fastest_gbps = fast / 1e9;
-    sum->bad = first_failure(w, opt->conns);
+    sum->bad = lg_first_failure(w, opt->conns);
     sum->ok = sum->bad == NULL && sum->bytes_ok;
 }
 
@@ -646,7 +173,7 @@ static void print_bulk_json(const struct options *opt, const struct bulk_summary
 {
     char err[400] = "", checksum[24] = "null";
     if (sum->bad)
-        json_escape(err, sizeof err, sum->bad->err);
+        lg_json_escape(err, sizeof err, sum->bad->err);
     if (sum->hashed)
         snprintf(checksum, sizeof checksum, "\"%016" PRIx64 "\"", sum->checksum);
     printf("{\"tool\":\"loadgen\",\"mode\":\"%s\",\"label\":\"%s\",\"conns\":%u,"
@@ -688,75 +215,13 @@ static int report_bulk(const struct options *opt, const struct shared *shared,
     struct bulk_summary sum;
     char usage[200];
     summarize_bulk(opt, w, &sum);
-    format_usage(opt, &shared->usage, sum.total, usage, sizeof usage);
+    lg_format_usage(opt, &shared->usage, sum.total, usage, sizeof usage);
     if (opt->json)
         print_bulk_json(opt, &sum, usage);
     else
         print_bulk_text(opt, &sum, usage);
     return sum.ok ? 0 : 1;
 }
-
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double percentile_us(const uint64_t *sorted, size_t n, double p)
-{
-    if (n == 0)
-        return 0;
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return (double)sorted[i] / 1e3;
-}
-
-static int report_small_test(const struct options *opt, const struct worker *w,
-                             enum small_test test, bool ok, const char *err)
-{
-    size_t total = 0;
-    double t0 = 1e300, t1 = 0;
-    for (unsigned i = 0; i < opt->conns; i++) {
-        total += w[i].small[test].count;
-        t0 = w[i].small[test].t_start < t0 ? w[i].small[test].t_start : t0;
-        t1 = w[i].small[test].t_end > t1 ? w[i].small[test].t_end : t1;
-    }
-    uint64_t *all = malloc((total ? total : 1) * sizeof *all);
-    if (!all)
-        return 1;
-    size_t k = 0;
-    for (unsigned i = 0; i < opt->conns; i++)
-        for (size_t j = 0; j < w[i].small[test].count; j++)
-            all[k++] = w[i].small[test].latency_ns[j];
-    qsort(all, total, sizeof *all, compare_u64);
-    double secs = t1 > t0 ? t1 - t0 : 0, rps = secs > 0 ? (double)total / secs : 0;
-    double p50 = percentile_us(all, total, 0.50), p99 = percentile_us(all, total, 0.99);
-    free(all);
-    if (opt->json)
-        printf("{\"tool\":\"loadgen\",\"mode\":\"small\",\"label\":\"%s\",\"test\":\"%s\","
-               "\"conns\":%u,\"requests\":%zu,\"seconds\":%.6f,\"rps\":%.1f,\"p50_us\":%.1f,"
-               "\"p99_us\":%.1f,\"status\":\"%s\",\"error\":\"%s\"}\n",
-               opt->label, SMALL_NAMES[test], opt->conns, total, secs, rps, p50, p99,
-               ok ? "ok" : "FAILED", err);
-    else
-        printf("%-16s %3u conns: %8zu ops in %.3f s: %10.1f ops/s  p50 %8.1f us  p99 %8.1f us%s\n",
-               SMALL_NAMES[test], opt->conns, total, secs, rps, p50, p99, ok ? "" : "  FAILED");
-    return 0;
-}
-
-static int report_small(const struct options *opt, const struct worker *w)
-{
-    const struct worker *bad = first_failure(w, opt->conns);
-    char err[400] = "";
-    if (bad)
-        json_escape(err, sizeof err, bad->err);
-    for (int test = 0; test < SMALL_COUNT; test++)
-        if (opt->small_tests & (1u << test))
-            report_small_test(opt, w, (enum small_test)test, bad == NULL, err);
-    if (bad && !opt->json)
-        printf("FAILED: %s\n", bad->err);
-    return bad ? 1 : 0;
-}
-
 /* ---- options ---------------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -781,6 +246,7 @@ static void usage(FILE *out)
                  "  --label TEXT       copied into the JSON output\n"
                  "  --server-pid PID   upload/download: report that process's CPU time and peak\n"
                  "                     RSS over the timed part (from /proc)\n"
+                 "  --token TOKEN      send Authorization: Bearer TOKEN (or set GHD_BENCH_TOKEN)\n"
                  "  --json             one JSON line per result\n");
 }
 
@@ -822,6 +288,16 @@ static int parse_mode(const char *s, enum mode *mode)
     return 0;
 }
 
+/* A bearer token for every request; CR, LF and spaces would break the header. */
+static int set_token(const char *token, struct options *opt)
+{
+    if (token[0] == '\0' || strpbrk(token, "\r\n \t") ||
+        strlen(token) > sizeof opt->auth_header - 32)
+        return -1;
+    snprintf(opt->auth_header, sizeof opt->auth_header, "Authorization: Bearer %s\r\n", token);
+    return 0;
+}
+
 static int parse_option(int c, const char *arg, struct options *opt)
 {
     uint64_t v = 0;
@@ -858,22 +334,21 @@ static int parse_option(int c, const char *arg, struct options *opt)
     case 'G': opt->get_path = arg; return 0;
     case 'l': opt->label = arg; return 0;
     case 'S': opt->server_pid = (pid_t)atoi(arg); return opt->server_pid > 0 ? 0 : -1;
+    case 'A': return set_token(arg, opt);
     default: return -1;
     }
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)
 {
-    static const struct option longopts[] = {{"host", 1, 0, 'h'},     {"port", 1, 0, 'p'},
-                                             {"conns", 1, 0, 'c'},    {"bytes", 1, 0, 'b'},
-                                             {"mode", 1, 0, 'm'},     {"json", 0, 0, 'j'},
-                                             {"timeout", 1, 0, 't'},  {"sockbuf", 1, 0, 's'},
-                                             {"recv-buf", 1, 0, 'r'}, {"send-chunk", 1, 0, 'k'},
-                                             {"requests", 1, 0, 'n'}, {"duration", 1, 0, 'd'},
-                                             {"tests", 1, 0, 'T'},    {"verify", 1, 0, 'v'},
-                                             {"put-path", 1, 0, 'P'}, {"get-path", 1, 0, 'G'},
-                                             {"label", 1, 0, 'l'},    {"server-pid", 1, 0, 'S'},
-                                             {"help", 0, 0, '?'},     {0, 0, 0, 0}};
+    static const struct option longopts[] = {
+        {"host", 1, 0, 'h'},       {"port", 1, 0, 'p'},     {"conns", 1, 0, 'c'},
+        {"bytes", 1, 0, 'b'},      {"mode", 1, 0, 'm'},     {"json", 0, 0, 'j'},
+        {"timeout", 1, 0, 't'},    {"sockbuf", 1, 0, 's'},  {"recv-buf", 1, 0, 'r'},
+        {"send-chunk", 1, 0, 'k'}, {"requests", 1, 0, 'n'}, {"duration", 1, 0, 'd'},
+        {"tests", 1, 0, 'T'},      {"verify", 1, 0, 'v'},   {"put-path", 1, 0, 'P'},
+        {"get-path", 1, 0, 'G'},   {"label", 1, 0, 'l'},    {"server-pid", 1, 0, 'S'},
+        {"token", 1, 0, 'A'},      {"help", 0, 0, '?'},     {0, 0, 0, 0}};
     *opt = (struct options){.host = "127.0.0.1",
                             .conns = 1,
                             .bytes = 64ULL << 20,
@@ -904,6 +379,11 @@ static int parse_options(int argc, char **argv, struct options *opt)
      * checksum at 6.4 GB/s. */
     if (!verify_set && opt->mode == MODE_DOWNLOAD)
         opt->hash = false;
+    const char *env_token = getenv("GHD_BENCH_TOKEN");
+    if (!opt->auth_header[0] && env_token && env_token[0] && set_token(env_token, opt) != 0) {
+        fprintf(stderr, "loadgen: unusable GHD_BENCH_TOKEN\n");
+        return -1;
+    }
     if (!have_mode || opt->port == 0 || optind != argc) {
         fprintf(stderr, "loadgen: --mode and --port are required\n");
         return -1;
@@ -930,7 +410,7 @@ static void arm_timeout(const struct options *opt)
 static int run_workers(struct shared *shared, struct worker *workers)
 {
     const struct options *opt = shared->opt;
-    void *(*fn)(void *) = opt->mode == MODE_SMALL ? small_main : bulk_main;
+    void *(*fn)(void *) = opt->mode == MODE_SMALL ? lg_small_main : bulk_main;
     for (unsigned i = 0; i < opt->conns; i++) {
         workers[i].index = i;
         workers[i].shared = shared;
@@ -976,8 +456,8 @@ int main(int argc, char **argv)
         return 1;
     }
     run_workers(&shared, workers);
-    int rc =
-        opt.mode == MODE_SMALL ? report_small(&opt, workers) : report_bulk(&opt, &shared, workers);
+    int rc = opt.mode == MODE_SMALL ? lg_report_small(&opt, workers)
+                                    : report_bulk(&opt, &shared, workers);
     fflush(stdout);
     pthread_barrier_destroy(&shared.barrier);
     free_workers(workers, opt.conns);

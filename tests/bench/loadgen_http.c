@@ -88,6 +88,8 @@ static int format_head(const struct lg_conn *conn, char *out, size_t cap, const 
         n += snprintf(out + n, cap - (size_t)n, "Content-Length: %lld\r\n", (long long)body_len);
     if (content_type)
         n += snprintf(out + n, cap - (size_t)n, "Content-Type: %s\r\n", content_type);
+    if (conn->default_headers)
+        n += snprintf(out + n, cap - (size_t)n, "%s", conn->default_headers);
     if (extra_headers)
         n += snprintf(out + n, cap - (size_t)n, "%s", extra_headers);
     n += snprintf(out + n, cap - (size_t)n, "\r\n");

@@ -17,7 +17,8 @@ struct lg_conn {
     size_t cap;
     size_t start; /* unread bytes are buf[start, end) */
     size_t end;
-    bool must_close; /* the last response said Connection: close */
+    bool must_close;             /* the last response said Connection: close */
+    const char *default_headers; /* borrowed; sent with every request, lines end in \r\n */
     char host_header[80];
     char err[256];
 };

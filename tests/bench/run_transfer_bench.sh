@@ -23,6 +23,7 @@
 #   BENCH_SERVER_ARGS     extra gpuhttpd options, e.g. "--staging-chunk 8M" [none]
 #   BENCH_MHD_ARGS        mhd_static options [its defaults, which mirror gpuhttpd's]
 #   BENCH_LOADGEN_ARGS    extra loadgen options for bulk runs [none]
+#   GHD_BENCH_TOKEN       bearer token loadgen sends, for a server started with tokens
 # If BUILD_DIR/devlibs exists (see shared/device/pack-libs.sh) it joins LD_LIBRARY_PATH.
 set -euo pipefail
 

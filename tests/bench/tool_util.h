@@ -2,6 +2,7 @@
 #ifndef GHD_TESTS_BENCH_TOOL_UTIL_H
 #define GHD_TESTS_BENCH_TOOL_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Parses a byte count with an optional binary suffix: 4096, 64K, 1M, 1G, 1GiB.
@@ -10,5 +11,8 @@ int lg_parse_size(const char *s, uint64_t *out);
 
 /* Seconds on the monotonic clock. */
 double lg_now_s(void);
+
+/* Copies s into out (cap bytes) as the inside of a JSON string, truncating. */
+void lg_json_escape(char *out, size_t cap, const char *s);
 
 #endif
