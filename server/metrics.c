@@ -133,6 +133,10 @@ void ghd_metrics_request(const char *route, const char *method, int status, doub
     const struct ghd_route *table;
     size_t n;
     unsigned r = route_index(route, &table, &n);
+    /* The counter last: whoever sees it move sees the rest moved too. */
+    observe(&route_duration[r], &duration_spec, seconds);
+    add(&route_bytes_in[r], bytes_in);
+    add(&route_bytes_out[r], bytes_out);
     unsigned m = method_index(method);
     unsigned code = status >= 100 && status <= 999 ? (unsigned)status : 0;
     unsigned key = 1 + (r << 13 | m << 10 | code);
@@ -142,21 +146,14 @@ void ghd_metrics_request(const char *route, const char *method, int status, doub
         unsigned seen = atomic_load_explicit(&s->key, memory_order_acquire);
         if (seen == 0) {
             unsigned expected = 0;
-            if (atomic_compare_exchange_strong(&s->key, &expected, key))
-                seen = key;
-            else
-                seen = expected;
+            seen = atomic_compare_exchange_strong(&s->key, &expected, key) ? key : expected;
         }
         if (seen == key) {
-            add(&s->count, 1);
-            goto counted;
+            atomic_fetch_add_explicit(&s->count, 1, memory_order_release);
+            return;
         }
     }
     add(&requests_dropped, 1);
-counted:
-    observe(&route_duration[r], &duration_spec, seconds);
-    add(&route_bytes_in[r], bytes_in);
-    add(&route_bytes_out[r], bytes_out);
 }
 
 void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seconds)
@@ -345,7 +342,8 @@ static void render_requests(struct text *t)
         put(t, "gpuhttpd_http_requests_total{route=\"");
         put_label_value(t, route_name(table, n, r));
         put(t, "\",method=\"%s\",code=\"%u\"} %llu\n", method_names[m], code,
-            (unsigned long long)get(&request_slots[i].count));
+            (unsigned long long)atomic_load_explicit(&request_slots[i].count,
+                                                     memory_order_acquire));
     }
     family(t, "gpuhttpd_http_requests_unrecorded_total", "counter",
            "HTTP requests not broken down by label because the label table was full.");

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Every route of the router table is in the spec, and every operation of the
+spec is a route. HEAD is implied by GET: a spec `head` needs a GET route, and
+a GET route needs no `head` in the spec.
+
+usage: check_routes.py PRINT_ROUTES_BINARY OPENAPI_YAML"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ghdtest import check, need_module  # noqa: E402
+
+yaml = need_module("yaml", "pyyaml")
+METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+
+
+def main():
+    binary, spec_path = sys.argv[1:3]
+    out = subprocess.run([binary], capture_output=True, text=True, check=True).stdout
+    routes = set()
+    for line in out.splitlines():
+        method, pattern = line.split(" ", 1)
+        routes.add((method, pattern))
+    check(routes, "the router table is empty")
+    with open(spec_path, encoding="utf-8") as f:
+        spec = yaml.safe_load(f)
+    documented = set()
+    for path, item in spec["paths"].items():
+        for m in METHODS:
+            if m in item:
+                documented.add((m.upper(), path))
+
+    undocumented = sorted(r for r in routes if r not in documented)
+    check(not undocumented, "routes missing from openapi.yaml: " +
+          ", ".join(f"{m} {p}" for m, p in undocumented))
+    unrouted = sorted(d for d in documented if d not in routes and
+                      not (d[0] == "HEAD" and ("GET", d[1]) in routes))
+    check(not unrouted, "operations in openapi.yaml that no route serves: " +
+          ", ".join(f"{m} {p}" for m, p in unrouted))
+    print(f"check_routes: ok ({len(routes)} routes, {len(documented)} operations)")
+
+
+if __name__ == "__main__":
+    main()

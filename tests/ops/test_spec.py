@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""The contract is a valid OpenAPI 3.1 document and says what the code says:
+- openapi-spec-validator accepts openapi.yaml and the built openapi.json, and
+  the two are the same document;
+- every operation has a unique operationId and a tag, and every response
+  declares X-Request-Id;
+- every problem type the spec names is GHD_PROBLEM_BASE + a slug of
+  server/error.h with that slug's status, and the description lists every slug;
+- every `links` target exists and names only parameters that the target has;
+- every example validates against its schema.
+
+usage: test_spec.py OPENAPI_YAML OPENAPI_JSON ERROR_H"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ghdtest import check, fail, need_module  # noqa: E402
+
+yaml = need_module("yaml", "pyyaml")
+osv = need_module("openapi_spec_validator", "openapi-spec-validator")
+need_module("openapi_schema_validator", "openapi-schema-validator")
+from openapi_schema_validator import OAS31Validator  # noqa: E402
+from referencing import Registry, Resource  # noqa: E402
+from referencing.jsonschema import DRAFT202012  # noqa: E402
+
+METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+
+
+def error_table(path):
+    """(slug -> status) and the problem base from the X-macro table."""
+    text = open(path, encoding="utf-8").read()
+    base = re.search(r'#define GHD_PROBLEM_BASE "([^"]+)"', text).group(1)
+    rows = re.findall(r'X\(E\w+,\s*\d+,\s*(\d+),\s*"([a-z-]+)"', text)
+    check(rows, f"no error rows found in {path}")
+    return base, {slug: int(status) for status, slug in rows}
+
+
+def deref(spec, node):
+    while isinstance(node, dict) and "$ref" in node:
+        ptr = node["$ref"]
+        check(ptr.startswith("#/"), f"external $ref {ptr}")
+        node = spec
+        for part in ptr[2:].split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def operations(spec):
+    for path, item in spec["paths"].items():
+        for method in METHODS:
+            if method in item:
+                yield path, method, item, item[method]
+
+
+def problem_types(schema):
+    """The type URIs a problem schema pins (const or enum), with its status const."""
+    types, status = [], None
+    for part in schema.get("allOf", []):
+        props = part.get("properties", {})
+        t = props.get("type", {})
+        types += [t["const"]] if "const" in t else t.get("enum", [])
+        if "const" in props.get("status", {}):
+            status = props["status"]["const"]
+    return types, status
+
+
+def main():
+    yaml_path, json_path, error_h = sys.argv[1:4]
+    with open(yaml_path, encoding="utf-8") as f:
+        spec = yaml.safe_load(f)
+    with open(json_path, encoding="utf-8") as f:
+        built = json.load(f)
+    try:
+        osv.validate(spec)
+        osv.validate(built)
+    except Exception as e:
+        fail(f"openapi-spec-validator: {e}")
+    check(spec == built, "the built openapi.json differs from openapi.yaml (rebuild: cmake --build)")
+    check(spec["openapi"].startswith("3.1."), "not OpenAPI 3.1")
+
+    base, slugs = error_table(error_h)
+    description = spec["info"]["description"]
+    for slug in slugs:
+        check(f"`{slug}`" in description, f"info.description does not list the problem type {slug}")
+
+    ids = set()
+    registry = Registry().with_resource("urn:spec", Resource.from_contents(
+        spec, default_specification=DRAFT202012))
+
+    def validate_example(where, schema_ptr, instance):
+        validator = OAS31Validator({"$ref": "urn:spec#" + schema_ptr}, registry=registry)
+        errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
+        check(not errors, f"{where}: the example does not fit its schema: "
+                          f"{errors[0].message if errors else ''}")
+
+    def esc(s):
+        return s.replace("~", "~0").replace("/", "~1")
+
+    seen_types = set()
+    for path, method, item, op in operations(spec):
+        where = f"{method.upper()} {path}"
+        check(op.get("operationId"), f"{where} has no operationId")
+        check(op["operationId"] not in ids, f"{where}: duplicate operationId {op['operationId']}")
+        ids.add(op["operationId"])
+        check(op.get("tags"), f"{where} has no tag")
+        for code, resp_ref in op["responses"].items():
+            resp = deref(spec, resp_ref)
+            check("X-Request-Id" in resp.get("headers", {}), f"{where} {code} lacks X-Request-Id")
+            for mtype, media in resp.get("content", {}).items():
+                schema = deref(spec, media.get("schema", {}))
+                if mtype == "application/problem+json":
+                    types, status = problem_types(schema)
+                    check(types, f"{where} {code}: the problem type is not pinned")
+                    for t in types:
+                        check(t.startswith(base) and t[len(base):] in slugs,
+                              f"{where} {code}: unknown problem type {t}")
+                        check(slugs[t[len(base):]] == int(code),
+                              f"{where} {code}: {t} is sent with status {slugs[t[len(base):]]}")
+                        seen_types.add(t[len(base):])
+                    if status is not None:
+                        check(status == int(code), f"{where} {code}: status const {status}")
+        # Examples of request bodies and responses fit their schemas.
+        op_ptr = f"/paths/{esc(path)}/{method}"
+        body = op.get("requestBody", {}).get("content", {})
+        for mtype, media in body.items():
+            ptr = f"{op_ptr}/requestBody/content/{esc(mtype)}/schema"
+            if "example" in media:
+                validate_example(f"{where} request {mtype}", ptr, media["example"])
+            for name, ex in media.get("examples", {}).items():
+                validate_example(f"{where} request example {name}", ptr, ex["value"])
+        for code, resp_ref in op["responses"].items():
+            if "$ref" in resp_ref:
+                resp_ptr = resp_ref["$ref"][1:]
+            else:
+                resp_ptr = f"{op_ptr}/responses/{code}"
+            resp = deref(spec, resp_ref)
+            for mtype, media in resp.get("content", {}).items():
+                if not mtype.endswith("json"):
+                    continue
+                ptr = f"{resp_ptr}/content/{esc(mtype)}/schema"
+                if "example" in media:
+                    validate_example(f"{where} {code}", ptr, media["example"])
+                for name, ex in media.get("examples", {}).items():
+                    validate_example(f"{where} {code} example {name}", ptr, ex["value"])
+
+    # Every problem type of the error table is described by some operation,
+    # but 405 (any path, described in info) and 501 (no route sends it).
+    for slug in sorted(set(slugs) - {"method-not-allowed", "not-implemented"}):
+        check(slug in seen_types, f"no response describes the problem type {slug} "
+                                  f"(server/error.h); add it to the responses that send it")
+
+    # Links name real operations and real parameters.
+    by_id = {op["operationId"]: (item, op) for _, _, item, op in operations(spec)}
+    link_count = 0
+    for path, method, item, op in operations(spec):
+        for code, resp_ref in op["responses"].items():
+            for name, link in deref(spec, resp_ref).get("links", {}).items():
+                link_count += 1
+                where = f"{method.upper()} {path} {code} link {name}"
+                target = link.get("operationId")
+                check(target in by_id, f"{where}: no operation {target}")
+                titem, top = by_id[target]
+                params = {deref(spec, p)["name"] for p in titem.get("parameters", []) +
+                          top.get("parameters", [])}
+                for pname, expr in link.get("parameters", {}).items():
+                    check(pname in params, f"{where}: {target} has no parameter {pname}")
+                    check(str(expr).startswith("$"), f"{where}: {pname} is not an expression")
+                if "requestBody" in link:
+                    check("requestBody" in top, f"{where}: {target} takes no body")
+    check(link_count >= 8, f"only {link_count} links")
+    print(f"test_spec: ok ({len(ids)} operations, {link_count} links, {len(slugs)} problem types)")
+
+
+if __name__ == "__main__":
+    main()
