@@ -274,9 +274,12 @@ int ghd_pool_alloc(struct ghd_pool *p, size_t size, size_t alignment,
     return rc;
 }
 
+/* Both chunks are free and binned: both leave their bins before c is freed
+ * (a freed chunk left in a bin was a use after free). */
 static void merge_into_prev(struct ghd_pool *p, struct pool_chunk *c)
 {
     struct pool_chunk *prev = c->prev;
+    bin_remove(p, c);
     bin_remove(p, prev);
     prev->size += c->size;
     prev->next = c->next;
