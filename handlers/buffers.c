@@ -76,6 +76,21 @@ int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
         s.ttl_s = req->svc->cfg.default_ttl_s;
     struct ghd_runtime *rt = ghd_service_runtime(req->svc, 0);
     int rc = ghd_buffer_create_new(&req->svc->buffers, rt, &s, out);
+    if (rc == GHD_EQUOTA || rc == GHD_ELIMIT) {
+        size_t bytes, count;
+        ghd_buffer_tenant_usage(&req->svc->buffers, s.tenant, &bytes, &count);
+        const char *who = s.tenant ? s.tenant : "(none)";
+        if (rc == GHD_EQUOTA)
+            return ghd_reply_problem(rep, req, rc,
+                                     "tenant '%s' holds %zu bytes; %zu more would pass its "
+                                     "limit of %zu bytes (--tenant-max-bytes)",
+                                     who, bytes, s.size, req->svc->cfg.tenant_max_bytes);
+        ghd_reply_header(rep, "Retry-After", "1");
+        return ghd_reply_problem(rep, req, rc,
+                                 "tenant '%s' holds %zu buffers, its limit "
+                                 "(--tenant-max-buffers); delete some first",
+                                 who, count);
+    }
     if (rc == GHD_ENOMEM) {
         struct ghd_pool_stats st;
         ghd_pool_get_stats(&rt->pool, &st);

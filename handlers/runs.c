@@ -126,8 +126,12 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
         rc = ghd_run_submit(req->svc->runs, run);
         if (rc == GHD_ELIMIT) {
             ghd_reply_header(rep, "Retry-After", "1");
-            ghd_reply_problem(rep, req, rc, "%u runs are queued or running (--run-queue-limit)",
-                              req->svc->cfg.run_queue_limit);
+            if (run->error_detail[0]) /* the tenant's own limit */
+                ghd_reply_problem(rep, req, rc, "%s", run->error_detail);
+            else
+                ghd_reply_problem(rep, req, rc,
+                                  "%u runs are queued or running (--run-queue-limit)",
+                                  req->svc->cfg.run_queue_limit);
         } else if (rc) {
             ghd_reply_problem(rep, req, rc, "the run queue is stopping");
         }

@@ -9,6 +9,41 @@
 
 #define INITIAL_SLOTS 1024
 
+struct buffer_tenant {
+    char name[GHD_TENANT_MAX + 1];
+    size_t bytes, count;
+    struct buffer_tenant *next;
+};
+
+/* pre: lock held. The usage of `name`; created on first use when `create`
+ * (NULL only when that allocation fails or when absent). Entries stay: there
+ * are as many as tenants, which the token table bounds. */
+static struct buffer_tenant *tenant_locked(struct ghd_buffer_table *t, const char *name,
+                                           int create)
+{
+    for (struct buffer_tenant *u = t->tenants; u; u = u->next)
+        if (strcmp(u->name, name) == 0)
+            return u;
+    if (!create)
+        return NULL;
+    struct buffer_tenant *u = calloc(1, sizeof(*u));
+    if (!u)
+        return NULL;
+    snprintf(u->name, sizeof(u->name), "%s", name);
+    u->next = t->tenants;
+    t->tenants = u;
+    return u;
+}
+
+/* pre: lock held. Takes back what a buffer of `size` counted for `name`. */
+static void tenant_release_locked(struct ghd_buffer_table *t, const char *name, size_t size)
+{
+    struct buffer_tenant *u = tenant_locked(t, name, 0);
+    GHD_ASSERT(u && u->count > 0 && u->bytes >= size);
+    u->count--;
+    u->bytes -= size;
+}
+
 int ghd_random_id(char out[GHD_BUFFER_ID_LEN + 1])
 {
     unsigned char raw[GHD_BUFFER_ID_LEN / 2];
@@ -71,6 +106,7 @@ static void unlink_locked(struct ghd_buffer_table *t, struct ghd_buffer *b)
         t->tail = b->lprev;
     t->count--;
     t->bytes -= b->size;
+    tenant_release_locked(t, b->tenant, b->size);
 }
 
 void ghd_buffer_table_destroy(struct ghd_buffer_table *t)
@@ -79,6 +115,11 @@ void ghd_buffer_table_destroy(struct ghd_buffer_table *t)
         struct ghd_buffer *b = t->head;
         unlink_locked(t, b);
         ghd_buffer_unref(b);
+    }
+    while (t->tenants) {
+        struct buffer_tenant *u = t->tenants;
+        t->tenants = u->next;
+        free(u);
     }
     free(t->slots);
     pthread_mutex_destroy(&t->lock);
@@ -109,9 +150,32 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     int rc = ghd_random_id(b->id);
     if (rc)
         goto fail;
-    rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
+    snprintf(b->tenant, sizeof(b->tenant), "%s", spec->tenant ? spec->tenant : "");
+    /* Reserve the tenant's share first, so concurrent creations cannot pass
+     * the limits together. */
+    pthread_mutex_lock(&t->lock);
+    struct buffer_tenant *u = tenant_locked(t, b->tenant, 1);
+    if (!u)
+        rc = GHD_ENOHOSTMEM;
+    else if (t->tenant_max_buffers && u->count >= t->tenant_max_buffers)
+        rc = GHD_ELIMIT;
+    else if (t->tenant_max_bytes &&
+             (u->bytes > t->tenant_max_bytes || spec->size > t->tenant_max_bytes - u->bytes))
+        rc = GHD_EQUOTA;
+    if (rc == 0) {
+        u->count++;
+        u->bytes += spec->size;
+    }
+    pthread_mutex_unlock(&t->lock);
     if (rc)
         goto fail;
+    rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
+    if (rc) {
+        pthread_mutex_lock(&t->lock);
+        tenant_release_locked(t, b->tenant, spec->size);
+        pthread_mutex_unlock(&t->lock);
+        goto fail;
+    }
     b->rt = rt;
     b->d_ptr = ghd_pool_block_ptr(b->block);
     b->size = spec->size;
@@ -121,7 +185,6 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     b->created = time(NULL);
     b->expires = spec->ttl_s ? b->created + spec->ttl_s : 0;
     snprintf(b->label, sizeof(b->label), "%s", spec->label ? spec->label : "");
-    snprintf(b->tenant, sizeof(b->tenant), "%s", spec->tenant ? spec->tenant : "");
     atomic_init(&b->refs, 2); /* the table's and the caller's */
     atomic_init(&b->writing, 0);
     pthread_mutex_lock(&t->lock);
@@ -223,6 +286,16 @@ size_t ghd_buffer_list(struct ghd_buffer_table *t, const char *tenant, uint64_t 
     }
     pthread_mutex_unlock(&t->lock);
     return n;
+}
+
+void ghd_buffer_tenant_usage(struct ghd_buffer_table *t, const char *tenant, size_t *bytes,
+                             size_t *count)
+{
+    pthread_mutex_lock(&t->lock);
+    struct buffer_tenant *u = tenant_locked(t, tenant ? tenant : "", 0);
+    *bytes = u ? u->bytes : 0;
+    *count = u ? u->count : 0;
+    pthread_mutex_unlock(&t->lock);
 }
 
 size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now)

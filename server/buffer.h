@@ -38,6 +38,8 @@ struct ghd_buffer {
     struct ghd_buffer *lprev, *lnext;
 };
 
+struct buffer_tenant; /* per-tenant usage, private to buffer.c */
+
 struct ghd_buffer_table {
     pthread_mutex_t lock;
     struct ghd_buffer **slots;
@@ -46,6 +48,11 @@ struct ghd_buffer_table {
     size_t bytes;
     uint64_t next_seq;
     struct ghd_buffer *head, *tail; /* creation order */
+    /* Per-tenant limits (0 = none), set once before use. A buffer counts
+     * against its tenant from creation until it leaves the table. */
+    size_t tenant_max_bytes;
+    size_t tenant_max_buffers;
+    struct buffer_tenant *tenants;
 };
 
 int ghd_buffer_table_init(struct ghd_buffer_table *t);
@@ -61,7 +68,9 @@ struct ghd_buffer_spec {
 };
 
 /* Allocates device memory from rt's pool and inserts a new buffer; *out is a
- * new reference (the table holds its own). */
+ * new reference (the table holds its own). GHD_ELIMIT when the tenant holds
+ * tenant_max_buffers already, GHD_EQUOTA when the size would take it past
+ * tenant_max_bytes, GHD_ENOMEM when the pool refuses. */
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
 /* Looks up an id visible to `tenant` (NULL sees only untenanted buffers);
@@ -80,6 +89,9 @@ void ghd_buffer_unref(struct ghd_buffer *b);
 size_t ghd_buffer_list(struct ghd_buffer_table *t, const char *tenant, uint64_t after_seq,
                        size_t limit, void (*fn)(const struct ghd_buffer *b, void *ctx),
                        void *ctx, int *more);
+/* What `tenant` (NULL: the untenanted) holds now: bytes and buffers. */
+void ghd_buffer_tenant_usage(struct ghd_buffer_table *t, const char *tenant, size_t *bytes,
+                             size_t *count);
 /* Removes expired buffers; returns how many. */
 size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now);
 

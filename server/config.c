@@ -87,6 +87,13 @@ static const struct option_spec specs[] = {
      "most runs one tenant may have queued or running (0 = no limit; over it: 429)"},
     {"shutdown-grace", OPT_UINT, OFF(shutdown_grace_s), 0, 0, 3600, "30",
      "seconds SIGTERM waits for transfers and runs in flight before closing"},
+    {"header-timeout", OPT_UINT, OFF(header_timeout_s), 0, 0, 86400, "30",
+     "seconds a client has to send a whole request head (0 = no limit; slowloris guard)"},
+    {"min-transfer-rate", OPT_SIZE, OFF(min_transfer_rate), 0, 0, 1ULL << 40, "1K",
+     "bytes/s a body upload or a response must keep up, or the connection is dropped "
+     "(0 = no limit)"},
+    {"transfer-rate-window", OPT_UINT, OFF(transfer_rate_window_s), 0, 1, 3600, "10",
+     "seconds over which --min-transfer-rate is measured"},
     {"tls-cert", OPT_STRING, OFF(tls_cert), STR_MAX(tls_cert), 0, 0, "",
      "PEM certificate (chain) file: serve HTTPS (needs --tls-key)"},
     {"tls-key", OPT_STRING, OFF(tls_key), STR_MAX(tls_key), 0, 0, "",

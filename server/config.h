@@ -46,6 +46,9 @@ struct ghd_config {
     unsigned tenant_max_buffers;      /* 0 = none */
     unsigned tenant_max_runs;         /* queued or running; 0 = none */
     unsigned shutdown_grace_s;
+    unsigned header_timeout_s;        /* 0 = none */
+    size_t min_transfer_rate;         /* bytes/s; 0 = none */
+    unsigned transfer_rate_window_s;
     char tls_cert[256];
     char tls_key[256];
 };

@@ -26,7 +26,8 @@
     X(ENOMEM, 17, 507, "insufficient-storage", "Insufficient device memory")    \
     X(ENOHOSTMEM, 18, 500, "host-out-of-memory", "Host out of memory")          \
     X(ECANCELED, 19, 409, "canceled", "Canceled")                               \
-    X(ENOTSUP, 20, 501, "not-implemented", "Not implemented")
+    X(ENOTSUP, 20, 501, "not-implemented", "Not implemented")                   \
+    X(EQUOTA, 21, 507, "tenant-quota", "Tenant storage quota exceeded")
 
 enum ghd_error {
 #define GHD_ERROR_ENUM(name, num, status, slug, title) GHD_##name = -(num),

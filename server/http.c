@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "conn_guard.h"
 #include "error.h"
 #include "log.h"
 #include "metrics.h"
@@ -26,6 +27,7 @@ struct ghd_http {
     atomic_int draining;   /* quiesced: replies say Connection: close */
     char *tls_cert, *tls_key; /* PEM, alive as long as the daemon */
     size_t tls_key_len;
+    struct ghd_guard *guard; /* header deadline and minimum transfer rate */
 };
 
 enum body_state {
@@ -38,6 +40,7 @@ enum body_state {
 /* Per-request state, hung off MHD's req_cls and freed in on_completed. */
 struct http_request {
     struct ghd_http *http;
+    struct ghd_guard_conn *guard; /* NULL when the connection is not watched */
     struct ghd_request req;
     struct ghd_reply rep;
     const struct ghd_route *route;
@@ -299,6 +302,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     if (!resp)
         return MHD_NO;
     hr->queued = 1;
+    ghd_guard_transfer(hr->http->guard, hr->guard); /* the response goes out */
     if (rep->content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
     MHD_add_response_header(resp, "X-Request-Id", hr->req.request_id);
@@ -326,6 +330,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         clock_gettime(CLOCK_MONOTONIC, &hr->started);
         hr->http = http;
         atomic_fetch_add(&http->in_flight, 1);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        hr->guard = ci ? ci->socket_context : NULL;
+        ghd_guard_handling(http->guard, hr->guard); /* the head is complete */
         hr->req.svc = http->svc;
         hr->req.method = method;
         hr->req.path = url;
@@ -337,6 +345,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             /* Answer before the body: the client is spared sending it. */
             return send_reply(conn, hr);
         }
+        ghd_guard_transfer(http->guard, hr->guard); /* the body, if any, comes in */
         return MHD_YES;
     }
     if (hr->queued) { /* an early reply is out; drop what still arrives */
@@ -350,6 +359,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (hr->decided)
         return hr->rep.status ? send_reply(conn, hr) : MHD_NO;
+    ghd_guard_handling(http->guard, hr->guard); /* the handler may wait on a run */
     if (hr->body == BODY_JSON && parse_json_body(hr) != 0)
         return send_reply(conn, hr);
     hr->decided = 1;
@@ -377,6 +387,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     struct http_request *hr = *req_cls;
     if (!hr)
         return;
+    ghd_guard_idle(http->guard, hr->guard);
     if (hr->upload_started)
         hr->route->upload->cleanup(&hr->req);
     int status = hr->rep.status;
@@ -405,6 +416,31 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     free(hr);
     *req_cls = NULL;
     atomic_fetch_sub(&http->in_flight, 1); /* last: the request is wholly gone */
+}
+
+/* Connections enter and leave the guard here; MHD calls CLOSED before it
+ * closes the socket, so the guard never touches a reused descriptor. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct ghd_http *http = cls;
+    if (code != MHD_CONNECTION_NOTIFY_STARTED) {
+        ghd_guard_close(http->guard, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *addr =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char peer[64] = "?";
+    if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)addr->client_addr;
+        char ip[INET_ADDRSTRLEN];
+        if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)))
+            snprintf(peer, sizeof(peer), "%s:%u", ip, (unsigned)ntohs(in->sin_port));
+    }
+    *socket_context = fd ? ghd_guard_open(http->guard, fd->connect_fd, peer) : NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -511,7 +547,12 @@ int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, si
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     struct MHD_OptionItem tls_opts[4];
     int rc = setup_tls(http, cfg, &flags, tls_opts, why, why_len);
+    if (rc == 0)
+        rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
+                           cfg->transfer_rate_window_s, &http->guard);
     if (rc) {
+        if (!why[0])
+            snprintf(why, why_len, "connection guard: %s", ghd_strerror(rc));
         free_tls(http);
         free(http);
         return rc;
@@ -526,12 +567,14 @@ int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, si
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_connection_limit,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, http,
         MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!http->daemon) {
         snprintf(why, why_len, "cannot listen on %s:%u (address in use or not permitted%s)",
                  cfg->bind, cfg->port,
                  cfg->tls_cert[0] ? ", or the TLS certificate and key do not load or match" : "");
+        ghd_guard_free(http->guard);
         free_tls(http);
         free(http);
         return GHD_EUNAVAIL;
@@ -554,6 +597,15 @@ unsigned ghd_http_connections(const struct ghd_http *http)
     return info ? info->num_connections : 0;
 }
 
+void ghd_http_guard_stats(struct ghd_http *http, uint64_t *header_timeouts,
+                          uint64_t *slow_transfers)
+{
+    struct ghd_guard_stats st;
+    ghd_guard_get_stats(http->guard, &st);
+    *header_timeouts = st.header_timeouts;
+    *slow_transfers = st.slow_transfers;
+}
+
 unsigned ghd_http_requests_in_flight(const struct ghd_http *http)
 {
     return atomic_load(&http->in_flight);
@@ -572,6 +624,7 @@ void ghd_http_stop(struct ghd_http *http)
     if (!http)
         return;
     MHD_stop_daemon(http->daemon);
+    ghd_guard_free(http->guard);
     free_tls(http);
     free(http);
 }

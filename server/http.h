@@ -1,6 +1,8 @@
 #ifndef GHD_SERVER_HTTP_H
 #define GHD_SERVER_HTTP_H
 
+#include <stdint.h>
+
 #include "service.h"
 
 /* The HTTP server: the only file that includes microhttpd.h. One thread per
@@ -22,6 +24,10 @@ unsigned ghd_http_connections(const struct ghd_http *http);
  * (uploads, downloads, runs waited on); idle keep-alive connections are not
  * counted. After ghd_http_quiesce every reply carries Connection: close. */
 unsigned ghd_http_requests_in_flight(const struct ghd_http *http);
+/* Connections the slowloris guard dropped: slow request heads, and bodies or
+ * responses below --min-transfer-rate. */
+void ghd_http_guard_stats(struct ghd_http *http, uint64_t *header_timeouts,
+                          uint64_t *slow_transfers);
 /* Closes every connection and frees the server. */
 void ghd_http_stop(struct ghd_http *http);
 

@@ -241,6 +241,19 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
         pthread_mutex_unlock(&q->lock);
         return GHD_ELIMIT;
     }
+    unsigned tenant_max = q->svc->cfg.tenant_max_runs;
+    if (tenant_max) {
+        unsigned mine = 0; /* active runs are all on the kept list */
+        for (struct ghd_run *r = q->kept; r; r = r->kept_next)
+            mine += r->status < GHD_RUN_SUCCEEDED && strcmp(r->tenant, run->tenant) == 0;
+        if (mine >= tenant_max) {
+            pthread_mutex_unlock(&q->lock);
+            snprintf(run->error_detail, sizeof(run->error_detail),
+                     "tenant '%s' has %u runs queued or running, its limit (--tenant-max-runs)",
+                     run->tenant[0] ? run->tenant : "(none)", mine);
+            return GHD_ELIMIT;
+        }
+    }
     prune_locked(q);
     run->status = GHD_RUN_QUEUED;
     run->queued_at_ms = now_ms();

@@ -74,6 +74,8 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
         snprintf(why, why_len, "buffer table: %s", ghd_strerror(rc));
         goto destroy_runtime;
     }
+    svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
+    svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
     rc = ghd_run_queue_new(svc, &svc->runs);
     if (rc) {
         snprintf(why, why_len, "run queue: %s", ghd_strerror(rc));

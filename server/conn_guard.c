@@ -1,0 +1,274 @@
+#include "conn_guard.h"
+
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "error.h"
+#include "log.h"
+
+#define TICK_MS 200
+
+enum phase {
+    PHASE_HEAD,     /* waiting for a complete request head: deadline */
+    PHASE_HANDLING, /* a handler runs: not measured */
+    PHASE_TRANSFER, /* body in or response out: rate measured */
+    PHASE_IDLE,     /* keep-alive between requests: MHD's idle timeout */
+};
+
+struct ghd_guard_conn {
+    int fd;
+    char peer[64];
+    enum phase phase;
+    double since;       /* start of the phase (head) or of the window (transfer) */
+    uint64_t mark;      /* byte counter at `since` */
+    int dropped;
+    struct ghd_guard_conn *prev, *next;
+};
+
+struct ghd_guard {
+    unsigned header_timeout_s;
+    uint64_t min_rate;
+    unsigned window_s;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct ghd_guard_conn *conns;
+    struct ghd_guard_stats stats;
+    int stopping;
+    int has_thread;
+    pthread_t thread;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Bytes received and bytes the peer acknowledged; -1 when unknown. */
+static int tcp_bytes(int fd, uint64_t *rx, uint64_t *tx)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+        return -1;
+    *rx = ti.tcpi_bytes_received;
+    *tx = ti.tcpi_bytes_acked;
+    return 0;
+}
+
+static uint64_t moved(int fd)
+{
+    uint64_t rx = 0, tx = 0;
+    tcp_bytes(fd, &rx, &tx);
+    return rx + tx;
+}
+
+static uint64_t received(int fd)
+{
+    uint64_t rx = 0, tx = 0;
+    tcp_bytes(fd, &rx, &tx);
+    return rx;
+}
+
+/* pre: lock held. */
+static void drop_locked(struct ghd_guard *g, struct ghd_guard_conn *c, const char *why)
+{
+    c->dropped = 1;
+    ghd_log(GHD_LOG_WARN, "connection from %s dropped: %s", c->peer, why);
+    /* The connection's thread sees EOF or EPIPE and closes it itself; the fd
+     * stays valid because ghd_guard_close runs, under this lock, before it
+     * is closed. */
+    shutdown(c->fd, SHUT_RDWR);
+    (void)g;
+}
+
+/* pre: lock held. */
+static void check_locked(struct ghd_guard *g, struct ghd_guard_conn *c, double now)
+{
+    if (c->dropped)
+        return;
+    char why[160];
+    switch (c->phase) {
+    case PHASE_IDLE:
+        /* The first byte of the next request starts its head deadline. */
+        if (g->header_timeout_s && received(c->fd) != c->mark) {
+            c->phase = PHASE_HEAD;
+            c->since = now;
+        }
+        break;
+    case PHASE_HEAD:
+        if (g->header_timeout_s && now - c->since >= (double)g->header_timeout_s) {
+            snprintf(why, sizeof(why),
+                     "no complete request head within %u s (--header-timeout)",
+                     g->header_timeout_s);
+            g->stats.header_timeouts++;
+            drop_locked(g, c, why);
+        }
+        break;
+    case PHASE_TRANSFER:
+        if (g->min_rate && now - c->since >= (double)g->window_s) {
+            uint64_t m = moved(c->fd);
+            uint64_t want = g->min_rate * g->window_s;
+            if (m - c->mark < want) {
+                snprintf(why, sizeof(why),
+                         "moved %llu bytes in %u s, below %llu bytes/s (--min-transfer-rate)",
+                         (unsigned long long)(m - c->mark), g->window_s,
+                         (unsigned long long)g->min_rate);
+                g->stats.slow_transfers++;
+                drop_locked(g, c, why);
+            } else {
+                c->since = now;
+                c->mark = m;
+            }
+        }
+        break;
+    case PHASE_HANDLING:
+        break;
+    }
+}
+
+static void *guard_main(void *arg)
+{
+    struct ghd_guard *g = arg;
+    pthread_mutex_lock(&g->lock);
+    while (!g->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += TICK_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        double now = now_s();
+        for (struct ghd_guard_conn *c = g->conns; c; c = c->next)
+            check_locked(g, c, now);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+int ghd_guard_new(unsigned header_timeout_s, uint64_t min_rate, unsigned window_s,
+                  struct ghd_guard **out)
+{
+    struct ghd_guard *g = calloc(1, sizeof(*g));
+    if (!g)
+        return GHD_ENOHOSTMEM;
+    g->header_timeout_s = header_timeout_s;
+    g->min_rate = min_rate;
+    g->window_s = window_s ? window_s : 1;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->wake, NULL);
+    if (header_timeout_s || min_rate) {
+        if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
+            ghd_guard_free(g);
+            return GHD_EINTERNAL;
+        }
+        g->has_thread = 1;
+    }
+    *out = g;
+    return 0;
+}
+
+void ghd_guard_free(struct ghd_guard *g)
+{
+    if (!g)
+        return;
+    if (g->has_thread) {
+        pthread_mutex_lock(&g->lock);
+        g->stopping = 1;
+        pthread_cond_signal(&g->wake);
+        pthread_mutex_unlock(&g->lock);
+        pthread_join(g->thread, NULL);
+    }
+    while (g->conns) { /* closed connections unlink themselves; this is a safety net */
+        struct ghd_guard_conn *c = g->conns;
+        g->conns = c->next;
+        free(c);
+    }
+    pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
+struct ghd_guard_conn *ghd_guard_open(struct ghd_guard *g, int fd, const char *peer)
+{
+    if (!g || !g->has_thread)
+        return NULL;
+    struct ghd_guard_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "?");
+    c->phase = PHASE_HEAD;
+    c->since = now_s();
+    pthread_mutex_lock(&g->lock);
+    c->next = g->conns;
+    if (g->conns)
+        g->conns->prev = c;
+    g->conns = c;
+    g->stats.watched++;
+    pthread_mutex_unlock(&g->lock);
+    return c;
+}
+
+void ghd_guard_close(struct ghd_guard *g, struct ghd_guard_conn *c)
+{
+    if (!g || !c)
+        return;
+    pthread_mutex_lock(&g->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        g->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&g->lock);
+    free(c);
+}
+
+static void set_phase(struct ghd_guard *g, struct ghd_guard_conn *c, enum phase p)
+{
+    if (!g || !c)
+        return;
+    pthread_mutex_lock(&g->lock);
+    c->phase = p;
+    c->since = now_s();
+    c->mark = p == PHASE_IDLE ? received(c->fd) : moved(c->fd);
+    pthread_mutex_unlock(&g->lock);
+}
+
+void ghd_guard_handling(struct ghd_guard *g, struct ghd_guard_conn *c)
+{
+    set_phase(g, c, PHASE_HANDLING);
+}
+
+void ghd_guard_transfer(struct ghd_guard *g, struct ghd_guard_conn *c)
+{
+    set_phase(g, c, PHASE_TRANSFER);
+}
+
+void ghd_guard_idle(struct ghd_guard *g, struct ghd_guard_conn *c)
+{
+    set_phase(g, c, PHASE_IDLE);
+}
+
+void ghd_guard_get_stats(struct ghd_guard *g, struct ghd_guard_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->lock);
+    *out = g->stats;
+    pthread_mutex_unlock(&g->lock);
+}

@@ -1,0 +1,301 @@
+/* Slow clients, over raw sockets, against short timeouts: a client that
+ * connects and says nothing, one that sends its head a byte at a time, one
+ * that stalls or trickles an upload body, one that does not read its
+ * download. Each is dropped in bounded time, and afterwards no staging chunk
+ * is held, no half-made buffer stays, and the server still answers. */
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rel.h"
+
+#define HEAD_TIMEOUT_S 2
+#define IDLE_TIMEOUT_S 30 /* long: every drop below is the guard's doing */
+#define RATE 4096 /* bytes/s */
+#define WINDOW_S 1
+
+static int setup(void **state)
+{
+    struct rel_server *s = calloc(1, sizeof(*s));
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.connection_timeout_s = IDLE_TIMEOUT_S;
+    cfg.header_timeout_s = HEAD_TIMEOUT_S;
+    cfg.min_transfer_rate = RATE;
+    cfg.transfer_rate_window_s = WINDOW_S;
+    rel_start(s, &cfg);
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct rel_server *s = *state;
+    rel_stop(s);
+    free(s);
+    return 0;
+}
+
+static void still_serves(struct rel_server *s)
+{
+    struct rel_resp r;
+    assert_int_equal(rel_json(s, "GET", "/healthz", NULL, NULL, &r), 200);
+    rel_resp_free(&r);
+}
+
+/* Waits for the server to close fd; returns the seconds it took. */
+static double closed_after(int fd, long limit_ms)
+{
+    long t0 = rel_now_ms();
+    int closed = rel_wait_closed(fd, limit_ms);
+    double took = (double)(rel_now_ms() - t0) / 1e3;
+    if (!closed)
+        fail_msg("the server kept the connection open for %ld ms", limit_ms);
+    return took;
+}
+
+static void test_silent_connection(void **state)
+{
+    struct rel_server *s = *state;
+    int fd = rel_connect(s->port);
+    assert_true(fd >= 0);
+    double took = closed_after(fd, 8000);
+    print_message("silent connection dropped after %.1f s\n", took);
+    assert_true(took < HEAD_TIMEOUT_S + 2.0);
+    close(fd);
+    still_serves(s);
+}
+
+static void test_head_byte_by_byte(void **state)
+{
+    struct rel_server *s = *state;
+    uint64_t heads0, slow0, heads1, slow1;
+    ghd_http_guard_stats(s->http, &heads0, &slow0);
+    int fd = rel_connect(s->port);
+    assert_true(fd >= 0);
+    /* Never idle for long, so only a deadline on the whole head catches it. */
+    const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow-1: aaaaaaaaaaaaaaaaaaaa\r\n"
+                        "X-Slow-2: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\r\n";
+    long t0 = rel_now_ms();
+    int dropped = 0;
+    for (size_t i = 0; i < sizeof(head) - 1; i++) {
+        if (rel_send(fd, head + i, 1) != 0) {
+            dropped = 1;
+            break;
+        }
+        char buf[256];
+        int closed;
+        rel_recv(fd, buf, sizeof(buf), 250, &closed);
+        if (closed) {
+            dropped = 1;
+            break;
+        }
+    }
+    double took = (double)(rel_now_ms() - t0) / 1e3;
+    assert_true(dropped);
+    print_message("byte-by-byte head dropped after %.1f s\n", took);
+    assert_true(took < HEAD_TIMEOUT_S + 2.0);
+    close(fd);
+    ghd_http_guard_stats(s->http, &heads1, &slow1);
+    assert_int_equal(heads1, heads0 + 1);
+    still_serves(s);
+}
+
+/* Starts an upload of `total` bytes to a new buffer and sends `first` bytes. */
+static int start_upload(struct rel_server *s, size_t total, size_t first)
+{
+    int fd = rel_connect(s->port);
+    assert_true(fd >= 0);
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "POST /v1/buffers HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                     total);
+    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+    char *body = calloc(1, first + 1);
+    assert_int_equal(rel_send(fd, body, first), 0);
+    free(body);
+    return fd;
+}
+
+static void test_upload_stalls(void **state)
+{
+    struct rel_server *s = *state;
+    int fd = start_upload(s, 1 << 20, 200 << 10);
+    rel_sleep_ms(200);
+    /* The upload holds its two staging chunks and its new buffer now. */
+    assert_int_equal(rel_staging_busy(s), 2);
+    assert_true(rel_pool_in_use(s) >= (1 << 20));
+    double took = closed_after(fd, 10000);
+    print_message("stalled upload dropped after %.1f s\n", took);
+    assert_true(took < 4.0);
+    close(fd);
+    /* Chunks back, the half-written buffer gone. */
+    assert_true(rel_wait_rest(s, 0, 3000));
+    still_serves(s);
+}
+
+static void test_upload_trickles(void **state)
+{
+    struct rel_server *s = *state;
+    uint64_t h0, slow0, h1, slow1;
+    ghd_http_guard_stats(s->http, &h0, &slow0);
+    int fd = start_upload(s, 1 << 20, 1000);
+    /* 64 bytes every 100 ms: never idle, far below RATE. */
+    long t0 = rel_now_ms();
+    int dropped = 0;
+    char piece[64] = {0};
+    while (rel_now_ms() - t0 < 10000) {
+        if (rel_send(fd, piece, sizeof(piece)) != 0) {
+            dropped = 1;
+            break;
+        }
+        char buf[512];
+        int closed;
+        rel_recv(fd, buf, sizeof(buf), 100, &closed);
+        if (closed) {
+            dropped = 1;
+            break;
+        }
+    }
+    double took = (double)(rel_now_ms() - t0) / 1e3;
+    assert_true(dropped);
+    print_message("trickling upload dropped after %.1f s\n", took);
+    close(fd);
+    ghd_http_guard_stats(s->http, &h1, &slow1);
+    assert_int_equal(slow1, slow0 + 1);
+    assert_true(rel_wait_rest(s, 0, 3000));
+    still_serves(s);
+}
+
+static void test_download_not_read(void **state)
+{
+    struct rel_server *s = *state;
+    char id[64];
+    size_t size = 8 << 20;
+    assert_int_equal(rel_create(s, NULL, size, id, sizeof(id)), 201);
+    size_t baseline = rel_pool_in_use(s);
+    /* A small receive window, and the client never reads. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int rcv = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)); /* before connect: the window */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    char req[128];
+    int n = snprintf(req, sizeof(req), "GET /v1/buffers/%s HTTP/1.1\r\nHost: x\r\n\r\n", id);
+    assert_int_equal(rel_send(fd, req, (size_t)n), 0);
+    rel_sleep_ms(300);
+    assert_int_equal(rel_staging_busy(s), 2);
+    /* Wait without reading; then see whether the server gave up. */
+    long t0 = rel_now_ms();
+    while (rel_staging_busy(s) != 0 && rel_now_ms() - t0 < 10000)
+        rel_sleep_ms(100);
+    double took = (double)(rel_now_ms() - t0) / 1e3;
+    assert_int_equal(rel_staging_busy(s), 0);
+    print_message("unread download given up after %.1f s\n", took);
+    assert_true(took < 6.0);
+    close(fd);
+    assert_true(rel_wait_rest(s, baseline, 3000));
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct rel_resp r;
+    assert_int_equal(rel_json(s, "DELETE", path, NULL, NULL, &r), 204);
+    rel_resp_free(&r);
+    still_serves(s);
+}
+
+static void test_fast_clients_unaffected(void **state)
+{
+    struct rel_server *s = *state;
+    /* A normal upload and download of 4 MiB, a keep-alive pause shorter than
+     * the idle timeout, and a second request on the same connection. */
+    size_t size = 4 << 20;
+    char *data = malloc(size);
+    for (size_t i = 0; i < size; i++)
+        data[i] = (char)(i * 31);
+    struct rel_req rq = {.method = "POST", .path = "/v1/buffers",
+                         .ctype = "application/octet-stream", .body = data, .len = size};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    assert_int_equal(r.status, 201);
+    char id[64], path[128];
+    rel_json_str(&r, "id", id, sizeof(id));
+    rel_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    assert_int_equal(rel_json(s, "GET", path, NULL, NULL, &r), 200);
+    assert_int_equal(r.len, size);
+    assert_memory_equal(r.body, data, size);
+    rel_resp_free(&r);
+    free(data);
+
+    int fd = rel_connect(s->port);
+    const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    char buf[1024];
+    int closed;
+    assert_int_equal(rel_send(fd, get, sizeof(get) - 1), 0);
+    rel_recv(fd, buf, sizeof(buf), 300, &closed);
+    assert_int_equal(rel_status_of(buf), 200);
+    rel_sleep_ms(1000); /* idle, under the idle timeout */
+    assert_int_equal(rel_send(fd, get, sizeof(get) - 1), 0);
+    rel_recv(fd, buf, sizeof(buf), 300, &closed);
+    assert_int_equal(rel_status_of(buf), 200);
+    close(fd);
+    assert_int_equal(rel_json(s, "DELETE", path, NULL, NULL, &r), 204);
+    rel_resp_free(&r);
+    assert_true(rel_wait_rest(s, 0, 2000));
+}
+
+/* Without the guard, MHD's idle timeout alone still ends a stalled upload
+ * and the chunks come back. */
+static void test_idle_timeout_alone(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.connection_timeout_s = 2;
+    cfg.header_timeout_s = 0;
+    cfg.min_transfer_rate = 0;
+    rel_start(&s, &cfg);
+    int fd = start_upload(&s, 1 << 20, 100 << 10);
+    rel_sleep_ms(200);
+    assert_int_equal(rel_staging_busy(&s), 2);
+    double took = closed_after(fd, 10000);
+    print_message("stalled upload, idle timeout only: dropped after %.1f s\n", took);
+    assert_true(took < 5.0);
+    close(fd);
+    fd = rel_connect(s.port); /* and a silent connection */
+    took = closed_after(fd, 10000);
+    assert_true(took < 5.0);
+    close(fd);
+    assert_true(rel_wait_rest(&s, 0, 3000));
+    still_serves(&s);
+    rel_stop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_silent_connection),
+        cmocka_unit_test(test_head_byte_by_byte),
+        cmocka_unit_test(test_upload_stalls),
+        cmocka_unit_test(test_upload_trickles),
+        cmocka_unit_test(test_download_not_read),
+        cmocka_unit_test(test_fast_clients_unaffected),
+    };
+    const struct CMUnitTest alone[] = {
+        cmocka_unit_test(test_idle_timeout_alone),
+    };
+    int failed = cmocka_run_group_tests_name("slowloris", tests, setup, teardown);
+    return failed + cmocka_run_group_tests_name("idle_timeout", alone, NULL, NULL);
+}
