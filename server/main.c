@@ -57,7 +57,9 @@ static void drain(struct ghd_service *svc, struct ghd_http *http, const sigset_t
         if (requests == 0 && runs == 0)
             break;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec >= (time_t)svc->cfg.shutdown_grace_s) {
+        long long ms = (long long)(now.tv_sec - start.tv_sec) * 1000 +
+                       (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (ms >= (long long)svc->cfg.shutdown_grace_s * 1000) {
             ghd_log(GHD_LOG_WARN, "shutdown grace over: closing %u requests and %u runs still "
                                   "in flight", requests, runs);
             break;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -13,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -347,4 +350,129 @@ int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms)
         }
         rel_sleep_ms(20);
     }
+}
+
+int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *env,
+              long timeout_ms)
+{
+    static unsigned seq;
+    const char *bin = getenv("GHD_BIN");
+    memset(p, 0, sizeof(*p));
+    p->pid = -1;
+    if (!bin || access(bin, X_OK) != 0) {
+        print_message("GHD_BIN is not set to the gpuhttpd binary\n");
+        return -1;
+    }
+    char port_file[256];
+    snprintf(port_file, sizeof(port_file), "/tmp/ghd-rel-%d-%u.port", (int)getpid(), seq);
+    snprintf(p->log_path, sizeof(p->log_path), "/tmp/ghd-rel-%d-%u.log", (int)getpid(), seq);
+    seq++;
+    unlink(port_file);
+    const char *argv[96];
+    int n = 0;
+    char *wrapper = getenv("REL_WRAPPER") ? strdup(getenv("REL_WRAPPER")) : NULL;
+    if (wrapper)
+        for (char *save, *tok = strtok_r(wrapper, " ", &save); tok && n < 40;
+             tok = strtok_r(NULL, " ", &save))
+            argv[n++] = tok;
+    argv[n++] = bin;
+    argv[n++] = "--backend";
+    argv[n++] = "host";
+    argv[n++] = "--port";
+    argv[n++] = "0";
+    argv[n++] = "--port-file";
+    argv[n++] = port_file;
+    for (int i = 0; args && args[i] && n < 94; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(p->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        for (int i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    free(wrapper);
+    if (pid < 0)
+        return -1;
+    p->pid = pid;
+    long deadline = rel_now_ms() + timeout_ms;
+    while (rel_now_ms() < deadline) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            int got = fscanf(f, "%u", &p->port);
+            fclose(f);
+            if (got == 1 && p->port) {
+                unlink(port_file);
+                snprintf(p->base, sizeof(p->base), "http://127.0.0.1:%u", p->port);
+                return pid;
+            }
+        }
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            print_message("gpuhttpd exited at start (status %d); log %s\n", status,
+                          p->log_path);
+            p->pid = -1;
+            return -1;
+        }
+        rel_sleep_ms(20);
+    }
+    print_message("gpuhttpd did not write its port in %ld ms\n", timeout_ms);
+    rel_kill(p);
+    return -1;
+}
+
+int rel_wait_exit(struct rel_proc *p, long timeout_ms)
+{
+    long deadline = rel_now_ms() + timeout_ms;
+    for (;;) {
+        int status;
+        pid_t r = waitpid(p->pid, &status, WNOHANG);
+        if (r == p->pid) {
+            p->pid = -1;
+            if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+            return 128 + WTERMSIG(status);
+        }
+        if (rel_now_ms() >= deadline)
+            return -1;
+        rel_sleep_ms(10);
+    }
+}
+
+void rel_kill(struct rel_proc *p)
+{
+    if (p->pid > 0) {
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+    }
+    p->pid = -1;
+}
+
+int rel_log_contains(const struct rel_proc *p, const char *text)
+{
+    FILE *f = fopen(p->log_path, "r");
+    if (!f)
+        return 0;
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, text) != NULL;
+    fclose(f);
+    return found;
+}
+
+void rel_server_for(struct rel_server *s, const struct rel_proc *p)
+{
+    memset(s, 0, sizeof(*s));
+    s->port = p->port;
+    snprintf(s->base, sizeof(s->base), "%s", p->base);
 }

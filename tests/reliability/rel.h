@@ -84,6 +84,30 @@ int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms);
 size_t rel_pool_in_use(struct rel_server *s);
 unsigned rel_staging_busy(struct rel_server *s);
 
+/* The gpuhttpd binary as a child process: GHD_BIN names it (ctest sets it).
+ * `args` (NULL-terminated) follow --port 0 --port-file and --backend host;
+ * `env` ("NAME=value", NULL-terminated, may be NULL) is added to the
+ * environment. If REL_WRAPPER is set (e.g. "valgrind --error-exitcode=9"),
+ * the binary runs under it. stdout and stderr go to `log_path`. Waits up to
+ * timeout_ms for the port. Returns the pid, or -1 (reason printed). */
+struct rel_proc {
+    int pid;
+    unsigned port;
+    char base[64];
+    char log_path[256];
+};
+int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *env,
+              long timeout_ms);
+/* Waits up to timeout_ms for the child to exit; returns its exit code, 128 +
+ * signal, or -1 when it is still running. */
+int rel_wait_exit(struct rel_proc *p, long timeout_ms);
+/* Kills (SIGKILL) and reaps a child still running. */
+void rel_kill(struct rel_proc *p);
+/* Whether the child's log contains `text`. */
+int rel_log_contains(const struct rel_proc *p, const char *text);
+/* A rel_server that only names a base URL, for rel_do against a child. */
+void rel_server_for(struct rel_server *s, const struct rel_proc *p);
+
 long rel_now_ms(void);
 void rel_sleep_ms(long ms);
 

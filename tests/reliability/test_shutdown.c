@@ -1,0 +1,270 @@
+#define _GNU_SOURCE
+/* The real binary and its signals: SIGTERM lets an upload in flight finish
+ * (200) while new connections are refused, then exits 0; the grace period
+ * bounds a stalled client; a second signal cuts the wait; an idle keep-alive
+ * connection does not hold the stop up; SIGHUP re-reads the tokens file and
+ * keeps the old tokens when the new file is broken. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rel.h"
+
+static void start(struct rel_proc *p, const char *const *args, const char *const *env)
+{
+    if (rel_spawn(p, args, env, 20000) < 0)
+        fail_msg("gpuhttpd did not start");
+}
+
+/* Sends the head of a PUT of `total` bytes to buffer `id`, and `first` bytes. */
+static int begin_put(unsigned port, const char *id, size_t total, size_t first)
+{
+    int fd = rel_connect(port);
+    assert_true(fd >= 0);
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                     id, total);
+    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+    char *zeros = calloc(1, first + 1);
+    assert_int_equal(rel_send(fd, zeros, first), 0);
+    free(zeros);
+    return fd;
+}
+
+static void test_sigterm_lets_upload_finish(void **state)
+{
+    (void)state;
+    const char *args[] = {"--shutdown-grace", "20", "--staging-chunk", "64K",
+                          "--staging-chunks", "4", "--pool-initial", "0", NULL};
+    struct rel_proc p;
+    start(&p, args, NULL);
+    struct rel_server s;
+    rel_server_for(&s, &p);
+    char id[64];
+    size_t total = 2 << 20;
+    assert_int_equal(rel_create(&s, NULL, total, id, sizeof(id)), 201);
+
+    int fd = begin_put(p.port, id, total, 256 << 10);
+    rel_sleep_ms(200);
+    long t0 = rel_now_ms();
+    assert_int_equal(kill(p.pid, SIGTERM), 0);
+    rel_sleep_ms(300);
+    /* No new connections once stopping. */
+    int refused = rel_connect(p.port);
+    if (refused >= 0) {
+        close(refused);
+        fail_msg("a new connection was accepted after SIGTERM");
+    }
+    /* The rest of the body, slowly: about one second. */
+    size_t left = total - (256 << 10), piece = 128 << 10;
+    char *zeros = calloc(1, piece);
+    while (left) {
+        size_t n = left < piece ? left : piece;
+        assert_int_equal(rel_send(fd, zeros, n), 0);
+        left -= n;
+        rel_sleep_ms(80);
+    }
+    free(zeros);
+    char buf[4096];
+    int closed;
+    rel_recv(fd, buf, sizeof(buf), 5000, &closed);
+    assert_int_equal(rel_status_of(buf), 200);
+    assert_non_null(strstr(buf, "\"bytes_written\":2097152"));
+    assert_non_null(strcasestr(buf, "Connection: close"));
+    close(fd);
+    int code = rel_wait_exit(&p, 10000);
+    long took = rel_now_ms() - t0;
+    print_message("upload finished with 200; exit %d %ld ms after SIGTERM\n", code, took);
+    if (code != 0)
+        rel_kill(&p);
+    assert_int_equal(code, 0);
+    assert_true(rel_log_contains(&p, "stopping"));
+    assert_true(rel_log_contains(&p, "stopped"));
+    unlink(p.log_path);
+}
+
+static void test_grace_bounds_stalled_client(void **state)
+{
+    (void)state;
+    const char *args[] = {"--shutdown-grace", "1", "--header-timeout", "0",
+                          "--min-transfer-rate", "0", "--pool-initial", "0", NULL};
+    struct rel_proc p;
+    start(&p, args, NULL);
+    struct rel_server s;
+    rel_server_for(&s, &p);
+    char id[64];
+    assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
+    int fd = begin_put(p.port, id, 1 << 20, 1000); /* and never more */
+    rel_sleep_ms(200);
+    long t0 = rel_now_ms();
+    kill(p.pid, SIGTERM);
+    int code = rel_wait_exit(&p, 10000);
+    long took = rel_now_ms() - t0;
+    print_message("stalled upload: exit %d %ld ms after SIGTERM (grace 1 s)\n", code, took);
+    if (code < 0)
+        rel_kill(&p);
+    assert_int_equal(code, 0);
+    assert_true(took < 4000);
+    assert_true(rel_log_contains(&p, "shutdown grace over"));
+    close(fd);
+    unlink(p.log_path);
+}
+
+static void test_second_signal_stops_now(void **state)
+{
+    (void)state;
+    const char *args[] = {"--shutdown-grace", "60", "--header-timeout", "0",
+                          "--min-transfer-rate", "0", "--pool-initial", "0", NULL};
+    struct rel_proc p;
+    start(&p, args, NULL);
+    struct rel_server s;
+    rel_server_for(&s, &p);
+    char id[64];
+    assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
+    int fd = begin_put(p.port, id, 1 << 20, 1000);
+    rel_sleep_ms(200);
+    kill(p.pid, SIGTERM);
+    rel_sleep_ms(300);
+    assert_int_equal(rel_wait_exit(&p, 0), -1); /* still waiting for the upload */
+    long t0 = rel_now_ms();
+    kill(p.pid, SIGINT);
+    int code = rel_wait_exit(&p, 10000);
+    if (code < 0)
+        rel_kill(&p);
+    assert_int_equal(code, 0);
+    assert_true(rel_now_ms() - t0 < 3000);
+    assert_true(rel_log_contains(&p, "second signal"));
+    close(fd);
+    unlink(p.log_path);
+}
+
+static void test_idle_keepalive_does_not_delay(void **state)
+{
+    (void)state;
+    const char *args[] = {"--shutdown-grace", "30", "--connection-timeout", "60", NULL};
+    struct rel_proc p;
+    start(&p, args, NULL);
+    int fd = rel_connect(p.port);
+    const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(rel_send(fd, get, sizeof(get) - 1), 0);
+    char buf[1024];
+    int closed;
+    rel_recv(fd, buf, sizeof(buf), 300, &closed);
+    assert_int_equal(rel_status_of(buf), 200);
+    /* The connection stays open and idle. */
+    long t0 = rel_now_ms();
+    kill(p.pid, SIGTERM);
+    int code = rel_wait_exit(&p, 10000);
+    if (code < 0)
+        rel_kill(&p);
+    assert_int_equal(code, 0);
+    assert_true(rel_now_ms() - t0 < 2000);
+    close(fd);
+    unlink(p.log_path);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    char tmp[300];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(rename(tmp, path), 0);
+}
+
+static long status_with(struct rel_server *s, const char *token)
+{
+    struct rel_resp r;
+    long st = rel_json(s, "GET", "/v1/buffers", token, NULL, &r);
+    rel_resp_free(&r);
+    return st;
+}
+
+/* SIGHUP is handled within about a second; poll for the expected status. */
+static long await_status(struct rel_server *s, const char *token, long want)
+{
+    long st = 0;
+    for (int i = 0; i < 40 && (st = status_with(s, token)) != want; i++)
+        rel_sleep_ms(50);
+    return st;
+}
+
+static void test_sighup_reloads_tokens(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ghd-rel-tokens-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_file(path, "first-token-aaaa alice\n");
+    const char *args[] = {"--tokens-file", path, NULL};
+    struct rel_proc p;
+    start(&p, args, NULL);
+    struct rel_server s;
+    rel_server_for(&s, &p);
+    assert_int_equal(status_with(&s, "first-token-aaaa"), 200);
+    assert_int_equal(status_with(&s, "second-token-bbbb"), 401);
+
+    write_file(path, "second-token-bbbb alice\n");
+    kill(p.pid, SIGHUP);
+    assert_int_equal(await_status(&s, "second-token-bbbb", 200), 200);
+    assert_int_equal(status_with(&s, "first-token-aaaa"), 401);
+
+    /* A broken file: refused, the tokens in force stay. */
+    write_file(path, "second-token-bbbb alice\nthird-token-cccc\n");
+    kill(p.pid, SIGHUP);
+    rel_sleep_ms(1500);
+    assert_int_equal(status_with(&s, "second-token-bbbb"), 200);
+    assert_int_equal(status_with(&s, "third-token-cccc"), 401);
+    assert_true(rel_log_contains(&p, "keeping the tokens in force"));
+    /* Tokens never reach the log. */
+    assert_false(rel_log_contains(&p, "token-aaaa"));
+    assert_false(rel_log_contains(&p, "token-bbbb"));
+    assert_false(rel_log_contains(&p, "token-cccc"));
+
+    kill(p.pid, SIGTERM);
+    assert_int_equal(rel_wait_exit(&p, 10000), 0);
+    unlink(path);
+    unlink(p.log_path);
+}
+
+static void test_refuses_public_bind_without_tokens(void **state)
+{
+    (void)state;
+    const char *args[] = {"--bind", "0.0.0.0", NULL};
+    struct rel_proc p;
+    assert_int_equal(rel_spawn(&p, args, NULL, 5000), -1);
+    assert_true(rel_log_contains(&p, "--allow-unauthenticated"));
+    unlink(p.log_path);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (!getenv("GHD_BIN")) {
+        printf("SKIP: GHD_BIN does not name the gpuhttpd binary\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sigterm_lets_upload_finish),
+        cmocka_unit_test(test_grace_bounds_stalled_client),
+        cmocka_unit_test(test_second_signal_stops_now),
+        cmocka_unit_test(test_idle_keepalive_does_not_delay),
+        cmocka_unit_test(test_sighup_reloads_tokens),
+        cmocka_unit_test(test_refuses_public_bind_without_tokens),
+    };
+    return cmocka_run_group_tests_name("shutdown", tests, NULL, NULL);
+}
