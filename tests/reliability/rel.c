@@ -156,6 +156,8 @@ void rel_do(const struct rel_server *s, const struct rel_req *rq, struct rel_res
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (rq->cainfo)
         curl_easy_setopt(c, CURLOPT_CAINFO, rq->cainfo);
+    if (rq->sslversion)
+        curl_easy_setopt(c, CURLOPT_SSLVERSION, rq->sslversion);
     const char *method = rq->method ? rq->method : "GET";
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);

@@ -49,6 +49,7 @@ struct rel_req {
     long timeout_ms;          /* 0 = 10 s */
     const char *base;         /* NULL = the server's */
     const char *cainfo;       /* HTTPS: CA file */
+    long sslversion;          /* CURLOPT_SSLVERSION, 0 = curl's default */
 };
 
 /* Performs one request; *out must be released with rel_resp_free. */

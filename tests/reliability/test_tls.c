@@ -1,0 +1,202 @@
+/* HTTPS through libmicrohttpd's GnuTLS: a certificate made by the test with
+ * the openssl CLI, verified by libcurl; uploads and downloads over TLS; plain
+ * HTTP, TLS 1.1 and an unverified peer refused; bad files refused at start. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "rel.h"
+#include "server/error.h"
+
+static char dir[64], cert[128], key[128], other_key[128];
+
+static int make_certs(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/ghd-tls-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+    snprintf(key, sizeof(key), "%s/key.pem", dir);
+    snprintf(other_key, sizeof(other_key), "%s/other.pem", dir);
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout %s -out %s -days 2 -subj /CN=localhost "
+             "-addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1 && "
+             "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out %s "
+             ">/dev/null 2>&1",
+             key, cert, other_key);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void remove_certs(void)
+{
+    unlink(cert);
+    unlink(key);
+    unlink(other_key);
+    rmdir(dir);
+}
+
+static void tls_config(struct ghd_config *cfg)
+{
+    rel_config(cfg);
+    snprintf(cfg->tls_cert, sizeof(cfg->tls_cert), "%s", cert);
+    snprintf(cfg->tls_key, sizeof(cfg->tls_key), "%s", key);
+    snprintf(cfg->tokens, sizeof(cfg->tokens), "tls-token-123:alice");
+}
+
+static int setup(void **state)
+{
+    struct rel_server *s = calloc(1, sizeof(*s));
+    struct ghd_config cfg;
+    tls_config(&cfg);
+    rel_start(s, &cfg);
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct rel_server *s = *state;
+    rel_stop(s);
+    free(s);
+    return 0;
+}
+
+static void test_https_verified(void **state)
+{
+    struct rel_server *s = *state;
+    assert_non_null(strstr(s->base, "https://"));
+    struct rel_req rq = {.method = "GET", .path = "/healthz", .cainfo = cert};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    assert_int_equal(r.curl_error, CURLE_OK);
+    assert_int_equal(r.status, 200);
+    rel_resp_free(&r);
+    /* Tokens work the same over TLS. */
+    rq.path = "/v1/buffers";
+    rel_do(s, &rq, &r);
+    assert_int_equal(r.status, 401);
+    rel_resp_free(&r);
+}
+
+static void test_transfer_over_tls(void **state)
+{
+    struct rel_server *s = *state;
+    size_t size = 1 << 20;
+    char *data = malloc(size);
+    for (size_t i = 0; i < size; i++)
+        data[i] = (char)(i * 13 + 5);
+    struct rel_req up = {.method = "POST", .path = "/v1/buffers", .token = "tls-token-123",
+                         .ctype = "application/octet-stream", .body = data, .len = size,
+                         .cainfo = cert};
+    struct rel_resp r;
+    rel_do(s, &up, &r);
+    assert_int_equal(r.status, 201);
+    char id[64], path[128];
+    rel_json_str(&r, "id", id, sizeof(id));
+    rel_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct rel_req down = {.method = "GET", .path = path, .token = "tls-token-123",
+                           .cainfo = cert};
+    rel_do(s, &down, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, size);
+    assert_memory_equal(r.body, data, size);
+    rel_resp_free(&r);
+    struct rel_req del = {.method = "DELETE", .path = path, .token = "tls-token-123",
+                          .cainfo = cert};
+    rel_do(s, &del, &r);
+    assert_int_equal(r.status, 204);
+    rel_resp_free(&r);
+    free(data);
+    assert_true(rel_wait_rest(s, 0, 2000));
+}
+
+static void test_refusals(void **state)
+{
+    struct rel_server *s = *state;
+    struct rel_resp r;
+    /* An unknown issuer: the client refuses (the server presents its cert). */
+    struct rel_req rq = {.method = "GET", .path = "/healthz"};
+    rel_do(s, &rq, &r);
+    assert_int_not_equal(r.curl_error, CURLE_OK);
+    rel_resp_free(&r);
+    /* Plain HTTP to the TLS port gets no HTTP answer. */
+    char plain[64];
+    snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
+    struct rel_req pq = {.method = "GET", .path = "/healthz", .base = plain, .timeout_ms = 3000};
+    rel_do(s, &pq, &r);
+    assert_int_not_equal(r.status, 200);
+    rel_resp_free(&r);
+    /* TLS 1.1 at most: refused (the server speaks TLS 1.2 and 1.3 only). */
+    struct rel_req old = {.method = "GET", .path = "/healthz", .cainfo = cert,
+                          .sslversion = CURL_SSLVERSION_TLSv1_0 | CURL_SSLVERSION_MAX_TLSv1_1};
+    rel_do(s, &old, &r);
+    assert_int_not_equal(r.curl_error, CURLE_OK);
+    rel_resp_free(&r);
+    /* TLS 1.2 exactly: accepted. */
+    struct rel_req v12 = {.method = "GET", .path = "/healthz", .cainfo = cert,
+                          .sslversion = CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2};
+    rel_do(s, &v12, &r);
+    assert_int_equal(r.status, 200);
+    rel_resp_free(&r);
+    /* The server still serves after all that. */
+    struct rel_req ok = {.method = "GET", .path = "/healthz", .cainfo = cert};
+    rel_do(s, &ok, &r);
+    assert_int_equal(r.status, 200);
+    rel_resp_free(&r);
+    assert_true(rel_wait_rest(s, 0, 2000));
+}
+
+static void test_bad_files_refused(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    struct ghd_config cfg;
+    char why[512];
+    tls_config(&cfg);
+    snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s/missing.pem", dir);
+    assert_int_equal(rel_try_start(&s, &cfg, why, sizeof(why)), GHD_EINVAL);
+    assert_non_null(strstr(why, "--tls-key"));
+    /* A key that does not belong to the certificate. */
+    tls_config(&cfg);
+    snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s", other_key);
+    assert_int_not_equal(rel_try_start(&s, &cfg, why, sizeof(why)), 0);
+    /* A certificate file that is no certificate. */
+    tls_config(&cfg);
+    snprintf(cfg.tls_cert, sizeof(cfg.tls_cert), "%s", key);
+    assert_int_not_equal(rel_try_start(&s, &cfg, why, sizeof(why)), 0);
+}
+
+int main(void)
+{
+    if (system("openssl version >/dev/null 2>&1") != 0) {
+        printf("SKIP: the openssl CLI is needed to make a test certificate\n");
+        return 77;
+    }
+    if (make_certs() != 0) {
+        printf("SKIP: openssl could not make a test certificate\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_https_verified),
+        cmocka_unit_test(test_transfer_over_tls),
+        cmocka_unit_test(test_refusals),
+    };
+    const struct CMUnitTest alone[] = {
+        cmocka_unit_test(test_bad_files_refused),
+    };
+    int failed = cmocka_run_group_tests_name("tls", tests, setup, teardown);
+    failed += cmocka_run_group_tests_name("tls_files", alone, NULL, NULL);
+    remove_certs();
+    return failed;
+}
