@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""The server keeps the contract it serves: for a walk through every operation
+(successes and the errors a client can cause), each reply's status is one the
+spec lists for that operation, its required headers are present, its
+Content-Type is a documented media type, and JSON bodies validate against the
+documented schema (so a problem's `type` must be the slug documented for that
+status). Run against the document from GET /openapi.json.
+
+usage: test_contract.py GPUHTTPD_BINARY"""
+import http.client
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ghdtest import Server, check, need_module  # noqa: E402
+
+need_module("openapi_schema_validator", "openapi-schema-validator")
+from openapi_schema_validator import OAS31Validator  # noqa: E402
+from referencing import Registry, Resource  # noqa: E402
+from referencing.jsonschema import DRAFT202012  # noqa: E402
+
+
+class Contract:
+    def __init__(self, spec):
+        self.spec = spec
+        self.registry = Registry().with_resource("urn:spec", Resource.from_contents(
+            spec, default_specification=DRAFT202012))
+        self.checked = 0
+        self.seen = set()
+
+    def deref(self, node):
+        ptr = ""
+        while isinstance(node, dict) and "$ref" in node:
+            ptr = node["$ref"][1:]
+            node = self.spec
+            for part in ptr[1:].split("/"):
+                node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node, ptr
+
+    def conform(self, method, template, reply, what=""):
+        status, headers, body = reply
+        where = f"{method} {template} -> {status} {what}".strip()
+        item = self.spec["paths"].get(template)
+        check(item, f"{where}: the path is not in the spec")
+        m = method.lower()
+        if m == "head" and "head" not in item:
+            m = "get"
+        op = item.get(m)
+        check(op, f"{where}: the method is not in the spec")
+        resp_ref = op["responses"].get(str(status))
+        check(resp_ref is not None, f"{where}: status {status} is not documented "
+                                    f"(documented: {sorted(op['responses'])}); body {body[:300]!r}")
+        resp, ptr = self.deref(resp_ref)
+        if not ptr:
+            esc = template.replace("~", "~0").replace("/", "~1")
+            ptr = f"/paths/{esc}/{m}/responses/{status}"
+        for name, h in resp.get("headers", {}).items():
+            h, _ = self.deref(h)
+            if h.get("required"):
+                check(name.lower() in headers, f"{where}: required header {name} is missing")
+        content = resp.get("content", {})
+        if method == "HEAD" or status == 204:
+            check(not body, f"{where}: a body where none belongs")
+        elif content:
+            ctype = headers.get("content-type", "").split(";")[0].strip()
+            check(ctype in content, f"{where}: Content-Type {ctype} is not one of {sorted(content)}")
+            if ctype.endswith("json"):
+                esc = ctype.replace("~", "~0").replace("/", "~1")
+                validator = OAS31Validator({"$ref": f"urn:spec#{ptr}/content/{esc}/schema"},
+                                           registry=self.registry)
+                errors = list(validator.iter_errors(json.loads(body)))
+                check(not errors, f"{where}: the body does not fit the schema: "
+                                  f"{errors[0].message if errors else ''}\n{body[:500]!r}")
+        self.checked += 1
+        self.seen.add((m, template))
+        return reply
+
+
+def main():
+    binary = sys.argv[1]
+    with Server(binary, "--max-buffer-size", "1M") as srv:
+        status, _, body = srv.request("GET", "/openapi.json")
+        check(status == 200, "no /openapi.json")
+        c = Contract(json.loads(body))
+        R = srv.request
+        J = {"Content-Type": "application/json"}
+        O = {"Content-Type": "application/octet-stream"}
+
+        for path in ["/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/docs",
+                     "/docs/swagger-ui.css", "/docs/nope.js", "/metrics"]:
+            c.conform("GET", path if "swagger" not in path and "nope" not in path
+                      else "/docs/{asset}", R("GET", path))
+
+        # Buffers: create (both forms), list, meta, upload, download.
+        st, hdrs, body = c.conform("POST", "/v1/buffers", R(
+            "POST", "/v1/buffers", json.dumps({"size": 4096, "label": "contract"}).encode(), J))
+        check(st == 201, f"create: {st}")
+        bid = json.loads(body)["id"]
+        check(hdrs["location"] == f"/v1/buffers/{bid}", "Location of the new buffer")
+        st, _, body = c.conform("POST", "/v1/buffers", R("POST", "/v1/buffers?label=o&ttl_s=60",
+                                                           b"\x01" * 1024, O))
+        check(st == 201 and "expires" in json.loads(body), f"create with octets: {st} {body!r}")
+        bid2 = json.loads(body)["id"]
+        for payload, headers, want in [
+                (b"{}", J, 400), (b'{"size": 0}', J, 422), (b'{"size": 2097152}', J, 413),
+                (b'{"size": 1', J, 400), (b'{"size": 16, "bogus": 1}', J, 400),
+                (b'{"size": 16, "alignment": 3}', J, 422), (b"abc", {"Content-Type": "text/plain"},
+                                                             415), (b"", J, 400)]:
+            st, _, body = c.conform("POST", "/v1/buffers", R("POST", "/v1/buffers", payload,
+                                                               headers), repr(payload))
+            check(st == want, f"create {payload!r}: {st}, not {want}: {body[:200]!r}")
+        # Octets without Content-Length (chunked): 411. The server may answer
+        # and close before reading the body, so the whole request goes in one
+        # write and a failed send is no failure.
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+        try:
+            sock.sendall(b"POST /v1/buffers HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         b"Content-Type: application/octet-stream\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+        except OSError:
+            pass
+        resp = http.client.HTTPResponse(sock)
+        resp.begin()
+        reply = (resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+        sock.close()
+        check(c.conform("POST", "/v1/buffers", reply)[0] == 411, f"chunked create: {reply[0]}")
+
+        st, _, body = c.conform("GET", "/v1/buffers", R("GET", "/v1/buffers?limit=1"))
+        check(st == 200 and "next_cursor" in json.loads(body), f"list page: {body!r}")
+        cursor = json.loads(body)["next_cursor"]
+        c.conform("GET", "/v1/buffers", R("GET", f"/v1/buffers?limit=1&cursor={cursor}"))
+        check(c.conform("GET", "/v1/buffers", R("GET", "/v1/buffers?limit=0"))[0] == 400, "limit=0")
+        c.conform("GET", "/v1/buffers/{id}/meta", R("GET", f"/v1/buffers/{bid}/meta"))
+        c.conform("GET", "/v1/buffers/{id}/meta", R("GET", "/v1/buffers/nope/meta"))
+
+        T = "/v1/buffers/{id}"
+
+        def put(path, payload, headers):
+            """An upload's writer claim is given up when its request is cleaned
+            up, a moment after its reply: the next PUT can see 409 (a server
+            issue reported separately). Retry that briefly."""
+            deadline = time.monotonic() + 2
+            while True:
+                reply = R("PUT", path, payload, headers)
+                if reply[0] != 409 or time.monotonic() > deadline:
+                    return reply
+                time.sleep(0.01)
+
+        for path, payload, headers, want in [
+                (f"/v1/buffers/{bid}", b"\x00" * 4096, O, 200),
+                (f"/v1/buffers/{bid}", b"0123456789", dict(O, **{"Content-Range": "bytes 0-9/4096"}),
+                 200),
+                (f"/v1/buffers/{bid}?offset=10", b"abc", {}, 200),
+                (f"/v1/buffers/{bid}", b"0123456789", dict(O, **{"Content-Range": "bytes 0-9/8192"}),
+                 416),
+                (f"/v1/buffers/{bid}", b"0123", dict(O, **{"Content-Range": "bytes nonsense"}), 400),
+                (f"/v1/buffers/{bid}?offset=5000", b"x", O, 416),
+                (f"/v1/buffers/{bid}", b"x" * 5000, O, 413),
+                (f"/v1/buffers/{bid}", b"x", {"Content-Type": "text/plain"}, 415),
+                ("/v1/buffers/0123456789abcdef0123456789abcdef", b"x", O, 404)]:
+            st, _, body = c.conform("PUT", T, put(path, payload, headers), path)
+            check(st == want, f"PUT {path} {headers}: {st}, not {want}: {body[:200]!r}")
+
+        st, hdrs, body = c.conform("GET", T, R("GET", f"/v1/buffers/{bid}"))
+        check(st == 200 and len(body) == 4096 and body[:10] == b"0123456789", "download")
+        st, hdrs, body = c.conform("GET", T, R("GET", f"/v1/buffers/{bid}",
+                                                headers={"Range": "bytes=2-5"}))
+        check(st == 206 and body == b"2345" and hdrs["content-range"] == "bytes 2-5/4096",
+              f"range: {st} {hdrs.get('content-range')}")
+        st, hdrs, _ = c.conform("GET", T, R("GET", f"/v1/buffers/{bid}",
+                                             headers={"Range": "bytes=9999-"}))
+        check(st == 416 and hdrs["content-range"] == "bytes */4096", f"416: {hdrs}")
+        st, hdrs, _ = c.conform("HEAD", T, R("HEAD", f"/v1/buffers/{bid}"))
+        check(st == 200 and hdrs["content-length"] == "4096", f"HEAD: {st} {hdrs}")
+        c.conform("HEAD", T, R("HEAD", f"/v1/buffers/{bid}", headers={"Range": "bytes=0-0"}))
+        c.conform("GET", T, R("GET", "/v1/buffers/nope"))
+
+        # Kernels and runs.
+        st, _, body = c.conform("GET", "/v1/kernels", R("GET", "/v1/kernels"))
+        names = [k["name"] for k in json.loads(body)["kernels"]]
+        check("fill" in names and "sum" in names, f"kernels: {names}")
+        c.conform("GET", "/v1/kernels/{name}", R("GET", "/v1/kernels/fill"))
+        c.conform("GET", "/v1/kernels/{name}", R("GET", "/v1/kernels/no-such-kernel"))
+
+        fill = {"kernel": "fill", "args": {"x": bid, "n": 1024, "dtype": "f32", "value": 2}}
+        st, hdrs, body = c.conform("POST", "/v1/runs", R("POST", "/v1/runs",
+                                                           json.dumps(fill).encode(), J))
+        check(st == 200 and hdrs.get("server-timing", "").startswith("device;dur="),
+              f"run: {st} {hdrs}")
+        rid = json.loads(body)["id"]
+        pipeline = {"steps": [fill, {"kernel": "sum", "args": {"x": bid, "n": 1024,
+                                                               "dtype": "f32"}}]}
+        st, _, body = c.conform("POST", "/v1/runs", R("POST", "/v1/runs",
+                                                       json.dumps(pipeline).encode(), J))
+        check(st == 200 and json.loads(body)["result"]["value"] == 2048, f"pipeline: {body!r}")
+        st, hdrs, body = c.conform("POST", "/v1/runs", R("POST", "/v1/runs", json.dumps(
+            dict(fill, wait=False)).encode(), J))
+        check(st == 202 and hdrs["location"] == "/v1/runs/" + json.loads(body)["id"], "202")
+        queued = json.loads(body)["id"]
+        for bad, want in [({"kernel": 1}, 400), ({"kernel": "fill", "wait": "yes"}, 400),
+                          ({"kernel": "no-such"}, 422), ({"steps": []}, 400),
+                          ({"kernel": "fill", "steps": [fill]}, 400),
+                          ({"kernel": "fill", "args": {"x": "0" * 32, "n": 1, "dtype": "f32",
+                                                       "value": 0}}, 404),
+                          ({"kernel": "fill", "args": {"x": bid, "n": 99999, "dtype": "f32",
+                                                       "value": 0}}, 422),
+                          ({"kernel": "fill", "args": {"x": bid, "n": 1, "dtype": "f32",
+                                                       "value": 0, "zzz": 1}}, 400)]:
+            st, _, body = c.conform("POST", "/v1/runs", R("POST", "/v1/runs",
+                                                           json.dumps(bad).encode(), J), str(bad))
+            check(st == want, f"run {bad}: {st}, not {want}: {body[:200]!r}")
+        c.conform("POST", "/v1/runs", R("POST", "/v1/runs", b"kernel=fill",
+                                         {"Content-Type": "application/x-www-form-urlencoded"}))
+        c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{rid}"))
+        c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{queued}"))
+        c.conform("GET", "/v1/runs/{id}", R("GET", "/v1/runs/nope"))
+        check(c.conform("DELETE", "/v1/runs/{id}", R("DELETE", f"/v1/runs/{rid}"))[0] == 204,
+              "forget a run")
+        check(c.conform("DELETE", "/v1/runs/{id}", R("DELETE", f"/v1/runs/{rid}"))[0] == 404,
+              "forget it again")
+
+        for b in (bid, bid2):
+            check(c.conform("DELETE", T, R("DELETE", f"/v1/buffers/{b}"))[0] == 204, "delete")
+        check(c.conform("DELETE", T, R("DELETE", f"/v1/buffers/{bid}"))[0] == 404, "delete again")
+
+        # Any path: 404 for unknown paths, 405 with Allow for unknown methods.
+        st, hdrs, body = R("DELETE", "/healthz")
+        check(st == 405 and "GET" in hdrs.get("allow", ""), f"405: {st} {hdrs}")
+        problem = json.loads(body)
+        check(problem["type"].endswith("/method-not-allowed") and problem["status"] == 405,
+              f"405 body: {problem}")
+        st, _, body = R("GET", "/v2/nothing")
+        check(st == 404 and json.loads(body)["type"].endswith("/not-found"), "unknown path")
+
+    # With tokens: 401 with WWW-Authenticate where the spec says so.
+    with Server(binary, "--tokens", "contract-token:team-a", "--metrics-token", "m-token") as srv:
+        for method, path, template in [("GET", "/v1/buffers", "/v1/buffers"),
+                                       ("GET", "/v1/kernels", "/v1/kernels"),
+                                       ("GET", "/metrics", "/metrics")]:
+            st, hdrs, _ = c.conform(method, template, srv.request(method, path))
+            check(st == 401 and hdrs.get("www-authenticate", "").startswith("Bearer"),
+                  f"{path} without a token: {st}")
+        st, _, _ = c.conform("GET", "/v1/kernels", srv.request(
+            "GET", "/v1/kernels", headers={"Authorization": "Bearer contract-token"}))
+        check(st == 200, f"with the token: {st}")
+        check(c.conform("GET", "/healthz", srv.request("GET", "/healthz"))[0] == 200, "public")
+
+    every = {(m, p) for p, item in c.spec["paths"].items() for m in item if m != "parameters"}
+    check(every <= c.seen, f"operations never exercised: {sorted(every - c.seen)}")
+    print(f"test_contract: ok ({c.checked} replies checked against the spec)")
+
+
+if __name__ == "__main__":
+    main()
