@@ -101,6 +101,12 @@ class Server:
                 fail(f"gpuhttpd did not stop within 15 s of SIGTERM:\n{self.log_text()}")
         text = self.log_text()
         self.log.close()
+        # Sanitizer builds (GHD_SANITIZE) report into the log.
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            if marker in text:
+                fail(f"gpuhttpd's log has a sanitizer report:\n{text[-6000:]}")
+        if self.proc.returncode != 0:
+            fail(f"gpuhttpd exited with {self.proc.returncode} after SIGTERM:\n{text[-3000:]}")
         return text
 
     def __enter__(self):
@@ -109,6 +115,8 @@ class Server:
     def __exit__(self, *exc):
         if self.proc.poll() is None:
             self.stop()
+        elif not self.log.closed:
+            self.log.close()
         self.dir.cleanup()
 
 
