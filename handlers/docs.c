@@ -77,7 +77,8 @@ static void find_default_dirs(void)
 }
 
 /* The folder assets are served from, and whether the page's files are
- * there. With --docs-dir that folder, whatever it holds. */
+ * there. With --docs-dir that folder, whatever it holds; without it, NULL
+ * when neither default folder holds them. */
 static const char *docs_dir(const struct ghd_service *svc, int *ready)
 {
     if (svc->cfg.docs_dir[0]) {
@@ -92,7 +93,7 @@ static const char *docs_dir(const struct ghd_service *svc, int *ready)
         }
     }
     *ready = 0;
-    return default_dirs[0][0] ? default_dirs[0] : "(none)";
+    return NULL;
 }
 
 /* ---- the page ------------------------------------------------------------------ */
@@ -139,8 +140,14 @@ static void html_escape(const char *in, char *out, size_t len)
 
 static int reply_missing(struct ghd_request *req, struct ghd_reply *rep, const char *dir)
 {
-    char safe[PATH_MAX * 6];
-    html_escape(dir, safe, sizeof(safe));
+    char where[2 * PATH_MAX + 16], safe[sizeof(where) * 6];
+    if (dir)
+        snprintf(where, sizeof(where), "%s", dir);
+    else if (default_dirs[0][0])
+        snprintf(where, sizeof(where), "%s or %s", default_dirs[1], default_dirs[0]);
+    else
+        snprintf(where, sizeof(where), "(no folder: the binary's location is unknown)");
+    html_escape(where, safe, sizeof(safe));
     char *body = NULL;
     int n = asprintf(
         &body,
@@ -266,6 +273,11 @@ int ghd_handle_docs_asset(struct ghd_request *req, struct ghd_reply *rep)
     int ready;
     const char *dir = docs_dir(req->svc, &ready);
     char path[PATH_MAX];
+    if (!dir)
+        return ghd_reply_problem(rep, req, GHD_ENOENT,
+                                 "no docs asset named '%.64s' (the Swagger UI assets are not "
+                                 "installed; see /docs)",
+                                 name);
     if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
         return ghd_reply_problem(rep, req, GHD_ENOENT, "no docs asset named '%.64s'", name);
     char *body;
