@@ -8,11 +8,15 @@
 #include <string.h>
 
 #include "buffer_json.h"
+#include "server/device/hostreg.h"
 #include "server/error.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/range.h"
 #include "server/service.h"
+
+/* Body pieces at least this large go to the device without the staging ring. */
+#define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)
 
 struct transfer {
     struct ghd_buffer *buf;
@@ -251,6 +255,24 @@ static int flush_chunk(struct transfer *t)
     return chunk_ready(t, t->chunk[t->cur]);
 }
 
+/* Copies a body piece straight from the HTTP layer's (page-locked) read
+ * buffer to the device, skipping the staging ring; the copy has completed when
+ * this returns, since the HTTP layer reuses that buffer for the next piece. */
+static int copy_direct(struct transfer *t, const char *data, size_t len)
+{
+    struct ghd_device *dev = &t->rt->dev;
+    int rc = flush_chunk(t); /* earlier bytes first; the stream keeps the order */
+    if (rc)
+        return rc;
+    rc = dev->ops->copy_h2d(dev, (char *)t->buf->d_ptr + t->offset + t->flushed, data, len,
+                            t->stream);
+    if (rc == 0)
+        rc = dev->ops->stream_sync(dev, t->stream);
+    if (rc == 0)
+        t->flushed += len;
+    return rc;
+}
+
 static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
 {
     struct transfer *t = req->state;
@@ -259,6 +281,13 @@ static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char 
                                  "the body is longer than the %llu bytes it may write",
                                  (unsigned long long)t->length);
     t->received += len;
+    if (req->svc->cfg.direct_copy && len >= GHD_DIRECT_COPY_MIN &&
+        ghd_hostreg_thread_covers(&t->rt->dev, data, len, req->svc->cfg.connection_memory)) {
+        int rc = copy_direct(t, data, len);
+        if (rc)
+            return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
+        return 0;
+    }
     while (len) {
         struct ghd_staging_chunk *c = t->chunk[t->cur];
         size_t n = c->size - t->fill;

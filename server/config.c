@@ -54,6 +54,9 @@ static const struct option_spec specs[] = {
      "seconds an idle connection is kept (0 = forever)"},
     {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "4M",
      "per-connection read buffer (bounds the size of body pieces)"},
+    {"direct-copy", OPT_UINT, OFF(direct_copy), 0, 0, 1, "1",
+     "1: copy large upload pieces to the device straight from the page-locked read buffer; "
+     "0: always through the staging ring"},
     {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024", "finished runs kept for GET"},
     {"run-keep-s", OPT_UINT, OFF(run_keep_s), 0, 1, 86400 * 7, "600",
      "seconds a finished run is kept"},

@@ -28,6 +28,7 @@ struct ghd_config {
     unsigned connection_limit;
     unsigned connection_timeout_s;
     size_t connection_memory;
+    unsigned direct_copy; /* 1: DMA body pieces straight from the read buffer */
     unsigned runs_kept;
     unsigned run_keep_s;
     unsigned run_queue_limit;

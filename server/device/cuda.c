@@ -122,6 +122,28 @@ static void cuda_host_free(struct ghd_device *dev, void *h_ptr)
         ghd_log(GHD_LOG_ERROR, "cuda: cudaFreeHost failed");
 }
 
+static int cuda_host_register(struct ghd_device *dev, void *h_ptr, size_t size)
+{
+    CUDA_ENTER(dev);
+    cudaError_t err = cudaHostRegister(h_ptr, size, cudaHostRegisterDefault);
+    if (err != cudaSuccess) {
+        /* Overlapping an earlier registration is expected now and then (see
+         * hostreg.c); the caller falls back to the staging ring. */
+        (void)cudaGetLastError();
+        snprintf(dev->last_error, sizeof(dev->last_error), "%s", cudaGetErrorName(err));
+        return GHD_EDEVICE;
+    }
+    return 0;
+}
+
+static void cuda_host_unregister(struct ghd_device *dev, void *h_ptr)
+{
+    if (cudaSetDevice(dev->ordinal) != cudaSuccess || cudaHostUnregister(h_ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        ghd_log(GHD_LOG_WARN, "cuda: cudaHostUnregister(%p) failed", h_ptr);
+    }
+}
+
 static int cuda_stream_new(struct ghd_device *dev, struct ghd_stream **out)
 {
     CUDA_ENTER(dev);
@@ -240,6 +262,8 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .mem_free = cuda_mem_free,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
+    .host_register = cuda_host_register,
+    .host_unregister = cuda_host_unregister,
     .stream_new = cuda_stream_new,
     .stream_free = cuda_stream_free,
     .stream_sync = cuda_stream_sync,

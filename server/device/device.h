@@ -30,6 +30,10 @@ struct ghd_device_ops {
     /* Page-locked host memory for the staging ring; allocated once at start. */
     int (*host_alloc)(struct ghd_device *dev, size_t size, void **h_ptr);
     void (*host_free)(struct ghd_device *dev, void *h_ptr);
+    /* Page-locks existing host memory so copies can read or write it
+     * directly (cudaHostRegister); the host backend has nothing to lock. */
+    int (*host_register)(struct ghd_device *dev, void *h_ptr, size_t size);
+    void (*host_unregister)(struct ghd_device *dev, void *h_ptr);
     int (*stream_new)(struct ghd_device *dev, struct ghd_stream **out);
     void (*stream_free)(struct ghd_device *dev, struct ghd_stream *s);
     int (*stream_sync)(struct ghd_device *dev, struct ghd_stream *s);

@@ -77,6 +77,20 @@ static int host_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr)
     return rc ? GHD_ENOHOSTMEM : 0;
 }
 
+static int host_host_register(struct ghd_device *dev, void *h_ptr, size_t size)
+{
+    (void)dev;
+    (void)h_ptr;
+    (void)size;
+    return 0;
+}
+
+static void host_host_unregister(struct ghd_device *dev, void *h_ptr)
+{
+    (void)dev;
+    (void)h_ptr;
+}
+
 static int host_stream_new(struct ghd_device *dev, struct ghd_stream **out)
 {
     (void)dev;
@@ -175,6 +189,8 @@ const struct ghd_device_ops ghd_host_ops = {
     .mem_free = host_mem_free,
     .host_alloc = host_host_alloc,
     .host_free = host_mem_free,
+    .host_register = host_host_register,
+    .host_unregister = host_host_unregister,
     .stream_new = host_stream_new,
     .stream_free = host_stream_free,
     .stream_sync = host_stream_sync,

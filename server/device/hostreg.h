@@ -1,0 +1,27 @@
+#ifndef GHD_DEVICE_HOSTREG_H
+#define GHD_DEVICE_HOSTREG_H
+
+#include <stddef.h>
+
+#include "device.h"
+
+/* Direct copies between the device and host memory that the HTTP layer owns
+ * (libmicrohttpd's per-connection read buffer, its response buffers), so the
+ * bytes skip the extra memcpy through the staging ring. The memory is
+ * page-locked with the backend's host_register. When registration fails (for
+ * example because a neighbour already locked an overlapping page) callers fall
+ * back to the staging ring; nothing here is required for correctness. */
+
+/* Whether [p, p+n) lies in memory this thread has page-locked for `dev`. On
+ * first sight it locks `span` bytes from p's page, clipped to p's mapping, and
+ * keeps them locked until the thread exits (one connection per thread: the
+ * read buffer sits at the same place for the connection's life).
+ * Returns 1 when a direct copy is possible, else 0. */
+int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n, size_t span);
+
+/* Page-locks exactly the pages holding [p, p+n); *base is what to hand to
+ * ghd_hostreg_release. Returns 0 or a negative GHD_E* code. */
+int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base);
+void ghd_hostreg_release(struct ghd_device *dev, void *base);
+
+#endif
