@@ -13,6 +13,13 @@
 json_t *ghd_buffer_json_new(const struct ghd_buffer *b);
 /* Looks up req->params[0] for the request's tenant, replying 404 if absent. */
 int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out);
+/* Longest time to live a buffer may ask for. */
+#define GHD_BUFFER_TTL_MAX ((time_t)10 * 365 * 86400)
+
+/* An optional unsigned query parameter: 0 and *out untouched when absent, 0
+ * and *out set when an integer from 0 to max, else a 400 reply. */
+int ghd_buffer_query_uint(struct ghd_request *req, struct ghd_reply *rep, const char *name,
+                          uint64_t max, uint64_t *out);
 /* Checks a creation spec against the service limits, replying on error. */
 int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec);

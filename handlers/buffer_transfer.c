@@ -201,16 +201,19 @@ static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
     if (!req->has_content_length)
         return ghd_reply_problem(rep, req, GHD_ELENGTH,
                                  "creating a buffer from a body needs Content-Length");
-    const char *ttl = ghd_request_query(req, "ttl_s");
+    uint64_t ttl = 0, align = 0; /* "false" or "-1" is a 400, not a silent 0 */
+    int rc = ghd_buffer_query_uint(req, rep, "ttl_s", (uint64_t)INT64_MAX, &ttl);
+    if (rc == 0)
+        rc = ghd_buffer_query_uint(req, rep, "alignment", (uint64_t)INT64_MAX, &align);
+    if (rc)
+        return rc;
     struct ghd_buffer_spec spec = {
         .size = req->content_length,
+        .alignment = (size_t)align,
         .label = ghd_request_query(req, "label"),
-        .ttl_s = ttl ? (time_t)strtoull(ttl, NULL, 10) : 0,
+        .ttl_s = (time_t)ttl,
     };
-    const char *align = ghd_request_query(req, "alignment");
-    if (align)
-        spec.alignment = (size_t)strtoull(align, NULL, 10);
-    int rc = ghd_buffer_spec_check(req, rep, &spec);
+    rc = ghd_buffer_spec_check(req, rep, &spec);
     if (rc)
         return rc;
     struct ghd_buffer *b;

@@ -46,6 +46,10 @@ int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
     const struct ghd_config *cfg = &req->svc->cfg;
     if (spec->size == 0)
         return ghd_reply_problem(rep, req, GHD_EUNPROC, "size must be at least 1 byte");
+    if (spec->ttl_s < 0 || spec->ttl_s > GHD_BUFFER_TTL_MAX)
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "ttl_s must be from 0 to %lld seconds (ten years)",
+                                 (long long)GHD_BUFFER_TTL_MAX);
     if (spec->size > cfg->max_buffer_size)
         return ghd_reply_problem(rep, req, GHD_ETOOBIG,
                                  "size %zu exceeds the largest buffer allowed, %zu bytes "
@@ -113,6 +117,43 @@ int ghd_buffer_reply_created(struct ghd_request *req, struct ghd_reply *rep,
     return rc ? ghd_reply_problem(rep, req, rc, NULL) : 0;
 }
 
+int ghd_buffer_query_uint(struct ghd_request *req, struct ghd_reply *rep, const char *name,
+                          uint64_t max, uint64_t *out)
+{
+    const char *v = ghd_request_query(req, name);
+    if (!v)
+        return 0;
+    char *end;
+    unsigned long long n = 0;
+    int ok = *v >= '0' && *v <= '9' && strlen(v) <= 20;
+    if (ok)
+        n = strtoull(v, &end, 10);
+    if (!ok || *end || n > max)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "query parameter '%s' must be an integer from 0 to %llu", name,
+                                 (unsigned long long)max);
+    *out = n;
+    return 0;
+}
+
+/* JSON Schema's integer: 4096 and 4096.0 alike, since JSON does not tell
+ * them apart and some clients only have doubles. */
+static int json_uint(json_t *v, uint64_t *out)
+{
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return 1;
+    }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d >= 0 && d <= 9007199254740992.0 && (double)(uint64_t)d == d) {
+            *out = (uint64_t)d;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer_spec *spec)
 {
     const char *key;
@@ -122,10 +163,11 @@ static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
     json_object_foreach(req->json, key, value) {
         if (strcmp(key, "size") == 0 || strcmp(key, "alignment") == 0 ||
             strcmp(key, "ttl_s") == 0) {
-            if (!json_is_integer(value) || json_integer_value(value) < 0)
+            uint64_t u;
+            if (!json_uint(value, &u) || u > (uint64_t)INT64_MAX)
                 return ghd_reply_problem(rep, req, GHD_EINVAL,
                                          "'%s' must be a non-negative integer", key);
-            size_t v = (size_t)json_integer_value(value);
+            size_t v = (size_t)u;
             if (key[0] == 's') {
                 spec->size = v;
                 have_size = 1;
@@ -154,6 +196,14 @@ int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     if (req->state) /* an octet-stream body was uploaded into a new buffer */
         return ghd_handle_buffer_put(req, rep);
+    /* A JSON body carries these itself; silently ignoring them would lose them. */
+    static const char *const octet_only[] = {"label", "ttl_s", "alignment"};
+    for (size_t i = 0; i < sizeof(octet_only) / sizeof(octet_only[0]); i++)
+        if (ghd_request_query(req, octet_only[i]))
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "query parameter '%s' is for the octet-stream form; give "
+                                     "it in the JSON body",
+                                     octet_only[i]);
     struct ghd_buffer_spec spec;
     int rc = json_spec(req, rep, &spec);
     if (rc)

@@ -1,0 +1,125 @@
+/* Regressions for what contract fuzzing (schemathesis, tests/contract)
+ * found: a time to live so long that the expiry date left RFC 3339 (year
+ * 38140) or overflowed time_t; query parameters of the octet-stream form
+ * taken as 0 when not numbers ("ttl_s=false"), or silently ignored on the
+ * JSON form; integral JSON numbers written as 4096.0 refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rel.h"
+
+static int setup(void **state)
+{
+    struct rel_server *s = calloc(1, sizeof(*s));
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    rel_start(s, &cfg);
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct rel_server *s = *state;
+    assert_true(rel_wait_rest(s, SIZE_MAX, 2000));
+    rel_stop(s);
+    free(s);
+    return 0;
+}
+
+static long post_json(struct rel_server *s, const char *path, const char *json, char *expires,
+                      size_t cap)
+{
+    struct rel_resp r;
+    long st = rel_json(s, "POST", path, NULL, json, &r);
+    if (expires)
+        rel_json_str(&r, "expires", expires, cap);
+    rel_resp_free(&r);
+    return st;
+}
+
+static long post_octets(struct rel_server *s, const char *query)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/buffers%s", query);
+    struct rel_req rq = {.method = "POST", .path = path, .ctype = "application/octet-stream",
+                         .body = "0123456789abcdef", .len = 16};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    rel_resp_free(&r);
+    return r.status;
+}
+
+static void test_ttl_bounds(void **state)
+{
+    struct rel_server *s = *state;
+    char exp[64];
+    assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":16,\"ttl_s\":1139628243717}", NULL, 0),
+                     422);
+    assert_int_equal(
+        post_json(s, "/v1/buffers", "{\"size\":16,\"ttl_s\":9223372036854775807}", NULL, 0), 422);
+    assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":16,\"ttl_s\":315360000}", exp,
+                               sizeof(exp)), 201);
+    /* RFC 3339: a four-digit year. */
+    assert_int_equal(strlen(exp), 20);
+    assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":16,\"ttl_s\":315360001}", NULL, 0),
+                     422);
+    assert_int_equal(post_octets(s, "?ttl_s=1139628243717"), 422);
+    assert_int_equal(post_octets(s, "?ttl_s=99999999999999999999999"), 400);
+    assert_int_equal(post_octets(s, "?ttl_s=3600"), 201);
+}
+
+static void test_octet_query_must_be_numbers(void **state)
+{
+    struct rel_server *s = *state;
+    const char *bad[] = {"?ttl_s=false", "?ttl_s=-1", "?ttl_s=", "?ttl_s=1x", "?alignment=abc",
+                         "?alignment=-256", "?alignment=%2B256"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        long st = post_octets(s, bad[i]);
+        if (st != 400)
+            fail_msg("POST /v1/buffers%s: expected 400, got %ld", bad[i], st);
+    }
+    assert_int_equal(post_octets(s, "?alignment=3000"), 422); /* not a power of two */
+    assert_int_equal(post_octets(s, "?alignment=4096&label=ok"), 201);
+}
+
+static void test_json_form_refuses_query(void **state)
+{
+    struct rel_server *s = *state;
+    assert_int_equal(post_json(s, "/v1/buffers?label=lost", "{\"size\":16}", NULL, 0), 400);
+    assert_int_equal(post_json(s, "/v1/buffers?ttl_s=false", "{\"size\":16}", NULL, 0), 400);
+    assert_int_equal(post_json(s, "/v1/buffers?alignment=256", "{\"size\":16}", NULL, 0), 400);
+}
+
+static void test_integral_reals(void **state)
+{
+    struct rel_server *s = *state;
+    assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":4096.0}", NULL, 0), 201);
+    assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":4096.0,\"alignment\":512.0}", NULL, 0),
+                     201);
+    const char *bad[] = {"{\"size\":4096.5}", "{\"size\":-1.0}", "{\"size\":1e300}",
+                         "{\"size\":-0.5}", "{\"size\":\"4096\"}", "{\"size\":true}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        long st = post_json(s, "/v1/buffers", bad[i], NULL, 0);
+        if (st != 400)
+            fail_msg("%s: expected 400, got %ld", bad[i], st);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ttl_bounds),
+        cmocka_unit_test(test_octet_query_must_be_numbers),
+        cmocka_unit_test(test_json_form_refuses_query),
+        cmocka_unit_test(test_integral_reals),
+    };
+    return cmocka_run_group_tests_name("contract_regressions", tests, setup, teardown);
+}
