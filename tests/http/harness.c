@@ -1,0 +1,439 @@
+/* The in-process HTTP harness: the real service and HTTP server on
+ * 127.0.0.1:0, libcurl easy handles to drive them, and deterministic data. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/log.h"
+
+#define MIB ((size_t)1 << 20)
+
+const char *harness_backend(void)
+{
+    const char *b = getenv("GHD_TEST_BACKEND");
+    return b && *b ? b : "host";
+}
+
+void harness_start(struct harness *h, const struct harness_opts *opts)
+{
+    static const struct harness_opts none;
+    if (!opts)
+        opts = &none;
+    memset(h, 0, sizeof(*h));
+    signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    enum ghd_log_level level = GHD_LOG_ERROR;
+    const char *lv = getenv("GHD_TEST_LOG");
+    if (lv && ghd_log_level_parse(lv, &level) != 0)
+        level = GHD_LOG_DEBUG;
+    ghd_log_setup(level, GHD_LOG_TEXT);
+
+    struct ghd_config cfg;
+    ghd_config_defaults(&cfg);
+    cfg.port = 0;
+    snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1");
+    const char *backend = harness_backend();
+    if (strcmp(backend, "host") == 0) {
+        cfg.backend = GHD_CHOICE_HOST;
+    } else if (strcmp(backend, "cuda") == 0) {
+        cfg.backend = GHD_CHOICE_CUDA;
+    } else {
+        fprintf(stderr, "GHD_TEST_BACKEND must be host or cuda, not '%s'\n", backend);
+        exit(1);
+    }
+    /* Small, test-sized memory: a limit the 507 tests can reach, a ring
+     * small enough that transfers cross many chunk boundaries. */
+    cfg.pool_limit_percent = 0;
+    cfg.pool_limit = 96 * MIB;
+    if (opts->pool_limit)
+        cfg.pool_limit = opts->pool_limit == (size_t)-1 ? 0 : opts->pool_limit;
+    cfg.pool_slab = opts->pool_slab ? opts->pool_slab : 8 * MIB;
+    cfg.pool_initial = opts->pool_initial ? opts->pool_initial : 8 * MIB;
+    cfg.staging_chunk = opts->staging_chunk ? opts->staging_chunk : 256 << 10;
+    cfg.staging_chunks = opts->staging_chunks ? opts->staging_chunks : 40;
+    cfg.staging_timeout_ms = opts->staging_timeout_ms ? opts->staging_timeout_ms : 5000;
+    cfg.connection_memory = opts->connection_memory ? opts->connection_memory : MIB;
+    cfg.connection_timeout_s = 30;
+
+    char why[256] = "";
+    int rc = ghd_service_init(&h->svc, &cfg, why, sizeof(why));
+    if (rc) {
+        if (cfg.backend == GHD_CHOICE_CUDA) {
+            printf("skipped: no CUDA device (%s)\n", why);
+            fflush(stdout);
+            exit(HARNESS_SKIP);
+        }
+        fprintf(stderr, "harness: cannot start the service: %s\n", why);
+        exit(1);
+    }
+    rc = ghd_http_start(&h->svc, &h->http, why, sizeof(why));
+    if (rc) {
+        fprintf(stderr, "harness: cannot start the HTTP server: %s\n", why);
+        exit(1);
+    }
+    h->port = ghd_http_port(h->http);
+    if (h->port == 0) {
+        fprintf(stderr, "harness: the server reports port 0\n");
+        exit(1);
+    }
+    snprintf(h->base, sizeof(h->base), "http://127.0.0.1:%u", h->port);
+}
+
+void harness_stop(struct harness *h)
+{
+    ghd_http_stop(h->http);
+    h->http = NULL;
+    ghd_service_destroy(&h->svc);
+    curl_global_cleanup();
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+struct io {
+    const struct harness_req *req;
+    struct harness_resp *resp;
+    uint64_t sent;
+    size_t body_cap, headers_cap;
+};
+
+static size_t read_cb(char *buf, size_t size, size_t n, void *p)
+{
+    struct io *io = p;
+    size_t max = size * n;
+    if (io->req->gen) {
+        size_t got = io->req->gen(io->req->gen_ctx, io->sent, buf, max);
+        io->sent += got;
+        return got;
+    }
+    size_t left = io->req->body_len - (size_t)io->sent;
+    if (max > left)
+        max = left;
+    memcpy(buf, (const char *)io->req->body + io->sent, max);
+    io->sent += max;
+    return max;
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 4096;
+        while (c < *len + n + 1)
+            c *= 2;
+        char *grown = realloc(*buf, c);
+        if (!grown)
+            return -1;
+        *buf = grown;
+        *cap = c;
+    }
+    memcpy(*buf + *len, data, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+    return 0;
+}
+
+static size_t write_cb(char *data, size_t size, size_t n, void *p)
+{
+    struct io *io = p;
+    size_t len = size * n;
+    io->resp->body_total += len;
+    if (io->req->sink)
+        return io->req->sink(io->req->sink_ctx, data, len) == 0 ? len : 0;
+    return append(&io->resp->body, &io->resp->body_len, &io->body_cap, data, len) == 0 ? len : 0;
+}
+
+static size_t header_cb(char *data, size_t size, size_t n, void *p)
+{
+    struct io *io = p;
+    size_t len = size * n;
+    /* A new status line (after 100 Continue) starts a new header block. */
+    if (len >= 5 && memcmp(data, "HTTP/", 5) == 0)
+        io->resp->headers_len = 0;
+    return append(&io->resp->headers, &io->resp->headers_len, &io->headers_cap, data, len) == 0
+               ? len
+               : 0;
+}
+
+void harness_do(struct harness *h, const struct harness_req *req, struct harness_resp *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    struct io io = {.req = req, .resp = resp};
+    CURL *c = curl_easy_init();
+    if (!c) {
+        resp->curl_rc = CURLE_FAILED_INIT;
+        return;
+    }
+    char url[1024];
+    snprintf(url, sizeof(url), "%s%s", h->base, req->path);
+    const char *method = req->method ? req->method : "GET";
+    struct curl_slist *headers = NULL;
+    for (int i = 0; i < 16 && req->headers[i]; i++)
+        headers = curl_slist_append(headers, req->headers[i]);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, req->timeout_s ? req->timeout_s : 120L);
+    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &io);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &io);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
+    if (req->has_body || req->gen) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 512L << 10);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
+        curl_easy_setopt(c, CURLOPT_READDATA, &io);
+        curl_off_t len = req->gen ? (curl_off_t)req->gen_len : (curl_off_t)req->body_len;
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, len);
+        if (strcmp(method, "PUT") != 0)
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    } else if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    }
+    resp->curl_rc = (int)curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(headers);
+}
+
+void harness_resp_free(struct harness_resp *resp)
+{
+    free(resp->headers);
+    free(resp->body);
+    memset(resp, 0, sizeof(*resp));
+}
+
+const char *harness_header(const struct harness_resp *resp, const char *name, char *buf,
+                           size_t len)
+{
+    size_t n = strlen(name);
+    for (const char *line = resp->headers; line && *line;) {
+        const char *end = strstr(line, "\r\n");
+        size_t line_len = end ? (size_t)(end - line) : strlen(line);
+        if (line_len > n && strncasecmp(line, name, n) == 0 && line[n] == ':') {
+            const char *v = line + n + 1, *ve = line + line_len;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            size_t vlen = (size_t)(ve - v);
+            if (vlen >= len)
+                vlen = len - 1;
+            memcpy(buf, v, vlen);
+            buf[vlen] = '\0';
+            return buf;
+        }
+        if (!end)
+            break;
+        line = end + 2;
+    }
+    return NULL;
+}
+
+void harness_simple(struct harness *h, const char *method, const char *path,
+                    const char *content_type, const void *body, size_t body_len,
+                    struct harness_resp *resp)
+{
+    struct harness_req req = {.method = method, .path = path};
+    char ct[128];
+    if (content_type) {
+        snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
+        req.headers[0] = ct;
+    }
+    if (body) {
+        req.body = body;
+        req.body_len = body_len;
+        req.has_body = 1;
+    }
+    harness_do(h, &req, resp);
+}
+
+void harness_expect_problem(const struct harness_resp *resp, long status)
+{
+    char buf[256];
+    if (resp->status != status)
+        fail_msg("expected a %ld problem, got status %ld (curl %d): %.300s", status,
+                 resp->status, resp->curl_rc, resp->body ? resp->body : "");
+    const char *ct = harness_header(resp, "Content-Type", buf, sizeof(buf));
+    if (!ct || strcmp(ct, "application/problem+json") != 0)
+        fail_msg("%ld problem: Content-Type is '%s'", status, ct ? ct : "(none)");
+    json_error_t err;
+    json_t *doc = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, &err);
+    if (!doc)
+        fail_msg("%ld problem: body is not JSON: %s", status, err.text);
+    json_t *type = json_object_get(doc, "type"), *title = json_object_get(doc, "title"),
+           *st = json_object_get(doc, "status"), *detail = json_object_get(doc, "detail");
+    assert_true(json_is_string(type) && json_string_length(type) > 0);
+    assert_true(json_is_string(title) && json_string_length(title) > 0);
+    assert_true(json_is_string(detail) && json_string_length(detail) > 0);
+    assert_true(json_is_integer(st));
+    assert_int_equal(json_integer_value(st), status);
+    json_decref(doc);
+    const char *rid = harness_header(resp, "X-Request-Id", buf, sizeof(buf));
+    if (!rid || !*rid)
+        fail_msg("%ld problem without X-Request-Id", status);
+}
+
+/* ---- buffers ---------------------------------------------------------- */
+
+void harness_buffer_create(struct harness *h, size_t size, char id[33])
+{
+    char body[64];
+    int n = snprintf(body, sizeof(body), "{\"size\": %zu}", size);
+    struct harness_resp r;
+    harness_simple(h, "POST", "/v1/buffers", "application/json", body, (size_t)n, &r);
+    if (r.status != 201)
+        fail_msg("create %zu bytes: status %ld: %.300s", size, r.status, r.body ? r.body : "");
+    json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
+    assert_non_null(doc);
+    const char *s = json_string_value(json_object_get(doc, "id"));
+    assert_non_null(s);
+    assert_int_equal(strlen(s), 32);
+    memcpy(id, s, 33);
+    assert_int_equal(json_integer_value(json_object_get(doc, "size")), size);
+    json_decref(doc);
+    harness_resp_free(&r);
+}
+
+void harness_buffer_put(struct harness *h, const char *id, const void *data, size_t len)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct harness_resp r;
+    harness_simple(h, "PUT", path, "application/octet-stream", data, len, &r);
+    if (r.status != 200)
+        fail_msg("PUT %zu bytes: status %ld (curl %d): %.300s", len, r.status, r.curl_rc,
+                 r.body ? r.body : "");
+    harness_resp_free(&r);
+}
+
+void *harness_buffer_get(struct harness *h, const char *id, size_t *len)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct harness_resp r;
+    harness_simple(h, "GET", path, NULL, NULL, 0, &r);
+    if (r.status != 200)
+        fail_msg("GET: status %ld (curl %d): %.300s", r.status, r.curl_rc, r.body ? r.body : "");
+    assert_int_equal(r.curl_rc, CURLE_OK);
+    void *data = r.body ? r.body : malloc(1);
+    *len = r.body_len;
+    r.body = NULL;
+    harness_resp_free(&r);
+    return data;
+}
+
+void harness_buffer_delete(struct harness *h, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct harness_resp r;
+    harness_simple(h, "DELETE", path, NULL, NULL, 0, &r);
+    if (r.status != 204)
+        fail_msg("DELETE: status %ld", r.status);
+    harness_resp_free(&r);
+}
+
+/* ---- data ------------------------------------------------------------- */
+
+static uint64_t splitmix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+void harness_fill(uint64_t seed, uint64_t pos, void *buf, size_t len)
+{
+    unsigned char *out = buf;
+    uint64_t key = splitmix(seed);
+    while (len) {
+        uint64_t word = splitmix(key ^ (pos >> 3));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if ((pos & 7) == 0 && len >= 8) { /* the common, aligned case */
+            memcpy(out, &word, 8);
+            out += 8;
+            pos += 8;
+            len -= 8;
+            continue;
+        }
+#endif
+        unsigned shift = (unsigned)(pos & 7);
+        size_t take = 8 - shift;
+        if (take > len)
+            take = len;
+        for (size_t i = 0; i < take; i++)
+            out[i] = (unsigned char)(word >> (8 * (shift + i)));
+        out += take;
+        pos += take;
+        len -= take;
+    }
+}
+
+uint64_t harness_sum(uint64_t sum, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        sum ^= p[i];
+        sum *= 0x100000001b3ULL;
+    }
+    return sum;
+}
+
+int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
+{
+    struct ghd_runtime *rt = ghd_service_runtime(&h->svc, 0);
+    for (unsigned waited = 0;; waited += 5) {
+        struct ghd_staging_stats ss;
+        struct ghd_pool_stats ps;
+        ghd_staging_get_stats(&rt->staging, &ss);
+        ghd_pool_get_stats(&rt->pool, &ps);
+        if (ss.busy == 0 && (in_use == (size_t)-1 || ps.in_use == in_use))
+            return 0;
+        if (waited >= timeout_ms) {
+            fprintf(stderr, "harness: not idle after %u ms: staging busy %u, pool in_use %zu "
+                            "(want %zu)\n",
+                    timeout_ms, ss.busy, ps.in_use, in_use);
+            return -1;
+        }
+        struct timespec ts = {0, 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int harness_connect(struct harness *h)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)h->port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}

@@ -1,0 +1,130 @@
+#ifndef GHD_TESTS_HTTP_HARNESS_H
+#define GHD_TESTS_HTTP_HARNESS_H
+
+/* The HTTP test harness: starts the real service in this process on
+ * 127.0.0.1, port 0, and drives it with libcurl easy handles (as
+ * libmicrohttpd's src/testcurl does). Tests keep in-process access to the
+ * service, so they can read pool and staging statistics directly.
+ *
+ * The backend comes from GHD_TEST_BACKEND: "host" (the default) or "cuda".
+ * With "cuda" and no usable device, harness_start prints
+ * "skipped: no CUDA device" and exits 77 (ctest's skip code). */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "server/http.h"
+#include "server/service.h"
+
+#define HARNESS_SKIP 77
+
+struct harness {
+    struct ghd_service svc;
+    struct ghd_http *http;
+    unsigned port;
+    char base[64]; /* "http://127.0.0.1:PORT" */
+};
+
+/* Overrides of the service defaults; zero fields keep the harness's own
+ * small defaults (see harness.c). */
+struct harness_opts {
+    size_t pool_limit; /* bytes; (size_t)-1 = no limit */
+    size_t pool_slab;
+    size_t pool_initial;
+    size_t staging_chunk;
+    unsigned staging_chunks;
+    unsigned staging_timeout_ms;
+    size_t connection_memory;
+};
+
+/* Starts the service and the HTTP server; fails the test (exit 1) on any
+ * error other than a missing CUDA device (exit 77). */
+void harness_start(struct harness *h, const struct harness_opts *opts);
+void harness_stop(struct harness *h);
+/* "host" or "cuda": the backend the harness was asked for. */
+const char *harness_backend(void);
+
+/* ---- requests --------------------------------------------------------- */
+
+/* Produces up to `max` bytes of a request body at stream position `pos`;
+ * returns the count, or 0 at the end. It may block (a slow client). */
+typedef size_t (*harness_body_fn)(void *ctx, uint64_t pos, char *buf, size_t max);
+/* Receives response body bytes; returns 0 to go on, nonzero to abort. */
+typedef int (*harness_sink_fn)(void *ctx, const char *data, size_t len);
+
+struct harness_req {
+    const char *method;  /* GET when NULL */
+    const char *path;    /* e.g. "/v1/buffers" (with query) */
+    const char *headers[16]; /* "Name: value" lines; NULL ends the list */
+    /* Body from memory ... */
+    const void *body;
+    size_t body_len;
+    int has_body; /* send body/body_len (also when body_len is 0) */
+    /* ... or from a generator. */
+    harness_body_fn gen;
+    void *gen_ctx;
+    int64_t gen_len; /* Content-Length; -1 sends chunked */
+    /* Streamed response body; when NULL it is collected in resp->body. */
+    harness_sink_fn sink;
+    void *sink_ctx;
+    long timeout_s; /* 0 = 120 s */
+};
+
+struct harness_resp {
+    long status;  /* 0 when the transfer failed before a status */
+    int curl_rc;  /* CURLcode */
+    char *headers; /* the raw header block of the final response */
+    size_t headers_len;
+    char *body;
+    size_t body_len;
+    uint64_t body_total; /* bytes received, also when streamed to a sink */
+};
+
+/* Performs one request on a fresh connection. */
+void harness_do(struct harness *h, const struct harness_req *req, struct harness_resp *resp);
+void harness_resp_free(struct harness_resp *resp);
+/* The value of a response header (case-insensitive name), copied into buf
+ * without surrounding whitespace; NULL when absent. */
+const char *harness_header(const struct harness_resp *resp, const char *name, char *buf,
+                           size_t len);
+
+/* Convenience wrappers: a request with just method, path and an optional
+ * memory body with a content type. */
+void harness_simple(struct harness *h, const char *method, const char *path,
+                    const char *content_type, const void *body, size_t body_len,
+                    struct harness_resp *resp);
+
+/* Checks a problem reply: the status, Content-Type application/problem+json,
+ * a JSON body with type, title, status (equal to the HTTP status) and
+ * detail, and an X-Request-Id header. Fails the test otherwise. */
+void harness_expect_problem(const struct harness_resp *resp, long status);
+
+/* ---- buffers ---------------------------------------------------------- */
+
+/* POST /v1/buffers {"size": size}; returns the new id in id (33 bytes). */
+void harness_buffer_create(struct harness *h, size_t size, char id[33]);
+/* PUT the whole body at offset 0; expects 200. */
+void harness_buffer_put(struct harness *h, const char *id, const void *data, size_t len);
+/* GET the whole buffer into a malloc'd array; expects 200. */
+void *harness_buffer_get(struct harness *h, const char *id, size_t *len);
+void harness_buffer_delete(struct harness *h, const char *id);
+
+/* ---- data ------------------------------------------------------------- */
+
+/* Deterministic pseudo-random bytes: the byte at position `pos` of stream
+ * `seed`, so generators and checkers agree without keeping the data. */
+void harness_fill(uint64_t seed, uint64_t pos, void *buf, size_t len);
+/* FNV-1a 64 over a stream: start with HARNESS_SUM_INIT. */
+#define HARNESS_SUM_INIT 0xcbf29ce484222325ULL
+uint64_t harness_sum(uint64_t sum, const void *data, size_t len);
+
+/* Polls until the staging ring has no busy chunk and the pool's in_use is
+ * `in_use` (pass (size_t)-1 to skip that check), for up to `timeout_ms`.
+ * Returns 0 when reached. */
+int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms);
+
+/* A raw TCP connection to the server (for aborts mid-body). */
+int harness_connect(struct harness *h);
+
+#endif

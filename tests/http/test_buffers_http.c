@@ -1,0 +1,1346 @@
+/* The buffer API over real HTTP: the service runs in this process on
+ * 127.0.0.1:0 (harness.c) and libcurl drives it. Round trips of random data,
+ * ranged reads and writes, every error status with its problem+json body,
+ * single-writer conflicts, clients that leave mid-transfer (no staging chunk
+ * or pool block may leak), concurrent uploads, health and readiness. */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+static struct harness H;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    harness_start(&H, NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    harness_stop(&H);
+    return 0;
+}
+
+/* After each test no transfer may still hold a staging chunk. */
+static int test_teardown(void **state)
+{
+    (void)state;
+    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
+    return 0;
+}
+
+static size_t chunk_size(void)
+{
+    return H.svc.cfg.staging_chunk;
+}
+
+static struct ghd_runtime *rt0(void)
+{
+    return ghd_service_runtime(&H.svc, 0);
+}
+
+static size_t pool_in_use(void)
+{
+    struct ghd_pool_stats st;
+    ghd_pool_get_stats(&rt0()->pool, &st);
+    return st.in_use;
+}
+
+static void *random_bytes(uint64_t seed, size_t len)
+{
+    void *p = malloc(len ? len : 1);
+    assert_non_null(p);
+    harness_fill(seed, 0, p, len);
+    return p;
+}
+
+static json_t *body_json(const struct harness_resp *r)
+{
+    json_error_t err;
+    json_t *doc = json_loadb(r->body ? r->body : "", r->body_len, 0, &err);
+    if (!doc)
+        fail_msg("status %ld: body is not JSON (%s): %.200s", r->status, err.text,
+                 r->body ? r->body : "");
+    return doc;
+}
+
+static void buffer_path(char *out, size_t len, const char *id, const char *suffix)
+{
+    snprintf(out, len, "/v1/buffers/%s%s", id, suffix ? suffix : "");
+}
+
+/* Fails with the first differing offset, which says more than a checksum. */
+static void expect_same(const void *got, size_t got_len, const void *want, size_t want_len)
+{
+    if (got_len != want_len)
+        fail_msg("length %zu, expected %zu", got_len, want_len);
+    if (harness_sum(HARNESS_SUM_INIT, got, got_len) ==
+        harness_sum(HARNESS_SUM_INIT, want, want_len))
+        return;
+    const unsigned char *a = got, *b = want;
+    for (size_t i = 0; i < got_len; i++)
+        if (a[i] != b[i])
+            fail_msg("checksums differ; first difference at byte %zu of %zu (got %#x, want %#x)",
+                     i, got_len, a[i], b[i]);
+    fail_msg("checksums differ but bytes match");
+}
+
+/* A PUT with extra headers and a memory body. */
+static void put_with(const char *path, const char *h1, const char *h2, const void *data,
+                     size_t len, struct harness_resp *r)
+{
+    struct harness_req req = {.method = "PUT", .path = path, .body = data, .body_len = len,
+                              .has_body = 1};
+    int n = 0;
+    req.headers[n++] = "Content-Type: application/octet-stream";
+    if (h1)
+        req.headers[n++] = h1;
+    if (h2)
+        req.headers[n++] = h2;
+    harness_do(&H, &req, r);
+}
+
+static void get_with(const char *method, const char *path, const char *h1,
+                     struct harness_resp *r)
+{
+    struct harness_req req = {.method = method, .path = path};
+    req.headers[0] = h1;
+    harness_do(&H, &req, r);
+}
+
+/* ---- health ------------------------------------------------------------ */
+
+static void test_health(void **state)
+{
+    (void)state;
+    struct harness_resp r;
+    harness_simple(&H, "GET", "/healthz", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    json_t *doc = body_json(&r);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "ok");
+    json_decref(doc);
+    harness_resp_free(&r);
+
+    harness_simple(&H, "GET", "/readyz", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    doc = body_json(&r);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "ready");
+    assert_string_equal(json_string_value(json_object_get(doc, "backend")), harness_backend());
+    json_t *staging = json_object_get(doc, "staging");
+    assert_int_equal(json_integer_value(json_object_get(staging, "chunks")),
+                     H.svc.cfg.staging_chunks);
+    assert_int_equal(json_integer_value(json_object_get(staging, "chunk_size")), chunk_size());
+    json_decref(doc);
+    harness_resp_free(&r);
+
+    harness_simple(&H, "HEAD", "/healthz", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_total, 0);
+    harness_resp_free(&r);
+}
+
+/* ---- round trips --------------------------------------------------------- */
+
+static void roundtrip(size_t size, uint64_t seed)
+{
+    char id[33], path[128];
+    harness_buffer_create(&H, size, id);
+    void *data = random_bytes(seed, size);
+    harness_buffer_put(&H, id, data, size);
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, data, size);
+    free(got);
+    /* HEAD agrees on the length. */
+    struct harness_resp r;
+    buffer_path(path, sizeof(path), id, NULL);
+    harness_simple(&H, "HEAD", path, NULL, NULL, 0, &r);
+    char cl[64];
+    assert_int_equal(r.status, 200);
+    assert_non_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
+    assert_int_equal(strtoull(cl, NULL, 10), size);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+    free(data);
+}
+
+static void test_roundtrip_sizes(void **state)
+{
+    (void)state;
+    size_t c = chunk_size();
+    const size_t sizes[] = {1, 2, 255, 256, 257, 4096, 65537, c - 1, c, c + 1, 2 * c,
+                            3 * c + 17, 1000003};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        roundtrip(sizes[i], 100 + i);
+}
+
+static void test_post_octet_stream_creates(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {1, chunk_size() + 1, 1000003};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t size = sizes[i];
+        void *data = random_bytes(200 + i, size);
+        struct harness_resp r;
+        harness_simple(&H, "POST", "/v1/buffers?label=blob-1", "application/octet-stream", data,
+                       size, &r);
+        if (r.status != 201)
+            fail_msg("POST octet-stream of %zu bytes: %ld %.200s", size, r.status,
+                     r.body ? r.body : "");
+        json_t *doc = body_json(&r);
+        const char *id = json_string_value(json_object_get(doc, "id"));
+        assert_non_null(id);
+        assert_int_equal(json_integer_value(json_object_get(doc, "size")), size);
+        assert_string_equal(json_string_value(json_object_get(doc, "label")), "blob-1");
+        char loc[128], want[128];
+        buffer_path(want, sizeof(want), id, NULL);
+        assert_non_null(harness_header(&r, "Location", loc, sizeof(loc)));
+        assert_string_equal(loc, want);
+        char idc[33];
+        memcpy(idc, id, 33);
+        json_decref(doc);
+        harness_resp_free(&r);
+
+        size_t got_len;
+        void *got = harness_buffer_get(&H, idc, &got_len);
+        expect_same(got, got_len, data, size);
+        free(got);
+        harness_buffer_delete(&H, idc);
+        free(data);
+    }
+}
+
+/* ---- ranged writes ------------------------------------------------------- */
+
+static void test_put_ranges(void **state)
+{
+    (void)state;
+    const size_t size = 10000;
+    char id[33], path[160];
+    harness_buffer_create(&H, size, id);
+    unsigned char *expect = random_bytes(300, size);
+    harness_buffer_put(&H, id, expect, size);
+    buffer_path(path, sizeof(path), id, NULL);
+    struct harness_resp r;
+
+    /* Content-Range: bytes 100-1099/10000. */
+    unsigned char *patch = random_bytes(301, 1000);
+    put_with(path, "Content-Range: bytes 100-1099/10000", NULL, patch, 1000, &r);
+    assert_int_equal(r.status, 200);
+    json_t *doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "offset")), 100);
+    assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), 1000);
+    assert_string_equal(json_string_value(json_object_get(doc, "id")), id);
+    json_decref(doc);
+    harness_resp_free(&r);
+    memcpy(expect + 100, patch, 1000);
+
+    /* ?offset=5000 with 3000 bytes. */
+    unsigned char *patch2 = random_bytes(302, 3000);
+    char opath[200];
+    snprintf(opath, sizeof(opath), "%s?offset=5000", path);
+    put_with(opath, NULL, NULL, patch2, 3000, &r);
+    assert_int_equal(r.status, 200);
+    doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "offset")), 5000);
+    assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), 3000);
+    json_decref(doc);
+    harness_resp_free(&r);
+    memcpy(expect + 5000, patch2, 3000);
+
+    /* The last ten bytes, total unknown. */
+    unsigned char tail[10];
+    harness_fill(303, 0, tail, sizeof(tail));
+    put_with(path, "Content-Range: bytes 9990-9999/*", NULL, tail, sizeof(tail), &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    memcpy(expect + 9990, tail, sizeof(tail));
+
+    /* One byte at byte 0. */
+    put_with(path, "Content-Range: bytes 0-0/10000", NULL, "Z", 1, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    expect[0] = 'Z';
+
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, expect, size); /* written ranges and untouched bytes */
+    free(got);
+
+    /* Refusals change nothing. */
+    put_with(path, "Content-Range: bytes 0-9/9999", NULL, patch, 10, &r); /* wrong total */
+    harness_expect_problem(&r, 416);
+    harness_resp_free(&r);
+    put_with(path, "Content-Range: bytes 9995-10004/*", NULL, patch, 10, &r); /* past the end */
+    harness_expect_problem(&r, 416);
+    harness_resp_free(&r);
+    put_with(path, "Content-Range: bytes 0-9/10000", NULL, patch, 11, &r); /* length mismatch */
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
+    put_with(path, "Content-Range: bytes 9-0/10000", NULL, patch, 10, &r); /* malformed */
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
+    put_with(path, "Content-Range: bytes=0-9/10000", NULL, patch, 10, &r);
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
+    snprintf(opath, sizeof(opath), "%s?offset=10001", path);
+    put_with(opath, NULL, NULL, patch, 1, &r);
+    harness_expect_problem(&r, 416);
+    harness_resp_free(&r);
+    snprintf(opath, sizeof(opath), "%s?offset=ten", path);
+    put_with(opath, NULL, NULL, patch, 1, &r);
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
+    snprintf(opath, sizeof(opath), "%s?offset=9999", path);
+    put_with(opath, NULL, NULL, patch, 2, &r); /* one byte too many */
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, expect, size);
+    free(got);
+
+    harness_buffer_delete(&H, id);
+    free(expect);
+    free(patch);
+    free(patch2);
+}
+
+static void test_put_range_across_chunks(void **state)
+{
+    (void)state;
+    size_t c = chunk_size(), size = 3 * c;
+    char id[33], path[128], cr[128];
+    harness_buffer_create(&H, size, id);
+    unsigned char *expect = random_bytes(400, size);
+    harness_buffer_put(&H, id, expect, size);
+    buffer_path(path, sizeof(path), id, NULL);
+    size_t first = c - 10, last = 2 * c + 10, n = last - first + 1;
+    unsigned char *patch = random_bytes(401, n);
+    snprintf(cr, sizeof(cr), "Content-Range: bytes %zu-%zu/%zu", first, last, size);
+    struct harness_resp r;
+    put_with(path, cr, NULL, patch, n, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    memcpy(expect + first, patch, n);
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, expect, size);
+    free(got);
+    harness_buffer_delete(&H, id);
+    free(expect);
+    free(patch);
+}
+
+/* ---- bodies longer than the buffer ----------------------------------------- */
+
+static void test_put_too_long_content_length(void **state)
+{
+    (void)state;
+    char id[33], path[128];
+    harness_buffer_create(&H, 1000, id);
+    void *old = random_bytes(500, 1000);
+    harness_buffer_put(&H, id, old, 1000);
+    buffer_path(path, sizeof(path), id, NULL);
+    void *big = random_bytes(501, 1001);
+    struct harness_resp r;
+    put_with(path, NULL, NULL, big, 1001, &r);
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    /* Refused before any byte was taken: the content is unchanged. */
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, old, 1000);
+    free(got);
+    harness_buffer_delete(&H, id);
+    free(old);
+    free(big);
+}
+
+struct gen_ctx {
+    uint64_t seed;
+    uint64_t len;
+    uint64_t sum;
+    /* Optional pause: after `pause_at` bytes, wait until `go` is set. */
+    uint64_t pause_at;
+    atomic_int paused;
+    atomic_int go;
+};
+
+static size_t gen_body(void *p, uint64_t pos, char *buf, size_t max)
+{
+    struct gen_ctx *g = p;
+    if (pos >= g->len)
+        return 0;
+    if (g->pause_at && pos >= g->pause_at && !atomic_load(&g->go)) {
+        atomic_store(&g->paused, 1);
+        while (!atomic_load(&g->go)) {
+            struct timespec ts = {0, 2 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    uint64_t end = g->len;
+    if (g->pause_at && pos < g->pause_at)
+        end = g->pause_at;
+    size_t n = end - pos < max ? (size_t)(end - pos) : max;
+    harness_fill(g->seed, pos, buf, n);
+    g->sum = harness_sum(g->sum, buf, n);
+    return n;
+}
+
+static void test_put_too_long_chunked(void **state)
+{
+    (void)state;
+    size_t c = chunk_size(), size = 2 * c + 5;
+    char id[33], path[128];
+    harness_buffer_create(&H, size, id);
+    unsigned char *old = random_bytes(600, size);
+    harness_buffer_put(&H, id, old, size);
+    buffer_path(path, sizeof(path), id, NULL);
+    size_t in_use = pool_in_use();
+
+    struct gen_ctx g = {.seed = 601, .len = 3 * c, .sum = HARNESS_SUM_INIT};
+    struct harness_req req = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
+                              .gen_len = -1};
+    req.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_resp r;
+    harness_do(&H, &req, &r);
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    assert_int_equal(harness_await_idle(&H, in_use, 5000), 0);
+
+    /* What is true: the 413 claims nothing was written, but the pieces that
+     * arrived before the overflow may already have reached the device. Every
+     * byte is either its old value or the new one at the same position, and
+     * the new bytes form a prefix. */
+    size_t got_len;
+    unsigned char *got = harness_buffer_get(&H, id, &got_len);
+    assert_int_equal(got_len, size);
+    unsigned char *fresh = random_bytes(601, size);
+    size_t prefix = 0;
+    while (prefix < size && got[prefix] == fresh[prefix] && got[prefix] != old[prefix])
+        prefix++;
+    for (size_t i = prefix; i < size; i++)
+        if (got[i] != old[i] && got[i] != fresh[i])
+            fail_msg("byte %zu is neither old nor new after a refused chunked PUT", i);
+    size_t changed = 0;
+    for (size_t i = 0; i < size; i++)
+        changed += got[i] != old[i];
+    print_message("chunked PUT over the size: 413; %zu of %zu bytes were overwritten "
+                  "before the refusal\n",
+                  changed, size);
+    free(got);
+    free(fresh);
+
+    /* The buffer stays writable: the writer flag was released. */
+    harness_buffer_put(&H, id, old, size);
+    got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, old, size);
+    free(got);
+    harness_buffer_delete(&H, id);
+    free(old);
+}
+
+/* ---- ranged reads ------------------------------------------------------------ */
+
+static void expect_range(const char *path, const unsigned char *data, size_t size,
+                         const char *range, size_t first, size_t last)
+{
+    char hdr[128], cr[128], want[128], cl[64];
+    snprintf(hdr, sizeof(hdr), "Range: %s", range);
+    struct harness_resp r;
+    get_with("GET", path, hdr, &r);
+    if (r.status != 206)
+        fail_msg("%s: status %ld", range, r.status);
+    snprintf(want, sizeof(want), "bytes %zu-%zu/%zu", first, last, size);
+    assert_non_null(harness_header(&r, "Content-Range", cr, sizeof(cr)));
+    assert_string_equal(cr, want);
+    assert_non_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
+    assert_int_equal(strtoull(cl, NULL, 10), last - first + 1);
+    expect_same(r.body, r.body_len, data + first, last - first + 1);
+    harness_resp_free(&r);
+}
+
+static void test_get_ranges(void **state)
+{
+    (void)state;
+    size_t c = chunk_size(), size = 3 * c + 1000;
+    char id[33], path[128], cr[128], rg[128];
+    harness_buffer_create(&H, size, id);
+    unsigned char *data = random_bytes(700, size);
+    harness_buffer_put(&H, id, data, size);
+    buffer_path(path, sizeof(path), id, NULL);
+
+    expect_range(path, data, size, "bytes=10-19", 10, 19);
+    expect_range(path, data, size, "bytes=0-0", 0, 0);
+    expect_range(path, data, size, "bytes=-500", size - 500, size - 1);
+    expect_range(path, data, size, "bytes=-1", size - 1, size - 1);
+    snprintf(rg, sizeof(rg), "bytes=-%zu", size + 5);
+    expect_range(path, data, size, rg, 0, size - 1);
+    snprintf(rg, sizeof(rg), "bytes=%zu-", size - 10);
+    expect_range(path, data, size, rg, size - 10, size - 1);
+    snprintf(rg, sizeof(rg), "bytes=%zu-%zu", size - 10, size * 2);
+    expect_range(path, data, size, rg, size - 10, size - 1); /* clamped */
+    snprintf(rg, sizeof(rg), "bytes=%zu-%zu", c - 3, 2 * c + 3); /* across chunks */
+    expect_range(path, data, size, rg, c - 3, 2 * c + 3);
+    snprintf(rg, sizeof(rg), "bytes=%zu-%zu", c, 2 * c - 1); /* exactly one chunk */
+    expect_range(path, data, size, rg, c, 2 * c - 1);
+    snprintf(rg, sizeof(rg), "bytes=%zu-", c + 1);
+    expect_range(path, data, size, rg, c + 1, size - 1);
+
+    /* Unsatisfiable: 416 with Content-Range: bytes * / size. */
+    struct harness_resp r;
+    snprintf(rg, sizeof(rg), "Range: bytes=%zu-", size);
+    get_with("GET", path, rg, &r);
+    harness_expect_problem(&r, 416);
+    char want[64];
+    snprintf(want, sizeof(want), "bytes */%zu", size);
+    assert_non_null(harness_header(&r, "Content-Range", cr, sizeof(cr)));
+    assert_string_equal(cr, want);
+    harness_resp_free(&r);
+    get_with("GET", path, "Range: bytes=-0", &r);
+    harness_expect_problem(&r, 416);
+    harness_resp_free(&r);
+
+    /* A Range header that is not one valid byte range is ignored: 200, all. */
+    const char *ignored[] = {"Range: bytes=5-1", "Range: bytes=0-1,4-5", "Range: items=0-1",
+                             "Range: bytes=abc"};
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) {
+        get_with("GET", path, ignored[i], &r);
+        if (r.status != 200)
+            fail_msg("'%s': status %ld, expected the whole buffer", ignored[i], r.status);
+        assert_null(harness_header(&r, "Content-Range", cr, sizeof(cr)));
+        expect_same(r.body, r.body_len, data, size);
+        harness_resp_free(&r);
+    }
+    /* A full GET advertises range support. */
+    get_with("GET", path, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(harness_header(&r, "Accept-Ranges", cr, sizeof(cr)));
+    assert_string_equal(cr, "bytes");
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+    free(data);
+}
+
+static void test_head(void **state)
+{
+    (void)state;
+    char id[33], path[128], cl[64], cr[128];
+    harness_buffer_create(&H, 123457, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    struct harness_resp r;
+    get_with("HEAD", path, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.curl_rc, CURLE_OK);
+    assert_non_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
+    assert_int_equal(strtoull(cl, NULL, 10), 123457);
+    assert_int_equal(r.body_total, 0);
+    harness_resp_free(&r);
+
+    get_with("HEAD", path, "Range: bytes=100-199", &r);
+    assert_int_equal(r.status, 206);
+    assert_non_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
+    assert_int_equal(strtoull(cl, NULL, 10), 100);
+    assert_non_null(harness_header(&r, "Content-Range", cr, sizeof(cr)));
+    assert_string_equal(cr, "bytes 100-199/123457");
+    assert_int_equal(r.body_total, 0);
+    harness_resp_free(&r);
+
+    get_with("HEAD", "/v1/buffers/00000000000000000000000000000000", NULL, &r);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(r.body_total, 0);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+}
+
+/* ---- metadata, listing, deletion ------------------------------------------- */
+
+static void test_meta(void **state)
+{
+    (void)state;
+    const char *body = "{\"size\": 5000, \"alignment\": 4096, \"label\": \"weights v2\", "
+                       "\"ttl_s\": 3600}";
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", body, strlen(body), &r);
+    assert_int_equal(r.status, 201);
+    json_t *created = body_json(&r);
+    char id[33];
+    memcpy(id, json_string_value(json_object_get(created, "id")), 33);
+    harness_resp_free(&r);
+
+    char path[128];
+    buffer_path(path, sizeof(path), id, "/meta");
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    char ct[64];
+    assert_string_equal(harness_header(&r, "Content-Type", ct, sizeof(ct)), "application/json");
+    json_t *meta = body_json(&r);
+    assert_string_equal(json_string_value(json_object_get(meta, "id")), id);
+    assert_int_equal(json_integer_value(json_object_get(meta, "size")), 5000);
+    assert_int_equal(json_integer_value(json_object_get(meta, "alignment")), 4096);
+    assert_int_equal(json_integer_value(json_object_get(meta, "device")), 0);
+    assert_string_equal(json_string_value(json_object_get(meta, "label")), "weights v2");
+    assert_true(json_is_string(json_object_get(meta, "created")));
+    assert_true(json_is_string(json_object_get(meta, "expires")));
+    assert_true(json_equal(created, meta));
+    json_decref(meta);
+    json_decref(created);
+    harness_resp_free(&r);
+
+    /* Without alignment: the pool's, at least 256. */
+    char id2[33];
+    harness_buffer_create(&H, 10, id2);
+    buffer_path(path, sizeof(path), id2, "/meta");
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    meta = body_json(&r);
+    assert_true(json_integer_value(json_object_get(meta, "alignment")) >= 256);
+    assert_string_equal(json_string_value(json_object_get(meta, "label")), "");
+    assert_null(json_object_get(meta, "expires"));
+    json_decref(meta);
+    harness_resp_free(&r);
+
+    buffer_path(path, sizeof(path), "0123456789abcdef0123456789abcdef", "/meta");
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+    harness_buffer_delete(&H, id2);
+}
+
+static void test_list_pagination(void **state)
+{
+    (void)state;
+    enum { N = 25, LIMIT = 7 };
+    char ids[N][33];
+    for (int i = 0; i < N; i++)
+        harness_buffer_create(&H, 100 + (size_t)i, ids[i]);
+
+    /* Walk every page; the buffers of this test appear once each, in
+     * creation order (others may exist around them). */
+    int seen[N] = {0}, next_expected = 0, pages = 0;
+    char cursor[64] = "";
+    json_t *all_ids = json_object();
+    for (;;) {
+        char path[160];
+        if (cursor[0])
+            snprintf(path, sizeof(path), "/v1/buffers?limit=%d&cursor=%s", LIMIT, cursor);
+        else
+            snprintf(path, sizeof(path), "/v1/buffers?limit=%d", LIMIT);
+        struct harness_resp r;
+        harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+        assert_int_equal(r.status, 200);
+        json_t *doc = body_json(&r);
+        json_t *items = json_object_get(doc, "buffers");
+        assert_true(json_is_array(items));
+        assert_true(json_array_size(items) <= LIMIT);
+        size_t i;
+        json_t *item;
+        json_array_foreach(items, i, item) {
+            const char *id = json_string_value(json_object_get(item, "id"));
+            assert_non_null(id);
+            assert_null(json_object_get(all_ids, id)); /* no buffer twice */
+            json_object_set_new(all_ids, id, json_true());
+            for (int k = 0; k < N; k++) {
+                if (strcmp(ids[k], id) == 0) {
+                    assert_int_equal(k, next_expected);
+                    assert_int_equal(json_integer_value(json_object_get(item, "size")), 100 + k);
+                    seen[k]++;
+                    next_expected++;
+                }
+            }
+        }
+        pages++;
+        json_t *next = json_object_get(doc, "next_cursor");
+        if (!next) {
+            json_decref(doc);
+            harness_resp_free(&r);
+            break;
+        }
+        /* A cursor only comes with a full page. */
+        assert_int_equal(json_array_size(items), LIMIT);
+        assert_true(json_is_string(next));
+        snprintf(cursor, sizeof(cursor), "%s", json_string_value(next));
+        json_decref(doc);
+        harness_resp_free(&r);
+        assert_true(pages < 1000);
+    }
+    for (int k = 0; k < N; k++)
+        assert_int_equal(seen[k], 1);
+    assert_true(pages >= (N + LIMIT - 1) / LIMIT);
+    json_decref(all_ids);
+
+    /* Bad queries. */
+    const char *bad[] = {"/v1/buffers?limit=0", "/v1/buffers?limit=1001", "/v1/buffers?limit=x",
+                         "/v1/buffers?limit=-1", "/v1/buffers?cursor=abc"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct harness_resp r;
+        harness_simple(&H, "GET", bad[i], NULL, NULL, 0, &r);
+        harness_expect_problem(&r, 400);
+        harness_resp_free(&r);
+    }
+
+    for (int i = 0; i < N; i++)
+        harness_buffer_delete(&H, ids[i]);
+    /* Deleted buffers are no longer listed. */
+    struct harness_resp r;
+    harness_simple(&H, "GET", "/v1/buffers?limit=1000", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    for (int i = 0; i < N; i++)
+        assert_null(strstr(r.body, ids[i]));
+    harness_resp_free(&r);
+}
+
+static void test_delete(void **state)
+{
+    (void)state;
+    char id[33], path[128], meta[160];
+    size_t before = pool_in_use();
+    harness_buffer_create(&H, 300000, id);
+    assert_true(pool_in_use() > before);
+    buffer_path(path, sizeof(path), id, NULL);
+    buffer_path(meta, sizeof(meta), id, "/meta");
+    struct harness_resp r;
+    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 204);
+    assert_int_equal(r.body_total, 0);
+    harness_resp_free(&r);
+    /* The memory went back to the pool. */
+    assert_int_equal(pool_in_use(), before);
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+    harness_simple(&H, "GET", meta, NULL, NULL, 0, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+    harness_simple(&H, "PUT", path, "application/octet-stream", "x", 1, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+}
+
+/* ---- error statuses ------------------------------------------------------------ */
+
+static void expect_json_post_problem(const char *body, long status)
+{
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", body, strlen(body), &r);
+    if (r.status != status)
+        fail_msg("POST %s: status %ld, expected %ld: %.200s", body, r.status, status,
+                 r.body ? r.body : "");
+    harness_expect_problem(&r, status);
+    harness_resp_free(&r);
+}
+
+static void test_errors_json(void **state)
+{
+    (void)state;
+    expect_json_post_problem("{\"size\":", 400);            /* malformed */
+    expect_json_post_problem("{\"size\": 10,}", 400);
+    expect_json_post_problem("[10]", 400);                  /* not an object */
+    expect_json_post_problem("{\"size\": 10, \"color\": \"red\"}", 400); /* unknown field */
+    expect_json_post_problem("{\"size\": \"10\"}", 400);     /* wrong type */
+    expect_json_post_problem("{\"size\": -1}", 400);
+    expect_json_post_problem("{\"label\": \"x\"}", 400);     /* size missing */
+    expect_json_post_problem("{\"size\": 10, \"label\": 5}", 400);
+    expect_json_post_problem("{\"size\": 0}", 422);
+    expect_json_post_problem("{\"size\": 10, \"alignment\": 300}", 422);
+    expect_json_post_problem("{\"size\": 70000000000000}", 413); /* over --max-buffer-size */
+
+    /* The malformed-JSON problem says where. */
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", "{\"size\":", 8, &r);
+    json_t *doc = body_json(&r);
+    assert_non_null(strstr(json_string_value(json_object_get(doc, "type")), "malformed-json"));
+    json_decref(doc);
+    harness_resp_free(&r);
+    harness_simple(&H, "POST", "/v1/buffers", "application/json",
+                   "{\"size\": 1, \"colour\": 2}", 24, &r);
+    doc = body_json(&r);
+    assert_non_null(strstr(json_string_value(json_object_get(doc, "detail")), "colour"));
+    json_decref(doc);
+    harness_resp_free(&r);
+
+    /* A JSON body over --max-json-body: 413. */
+    size_t big = H.svc.cfg.max_json_body + 10;
+    char *json = malloc(big);
+    assert_non_null(json);
+    memset(json, ' ', big);
+    memcpy(json, "{\"size\": 1}", 11);
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", json, big, &r);
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    free(json);
+}
+
+static void test_errors_404_405(void **state)
+{
+    (void)state;
+    struct harness_resp r;
+    const char *missing[] = {"/v1/buffers/0123456789abcdef0123456789abcdef", "/v1/buffers/nope",
+                             "/v1/buffers/0123456789ABCDEF0123456789ABCDEF", "/v1/nothing",
+                             "/", "/v1/buffers/x/y/z"};
+    for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++) {
+        harness_simple(&H, "GET", missing[i], NULL, NULL, 0, &r);
+        harness_expect_problem(&r, 404);
+        harness_resp_free(&r);
+    }
+    char allow[128];
+    harness_simple(&H, "PATCH", "/v1/buffers/0123456789abcdef0123456789abcdef", NULL, NULL, 0,
+                   &r);
+    harness_expect_problem(&r, 405);
+    assert_non_null(harness_header(&r, "Allow", allow, sizeof(allow)));
+    assert_non_null(strstr(allow, "GET"));
+    assert_non_null(strstr(allow, "PUT"));
+    assert_non_null(strstr(allow, "DELETE"));
+    assert_null(strstr(allow, "PATCH"));
+    harness_resp_free(&r);
+
+    harness_simple(&H, "DELETE", "/healthz", NULL, NULL, 0, &r);
+    harness_expect_problem(&r, 405);
+    assert_non_null(harness_header(&r, "Allow", allow, sizeof(allow)));
+    assert_non_null(strstr(allow, "GET"));
+    assert_null(strstr(allow, "DELETE"));
+    harness_resp_free(&r);
+
+    harness_simple(&H, "PUT", "/v1/buffers", "application/octet-stream", "abc", 3, &r);
+    harness_expect_problem(&r, 405);
+    assert_non_null(harness_header(&r, "Allow", allow, sizeof(allow)));
+    assert_non_null(strstr(allow, "POST"));
+    harness_resp_free(&r);
+}
+
+static void test_errors_411_415(void **state)
+{
+    (void)state;
+    struct harness_resp r;
+    /* 411: creating from a body of unknown length (chunked). */
+    struct gen_ctx g = {.seed = 800, .len = 5000, .sum = HARNESS_SUM_INIT};
+    struct harness_req req = {.method = "POST", .path = "/v1/buffers", .gen = gen_body,
+                              .gen_ctx = &g, .gen_len = -1};
+    req.headers[0] = "Content-Type: application/octet-stream";
+    size_t count = H.svc.buffers.count;
+    harness_do(&H, &req, &r);
+    harness_expect_problem(&r, 411);
+    harness_resp_free(&r);
+    assert_int_equal(H.svc.buffers.count, count);
+
+    /* 415: a body of the wrong media type. */
+    harness_simple(&H, "POST", "/v1/buffers", "text/plain", "{\"size\": 1}", 11, &r);
+    harness_expect_problem(&r, 415);
+    harness_resp_free(&r);
+    harness_simple(&H, "POST", "/v1/buffers", "application/jsonx", "{\"size\": 1}", 11, &r);
+    harness_expect_problem(&r, 415);
+    harness_resp_free(&r);
+    char id[33], path[128];
+    harness_buffer_create(&H, 16, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    harness_simple(&H, "PUT", path, "application/json", "{\"a\": 1}", 8, &r);
+    harness_expect_problem(&r, 415);
+    harness_resp_free(&r);
+    harness_simple(&H, "PUT", path, "text/plain", "0123456789abcdef", 16, &r);
+    harness_expect_problem(&r, 415);
+    harness_resp_free(&r);
+    /* Media types are case-insensitive and may carry parameters. */
+    harness_simple(&H, "PUT", path, "Application/Octet-Stream; x=1", "0123456789abcdef", 16, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+}
+
+static void test_errors_507(void **state)
+{
+    (void)state;
+    struct ghd_pool_stats before, after;
+    ghd_pool_get_stats(&rt0()->pool, &before);
+    assert_true(before.limit > 0);
+    size_t count = H.svc.buffers.count;
+    char body[64];
+    int n = snprintf(body, sizeof(body), "{\"size\": %zu}", before.limit + 1);
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", body, (size_t)n, &r);
+    harness_expect_problem(&r, 507);
+    harness_resp_free(&r);
+
+    /* Creating from a body: refused before the body is sent. */
+    struct gen_ctx g = {.seed = 900, .len = before.limit + 4096, .sum = HARNESS_SUM_INIT};
+    struct harness_req req = {.method = "POST", .path = "/v1/buffers", .gen = gen_body,
+                              .gen_ctx = &g, .gen_len = (int64_t)g.len};
+    req.headers[0] = "Content-Type: application/octet-stream";
+    harness_do(&H, &req, &r);
+    harness_expect_problem(&r, 507);
+    harness_resp_free(&r);
+
+    /* Filling the pool buffer by buffer ends in 507, never in a crash, and
+     * the reservation never passes the limit. */
+    char ids[64][33];
+    int made = 0;
+    for (; made < 64; made++) {
+        n = snprintf(body, sizeof(body), "{\"size\": %zu}", (size_t)12 << 20);
+        harness_simple(&H, "POST", "/v1/buffers", "application/json", body, (size_t)n, &r);
+        if (r.status == 507) {
+            harness_expect_problem(&r, 507);
+            harness_resp_free(&r);
+            break;
+        }
+        assert_int_equal(r.status, 201);
+        json_t *doc = body_json(&r);
+        memcpy(ids[made], json_string_value(json_object_get(doc, "id")), 33);
+        json_decref(doc);
+        harness_resp_free(&r);
+    }
+    assert_true(made > 0 && made < 64);
+    ghd_pool_get_stats(&rt0()->pool, &after);
+    assert_true(after.reserved <= after.limit);
+    assert_true(after.failures >= before.failures + 3);
+    for (int i = 0; i < made; i++)
+        harness_buffer_delete(&H, ids[i]);
+    assert_int_equal(H.svc.buffers.count, count);
+    assert_int_equal(pool_in_use(), before.in_use);
+    /* And the pool serves again. */
+    char id[33];
+    harness_buffer_create(&H, (size_t)12 << 20, id);
+    harness_buffer_delete(&H, id);
+}
+
+/* ---- one writer at a time ----------------------------------------------------- */
+
+struct upload_thread {
+    const char *path;
+    struct gen_ctx *g;
+    struct harness_resp r;
+};
+
+static void *upload_main(void *p)
+{
+    struct upload_thread *u = p;
+    struct harness_req req = {.method = "PUT", .path = u->path, .gen = gen_body,
+                              .gen_ctx = u->g, .gen_len = (int64_t)u->g->len};
+    req.headers[0] = "Content-Type: application/octet-stream";
+    req.headers[1] = "Expect:"; /* send the body at once, no 100-continue round */
+    harness_do(&H, &req, &u->r);
+    return NULL;
+}
+
+static int writer_flag(const char *id)
+{
+    struct ghd_buffer *b;
+    if (ghd_buffer_find_new(&H.svc.buffers, id, NULL, &b) != 0)
+        return -1;
+    int w = atomic_load(&b->writing);
+    ghd_buffer_unref(b);
+    return w;
+}
+
+static void test_409_second_writer(void **state)
+{
+    (void)state;
+    size_t size = 4 * chunk_size();
+    char id[33], path[128];
+    harness_buffer_create(&H, size, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    struct gen_ctx g = {.seed = 1000, .len = size, .sum = HARNESS_SUM_INIT,
+                        .pause_at = chunk_size() + 100};
+    struct upload_thread u = {.path = path, .g = &g};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, upload_main, &u), 0);
+    /* Wait until the first upload holds the buffer and is stalled mid-body. */
+    for (int i = 0; i < 5000 && !(atomic_load(&g.paused) && writer_flag(id) == 1); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(atomic_load(&g.paused));
+    assert_int_equal(writer_flag(id), 1);
+
+    struct harness_resp r;
+    put_with(path, NULL, NULL, "conflict", 8, &r);
+    harness_expect_problem(&r, 409);
+    harness_resp_free(&r);
+    put_with(path, "Content-Range: bytes 0-7/*", NULL, "conflict", 8, &r);
+    harness_expect_problem(&r, 409);
+    harness_resp_free(&r);
+    /* Readers are not blocked by a writer. */
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, size);
+    harness_resp_free(&r);
+
+    atomic_store(&g.go, 1);
+    pthread_join(th, NULL);
+    if (u.r.status != 200)
+        fail_msg("the first writer got %ld (curl %d): %.200s", u.r.status, u.r.curl_rc,
+                 u.r.body ? u.r.body : "");
+    harness_resp_free(&u.r);
+    assert_int_equal(writer_flag(id), 0);
+
+    /* The first writer's bytes are all there, none of the refused ones. */
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    assert_int_equal(got_len, size);
+    assert_int_equal(harness_sum(HARNESS_SUM_INIT, got, got_len), g.sum);
+    free(got);
+    /* The next writer is welcome. */
+    put_with(path, "Content-Range: bytes 0-7/*", NULL, "accepted", 8, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+}
+
+/* ---- request ids ------------------------------------------------------------------ */
+
+static void test_request_id(void **state)
+{
+    (void)state;
+    char rid[128];
+    struct harness_resp r;
+    get_with("GET", "/healthz", "X-Request-Id: trace-42_a.b:c", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(harness_header(&r, "X-Request-Id", rid, sizeof(rid)));
+    assert_string_equal(rid, "trace-42_a.b:c");
+    harness_resp_free(&r);
+
+    /* Echoed in problems too, header and body. */
+    get_with("GET", "/v1/buffers/0123456789abcdef0123456789abcdef", "X-Request-Id: req-404",
+             &r);
+    harness_expect_problem(&r, 404);
+    assert_string_equal(harness_header(&r, "X-Request-Id", rid, sizeof(rid)), "req-404");
+    json_t *doc = body_json(&r);
+    assert_string_equal(json_string_value(json_object_get(doc, "request_id")), "req-404");
+    json_decref(doc);
+    harness_resp_free(&r);
+
+    /* Without one, each response gets its own. */
+    char first[128];
+    harness_simple(&H, "GET", "/healthz", NULL, NULL, 0, &r);
+    assert_non_null(harness_header(&r, "X-Request-Id", first, sizeof(first)));
+    assert_true(strlen(first) > 0);
+    harness_resp_free(&r);
+    harness_simple(&H, "GET", "/healthz", NULL, NULL, 0, &r);
+    assert_non_null(harness_header(&r, "X-Request-Id", rid, sizeof(rid)));
+    assert_string_not_equal(rid, first);
+    harness_resp_free(&r);
+
+    /* Ids that could forge log lines or are too long are replaced. */
+    get_with("GET", "/healthz", "X-Request-Id: bad id with spaces", &r);
+    assert_non_null(harness_header(&r, "X-Request-Id", rid, sizeof(rid)));
+    assert_string_not_equal(rid, "bad id with spaces");
+    assert_true(strlen(rid) > 0);
+    harness_resp_free(&r);
+    char hdr[128] = "X-Request-Id: ";
+    memset(hdr + strlen(hdr), 'a', 65);
+    get_with("GET", "/healthz", hdr, &r);
+    assert_non_null(harness_header(&r, "X-Request-Id", rid, sizeof(rid)));
+    assert_true(strlen(rid) > 0 && strlen(rid) <= 64);
+    harness_resp_free(&r);
+}
+
+static void test_ids(void **state)
+{
+    (void)state;
+    enum { N = 20 };
+    char ids[N][33];
+    for (int i = 0; i < N; i++) {
+        harness_buffer_create(&H, 1, ids[i]);
+        for (int k = 0; k < 32; k++)
+            if (!((ids[i][k] >= '0' && ids[i][k] <= '9') || (ids[i][k] >= 'a' && ids[i][k] <= 'f')))
+                fail_msg("id '%s' is not 32 lower-case hex digits", ids[i]);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(ids[i], ids[j]);
+    }
+    for (int i = 0; i < N; i++)
+        harness_buffer_delete(&H, ids[i]);
+}
+
+/* ---- clients that leave -------------------------------------------------------------- */
+
+static void send_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n <= 0)
+            fail_msg("send failed");
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Sends the head of an upload and `send_bytes` of a `declared`-byte body,
+ * then closes the connection (with a reset when `reset`). */
+static void abort_upload(const char *method, const char *path, size_t declared,
+                         size_t send_bytes, int reset)
+{
+    int fd = harness_connect(&H);
+    assert_true(fd >= 0);
+    char head[512];
+    int n = snprintf(head, sizeof(head),
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                     "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, declared);
+    send_all(fd, head, (size_t)n);
+    char *body = malloc(send_bytes ? send_bytes : 1);
+    assert_non_null(body);
+    harness_fill(1100, 0, body, send_bytes);
+    send_all(fd, body, send_bytes);
+    free(body);
+    /* Let the server take what was sent before the connection goes. */
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
+    if (reset) {
+        struct linger lg = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    close(fd);
+}
+
+static void expect_still_serving(void)
+{
+    struct harness_resp r;
+    harness_simple(&H, "GET", "/healthz", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+}
+
+static void test_abort_mid_upload(void **state)
+{
+    (void)state;
+    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
+    size_t size = 4 * chunk_size() + 3;
+    char id[33], path[128];
+    harness_buffer_create(&H, size, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    size_t resting = pool_in_use();
+    size_t count = H.svc.buffers.count;
+
+    /* PUT: half a body, then close; then after headers only; then a reset. */
+    abort_upload("PUT", path, size, size / 2, 0);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    abort_upload("PUT", path, size, 0, 0);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    abort_upload("PUT", path, size, chunk_size() + 1, 1);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    expect_still_serving();
+    /* The abandoned uploads released the buffer's writer flag. */
+    assert_int_equal(writer_flag(id), 0);
+    void *data = random_bytes(1101, size);
+    harness_buffer_put(&H, id, data, size);
+
+    /* POST: the half-created buffer is dropped with its memory. */
+    abort_upload("POST", "/v1/buffers", 3 * chunk_size(), chunk_size() + 7, 0);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    abort_upload("POST", "/v1/buffers", 3 * chunk_size(), 0, 1);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    assert_int_equal(H.svc.buffers.count, count);
+    expect_still_serving();
+
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, data, size);
+    free(got);
+    free(data);
+    harness_buffer_delete(&H, id);
+}
+
+struct abort_sink {
+    size_t got, stop_after;
+};
+
+static int abort_sink_fn(void *ctx, const char *data, size_t len)
+{
+    (void)data;
+    struct abort_sink *s = ctx;
+    s->got += len;
+    return s->got >= s->stop_after;
+}
+
+static void test_abort_mid_download(void **state)
+{
+    (void)state;
+    size_t size = (size_t)24 << 20;
+    char id[33], path[128];
+    harness_buffer_create(&H, size, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    struct gen_ctx g = {.seed = 1200, .len = size, .sum = HARNESS_SUM_INIT};
+    struct harness_req put = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
+                              .gen_len = (int64_t)size};
+    put.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_resp r;
+    harness_do(&H, &put, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
+    size_t resting = pool_in_use();
+
+    /* A raw client reads a little of the body, then closes with unread data
+     * (the kernel sends a reset). */
+    for (int round = 0; round < 3; round++) {
+        int fd = harness_connect(&H);
+        assert_true(fd >= 0);
+        char head[256];
+        int n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+        send_all(fd, head, (size_t)n);
+        char buf[65536];
+        size_t want = round == 0 ? 1 : (size_t)(round * 3) << 20, got = 0;
+        while (got < want) {
+            ssize_t k = recv(fd, buf, sizeof(buf), 0);
+            if (k <= 0)
+                break;
+            got += (size_t)k;
+        }
+        assert_true(got >= want);
+        close(fd);
+        assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    }
+    /* A curl client that gives up mid-body. */
+    struct abort_sink s = {.stop_after = (size_t)5 << 20};
+    struct harness_req get = {.path = path, .sink = abort_sink_fn, .sink_ctx = &s};
+    harness_do(&H, &get, &r);
+    assert_int_equal(r.curl_rc, CURLE_WRITE_ERROR);
+    harness_resp_free(&r);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    /* A ranged download that stops early. */
+    s = (struct abort_sink){.stop_after = 1 << 20};
+    get.headers[0] = "Range: bytes=1000-";
+    harness_do(&H, &get, &r);
+    assert_int_equal(r.curl_rc, CURLE_WRITE_ERROR);
+    harness_resp_free(&r);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+
+    expect_still_serving();
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    assert_int_equal(got_len, size);
+    assert_int_equal(harness_sum(HARNESS_SUM_INIT, got, got_len), g.sum);
+    free(got);
+    harness_buffer_delete(&H, id);
+}
+
+/* ---- concurrency ----------------------------------------------------------------- */
+
+struct client {
+    int index;
+    size_t size;
+    char id[33];
+    char error[256];
+};
+
+static void *client_main(void *p)
+{
+    struct client *c = p;
+    uint64_t seed = 5000 + (uint64_t)c->index;
+    void *data = malloc(c->size);
+    if (!data) {
+        snprintf(c->error, sizeof(c->error), "out of memory");
+        return NULL;
+    }
+    harness_fill(seed, 0, data, c->size);
+    struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
+                               .body_len = c->size, .has_body = 1};
+    post.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_resp r;
+    harness_do(&H, &post, &r);
+    json_t *doc = r.status == 201 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+    const char *id = doc ? json_string_value(json_object_get(doc, "id")) : NULL;
+    if (!id) {
+        snprintf(c->error, sizeof(c->error), "POST: status %ld curl %d: %.150s", r.status,
+                 r.curl_rc, r.body ? r.body : "");
+        json_decref(doc);
+        harness_resp_free(&r);
+        free(data);
+        return NULL;
+    }
+    snprintf(c->id, sizeof(c->id), "%s", id);
+    json_decref(doc);
+    harness_resp_free(&r);
+
+    char path[128];
+    buffer_path(path, sizeof(path), c->id, NULL);
+    struct harness_req get = {.path = path};
+    harness_do(&H, &get, &r);
+    if (r.status != 200 || r.body_len != c->size ||
+        harness_sum(HARNESS_SUM_INIT, r.body, r.body_len) !=
+            harness_sum(HARNESS_SUM_INIT, data, c->size))
+        snprintf(c->error, sizeof(c->error), "GET: status %ld, %zu bytes of %zu, checksum %s",
+                 r.status, r.body_len, c->size,
+                 r.body_len == c->size && memcmp(r.body, data, c->size) == 0 ? "ok" : "differs");
+    harness_resp_free(&r);
+    free(data);
+    return NULL;
+}
+
+static void test_concurrent_uploads(void **state)
+{
+    (void)state;
+    enum { N = 16 };
+    size_t resting = pool_in_use();
+    struct client c[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].index = i;
+        c[i].size = 700000 + (size_t)i * 77777; /* odd sizes, several chunks each */
+        assert_int_equal(pthread_create(&th[i], NULL, client_main, &c[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++)
+        if (c[i].error[0])
+            fail_msg("client %d: %s", i, c[i].error);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(c[i].id, c[j].id);
+    struct ghd_staging_stats ss;
+    ghd_staging_get_stats(&rt0()->staging, &ss);
+    assert_true(ss.peak_busy <= ss.chunks);
+    for (int i = 0; i < N; i++)
+        harness_buffer_delete(&H, c[i].id);
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_health, test_teardown),
+        cmocka_unit_test_teardown(test_roundtrip_sizes, test_teardown),
+        cmocka_unit_test_teardown(test_post_octet_stream_creates, test_teardown),
+        cmocka_unit_test_teardown(test_put_ranges, test_teardown),
+        cmocka_unit_test_teardown(test_put_range_across_chunks, test_teardown),
+        cmocka_unit_test_teardown(test_put_too_long_content_length, test_teardown),
+        cmocka_unit_test_teardown(test_put_too_long_chunked, test_teardown),
+        cmocka_unit_test_teardown(test_get_ranges, test_teardown),
+        cmocka_unit_test_teardown(test_head, test_teardown),
+        cmocka_unit_test_teardown(test_meta, test_teardown),
+        cmocka_unit_test_teardown(test_list_pagination, test_teardown),
+        cmocka_unit_test_teardown(test_delete, test_teardown),
+        cmocka_unit_test_teardown(test_errors_json, test_teardown),
+        cmocka_unit_test_teardown(test_errors_404_405, test_teardown),
+        cmocka_unit_test_teardown(test_errors_411_415, test_teardown),
+        cmocka_unit_test_teardown(test_errors_507, test_teardown),
+        cmocka_unit_test_teardown(test_409_second_writer, test_teardown),
+        cmocka_unit_test_teardown(test_request_id, test_teardown),
+        cmocka_unit_test_teardown(test_ids, test_teardown),
+        cmocka_unit_test_teardown(test_abort_mid_upload, test_teardown),
+        cmocka_unit_test_teardown(test_abort_mid_download, test_teardown),
+        cmocka_unit_test_teardown(test_concurrent_uploads, test_teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
