@@ -327,6 +327,10 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
     if (rc)
         return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
     t->completed = 1;
+    /* Every byte is on the device: a client that reads this reply may start
+     * the next upload at once, even before this connection is torn down. */
+    atomic_store(&t->buf->writing, 0);
+    t->writer = 0;
     ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, t->received, ghd_metrics_now() - t->started);
     if (t->created) {
         ghd_buffer_ref(t->buf);
@@ -346,7 +350,51 @@ const struct ghd_upload_ops ghd_buffer_create_upload = {create_begin, put_write,
 struct download {
     struct transfer *t;
     struct ghd_service *svc;
+    int direct;       /* large download: try DMA into the HTTP layer's buffer */
+    char *reg_buf;    /* that buffer, once page-locked */
+    size_t reg_len;
+    void *reg_base;   /* what to unlock */
 };
+
+/* Downloads at least this large copy straight into the HTTP layer's buffer. */
+#define GHD_DIRECT_DOWNLOAD_MIN ((uint64_t)32 << 20)
+
+/* Copies the next piece straight from the device into `buf`, which the HTTP
+ * layer owns and sends from: no staging ring, no memcpy. Returns the count,
+ * 0 when `buf` is not page-locked (the caller stages), or a GHD_E* code. */
+static ssize_t download_direct(struct download *d, uint64_t pos, char *buf, size_t max)
+{
+    struct transfer *t = d->t;
+    struct ghd_device *dev = &t->rt->dev;
+    if (!d->reg_buf) {
+        if (ghd_hostreg_pages(dev, buf, max, &d->reg_base) != 0) {
+            d->direct = 0;
+            return 0;
+        }
+        d->reg_buf = buf;
+        d->reg_len = max;
+    }
+    if (buf != d->reg_buf || max > d->reg_len)
+        return 0;
+    size_t n = t->length - pos < max ? (size_t)(t->length - pos) : max;
+    int rc = dev->ops->copy_d2h(dev, buf, (char *)t->buf->d_ptr + t->offset + pos, n, t->stream);
+    if (rc == 0)
+        rc = dev->ops->stream_sync(dev, t->stream);
+    if (rc)
+        return rc;
+    t->sent += n;
+    return (ssize_t)n;
+}
+
+static void download_buffers_done(void *ctx)
+{
+    struct download *d = ctx;
+    if (d->reg_base)
+        ghd_hostreg_release(&d->t->rt->dev, d->reg_base);
+    d->reg_base = NULL;
+    d->reg_buf = NULL;
+    d->direct = 0;
+}
 
 /* Queues window `w` (chunk-sized, relative to t->offset) into chunk w % 2. */
 static int fetch_window(struct transfer *t, int64_t w)
@@ -374,6 +422,11 @@ static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     struct download *d = ctx;
     struct transfer *t = d->t;
+    if (d->direct) {
+        ssize_t n = download_direct(d, pos, buf, max);
+        if (n != 0)
+            return n;
+    }
     size_t chunk = t->chunk[0]->size;
     int64_t w = (int64_t)(pos / chunk);
     int rc = fetch_window(t, w);
@@ -455,8 +508,11 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
         download_free(d);
         return rc;
     }
-    return ghd_reply_stream(rep, status, "application/octet-stream", len,
-                            d->t->chunk[0]->size < ((size_t)4 << 20) ? d->t->chunk[0]->size
-                                                                     : (size_t)4 << 20,
-                            download_read, d, download_free);
+    d->direct = req->svc->cfg.direct_copy && len >= GHD_DIRECT_DOWNLOAD_MIN;
+    rc = ghd_reply_stream(rep, status, "application/octet-stream", len,
+                          d->t->chunk[0]->size < ((size_t)4 << 20) ? d->t->chunk[0]->size
+                                                                   : (size_t)4 << 20,
+                          download_read, d, download_free);
+    rep->reader_buffers_done = download_buffers_done;
+    return rc;
 }

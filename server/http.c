@@ -37,8 +37,10 @@ enum body_state {
     BODY_DISCARD, /* a reply is decided; the rest of the body is dropped */
 };
 
-/* Per-request state, hung off MHD's req_cls and freed in on_completed. */
+/* Per-request state, hung off MHD's req_cls. A streamed response holds a
+ * second reference, since MHD may destroy it after on_completed. */
 struct http_request {
+    atomic_int refs;
     struct ghd_http *http;
     struct ghd_guard_conn *guard; /* NULL when the connection is not watched */
     struct ghd_request req;
@@ -268,6 +270,26 @@ static int parse_json_body(struct http_request *hr)
     return 0;
 }
 
+static void http_request_unref(struct http_request *hr)
+{
+    if (atomic_fetch_sub(&hr->refs, 1) != 1)
+        return;
+    json_decref(hr->req.json);
+    free(hr->json_buf);
+    ghd_reply_reset(&hr->rep);
+    free(hr);
+}
+
+/* MHD is done with a streamed response: the buffers it handed to the reader
+ * are about to be freed. */
+static void stream_done(void *cls)
+{
+    struct http_request *hr = cls;
+    if (hr->rep.reader_buffers_done)
+        hr->rep.reader_buffers_done(hr->rep.reader_ctx);
+    http_request_unref(hr);
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct http_request *hr = cls;
@@ -288,9 +310,12 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     struct ghd_reply *rep = &hr->rep;
     struct MHD_Response *resp;
     if (rep->reader || rep->stream_len) {
-        /* The reader context stays with hr and is freed in on_completed. */
+        /* The reader context stays with hr, which the response references. */
         size_t block = rep->stream_block ? rep->stream_block : (size_t)1 << 20;
-        resp = MHD_create_response_from_callback(rep->stream_len, block, stream_reader, hr, NULL);
+        resp = MHD_create_response_from_callback(rep->stream_len, block, stream_reader, hr,
+                                                 stream_done);
+        if (resp)
+            atomic_fetch_add(&hr->refs, 1);
     } else {
         resp = MHD_create_response_from_buffer(rep->body_len, rep->body, MHD_RESPMEM_MUST_FREE);
         if (resp) {
@@ -308,7 +333,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     MHD_add_response_header(resp, "X-Request-Id", hr->req.request_id);
     for (unsigned i = 0; i < rep->header_count; i++)
         MHD_add_response_header(resp, rep->header_names[i], rep->header_values[i]);
-    if ((hr->decided && hr->body != BODY_NONE) || atomic_load(&hr->http->draining))
+    /* Close after a refused body (its rest is not worth reading) or while draining. */
+    if (hr->body == BODY_DISCARD || atomic_load(&hr->http->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rep->status, resp);
     MHD_destroy_response(resp);
@@ -327,6 +353,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         hr = calloc(1, sizeof(*hr));
         if (!hr)
             return MHD_NO;
+        atomic_init(&hr->refs, 1);
         clock_gettime(CLOCK_MONOTONIC, &hr->started);
         hr->http = http;
         atomic_fetch_add(&http->in_flight, 1);
@@ -410,10 +437,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     ghd_log_access(&rec);
     ghd_metrics_request(rec.route, rec.method, rec.status, rec.duration_ms / 1e3, rec.bytes_in,
                         rec.bytes_out);
-    json_decref(hr->req.json);
-    free(hr->json_buf);
-    ghd_reply_reset(&hr->rep);
-    free(hr);
+    http_request_unref(hr);
     *req_cls = NULL;
     atomic_fetch_sub(&http->in_flight, 1); /* last: the request is wholly gone */
 }

@@ -56,6 +56,9 @@ struct ghd_reply {
     ghd_reply_reader reader;
     ghd_reply_free reader_free;
     void *reader_ctx;
+    /* Optional: the HTTP layer has let go of every buffer it passed to the
+     * reader, just before freeing them (the reader context is still alive). */
+    ghd_reply_free reader_buffers_done;
     uint64_t stream_len;
     size_t stream_block; /* preferred block size for the reader */
 };
