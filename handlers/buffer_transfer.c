@@ -115,6 +115,9 @@ static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_
 {
     const char *cr = ghd_request_header(req, "Content-Range");
     const char *off = ghd_request_query(req, "offset");
+    if (cr && off) /* one would be ignored, malformed or not */
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "give Content-Range or ?offset=, not both");
     if (cr) {
         uint64_t first, last, total;
         if (ghd_content_range_parse(cr, &first, &last, &total))
