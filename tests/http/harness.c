@@ -71,6 +71,10 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     cfg.staging_timeout_ms = opts->staging_timeout_ms ? opts->staging_timeout_ms : 5000;
     cfg.connection_memory = opts->connection_memory ? opts->connection_memory : MIB;
     cfg.connection_timeout_s = 30;
+    /* GHD_TEST_DIRECT_COPY=0 runs the suite through the staging ring only. */
+    const char *direct = getenv("GHD_TEST_DIRECT_COPY");
+    if (direct && *direct)
+        cfg.direct_copy = strcmp(direct, "0") != 0;
 
     char why[256] = "";
     int rc = ghd_service_init(&h->svc, &cfg, why, sizeof(why));
@@ -172,13 +176,23 @@ static size_t header_cb(char *data, size_t size, size_t n, void *p)
 
 void harness_do(struct harness *h, const struct harness_req *req, struct harness_resp *resp)
 {
-    memset(resp, 0, sizeof(*resp));
-    struct io io = {.req = req, .resp = resp};
     CURL *c = curl_easy_init();
     if (!c) {
+        memset(resp, 0, sizeof(*resp));
         resp->curl_rc = CURLE_FAILED_INIT;
         return;
     }
+    harness_do_on(h, c, req, resp);
+    curl_easy_cleanup(c);
+}
+
+void harness_do_on(struct harness *h, void *curl, const struct harness_req *req,
+                   struct harness_resp *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    struct io io = {.req = req, .resp = resp};
+    CURL *c = curl;
+    curl_easy_reset(c); /* keeps the connection */
     char url[1024];
     snprintf(url, sizeof(url), "%s%s", h->base, req->path);
     const char *method = req->method ? req->method : "GET";
@@ -188,7 +202,6 @@ void harness_do(struct harness *h, const struct harness_req *req, struct harness
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, req->timeout_s ? req->timeout_s : 120L);
-    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &io);
@@ -211,7 +224,7 @@ void harness_do(struct harness *h, const struct harness_req *req, struct harness
     }
     resp->curl_rc = (int)curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-    curl_easy_cleanup(c);
+    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &resp->connects);
     curl_slist_free_all(headers);
 }
 

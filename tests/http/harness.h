@@ -8,7 +8,9 @@
  *
  * The backend comes from GHD_TEST_BACKEND: "host" (the default) or "cuda".
  * With "cuda" and no usable device, harness_start prints
- * "skipped: no CUDA device" and exits 77 (ctest's skip code). */
+ * "skipped: no CUDA device" and exits 77 (ctest's skip code).
+ * GHD_TEST_DIRECT_COPY=0 turns --direct-copy off (every byte through the
+ * staging ring); GHD_TEST_LOG=debug|info|warn shows the server's log. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -79,10 +81,17 @@ struct harness_resp {
     char *body;
     size_t body_len;
     uint64_t body_total; /* bytes received, also when streamed to a sink */
+    long connects;       /* new connections this request opened */
 };
 
 /* Performs one request on a fresh connection. */
 void harness_do(struct harness *h, const struct harness_req *req, struct harness_resp *resp);
+/* The same on `curl` (a CURL * from curl_easy_init), which keeps its
+ * connection between requests: consecutive calls reuse one keep-alive
+ * connection where the server allows it. resp->connects is the number of
+ * new connections the request opened. */
+void harness_do_on(struct harness *h, void *curl, const struct harness_req *req,
+                   struct harness_resp *resp);
 void harness_resp_free(struct harness_resp *resp);
 /* The value of a response header (case-insensitive name), copied into buf
  * without surrounding whitespace; NULL when absent. */

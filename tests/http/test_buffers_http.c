@@ -186,8 +186,10 @@ static void test_roundtrip_sizes(void **state)
 {
     (void)state;
     size_t c = chunk_size();
+    /* The last one is above the size where downloads copy straight into the
+     * HTTP layer's buffer instead of through the staging ring. */
     const size_t sizes[] = {1, 2, 255, 256, 257, 4096, 65537, c - 1, c, c + 1, 2 * c,
-                            3 * c + 17, 1000003};
+                            3 * c + 17, 1000003, ((size_t)33 << 20) + 7};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         roundtrip(sizes[i], 100 + i);
 }
@@ -1172,10 +1174,19 @@ static int abort_sink_fn(void *ctx, const char *data, size_t len)
     return s->got >= s->stop_after;
 }
 
+static void abort_download_of(size_t size);
+
 static void test_abort_mid_download(void **state)
 {
     (void)state;
-    size_t size = (size_t)24 << 20;
+    /* Below and above the size where downloads skip the staging ring. */
+    const size_t sizes[] = {(size_t)6 << 20, (size_t)40 << 20};
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+        abort_download_of(sizes[si]);
+}
+
+static void abort_download_of(size_t size)
+{
     char id[33], path[128];
     harness_buffer_create(&H, size, id);
     buffer_path(path, sizeof(path), id, NULL);
@@ -1199,7 +1210,7 @@ static void test_abort_mid_download(void **state)
         int n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
         send_all(fd, head, (size_t)n);
         char buf[65536];
-        size_t want = round == 0 ? 1 : (size_t)(round * 3) << 20, got = 0;
+        size_t want = round == 0 ? 1 : size / 4 * (size_t)round, got = 0;
         while (got < want) {
             ssize_t k = recv(fd, buf, sizeof(buf), 0);
             if (k <= 0)
@@ -1211,7 +1222,7 @@ static void test_abort_mid_download(void **state)
         assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
     }
     /* A curl client that gives up mid-body. */
-    struct abort_sink s = {.stop_after = (size_t)5 << 20};
+    struct abort_sink s = {.stop_after = size / 2};
     struct harness_req get = {.path = path, .sink = abort_sink_fn, .sink_ctx = &s};
     harness_do(&H, &get, &r);
     assert_int_equal(r.curl_rc, CURLE_WRITE_ERROR);
@@ -1232,6 +1243,364 @@ static void test_abort_mid_download(void **state)
     assert_int_equal(harness_sum(HARNESS_SUM_INIT, got, got_len), g.sum);
     free(got);
     harness_buffer_delete(&H, id);
+}
+
+/* ---- connections, bodies of every shape, lifetimes ------------------------------ */
+
+static void test_keep_alive(void **state)
+{
+    (void)state;
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    struct harness_resp r;
+    const char *create = "{\"size\": 300000}";
+    struct harness_req req = {.method = "POST", .path = "/v1/buffers", .body = create,
+                              .body_len = strlen(create), .has_body = 1};
+    req.headers[0] = "Content-Type: application/json";
+    harness_do_on(&H, c, &req, &r);
+    assert_int_equal(r.status, 201);
+    assert_int_equal(r.connects, 1);
+    json_t *doc = body_json(&r);
+    char id[33], path[128];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
+    json_decref(doc);
+    harness_resp_free(&r);
+    buffer_path(path, sizeof(path), id, NULL);
+
+    /* Upload, download, HEAD, a 404 and a range, all on that one connection. */
+    void *data = random_bytes(1300, 300000);
+    req = (struct harness_req){.method = "PUT", .path = path, .body = data, .body_len = 300000,
+                               .has_body = 1};
+    req.headers[0] = "Content-Type: application/octet-stream";
+    req.headers[1] = "Expect:";
+    harness_do_on(&H, c, &req, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.connects, 0);
+    harness_resp_free(&r);
+    struct harness_req get = {.path = path};
+    harness_do_on(&H, c, &get, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.connects, 0);
+    expect_same(r.body, r.body_len, data, 300000);
+    harness_resp_free(&r);
+    struct harness_req head = {.method = "HEAD", .path = path};
+    harness_do_on(&H, c, &head, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.connects, 0);
+    harness_resp_free(&r);
+    struct harness_req missing = {.path = "/v1/buffers/ffffffffffffffffffffffffffffffff"};
+    harness_do_on(&H, c, &missing, &r);
+    harness_expect_problem(&r, 404);
+    assert_int_equal(r.connects, 0);
+    harness_resp_free(&r);
+    get.headers[0] = "Range: bytes=299990-";
+    harness_do_on(&H, c, &get, &r);
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.connects, 0);
+    expect_same(r.body, r.body_len, (char *)data + 299990, 10);
+    harness_resp_free(&r);
+
+    /* A refused body (sent in full, no 100-continue) may cost the
+     * connection; the next request on the handle still works. */
+    char *big = malloc(300001);
+    assert_non_null(big);
+    harness_fill(1301, 0, big, 300001);
+    req.body = big;
+    req.body_len = 300001;
+    harness_do_on(&H, c, &req, &r);
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    get.headers[0] = NULL;
+    harness_do_on(&H, c, &get, &r);
+    assert_int_equal(r.status, 200);
+    expect_same(r.body, r.body_len, data, 300000);
+    harness_resp_free(&r);
+    /* And after a refused chunked body too. */
+    struct gen_ctx g = {.seed = 1302, .len = 400000, .sum = HARNESS_SUM_INIT};
+    struct harness_req chunked = {.method = "PUT", .path = path, .gen = gen_body,
+                                  .gen_ctx = &g, .gen_len = -1};
+    chunked.headers[0] = "Content-Type: application/octet-stream";
+    harness_do_on(&H, c, &chunked, &r);
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    harness_do_on(&H, c, &req, &r); /* 413 again: Content-Length over the size */
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    free(big);
+    req.body = data;
+    req.body_len = 300000;
+    harness_do_on(&H, c, &req, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    harness_do_on(&H, c, &get, &r);
+    assert_int_equal(r.status, 200);
+    expect_same(r.body, r.body_len, data, 300000);
+    harness_resp_free(&r);
+    curl_easy_cleanup(c);
+    free(data);
+    harness_buffer_delete(&H, id);
+}
+
+static void test_put_body_shapes(void **state)
+{
+    (void)state;
+    size_t c = chunk_size(), size = 2 * c + 333;
+    char id[33], path[128];
+    harness_buffer_create(&H, size, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    unsigned char *expect = random_bytes(1400, size);
+    harness_buffer_put(&H, id, expect, size);
+    struct harness_resp r;
+
+    /* Chunked, exactly the buffer's size. */
+    struct gen_ctx g = {.seed = 1401, .len = size, .sum = HARNESS_SUM_INIT};
+    struct harness_req req = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
+                              .gen_len = -1};
+    req.headers[0] = "Content-Type: application/octet-stream";
+    harness_do(&H, &req, &r);
+    assert_int_equal(r.status, 200);
+    json_t *doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), size);
+    json_decref(doc);
+    harness_resp_free(&r);
+    harness_fill(1401, 0, expect, size);
+
+    /* Chunked and shorter: only the bytes sent are written. */
+    g = (struct gen_ctx){.seed = 1402, .len = c + 1, .sum = HARNESS_SUM_INIT};
+    harness_do(&H, &req, &r);
+    assert_int_equal(r.status, 200);
+    doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), c + 1);
+    json_decref(doc);
+    harness_resp_free(&r);
+    harness_fill(1402, 0, expect, c + 1);
+
+    /* Chunked with ?offset=. */
+    char opath[200];
+    snprintf(opath, sizeof(opath), "%s?offset=%zu", path, size - 1000);
+    g = (struct gen_ctx){.seed = 1403, .len = 1000, .sum = HARNESS_SUM_INIT};
+    req.path = opath;
+    harness_do(&H, &req, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    harness_fill(1403, 0, expect + size - 1000, 1000);
+
+    /* An empty body writes nothing. */
+    put_with(path, NULL, NULL, "", 0, &r);
+    assert_int_equal(r.status, 200);
+    doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), 0);
+    json_decref(doc);
+    harness_resp_free(&r);
+
+    /* No Content-Type: a PUT body is bytes. */
+    unsigned char *head = random_bytes(1404, 5000);
+    struct harness_req plain = {.method = "PUT", .path = path, .body = head, .body_len = 5000,
+                                .has_body = 1};
+    harness_do(&H, &plain, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    memcpy(expect, head, 5000);
+    free(head);
+
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, expect, size);
+    free(got);
+
+    /* POST octet-stream: an empty body makes no buffer; query options apply. */
+    size_t count = H.svc.buffers.count;
+    harness_simple(&H, "POST", "/v1/buffers", "application/octet-stream", "", 0, &r);
+    harness_expect_problem(&r, 422);
+    harness_resp_free(&r);
+    assert_int_equal(H.svc.buffers.count, count);
+    harness_simple(&H, "POST", "/v1/buffers?alignment=4096&label=aligned",
+                   "application/octet-stream", expect, 777, &r);
+    assert_int_equal(r.status, 201);
+    doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "alignment")), 4096);
+    assert_string_equal(json_string_value(json_object_get(doc, "label")), "aligned");
+    char id2[33];
+    snprintf(id2, sizeof(id2), "%s", json_string_value(json_object_get(doc, "id")));
+    json_decref(doc);
+    harness_resp_free(&r);
+    struct ghd_buffer *b;
+    assert_int_equal(ghd_buffer_find_new(&H.svc.buffers, id2, NULL, &b), 0);
+    assert_int_equal((uintptr_t)b->d_ptr % 4096, 0);
+    ghd_buffer_unref(b);
+    got = harness_buffer_get(&H, id2, &got_len);
+    expect_same(got, got_len, expect, 777);
+    free(got);
+    harness_simple(&H, "POST", "/v1/buffers?alignment=3000", "application/octet-stream", expect,
+                   777, &r);
+    harness_expect_problem(&r, 422);
+    harness_resp_free(&r);
+    assert_int_equal(H.svc.buffers.count, count + 1);
+    harness_buffer_delete(&H, id2);
+    harness_buffer_delete(&H, id);
+    free(expect);
+}
+
+/* A download that stalls after its first bytes until released. */
+struct stall_sink {
+    atomic_int started;
+    atomic_int go;
+    uint64_t sum;
+    size_t got;
+};
+
+static int stall_sink_fn(void *ctx, const char *data, size_t len)
+{
+    struct stall_sink *s = ctx;
+    if (!atomic_load(&s->go)) {
+        atomic_store(&s->started, 1);
+        while (!atomic_load(&s->go)) {
+            struct timespec ts = {0, 2 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    s->sum = harness_sum(s->sum, data, len);
+    s->got += len;
+    return 0;
+}
+
+struct download_thread {
+    const char *path;
+    struct stall_sink *sink;
+    struct harness_resp r;
+};
+
+static void *download_main(void *p)
+{
+    struct download_thread *d = p;
+    struct harness_req req = {.path = d->path, .sink = stall_sink_fn, .sink_ctx = d->sink};
+    harness_do(&H, &req, &d->r);
+    return NULL;
+}
+
+static void test_delete_during_transfer(void **state)
+{
+    (void)state;
+    size_t before = pool_in_use();
+    /* Below and above the size where downloads skip the staging ring. */
+    const size_t sizes[] = {(size_t)6 << 20, (size_t)40 << 20};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t size = sizes[i];
+        char id[33], path[128];
+        harness_buffer_create(&H, size, id);
+        buffer_path(path, sizeof(path), id, NULL);
+        struct gen_ctx g = {.seed = 1500 + i, .len = size, .sum = HARNESS_SUM_INIT};
+        struct harness_req put = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
+                                  .gen_len = (int64_t)size};
+        put.headers[0] = "Content-Type: application/octet-stream";
+        struct harness_resp r;
+        harness_do(&H, &put, &r);
+        assert_int_equal(r.status, 200);
+        harness_resp_free(&r);
+        size_t with_buffer = pool_in_use();
+        assert_true(with_buffer >= before + size);
+
+        /* DELETE while a download is under way: the download finishes with
+         * the right bytes, and the memory goes back only after it. */
+        struct stall_sink sink = {.sum = HARNESS_SUM_INIT};
+        struct download_thread d = {.path = path, .sink = &sink};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, download_main, &d), 0);
+        for (int k = 0; k < 5000 && !atomic_load(&sink.started); k++) {
+            struct timespec ts = {0, 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        assert_true(atomic_load(&sink.started));
+        harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
+        assert_int_equal(r.status, 204);
+        harness_resp_free(&r);
+        harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+        harness_expect_problem(&r, 404);
+        harness_resp_free(&r);
+        assert_int_equal(pool_in_use(), with_buffer); /* still referenced */
+        atomic_store(&sink.go, 1);
+        pthread_join(th, NULL);
+        assert_int_equal(d.r.curl_rc, CURLE_OK);
+        assert_int_equal(d.r.status, 200);
+        assert_int_equal(sink.got, size);
+        assert_int_equal(sink.sum, g.sum);
+        harness_resp_free(&d.r);
+        assert_int_equal(harness_await_idle(&H, before, 5000), 0);
+    }
+
+    /* DELETE while an upload is stalled mid-body: whatever the upload's
+     * answer, nothing leaks once it ends. */
+    size_t size = 3 * chunk_size();
+    char id[33], path[128];
+    harness_buffer_create(&H, size, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    struct gen_ctx g = {.seed = 1510, .len = size, .sum = HARNESS_SUM_INIT,
+                        .pause_at = chunk_size() + 1};
+    struct upload_thread u = {.path = path, .g = &g};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, upload_main, &u), 0);
+    for (int k = 0; k < 5000 && !(atomic_load(&g.paused) && writer_flag(id) == 1); k++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(atomic_load(&g.paused));
+    struct harness_resp r;
+    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 204);
+    harness_resp_free(&r);
+    atomic_store(&g.go, 1);
+    pthread_join(th, NULL);
+    assert_true(u.r.status == 200 || u.r.status == 404 || u.r.status == 409 ||
+                u.r.status == 410);
+    print_message("upload to a buffer deleted mid-body: %ld\n", u.r.status);
+    harness_resp_free(&u.r);
+    assert_int_equal(harness_await_idle(&H, before, 5000), 0);
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+}
+
+static void test_ttl_expiry(void **state)
+{
+    (void)state;
+    const char *body = "{\"size\": 64, \"ttl_s\": 1}";
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", body, strlen(body), &r);
+    assert_int_equal(r.status, 201);
+    json_t *doc = body_json(&r);
+    char id[33], path[128];
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
+    assert_true(json_is_string(json_object_get(doc, "expires")));
+    json_decref(doc);
+    harness_resp_free(&r);
+    buffer_path(path, sizeof(path), id, "/meta");
+    /* Gone within about two seconds (whole-second clock), from every route. */
+    long status = 200;
+    for (int i = 0; i < 400 && status == 200; i++) {
+        harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+        status = r.status;
+        harness_resp_free(&r);
+        if (status == 200) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_int_equal(status, 404);
+    buffer_path(path, sizeof(path), id, NULL);
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+    harness_simple(&H, "PUT", path, "application/octet-stream", "x", 1, &r);
+    harness_expect_problem(&r, 404);
+    harness_resp_free(&r);
+    harness_simple(&H, "GET", "/v1/buffers?limit=1000", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_null(strstr(r.body, id));
+    harness_resp_free(&r);
+    /* The server's sweep frees it (main.c runs this once a second). */
+    size_t in_use = pool_in_use();
+    assert_true(ghd_buffer_expire(&H.svc.buffers, time(NULL)) >= 1);
+    assert_true(pool_in_use() < in_use);
 }
 
 /* ---- concurrency ----------------------------------------------------------------- */
@@ -1340,6 +1709,10 @@ int main(void)
         cmocka_unit_test_teardown(test_ids, test_teardown),
         cmocka_unit_test_teardown(test_abort_mid_upload, test_teardown),
         cmocka_unit_test_teardown(test_abort_mid_download, test_teardown),
+        cmocka_unit_test_teardown(test_keep_alive, test_teardown),
+        cmocka_unit_test_teardown(test_put_body_shapes, test_teardown),
+        cmocka_unit_test_teardown(test_delete_during_transfer, test_teardown),
+        cmocka_unit_test_teardown(test_ttl_expiry, test_teardown),
         cmocka_unit_test_teardown(test_concurrent_uploads, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
