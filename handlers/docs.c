@@ -44,13 +44,15 @@ int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep)
 
 static int has_assets(const char *dir)
 {
-    char path[PATH_MAX];
-    struct stat st;
-    snprintf(path, sizeof(path), "%s/" DOCS_BUNDLE, dir);
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return 0;
-    snprintf(path, sizeof(path), "%s/" DOCS_CSS, dir);
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    static const char *const needed[] = {DOCS_BUNDLE, DOCS_CSS};
+    for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+        char path[PATH_MAX];
+        struct stat st;
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, needed[i]) >= sizeof(path) ||
+            stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            return 0;
+    }
+    return 1;
 }
 
 /* Without --docs-dir the assets are looked for beside the binary, so that

@@ -14,8 +14,10 @@ import time
 
 SKIP = 77
 
-# A small footprint: the host backend with little pool and staging memory.
-SMALL = ["--backend", "host", "--pool-initial", "0", "--pool-slab", "4M",
+# The backend the tests run on: host unless GHD_TEST_BACKEND says cuda (the
+# GPU machine); with little pool and staging memory.
+BACKEND = os.environ.get("GHD_TEST_BACKEND", "host")
+SMALL = ["--backend", BACKEND, "--pool-initial", "0", "--pool-slab", "4M",
          "--staging-chunks", "4", "--staging-chunk", "256K", "--shutdown-grace", "2"]
 
 

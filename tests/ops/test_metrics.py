@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import Server, check, fail, need_module  # noqa: E402
+from ghdtest import BACKEND, Server, check, fail, need_module  # noqa: E402
 
 parser = need_module("prometheus_client.parser", "prometheus_client")
 
@@ -103,8 +103,11 @@ def main():
         check(len(info) == 1 and info[0].value == 1, f"build_info: {info}")
         lbl = info[0].labels
         check(set(lbl) == {"version", "cuda_runtime", "backend", "device"}, f"build_info labels {lbl}")
-        check(lbl["backend"] == "host" and re.match(r"^\d+\.\d+\.\d+", lbl["version"]),
+        check(lbl["backend"] == BACKEND and re.match(r"^\d+\.\d+\.\d+", lbl["version"]),
               f"build_info labels {lbl}")
+        if BACKEND == "cuda":
+            check(re.match(r"^\d+\.\d+", lbl["cuda_runtime"]) and lbl["device"] != "none",
+                  f"build_info on CUDA: {lbl}")
         start = value(s0, "process_start_time_seconds")
         check(started - 5 <= start <= time.time() + 1,
               f"process_start_time_seconds {start} is not the start time (~{started:.0f})")
