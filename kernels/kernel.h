@@ -6,6 +6,7 @@
 
 #include "server/buffer.h"
 #include "server/device/runtime.h"
+#include "kernels/dtype.h" /* enum ghd_dtype, GHD_DT masks */
 
 /* The kernel library: a registry of named kernels, each with typed
  * parameters and one implementation per backend. The run handler uses only
@@ -13,22 +14,14 @@
  *   find a kernel -> prepare a call from JSON args (validation, buffer
  *   lookup, size checks) -> execute it on a stream -> free the call. */
 
-enum ghd_dtype {
-    GHD_DTYPE_F32,
-    GHD_DTYPE_F64,
-    GHD_DTYPE_I32,
-    GHD_DTYPE_U32,
-    GHD_DTYPE_I64,
-    GHD_DTYPE_U8,
-    GHD_DTYPE_F16,
-    GHD_DTYPE_BF16,
-    GHD_DTYPE_COUNT
-};
-
 size_t ghd_dtype_size(enum ghd_dtype t);
 const char *ghd_dtype_name(enum ghd_dtype t);
 /* 0 and *out set, or GHD_EINVAL for an unknown name. */
 int ghd_dtype_parse(const char *name, enum ghd_dtype *out);
+/* f32, f64, f16 and bf16. */
+int ghd_dtype_is_float(enum ghd_dtype t);
+/* The float types, i32 and i64. */
+int ghd_dtype_is_signed(enum ghd_dtype t);
 
 struct ghd_kernel;      /* a registry entry */
 struct ghd_kernel_call; /* a validated call holding buffer references */
@@ -60,7 +53,14 @@ int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt
                             size_t detail_len);
 /* The buffers a call holds, so a caller can check tenant or device. */
 size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out);
-/* Drops the call's buffer references. */
+/* Drops the call's buffer references. NULL is accepted. */
 void ghd_kernel_call_free(struct ghd_kernel_call *call);
+
+/* Per-device library state (the cuBLAS handle) is created on first use.
+ * ghd_kernels_warmup creates it now, so the first request does not pay for
+ * it; ghd_kernels_release drops it. Both are no-ops on the host backend.
+ * pre: for release, no kernel is running on rt's device. */
+int ghd_kernels_warmup(struct ghd_runtime *rt);
+void ghd_kernels_release(struct ghd_runtime *rt);
 
 #endif

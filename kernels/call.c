@@ -1,0 +1,484 @@
+/* Preparing and executing a kernel call. Preparation does everything a
+ * client can get wrong before any device work is queued: parameter names
+ * and JSON types, value ranges, buffer lookup, sizes (with overflow checks)
+ * and aliasing. Execution then only meets device errors. */
+#include "kernel.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/registry.h"
+#include "kernels/scalar.h"
+#include "server/error.h"
+
+struct ghd_kernel_call {
+    const struct ghd_kernel *k;
+    struct ghd_kargs args;
+    struct ghd_buffer *buf[GHD_KARG_BUFFERS]; /* by slot; borrowed from held[] */
+    uint64_t start[GHD_KARG_BUFFERS];         /* byte range used, per slot */
+    uint64_t len[GHD_KARG_BUFFERS];
+    struct ghd_buffer *held[GHD_KARG_BUFFERS]; /* the references, packed */
+    size_t nheld;
+};
+
+#define OFFSET_SUFFIX "_offset"
+
+/* The parameter a JSON member names: a signature entry, or the offset of a
+ * buffer entry ("x_offset"). */
+static const struct ghd_param *param_of(const struct ghd_kernel *k, const char *key,
+                                        int *is_offset)
+{
+    size_t klen = strlen(key), slen = strlen(OFFSET_SUFFIX);
+    *is_offset = 0;
+    for (size_t i = 0; i < k->nparams; i++) {
+        const struct ghd_param *p = &k->params[i];
+        if (strcmp(p->name, key) == 0)
+            return p;
+        if (p->kind == GHD_PK_BUFFER && klen == strlen(p->name) + slen &&
+            strncmp(key, p->name, strlen(p->name)) == 0 &&
+            strcmp(key + strlen(p->name), OFFSET_SUFFIX) == 0) {
+            *is_offset = 1;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static int check_unknown(const struct ghd_kernel *k, json_t *args, char *detail, size_t dlen)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v) {
+        int is_offset;
+        if (!param_of(k, key, &is_offset))
+            return ghd_kdetail(detail, dlen, GHD_EINVAL,
+                               "unknown parameter '%.64s' for kernel %s", key, k->name);
+    }
+    return 0;
+}
+
+/* A non-negative JSON integer. */
+static int get_count(json_t *v, const char *name, uint64_t *out, char *detail, size_t dlen)
+{
+    if (!json_is_integer(v))
+        return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a non-negative integer",
+                           name);
+    json_int_t i = json_integer_value(v);
+    if (i < 0)
+        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name,
+                           (long long)i);
+    *out = (uint64_t)i;
+    return 0;
+}
+
+static void dtype_list(unsigned mask, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < GHD_DTYPE_COUNT; t++) {
+        if (!(mask & GHD_DT(t)))
+            continue;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+                         ghd_dtype_name((enum ghd_dtype)t));
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *a,
+                        const char *kname, char *detail, size_t dlen)
+{
+    char *field = (char *)a + p->field;
+    switch (p->kind) {
+    case GHD_PK_COUNT: {
+        uint64_t c;
+        int rc = get_count(v, p->name, &c, detail, dlen);
+        if (rc)
+            return rc;
+        memcpy(field, &c, sizeof(c));
+        return 0;
+    }
+    case GHD_PK_NUMBER: {
+        if (!json_is_number(v))
+            return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a number", p->name);
+        double d = json_number_value(v);
+        memcpy(field, &d, sizeof(d));
+        return 0;
+    }
+    case GHD_PK_BOOL: {
+        if (!json_is_boolean(v))
+            return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be true or false", p->name);
+        int b = json_is_true(v);
+        memcpy(field, &b, sizeof(b));
+        return 0;
+    }
+    case GHD_PK_DTYPE: {
+        char list[128];
+        enum ghd_dtype t;
+        dtype_list(p->dtypes, list, sizeof(list));
+        if (!json_is_string(v))
+            return ghd_kdetail(detail, dlen, GHD_EINVAL,
+                               "%s must be an element type name (one of: %s)", p->name, list);
+        if (ghd_dtype_parse(json_string_value(v), &t) != 0)
+            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
+                               "%s: '%.32s' is not an element type (use one of: %s)", p->name,
+                               json_string_value(v), list);
+        if (!(p->dtypes & GHD_DT(t)))
+            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
+                               "%s %s is not supported by kernel %s (use one of: %s)", p->name,
+                               ghd_dtype_name(t), kname, list);
+        memcpy(field, &t, sizeof(t));
+        return 0;
+    }
+    case GHD_PK_BUFFER:
+        break;
+    }
+    return GHD_EINTERNAL;
+}
+
+static void set_default(const struct ghd_param *p, struct ghd_kargs *a)
+{
+    char *field = (char *)a + p->field;
+    if (p->kind == GHD_PK_NUMBER) {
+        memcpy(field, &p->def, sizeof(p->def));
+    } else if (p->kind == GHD_PK_COUNT) {
+        uint64_t c = (uint64_t)p->def;
+        memcpy(field, &c, sizeof(c));
+    } else if (p->kind == GHD_PK_BOOL) {
+        int b = p->def != 0;
+        memcpy(field, &b, sizeof(b));
+    }
+}
+
+static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
+                        ghd_buffer_resolver resolve, void *ctx)
+{
+    const struct ghd_kernel *k = call->k;
+    char *detail = c->detail;
+    size_t dlen = c->detail_len;
+    for (size_t i = 0; i < k->nparams; i++) {
+        const struct ghd_param *p = &k->params[i];
+        json_t *v = json_object_get(c->args, p->name);
+        if (p->kind != GHD_PK_BUFFER) {
+            int rc;
+            if (!v) {
+                if (p->required)
+                    return ghd_kdetail(detail, dlen, GHD_EINVAL,
+                                       "missing required parameter '%s' for kernel %s",
+                                       p->name, k->name);
+                if (p->has_default)
+                    set_default(p, &call->args);
+                continue;
+            }
+            rc = parse_scalar(p, v, &call->args, k->name, detail, dlen);
+            if (rc)
+                return rc;
+            call->args.given |= (uint64_t)1 << i;
+            continue;
+        }
+
+        char offname[96];
+        snprintf(offname, sizeof(offname), "%s" OFFSET_SUFFIX, p->name);
+        json_t *off = json_object_get(c->args, offname);
+        if (!v) {
+            if (p->required)
+                return ghd_kdetail(detail, dlen, GHD_EINVAL,
+                                   "missing required buffer parameter '%s' for kernel %s",
+                                   p->name, k->name);
+            if (off)
+                return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s given without %s", offname,
+                                   p->name);
+            continue;
+        }
+        if (!json_is_string(v))
+            return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a buffer id (a string)",
+                               p->name);
+        uint64_t offset = 0;
+        if (off) {
+            int rc = get_count(off, offname, &offset, detail, dlen);
+            if (rc)
+                return rc;
+        }
+        struct ghd_buffer *b = NULL;
+        int rc = resolve(ctx, json_string_value(v), &b);
+        if (rc)
+            return ghd_kdetail(detail, dlen, rc,
+                               rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
+                                                : "%s: buffer '%.64s' cannot be used",
+                               p->name, json_string_value(v));
+        call->held[call->nheld++] = b;
+        call->buf[p->slot] = b;
+        call->start[p->slot] = offset; /* in elements until check_extents */
+        c->present[p->slot] = 1;
+        call->args.given |= (uint64_t)1 << i;
+    }
+    return 0;
+}
+
+static enum ghd_dtype elem_type(const struct ghd_param *p, const struct ghd_kargs *a)
+{
+    switch (p->elem) {
+    case GHD_ELEM_DTYPE2:
+        return a->dtype2;
+    case GHD_ELEM_RESULT:
+        return ghd_reduce_out_dtype(a->op, a->dtype);
+    case GHD_ELEM_DTYPE:
+        break;
+    }
+    return a->dtype;
+}
+
+/* (offset + count) * size <= buffer size, without overflowing. */
+static int check_extents(struct ghd_kernel_call *call, struct ghd_kcheck *c)
+{
+    const struct ghd_kernel *k = call->k;
+    for (size_t i = 0; i < k->nparams; i++) {
+        const struct ghd_param *p = &k->params[i];
+        if (p->kind != GHD_PK_BUFFER || !c->present[p->slot])
+            continue;
+        int s = p->slot;
+        enum ghd_dtype t = elem_type(p, &call->args);
+        uint64_t es = ghd_dtype_size(t);
+        uint64_t count = p->count == GHD_COUNT_N     ? call->args.n
+                         : p->count == GHD_COUNT_ONE ? 1
+                                                     : c->count[s];
+        uint64_t offset = call->start[s], end, start_b, need;
+        if (__builtin_add_overflow(offset, count, &end) ||
+            __builtin_mul_overflow(end, es, &need) ||
+            __builtin_mul_overflow(offset, es, &start_b))
+            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
+                               "%s: offset %" PRIu64 " + %" PRIu64
+                               " elements of %s overflows",
+                               p->name, offset, count, ghd_dtype_name(t));
+        if (need > call->buf[s]->size)
+            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
+                               "%s: buffer holds %zu bytes, but offset %" PRIu64
+                               " + %" PRIu64 " elements of %s need %" PRIu64 " bytes",
+                               p->name, call->buf[s]->size, offset, count, ghd_dtype_name(t),
+                               need);
+        call->start[s] = start_b;
+        call->len[s] = need - start_b;
+    }
+    return 0;
+}
+
+static int written(const struct ghd_param *p)
+{
+    return p->role == GHD_ROLE_OUT || p->role == GHD_ROLE_INOUT;
+}
+
+/* A written range may not overlap another range of the call, except as an
+ * exact alias the signature allows (in place), or anywhere for kernels with
+ * memmove semantics. */
+static int check_aliasing(struct ghd_kernel_call *call, struct ghd_kcheck *c)
+{
+    const struct ghd_kernel *k = call->k;
+    if (k->flags & GHD_KF_OVERLAP_OK)
+        return 0;
+    for (size_t i = 0; i < k->nparams; i++) {
+        const struct ghd_param *p = &k->params[i];
+        if (p->kind != GHD_PK_BUFFER || !c->present[p->slot])
+            continue;
+        for (size_t j = i + 1; j < k->nparams; j++) {
+            const struct ghd_param *q = &k->params[j];
+            if (q->kind != GHD_PK_BUFFER || !c->present[q->slot])
+                continue;
+            if (!written(p) && !written(q))
+                continue;
+            int s = p->slot, t = q->slot;
+            uintptr_t a0 = (uintptr_t)call->buf[s]->d_ptr + call->start[s];
+            uintptr_t b0 = (uintptr_t)call->buf[t]->d_ptr + call->start[t];
+            uint64_t alen = call->len[s], blen = call->len[t];
+            if (alen == 0 || blen == 0 || a0 + alen <= b0 || b0 + blen <= a0)
+                continue;
+            int exact = a0 == b0 && alen == blen;
+            if (exact && ((p->alias_ok & GHD_SLOT(t)) || (q->alias_ok & GHD_SLOT(s))))
+                continue;
+            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
+                               "%s overlaps %s%s", q->name, p->name,
+                               (p->alias_ok & GHD_SLOT(t)) || (q->alias_ok & GHD_SLOT(s))
+                                   ? " (in place is allowed only as the exact same range)"
+                                   : " (they must not share memory)");
+        }
+    }
+    return 0;
+}
+
+int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
+                                ghd_buffer_resolver resolve, void *resolve_ctx,
+                                struct ghd_kernel_call **out, char *detail, size_t detail_len)
+{
+    int rc;
+    *out = NULL;
+    if (detail && detail_len)
+        detail[0] = '\0';
+    if (!json_is_object(args))
+        return ghd_kdetail(detail, detail_len, GHD_EINVAL, "args must be a JSON object");
+    struct ghd_kernel_call *call = calloc(1, sizeof(*call));
+    if (!call)
+        return GHD_ENOHOSTMEM;
+    call->k = k;
+    call->args.op = k->op;
+    struct ghd_kcheck c = {.k = k, .args = args, .a = &call->args, .detail = detail,
+                           .detail_len = detail_len};
+
+    rc = check_unknown(k, args, detail, detail_len);
+    if (rc)
+        goto out;
+    rc = parse_params(call, &c, resolve, resolve_ctx);
+    if (rc)
+        goto out;
+    if (k->check) {
+        rc = k->check(&c);
+        if (rc)
+            goto out;
+    }
+    rc = check_extents(call, &c);
+    if (rc)
+        goto out;
+    rc = check_aliasing(call, &c);
+    if (rc)
+        goto out;
+    for (int s = 0; s < GHD_KARG_BUFFERS; s++)
+        if (call->buf[s])
+            call->args.p[s] = (char *)call->buf[s]->d_ptr + call->start[s];
+out:
+    if (rc)
+        ghd_kernel_call_free(call);
+    else
+        *out = call;
+    return rc;
+}
+
+static json_t *real_or_null(double d, json_t *result)
+{
+    if (isfinite(d))
+        return json_real(d);
+    json_object_set_new(result, "nonfinite",
+                        json_string(isnan(d) ? "nan" : d > 0 ? "inf" : "-inf"));
+    return json_null();
+}
+
+/* The reduction's "value", from the accumulator (scalar.h): float sums are
+ * reported from the f64 accumulator, so "value" can be more precise than
+ * what the "out" buffer holds for f32. */
+static json_t *reduce_value(const struct ghd_kargs *a, uint64_t acc, json_t *result)
+{
+    enum ghd_dtype t = a->dtype;
+    int is_float = t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
+    if (ghd_reduce_is_sum(a->op)) {
+        if (a->op == GHD_KOP_MEAN) {
+            double sum = is_float ? ghd_f64_from_bits(acc)
+                         : ghd_dtype_is_signed(t) ? (double)ghd_i64_wrap(acc)
+                                                  : (double)acc;
+            return real_or_null(sum / (double)a->n, result);
+        }
+        if (is_float)
+            return real_or_null(ghd_f64_from_bits(acc), result);
+        return json_integer((json_int_t)ghd_i64_wrap(acc));
+    }
+    switch (t) {
+    case GHD_DTYPE_F32:
+        return real_or_null(ghd_f32_from_bits((uint32_t)acc), result);
+    case GHD_DTYPE_F64:
+        return real_or_null(ghd_f64_from_bits(acc), result);
+    case GHD_DTYPE_I32:
+        return json_integer(ghd_i32_wrap((uint32_t)acc));
+    case GHD_DTYPE_I64:
+        return json_integer(ghd_i64_wrap(acc));
+    case GHD_DTYPE_U32:
+        return json_integer((json_int_t)(uint32_t)acc);
+    case GHD_DTYPE_U8:
+        return json_integer((json_int_t)(uint8_t)acc);
+    default:
+        return json_null();
+    }
+}
+
+static void add_result(const struct ghd_kernel_call *call, const struct ghd_kexec *x,
+                       json_t *result)
+{
+    const struct ghd_kargs *a = &call->args;
+    if (!result)
+        return;
+    if (ghd_kernel_param_bit(call->k, "n"))
+        json_object_set_new(result, "n", json_integer((json_int_t)a->n));
+    if (ghd_kernel_param_bit(call->k, "m"))
+        json_object_set_new(result, "m", json_integer((json_int_t)a->m));
+    if (ghd_kernel_param_bit(call->k, "k"))
+        json_object_set_new(result, "k", json_integer((json_int_t)a->k));
+    if (x->has_acc) {
+        json_object_set_new(result, "value", reduce_value(a, x->acc, result));
+        json_object_set_new(result, "value_dtype",
+                            json_string(ghd_dtype_name(ghd_reduce_out_dtype(a->op, a->dtype))));
+    }
+}
+
+int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
+                            struct ghd_stream *stream, json_t *result, char *detail,
+                            size_t detail_len)
+{
+    const struct ghd_kernel *k = call->k;
+    ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
+    if (detail && detail_len)
+        detail[0] = '\0';
+    if (!fn)
+        return ghd_kdetail(detail, detail_len, GHD_ENOTSUP,
+                           "kernel %s has no %s implementation in this build", k->name,
+                           ghd_backend_name(rt->dev.kind));
+    for (size_t i = 0; i < call->nheld; i++)
+        if (call->held[i]->rt && call->held[i]->rt != rt)
+            return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+                               "buffer %s lives on another device", call->held[i]->id);
+
+    struct ghd_kexec x = {.rt = rt, .dev = &rt->dev, .stream = stream, .args = &call->args};
+    int rc = fn(&x);
+    /* Always wait: work queued before a failure may still use the scratch. */
+    int sync_rc = rt->dev.ops->stream_sync(&rt->dev, stream);
+    for (unsigned i = 0; i < x.nscratch; i++)
+        ghd_pool_free(&rt->pool, x.scratch[i]);
+    if (!rc)
+        rc = sync_rc;
+    if (rc == GHD_EDEVICE)
+        return ghd_kdetail(detail, detail_len, rc, "kernel %s: %s", k->name,
+                           rt->dev.last_error);
+    if (rc == GHD_ENOMEM)
+        return ghd_kdetail(detail, detail_len, rc,
+                           "kernel %s: no device memory for its scratch space", k->name);
+    if (rc)
+        return ghd_kdetail(detail, detail_len, rc, "kernel %s failed: %s", k->name,
+                           ghd_strerror(rc));
+    add_result(call, &x, result);
+    return 0;
+}
+
+size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out)
+{
+    *out = (struct ghd_buffer **)call->held;
+    return call->nheld;
+}
+
+void ghd_kernel_call_free(struct ghd_kernel_call *call)
+{
+    if (!call)
+        return;
+    for (size_t i = 0; i < call->nheld; i++)
+        ghd_buffer_unref(call->held[i]);
+    free(call);
+}
+
+int ghd_kexec_scratch(struct ghd_kexec *x, size_t size, void **d_ptr)
+{
+    struct ghd_pool_block *b;
+    if (x->nscratch >= GHD_KEXEC_SCRATCH)
+        return GHD_EINTERNAL;
+    int rc = ghd_pool_alloc(&x->rt->pool, size ? size : 1, 0, &b);
+    if (rc)
+        return rc;
+    x->scratch[x->nscratch++] = b;
+    *d_ptr = ghd_pool_block_ptr(b);
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* Host reference: reductions, into the accumulator scalar.h defines. Float
+ * sums add in f64, one element after another. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/impls.h"
+#include "kernels/scalar.h"
+#include "server/error.h"
+
+/* One element as f64 (float types) or as a 64-bit two's complement integer. */
+static double get_f(enum ghd_dtype t, const void *p, uint64_t i)
+{
+    return t == GHD_DTYPE_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static uint64_t get_u(enum ghd_dtype t, const void *p, uint64_t i)
+{
+    switch (t) {
+    case GHD_DTYPE_I32:
+        return (uint64_t)(int64_t)((const int32_t *)p)[i];
+    case GHD_DTYPE_U32:
+        return ((const uint32_t *)p)[i];
+    case GHD_DTYPE_I64:
+        return (uint64_t)((const int64_t *)p)[i];
+    default:
+        return ((const uint8_t *)p)[i];
+    }
+}
+
+static uint64_t sum_like(const struct ghd_kargs *a, int is_float)
+{
+    const void *xs = a->p[GHD_S_X], *ys = a->p[GHD_S_Y];
+    int dot = a->op == GHD_KOP_DOT;
+    if (is_float) {
+        double acc = 0;
+        for (uint64_t i = 0; i < a->n; i++)
+            acc += dot ? get_f(a->dtype, xs, i) * get_f(a->dtype, ys, i)
+                       : get_f(a->dtype, xs, i);
+        return ghd_f64_bits(acc);
+    }
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < a->n; i++)
+        acc += dot ? get_u(a->dtype, xs, i) * get_u(a->dtype, ys, i) : get_u(a->dtype, xs, i);
+    return acc;
+}
+
+static uint64_t min_max(const struct ghd_kargs *a, int is_float)
+{
+    const void *xs = a->p[GHD_S_X];
+    int is_min = a->op == GHD_KOP_RMIN;
+    if (a->dtype == GHD_DTYPE_F32) {
+        float r = NAN;
+        for (uint64_t i = 0; i < a->n; i++)
+            r = is_min ? fminf(r, ((const float *)xs)[i]) : fmaxf(r, ((const float *)xs)[i]);
+        return ghd_f32_bits(r);
+    }
+    if (is_float) {
+        double r = NAN;
+        for (uint64_t i = 0; i < a->n; i++)
+            r = is_min ? fmin(r, ((const double *)xs)[i]) : fmax(r, ((const double *)xs)[i]);
+        return ghd_f64_bits(r);
+    }
+    /* integers: compare as signed or unsigned 64-bit values */
+    int is_signed = a->dtype == GHD_DTYPE_I32 || a->dtype == GHD_DTYPE_I64;
+    uint64_t r = get_u(a->dtype, xs, 0);
+    for (uint64_t i = 1; i < a->n; i++) {
+        uint64_t v = get_u(a->dtype, xs, i);
+        int less = is_signed ? ghd_i64_wrap(v) < ghd_i64_wrap(r) : v < r;
+        int greater = is_signed ? ghd_i64_wrap(v) > ghd_i64_wrap(r) : v > r;
+        if (is_min ? less : greater)
+            r = v;
+    }
+    /* keep only the type's own bytes, as the device does */
+    size_t es = ghd_dtype_size(a->dtype);
+    return es == 8 ? r : r & (((uint64_t)1 << (8 * es)) - 1);
+}
+
+int ghd_host_reduce(struct ghd_kexec *x)
+{
+    const struct ghd_kargs *a = x->args;
+    int is_float = a->dtype == GHD_DTYPE_F32 || a->dtype == GHD_DTYPE_F64;
+    if (!ghd_reduce_is_sum(a->op) && a->n == 0)
+        return GHD_EINTERNAL; /* refused at prepare */
+    x->acc = ghd_reduce_is_sum(a->op) ? sum_like(a, is_float) : min_max(a, is_float);
+    x->has_acc = 1;
+    if (a->p[GHD_S_OUT])
+        ghd_reduce_store(a->op, a->dtype, x->acc, a->n, a->p[GHD_S_OUT]);
+    return 0;
+}

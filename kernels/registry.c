@@ -1,0 +1,72 @@
+/* The registry: every kernel family's table, looked up by name. The tables
+ * live with their check hooks in defs_*.c; this file only gathers them. */
+#include "kernel.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/registry.h"
+#include "server/error.h"
+
+static const struct {
+    const struct ghd_kernel *defs;
+    const size_t *count;
+} families[] = {
+    {ghd_kdefs_blas1, &ghd_kdefs_blas1_count},   {ghd_kdefs_ewise, &ghd_kdefs_ewise_count},
+    {ghd_kdefs_reduce, &ghd_kdefs_reduce_count}, {ghd_kdefs_order, &ghd_kdefs_order_count},
+    {ghd_kdefs_gemm, &ghd_kdefs_gemm_count},
+};
+
+size_t ghd_kernel_count(void)
+{
+    size_t n = 0;
+    for (size_t f = 0; f < GHD_COUNT_OF(families); f++)
+        n += *families[f].count;
+    return n;
+}
+
+const struct ghd_kernel *ghd_kernel_at(size_t i)
+{
+    for (size_t f = 0; f < GHD_COUNT_OF(families); f++) {
+        if (i < *families[f].count)
+            return &families[f].defs[i];
+        i -= *families[f].count;
+    }
+    return NULL;
+}
+
+const struct ghd_kernel *ghd_kernel_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t f = 0; f < GHD_COUNT_OF(families); f++)
+        for (size_t i = 0; i < *families[f].count; i++)
+            if (strcmp(families[f].defs[i].name, name) == 0)
+                return &families[f].defs[i];
+    return NULL;
+}
+
+const char *ghd_kernel_name(const struct ghd_kernel *k)
+{
+    return k->name;
+}
+
+uint64_t ghd_kernel_param_bit(const struct ghd_kernel *k, const char *name)
+{
+    for (size_t i = 0; i < k->nparams; i++)
+        if (strcmp(k->params[i].name, name) == 0)
+            return (uint64_t)1 << i;
+    return 0;
+}
+
+int ghd_kdetail(char *detail, size_t len, int code, const char *fmt, ...)
+{
+    if (detail && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(detail, len, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}

@@ -1,0 +1,361 @@
+#ifndef GHD_KERNELS_SCALAR_H
+#define GHD_KERNELS_SCALAR_H
+
+/* Scalar rules shared by the host reference (C) and the CUDA kernels
+ * (C++): conversions between element types, the integer corner cases of
+ * the arithmetic kernels, and how a reduction's accumulator becomes its
+ * result. Both backends call these same functions, so they agree bit for
+ * bit wherever the arithmetic itself is exact.
+ *
+ * Conversions (the "cast" kernel, gemm's f16/bf16, fill values):
+ *   float -> float   round to nearest even; f64 -> f16/bf16 goes through
+ *                    f32 (rounds twice).
+ *   float -> integer truncates toward zero and saturates at the target's
+ *                    range; NaN becomes 0.
+ *   integer -> float round to nearest even.
+ *   integer -> integer keeps the low bits (two's complement wrap).
+ * Integer arithmetic wraps modulo 2^bits; x / 0 is 0 and INT_MIN / -1 is
+ * INT_MIN. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/dtype.h"
+#include "kernels/kernel_impl.h"
+
+#ifdef __CUDACC__
+#define GHD_HD static __host__ __device__ __forceinline__
+#else
+#define GHD_HD static inline
+#endif
+
+GHD_HD uint32_t ghd_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+GHD_HD float ghd_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+GHD_HD uint64_t ghd_f64_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+GHD_HD double ghd_f64_from_bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+/* IEEE binary16 -> binary32, exact. */
+GHD_HD float ghd_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (man << 13); /* inf, NaN (payload kept) */
+    } else if (exp != 0) {
+        u = sign | ((exp + 112u) << 23) | (man << 13);
+    } else if (man == 0) {
+        u = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            e++;
+            man <<= 1;
+        } while ((man & 0x400u) == 0);
+        u = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+    return ghd_f32_from_bits(u);
+}
+
+/* binary32 -> binary16, round to nearest even (as __float2half_rn). */
+GHD_HD uint16_t ghd_f32_to_f16(float f)
+{
+    uint32_t u = ghd_f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN: quiet, keep the top of the payload */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x1ffu));
+    if (a >= 0x477ff000u) /* rounds to >= 65520: infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x38800000u) { /* normal half */
+        uint32_t r = a - 0x38000000u; /* rebias 127 -> 15 */
+        uint32_t h = r >> 13;
+        uint32_t rest = r & 0x1fffu;
+        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    if (a < 0x33000000u) /* below half the smallest subnormal: zero */
+        return sign;
+    /* subnormal half: value = man * 2^-24 */
+    uint32_t exp = a >> 23;
+    uint32_t man = (a & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - exp; /* 14..24 */
+    uint32_t h = man >> shift;
+    uint32_t rest = man & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1u);
+    if (rest > half || (rest == half && (h & 1u)))
+        h++;
+    return (uint16_t)(sign | h);
+}
+
+GHD_HD float ghd_bf16_to_f32(uint16_t b)
+{
+    return ghd_f32_from_bits((uint32_t)b << 16);
+}
+
+/* binary32 -> bfloat16, round to nearest even (as __float2bfloat16_rn). */
+GHD_HD uint16_t ghd_f32_to_bf16(float f)
+{
+    uint32_t u = ghd_f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* Saturating, truncating float -> integer conversions; NaN -> 0. */
+GHD_HD int32_t ghd_sat_i32(double v)
+{
+    if (!(v == v))
+        return 0;
+    if (v <= -2147483648.0)
+        return INT32_MIN;
+    if (v >= 2147483647.0)
+        return INT32_MAX;
+    return (int32_t)v;
+}
+
+GHD_HD uint32_t ghd_sat_u32(double v)
+{
+    if (!(v > 0.0)) /* NaN and everything <= 0 */
+        return 0;
+    if (v >= 4294967295.0)
+        return UINT32_MAX;
+    return (uint32_t)v;
+}
+
+GHD_HD int64_t ghd_sat_i64(double v)
+{
+    if (!(v == v))
+        return 0;
+    if (v <= -9223372036854775808.0)
+        return INT64_MIN;
+    if (v >= 9223372036854775808.0)
+        return INT64_MAX;
+    return (int64_t)v;
+}
+
+GHD_HD uint8_t ghd_sat_u8(double v)
+{
+    if (!(v > 0.0))
+        return 0;
+    if (v >= 255.0)
+        return 255;
+    return (uint8_t)v;
+}
+
+/* Integer corner cases; the arithmetic runs on unsigned types so that it
+ * wraps instead of overflowing. */
+GHD_HD int32_t ghd_i32_wrap(uint32_t u)
+{
+    int32_t v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+GHD_HD int64_t ghd_i64_wrap(uint64_t u)
+{
+    int64_t v;
+    memcpy(&v, &u, 8);
+    return v;
+}
+
+GHD_HD int32_t ghd_div_i32(int32_t a, int32_t b)
+{
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return ghd_i32_wrap(0u - (uint32_t)a);
+    return a / b;
+}
+
+GHD_HD int64_t ghd_div_i64(int64_t a, int64_t b)
+{
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return ghd_i64_wrap(0u - (uint64_t)a);
+    return a / b;
+}
+
+/* Converts one element of type st at src to type dt at dst, by the rules at
+ * the top of this file. With constant types the switches fold away. */
+GHD_HD void ghd_cast_elem(enum ghd_dtype st, const void *src, enum ghd_dtype dt, void *dst)
+{
+    int64_t iv = 0; /* integer sources, sign- or zero-extended */
+    double fv = 0;  /* float sources, exactly */
+    int is_int = 1;
+    switch (st) {
+    case GHD_DTYPE_F32: {
+        float f;
+        memcpy(&f, src, 4);
+        fv = f;
+        is_int = 0;
+        break;
+    }
+    case GHD_DTYPE_F64:
+        memcpy(&fv, src, 8);
+        is_int = 0;
+        break;
+    case GHD_DTYPE_F16:
+    case GHD_DTYPE_BF16: {
+        uint16_t h;
+        memcpy(&h, src, 2);
+        fv = st == GHD_DTYPE_F16 ? ghd_f16_to_f32(h) : ghd_bf16_to_f32(h);
+        is_int = 0;
+        break;
+    }
+    case GHD_DTYPE_I32: {
+        int32_t v;
+        memcpy(&v, src, 4);
+        iv = v;
+        break;
+    }
+    case GHD_DTYPE_U32: {
+        uint32_t v;
+        memcpy(&v, src, 4);
+        iv = v;
+        break;
+    }
+    case GHD_DTYPE_I64:
+        memcpy(&iv, src, 8);
+        break;
+    default: {
+        uint8_t v;
+        memcpy(&v, src, 1);
+        iv = v;
+        break;
+    }
+    }
+    switch (dt) {
+    case GHD_DTYPE_F32: {
+        float f = is_int ? (float)iv : (float)fv;
+        memcpy(dst, &f, 4);
+        break;
+    }
+    case GHD_DTYPE_F64: {
+        double d = is_int ? (double)iv : fv;
+        memcpy(dst, &d, 8);
+        break;
+    }
+    case GHD_DTYPE_F16:
+    case GHD_DTYPE_BF16: {
+        float f = is_int ? (float)iv : (float)fv;
+        uint16_t h = dt == GHD_DTYPE_F16 ? ghd_f32_to_f16(f) : ghd_f32_to_bf16(f);
+        memcpy(dst, &h, 2);
+        break;
+    }
+    case GHD_DTYPE_I32: {
+        int32_t v = is_int ? ghd_i32_wrap((uint32_t)(uint64_t)iv) : ghd_sat_i32(fv);
+        memcpy(dst, &v, 4);
+        break;
+    }
+    case GHD_DTYPE_U32: {
+        uint32_t v = is_int ? (uint32_t)(uint64_t)iv : ghd_sat_u32(fv);
+        memcpy(dst, &v, 4);
+        break;
+    }
+    case GHD_DTYPE_I64: {
+        int64_t v = is_int ? iv : ghd_sat_i64(fv);
+        memcpy(dst, &v, 8);
+        break;
+    }
+    default: {
+        uint8_t v = is_int ? (uint8_t)(uint64_t)iv : ghd_sat_u8(fv);
+        memcpy(dst, &v, 1);
+        break;
+    }
+    }
+}
+
+/* Reductions. The accumulator (struct ghd_kexec.acc) holds:
+ *   sum, mean, dot: f64 bits for float inputs (f32 accumulates in f64),
+ *                   the 64-bit two's complement sum for integer inputs
+ *                   (wraps modulo 2^64);
+ *   min, max:       the result in the input type, zero-extended bits. */
+GHD_HD int ghd_reduce_is_sum(int op)
+{
+    return op == GHD_KOP_SUM || op == GHD_KOP_MEAN || op == GHD_KOP_DOT;
+}
+
+/* The element type a reduction writes to its "out" buffer. */
+GHD_HD enum ghd_dtype ghd_reduce_out_dtype(int op, enum ghd_dtype t)
+{
+    int is_float = t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
+    if (op == GHD_KOP_RMIN || op == GHD_KOP_RMAX)
+        return t;
+    if (op == GHD_KOP_MEAN)
+        return t == GHD_DTYPE_F32 ? GHD_DTYPE_F32 : GHD_DTYPE_F64;
+    return is_float ? t : GHD_DTYPE_I64;
+}
+
+/* Writes the reduction's result, in ghd_reduce_out_dtype, to `out`.
+ * pre: n > 0 for mean. */
+GHD_HD void ghd_reduce_store(int op, enum ghd_dtype t, uint64_t acc, uint64_t n, void *out)
+{
+    int is_float = t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
+    int is_signed = t == GHD_DTYPE_I32 || t == GHD_DTYPE_I64;
+    enum ghd_dtype ot = ghd_reduce_out_dtype(op, t);
+    if (op == GHD_KOP_MEAN) {
+        double sum = is_float ? ghd_f64_from_bits(acc)
+                              : (is_signed ? (double)ghd_i64_wrap(acc) : (double)acc);
+        double mean = sum / (double)n;
+        if (ot == GHD_DTYPE_F32) {
+            float f = (float)mean;
+            memcpy(out, &f, 4);
+        } else {
+            memcpy(out, &mean, 8);
+        }
+        return;
+    }
+    if (ghd_reduce_is_sum(op) && t == GHD_DTYPE_F32) {
+        float f = (float)ghd_f64_from_bits(acc);
+        memcpy(out, &f, 4);
+        return;
+    }
+    /* f64 sums, integer sums (i64) and min/max: the accumulator's low bytes */
+    switch (ot) {
+    case GHD_DTYPE_U8: {
+        uint8_t v = (uint8_t)acc;
+        memcpy(out, &v, 1);
+        break;
+    }
+    case GHD_DTYPE_F32:
+    case GHD_DTYPE_I32:
+    case GHD_DTYPE_U32: {
+        uint32_t v = (uint32_t)acc;
+        memcpy(out, &v, 4);
+        break;
+    }
+    default:
+        memcpy(out, &acc, 8);
+        break;
+    }
+}
+
+#endif

@@ -1,0 +1,159 @@
+#ifndef GHD_TESTS_UNIT_TEST_KERNELS_UTIL_H
+#define GHD_TESTS_UNIT_TEST_KERNELS_UTIL_H
+
+/* Helpers for the kernel library tests: a host runtime, buffers made by
+ * hand from its pool (so the tests need nothing of the buffer table), a
+ * resolver over them, and a random source. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernel.h"
+#include "server/error.h"
+
+#define TK_MAX_BUFFERS 16
+
+struct tk {
+    struct ghd_runtime rt;
+    struct ghd_stream *stream;
+    struct ghd_buffer *bufs[TK_MAX_BUFFERS];
+    unsigned nbufs;
+    uint64_t rng;
+    char detail[512];
+};
+
+static inline int tk_init(struct tk *t, enum ghd_backend_kind kind)
+{
+    struct ghd_runtime_config cfg = {
+        .backend = kind,
+        .pool = {.alignment = 256, .slab_size = (size_t)64 << 20, .limit = 0, .initial = 0},
+        .staging_chunk = 1 << 16,
+        .staging_chunks = 2,
+    };
+    memset(t, 0, sizeof(*t));
+    t->rng = 0x9e3779b97f4a7c15ull;
+    int rc = ghd_runtime_init(&t->rt, &cfg);
+    if (rc)
+        return rc;
+    return ghd_runtime_stream_acquire(&t->rt, &t->stream);
+}
+
+/* A buffer of `size` bytes; the test holds one reference until tk_destroy. */
+static inline struct ghd_buffer *tk_buf(struct tk *t, size_t size)
+{
+    if (t->nbufs == TK_MAX_BUFFERS)
+        return NULL;
+    struct ghd_buffer *b = calloc(1, sizeof(*b));
+    if (!b || ghd_pool_alloc(&t->rt.pool, size ? size : 1, 0, &b->block) != 0) {
+        free(b);
+        return NULL;
+    }
+    snprintf(b->id, sizeof(b->id), "%032x", t->nbufs + 1);
+    b->d_ptr = ghd_pool_block_ptr(b->block);
+    b->size = size;
+    b->rt = &t->rt;
+    atomic_init(&b->refs, 1);
+    t->bufs[t->nbufs++] = b;
+    return b;
+}
+
+static inline int tk_resolve(void *ctx, const char *id, struct ghd_buffer **out)
+{
+    struct tk *t = ctx;
+    for (unsigned i = 0; i < t->nbufs; i++) {
+        if (strcmp(t->bufs[i]->id, id) == 0) {
+            ghd_buffer_ref(t->bufs[i]);
+            *out = t->bufs[i];
+            return 0;
+        }
+    }
+    return GHD_ENOENT;
+}
+
+/* Every buffer is back to the test's one reference. */
+static inline int tk_refs_clean(struct tk *t)
+{
+    for (unsigned i = 0; i < t->nbufs; i++)
+        if (atomic_load(&t->bufs[i]->refs) != 1)
+            return 0;
+    return 1;
+}
+
+static inline void tk_free_bufs(struct tk *t)
+{
+    for (unsigned i = 0; i < t->nbufs; i++) {
+        ghd_pool_free(&t->rt.pool, t->bufs[i]->block);
+        free(t->bufs[i]);
+    }
+    t->nbufs = 0;
+}
+
+static inline void tk_destroy(struct tk *t)
+{
+    tk_free_bufs(t);
+    ghd_runtime_stream_release(&t->rt, t->stream);
+    ghd_kernels_release(&t->rt);
+    ghd_runtime_destroy(&t->rt);
+}
+
+/* Prepares and executes kernel `name` with `args` (stolen). The result
+ * object, when wanted, is a new reference. */
+static inline int tk_run(struct tk *t, const char *name, json_t *args, json_t **result)
+{
+    const struct ghd_kernel *k = ghd_kernel_find(name);
+    struct ghd_kernel_call *call = NULL;
+    json_t *res = json_object();
+    int rc = k ? 0 : GHD_ENOENT;
+    t->detail[0] = '\0';
+    if (!rc)
+        rc = ghd_kernel_call_prepare_new(k, args, tk_resolve, t, &call, t->detail,
+                                         sizeof(t->detail));
+    if (!rc)
+        rc = ghd_kernel_call_execute(call, &t->rt, t->stream, res, t->detail, sizeof(t->detail));
+    ghd_kernel_call_free(call);
+    json_decref(args);
+    if (result && !rc)
+        *result = res;
+    else
+        json_decref(res);
+    return rc;
+}
+
+static inline uint64_t tk_next(struct tk *t)
+{
+    uint64_t x = t->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return t->rng = x;
+}
+
+/* Uniform in [lo, hi). */
+static inline double tk_uniform(struct tk *t, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(tk_next(t) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Host copies in and out of a buffer's device memory (any backend). */
+static inline void tk_upload(struct tk *t, struct ghd_buffer *b, const void *src, size_t n)
+{
+    t->rt.dev.ops->copy_h2d(&t->rt.dev, b->d_ptr, src, n, t->stream);
+    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream);
+}
+
+static inline void tk_download(struct tk *t, struct ghd_buffer *b, void *dst, size_t n)
+{
+    t->rt.dev.ops->copy_d2h(&t->rt.dev, dst, b->d_ptr, n, t->stream);
+    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream);
+}
+
+/* Fills the buffer with 0xFF bytes (NaN for floats, -1 for integers). */
+static inline void tk_poison(struct tk *t, struct ghd_buffer *b)
+{
+    t->rt.dev.ops->memset(&t->rt.dev, b->d_ptr, 0xff, b->size, t->stream);
+    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream);
+}
+
+#endif
