@@ -1,0 +1,88 @@
+/* libFuzzer: token lines, token lists and Authorization headers
+ * (server/auth.c). A parsed entry must use only the allowed alphabets and
+ * lengths and must authenticate as itself, and only as itself. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/auth.h"
+#include "server/error.h"
+
+#define CHECK(c)                                                                \
+    do {                                                                        \
+        if (!(c)) {                                                             \
+            fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);  \
+            abort();                                                            \
+        }                                                                       \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int token_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           strchr("-._~+/=", c) != NULL;
+}
+
+static int tenant_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           strchr("-._", c) != NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char tok[GHD_TOKEN_MAX + 1], ten[GHD_TENANT_MAX + 1];
+    const char *why = NULL;
+    int rc = ghd_auth_parse_line((const char *)data, size, tok, ten, &why);
+    CHECK(rc == 0 || rc == 1 || rc == GHD_EINVAL);
+    if (rc == GHD_EINVAL)
+        CHECK(why != NULL);
+    if (rc == 1) {
+        size_t nt = strlen(tok), nn = strlen(ten);
+        CHECK(nt >= 1 && nt <= GHD_TOKEN_MAX && nn >= 1 && nn <= GHD_TENANT_MAX);
+        for (size_t i = 0; i < nt; i++)
+            CHECK(token_char(tok[i]) && tok[i] != '\0');
+        for (size_t i = 0; i < nn; i++)
+            CHECK(tenant_char(ten[i]));
+        /* The entry authenticates as itself... */
+        char list[GHD_TOKEN_MAX + GHD_TENANT_MAX + 2];
+        snprintf(list, sizeof(list), "%s:%s", tok, ten);
+        struct ghd_auth *a;
+        char err[256];
+        CHECK(ghd_auth_new(NULL, list, NULL, &a, err, sizeof(err)) == 0);
+        char header[GHD_TOKEN_MAX + 16], got[GHD_TENANT_MAX + 1];
+        snprintf(header, sizeof(header), "Bearer %s", tok);
+        CHECK(ghd_auth_check(a, header, got) == 0);
+        CHECK(strcmp(got, ten) == 0);
+        /* ...and a one-character change does not. */
+        header[7] = header[7] == 'x' ? 'y' : 'x';
+        CHECK(ghd_auth_check(a, header, got) == GHD_EUNAUTH || strcmp(header + 7, tok) == 0);
+        ghd_auth_free(a);
+    }
+
+    /* The same bytes as a GHD_TOKENS list and as an Authorization header. */
+    char *s = malloc(size + 1);
+    memcpy(s, data, size);
+    s[size] = '\0';
+    struct ghd_auth *a = NULL;
+    char err[256] = "";
+    rc = ghd_auth_new(NULL, s, NULL, &a, err, sizeof(err));
+    CHECK(rc == 0 || rc == GHD_EINVAL || rc == GHD_ENOHOSTMEM);
+    if (rc == 0) {
+        char got[GHD_TENANT_MAX + 1];
+        rc = ghd_auth_check(a, s, got);
+        CHECK(rc == 0 || rc == GHD_EUNAUTH);
+        ghd_auth_free(a);
+    }
+    const char *t;
+    size_t n;
+    if (ghd_auth_bearer(s, &t, &n) == 0) {
+        CHECK(n >= 1 && n <= GHD_TOKEN_MAX && t >= s && t + n <= s + strlen(s));
+        for (size_t i = 0; i < n; i++)
+            CHECK(token_char(t[i]));
+    }
+    free(s);
+    return 0;
+}
