@@ -29,6 +29,7 @@ struct transfer {
     uint64_t flushed;  /* upload: bytes handed to the device */
     size_t fill;       /* upload: bytes waiting in chunk[cur] */
     int cur;
+    int nchunks;   /* staging chunks held: 1, or 2 to overlap copies and the network */
     int writer;    /* holds the buffer's single-writer flag */
     int created;   /* POST with a body: the buffer is new and dropped on failure */
     int completed; /* the handler replied with success */
@@ -57,22 +58,31 @@ static int transfer_new(struct ghd_request *req, struct ghd_reply *rep, struct g
     return 0;
 }
 
-/* Takes both staging chunks, replying 503 with Retry-After when the ring
- * stays busy for --staging-timeout-ms. */
-static int transfer_take_chunks(struct transfer *t, struct ghd_request *req,
-                                struct ghd_reply *rep)
+/* Takes one staging chunk, replying 503 with Retry-After when the ring stays
+ * busy for --staging-timeout-ms. A second chunk, which lets a copy overlap the
+ * network, is taken later and only if one is free (take_second_chunk). */
+static int transfer_take_chunk(struct transfer *t, struct ghd_request *req,
+                               struct ghd_reply *rep)
 {
     unsigned timeout = req->svc->cfg.staging_timeout_ms;
-    for (int i = 0; i < 2; i++) {
-        int rc = ghd_staging_acquire(&t->rt->staging, timeout, &t->chunk[i]);
-        if (rc) {
-            ghd_reply_header(rep, "Retry-After", "1");
-            return ghd_reply_problem(rep, req, rc,
-                                     "all %u staging chunks stayed busy for %u ms; retry later",
-                                     t->rt->staging.stats.chunks, timeout);
-        }
+    int rc = ghd_staging_acquire(&t->rt->staging, timeout, &t->chunk[0]);
+    if (rc) {
+        ghd_reply_header(rep, "Retry-After", "1");
+        return ghd_reply_problem(rep, req, rc,
+                                 "all %u staging chunks stayed busy for %u ms; retry later",
+                                 t->rt->staging.stats.chunks, timeout);
     }
+    t->nchunks = 1;
     return 0;
+}
+
+/* Double-buffers a transfer longer than one chunk when a chunk is free now;
+ * without one it goes on with a single chunk, just without the overlap. */
+static void take_second_chunk(struct transfer *t)
+{
+    if (t->nchunks == 1 && t->length > t->chunk[0]->size &&
+        ghd_staging_acquire(&t->rt->staging, 0, &t->chunk[1]) == 0)
+        t->nchunks = 2;
 }
 
 /* Waits for the device work of this transfer, then gives everything back. */
@@ -182,7 +192,7 @@ static int upload_start(struct ghd_request *req, struct ghd_reply *rep, struct g
         return rc;
     if (created)
         t->length = b->size;
-    return transfer_take_chunks(t, req, rep);
+    return transfer_take_chunk(t, req, rep);
 }
 
 static int put_begin(struct ghd_request *req, struct ghd_reply *rep)
@@ -257,7 +267,8 @@ static int flush_chunk(struct transfer *t)
     c->pending = 1;
     t->flushed += t->fill;
     t->fill = 0;
-    t->cur ^= 1;
+    take_second_chunk(t);
+    t->cur = (t->cur + 1) % t->nchunks;
     return chunk_ready(t, t->chunk[t->cur]);
 }
 
@@ -288,7 +299,7 @@ static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char 
                                  (unsigned long long)t->length);
     t->received += len;
     if (req->svc->cfg.direct_copy && len >= GHD_DIRECT_COPY_MIN &&
-        ghd_hostreg_thread_covers(&t->rt->dev, data, len, req->svc->cfg.connection_memory)) {
+        ghd_hostreg_thread_covers(&t->rt->dev, data, len)) {
         int rc = copy_direct(t, data, len);
         if (rc)
             return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
@@ -399,14 +410,21 @@ static void download_buffers_done(void *ctx)
     d->direct = 0;
 }
 
-/* Queues window `w` (chunk-sized, relative to t->offset) into chunk w % 2. */
+/* Queues window `w` (chunk-sized, relative to t->offset) into chunk
+ * w % nchunks. */
 static int fetch_window(struct transfer *t, int64_t w)
 {
     if ((uint64_t)w * t->chunk[0]->size >= t->length)
         return 0;
-    struct ghd_staging_chunk *c = t->chunk[w & 1];
-    if (t->window[w & 1] == w)
+    int slot = (int)(w % t->nchunks);
+    struct ghd_staging_chunk *c = t->chunk[slot];
+    if (t->window[slot] == w)
         return 0;
+    if (c->pending) { /* the slot still holds an earlier window in flight */
+        int rc = chunk_ready(t, c);
+        if (rc)
+            return rc;
+    }
     struct ghd_device *dev = &t->rt->dev;
     uint64_t start = (uint64_t)w * c->size;
     size_t n = t->length - start < c->size ? (size_t)(t->length - start) : c->size;
@@ -417,7 +435,7 @@ static int fetch_window(struct transfer *t, int64_t w)
     if (rc)
         return rc;
     c->pending = 1;
-    t->window[w & 1] = w;
+    t->window[slot] = w;
     return 0;
 }
 
@@ -432,11 +450,13 @@ static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
     }
     size_t chunk = t->chunk[0]->size;
     int64_t w = (int64_t)(pos / chunk);
+    take_second_chunk(t);
     int rc = fetch_window(t, w);
-    if (rc == 0) /* prefetch the next window while this one is sent */
+    if (rc == 0 && t->nchunks == 2) /* prefetch the next window while this one is sent */
         rc = fetch_window(t, w + 1);
+    struct ghd_staging_chunk *c = t->chunk[w % t->nchunks];
     if (rc == 0)
-        rc = chunk_ready(t, t->chunk[w & 1]);
+        rc = chunk_ready(t, c);
     if (rc)
         return rc;
     size_t in_chunk = (size_t)(pos % chunk);
@@ -445,7 +465,7 @@ static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
         avail = (size_t)(t->length - pos);
     if (avail > max)
         avail = max;
-    memcpy(buf, (char *)t->chunk[w & 1]->h_ptr + in_chunk, avail);
+    memcpy(buf, (char *)c->h_ptr + in_chunk, avail);
     t->sent += avail;
     return (ssize_t)avail;
 }
@@ -506,7 +526,7 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     }
     d->t->offset = first;
     d->t->length = len;
-    rc = transfer_take_chunks(d->t, req, rep);
+    rc = transfer_take_chunk(d->t, req, rep);
     if (rc) {
         download_free(d);
         return rc;

@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -48,30 +47,17 @@ static uintptr_t page_size(void)
     return ps;
 }
 
-/* The end of the writable mapping that holds `addr`, or 0. */
-static uintptr_t mapping_end(uintptr_t addr)
+static uintptr_t page_down(uintptr_t a)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f)
-        return 0;
-    char line[512];
-    uintptr_t end = 0;
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        char perms[5];
-        if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3)
-            continue;
-        if (addr >= lo && addr < hi) {
-            if (perms[0] == 'r' && perms[1] == 'w')
-                end = hi;
-            break;
-        }
-    }
-    fclose(f);
-    return end;
+    return a & ~(page_size() - 1);
 }
 
-int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n, size_t span)
+static uintptr_t page_up(uintptr_t a)
+{
+    return (a + page_size() - 1) & ~(page_size() - 1);
+}
+
+int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n)
 {
     pthread_once(&regions_once, regions_key_make);
     struct thread_regions *tr = pthread_getspecific(regions_key);
@@ -83,34 +69,40 @@ int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n, s
         }
     }
     uintptr_t a = (uintptr_t)p, b = a + n;
+    struct region *grow = NULL;
     for (unsigned i = 0; i < tr->count; i++) {
         struct region *r = &tr->r[i];
-        if (r->dev == dev && a >= r->base && b <= r->end)
+        if (r->dev != dev)
+            continue;
+        if (a >= r->base && b <= r->end)
             return r->locked;
+        if (r->locked && a <= r->end && b >= r->base)
+            grow = r; /* a longer piece of the same read buffer */
     }
-    if (tr->count == THREAD_REGIONS)
-        return 0;
-    struct region *r = &tr->r[tr->count];
-    r->dev = dev;
-    r->base = a & ~(page_size() - 1);
-    uintptr_t map_end = mapping_end(a);
-    r->end = r->base + span;
-    if (r->end > map_end)
-        r->end = map_end;
-    if (r->end < b) { /* not one mapping: remember the page range as unusable */
-        r->end = (b + page_size() - 1) & ~(page_size() - 1);
-        r->locked = 0;
+    /* Lock exactly the pages this buffer has shown so far: a wider guess
+     * could overlap a neighbouring connection's buffer, whose lock would
+     * then fail. A piece reaching past the locked pages re-locks the union. */
+    struct region *r = grow;
+    if (r) {
+        dev->ops->host_unregister(dev, (void *)r->base);
+        a = a < r->base ? a : r->base;
+        b = b > r->end ? b : r->end;
+    } else if (tr->count < THREAD_REGIONS) {
+        r = &tr->r[tr->count++];
+        r->dev = dev;
     } else {
-        r->locked = dev->ops->host_register(dev, (void *)r->base, r->end - r->base) == 0;
+        return 0;
     }
-    tr->count++;
+    r->base = page_down(a);
+    r->end = page_up(b);
+    r->locked = dev->ops->host_register(dev, (void *)r->base, r->end - r->base) == 0;
     return r->locked;
 }
 
 int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base)
 {
-    uintptr_t a = (uintptr_t)p & ~(page_size() - 1);
-    uintptr_t b = ((uintptr_t)p + n + page_size() - 1) & ~(page_size() - 1);
+    uintptr_t a = page_down((uintptr_t)p);
+    uintptr_t b = page_up((uintptr_t)p + n);
     int rc = dev->ops->host_register(dev, (void *)a, b - a);
     if (rc == 0)
         *base = (void *)a;

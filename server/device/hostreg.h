@@ -13,11 +13,11 @@
  * back to the staging ring; nothing here is required for correctness. */
 
 /* Whether [p, p+n) lies in memory this thread has page-locked for `dev`. On
- * first sight it locks `span` bytes from p's page, clipped to p's mapping, and
- * keeps them locked until the thread exits (one connection per thread: the
- * read buffer sits at the same place for the connection's life).
- * Returns 1 when a direct copy is possible, else 0. */
-int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n, size_t span);
+ * first sight it locks the pages of [p, p+n), growing an overlapping locked
+ * range to the union, and keeps them locked until the thread exits (one
+ * connection per thread: the read buffer stays put for the connection's
+ * life). Returns 1 when a direct copy is possible, else 0. */
+int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n);
 
 /* Page-locks exactly the pages holding [p, p+n); *base is what to hand to
  * ghd_hostreg_release. Returns 0 or a negative GHD_E* code. */
