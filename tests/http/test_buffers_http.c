@@ -393,8 +393,9 @@ static size_t gen_body(void *p, uint64_t pos, char *buf, size_t max)
         return 0;
     if (g->pause_at && pos >= g->pause_at && !atomic_load(&g->go)) {
         atomic_store(&g->paused, 1);
-        while (!atomic_load(&g->go)) {
-            struct timespec ts = {0, 2 * 1000000L};
+        /* Bounded, so that a failed test does not leave this thread stuck. */
+        for (int i = 0; i < 10000 && !atomic_load(&g->go); i++) {
+            struct timespec ts = {0, 1000000L};
             nanosleep(&ts, NULL);
         }
     }
@@ -960,9 +961,15 @@ static void test_409_second_writer(void **state)
     char id[33], path[128];
     harness_buffer_create(&H, size, id);
     buffer_path(path, sizeof(path), id, NULL);
-    struct gen_ctx g = {.seed = 1000, .len = size, .sum = HARNESS_SUM_INIT,
-                        .pause_at = chunk_size() + 100};
-    struct upload_thread u = {.path = path, .g = &g};
+    /* Static: the upload thread must never see a stale stack frame, even
+     * when an assertion below ends this test early. */
+    static struct gen_ctx g;
+    static struct upload_thread u;
+    static char path_s[128];
+    memcpy(path_s, path, sizeof(path_s));
+    g = (struct gen_ctx){.seed = 1000, .len = size, .sum = HARNESS_SUM_INIT,
+                         .pause_at = chunk_size() + 100};
+    u = (struct upload_thread){.path = path_s, .g = &g};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, upload_main, &u), 0);
     /* Wait until the first upload holds the buffer and is stalled mid-body. */
@@ -1454,10 +1461,11 @@ static int stall_sink_fn(void *ctx, const char *data, size_t len)
     struct stall_sink *s = ctx;
     if (!atomic_load(&s->go)) {
         atomic_store(&s->started, 1);
-        while (!atomic_load(&s->go)) {
-            struct timespec ts = {0, 2 * 1000000L};
+        for (int i = 0; i < 10000 && !atomic_load(&s->go); i++) {
+            struct timespec ts = {0, 1000000L};
             nanosleep(&ts, NULL);
         }
+        atomic_store(&s->go, 1);
     }
     s->sum = harness_sum(s->sum, data, len);
     s->got += len;
@@ -1502,8 +1510,12 @@ static void test_delete_during_transfer(void **state)
 
         /* DELETE while a download is under way: the download finishes with
          * the right bytes, and the memory goes back only after it. */
-        struct stall_sink sink = {.sum = HARNESS_SUM_INIT};
-        struct download_thread d = {.path = path, .sink = &sink};
+        static struct stall_sink sink;
+        static struct download_thread d;
+        static char path_s[128];
+        memcpy(path_s, path, sizeof(path_s));
+        sink = (struct stall_sink){.sum = HARNESS_SUM_INIT};
+        d = (struct download_thread){.path = path_s, .sink = &sink};
         pthread_t th;
         assert_int_equal(pthread_create(&th, NULL, download_main, &d), 0);
         for (int k = 0; k < 5000 && !atomic_load(&sink.started); k++) {
@@ -1534,9 +1546,13 @@ static void test_delete_during_transfer(void **state)
     char id[33], path[128];
     harness_buffer_create(&H, size, id);
     buffer_path(path, sizeof(path), id, NULL);
-    struct gen_ctx g = {.seed = 1510, .len = size, .sum = HARNESS_SUM_INIT,
-                        .pause_at = chunk_size() + 1};
-    struct upload_thread u = {.path = path, .g = &g};
+    static struct gen_ctx g;
+    static struct upload_thread u;
+    static char path_s[128];
+    memcpy(path_s, path, sizeof(path_s));
+    g = (struct gen_ctx){.seed = 1510, .len = size, .sum = HARNESS_SUM_INIT,
+                         .pause_at = chunk_size() + 1};
+    u = (struct upload_thread){.path = path_s, .g = &g};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, upload_main, &u), 0);
     for (int k = 0; k < 5000 && !(atomic_load(&g.paused) && writer_flag(id) == 1); k++) {
