@@ -10,7 +10,7 @@ want_tests=0
 
 build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev)
 test_pkgs=(libcmocka-dev libcurl4-openssl-dev curl python3 python3-pip python3-yaml
-  shellcheck chromium clang libclang-rt-14-dev gnutls-bin valgrind)
+  shellcheck chromium docker-compose clang libclang-rt-14-dev gnutls-bin valgrind)
 
 missing=()
 pkgs=("${build_pkgs[@]}")
@@ -29,14 +29,19 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 if [ "$want_tests" = 1 ]; then
-  py_pkgs=(prometheus_client openapi-spec-validator schemathesis swagger-ui-bundle)
+  pip_install() {
+    python3 -m pip install -q "$@" 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages "$@"
+  }
+  py_pkgs=(prometheus_client openapi-spec-validator schemathesis)
   py_missing=()
   for p in "${py_pkgs[@]}"; do
     python3 -m pip show -q "$p" >/dev/null 2>&1 || py_missing+=("$p")
   done
   if [ "${#py_missing[@]}" -gt 0 ]; then
     echo "install-deps: pip installing ${py_missing[*]}"
-    python3 -m pip install -q "${py_missing[@]}" 2>/dev/null ||
-      python3 -m pip install -q --break-system-packages "${py_missing[@]}"
+    pip_install "${py_missing[@]}"
   fi
+  # Swagger UI 5 (OpenAPI 3.1) assets for /docs; Flask itself is not needed.
+  python3 -m pip show -q flask-swagger-ui >/dev/null 2>&1 || pip_install --no-deps flask-swagger-ui
 fi
