@@ -46,6 +46,8 @@ struct small_result {
     size_t count;
     double t_start;
     double t_end;
+    bool failed;
+    char err[320]; /* why, when failed */
 };
 
 /* The server's CPU time and peak RSS over the timed part, read from /proc. */

@@ -48,15 +48,17 @@ static int small_run(struct worker *w, enum small_test test)
     r->t_start = lg_now_s();
     double deadline = r->t_start + opt->duration_s;
     double t = r->t_start;
+    int rc = 0;
     while (r->count < opt->requests && t < deadline) {
         double t0 = t;
-        if (SMALL_OPS[test](w) != 0)
-            return -1;
+        rc = SMALL_OPS[test](w);
         t = lg_now_s();
+        if (rc != 0)
+            break;
         r->latency_ns[r->count++] = (uint64_t)((t - t0) * 1e9);
     }
     r->t_end = t;
-    return 0;
+    return rc;
 }
 
 static int small_prepare(struct worker *w)
@@ -76,11 +78,12 @@ static int small_prepare(struct worker *w)
     return 0;
 }
 
-/* Deletes the PUT test's buffer even after a failure. */
+/* Deletes the PUT test's buffer even after a failure. A buffer left behind does not
+ * change the measurement, so it is a warning, not a failed test. */
 static void small_cleanup(struct worker *w)
 {
     if (w->small_id[0] != '\0' && lg_delete_buffer(w, w->small_id) != 0)
-        w->failed = true;
+        fprintf(stderr, "loadgen: warning: %s\n", w->err);
 }
 
 void *lg_small_main(void *arg)
@@ -91,8 +94,12 @@ void *lg_small_main(void *arg)
     for (int test = 0; test < SMALL_COUNT; test++) {
         if (!(opt->small_tests & (1u << test)))
             continue;
-        if (!w->failed && small_run(w, (enum small_test)test) != 0)
-            w->failed = true;
+        /* A failed test stops on this connection; the next test still runs. */
+        struct small_result *r = &w->small[test];
+        if (!w->failed && small_run(w, (enum small_test)test) != 0) {
+            r->failed = true;
+            snprintf(r->err, sizeof r->err, "%s", w->err);
+        }
         pthread_barrier_wait(&w->shared->barrier);
     }
     small_cleanup(w);
@@ -115,9 +122,27 @@ static double percentile_us(const uint64_t *sorted, size_t n, double p)
     return (double)sorted[i] / 1e3;
 }
 
-static int report_small_test(const struct options *opt, const struct worker *w,
-                             enum small_test test, bool ok, const char *err)
+/* Why a test failed: the first connection whose setup or whose run of it failed. */
+static const char *small_failure(const struct options *opt, const struct worker *w,
+                                 enum small_test test)
 {
+    for (unsigned i = 0; i < opt->conns; i++) {
+        if (w[i].failed) /* its setup failed: no test ran on it */
+            return w[i].err;
+        if (w[i].small[test].failed)
+            return w[i].small[test].err;
+    }
+    return NULL;
+}
+
+/* Prints one test's line; returns whether it passed. */
+static bool report_small_test(const struct options *opt, const struct worker *w,
+                              enum small_test test)
+{
+    const char *why = small_failure(opt, w, test);
+    char err[400] = "";
+    if (why)
+        lg_json_escape(err, sizeof err, why);
     size_t total = 0;
     double t0 = 1e300, t1 = 0;
     for (unsigned i = 0; i < opt->conns; i++) {
@@ -127,7 +152,7 @@ static int report_small_test(const struct options *opt, const struct worker *w,
     }
     uint64_t *all = malloc((total ? total : 1) * sizeof *all);
     if (!all)
-        return 1;
+        return false;
     size_t k = 0;
     for (unsigned i = 0; i < opt->conns; i++)
         for (size_t j = 0; j < w[i].small[test].count; j++)
@@ -141,23 +166,20 @@ static int report_small_test(const struct options *opt, const struct worker *w,
                "\"conns\":%u,\"requests\":%zu,\"seconds\":%.6f,\"rps\":%.1f,\"p50_us\":%.1f,"
                "\"p99_us\":%.1f,\"status\":\"%s\",\"error\":\"%s\"}\n",
                opt->label, SMALL_NAMES[test], opt->conns, total, secs, rps, p50, p99,
-               ok ? "ok" : "FAILED", err);
+               why ? "FAILED" : "ok", err);
     else
-        printf("%-16s %3u conns: %8zu ops in %.3f s: %10.1f ops/s  p50 %8.1f us  p99 %8.1f us%s\n",
-               SMALL_NAMES[test], opt->conns, total, secs, rps, p50, p99, ok ? "" : "  FAILED");
-    return 0;
+        printf(
+            "%-16s %3u conns: %8zu ops in %.3f s: %10.1f ops/s  p50 %8.1f us  p99 %8.1f us%s%s\n",
+            SMALL_NAMES[test], opt->conns, total, secs, rps, p50, p99, why ? "  FAILED: " : "",
+            why ? why : "");
+    return why == NULL;
 }
 
 int lg_report_small(const struct options *opt, const struct worker *w)
 {
-    const struct worker *bad = lg_first_failure(w, opt->conns);
-    char err[400] = "";
-    if (bad)
-        lg_json_escape(err, sizeof err, bad->err);
+    bool ok = true;
     for (int test = 0; test < SMALL_COUNT; test++)
         if (opt->small_tests & (1u << test))
-            report_small_test(opt, w, (enum small_test)test, bad == NULL, err);
-    if (bad && !opt->json)
-        printf("FAILED: %s\n", bad->err);
-    return bad ? 1 : 0;
+            ok = report_small_test(opt, w, (enum small_test)test) && ok;
+    return ok ? 0 : 1;
 }

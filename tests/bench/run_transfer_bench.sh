@@ -8,7 +8,8 @@
 # connection count, gpuhttpd (loadgen upload and download at each connection count, with
 # the server's CPU time per GB and peak RSS over the timed part; then small requests),
 # and mhd_static (libmicrohttpd alone, same daemon flags: healthz, body-discarding
-# uploads and static downloads). Raw results go to OUT_DIR/results.jsonl, the table
+# uploads and static downloads; healthz again with libmicrohttpd's default 32 KiB
+# connection memory). Raw results go to OUT_DIR/results.jsonl, the table
 # to OUT_DIR/report.md and stdout. Exits 1 when any run failed or moved wrong bytes.
 #
 # Environment (defaults in brackets):
@@ -183,6 +184,16 @@ measure_http_layer() {
         done
     done
     stop_server
+    # libmicrohttpd's own default connection memory (32 KiB), for what a large
+    # connection memory costs each small request.
+    start_server mhd_static_32k "$tools/mhd_static" --memory-limit 32K \
+        ${mhd_args[@]+"${mhd_args[@]}"}
+    for c in "${small_conns_list[@]}"; do
+        log "mhd_static --memory-limit 32K healthz, $c connections"
+        loadgen --mode small --tests healthz --conns "$c" --requests "$small_requests" \
+            --duration "$small_seconds" --label mhd_static_32k
+    done
+    stop_server
 }
 
 # matches LINE KEY=VALUE...: whether a result line holds all the given members.
@@ -282,6 +293,21 @@ table_small_row() {
         "$ceiling" "$(ratio "$rps" "$http")" "$(ratio "$rps" "$http")"
 }
 
+# small_ceiling_rows: mhd_static's healthz rates, as configured and with 32 KiB.
+small_ceiling_rows() {
+    local c label line
+    for label in mhd_static mhd_static_32k; do
+        for c in "${small_conns_list[@]}"; do
+            line=$(find_line mode=small label="$label" test=healthz conns="$c")
+            if [[ -n $line ]]; then
+                printf '| ceiling: %s healthz (p50 %s us, p99 %s us) | %s | %s req/s | | | | | - | |\n' \
+                    "$label" "$(fmt "$(json_get "$line" p50_us)" 0)" \
+                    "$(fmt "$(json_get "$line" p99_us)" 0)" "$c" "$(fmt "$(json_get "$line" rps)" 0)"
+            fi
+        done
+    done
+}
+
 # ceiling_row NAME CONNS GBPS [CPU_S_PER_GB]
 ceiling_row() {
     printf '| ceiling: %s | %s | %s GB/s | | | | | %s | |\n' "$1" "$2" "$(fmt "$3" 2)" \
@@ -346,6 +372,7 @@ print_table() {
         done
     done
     table_ceiling_rows
+    small_ceiling_rows
 }
 
 measure_ceilings
