@@ -1,0 +1,127 @@
+/* Staging contention: a ring of only a few chunks and many more concurrent
+ * transfers than it can serve at once. Each transfer needs two chunks for a
+ * short while; served one after another they all fit well within the
+ * staging timeout, so every one of them must succeed (none may starve into
+ * a 503 because the others each hold half of what they need). */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+static struct harness H;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    struct harness_opts opts = {
+        .staging_chunk = 64 << 10,
+        .staging_chunks = 4,
+        .staging_timeout_ms = 3000,
+    };
+    harness_start(&H, &opts);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    harness_stop(&H);
+    return 0;
+}
+
+struct client {
+    int index;
+    int rounds;
+    char error[256];
+    long statuses[8];
+};
+
+static void *client_main(void *p)
+{
+    struct client *c = p;
+    size_t size = 300000 + (size_t)c->index * 1013;
+    char *data = malloc(size);
+    if (!data)
+        return NULL;
+    for (int round = 0; round < c->rounds && !c->error[0]; round++) {
+        harness_fill((uint64_t)(c->index * 100 + round), 0, data, size);
+        struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
+                                   .body_len = size, .has_body = 1};
+        post.headers[0] = "Content-Type: application/octet-stream";
+        struct harness_resp r;
+        harness_do(&H, &post, &r);
+        json_t *doc = r.status == 201 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+        const char *id = doc ? json_string_value(json_object_get(doc, "id")) : NULL;
+        if (!id) {
+            snprintf(c->error, sizeof(c->error), "round %d POST: %ld: %.150s", round, r.status,
+                     r.body ? r.body : "");
+            json_decref(doc);
+            harness_resp_free(&r);
+            break;
+        }
+        char path[128];
+        snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+        json_decref(doc);
+        harness_resp_free(&r);
+        struct harness_req get = {.path = path};
+        harness_do(&H, &get, &r);
+        if (r.status != 200 || r.body_len != size || memcmp(r.body, data, size) != 0)
+            snprintf(c->error, sizeof(c->error), "round %d GET: %ld, %zu bytes: %.150s", round,
+                     r.status, r.body_len, r.status != 200 && r.body ? r.body : "");
+        harness_resp_free(&r);
+        struct harness_req del = {.method = "DELETE", .path = path};
+        harness_do(&H, &del, &r);
+        harness_resp_free(&r);
+    }
+    free(data);
+    return NULL;
+}
+
+static void test_many_transfers_few_chunks(void **state)
+{
+    (void)state;
+    enum { N = 12 };
+    struct client c[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].index = i;
+        c[i].rounds = 4;
+        assert_int_equal(pthread_create(&th[i], NULL, client_main, &c[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    struct ghd_staging_stats ss;
+    ghd_staging_get_stats(&ghd_service_runtime(&H.svc, 0)->staging, &ss);
+    print_message("staging: %u chunks, %llu acquires, %llu waits, %llu timeouts\n", ss.chunks,
+                  (unsigned long long)ss.acquires, (unsigned long long)ss.waits,
+                  (unsigned long long)ss.timeouts);
+    int failed = 0;
+    for (int i = 0; i < N; i++) {
+        if (c[i].error[0]) {
+            print_error("client %d: %s\n", i, c[i].error);
+            failed++;
+        }
+    }
+    assert_int_equal(failed, 0);
+    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_many_transfers_few_chunks),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
