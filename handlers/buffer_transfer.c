@@ -340,6 +340,11 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
         rc = t->rt->dev.ops->stream_sync(&t->rt->dev, t->stream);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
+    /* A chunked body must fill its Content-Range, as a Content-Length must. */
+    if (!t->created && t->received != t->length && ghd_request_header(req, "Content-Range"))
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "the body (%llu bytes) is shorter than its Content-Range (%llu bytes)",
+                                 (unsigned long long)t->received, (unsigned long long)t->length);
     t->completed = 1;
     /* Every byte is on the device: a client that reads this reply may start
      * the next upload at once, even before this connection is torn down. */

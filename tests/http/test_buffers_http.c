@@ -1392,6 +1392,37 @@ static void test_put_body_shapes(void **state)
     harness_resp_free(&r);
     harness_fill(1403, 0, expect + size - 1000, 1000);
 
+    /* Chunked with Content-Range: the body must be exactly the range. One
+     * of the right length is written; a longer one is refused with 413, a
+     * shorter one with 400, as a Content-Length that differs from the range
+     * is (the bytes that came before the refusal may have been written). */
+    char cr[128];
+    snprintf(cr, sizeof(cr), "Content-Range: bytes 1000-%zu/%zu", 1000 + c, size);
+    req.path = path;
+    req.headers[1] = cr;
+    g = (struct gen_ctx){.seed = 1405, .len = c + 1, .sum = HARNESS_SUM_INIT};
+    harness_do(&H, &req, &r);
+    assert_int_equal(r.status, 200);
+    doc = body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "offset")), 1000);
+    assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), c + 1);
+    json_decref(doc);
+    harness_resp_free(&r);
+    harness_fill(1405, 0, expect + 1000, c + 1);
+    g = (struct gen_ctx){.seed = 1406, .len = c + 2, .sum = HARNESS_SUM_INIT};
+    harness_do(&H, &req, &r);
+    harness_expect_problem(&r, 413);
+    harness_resp_free(&r);
+    g = (struct gen_ctx){.seed = 1405, .len = c / 2, .sum = HARNESS_SUM_INIT};
+    harness_do(&H, &req, &r);
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
+    req.headers[1] = NULL;
+    /* Put the range back to known bytes (the refusals may have torn it). */
+    put_with(path, cr, NULL, expect + 1000, c + 1, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+
     /* An empty body writes nothing. */
     put_with(path, NULL, NULL, "", 0, &r);
     assert_int_equal(r.status, 200);
