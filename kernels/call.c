@@ -94,7 +94,7 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
     char *field = (char *)a + p->field;
     switch (p->kind) {
     case GHD_PK_COUNT: {
-        uint64_t c;
+        uint64_t c = 0;
         int rc = get_count(v, p->name, &c, detail, dlen);
         if (rc)
             return rc;
@@ -421,6 +421,15 @@ int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt
                             struct ghd_stream *stream, json_t *result, char *detail,
                             size_t detail_len)
 {
+    return ghd_kernel_call_execute_timed(call, rt, stream, NULL, NULL, result, detail,
+                                         detail_len);
+}
+
+int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runtime *rt,
+                                  struct ghd_stream *stream, struct ghd_event *start,
+                                  struct ghd_event *end, json_t *result, char *detail,
+                                  size_t detail_len)
+{
     const struct ghd_kernel *k = call->k;
     ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
     if (detail && detail_len)
@@ -435,9 +444,14 @@ int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt
                                "buffer %s lives on another device", call->held[i]->id);
 
     struct ghd_kexec x = {.rt = rt, .dev = &rt->dev, .stream = stream, .args = &call->args};
-    int rc = fn(&x);
+    const struct ghd_device_ops *ops = rt->dev.ops;
+    int rc = start && end ? ops->event_record(&rt->dev, start, stream) : 0;
+    if (!rc)
+        rc = fn(&x);
+    if (!rc && start && end)
+        rc = ops->event_record(&rt->dev, end, stream);
     /* Always wait: work queued before a failure may still use the scratch. */
-    int sync_rc = rt->dev.ops->stream_sync(&rt->dev, stream);
+    int sync_rc = ops->stream_sync(&rt->dev, stream);
     for (unsigned i = 0; i < x.nscratch; i++)
         ghd_pool_free(&rt->pool, x.scratch[i]);
     if (!rc)

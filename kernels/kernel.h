@@ -51,6 +51,14 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
 int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                             struct ghd_stream *stream, json_t *result, char *detail,
                             size_t detail_len);
+/* As ghd_kernel_call_execute; when start and end are not NULL, they are
+ * recorded on `stream` right before and right after the kernel's device
+ * work (before the wait), so event_elapsed(start, end) is its device time
+ * without the host's share. The events belong to the caller. */
+int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runtime *rt,
+                                  struct ghd_stream *stream, struct ghd_event *start,
+                                  struct ghd_event *end, json_t *result, char *detail,
+                                  size_t detail_len);
 /* The buffers a call holds, so a caller can check tenant or device. */
 size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out);
 /* Drops the call's buffer references. NULL is accepted. */
