@@ -314,6 +314,10 @@ static void test_put_ranges(void **state)
     put_with(path, "Content-Range: bytes=0-9/10000", NULL, patch, 10, &r);
     harness_expect_problem(&r, 400);
     harness_resp_free(&r);
+    snprintf(opath, sizeof(opath), "%s?offset=0", path);
+    put_with(opath, "Content-Range: bytes 0-9/10000", NULL, patch, 10, &r); /* both */
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
     snprintf(opath, sizeof(opath), "%s?offset=10001", path);
     put_with(opath, NULL, NULL, patch, 1, &r);
     harness_expect_problem(&r, 416);
@@ -701,6 +705,20 @@ static void test_list_pagination(void **state)
     assert_true(pages >= (N + LIMIT - 1) / LIMIT);
     json_decref(all_ids);
 
+    /* A cursor past the last buffer: an empty page, no next cursor. */
+    {
+        char path[160];
+        snprintf(path, sizeof(path), "/v1/buffers?cursor=%s", "18446744073709551615");
+        struct harness_resp r;
+        harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+        assert_int_equal(r.status, 200);
+        json_t *doc = body_json(&r);
+        assert_int_equal(json_array_size(json_object_get(doc, "buffers")), 0);
+        assert_null(json_object_get(doc, "next_cursor"));
+        json_decref(doc);
+        harness_resp_free(&r);
+    }
+
     /* Bad queries. */
     const char *bad[] = {"/v1/buffers?limit=0", "/v1/buffers?limit=1001", "/v1/buffers?limit=x",
                          "/v1/buffers?limit=-1", "/v1/buffers?cursor=abc"};
@@ -779,9 +797,29 @@ static void test_errors_json(void **state)
     expect_json_post_problem("{\"size\": 0}", 422);
     expect_json_post_problem("{\"size\": 10, \"alignment\": 300}", 422);
     expect_json_post_problem("{\"size\": 70000000000000}", 413); /* over --max-buffer-size */
+    expect_json_post_problem("{\"size\": 10, \"label\": \"a\\nb\"}", 422); /* control char */
+    char long_label[200];
+    int n = snprintf(long_label, sizeof(long_label), "{\"size\": 10, \"label\": \"");
+    memset(long_label + n, 'x', 129);
+    snprintf(long_label + n + 129, sizeof(long_label) - (size_t)n - 129, "\"}");
+    expect_json_post_problem(long_label, 422);
+    /* A JSON body that is absent. */
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", "", 0, &r);
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
+    /* Media type parameters are fine. */
+    harness_simple(&H, "POST", "/v1/buffers", "application/json; charset=utf-8",
+                   "{\"size\": 3}", 11, &r);
+    assert_int_equal(r.status, 201);
+    json_t *made = body_json(&r);
+    char made_id[33];
+    snprintf(made_id, sizeof(made_id), "%s", json_string_value(json_object_get(made, "id")));
+    json_decref(made);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, made_id);
 
     /* The malformed-JSON problem says where. */
-    struct harness_resp r;
     harness_simple(&H, "POST", "/v1/buffers", "application/json", "{\"size\":", 8, &r);
     json_t *doc = body_json(&r);
     assert_non_null(strstr(json_string_value(json_object_get(doc, "type")), "malformed-json"));
@@ -1066,6 +1104,13 @@ static void test_request_id(void **state)
     assert_true(strlen(rid) > 0);
     harness_resp_free(&r);
     char hdr[128] = "X-Request-Id: ";
+    memset(hdr + strlen(hdr), 'b', 64); /* the longest kept */
+    get_with("GET", "/healthz", hdr, &r);
+    assert_non_null(harness_header(&r, "X-Request-Id", rid, sizeof(rid)));
+    assert_string_equal(rid, hdr + strlen("X-Request-Id: "));
+    harness_resp_free(&r);
+    memset(hdr, 0, sizeof(hdr));
+    strcpy(hdr, "X-Request-Id: ");
     memset(hdr + strlen(hdr), 'a', 65);
     get_with("GET", "/healthz", hdr, &r);
     assert_non_null(harness_header(&r, "X-Request-Id", rid, sizeof(rid)));
