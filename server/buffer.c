@@ -141,6 +141,22 @@ static void grow_locked(struct ghd_buffer_table *t)
     t->slot_count = slots;
 }
 
+/* Pool blocks are reused as they are: without this a new buffer would show
+ * the bytes of a deleted one, possibly another tenant's. */
+static int zero_block(struct ghd_runtime *rt, void *d_ptr, size_t size)
+{
+    struct ghd_device *dev = &rt->dev;
+    struct ghd_stream *s;
+    int rc = ghd_runtime_stream_acquire(rt, &s);
+    if (rc)
+        return rc;
+    rc = dev->ops->memset(dev, d_ptr, 0, size, s);
+    if (rc == 0)
+        rc = dev->ops->stream_sync(dev, s);
+    ghd_runtime_stream_release(rt, s);
+    return rc;
+}
+
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
 {
@@ -170,6 +186,11 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     if (rc)
         goto fail;
     rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
+    if (rc == 0) {
+        rc = zero_block(rt, ghd_pool_block_ptr(b->block), spec->size);
+        if (rc)
+            ghd_pool_free(&rt->pool, b->block);
+    }
     if (rc) {
         pthread_mutex_lock(&t->lock);
         tenant_release_locked(t, b->tenant, spec->size);

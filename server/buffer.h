@@ -67,8 +67,8 @@ struct ghd_buffer_spec {
     time_t ttl_s;       /* 0 = never expires */
 };
 
-/* Allocates device memory from rt's pool and inserts a new buffer; *out is a
- * new reference (the table holds its own). GHD_ELIMIT when the tenant holds
+/* Allocates device memory from rt's pool, zeroes it, and inserts a new
+ * buffer; *out is a new reference (the table holds its own). GHD_ELIMIT when the tenant holds
  * tenant_max_buffers already, GHD_EQUOTA when the size would take it past
  * tenant_max_bytes, GHD_ENOMEM when the pool refuses. */
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
