@@ -97,6 +97,34 @@ static int media_is(const char *content_type, const char *want)
            (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
 }
 
+struct framing {
+    unsigned content_length, transfer_encoding;
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    (void)value;
+    struct framing *f = cls;
+    if (key && strcasecmp(key, "Content-Length") == 0)
+        f->content_length++;
+    else if (key && strcasecmp(key, "Transfer-Encoding") == 0)
+        f->transfer_encoding++;
+    return MHD_YES;
+}
+
+/* Request smuggling (RFC 9112 section 6.3): two Content-Lengths, or one
+ * together with Transfer-Encoding, may be framed differently by a proxy in
+ * front of us. Refuse them rather than pick one. */
+static int framing_conflict(struct ghd_request *req)
+{
+    struct framing f = {0, 0};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_framing, &f);
+    return f.content_length > 1 || f.transfer_encoding > 1 ||
+           (f.content_length && f.transfer_encoding);
+}
+
 static int parse_content_length(struct ghd_request *req)
 {
     const char *cl = ghd_request_header(req, "Content-Length");
@@ -205,6 +233,12 @@ static int start_request(struct http_request *hr, const char *method, const char
     struct ghd_request *req = &hr->req;
     char allow[128];
     fill_request_id(req);
+    if (framing_conflict(req)) {
+        req->has_body = 1; /* the reply then closes the connection */
+        return ghd_reply_problem(&hr->rep, req, GHD_EINVAL,
+                                 "conflicting message framing: more than one Content-Length or "
+                                 "Transfer-Encoding, or both");
+    }
     int rc = ghd_router_match(method, url, req, &hr->route, allow, sizeof(allow));
     if (authorize(hr, url) != 0)
         return GHD_EUNAUTH;

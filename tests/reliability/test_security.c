@@ -256,6 +256,40 @@ static void test_tenant_runs_isolated(void **state)
     assert_true(rel_wait_rest(s, 0, 2000));
 }
 
+/* Pool memory is reused: a new buffer must not show a deleted one's bytes,
+ * least of all another tenant's. */
+static void test_new_buffers_are_zeroed(void **state)
+{
+    struct rel_server *s = *state;
+    size_t size = 256 << 10;
+    char *secret = malloc(size);
+    memset(secret, 0x5a, size);
+    for (int round = 0; round < 4; round++) {
+        char a_id[64], b_id[64], path[160];
+        assert_int_equal(rel_create(s, ALICE, size, a_id, sizeof(a_id)), 201);
+        assert_int_equal(put_bytes(s, ALICE, a_id, secret, size), 200);
+        snprintf(path, sizeof(path), "/v1/buffers/%s", a_id);
+        struct rel_resp r;
+        assert_int_equal(rel_json(s, "DELETE", path, ALICE, NULL, &r), 204);
+        rel_resp_free(&r);
+        /* Bob's new buffer of the same size: JSON form, then octet-stream
+         * form cut short (the upload fails, the buffer goes again). */
+        assert_int_equal(rel_create(s, BOB, size, b_id, sizeof(b_id)), 201);
+        snprintf(path, sizeof(path), "/v1/buffers/%s", b_id);
+        assert_int_equal(rel_json(s, "GET", path, BOB, NULL, &r), 200);
+        assert_int_equal(r.len, size);
+        for (size_t i = 0; i < size; i++)
+            if (r.body[i] != 0)
+                fail_msg("round %d: byte %zu of a new buffer is 0x%02x, not 0", round, i,
+                         (unsigned char)r.body[i]);
+        rel_resp_free(&r);
+        assert_int_equal(rel_json(s, "DELETE", path, BOB, NULL, &r), 204);
+        rel_resp_free(&r);
+    }
+    free(secret);
+    assert_true(rel_wait_rest(s, 0, 2000));
+}
+
 static void test_tokens_never_logged(void **state)
 {
     (void)state;
@@ -323,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_metrics_token),
         cmocka_unit_test(test_tenant_buffers_isolated),
         cmocka_unit_test(test_tenant_runs_isolated),
+        cmocka_unit_test(test_new_buffers_are_zeroed),
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_tokens_never_logged),
