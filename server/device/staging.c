@@ -89,6 +89,10 @@ int ghd_staging_acquire(struct ghd_staging *st, unsigned timeout_ms,
         pthread_mutex_unlock(&st->lock);
         return GHD_ETIMEDOUT;
     }
+    if (st->free_count == 0 && timeout_ms == 0) { /* a try: no wait, no 503 */
+        pthread_mutex_unlock(&st->lock);
+        return GHD_ETIMEDOUT;
+    }
     if (st->free_count == 0)
         st->stats.waits++;
     while (st->free_count == 0) {

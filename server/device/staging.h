@@ -51,7 +51,8 @@ void ghd_staging_destroy(struct ghd_staging *st);
 
 /* Takes a chunk, waiting up to timeout_ms for one to come back; the chunk's
  * previous copy has completed when this returns. GHD_ETIMEDOUT when none came
- * back in time. */
+ * back in time. A timeout_ms of 0 only tries: a miss counts in neither
+ * `waits` nor `timeouts` (those mean a caller waited, and gave up with 503). */
 int ghd_staging_acquire(struct ghd_staging *st, unsigned timeout_ms,
                         struct ghd_staging_chunk **out);
 /* Returns a chunk. If the holder queued a copy that reads or writes it, the

@@ -115,6 +115,8 @@ static void test_many_transfers_few_chunks(void **state)
         }
     }
     assert_int_equal(failed, 0);
+    /* gpuhttpd_staging_timeouts_total means "answered 503": none was. */
+    assert_int_equal(ss.timeouts, 0);
     assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
 }
 
