@@ -10,7 +10,7 @@ want_tests=0
 
 build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev)
 test_pkgs=(libcmocka-dev libcurl4-openssl-dev curl python3 python3-pip python3-yaml
-  shellcheck chromium docker-compose clang libclang-rt-14-dev gnutls-bin valgrind)
+  shellcheck chromium docker-compose clang libclang-rt-14-dev gnutls-bin valgrind openssl)
 
 missing=()
 pkgs=("${build_pkgs[@]}")
