@@ -450,6 +450,8 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
         rc = fn(&x);
     if (!rc && start && end)
         rc = ops->event_record(&rt->dev, end, stream);
+    if (!rc && x.acc_dev) /* a synchronous copy for CUDA: after the end event */
+        rc = ops->copy_d2h(&rt->dev, &x.acc, x.acc_dev, sizeof(x.acc), stream);
     /* Always wait: work queued before a failure may still use the scratch. */
     int sync_rc = ops->stream_sync(&rt->dev, stream);
     for (unsigned i = 0; i < x.nscratch; i++)

@@ -12,7 +12,15 @@
  * parameters and one implementation per backend. The run handler uses only
  * what this header declares:
  *   find a kernel -> prepare a call from JSON args (validation, buffer
- *   lookup, size checks) -> execute it on a stream -> free the call. */
+ *   lookup, size checks) -> execute it on a stream -> free the call.
+ *
+ * Argument conventions (GET /v1/kernels states them per kernel): buffers
+ * are ids (strings); each buffer parameter "x" comes with an optional
+ * "x_offset" in elements (default 0); "dtype" is always required, and so is
+ * the element count "n" (never derived from buffer sizes; gemm takes m, n,
+ * k). A buffer must hold (offset + count) * element size bytes. An output
+ * may overlap an input only where the kernel says so ("may_alias": the
+ * exact same range, in place), except copy, which behaves like memmove. */
 
 size_t ghd_dtype_size(enum ghd_dtype t);
 const char *ghd_dtype_name(enum ghd_dtype t);

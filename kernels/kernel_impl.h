@@ -66,9 +66,12 @@ struct ghd_kexec {
     const struct ghd_kargs *args;
     struct ghd_pool_block *scratch[GHD_KEXEC_SCRATCH];
     unsigned nscratch;
-    /* Reductions: the accumulator (see kernels/scalar.h), copied to the host
-     * before the implementation returns or by the stream synchronization. */
+    /* Reductions: the accumulator (see kernels/scalar.h). An implementation
+     * either stores it in acc, or leaves it in device memory at acc_dev (8
+     * bytes) for the caller to fetch after the kernel's work; it sets
+     * has_acc either way. */
     uint64_t acc;
+    const void *acc_dev;
     int has_acc;
 };
 

@@ -269,7 +269,7 @@ static void gpu_copy(void)
         size_t es = ghd_dtype_size(t), size = (N + 8) * es;
         struct pair a = pbuf(size), b = pbuf(size);
         uint8_t *src = malloc(size);
-        random_fill(GHD_DTYPE_U8, src, size, 0, 0);
+        random_fill(t, src, N + 8, -4, 4); /* typed: random bytes could form NaNs */
         /* between buffers, then within one overlapping both ways */
         static const struct { int same; uint64_t xo, yo; const char *name; } cases[] = {
             {0, 1, 2, "disjoint"}, {1, 5, 2, "overlap, dst below"}, {1, 2, 5, "overlap, dst above"}};
