@@ -5,6 +5,7 @@
 
 #include "auth.h"
 #include "error.h"
+#include "kernels/kernel.h"
 #include "log.h"
 #include "run_queue.h"
 
@@ -76,6 +77,11 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
     }
     svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
     svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
+    rc = ghd_kernels_warmup(&svc->runtimes[0]); /* cuBLAS handle now, not on a request */
+    if (rc) {
+        snprintf(why, why_len, "kernel library: %s", svc->runtimes[0].dev.last_error);
+        goto destroy_buffers;
+    }
     rc = ghd_run_queue_new(svc, &svc->runs);
     if (rc) {
         snprintf(why, why_len, "run queue: %s", ghd_strerror(rc));
@@ -84,6 +90,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
     atomic_store(&svc->ready, 1);
     return 0;
 destroy_buffers:
+    ghd_kernels_release(&svc->runtimes[0]);
     ghd_buffer_table_destroy(&svc->buffers);
 destroy_runtime:
     ghd_runtime_destroy(&svc->runtimes[0]);
@@ -98,8 +105,10 @@ void ghd_service_destroy(struct ghd_service *svc)
     atomic_store(&svc->ready, 0);
     ghd_run_queue_free(svc->runs);
     ghd_buffer_table_destroy(&svc->buffers);
-    for (unsigned i = 0; i < svc->runtime_count; i++)
+    for (unsigned i = 0; i < svc->runtime_count; i++) {
+        ghd_kernels_release(&svc->runtimes[i]);
         ghd_runtime_destroy(&svc->runtimes[i]);
+    }
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
 }

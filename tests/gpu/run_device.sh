@@ -42,7 +42,7 @@ if has sanitizer; then
     verdict=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
     row "memcheck $name" "rc=$rc" "${verdict:-no summary}"
   done <<LIST
-test_kernels_gpu tests/gpu/test_kernels_gpu GHD_TEST_BACKEND=cuda
+test_kernels_gpu tests/gpu/test_kernels_gpu GHD_GPU_TEST_N=20011
 test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda
 LIST
 fi
@@ -58,9 +58,16 @@ if has transfer; then
   row "transfer bench" "rc=$?" "see transfer/report.md"
 fi
 
+# A second transfer run with other server options, e.g. TRANSFER_B_ARGS="--connection-memory 1M".
+if has transfer_b; then
+  BENCH_SERVER_ARGS=${TRANSFER_B_ARGS:-} bash tests/bench/run_transfer_bench.sh --backend cuda \
+    "$build" "$out/transfer_b" >"$out/bench-transfer-b.log" 2>&1
+  row "transfer bench B (${TRANSFER_B_ARGS:-})" "rc=$?" "see transfer_b/report.md"
+fi
+
 echo "## summary"
 cat "$summary"
-for f in "$out/bench-kernels.log" "$out/transfer/report.md"; do
-  [[ -f $f ]] && { echo; echo "## $(basename "$f")"; tail -40 "$f"; }
+for f in "$out/bench-kernels.log" "$out/transfer/report.md" "$out/transfer_b/report.md"; do
+  [[ -f $f ]] && { echo; echo "## $f"; sed -n '/^| test/,/^| ceiling: pinned h2d/p;/^| kernel/,$p' "$f" | head -40; }
 done
 exit 0
