@@ -1,5 +1,6 @@
 /* gpuhttpd: flags, signals, start and orderly stop. */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -98,6 +99,11 @@ int main(int argc, char **argv)
     ghd_log_format_parse(cfg.log_format, &format);
     ghd_log_setup(level, format);
 
+    /* Every allocation of 1 MiB or more (libmicrohttpd's per-connection
+     * memory, its response buffers) gets pages of its own, so the pages that
+     * hostreg.c locks for direct copies never overlap a neighbour's. glibc's
+     * adaptive threshold would otherwise move such buffers into shared heaps. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     signal(SIGPIPE, SIG_IGN);
     sigset_t set;
     sigemptyset(&set);
