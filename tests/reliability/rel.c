@@ -42,7 +42,11 @@ void rel_sleep_ms(long ms)
 void rel_config(struct ghd_config *cfg)
 {
     ghd_config_defaults(cfg);
-    cfg->backend = GHD_CHOICE_HOST;
+    /* REL_BACKEND=cuda runs the same tests on a GPU. */
+    const char *be = getenv("REL_BACKEND");
+    cfg->backend = be && strcmp(be, "cuda") == 0   ? GHD_CHOICE_CUDA
+                   : be && strcmp(be, "auto") == 0 ? GHD_CHOICE_AUTO
+                                                   : GHD_CHOICE_HOST;
     cfg->port = 0;
     cfg->pool_initial = 0;
     cfg->pool_slab = 4 << 20;
@@ -379,7 +383,7 @@ int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *en
             argv[n++] = tok;
     argv[n++] = bin;
     argv[n++] = "--backend";
-    argv[n++] = "host";
+    argv[n++] = getenv("REL_BACKEND") ? getenv("REL_BACKEND") : "host";
     argv[n++] = "--port";
     argv[n++] = "0";
     argv[n++] = "--port-file";

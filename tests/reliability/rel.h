@@ -21,8 +21,8 @@ struct rel_server {
     char base[64]; /* "http://127.0.0.1:PORT" */
 };
 
-/* Defaults for tests: host backend, port 0, 64 KiB staging chunks x 8,
- * warn-level logs. */
+/* Defaults for tests: host backend (REL_BACKEND=cuda or auto to change it),
+ * port 0, 64 KiB staging chunks x 8, warn-level logs. */
 void rel_config(struct ghd_config *cfg);
 /* Starts service and HTTP server; aborts the test on failure. */
 void rel_start(struct rel_server *s, const struct ghd_config *cfg);
