@@ -29,6 +29,7 @@ if [ ! -x "$bin" ]; then
 fi
 work=$(mktemp -d /tmp/ghd-contract-XXXXXX)
 pid=
+# shellcheck disable=SC2317 # called through the trap
 cleanup() {
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; fi
   rm -rf "$work"

@@ -17,7 +17,7 @@ rc=$?
 name=$(basename "$bin")
 runs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$work/log" | grep -Eo '[0-9]+$')
 cov=$(grep -Eo 'cov: [0-9]+' "$work/log" | tail -1)
-echo "$name: ${runs:-?} inputs in ${secs}s, ${cov:-cov: ?}, corpus $(ls corpus | wc -l) + $(ls "$seeds" | wc -l) seeds"
+echo "$name: ${runs:-?} inputs in ${secs}s, ${cov:-cov: ?}, corpus $(find corpus -type f | wc -l) + $(find "$seeds" -type f | wc -l) seeds"
 if [ "$rc" -ne 0 ]; then
   tail -60 "$work/log"
   echo "$name: 0 passed, 1 failed"
