@@ -240,7 +240,7 @@ static void usage(FILE *out)
                  "  --send-chunk N     send() size for bodies (default 1M)\n"
                  "  --requests N       small: requests per connection per test (default 10000)\n"
                  "  --duration S       small: at most S seconds per test (default 10)\n"
-                 "  --tests LIST       small: comma list of healthz,alloc,put (default all)\n"
+                 "  --tests LIST       small: comma list of healthz,alloc,put,run (default all)\n"
                  "  --put-path PATH    upload: PUT to PATH, no buffer API, no verification\n"
                  "  --get-path PATH    download: GET PATH, no buffer API, no verification\n"
                  "  --label TEXT       copied into the JSON output\n"
@@ -262,6 +262,8 @@ static int parse_tests(const char *list, unsigned *mask)
             *mask |= 1u << SMALL_ALLOC;
         else if (strcmp(t, "put") == 0)
             *mask |= 1u << SMALL_PUT;
+        else if (strcmp(t, "run") == 0)
+            *mask |= 1u << SMALL_RUN;
         else
             return -1;
     }

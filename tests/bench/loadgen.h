@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 enum mode { MODE_UPLOAD, MODE_DOWNLOAD, MODE_SMALL };
-enum small_test { SMALL_HEALTHZ, SMALL_ALLOC, SMALL_PUT, SMALL_COUNT };
+enum small_test { SMALL_HEALTHZ, SMALL_ALLOC, SMALL_PUT, SMALL_RUN, SMALL_COUNT };
 #define SMALL_BYTES 4096
 
 struct options {

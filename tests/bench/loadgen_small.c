@@ -1,5 +1,5 @@
-/* The small-request mode: GET /healthz, allocate and delete a 4 KiB buffer, and PUT
- * 4 KiB, each on every connection for --requests requests or --duration seconds,
+/* The small-request mode: GET /healthz, allocate and delete a 4 KiB buffer, PUT
+ * 4 KiB and run a 4 KiB axpy, each on every connection for --requests requests or --duration seconds,
  * whichever comes first. Reports requests per second and p50/p99 latency.
  */
 #include "loadgen.h"
@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const SMALL_NAMES[SMALL_COUNT] = {"healthz", "alloc_delete_4k", "put_4k"};
+static const char *const SMALL_NAMES[SMALL_COUNT] = {"healthz", "alloc_delete_4k", "put_4k",
+                                                      "run_axpy_4k"};
 
 static int small_healthz(struct worker *w)
 {
@@ -38,8 +39,27 @@ static int small_put(struct worker *w)
     return lg_put_stream(w, path, SMALL_BYTES);
 }
 
+/* A kernel run on 4 KiB (axpy, 1024 f32, x and y the same buffer), waited for: the HTTP
+ * round trip of a small run. */
+static int small_run_axpy(struct worker *w)
+{
+    char body[256], reply[2048];
+    struct lg_text text = {reply, sizeof reply, 0};
+    struct lg_response resp;
+    int n = snprintf(body, sizeof body,
+                     "{\"kernel\":\"axpy\",\"args\":{\"a\":2.0,\"x\":\"%s\",\"y\":\"%s\","
+                     "\"dtype\":\"f32\",\"n\":%d}}",
+                     w->small_id, w->small_id, (int)(SMALL_BYTES / 4));
+    if (lg_worker_connect(w) != 0)
+        return -1;
+    if (lg_conn_send_request(&w->conn, "POST", "/v1/runs", "application/json", body,
+                             (size_t)n) != 0)
+        return lg_worker_fail(w, "POST /v1/runs");
+    return lg_expect_status(w, "POST /v1/runs", 200, 200, &resp, &text);
+}
+
 static int (*const SMALL_OPS[SMALL_COUNT])(struct worker *) = {small_healthz, small_alloc,
-                                                               small_put};
+                                                               small_put, small_run_axpy};
 
 static int small_run(struct worker *w, enum small_test test)
 {
@@ -73,7 +93,7 @@ static int small_prepare(struct worker *w)
     }
     if (lg_worker_connect(w) != 0)
         return -1;
-    if (opt->small_tests & (1u << SMALL_PUT))
+    if (opt->small_tests & ((1u << SMALL_PUT) | (1u << SMALL_RUN)))
         return lg_create_buffer(w, SMALL_BYTES, w->small_id, sizeof w->small_id);
     return 0;
 }

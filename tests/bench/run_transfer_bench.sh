@@ -366,7 +366,7 @@ print_table() {
     for c in "${conns_list[@]}"; do
         table_bulk_row download "$c" "$d2h"
     done
-    for test in healthz alloc_delete_4k put_4k; do
+    for test in healthz alloc_delete_4k put_4k run_axpy_4k; do
         for c in "${small_conns_list[@]}"; do
             table_small_row "$test" "$c"
         done
