@@ -1,0 +1,162 @@
+/* libFuzzer: raw HTTP requests, byte for byte, to an in-process gpuhttpd
+ * (host backend, loopback, port 0): request lines, headers, framing,
+ * Range/Content-Range, media types, bodies, all through libmicrohttpd and
+ * server/http.c into the handlers. "@0".."@2" stand for the ids of three
+ * real buffers. The client half-closes after sending, so an incomplete
+ * request ends at once. A sanitizer report in any server thread, or a
+ * server that stops answering /healthz, is a failure. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/buffer.h"
+#include "server/http.h"
+#include "server/log.h"
+#include "server/service.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct ghd_service svc;
+static struct ghd_http *http;
+static unsigned port;
+static char ids[3][GHD_BUFFER_ID_LEN + 1];
+static unsigned long runs;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    struct ghd_config cfg;
+    ghd_config_defaults(&cfg);
+    cfg.backend = GHD_CHOICE_HOST;
+    cfg.port = 0;
+    cfg.pool_initial = 0;
+    cfg.pool_slab = 4 << 20;
+    cfg.pool_limit = 128 << 20;
+    cfg.pool_limit_percent = 0;
+    cfg.staging_chunk = 64 << 10;
+    cfg.staging_chunks = 8;
+    cfg.staging_timeout_ms = 200;
+    cfg.max_buffer_size = 1 << 20;
+    cfg.runs_kept = 16;
+    cfg.connection_timeout_s = 2;
+    cfg.header_timeout_s = 2;
+    ghd_log_setup(GHD_LOG_ERROR, GHD_LOG_TEXT);
+    char why[256];
+    if (ghd_service_init(&svc, &cfg, why, sizeof(why)) != 0 ||
+        ghd_http_start(&svc, &http, why, sizeof(why)) != 0) {
+        fprintf(stderr, "server: %s\n", why);
+        abort();
+    }
+    port = ghd_http_port(http);
+    for (int i = 0; i < 3; i++) {
+        struct ghd_buffer *b;
+        struct ghd_buffer_spec spec = {.size = 4096};
+        if (ghd_buffer_create_new(&svc.buffers, ghd_service_runtime(&svc, 0), &spec, &b) != 0)
+            abort();
+        memcpy(ids[i], b->id, sizeof(ids[i]));
+        ghd_buffer_unref(b);
+    }
+    return 0;
+}
+
+static int connect_local(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        fprintf(stderr, "cannot connect to the server\n");
+        abort();
+    }
+    return fd;
+}
+
+/* Sends everything, half-closes, and reads until EOF (bounded). Returns the
+ * bytes received. */
+static size_t exchange(const char *req, size_t len, char *resp, size_t cap)
+{
+    int fd = connect_local();
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    shutdown(fd, SHUT_WR);
+    size_t got = 0;
+    for (int i = 0; i < 50; i++) { /* at most 5 s */
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        char scratch[16384];
+        ssize_t n = recv(fd, scratch, sizeof(scratch), 0);
+        if (n <= 0)
+            break;
+        size_t take = (size_t)n < cap - got ? (size_t)n : cap - got;
+        memcpy(resp + got, scratch, take);
+        got += take;
+    }
+    close(fd);
+    return got;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 16384)
+        return 0;
+    char *req = malloc(size * (GHD_BUFFER_ID_LEN / 2) + 1), *o = req;
+    for (size_t i = 0; i < size; i++) {
+        if (data[i] == '@' && i + 1 < size && data[i + 1] >= '0' && data[i + 1] <= '2') {
+            memcpy(o, ids[data[i + 1] - '0'], GHD_BUFFER_ID_LEN);
+            o += GHD_BUFFER_ID_LEN;
+            i++;
+        } else {
+            *o++ = (char)data[i];
+        }
+    }
+    static char resp[1 << 16];
+    size_t got = exchange(req, (size_t)(o - req), resp, sizeof(resp) - 1);
+    resp[got] = '\0';
+    free(req);
+    /* A 5xx other than the documented ones (503 staging busy, 507 pool full,
+     * 501, and libmicrohttpd's 505 for an HTTP version it does not speak)
+     * would be a handler that failed where it should have refused. Walks the
+     * responses by their Content-Length, so that echoed input is not read as
+     * a status line. */
+    for (const char *p = resp; strncmp(p, "HTTP/1.", 7) == 0;) {
+        int st = atoi(p + 9);
+        if (st >= 500 && st != 503 && st != 507 && st != 501 && st != 505) {
+            fprintf(stderr, "server answered %d:\n%.2000s\n", st, resp);
+            abort();
+        }
+        const char *end = strstr(p, "\r\n\r\n");
+        const char *cl = strcasestr(p, "\r\nContent-Length:");
+        if (!end || !cl || cl > end)
+            break;
+        size_t body = strtoul(cl + 17, NULL, 10);
+        if (body > (size_t)(resp + got - (end + 4)))
+            break;
+        p = end + 4 + body;
+    }
+    /* Every so often: the server still answers. */
+    if (++runs % 256 == 0) {
+        const char probe[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+        got = exchange(probe, sizeof(probe) - 1, resp, sizeof(resp) - 1);
+        resp[got] = '\0';
+        if (!strstr(resp, "HTTP/1.1 200")) {
+            fprintf(stderr, "the server stopped answering /healthz\n");
+            abort();
+        }
+    }
+    return 0;
+}
