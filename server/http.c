@@ -240,8 +240,10 @@ static int start_request(struct http_request *hr, const char *method, const char
                                  "Transfer-Encoding, or both");
     }
     int rc = ghd_router_match(method, url, req, &hr->route, allow, sizeof(allow));
-    if (authorize(hr, url) != 0)
+    if (authorize(hr, url) != 0) {
+        parse_content_length(req); /* a body then closes the connection, unread */
         return GHD_EUNAUTH;
+    }
     if (rc == GHD_ENOENT) {
         req->route = "(unmatched)";
         return ghd_reply_problem(&hr->rep, req, rc, "no resource at this path");

@@ -111,6 +111,9 @@ static void test_refused_upload_sends_no_body(void **state)
     struct rel_resp r;
     rel_do(s, &rq, &r);
     assert_int_equal(r.status, 401);
+    char v[64];
+    rel_header(&r, "Connection", v, sizeof(v));
+    assert_string_equal(v, "close"); /* the body is not read on */
     rel_resp_free(&r);
     free(body);
     assert_true(rel_wait_rest(s, 0, 2000));
