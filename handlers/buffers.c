@@ -67,6 +67,12 @@ int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
             if ((unsigned char)*c < 0x20 || *c == 0x7f)
                 return ghd_reply_problem(rep, req, GHD_EUNPROC,
                                          "label must not contain control characters");
+        /* The query form brings raw bytes; a label that is not UTF-8 could
+         * never be written as JSON (the 201, meta and lists would fail). */
+        json_t *probe = json_string(spec->label);
+        if (!probe)
+            return ghd_reply_problem(rep, req, GHD_EUNPROC, "label must be valid UTF-8");
+        json_decref(probe);
     }
     return 0;
 }

@@ -1,5 +1,6 @@
 /* Regressions for what contract fuzzing (schemathesis, tests/contract)
- * found: a time to live so long that the expiry date left RFC 3339 (year
+ * and HTTP fuzzing (tests/fuzz/fuzz_http.c) found: a label of raw bytes that
+ * are not UTF-8 (the buffer was made, then its 201 failed as a 500); a time to live so long that the expiry date left RFC 3339 (year
  * 38140) or overflowed time_t; query parameters of the octet-stream form
  * taken as 0 when not numbers ("ttl_s=false"), or silently ignored on the
  * JSON form; integral JSON numbers written as 4096.0 refused. */
@@ -143,6 +144,21 @@ static void test_put_range_and_offset(void **state)
     rel_resp_free(&r);
 }
 
+static void test_label_must_be_utf8(void **state)
+{
+    struct rel_server *s = *state;
+    size_t base = rel_pool_in_use(s);
+    assert_int_equal(post_octets(s, "?label=x%ff%ff%ffy"), 422);
+    assert_int_equal(post_octets(s, "?label=%c3%28"), 422);      /* a broken sequence */
+    assert_int_equal(post_octets(s, "?label=%ed%a0%80"), 422);   /* a UTF-16 surrogate */
+    assert_int_equal(post_octets(s, "?label=gr%c3%bc%c3%9fe"), 201); /* real UTF-8 */
+    struct rel_resp r;
+    assert_int_equal(rel_json(s, "GET", "/v1/buffers", NULL, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "grüße"));
+    rel_resp_free(&r);
+    assert_true(rel_pool_in_use(s) > base); /* only the good one was made */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_json_form_refuses_query),
         cmocka_unit_test(test_integral_reals),
         cmocka_unit_test(test_put_range_and_offset),
+        cmocka_unit_test(test_label_must_be_utf8),
     };
     return cmocka_run_group_tests_name("contract_regressions", tests, setup, teardown);
 }
