@@ -108,6 +108,38 @@ void harness_stop(struct harness *h)
     curl_global_cleanup();
 }
 
+/* ---- cmocka fixtures -------------------------------------------------- */
+
+static struct harness *suite;
+static const struct harness_opts *suite_opts;
+
+void harness_suite_bind(struct harness *h, const struct harness_opts *opts)
+{
+    suite = h;
+    suite_opts = opts;
+}
+
+int harness_group_setup(void **state)
+{
+    (void)state;
+    harness_start(suite, suite_opts);
+    return 0;
+}
+
+int harness_group_teardown(void **state)
+{
+    (void)state;
+    harness_stop(suite);
+    return 0;
+}
+
+int harness_teardown_idle(void **state)
+{
+    (void)state;
+    assert_int_equal(harness_await_idle(suite, (size_t)-1, 5000), 0);
+    return 0;
+}
+
 /* ---- requests --------------------------------------------------------- */
 
 struct io {

@@ -47,6 +47,20 @@ void harness_stop(struct harness *h);
 /* "host" or "cuda": the backend the harness was asked for. */
 const char *harness_backend(void);
 
+/* ---- cmocka fixtures -------------------------------------------------- */
+
+/* Names the harness (and its options, NULL for the defaults) that the
+ * fixtures below start, check and stop; call it in main before
+ * cmocka_run_group_tests. h and opts must outlive the group. */
+void harness_suite_bind(struct harness *h, const struct harness_opts *opts);
+/* Group setup: harness_start on the bound harness. */
+int harness_group_setup(void **state);
+/* Group teardown: harness_stop on the bound harness. */
+int harness_group_teardown(void **state);
+/* Test teardown: after each test no transfer may still hold a staging
+ * chunk (harness_await_idle for up to 5 s, any pool use). */
+int harness_teardown_idle(void **state);
+
 /* ---- requests --------------------------------------------------------- */
 
 /* Produces up to `max` bytes of a request body at stream position `pos`;

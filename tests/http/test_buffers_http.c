@@ -25,28 +25,6 @@
 
 static struct harness H;
 
-static int group_setup(void **state)
-{
-    (void)state;
-    harness_start(&H, NULL);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    harness_stop(&H);
-    return 0;
-}
-
-/* After each test no transfer may still hold a staging chunk. */
-static int test_teardown(void **state)
-{
-    (void)state;
-    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
-    return 0;
-}
-
 static size_t chunk_size(void)
 {
     return H.svc.cfg.staging_chunk;
@@ -1791,32 +1769,33 @@ static void test_concurrent_uploads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_health, test_teardown),
-        cmocka_unit_test_teardown(test_roundtrip_sizes, test_teardown),
-        cmocka_unit_test_teardown(test_post_octet_stream_creates, test_teardown),
-        cmocka_unit_test_teardown(test_put_ranges, test_teardown),
-        cmocka_unit_test_teardown(test_put_range_across_chunks, test_teardown),
-        cmocka_unit_test_teardown(test_put_too_long_content_length, test_teardown),
-        cmocka_unit_test_teardown(test_put_too_long_chunked, test_teardown),
-        cmocka_unit_test_teardown(test_get_ranges, test_teardown),
-        cmocka_unit_test_teardown(test_head, test_teardown),
-        cmocka_unit_test_teardown(test_meta, test_teardown),
-        cmocka_unit_test_teardown(test_list_pagination, test_teardown),
-        cmocka_unit_test_teardown(test_delete, test_teardown),
-        cmocka_unit_test_teardown(test_errors_json, test_teardown),
-        cmocka_unit_test_teardown(test_errors_404_405, test_teardown),
-        cmocka_unit_test_teardown(test_errors_411_415, test_teardown),
-        cmocka_unit_test_teardown(test_errors_507, test_teardown),
-        cmocka_unit_test_teardown(test_409_second_writer, test_teardown),
-        cmocka_unit_test_teardown(test_request_id, test_teardown),
-        cmocka_unit_test_teardown(test_ids, test_teardown),
-        cmocka_unit_test_teardown(test_abort_mid_upload, test_teardown),
-        cmocka_unit_test_teardown(test_abort_mid_download, test_teardown),
-        cmocka_unit_test_teardown(test_keep_alive, test_teardown),
-        cmocka_unit_test_teardown(test_put_body_shapes, test_teardown),
-        cmocka_unit_test_teardown(test_delete_during_transfer, test_teardown),
-        cmocka_unit_test_teardown(test_ttl_expiry, test_teardown),
-        cmocka_unit_test_teardown(test_concurrent_uploads, test_teardown),
+        cmocka_unit_test_teardown(test_health, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_roundtrip_sizes, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_post_octet_stream_creates, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_put_ranges, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_put_range_across_chunks, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_put_too_long_content_length, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_put_too_long_chunked, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_get_ranges, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_head, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_meta, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_list_pagination, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_delete, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_errors_json, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_errors_404_405, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_errors_411_415, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_errors_507, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_409_second_writer, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_request_id, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_ids, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_abort_mid_upload, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_abort_mid_download, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_keep_alive, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_put_body_shapes, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_delete_during_transfer, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_ttl_expiry, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_concurrent_uploads, harness_teardown_idle),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    harness_suite_bind(&H, NULL);
+    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
 }

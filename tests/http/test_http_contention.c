@@ -21,24 +21,12 @@
 
 static struct harness H;
 
-static int group_setup(void **state)
-{
-    (void)state;
-    struct harness_opts opts = {
-        .staging_chunk = 64 << 10,
-        .staging_chunks = 4,
-        .staging_timeout_ms = 3000,
-    };
-    harness_start(&H, &opts);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    harness_stop(&H);
-    return 0;
-}
+/* A ring of four 64 KiB chunks that waits at most 3 s for one. */
+static const struct harness_opts few_chunks = {
+    .staging_chunk = 64 << 10,
+    .staging_chunks = 4,
+    .staging_timeout_ms = 3000,
+};
 
 struct client {
     int index;
@@ -125,5 +113,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_transfers_few_chunks),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    harness_suite_bind(&H, &few_chunks);
+    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
 }

@@ -20,28 +20,21 @@
 static struct harness H;
 static uint64_t large_bytes = (uint64_t)1 << 30;
 
+static const struct harness_opts large_opts = {
+    .pool_limit = (size_t)-1, /* no limit: the buffer is large */
+    .pool_initial = (size_t)2 << 20,
+    .staging_chunk = (size_t)4 << 20,
+    .staging_chunks = 8,
+    .connection_memory = (size_t)4 << 20,
+};
+
+/* GHD_TEST_LARGE_BYTES, when set, replaces the 1 GiB. */
 static int group_setup(void **state)
 {
-    (void)state;
     const char *env = getenv("GHD_TEST_LARGE_BYTES");
     if (env && *env)
         large_bytes = strtoull(env, NULL, 10);
-    struct harness_opts opts = {
-        .pool_limit = (size_t)-1, /* no limit: the buffer is large */
-        .pool_initial = (size_t)2 << 20,
-        .staging_chunk = (size_t)4 << 20,
-        .staging_chunks = 8,
-        .connection_memory = (size_t)4 << 20,
-    };
-    harness_start(&H, &opts);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    harness_stop(&H);
-    return 0;
+    return harness_group_setup(state);
 }
 
 static double now_s(void)
@@ -174,5 +167,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_roundtrip),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    harness_suite_bind(&H, &large_opts);
+    return cmocka_run_group_tests(tests, group_setup, harness_group_teardown);
 }

@@ -25,27 +25,6 @@
 
 static struct harness H;
 
-static int group_setup(void **state)
-{
-    (void)state;
-    harness_start(&H, NULL);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    harness_stop(&H);
-    return 0;
-}
-
-static int test_teardown(void **state)
-{
-    (void)state;
-    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
-    return 0;
-}
-
 /* ---- random data (a seeded xorshift, independent of the server) ------- */
 
 static uint64_t rng_state;
@@ -1591,22 +1570,23 @@ static void test_delete_during_run(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_fill, test_teardown),
-        cmocka_unit_test_teardown(test_copy, test_teardown),
-        cmocka_unit_test_teardown(test_cast, test_teardown),
-        cmocka_unit_test_teardown(test_axpy, test_teardown),
-        cmocka_unit_test_teardown(test_scale, test_teardown),
-        cmocka_unit_test_teardown(test_binary, test_teardown),
-        cmocka_unit_test_teardown(test_unary, test_teardown),
-        cmocka_unit_test_teardown(test_reduce, test_teardown),
-        cmocka_unit_test_teardown(test_scan, test_teardown),
-        cmocka_unit_test_teardown(test_sort, test_teardown),
-        cmocka_unit_test_teardown(test_gemm, test_teardown),
-        cmocka_unit_test_teardown(test_run_shape, test_teardown),
-        cmocka_unit_test_teardown(test_pipeline, test_teardown),
-        cmocka_unit_test_teardown(test_async, test_teardown),
-        cmocka_unit_test_teardown(test_validation, test_teardown),
-        cmocka_unit_test_teardown(test_delete_during_run, test_teardown),
+        cmocka_unit_test_teardown(test_fill, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_copy, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_cast, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_axpy, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_scale, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_binary, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_unary, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_reduce, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_scan, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_sort, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_gemm, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_run_shape, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_pipeline, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_async, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_validation, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_delete_during_run, harness_teardown_idle),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    harness_suite_bind(&H, NULL);
+    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
 }
