@@ -1,5 +1,5 @@
 /* Buffer resources: create (JSON), list, metadata, delete. Transfers of the
- * bytes themselves live in buffer_transfer.c. */
+ * bytes themselves live in buffer_upload.c and buffer_download.c. */
 #include "handlers.h"
 
 #include <stdio.h>

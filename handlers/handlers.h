@@ -15,10 +15,12 @@ int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep);
 
-/* buffer_transfer.c */
+/* buffer_upload.c */
 extern const struct ghd_upload_ops ghd_buffer_create_upload;
 extern const struct ghd_upload_ops ghd_buffer_put_upload;
 int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep);
+
+/* buffer_download.c */
 int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep);
 
 /* kernels.c */

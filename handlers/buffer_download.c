@@ -1,0 +1,194 @@
+/* Downloads (GET, HEAD): bodies of 32 MiB or more are copied by DMA straight
+ * into libmicrohttpd's page-locked response buffer; smaller ones go through a
+ * pinned staging chunk, the next window prefetched into a second one while the
+ * first is sent. */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buffer_json.h"
+#include "server/device/hostreg.h"
+#include "server/error.h"
+#include "server/metrics.h"
+#include "server/range.h"
+#include "transfer.h"
+
+struct download {
+    struct ghd_transfer *t;
+    struct ghd_service *svc;
+    int direct;       /* large download: try DMA into the HTTP layer's buffer */
+    char *reg_buf;    /* that buffer, once page-locked */
+    size_t reg_len;
+    void *reg_base;   /* what to unlock */
+};
+
+/* Downloads at least this large copy straight into the HTTP layer's buffer. */
+#define GHD_DIRECT_DOWNLOAD_MIN ((uint64_t)32 << 20)
+
+/* Copies the next piece straight from the device into `buf`, which the HTTP
+ * layer owns and sends from: no staging ring, no memcpy. Returns the count,
+ * 0 when `buf` is not page-locked (the caller stages), or a GHD_E* code. */
+static ssize_t download_direct(struct download *d, uint64_t pos, char *buf, size_t max)
+{
+    struct ghd_transfer *t = d->t;
+    struct ghd_device *dev = &t->rt->dev;
+    if (!d->reg_buf) {
+        if (ghd_hostreg_pages(dev, buf, max, &d->reg_base) != 0) {
+            d->direct = 0;
+            return 0;
+        }
+        d->reg_buf = buf;
+        d->reg_len = max;
+    }
+    if (buf != d->reg_buf || max > d->reg_len)
+        return 0;
+    size_t n = t->length - pos < max ? (size_t)(t->length - pos) : max;
+    int rc = dev->ops->copy_d2h(dev, buf, (char *)t->buf->d_ptr + t->offset + pos, n, t->stream);
+    if (rc == 0)
+        rc = dev->ops->stream_sync(dev, t->stream);
+    if (rc)
+        return rc;
+    t->sent += n;
+    return (ssize_t)n;
+}
+
+static void download_buffers_done(void *ctx)
+{
+    struct download *d = ctx;
+    if (d->reg_base)
+        ghd_hostreg_release(&d->t->rt->dev, d->reg_base);
+    d->reg_base = NULL;
+    d->reg_buf = NULL;
+    d->direct = 0;
+}
+
+/* Queues window `w` (chunk-sized, relative to t->offset) into chunk
+ * w % nchunks. */
+static int fetch_window(struct ghd_transfer *t, int64_t w)
+{
+    if ((uint64_t)w * t->chunk[0]->size >= t->length)
+        return 0;
+    int slot = (int)(w % t->nchunks);
+    struct ghd_staging_chunk *c = t->chunk[slot];
+    if (t->window[slot] == w)
+        return 0;
+    if (c->pending) { /* the slot still holds an earlier window in flight */
+        int rc = ghd_transfer_chunk_ready(t, c);
+        if (rc)
+            return rc;
+    }
+    struct ghd_device *dev = &t->rt->dev;
+    uint64_t start = (uint64_t)w * c->size;
+    size_t n = t->length - start < c->size ? (size_t)(t->length - start) : c->size;
+    int rc = dev->ops->copy_d2h(dev, c->h_ptr, (char *)t->buf->d_ptr + t->offset + start, n,
+                                t->stream);
+    if (rc == 0)
+        rc = dev->ops->event_record(dev, c->done, t->stream);
+    if (rc)
+        return rc;
+    c->pending = 1;
+    t->window[slot] = w;
+    return 0;
+}
+
+static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+    struct download *d = ctx;
+    struct ghd_transfer *t = d->t;
+    if (d->direct) {
+        ssize_t n = download_direct(d, pos, buf, max);
+        if (n != 0)
+            return n;
+    }
+    size_t chunk = t->chunk[0]->size;
+    int64_t w = (int64_t)(pos / chunk);
+    ghd_transfer_take_second_chunk(t);
+    int rc = fetch_window(t, w);
+    if (rc == 0 && t->nchunks == 2) /* prefetch the next window while this one is sent */
+        rc = fetch_window(t, w + 1);
+    struct ghd_staging_chunk *c = t->chunk[w % t->nchunks];
+    if (rc == 0)
+        rc = ghd_transfer_chunk_ready(t, c);
+    if (rc)
+        return rc;
+    size_t in_chunk = (size_t)(pos % chunk);
+    size_t avail = chunk - in_chunk;
+    if (avail > t->length - pos)
+        avail = (size_t)(t->length - pos);
+    if (avail > max)
+        avail = max;
+    memcpy(buf, (char *)c->h_ptr + in_chunk, avail);
+    t->sent += avail;
+    return (ssize_t)avail;
+}
+
+static void download_free(void *ctx)
+{
+    struct download *d = ctx;
+    ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, d->t->sent, ghd_metrics_now() - d->t->started);
+    ghd_transfer_free(d->t, d->svc);
+    free(d);
+}
+
+int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_buffer *b;
+    int rc = ghd_buffer_lookup(req, rep, &b);
+    if (rc)
+        return rc;
+    uint64_t first = 0, last = b->size - 1;
+    int partial = 0;
+    const char *range = ghd_request_header(req, "Range");
+    if (range) {
+        rc = ghd_range_parse(range, b->size, &first, &last);
+        if (rc == GHD_ERANGE) {
+            ghd_reply_header(rep, "Content-Range", "bytes */%zu", b->size);
+            ghd_buffer_unref(b);
+            return ghd_reply_problem(rep, req, rc, "the range '%.64s' is outside the %zu-byte buffer",
+                                     range, b->size);
+        }
+        partial = rc == 0;
+        if (!partial) {
+            first = 0;
+            last = b->size - 1;
+        }
+    }
+    ghd_reply_header(rep, "Accept-Ranges", "bytes");
+    if (partial)
+        ghd_reply_header(rep, "Content-Range", "bytes %llu-%llu/%zu", (unsigned long long)first,
+                         (unsigned long long)last, b->size);
+    uint64_t len = last - first + 1;
+    int status = partial ? 206 : 200;
+    if (strcmp(req->method, "HEAD") == 0) {
+        /* Headers only: no staging, no device work. */
+        ghd_buffer_unref(b);
+        return ghd_reply_stream(rep, status, "application/octet-stream", len, 0, NULL, NULL, NULL);
+    }
+    struct download *d = calloc(1, sizeof(*d));
+    if (!d) {
+        ghd_buffer_unref(b);
+        return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
+    }
+    d->svc = req->svc;
+    rc = ghd_transfer_new(req, rep, b, &d->t);
+    if (rc) {
+        ghd_buffer_unref(b);
+        free(d);
+        return rc;
+    }
+    d->t->offset = first;
+    d->t->length = len;
+    rc = ghd_transfer_take_chunk(d->t, req, rep);
+    if (rc) {
+        download_free(d);
+        return rc;
+    }
+    d->direct = req->svc->cfg.direct_copy && len >= GHD_DIRECT_DOWNLOAD_MIN;
+    rc = ghd_reply_stream(rep, status, "application/octet-stream", len,
+                          d->t->chunk[0]->size < ((size_t)4 << 20) ? d->t->chunk[0]->size
+                                                                   : (size_t)4 << 20,
+                          download_read, d, download_free);
+    rep->reader_buffers_done = download_buffers_done;
+    return rc;
+}

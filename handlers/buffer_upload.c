@@ -1,0 +1,266 @@
+/* Uploads (PUT, and POST with a body): body pieces of 256 KiB or more are
+ * copied by DMA straight from libmicrohttpd's page-locked read buffer; smaller
+ * ones are gathered in a pinned staging chunk, whose copy to the device
+ * overlaps the receipt of the next chunk when a second one is free. */
+#include "handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buffer_json.h"
+#include "server/device/hostreg.h"
+#include "server/error.h"
+#include "server/metrics.h"
+#include "server/range.h"
+#include "transfer.h"
+
+/* Body pieces at least this large go to the device without the staging ring. */
+#define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)
+
+
+static int claim_writer(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&t->buf->writing, &expected, 1))
+        return ghd_reply_problem(rep, req, GHD_EBUSY,
+                                 "another upload to this buffer is in progress");
+    t->writer = 1;
+    return 0;
+}
+
+/* Where a PUT writes: Content-Range, else ?offset=, else from byte 0. */
+static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_t size,
+                         uint64_t *offset, uint64_t *length)
+{
+    const char *cr = ghd_request_header(req, "Content-Range");
+    const char *off = ghd_request_query(req, "offset");
+    if (cr && off) /* one would be ignored, malformed or not */
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "give Content-Range or ?offset=, not both");
+    if (cr) {
+        uint64_t first, last, total;
+        if (ghd_content_range_parse(cr, &first, &last, &total))
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "Content-Range must look like 'bytes a-b/N' or 'bytes a-b/*'");
+        if (total != UINT64_MAX && total != size)
+            return ghd_reply_problem(rep, req, GHD_ERANGE,
+                                     "Content-Range total %llu differs from the buffer size %llu",
+                                     (unsigned long long)total, (unsigned long long)size);
+        if (last >= size)
+            return ghd_reply_problem(rep, req, GHD_ERANGE,
+                                     "Content-Range ends at byte %llu, past the buffer's %llu bytes",
+                                     (unsigned long long)last, (unsigned long long)size);
+        *offset = first;
+        *length = last - first + 1;
+        if (req->has_content_length && req->content_length != *length)
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "Content-Length %llu differs from the Content-Range length %llu",
+                                     (unsigned long long)req->content_length,
+                                     (unsigned long long)*length);
+        return 0;
+    }
+    *offset = 0;
+    if (off) {
+        char *end;
+        if (*off < '0' || *off > '9')
+            return ghd_reply_problem(rep, req, GHD_EINVAL, "offset must be a byte count");
+        *offset = strtoull(off, &end, 10);
+        if (*end)
+            return ghd_reply_problem(rep, req, GHD_EINVAL, "offset must be a byte count");
+        if (*offset > size)
+            return ghd_reply_problem(rep, req, GHD_ERANGE, "offset %llu is past the buffer's end",
+                                     (unsigned long long)*offset);
+    }
+    *length = size - *offset;
+    if (req->has_content_length) {
+        if (req->content_length > *length)
+            return ghd_reply_problem(rep, req, GHD_ETOOBIG,
+                                     "the body (%llu bytes) does not fit: %llu bytes from offset "
+                                     "%llu to the buffer's end",
+                                     (unsigned long long)req->content_length,
+                                     (unsigned long long)*length, (unsigned long long)*offset);
+        *length = req->content_length;
+    }
+    return 0;
+}
+
+static int upload_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
+                        int created)
+{
+    struct ghd_transfer *t;
+    int rc = ghd_transfer_new(req, rep, b, &t);
+    if (rc) {
+        ghd_buffer_unref(b);
+        return rc;
+    }
+    t->created = created;
+    req->state = t;
+    if ((rc = claim_writer(t, req, rep)) != 0)
+        return rc;
+    if (!created && (rc = upload_extent(req, rep, b->size, &t->offset, &t->length)) != 0)
+        return rc;
+    if (created)
+        t->length = b->size;
+    return ghd_transfer_take_chunk(t, req, rep);
+}
+
+static int put_begin(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_buffer *b;
+    int rc = ghd_buffer_lookup(req, rep, &b);
+    if (rc)
+        return rc;
+    rc = upload_start(req, rep, b, 0);
+    if (rc) { /* begin failed: cleanup is not called, so release here */
+        ghd_transfer_free(req->state, req->svc);
+        req->state = NULL;
+    }
+    return rc;
+}
+
+static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
+{
+    if (!req->has_content_length)
+        return ghd_reply_problem(rep, req, GHD_ELENGTH,
+                                 "creating a buffer from a body needs Content-Length");
+    uint64_t ttl = 0, align = 0; /* "false" or "-1" is a 400, not a silent 0 */
+    int rc = ghd_buffer_query_uint(req, rep, "ttl_s", (uint64_t)INT64_MAX, &ttl);
+    if (rc == 0)
+        rc = ghd_buffer_query_uint(req, rep, "alignment", (uint64_t)INT64_MAX, &align);
+    if (rc)
+        return rc;
+    struct ghd_buffer_spec spec = {
+        .size = req->content_length,
+        .alignment = (size_t)align,
+        .label = ghd_request_query(req, "label"),
+        .ttl_s = (time_t)ttl,
+    };
+    rc = ghd_buffer_spec_check(req, rep, &spec);
+    if (rc)
+        return rc;
+    struct ghd_buffer *b;
+    rc = ghd_buffer_create_for(req, rep, &spec, &b);
+    if (rc)
+        return rc;
+    rc = upload_start(req, rep, b, 1);
+    if (rc) {
+        ghd_transfer_free(req->state, req->svc);
+        req->state = NULL;
+    }
+    return rc;
+}
+
+/* Queues the filled part of the current chunk to the device and switches to
+ * the other chunk, waiting for that one's previous copy. */
+static int flush_chunk(struct ghd_transfer *t)
+{
+    struct ghd_device *dev = &t->rt->dev;
+    struct ghd_staging_chunk *c = t->chunk[t->cur];
+    if (t->fill == 0)
+        return 0;
+    char *dst = (char *)t->buf->d_ptr + t->offset + t->flushed;
+    int rc = dev->ops->copy_h2d(dev, dst, c->h_ptr, t->fill, t->stream);
+    if (rc)
+        return rc;
+    rc = dev->ops->event_record(dev, c->done, t->stream);
+    if (rc)
+        return rc;
+    c->pending = 1;
+    t->flushed += t->fill;
+    t->fill = 0;
+    ghd_transfer_take_second_chunk(t);
+    t->cur = (t->cur + 1) % t->nchunks;
+    return ghd_transfer_chunk_ready(t, t->chunk[t->cur]);
+}
+
+/* Copies a body piece straight from the HTTP layer's (page-locked) read
+ * buffer to the device, skipping the staging ring; the copy has completed when
+ * this returns, since the HTTP layer reuses that buffer for the next piece. */
+static int copy_direct(struct ghd_transfer *t, const char *data, size_t len)
+{
+    struct ghd_device *dev = &t->rt->dev;
+    int rc = flush_chunk(t); /* earlier bytes first; the stream keeps the order */
+    if (rc)
+        return rc;
+    rc = dev->ops->copy_h2d(dev, (char *)t->buf->d_ptr + t->offset + t->flushed, data, len,
+                            t->stream);
+    if (rc == 0)
+        rc = dev->ops->stream_sync(dev, t->stream);
+    if (rc == 0)
+        t->flushed += len;
+    return rc;
+}
+
+static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
+{
+    struct ghd_transfer *t = req->state;
+    if (t->received + len > t->length)
+        return ghd_reply_problem(rep, req, GHD_ETOOBIG,
+                                 "the body is longer than the %llu bytes it may write",
+                                 (unsigned long long)t->length);
+    t->received += len;
+    if (req->svc->cfg.direct_copy && len >= GHD_DIRECT_COPY_MIN &&
+        ghd_hostreg_thread_covers(&t->rt->dev, data, len)) {
+        int rc = copy_direct(t, data, len);
+        if (rc)
+            return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
+        return 0;
+    }
+    while (len) {
+        struct ghd_staging_chunk *c = t->chunk[t->cur];
+        size_t n = c->size - t->fill;
+        if (n > len)
+            n = len;
+        memcpy((char *)c->h_ptr + t->fill, data, n);
+        t->fill += n;
+        data += n;
+        len -= n;
+        if (t->fill == c->size) {
+            int rc = flush_chunk(t);
+            if (rc)
+                return ghd_reply_problem(rep, req, rc, "device copy failed: %s",
+                                         t->rt->dev.last_error);
+        }
+    }
+    return 0;
+}
+
+static void upload_cleanup(struct ghd_request *req)
+{
+    ghd_transfer_free(req->state, req->svc);
+    req->state = NULL;
+}
+
+int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_transfer *t = req->state;
+    if (!t)
+        return ghd_reply_problem(rep, req, GHD_EMEDIA, "the body must be application/octet-stream");
+    int rc = flush_chunk(t);
+    if (rc == 0)
+        rc = t->rt->dev.ops->stream_sync(&t->rt->dev, t->stream);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
+    /* A chunked body must fill its Content-Range, as a Content-Length must. */
+    if (!t->created && t->received != t->length && ghd_request_header(req, "Content-Range"))
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "the body (%llu bytes) is shorter than its Content-Range (%llu bytes)",
+                                 (unsigned long long)t->received, (unsigned long long)t->length);
+    t->completed = 1;
+    /* Every byte is on the device: a client that reads this reply may start
+     * the next upload at once, even before this connection is torn down. */
+    atomic_store(&t->buf->writing, 0);
+    t->writer = 0;
+    ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, t->received, ghd_metrics_now() - t->started);
+    if (t->created) {
+        ghd_buffer_ref(t->buf);
+        return ghd_buffer_reply_created(req, rep, t->buf);
+    }
+    return ghd_reply_json(rep, 200,
+                          json_pack("{s:s, s:I, s:I}", "id", t->buf->id, "offset",
+                                    (json_int_t)t->offset, "bytes_written",
+                                    (json_int_t)t->received));
+}
+
+const struct ghd_upload_ops ghd_buffer_put_upload = {put_begin, put_write, upload_cleanup};
+const struct ghd_upload_ops ghd_buffer_create_upload = {create_begin, put_write, upload_cleanup};
