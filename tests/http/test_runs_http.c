@@ -105,6 +105,47 @@ static void *getbuf(const char *id, size_t want_len)
     return p;
 }
 
+static void delete_buffers(const char *const *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        harness_buffer_delete(&H, ids[i]);
+}
+
+/* DELETE_BUFFERS(x, y, ...) deletes each buffer, in that order. */
+#define DELETE_BUFFERS(...)                                                                   \
+    delete_buffers((const char *const[]){__VA_ARGS__},                                        \
+                   sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+static void free_all(void *const *ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ptrs[i]);
+}
+
+/* FREE_ALL(a, b, ...) frees each pointer, in that order. */
+#define FREE_ALL(...)                                                                         \
+    free_all((void *const[]){__VA_ARGS__}, sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+
+/* Sends `method` to `path` without a body and expects a problem reply
+ * with `status`. */
+static void expect_problem_at(const char *method, const char *path, long status)
+{
+    struct harness_resp r;
+    harness_simple(&H, method, path, NULL, NULL, 0, &r);
+    harness_expect_problem(&r, status);
+    harness_resp_free(&r);
+}
+
+/* DELETEs a finished run at `path`: 204, then a GET of it gives 404. */
+static void expect_run_deleted(const char *path)
+{
+    struct harness_resp r;
+    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 204);
+    harness_resp_free(&r);
+    expect_problem_at("GET", path, 404);
+}
+
 /* ---- runs --------------------------------------------------------------- */
 
 static json_t *body_json(const struct harness_resp *r)
@@ -126,6 +167,29 @@ static void post_run(struct harness_resp *r, const char *fmt, va_list ap)
     free(body);
 }
 
+/* The string member `key` of doc, NULL when absent. */
+static const char *str_field(json_t *doc, const char *key)
+{
+    return json_string_value(json_object_get(doc, key));
+}
+
+static void expect_run_status(json_t *doc, const char *status)
+{
+    assert_string_equal(str_field(doc, "status"), status);
+}
+
+/* Expects a 200 reply to a run with "succeeded"; frees r and returns the
+ * response document. */
+static json_t *succeeded_doc(struct harness_resp *r)
+{
+    if (r->status != 200)
+        fail_msg("run: status %ld: %.400s", r->status, r->body ? r->body : "");
+    json_t *doc = body_json(r);
+    expect_run_status(doc, "succeeded");
+    harness_resp_free(r);
+    return doc;
+}
+
 /* POSTs a run (the body from fmt), expects 200 and "succeeded"; returns
  * the response document. */
 __attribute__((format(printf, 1, 2))) static json_t *run_ok(const char *fmt, ...)
@@ -135,12 +199,21 @@ __attribute__((format(printf, 1, 2))) static json_t *run_ok(const char *fmt, ...
     struct harness_resp r;
     post_run(&r, fmt, ap);
     va_end(ap);
-    if (r.status != 200)
-        fail_msg("run: status %ld: %.400s", r.status, r.body ? r.body : "");
-    json_t *doc = body_json(&r);
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
-    harness_resp_free(&r);
-    return doc;
+    return succeeded_doc(&r);
+}
+
+/* Runs as run_ok does, then returns the `len` bytes of buffer `id` (the
+ * caller frees them). */
+__attribute__((format(printf, 3, 4))) static void *run_then_get(const char *id, size_t len,
+                                                               const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    struct harness_resp r;
+    post_run(&r, fmt, ap);
+    va_end(ap);
+    json_decref(succeeded_doc(&r));
+    return getbuf(id, len);
 }
 
 /* POSTs a run and expects a problem with `status` whose detail contains
@@ -155,7 +228,7 @@ __attribute__((format(printf, 3, 4))) static void run_problem(long status, const
     va_end(ap);
     harness_expect_problem(&r, status);
     json_t *doc = body_json(&r);
-    const char *detail = json_string_value(json_object_get(doc, "detail"));
+    const char *detail = str_field(doc, "detail");
     if (!strstr(detail, needle))
         fail_msg("%ld problem: detail '%s' does not name '%s'", status, detail, needle);
     json_decref(doc);
@@ -229,9 +302,9 @@ static void test_fill(void **state)
     /* f32, 17 elements at offset 3 of a 24-element buffer. */
     char x[33];
     mkbuf(x, 24 * 4, NULL);
-    json_decref(run_ok("{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"x_offset\":3,"
-                       "\"dtype\":\"f32\",\"n\":17,\"value\":1.5}}", x));
-    float *f = getbuf(x, 24 * 4);
+    float *f = run_then_get(x, 24 * 4,
+            "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"x_offset\":3,"
+            "\"dtype\":\"f32\",\"n\":17,\"value\":1.5}}", x);
     for (size_t i = 0; i < 24; i++) {
         if (i >= 3 && i < 20)
             assert_true(f[i] == 1.5f);
@@ -240,9 +313,9 @@ static void test_fill(void **state)
     }
     free(f);
     /* n = 0 writes nothing. */
-    json_decref(run_ok("{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"i32\","
-                       "\"n\":0,\"value\":7}}", x));
-    f = getbuf(x, 24 * 4);
+    f = run_then_get(x, 24 * 4,
+            "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"i32\","
+            "\"n\":0,\"value\":7}}", x);
     expect_ff(f, 12, "fill n=0");
     free(f);
     /* i64 with a value that needs all 64 bits, n = 1. */
@@ -255,9 +328,9 @@ static void test_fill(void **state)
     /* u8 over an odd count, f64 over a large one. */
     char u[33];
     mkbuf(u, 1001, NULL);
-    json_decref(run_ok("{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"u8\","
-                       "\"n\":1000,\"value\":200}}", u));
-    unsigned char *b = getbuf(u, 1001);
+    unsigned char *b = run_then_get(u, 1001,
+            "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"u8\","
+            "\"n\":1000,\"value\":200}}", u);
     for (size_t i = 0; i < 1000; i++)
         assert_int_equal(b[i], 200);
     assert_int_equal(b[1000], 0xFF);
@@ -265,16 +338,14 @@ static void test_fill(void **state)
     size_t big = 1000003;
     char d[33];
     mkbuf(d, big * 8, NULL);
-    json_decref(run_ok("{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f64\","
-                       "\"n\":%zu,\"value\":-0.1}}", d, big));
-    double *dd = getbuf(d, big * 8);
+    double *dd = run_then_get(d, big * 8,
+            "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f64\","
+            "\"n\":%zu,\"value\":-0.1}}", d, big);
     for (size_t i = 0; i < big; i++)
         if (dd[i] != -0.1)
             fail_msg("fill f64 [%zu] = %g", i, dd[i]);
     free(dd);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, u);
-    harness_buffer_delete(&H, d);
+    DELETE_BUFFERS(x, u, d);
 }
 
 static void test_copy(void **state)
@@ -286,9 +357,9 @@ static void test_copy(void **state)
     char x[33], y[33];
     mkbuf(x, (n + 5) * 4, src);
     mkbuf(y, (n + 9) * 4, NULL);
-    json_decref(run_ok("{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\",\"x_offset\":5,\"y\":\"%s\","
-                       "\"y_offset\":2,\"dtype\":\"i32\",\"n\":%zu}}", x, y, n));
-    int32_t *got = getbuf(y, (n + 9) * 4);
+    int32_t *got = run_then_get(y, (n + 9) * 4,
+            "{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\",\"x_offset\":5,\"y\":\"%s\","
+            "\"y_offset\":2,\"dtype\":\"i32\",\"n\":%zu}}", x, y, n);
     expect_ff(got, 8, "copy head");
     expect_bytes(got + 2, src + 5, n * 4, "copy between buffers");
     expect_ff(got + 2 + n, 7 * 4, "copy tail");
@@ -318,16 +389,12 @@ static void test_copy(void **state)
     /* n = 0 and n = 1 */
     json_decref(run_ok("{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
                        "\"dtype\":\"u8\",\"n\":0}}", z, y));
-    json_decref(run_ok("{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\",\"x_offset\":4,\"y\":\"%s\","
-                       "\"dtype\":\"i64\",\"n\":1}}", z, y));
-    got = getbuf(y, (n + 9) * 4);
+    got = run_then_get(y, (n + 9) * 4,
+            "{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\",\"x_offset\":4,\"y\":\"%s\","
+            "\"dtype\":\"i64\",\"n\":1}}", z, y);
     expect_bytes(got, ref + 32, 8, "copy n=1");
-    free(got);
-    free(ref);
-    free(src);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, y);
-    harness_buffer_delete(&H, z);
+    FREE_ALL(got, ref, src);
+    DELETE_BUFFERS(x, y, z);
 }
 
 static int32_t ref_sat_i32(double v)
@@ -361,9 +428,9 @@ static void test_cast(void **state)
     assert_int_equal(r.status, 200);
     harness_resp_free(&r);
     mkbuf(y, n * 4, NULL);
-    json_decref(run_ok("{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"x_offset\":1,\"y\":\"%s\","
-                       "\"dtype\":\"f32\",\"dtype_out\":\"i32\",\"n\":%zu}}", x, y, n));
-    int32_t *gi = getbuf(y, n * 4);
+    int32_t *gi = run_then_get(y, n * 4,
+            "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"x_offset\":1,\"y\":\"%s\","
+            "\"dtype\":\"f32\",\"dtype_out\":\"i32\",\"n\":%zu}}", x, y, n);
     for (size_t i = 0; i < n; i++)
         if (gi[i] != ref_sat_i32(xf[i]))
             fail_msg("cast f32->i32 [%zu]: %.9g -> %d, want %d", i, xf[i], gi[i],
@@ -373,9 +440,9 @@ static void test_cast(void **state)
     /* f32 -> u8: negatives and NaN to 0, above 255 to 255. */
     char u[33];
     mkbuf(u, n, NULL);
-    json_decref(run_ok("{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"x_offset\":1,\"y\":\"%s\","
-                       "\"dtype\":\"f32\",\"dtype_out\":\"u8\",\"n\":%zu}}", x, u, n));
-    unsigned char *gu = getbuf(u, n);
+    unsigned char *gu = run_then_get(u, n,
+            "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"x_offset\":1,\"y\":\"%s\","
+            "\"dtype\":\"f32\",\"dtype_out\":\"u8\",\"n\":%zu}}", x, u, n);
     for (size_t i = 0; i < n; i++) {
         double v = xf[i];
         unsigned want = isnan(v) || v <= 0 ? 0 : v >= 255 ? 255 : (unsigned)trunc(v);
@@ -388,9 +455,9 @@ static void test_cast(void **state)
     double *xd = rand_f64(n, -1e6, 1e6);
     char d[33];
     mkbuf(d, n * 8, xd);
-    json_decref(run_ok("{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
-                       "\"dtype\":\"f64\",\"dtype_out\":\"f32\",\"n\":%zu}}", d, y, n));
-    float *gf = getbuf(y, n * 4);
+    float *gf = run_then_get(y, n * 4,
+            "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
+            "\"dtype\":\"f64\",\"dtype_out\":\"f32\",\"n\":%zu}}", d, y, n);
     for (size_t i = 0; i < n; i++)
         if (gf[i] != (float)xd[i])
             fail_msg("cast f64->f32 [%zu]: %.17g -> %.9g", i, xd[i], gf[i]);
@@ -401,27 +468,20 @@ static void test_cast(void **state)
     for (size_t i = 0; i < n; i++)
         xl[i] = (int64_t)rng_u64();
     harness_buffer_put(&H, d, xl, n * 8);
-    json_decref(run_ok("{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
-                       "\"dtype\":\"i64\",\"dtype_out\":\"i32\",\"n\":%zu}}", d, y, n));
-    gi = getbuf(y, n * 4);
+    gi = run_then_get(y, n * 4,
+            "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
+            "\"dtype\":\"i64\",\"dtype_out\":\"i32\",\"n\":%zu}}", d, y, n);
     for (size_t i = 0; i < n; i++)
         if ((uint32_t)gi[i] != (uint32_t)(uint64_t)xl[i])
             fail_msg("cast i64->i32 [%zu]", i);
-    json_decref(run_ok("{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
-                       "\"dtype\":\"i32\",\"dtype_out\":\"f64\",\"n\":%zu}}", y, d, n));
-    double *gd = getbuf(d, n * 8);
+    double *gd = run_then_get(d, n * 8,
+            "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
+            "\"dtype\":\"i32\",\"dtype_out\":\"f64\",\"n\":%zu}}", y, d, n);
     for (size_t i = 0; i < n; i++)
         if (gd[i] != (double)gi[i])
             fail_msg("cast i32->f64 [%zu]: %d -> %.17g", i, gi[i], gd[i]);
-    free(gd);
-    free(gi);
-    free(xl);
-    free(xd);
-    free(xf);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, y);
-    harness_buffer_delete(&H, u);
-    harness_buffer_delete(&H, d);
+    FREE_ALL(gd, gi, xl, xd, xf);
+    DELETE_BUFFERS(x, y, u, d);
 }
 
 /* ---- axpy, scale -------------------------------------------------------- */
@@ -437,10 +497,10 @@ static void test_axpy(void **state)
         char x[33], y[33];
         mkbuf(x, n * 4, xv);
         mkbuf(y, (n + 2) * 4, yv);
-        json_decref(run_ok("{\"kernel\":\"axpy\",\"args\":{\"a\":-2.25,\"x\":\"%s\","
-                           "\"y\":\"%s\",\"y_offset\":2,\"dtype\":\"f32\",\"n\":%zu}}",
-                           x, y, n));
-        float *got = getbuf(y, (n + 2) * 4);
+        float *got = run_then_get(y, (n + 2) * 4,
+                "{\"kernel\":\"axpy\",\"args\":{\"a\":-2.25,\"x\":\"%s\","
+                "\"y\":\"%s\",\"y_offset\":2,\"dtype\":\"f32\",\"n\":%zu}}",
+                x, y, n);
         expect_bytes(got, yv, 8, "axpy head");
         /* f32 with a possibly fused multiply-add: one rounding of slack
          * relative to the larger term. */
@@ -449,11 +509,8 @@ static void test_axpy(void **state)
             double mag = fabs(2.25 * xv[i]) + fabs(yv[i + 2]);
             close_to(got[i + 2], want, 0, mag * 2.4e-7, "axpy f32", i);
         }
-        free(got);
-        free(xv);
-        free(yv);
-        harness_buffer_delete(&H, x);
-        harness_buffer_delete(&H, y);
+        FREE_ALL(got, xv, yv);
+        DELETE_BUFFERS(x, y);
     }
     /* f64, in place (y is exactly x). */
     size_t n = 17;
@@ -466,8 +523,7 @@ static void test_axpy(void **state)
     for (size_t i = 0; i < n; i++)
         want[i] = 4 * xv[i];
     expect_f64(got, want, n, 1e-15, "axpy f64 in place");
-    free(got);
-    free(xv);
+    FREE_ALL(got, xv);
     harness_buffer_delete(&H, x);
 }
 
@@ -481,9 +537,10 @@ static void test_scale(void **state)
     mkbuf(x, n * 4, xv);
     mkbuf(y, n * 4, NULL);
     /* out of place: x stays */
-    json_decref(run_ok("{\"kernel\":\"scale\",\"args\":{\"a\":0.75,\"x\":\"%s\",\"y\":\"%s\","
-                       "\"dtype\":\"f32\",\"n\":%zu}}", x, y, n));
-    float *got = getbuf(y, n * 4), *want = malloc(n * 4);
+    float *got = run_then_get(y, n * 4,
+            "{\"kernel\":\"scale\",\"args\":{\"a\":0.75,\"x\":\"%s\",\"y\":\"%s\","
+            "\"dtype\":\"f32\",\"n\":%zu}}", x, y, n);
+    float *want = malloc(n * 4);
     for (size_t i = 0; i < n; i++)
         want[i] = (float)(0.75 * (double)xv[i]);
     expect_f32(got, want, n, 1.2e-7, "scale f32 out of place");
@@ -492,20 +549,18 @@ static void test_scale(void **state)
     expect_bytes(got, xv, n * 4, "scale leaves x alone");
     free(got);
     /* in place over 17 elements at offset 5 */
-    json_decref(run_ok("{\"kernel\":\"scale\",\"args\":{\"a\":-4,\"x\":\"%s\",\"x_offset\":5,"
-                       "\"dtype\":\"f32\",\"n\":17}}", x));
-    got = getbuf(x, n * 4);
+    got = run_then_get(x, n * 4,
+            "{\"kernel\":\"scale\",\"args\":{\"a\":-4,\"x\":\"%s\",\"x_offset\":5,"
+            "\"dtype\":\"f32\",\"n\":17}}", x);
     for (size_t i = 0; i < n; i++)
         want[i] = i >= 5 && i < 22 ? -4 * xv[i] : xv[i];
     expect_bytes(got, want, n * 4, "scale in place"); /* exact: times a power of 2 */
-    free(got);
-    free(want);
+    FREE_ALL(got, want);
     /* f64, n = 0 does nothing */
     json_decref(run_ok("{\"kernel\":\"scale\",\"args\":{\"a\":2,\"x\":\"%s\",\"y\":\"%s\","
                        "\"dtype\":\"f64\",\"n\":0}}", x, y));
     free(xv);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, y);
+    DELETE_BUFFERS(x, y);
 }
 
 /* ---- elementwise --------------------------------------------------------- */
@@ -563,10 +618,10 @@ static void test_binary(void **state)
     mkbuf(z, (n + 1) * 4, NULL);
     float *want = malloc(n * 4);
     for (int op = 0; op < 6; op++) {
-        json_decref(run_ok("{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\",\"z\":\"%s\","
-                           "\"z_offset\":1,\"dtype\":\"f32\",\"n\":%zu}}",
-                           binops[op], x, y, z, n));
-        float *got = getbuf(z, (n + 1) * 4);
+        float *got = run_then_get(z, (n + 1) * 4,
+                "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\",\"z\":\"%s\","
+                "\"z_offset\":1,\"dtype\":\"f32\",\"n\":%zu}}",
+                binops[op], x, y, z, n);
         expect_ff(got, 4, "binary head");
         for (size_t i = 0; i < n; i++)
             want[i] = (float)ref_bin_f(op, xf[i], yf[i]);
@@ -583,11 +638,11 @@ static void test_binary(void **state)
     mkbuf(a, (m + 3) * 8, xd);
     for (int op = 0; op < 6; op++) {
         mkbuf(b, (m + 3) * 8, yd);
-        json_decref(run_ok("{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"x_offset\":3,"
-                           "\"y\":\"%s\",\"y_offset\":2,\"z\":\"%s\",\"z_offset\":2,"
-                           "\"dtype\":\"f64\",\"n\":%zu}}",
-                           binops[op], a, b, b, m));
-        double *got = getbuf(b, (m + 3) * 8);
+        double *got = run_then_get(b, (m + 3) * 8,
+                "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"x_offset\":3,"
+                "\"y\":\"%s\",\"y_offset\":2,\"z\":\"%s\",\"z_offset\":2,"
+                "\"dtype\":\"f64\",\"n\":%zu}}",
+                binops[op], a, b, b, m);
         for (size_t i = 0; i < m; i++)
             if (got[i + 2] != ref_bin_f(op, xd[i + 3], yd[i + 2]))
                 fail_msg("%s f64 [%zu]: %.17g", binops[op], i, got[i + 2]);
@@ -596,8 +651,7 @@ static void test_binary(void **state)
         free(got);
         harness_buffer_delete(&H, b);
     }
-    free(xd);
-    free(yd);
+    FREE_ALL(xd, yd);
     harness_buffer_delete(&H, a);
 
     /* i32 with the corner cases first: x/0, INT_MIN/-1, wrapping. */
@@ -612,23 +666,18 @@ static void test_binary(void **state)
     harness_buffer_put(&H, x, xi, k * 4);
     harness_buffer_put(&H, y, yi, k * 4);
     for (int op = 0; op < 6; op++) {
-        json_decref(run_ok("{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\",\"z\":\"%s\","
-                           "\"dtype\":\"i32\",\"n\":%zu}}",
-                           binops[op], x, y, z, k));
-        int32_t *got = getbuf(z, (n + 1) * 4);
+        int32_t *got = run_then_get(z, (n + 1) * 4,
+                "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\",\"z\":\"%s\","
+                "\"dtype\":\"i32\",\"n\":%zu}}",
+                binops[op], x, y, z, k);
         for (size_t i = 0; i < k; i++)
             if (got[i] != ref_bin_i32(op, xi[i], yi[i]))
                 fail_msg("%s i32 [%zu]: %d op %d = %d, want %d", binops[op], i, xi[i], yi[i],
                          got[i], ref_bin_i32(op, xi[i], yi[i]));
         free(got);
     }
-    free(xi);
-    free(yi);
-    free(xf);
-    free(yf);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, y);
-    harness_buffer_delete(&H, z);
+    FREE_ALL(xi, yi, xf, yf);
+    DELETE_BUFFERS(x, y, z);
 }
 
 static void test_unary(void **state)
@@ -646,10 +695,10 @@ static void test_unary(void **state)
     for (int op = 0; op < 5; op++) {
         int positive = op >= 2;
         const float *in = positive ? pf : xf;
-        json_decref(run_ok("{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
-                           "\"dtype\":\"f32\",\"n\":%zu}}",
-                           ops[op], positive ? p : x, y, n));
-        float *got = getbuf(y, n * 4);
+        float *got = run_then_get(y, n * 4,
+                "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
+                "\"dtype\":\"f32\",\"n\":%zu}}",
+                ops[op], positive ? p : x, y, n);
         double rtol = 0;
         for (size_t i = 0; i < n; i++) {
             double v = in[i];
@@ -669,9 +718,7 @@ static void test_unary(void **state)
         }
         free(got);
     }
-    free(want);
-    free(xf);
-    free(pf);
+    FREE_ALL(want, xf, pf);
 
     /* f64 in place at an offset, and i32 abs/neg with INT_MIN. */
     size_t m = 17;
@@ -679,10 +726,10 @@ static void test_unary(void **state)
     char d[33];
     for (int op = 2; op < 5; op++) {
         mkbuf(d, (m + 1) * 8, xd);
-        json_decref(run_ok("{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"x_offset\":1,"
-                           "\"y\":\"%s\",\"y_offset\":1,\"dtype\":\"f64\",\"n\":%zu}}",
-                           ops[op], d, d, m));
-        double *got = getbuf(d, (m + 1) * 8);
+        double *got = run_then_get(d, (m + 1) * 8,
+                "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"x_offset\":1,"
+                "\"y\":\"%s\",\"y_offset\":1,\"dtype\":\"f64\",\"n\":%zu}}",
+                ops[op], d, d, m);
         assert_true(got[0] == xd[0]);
         for (size_t i = 1; i <= m; i++) {
             double w = op == 2 ? sqrt(xd[i]) : op == 3 ? exp(xd[i]) : log(xd[i]);
@@ -695,9 +742,9 @@ static void test_unary(void **state)
     int32_t iv[] = {INT32_MIN, -1, 0, 1, INT32_MAX, -12345};
     harness_buffer_put(&H, x, iv, sizeof(iv));
     for (int op = 0; op < 2; op++) {
-        json_decref(run_ok("{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
-                           "\"dtype\":\"i32\",\"n\":6}}", ops[op], x, y));
-        int32_t *got = getbuf(y, n * 4);
+        int32_t *got = run_then_get(y, n * 4,
+                "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
+                "\"dtype\":\"i32\",\"n\":6}}", ops[op], x, y);
         for (size_t i = 0; i < 6; i++) {
             uint32_t u = (uint32_t)iv[i];
             int32_t w;
@@ -709,9 +756,7 @@ static void test_unary(void **state)
         }
         free(got);
     }
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, p);
-    harness_buffer_delete(&H, y);
+    DELETE_BUFFERS(x, p, y);
 }
 
 /* ---- reductions ---------------------------------------------------------- */
@@ -858,16 +903,8 @@ static void test_reduce(void **state)
     json_decref(doc);
     od = getbuf(out, 16);
     close_to(od[0], dd, 0, add * 1e-14, "dot f64 out", 0);
-    free(od);
-    free(xd);
-    free(yd);
-    free(xi);
-    free(yi);
-    free(xf);
-    free(yf);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, y);
-    harness_buffer_delete(&H, out);
+    FREE_ALL(od, xd, yd, xi, yi, xf, yf);
+    DELETE_BUFFERS(x, y, out);
 }
 
 /* ---- scan, sort ---------------------------------------------------------- */
@@ -882,10 +919,10 @@ static void test_scan(void **state)
     mkbuf(x, n * 4, xi);
     mkbuf(y, (n + 1) * 4, NULL);
     for (int excl = 0; excl < 2; excl++) {
-        json_decref(run_ok("{\"kernel\":\"scan\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
-                           "\"y_offset\":1,\"dtype\":\"i32\",\"n\":%zu,\"exclusive\":%s}}",
-                           x, y, n, excl ? "true" : "false"));
-        int32_t *got = getbuf(y, (n + 1) * 4);
+        int32_t *got = run_then_get(y, (n + 1) * 4,
+                "{\"kernel\":\"scan\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
+                "\"y_offset\":1,\"dtype\":\"i32\",\"n\":%zu,\"exclusive\":%s}}",
+                x, y, n, excl ? "true" : "false");
         expect_ff(got, 4, "scan head");
         uint32_t acc = 0;
         for (size_t i = 0; i < n; i++) {
@@ -911,16 +948,12 @@ static void test_scan(void **state)
         close_to(got[i], acc, 0, 1e-14, "scan f64", i);
     }
     free(got);
-    json_decref(run_ok("{\"kernel\":\"scan\",\"args\":{\"x\":\"%s\",\"x_offset\":3,\"y\":\"%s\","
-                       "\"y_offset\":5,\"dtype\":\"f64\",\"n\":1,\"exclusive\":true}}", x, y));
-    double *gd = getbuf(y, (n + 1) * 4);
+    double *gd = run_then_get(y, (n + 1) * 4,
+            "{\"kernel\":\"scan\",\"args\":{\"x\":\"%s\",\"x_offset\":3,\"y\":\"%s\","
+            "\"y_offset\":5,\"dtype\":\"f64\",\"n\":1,\"exclusive\":true}}", x, y);
     assert_true(gd[5] == 0);
-    free(gd);
-    free(xd);
-    free(xi);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, y);
-    harness_buffer_delete(&H, d);
+    FREE_ALL(gd, xd, xi);
+    DELETE_BUFFERS(x, y, d);
 }
 
 struct kv {
@@ -950,9 +983,9 @@ static void test_sort(void **state)
         ki[i] = (int32_t)(rng_u64() % 50) - 25;
     char k[33];
     mkbuf(k, (n + 1) * 4, ki);
-    json_decref(run_ok("{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"keys_offset\":1,"
-                       "\"dtype\":\"i32\",\"n\":%zu}}", k, n));
-    int32_t *got = getbuf(k, (n + 1) * 4);
+    int32_t *got = run_then_get(k, (n + 1) * 4,
+            "{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"keys_offset\":1,"
+            "\"dtype\":\"i32\",\"n\":%zu}}", k, n);
     struct kv *ref = malloc(n * sizeof(*ref));
     for (size_t i = 0; i < n; i++)
         ref[i] = (struct kv){ki[i + 1], (uint32_t)i};
@@ -1004,10 +1037,8 @@ static void test_sort(void **state)
                 fail_msg("sort f32 %s value [%zu]: %u, want %u (stable)", desc ? "desc" : "asc",
                          i, gv[i + 2], r2[i].idx);
         }
-        free(gk);
-        free(gv);
-        harness_buffer_delete(&H, ko);
-        harness_buffer_delete(&H, vo);
+        FREE_ALL(gk, gv);
+        DELETE_BUFFERS(ko, vo);
     }
     /* inputs untouched when outputs are given */
     float *again = getbuf(kk, m * 4);
@@ -1016,20 +1047,13 @@ static void test_sort(void **state)
     /* n = 0 and n = 1 */
     json_decref(run_ok("{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"dtype\":\"f32\","
                        "\"n\":0}}", kk));
-    json_decref(run_ok("{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"keys_offset\":9,"
-                       "\"values\":\"%s\",\"dtype\":\"f32\",\"value_dtype\":\"i32\",\"n\":1}}",
-                       kk, vv));
-    again = getbuf(kk, m * 4);
+    again = run_then_get(kk, m * 4,
+            "{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"keys_offset\":9,"
+            "\"values\":\"%s\",\"dtype\":\"f32\",\"value_dtype\":\"i32\",\"n\":1}}",
+            kk, vv);
     expect_bytes(again, kf, m * 4, "sort n=0/1");
-    free(again);
-    free(r2);
-    free(vals);
-    free(kf);
-    free(ref);
-    free(ki);
-    harness_buffer_delete(&H, k);
-    harness_buffer_delete(&H, kk);
-    harness_buffer_delete(&H, vv);
+    FREE_ALL(again, r2, vals, kf, ref, ki);
+    DELETE_BUFFERS(k, kk, vv);
 }
 
 /* ---- gemm ----------------------------------------------------------------- */
@@ -1113,16 +1137,8 @@ static void gemm_case(const char *dt, int ta, int tb, size_t m, size_t n, size_t
                      k);
             close_to(g, c[at], eps, atol, what, at);
         }
-    free(got);
-    free(a);
-    free(b);
-    free(c);
-    free(ha);
-    free(hb);
-    free(hc);
-    harness_buffer_delete(&H, ia);
-    harness_buffer_delete(&H, ib);
-    harness_buffer_delete(&H, ic);
+    FREE_ALL(got, a, b, c, ha, hb, hc);
+    DELETE_BUFFERS(ia, ib, ic);
 }
 
 static void test_gemm(void **state)
@@ -1160,11 +1176,11 @@ static void test_run_shape(void **state)
     double dur = strtod(st + 11, &end);
     assert_true(end != st + 11 && dur >= 0);
     json_t *doc = body_json(&r);
-    const char *id = json_string_value(json_object_get(doc, "id"));
+    const char *id = str_field(doc, "id");
     assert_non_null(id);
     assert_true(strlen(id) >= 16);
-    assert_string_equal(json_string_value(json_object_get(doc, "kernel")), "fill");
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
+    assert_string_equal(str_field(doc, "kernel"), "fill");
+    expect_run_status(doc, "succeeded");
     json_t *res = json_object_get(doc, "result");
     assert_true(json_is_object(res));
     assert_int_equal(json_integer_value(json_object_get(res, "n")), 16);
@@ -1184,31 +1200,20 @@ static void test_run_shape(void **state)
     harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
     assert_int_equal(g.status, 200);
     json_t *gdoc = body_json(&g);
-    assert_string_equal(json_string_value(json_object_get(gdoc, "id")), id);
-    assert_string_equal(json_string_value(json_object_get(gdoc, "status")), "succeeded");
+    assert_string_equal(str_field(gdoc, "id"), id);
+    assert_string_equal(str_field(gdoc, "status"), "succeeded");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(gdoc, "result"), "n")),
                      16);
     json_decref(gdoc);
     harness_resp_free(&g);
     /* DELETE of a finished run: 204, then it is gone */
-    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &g);
-    assert_int_equal(g.status, 204);
-    harness_resp_free(&g);
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
-    harness_expect_problem(&g, 404);
-    harness_resp_free(&g);
-    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &g);
-    harness_expect_problem(&g, 404);
-    harness_resp_free(&g);
+    expect_run_deleted(path);
+    expect_problem_at("DELETE", path, 404);
     json_decref(doc);
     harness_resp_free(&r);
     /* unknown run ids */
-    harness_simple(&H, "GET", "/v1/runs/0123456789abcdef0123456789abcdef", NULL, NULL, 0, &g);
-    harness_expect_problem(&g, 404);
-    harness_resp_free(&g);
-    harness_simple(&H, "GET", "/v1/runs/nope", NULL, NULL, 0, &g);
-    harness_expect_problem(&g, 404);
-    harness_resp_free(&g);
+    expect_problem_at("GET", "/v1/runs/0123456789abcdef0123456789abcdef", 404);
+    expect_problem_at("GET", "/v1/runs/nope", 404);
     harness_buffer_delete(&H, x);
 }
 
@@ -1245,7 +1250,7 @@ static void test_pipeline(void **state)
     static const char *const names[] = {"cast", "axpy", "sum"};
     for (size_t i = 0; i < 3; i++) {
         json_t *s = json_array_get(steps, i);
-        assert_string_equal(json_string_value(json_object_get(s, "kernel")), names[i]);
+        assert_string_equal(str_field(s, "kernel"), names[i]);
         assert_true(json_is_number(json_object_get(s, "device_ms")));
         json_t *res = json_object_get(s, "result");
         assert_true(json_is_object(res));
@@ -1259,12 +1264,8 @@ static void test_pipeline(void **state)
     double *gx = getbuf(xf, n * 8);
     for (size_t i = 0; i < n; i++)
         assert_true(gx[i] == (double)xi[i]);
-    free(gx);
-    free(xi);
-    free(yd);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, xf);
-    harness_buffer_delete(&H, y);
+    FREE_ALL(gx, xi, yd);
+    DELETE_BUFFERS(x, xf, y);
 }
 
 /* Polls GET path until the run is no longer queued or running; returns
@@ -1278,7 +1279,7 @@ static json_t *poll_run(const char *path)
             fail_msg("GET %s: %ld: %.300s", path, g.status, g.body ? g.body : "");
         json_t *doc = body_json(&g);
         harness_resp_free(&g);
-        const char *st = json_string_value(json_object_get(doc, "status"));
+        const char *st = str_field(doc, "status");
         assert_non_null(st);
         if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
             return doc;
@@ -1304,12 +1305,12 @@ __attribute__((format(printf, 1, 2))) static char *run_async(const char *fmt, ..
     const char *loc = harness_header(&r, "Location", hb, sizeof(hb));
     assert_non_null(loc);
     json_t *doc = body_json(&r);
-    const char *id = json_string_value(json_object_get(doc, "id"));
+    const char *id = str_field(doc, "id");
     assert_non_null(id);
     char want[96];
     snprintf(want, sizeof(want), "/v1/runs/%s", id);
     assert_string_equal(loc, want);
-    const char *st = json_string_value(json_object_get(doc, "status"));
+    const char *st = str_field(doc, "status");
     assert_true(strcmp(st, "queued") == 0 || strcmp(st, "running") == 0 ||
                 strcmp(st, "succeeded") == 0);
     json_decref(doc);
@@ -1329,8 +1330,8 @@ static void test_async(void **state)
     char *loc = run_async("{\"kernel\":\"sum\",\"wait\":false,\"args\":{\"x\":\"%s\","
                           "\"out\":\"%s\",\"dtype\":\"f32\",\"n\":%zu}}", x, out, n);
     json_t *doc = poll_run(loc);
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
-    assert_string_equal(json_string_value(json_object_get(doc, "kernel")), "sum");
+    expect_run_status(doc, "succeeded");
+    assert_string_equal(str_field(doc, "kernel"), "sum");
     double want = 0, mag = 0;
     for (size_t i = 0; i < n; i++) {
         want += xv[i];
@@ -1342,13 +1343,7 @@ static void test_async(void **state)
     float *o = getbuf(out, 4);
     close_to(o[0], want, 1.2e-7, 1e-30, "async sum out", 0);
     free(o);
-    struct harness_resp g;
-    harness_simple(&H, "DELETE", loc, NULL, NULL, 0, &g);
-    assert_int_equal(g.status, 204);
-    harness_resp_free(&g);
-    harness_simple(&H, "GET", loc, NULL, NULL, 0, &g);
-    harness_expect_problem(&g, 404);
-    harness_resp_free(&g);
+    expect_run_deleted(loc);
     /* An asynchronous pipeline, polled while it runs: step results appear
      * once the run has ended, one per step. */
     free(loc);
@@ -1358,7 +1353,7 @@ static void test_async(void **state)
                     "{\"kernel\":\"sum\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":%zu}}]}",
                     x, n, x, n);
     doc = poll_run(loc);
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
+    expect_run_status(doc, "succeeded");
     close_to(result_value(doc), 2 * want, 0, 2 * mag * 1e-12, "async pipeline sum", 0);
     json_t *steps = json_object_get(doc, "steps");
     assert_int_equal(json_array_size(steps), 2);
@@ -1368,10 +1363,8 @@ static void test_async(void **state)
     /* wait:true explicitly is the synchronous form */
     json_decref(run_ok("{\"kernel\":\"sum\",\"wait\":true,\"args\":{\"x\":\"%s\","
                        "\"dtype\":\"f32\",\"n\":1}}", x));
-    free(loc);
-    free(xv);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, out);
+    FREE_ALL(loc, xv);
+    DELETE_BUFFERS(x, out);
 }
 
 /* ---- validation before launch ----------------------------------------------- */
@@ -1469,8 +1462,7 @@ static void test_validation(void **state)
     g = getbuf(x, sizeof(ref));
     expect_bytes(g, ref, sizeof(ref), "input after refused runs");
     free(g);
-    harness_buffer_delete(&H, x);
-    harness_buffer_delete(&H, z);
+    DELETE_BUFFERS(x, z);
 }
 
 /* ---- buffers deleted under a run ------------------------------------------- */
@@ -1503,35 +1495,32 @@ static void test_delete_during_run(void **state)
     harness_buffer_delete(&H, ia);
     char *sloc = run_async("{\"kernel\":\"sort\",\"wait\":false,\"args\":{\"keys\":\"%s\","
                            "\"keys_out\":\"%s\",\"dtype\":\"i32\",\"n\":%zu}}", k, ko, n);
-    harness_buffer_delete(&H, k);
-    harness_buffer_delete(&H, ib);
+    DELETE_BUFFERS(k, ib);
     /* the deleted ids are gone for new requests at once */
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", k);
-    struct harness_resp r;
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
-    harness_expect_problem(&r, 404);
-    harness_resp_free(&r);
+    expect_problem_at("GET", path, 404);
     run_problem(404, "keys", "{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"dtype\":\"i32\","
                 "\"n\":1}}", k);
 
     /* Where the sort stood when its input went (on the host backend the
      * gemm takes long enough that it is still queued). */
+    struct harness_resp r;
     harness_simple(&H, "GET", sloc, NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
     json_t *doc = body_json(&r);
     printf("delete_during_run: sort was %s when its keys were deleted\n",
-           json_string_value(json_object_get(doc, "status")));
+           str_field(doc, "status"));
     json_decref(doc);
     harness_resp_free(&r);
 
     doc = poll_run(gloc);
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
+    expect_run_status(doc, "succeeded");
     printf("delete_during_run: gemm 512^3 f64 device_ms %.1f\n",
            json_number_value(json_object_get(json_object_get(doc, "timing"), "device_ms")));
     json_decref(doc);
     doc = poll_run(sloc);
-    assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
+    expect_run_status(doc, "succeeded");
     json_decref(doc);
 
     /* sorted keys are right */
@@ -1544,8 +1533,7 @@ static void test_delete_during_run(void **state)
     for (size_t i = 0; i < n; i++)
         if (got[i] != (int32_t)ref[i].key)
             fail_msg("sort after delete [%zu]: %d, want %d", i, got[i], (int32_t)ref[i].key);
-    free(got);
-    free(ref);
+    FREE_ALL(got, ref);
     /* gemm: a sample of C's entries */
     double *c = getbuf(ic, d * d * 8);
     for (int t = 0; t < 64; t++) {
@@ -1556,15 +1544,10 @@ static void test_delete_during_run(void **state)
         close_to(c[i * d + j], s, 0, 4 * 2.3e-16 * (double)d, "gemm after delete", i * d + j);
     }
     free(c);
-    harness_buffer_delete(&H, ic);
-    harness_buffer_delete(&H, ko);
+    DELETE_BUFFERS(ic, ko);
     /* every block, the deleted ones included, went back to the pool */
     assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
-    free(gloc);
-    free(sloc);
-    free(keys);
-    free(a);
-    free(b);
+    FREE_ALL(gloc, sloc, keys, a, b);
 }
 
 int main(void)
