@@ -312,6 +312,16 @@ void harness_simple(struct harness *h, const char *method, const char *path,
     harness_do(h, &req, resp);
 }
 
+json_t *harness_body_json(const struct harness_resp *resp)
+{
+    json_error_t err;
+    json_t *doc = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, &err);
+    if (!doc)
+        fail_msg("status %ld: body is not JSON (%s): %.200s", resp->status, err.text,
+                 resp->body ? resp->body : "");
+    return doc;
+}
+
 void harness_expect_problem(const struct harness_resp *resp, long status)
 {
     char buf[256];

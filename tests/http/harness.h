@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "server/http.h"
 #include "server/service.h"
 
@@ -117,6 +119,10 @@ const char *harness_header(const struct harness_resp *resp, const char *name, ch
 void harness_simple(struct harness *h, const char *method, const char *path,
                     const char *content_type, const void *body, size_t body_len,
                     struct harness_resp *resp);
+
+/* The response body parsed as JSON (the caller owns it); fails the test
+ * when it is not JSON. */
+json_t *harness_body_json(const struct harness_resp *resp);
 
 /* Checks a problem reply: the status, Content-Type application/problem+json,
  * a JSON body with type, title, status (equal to the HTTP status) and

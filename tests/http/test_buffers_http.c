@@ -50,16 +50,6 @@ static void *random_bytes(uint64_t seed, size_t len)
     return p;
 }
 
-static json_t *body_json(const struct harness_resp *r)
-{
-    json_error_t err;
-    json_t *doc = json_loadb(r->body ? r->body : "", r->body_len, 0, &err);
-    if (!doc)
-        fail_msg("status %ld: body is not JSON (%s): %.200s", r->status, err.text,
-                 r->body ? r->body : "");
-    return doc;
-}
-
 static void buffer_path(char *out, size_t len, const char *id, const char *suffix)
 {
     snprintf(out, len, "/v1/buffers/%s%s", id, suffix ? suffix : "");
@@ -112,14 +102,14 @@ static void test_health(void **state)
     struct harness_resp r;
     harness_simple(&H, "GET", "/healthz", NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "ok");
     json_decref(doc);
     harness_resp_free(&r);
 
     harness_simple(&H, "GET", "/readyz", NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    doc = body_json(&r);
+    doc = harness_body_json(&r);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "ready");
     assert_string_equal(json_string_value(json_object_get(doc, "backend")), harness_backend());
     json_t *staging = json_object_get(doc, "staging");
@@ -196,7 +186,7 @@ static void test_post_octet_stream_creates(void **state)
         if (r.status != 201)
             fail_msg("POST octet-stream of %zu bytes: %ld %.200s", size, r.status,
                      r.body ? r.body : "");
-        json_t *doc = body_json(&r);
+        json_t *doc = harness_body_json(&r);
         const char *id = json_string_value(json_object_get(doc, "id"));
         assert_non_null(id);
         assert_int_equal(json_integer_value(json_object_get(doc, "size")), size);
@@ -236,7 +226,7 @@ static void test_put_ranges(void **state)
     unsigned char *patch = random_bytes(301, 1000);
     put_with(path, "Content-Range: bytes 100-1099/10000", NULL, patch, 1000, &r);
     assert_int_equal(r.status, 200);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "offset")), 100);
     assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), 1000);
     assert_string_equal(json_string_value(json_object_get(doc, "id")), id);
@@ -250,7 +240,7 @@ static void test_put_ranges(void **state)
     snprintf(opath, sizeof(opath), "%s?offset=5000", path);
     put_with(opath, NULL, NULL, patch2, 3000, &r);
     assert_int_equal(r.status, 200);
-    doc = body_json(&r);
+    doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "offset")), 5000);
     assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), 3000);
     json_decref(doc);
@@ -577,7 +567,7 @@ static void test_meta(void **state)
     struct harness_resp r;
     harness_simple(&H, "POST", "/v1/buffers", "application/json", body, strlen(body), &r);
     assert_int_equal(r.status, 201);
-    json_t *created = body_json(&r);
+    json_t *created = harness_body_json(&r);
     char id[33];
     memcpy(id, json_string_value(json_object_get(created, "id")), 33);
     harness_resp_free(&r);
@@ -588,7 +578,7 @@ static void test_meta(void **state)
     assert_int_equal(r.status, 200);
     char ct[64];
     assert_string_equal(harness_header(&r, "Content-Type", ct, sizeof(ct)), "application/json");
-    json_t *meta = body_json(&r);
+    json_t *meta = harness_body_json(&r);
     assert_string_equal(json_string_value(json_object_get(meta, "id")), id);
     assert_int_equal(json_integer_value(json_object_get(meta, "size")), 5000);
     assert_int_equal(json_integer_value(json_object_get(meta, "alignment")), 4096);
@@ -606,7 +596,7 @@ static void test_meta(void **state)
     harness_buffer_create(&H, 10, id2);
     buffer_path(path, sizeof(path), id2, "/meta");
     harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
-    meta = body_json(&r);
+    meta = harness_body_json(&r);
     assert_true(json_integer_value(json_object_get(meta, "alignment")) >= 256);
     assert_string_equal(json_string_value(json_object_get(meta, "label")), "");
     assert_null(json_object_get(meta, "expires"));
@@ -643,7 +633,7 @@ static void test_list_pagination(void **state)
         struct harness_resp r;
         harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
         assert_int_equal(r.status, 200);
-        json_t *doc = body_json(&r);
+        json_t *doc = harness_body_json(&r);
         json_t *items = json_object_get(doc, "buffers");
         assert_true(json_is_array(items));
         assert_true(json_array_size(items) <= LIMIT);
@@ -690,7 +680,7 @@ static void test_list_pagination(void **state)
         struct harness_resp r;
         harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
         assert_int_equal(r.status, 200);
-        json_t *doc = body_json(&r);
+        json_t *doc = harness_body_json(&r);
         assert_int_equal(json_array_size(json_object_get(doc, "buffers")), 0);
         assert_null(json_object_get(doc, "next_cursor"));
         json_decref(doc);
@@ -790,7 +780,7 @@ static void test_errors_json(void **state)
     harness_simple(&H, "POST", "/v1/buffers", "application/json; charset=utf-8",
                    "{\"size\": 3}", 11, &r);
     assert_int_equal(r.status, 201);
-    json_t *made = body_json(&r);
+    json_t *made = harness_body_json(&r);
     char made_id[33];
     snprintf(made_id, sizeof(made_id), "%s", json_string_value(json_object_get(made, "id")));
     json_decref(made);
@@ -799,13 +789,13 @@ static void test_errors_json(void **state)
 
     /* The malformed-JSON problem says where. */
     harness_simple(&H, "POST", "/v1/buffers", "application/json", "{\"size\":", 8, &r);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     assert_non_null(strstr(json_string_value(json_object_get(doc, "type")), "malformed-json"));
     json_decref(doc);
     harness_resp_free(&r);
     harness_simple(&H, "POST", "/v1/buffers", "application/json",
                    "{\"size\": 1, \"colour\": 2}", 24, &r);
-    doc = body_json(&r);
+    doc = harness_body_json(&r);
     assert_non_null(strstr(json_string_value(json_object_get(doc, "detail")), "colour"));
     json_decref(doc);
     harness_resp_free(&r);
@@ -933,7 +923,7 @@ static void test_errors_507(void **state)
             break;
         }
         assert_int_equal(r.status, 201);
-        json_t *doc = body_json(&r);
+        json_t *doc = harness_body_json(&r);
         memcpy(ids[made], json_string_value(json_object_get(doc, "id")), 33);
         json_decref(doc);
         harness_resp_free(&r);
@@ -1059,7 +1049,7 @@ static void test_request_id(void **state)
              &r);
     harness_expect_problem(&r, 404);
     assert_string_equal(harness_header(&r, "X-Request-Id", rid, sizeof(rid)), "req-404");
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     assert_string_equal(json_string_value(json_object_get(doc, "request_id")), "req-404");
     json_decref(doc);
     harness_resp_free(&r);
@@ -1301,7 +1291,7 @@ static void test_keep_alive(void **state)
     harness_do_on(&H, c, &req, &r);
     assert_int_equal(r.status, 201);
     assert_int_equal(r.connects, 1);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     char id[33], path[128];
     snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
@@ -1400,7 +1390,7 @@ static void test_put_body_shapes(void **state)
     req.headers[0] = "Content-Type: application/octet-stream";
     harness_do(&H, &req, &r);
     assert_int_equal(r.status, 200);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), size);
     json_decref(doc);
     harness_resp_free(&r);
@@ -1410,7 +1400,7 @@ static void test_put_body_shapes(void **state)
     g = (struct gen_ctx){.seed = 1402, .len = c + 1, .sum = HARNESS_SUM_INIT};
     harness_do(&H, &req, &r);
     assert_int_equal(r.status, 200);
-    doc = body_json(&r);
+    doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), c + 1);
     json_decref(doc);
     harness_resp_free(&r);
@@ -1437,7 +1427,7 @@ static void test_put_body_shapes(void **state)
     g = (struct gen_ctx){.seed = 1405, .len = c + 1, .sum = HARNESS_SUM_INIT};
     harness_do(&H, &req, &r);
     assert_int_equal(r.status, 200);
-    doc = body_json(&r);
+    doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "offset")), 1000);
     assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), c + 1);
     json_decref(doc);
@@ -1460,7 +1450,7 @@ static void test_put_body_shapes(void **state)
     /* An empty body writes nothing. */
     put_with(path, NULL, NULL, "", 0, &r);
     assert_int_equal(r.status, 200);
-    doc = body_json(&r);
+    doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "bytes_written")), 0);
     json_decref(doc);
     harness_resp_free(&r);
@@ -1489,7 +1479,7 @@ static void test_put_body_shapes(void **state)
     harness_simple(&H, "POST", "/v1/buffers?alignment=4096&label=aligned",
                    "application/octet-stream", expect, 777, &r);
     assert_int_equal(r.status, 201);
-    doc = body_json(&r);
+    doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "alignment")), 4096);
     assert_string_equal(json_string_value(json_object_get(doc, "label")), "aligned");
     char id2[33];
@@ -1648,7 +1638,7 @@ static void test_ttl_expiry(void **state)
     struct harness_resp r;
     harness_simple(&H, "POST", "/v1/buffers", "application/json", body, strlen(body), &r);
     assert_int_equal(r.status, 201);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     char id[33], path[128];
     snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
     assert_true(json_is_string(json_object_get(doc, "expires")));

@@ -148,16 +148,6 @@ static void expect_run_deleted(const char *path)
 
 /* ---- runs --------------------------------------------------------------- */
 
-static json_t *body_json(const struct harness_resp *r)
-{
-    json_error_t err;
-    json_t *doc = json_loadb(r->body ? r->body : "", r->body_len, 0, &err);
-    if (!doc)
-        fail_msg("status %ld: body is not JSON (%s): %.200s", r->status, err.text,
-                 r->body ? r->body : "");
-    return doc;
-}
-
 static void post_run(struct harness_resp *r, const char *fmt, va_list ap)
 {
     char *body = NULL;
@@ -184,7 +174,7 @@ static json_t *succeeded_doc(struct harness_resp *r)
 {
     if (r->status != 200)
         fail_msg("run: status %ld: %.400s", r->status, r->body ? r->body : "");
-    json_t *doc = body_json(r);
+    json_t *doc = harness_body_json(r);
     expect_run_status(doc, "succeeded");
     harness_resp_free(r);
     return doc;
@@ -227,7 +217,7 @@ __attribute__((format(printf, 3, 4))) static void run_problem(long status, const
     post_run(&r, fmt, ap);
     va_end(ap);
     harness_expect_problem(&r, status);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     const char *detail = str_field(doc, "detail");
     if (!strstr(detail, needle))
         fail_msg("%ld problem: detail '%s' does not name '%s'", status, detail, needle);
@@ -1175,7 +1165,7 @@ static void test_run_shape(void **state)
     char *end;
     double dur = strtod(st + 11, &end);
     assert_true(end != st + 11 && dur >= 0);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     const char *id = str_field(doc, "id");
     assert_non_null(id);
     assert_true(strlen(id) >= 16);
@@ -1199,7 +1189,7 @@ static void test_run_shape(void **state)
     struct harness_resp g;
     harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
     assert_int_equal(g.status, 200);
-    json_t *gdoc = body_json(&g);
+    json_t *gdoc = harness_body_json(&g);
     assert_string_equal(str_field(gdoc, "id"), id);
     assert_string_equal(str_field(gdoc, "status"), "succeeded");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(gdoc, "result"), "n")),
@@ -1277,7 +1267,7 @@ static json_t *poll_run(const char *path)
         harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
         if (g.status != 200)
             fail_msg("GET %s: %ld: %.300s", path, g.status, g.body ? g.body : "");
-        json_t *doc = body_json(&g);
+        json_t *doc = harness_body_json(&g);
         harness_resp_free(&g);
         const char *st = str_field(doc, "status");
         assert_non_null(st);
@@ -1304,7 +1294,7 @@ __attribute__((format(printf, 1, 2))) static char *run_async(const char *fmt, ..
     char hb[256];
     const char *loc = harness_header(&r, "Location", hb, sizeof(hb));
     assert_non_null(loc);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     const char *id = str_field(doc, "id");
     assert_non_null(id);
     char want[96];
@@ -1508,7 +1498,7 @@ static void test_delete_during_run(void **state)
     struct harness_resp r;
     harness_simple(&H, "GET", sloc, NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    json_t *doc = body_json(&r);
+    json_t *doc = harness_body_json(&r);
     printf("delete_during_run: sort was %s when its keys were deleted\n",
            str_field(doc, "status"));
     json_decref(doc);
