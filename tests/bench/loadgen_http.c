@@ -197,9 +197,11 @@ static void parse_header(struct lg_response *resp, char *line)
     else if (strcasecmp(line, "Connection") == 0)
         resp->close = strcasestr(value, "close") != NULL;
     else if (strcasecmp(line, "Location") == 0)
-        snprintf(resp->location, sizeof resp->location, "%s", value);
+        snprintf(resp->location, sizeof resp->location, "%.*s", (int)sizeof resp->location - 1,
+                 value);
     else if (strcasecmp(line, "Content-Type") == 0)
-        snprintf(resp->content_type, sizeof resp->content_type, "%s", value);
+        snprintf(resp->content_type, sizeof resp->content_type, "%.*s",
+                 (int)sizeof resp->content_type - 1, value);
 }
 
 static int read_one_head(struct lg_conn *conn, struct lg_response *resp)
