@@ -364,12 +364,14 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
     if (run->pipeline) {
         json_t *steps = json_array();
         for (unsigned i = 0; i < run->step_count; i++) {
-            json_t *s = json_pack("{s:s, s:f}", "kernel", ghd_kernel_name(run->steps[i].kernel),
-                                  "device_ms", (double)run->steps[i].device_ms);
-            /* The worker fills step results without the lock: show them
-             * only once the run has ended. */
-            if (run->steps[i].result && run->status >= GHD_RUN_SUCCEEDED)
-                json_object_set(s, "result", run->steps[i].result);
+            json_t *s = json_pack("{s:s}", "kernel", ghd_kernel_name(run->steps[i].kernel));
+            /* The worker fills step results and times without the lock:
+             * show them only once the run has ended. */
+            if (run->status >= GHD_RUN_SUCCEEDED) {
+                json_object_set_new(s, "device_ms", json_real(run->steps[i].device_ms));
+                if (run->steps[i].result)
+                    json_object_set(s, "result", run->steps[i].result);
+            }
             json_array_append_new(steps, s);
         }
         json_object_set_new(obj, "steps", steps);
