@@ -131,6 +131,7 @@ static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
         return rc;
     struct ghd_buffer_spec spec = {
         .size = req->content_length,
+        .pending = 1, /* no GET or list sees the bytes before they have all arrived */
         .alignment = (size_t)align,
         .label = ghd_request_query(req, "label"),
         .ttl_s = (time_t)ttl,
@@ -253,6 +254,7 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
     t->writer = 0;
     ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, t->received, ghd_metrics_now() - t->started);
     if (t->created) {
+        ghd_buffer_publish(t->buf);
         ghd_buffer_ref(t->buf);
         return ghd_buffer_reply_created(req, rep, t->buf);
     }

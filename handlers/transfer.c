@@ -72,7 +72,7 @@ void ghd_transfer_free(struct ghd_transfer *t, struct ghd_service *svc)
     if (t->writer)
         atomic_store(&t->buf->writing, 0);
     if (t->created && !t->completed)
-        ghd_buffer_remove(&svc->buffers, t->buf->id, t->buf->tenant[0] ? t->buf->tenant : NULL);
+        ghd_buffer_discard(&svc->buffers, t->buf);
     ghd_buffer_unref(t->buf);
     free(t);
 }

@@ -208,6 +208,7 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     snprintf(b->label, sizeof(b->label), "%s", spec->label ? spec->label : "");
     atomic_init(&b->refs, 2); /* the table's and the caller's */
     atomic_init(&b->writing, 0);
+    atomic_init(&b->pending, spec->pending);
     pthread_mutex_lock(&t->lock);
     if (t->count >= t->slot_count)
         grow_locked(t);
@@ -233,7 +234,7 @@ fail:
 
 static int visible(const struct ghd_buffer *b, const char *tenant, time_t now)
 {
-    if (b->expires && b->expires <= now)
+    if (atomic_load(&b->pending) || (b->expires && b->expires <= now))
         return 0;
     return strcmp(b->tenant, tenant ? tenant : "") == 0;
 }
@@ -274,6 +275,24 @@ int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *te
         return GHD_ENOENT;
     ghd_buffer_unref(b);
     return 0;
+}
+
+void ghd_buffer_publish(struct ghd_buffer *b)
+{
+    atomic_store(&b->pending, 0);
+}
+
+void ghd_buffer_discard(struct ghd_buffer_table *t, struct ghd_buffer *b)
+{
+    int linked = 0;
+    pthread_mutex_lock(&t->lock);
+    for (struct ghd_buffer *c = t->slots[hash_id(b->id, t->slot_count)]; c; c = c->hnext)
+        linked |= c == b;
+    if (linked)
+        unlink_locked(t, b);
+    pthread_mutex_unlock(&t->lock);
+    if (linked)
+        ghd_buffer_unref(b); /* the table's reference */
 }
 
 void ghd_buffer_ref(struct ghd_buffer *b)

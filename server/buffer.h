@@ -33,6 +33,7 @@ struct ghd_buffer {
     struct ghd_runtime *rt;
     atomic_int refs;
     atomic_int writing; /* one writer at a time */
+    atomic_int pending; /* created from a body still arriving: invisible until published */
     uint64_t seq;       /* creation order, for listing cursors */
     struct ghd_buffer *hnext;
     struct ghd_buffer *lprev, *lnext;
@@ -65,6 +66,7 @@ struct ghd_buffer_spec {
     const char *label;  /* may be NULL */
     const char *tenant; /* may be NULL */
     time_t ttl_s;       /* 0 = never expires */
+    int pending;        /* hidden from lookups and lists until ghd_buffer_publish */
 };
 
 /* Allocates device memory from rt's pool, zeroes it, and inserts a new
@@ -80,6 +82,11 @@ int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *
 /* Removes the id from the table; the memory goes back to the pool when the
  * last reference is dropped. */
 int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant);
+/* Makes a buffer created with spec.pending visible. */
+void ghd_buffer_publish(struct ghd_buffer *b);
+/* Removes `b` itself from the table if it is still there, visible or not
+ * (a pending buffer whose upload failed). */
+void ghd_buffer_discard(struct ghd_buffer_table *t, struct ghd_buffer *b);
 void ghd_buffer_ref(struct ghd_buffer *b);
 void ghd_buffer_unref(struct ghd_buffer *b);
 

@@ -1631,6 +1631,70 @@ static void test_delete_during_transfer(void **state)
     harness_resp_free(&r);
 }
 
+/* Waits up to 5 s for the buffer table to hold `count` buffers. */
+static void await_table_count(size_t count)
+{
+    for (int i = 0; i < 500 && H.svc.buffers.count != count; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(H.svc.buffers.count, count);
+}
+
+/* A buffer created from a body is invisible until the whole body is on the
+ * device: neither listed nor readable half-written. */
+static void test_create_from_body_hidden_until_complete(void **state)
+{
+    (void)state;
+    size_t size = 2 * chunk_size() + 5, before = H.svc.buffers.count;
+    int fd = harness_connect(&H);
+    assert_true(fd >= 0);
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "POST /v1/buffers HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                     "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                     size);
+    char *body = malloc(size);
+    assert_non_null(body);
+    harness_fill(1200, 0, body, size);
+    send_all(fd, head, (size_t)n);
+    send_all(fd, body, size / 2);
+    await_table_count(before + 1); /* allocated, half uploaded */
+
+    struct harness_resp r;
+    harness_simple(&H, "GET", "/v1/buffers?limit=1000", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    json_t *doc = harness_body_json(&r);
+    assert_int_equal(json_array_size(json_object_get(doc, "buffers")), before);
+    json_decref(doc);
+    harness_resp_free(&r);
+
+    send_all(fd, body + size / 2, size - size / 2);
+    char reply[2048] = "";
+    size_t got = 0;
+    while (got < sizeof(reply) - 1 && !strstr(reply, "\r\n\r\n{")) {
+        ssize_t k = recv(fd, reply + got, sizeof(reply) - 1 - got, 0);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        reply[got] = '\0';
+    }
+    close(fd);
+    assert_non_null(strstr(reply, "HTTP/1.1 201"));
+    const char *id = strstr(reply, "\"id\":\"");
+    assert_non_null(id);
+    char bid[33];
+    memcpy(bid, id + 6, 32);
+    bid[32] = '\0';
+    size_t len = 0;
+    void *back = harness_buffer_get(&H, bid, &len);
+    assert_int_equal(len, size);
+    assert_memory_equal(back, body, size);
+    free(back);
+    free(body);
+    harness_buffer_delete(&H, bid);
+}
+
 static void test_ttl_expiry(void **state)
 {
     (void)state;
@@ -1783,6 +1847,8 @@ int main(void)
         cmocka_unit_test_teardown(test_keep_alive, harness_teardown_idle),
         cmocka_unit_test_teardown(test_put_body_shapes, harness_teardown_idle),
         cmocka_unit_test_teardown(test_delete_during_transfer, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_create_from_body_hidden_until_complete,
+                                  harness_teardown_idle),
         cmocka_unit_test_teardown(test_ttl_expiry, harness_teardown_idle),
         cmocka_unit_test_teardown(test_concurrent_uploads, harness_teardown_idle),
     };
