@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -452,6 +453,45 @@ int rel_wait_exit(struct rel_proc *p, long timeout_ms)
             return -1;
         rel_sleep_ms(10);
     }
+}
+
+/* Signals every process whose parent is `parent`; returns how many. */
+static int signal_children(pid_t parent, int sig)
+{
+    DIR *d = opendir("/proc");
+    int n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[300], stat[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(stat, 1, sizeof(stat) - 1, f);
+        fclose(f);
+        stat[len] = '\0';
+        const char *rp = strrchr(stat, ')'); /* the command may hold spaces */
+        int ppid = 0;
+        char state;
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == parent) {
+            kill((pid_t)atoi(e->d_name), sig);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+void rel_signal(struct rel_proc *p, int sig)
+{
+    if (p->pid <= 0)
+        return;
+    if (getenv("REL_WRAPPER") && signal_children(p->pid, sig) > 0)
+        return;
+    kill(p->pid, sig);
 }
 
 void rel_kill(struct rel_proc *p)

@@ -104,6 +104,10 @@ int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *en
 int rel_wait_exit(struct rel_proc *p, long timeout_ms);
 /* Kills (SIGKILL) and reaps a child still running. */
 void rel_kill(struct rel_proc *p);
+/* Sends `sig` to the server: to the wrapper's children when REL_WRAPPER runs
+ * it as a child (compute-sanitizer does, and does not forward signals), else
+ * to the process itself (valgrind runs it in-process). */
+void rel_signal(struct rel_proc *p, int sig);
 /* Whether the child's log contains `text`. */
 int rel_log_contains(const struct rel_proc *p, const char *text);
 /* A rel_server that only names a base URL, for rel_do against a child. */

@@ -529,7 +529,7 @@ static void test_soak(void **state)
     print_message("soak: RSS %ld kB early, %ld kB late, %ld kB at rest; fds %d at start, %d "
                   "during, %d at rest; pool in use %lld, staging busy %lld\n",
                   rss_early, rss_late, rss_end, fd_start, fd_base, fd_end, in_use, busy);
-    kill(proc.pid, SIGTERM);
+    rel_signal(&proc, SIGTERM);
     int code = rel_wait_exit(&proc, wrapped ? 120000 : 30000);
     if (code < 0)
         rel_kill(&proc);
