@@ -8,7 +8,7 @@ set -euo pipefail
 want_tests=0
 [ "${1:-}" = "--test" ] && want_tests=1
 
-build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev)
+build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev python3 python3-pip)
 test_pkgs=(libcmocka-dev libcurl4-openssl-dev curl python3 python3-pip python3-yaml
   shellcheck chromium docker-compose clang libclang-rt-14-dev gnutls-bin valgrind openssl)
 
@@ -28,11 +28,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+pip_install() {
+  python3 -m pip install -q "$@" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "$@"
+}
+# Swagger UI 5 (OpenAPI 3.1) assets for /docs; Flask itself is not needed.
+python3 -m pip show -q flask-swagger-ui >/dev/null 2>&1 || pip_install --no-deps flask-swagger-ui
+
 if [ "$want_tests" = 1 ]; then
-  pip_install() {
-    python3 -m pip install -q "$@" 2>/dev/null ||
-      python3 -m pip install -q --break-system-packages "$@"
-  }
   py_pkgs=(prometheus_client openapi-spec-validator schemathesis)
   py_missing=()
   for p in "${py_pkgs[@]}"; do
@@ -42,6 +45,4 @@ if [ "$want_tests" = 1 ]; then
     echo "install-deps: pip installing ${py_missing[*]}"
     pip_install "${py_missing[@]}"
   fi
-  # Swagger UI 5 (OpenAPI 3.1) assets for /docs; Flask itself is not needed.
-  python3 -m pip show -q flask-swagger-ui >/dev/null 2>&1 || pip_install --no-deps flask-swagger-ui
 fi
