@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGHD_CUDA=AUTO >/dev/null
 cmake --build build -j "$(nproc)" --target gpuhttpd ghd_swagger_ui
 exec build/gpuhttpd "$@"

@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 server/install-deps.sh --test
 build=${GHD_TEST_BUILD:-build-tests}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGHD_WERROR=ON >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGHD_WERROR=ON -DGHD_CUDA=AUTO >/dev/null
 cmake --build "$build" -j "$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 600
