@@ -208,7 +208,7 @@ static int read_one_head(struct lg_conn *conn, struct lg_response *resp)
 {
     memset(resp, 0, sizeof *resp);
     resp->content_length = -1;
-    char *line;
+    char *line = NULL;
     if (read_line(conn, &line) != 0)
         return -1;
     int major, minor, status;
@@ -257,7 +257,7 @@ static int read_exact(struct lg_conn *conn, uint64_t len, lg_sink_fn sink, void 
 
 static int read_chunked(struct lg_conn *conn, lg_sink_fn sink, void *ctx)
 {
-    char *line;
+    char *line = NULL;
     for (;;) {
         if (read_line(conn, &line) != 0)
             return -1;

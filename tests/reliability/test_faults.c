@@ -79,7 +79,7 @@ static long put(struct rel_server *s, const char *id, const void *data, size_t l
 static void delete_id(struct rel_server *s, const char *id)
 {
     char path[128];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
     struct rel_resp r;
     assert_int_equal(rel_json(s, "DELETE", path, NULL, NULL, &r), 204);
     rel_resp_free(&r);

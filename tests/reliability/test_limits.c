@@ -30,7 +30,7 @@ static void start_tenants(struct rel_server *s, void (*tweak)(struct ghd_config 
 static void delete_buffer(struct rel_server *s, const char *token, const char *id)
 {
     char path[128];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
     struct rel_resp r;
     assert_int_equal(rel_json(s, "DELETE", path, token, NULL, &r), 204);
     rel_resp_free(&r);
