@@ -20,11 +20,9 @@ int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd
  * and *out set when an integer from 0 to max, else a 400 reply. */
 int ghd_buffer_query_uint(struct ghd_request *req, struct ghd_reply *rep, const char *name,
                           uint64_t max, uint64_t *out);
-/* Checks a creation spec against the service limits, replying on error. */
-int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
-                          const struct ghd_buffer_spec *spec);
-/* Creates a buffer for the request's tenant on the default device, replying
- * 507 when the pool is full; *out is a new reference. */
+/* Checks the spec against the service limits, then creates a buffer for the
+ * request's tenant on the default device; replies on error (507 when the pool
+ * is full). *out is a new reference. */
 int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
 /* The 201 reply with Location. Drops the caller's reference. */

@@ -136,9 +136,6 @@ static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
         .label = ghd_request_query(req, "label"),
         .ttl_s = (time_t)ttl,
     };
-    rc = ghd_buffer_spec_check(req, rep, &spec);
-    if (rc)
-        return rc;
     struct ghd_buffer *b;
     rc = ghd_buffer_create_for(req, rep, &spec, &b);
     if (rc)

@@ -40,8 +40,8 @@ int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd
     return 0;
 }
 
-int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
-                          const struct ghd_buffer_spec *spec)
+static int spec_check(struct ghd_request *req, struct ghd_reply *rep,
+                      const struct ghd_buffer_spec *spec)
 {
     const struct ghd_config *cfg = &req->svc->cfg;
     if (spec->size == 0)
@@ -80,12 +80,15 @@ int ghd_buffer_spec_check(struct ghd_request *req, struct ghd_reply *rep,
 int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
 {
+    int rc = spec_check(req, rep, spec);
+    if (rc)
+        return rc;
     struct ghd_buffer_spec s = *spec;
     s.tenant = req->tenant;
     if (!s.ttl_s)
         s.ttl_s = req->svc->cfg.default_ttl_s;
     struct ghd_runtime *rt = ghd_service_runtime(req->svc, 0);
-    int rc = ghd_buffer_create_new(&req->svc->buffers, rt, &s, out);
+    rc = ghd_buffer_create_new(&req->svc->buffers, rt, &s, out);
     if (rc == GHD_EQUOTA || rc == GHD_ELIMIT) {
         size_t bytes, count;
         ghd_buffer_tenant_usage(&req->svc->buffers, s.tenant, &bytes, &count);
@@ -195,7 +198,7 @@ static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
     }
     if (!have_size)
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'size' is required");
-    return ghd_buffer_spec_check(req, rep, spec);
+    return 0;
 }
 
 int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep)
