@@ -971,31 +971,44 @@ static int writer_flag(const char *id)
     return w;
 }
 
+/* Creates a buffer of `size` bytes and starts an upload to it on a thread,
+ * stalled mid-body at `pause_at` while holding the writer flag; the test
+ * releases it with atomic_store(&g->go, 1) and joins *th. The contexts are
+ * static: the upload thread must never see a stale stack frame, even when an
+ * assertion ends a test early. */
+static struct gen_ctx stalled_gen;
+static struct upload_thread stalled_upload;
+static char stalled_path[128];
+
+static void start_stalled_upload(size_t size, uint64_t seed, size_t pause_at, char id[33],
+                                 pthread_t *th)
+{
+    harness_buffer_create(&H, size, id);
+    buffer_path(stalled_path, sizeof(stalled_path), id, NULL);
+    stalled_gen = (struct gen_ctx){.seed = seed, .len = size, .sum = HARNESS_SUM_INIT,
+                                   .pause_at = pause_at};
+    stalled_upload = (struct upload_thread){.path = stalled_path, .g = &stalled_gen};
+    assert_int_equal(pthread_create(th, NULL, upload_main, &stalled_upload), 0);
+    for (int i = 0; i < 5000 && !(atomic_load(&stalled_gen.paused) && writer_flag(id) == 1);
+         i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(atomic_load(&stalled_gen.paused));
+}
+
 static void test_409_second_writer(void **state)
 {
     (void)state;
     size_t size = 4 * chunk_size();
-    char id[33], path[128];
-    harness_buffer_create(&H, size, id);
-    buffer_path(path, sizeof(path), id, NULL);
-    /* Static: the upload thread must never see a stale stack frame, even
-     * when an assertion below ends this test early. */
-    static struct gen_ctx g;
-    static struct upload_thread u;
-    static char path_s[128];
-    memcpy(path_s, path, sizeof(path_s));
-    g = (struct gen_ctx){.seed = 1000, .len = size, .sum = HARNESS_SUM_INIT,
-                         .pause_at = chunk_size() + 100};
-    u = (struct upload_thread){.path = path_s, .g = &g};
+    char id[33];
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, upload_main, &u), 0);
-    /* Wait until the first upload holds the buffer and is stalled mid-body. */
-    for (int i = 0; i < 5000 && !(atomic_load(&g.paused) && writer_flag(id) == 1); i++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    assert_true(atomic_load(&g.paused));
+    /* The first upload holds the buffer and is stalled mid-body. */
+    start_stalled_upload(size, 1000, chunk_size() + 100, id, &th);
     assert_int_equal(writer_flag(id), 1);
+    const char *path = stalled_path;
+    struct gen_ctx *g = &stalled_gen;
+    struct upload_thread *u = &stalled_upload;
 
     struct harness_resp r;
     put_with(path, NULL, NULL, "conflict", 8, &r);
@@ -1010,19 +1023,19 @@ static void test_409_second_writer(void **state)
     assert_int_equal(r.body_len, size);
     harness_resp_free(&r);
 
-    atomic_store(&g.go, 1);
+    atomic_store(&g->go, 1);
     pthread_join(th, NULL);
-    if (u.r.status != 200)
-        fail_msg("the first writer got %ld (curl %d): %.200s", u.r.status, u.r.curl_rc,
-                 u.r.body ? u.r.body : "");
-    harness_resp_free(&u.r);
+    if (u->r.status != 200)
+        fail_msg("the first writer got %ld (curl %d): %.200s", u->r.status, u->r.curl_rc,
+                 u->r.body ? u->r.body : "");
+    harness_resp_free(&u->r);
     assert_int_equal(writer_flag(id), 0);
 
     /* The first writer's bytes are all there, none of the refused ones. */
     size_t got_len;
     void *got = harness_buffer_get(&H, id, &got_len);
     assert_int_equal(got_len, size);
-    assert_int_equal(harness_sum(HARNESS_SUM_INIT, got, got_len), g.sum);
+    assert_int_equal(harness_sum(HARNESS_SUM_INIT, got, got_len), g->sum);
     free(got);
     /* The next writer is welcome. */
     put_with(path, "Content-Range: bytes 0-7/*", NULL, "accepted", 8, &r);
@@ -1598,33 +1611,22 @@ static void test_delete_during_transfer(void **state)
     /* DELETE while an upload is stalled mid-body: whatever the upload's
      * answer, nothing leaks once it ends. */
     size_t size = 3 * chunk_size();
-    char id[33], path[128];
-    harness_buffer_create(&H, size, id);
-    buffer_path(path, sizeof(path), id, NULL);
-    static struct gen_ctx g;
-    static struct upload_thread u;
-    static char path_s[128];
-    memcpy(path_s, path, sizeof(path_s));
-    g = (struct gen_ctx){.seed = 1510, .len = size, .sum = HARNESS_SUM_INIT,
-                         .pause_at = chunk_size() + 1};
-    u = (struct upload_thread){.path = path_s, .g = &g};
+    char id[33];
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, upload_main, &u), 0);
-    for (int k = 0; k < 5000 && !(atomic_load(&g.paused) && writer_flag(id) == 1); k++) {
-        struct timespec ts = {0, 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    assert_true(atomic_load(&g.paused));
+    start_stalled_upload(size, 1510, chunk_size() + 1, id, &th);
+    const char *path = stalled_path;
+    struct gen_ctx *g = &stalled_gen;
+    struct upload_thread *u = &stalled_upload;
     struct harness_resp r;
     harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
     assert_int_equal(r.status, 204);
     harness_resp_free(&r);
-    atomic_store(&g.go, 1);
+    atomic_store(&g->go, 1);
     pthread_join(th, NULL);
-    assert_true(u.r.status == 200 || u.r.status == 404 || u.r.status == 409 ||
-                u.r.status == 410);
-    print_message("upload to a buffer deleted mid-body: %ld\n", u.r.status);
-    harness_resp_free(&u.r);
+    assert_true(u->r.status == 200 || u->r.status == 404 || u->r.status == 409 ||
+                u->r.status == 410);
+    print_message("upload to a buffer deleted mid-body: %ld\n", u->r.status);
+    harness_resp_free(&u->r);
     assert_int_equal(harness_await_idle(&H, before, 5000), 0);
     harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
     harness_expect_problem(&r, 404);
