@@ -429,8 +429,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     int rc = hr->route->handle(&hr->req, &hr->rep);
     if (rc && !hr->rep.status)
         ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
-    if (strcmp(method, "HEAD") == 0)
-        hr->rep.head_only = 1;
     return send_reply(conn, hr);
 }
 

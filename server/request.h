@@ -51,7 +51,6 @@ struct ghd_reply {
     const char *content_type;
     char *body; /* owned, freed by http.c */
     size_t body_len;
-    int head_only; /* HEAD: headers with the full Content-Length, no body */
     /* Streamed body (downloads). */
     ghd_reply_reader reader;
     ghd_reply_free reader_free;
