@@ -17,6 +17,31 @@
 #include "server/run_queue.h"
 #include "server/service.h"
 
+static pthread_t main_thread;
+
+/* Runs only in a thread that did not inherit the blocked mask: one started
+ * before main() by an injected tool (compute-sanitizer, a profiler) or a
+ * preloaded library. Without it such a thread takes SIGTERM's default action
+ * and the process dies without its orderly stop. pthread_kill is
+ * async-signal-safe; the signal stays pending for the main thread's wait. */
+static void forward_to_main(int sig)
+{
+    pthread_kill(main_thread, sig);
+}
+
+static void route_signals_to_main(const sigset_t *set)
+{
+    main_thread = pthread_self();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = forward_to_main;
+    sa.sa_flags = SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(set, sig) == 1)
+            sigaction(sig, &sa, NULL);
+}
+
 /* Signals are blocked in every thread and taken by the main thread alone
  * with sigtimedwait: no handler runs inside a request's thread. */
 static int wait_signal(const sigset_t *set, long ms)
@@ -111,6 +136,7 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
+    route_signals_to_main(&set);
 
     static struct ghd_service svc;
     char why[256] = "";

@@ -4,7 +4,8 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer kernels transfer" (default: all)
+#   parts: any of "tests sanitizer reliability memsoak kernels transfer transfer_b"
+#   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with ../shared/device/pack-libs.sh BUILD_DIR/devlibs <binaries> first.
 set -uo pipefail
@@ -14,6 +15,8 @@ out=$2
 parts=${3:-"tests sanitizer kernels transfer"}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# A slim build (tests/gpu/slim_build.sh) carries its binaries as one archive.
+[[ -f $build/bins.tar.xz ]] && tar -C "$build" -xJf "$build/bins.tar.xz"
 summary=$out/summary.md
 : >"$summary"
 row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3" >>"$summary"; }
@@ -45,6 +48,26 @@ if has sanitizer; then
 test_kernels_gpu tests/gpu/test_kernels_gpu GHD_GPU_TEST_N=20011
 test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda
 LIST
+fi
+
+# The reliability and security tests with the CUDA backend (test_auth parses
+# tokens only and is not carried), then the soak under memcheck.
+if has reliability; then
+  REL_BACKEND=cuda ctest --test-dir "$build" -L "reliability|security" -E "test_auth|soak_valgrind" \
+    --output-on-failure --timeout 300 >"$out/reliability.log" 2>&1
+  rc=$?
+  line=$(grep -E "tests passed|tests failed" "$out/reliability.log" | tail -1)
+  row "ctest -L reliability|security (cuda)" "rc=$rc" "${line:-no summary}"
+fi
+
+if has memsoak; then
+  GHD_BIN=$PWD/$build/gpuhttpd REL_BACKEND=cuda SOAK_SECONDS=${MEMSOAK_SECONDS:-20} SOAK_THREADS=4 \
+    REL_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 99" \
+    "$build/tests/reliability/soak" >"$out/memsoak.log" 2>&1
+  rc=$?
+  verdict=$(grep -E "ERROR SUMMARY" "$out/memsoak.log" | tail -1)
+  ops=$(grep -Eo "[0-9,]+ operations" "$out/memsoak.log" | tail -1)
+  row "soak under memcheck (cuda)" "rc=$rc" "${verdict:-no summary}; ${ops:-?}"
 fi
 
 if has kernels; then

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Copies what the GPU machine needs from a build folder into a slim one (the
 # device tool carries at most 64 MiB): the server, the gpu-labelled test and
-# bench binaries, the soak, their CTest files (paths rewritten) and the packed
-# libraries (bench_kernels stays behind: run it from a full build). usage: tests/gpu/slim_build.sh BUILD SLIM
+# bench binaries, the reliability tests, their CTest files (paths rewritten)
+# and the packed libraries. Every binary embeds the same CUDA fatbin (~8 MiB),
+# so the slim folder holds them as one xz archive, which keeps one copy;
+# run_device.sh unpacks it there, as would
+# `tar -C SLIM -xJf SLIM/bins.tar.xz`. usage: tests/gpu/slim_build.sh BUILD SLIM
 set -euo pipefail
 build=$(cd "$1" && pwd)
 slim=$2
@@ -12,7 +15,10 @@ slim=$(cd "$slim" && pwd)
 bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/http/test_http_contention tests/http/test_runs_http tests/gpu/test_kernels_gpu
   tests/bench/loadgen tests/bench/tcp_ceiling
-  tests/bench/mhd_static tests/bench/pinned_ceiling tests/reliability/soak)
+  tests/bench/mhd_static tests/bench/pinned_ceiling tests/reliability/soak
+  tests/reliability/test_security tests/reliability/test_limits tests/reliability/test_slowloris
+  tests/reliability/test_shutdown tests/reliability/test_tls tests/reliability/test_contract_regress
+  tests/reliability/test_faults tests/reliability/libghd_early_thread.so tests/bench/bench_kernels)
 for f in "${bins[@]}"; do
   mkdir -p "$slim/$(dirname "$f")"
   cp "$build/$f" "$slim/$f"
@@ -24,4 +30,5 @@ done
   done
 "$(dirname "$0")/../../../shared/device/pack-libs.sh" "$slim/devlibs" "$slim/gpuhttpd" \
   "$slim/tests/http/test_buffers_http" >/dev/null
+(cd "$slim" && XZ_OPT=-9 tar -cJf bins.tar.xz "${bins[@]}" && rm -f "${bins[@]}")
 du -sh "$slim"

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -455,29 +456,54 @@ int rel_wait_exit(struct rel_proc *p, long timeout_ms)
     }
 }
 
-/* Signals every process whose parent is `parent`; returns how many. */
-static int signal_children(pid_t parent, int sig)
+static pid_t parent_of(pid_t pid)
 {
+    char path[64], stat[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t len = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[len] = '\0';
+    const char *rp = strrchr(stat, ')'); /* the command may hold spaces */
+    int ppid = 0;
+    char state;
+    return rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : 0;
+}
+
+static int descends_from(pid_t pid, pid_t ancestor)
+{
+    for (int depth = 0; pid > 1 && depth < 8; depth++)
+        if ((pid = parent_of(pid)) == ancestor)
+            return 1;
+    return 0;
+}
+
+/* Signals the gpuhttpd processes (by executable) started under `wrapper`, at
+ * any depth: a wrapper such as compute-sanitizer keeps helper processes that
+ * must not get the signal. Returns how many were signalled. */
+static int signal_wrapped_server(pid_t wrapper, int sig)
+{
+    char bin[PATH_MAX];
+    if (!realpath(getenv("GHD_BIN"), bin))
+        return 0;
     DIR *d = opendir("/proc");
     int n = 0;
     if (!d)
         return 0;
     for (struct dirent *e; (e = readdir(d));) {
-        char path[300], stat[512];
+        char path[300], exe[PATH_MAX];
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
+        snprintf(path, sizeof(path), "/proc/%s/exe", e->d_name);
+        ssize_t len = readlink(path, exe, sizeof(exe) - 1);
+        if (len <= 0)
             continue;
-        size_t len = fread(stat, 1, sizeof(stat) - 1, f);
-        fclose(f);
-        stat[len] = '\0';
-        const char *rp = strrchr(stat, ')'); /* the command may hold spaces */
-        int ppid = 0;
-        char state;
-        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == parent) {
-            kill((pid_t)atoi(e->d_name), sig);
+        exe[len] = '\0';
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (strcmp(exe, bin) == 0 && descends_from(pid, wrapper)) {
+            kill(pid, sig);
             n++;
         }
     }
@@ -489,7 +515,7 @@ void rel_signal(struct rel_proc *p, int sig)
 {
     if (p->pid <= 0)
         return;
-    if (getenv("REL_WRAPPER") && signal_children(p->pid, sig) > 0)
+    if (getenv("REL_WRAPPER") && signal_wrapped_server(p->pid, sig) > 0)
         return;
     kill(p->pid, sig);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -149,6 +150,52 @@ static void test_second_signal_stops_now(void **state)
     unlink(p.log_path);
 }
 
+/* The thread id of the task of `pid` named `name`, or -1. */
+static pid_t find_task(pid_t pid, const char *name)
+{
+    char path[128], comm[64];
+    for (pid_t tid = pid; tid < pid + 4096; tid++) {
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int match = fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0;
+        fclose(f);
+        if (match)
+            return tid;
+    }
+    return -1;
+}
+
+/* A thread started before main() (compute-sanitizer's, a profiler's) has no
+ * signal blocked; the kernel may hand it a SIGTERM sent to the process. That
+ * must still reach the orderly stop rather than kill the process: the signal
+ * is sent to exactly that thread here. */
+static void test_sigterm_reaches_main_past_foreign_thread(void **state)
+{
+    (void)state;
+    const char *lib = getenv("GHD_EARLY_THREAD_LIB");
+    if (!lib || !*lib)
+        skip(); /* not built in sanitizer builds: a preload would precede ASan's runtime */
+    char preload[600];
+    snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib);
+    const char *env[] = {preload, NULL};
+    const char *args[] = {"--pool-initial", "0", NULL};
+    struct rel_proc p;
+    start(&p, args, env);
+    pid_t tid = find_task(p.pid, "ghd-early");
+    if (tid < 0)
+        rel_kill(&p);
+    assert_true(tid > 0);
+    assert_int_equal(syscall(SYS_tgkill, p.pid, tid, SIGTERM), 0);
+    int code = rel_wait_exit(&p, 10000);
+    if (code < 0)
+        rel_kill(&p);
+    assert_int_equal(code, 0); /* not 128 + SIGTERM */
+    assert_true(rel_log_contains(&p, "stopped"));
+    unlink(p.log_path);
+}
+
 static void test_idle_keepalive_does_not_delay(void **state)
 {
     (void)state;
@@ -262,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_sigterm_lets_upload_finish),
         cmocka_unit_test(test_grace_bounds_stalled_client),
         cmocka_unit_test(test_second_signal_stops_now),
+        cmocka_unit_test(test_sigterm_reaches_main_past_foreign_thread),
         cmocka_unit_test(test_idle_keepalive_does_not_delay),
         cmocka_unit_test(test_sighup_reloads_tokens),
         cmocka_unit_test(test_refuses_public_bind_without_tokens),
