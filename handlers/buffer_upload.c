@@ -1,7 +1,9 @@
 /* Uploads (PUT, and POST with a body): body pieces of 256 KiB or more are
  * copied by DMA straight from libmicrohttpd's page-locked read buffer; smaller
  * ones are gathered in a pinned staging chunk, whose copy to the device
- * overlaps the receipt of the next chunk when a second one is free. */
+ * overlaps the receipt of the next chunk when a second one is free. A large
+ * body that http.c reads from the socket itself lands straight in the chunks
+ * (reserve/commit). */
 #include "handlers.h"
 
 #include <stdlib.h>
@@ -189,20 +191,30 @@ static int copy_direct(struct ghd_transfer *t, const char *data, size_t len)
     return rc;
 }
 
+static int body_too_long(const struct ghd_transfer *t, struct ghd_request *req,
+                         struct ghd_reply *rep)
+{
+    return ghd_reply_problem(rep, req, GHD_ETOOBIG,
+                             "the body is longer than the %llu bytes it may write",
+                             (unsigned long long)t->length);
+}
+
+static int copy_failed(const struct ghd_transfer *t, struct ghd_request *req,
+                       struct ghd_reply *rep, int rc)
+{
+    return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
+}
+
 static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
 {
     struct ghd_transfer *t = req->state;
     if (t->received + len > t->length)
-        return ghd_reply_problem(rep, req, GHD_ETOOBIG,
-                                 "the body is longer than the %llu bytes it may write",
-                                 (unsigned long long)t->length);
+        return body_too_long(t, req, rep);
     t->received += len;
     if (req->svc->cfg.direct_copy && len >= GHD_DIRECT_COPY_MIN &&
         ghd_hostreg_thread_covers(&t->rt->dev, data, len)) {
         int rc = copy_direct(t, data, len);
-        if (rc)
-            return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
-        return 0;
+        return rc ? copy_failed(t, req, rep, rc) : 0;
     }
     while (len) {
         struct ghd_staging_chunk *c = t->chunk[t->cur];
@@ -216,11 +228,36 @@ static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char 
         if (t->fill == c->size) {
             int rc = flush_chunk(t);
             if (rc)
-                return ghd_reply_problem(rep, req, rc, "device copy failed: %s",
-                                         t->rt->dev.last_error);
+                return copy_failed(t, req, rep, rc);
         }
     }
     return 0;
+}
+
+/* Receiving in place: the socket's bytes land in the current pinned chunk,
+ * which goes to the device when full while the next one fills. */
+static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
+{
+    struct ghd_transfer *t = req->state;
+    struct ghd_staging_chunk *c = t->chunk[t->cur];
+    uint64_t left = t->length - t->received;
+    if (left == 0)
+        return body_too_long(t, req, rep);
+    size_t room = c->size - t->fill;
+    *space = (char *)c->h_ptr + t->fill;
+    *len = room < left ? room : (size_t)left;
+    return 0;
+}
+
+static int put_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n)
+{
+    struct ghd_transfer *t = req->state;
+    t->received += n;
+    t->fill += n;
+    if (t->fill < t->chunk[t->cur]->size)
+        return 0;
+    int rc = flush_chunk(t);
+    return rc ? copy_failed(t, req, rep, rc) : 0;
 }
 
 static void upload_cleanup(struct ghd_request *req)
@@ -238,7 +275,7 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
     if (rc == 0)
         rc = t->rt->dev.ops->stream_sync(&t->rt->dev, t->stream);
     if (rc)
-        return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
+        return copy_failed(t, req, rep, rc);
     /* A chunked body must fill its Content-Range, as a Content-Length must. */
     if (!t->created && t->received != t->length && ghd_request_header(req, "Content-Range"))
         return ghd_reply_problem(rep, req, GHD_EINVAL,
@@ -261,5 +298,7 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
                                     (json_int_t)t->received));
 }
 
-const struct ghd_upload_ops ghd_buffer_put_upload = {put_begin, put_write, upload_cleanup};
-const struct ghd_upload_ops ghd_buffer_create_upload = {create_begin, put_write, upload_cleanup};
+const struct ghd_upload_ops ghd_buffer_put_upload = {put_begin, put_write, upload_cleanup,
+                                                     put_reserve, put_commit};
+const struct ghd_upload_ops ghd_buffer_create_upload = {create_begin, put_write, upload_cleanup,
+                                                        put_reserve, put_commit};

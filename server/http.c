@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "router.h"
+#include "socket_io.h"
 
 struct ghd_http {
     struct MHD_Daemon *daemon;
@@ -50,6 +52,7 @@ struct http_request {
     int decided;        /* rep holds the final reply (usually an error) */
     int upload_started; /* upload->begin succeeded; cleanup is owed */
     int queued;         /* a response has been handed to MHD */
+    int answered_on_socket; /* the body was read and the reply written by us */
     char *json_buf;
     size_t json_len;
     struct timespec started;
@@ -377,6 +380,70 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     return ret;
 }
 
+/* Whether the rest of this upload's body is read from the socket by us:
+ * plain HTTP (TLS records need GnuTLS), a Content-Length, an upload that can
+ * receive in place, and enough bytes still to come. */
+static int socket_body_wanted(const struct http_request *hr)
+{
+    const struct ghd_request *req = &hr->req;
+    size_t min = req->svc->cfg.socket_upload_min;
+    return min && hr->body == BODY_UPLOAD && !hr->http->tls_cert && req->has_content_length &&
+           hr->route->upload->reserve && req->content_length - req->bytes_in >= min;
+}
+
+/* The rest of a large upload is received straight into the upload's pinned
+ * chunks (libmicrohttpd's read buffer and its piece-by-piece handler calls
+ * are skipped, and one chunk's copy to the device overlaps the receipt of the
+ * next); then the reply is written on the socket and the connection closed,
+ * since libmicrohttpd still waits for a body it never saw. */
+static enum MHD_Result finish_body_on_socket(struct MHD_Connection *conn,
+                                             struct http_request *hr)
+{
+    struct ghd_request *req = &hr->req;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return MHD_YES; /* the body keeps coming through libmicrohttpd */
+    int fd = ci->connect_fd;
+    unsigned timeout_s = req->svc->cfg.connection_timeout_s;
+    int timeout_ms = timeout_s ? (int)timeout_s * 1000 : -1;
+    const struct ghd_upload_ops *ops = hr->route->upload;
+    uint64_t left = req->content_length - req->bytes_in;
+    int rc = 0;
+    while (left && rc == 0) {
+        char *space;
+        size_t room;
+        rc = ops->reserve(req, &hr->rep, &space, &room);
+        if (rc)
+            break;
+        ssize_t n = ghd_socket_recv(fd, space, room < left ? room : (size_t)left, timeout_ms);
+        if (n <= 0) {
+            ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",
+                    req->request_id, (unsigned long long)req->bytes_in,
+                    (unsigned long long)req->content_length,
+                    n == 0 ? "closed by the client" : strerror(errno));
+            return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
+        }
+        req->bytes_in += (uint64_t)n;
+        left -= (uint64_t)n;
+        rc = ops->commit(req, &hr->rep, (size_t)n);
+    }
+    hr->decided = 1;
+    if (rc == 0) {
+        ghd_guard_handling(hr->http->guard, hr->guard);
+        rc = hr->route->handle(req, &hr->rep);
+        if (rc && !hr->rep.status)
+            ghd_reply_problem(&hr->rep, req, rc, NULL);
+    }
+    ghd_guard_transfer(hr->http->guard, hr->guard); /* the reply goes out */
+    uint64_t sent;
+    if (ghd_socket_send_reply(fd, &hr->rep, req->request_id, timeout_ms, &sent) == 0) {
+        hr->answered_on_socket = 1;
+        hr->bytes_out += sent;
+    }
+    return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -418,7 +485,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         take_body_piece(hr, upload_data, *upload_data_size);
         *upload_data_size = 0;
-        return MHD_YES;
+        return socket_body_wanted(hr) ? finish_body_on_socket(conn, hr) : MHD_YES;
     }
     if (hr->decided)
         return hr->rep.status ? send_reply(conn, hr) : MHD_NO;
@@ -452,7 +519,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (hr->upload_started)
         hr->route->upload->cleanup(&hr->req);
     int status = hr->rep.status;
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !hr->answered_on_socket) {
         ghd_log(GHD_LOG_INFO, "request %s: client went away or failed (termination %d)",
                 hr->req.request_id, (int)toe);
         if (!status)

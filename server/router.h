@@ -26,6 +26,11 @@ struct ghd_upload_ops {
     int (*begin)(struct ghd_request *req, struct ghd_reply *rep);
     int (*write)(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len);
     void (*cleanup)(struct ghd_request *req);
+    /* Optional: receiving in place. `reserve` names where the next body bytes
+     * may be written (pinned memory), `commit` says that `n` of them landed
+     * there. http.c uses them to read a large body straight from the socket. */
+    int (*reserve)(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len);
+    int (*commit)(struct ghd_request *req, struct ghd_reply *rep, size_t n);
 };
 
 struct ghd_route {

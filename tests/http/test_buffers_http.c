@@ -1311,7 +1311,11 @@ static void test_keep_alive(void **state)
     harness_resp_free(&r);
     buffer_path(path, sizeof(path), id, NULL);
 
-    /* Upload, download, HEAD, a 404 and a range, all on that one connection. */
+    /* Upload, download, HEAD, a 404 and a range, all on that one connection;
+     * but a body read from the socket (--socket-upload-min at most its size)
+     * is answered with Connection: close, so the GET then connects anew. */
+    size_t socket_min = H.svc.cfg.socket_upload_min;
+    long upload_closes = socket_min && socket_min <= 300000;
     void *data = random_bytes(1300, 300000);
     req = (struct harness_req){.method = "PUT", .path = path, .body = data, .body_len = 300000,
                                .has_body = 1};
@@ -1324,7 +1328,7 @@ static void test_keep_alive(void **state)
     struct harness_req get = {.path = path};
     harness_do_on(&H, c, &get, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(r.connects, 0);
+    assert_int_equal(r.connects, upload_closes);
     expect_same(r.body, r.body_len, data, 300000);
     harness_resp_free(&r);
     struct harness_req head = {.method = "HEAD", .path = path};

@@ -1,0 +1,95 @@
+#define _GNU_SOURCE
+#include "socket_io.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static int wait_ready(int fd, short events, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    for (;;) {
+        int r = poll(&p, 1, timeout_ms);
+        if (r > 0)
+            return 0; /* readable, writable, or an error the next call reports */
+        if (r == 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms)
+{
+    for (;;) {
+        ssize_t n = recv(fd, buf, len, 0);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        if (wait_ready(fd, POLLIN, timeout_ms) != 0)
+            return -1;
+    }
+}
+
+static int send_all(int fd, const char *p, size_t n, int timeout_ms)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        if (wait_ready(fd, POLLOUT, timeout_ms) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int ghd_socket_send_reply(int fd, const struct ghd_reply *rep, const char *request_id,
+                          int timeout_ms, uint64_t *body_sent)
+{
+    *body_sent = 0;
+    char *head = NULL;
+    size_t head_len = 0;
+    FILE *f = open_memstream(&head, &head_len);
+    if (!f)
+        return -1;
+    const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
+    char date[64];
+    struct tm tm;
+    time_t now = time(NULL);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
+    fprintf(f, "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Length: %zu\r\n",
+            rep->status, reason && *reason ? reason : "Unknown", date, rep->body_len);
+    if (rep->content_type)
+        fprintf(f, "Content-Type: %s\r\n", rep->content_type);
+    fprintf(f, "X-Request-Id: %s\r\n", request_id);
+    for (unsigned i = 0; i < rep->header_count; i++)
+        fprintf(f, "%s: %s\r\n", rep->header_names[i], rep->header_values[i]);
+    fputs("\r\n", f);
+    if (fclose(f) != 0) {
+        free(head);
+        return -1;
+    }
+    int rc = send_all(fd, head, head_len, timeout_ms);
+    free(head);
+    if (rc == 0 && rep->body_len)
+        rc = send_all(fd, rep->body, rep->body_len, timeout_ms);
+    if (rc == 0)
+        *body_sent = rep->body_len;
+    return rc;
+}
