@@ -1,7 +1,8 @@
 /* Downloads (GET, HEAD): bodies of 32 MiB or more are copied by DMA straight
  * into libmicrohttpd's page-locked response buffer; smaller ones go through a
  * pinned staging chunk, the next window prefetched into a second one while the
- * first is sent. */
+ * first is sent. A body that http.c sends on the socket itself is sent
+ * straight from those chunks (download_window). */
 #include "handlers.h"
 
 #include <stdlib.h>
@@ -92,15 +93,10 @@ static int fetch_window(struct ghd_transfer *t, int64_t w)
     return 0;
 }
 
-static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
+/* The staged bytes from `pos` on, in the pinned chunk holding them; the next
+ * window is prefetched into the second chunk while these are sent. */
+static ssize_t staged_window(struct ghd_transfer *t, uint64_t pos, const char **data)
 {
-    struct download *d = ctx;
-    struct ghd_transfer *t = d->t;
-    if (d->direct) {
-        ssize_t n = download_direct(d, pos, buf, max);
-        if (n != 0)
-            return n;
-    }
     size_t chunk = t->chunk[0]->size;
     int64_t w = (int64_t)(pos / chunk);
     ghd_transfer_take_second_chunk(t);
@@ -116,11 +112,38 @@ static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
     size_t avail = chunk - in_chunk;
     if (avail > t->length - pos)
         avail = (size_t)(t->length - pos);
-    if (avail > max)
-        avail = max;
-    memcpy(buf, (char *)c->h_ptr + in_chunk, avail);
-    t->sent += avail;
+    *data = (const char *)c->h_ptr + in_chunk;
     return (ssize_t)avail;
+}
+
+static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+    struct download *d = ctx;
+    struct ghd_transfer *t = d->t;
+    if (d->direct) {
+        ssize_t n = download_direct(d, pos, buf, max);
+        if (n != 0)
+            return n;
+    }
+    const char *data;
+    ssize_t avail = staged_window(t, pos, &data);
+    if (avail < 0)
+        return avail;
+    if ((size_t)avail > max)
+        avail = (ssize_t)max;
+    memcpy(buf, data, (size_t)avail);
+    t->sent += (uint64_t)avail;
+    return avail;
+}
+
+/* For an HTTP layer that sends from the socket itself: the pinned chunk. */
+static ssize_t download_window(void *ctx, uint64_t pos, const char **data)
+{
+    struct download *d = ctx;
+    ssize_t avail = staged_window(d->t, pos, data);
+    if (avail > 0)
+        d->t->sent += (uint64_t)avail;
+    return avail;
 }
 
 static void download_free(void *ctx)
@@ -190,5 +213,6 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
                                                                    : (size_t)4 << 20,
                           download_read, d, download_free);
     rep->reader_buffers_done = download_buffers_done;
+    rep->window = download_window;
     return rc;
 }

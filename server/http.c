@@ -344,10 +344,126 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
+/* Bodies of at least --socket-body-min bytes skip libmicrohttpd: an upload's
+ * rest is received, and a download sent, by us on the connection's socket,
+ * straight between it and pinned chunks (no pass through libmicrohttpd's
+ * buffers, one chunk's device copy overlapping the network on the other).
+ * The reply then closes the connection, since libmicrohttpd never saw the
+ * body. Plain HTTP only: TLS records need GnuTLS. */
+static int socket_body_allowed(const struct http_request *hr, uint64_t bytes)
+{
+    size_t min = hr->req.svc->cfg.socket_body_min;
+    return min && bytes >= min && !hr->http->tls_cert;
+}
+
+static int connection_fd(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+static int socket_timeout_ms(const struct http_request *hr)
+{
+    unsigned s = hr->req.svc->cfg.connection_timeout_s;
+    return s ? (int)s * 1000 : -1;
+}
+
+/* Writes the reply on the socket: a body in memory, or a streamed one from
+ * the reader's own memory (rep->window). The request counts as answered only
+ * when all of it went out. */
+static void reply_on_socket(struct http_request *hr, int fd)
+{
+    struct ghd_reply *rep = &hr->rep;
+    int timeout_ms = socket_timeout_ms(hr);
+    uint64_t len = rep->window ? rep->stream_len : rep->body_len;
+    hr->queued = 1;
+    ghd_guard_transfer(hr->http->guard, hr->guard); /* the reply goes out */
+    if (ghd_socket_send_head(fd, rep, hr->req.request_id, len, timeout_ms) != 0)
+        return;
+    if (!rep->window) {
+        if (rep->body_len && ghd_socket_send(fd, rep->body, rep->body_len, timeout_ms) != 0)
+            return;
+        hr->bytes_out += rep->body_len;
+        hr->answered_on_socket = 1;
+        return;
+    }
+    for (uint64_t pos = 0; pos < len;) {
+        const char *data;
+        ssize_t n = rep->window(rep->reader_ctx, pos, &data);
+        if (n <= 0) {
+            ghd_log(GHD_LOG_WARN, "request %s: download aborted at byte %llu: %s",
+                    hr->req.request_id, (unsigned long long)pos, ghd_strerror((int)n));
+            return;
+        }
+        size_t piece = (uint64_t)n < len - pos ? (size_t)n : (size_t)(len - pos);
+        if (ghd_socket_send(fd, data, piece, timeout_ms) != 0)
+            return;
+        pos += piece;
+        hr->bytes_out += piece;
+    }
+    hr->answered_on_socket = 1;
+}
+
+static int upload_on_socket_wanted(const struct http_request *hr)
+{
+    const struct ghd_request *req = &hr->req;
+    return hr->body == BODY_UPLOAD && req->has_content_length && hr->route->upload->reserve &&
+           socket_body_allowed(hr, req->content_length - req->bytes_in);
+}
+
+/* Receives the rest of a large upload into the upload's pinned chunks, runs
+ * the handler and writes its reply on the socket. */
+static enum MHD_Result finish_upload_on_socket(struct MHD_Connection *conn,
+                                               struct http_request *hr)
+{
+    struct ghd_request *req = &hr->req;
+    int fd = connection_fd(conn);
+    if (fd < 0)
+        return MHD_YES; /* the body keeps coming through libmicrohttpd */
+    int timeout_ms = socket_timeout_ms(hr);
+    const struct ghd_upload_ops *ops = hr->route->upload;
+    uint64_t left = req->content_length - req->bytes_in;
+    int rc = 0;
+    while (left && rc == 0) {
+        char *space;
+        size_t room;
+        rc = ops->reserve(req, &hr->rep, &space, &room);
+        if (rc)
+            break;
+        ssize_t n = ghd_socket_recv(fd, space, room < left ? room : (size_t)left, timeout_ms);
+        if (n <= 0) {
+            ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",
+                    req->request_id, (unsigned long long)req->bytes_in,
+                    (unsigned long long)req->content_length,
+                    n == 0 ? "closed by the client" : strerror(errno));
+            return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
+        }
+        req->bytes_in += (uint64_t)n;
+        left -= (uint64_t)n;
+        rc = ops->commit(req, &hr->rep, (size_t)n);
+    }
+    hr->decided = 1;
+    if (rc == 0) {
+        ghd_guard_handling(hr->http->guard, hr->guard);
+        rc = hr->route->handle(req, &hr->rep);
+        if (rc && !hr->rep.status)
+            ghd_reply_problem(&hr->rep, req, rc, NULL);
+    }
+    reply_on_socket(hr, fd);
+    return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
+}
+
 static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_request *hr)
 {
     struct ghd_reply *rep = &hr->rep;
     struct MHD_Response *resp;
+    int fd;
+    if (rep->window && socket_body_allowed(hr, rep->stream_len) &&
+        (fd = connection_fd(conn)) >= 0) {
+        reply_on_socket(hr, fd);
+        return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
+    }
     if (rep->reader || rep->stream_len) {
         /* The reader context stays with hr, which the response references. */
         size_t block = rep->stream_block ? rep->stream_block : (size_t)1 << 20;
@@ -378,70 +494,6 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rep->status, resp);
     MHD_destroy_response(resp);
     return ret;
-}
-
-/* Whether the rest of this upload's body is read from the socket by us:
- * plain HTTP (TLS records need GnuTLS), a Content-Length, an upload that can
- * receive in place, and enough bytes still to come. */
-static int socket_body_wanted(const struct http_request *hr)
-{
-    const struct ghd_request *req = &hr->req;
-    size_t min = req->svc->cfg.socket_upload_min;
-    return min && hr->body == BODY_UPLOAD && !hr->http->tls_cert && req->has_content_length &&
-           hr->route->upload->reserve && req->content_length - req->bytes_in >= min;
-}
-
-/* The rest of a large upload is received straight into the upload's pinned
- * chunks (libmicrohttpd's read buffer and its piece-by-piece handler calls
- * are skipped, and one chunk's copy to the device overlaps the receipt of the
- * next); then the reply is written on the socket and the connection closed,
- * since libmicrohttpd still waits for a body it never saw. */
-static enum MHD_Result finish_body_on_socket(struct MHD_Connection *conn,
-                                             struct http_request *hr)
-{
-    struct ghd_request *req = &hr->req;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci)
-        return MHD_YES; /* the body keeps coming through libmicrohttpd */
-    int fd = ci->connect_fd;
-    unsigned timeout_s = req->svc->cfg.connection_timeout_s;
-    int timeout_ms = timeout_s ? (int)timeout_s * 1000 : -1;
-    const struct ghd_upload_ops *ops = hr->route->upload;
-    uint64_t left = req->content_length - req->bytes_in;
-    int rc = 0;
-    while (left && rc == 0) {
-        char *space;
-        size_t room;
-        rc = ops->reserve(req, &hr->rep, &space, &room);
-        if (rc)
-            break;
-        ssize_t n = ghd_socket_recv(fd, space, room < left ? room : (size_t)left, timeout_ms);
-        if (n <= 0) {
-            ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",
-                    req->request_id, (unsigned long long)req->bytes_in,
-                    (unsigned long long)req->content_length,
-                    n == 0 ? "closed by the client" : strerror(errno));
-            return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
-        }
-        req->bytes_in += (uint64_t)n;
-        left -= (uint64_t)n;
-        rc = ops->commit(req, &hr->rep, (size_t)n);
-    }
-    hr->decided = 1;
-    if (rc == 0) {
-        ghd_guard_handling(hr->http->guard, hr->guard);
-        rc = hr->route->handle(req, &hr->rep);
-        if (rc && !hr->rep.status)
-            ghd_reply_problem(&hr->rep, req, rc, NULL);
-    }
-    ghd_guard_transfer(hr->http->guard, hr->guard); /* the reply goes out */
-    uint64_t sent;
-    if (ghd_socket_send_reply(fd, &hr->rep, req->request_id, timeout_ms, &sent) == 0) {
-        hr->answered_on_socket = 1;
-        hr->bytes_out += sent;
-    }
-    return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -485,7 +537,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         take_body_piece(hr, upload_data, *upload_data_size);
         *upload_data_size = 0;
-        return socket_body_wanted(hr) ? finish_body_on_socket(conn, hr) : MHD_YES;
+        return upload_on_socket_wanted(hr) ? finish_upload_on_socket(conn, hr) : MHD_YES;
     }
     if (hr->decided)
         return hr->rep.status ? send_reply(conn, hr) : MHD_NO;

@@ -40,8 +40,9 @@ ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms)
     }
 }
 
-static int send_all(int fd, const char *p, size_t n, int timeout_ms)
+int ghd_socket_send(int fd, const void *data, size_t n, int timeout_ms)
 {
+    const char *p = data;
     while (n) {
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w > 0) {
@@ -59,10 +60,9 @@ static int send_all(int fd, const char *p, size_t n, int timeout_ms)
     return 0;
 }
 
-int ghd_socket_send_reply(int fd, const struct ghd_reply *rep, const char *request_id,
-                          int timeout_ms, uint64_t *body_sent)
+int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *request_id,
+                         uint64_t content_length, int timeout_ms)
 {
-    *body_sent = 0;
     char *head = NULL;
     size_t head_len = 0;
     FILE *f = open_memstream(&head, &head_len);
@@ -73,8 +73,9 @@ int ghd_socket_send_reply(int fd, const struct ghd_reply *rep, const char *reque
     struct tm tm;
     time_t now = time(NULL);
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
-    fprintf(f, "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Length: %zu\r\n",
-            rep->status, reason && *reason ? reason : "Unknown", date, rep->body_len);
+    fprintf(f, "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Length: %llu\r\n",
+            rep->status, reason && *reason ? reason : "Unknown", date,
+            (unsigned long long)content_length);
     if (rep->content_type)
         fprintf(f, "Content-Type: %s\r\n", rep->content_type);
     fprintf(f, "X-Request-Id: %s\r\n", request_id);
@@ -85,11 +86,7 @@ int ghd_socket_send_reply(int fd, const struct ghd_reply *rep, const char *reque
         free(head);
         return -1;
     }
-    int rc = send_all(fd, head, head_len, timeout_ms);
+    int rc = ghd_socket_send(fd, head, head_len, timeout_ms);
     free(head);
-    if (rc == 0 && rep->body_len)
-        rc = send_all(fd, rep->body, rep->body_len, timeout_ms);
-    if (rc == 0)
-        *body_sent = rep->body_len;
     return rc;
 }

@@ -1291,6 +1291,13 @@ static void abort_download_of(size_t size)
 
 /* ---- connections, bodies of every shape, lifetimes ------------------------------ */
 
+/* The request went over the connection of the one before, unless that one's
+ * body was moved on the socket (its reply closed the connection). */
+static void expect_reused(const struct harness_resp *r, int previous_closed)
+{
+    assert_int_equal(r->connects, previous_closed ? 1 : 0);
+}
+
 static void test_keep_alive(void **state)
 {
     (void)state;
@@ -1311,11 +1318,12 @@ static void test_keep_alive(void **state)
     harness_resp_free(&r);
     buffer_path(path, sizeof(path), id, NULL);
 
-    /* Upload, download, HEAD, a 404 and a range, all on that one connection;
-     * but a body read from the socket (--socket-upload-min at most its size)
-     * is answered with Connection: close, so the GET then connects anew. */
-    size_t socket_min = H.svc.cfg.socket_upload_min;
-    long upload_closes = socket_min && socket_min <= 300000;
+    /* Upload, download, HEAD, a 404 and a range, all on that one connection.
+     * (A body moved on the socket past libmicrohttpd, as every one is with
+     * the suite's socket variant's --socket-body-min 1, is answered with
+     * Connection: close instead: the next request connects anew.) */
+    size_t socket_min = H.svc.cfg.socket_body_min;
+    int bodies_close = socket_min && socket_min <= 4096;
     void *data = random_bytes(1300, 300000);
     req = (struct harness_req){.method = "PUT", .path = path, .body = data, .body_len = 300000,
                                .has_body = 1};
@@ -1323,28 +1331,28 @@ static void test_keep_alive(void **state)
     req.headers[1] = "Expect:";
     harness_do_on(&H, c, &req, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(r.connects, 0);
+    expect_reused(&r, 0);
     harness_resp_free(&r);
     struct harness_req get = {.path = path};
     harness_do_on(&H, c, &get, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(r.connects, upload_closes);
+    expect_reused(&r, bodies_close);
     expect_same(r.body, r.body_len, data, 300000);
     harness_resp_free(&r);
     struct harness_req head = {.method = "HEAD", .path = path};
     harness_do_on(&H, c, &head, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(r.connects, 0);
+    expect_reused(&r, bodies_close);
     harness_resp_free(&r);
     struct harness_req missing = {.path = "/v1/buffers/ffffffffffffffffffffffffffffffff"};
     harness_do_on(&H, c, &missing, &r);
     harness_expect_problem(&r, 404);
-    assert_int_equal(r.connects, 0);
+    expect_reused(&r, 0);
     harness_resp_free(&r);
     get.headers[0] = "Range: bytes=299990-";
     harness_do_on(&H, c, &get, &r);
     assert_int_equal(r.status, 206);
-    assert_int_equal(r.connects, 0);
+    expect_reused(&r, 0);
     expect_same(r.body, r.body_len, (char *)data + 299990, 10);
     harness_resp_free(&r);
 
