@@ -64,11 +64,23 @@ static void download_buffers_done(void *ctx)
     d->direct = 0;
 }
 
-/* Queues window `w` (chunk-sized, relative to t->offset) into chunk
- * w % nchunks. */
+/* Downloads move in windows of at most this size: each is sent soon after
+ * its DMA wrote it, while it is likely still in the CPU's cache, and the next
+ * one is fetched meanwhile. Whole 8 MiB chunks, prefetched a chunk ahead,
+ * were sent from DRAM and ran slower (tests/bench/RESULTS.md, run 7). */
+#define GHD_DOWNLOAD_WINDOW ((size_t)2 << 20)
+
+static size_t window_size(const struct ghd_transfer *t)
+{
+    size_t chunk = t->chunk[0]->size;
+    return chunk < GHD_DOWNLOAD_WINDOW ? chunk : GHD_DOWNLOAD_WINDOW;
+}
+
+/* Queues window `w` (relative to t->offset) into chunk w % nchunks. */
 static int fetch_window(struct ghd_transfer *t, int64_t w)
 {
-    if ((uint64_t)w * t->chunk[0]->size >= t->length)
+    size_t size = window_size(t);
+    if ((uint64_t)w * size >= t->length)
         return 0;
     int slot = (int)(w % t->nchunks);
     struct ghd_staging_chunk *c = t->chunk[slot];
@@ -80,8 +92,8 @@ static int fetch_window(struct ghd_transfer *t, int64_t w)
             return rc;
     }
     struct ghd_device *dev = &t->rt->dev;
-    uint64_t start = (uint64_t)w * c->size;
-    size_t n = t->length - start < c->size ? (size_t)(t->length - start) : c->size;
+    uint64_t start = (uint64_t)w * size;
+    size_t n = t->length - start < size ? (size_t)(t->length - start) : size;
     int rc = dev->ops->copy_d2h(dev, c->h_ptr, (char *)t->buf->d_ptr + t->offset + start, n,
                                 t->stream);
     if (rc == 0)
@@ -97,8 +109,8 @@ static int fetch_window(struct ghd_transfer *t, int64_t w)
  * window is prefetched into the second chunk while these are sent. */
 static ssize_t staged_window(struct ghd_transfer *t, uint64_t pos, const char **data)
 {
-    size_t chunk = t->chunk[0]->size;
-    int64_t w = (int64_t)(pos / chunk);
+    size_t window = window_size(t);
+    int64_t w = (int64_t)(pos / window);
     ghd_transfer_take_second_chunk(t);
     int rc = fetch_window(t, w);
     if (rc == 0 && t->nchunks == 2) /* prefetch the next window while this one is sent */
@@ -108,11 +120,11 @@ static ssize_t staged_window(struct ghd_transfer *t, uint64_t pos, const char **
         rc = ghd_transfer_chunk_ready(t, c);
     if (rc)
         return rc;
-    size_t in_chunk = (size_t)(pos % chunk);
-    size_t avail = chunk - in_chunk;
+    size_t in_window = (size_t)(pos % window);
+    size_t avail = window - in_window;
     if (avail > t->length - pos)
         avail = (size_t)(t->length - pos);
-    *data = (const char *)c->h_ptr + in_chunk;
+    *data = (const char *)c->h_ptr + in_window;
     return (ssize_t)avail;
 }
 
