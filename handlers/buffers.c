@@ -50,11 +50,6 @@ static int spec_check(struct ghd_request *req, struct ghd_reply *rep,
         return ghd_reply_problem(rep, req, GHD_EUNPROC,
                                  "ttl_s must be from 0 to %lld seconds (ten years)",
                                  (long long)GHD_BUFFER_TTL_MAX);
-    if (spec->size > cfg->max_buffer_size)
-        return ghd_reply_problem(rep, req, GHD_ETOOBIG,
-                                 "size %zu exceeds the largest buffer allowed, %zu bytes "
-                                 "(--max-buffer-size)",
-                                 spec->size, cfg->max_buffer_size);
     if (spec->alignment &&
         ((spec->alignment & (spec->alignment - 1)) || spec->alignment > ((size_t)1 << 21)))
         return ghd_reply_problem(rep, req, GHD_EUNPROC,
@@ -74,6 +69,12 @@ static int spec_check(struct ghd_request *req, struct ghd_reply *rep,
             return ghd_reply_problem(rep, req, GHD_EUNPROC, "label must be valid UTF-8");
         json_decref(probe);
     }
+    /* Last: a malformed request is a 422 whatever its size, not a 413. */
+    if (spec->size > cfg->max_buffer_size)
+        return ghd_reply_problem(rep, req, GHD_ETOOBIG,
+                                 "size %zu exceeds the largest buffer allowed, %zu bytes "
+                                 "(--max-buffer-size)",
+                                 spec->size, cfg->max_buffer_size);
     return 0;
 }
 

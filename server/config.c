@@ -52,7 +52,7 @@ static const struct option_spec specs[] = {
      "most concurrent connections"},
     {"connection-timeout", OPT_UINT, OFF(connection_timeout_s), 0, 0, 86400, "60",
      "seconds an idle connection is kept (0 = forever)"},
-    {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "4M",
+    {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "256K",
      "per-connection read buffer (bounds the size of body pieces)"},
     {"direct-copy", OPT_UINT, OFF(direct_copy), 0, 0, 1, "1",
      "1: copy large upload pieces to the device straight from the page-locked read buffer; "

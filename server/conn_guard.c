@@ -237,14 +237,19 @@ void ghd_guard_close(struct ghd_guard *g, struct ghd_guard_conn *c)
     free(c);
 }
 
+/* Called 3 times per request from every connection thread: the socket is
+ * asked for its counters outside the shared lock, and not at all for the
+ * handling phase, which is not measured. */
 static void set_phase(struct ghd_guard *g, struct ghd_guard_conn *c, enum phase p)
 {
     if (!g || !c)
         return;
+    uint64_t mark = p == PHASE_HANDLING ? 0 : p == PHASE_IDLE ? received(c->fd) : moved(c->fd);
+    double now = now_s();
     pthread_mutex_lock(&g->lock);
     c->phase = p;
-    c->since = now_s();
-    c->mark = p == PHASE_IDLE ? received(c->fd) : moved(c->fd);
+    c->since = now;
+    c->mark = mark;
     pthread_mutex_unlock(&g->lock);
 }
 

@@ -70,11 +70,38 @@ int ghd_reply_header(struct ghd_reply *rep, const char *name, const char *fmt, .
     return 0;
 }
 
-static void strip_crlf(char *s)
+/* Length of the valid UTF-8 sequence at `s`, or 0 (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF). */
+static size_t utf8_sequence(const unsigned char *s)
 {
-    for (; *s; s++)
-        if (*s == '\r' || *s == '\n')
-            *s = ' ';
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return n;
+}
+
+/* A detail may echo input, cut anywhere by a %.64s: CR and LF become spaces
+ * and bytes that are not UTF-8 become '?', so the problem is always JSON. */
+static void sanitize_text(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        size_t n = utf8_sequence(p);
+        if (n == 0) {
+            *p++ = '?';
+            continue;
+        }
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+        p += n;
+    }
 }
 
 int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int code,
@@ -87,14 +114,17 @@ int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int 
         vsnprintf(detail, sizeof(detail), fmt, ap);
         va_end(ap);
     }
-    strip_crlf(detail);
+    sanitize_text(detail);
     char type[128];
     snprintf(type, sizeof(type), "%s%s", GHD_PROBLEM_BASE, ghd_error_slug(code));
     int status = ghd_error_status(code);
     json_t *obj = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", ghd_strerror(code),
                             "status", status, "detail", *detail ? detail : ghd_strerror(code));
     if (obj && req) {
-        json_object_set_new(obj, "instance", json_string(req->path));
+        char instance[512];
+        snprintf(instance, sizeof(instance), "%s", req->path);
+        sanitize_text(instance);
+        json_object_set_new(obj, "instance", json_string(instance));
         json_object_set_new(obj, "request_id", json_string(req->request_id));
     }
     /* A reader left from an earlier attempt must not outlive the problem. */

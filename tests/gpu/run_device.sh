@@ -39,7 +39,8 @@ if has sanitizer; then
   while read -r name cmd env; do
     [[ -z $name ]] && continue
     log=$out/sanitizer-$name.log
-    env "$env" compute-sanitizer --tool memcheck --error-exitcode 99 --target-processes all \
+    # shellcheck disable=SC2086 # $env holds one or more NAME=VALUE words
+    env $env compute-sanitizer --tool memcheck --error-exitcode 99 --target-processes all \
       "$build/$cmd" >"$log" 2>&1
     rc=$?
     verdict=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
@@ -47,6 +48,7 @@ if has sanitizer; then
   done <<LIST
 test_kernels_gpu tests/gpu/test_kernels_gpu GHD_GPU_TEST_N=20011
 test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda
+test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_SOCKET_BODY_MIN=1
 LIST
 fi
 

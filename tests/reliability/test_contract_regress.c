@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "rel.h"
+#include "server/buffer.h"
 
 static int setup(void **state)
 {
@@ -75,6 +77,45 @@ static void test_ttl_bounds(void **state)
     assert_int_equal(post_octets(s, "?ttl_s=1139628243717"), 422);
     assert_int_equal(post_octets(s, "?ttl_s=99999999999999999999999"), 400);
     assert_int_equal(post_octets(s, "?ttl_s=3600"), 201);
+}
+
+/* ST201: a label over the limit on a size over --max-buffer-size was a 413;
+ * a malformed request is a 422, whatever size it asks for. */
+static void test_malformed_before_too_large(void **state)
+{
+    struct rel_server *s = *state;
+    char label[GHD_LABEL_MAX + 2], body[GHD_LABEL_MAX + 128];
+    memset(label, '*', sizeof(label) - 1);
+    label[sizeof(label) - 1] = '\0';
+    snprintf(body, sizeof(body), "{\"size\":464347689573421,\"label\":\"%s\"}", label);
+    assert_int_equal(post_json(s, "/v1/buffers", body, NULL, 0), 422);
+    assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":16,\"alignment\":31915}", NULL, 0),
+                     422);
+    assert_int_equal(
+        post_json(s, "/v1/buffers", "{\"size\":464347689573421,\"alignment\":31915}", NULL, 0),
+        422);
+    assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":464347689573421}", NULL, 0), 413);
+}
+
+/* Network error: a PUT to an id of Devanagari letters answered nothing and
+ * closed the connection: the 404's detail quotes the id cut at 64 bytes,
+ * inside a 3-byte letter, and invalid UTF-8 made the problem body fail to
+ * build. Now such bytes become '?'. */
+static void test_problem_detail_cut_inside_a_letter(void **state)
+{
+    struct rel_server *s = *state;
+    char path[512] = "/v1/buffers/";
+    for (int i = 0; i < 30; i++) /* U+092A, 3 bytes each: byte 64 falls inside one */
+        strcat(path, "%E0%A4%AA");
+    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                         .body = "png", .len = 3};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    assert_int_equal(r.status, 404);
+    char type[256];
+    rel_json_str(&r, "type", type, sizeof(type));
+    assert_string_equal(type, "https://gpuhttpd.dev/problems/not-found");
+    rel_resp_free(&r);
 }
 
 static void test_octet_query_must_be_numbers(void **state)
@@ -163,6 +204,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ttl_bounds),
+        cmocka_unit_test(test_malformed_before_too_large),
+        cmocka_unit_test(test_problem_detail_cut_inside_a_letter),
         cmocka_unit_test(test_octet_query_must_be_numbers),
         cmocka_unit_test(test_json_form_refuses_query),
         cmocka_unit_test(test_integral_reals),
