@@ -57,9 +57,12 @@ static const struct option_spec specs[] = {
     {"direct-copy", OPT_UINT, OFF(direct_copy), 0, 0, 1, "1",
      "1: copy large upload pieces to the device straight from the page-locked read buffer; "
      "0: always through the staging ring"},
-    {"socket-body-min", OPT_SIZE, OFF(socket_body_min), 0, 0, 1ULL << 46, "16M",
-     "plain-HTTP upload and download bodies this large go between the socket and pinned "
-     "chunks without libmicrohttpd; such a reply closes the connection (0 = never)"},
+    {"socket-upload-min", OPT_SIZE, OFF(socket_upload_min), 0, 0, 1ULL << 46, "16M",
+     "plain-HTTP upload bodies this large are received from the socket straight into pinned "
+     "chunks, past libmicrohttpd; their reply closes the connection (0 = never)"},
+    {"socket-download-min", OPT_SIZE, OFF(socket_download_min), 0, 0, 1ULL << 46, "16M",
+     "plain-HTTP download bodies this large are sent on the socket straight from pinned "
+     "chunks, past libmicrohttpd, and close the connection (0 = never)"},
     {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024", "finished runs kept for GET"},
     {"run-keep-s", OPT_UINT, OFF(run_keep_s), 0, 1, 86400 * 7, "600",
      "seconds a finished run is kept"},

@@ -29,7 +29,8 @@ struct ghd_config {
     unsigned connection_timeout_s;
     size_t connection_memory;
     unsigned direct_copy; /* 1: DMA body pieces straight from the read buffer */
-    size_t socket_body_min; /* bodies this large skip libmicrohttpd; 0 = never */
+    size_t socket_upload_min;   /* upload bodies this large skip libmicrohttpd; 0 = never */
+    size_t socket_download_min; /* download bodies this large skip libmicrohttpd; 0 = never */
     unsigned runs_kept;
     unsigned run_keep_s;
     unsigned run_queue_limit;

@@ -344,15 +344,15 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
-/* Bodies of at least --socket-body-min bytes skip libmicrohttpd: an upload's
+/* Bodies of at least --socket-upload-min / --socket-download-min bytes skip
+ * libmicrohttpd: an upload's
  * rest is received, and a download sent, by us on the connection's socket,
  * straight between it and pinned chunks (no pass through libmicrohttpd's
  * buffers, one chunk's device copy overlapping the network on the other).
  * The reply then closes the connection, since libmicrohttpd never saw the
  * body. Plain HTTP only: TLS records need GnuTLS. */
-static int socket_body_allowed(const struct http_request *hr, uint64_t bytes)
+static int socket_body_allowed(const struct http_request *hr, size_t min, uint64_t bytes)
 {
-    size_t min = hr->req.svc->cfg.socket_body_min;
     return min && bytes >= min && !hr->http->tls_cert;
 }
 
@@ -409,7 +409,8 @@ static int upload_on_socket_wanted(const struct http_request *hr)
 {
     const struct ghd_request *req = &hr->req;
     return hr->body == BODY_UPLOAD && req->has_content_length && hr->route->upload->reserve &&
-           socket_body_allowed(hr, req->content_length - req->bytes_in);
+           socket_body_allowed(hr, req->svc->cfg.socket_upload_min,
+                               req->content_length - req->bytes_in);
 }
 
 /* Receives the rest of a large upload into the upload's pinned chunks, runs
@@ -459,7 +460,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     struct ghd_reply *rep = &hr->rep;
     struct MHD_Response *resp;
     int fd;
-    if (rep->window && socket_body_allowed(hr, rep->stream_len) &&
+    if (rep->window &&
+        socket_body_allowed(hr, hr->req.svc->cfg.socket_download_min, rep->stream_len) &&
         (fd = connection_fd(conn)) >= 0) {
         reply_on_socket(hr, fd);
         return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */

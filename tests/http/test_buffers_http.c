@@ -1320,9 +1320,9 @@ static void test_keep_alive(void **state)
 
     /* Upload, download, HEAD, a 404 and a range, all on that one connection.
      * (A body moved on the socket past libmicrohttpd, as every one is with
-     * the suite's socket variant's --socket-body-min 1, is answered with
+     * the suite's socket variant's --socket-*-min 1, is answered with
      * Connection: close instead: the next request connects anew.) */
-    size_t socket_min = H.svc.cfg.socket_body_min;
+    size_t socket_min = H.svc.cfg.socket_download_min;
     int bodies_close = socket_min && socket_min <= 4096;
     void *data = random_bytes(1300, 300000);
     req = (struct harness_req){.method = "PUT", .path = path, .body = data, .body_len = 300000,
