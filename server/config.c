@@ -52,7 +52,7 @@ static const struct option_spec specs[] = {
      "most concurrent connections"},
     {"connection-timeout", OPT_UINT, OFF(connection_timeout_s), 0, 0, 86400, "60",
      "seconds an idle connection is kept (0 = forever)"},
-    {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "256K",
+    {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "1M",
      "per-connection read buffer (bounds the size of body pieces)"},
     {"direct-copy", OPT_UINT, OFF(direct_copy), 0, 0, 1, "1",
      "1: copy large upload pieces to the device straight from the page-locked read buffer; "
@@ -60,7 +60,7 @@ static const struct option_spec specs[] = {
     {"socket-upload-min", OPT_SIZE, OFF(socket_upload_min), 0, 0, 1ULL << 46, "16M",
      "plain-HTTP upload bodies this large are received from the socket straight into pinned "
      "chunks, past libmicrohttpd; their reply closes the connection (0 = never)"},
-    {"socket-download-min", OPT_SIZE, OFF(socket_download_min), 0, 0, 1ULL << 46, "16M",
+    {"socket-download-min", OPT_SIZE, OFF(socket_download_min), 0, 0, 1ULL << 46, "0",
      "plain-HTTP download bodies this large are sent on the socket straight from pinned "
      "chunks, past libmicrohttpd, and close the connection (0 = never)"},
     {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024", "finished runs kept for GET"},

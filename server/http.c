@@ -344,6 +344,17 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
+/* An upload's resources (its writer flag, chunks, a half-created buffer) are
+ * given back before its reply leaves: a client that reads the reply may at
+ * once start the next upload to the same buffer, on another connection. */
+static void end_upload(struct http_request *hr)
+{
+    if (!hr->upload_started)
+        return;
+    hr->upload_started = 0;
+    hr->route->upload->cleanup(&hr->req);
+}
+
 /* Bodies of at least --socket-upload-min / --socket-download-min bytes skip
  * libmicrohttpd: an upload's
  * rest is received, and a download sent, by us on the connection's socket,
@@ -451,12 +462,14 @@ static enum MHD_Result finish_upload_on_socket(struct MHD_Connection *conn,
         if (rc && !hr->rep.status)
             ghd_reply_problem(&hr->rep, req, rc, NULL);
     }
+    end_upload(hr);
     reply_on_socket(hr, fd);
     return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
 }
 
 static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_request *hr)
 {
+    end_upload(hr);
     struct ghd_reply *rep = &hr->rep;
     struct MHD_Response *resp;
     int fd;
@@ -570,8 +583,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     if (!hr)
         return;
     ghd_guard_idle(http->guard, hr->guard);
-    if (hr->upload_started)
-        hr->route->upload->cleanup(&hr->req);
+    end_upload(hr); /* a client gone before the reply */
     int status = hr->rep.status;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !hr->answered_on_socket) {
         ghd_log(GHD_LOG_INFO, "request %s: client went away or failed (termination %d)",

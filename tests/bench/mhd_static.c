@@ -24,8 +24,8 @@
 
 #define BLOCK_SIZE (1u << 20)
 /* gpuhttpd's defaults (server/http.c, server/config.c), so that a plain run compares
- * like with like: thread per connection with poll(), and a 256 KiB connection memory. */
-#define GHD_SERVER_CONNECTION_MEMORY (256ULL << 10)
+ * like with like: thread per connection with poll(), and a 1 MiB connection memory. */
+#define GHD_SERVER_CONNECTION_MEMORY (1ULL << 20)
 #define MAX_BYTES (64ULL << 30)
 
 struct options {
@@ -125,7 +125,7 @@ static void usage(void)
             "  --flags: thread-per-connection, epoll, poll, select, itc, suspend, or a\n"
             "  number of MHD_FLAG bits; repeat to combine. --threads N adds a thread pool\n"
             "  (not with thread-per-connection). Defaults as gpuhttpd's: thread per\n"
-            "  connection with poll() and ITC, --memory-limit 256K.\n");
+            "  connection with poll() and ITC, --memory-limit 1M.\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)
