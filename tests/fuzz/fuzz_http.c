@@ -7,6 +7,7 @@
  * server that stops answering /healthz, is a failure. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -68,16 +69,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+/* libFuzzer's timeout timer (SIGALRM, no SA_RESTART) can interrupt
+ * connect(); such a socket is dropped and the connect made again. */
 static int connect_local(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        fprintf(stderr, "cannot connect to the server\n");
-        abort();
+    for (int attempt = 0; attempt < 100; attempt++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+            return fd;
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        if (fd < 0 || err != EINTR) {
+            fprintf(stderr, "cannot connect to the server: %s\n", strerror(err));
+            abort();
+        }
     }
-    return fd;
+    fprintf(stderr, "cannot connect to the server: interrupted 100 times\n");
+    abort();
 }
 
 /* Sends everything, half-closes, and reads until EOF (bounded). Returns the
