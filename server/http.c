@@ -390,7 +390,8 @@ static void reply_on_socket(struct http_request *hr, int fd)
     uint64_t len = rep->window ? rep->stream_len : rep->body_len;
     hr->queued = 1;
     ghd_guard_transfer(hr->http->guard, hr->guard); /* the reply goes out */
-    if (ghd_socket_send_head(fd, rep, hr->req.request_id, len, timeout_ms) != 0)
+    const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
+    if (ghd_socket_send_head(fd, rep, reason, hr->req.request_id, len, timeout_ms) != 0)
         return;
     if (!rep->window) {
         if (rep->body_len && ghd_socket_send(fd, rep->body, rep->body_len, timeout_ms) != 0)

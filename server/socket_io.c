@@ -2,7 +2,6 @@
 #include "socket_io.h"
 
 #include <errno.h>
-#include <microhttpd.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,15 +59,14 @@ int ghd_socket_send(int fd, const void *data, size_t n, int timeout_ms)
     return 0;
 }
 
-int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *request_id,
-                         uint64_t content_length, int timeout_ms)
+int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason,
+                         const char *request_id, uint64_t content_length, int timeout_ms)
 {
     char *head = NULL;
     size_t head_len = 0;
     FILE *f = open_memstream(&head, &head_len);
     if (!f)
         return -1;
-    const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
     char date[64];
     struct tm tm;
     time_t now = time(NULL);

@@ -16,12 +16,12 @@
  * error or timeout (errno says which; ETIMEDOUT for the timeout). */
 ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms);
 
-/* Writes the head of `rep` as an HTTP/1.1 response with `Connection: close`
- * and the headers libmicrohttpd would send (Date, Content-Length, Content-Type,
- * X-Request-Id, the reply's own). Returns 0, or -1 when the peer is gone or
- * stalls past `timeout_ms`. */
-int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *request_id,
-                         uint64_t content_length, int timeout_ms);
+/* Writes the head of `rep` as an HTTP/1.1 response (status line with
+ * `reason`) with `Connection: close` and the headers libmicrohttpd would send
+ * (Date, Content-Length, Content-Type, X-Request-Id, the reply's own).
+ * Returns 0, or -1 when the peer is gone or stalls past `timeout_ms`. */
+int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason,
+                         const char *request_id, uint64_t content_length, int timeout_ms);
 
 /* Writes all `n` bytes; 0, or -1 as above. */
 int ghd_socket_send(int fd, const void *data, size_t n, int timeout_ms);
