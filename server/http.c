@@ -53,6 +53,7 @@ struct http_request {
     int upload_started; /* upload->begin succeeded; cleanup is owed */
     int queued;         /* a response has been handed to MHD */
     int answered_on_socket; /* the body was read and the reply written by us */
+    int body_done;          /* every byte of the request body has been read */
     char *json_buf;
     size_t json_len;
     struct timespec started;
@@ -456,6 +457,7 @@ static enum MHD_Result finish_upload_on_socket(struct MHD_Connection *conn,
         left -= (uint64_t)n;
         rc = ops->commit(req, &hr->rep, (size_t)n);
     }
+    hr->body_done = left == 0;
     hr->decided = 1;
     if (rc == 0) {
         ghd_guard_handling(hr->http->guard, hr->guard);
@@ -555,6 +557,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return upload_on_socket_wanted(hr) ? finish_upload_on_socket(conn, hr) : MHD_YES;
     }
+    hr->body_done = 1; /* the last call: libmicrohttpd has read the whole body */
     if (hr->decided)
         return hr->rep.status ? send_reply(conn, hr) : MHD_NO;
     ghd_guard_handling(http->guard, hr->guard); /* the handler may wait on a run */
@@ -575,16 +578,27 @@ static double elapsed_ms(const struct timespec *since)
            (double)(now.tv_nsec - since->tv_nsec) / 1e6;
 }
 
+/* A reply went out before the body was read (a refusal, or an error on the
+ * socket path): the rest of the body is dropped before libmicrohttpd closes
+ * the socket, for at most 2 s and 64 MiB. */
+static void linger_after_early_reply(struct MHD_Connection *conn)
+{
+    int fd = connection_fd(conn);
+    if (fd >= 0)
+        ghd_socket_linger(fd, 2000, (uint64_t)64 << 20);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct ghd_http *http = cls;
-    (void)conn;
     struct http_request *hr = *req_cls;
     if (!hr)
         return;
     ghd_guard_idle(http->guard, hr->guard);
     end_upload(hr); /* a client gone before the reply */
+    if (hr->req.has_body && !hr->body_done && (hr->queued || hr->answered_on_socket))
+        linger_after_early_reply(conn);
     int status = hr->rep.status;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !hr->answered_on_socket) {
         ghd_log(GHD_LOG_INFO, "request %s: client went away or failed (termination %d)",

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 static int wait_ready(int fd, short events, int timeout_ms)
 {
@@ -36,6 +37,30 @@ ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms)
             return -1;
         if (wait_ready(fd, POLLIN, timeout_ms) != 0)
             return -1;
+    }
+}
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ghd_socket_linger(int fd, int timeout_ms, uint64_t max_bytes)
+{
+    shutdown(fd, SHUT_WR);
+    long deadline = now_ms() + timeout_ms;
+    uint64_t dropped = 0;
+    char scratch[65536];
+    while (dropped < max_bytes) {
+        long left = deadline - now_ms();
+        if (left <= 0)
+            return;
+        ssize_t n = ghd_socket_recv(fd, scratch, sizeof(scratch), (int)left);
+        if (n <= 0)
+            return; /* the client closed (or reset, or the time is up) */
+        dropped += (uint64_t)n;
     }
 }
 

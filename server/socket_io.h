@@ -23,6 +23,13 @@ ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms);
 int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason,
                          const char *request_id, uint64_t content_length, int timeout_ms);
 
+/* A reply has gone out before its request's body was read: half-closes the
+ * socket and reads and drops what the client still sends, until it closes,
+ * `timeout_ms` pass or `max_bytes` arrive. Closing with unread bytes would
+ * make the kernel answer them with a reset, under a client still sending
+ * (RFC 9112 section 9.6, tear-down). */
+void ghd_socket_linger(int fd, int timeout_ms, uint64_t max_bytes);
+
 /* Writes all `n` bytes; 0, or -1 as above. */
 int ghd_socket_send(int fd, const void *data, size_t n, int timeout_ms);
 

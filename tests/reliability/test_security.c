@@ -119,6 +119,42 @@ static void test_refused_upload_sends_no_body(void **state)
     assert_true(rel_wait_rest(s, 0, 2000));
 }
 
+/* The same with a body the client sends in full, without waiting for
+ * 100 Continue (as curl does up to 1 MiB, and most clients always): the 401
+ * is sent before the body arrives, and the server must not close the socket
+ * with the body unread, or the kernel answers the late bytes with a reset:
+ * the client's send fails, and curl then reports an error, not the 401. */
+static void test_refusal_reaches_client_sending_whole_body(void **state)
+{
+    struct rel_server *s = *state;
+    size_t len = 8 << 20;
+    char *body = malloc(len);
+    assert_non_null(body);
+    memset(body, 7, len);
+    for (int i = 0; i < 3; i++) {
+        int fd = rel_connect(s->port);
+        assert_true(fd >= 0);
+        char head[256];
+        int n = snprintf(head, sizeof(head),
+                         "POST /v1/buffers HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                         len);
+        assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+        rel_sleep_ms(20); /* the head is refused before the body comes */
+        int sent = rel_send(fd, body, len);
+        char buf[4096];
+        int closed;
+        rel_recv(fd, buf, sizeof(buf), 3000, &closed);
+        close(fd);
+        /* A client that stops at a failed send (curl does) would never see it. */
+        if (sent != 0 || rel_status_of(buf) != 401)
+            fail_msg("attempt %d: body %s, then '%.40s'", i,
+                     sent == 0 ? "sent" : "cut off by a reset", buf);
+    }
+    free(body);
+    assert_true(rel_wait_rest(s, 0, 2000));
+}
+
 static void test_public_paths_open(void **state)
 {
     struct rel_server *s = *state;
@@ -356,6 +392,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_missing_or_wrong_token),
         cmocka_unit_test(test_refused_upload_sends_no_body),
+        cmocka_unit_test(test_refusal_reaches_client_sending_whole_body),
         cmocka_unit_test(test_public_paths_open),
         cmocka_unit_test(test_metrics_token),
         cmocka_unit_test(test_tenant_buffers_isolated),
