@@ -279,6 +279,24 @@ int rel_send(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int rel_begin_upload(unsigned port, const char *method, const char *path, size_t total,
+                     size_t first)
+{
+    int fd = rel_connect(port);
+    assert_true(fd >= 0);
+    char head[512];
+    int n = snprintf(head, sizeof(head),
+                     "%s %s HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, total);
+    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+    char *zeros = calloc(1, first + 1);
+    assert_non_null(zeros);
+    assert_int_equal(rel_send(fd, zeros, first), 0);
+    free(zeros);
+    return fd;
+}
+
 long rel_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed)
 {
     size_t used = 0;

@@ -73,6 +73,11 @@ int rel_send(int fd, const void *buf, size_t len);
  * (NUL-terminated in buf), -1 on a socket error. *closed says whether EOF or
  * a reset was seen. */
 long rel_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed);
+/* Connects, sends the head of an octet-stream upload (`method` `path` with
+ * Content-Length `total`) and then `first` zero bytes of its body; returns the
+ * socket. Fails the test when the server cannot be reached. */
+int rel_begin_upload(unsigned port, const char *method, const char *path, size_t total,
+                     size_t first);
 /* Waits up to timeout_ms for EOF or reset; 1 if the server closed it. */
 int rel_wait_closed(int fd, long timeout_ms);
 /* The status code of the first response in buf, or 0. */

@@ -132,14 +132,7 @@ static void test_refusal_reaches_client_sending_whole_body(void **state)
     assert_non_null(body);
     memset(body, 7, len);
     for (int i = 0; i < 3; i++) {
-        int fd = rel_connect(s->port);
-        assert_true(fd >= 0);
-        char head[256];
-        int n = snprintf(head, sizeof(head),
-                         "POST /v1/buffers HTTP/1.1\r\nHost: x\r\n"
-                         "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                         len);
-        assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+        int fd = rel_begin_upload(s->port, "POST", "/v1/buffers", len, 0);
         rel_sleep_ms(20); /* the head is refused before the body comes */
         int sent = rel_send(fd, body, len);
         char buf[4096];

@@ -29,18 +29,9 @@ static void start(struct rel_proc *p, const char *const *args, const char *const
 /* Sends the head of a PUT of `total` bytes to buffer `id`, and `first` bytes. */
 static int begin_put(unsigned port, const char *id, size_t total, size_t first)
 {
-    int fd = rel_connect(port);
-    assert_true(fd >= 0);
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\n"
-                     "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                     id, total);
-    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
-    char *zeros = calloc(1, first + 1);
-    assert_int_equal(rel_send(fd, zeros, first), 0);
-    free(zeros);
-    return fd;
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    return rel_begin_upload(port, "PUT", path, total, first);
 }
 
 static void test_sigterm_lets_upload_finish(void **state)

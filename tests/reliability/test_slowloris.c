@@ -113,18 +113,7 @@ static void test_head_byte_by_byte(void **state)
 /* Starts an upload of `total` bytes to a new buffer and sends `first` bytes. */
 static int start_upload(struct rel_server *s, size_t total, size_t first)
 {
-    int fd = rel_connect(s->port);
-    assert_true(fd >= 0);
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "POST /v1/buffers HTTP/1.1\r\nHost: x\r\n"
-                     "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                     total);
-    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
-    char *body = calloc(1, first + 1);
-    assert_int_equal(rel_send(fd, body, first), 0);
-    free(body);
-    return fd;
+    return rel_begin_upload(s->port, "POST", "/v1/buffers", total, first);
 }
 
 static void test_upload_stalls(void **state)
