@@ -543,6 +543,14 @@ void rel_signal(struct rel_proc *p, int sig)
     kill(p->pid, sig);
 }
 
+int rel_wait_exit_or_kill(struct rel_proc *p, long timeout_ms)
+{
+    int code = rel_wait_exit(p, timeout_ms);
+    if (code < 0)
+        rel_kill(p);
+    return code;
+}
+
 void rel_kill(struct rel_proc *p)
 {
     if (p->pid > 0) {

@@ -107,6 +107,9 @@ int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *en
 /* Waits up to timeout_ms for the child to exit; returns its exit code, 128 +
  * signal, or -1 when it is still running. */
 int rel_wait_exit(struct rel_proc *p, long timeout_ms);
+/* The same, and a server still running at the end is killed (-1 returned):
+ * a failed stop never leaves a process behind. */
+int rel_wait_exit_or_kill(struct rel_proc *p, long timeout_ms);
 /* Kills (SIGKILL) and reaps a child still running. */
 void rel_kill(struct rel_proc *p);
 /* Sends `sig` to the server: to the wrapper's children when REL_WRAPPER runs

@@ -530,9 +530,7 @@ static void test_soak(void **state)
                   "during, %d at rest; pool in use %lld, staging busy %lld\n",
                   rss_early, rss_late, rss_end, fd_start, fd_base, fd_end, in_use, busy);
     rel_signal(&proc, SIGTERM);
-    int code = rel_wait_exit(&proc, wrapped ? 120000 : 30000);
-    if (code < 0)
-        rel_kill(&proc);
+    int code = rel_wait_exit_or_kill(&proc, wrapped ? 120000 : 30000);
     if (code != 0 || atomic_load(&failures) || wrapped) { /* a wrapper's verdict ends the log */
         char cmd[320];
         snprintf(cmd, sizeof(cmd), "tail -40 %s", proc.log_path);

@@ -75,11 +75,9 @@ static void test_sigterm_lets_upload_finish(void **state)
     assert_non_null(strstr(buf, "\"bytes_written\":2097152"));
     assert_non_null(strcasestr(buf, "Connection: close"));
     close(fd);
-    int code = rel_wait_exit(&p, 10000);
+    int code = rel_wait_exit_or_kill(&p, 10000);
     long took = rel_now_ms() - t0;
     print_message("upload finished with 200; exit %d %ld ms after SIGTERM\n", code, took);
-    if (code != 0)
-        rel_kill(&p);
     assert_int_equal(code, 0);
     assert_true(rel_log_contains(&p, "stopping"));
     assert_true(rel_log_contains(&p, "stopped"));
@@ -101,11 +99,9 @@ static void test_grace_bounds_stalled_client(void **state)
     rel_sleep_ms(200);
     long t0 = rel_now_ms();
     kill(p.pid, SIGTERM);
-    int code = rel_wait_exit(&p, 10000);
+    int code = rel_wait_exit_or_kill(&p, 10000);
     long took = rel_now_ms() - t0;
     print_message("stalled upload: exit %d %ld ms after SIGTERM (grace 1 s)\n", code, took);
-    if (code < 0)
-        rel_kill(&p);
     assert_int_equal(code, 0);
     assert_true(took < 4000);
     assert_true(rel_log_contains(&p, "shutdown grace over"));
@@ -131,9 +127,7 @@ static void test_second_signal_stops_now(void **state)
     assert_int_equal(rel_wait_exit(&p, 0), -1); /* still waiting for the upload */
     long t0 = rel_now_ms();
     kill(p.pid, SIGINT);
-    int code = rel_wait_exit(&p, 10000);
-    if (code < 0)
-        rel_kill(&p);
+    int code = rel_wait_exit_or_kill(&p, 10000);
     assert_int_equal(code, 0);
     assert_true(rel_now_ms() - t0 < 3000);
     assert_true(rel_log_contains(&p, "second signal"));
@@ -179,9 +173,7 @@ static void test_sigterm_reaches_main_past_foreign_thread(void **state)
         rel_kill(&p);
     assert_true(tid > 0);
     assert_int_equal(syscall(SYS_tgkill, p.pid, tid, SIGTERM), 0);
-    int code = rel_wait_exit(&p, 10000);
-    if (code < 0)
-        rel_kill(&p);
+    int code = rel_wait_exit_or_kill(&p, 10000);
     assert_int_equal(code, 0); /* not 128 + SIGTERM */
     assert_true(rel_log_contains(&p, "stopped"));
     unlink(p.log_path);
@@ -203,9 +195,7 @@ static void test_idle_keepalive_does_not_delay(void **state)
     /* The connection stays open and idle. */
     long t0 = rel_now_ms();
     kill(p.pid, SIGTERM);
-    int code = rel_wait_exit(&p, 10000);
-    if (code < 0)
-        rel_kill(&p);
+    int code = rel_wait_exit_or_kill(&p, 10000);
     assert_int_equal(code, 0);
     assert_true(rel_now_ms() - t0 < 2000);
     close(fd);
@@ -274,7 +264,7 @@ static void test_sighup_reloads_tokens(void **state)
     assert_false(rel_log_contains(&p, "token-cccc"));
 
     kill(p.pid, SIGTERM);
-    assert_int_equal(rel_wait_exit(&p, 10000), 0);
+    assert_int_equal(rel_wait_exit_or_kill(&p, 10000), 0);
     unlink(path);
     unlink(p.log_path);
 }
