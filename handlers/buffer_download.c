@@ -64,10 +64,11 @@ static void download_buffers_done(void *ctx)
     d->direct = 0;
 }
 
-/* Downloads move in windows of at most this size: each is sent soon after
- * its DMA wrote it, while it is likely still in the CPU's cache, and the next
- * one is fetched meanwhile. Whole 8 MiB chunks, prefetched a chunk ahead,
- * were sent from DRAM and ran slower (tests/bench/RESULTS.md, run 7). */
+/* Downloads move in windows of at most this size, each sent soon after its
+ * DMA wrote it while the next one is fetched. On the socket path whole 8 MiB
+ * chunks prefetched a chunk ahead ran slower than the direct path; 2 MiB
+ * windows narrowed the gap without closing it, for reasons not yet found
+ * (tests/bench/RESULTS.md, runs 7 and 8). */
 #define GHD_DOWNLOAD_WINDOW ((size_t)2 << 20)
 
 static size_t window_size(const struct ghd_transfer *t)

@@ -345,6 +345,16 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
+/* Runs the route's handler: rep then holds its reply, or the problem for a
+ * code it returned without one. */
+static void run_handler(struct http_request *hr)
+{
+    hr->decided = 1;
+    int rc = hr->route->handle(&hr->req, &hr->rep);
+    if (rc && !hr->rep.status)
+        ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
+}
+
 /* An upload's resources (its writer flag, chunks, a half-created buffer) are
  * given back before its reply leaves: a client that reads the reply may at
  * once start the next upload to the same buffer, on another connection. */
@@ -458,12 +468,10 @@ static enum MHD_Result finish_upload_on_socket(struct MHD_Connection *conn,
         rc = ops->commit(req, &hr->rep, (size_t)n);
     }
     hr->body_done = left == 0;
-    hr->decided = 1;
+    hr->decided = 1; /* rc != 0: rep holds the problem */
     if (rc == 0) {
         ghd_guard_handling(hr->http->guard, hr->guard);
-        rc = hr->route->handle(req, &hr->rep);
-        if (rc && !hr->rep.status)
-            ghd_reply_problem(&hr->rep, req, rc, NULL);
+        run_handler(hr);
     }
     end_upload(hr);
     reply_on_socket(hr, fd);
@@ -563,10 +571,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     ghd_guard_handling(http->guard, hr->guard); /* the handler may wait on a run */
     if (hr->body == BODY_JSON && parse_json_body(hr) != 0)
         return send_reply(conn, hr);
-    hr->decided = 1;
-    int rc = hr->route->handle(&hr->req, &hr->rep);
-    if (rc && !hr->rep.status)
-        ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
+    run_handler(hr);
     return send_reply(conn, hr);
 }
 
@@ -597,7 +602,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         return;
     ghd_guard_idle(http->guard, hr->guard);
     end_upload(hr); /* a client gone before the reply */
-    if (hr->req.has_body && !hr->body_done && (hr->queued || hr->answered_on_socket))
+    if (hr->req.has_body && !hr->body_done && hr->queued) /* also set by reply_on_socket */
         linger_after_early_reply(conn);
     int status = hr->rep.status;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !hr->answered_on_socket) {
