@@ -107,6 +107,23 @@ void rel_stop(struct rel_server *s)
     ghd_service_destroy(&s->svc);
 }
 
+int rel_setup_with(void **state, const struct ghd_config *cfg)
+{
+    struct rel_server *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    rel_start(s, cfg);
+    *state = s;
+    return 0;
+}
+
+int rel_teardown(void **state)
+{
+    struct rel_server *s = *state;
+    rel_stop(s);
+    free(s);
+    return 0;
+}
+
 struct sink {
     char *buf;
     size_t len;

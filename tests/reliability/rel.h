@@ -29,6 +29,10 @@ void rel_start(struct rel_server *s, const struct ghd_config *cfg);
 /* The same, but returns the error and reason instead of failing. */
 int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why, size_t why_len);
 void rel_stop(struct rel_server *s);
+/* cmocka group fixtures: a server of its own, started with `cfg`, becomes
+ * *state; rel_teardown stops and frees it. */
+int rel_setup_with(void **state, const struct ghd_config *cfg);
+int rel_teardown(void **state);
 
 struct rel_resp {
     long status; /* 0 when the transfer failed */

@@ -20,21 +20,16 @@
 
 static int setup(void **state)
 {
-    struct rel_server *s = calloc(1, sizeof(*s));
     struct ghd_config cfg;
     rel_config(&cfg);
-    rel_start(s, &cfg);
-    *state = s;
-    return 0;
+    return rel_setup_with(state, &cfg);
 }
 
 static int teardown(void **state)
 {
     struct rel_server *s = *state;
     assert_true(rel_wait_rest(s, SIZE_MAX, 2000));
-    rel_stop(s);
-    free(s);
-    return 0;
+    return rel_teardown(state);
 }
 
 static long post_json(struct rel_server *s, const char *path, const char *json, char *expires,

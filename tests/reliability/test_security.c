@@ -24,23 +24,13 @@
 
 static int setup(void **state)
 {
-    struct rel_server *s = calloc(1, sizeof(*s));
     struct ghd_config cfg;
     rel_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
     snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "%s", METRICS);
-    rel_start(s, &cfg);
-    *state = s;
-    return 0;
+    return rel_setup_with(state, &cfg);
 }
 
-static int teardown(void **state)
-{
-    struct rel_server *s = *state;
-    rel_stop(s);
-    free(s);
-    return 0;
-}
 
 static void expect_401(struct rel_server *s, const char *method, const char *path,
                        const char *token, const char *json, int token_sent)
@@ -396,7 +386,7 @@ int main(void)
         cmocka_unit_test(test_tokens_never_logged),
         cmocka_unit_test(test_loopback_only_without_tokens),
     };
-    int failed = cmocka_run_group_tests_name("security", tests, setup, teardown);
+    int failed = cmocka_run_group_tests_name("security", tests, setup, rel_teardown);
     failed += cmocka_run_group_tests_name("security_alone", alone, NULL, NULL);
     return failed;
 }

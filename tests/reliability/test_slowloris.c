@@ -25,25 +25,15 @@
 
 static int setup(void **state)
 {
-    struct rel_server *s = calloc(1, sizeof(*s));
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.connection_timeout_s = IDLE_TIMEOUT_S;
     cfg.header_timeout_s = HEAD_TIMEOUT_S;
     cfg.min_transfer_rate = RATE;
     cfg.transfer_rate_window_s = WINDOW_S;
-    rel_start(s, &cfg);
-    *state = s;
-    return 0;
+    return rel_setup_with(state, &cfg);
 }
 
-static int teardown(void **state)
-{
-    struct rel_server *s = *state;
-    rel_stop(s);
-    free(s);
-    return 0;
-}
 
 static void still_serves(struct rel_server *s)
 {
@@ -285,6 +275,6 @@ int main(void)
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_idle_timeout_alone),
     };
-    int failed = cmocka_run_group_tests_name("slowloris", tests, setup, teardown);
+    int failed = cmocka_run_group_tests_name("slowloris", tests, setup, rel_teardown);
     return failed + cmocka_run_group_tests_name("idle_timeout", alone, NULL, NULL);
 }

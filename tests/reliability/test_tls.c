@@ -55,21 +55,11 @@ static void tls_config(struct ghd_config *cfg)
 
 static int setup(void **state)
 {
-    struct rel_server *s = calloc(1, sizeof(*s));
     struct ghd_config cfg;
     tls_config(&cfg);
-    rel_start(s, &cfg);
-    *state = s;
-    return 0;
+    return rel_setup_with(state, &cfg);
 }
 
-static int teardown(void **state)
-{
-    struct rel_server *s = *state;
-    rel_stop(s);
-    free(s);
-    return 0;
-}
 
 static void test_https_verified(void **state)
 {
@@ -195,7 +185,7 @@ int main(void)
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_bad_files_refused),
     };
-    int failed = cmocka_run_group_tests_name("tls", tests, setup, teardown);
+    int failed = cmocka_run_group_tests_name("tls", tests, setup, rel_teardown);
     failed += cmocka_run_group_tests_name("tls_files", alone, NULL, NULL);
     remove_certs();
     return failed;
