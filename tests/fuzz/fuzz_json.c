@@ -17,13 +17,7 @@
 #include "server/run_queue.h"
 #include "server/service.h"
 
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);  \
-            abort();                                                            \
-        }                                                                       \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

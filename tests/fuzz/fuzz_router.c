@@ -9,13 +9,7 @@
 #include "server/error.h"
 #include "server/router.h"
 
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            fprintf(stderr, "invariant failed: %s (line %d)\n", #c, __LINE__);  \
-            abort();                                                            \
-        }                                                                       \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
