@@ -4,6 +4,7 @@
  * bounds a stalled client; a second signal cuts the wait; an idle keep-alive
  * connection does not hold the stop up; SIGHUP re-reads the tokens file and
  * keeps the old tokens when the new file is broken. */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -138,18 +139,22 @@ static void test_second_signal_stops_now(void **state)
 /* The thread id of the task of `pid` named `name`, or -1. */
 static pid_t find_task(pid_t pid, const char *name)
 {
-    char path[128], comm[64];
-    for (pid_t tid = pid; tid < pid + 4096; tid++) {
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    char path[300], comm[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    pid_t found = -1;
+    for (struct dirent *e; d && found < 0 && (e = readdir(d));) {
+        snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, e->d_name);
         FILE *f = fopen(path, "r");
         if (!f)
-            continue;
-        int match = fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0;
+            continue; /* "." and "..", or a task that just ended */
+        if (fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0)
+            found = (pid_t)atoi(e->d_name);
         fclose(f);
-        if (match)
-            return tid;
     }
-    return -1;
+    if (d)
+        closedir(d);
+    return found;
 }
 
 /* A thread started before main() (compute-sanitizer's, a profiler's) has no
