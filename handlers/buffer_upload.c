@@ -205,35 +205,6 @@ static int copy_failed(const struct ghd_transfer *t, struct ghd_request *req,
     return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
 }
 
-static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
-{
-    struct ghd_transfer *t = req->state;
-    if (t->received + len > t->length)
-        return body_too_long(t, req, rep);
-    t->received += len;
-    if (req->svc->cfg.direct_copy && len >= GHD_DIRECT_COPY_MIN &&
-        ghd_hostreg_thread_covers(&t->rt->dev, data, len)) {
-        int rc = copy_direct(t, data, len);
-        return rc ? copy_failed(t, req, rep, rc) : 0;
-    }
-    while (len) {
-        struct ghd_staging_chunk *c = t->chunk[t->cur];
-        size_t n = c->size - t->fill;
-        if (n > len)
-            n = len;
-        memcpy((char *)c->h_ptr + t->fill, data, n);
-        t->fill += n;
-        data += n;
-        len -= n;
-        if (t->fill == c->size) {
-            int rc = flush_chunk(t);
-            if (rc)
-                return copy_failed(t, req, rep, rc);
-        }
-    }
-    return 0;
-}
-
 /* Receiving in place: the socket's bytes land in the current pinned chunk,
  * which goes to the device when full while the next one fills. */
 static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
@@ -258,6 +229,33 @@ static int put_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n)
         return 0;
     int rc = flush_chunk(t);
     return rc ? copy_failed(t, req, rep, rc) : 0;
+}
+
+static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
+{
+    struct ghd_transfer *t = req->state;
+    if (t->received + len > t->length)
+        return body_too_long(t, req, rep);
+    if (req->svc->cfg.direct_copy && len >= GHD_DIRECT_COPY_MIN &&
+        ghd_hostreg_thread_covers(&t->rt->dev, data, len)) {
+        t->received += len;
+        int rc = copy_direct(t, data, len);
+        return rc ? copy_failed(t, req, rep, rc) : 0;
+    }
+    while (len) { /* through the chunks, as the socket path fills them */
+        char *space;
+        size_t room;
+        int rc = put_reserve(req, rep, &space, &room);
+        if (rc)
+            return rc;
+        size_t n = room < len ? room : len;
+        memcpy(space, data, n);
+        data += n;
+        len -= n;
+        if ((rc = put_commit(req, rep, n)) != 0)
+            return rc;
+    }
+    return 0;
 }
 
 static void upload_cleanup(struct ghd_request *req)
