@@ -138,7 +138,7 @@ static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
         if (n != 0)
             return n;
     }
-    const char *data;
+    const char *data = NULL;
     ssize_t avail = staged_window(t, pos, &data);
     if (avail < 0)
         return avail;

@@ -243,8 +243,8 @@ static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char 
         return rc ? copy_failed(t, req, rep, rc) : 0;
     }
     while (len) { /* through the chunks, as the socket path fills them */
-        char *space;
-        size_t room;
+        char *space = NULL;
+        size_t room = 0;
         int rc = put_reserve(req, rep, &space, &room);
         if (rc)
             return rc;
