@@ -24,6 +24,13 @@ int ghd_transfer_new(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
         return ghd_reply_problem(rep, req, rc, "cannot create a device stream: %s",
                                  b->rt->dev.last_error);
     }
+    rc = ghd_buffer_order(b, t->stream);
+    if (rc) {
+        ghd_runtime_stream_release(t->rt, t->stream);
+        free(t);
+        return ghd_reply_problem(rep, req, rc, "cannot order the transfer on the device: %s",
+                                 b->rt->dev.last_error);
+    }
     *out = t;
     return 0;
 }

@@ -445,7 +445,11 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
 
     struct ghd_kexec x = {.rt = rt, .dev = &rt->dev, .stream = stream, .args = &call->args};
     const struct ghd_device_ops *ops = rt->dev.ops;
-    int rc = start && end ? ops->event_record(&rt->dev, start, stream) : 0;
+    int rc = 0;
+    for (size_t i = 0; i < call->nheld && !rc; i++)
+        rc = ghd_buffer_order(call->held[i], stream);
+    if (!rc && start && end)
+        rc = ops->event_record(&rt->dev, start, stream);
     if (!rc)
         rc = fn(&x);
     if (!rc && start && end)

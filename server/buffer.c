@@ -6,6 +6,7 @@
 #include <sys/random.h>
 
 #include "error.h"
+#include "log.h"
 
 #define INITIAL_SLOTS 1024
 
@@ -83,9 +84,19 @@ int ghd_buffer_table_init(struct ghd_buffer_table *t)
     return 0;
 }
 
+/* The block goes back to the pool only after its zeroing has run: a later
+ * owner's data must not be overwritten by it. Every other use of the buffer
+ * waited for its own work before dropping its reference. */
 static void buffer_free(struct ghd_buffer *b)
 {
-    ghd_pool_free(&b->rt->pool, b->block);
+    struct ghd_runtime *rt = b->rt;
+    if (b->zeroed) {
+        if (rt->dev.ops->event_sync(&rt->dev, b->zeroed) != 0)
+            ghd_log(GHD_LOG_ERROR, "buffer %s: zeroing did not complete: %s", b->id,
+                    rt->dev.last_error);
+        ghd_runtime_event_release(rt, b->zeroed);
+    }
+    ghd_pool_free(&rt->pool, b->block);
     free(b);
 }
 
@@ -142,19 +153,37 @@ static void grow_locked(struct ghd_buffer_table *t)
 }
 
 /* Pool blocks are reused as they are: without this a new buffer would show
- * the bytes of a deleted one, possibly another tenant's. */
-static int zero_block(struct ghd_runtime *rt, void *d_ptr, size_t size)
+ * the bytes of a deleted one, possibly another tenant's. The zeroing is only
+ * queued: its event orders every later use of the buffer after it on the
+ * device (ghd_buffer_order), so creating a buffer never waits for the GPU. */
+static int zero_block(struct ghd_runtime *rt, struct ghd_buffer *b)
 {
     struct ghd_device *dev = &rt->dev;
     struct ghd_stream *s;
     int rc = ghd_runtime_stream_acquire(rt, &s);
     if (rc)
         return rc;
-    rc = dev->ops->memset(dev, d_ptr, 0, size, s);
+    rc = ghd_runtime_event_acquire(rt, &b->zeroed);
     if (rc == 0)
-        rc = dev->ops->stream_sync(dev, s);
+        rc = dev->ops->memset(dev, ghd_pool_block_ptr(b->block), 0, b->size, s);
+    if (rc == 0)
+        rc = dev->ops->event_record(dev, b->zeroed, s);
+    if (rc && b->zeroed) {
+        /* Nothing waits on an event that was never recorded; the block is
+         * freed only after whatever was queued has run. */
+        (void)dev->ops->stream_sync(dev, s);
+        ghd_runtime_event_release(rt, b->zeroed);
+        b->zeroed = NULL;
+    }
     ghd_runtime_stream_release(rt, s);
     return rc;
+}
+
+int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s)
+{
+    if (!b->zeroed)
+        return 0;
+    return b->rt->dev.ops->stream_wait_event(&b->rt->dev, s, b->zeroed);
 }
 
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
@@ -187,7 +216,8 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
         goto fail;
     rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
     if (rc == 0) {
-        rc = zero_block(rt, ghd_pool_block_ptr(b->block), spec->size);
+        b->size = spec->size;
+        rc = zero_block(rt, b);
         if (rc)
             ghd_pool_free(&rt->pool, b->block);
     }

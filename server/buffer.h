@@ -30,6 +30,7 @@ struct ghd_buffer {
     char tenant[GHD_TENANT_MAX + 1];
     void *d_ptr;
     struct ghd_pool_block *block;
+    struct ghd_event *zeroed; /* recorded after the create-time zeroing */
     struct ghd_runtime *rt;
     atomic_int refs;
     atomic_int writing; /* one writer at a time */
@@ -69,7 +70,7 @@ struct ghd_buffer_spec {
     int pending;        /* hidden from lookups and lists until ghd_buffer_publish */
 };
 
-/* Allocates device memory from rt's pool, zeroes it, and inserts a new
+/* Allocates device memory from rt's pool, queues its zeroing, and inserts a new
  * buffer; *out is a new reference (the table holds its own). GHD_ELIMIT when the tenant holds
  * tenant_max_buffers already, GHD_EQUOTA when the size would take it past
  * tenant_max_bytes, GHD_ENOMEM when the pool refuses. */
@@ -87,6 +88,10 @@ void ghd_buffer_publish(struct ghd_buffer *b);
 /* Removes `b` itself from the table if it is still there, visible or not
  * (a pending buffer whose upload failed). */
 void ghd_buffer_discard(struct ghd_buffer_table *t, struct ghd_buffer *b);
+/* Orders work queued on stream s after this call behind the buffer's
+ * create-time zeroing (a device-side wait). Every user of b->d_ptr calls it
+ * on its stream before its first copy or launch. */
+int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s);
 void ghd_buffer_ref(struct ghd_buffer *b);
 void ghd_buffer_unref(struct ghd_buffer *b);
 

@@ -44,6 +44,9 @@ static const struct option_spec specs[] = {
      "number of pinned staging chunks (allocated once at start)"},
     {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
      "how long a transfer waits for a free staging chunk before 503"},
+    {"sync-spin-us", OPT_UINT, OFF(sync_spin_us), 0, 0, 100000, "0",
+     "microseconds a request polls (yielding the CPU) for a short device copy before it "
+     "sleeps until the GPU signals (0 = sleep at once)"},
     {"max-buffer-size", OPT_SIZE, OFF(max_buffer_size), 0, 1, 1ULL << 46, "64G",
      "largest buffer a client may allocate"},
     {"max-json-body", OPT_SIZE, OFF(max_json_body), 0, 256, 64 << 20, "1M",

@@ -23,6 +23,7 @@ struct ghd_config {
     size_t staging_chunk;
     unsigned staging_chunks;
     unsigned staging_timeout_ms;
+    unsigned sync_spin_us;
     size_t max_buffer_size;
     size_t max_json_body;
     unsigned connection_limit;

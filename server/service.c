@@ -22,6 +22,7 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->pool_limit_percent = cfg->pool_limit_percent;
     rc->staging_chunk = cfg->staging_chunk;
     rc->staging_chunks = cfg->staging_chunks;
+    rc->sync_spin_us = cfg->sync_spin_us;
 }
 
 static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)

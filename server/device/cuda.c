@@ -3,8 +3,10 @@
  * completion and timing. Every CUDA call goes through GHD_CUDA_CHECK. */
 #include "device.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../error.h"
 #include "../log.h"
@@ -159,9 +161,47 @@ static void cuda_stream_free(struct ghd_device *dev, struct ghd_stream *s)
     (void)cudaStreamDestroy((cudaStream_t)s);
 }
 
+static long elapsed_ns(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
+}
+
+/* Polls query(handle) for up to dev->sync_spin_ns, yielding between polls:
+ * cudaSuccess once the work is done, cudaErrorNotReady when the time ran out
+ * (the caller then sleeps in the blocking wait), or the error it reported. */
+static cudaError_t poll_briefly(struct ghd_device *dev, cudaError_t (*query)(void *),
+                                void *handle)
+{
+    if (dev->sync_spin_ns <= 0)
+        return cudaErrorNotReady;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        cudaError_t err = query(handle);
+        if (err != cudaErrorNotReady || elapsed_ns(&start) >= dev->sync_spin_ns)
+            return err;
+        sched_yield();
+    }
+}
+
+static cudaError_t query_stream(void *s)
+{
+    return cudaStreamQuery((cudaStream_t)s);
+}
+
+static cudaError_t query_event(void *e)
+{
+    return cudaEventQuery((cudaEvent_t)e);
+}
+
 static int cuda_stream_sync(struct ghd_device *dev, struct ghd_stream *s)
 {
-    GHD_CUDA_CHECK(dev, cudaStreamSynchronize((cudaStream_t)s));
+    cudaError_t err = poll_briefly(dev, query_stream, s);
+    if (err == cudaErrorNotReady)
+        err = cudaStreamSynchronize((cudaStream_t)s);
+    GHD_CUDA_CHECK(dev, err);
     return 0;
 }
 
@@ -189,7 +229,18 @@ static int cuda_event_record(struct ghd_device *dev, struct ghd_event *e, struct
 
 static int cuda_event_sync(struct ghd_device *dev, struct ghd_event *e)
 {
-    GHD_CUDA_CHECK(dev, cudaEventSynchronize((cudaEvent_t)e));
+    cudaError_t err = poll_briefly(dev, query_event, e);
+    if (err == cudaErrorNotReady)
+        err = cudaEventSynchronize((cudaEvent_t)e);
+    GHD_CUDA_CHECK(dev, err);
+    return 0;
+}
+
+static int cuda_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
+                                  struct ghd_event *e)
+{
+    CUDA_ENTER(dev);
+    GHD_CUDA_CHECK(dev, cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0));
     return 0;
 }
 
@@ -271,6 +322,7 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .event_free = cuda_event_free,
     .event_record = cuda_event_record,
     .event_sync = cuda_event_sync,
+    .stream_wait_event = cuda_stream_wait_event,
     .event_elapsed = cuda_event_elapsed,
     .copy_h2d = cuda_copy_h2d,
     .copy_d2h = cuda_copy_d2h,

@@ -41,6 +41,9 @@ struct ghd_device_ops {
     void (*event_free)(struct ghd_device *dev, struct ghd_event *e);
     int (*event_record)(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s);
     int (*event_sync)(struct ghd_device *dev, struct ghd_event *e);
+    /* Work queued on s after this call runs after e's point in its stream;
+     * the host does not wait. */
+    int (*stream_wait_event)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_event *e);
     /* Milliseconds between two recorded, completed events. */
     int (*event_elapsed)(struct ghd_device *dev, struct ghd_event *start,
                          struct ghd_event *end, float *ms);
@@ -64,6 +67,10 @@ struct ghd_device {
     char name[128];
     char runtime_version[32];
     size_t total_memory;
+    /* stream_sync and event_sync poll for up to this long (yielding the CPU
+     * between polls) before they sleep until the device signals: a short
+     * copy completes in microseconds, while a sleeping wait costs a wake-up. */
+    long sync_spin_ns;
     /* Name of the last backend error (e.g. "cudaErrorMemoryAllocation"). */
     char last_error[128];
     void *impl; /* backend private state */

@@ -139,6 +139,15 @@ static int host_event_sync(struct ghd_device *dev, struct ghd_event *e)
     return 0;
 }
 
+static int host_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
+                                  struct ghd_event *e)
+{
+    (void)dev;
+    (void)s;
+    (void)e;
+    return 0;
+}
+
 static int host_event_elapsed(struct ghd_device *dev, struct ghd_event *start,
                               struct ghd_event *end, float *ms)
 {
@@ -198,6 +207,7 @@ const struct ghd_device_ops ghd_host_ops = {
     .event_free = host_event_free,
     .event_record = host_event_record,
     .event_sync = host_event_sync,
+    .stream_wait_event = host_stream_wait_event,
     .event_elapsed = host_event_elapsed,
     .copy_h2d = host_copy,
     .copy_d2h = host_copy,

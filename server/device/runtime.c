@@ -6,12 +6,69 @@
 #include "../error.h"
 #include "../log.h"
 
+static void idle_init(struct ghd_idle_list *l)
+{
+    pthread_mutex_init(&l->lock, NULL);
+}
+
+/* Takes an idle handle; NULL when none is idle. */
+static void *idle_take(struct ghd_idle_list *l)
+{
+    void *item = NULL;
+    pthread_mutex_lock(&l->lock);
+    if (l->count > 0)
+        item = l->items[--l->count];
+    pthread_mutex_unlock(&l->lock);
+    return item;
+}
+
+/* Keeps a handle for reuse; returns 0 when there was no room (the caller
+ * frees it). */
+static int idle_keep(struct ghd_idle_list *l, void *item)
+{
+    pthread_mutex_lock(&l->lock);
+    if (l->count == l->cap) {
+        unsigned cap = l->cap ? l->cap * 2 : 16;
+        void **grown = realloc(l->items, cap * sizeof(*grown));
+        if (!grown) {
+            pthread_mutex_unlock(&l->lock);
+            return 0;
+        }
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->count++] = item;
+    pthread_mutex_unlock(&l->lock);
+    return 1;
+}
+
+/* Hands every idle handle to free_fn and forgets them. */
+static void idle_destroy(struct ghd_idle_list *l, struct ghd_device *dev,
+                         void (*free_fn)(struct ghd_device *, void *))
+{
+    for (unsigned i = 0; i < l->count; i++)
+        free_fn(dev, l->items[i]);
+    free(l->items);
+    pthread_mutex_destroy(&l->lock);
+}
+
+static void free_stream(struct ghd_device *dev, void *s)
+{
+    dev->ops->stream_free(dev, s);
+}
+
+static void free_event(struct ghd_device *dev, void *e)
+{
+    dev->ops->event_free(dev, e);
+}
+
 int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cfg)
 {
     memset(rt, 0, sizeof(*rt));
     int rc = ghd_device_open(&rt->dev, cfg->backend, cfg->ordinal);
     if (rc)
         return rc;
+    rt->dev.sync_spin_ns = (long)cfg->sync_spin_us * 1000;
     struct ghd_pool_config pool_cfg = cfg->pool;
     if (cfg->pool_limit_percent)
         pool_cfg.limit = rt->dev.total_memory / 100 * cfg->pool_limit_percent;
@@ -23,7 +80,8 @@ int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cf
     rc = ghd_staging_init(&rt->staging, &rt->dev, cfg->staging_chunk, cfg->staging_chunks);
     if (rc)
         goto destroy_pool;
-    pthread_mutex_init(&rt->streams_lock, NULL);
+    idle_init(&rt->streams);
+    idle_init(&rt->events);
     return 0;
 destroy_pool:
     ghd_pool_destroy(&rt->pool);
@@ -34,10 +92,8 @@ close_device:
 
 void ghd_runtime_destroy(struct ghd_runtime *rt)
 {
-    for (unsigned i = 0; i < rt->stream_count; i++)
-        rt->dev.ops->stream_free(&rt->dev, rt->streams[i]);
-    free(rt->streams);
-    pthread_mutex_destroy(&rt->streams_lock);
+    idle_destroy(&rt->streams, &rt->dev, free_stream);
+    idle_destroy(&rt->events, &rt->dev, free_event);
     ghd_staging_destroy(&rt->staging);
     ghd_pool_destroy(&rt->pool);
     ghd_device_close(&rt->dev);
@@ -45,32 +101,24 @@ void ghd_runtime_destroy(struct ghd_runtime *rt)
 
 int ghd_runtime_stream_acquire(struct ghd_runtime *rt, struct ghd_stream **out)
 {
-    pthread_mutex_lock(&rt->streams_lock);
-    if (rt->stream_count > 0) {
-        *out = rt->streams[--rt->stream_count];
-        pthread_mutex_unlock(&rt->streams_lock);
-        return 0;
-    }
-    pthread_mutex_unlock(&rt->streams_lock);
-    return rt->dev.ops->stream_new(&rt->dev, out);
+    *out = idle_take(&rt->streams);
+    return *out ? 0 : rt->dev.ops->stream_new(&rt->dev, out);
 }
 
 void ghd_runtime_stream_release(struct ghd_runtime *rt, struct ghd_stream *s)
 {
-    if (!s)
-        return;
-    pthread_mutex_lock(&rt->streams_lock);
-    if (rt->stream_count == rt->stream_cap) {
-        unsigned cap = rt->stream_cap ? rt->stream_cap * 2 : 16;
-        struct ghd_stream **grown = realloc(rt->streams, cap * sizeof(*grown));
-        if (!grown) {
-            pthread_mutex_unlock(&rt->streams_lock);
-            rt->dev.ops->stream_free(&rt->dev, s);
-            return;
-        }
-        rt->streams = grown;
-        rt->stream_cap = cap;
-    }
-    rt->streams[rt->stream_count++] = s;
-    pthread_mutex_unlock(&rt->streams_lock);
+    if (s && !idle_keep(&rt->streams, s))
+        rt->dev.ops->stream_free(&rt->dev, s);
+}
+
+int ghd_runtime_event_acquire(struct ghd_runtime *rt, struct ghd_event **out)
+{
+    *out = idle_take(&rt->events);
+    return *out ? 0 : rt->dev.ops->event_new(&rt->dev, out);
+}
+
+void ghd_runtime_event_release(struct ghd_runtime *rt, struct ghd_event *e)
+{
+    if (e && !idle_keep(&rt->events, e))
+        rt->dev.ops->event_free(&rt->dev, e);
 }

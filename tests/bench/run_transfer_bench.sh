@@ -4,9 +4,9 @@
 #
 # usage: run_transfer_bench.sh [--backend cuda|host] BUILD_DIR OUT_DIR
 #
-# In order: pinned_ceiling (PCIe and HBM copies), tcp_ceiling (loopback TCP) at each
-# connection count, gpuhttpd (loadgen upload and download at each connection count, with
-# the server's CPU time per GB and peak RSS over the timed part; then small requests),
+# In order: pinned_ceiling (PCIe and HBM copies); gpuhttpd, in rounds at each connection
+# count of tcp_ceiling (loopback TCP) then loadgen upload and download (with the server's
+# CPU time per GB and peak RSS over the timed part); then small requests;
 # and mhd_static (libmicrohttpd alone, same daemon flags: healthz, body-discarding
 # uploads and static downloads; healthz again with libmicrohttpd's default 32 KiB
 # connection memory). Raw results go to OUT_DIR/results.jsonl, the table
@@ -15,13 +15,14 @@
 # Environment (defaults in brackets):
 #   BENCH_BYTES           bytes per connection for bulk runs [1G]
 #   BENCH_REPEAT          runs of each bulk measurement; the table shows the best [3]
-#   BENCH_CONNS           connection counts for bulk runs ["1 4 8 16"]
+#   BENCH_CONNS           connection counts for bulk runs, "" for none ["1 4 8 16"]
 #   BENCH_SMALL_CONNS     connection counts for small requests ["1 64"]
 #   BENCH_SMALL_REQUESTS  requests per connection per small test [20000]
 #   BENCH_SMALL_SECONDS   time bound per small test [5]
 #   BENCH_PINNED_MIB      bytes per pinned_ceiling copy, in MiB [1024]
 #   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
 #   BENCH_SERVER_ARGS     extra gpuhttpd options, e.g. "--staging-chunk 8M" [none]
+#   BENCH_SERVER_BIN      the gpuhttpd binary, e.g. an older build for an A/B [BUILD_DIR/gpuhttpd]
 #   BENCH_MHD_ARGS        mhd_static options [its defaults, which mirror gpuhttpd's]
 #   BENCH_LOADGEN_ARGS    extra loadgen options for bulk runs [none]
 #   GHD_BENCH_TOKEN       bearer token loadgen sends, for a server started with tokens
@@ -47,7 +48,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 bytes=${BENCH_BYTES:-1G}
-read -r -a conns_list <<<"${BENCH_CONNS:-1 4 8 16}"
+read -r -a conns_list <<<"${BENCH_CONNS-1 4 8 16}"
 read -r -a small_conns_list <<<"${BENCH_SMALL_CONNS:-1 64}"
 small_requests=${BENCH_SMALL_REQUESTS:-20000}
 small_seconds=${BENCH_SMALL_SECONDS:-5}
@@ -59,7 +60,7 @@ read -r -a mhd_args <<<"${BENCH_MHD_ARGS:-}"
 read -r -a loadgen_args <<<"${BENCH_LOADGEN_ARGS:-}"
 
 tools=$build/tests/bench
-server_bin=$build/gpuhttpd
+server_bin=${BENCH_SERVER_BIN:-$build/gpuhttpd}
 for bin in "$server_bin" "$tools/loadgen" "$tools/tcp_ceiling" "$tools/mhd_static" \
     "$tools/pinned_ceiling"; do
     [[ -x $bin ]] || { echo "missing $bin: build first" >&2; exit 2; }
@@ -134,25 +135,22 @@ loadgen() {
     record "$tools/loadgen" --port "$port" --timeout "$timeout_s" "$@"
 }
 
-measure_ceilings() {
+measure_pinned() {
     log "pinned_ceiling"
     record "$tools/pinned_ceiling" --bytes-mib "$pinned_mib"
-    for c in "${conns_list[@]}"; do
-        log "tcp_ceiling, $c connections"
-        for _ in $(seq "$repeat"); do
-            record "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" --timeout "$timeout_s" \
-                --label "tcp"
-        done
-    done
 }
 
+# Each round measures the TCP ceiling right before the service's upload and download
+# at the same connection count, so a drift of the machine over the run moves both.
 measure_service() {
     start_server gpuhttpd "$server_bin" --backend "$backend" --bind 127.0.0.1 \
         ${server_args[@]+"${server_args[@]}"}
-    for mode in upload download; do
-        for c in "${conns_list[@]}"; do
-            log "gpuhttpd $mode, $c connections"
-            for _ in $(seq "$repeat"); do
+    for c in "${conns_list[@]}"; do
+        for round in $(seq "$repeat"); do
+            log "round $round at $c connections: tcp_ceiling, gpuhttpd upload and download"
+            record "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" --timeout "$timeout_s" \
+                --label "tcp"
+            for mode in upload download; do
                 loadgen --mode "$mode" --conns "$c" --bytes "$bytes" \
                     --server-pid "$server_pid" --label gpuhttpd \
                     ${loadgen_args[@]+"${loadgen_args[@]}"}
@@ -375,7 +373,7 @@ print_table() {
     small_ceiling_rows
 }
 
-measure_ceilings
+measure_pinned
 measure_service
 measure_http_layer
 print_table | tee "$out/report.md"

@@ -49,6 +49,7 @@ if has sanitizer; then
 test_kernels_gpu tests/gpu/test_kernels_gpu GHD_GPU_TEST_N=20011
 test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda
 test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_SOCKET_BODY_MIN=1
+test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda
 LIST
 fi
 

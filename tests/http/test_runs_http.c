@@ -1540,6 +1540,42 @@ static void test_delete_during_run(void **state)
     FREE_ALL(gloc, sloc, keys, a, b);
 }
 
+/* A new buffer reads as zeros, to runs and downloads alike, even when its pool
+ * block held another buffer's bytes a moment ago. On the GPU the zeroing is
+ * only queued at creation: this checks that a run or a download issued at
+ * once is ordered after it. */
+static void test_fresh_buffer_is_zero(void **state)
+{
+    (void)state;
+    const size_t n = (size_t)16 << 20; /* 64 MiB of f32: a memset long enough to race */
+    unsigned reused = 0;
+    for (int round = 0; round < 6; round++) {
+        char old[33], fresh[33];
+        mkbuf(old, n * 4, NULL); /* 0xFF bytes: NaN as f32 */
+        struct ghd_buffer *b;
+        assert_int_equal(ghd_buffer_find_new(&H.svc.buffers, old, NULL, &b), 0);
+        void *old_ptr = b->d_ptr;
+        ghd_buffer_unref(b);
+        harness_buffer_delete(&H, old);
+        harness_buffer_create(&H, n * 4, fresh);
+        assert_int_equal(ghd_buffer_find_new(&H.svc.buffers, fresh, NULL, &b), 0);
+        reused += b->d_ptr == old_ptr;
+        ghd_buffer_unref(b);
+        json_t *doc = run_ok("{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
+                             "\"n\":%zu}}", round % 2 ? "max" : "sum", fresh, n);
+        assert_true(result_value(doc) == 0.0);
+        json_decref(doc);
+        unsigned char *got = getbuf(fresh, n * 4);
+        for (size_t i = 0; i < n * 4; i++)
+            if (got[i])
+                fail_msg("round %d: byte %zu of a new buffer is %#x", round, i, got[i]);
+        free(got);
+        harness_buffer_delete(&H, fresh);
+    }
+    /* Otherwise this would not have tested reuse at all. */
+    assert_true(reused > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1557,6 +1593,7 @@ int main(void)
         cmocka_unit_test_teardown(test_run_shape, harness_teardown_idle),
         cmocka_unit_test_teardown(test_pipeline, harness_teardown_idle),
         cmocka_unit_test_teardown(test_async, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_fresh_buffer_is_zero, harness_teardown_idle),
         cmocka_unit_test_teardown(test_validation, harness_teardown_idle),
         cmocka_unit_test_teardown(test_delete_during_run, harness_teardown_idle),
     };
