@@ -66,6 +66,9 @@ static const struct option_spec specs[] = {
     {"socket-download-min", OPT_SIZE, OFF(socket_download_min), 0, 0, 1ULL << 46, "0",
      "plain-HTTP download bodies this large are sent on the socket straight from pinned "
      "chunks, past libmicrohttpd, and close the connection (0 = never)"},
+    {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "0",
+     "kernel send and receive buffer of each connection's socket (0 = the kernel's "
+     "autotuning)"},
     {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024", "finished runs kept for GET"},
     {"run-keep-s", OPT_UINT, OFF(run_keep_s), 0, 1, 86400 * 7, "600",
      "seconds a finished run is kept"},

@@ -651,6 +651,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)))
             snprintf(peer, sizeof(peer), "%s:%u", ip, (unsigned)ntohs(in->sin_port));
     }
+    if (fd)
+        ghd_socket_set_buffers(fd->connect_fd, http->svc->cfg.socket_buffer);
     *socket_context = fd ? ghd_guard_open(http->guard, fd->connect_fd, peer) : NULL;
 }
 

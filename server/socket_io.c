@@ -2,12 +2,16 @@
 #include "socket_io.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 static int wait_ready(int fd, short events, int timeout_ms)
 {
@@ -112,4 +116,15 @@ int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason
     int rc = ghd_socket_send(fd, head, head_len, timeout_ms);
     free(head);
     return rc;
+}
+
+void ghd_socket_set_buffers(int fd, size_t bytes)
+{
+    if (bytes == 0)
+        return;
+    int n = bytes > INT_MAX ? INT_MAX : (int)bytes;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof(n)) != 0)
+        ghd_log(GHD_LOG_WARN, "socket: cannot set its buffers to %d bytes: %s", n,
+                strerror(errno));
 }

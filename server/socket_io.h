@@ -30,6 +30,10 @@ int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason
  * (RFC 9112 section 9.6, tear-down). */
 void ghd_socket_linger(int fd, int timeout_ms, uint64_t max_bytes);
 
+/* Sets the socket's kernel send and receive buffers to `bytes` each, which
+ * turns off the kernel's autotuning for it; 0 leaves the socket as it is. */
+void ghd_socket_set_buffers(int fd, size_t bytes);
+
 /* Writes all `n` bytes; 0, or -1 as above. */
 int ghd_socket_send(int fd, const void *data, size_t n, int timeout_ms);
 

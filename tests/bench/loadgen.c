@@ -238,6 +238,9 @@ static void usage(FILE *out)
                  "  --sockbuf N[KMG]   SO_SNDBUF/SO_RCVBUF, 0 = kernel autotuning (default 4M)\n"
                  "  --recv-buf N[KMG]  read() size for bodies (default 1M)\n"
                  "  --send-chunk N     send() size for bodies (default 1M)\n"
+                 "  --pattern N[KMG]   bulk bodies repeat a pattern of N bytes, sent from and\n"
+                 "                     checked against memory (default 64M+4099; one that fits\n"
+                 "                     the cache sends as cheaply as tcp_ceiling's 1 MiB buffer)\n"
                  "  --requests N       small: requests per connection per test (default 10000)\n"
                  "  --duration S       small: at most S seconds per test (default 10)\n"
                  "  --tests LIST       small: comma list of healthz,alloc,put,run (default all)\n"
@@ -328,6 +331,8 @@ static int parse_option(int c, const char *arg, struct options *opt)
             return -1;
         opt->send_chunk = v;
         return 0;
+    case 'X':
+        return lg_parse_size(arg, &opt->pattern_len) || opt->pattern_len < 4096 ? -1 : 0;
     case 'n': opt->requests = (unsigned)atoi(arg); return 0;
     case 'd': opt->duration_s = atof(arg); return opt->duration_s > 0 ? 0 : -1;
     case 'T': return parse_tests(arg, &opt->small_tests);
@@ -350,7 +355,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"send-chunk", 1, 0, 'k'}, {"requests", 1, 0, 'n'}, {"duration", 1, 0, 'd'},
         {"tests", 1, 0, 'T'},      {"verify", 1, 0, 'v'},   {"put-path", 1, 0, 'P'},
         {"get-path", 1, 0, 'G'},   {"label", 1, 0, 'l'},    {"server-pid", 1, 0, 'S'},
-        {"token", 1, 0, 'A'},      {"help", 0, 0, '?'},     {0, 0, 0, 0}};
+        {"token", 1, 0, 'A'},      {"pattern", 1, 0, 'X'},  {"help", 0, 0, '?'},
+        {0, 0, 0, 0}};
     *opt = (struct options){.host = "127.0.0.1",
                             .conns = 1,
                             .bytes = 64ULL << 20,
@@ -359,6 +365,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
                             .sockbuf = 4 << 20,
                             .recv_buf = 1 << 20,
                             .send_chunk = 1 << 20,
+                            .pattern_len = LG_PATTERN_DEFAULT_LEN,
                             .compare = true,
                             .hash = true,
                             .requests = 10000,
@@ -447,7 +454,7 @@ int main(int argc, char **argv)
     arm_timeout(&opt);
     struct shared shared = {.opt = &opt};
     bool need_pattern = opt.mode != MODE_SMALL || (opt.small_tests & (1u << SMALL_PUT));
-    size_t pattern_len = opt.mode == MODE_SMALL ? 65536 + 4099 : LG_PATTERN_DEFAULT_LEN;
+    size_t pattern_len = opt.mode == MODE_SMALL ? 65536 + 4099 : (size_t)opt.pattern_len;
     if (need_pattern && lg_pattern_init(&shared.pattern, pattern_len, 0x5EED) != 0) {
         fprintf(stderr, "loadgen: out of memory for the pattern\n");
         return 1;

@@ -29,6 +29,7 @@ struct options {
     int sockbuf;
     size_t recv_buf;
     size_t send_chunk;
+    uint64_t pattern_len; /* bulk bodies repeat a pattern of this many bytes */
     bool compare; /* verify byte for byte */
     bool hash;    /* verify by checksum */
     unsigned requests;

@@ -16,7 +16,7 @@
 #   BENCH_BYTES           bytes per connection for bulk runs [1G]
 #   BENCH_REPEAT          runs of each bulk measurement; the table shows the best [3]
 #   BENCH_CONNS           connection counts for bulk runs, "" for none ["1 4 8 16"]
-#   BENCH_SMALL_CONNS     connection counts for small requests ["1 64"]
+#   BENCH_SMALL_CONNS     connection counts for small requests, "" for none ["1 64"]
 #   BENCH_SMALL_REQUESTS  requests per connection per small test [20000]
 #   BENCH_SMALL_SECONDS   time bound per small test [5]
 #   BENCH_PINNED_MIB      bytes per pinned_ceiling copy, in MiB [1024]
@@ -24,7 +24,8 @@
 #   BENCH_SERVER_ARGS     extra gpuhttpd options, e.g. "--staging-chunk 8M" [none]
 #   BENCH_SERVER_BIN      the gpuhttpd binary, e.g. an older build for an A/B [BUILD_DIR/gpuhttpd]
 #   BENCH_MHD_ARGS        mhd_static options [its defaults, which mirror gpuhttpd's]
-#   BENCH_LOADGEN_ARGS    extra loadgen options for bulk runs [none]
+#   BENCH_LOADGEN_ARGS    extra loadgen options for bulk runs, gpuhttpd's and mhd_static's
+#                         alike, e.g. "--pattern 1052675" [none]
 #   GHD_BENCH_TOKEN       bearer token loadgen sends, for a server started with tokens
 # If BUILD_DIR/devlibs exists (see shared/device/pack-libs.sh) it joins LD_LIBRARY_PATH.
 set -euo pipefail
@@ -49,7 +50,7 @@ out=$(cd "$out" && pwd)
 
 bytes=${BENCH_BYTES:-1G}
 read -r -a conns_list <<<"${BENCH_CONNS-1 4 8 16}"
-read -r -a small_conns_list <<<"${BENCH_SMALL_CONNS:-1 64}"
+read -r -a small_conns_list <<<"${BENCH_SMALL_CONNS-1 64}"
 small_requests=${BENCH_SMALL_REQUESTS:-20000}
 small_seconds=${BENCH_SMALL_SECONDS:-5}
 repeat=${BENCH_REPEAT:-3}
@@ -176,9 +177,11 @@ measure_http_layer() {
         log "mhd_static upload and download, $c connections"
         for _ in $(seq "$repeat"); do
             loadgen --mode upload --put-path /discard --conns "$c" --bytes "$bytes" \
-                --server-pid "$server_pid" --label mhd_static
+                --server-pid "$server_pid" --label mhd_static \
+                ${loadgen_args[@]+"${loadgen_args[@]}"}
             loadgen --mode download --get-path "/bytes?n=$bytes" --conns "$c" \
-                --bytes "$bytes" --server-pid "$server_pid" --label mhd_static
+                --bytes "$bytes" --server-pid "$server_pid" --label mhd_static \
+                ${loadgen_args[@]+"${loadgen_args[@]}"}
         done
     done
     stop_server
