@@ -42,12 +42,14 @@ int ghd_transfer_take_chunk(struct ghd_transfer *t, struct ghd_request *req,
                                struct ghd_reply *rep)
 {
     unsigned timeout = req->svc->cfg.staging_timeout_ms;
-    int rc = ghd_staging_acquire(&t->rt->staging, timeout, &t->chunk[0]);
+    struct ghd_staging *small = &t->rt->staging_small;
+    t->staging = small->chunks && t->length <= small->stats.chunk_size ? small : &t->rt->staging;
+    int rc = ghd_staging_acquire(t->staging, timeout, &t->chunk[0]);
     if (rc) {
         ghd_reply_header(rep, "Retry-After", "1");
         return ghd_reply_problem(rep, req, rc,
                                  "all %u staging chunks stayed busy for %u ms; retry later",
-                                 t->rt->staging.stats.chunks, timeout);
+                                 t->staging->stats.chunks, timeout);
     }
     t->nchunks = 1;
     return 0;
@@ -58,7 +60,7 @@ int ghd_transfer_take_chunk(struct ghd_transfer *t, struct ghd_request *req,
 void ghd_transfer_take_second_chunk(struct ghd_transfer *t)
 {
     if (t->nchunks == 1 && t->length > t->chunk[0]->size &&
-        ghd_staging_acquire(&t->rt->staging, 0, &t->chunk[1]) == 0)
+        ghd_staging_acquire(t->staging, 0, &t->chunk[1]) == 0)
         t->nchunks = 2;
 }
 
@@ -73,7 +75,8 @@ void ghd_transfer_free(struct ghd_transfer *t, struct ghd_service *svc)
     for (int i = 0; i < 2; i++) {
         if (t->chunk[i])
             t->chunk[i]->pending = 0; /* the stream is idle */
-        ghd_staging_release(&t->rt->staging, t->chunk[i]);
+        if (t->staging)
+            ghd_staging_release(t->staging, t->chunk[i]);
     }
     ghd_runtime_stream_release(t->rt, t->stream);
     if (t->writer)

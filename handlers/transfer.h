@@ -15,6 +15,7 @@ struct ghd_transfer {
     struct ghd_buffer *buf;
     struct ghd_runtime *rt;
     struct ghd_stream *stream;
+    struct ghd_staging *staging; /* the ring chunk[] come from */
     struct ghd_staging_chunk *chunk[2];
     uint64_t offset;   /* first byte of the buffer this transfer touches */
     uint64_t length;   /* bytes the transfer may move */
@@ -35,8 +36,8 @@ struct ghd_transfer {
  * stream from its runtime; replies with a problem on failure. */
 int ghd_transfer_new(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
                      struct ghd_transfer **out);
-/* Takes one staging chunk, replying 503 with Retry-After when the ring stays
- * busy for --staging-timeout-ms. */
+/* Takes one staging chunk (a small one when t->length fits in one), replying
+ * 503 with Retry-After when the ring stays busy for --staging-timeout-ms. */
 int ghd_transfer_take_chunk(struct ghd_transfer *t, struct ghd_request *req,
                             struct ghd_reply *rep);
 /* Takes a second chunk, for overlap, only if one is free now. */

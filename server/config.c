@@ -42,6 +42,10 @@ static const struct option_spec specs[] = {
      "size of one pinned staging chunk"},
     {"staging-chunks", OPT_UINT, OFF(staging_chunks), 0, 2, 4096, "32",
      "number of pinned staging chunks (allocated once at start)"},
+    {"staging-small-chunk", OPT_SIZE, OFF(staging_small_chunk), 0, 4 << 10, 16 << 20, "64K",
+     "size of one small pinned staging chunk, for transfers that fit in one"},
+    {"staging-small-chunks", OPT_UINT, OFF(staging_small_chunks), 0, 0, 65536, "256",
+     "number of small pinned staging chunks (0 = small transfers use the main ring)"},
     {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
      "how long a transfer waits for a free staging chunk before 503"},
     {"sync-spin-us", OPT_UINT, OFF(sync_spin_us), 0, 0, 100000, "0",
@@ -55,7 +59,7 @@ static const struct option_spec specs[] = {
      "most concurrent connections"},
     {"connection-timeout", OPT_UINT, OFF(connection_timeout_s), 0, 0, 86400, "60",
      "seconds an idle connection is kept (0 = forever)"},
-    {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "1M",
+    {"connection-memory", OPT_SIZE, OFF(connection_memory), 0, 32 << 10, 64 << 20, "64K",
      "per-connection read buffer (bounds the size of body pieces)"},
     {"direct-copy", OPT_UINT, OFF(direct_copy), 0, 0, 1, "1",
      "1: copy large upload pieces to the device straight from the page-locked read buffer; "
@@ -66,7 +70,7 @@ static const struct option_spec specs[] = {
     {"socket-download-min", OPT_SIZE, OFF(socket_download_min), 0, 0, 1ULL << 46, "0",
      "plain-HTTP download bodies this large are sent on the socket straight from pinned "
      "chunks, past libmicrohttpd, and close the connection (0 = never)"},
-    {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "0",
+    {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "4M",
      "kernel send and receive buffer of each connection's socket (0 = the kernel's "
      "autotuning)"},
     {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024", "finished runs kept for GET"},

@@ -22,6 +22,8 @@ struct ghd_config {
     size_t pool_initial;
     size_t staging_chunk;
     unsigned staging_chunks;
+    size_t staging_small_chunk;
+    unsigned staging_small_chunks;
     unsigned staging_timeout_ms;
     unsigned sync_spin_us;
     size_t max_buffer_size;

@@ -450,11 +450,12 @@ static void render_runs(struct text *t, struct ghd_service *svc)
 static void render_devices(struct text *t, struct ghd_service *svc)
 {
     struct ghd_pool_stats ps[GHD_MAX_DEVICES];
-    struct ghd_staging_stats ss[GHD_MAX_DEVICES];
+    struct ghd_staging_stats ss[GHD_MAX_DEVICES], small[GHD_MAX_DEVICES];
     unsigned nrt = svc->runtime_count < GHD_MAX_DEVICES ? svc->runtime_count : GHD_MAX_DEVICES;
     for (unsigned i = 0; i < nrt; i++) {
         ghd_pool_get_stats(&svc->runtimes[i].pool, &ps[i]);
         ghd_staging_get_stats(&svc->runtimes[i].staging, &ss[i]);
+        ghd_staging_get_stats(&svc->runtimes[i].staging_small, &small[i]);
     }
 #define POOL_GAUGE(name, type, help, expr)                                      \
     do {                                                                        \
@@ -490,6 +491,14 @@ static void render_devices(struct text *t, struct ghd_service *svc)
                "Staging chunk requests that had to wait for a chunk.", ss[i].waits);
     POOL_GAUGE("gpuhttpd_staging_timeouts_total", "counter",
                "Staging chunk requests that gave up (answered 503).", ss[i].timeouts);
+    POOL_GAUGE("gpuhttpd_staging_small_chunks", "gauge",
+               "Small pinned staging chunks, for transfers that fit in one.", small[i].chunks);
+    POOL_GAUGE("gpuhttpd_staging_small_chunks_busy", "gauge",
+               "Small staging chunks held by transfers now.", small[i].busy);
+    POOL_GAUGE("gpuhttpd_staging_small_waits_total", "counter",
+               "Small staging chunk requests that had to wait for a chunk.", small[i].waits);
+    POOL_GAUGE("gpuhttpd_staging_small_timeouts_total", "counter",
+               "Small staging chunk requests that gave up (answered 503).", small[i].timeouts);
 #undef POOL_GAUGE
 }
 

@@ -80,9 +80,17 @@ int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cf
     rc = ghd_staging_init(&rt->staging, &rt->dev, cfg->staging_chunk, cfg->staging_chunks);
     if (rc)
         goto destroy_pool;
+    if (cfg->staging_small_chunks) {
+        rc = ghd_staging_init(&rt->staging_small, &rt->dev, cfg->staging_small_chunk,
+                              cfg->staging_small_chunks);
+        if (rc)
+            goto destroy_staging;
+    }
     idle_init(&rt->streams);
     idle_init(&rt->events);
     return 0;
+destroy_staging:
+    ghd_staging_destroy(&rt->staging);
 destroy_pool:
     ghd_pool_destroy(&rt->pool);
 close_device:
@@ -94,6 +102,8 @@ void ghd_runtime_destroy(struct ghd_runtime *rt)
 {
     idle_destroy(&rt->streams, &rt->dev, free_stream);
     idle_destroy(&rt->events, &rt->dev, free_event);
+    if (rt->staging_small.chunks)
+        ghd_staging_destroy(&rt->staging_small);
     ghd_staging_destroy(&rt->staging);
     ghd_pool_destroy(&rt->pool);
     ghd_device_close(&rt->dev);

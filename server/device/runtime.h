@@ -18,6 +18,8 @@ struct ghd_runtime_config {
     size_t pool_limit_percent; /* if nonzero, overrides pool.limit: percent of device memory */
     size_t staging_chunk;
     unsigned staging_chunks;
+    size_t staging_small_chunk;
+    unsigned staging_small_chunks; /* 0: small transfers use the main ring too */
     unsigned sync_spin_us; /* see ghd_device.sync_spin_ns */
 };
 
@@ -32,11 +34,14 @@ struct ghd_runtime {
     struct ghd_device dev;
     struct ghd_pool pool;
     struct ghd_staging staging;
+    /* Chunks for transfers that fit one small chunk (a 4 KiB upload need not
+     * hold an 8 MiB chunk that a bulk transfer waits for); no chunks when off. */
+    struct ghd_staging staging_small;
     struct ghd_idle_list streams;
     struct ghd_idle_list events;
 };
 
-/* Opens the device and allocates the pool's first slab and the staging ring. */
+/* Opens the device and allocates the pool's first slab and the staging rings. */
 int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cfg);
 void ghd_runtime_destroy(struct ghd_runtime *rt);
 

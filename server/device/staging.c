@@ -135,6 +135,10 @@ void ghd_staging_release(struct ghd_staging *st, struct ghd_staging_chunk *c)
 
 void ghd_staging_get_stats(struct ghd_staging *st, struct ghd_staging_stats *out)
 {
+    if (!st->chunks) { /* a ring that was never set up (the small one, when off) */
+        memset(out, 0, sizeof(*out));
+        return;
+    }
     pthread_mutex_lock(&st->lock);
     *out = st->stats;
     pthread_mutex_unlock(&st->lock);

@@ -21,17 +21,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define BLOCK_SIZE (1u << 20)
 /* gpuhttpd's defaults (server/http.c, server/config.c), so that a plain run compares
- * like with like: thread per connection with poll(), and a 1 MiB connection memory. */
-#define GHD_SERVER_CONNECTION_MEMORY (1ULL << 20)
+ * like with like: thread per connection with poll(), a 64 KiB connection memory and
+ * 4 MiB socket buffers. */
+#define GHD_SERVER_CONNECTION_MEMORY (64ULL << 10)
+#define GHD_SERVER_SOCKET_BUFFER (4ULL << 20)
 #define MAX_BYTES (64ULL << 30)
 
 struct options {
     unsigned int flags;
     unsigned thread_pool;
     uint64_t memory_limit;
+    uint64_t socket_buffer; /* SO_SNDBUF and SO_RCVBUF of each connection; 0 = autotuning */
     unsigned connection_limit;
     int port;
     const char *port_file;
@@ -122,10 +126,11 @@ static void usage(void)
     fprintf(stderr,
             "usage: mhd_static [--port N] [--port-file PATH] [--flags NAME|NUMBER]...\n"
             "                  [--threads N] [--memory-limit BYTES] [--connection-limit N]\n"
+            "                  [--socket-buffer BYTES]\n"
             "  --flags: thread-per-connection, epoll, poll, select, itc, suspend, or a\n"
             "  number of MHD_FLAG bits; repeat to combine. --threads N adds a thread pool\n"
             "  (not with thread-per-connection). Defaults as gpuhttpd's: thread per\n"
-            "  connection with poll() and ITC, --memory-limit 1M.\n");
+            "  connection with poll() and ITC, --memory-limit 64K, --socket-buffer 4M.\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)
@@ -136,8 +141,11 @@ static int parse_options(int argc, char **argv, struct options *opt)
                                              {"threads", 1, 0, 't'},
                                              {"memory-limit", 1, 0, 'm'},
                                              {"connection-limit", 1, 0, 'c'},
+                                             {"socket-buffer", 1, 0, 's'},
                                              {0, 0, 0, 0}};
-    *opt = (struct options){.port = 8081, .memory_limit = GHD_SERVER_CONNECTION_MEMORY};
+    *opt = (struct options){.port = 8081,
+                            .memory_limit = GHD_SERVER_CONNECTION_MEMORY,
+                            .socket_buffer = GHD_SERVER_SOCKET_BUFFER};
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
@@ -153,6 +161,10 @@ static int parse_options(int argc, char **argv, struct options *opt)
                 return -1;
             break;
         case 'c': opt->connection_limit = (unsigned)atoi(optarg); break;
+        case 's':
+            if (lg_parse_size(optarg, &opt->socket_buffer) || opt->socket_buffer > (1u << 30))
+                return -1;
+            break;
         default: return -1;
         }
     }
@@ -163,12 +175,27 @@ static int parse_options(int argc, char **argv, struct options *opt)
     return optind == argc && opt->port >= 0 && opt->port < 65536 ? 0 : -1;
 }
 
+/* As gpuhttpd does (server/socket_io.c), when the connection starts. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    const struct options *opt = cls;
+    (void)socket_context;
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (code != MHD_CONNECTION_NOTIFY_STARTED || !fd || !opt->socket_buffer)
+        return;
+    int n = (int)opt->socket_buffer;
+    setsockopt(fd->connect_fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof n);
+    setsockopt(fd->connect_fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof n);
+}
+
 static struct MHD_Daemon *start_daemon(const struct options *opt)
 {
     static struct sockaddr_in addr;
     addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)opt->port)};
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_OptionItem items[5];
+    struct MHD_OptionItem items[6];
     int n = 0;
     items[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
     if (opt->thread_pool > 1)
@@ -179,6 +206,8 @@ static struct MHD_Daemon *start_daemon(const struct options *opt)
     if (opt->connection_limit)
         items[n++] =
             (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, opt->connection_limit, NULL};
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection,
+                                         (void *)opt};
     items[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     return MHD_start_daemon(opt->flags | MHD_USE_ERROR_LOG, (uint16_t)opt->port, NULL, NULL,
                             on_request, NULL, MHD_OPTION_ARRAY, items, MHD_OPTION_END);

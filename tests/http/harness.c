@@ -70,6 +70,10 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     cfg.staging_chunks = opts->staging_chunks ? opts->staging_chunks : 40;
     cfg.staging_timeout_ms = opts->staging_timeout_ms ? opts->staging_timeout_ms : 5000;
     cfg.connection_memory = opts->connection_memory ? opts->connection_memory : MIB;
+    /* The kernel's autotuned socket buffers, which start small: a transfer the
+     * suites stall mid-way (6 MiB) must not fit in them whole, and a body
+     * must be able to arrive after libmicrohttpd's first piece. */
+    cfg.socket_buffer = 0;
     cfg.connection_timeout_s = 30;
     /* GHD_TEST_DIRECT_COPY=0 runs the suite through the staging ring only. */
     const char *direct = getenv("GHD_TEST_DIRECT_COPY");
@@ -465,10 +469,12 @@ int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
 {
     struct ghd_runtime *rt = ghd_service_runtime(&h->svc, 0);
     for (unsigned waited = 0;; waited += 5) {
-        struct ghd_staging_stats ss;
+        struct ghd_staging_stats ss, small;
         struct ghd_pool_stats ps;
         ghd_staging_get_stats(&rt->staging, &ss);
+        ghd_staging_get_stats(&rt->staging_small, &small);
         ghd_pool_get_stats(&rt->pool, &ps);
+        ss.busy += small.busy;
         if (ss.busy == 0 && (in_use == (size_t)-1 || ps.in_use == in_use))
             return 0;
         if (waited >= timeout_ms) {

@@ -1289,6 +1289,34 @@ static void abort_download_of(size_t size)
     harness_buffer_delete(&H, id);
 }
 
+/* Transfers that fit in one small chunk take theirs from the small ring, so
+ * they go on while bulk transfers hold every chunk of the main ring. */
+static void test_small_transfers_skip_busy_ring(void **state)
+{
+    (void)state;
+    struct ghd_staging *ring = &rt0()->staging;
+    size_t small = rt0()->staging_small.stats.chunk_size;
+    assert_true(small >= 4096);
+    char id[33];
+    harness_buffer_create(&H, small, id);
+    unsigned n = ring->stats.chunks;
+    struct ghd_staging_chunk **held = calloc(n, sizeof(*held));
+    assert_non_null(held);
+    for (unsigned i = 0; i < n; i++)
+        assert_int_equal(ghd_staging_acquire(ring, 0, &held[i]), 0);
+    void *data = random_bytes(1900, small);
+    harness_buffer_put(&H, id, data, small); /* would wait for the main ring, then 503 */
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, data, small);
+    free(got);
+    for (unsigned i = 0; i < n; i++)
+        ghd_staging_release(ring, held[i]);
+    free(held);
+    free(data);
+    harness_buffer_delete(&H, id);
+}
+
 /* ---- connections, bodies of every shape, lifetimes ------------------------------ */
 
 /* The request went over the connection of the one before, unless that one's
@@ -1858,6 +1886,7 @@ int main(void)
         cmocka_unit_test_teardown(test_ids, harness_teardown_idle),
         cmocka_unit_test_teardown(test_abort_mid_upload, harness_teardown_idle),
         cmocka_unit_test_teardown(test_abort_mid_download, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_small_transfers_skip_busy_ring, harness_teardown_idle),
         cmocka_unit_test_teardown(test_keep_alive, harness_teardown_idle),
         cmocka_unit_test_teardown(test_put_body_shapes, harness_teardown_idle),
         cmocka_unit_test_teardown(test_delete_during_transfer, harness_teardown_idle),

@@ -375,9 +375,10 @@ size_t rel_pool_in_use(struct rel_server *s)
 
 unsigned rel_staging_busy(struct rel_server *s)
 {
-    struct ghd_staging_stats st;
+    struct ghd_staging_stats st, small;
     ghd_staging_get_stats(&s->svc.runtimes[0].staging, &st);
-    return st.busy;
+    ghd_staging_get_stats(&s->svc.runtimes[0].staging_small, &small);
+    return st.busy + small.busy;
 }
 
 int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms)
