@@ -18,8 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The default block: 64 MiB plus an odd number of bytes. */
-#define LG_PATTERN_DEFAULT_LEN ((size_t)64 * 1024 * 1024 + 4099)
+/* The default block: 1 MiB plus an odd number of bytes. It stays in the cache as
+ * tcp_ceiling's 1 MiB send buffer does, so the client costs what the ceiling's does; a
+ * 64 MiB block made every send read cold memory and held one-connection uploads to about
+ * 0.7 of the ceiling (tests/bench/RESULTS.md, run 12). */
+#define LG_PATTERN_DEFAULT_LEN ((size_t)1024 * 1024 + 4099)
 
 struct lg_pattern {
     unsigned char *block;
