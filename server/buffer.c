@@ -85,8 +85,8 @@ int ghd_buffer_table_init(struct ghd_buffer_table *t)
 }
 
 /* The block goes back to the pool only after its zeroing has run: a later
- * owner's data must not be overwritten by it. Every other use of the buffer
- * waited for its own work before dropping its reference. */
+ * owner's data must not be overwritten by it. Every user of the buffer waited
+ * for its own work before dropping its reference. */
 static void buffer_free(struct ghd_buffer *b)
 {
     struct ghd_runtime *rt = b->rt;
@@ -96,6 +96,7 @@ static void buffer_free(struct ghd_buffer *b)
                     rt->dev.last_error);
         ghd_runtime_event_release(rt, b->zeroed);
     }
+    pthread_mutex_destroy(&b->zero_lock);
     ghd_pool_free(&rt->pool, b->block);
     free(b);
 }
@@ -152,38 +153,31 @@ static void grow_locked(struct ghd_buffer_table *t)
     t->slot_count = slots;
 }
 
-/* Pool blocks are reused as they are: without this a new buffer would show
- * the bytes of a deleted one, possibly another tenant's. The zeroing is only
- * queued: its event orders every later use of the buffer after it on the
- * device (ghd_buffer_order), so creating a buffer never waits for the GPU. */
-static int zero_block(struct ghd_runtime *rt, struct ghd_buffer *b)
-{
-    struct ghd_device *dev = &rt->dev;
-    struct ghd_stream *s;
-    int rc = ghd_runtime_stream_acquire(rt, &s);
-    if (rc)
-        return rc;
-    rc = ghd_runtime_event_acquire(rt, &b->zeroed);
-    if (rc == 0)
-        rc = dev->ops->memset(dev, ghd_pool_block_ptr(b->block), 0, b->size, s);
-    if (rc == 0)
-        rc = dev->ops->event_record(dev, b->zeroed, s);
-    if (rc && b->zeroed) {
-        /* Nothing waits on an event that was never recorded; the block is
-         * freed only after whatever was queued has run. */
-        (void)dev->ops->stream_sync(dev, s);
-        ghd_runtime_event_release(rt, b->zeroed);
-        b->zeroed = NULL;
-    }
-    ghd_runtime_stream_release(rt, s);
-    return rc;
-}
-
+/* Pool blocks are reused as they are: without zeroing a new buffer would
+ * show the bytes of a deleted one, possibly another tenant's. The zeroing is
+ * queued by the buffer's first user, on that user's stream ahead of its own
+ * work, and its event orders every later user after it on the device. So
+ * creating a buffer touches no device, and one deleted unused never does. */
 int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s)
 {
-    if (!b->zeroed)
-        return 0;
-    return b->rt->dev.ops->stream_wait_event(&b->rt->dev, s, b->zeroed);
+    struct ghd_device *dev = &b->rt->dev;
+    pthread_mutex_lock(&b->zero_lock);
+    int rc;
+    if (b->zeroed) {
+        rc = dev->ops->stream_wait_event(dev, s, b->zeroed);
+    } else {
+        rc = ghd_runtime_event_acquire(b->rt, &b->zeroed);
+        if (rc == 0)
+            rc = dev->ops->memset(dev, b->d_ptr, 0, b->size, s);
+        if (rc == 0)
+            rc = dev->ops->event_record(dev, b->zeroed, s);
+        if (rc && b->zeroed) { /* the next user zeroes it again */
+            ghd_runtime_event_release(b->rt, b->zeroed);
+            b->zeroed = NULL;
+        }
+    }
+    pthread_mutex_unlock(&b->zero_lock);
+    return rc;
 }
 
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
@@ -215,12 +209,6 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     if (rc)
         goto fail;
     rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
-    if (rc == 0) {
-        b->size = spec->size;
-        rc = zero_block(rt, b);
-        if (rc)
-            ghd_pool_free(&rt->pool, b->block);
-    }
     if (rc) {
         pthread_mutex_lock(&t->lock);
         tenant_release_locked(t, b->tenant, spec->size);
@@ -239,6 +227,7 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     atomic_init(&b->refs, 2); /* the table's and the caller's */
     atomic_init(&b->writing, 0);
     atomic_init(&b->pending, spec->pending);
+    pthread_mutex_init(&b->zero_lock, NULL);
     pthread_mutex_lock(&t->lock);
     if (t->count >= t->slot_count)
         grow_locked(t);

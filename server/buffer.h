@@ -30,7 +30,8 @@ struct ghd_buffer {
     char tenant[GHD_TENANT_MAX + 1];
     void *d_ptr;
     struct ghd_pool_block *block;
-    struct ghd_event *zeroed; /* recorded after the create-time zeroing */
+    struct ghd_event *zeroed;  /* recorded after the zeroing; NULL until a first use */
+    pthread_mutex_t zero_lock; /* the first use queues the zeroing */
     struct ghd_runtime *rt;
     atomic_int refs;
     atomic_int writing; /* one writer at a time */
@@ -70,7 +71,8 @@ struct ghd_buffer_spec {
     int pending;        /* hidden from lookups and lists until ghd_buffer_publish */
 };
 
-/* Allocates device memory from rt's pool, queues its zeroing, and inserts a new
+/* Allocates device memory from rt's pool (zeroed by its first use, see
+ * ghd_buffer_order) and inserts a new
  * buffer; *out is a new reference (the table holds its own). GHD_ELIMIT when the tenant holds
  * tenant_max_buffers already, GHD_EQUOTA when the size would take it past
  * tenant_max_bytes, GHD_ENOMEM when the pool refuses. */
@@ -88,9 +90,9 @@ void ghd_buffer_publish(struct ghd_buffer *b);
 /* Removes `b` itself from the table if it is still there, visible or not
  * (a pending buffer whose upload failed). */
 void ghd_buffer_discard(struct ghd_buffer_table *t, struct ghd_buffer *b);
-/* Orders work queued on stream s after this call behind the buffer's
- * create-time zeroing (a device-side wait). Every user of b->d_ptr calls it
- * on its stream before its first copy or launch. */
+/* Every user of b->d_ptr calls this on its stream before its first copy or
+ * launch: the first one queues the buffer's zeroing there, later ones wait
+ * for that zeroing on the device (the host does not wait). */
 int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s);
 void ghd_buffer_ref(struct ghd_buffer *b);
 void ghd_buffer_unref(struct ghd_buffer *b);

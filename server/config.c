@@ -48,7 +48,7 @@ static const struct option_spec specs[] = {
      "number of small pinned staging chunks (0 = small transfers use the main ring)"},
     {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
      "how long a transfer waits for a free staging chunk before 503"},
-    {"sync-spin-us", OPT_UINT, OFF(sync_spin_us), 0, 0, 100000, "0",
+    {"sync-spin-us", OPT_UINT, OFF(sync_spin_us), 0, 0, 100000, "50",
      "microseconds a request polls (yielding the CPU) for a short device copy before it "
      "sleeps until the GPU signals (0 = sleep at once)"},
     {"max-buffer-size", OPT_SIZE, OFF(max_buffer_size), 0, 1, 1ULL << 46, "64G",

@@ -1571,6 +1571,34 @@ static void test_fresh_buffer_is_zero(void **state)
                 fail_msg("round %d: byte %zu of a new buffer is %#x", round, i, got[i]);
         free(got);
         harness_buffer_delete(&H, fresh);
+        /* A first use that writes part of the buffer: the rest reads as zeros. */
+        mkbuf(old, n * 4, NULL);
+        harness_buffer_delete(&H, old);
+        harness_buffer_create(&H, n * 4, fresh);
+        const size_t part = 3 * 4096 + 5;
+        unsigned char *ones = malloc(part);
+        assert_non_null(ones);
+        memset(ones, 1, part);
+        char path[128], range[96];
+        snprintf(path, sizeof(path), "/v1/buffers/%s", fresh);
+        snprintf(range, sizeof(range), "Content-Range: bytes 4096-%zu/%zu", 4096 + part - 1,
+                 n * 4);
+        struct harness_req put = {.method = "PUT", .path = path, .body = ones,
+                                  .body_len = part, .has_body = 1};
+        put.headers[0] = "Content-Type: application/octet-stream";
+        put.headers[1] = range;
+        struct harness_resp r;
+        harness_do(&H, &put, &r);
+        assert_int_equal(r.status, 200);
+        harness_resp_free(&r);
+        got = getbuf(fresh, n * 4);
+        for (size_t i = 0; i < n * 4; i++)
+            if (got[i] != (i >= 4096 && i < 4096 + part))
+                fail_msg("round %d: byte %zu after a partial first upload is %#x", round, i,
+                         got[i]);
+        free(got);
+        free(ones);
+        harness_buffer_delete(&H, fresh);
     }
     /* Otherwise this would not have tested reuse at all. */
     assert_true(reused > 0);

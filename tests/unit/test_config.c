@@ -105,7 +105,7 @@ static void test_defaults(void **state)
     assert_int_equal(d.connection_timeout_s, 60);
     assert_int_equal(d.connection_memory, (size_t)64 << 10);
     assert_int_equal(d.socket_buffer, (size_t)4 << 20);
-    assert_int_equal(d.sync_spin_us, 0);
+    assert_int_equal(d.sync_spin_us, 50);
     assert_int_equal(d.default_ttl_s, 0);
     assert_string_equal(d.log_level, "info");
     assert_string_equal(d.log_format, "text");

@@ -40,7 +40,9 @@ static inline int tk_init(struct tk *t, enum ghd_backend_kind kind)
     return ghd_runtime_stream_acquire(&t->rt, &t->stream);
 }
 
-/* A buffer of `size` bytes; the test holds one reference until tk_destroy. */
+/* A buffer of `size` bytes; the test holds one reference until tk_destroy.
+ * Its zeroing (queued by a buffer's first use) has run when this returns, so
+ * the test may write it on any stream. */
 static inline struct ghd_buffer *tk_buf(struct tk *t, size_t size)
 {
     if (t->nbufs == TK_MAX_BUFFERS)
@@ -55,7 +57,11 @@ static inline struct ghd_buffer *tk_buf(struct tk *t, size_t size)
     b->size = size;
     b->rt = &t->rt;
     atomic_init(&b->refs, 1);
+    pthread_mutex_init(&b->zero_lock, NULL);
     t->bufs[t->nbufs++] = b;
+    if (ghd_buffer_order(b, t->stream) != 0 ||
+        t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream) != 0)
+        return NULL;
     return b;
 }
 
@@ -83,10 +89,8 @@ static inline int tk_refs_clean(struct tk *t)
 
 static inline void tk_free_bufs(struct tk *t)
 {
-    for (unsigned i = 0; i < t->nbufs; i++) {
-        ghd_pool_free(&t->rt.pool, t->bufs[i]->block);
-        free(t->bufs[i]);
-    }
+    for (unsigned i = 0; i < t->nbufs; i++)
+        ghd_buffer_unref(t->bufs[i]); /* the test's reference, the last */
     t->nbufs = 0;
 }
 
