@@ -22,9 +22,13 @@ enum phase {
     PHASE_IDLE,     /* keep-alive between requests: MHD's idle timeout */
 };
 
+/* The guard's lock covers the list of connections (and stats); a
+ * connection's own lock covers its phase, so that the 3 phase changes of every
+ * request contend only with the guard thread's look at that one connection. */
 struct ghd_guard_conn {
     int fd;
     char peer[64];
+    pthread_mutex_t lock;
     enum phase phase;
     double since;       /* start of the phase (head) or of the window (transfer) */
     uint64_t mark;      /* byte counter at `since` */
@@ -80,7 +84,7 @@ static uint64_t received(int fd)
     return rx;
 }
 
-/* pre: lock held. */
+/* pre: the guard's lock and c->lock held. */
 static void drop_locked(struct ghd_guard *g, struct ghd_guard_conn *c, const char *why)
 {
     c->dropped = 1;
@@ -92,7 +96,7 @@ static void drop_locked(struct ghd_guard *g, struct ghd_guard_conn *c, const cha
     (void)g;
 }
 
-/* pre: lock held. */
+/* pre: the guard's lock and c->lock held. */
 static void check_locked(struct ghd_guard *g, struct ghd_guard_conn *c, double now)
 {
     if (c->dropped)
@@ -151,8 +155,11 @@ static void *guard_main(void *arg)
         }
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
         double now = now_s();
-        for (struct ghd_guard_conn *c = g->conns; c; c = c->next)
+        for (struct ghd_guard_conn *c = g->conns; c; c = c->next) {
+            pthread_mutex_lock(&c->lock);
             check_locked(g, c, now);
+            pthread_mutex_unlock(&c->lock);
+        }
     }
     pthread_mutex_unlock(&g->lock);
     return NULL;
@@ -194,6 +201,7 @@ void ghd_guard_free(struct ghd_guard *g)
     while (g->conns) { /* closed connections unlink themselves; this is a safety net */
         struct ghd_guard_conn *c = g->conns;
         g->conns = c->next;
+        pthread_mutex_destroy(&c->lock);
         free(c);
     }
     pthread_cond_destroy(&g->wake);
@@ -212,6 +220,7 @@ struct ghd_guard_conn *ghd_guard_open(struct ghd_guard *g, int fd, const char *p
     snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "?");
     c->phase = PHASE_HEAD;
     c->since = now_s();
+    pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_lock(&g->lock);
     c->next = g->conns;
     if (g->conns)
@@ -234,23 +243,24 @@ void ghd_guard_close(struct ghd_guard *g, struct ghd_guard_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&g->lock);
+    pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
 /* Called 3 times per request from every connection thread: the socket is
- * asked for its counters outside the shared lock, and not at all for the
- * handling phase, which is not measured. */
+ * asked for its counters outside any lock, and not at all for the handling
+ * phase, which is not measured; only the connection's own lock is taken. */
 static void set_phase(struct ghd_guard *g, struct ghd_guard_conn *c, enum phase p)
 {
     if (!g || !c)
         return;
     uint64_t mark = p == PHASE_HANDLING ? 0 : p == PHASE_IDLE ? received(c->fd) : moved(c->fd);
     double now = now_s();
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&c->lock);
     c->phase = p;
     c->since = now;
     c->mark = mark;
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&c->lock);
 }
 
 void ghd_guard_handling(struct ghd_guard *g, struct ghd_guard_conn *c)
