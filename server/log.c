@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
-#include <unistd.h>
+
+#include "log_writer.h"
 
 static enum ghd_log_level min_level = GHD_LOG_INFO;
 static enum ghd_log_format format = GHD_LOG_TEXT;
@@ -57,14 +57,9 @@ static void timestamp(char *buf, size_t len)
     snprintf(buf + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000);
 }
 
-/* One line, one write(2): lines from concurrent threads never interleave
- * (a pipe writes up to PIPE_BUF bytes at once, a file holds its offset lock),
- * and no lock of ours is held by one request while another waits. */
 static void emit_line(const char *line, size_t len)
 {
-    struct iovec iov[2] = {{(void *)line, len}, {"\n", 1}};
-    ssize_t rc = writev(STDERR_FILENO, iov, 2);
-    (void)rc; /* nowhere to report a failed log write */
+    ghd_log_writer_put(line, len);
 }
 
 /* Writes a JSON object as one line and releases it. */

@@ -14,6 +14,7 @@
 #include "server/error.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/log_writer.h"
 #include "server/run_queue.h"
 #include "server/service.h"
 
@@ -137,17 +138,21 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
     route_signals_to_main(&set);
+    if (ghd_log_writer_start() != 0) /* after the mask: the writer takes no signal */
+        ghd_log(GHD_LOG_WARN, "no log writer thread: lines are written as they come");
 
     static struct ghd_service svc;
     char why[256] = "";
     rc = ghd_service_init(&svc, &cfg, why, sizeof(why));
     if (rc) {
+        ghd_log_writer_stop(); /* the lines before this one first */
         fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
         return 1;
     }
     struct ghd_http *http;
     rc = ghd_http_start(&svc, &http, why, sizeof(why));
     if (rc) {
+        ghd_log_writer_stop(); /* the lines before this one first */
         fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
         ghd_service_destroy(&svc);
         return 1;
@@ -169,5 +174,6 @@ int main(int argc, char **argv)
     ghd_http_stop(http);
     ghd_service_destroy(&svc);
     ghd_log(GHD_LOG_INFO, "stopped");
+    ghd_log_writer_stop();
     return 0;
 }

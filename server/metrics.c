@@ -447,16 +447,50 @@ static void render_runs(struct text *t, struct ghd_service *svc)
     }
 }
 
+/* The gauges of one staging ring (the main one, or the small one under
+ * gpuhttpd_staging_small_*) on every device. */
+static void render_staging(struct text *t, struct ghd_service *svc, unsigned nrt, int small)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } gauges[] = {
+        {"chunks", "gauge", "Pinned staging chunks in the ring."},
+        {"chunk_bytes", "gauge", "Size of one pinned staging chunk."},
+        {"chunks_busy", "gauge", "Staging chunks held by transfers now."},
+        {"chunks_busy_peak", "gauge", "Most staging chunks held at once since start."},
+        {"acquires_total", "counter", "Staging chunks handed out."},
+        {"waits_total", "counter", "Staging chunk requests that had to wait for a chunk."},
+        {"timeouts_total", "counter", "Staging chunk requests that gave up (answered 503)."},
+    };
+    uint64_t v[GHD_MAX_DEVICES][sizeof(gauges) / sizeof(gauges[0])];
+    for (unsigned i = 0; i < nrt; i++) {
+        struct ghd_staging_stats ss;
+        struct ghd_runtime *rt = &svc->runtimes[i];
+        ghd_staging_get_stats(small ? &rt->staging_small : &rt->staging, &ss);
+        uint64_t row[] = {ss.chunks,    ss.chunk_size, ss.busy,    ss.peak_busy,
+                          ss.acquires, ss.waits,      ss.timeouts};
+        memcpy(v[i], row, sizeof(row));
+    }
+    for (size_t k = 0; k < sizeof(gauges) / sizeof(gauges[0]); k++) {
+        char name[96], help[160];
+        snprintf(name, sizeof(name), "gpuhttpd_staging_%s%s", small ? "small_" : "",
+                 gauges[k].name);
+        snprintf(help, sizeof(help), "%s%s",
+                 small ? "Small ring (transfers that fit in one small chunk): " : "",
+                 gauges[k].help);
+        family(t, name, gauges[k].type, help);
+        for (unsigned i = 0; i < nrt; i++)
+            put(t, "%s{device=\"%d\"} %llu\n", name, svc->runtimes[i].dev.ordinal,
+                (unsigned long long)v[i][k]);
+    }
+}
+
 static void render_devices(struct text *t, struct ghd_service *svc)
 {
     struct ghd_pool_stats ps[GHD_MAX_DEVICES];
-    struct ghd_staging_stats ss[GHD_MAX_DEVICES], small[GHD_MAX_DEVICES];
     unsigned nrt = svc->runtime_count < GHD_MAX_DEVICES ? svc->runtime_count : GHD_MAX_DEVICES;
-    for (unsigned i = 0; i < nrt; i++) {
+    for (unsigned i = 0; i < nrt; i++)
         ghd_pool_get_stats(&svc->runtimes[i].pool, &ps[i]);
-        ghd_staging_get_stats(&svc->runtimes[i].staging, &ss[i]);
-        ghd_staging_get_stats(&svc->runtimes[i].staging_small, &small[i]);
-    }
 #define POOL_GAUGE(name, type, help, expr)                                      \
     do {                                                                        \
         family(t, name, type, help);                                            \
@@ -477,29 +511,9 @@ static void render_devices(struct text *t, struct ghd_service *svc)
     POOL_GAUGE("gpuhttpd_pool_allocation_failures_total", "counter",
                "Pool allocations refused (limit reached or device out of memory).",
                ps[i].failures);
-    POOL_GAUGE("gpuhttpd_staging_chunks", "gauge", "Pinned staging chunks in the ring.",
-               ss[i].chunks);
-    POOL_GAUGE("gpuhttpd_staging_chunk_bytes", "gauge", "Size of one pinned staging chunk.",
-               ss[i].chunk_size);
-    POOL_GAUGE("gpuhttpd_staging_chunks_busy", "gauge", "Staging chunks held by transfers now.",
-               ss[i].busy);
-    POOL_GAUGE("gpuhttpd_staging_chunks_busy_peak", "gauge",
-               "Most staging chunks held at once since start.", ss[i].peak_busy);
-    POOL_GAUGE("gpuhttpd_staging_acquires_total", "counter", "Staging chunks handed out.",
-               ss[i].acquires);
-    POOL_GAUGE("gpuhttpd_staging_waits_total", "counter",
-               "Staging chunk requests that had to wait for a chunk.", ss[i].waits);
-    POOL_GAUGE("gpuhttpd_staging_timeouts_total", "counter",
-               "Staging chunk requests that gave up (answered 503).", ss[i].timeouts);
-    POOL_GAUGE("gpuhttpd_staging_small_chunks", "gauge",
-               "Small pinned staging chunks, for transfers that fit in one.", small[i].chunks);
-    POOL_GAUGE("gpuhttpd_staging_small_chunks_busy", "gauge",
-               "Small staging chunks held by transfers now.", small[i].busy);
-    POOL_GAUGE("gpuhttpd_staging_small_waits_total", "counter",
-               "Small staging chunk requests that had to wait for a chunk.", small[i].waits);
-    POOL_GAUGE("gpuhttpd_staging_small_timeouts_total", "counter",
-               "Small staging chunk requests that gave up (answered 503).", small[i].timeouts);
 #undef POOL_GAUGE
+    render_staging(t, svc, nrt, 0);
+    render_staging(t, svc, nrt, 1);
 }
 
 static void render_service(struct text *t, struct ghd_service *svc)
