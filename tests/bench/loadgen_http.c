@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "loadgen_http.h"
+#include "tool_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,10 +45,7 @@ int lg_conn_open(struct lg_conn *conn, const char *host, int port, int sockbuf, 
         return fail(conn, "socket: %s", strerror(errno));
     int one = 1;
     setsockopt(conn->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (sockbuf > 0) {
-        setsockopt(conn->fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof sockbuf);
-        setsockopt(conn->fd, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof sockbuf);
-    }
+    lg_set_sockbuf(conn->fd, sockbuf);
     if (connect(conn->fd, (struct sockaddr *)&addr, sizeof addr) != 0)
         return fail(conn, "connect %s: %s", conn->host_header, strerror(errno));
     return 0;

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define BLOCK_SIZE (1u << 20)
 /* gpuhttpd's defaults (server/http.c, server/config.c), so that a plain run compares
@@ -183,11 +182,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     (void)socket_context;
     const union MHD_ConnectionInfo *fd =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (code != MHD_CONNECTION_NOTIFY_STARTED || !fd || !opt->socket_buffer)
-        return;
-    int n = (int)opt->socket_buffer;
-    setsockopt(fd->connect_fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof n);
-    setsockopt(fd->connect_fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof n);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED && fd)
+        lg_set_sockbuf(fd->connect_fd, (int)opt->socket_buffer);
 }
 
 static struct MHD_Daemon *start_daemon(const struct options *opt)

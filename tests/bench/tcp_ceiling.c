@@ -46,20 +46,12 @@ struct side {
     char err[160];
 };
 
-static void set_sockbuf(int fd, int bytes)
-{
-    if (bytes <= 0)
-        return;
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
-}
-
 static void *writer_main(void *arg)
 {
     struct side *s = arg;
     unsigned char *buf = malloc(s->opt->io_size);
     s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    set_sockbuf(s->fd, s->opt->sockbuf);
+    lg_set_sockbuf(s->fd, s->opt->sockbuf);
     if (!buf || s->fd < 0 || connect(s->fd, (struct sockaddr *)&s->addr, sizeof s->addr) != 0)
         snprintf(s->err, sizeof s->err, "connect: %s", strerror(errno));
     if (buf)
@@ -116,7 +108,7 @@ static int open_listener(const struct options *opt, struct sockaddr_in *addr)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    set_sockbuf(fd, opt->sockbuf); /* accepted sockets inherit it, before the handshake */
+    lg_set_sockbuf(fd, opt->sockbuf); /* accepted sockets inherit it, before the handshake */
     *addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = 0};
     addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof *addr;

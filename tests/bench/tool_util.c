@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <time.h>
 
 int lg_parse_size(const char *s, uint64_t *out)
@@ -61,4 +62,12 @@ void lg_json_escape(char *out, size_t cap, const char *s)
         }
     }
     out[n] = '\0';
+}
+
+void lg_set_sockbuf(int fd, int bytes)
+{
+    if (bytes <= 0)
+        return;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
 }

@@ -9,6 +9,10 @@
  * Returns 0, or -1 when s is not such a count. */
 int lg_parse_size(const char *s, uint64_t *out);
 
+/* Sets the socket's SO_SNDBUF and SO_RCVBUF to `bytes` each; 0 or less leaves
+ * the kernel's autotuning. */
+void lg_set_sockbuf(int fd, int bytes);
+
 /* Seconds on the monotonic clock. */
 double lg_now_s(void);
 
