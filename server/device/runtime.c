@@ -132,3 +132,11 @@ void ghd_runtime_event_release(struct ghd_runtime *rt, struct ghd_event *e)
     if (e && !idle_keep(&rt->events, e))
         rt->dev.ops->event_free(&rt->dev, e);
 }
+
+unsigned ghd_runtime_staging_busy(struct ghd_runtime *rt)
+{
+    struct ghd_staging_stats main_ring, small_ring;
+    ghd_staging_get_stats(&rt->staging, &main_ring);
+    ghd_staging_get_stats(&rt->staging_small, &small_ring);
+    return main_ring.busy + small_ring.busy;
+}

@@ -45,6 +45,9 @@ struct ghd_runtime {
 int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cfg);
 void ghd_runtime_destroy(struct ghd_runtime *rt);
 
+/* Staging chunks held by transfers now, in both rings. */
+unsigned ghd_runtime_staging_busy(struct ghd_runtime *rt);
+
 /* A stream for one request's work; created only when none is idle. */
 int ghd_runtime_stream_acquire(struct ghd_runtime *rt, struct ghd_stream **out);
 void ghd_runtime_stream_release(struct ghd_runtime *rt, struct ghd_stream *s);

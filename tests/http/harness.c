@@ -469,18 +469,15 @@ int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
 {
     struct ghd_runtime *rt = ghd_service_runtime(&h->svc, 0);
     for (unsigned waited = 0;; waited += 5) {
-        struct ghd_staging_stats ss, small;
         struct ghd_pool_stats ps;
-        ghd_staging_get_stats(&rt->staging, &ss);
-        ghd_staging_get_stats(&rt->staging_small, &small);
+        unsigned busy = ghd_runtime_staging_busy(rt);
         ghd_pool_get_stats(&rt->pool, &ps);
-        ss.busy += small.busy;
-        if (ss.busy == 0 && (in_use == (size_t)-1 || ps.in_use == in_use))
+        if (busy == 0 && (in_use == (size_t)-1 || ps.in_use == in_use))
             return 0;
         if (waited >= timeout_ms) {
             fprintf(stderr, "harness: not idle after %u ms: staging busy %u, pool in_use %zu "
                             "(want %zu)\n",
-                    timeout_ms, ss.busy, ps.in_use, in_use);
+                    timeout_ms, busy, ps.in_use, in_use);
             return -1;
         }
         struct timespec ts = {0, 5 * 1000000L};

@@ -375,10 +375,7 @@ size_t rel_pool_in_use(struct rel_server *s)
 
 unsigned rel_staging_busy(struct rel_server *s)
 {
-    struct ghd_staging_stats st, small;
-    ghd_staging_get_stats(&s->svc.runtimes[0].staging, &st);
-    ghd_staging_get_stats(&s->svc.runtimes[0].staging_small, &small);
-    return st.busy + small.busy;
+    return ghd_runtime_staging_busy(&s->svc.runtimes[0]);
 }
 
 int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms)
