@@ -57,11 +57,6 @@ static void timestamp(char *buf, size_t len)
     snprintf(buf + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000);
 }
 
-static void emit_line(const char *line, size_t len)
-{
-    ghd_log_writer_put(line, len);
-}
-
 /* Writes a JSON object as one line and releases it. */
 static void emit_json(json_t *obj)
 {
@@ -69,7 +64,7 @@ static void emit_json(json_t *obj)
     json_decref(obj);
     if (!line)
         return;
-    emit_line(line, strlen(line));
+    ghd_log_writer_put(line, strlen(line));
     free(line);
 }
 
@@ -83,7 +78,7 @@ static void emit_text(const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    emit_line(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    ghd_log_writer_put(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
 void ghd_log(enum ghd_log_level level, const char *fmt, ...)

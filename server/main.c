@@ -113,6 +113,12 @@ static int write_port_file(const char *path, unsigned port)
     return rename(tmp, path); /* readers never see a half-written file */
 }
 
+static void cannot_start(const char *why)
+{
+    ghd_log_writer_stop(); /* the lines logged before this one go out first */
+    fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
+}
+
 int main(int argc, char **argv)
 {
     struct ghd_config cfg;
@@ -145,15 +151,13 @@ int main(int argc, char **argv)
     char why[256] = "";
     rc = ghd_service_init(&svc, &cfg, why, sizeof(why));
     if (rc) {
-        ghd_log_writer_stop(); /* the lines before this one first */
-        fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
+        cannot_start(why);
         return 1;
     }
     struct ghd_http *http;
     rc = ghd_http_start(&svc, &http, why, sizeof(why));
     if (rc) {
-        ghd_log_writer_stop(); /* the lines before this one first */
-        fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
+        cannot_start(why);
         ghd_service_destroy(&svc);
         return 1;
     }
