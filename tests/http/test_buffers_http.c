@@ -1130,10 +1130,9 @@ static void send_all(int fd, const void *data, size_t len)
     }
 }
 
-/* Sends the head of an upload and `send_bytes` of a `declared`-byte body,
- * then closes the connection (with a reset when `reset`). */
-static void abort_upload(const char *method, const char *path, size_t declared,
-                         size_t send_bytes, int reset)
+/* Connects and sends the head of an octet-stream upload of `declared` bytes;
+ * returns the socket, for the test to send the body (or not) itself. */
+static int open_upload(const char *method, const char *path, size_t declared)
 {
     int fd = harness_connect(&H);
     assert_true(fd >= 0);
@@ -1143,6 +1142,15 @@ static void abort_upload(const char *method, const char *path, size_t declared,
                      "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
                      method, path, declared);
     send_all(fd, head, (size_t)n);
+    return fd;
+}
+
+/* Sends the head of an upload and `send_bytes` of a `declared`-byte body,
+ * then closes the connection (with a reset when `reset`). */
+static void abort_upload(const char *method, const char *path, size_t declared,
+                         size_t send_bytes, int reset)
+{
+    int fd = open_upload(method, path, declared);
     char *body = malloc(send_bytes ? send_bytes : 1);
     assert_non_null(body);
     harness_fill(1100, 0, body, send_bytes);
@@ -1689,17 +1697,10 @@ static void test_create_from_body_hidden_until_complete(void **state)
 {
     (void)state;
     size_t size = 2 * chunk_size() + 5, before = H.svc.buffers.count;
-    int fd = harness_connect(&H);
-    assert_true(fd >= 0);
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "POST /v1/buffers HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                     "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                     size);
     char *body = malloc(size);
     assert_non_null(body);
     harness_fill(1200, 0, body, size);
-    send_all(fd, head, (size_t)n);
+    int fd = open_upload("POST", "/v1/buffers", size);
     send_all(fd, body, size / 2);
     await_table_count(before + 1); /* allocated, half uploaded */
 
