@@ -3,8 +3,10 @@
  * Every request is answered with an empty 204 once its body (if any) has been read and
  * dropped, so small-request rates and upload rates measure libmicrohttpd with the same
  * daemon flags as the service and nothing behind it. GET /bytes?n=N answers with N
- * bytes sent from one static 1 MiB block (an iovec response, no copy), a download
- * ceiling for the HTTP layer.
+ * bytes sent again and again from one block (an iovec response, no copy), a download
+ * ceiling for the HTTP layer. libmicrohttpd copies the vector into the connection's
+ * memory, so its entries are 1 MiB long while a quarter of that memory holds them and
+ * longer for larger bodies (1 GiB per connection: 1 MiB entries; 4 GiB: 4 MiB).
  *
  * Binds 127.0.0.1 only. Runs until SIGINT or SIGTERM.
  */
@@ -22,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLOCK_SIZE (1u << 20)
+#define MIN_ENTRY (1u << 20)
 /* gpuhttpd's defaults (server/http.c, server/config.c), so that a plain run compares
  * like with like: thread per connection with poll(), a 64 KiB connection memory and
  * 4 MiB socket buffers. */
@@ -40,19 +42,30 @@ struct options {
     const char *port_file;
 };
 
-static unsigned char block[BLOCK_SIZE];
+static unsigned char *block; /* block_size bytes of 0x5A */
+static size_t block_size;
+static uint64_t max_entries;  /* vector entries that fit in a quarter of the connection memory */
 static struct MHD_Response *empty_response;
 static int request_marker;
 
+/* The length of each vector entry for an n-byte body: MIN_ENTRY, or longer when
+ * max_entries of those would not cover it. */
+static size_t entry_size(uint64_t n)
+{
+    uint64_t per_entry = (n + max_entries - 1) / max_entries;
+    return per_entry < MIN_ENTRY ? MIN_ENTRY : (size_t)per_entry;
+}
+
 static struct MHD_Response *bytes_response(uint64_t n)
 {
-    size_t count = (size_t)((n + BLOCK_SIZE - 1) / BLOCK_SIZE);
+    size_t entry = entry_size(n);
+    size_t count = (size_t)((n + entry - 1) / entry);
     struct MHD_IoVec *iov = calloc(count ? count : 1, sizeof *iov);
     if (!iov)
         return NULL;
     for (size_t i = 0; i < count; i++) {
         iov[i].iov_base = block;
-        iov[i].iov_len = i + 1 < count ? BLOCK_SIZE : (size_t)(n - (uint64_t)i * BLOCK_SIZE);
+        iov[i].iov_len = i + 1 < count ? entry : (size_t)(n - (uint64_t)i * entry);
     }
     struct MHD_Response *resp =
         MHD_create_response_from_iovec(iov, (unsigned int)count, NULL, NULL);
@@ -239,7 +252,16 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL); /* the daemon's threads inherit the mask */
     signal(SIGPIPE, SIG_IGN);
-    memset(block, 0x5A, sizeof block);
+    uint64_t memory = opt.memory_limit ? opt.memory_limit : 32 << 10; /* libmicrohttpd's default */
+    max_entries = memory / 4 / sizeof(struct MHD_IoVec);
+    block_size = entry_size(MAX_BYTES);
+    block = malloc(block_size);
+    if (!max_entries || !block) {
+        fprintf(stderr, "mhd_static: no room for a %llu-byte body's vector\n",
+                (unsigned long long)MAX_BYTES);
+        return 1;
+    }
+    memset(block, 0x5A, block_size);
     empty_response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     struct MHD_Daemon *daemon = start_daemon(&opt);
     if (!empty_response || !daemon) {
@@ -252,5 +274,6 @@ int main(int argc, char **argv)
         sigwait(&stop, &sig);
     MHD_stop_daemon(daemon);
     MHD_destroy_response(empty_response);
+    free(block);
     return rc;
 }

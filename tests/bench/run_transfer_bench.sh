@@ -254,6 +254,27 @@ pinned_best() {
         "$results" | sort -g | tail -n 1
 }
 
+# round_ratio MODE CONNS: the median over rounds of gpuhttpd's rate divided by the TCP
+# ceiling measured right before it in the same round, a figure steadier than best over
+# best when the machine drifts between rounds.
+round_ratio() {
+    awk -v mode="$1" -v conns="$2" '
+        function num(key,   m) {
+            if (!match($0, "\"" key "\":[0-9.]+")) return ""
+            m = substr($0, RSTART, RLENGTH); sub(/.*:/, "", m); return m
+        }
+        num("conns") != conns { next }
+        /"tool":"tcp_ceiling"/ { tcp = num("gbps"); next }
+        /"tool":"loadgen"/ && /"label":"gpuhttpd"/ && index($0, "\"mode\":\"" mode "\"") {
+            if (tcp + 0 > 0 && /"status":"ok"/) r[n++] = num("gbps") / tcp
+        }
+        END {
+            if (n == 0) { print "-"; exit }
+            for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+            printf "%.2f", n % 2 ? r[(n - 1) / 2] : (r[n / 2 - 1] + r[n / 2]) / 2
+        }' "$results"
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 minimum() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print a; else print (a + 0 < b + 0 ? a : b) }'; }
 fmt() { awk -v a="$1" -v d="$2" 'BEGIN { if (a == "" || a + 0 < 0) print "-"; else printf "%." d "f", a }'; }
@@ -266,9 +287,9 @@ table_bulk_row() {
     http=$(json_get "$(find_line tool=loadgen mode="$mode" label=mhd_static conns="$c")" gbps)
     ceiling=$(minimum "$tcp" "$pinned")
     gbps=$(json_get "$line" gbps)
-    printf '| %s | %s | %s GB/s%s | %s GB/s | %s | %s | %s | %s | %s |\n' "$mode" "$c" \
+    printf '| %s | %s | %s GB/s%s | %s GB/s | %s | %s | %s | %s | %s | %s |\n' "$mode" "$c" \
         "$(fmt "$gbps" 2)" "$(failed_mark tool=loadgen mode="$mode" label=gpuhttpd conns="$c")" \
-        "$(fmt "$ceiling" 2)" "$(ratio "$gbps" "$ceiling")" \
+        "$(fmt "$ceiling" 2)" "$(ratio "$gbps" "$ceiling")" "$(round_ratio "$mode" "$c")" \
         "$(ratio "$gbps" "$http")" \
         "$(checksums_ok tool=loadgen mode="$mode" label=gpuhttpd conns="$c")" \
         "$(fmt "$(json_get "$line" server_cpu_s_per_gb)" 3)" \
@@ -287,7 +308,7 @@ table_small_row() {
     fi
     rps=$(json_get "$line" rps)
     # The ceiling of a small request is libmicrohttpd alone: ratio and vs HTTP agree.
-    printf '| %s (p50 %s us, p99 %s us) | %s | %s req/s%s | %s | %s | %s | - | - | - |\n' \
+    printf '| %s (p50 %s us, p99 %s us) | %s | %s req/s%s | %s | %s | - | %s | - | - | - |\n' \
         "$test" "$(fmt "$(json_get "$line" p50_us)" 0)" "$(fmt "$(json_get "$line" p99_us)" 0)" \
         "$c" "$(fmt "$rps" 0)" \
         "$(failed_mark tool=loadgen mode=small label=gpuhttpd test="$test" conns="$c")" \
@@ -301,7 +322,7 @@ small_ceiling_rows() {
         for c in "${small_conns_list[@]}"; do
             line=$(find_line mode=small label="$label" test=healthz conns="$c")
             if [[ -n $line ]]; then
-                printf '| ceiling: %s healthz (p50 %s us, p99 %s us) | %s | %s req/s | | | | | - | |\n' \
+                printf '| ceiling: %s healthz (p50 %s us, p99 %s us) | %s | %s req/s | | | | | | - | |\n' \
                     "$label" "$(fmt "$(json_get "$line" p50_us)" 0)" \
                     "$(fmt "$(json_get "$line" p99_us)" 0)" "$c" "$(fmt "$(json_get "$line" rps)" 0)"
             fi
@@ -311,7 +332,7 @@ small_ceiling_rows() {
 
 # ceiling_row NAME CONNS GBPS [CPU_S_PER_GB]
 ceiling_row() {
-    printf '| ceiling: %s | %s | %s GB/s | | | | | %s | |\n' "$1" "$2" "$(fmt "$3" 2)" \
+    printf '| ceiling: %s | %s | %s GB/s | | | | | | %s | |\n' "$1" "$2" "$(fmt "$3" 2)" \
         "$(fmt "${4:-}" 3)"
 }
 
@@ -356,11 +377,12 @@ print_table() {
             head -n 1 || true)"
     echo
     echo "ceiling = min(loopback TCP at the same connection count, best pinned copy in that" \
-        "direction); vs HTTP = against mhd_static (libmicrohttpd alone, same flags);" \
+        "direction); ratio = best result over best ceiling; round ratio = median over rounds" \
+        "of the result over the TCP ceiling measured just before it; vs HTTP = against mhd_static (libmicrohttpd alone, same flags);" \
         "CPU and RSS are the server's over the timed part. GB/s = 10^9 bytes/s."
     echo
-    echo "| test | conns | result | ceiling | ratio | vs HTTP | checksum ok | CPU s/GB | peak RSS MiB |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| test | conns | result | ceiling | ratio | round ratio | vs HTTP | checksum ok | CPU s/GB | peak RSS MiB |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     for c in "${conns_list[@]}"; do
         table_bulk_row upload "$c" "$h2d"
     done
