@@ -67,8 +67,9 @@ static void download_buffers_done(void *ctx)
 /* Downloads move in windows of at most this size, each sent soon after its
  * DMA wrote it while the next one is fetched. On the socket path whole 8 MiB
  * chunks prefetched a chunk ahead ran slower than the direct path; 2 MiB
- * windows narrowed the gap without closing it, for reasons not yet found
- * (tests/bench/RESULTS.md, runs 7 and 8). */
+ * windows narrowed the gap (tests/bench/RESULTS.md, runs 7 and 8), and with a
+ * client that no longer reads a cold pattern the two paths measure the same
+ * (run 17): the kernel's send path, not the device copy, limits one connection. */
 #define GHD_DOWNLOAD_WINDOW ((size_t)2 << 20)
 
 static size_t window_size(const struct ghd_transfer *t)
