@@ -38,6 +38,7 @@ struct ghd_config {
     unsigned runs_kept;
     unsigned run_keep_s;
     unsigned run_queue_limit;
+    unsigned run_workers;     /* threads running kernels per device, a stream each */
     unsigned default_ttl_s;
     char log_level[16];
     char log_format[16];

@@ -9,18 +9,28 @@
 #include "metrics.h"
 #include "service.h"
 
+struct run_worker {
+    struct ghd_run_queue *q;
+    pthread_t thread;
+    struct ghd_run *current; /* the run it executes, under the queue's lock */
+};
+
 struct ghd_run_queue {
     struct ghd_service *svc;
     pthread_mutex_t lock;
-    pthread_cond_t work;     /* the worker waits here for runs */
-    pthread_cond_t finished; /* waiters for any run's end */
+    pthread_cond_t work; /* idle workers wait here for a run they may start */
     struct ghd_run *head, *tail;
     struct ghd_run *kept; /* every run still known, newest first */
     unsigned kept_count;
     unsigned active;
     int stopping;
-    pthread_t worker;
+    struct run_worker *workers;
+    unsigned worker_count;
 };
+
+/* How far into the queue a worker looks past runs that must wait for an
+ * earlier one sharing a buffer. */
+#define GHD_RUN_LOOKAHEAD 32
 
 static double now_ms(void)
 {
@@ -46,6 +56,7 @@ int ghd_run_new(const char *tenant, struct ghd_run **out)
     }
     snprintf(run->tenant, sizeof(run->tenant), "%s", tenant ? tenant : "");
     atomic_init(&run->refs, 1);
+    pthread_cond_init(&run->ended, NULL);
     *out = run;
     return 0;
 }
@@ -71,6 +82,7 @@ void ghd_run_unref(struct ghd_run *run)
     run_release_calls(run);
     for (unsigned i = 0; i < run->step_count; i++)
         json_decref(run->steps[i].result);
+    pthread_cond_destroy(&run->ended);
     free(run);
 }
 
@@ -114,9 +126,73 @@ static void execute_run(struct ghd_runtime *rt, struct ghd_stream *stream,
     run->error = rc;
 }
 
+static int calls_share_buffer(const struct ghd_kernel_call *a, const struct ghd_kernel_call *b)
+{
+    struct ghd_buffer **ba, **bb;
+    size_t na = ghd_kernel_call_buffers(a, &ba), nb = ghd_kernel_call_buffers(b, &bb);
+    for (size_t i = 0; i < na; i++)
+        for (size_t j = 0; j < nb; j++)
+            if (ba[i] == bb[j])
+                return 1;
+    return 0;
+}
+
+static int runs_share_buffer(const struct ghd_run *a, const struct ghd_run *b)
+{
+    for (unsigned i = 0; i < a->step_count; i++)
+        for (unsigned j = 0; j < b->step_count; j++)
+            if (calls_share_buffer(a->steps[i].call, b->steps[j].call))
+                return 1;
+    return 0;
+}
+
+/* pre: lock held. Whether `run` must wait: a running run, or one queued
+ * before it, uses one of its buffers. */
+static int must_wait_locked(const struct ghd_run_queue *q, const struct ghd_run *run)
+{
+    for (unsigned i = 0; i < q->worker_count; i++)
+        if (q->workers[i].current && runs_share_buffer(q->workers[i].current, run))
+            return 1;
+    for (const struct ghd_run *r = q->head; r != run; r = r->next)
+        if (runs_share_buffer(r, run))
+            return 1;
+    return 0;
+}
+
+/* pre: lock held. Takes the first queued run that may start now, or NULL. */
+static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q)
+{
+    struct ghd_run *prev = NULL, *run = q->head;
+    for (unsigned seen = 0; run && seen < GHD_RUN_LOOKAHEAD; seen++) {
+        if (!must_wait_locked(q, run)) {
+            if (prev)
+                prev->next = run->next;
+            else
+                q->head = run->next;
+            if (q->tail == run)
+                q->tail = prev;
+            run->next = NULL;
+            return run;
+        }
+        prev = run;
+        run = run->next;
+    }
+    return NULL;
+}
+
+/* pre: lock held. A run has ended: wake its waiters and, since a queued run
+ * may have waited for it, the idle workers. */
+static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
+{
+    pthread_cond_broadcast(&run->ended);
+    if (q->head)
+        pthread_cond_broadcast(&q->work);
+}
+
 static void *worker_main(void *arg)
 {
-    struct ghd_run_queue *q = arg;
+    struct run_worker *w = arg;
+    struct ghd_run_queue *q = w->q;
     struct ghd_runtime *rt = ghd_service_runtime(q->svc, 0);
     struct ghd_device *dev = &rt->dev;
     struct ghd_stream *stream = NULL;
@@ -128,14 +204,12 @@ static void *worker_main(void *arg)
         setup = dev->ops->event_new(dev, &ev[1]);
     pthread_mutex_lock(&q->lock);
     for (;;) {
-        while (!q->head && !q->stopping)
+        struct ghd_run *run;
+        while (!(run = take_runnable_locked(q)) && !q->stopping)
             pthread_cond_wait(&q->work, &q->lock);
-        if (!q->head)
+        if (!run)
             break;
-        struct ghd_run *run = q->head;
-        q->head = run->next;
-        if (!q->head)
-            q->tail = NULL;
+        w->current = run;
         run->status = GHD_RUN_RUNNING;
         run->started_ms = now_ms();
         pthread_mutex_unlock(&q->lock);
@@ -148,13 +222,14 @@ static void *worker_main(void *arg)
         }
         if (run->error)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
-        run_release_calls(run); /* buffers are free to go now */
         pthread_mutex_lock(&q->lock);
+        w->current = NULL;
+        run_release_calls(run); /* buffers are free to go now */
         run->finished_ms = now_ms();
         run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
         ghd_metrics_run_ended(run);
         q->active--;
-        pthread_cond_broadcast(&q->finished);
+        run_ended_locked(q, run);
         ghd_run_unref(run); /* the queue's reference */
     }
     pthread_mutex_unlock(&q->lock);
@@ -165,18 +240,60 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Cancels what is queued and stops the workers (the first `started` of them). */
+static void stop_workers(struct ghd_run_queue *q, unsigned started)
+{
+    pthread_mutex_lock(&q->lock);
+    for (struct ghd_run *r = q->head, *next; r; r = next) {
+        next = r->next;
+        r->status = GHD_RUN_CANCELED;
+        r->error = GHD_ECANCELED;
+        run_release_calls(r);
+        q->active--;
+        pthread_cond_broadcast(&r->ended);
+        ghd_run_unref(r);
+    }
+    q->head = q->tail = NULL;
+    q->stopping = 1;
+    pthread_cond_broadcast(&q->work);
+    pthread_mutex_unlock(&q->lock);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(q->workers[i].thread, NULL);
+}
+
+static void queue_destroy(struct ghd_run_queue *q)
+{
+    while (q->kept) {
+        struct ghd_run *r = q->kept;
+        q->kept = r->kept_next;
+        ghd_run_unref(r);
+    }
+    pthread_cond_destroy(&q->work);
+    pthread_mutex_destroy(&q->lock);
+    free(q->workers);
+    free(q);
+}
+
 int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out)
 {
     struct ghd_run_queue *q = calloc(1, sizeof(*q));
-    if (!q)
+    unsigned count = svc->cfg.run_workers ? svc->cfg.run_workers : 1;
+    if (!q || !(q->workers = calloc(count, sizeof(*q->workers)))) {
+        free(q);
         return GHD_ENOHOSTMEM;
+    }
     q->svc = svc;
+    q->worker_count = count;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->work, NULL);
-    pthread_cond_init(&q->finished, NULL);
-    if (pthread_create(&q->worker, NULL, worker_main, q) != 0) {
-        free(q);
-        return GHD_EINTERNAL;
+    for (unsigned i = 0; i < count; i++) {
+        q->workers[i].q = q;
+        if (pthread_create(&q->workers[i].thread, NULL, worker_main, &q->workers[i]) != 0) {
+            ghd_log(GHD_LOG_ERROR, "cannot start run worker %u of %u", i + 1, count);
+            stop_workers(q, i);
+            queue_destroy(q);
+            return GHD_EINTERNAL;
+        }
     }
     *out = q;
     return 0;
@@ -186,28 +303,8 @@ void ghd_run_queue_free(struct ghd_run_queue *q)
 {
     if (!q)
         return;
-    pthread_mutex_lock(&q->lock);
-    for (struct ghd_run *r = q->head; r; r = r->next) {
-        r->status = GHD_RUN_CANCELED;
-        run_release_calls(r);
-        q->active--;
-        ghd_run_unref(r);
-    }
-    q->head = q->tail = NULL;
-    q->stopping = 1;
-    pthread_cond_broadcast(&q->work);
-    pthread_cond_broadcast(&q->finished);
-    pthread_mutex_unlock(&q->lock);
-    pthread_join(q->worker, NULL);
-    while (q->kept) {
-        struct ghd_run *r = q->kept;
-        q->kept = r->kept_next;
-        ghd_run_unref(r);
-    }
-    pthread_cond_destroy(&q->work);
-    pthread_cond_destroy(&q->finished);
-    pthread_mutex_destroy(&q->lock);
-    free(q);
+    stop_workers(q, q->worker_count);
+    queue_destroy(q);
 }
 
 /* pre: lock held. Forgets finished runs past the kept count or age. */
@@ -278,7 +375,7 @@ void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
 {
     pthread_mutex_lock(&q->lock);
     while (run->status < GHD_RUN_SUCCEEDED)
-        pthread_cond_wait(&q->finished, &q->lock);
+        pthread_cond_wait(&run->ended, &q->lock);
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -335,7 +432,7 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
         ghd_metrics_run_ended(r);
         run_release_calls(r);
         q->active--;
-        pthread_cond_broadcast(&q->finished);
+        run_ended_locked(q, r);
         ghd_run_unref(r); /* the queue's */
         rc = 0;
     } else if (r) {

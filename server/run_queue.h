@@ -8,9 +8,11 @@
 #include "buffer.h"
 #include "kernels/kernel.h"
 
-/* Kernel runs: validated calls queued to a worker per device, which runs
- * each run's steps in order on one stream. Finished runs are kept for a
- * bounded time and count so that clients can fetch them. */
+/* Kernel runs: validated calls queued to --run-workers workers, each of
+ * which runs a run's steps in order on a stream of its own. Runs that share
+ * a buffer run one after the other in the order they were submitted; others
+ * may run at once. Finished runs are kept for a bounded time and count so
+ * that clients can fetch them. */
 
 enum ghd_run_status {
     GHD_RUN_QUEUED,
@@ -41,6 +43,7 @@ struct ghd_run {
     double queued_at_ms, started_ms, finished_ms;
     float device_ms;
     atomic_int refs;
+    pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
     struct ghd_run *next;       /* queue order */
     struct ghd_run *kept_next;  /* all known runs, newest first */
 };
@@ -49,7 +52,7 @@ struct ghd_service;
 struct ghd_run_queue;
 
 int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out);
-/* Cancels what is queued, finishes what runs, stops the worker. */
+/* Cancels what is queued, finishes what runs, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
 /* A new, empty run for `tenant` (may be NULL); a new reference. */

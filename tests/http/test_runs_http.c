@@ -1357,6 +1357,98 @@ static void test_async(void **state)
     DELETE_BUFFERS(x, out);
 }
 
+/* ---- runs at once, and in order where they share a buffer --------------- */
+
+/* A run long enough to be still running while a small request or two makes a
+ * round trip: gemm steps on three zeroed buffers (on the host backend two
+ * 512^3 f32 products, on the GPU fifteen of 2048^3, some milliseconds).
+ * Writes the steps, each followed by a comma, into `out`; the caller frees
+ * it and deletes the buffers in `ids`. */
+static char *slow_steps(char ids[3][33])
+{
+    int gpu = strcmp(harness_backend(), "cuda") == 0;
+    size_t d = gpu ? 2048 : 512;
+    unsigned steps = gpu ? 15 : 2;
+    for (int i = 0; i < 3; i++)
+        harness_buffer_create(&H, d * d * 4, ids[i]);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    for (unsigned i = 0; i < steps; i++)
+        fprintf(f, "{\"kernel\":\"gemm\",\"args\":{\"a\":\"%s\",\"b\":\"%s\",\"c\":\"%s\","
+                   "\"dtype\":\"f32\",\"m\":%zu,\"n\":%zu,\"k\":%zu}},",
+                ids[0], ids[1], ids[2], d, d, d);
+    assert_int_equal(fclose(f), 0);
+    return out;
+}
+
+/* The status of the run at `path` now. */
+static char *run_status_now(const char *path)
+{
+    struct harness_resp r;
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    json_t *doc = harness_body_json(&r);
+    char *st = strdup(str_field(doc, "status"));
+    json_decref(doc);
+    harness_resp_free(&r);
+    return st;
+}
+
+/* A run on other buffers does not wait for a long one (--run-workers): when
+ * it has come back, the long run is still running. */
+static void test_runs_at_once(void **state)
+{
+    (void)state;
+    char g[3][33], x[33];
+    char *steps = slow_steps(g);
+    mkbuf(x, 4096, NULL); /* poisoned */
+    char *loc = run_async("{\"wait\":false,\"steps\":[%s"
+                          "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
+                          "\"n\":1,\"value\":1}}]}", steps, g[2]);
+    float *got = run_then_get(x, 4096, "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\","
+                              "\"dtype\":\"f32\",\"n\":1024,\"value\":3}}", x);
+    char *st = run_status_now(loc);
+    if (strcmp(st, "running") != 0)
+        fail_msg("the long run was '%s' when a run on other buffers came back, not running", st);
+    for (size_t i = 0; i < 1024; i++)
+        close_to(got[i], 3, 0, 0, "fill beside a long run", i);
+    json_t *doc = poll_run(loc);
+    expect_run_status(doc, "succeeded");
+    json_decref(doc);
+    FREE_ALL(steps, loc, st, got);
+    DELETE_BUFFERS(g[0], g[1], g[2], x);
+}
+
+/* Runs that share a buffer run in the order they were submitted, even
+ * without waiting: a copy out of y submitted right after a long run that
+ * ends by filling y sees the fill, and the long run has ended by then. */
+static void test_runs_sharing_a_buffer_keep_order(void **state)
+{
+    (void)state;
+    const size_t n = 1024;
+    char g[3][33], y[33], z[33];
+    char *steps = slow_steps(g);
+    harness_buffer_create(&H, n * 4, y);
+    mkbuf(z, n * 4, NULL); /* poisoned */
+    char *loc = run_async("{\"wait\":false,\"steps\":[%s"
+                          "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
+                          "\"n\":%zu,\"value\":7}}]}", steps, y, n);
+    char *copy_loc = run_async("{\"wait\":false,\"kernel\":\"copy\",\"args\":{\"x\":\"%s\","
+                               "\"y\":\"%s\",\"dtype\":\"f32\",\"n\":%zu}}", y, z, n);
+    json_t *doc = poll_run(copy_loc);
+    expect_run_status(doc, "succeeded");
+    json_decref(doc);
+    char *st = run_status_now(loc);
+    assert_string_equal(st, "succeeded");
+    float *got = getbuf(z, n * 4);
+    for (size_t i = 0; i < n; i++)
+        close_to(got[i], 7, 0, 0, "copy after the fill it waited for", i);
+    FREE_ALL(steps, loc, copy_loc, st, got);
+    DELETE_BUFFERS(g[0], g[1], g[2], y, z);
+}
+
 /* ---- validation before launch ----------------------------------------------- */
 
 static void test_validation(void **state)
@@ -1465,8 +1557,9 @@ static void test_delete_during_run(void **state)
     ghd_pool_get_stats(&ghd_service_runtime(&H.svc, 0)->pool, &ps);
     size_t resting = ps.in_use;
 
-    /* A gemm 512^3 f64 occupies the worker; a sort of 2M keys queues
-     * behind it. Both lose their input buffers right after submission. */
+    /* A gemm 512^3 f64 occupies a worker; a sort of 2M keys runs beside it
+     * or queues behind it. Both lose their input buffers right after
+     * submission. */
     size_t d = 512;
     double *a = rand_f64(d * d, -1, 1), *b = rand_f64(d * d, -1, 1);
     char ia[33], ib[33], ic[33];
@@ -1493,8 +1586,7 @@ static void test_delete_during_run(void **state)
     run_problem(404, "keys", "{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"dtype\":\"i32\","
                 "\"n\":1}}", k);
 
-    /* Where the sort stood when its input went (on the host backend the
-     * gemm takes long enough that it is still queued). */
+    /* Where the sort stood when its input went. */
     struct harness_resp r;
     harness_simple(&H, "GET", sloc, NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
@@ -1621,6 +1713,8 @@ int main(void)
         cmocka_unit_test_teardown(test_run_shape, harness_teardown_idle),
         cmocka_unit_test_teardown(test_pipeline, harness_teardown_idle),
         cmocka_unit_test_teardown(test_async, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_at_once, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_sharing_a_buffer_keep_order, harness_teardown_idle),
         cmocka_unit_test_teardown(test_fresh_buffer_is_zero, harness_teardown_idle),
         cmocka_unit_test_teardown(test_validation, harness_teardown_idle),
         cmocka_unit_test_teardown(test_delete_during_run, harness_teardown_idle),
