@@ -19,10 +19,10 @@ struct ghd_run_queue {
     struct ghd_service *svc;
     pthread_mutex_t lock;
     pthread_cond_t work; /* idle workers wait here for a run they may start */
-    struct ghd_run *head, *tail;
-    struct ghd_run *kept; /* every run still known, newest first */
-    unsigned kept_count;
-    unsigned active;
+    struct ghd_run *head, *tail;       /* queued runs */
+    struct ghd_run *done_old, *done_new; /* finished runs kept for GET, oldest first */
+    unsigned done_count;
+    unsigned active; /* queued or running */
     int stopping;
     struct run_worker *workers;
     unsigned worker_count;
@@ -180,10 +180,37 @@ static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q)
     return NULL;
 }
 
-/* pre: lock held. A run has ended: wake its waiters and, since a queued run
- * may have waited for it, the idle workers. */
+static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
+{
+    if (run->done_prev)
+        run->done_prev->done_next = run->done_next;
+    else
+        q->done_old = run->done_next;
+    if (run->done_next)
+        run->done_next->done_prev = run->done_prev;
+    else
+        q->done_new = run->done_prev;
+    run->done_prev = run->done_next = NULL;
+    q->done_count--;
+}
+
+/* pre: lock held; run->status says how it ended. Releases its buffers, keeps
+ * it for GET (with the queue's reference), wakes its waiters and, since a
+ * queued run may have waited for it, the idle workers. */
 static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
+    run_release_calls(run); /* buffers are free to go now */
+    run->finished_ms = now_ms();
+    ghd_metrics_run_ended(run);
+    q->active--;
+    run->done_prev = q->done_new;
+    run->done_next = NULL;
+    if (q->done_new)
+        q->done_new->done_next = run;
+    else
+        q->done_old = run;
+    q->done_new = run;
+    q->done_count++;
     pthread_cond_broadcast(&run->ended);
     if (q->head)
         pthread_cond_broadcast(&q->work);
@@ -224,13 +251,8 @@ static void *worker_main(void *arg)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
-        run_release_calls(run); /* buffers are free to go now */
-        run->finished_ms = now_ms();
         run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
-        ghd_metrics_run_ended(run);
-        q->active--;
         run_ended_locked(q, run);
-        ghd_run_unref(run); /* the queue's reference */
     }
     pthread_mutex_unlock(&q->lock);
     for (int i = 0; i < 2; i++)
@@ -244,16 +266,13 @@ static void *worker_main(void *arg)
 static void stop_workers(struct ghd_run_queue *q, unsigned started)
 {
     pthread_mutex_lock(&q->lock);
-    for (struct ghd_run *r = q->head, *next; r; r = next) {
-        next = r->next;
+    for (struct ghd_run *r = q->head; r; r = q->head) {
+        q->head = r->next;
         r->status = GHD_RUN_CANCELED;
         r->error = GHD_ECANCELED;
-        run_release_calls(r);
-        q->active--;
-        pthread_cond_broadcast(&r->ended);
-        ghd_run_unref(r);
+        run_ended_locked(q, r);
     }
-    q->head = q->tail = NULL;
+    q->tail = NULL;
     q->stopping = 1;
     pthread_cond_broadcast(&q->work);
     pthread_mutex_unlock(&q->lock);
@@ -263,9 +282,9 @@ static void stop_workers(struct ghd_run_queue *q, unsigned started)
 
 static void queue_destroy(struct ghd_run_queue *q)
 {
-    while (q->kept) {
-        struct ghd_run *r = q->kept;
-        q->kept = r->kept_next;
+    while (q->done_old) {
+        struct ghd_run *r = q->done_old;
+        done_unlink_locked(q, r);
         ghd_run_unref(r);
     }
     pthread_cond_destroy(&q->work);
@@ -307,25 +326,19 @@ void ghd_run_queue_free(struct ghd_run_queue *q)
     queue_destroy(q);
 }
 
-/* pre: lock held. Forgets finished runs past the kept count or age. */
+/* pre: lock held. Forgets the oldest finished runs past --runs-kept or
+ * --run-keep-s: only those it drops are visited. */
 static void prune_locked(struct ghd_run_queue *q)
 {
     double horizon = now_ms() - (double)q->svc->cfg.run_keep_s * 1e3;
-    unsigned seen = 0;
-    struct ghd_run **link = &q->kept;
-    while (*link) {
-        struct ghd_run *r = *link;
-        int done = r->status >= GHD_RUN_SUCCEEDED;
-        seen++;
-        if (done && (seen > q->svc->cfg.runs_kept || r->finished_ms < horizon)) {
-            *link = r->kept_next;
-            q->kept_count--;
-            ghd_run_unref(r);
-            continue;
-        }
-        link = &r->kept_next;
+    while (q->done_old &&
+           (q->done_count > q->svc->cfg.runs_kept || q->done_old->finished_ms < horizon)) {
+        struct ghd_run *r = q->done_old;
+        done_unlink_locked(q, r);
+        ghd_run_unref(r);
     }
 }
+
 
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
 {
@@ -340,9 +353,12 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     }
     unsigned tenant_max = q->svc->cfg.tenant_max_runs;
     if (tenant_max) {
-        unsigned mine = 0; /* active runs are all on the kept list */
-        for (struct ghd_run *r = q->kept; r; r = r->kept_next)
-            mine += r->status < GHD_RUN_SUCCEEDED && strcmp(r->tenant, run->tenant) == 0;
+        unsigned mine = 0;
+        for (unsigned i = 0; i < q->worker_count; i++)
+            mine += q->workers[i].current &&
+                    strcmp(q->workers[i].current->tenant, run->tenant) == 0;
+        for (struct ghd_run *r = q->head; r; r = r->next)
+            mine += strcmp(r->tenant, run->tenant) == 0;
         if (mine >= tenant_max) {
             pthread_mutex_unlock(&q->lock);
             snprintf(run->error_detail, sizeof(run->error_detail),
@@ -354,11 +370,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     prune_locked(q);
     run->status = GHD_RUN_QUEUED;
     run->queued_at_ms = now_ms();
-    ghd_run_ref(run); /* the kept list's */
-    run->kept_next = q->kept;
-    q->kept = run;
-    q->kept_count++;
-    ghd_run_ref(run); /* the queue's */
+    ghd_run_ref(run); /* the queue's, then the finished list's */
     run->next = NULL;
     if (q->tail)
         q->tail->next = run;
@@ -379,18 +391,23 @@ void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
     pthread_mutex_unlock(&q->lock);
 }
 
-static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, const char *tenant,
-                                   struct ghd_run ***link_out)
+static int run_is(const struct ghd_run *r, const char *id, const char *tenant)
 {
-    struct ghd_run **link = &q->kept;
-    for (; *link; link = &(*link)->kept_next) {
-        struct ghd_run *r = *link;
-        if (strcmp(r->id, id) == 0 && strcmp(r->tenant, tenant ? tenant : "") == 0) {
-            if (link_out)
-                *link_out = link;
+    return r && strcmp(r->id, id) == 0 && strcmp(r->tenant, tenant ? tenant : "") == 0;
+}
+
+/* pre: lock held. The running, queued or kept run with this id and tenant. */
+static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, const char *tenant)
+{
+    for (unsigned i = 0; i < q->worker_count; i++)
+        if (run_is(q->workers[i].current, id, tenant))
+            return q->workers[i].current;
+    for (struct ghd_run *r = q->head; r; r = r->next)
+        if (run_is(r, id, tenant))
             return r;
-        }
-    }
+    for (struct ghd_run *r = q->done_new; r; r = r->done_prev)
+        if (run_is(r, id, tenant))
+            return r;
     return NULL;
 }
 
@@ -399,7 +416,7 @@ int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant
 {
     pthread_mutex_lock(&q->lock);
     prune_locked(q);
-    struct ghd_run *r = find_locked(q, id, tenant, NULL);
+    struct ghd_run *r = find_locked(q, id, tenant);
     if (r)
         ghd_run_ref(r);
     pthread_mutex_unlock(&q->lock);
@@ -411,9 +428,8 @@ int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant
 
 int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
 {
-    struct ghd_run **link;
     pthread_mutex_lock(&q->lock);
-    struct ghd_run *r = find_locked(q, id, tenant, &link);
+    struct ghd_run *r = find_locked(q, id, tenant);
     int rc = GHD_ENOENT;
     if (r && r->status == GHD_RUN_RUNNING) {
         rc = GHD_EBUSY;
@@ -428,16 +444,10 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
             q->tail = prev;
         r->status = GHD_RUN_CANCELED;
         r->error = GHD_ECANCELED;
-        r->finished_ms = now_ms();
-        ghd_metrics_run_ended(r);
-        run_release_calls(r);
-        q->active--;
         run_ended_locked(q, r);
-        ghd_run_unref(r); /* the queue's */
         rc = 0;
     } else if (r) {
-        *link = r->kept_next;
-        q->kept_count--;
+        done_unlink_locked(q, r);
         ghd_run_unref(r);
         rc = 1;
     }

@@ -45,7 +45,7 @@ struct ghd_run {
     atomic_int refs;
     pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
     struct ghd_run *next;       /* queue order */
-    struct ghd_run *kept_next;  /* all known runs, newest first */
+    struct ghd_run *done_prev, *done_next; /* finished runs, in the order they ended */
 };
 
 struct ghd_service;

@@ -1,6 +1,7 @@
 /* Limits: per tenant (bytes held -> 507, buffer count and concurrent runs ->
- * 429 with Retry-After, each detail naming its flag), and global (JSON body
- * size, connections in all and per IP address). */
+ * 429 with Retry-After, each detail naming its flag), finished runs kept
+ * (count and age), and global (JSON body size, connections in all and per
+ * IP address). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,8 +136,9 @@ static void test_tenant_runs(void **state)
         rel_stop(&s);
         return;
     }
-    /* A host gemm of 640^3 keeps the worker busy long enough for the next
-     * submissions to find alice's first run still running. */
+    /* A host gemm of 640^3 keeps a worker busy long enough for the next
+     * submissions to find alice's first run still running (the second, on
+     * the same buffers, queues behind it). */
     const unsigned n = 640;
     size_t bytes = (size_t)n * n * 4;
     char a[64], b[64], c[64], body[512];
@@ -168,6 +170,74 @@ static void test_tenant_runs(void **state)
     run_body(body, sizeof(body), a, b, c, 16, 1);
     assert_int_equal(rel_json(&s, "POST", "/v1/runs", ALICE, body, &r), 200);
     rel_resp_free(&r);
+    rel_stop(&s);
+}
+
+static void kept_3(struct ghd_config *cfg)
+{
+    cfg->runs_kept = 3;
+}
+
+static void keep_1s(struct ghd_config *cfg)
+{
+    cfg->run_keep_s = 1;
+}
+
+/* Runs a fill on buffer x and writes the run's path into `path`. */
+static void fill_run(struct rel_server *s, const char *x, char *path, size_t cap)
+{
+    char body[256], id[64];
+    snprintf(body, sizeof(body),
+             "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":4,"
+             "\"value\":1}}", x);
+    struct rel_resp r;
+    assert_int_equal(rel_json(s, "POST", "/v1/runs", ALICE, body, &r), 200);
+    rel_json_str(&r, "id", id, sizeof(id));
+    rel_resp_free(&r);
+    snprintf(path, cap, "/v1/runs/%s", id);
+}
+
+static long get_status(struct rel_server *s, const char *path)
+{
+    struct rel_resp r;
+    long st = rel_json(s, "GET", path, ALICE, NULL, &r);
+    rel_resp_free(&r);
+    return st;
+}
+
+/* Finished runs are kept for GET up to --runs-kept of them, the oldest
+ * forgotten first, and for --run-keep-s seconds. */
+static void test_runs_kept(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_tenants(&s, kept_3);
+    char x[64], path[7][96];
+    assert_int_equal(rel_create(&s, ALICE, 64, x, sizeof(x)), 201);
+    for (int i = 0; i < 5; i++)
+        fill_run(&s, x, path[i], sizeof(path[i]));
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(get_status(&s, path[i]), i < 2 ? 404 : 200);
+    /* A run forgotten by DELETE leaves room: the next run drops nothing. */
+    struct rel_resp r;
+    assert_int_equal(rel_json(&s, "DELETE", path[3], ALICE, NULL, &r), 204);
+    rel_resp_free(&r);
+    fill_run(&s, x, path[5], sizeof(path[5]));
+    assert_int_equal(get_status(&s, path[2]), 200);
+    fill_run(&s, x, path[6], sizeof(path[6]));
+    assert_int_equal(get_status(&s, path[2]), 404);
+    for (int i = 4; i < 7; i++)
+        assert_int_equal(get_status(&s, path[i]), 200);
+    delete_buffer(&s, ALICE, x);
+    rel_stop(&s);
+
+    start_tenants(&s, keep_1s);
+    assert_int_equal(rel_create(&s, ALICE, 64, x, sizeof(x)), 201);
+    fill_run(&s, x, path[0], sizeof(path[0]));
+    assert_int_equal(get_status(&s, path[0]), 200);
+    rel_sleep_ms(1200);
+    assert_int_equal(get_status(&s, path[0]), 404);
+    delete_buffer(&s, ALICE, x);
     rel_stop(&s);
 }
 
@@ -272,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_tenant_bytes),
         cmocka_unit_test(test_tenant_buffer_count),
         cmocka_unit_test(test_tenant_runs),
+        cmocka_unit_test(test_runs_kept),
         cmocka_unit_test(test_max_json_body),
         cmocka_unit_test(test_connection_limits),
         cmocka_unit_test(test_total_connection_limit),
