@@ -13,12 +13,15 @@ struct run_worker {
     struct ghd_run_queue *q;
     pthread_t thread;
     struct ghd_run *current; /* the run it executes, under the queue's lock */
+    pthread_cond_t wake;     /* it waits here while idle */
+    int idle;                /* on the idle stack */
+    struct run_worker *idle_next;
 };
 
 struct ghd_run_queue {
     struct ghd_service *svc;
     pthread_mutex_t lock;
-    pthread_cond_t work; /* idle workers wait here for a run they may start */
+    struct run_worker *idle; /* idle workers, the most recently idle on top */
     struct ghd_run *head, *tail;       /* queued runs */
     struct ghd_run *done_old, *done_new; /* finished runs kept for GET, oldest first */
     unsigned done_count;
@@ -194,9 +197,23 @@ static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
     q->done_count--;
 }
 
-/* pre: lock held; run->status says how it ended. Releases its buffers, keeps
- * it for GET (with the queue's reference), wakes its waiters and, since a
- * queued run may have waited for it, the idle workers. */
+/* pre: lock held. Wakes the most recently idle worker (its thread and core
+ * are the likeliest still warm), or with `all` every idle one. */
+static void wake_idle_locked(struct ghd_run_queue *q, int all)
+{
+    do {
+        struct run_worker *w = q->idle;
+        if (!w)
+            return;
+        q->idle = w->idle_next;
+        w->idle = 0;
+        pthread_cond_signal(&w->wake);
+    } while (all);
+}
+
+/* pre: lock held. A run has ended; run->status says how. Releases its
+ * buffers, keeps it for GET (with the queue's reference), wakes its waiters
+ * and, since a queued run may have waited for it, the idle workers. */
 static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
     run_release_calls(run); /* buffers are free to go now */
@@ -213,7 +230,7 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
     q->done_count++;
     pthread_cond_broadcast(&run->ended);
     if (q->head)
-        pthread_cond_broadcast(&q->work);
+        wake_idle_locked(q, 1);
 }
 
 static void *worker_main(void *arg)
@@ -232,8 +249,14 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&q->lock);
     for (;;) {
         struct ghd_run *run;
-        while (!(run = take_runnable_locked(q)) && !q->stopping)
-            pthread_cond_wait(&q->work, &q->lock);
+        while (!(run = take_runnable_locked(q)) && !q->stopping) {
+            if (!w->idle) {
+                w->idle = 1;
+                w->idle_next = q->idle;
+                q->idle = w;
+            }
+            pthread_cond_wait(&w->wake, &q->lock);
+        }
         if (!run)
             break;
         w->current = run;
@@ -274,7 +297,7 @@ static void stop_workers(struct ghd_run_queue *q, unsigned started)
     }
     q->tail = NULL;
     q->stopping = 1;
-    pthread_cond_broadcast(&q->work);
+    wake_idle_locked(q, 1);
     pthread_mutex_unlock(&q->lock);
     for (unsigned i = 0; i < started; i++)
         pthread_join(q->workers[i].thread, NULL);
@@ -287,7 +310,8 @@ static void queue_destroy(struct ghd_run_queue *q)
         done_unlink_locked(q, r);
         ghd_run_unref(r);
     }
-    pthread_cond_destroy(&q->work);
+    for (unsigned i = 0; i < q->worker_count; i++)
+        pthread_cond_destroy(&q->workers[i].wake);
     pthread_mutex_destroy(&q->lock);
     free(q->workers);
     free(q);
@@ -304,7 +328,8 @@ int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out)
     q->svc = svc;
     q->worker_count = count;
     pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->work, NULL);
+    for (unsigned i = 0; i < count; i++)
+        pthread_cond_init(&q->workers[i].wake, NULL);
     for (unsigned i = 0; i < count; i++) {
         q->workers[i].q = q;
         if (pthread_create(&q->workers[i].thread, NULL, worker_main, &q->workers[i]) != 0) {
@@ -378,7 +403,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
         q->head = run;
     q->tail = run;
     q->active++;
-    pthread_cond_signal(&q->work);
+    wake_idle_locked(q, 0);
     pthread_mutex_unlock(&q->lock);
     return 0;
 }
