@@ -1,0 +1,63 @@
+#ifndef GHD_SERVER_RUN_H
+#define GHD_SERVER_RUN_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "buffer.h"
+#include "kernels/kernel.h"
+
+/* One kernel run: one kernel call, or a pipeline of up to GHD_RUN_MAX_STEPS
+ * steps run in order on one stream. run_queue.h queues and follows runs. */
+
+enum ghd_run_status {
+    GHD_RUN_QUEUED,
+    GHD_RUN_RUNNING,
+    GHD_RUN_SUCCEEDED,
+    GHD_RUN_FAILED,
+    GHD_RUN_CANCELED
+};
+
+#define GHD_RUN_MAX_STEPS 16
+
+struct ghd_run_step {
+    const struct ghd_kernel *kernel;
+    struct ghd_kernel_call *call;
+    json_t *result;
+    float device_ms;
+};
+
+struct ghd_run {
+    char id[GHD_BUFFER_ID_LEN + 1];
+    char tenant[GHD_TENANT_MAX + 1];
+    int pipeline; /* submitted as "steps" */
+    struct ghd_run_step steps[GHD_RUN_MAX_STEPS];
+    unsigned step_count;
+    enum ghd_run_status status;
+    int error;                /* GHD_E* code of a failed run */
+    char error_detail[512];
+    double queued_at_ms, started_ms, finished_ms;
+    float device_ms;
+    atomic_int refs;
+    pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
+    struct ghd_run *next;       /* queue order */
+    struct ghd_run *done_prev, *done_next; /* finished runs, in the order they ended */
+};
+
+/* A new, empty run for `tenant` (may be NULL); a new reference. */
+int ghd_run_new(const char *tenant, struct ghd_run **out);
+void ghd_run_ref(struct ghd_run *run);
+void ghd_run_unref(struct ghd_run *run);
+
+const char *ghd_run_status_name(enum ghd_run_status s);
+/* Drops the steps' kernel calls and with them their buffer references. */
+void ghd_run_release_calls(struct ghd_run *run);
+/* Runs the steps in order on `stream`, timing each between ev[0] and ev[1];
+ * sets run->error (0 or a GHD_E* code) and, on failure, run->error_detail. */
+void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
+                     struct ghd_run *run);
+/* Whether any step of `a` holds a buffer that a step of `b` holds. */
+int ghd_runs_share_buffer(const struct ghd_run *a, const struct ghd_run *b);
+
+#endif
