@@ -481,6 +481,16 @@ size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_bu
     return call->nheld;
 }
 
+int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const struct ghd_buffer *b)
+{
+    for (size_t i = 0; i < call->k->nparams; i++) {
+        const struct ghd_param *p = &call->k->params[i];
+        if (p->kind == GHD_PK_BUFFER && written(p) && call->buf[p->slot] == b)
+            return 1;
+    }
+    return 0;
+}
+
 void ghd_kernel_call_free(struct ghd_kernel_call *call)
 {
     if (!call)

@@ -69,6 +69,8 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
                                   size_t detail_len);
 /* The buffers a call holds, so a caller can check tenant or device. */
 size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out);
+/* Whether the call writes `b` (an out or inout parameter names it). */
+int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const struct ghd_buffer *b);
 /* Drops the call's buffer references. NULL is accepted. */
 void ghd_kernel_call_free(struct ghd_kernel_call *call);
 

@@ -79,8 +79,8 @@ static const struct option_spec specs[] = {
     {"run-queue-limit", OPT_UINT, OFF(run_queue_limit), 0, 1, 1000000, "1024",
      "most runs queued or running at once"},
     {"run-workers", OPT_UINT, OFF(run_workers), 0, 1, 64, "4",
-     "runs executed at once, each on a stream of its own; runs that share a buffer still "
-     "run in the order they were submitted"},
+     "runs executed at once, each on a stream of its own; runs that share a buffer one of "
+     "them writes still run in the order they were submitted"},
     {"default-ttl", OPT_UINT, OFF(default_ttl_s), 0, 0, 86400 * 365, "0",
      "default buffer time to live in seconds (0 = none)"},
     {"log-level", OPT_STRING, OFF(log_level), STR_MAX(log_level), 0, 0, "info",

@@ -1,5 +1,5 @@
 /* One kernel run: its life (references, the buffers its calls hold), its
- * execution on a stream, and whether two runs touch a common buffer. */
+ * execution on a stream, and whether two runs must not overlap. */
 #include "run.h"
 
 #include <stdio.h>
@@ -95,22 +95,24 @@ void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct g
     run->error = rc;
 }
 
-static int calls_share_buffer(const struct ghd_kernel_call *a, const struct ghd_kernel_call *b)
+/* Whether the two calls touch a common buffer that one of them writes. */
+static int calls_conflict(const struct ghd_kernel_call *a, const struct ghd_kernel_call *b)
 {
     struct ghd_buffer **ba, **bb;
     size_t na = ghd_kernel_call_buffers(a, &ba), nb = ghd_kernel_call_buffers(b, &bb);
     for (size_t i = 0; i < na; i++)
         for (size_t j = 0; j < nb; j++)
-            if (ba[i] == bb[j])
+            if (ba[i] == bb[j] &&
+                (ghd_kernel_call_writes(a, ba[i]) || ghd_kernel_call_writes(b, ba[i])))
                 return 1;
     return 0;
 }
 
-int ghd_runs_share_buffer(const struct ghd_run *a, const struct ghd_run *b)
+int ghd_runs_conflict(const struct ghd_run *a, const struct ghd_run *b)
 {
     for (unsigned i = 0; i < a->step_count; i++)
         for (unsigned j = 0; j < b->step_count; j++)
-            if (calls_share_buffer(a->steps[i].call, b->steps[j].call))
+            if (calls_conflict(a->steps[i].call, b->steps[j].call))
                 return 1;
     return 0;
 }

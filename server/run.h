@@ -57,7 +57,9 @@ void ghd_run_release_calls(struct ghd_run *run);
  * sets run->error (0 or a GHD_E* code) and, on failure, run->error_detail. */
 void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                      struct ghd_run *run);
-/* Whether any step of `a` holds a buffer that a step of `b` holds. */
-int ghd_runs_share_buffer(const struct ghd_run *a, const struct ghd_run *b);
+/* Whether a step of `a` and a step of `b` touch a common buffer that one of
+ * them writes: then the later of the two must wait for the earlier. Runs that
+ * only read a buffer (a shared weight matrix, say) may overlap. */
+int ghd_runs_conflict(const struct ghd_run *a, const struct ghd_run *b);
 
 #endif

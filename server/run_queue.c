@@ -32,7 +32,7 @@ struct ghd_run_queue {
 };
 
 /* How far into the queue a worker looks past runs that must wait for an
- * earlier one sharing a buffer. */
+ * earlier one. */
 #define GHD_RUN_LOOKAHEAD 32
 
 static double now_ms(void)
@@ -43,14 +43,14 @@ static double now_ms(void)
 }
 
 /* pre: lock held. Whether `run` must wait: a running run, or one queued
- * before it, uses one of its buffers. */
+ * before it, touches one of its buffers and one of the two writes it. */
 static int must_wait_locked(const struct ghd_run_queue *q, const struct ghd_run *run)
 {
     for (unsigned i = 0; i < q->worker_count; i++)
-        if (q->workers[i].current && ghd_runs_share_buffer(q->workers[i].current, run))
+        if (q->workers[i].current && ghd_runs_conflict(q->workers[i].current, run))
             return 1;
     for (const struct ghd_run *r = q->head; r != run; r = r->next)
-        if (ghd_runs_share_buffer(r, run))
+        if (ghd_runs_conflict(r, run))
             return 1;
     return 0;
 }

@@ -7,8 +7,9 @@
 
 /* Kernel runs: validated calls queued to --run-workers workers, each of
  * which runs a run's steps in order on a stream of its own. Runs that share
- * a buffer run one after the other in the order they were submitted; others
- * may run at once. Finished runs are kept for a bounded time and count so
+ * a buffer one of them writes run one after the other in the order they
+ * were submitted; others (readers of a common input among them) may run at
+ * once. Finished runs are kept for a bounded time and count so
  * that clients can fetch them. */
 
 struct ghd_service;

@@ -1396,8 +1396,9 @@ static char *run_status_now(const char *path)
     return st;
 }
 
-/* A run on other buffers does not wait for a long one (--run-workers): when
- * it has come back, the long run is still running. */
+/* A run that writes none of a long run's buffers does not wait for it
+ * (--run-workers), even when it reads one of them: when it has come back,
+ * the long run is still running. */
 static void test_runs_at_once(void **state)
 {
     (void)state;
@@ -1407,13 +1408,15 @@ static void test_runs_at_once(void **state)
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
                           "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
                           "\"n\":1,\"value\":1}}]}", steps, g[2]);
-    float *got = run_then_get(x, 4096, "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\","
-                              "\"dtype\":\"f32\",\"n\":1024,\"value\":3}}", x);
+    /* a copy out of the long run's input a (zeros) into x */
+    float *got = run_then_get(x, 4096, "{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\","
+                              "\"y\":\"%s\",\"dtype\":\"f32\",\"n\":1024}}", g[0], x);
     char *st = run_status_now(loc);
     if (strcmp(st, "running") != 0)
-        fail_msg("the long run was '%s' when a run on other buffers came back, not running", st);
+        fail_msg("the long run was '%s' when a run reading its input came back, not running",
+                 st);
     for (size_t i = 0; i < 1024; i++)
-        close_to(got[i], 3, 0, 0, "fill beside a long run", i);
+        close_to(got[i], 0, 0, 0, "copy beside a long run", i);
     json_t *doc = poll_run(loc);
     expect_run_status(doc, "succeeded");
     json_decref(doc);
@@ -1421,9 +1424,10 @@ static void test_runs_at_once(void **state)
     DELETE_BUFFERS(g[0], g[1], g[2], x);
 }
 
-/* Runs that share a buffer run in the order they were submitted, even
- * without waiting: a copy out of y submitted right after a long run that
- * ends by filling y sees the fill, and the long run has ended by then. */
+/* Runs that share a buffer one of them writes run in the order they were
+ * submitted, even without waiting: a copy out of y submitted right after a
+ * long run that ends by filling y sees the fill, and a fill of the long
+ * run's input a starts only once the long run has ended. */
 static void test_runs_sharing_a_buffer_keep_order(void **state)
 {
     (void)state;
@@ -1437,11 +1441,15 @@ static void test_runs_sharing_a_buffer_keep_order(void **state)
                           "\"n\":%zu,\"value\":7}}]}", steps, y, n);
     char *copy_loc = run_async("{\"wait\":false,\"kernel\":\"copy\",\"args\":{\"x\":\"%s\","
                                "\"y\":\"%s\",\"dtype\":\"f32\",\"n\":%zu}}", y, z, n);
+    json_t *fill = run_ok("{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
+                          "\"n\":1,\"value\":5}}", g[0]);
+    char *st = run_status_now(loc);
+    if (strcmp(st, "succeeded") != 0)
+        fail_msg("the long run was '%s' when a fill of its input came back, not succeeded", st);
+    json_decref(fill);
     json_t *doc = poll_run(copy_loc);
     expect_run_status(doc, "succeeded");
     json_decref(doc);
-    char *st = run_status_now(loc);
-    assert_string_equal(st, "succeeded");
     float *got = getbuf(z, n * 4);
     for (size_t i = 0; i < n; i++)
         close_to(got[i], 7, 0, 0, "copy after the fill it waited for", i);

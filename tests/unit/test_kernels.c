@@ -358,6 +358,9 @@ static void test_validation(void **state)
     assert_int_equal(ghd_kernel_call_buffers(call, &held), 2);
     assert_ptr_equal(held[0], x);
     assert_ptr_equal(held[1], y);
+    /* and which of them it writes: axpy reads x and writes y */
+    assert_false(ghd_kernel_call_writes(call, x));
+    assert_true(ghd_kernel_call_writes(call, y));
     assert_int_equal(atomic_load(&x->refs), 2);
     ghd_kernel_call_free(call);
     assert_true(tk_refs_clean(&T));
