@@ -176,6 +176,7 @@ struct run_row {
 };
 
 static pthread_mutex_t runs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct histogram run_queue_wait; /* atomics: observed without runs_lock */
 static struct run_row run_rows[GHD_METRICS_KERNELS + 1]; /* + "other" */
 static unsigned run_row_count;
 
@@ -213,6 +214,8 @@ void ghd_metrics_run_ended(const struct ghd_run *run)
         return;
     const char *kernel = run->pipeline ? "pipeline" : ghd_kernel_name(run->steps[0].kernel);
     ghd_metrics_run(kernel, ghd_run_status_name(run->status), (double)run->device_ms / 1e3);
+    if (run->started_ms > 0) /* a worker took it */
+        observe(&run_queue_wait, &duration_spec, (run->started_ms - run->queued_at_ms) / 1e3);
 }
 
 /* ---- rendering ---------------------------------------------------------------- */
@@ -441,9 +444,14 @@ static void render_runs(struct text *t, struct ghd_service *svc)
         free(label.buf);
     }
     pthread_mutex_unlock(&runs_lock);
+    family(t, "gpuhttpd_run_queue_seconds", "histogram",
+           "Time from a run's submission until a worker started it.");
+    put_histogram(t, "gpuhttpd_run_queue_seconds", "", &run_queue_wait, &duration_spec);
     if (svc && svc->runs) {
         family(t, "gpuhttpd_runs_active", "gauge", "Runs queued or running now.");
         put(t, "gpuhttpd_runs_active %u\n", ghd_run_queue_active(svc->runs));
+        family(t, "gpuhttpd_run_workers", "gauge", "Runs that may execute at once (--run-workers).");
+        put(t, "gpuhttpd_run_workers %u\n", svc->cfg.run_workers);
     }
 }
 

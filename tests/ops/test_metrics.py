@@ -86,6 +86,8 @@ def main():
                            ("gpuhttpd_transfer_throughput_bytes_per_second", "histogram"),
                            ("gpuhttpd_runs", "counter"),
                            ("gpuhttpd_run_device_seconds", "histogram"),
+                           ("gpuhttpd_run_queue_seconds", "histogram"),
+                           ("gpuhttpd_run_workers", "gauge"),
                            ("gpuhttpd_pool_reserved_bytes", "gauge"),
                            ("gpuhttpd_pool_in_use_bytes", "gauge"),
                            ("gpuhttpd_pool_peak_in_use_bytes", "gauge"),
@@ -186,6 +188,8 @@ def main():
         runs0 = value(s3, "gpuhttpd_runs_total", kernel="fill", outcome="succeeded")
         dev0 = value(s3, "gpuhttpd_run_device_seconds_count", kernel="fill")
         pipe0 = value(s3, "gpuhttpd_runs_total", kernel="pipeline", outcome="succeeded")
+        queued0 = check_histogram(s3, "gpuhttpd_run_queue_seconds")
+        check(value(s3, "gpuhttpd_run_workers") == 4, "run_workers is not the default 4")
         args = {"x": bid, "n": 1000, "dtype": "f32", "value": 1.5}
         status, _, run = srv.json("POST", "/v1/runs", {"kernel": "fill", "args": args})
         check(status == 200 and run["status"] == "succeeded", f"fill run: {status} {run}")
@@ -200,6 +204,8 @@ def main():
               "runs_total{fill,succeeded} did not move by 1")
         check(check_histogram(s4, "gpuhttpd_run_device_seconds", kernel="fill") == dev0 + 1,
               "run_device_seconds{fill} did not move by 1")
+        check(check_histogram(s4, "gpuhttpd_run_queue_seconds") == queued0 + 2,
+              "run_queue_seconds did not move by 2 (one fill, one pipeline)")
 
         # Delete: the gauges come back.
         status, _, _ = srv.request("DELETE", f"/v1/buffers/{bid}")
