@@ -43,6 +43,7 @@ struct ghd_run {
     pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
     struct ghd_run *next;       /* queue order */
     struct ghd_run *done_prev, *done_next; /* finished runs, in the order they ended */
+    struct ghd_run *id_next;               /* the queue's index by id */
 };
 
 /* A new, empty run for `tenant` (may be NULL); a new reference. */

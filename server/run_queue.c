@@ -29,6 +29,8 @@ struct ghd_run_queue {
     int stopping;
     struct run_worker *workers;
     unsigned worker_count;
+    struct ghd_run **by_id; /* every known run, chained by id_next */
+    size_t by_id_mask;
 };
 
 /* How far into the queue a worker looks past runs that must wait for an
@@ -40,6 +42,31 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- the index by id: every run from submission until it is forgotten ---- */
+
+static size_t id_slot(const struct ghd_run_queue *q, const char *id)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *id; id++)
+        h = (h ^ (unsigned char)*id) * 1099511628211ULL;
+    return (size_t)h & q->by_id_mask;
+}
+
+static void index_add_locked(struct ghd_run_queue *q, struct ghd_run *run)
+{
+    struct ghd_run **slot = &q->by_id[id_slot(q, run->id)];
+    run->id_next = *slot;
+    *slot = run;
+}
+
+static void index_remove_locked(struct ghd_run_queue *q, struct ghd_run *run)
+{
+    struct ghd_run **link = &q->by_id[id_slot(q, run->id)];
+    while (*link != run)
+        link = &(*link)->id_next;
+    *link = run->id_next;
 }
 
 /* pre: lock held. Whether `run` must wait: a running run, or one queued
@@ -76,8 +103,10 @@ static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q)
     return NULL;
 }
 
+/* pre: lock held. Forgets a finished run: off the kept list and the index. */
 static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
+    index_remove_locked(q, run);
     if (run->done_prev)
         run->done_prev->done_next = run->done_next;
     else
@@ -206,6 +235,7 @@ static void queue_destroy(struct ghd_run_queue *q)
     for (unsigned i = 0; i < q->worker_count; i++)
         pthread_cond_destroy(&q->workers[i].wake);
     pthread_mutex_destroy(&q->lock);
+    free(q->by_id);
     free(q->workers);
     free(q);
 }
@@ -214,10 +244,18 @@ int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out)
 {
     struct ghd_run_queue *q = calloc(1, sizeof(*q));
     unsigned count = svc->cfg.run_workers ? svc->cfg.run_workers : 1;
-    if (!q || !(q->workers = calloc(count, sizeof(*q->workers)))) {
+    /* About two slots per run that can be known at once, at most 64Ki. */
+    size_t slots = 64, known = (size_t)svc->cfg.run_queue_limit + svc->cfg.runs_kept;
+    while (slots < 2 * known && slots < ((size_t)1 << 16))
+        slots *= 2;
+    if (!q || !(q->workers = calloc(count, sizeof(*q->workers))) ||
+        !(q->by_id = calloc(slots, sizeof(*q->by_id)))) {
+        if (q)
+            free(q->workers);
         free(q);
         return GHD_ENOHOSTMEM;
     }
+    q->by_id_mask = slots - 1;
     q->svc = svc;
     q->worker_count = count;
     pthread_mutex_init(&q->lock, NULL);
@@ -289,6 +327,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     run->status = GHD_RUN_QUEUED;
     run->queued_at_ms = now_ms();
     ghd_run_ref(run); /* the queue's, then the finished list's */
+    index_add_locked(q, run);
     run->next = NULL;
     if (q->tail)
         q->tail->next = run;
@@ -309,22 +348,11 @@ void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
     pthread_mutex_unlock(&q->lock);
 }
 
-static int run_is(const struct ghd_run *r, const char *id, const char *tenant)
-{
-    return r && strcmp(r->id, id) == 0 && strcmp(r->tenant, tenant ? tenant : "") == 0;
-}
-
-/* pre: lock held. The running, queued or kept run with this id and tenant. */
+/* pre: lock held. The queued, running or kept run with this id and tenant. */
 static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, const char *tenant)
 {
-    for (unsigned i = 0; i < q->worker_count; i++)
-        if (run_is(q->workers[i].current, id, tenant))
-            return q->workers[i].current;
-    for (struct ghd_run *r = q->head; r; r = r->next)
-        if (run_is(r, id, tenant))
-            return r;
-    for (struct ghd_run *r = q->done_new; r; r = r->done_prev)
-        if (run_is(r, id, tenant))
+    for (struct ghd_run *r = q->by_id[id_slot(q, id)]; r; r = r->id_next)
+        if (strcmp(r->id, id) == 0 && strcmp(r->tenant, tenant ? tenant : "") == 0)
             return r;
     return NULL;
 }
@@ -383,16 +411,20 @@ unsigned ghd_run_queue_active(struct ghd_run_queue *q)
 
 json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
 {
+    /* Only the status and the start time change while a run is known, and
+     * nothing once it has ended (its end is written under the lock with the
+     * status): read those two under the lock, the rest without it. */
     pthread_mutex_lock(&q->lock);
-    json_t *obj = json_pack("{s:s, s:s}", "id", run->id, "status",
-                            ghd_run_status_name(run->status));
+    enum ghd_run_status status = run->status;
+    double started_ms = run->started_ms;
+    pthread_mutex_unlock(&q->lock);
+    int ended = status >= GHD_RUN_SUCCEEDED;
+    json_t *obj = json_pack("{s:s, s:s}", "id", run->id, "status", ghd_run_status_name(status));
     if (run->pipeline) {
         json_t *steps = json_array();
         for (unsigned i = 0; i < run->step_count; i++) {
             json_t *s = json_pack("{s:s}", "kernel", ghd_kernel_name(run->steps[i].kernel));
-            /* The worker fills step results and times without the lock:
-             * show them only once the run has ended. */
-            if (run->status >= GHD_RUN_SUCCEEDED) {
+            if (ended) { /* the worker fills step results while it runs */
                 json_object_set_new(s, "device_ms", json_real(run->steps[i].device_ms));
                 if (run->steps[i].result)
                     json_object_set(s, "result", run->steps[i].result);
@@ -404,21 +436,20 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
         json_object_set_new(obj, "kernel", json_string(ghd_kernel_name(run->steps[0].kernel)));
     }
     const struct ghd_run_step *last = &run->steps[run->step_count - 1];
-    if (run->status == GHD_RUN_SUCCEEDED && last->result)
+    if (status == GHD_RUN_SUCCEEDED && last->result)
         json_object_set(obj, "result", last->result);
-    if (run->status == GHD_RUN_FAILED || run->status == GHD_RUN_CANCELED) {
+    if (status == GHD_RUN_FAILED || status == GHD_RUN_CANCELED) {
         json_object_set_new(obj, "error",
                             json_pack("{s:s, s:s}", "title", ghd_strerror(run->error), "detail",
                                       run->error_detail[0] ? run->error_detail : "canceled"));
     }
     json_t *timing = json_object();
-    if (run->started_ms > 0)
-        json_object_set_new(timing, "queued_ms", json_real(run->started_ms - run->queued_at_ms));
-    if (run->status == GHD_RUN_SUCCEEDED || run->status == GHD_RUN_FAILED) {
+    if (started_ms > 0)
+        json_object_set_new(timing, "queued_ms", json_real(started_ms - run->queued_at_ms));
+    if (status == GHD_RUN_SUCCEEDED || status == GHD_RUN_FAILED) {
         json_object_set_new(timing, "device_ms", json_real(run->device_ms));
         json_object_set_new(timing, "total_ms", json_real(run->finished_ms - run->queued_at_ms));
     }
     json_object_set_new(obj, "timing", timing);
-    pthread_mutex_unlock(&q->lock);
     return obj;
 }
