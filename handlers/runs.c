@@ -1,5 +1,5 @@
 /* Kernel runs: POST validates every step before anything is queued, so a
- * bad request costs no device time; the worker in server/run_queue.c runs it. */
+ * bad request costs no device time; a worker of server/run_queue.c runs it. */
 #include "handlers.h"
 
 #include <stdio.h>

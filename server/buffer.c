@@ -156,15 +156,26 @@ static void grow_locked(struct ghd_buffer_table *t)
 /* Pool blocks are reused as they are: without zeroing a new buffer would
  * show the bytes of a deleted one, possibly another tenant's. The zeroing is
  * queued by the buffer's first user, on that user's stream ahead of its own
- * work, and its event orders every later user after it on the device. So
- * creating a buffer touches no device, and one deleted unused never does. */
+ * work, and its event orders every later user after it on the device until
+ * it is seen complete. So creating a buffer touches no device, and one
+ * deleted unused never does. */
 int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s)
 {
+    /* Once the zeroing has completed, work queued from now on runs after it
+     * anyway: no lock, no device call. */
+    if (atomic_load_explicit(&b->zero_done, memory_order_acquire))
+        return 0;
     struct ghd_device *dev = &b->rt->dev;
     pthread_mutex_lock(&b->zero_lock);
     int rc;
     if (b->zeroed) {
-        rc = dev->ops->stream_wait_event(dev, s, b->zeroed);
+        rc = dev->ops->event_done(dev, b->zeroed);
+        if (rc == 0) {
+            rc = dev->ops->stream_wait_event(dev, s, b->zeroed);
+        } else if (rc == 1) {
+            atomic_store_explicit(&b->zero_done, 1, memory_order_release);
+            rc = 0;
+        }
     } else {
         rc = ghd_runtime_event_acquire(b->rt, &b->zeroed);
         if (rc == 0)

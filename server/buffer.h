@@ -32,6 +32,7 @@ struct ghd_buffer {
     struct ghd_pool_block *block;
     struct ghd_event *zeroed;  /* recorded after the zeroing; NULL until a first use */
     pthread_mutex_t zero_lock; /* the first use queues the zeroing */
+    atomic_int zero_done;      /* the zeroing has completed: users need not wait for it */
     struct ghd_runtime *rt;
     atomic_int refs;
     atomic_int writing; /* one writer at a time */

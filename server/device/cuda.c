@@ -236,6 +236,15 @@ static int cuda_event_sync(struct ghd_device *dev, struct ghd_event *e)
     return 0;
 }
 
+static int cuda_event_done(struct ghd_device *dev, struct ghd_event *e)
+{
+    cudaError_t err = cudaEventQuery((cudaEvent_t)e);
+    if (err == cudaErrorNotReady)
+        return 0;
+    GHD_CUDA_CHECK(dev, err);
+    return 1;
+}
+
 static int cuda_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
                                   struct ghd_event *e)
 {
@@ -322,6 +331,7 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .event_free = cuda_event_free,
     .event_record = cuda_event_record,
     .event_sync = cuda_event_sync,
+    .event_done = cuda_event_done,
     .stream_wait_event = cuda_stream_wait_event,
     .event_elapsed = cuda_event_elapsed,
     .copy_h2d = cuda_copy_h2d,

@@ -41,6 +41,9 @@ struct ghd_device_ops {
     void (*event_free)(struct ghd_device *dev, struct ghd_event *e);
     int (*event_record)(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s);
     int (*event_sync)(struct ghd_device *dev, struct ghd_event *e);
+    /* 1 when the work before e's point has completed, 0 when not yet, or a
+     * GHD_E* code. The host does not wait. */
+    int (*event_done)(struct ghd_device *dev, struct ghd_event *e);
     /* Work queued on s after this call runs after e's point in its stream;
      * the host does not wait. */
     int (*stream_wait_event)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_event *e);

@@ -139,6 +139,13 @@ static int host_event_sync(struct ghd_device *dev, struct ghd_event *e)
     return 0;
 }
 
+static int host_event_done(struct ghd_device *dev, struct ghd_event *e)
+{
+    (void)dev;
+    (void)e;
+    return 1; /* host work completes before its call returns */
+}
+
 static int host_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
                                   struct ghd_event *e)
 {
@@ -207,6 +214,7 @@ const struct ghd_device_ops ghd_host_ops = {
     .event_free = host_event_free,
     .event_record = host_event_record,
     .event_sync = host_event_sync,
+    .event_done = host_event_done,
     .stream_wait_event = host_stream_wait_event,
     .event_elapsed = host_event_elapsed,
     .copy_h2d = host_copy,
