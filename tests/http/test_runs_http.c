@@ -168,6 +168,18 @@ static void expect_run_status(json_t *doc, const char *status)
     assert_string_equal(str_field(doc, "status"), status);
 }
 
+/* GETs the run at `path`, expecting 200; returns its document. */
+static json_t *get_run(const char *path)
+{
+    struct harness_resp g;
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
+    if (g.status != 200)
+        fail_msg("GET %s: %ld: %.300s", path, g.status, g.body ? g.body : "");
+    json_t *doc = harness_body_json(&g);
+    harness_resp_free(&g);
+    return doc;
+}
+
 /* Expects a 200 reply to a run with "succeeded"; frees r and returns the
  * response document. */
 static json_t *succeeded_doc(struct harness_resp *r)
@@ -1186,16 +1198,12 @@ static void test_run_shape(void **state)
     /* GET of the finished run has the same shape */
     char path[128];
     snprintf(path, sizeof(path), "/v1/runs/%s", id);
-    struct harness_resp g;
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
-    assert_int_equal(g.status, 200);
-    json_t *gdoc = harness_body_json(&g);
+    json_t *gdoc = get_run(path);
     assert_string_equal(str_field(gdoc, "id"), id);
     assert_string_equal(str_field(gdoc, "status"), "succeeded");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(gdoc, "result"), "n")),
                      16);
     json_decref(gdoc);
-    harness_resp_free(&g);
     /* DELETE of a finished run: 204, then it is gone */
     expect_run_deleted(path);
     expect_problem_at("DELETE", path, 404);
@@ -1263,12 +1271,7 @@ static void test_pipeline(void **state)
 static json_t *poll_run(const char *path)
 {
     for (int i = 0; i < 6000; i++) {
-        struct harness_resp g;
-        harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
-        if (g.status != 200)
-            fail_msg("GET %s: %ld: %.300s", path, g.status, g.body ? g.body : "");
-        json_t *doc = harness_body_json(&g);
-        harness_resp_free(&g);
+        json_t *doc = get_run(path);
         const char *st = str_field(doc, "status");
         assert_non_null(st);
         if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
@@ -1386,13 +1389,9 @@ static char *slow_steps(char ids[3][33])
 /* The status of the run at `path` now. */
 static char *run_status_now(const char *path)
 {
-    struct harness_resp r;
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
-    assert_int_equal(r.status, 200);
-    json_t *doc = harness_body_json(&r);
+    json_t *doc = get_run(path);
     char *st = strdup(str_field(doc, "status"));
     json_decref(doc);
-    harness_resp_free(&r);
     return st;
 }
 
@@ -1595,14 +1594,10 @@ static void test_delete_during_run(void **state)
                 "\"n\":1}}", k);
 
     /* Where the sort stood when its input went. */
-    struct harness_resp r;
-    harness_simple(&H, "GET", sloc, NULL, NULL, 0, &r);
-    assert_int_equal(r.status, 200);
-    json_t *doc = harness_body_json(&r);
+    json_t *doc = get_run(sloc);
     printf("delete_during_run: sort was %s when its keys were deleted\n",
            str_field(doc, "status"));
     json_decref(doc);
-    harness_resp_free(&r);
 
     doc = poll_run(gloc);
     expect_run_status(doc, "succeeded");
