@@ -295,7 +295,6 @@ static void prune_locked(struct ghd_run_queue *q)
     }
 }
 
-
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
 {
     pthread_mutex_lock(&q->lock);
