@@ -1,0 +1,161 @@
+#ifndef GHD_KERNELS_USER_UOPS_H
+#define GHD_KERNELS_USER_UOPS_H
+
+/* The scalar operations of the user kernel language whose result C leaves
+ * undefined or implementation-defined: integer wrap-around, division by
+ * zero, shifts by the width or more, float -> integer conversions out of
+ * range and NaN, and rounding to f16/bf16. This one file is compiled into
+ * the host interpreter (C) and pasted into every generated CUDA program
+ * (NVRTC, no headers there), so both backends compute them identically.
+ *
+ *   integers wrap modulo 2^bits; x / 0 == 0, x % 0 == 0, MIN / -1 == MIN,
+ *   MIN % -1 == 0; shift counts are taken modulo the width;
+ *   float -> integer truncates toward zero and saturates, NaN -> 0;
+ *   anything -> f16/bf16 goes through f32, rounding to nearest even. */
+#ifdef __CUDACC_RTC__
+#define GHD_UFN static __device__ __forceinline__
+typedef unsigned long long ghd_u64;
+typedef long long ghd_i64;
+typedef unsigned int ghd_u32;
+#else
+#include <stdint.h>
+#include "kernels/scalar.h"
+#define GHD_UFN static inline
+typedef uint64_t ghd_u64;
+typedef int64_t ghd_i64;
+typedef uint32_t ghd_u32;
+#endif
+
+/* The low `bits` of v, sign-extended. */
+GHD_UFN ghd_i64 ghd_u_sext(ghd_u64 v, int bits)
+{
+    if (bits >= 64)
+        return (ghd_i64)v;
+    ghd_u64 m = (ghd_u64)1 << (bits - 1);
+    v &= ((ghd_u64)1 << bits) - 1;
+    return (ghd_i64)((v ^ m) - m);
+}
+
+GHD_UFN ghd_u64 ghd_u_zext(ghd_u64 v, int bits)
+{
+    return bits >= 64 ? v : v & (((ghd_u64)1 << bits) - 1);
+}
+
+GHD_UFN ghd_i64 ghd_u_sat_s(double v, int bits)
+{
+    double lim = bits >= 64 ? 9223372036854775808.0 : (double)((ghd_u64)1 << (bits - 1));
+    if (!(v == v))
+        return 0;
+    if (v <= -lim)
+        return bits >= 64 ? (ghd_i64)((ghd_u64)1 << 63) : -(ghd_i64)lim;
+    if (v >= lim)
+        return bits >= 64 ? (ghd_i64)(((ghd_u64)1 << 63) - 1) : (ghd_i64)lim - 1;
+    return (ghd_i64)v;
+}
+
+GHD_UFN ghd_u64 ghd_u_sat_u(double v, int bits)
+{
+    double lim = bits >= 64 ? 18446744073709551616.0 : (double)((ghd_u64)1 << bits);
+    if (!(v > 0.0))
+        return 0;
+    if (v >= lim)
+        return bits >= 64 ? ~(ghd_u64)0 : ((ghd_u64)1 << bits) - 1;
+    return (ghd_u64)v;
+}
+
+/* Signed division and remainder of values already in range of `bits`. */
+GHD_UFN ghd_i64 ghd_u_div_s(ghd_i64 a, ghd_i64 b, int bits)
+{
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return ghd_u_sext(0 - (ghd_u64)a, bits);
+    return a / b;
+}
+
+GHD_UFN ghd_i64 ghd_u_mod_s(ghd_i64 a, ghd_i64 b)
+{
+    if (b == 0 || b == -1)
+        return 0;
+    return a % b;
+}
+
+GHD_UFN ghd_u64 ghd_u_div_u(ghd_u64 a, ghd_u64 b)
+{
+    return b ? a / b : 0;
+}
+
+GHD_UFN ghd_u64 ghd_u_mod_u(ghd_u64 a, ghd_u64 b)
+{
+    return b ? a % b : 0;
+}
+
+GHD_UFN ghd_u64 ghd_u_shl(ghd_u64 a, ghd_u32 c, int bits)
+{
+    return a << (c & (ghd_u32)(bits - 1));
+}
+
+/* a >> c for a value in range of `bits`: arithmetic when signed. */
+GHD_UFN ghd_u64 ghd_u_shr(ghd_u64 a, ghd_u32 c, int bits, int is_signed)
+{
+    c &= (ghd_u32)(bits - 1);
+    if (is_signed)
+        return (ghd_u64)((ghd_i64)a >> c);
+    return a >> c;
+}
+
+#ifdef __CUDACC_RTC__
+GHD_UFN float ghd_u_rh(float f) /* round to f16 and back */
+{
+    unsigned short h;
+    float r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+    return r;
+}
+
+GHD_UFN float ghd_u_rbh(float f) /* round to bf16 and back */
+{
+    unsigned int u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return __uint_as_float((u | 0x00400000u) & 0xffff0000u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return __uint_as_float(u & 0xffff0000u);
+}
+
+GHD_UFN unsigned short ghd_u_h_bits(float f)
+{
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+GHD_UFN float ghd_u_h_float(unsigned short h)
+{
+    float r;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+    return r;
+}
+
+GHD_UFN unsigned short ghd_u_bh_bits(float f)
+{
+    return (unsigned short)(__float_as_uint(ghd_u_rbh(f)) >> 16);
+}
+
+GHD_UFN float ghd_u_bh_float(unsigned short b)
+{
+    return __uint_as_float((unsigned int)b << 16);
+}
+#else
+GHD_UFN float ghd_u_rh(float f)
+{
+    return ghd_f16_to_f32(ghd_f32_to_f16(f));
+}
+
+GHD_UFN float ghd_u_rbh(float f)
+{
+    return ghd_bf16_to_f32(ghd_f32_to_bf16(f));
+}
+#endif
+
+#endif

@@ -1,0 +1,307 @@
+/* User kernel language: the parser and type checker driven by the data
+ * files under kdefs/ (Jansson's test suites are the model: one folder per
+ * case, valid/<case>/input.json must define, invalid/<case>/input.json must
+ * fail with exactly the status and detail in invalid/<case>/error), and the
+ * host interpreter against values this file computes itself. */
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/user/define.h"
+#include "server/error.h"
+
+static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    return buf;
+}
+
+/* Defines the case in dir/input.json; the status and detail in out. */
+static int define_case(const char *dir, char *out, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/input.json", dir);
+    json_error_t je;
+    json_t *def = json_load_file(path, JSON_ALLOW_NUL, &je);
+    if (!def)
+        fail_msg("%s: not JSON: %s", path, je.text);
+    struct ghd_udef d;
+    struct ghd_uerr e = {0};
+    int rc = ghd_udef_from_json(def, &limits, &d, &e);
+    ghd_udef_clear(&d);
+    json_decref(def);
+    snprintf(out, len, "%d %s", rc ? ghd_error_status(rc) : 0, rc ? e.detail : "");
+    return rc;
+}
+
+static void for_each_case(const char *kind, void (*fn)(const char *dir, const char *name))
+{
+    char root[512];
+    snprintf(root, sizeof(root), "%s/%s", GHD_KDEFS_DIR, kind);
+    DIR *dh = opendir(root);
+    assert_non_null(dh);
+    struct dirent *de;
+    int count = 0;
+    while ((de = readdir(dh)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char dir[800];
+        snprintf(dir, sizeof(dir), "%s/%s", root, de->d_name);
+        fn(dir, de->d_name);
+        count++;
+    }
+    closedir(dh);
+    assert_true(count > 10);
+}
+
+static void valid_case(const char *dir, const char *name)
+{
+    char got[400];
+    if (define_case(dir, got, sizeof(got)) != 0)
+        fail_msg("valid/%s was refused: %s", name, got);
+}
+
+static void invalid_case(const char *dir, const char *name)
+{
+    char got[400], path[900];
+    assert_int_not_equal(define_case(dir, got, sizeof(got)), 0);
+    snprintf(path, sizeof(path), "%s/error", dir);
+    char *want = read_text(path);
+    if (!want && getenv("GHD_KDEFS_WRITE")) { /* bootstrapping a new case */
+        FILE *f = fopen(path, "w");
+        fprintf(f, "%s\n", got);
+        fclose(f);
+        return;
+    }
+    if (!want)
+        fail_msg("invalid/%s has no error file (got: %s)", name, got);
+    if (strcmp(want, got) != 0)
+        fail_msg("invalid/%s:\n  want: %s\n  got:  %s", name, want, got);
+    free(want);
+}
+
+static void test_valid_definitions(void **state)
+{
+    (void)state;
+    for_each_case("valid", valid_case);
+}
+
+static void test_invalid_definitions(void **state)
+{
+    (void)state;
+    for_each_case("invalid", invalid_case);
+}
+
+/* ---- the interpreter ---------------------------------------------------- */
+
+struct prog {
+    struct ghd_udef d;
+    struct ghd_uprog p;
+};
+
+/* Defines `json` and checks it with placeholders bound to `ph` and the
+ * inputs in scalar_mask as scalars. */
+static void prog_new(struct prog *pr, const char *json, int ph, uint32_t scalar_mask)
+{
+    json_error_t je;
+    json_t *def = json_loads(json, 0, &je);
+    assert_non_null(def);
+    struct ghd_uerr e = {0};
+    int rc = ghd_udef_from_json(def, &limits, &pr->d, &e);
+    json_decref(def);
+    if (rc)
+        fail_msg("define: %s", e.detail);
+    struct ghd_ubind b = {.scalar_mask = scalar_mask};
+    for (int k = 0; k < 26; k++)
+        b.ph_type[k] = ph;
+    if (ghd_ucheck(&pr->d, &b, &pr->p, &e) != 0)
+        fail_msg("check: %s", e.detail);
+}
+
+static void prog_free(struct prog *pr)
+{
+    ghd_uprog_clear(&pr->p);
+    ghd_udef_clear(&pr->d);
+}
+
+static void test_elementwise_f32(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"sqdiff\", \"in\": \"f32 x, f32 y, f32 a\", \"out\": \"f32 z\","
+                  " \"body\": \"z = a * (x - y) * (x - y)\"}", GHD_UT_NONE, 1u << 2);
+    float x[5] = {1, 2, 3, 4.5f, -1}, y[5] = {0, 2, 1, 0.25f, 1}, z[5];
+    memset(z, 0xff, sizeof(z));
+    struct ghd_uarg args[4] = {{.ptr = x}, {.ptr = y}, {.v.f = 2.5f}, {.ptr = z}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 5, &acc, NULL), 0);
+    for (int i = 0; i < 5; i++) {
+        float want = 2.5f * (x[i] - y[i]) * (x[i] - y[i]);
+        assert_true(z[i] == want);
+    }
+    prog_free(&pr);
+}
+
+static void test_reduction_l2(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"l2\", \"kind\": \"reduction\", \"in\": \"f32 x\", \"out\": \"f64 r\","
+                  " \"map\": \"x * x\", \"reduce\": \"a + b\", \"identity\": \"0\","
+                  " \"post\": \"r = sqrt(a)\"}", GHD_UT_NONE, 0);
+    float x[4] = {3, 4, 12, 0};
+    double r = -1;
+    struct ghd_uarg args[2] = {{.ptr = x}, {.ptr = &r}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 4, &acc, NULL), 0);
+    assert_true(r == 13.0);
+    assert_true(acc.d == 13.0);
+    prog_free(&pr);
+}
+
+/* Integer corner cases: wrap-around, x/0, MIN/-1, shifts modulo the
+ * width, saturating float -> int. */
+static void test_integer_rules(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"ir\", \"in\": \"i32 a, i32 b, f64 f\","
+                  " \"out\": \"i32 q, i32 m, i32 s, i32 w, u8 c, i8 t\","
+                  " \"body\": \"q = a / b; m = a % b; s = a << b; w = a + 2147483647; c = u8(f);"
+                  " t = i8(a)\"}", GHD_UT_NONE, 0);
+    int32_t a[4] = {7, INT32_MIN, -9, 300}, b[4] = {0, -1, 33, 2};
+    double f[4] = {-3.5, 1e300, NAN, 254.9};
+    int32_t q[4], m[4], s[4], w[4];
+    uint8_t c[4];
+    int8_t t[4];
+    struct ghd_uarg args[9] = {{.ptr = a}, {.ptr = b}, {.ptr = f}, {.ptr = q},
+                               {.ptr = m}, {.ptr = s}, {.ptr = w}, {.ptr = c}, {.ptr = t}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 4, &acc, NULL), 0);
+    int32_t want_q[4] = {0, INT32_MIN, 0, 150}, want_m[4] = {0, 0, -9, 0};
+    /* shifts: 7<<0, MIN<<(-1 & 31 = 31) = 0, -9<<(33&31=1) = -18, 300<<2 */
+    int32_t want_s[4] = {7, 0, -18, 1200};
+    uint8_t want_c[4] = {0, 255, 0, 254};
+    int8_t want_t[4] = {7, 0, -9, 44};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(q[i], want_q[i]);
+        assert_int_equal(m[i], want_m[i]);
+        assert_int_equal(s[i], want_s[i]);
+        assert_int_equal(w[i], (int32_t)((uint32_t)a[i] + 2147483647u));
+        assert_int_equal(c[i], want_c[i]);
+        assert_int_equal(t[i], want_t[i]);
+    }
+    prog_free(&pr);
+}
+
+/* Literals take the other operand's type: x * 0.1 is an f32 product. */
+static void test_literal_typing(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"lt\", \"in\": \"f32 x, u8 b\", \"out\": \"f32 y, u8 c, f64 d\","
+                  " \"body\": \"y = x * 0.1; c = b + 250; d = b * 0.5\"}", GHD_UT_NONE, 0);
+    float x[2] = {3.0f, 7.0f}, y[2];
+    uint8_t b[2] = {10, 1}, c[2];
+    double d[2];
+    struct ghd_uarg args[5] = {{.ptr = x}, {.ptr = b}, {.ptr = y}, {.ptr = c}, {.ptr = d}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 2, &acc, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_true(y[i] == x[i] * 0.1f);       /* in f32, not f64 rounded to f32 */
+        assert_int_equal(c[i], (uint8_t)(b[i] + 250)); /* wraps at 8 bits */
+        assert_true(d[i] == b[i] * 0.5);
+    }
+    prog_free(&pr);
+}
+
+/* A raw input read outside its buffer reads the declared default. */
+static void test_raw_default(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"st\", \"in\": \"raw f32 x = -1.5\", \"out\": \"f32 y\","
+                  " \"body\": \"y = x[i - 1] + x[i + 1] * 10 + f32(len(x))\"}", GHD_UT_NONE, 0);
+    float x[3] = {1, 2, 3}, y[3];
+    struct ghd_uarg args[2] = {{.ptr = x, .len = 3}, {.ptr = y}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 3, &acc, NULL), 0);
+    assert_true(y[0] == -1.5f + 20 + 3);
+    assert_true(y[1] == 1 + 30 + 3);
+    assert_true(y[2] == 2 + -15.0f + 3);
+    prog_free(&pr);
+}
+
+/* f16 arithmetic rounds every result to f16 (computed in f32). */
+static void test_half_rounding(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"hr\", \"in\": \"T x\", \"out\": \"T y\","
+                  " \"body\": \"y = x + 0.0001\"}", GHD_UT_F16, 0);
+    uint16_t x[2] = {0x3c00 /* 1.0 */, 0x4000 /* 2.0 */}, y[2];
+    struct ghd_uarg args[2] = {{.ptr = x}, {.ptr = y}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 2, &acc, NULL), 0);
+    /* 1 + 0.0001 rounds back to 1 in f16 (its spacing at 1 is 2^-10). */
+    assert_int_equal(y[0], 0x3c00);
+    assert_int_equal(y[1], 0x4000);
+    prog_free(&pr);
+}
+
+/* Placeholders: the same definition under two bindings. */
+static void test_placeholder_bindings(void **state)
+{
+    (void)state;
+    const char *def = "{\"name\": \"sumT\", \"kind\": \"reduction\", \"in\": \"T x\","
+                      " \"out\": \"T r\", \"map\": \"x\", \"reduce\": \"a + b\", \"identity\": \"0\"}";
+    struct prog pr;
+    prog_new(&pr, def, GHD_UT_I32, 0);
+    int32_t xi[3] = {INT32_MAX, 1, 5};
+    int32_t ri;
+    struct ghd_uarg args[2] = {{.ptr = xi}, {.ptr = &ri}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 3, &acc, NULL), 0);
+    assert_int_equal(ri, (int32_t)((uint32_t)INT32_MAX + 6u)); /* wraps in i32 */
+    prog_free(&pr);
+    prog_new(&pr, def, GHD_UT_F64, 0);
+    double xd[3] = {0.5, 0.25, 2}, rd;
+    struct ghd_uarg args2[2] = {{.ptr = xd}, {.ptr = &rd}};
+    assert_int_equal(ghd_uinterp_run(&pr.p, args2, 3, &acc, NULL), 0);
+    assert_true(rd == 2.75);
+    prog_free(&pr);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_definitions),
+        cmocka_unit_test(test_invalid_definitions),
+        cmocka_unit_test(test_elementwise_f32),
+        cmocka_unit_test(test_reduction_l2),
+        cmocka_unit_test(test_integer_rules),
+        cmocka_unit_test(test_literal_typing),
+        cmocka_unit_test(test_raw_default),
+        cmocka_unit_test(test_half_rounding),
+        cmocka_unit_test(test_placeholder_bindings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
