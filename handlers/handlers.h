@@ -26,6 +26,8 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep);
 /* kernels.c */
 int ghd_handle_kernel_list(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_kernel_get(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_kernel_create(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_kernel_delete(struct ghd_request *req, struct ghd_reply *rep);
 
 /* runs.c */
 int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep);

@@ -28,8 +28,8 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     json_t *args = json_object_get(step, "args");
     if (!json_is_string(name))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'kernel' must be a kernel name", where);
-    out->kernel = ghd_kernel_find(json_string_value(name));
-    if (!out->kernel)
+    if (ghd_kernel_lookup_new(&req->svc->kernels, req->tenant, json_string_value(name),
+                              &out->kernel) != 0)
         return ghd_reply_problem(rep, req, GHD_EUNPROC,
                                  "%sunknown kernel '%.64s' (GET /v1/kernels lists them)", where,
                                  json_string_value(name));

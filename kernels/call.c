@@ -11,10 +11,12 @@
 
 #include "kernels/registry.h"
 #include "kernels/scalar.h"
+#include "kernels/user/ukernel.h"
 #include "server/error.h"
 
 struct ghd_kernel_call {
     const struct ghd_kernel *k;
+    struct ghd_ucall *ucall; /* a user kernel's call (kernels/user/ucall.c) instead */
     struct ghd_kargs args;
     struct ghd_buffer *buf[GHD_KARG_BUFFERS]; /* by slot; borrowed from held[] */
     uint64_t start[GHD_KARG_BUFFERS];         /* byte range used, per slot */
@@ -322,6 +324,11 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
         return GHD_ENOHOSTMEM;
     call->k = k;
     call->args.op = k->op;
+    if (k->user) {
+        rc = ghd_ucall_prepare_new(k->user, args, resolve, resolve_ctx, &call->ucall, detail,
+                                   detail_len);
+        goto out;
+    }
     struct ghd_kcheck c = {.k = k, .args = args, .a = &call->args, .detail = detail,
                            .detail_len = detail_len};
 
@@ -431,6 +438,9 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
                                   size_t detail_len)
 {
     const struct ghd_kernel *k = call->k;
+    if (call->ucall)
+        return ghd_ucall_execute(call->ucall, rt, stream, start, end, result, detail,
+                                 detail_len);
     ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
     if (detail && detail_len)
         detail[0] = '\0';
@@ -477,12 +487,16 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
 
 size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out)
 {
+    if (call->ucall)
+        return ghd_ucall_buffers(call->ucall, out);
     *out = (struct ghd_buffer **)call->held;
     return call->nheld;
 }
 
 int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const struct ghd_buffer *b)
 {
+    if (call->ucall)
+        return ghd_ucall_writes(call->ucall, b);
     for (size_t i = 0; i < call->k->nparams; i++) {
         const struct ghd_param *p = &call->k->params[i];
         if (p->kind == GHD_PK_BUFFER && written(p) && call->buf[p->slot] == b)
@@ -497,6 +511,7 @@ void ghd_kernel_call_free(struct ghd_kernel_call *call)
         return;
     for (size_t i = 0; i < call->nheld; i++)
         ghd_buffer_unref(call->held[i]);
+    ghd_ucall_free(call->ucall);
     free(call);
 }
 

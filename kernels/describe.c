@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "kernels/registry.h"
+#include "kernels/user/ukernel.h"
 
 static const char *kind_name(enum ghd_param_kind k)
 {
@@ -122,6 +123,8 @@ static json_t *describe_offset(const struct ghd_param *p)
 
 json_t *ghd_kernel_describe_new(const struct ghd_kernel *k)
 {
+    if (k->user)
+        return ghd_ukernel_describe_new(k->user);
     json_t *params = json_array(), *props = json_object(), *required = json_array();
     json_t *backends = json_array();
     for (int b = 0; b < GHD_BACKEND_COUNT; b++)

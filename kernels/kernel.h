@@ -34,7 +34,18 @@ int ghd_dtype_is_signed(enum ghd_dtype t);
 struct ghd_kernel;      /* a registry entry */
 struct ghd_kernel_call; /* a validated call holding buffer references */
 
+/* A built-in kernel by name (never a user kernel). */
 const struct ghd_kernel *ghd_kernel_find(const char *name);
+
+/* User kernels (kernels/user/): every tenant's, in a store the service owns. */
+struct ghd_ukernel_store;
+/* A built-in kernel, or else `tenant`'s user kernel `name` (tenant NULL:
+ * the unauthenticated tenant). A new reference that ghd_kernel_unref drops;
+ * GHD_ENOENT when there is none (another tenant's kernel is not found). */
+int ghd_kernel_lookup_new(struct ghd_ukernel_store *store, const char *tenant, const char *name,
+                          const struct ghd_kernel **out);
+/* Drops a reference from ghd_kernel_lookup_new (built-ins: nothing). NULL is accepted. */
+void ghd_kernel_unref(const struct ghd_kernel *k);
 size_t ghd_kernel_count(void);
 const struct ghd_kernel *ghd_kernel_at(size_t i);
 const char *ghd_kernel_name(const struct ghd_kernel *k);

@@ -79,6 +79,7 @@ struct ghd_kernel {
     size_t nparams;
     int (*check)(struct ghd_kcheck *c); /* may be NULL */
     ghd_kernel_fn impl[GHD_BACKEND_COUNT];
+    struct ghd_ukernel *user; /* a user kernel (kernels/user/), NULL for built-ins */
 };
 
 /* Bit for parameter `name` in ghd_kargs.given, or 0 if k has none. */

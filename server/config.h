@@ -53,6 +53,9 @@ struct ghd_config {
     size_t tenant_max_bytes;          /* 0 = none */
     unsigned tenant_max_buffers;      /* 0 = none */
     unsigned tenant_max_runs;         /* queued or running; 0 = none */
+    unsigned tenant_max_kernels;      /* user kernels per tenant */
+    size_t kernel_max_definition;     /* bytes of text in one definition */
+    unsigned kernel_max_depth;        /* expression nesting in a definition */
     unsigned shutdown_grace_s;
     unsigned header_timeout_s;        /* 0 = none */
     size_t min_transfer_rate;         /* bytes/s; 0 = none */

@@ -49,8 +49,10 @@ void ghd_run_unref(struct ghd_run *run)
     if (!run || atomic_fetch_sub(&run->refs, 1) != 1)
         return;
     ghd_run_release_calls(run);
-    for (unsigned i = 0; i < run->step_count; i++)
+    for (unsigned i = 0; i < run->step_count; i++) {
         json_decref(run->steps[i].result);
+        ghd_kernel_unref(run->steps[i].kernel); /* a user kernel: the step's reference */
+    }
     pthread_cond_destroy(&run->ended);
     free(run);
 }

@@ -22,7 +22,7 @@ enum ghd_run_status {
 #define GHD_RUN_MAX_STEPS 16
 
 struct ghd_run_step {
-    const struct ghd_kernel *kernel;
+    const struct ghd_kernel *kernel; /* a reference (ghd_kernel_lookup_new) */
     struct ghd_kernel_call *call;
     json_t *result;
     float device_ms;

@@ -90,6 +90,9 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
         snprintf(why, why_len, "run queue: %s", ghd_strerror(rc));
         goto destroy_buffers;
     }
+    ghd_ukernel_store_init(&svc->kernels, cfg->tenant_max_kernels);
+    svc->kernel_limits.max_definition = cfg->kernel_max_definition;
+    svc->kernel_limits.max_depth = cfg->kernel_max_depth;
     atomic_store(&svc->ready, 1);
     return 0;
 destroy_buffers:
@@ -107,6 +110,7 @@ void ghd_service_destroy(struct ghd_service *svc)
 {
     atomic_store(&svc->ready, 0);
     ghd_run_queue_free(svc->runs);
+    ghd_ukernel_store_destroy(&svc->kernels); /* after the runs that held kernels */
     ghd_buffer_table_destroy(&svc->buffers);
     for (unsigned i = 0; i < svc->runtime_count; i++) {
         ghd_kernels_release(&svc->runtimes[i]);

@@ -7,6 +7,7 @@
 #include "buffer.h"
 #include "config.h"
 #include "device/runtime.h"
+#include "kernels/user/ukernel.h"
 
 /* The service: configuration, one runtime per device, the buffer table and
  * the run queue. Handlers reach it through req->svc. */
@@ -22,6 +23,8 @@ struct ghd_service {
     unsigned runtime_count;
     struct ghd_buffer_table buffers;
     struct ghd_run_queue *runs;
+    struct ghd_ukernel_store kernels; /* user kernels, every tenant's */
+    struct ghd_ulimits kernel_limits;
     struct ghd_auth *auth; /* bearer tokens; never NULL after init */
     time_t started;
     atomic_int ready;

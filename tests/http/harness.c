@@ -73,6 +73,10 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     /* The kernel's autotuned socket buffers, which start small: a transfer the
      * suites stall mid-way (6 MiB) must not fit in them whole, and a body
      * must be able to arrive after libmicrohttpd's first piece. */
+    if (opts->tokens)
+        snprintf(cfg.tokens, sizeof(cfg.tokens), "%s", opts->tokens);
+    if (opts->tenant_max_kernels)
+        cfg.tenant_max_kernels = opts->tenant_max_kernels;
     cfg.socket_buffer = 0;
     cfg.connection_timeout_s = 30;
     /* GHD_TEST_DIRECT_COPY=0 runs the suite through the staging ring only. */

@@ -40,6 +40,8 @@ struct harness_opts {
     unsigned staging_chunks;
     unsigned staging_timeout_ms;
     size_t connection_memory;
+    const char *tokens;          /* "token:tenant,..." (--tokens): /v1 then needs a token */
+    unsigned tenant_max_kernels; /* --tenant-max-kernels */
 };
 
 /* Starts the service and the HTTP server; fails the test (exit 1) on any

@@ -177,6 +177,23 @@ def main():
         check("fill" in names and "sum" in names, f"kernels: {names}")
         c.conform("GET", "/v1/kernels/{name}", R("GET", "/v1/kernels/fill"))
         c.conform("GET", "/v1/kernels/{name}", R("GET", "/v1/kernels/no-such-kernel"))
+        # User kernels: define (and what is refused), describe, run, delete.
+        sq = {"name": "contract_sq", "in": "f32 x", "out": "f32 y", "body": "y = x * x"}
+        for d, want in [(sq, 201), (sq, 409), (dict(sq, name="axpy"), 409),
+                        (dict(sq, name="bad", body="y = x +"), 422), ({"name": "q"}, 400),
+                        (dict(sq, name="big", body="y = x" + " " * 20000), 413)]:
+            st, hdrs, body = c.conform("POST", "/v1/kernels", R("POST", "/v1/kernels",
+                                                                 json.dumps(d).encode(), J))
+            check(st == want, f"define {d['name']}: {st}, not {want}: {body[:200]!r}")
+        c.conform("GET", "/v1/kernels/{name}", R("GET", "/v1/kernels/contract_sq"))
+        user_run = {"kernel": "contract_sq", "args": {"x": bid, "y": bid, "n": 8}}
+        st, _, body = c.conform("POST", "/v1/runs", R("POST", "/v1/runs",
+                                                       json.dumps(user_run).encode(), J))
+        check(st == 200, f"user kernel run: {st} {body[:200]!r}")
+        for path, want in [("/v1/kernels/contract_sq", 204), ("/v1/kernels/contract_sq", 404),
+                           ("/v1/kernels/axpy", 409)]:
+            st, _, _ = c.conform("DELETE", "/v1/kernels/{name}", R("DELETE", path))
+            check(st == want, f"DELETE {path}: {st}, not {want}")
 
         fill = {"kernel": "fill", "args": {"x": bid, "n": 1024, "dtype": "f32", "value": 2}}
         st, hdrs, body = c.conform("POST", "/v1/runs", R("POST", "/v1/runs",

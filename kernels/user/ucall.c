@@ -1,0 +1,366 @@
+/* A call of a user kernel: the same argument conventions and checks as a
+ * built-in (kernel.h): buffer ids with "<name>_offset", a required n, sizes
+ * checked with overflow checks, outputs that may overlap an input only as
+ * the exact same range (in place) and never a raw input or another output.
+ * Inputs that are not raw may be numbers instead (scalars); placeholder
+ * letters name their types ("T": "f32"). */
+#include "ukernel.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/user/ucuda.h"
+#include "server/error.h"
+
+struct ghd_ucall {
+    struct ghd_ukernel *k;
+    struct ghd_ubinding *binding;
+    uint64_t n;
+    struct ghd_uarg args[GHD_U_MAX_PARAMS];
+    struct ghd_buffer *buf[GHD_U_MAX_PARAMS]; /* per parameter, borrowed from held */
+    uint64_t start[GHD_U_MAX_PARAMS], len[GHD_U_MAX_PARAMS]; /* byte range used */
+    struct ghd_buffer *held[GHD_U_MAX_PARAMS];
+    size_t nheld;
+};
+
+#define OFFSET_SUFFIX "_offset"
+
+/* Names an args member may have: a parameter, its offset, a placeholder, n. */
+static int known_key(const struct ghd_udef *d, const char *key)
+{
+    size_t len = strlen(key);
+    if (strcmp(key, "n") == 0)
+        return 1;
+    if (len == 1 && strchr(d->placeholders, key[0]) && key[0] >= 'A' && key[0] <= 'Z')
+        return 1;
+    if (ghd_udef_param(d, key, len) >= 0)
+        return 1;
+    size_t sl = strlen(OFFSET_SUFFIX);
+    return len > sl && strcmp(key + len - sl, OFFSET_SUFFIX) == 0 &&
+           ghd_udef_param(d, key, len - sl) >= 0;
+}
+
+/* A JSON scalar as a value of type t, refusing what t cannot hold. */
+static int scalar_value(const char *name, json_t *v, int t, union ghd_uval *out, char *detail,
+                        size_t dlen)
+{
+    union ghd_uval x;
+    if (t == GHD_UT_BOOL) {
+        if (!json_is_boolean(v))
+            return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s is bool: give true or false", name);
+        out->u = json_is_true(v);
+        return 0;
+    }
+    if (json_is_boolean(v))
+        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s is %s: give a number, not a bool", name,
+                    ghd_utype_name(t));
+    if (ghd_utype_is_float(t)) {
+        x.d = json_number_value(v);
+        *out = ghd_uval_convert(x, GHD_UT_F64, t);
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s is %s: give an integer", name,
+                    ghd_utype_name(t));
+    json_int_t i = json_integer_value(v);
+    int bits = ghd_utype_bits(t);
+    int ok = ghd_utype_is_signed(t)
+                 ? bits == 64 || (i >= -((json_int_t)1 << (bits - 1)) &&
+                                  i < ((json_int_t)1 << (bits - 1)))
+                 : i >= 0 && (bits == 64 || (uint64_t)i < ((uint64_t)1 << bits));
+    if (!ok)
+        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s: %lld does not fit %s", name, (long long)i,
+                    ghd_utype_name(t));
+    x.i = i;
+    *out = ghd_uval_convert(x, GHD_UT_I64, t);
+    return 0;
+}
+
+static int get_count(json_t *v, const char *name, uint64_t *out, char *detail, size_t dlen)
+{
+    if (!json_is_integer(v))
+        return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a non-negative integer", name);
+    if (json_integer_value(v) < 0)
+        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name,
+                    (long long)json_integer_value(v));
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* The binding the args ask for: placeholder types and scalar inputs. */
+static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind *b,
+                        char *detail, size_t dlen)
+{
+    memset(b, 0, sizeof(*b));
+    for (int k = 0; k < 26; k++)
+        b->ph_type[k] = GHD_UT_NONE;
+    for (const char *ph = d->placeholders; *ph; ph++) {
+        char key[2] = {*ph, 0};
+        json_t *v = json_object_get(args, key);
+        int t;
+        if (!v)
+            return ghd_kdetail(detail, dlen, GHD_EINVAL,
+                        "missing required parameter '%s' (the type bound to placeholder %s)",
+                        key, key);
+        if (!json_is_string(v) ||
+            (t = ghd_utype_parse(json_string_value(v), strlen(json_string_value(v)))) ==
+                GHD_UT_NONE)
+            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
+                        "%s must be a type name (f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 "
+                        "u64 bool)",
+                        key);
+        b->ph_type[*ph - 'A'] = t;
+    }
+    for (int k = 0; k < d->nin; k++) {
+        json_t *v = json_object_get(args, d->params[k].name);
+        if (v && (json_is_number(v) || json_is_boolean(v))) {
+            if (d->params[k].is_raw)
+                return ghd_kdetail(detail, dlen, GHD_EUNPROC,
+                            "%s is raw: it must be a buffer id, not a number",
+                            d->params[k].name);
+            b->scalar_mask |= 1u << k;
+        }
+    }
+    return 0;
+}
+
+static int resolve_param(struct ghd_ucall *c, int k, json_t *v, json_t *off, int elem_count,
+                         ghd_buffer_resolver resolve, void *ctx, char *detail, size_t dlen)
+{
+    const struct ghd_uparam *q = &c->k->def.params[k];
+    int t = c->binding->prog.param_type[k];
+    uint64_t offset = 0, es = ghd_utype_size(t), start, end, need;
+    int rc;
+    if (!json_is_string(v))
+        return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a buffer id (a string)%s", q->name,
+                    !q->is_out && !q->is_raw ? " or a number" : "");
+    char offname[48];
+    snprintf(offname, sizeof(offname), "%s" OFFSET_SUFFIX, q->name);
+    if (off && (rc = get_count(off, offname, &offset, detail, dlen)) != 0)
+        return rc;
+    struct ghd_buffer *b = NULL;
+    rc = resolve(ctx, json_string_value(v), &b);
+    if (rc)
+        return ghd_kdetail(detail, dlen, rc,
+                    rc == GHD_ENOENT ? "%s: no buffer '%.64s'" : "%s: buffer '%.64s' cannot be used",
+                    q->name, json_string_value(v));
+    c->held[c->nheld++] = b;
+    c->buf[k] = b;
+    uint64_t count = q->is_raw ? 0 : elem_count ? 1 : c->n;
+    if (__builtin_mul_overflow(offset, es, &start) || __builtin_add_overflow(offset, count, &end) ||
+        __builtin_mul_overflow(end, es, &need))
+        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s: offset %" PRIu64 " overflows", q->name,
+                    offset);
+    if (need > b->size)
+        return ghd_kdetail(detail, dlen, GHD_EUNPROC,
+                    "%s: buffer holds %zu bytes, but offset %" PRIu64 " + %" PRIu64
+                    " elements of %s need %" PRIu64 " bytes",
+                    q->name, b->size, offset, count, ghd_utype_name(t), need);
+    if (q->is_raw)
+        need = start + (b->size - start) / es * es; /* all the elements after the offset */
+    c->start[k] = start;
+    c->len[k] = need - start;
+    c->args[k].ptr = (char *)b->d_ptr + start;
+    c->args[k].len = c->len[k] / es;
+    return 0;
+}
+
+/* Outputs may share memory with an input only as the exact same range of a
+ * non-raw input (in place); never with a raw input or another output. */
+static int check_aliasing(const struct ghd_ucall *c, char *detail, size_t dlen)
+{
+    const struct ghd_udef *d = &c->k->def;
+    for (int o = d->nin; o < d->nparams; o++) {
+        if (!c->buf[o])
+            continue;
+        uintptr_t a0 = (uintptr_t)c->buf[o]->d_ptr + c->start[o];
+        for (int k = 0; k < d->nparams; k++) {
+            if (k == o || !c->buf[k] || c->len[k] == 0 || c->len[o] == 0)
+                continue;
+            uintptr_t b0 = (uintptr_t)c->buf[k]->d_ptr + c->start[k];
+            if (a0 + c->len[o] <= b0 || b0 + c->len[k] <= a0)
+                continue;
+            int exact = a0 == b0 && c->len[o] == c->len[k];
+            if (exact && k < d->nin && !d->params[k].is_raw)
+                continue;
+            if (k > o || k < d->nin)
+                return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s overlaps %s%s", d->params[o].name,
+                            d->params[k].name,
+                            k < d->nin && !d->params[k].is_raw
+                                ? " (in place is allowed only as the exact same range)"
+                                : " (they must not share memory)");
+        }
+    }
+    return 0;
+}
+
+int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve,
+                          void *resolve_ctx, struct ghd_ucall **out, char *detail,
+                          size_t detail_len)
+{
+    const struct ghd_udef *d = &k->def;
+    struct ghd_ubind b;
+    int rc;
+    *out = NULL;
+    struct ghd_ucall *c = calloc(1, sizeof(*c));
+    if (!c)
+        return GHD_ENOHOSTMEM;
+    ghd_ukernel_ref(k);
+    c->k = k;
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v) {
+        if (!known_key(d, key)) {
+            rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s",
+                      key, d->name);
+            goto out;
+        }
+    }
+    json_t *nv = json_object_get(args, "n");
+    if (!nv) {
+        rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "missing required parameter 'n' for kernel %s",
+                  d->name);
+        goto out;
+    }
+    if ((rc = get_count(nv, "n", &c->n, detail, detail_len)) != 0 ||
+        (rc = read_binding(d, args, &b, detail, detail_len)) != 0)
+        goto out;
+    struct ghd_uerr e = {0};
+    if ((rc = ghd_ukernel_binding(k, &b, &c->binding, &e)) != 0) {
+        ghd_kdetail(detail, detail_len, rc, "%s", e.detail);
+        goto out;
+    }
+    for (int p = 0; p < d->nparams; p++) {
+        const struct ghd_uparam *q = &d->params[p];
+        char offname[48];
+        snprintf(offname, sizeof(offname), "%s" OFFSET_SUFFIX, q->name);
+        json_t *pv = json_object_get(args, q->name), *off = json_object_get(args, offname);
+        int optional = q->is_out && d->kind == GHD_UK_REDUCTION;
+        if (!pv) {
+            if (!optional) {
+                rc = ghd_kdetail(detail, detail_len, GHD_EINVAL,
+                          "missing required %s parameter '%s' for kernel %s",
+                          q->is_out ? "buffer" : "input", q->name, d->name);
+                goto out;
+            }
+            if (off) {
+                rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "%s given without %s", offname,
+                          q->name);
+                goto out;
+            }
+            continue;
+        }
+        if (b.scalar_mask & (1u << p)) {
+            if (off) {
+                rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "%s given, but %s is a number",
+                          offname, q->name);
+                goto out;
+            }
+            rc = scalar_value(q->name, pv, c->binding->prog.param_type[p], &c->args[p].v,
+                              detail, detail_len);
+        } else {
+            rc = resolve_param(c, p, pv, off, optional, resolve, resolve_ctx, detail,
+                               detail_len);
+        }
+        if (rc)
+            goto out;
+    }
+    rc = check_aliasing(c, detail, detail_len);
+out:
+    if (rc)
+        ghd_ucall_free(c);
+    else
+        *out = c;
+    return rc;
+}
+
+static json_t *value_json(union ghd_uval v, int t, json_t *result)
+{
+    if (t == GHD_UT_BOOL)
+        return json_boolean(v.u);
+    if (!ghd_utype_is_float(t))
+        return ghd_utype_is_signed(t) || v.u <= (uint64_t)INT64_MAX ? json_integer((json_int_t)v.i)
+                                                                    : json_real((double)v.u);
+    double d = t == GHD_UT_F64 ? v.d : v.f;
+    if (isfinite(d))
+        return json_real(d);
+    json_object_set_new(result, "nonfinite",
+                        json_string(isnan(d) ? "nan" : d > 0 ? "inf" : "-inf"));
+    return json_null();
+}
+
+int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
+                      struct ghd_event *start, struct ghd_event *end, json_t *result,
+                      char *detail, size_t detail_len)
+{
+    const struct ghd_device_ops *ops = rt->dev.ops;
+    const struct ghd_udef *d = &c->k->def;
+    union ghd_uval acc = {0};
+    struct ghd_uerr e = {0};
+    int rc = 0;
+    for (size_t i = 0; i < c->nheld; i++)
+        if (c->held[i]->rt && c->held[i]->rt != rt)
+            return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "buffer %s lives on another device",
+                        c->held[i]->id);
+    for (size_t i = 0; i < c->nheld && !rc; i++)
+        rc = ghd_buffer_order(c->held[i], stream);
+    if (!rc && rt->dev.kind != GHD_BACKEND_HOST)
+        rc = ghd_ucuda_prepare(c->k, c->binding, rt, &e);
+    if (!rc && start && end)
+        rc = ops->event_record(&rt->dev, start, stream);
+    if (!rc && rt->dev.kind == GHD_BACKEND_HOST) {
+        /* The host backend's copies are synchronous: the buffers are ready. */
+        rc = ghd_uinterp_run(&c->binding->prog, c->args, c->n, &acc, &e);
+    } else if (!rc) {
+        rc = ghd_ucuda_launch(c->binding, rt, stream, c->args, c->n, &acc, &e);
+    }
+    if (!rc && start && end)
+        rc = ops->event_record(&rt->dev, end, stream);
+    int sync_rc = ops->stream_sync(&rt->dev, stream);
+    if (!rc)
+        rc = sync_rc;
+    if (!rc && rt->dev.kind != GHD_BACKEND_HOST && d->kind == GHD_UK_REDUCTION)
+        rc = ghd_ucuda_result(c->binding, rt, &acc, &e);
+    if (rc == GHD_EDEVICE && !e.detail[0])
+        snprintf(e.detail, sizeof(e.detail), "%s", rt->dev.last_error);
+    if (rc)
+        return ghd_kdetail(detail, detail_len, rc, "kernel %s: %s", d->name,
+                    e.detail[0] ? e.detail : ghd_strerror(rc));
+    if (result) {
+        json_object_set_new(result, "n", json_integer((json_int_t)c->n));
+        if (d->kind == GHD_UK_REDUCTION) {
+            int t = c->binding->prog.param_type[d->nin];
+            json_object_set_new(result, "value", value_json(acc, t, result));
+            json_object_set_new(result, "value_dtype", json_string(ghd_utype_name(t)));
+        }
+    }
+    return 0;
+}
+
+size_t ghd_ucall_buffers(const struct ghd_ucall *c, struct ghd_buffer ***out)
+{
+    *out = (struct ghd_buffer **)c->held;
+    return c->nheld;
+}
+
+int ghd_ucall_writes(const struct ghd_ucall *c, const struct ghd_buffer *b)
+{
+    for (int k = c->k->def.nin; k < c->k->def.nparams; k++)
+        if (c->buf[k] == b)
+            return 1;
+    return 0;
+}
+
+void ghd_ucall_free(struct ghd_ucall *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nheld; i++)
+        ghd_buffer_unref(c->held[i]);
+    ghd_ukernel_unref(c->k);
+    free(c);
+}

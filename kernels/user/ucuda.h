@@ -1,0 +1,64 @@
+#ifndef GHD_KERNELS_USER_UCUDA_H
+#define GHD_KERNELS_USER_UCUDA_H
+
+/* The CUDA side of user kernels (kernels/user/cuda.c): a binding's code
+ * generated, compiled by NVRTC for the device's architecture (through the
+ * compile cache) and loaded, then launched. Without the CUDA backend these
+ * report GHD_ENOTSUP (GHD_HAVE_NVRTC: the CUDA toolkit has NVRTC); the host backend never calls them. */
+#include "kernels/user/ukernel.h"
+#include "server/error.h"
+
+#ifdef GHD_HAVE_NVRTC
+/* Builds and loads the binding's code for rt's device once (under k's lock). */
+int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_runtime *rt,
+                      struct ghd_uerr *e);
+/* Enqueues the kernel on `stream`. */
+int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
+                     const struct ghd_uarg *args, uint64_t n, union ghd_uval *acc,
+                     struct ghd_uerr *e);
+/* The binding's build in a 201's "build" object: compile log, seconds,
+ * registers, shared memory, cache hit. */
+void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build);
+/* After the stream has synchronized: a reduction's value. */
+int ghd_ucuda_result(struct ghd_ubinding *b, struct ghd_runtime *rt, union ghd_uval *acc,
+                     struct ghd_uerr *e);
+#else
+static inline int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b,
+                                    struct ghd_runtime *rt, struct ghd_uerr *e)
+{
+    (void)k;
+    (void)b;
+    (void)rt;
+    return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
+}
+
+static inline int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt,
+                                   struct ghd_stream *stream, const struct ghd_uarg *args,
+                                   uint64_t n, union ghd_uval *acc, struct ghd_uerr *e)
+{
+    (void)b;
+    (void)rt;
+    (void)stream;
+    (void)args;
+    (void)n;
+    (void)acc;
+    return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
+}
+
+static inline void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build)
+{
+    (void)b;
+    (void)build;
+}
+
+static inline int ghd_ucuda_result(struct ghd_ubinding *b, struct ghd_runtime *rt,
+                                   union ghd_uval *acc, struct ghd_uerr *e)
+{
+    (void)b;
+    (void)rt;
+    (void)acc;
+    return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
+}
+#endif
+
+#endif

@@ -1,0 +1,92 @@
+#ifndef GHD_KERNELS_USER_UKERNEL_H
+#define GHD_KERNELS_USER_UKERNEL_H
+
+/* A user kernel: a checked definition that a tenant owns, reference counted
+ * (a run holds it while a DELETE arrives), with its bindings (placeholder
+ * types and scalar inputs) checked, and on CUDA compiled, once each. It
+ * embeds a struct ghd_kernel so that the run path (kernel.h) treats it like
+ * a built-in. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "kernels/registry.h"
+#include "kernels/user/define.h"
+#include "server/buffer.h"
+
+#define GHD_U_MAX_BINDINGS 16
+
+struct ghd_ubinding {
+    struct ghd_ubind key;
+    struct ghd_uprog prog;
+    void *device_code; /* the backend's compiled form (CUDA: kernels/user/cuda), or NULL */
+};
+
+struct ghd_ukernel {
+    struct ghd_kernel base; /* base.name is def.name, base.user this kernel */
+    atomic_int refs;
+    char tenant[GHD_TENANT_MAX + 1];
+    struct ghd_udef def;
+    json_t *definition; /* as the client gave it */
+    char describe_doc[1100];
+    pthread_mutex_t lock; /* the bindings */
+    struct ghd_ubinding *bindings[GHD_U_MAX_BINDINGS];
+    int nbindings;
+    struct ghd_ukernel *next; /* the store's list */
+};
+
+/* Parses and checks `def` (see define.h) into a new kernel of `tenant`
+ * (NULL: none); *out is a new reference. */
+int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
+                    struct ghd_ukernel **out, struct ghd_uerr *e);
+void ghd_ukernel_ref(struct ghd_ukernel *k);
+void ghd_ukernel_unref(struct ghd_ukernel *k);
+
+/* The binding `b` of k, type checked the first time it is asked for;
+ * borrowed, alive as long as k. GHD_EUNPROC when the definition does not
+ * type check under b, GHD_ELIMIT past GHD_U_MAX_BINDINGS bindings. (The
+ * CUDA backend compiles a binding when it first runs.) */
+int ghd_ukernel_binding(struct ghd_ukernel *k, const struct ghd_ubind *b,
+                        struct ghd_ubinding **out, struct ghd_uerr *e);
+
+/* Drops a binding's device code (no-op when it has none). */
+void ghd_ubinding_device_free(struct ghd_ubinding *b);
+
+/* GET /v1/kernels/{name} for a user kernel: as built-ins describe
+ * themselves, plus "user": true and the definition. A new reference. */
+json_t *ghd_ukernel_describe_new(const struct ghd_ukernel *k);
+
+/* ---- the store: every tenant's kernels -------------------------------- */
+
+struct ghd_ukernel_store {
+    pthread_mutex_t lock;
+    struct ghd_ukernel *head;
+    unsigned tenant_max; /* kernels per tenant; 0 = no limit */
+};
+
+void ghd_ukernel_store_init(struct ghd_ukernel_store *s, unsigned tenant_max);
+void ghd_ukernel_store_destroy(struct ghd_ukernel_store *s);
+/* Adds k (the store takes its own reference). GHD_EBUSY when the tenant has
+ * a kernel of that name or it names a built-in, GHD_ELIMIT at tenant_max. */
+int ghd_ukernel_store_add(struct ghd_ukernel_store *s, struct ghd_ukernel *k);
+/* The tenant's kernel `name`, a new reference; GHD_ENOENT otherwise. */
+int ghd_ukernel_store_find_new(struct ghd_ukernel_store *s, const char *tenant,
+                               const char *name, struct ghd_ukernel **out);
+/* GHD_ENOENT when the tenant has no such kernel. */
+int ghd_ukernel_store_remove(struct ghd_ukernel_store *s, const char *tenant, const char *name);
+/* Appends the tenant's kernels' descriptions to `list`, in definition order. */
+void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant, json_t *list);
+
+/* ---- calls (kernels/call.c delegates here for user kernels) ------------- */
+
+struct ghd_ucall;
+int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve, void *resolve_ctx,
+                          struct ghd_ucall **out, char *detail, size_t detail_len);
+int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
+                      struct ghd_event *start, struct ghd_event *end, json_t *result,
+                      char *detail, size_t detail_len);
+size_t ghd_ucall_buffers(const struct ghd_ucall *c, struct ghd_buffer ***out);
+int ghd_ucall_writes(const struct ghd_ucall *c, const struct ghd_buffer *b);
+void ghd_ucall_free(struct ghd_ucall *c);
+
+#endif

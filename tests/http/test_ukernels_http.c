@@ -1,0 +1,599 @@
+/* User-defined kernels over real HTTP (issue 14): POST/GET/DELETE
+ * /v1/kernels and runs of them through POST /v1/runs, on the backend the
+ * harness was given (host by default: the interpreter). Results are checked
+ * against values this file computes itself with plain loops; outputs are
+ * poisoned (0xFF) first, so a kernel that writes nothing cannot pass.
+ *
+ * The server runs with two tenants (bearer tokens), so that ownership is
+ * tested: another tenant's kernel is a 404, its name free for the other. */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+static struct harness H;
+static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob",
+                                         .tenant_max_kernels = 6};
+#define ALICE "tok-alice"
+#define BOB "tok-bob"
+
+/* ---- requests as a tenant ------------------------------------------------ */
+
+static void call(const char *token, const char *method, const char *path, const char *body,
+                 struct harness_resp *r)
+{
+    char auth[96];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+    struct harness_req req = {.method = method, .path = path};
+    req.headers[0] = auth;
+    if (body) {
+        req.headers[1] = "Content-Type: application/json";
+        req.body = body;
+        req.body_len = strlen(body);
+        req.has_body = 1;
+    }
+    harness_do(&H, &req, r);
+}
+
+/* A request with a printf-formatted body; expects `status`; returns the
+ * parsed body (NULL for 204). */
+__attribute__((format(printf, 5, 6))) static json_t *
+expect(const char *token, long status, const char *method, const char *path, const char *fmt,
+       ...)
+{
+    char *body = NULL;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        assert_true(vasprintf(&body, fmt, ap) >= 0);
+        va_end(ap);
+    }
+    struct harness_resp r;
+    call(token, method, path, body, &r);
+    free(body);
+    if (r.status != status)
+        fail_msg("%s %s: status %ld, want %ld: %.500s", method, path, r.status, status,
+                 r.body ? r.body : "");
+    if (status >= 400)
+        harness_expect_problem(&r, status);
+    json_t *doc = r.body_len ? harness_body_json(&r) : NULL;
+    harness_resp_free(&r);
+    return doc;
+}
+
+/* Expects a problem whose detail contains `needle`. */
+static void expect_detail(json_t *doc, const char *needle)
+{
+    const char *d = json_string_value(json_object_get(doc, "detail"));
+    if (!d || !strstr(d, needle))
+        fail_msg("detail '%s' does not contain '%s'", d ? d : "(none)", needle);
+    json_decref(doc);
+}
+
+static void buffer_new(const char *token, size_t size, const void *data, char id[33])
+{
+    json_t *doc = expect(token, 201, "POST", "/v1/buffers", "{\"size\": %zu}", size);
+    snprintf(id, 33, "%s", json_string_value(json_object_get(doc, "id")));
+    json_decref(doc);
+    void *poison = NULL;
+    if (!data) {
+        poison = malloc(size);
+        memset(poison, 0xFF, size);
+        data = poison;
+    }
+    char path[96], auth[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+    struct harness_req req = {.method = "PUT", .path = path, .body = data, .body_len = size,
+                              .has_body = 1};
+    req.headers[0] = auth;
+    req.headers[1] = "Content-Type: application/octet-stream";
+    struct harness_resp r;
+    harness_do(&H, &req, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    free(poison);
+}
+
+static void *buffer_get(const char *token, const char *id, size_t len)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct harness_resp r;
+    call(token, "GET", path, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, len);
+    void *p = malloc(len + 1);
+    memcpy(p, r.body, len);
+    harness_resp_free(&r);
+    return p;
+}
+
+static void buffer_delete(const char *token, const char *id)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    json_decref(expect(token, 204, "DELETE", path, NULL));
+}
+
+static void kernel_delete(const char *token, const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/kernels/%s", name);
+    json_decref(expect(token, 204, "DELETE", path, NULL));
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+static uint64_t rng = 88172645463325252ULL;
+
+static double urand(double lo, double hi)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return lo + (hi - lo) * ((double)(rng >> 11) / 9007199254740992.0);
+}
+
+static float *rand_f32(size_t n, double lo, double hi)
+{
+    float *p = malloc(n * 4 + 4);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)urand(lo, hi);
+    return p;
+}
+
+static void close_to(double got, double want, double rtol, const char *what, size_t i)
+{
+    if (!(fabs(got - want) <= rtol * fabs(want) + 1e-30)) /* NaN never passes */
+        fail_msg("%s[%zu]: got %.17g, want %.17g (rtol %g)", what, i, got, want, rtol);
+}
+
+/* GPU results are compared at a tolerance; the host interpreter computes in
+ * the same precision as these loops, in the same order, so exactly. */
+static double tol(double gpu)
+{
+    return strcmp(harness_backend(), "cuda") == 0 ? gpu : 0;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_define_and_run_elementwise(void **state)
+{
+    (void)state;
+    json_t *doc = expect(ALICE, 201, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"sqdiff\", \"kind\": \"elementwise\","
+                         " \"in\": \"f32 x, f32 y, f32 a\", \"out\": \"f32 z\","
+                         " \"body\": \"z = a * (x - y) * (x - y)\"}");
+    assert_string_equal(json_string_value(json_object_get(doc, "name")), "sqdiff");
+    assert_true(json_is_true(json_object_get(doc, "user")));
+    assert_true(json_is_object(json_object_get(doc, "build")));
+    json_t *props = json_object_get(json_object_get(doc, "args_schema"), "properties");
+    assert_non_null(json_object_get(props, "x_offset"));
+    assert_non_null(json_object_get(props, "n"));
+    json_decref(doc);
+
+    size_t n = 1037;
+    float *x = rand_f32(n, -4, 4), *y = rand_f32(n, -4, 4);
+    char bx[33], by[33], bz[33], ba[33];
+    buffer_new(ALICE, n * 4, x, bx);
+    buffer_new(ALICE, n * 4, y, by);
+    buffer_new(ALICE, (n + 3) * 4, NULL, bz);
+    /* a as a number (the same for every element) */
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                       " \"a\": 2.5, \"z\": \"%s\", \"z_offset\": 3, \"n\": %zu}}",
+                       bx, by, bz, n));
+    float *z = buffer_get(ALICE, bz, (n + 3) * 4);
+    uint32_t ff;
+    memcpy(&ff, z, 4);
+    assert_int_equal(ff, 0xFFFFFFFFu); /* before the offset: untouched */
+    for (size_t i = 0; i < n; i++)
+        close_to(z[i + 3], 2.5f * (x[i] - y[i]) * (x[i] - y[i]), tol(1e-6), "sqdiff", i);
+    free(z);
+    /* a as a buffer (one value per element) */
+    float *av = rand_f32(n, 0, 1);
+    buffer_new(ALICE, n * 4, av, ba);
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                       " \"a\": \"%s\", \"z\": \"%s\", \"n\": %zu}}",
+                       bx, by, ba, bz, n));
+    z = buffer_get(ALICE, bz, (n + 3) * 4);
+    for (size_t i = 0; i < n; i++)
+        close_to(z[i], av[i] * (x[i] - y[i]) * (x[i] - y[i]), tol(1e-6), "sqdiff buffer a", i);
+    free(z);
+    /* a bool where a number goes, an integer for u8 out of range, buffers too small */
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
+                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                         " \"a\": true, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n),
+                  "a is f32");
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
+                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                         " \"a\": 1, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n + 1),
+                  "x: buffer holds");
+    expect_detail(expect(ALICE, 400, "POST", "/v1/runs",
+                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                         " \"a\": 1, \"z\": \"%s\", \"n\": 4, \"q\": 1}}", bx, by, bz),
+                  "unknown parameter 'q'");
+    expect_detail(expect(ALICE, 400, "POST", "/v1/runs",
+                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"a\": 1,"
+                         " \"z\": \"%s\", \"n\": 4}}", bx, bz),
+                  "'y'");
+    /* in place (z is x, the same range) is allowed; z overlapping x shifted is not */
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                       " \"a\": 1, \"z\": \"%s\", \"n\": 8}}", bz, by, bz));
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
+                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                         " \"a\": 1, \"z\": \"%s\", \"z_offset\": 1, \"n\": 8}}", bz, by, bz),
+                  "z overlaps x");
+    buffer_delete(ALICE, bx);
+    buffer_delete(ALICE, by);
+    buffer_delete(ALICE, bz);
+    buffer_delete(ALICE, ba);
+    free(x);
+    free(y);
+    free(av);
+    kernel_delete(ALICE, "sqdiff");
+}
+
+static void test_reduction(void **state)
+{
+    (void)state;
+    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
+                       "{\"name\": \"l2\", \"kind\": \"reduction\", \"in\": \"f32 x\","
+                       " \"out\": \"f64 r\", \"map\": \"x * x\", \"reduce\": \"a + b\","
+                       " \"identity\": \"0\", \"post\": \"r = sqrt(a)\"}"));
+    size_t n = 5003;
+    float *x = rand_f32(n, -2, 2);
+    char bx[33], br[33];
+    buffer_new(ALICE, n * 4, x, bx);
+    buffer_new(ALICE, 8, NULL, br);
+    double want = 0;
+    for (size_t i = 0; i < n; i++) {
+        float sq = x[i] * x[i]; /* map is f32 * f32: an f32 product, then f64 */
+        want += sq;
+    }
+    want = sqrt(want);
+    /* without an output buffer: the value in the result */
+    json_t *doc = expect(ALICE, 200, "POST", "/v1/runs",
+                         "{\"kernel\": \"l2\", \"args\": {\"x\": \"%s\", \"n\": %zu}}", bx, n);
+    json_t *res = json_object_get(doc, "result");
+    close_to(json_number_value(json_object_get(res, "value")), want, tol(1e-12), "l2", 0);
+    assert_string_equal(json_string_value(json_object_get(res, "value_dtype")), "f64");
+    assert_int_equal(json_integer_value(json_object_get(res, "n")), (json_int_t)n);
+    json_decref(doc);
+    /* with one: it holds the value too */
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"l2\", \"args\": {\"x\": \"%s\", \"r\": \"%s\", \"n\": %zu}}",
+                       bx, br, n));
+    double *r = buffer_get(ALICE, br, 8);
+    close_to(r[0], want, tol(1e-12), "l2 out", 0);
+    free(r);
+    /* n = 0: the identity through post */
+    doc = expect(ALICE, 200, "POST", "/v1/runs",
+                 "{\"kernel\": \"l2\", \"args\": {\"x\": \"%s\", \"n\": 0}}", bx);
+    assert_true(json_number_value(json_object_get(json_object_get(doc, "result"), "value")) == 0);
+    json_decref(doc);
+    buffer_delete(ALICE, bx);
+    buffer_delete(ALICE, br);
+    free(x);
+    kernel_delete(ALICE, "l2");
+}
+
+/* One definition, bound to f64 and to i32 by the "T" argument. */
+static void test_placeholders(void **state)
+{
+    (void)state;
+    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
+                       "{\"name\": \"addT\", \"in\": \"T x, T y\", \"out\": \"T z\","
+                       " \"body\": \"z = x + y * 2\"}"));
+    size_t n = 100;
+    double xd[100], yd[100];
+    int32_t xi[100], yi[100];
+    for (size_t i = 0; i < n; i++) {
+        xd[i] = urand(-10, 10);
+        yd[i] = urand(-10, 10);
+        xi[i] = (int32_t)(uint32_t)(rng >> 3);
+        yi[i] = (int32_t)(uint32_t)(rng >> 7) ^ (int32_t)i;
+    }
+    char bx[33], by[33], bz[33];
+    buffer_new(ALICE, sizeof(xd), xd, bx);
+    buffer_new(ALICE, sizeof(yd), yd, by);
+    buffer_new(ALICE, sizeof(xd), NULL, bz);
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"addT\", \"args\": {\"T\": \"f64\", \"x\": \"%s\","
+                       " \"y\": \"%s\", \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n));
+    double *zd = buffer_get(ALICE, bz, sizeof(xd));
+    for (size_t i = 0; i < n; i++)
+        close_to(zd[i], xd[i] + yd[i] * 2, tol(1e-15), "addT f64", i);
+    free(zd);
+    buffer_delete(ALICE, bx);
+    buffer_delete(ALICE, by);
+    buffer_new(ALICE, sizeof(xi), xi, bx);
+    buffer_new(ALICE, sizeof(yi), yi, by);
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"addT\", \"args\": {\"T\": \"i32\", \"x\": \"%s\","
+                       " \"y\": \"%s\", \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n));
+    int32_t *zi = buffer_get(ALICE, bz, sizeof(xd));
+    for (size_t i = 0; i < n; i++) /* wraps modulo 2^32 */
+        assert_int_equal(zi[i], (int32_t)((uint32_t)xi[i] + (uint32_t)yi[i] * 2u));
+    free(zi);
+    expect_detail(expect(ALICE, 400, "POST", "/v1/runs",
+                         "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                         " \"z\": \"%s\", \"n\": 4}}", bx, by, bz),
+                  "placeholder T");
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
+                         "{\"kernel\": \"addT\", \"args\": {\"T\": \"f128\", \"x\": \"%s\","
+                         " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz),
+                  "T must be a type name");
+    buffer_delete(ALICE, bx);
+    buffer_delete(ALICE, by);
+    buffer_delete(ALICE, bz);
+    kernel_delete(ALICE, "addT");
+}
+
+/* A raw input indexed around i: reads outside the buffer give the default. */
+static void test_raw_stencil(void **state)
+{
+    (void)state;
+    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
+                       "{\"name\": \"blur\", \"in\": \"raw f32 x = 100\", \"out\": \"f32 y\","
+                       " \"body\": \"y = x[i - 1] + x[i] + x[i + 1]\\nd = x[i + 1000000]\\n"
+                       "y = y + d - 100\"}"));
+    size_t n = 257;
+    float *x = rand_f32(n, -1, 1);
+    char bx[33], by[33];
+    buffer_new(ALICE, n * 4, x, bx);
+    buffer_new(ALICE, n * 4, NULL, by);
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": %zu}}",
+                       bx, by, n));
+    float *y = buffer_get(ALICE, by, n * 4);
+    for (size_t i = 0; i < n; i++) {
+        float l = i ? x[i - 1] : 100.0f, r = i + 1 < n ? x[i + 1] : 100.0f;
+        float want = l + x[i] + r;
+        want = want + 100.0f - 100.0f;
+        close_to(y[i], want, tol(1e-6), "blur", i);
+    }
+    free(y);
+    /* A raw input shifted by an offset: its view starts there, so x[i - 1]
+     * at i = 0 reads the default, not the element before the offset. */
+    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"x_offset\": 5,"
+                       " \"y\": \"%s\", \"n\": 4}}", bx, by));
+    y = buffer_get(ALICE, by, n * 4);
+    close_to(y[0], 100.0f + x[5] + x[6] + 100.0f - 100.0f, tol(1e-6), "blur offset", 0);
+    free(y);
+    /* the output may not overlap a raw input at all, even in place */
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
+                         "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
+                         bx, bx),
+                  "must not share memory");
+    buffer_delete(ALICE, bx);
+    buffer_delete(ALICE, by);
+    free(x);
+    kernel_delete(ALICE, "blur");
+}
+
+/* Definitions refused with the column of the error; names taken. */
+static void test_definition_errors(void **state)
+{
+    (void)state;
+    expect_detail(expect(ALICE, 422, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"bad\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x + q\"}"),
+                  "body, column 9: unknown name 'q'");
+    expect_detail(expect(ALICE, 409, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"axpy\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x\"}"),
+                  "cannot shadow");
+    expect_detail(expect(ALICE, 400, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"src\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x\", \"source\": \"__global__ void f() {}\"}"),
+                  "unknown field 'source'");
+    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
+                       "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                       " \"body\": \"y = x\"}"));
+    expect_detail(expect(ALICE, 409, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x\"}"),
+                  "exists already");
+    expect_detail(expect(ALICE, 409, "DELETE", "/v1/kernels/axpy", NULL), "built-in");
+    kernel_delete(ALICE, "twice");
+    expect_detail(expect(ALICE, 404, "DELETE", "/v1/kernels/twice", NULL), "no kernel");
+    /* over the size bound: 413 */
+    char *big = malloc(20000);
+    memset(big, ' ', 19999);
+    big[19999] = '\0';
+    memcpy(big, "y = x", 5);
+    expect_detail(expect(ALICE, 413, "POST", "/v1/kernels",
+                         "{\"name\": \"big\", \"in\": \"f32 x\", \"out\": \"f32 y\", \"body\": \"%s\"}",
+                         big),
+                  "--kernel-max-definition");
+    free(big);
+}
+
+/* Kernels belong to their tenant. */
+static void test_tenants(void **state)
+{
+    (void)state;
+    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
+                       "{\"name\": \"mine\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                       " \"body\": \"y = x + 1\"}"));
+    json_decref(expect(BOB, 404, "GET", "/v1/kernels/mine", NULL));
+    json_decref(expect(BOB, 404, "DELETE", "/v1/kernels/mine", NULL));
+    char bx[33];
+    buffer_new(BOB, 16, NULL, bx);
+    expect_detail(expect(BOB, 422, "POST", "/v1/runs",
+                         "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
+                         bx, bx),
+                  "unknown kernel 'mine'");
+    /* Bob's list has the built-ins and none of Alice's kernels; hers has it. */
+    json_t *list = expect(BOB, 200, "GET", "/v1/kernels", NULL);
+    size_t i, users = 0, builtins = 0;
+    json_t *k;
+    json_array_foreach(json_object_get(list, "kernels"), i, k) {
+        if (json_is_true(json_object_get(k, "user")))
+            users++;
+        else
+            builtins++;
+    }
+    assert_int_equal(users, 0);
+    assert_true(builtins >= 20);
+    json_decref(list);
+    list = expect(ALICE, 200, "GET", "/v1/kernels", NULL);
+    users = 0;
+    json_array_foreach(json_object_get(list, "kernels"), i, k) {
+        if (json_is_true(json_object_get(k, "user"))) {
+            users++;
+            assert_string_equal(json_string_value(json_object_get(k, "name")), "mine");
+            assert_true(json_is_array(json_object_get(k, "params")));
+            assert_true(json_is_object(json_object_get(k, "args_schema")));
+        }
+    }
+    assert_int_equal(users, 1);
+    json_decref(list);
+    /* the same name is free for Bob, and his is his own */
+    json_decref(expect(BOB, 201, "POST", "/v1/kernels", "%s",
+                       "{\"name\": \"mine\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                       " \"body\": \"y = x * 3\"}"));
+    float four[4] = {1, 2, 3, 4};
+    char bin[33], bout[33];
+    buffer_new(BOB, 16, four, bin);
+    buffer_new(BOB, 16, NULL, bout);
+    json_decref(expect(BOB, 200, "POST", "/v1/runs",
+                       "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
+                       bin, bout));
+    float *y = buffer_get(BOB, bout, 16);
+    for (int j = 0; j < 4; j++)
+        assert_true(y[j] == four[j] * 3);
+    free(y);
+    /* Alice cannot run Bob's buffers through her kernel */
+    expect_detail(expect(ALICE, 404, "POST", "/v1/runs",
+                         "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
+                         bin, bout),
+                  "no buffer");
+    /* --tenant-max-kernels 6: Bob has one, five more fit, the seventh is 429 */
+    for (int j = 0; j < 6; j++) {
+        char body[160];
+        snprintf(body, sizeof(body),
+                 "{\"name\": \"k%d\", \"in\": \"f32 x\", \"out\": \"f32 y\", \"body\": \"y = x\"}", j);
+        json_decref(expect(BOB, j < 5 ? 201 : 429, "POST", "/v1/kernels", "%s", body));
+    }
+    for (int j = 0; j < 5; j++) {
+        char name[8];
+        snprintf(name, sizeof(name), "k%d", j);
+        kernel_delete(BOB, name);
+    }
+    kernel_delete(BOB, "mine");
+    kernel_delete(ALICE, "mine");
+    buffer_delete(BOB, bx);
+    buffer_delete(BOB, bin);
+    buffer_delete(BOB, bout);
+}
+
+static json_t *poll_run(const char *token, const char *path)
+{
+    for (int i = 0; i < 6000; i++) {
+        json_t *doc = expect(token, 200, "GET", path, NULL);
+        const char *st = json_string_value(json_object_get(doc, "status"));
+        if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
+            return doc;
+        json_decref(doc);
+        struct timespec ts = {0, 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("run %s did not finish", path);
+    return NULL;
+}
+
+/* Steps that mix a user kernel with built-ins on one stream; an
+ * asynchronous run of a kernel deleted while the run is queued. */
+static void test_pipeline_and_async(void **state)
+{
+    (void)state;
+    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
+                       "{\"name\": \"my_axpy\", \"in\": \"f32 x, f32 a\", \"out\": \"f32 y\","
+                       " \"body\": \"y = a * x + y\"}"));
+    size_t n = 4096;
+    float *x = rand_f32(n, -1, 1), *y = rand_f32(n, -1, 1);
+    char bx[33], by[33];
+    buffer_new(ALICE, n * 4, x, bx);
+    buffer_new(ALICE, n * 4, y, by);
+    /* scale y by 2 (built-in), y = 3x + y (user), sum y (built-in) */
+    json_t *doc = expect(ALICE, 200, "POST", "/v1/runs",
+                         "{\"steps\": [{\"kernel\": \"scale\", \"args\": {\"x\": \"%s\", \"a\": 2,"
+                         " \"dtype\": \"f32\", \"n\": %zu}},"
+                         " {\"kernel\": \"my_axpy\", \"args\": {\"x\": \"%s\", \"a\": 3, \"y\": \"%s\","
+                         " \"n\": %zu}},"
+                         " {\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"f32\", \"n\": %zu}}]}",
+                         by, n, bx, by, n, by, n);
+    double want = 0;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = 3.0f * x[i] + y[i] * 2.0f;
+        want += y[i];
+    }
+    json_t *steps = json_object_get(doc, "steps");
+    assert_int_equal(json_array_size(steps), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(steps, 1), "kernel")),
+                        "my_axpy");
+    double got = json_number_value(json_object_get(json_object_get(doc, "result"), "value"));
+    close_to(got, want, 1e-5, "pipeline sum", 0);
+    json_decref(doc);
+    float *yo = buffer_get(ALICE, by, n * 4);
+    for (size_t i = 0; i < n; i++)
+        close_to(yo[i], y[i], tol(1e-6), "pipeline y", i);
+    free(yo);
+    /* async, then the kernel deleted at once: the run keeps what it needs */
+    doc = expect(ALICE, 202, "POST", "/v1/runs",
+                 "{\"kernel\": \"my_axpy\", \"wait\": false, \"args\": {\"x\": \"%s\","
+                 " \"a\": -1, \"y\": \"%s\", \"n\": %zu}}", bx, by, n);
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/runs/%s", json_string_value(json_object_get(doc, "id")));
+    json_decref(doc);
+    kernel_delete(ALICE, "my_axpy");
+    doc = poll_run(ALICE, path);
+    assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
+    assert_string_equal(json_string_value(json_object_get(doc, "kernel")), "my_axpy");
+    json_decref(doc);
+    yo = buffer_get(ALICE, by, n * 4);
+    for (size_t i = 0; i < n; i++)
+        close_to(yo[i], -x[i] + y[i], tol(1e-6), "async y", i);
+    free(yo);
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
+                         "{\"kernel\": \"my_axpy\", \"args\": {\"x\": \"%s\", \"a\": 1,"
+                         " \"y\": \"%s\", \"n\": 4}}", bx, by),
+                  "unknown kernel");
+    buffer_delete(ALICE, bx);
+    buffer_delete(ALICE, by);
+    free(x);
+    free(y);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_define_and_run_elementwise),
+        cmocka_unit_test(test_reduction),
+        cmocka_unit_test(test_placeholders),
+        cmocka_unit_test(test_raw_stencil),
+        cmocka_unit_test(test_definition_errors),
+        cmocka_unit_test(test_tenants),
+        cmocka_unit_test(test_pipeline_and_async),
+    };
+    harness_suite_bind(&H, &opts);
+    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+}
