@@ -275,18 +275,89 @@ static int validate(const struct ghd_config *cfg, FILE *err)
     return 0;
 }
 
+/* --help's placeholder for an option's value. */
+static const char *placeholder(const struct option_spec *sp)
+{
+    static const struct {
+        const char *flag, *arg;
+    } strings[] = {
+        {"bind", "ADDR"},       {"log-level", "LEVEL"}, {"log-format", "text|json"},
+        {"port-file", "FILE"},  {"docs-dir", "DIR"},    {"tokens-file", "FILE"},
+        {"tokens", "LIST"},     {"metrics-token", "TOKEN"}, {"tls-cert", "FILE"},
+        {"tls-key", "FILE"},
+    };
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+        if (strcmp(sp->flag, strings[i].flag) == 0)
+            return strings[i].arg;
+    switch (sp->type) {
+    case OPT_UINT: return "N";
+    case OPT_SIZE: return "BYTES";
+    case OPT_SIZE_OR_PERCENT: return "BYTES|N%";
+    case OPT_BACKEND: return "auto|cuda|host";
+    case OPT_FLAG: return NULL;
+    case OPT_STRING: break;
+    }
+    return "TEXT";
+}
+
+#define USAGE_WIDTH 100
+#define USAGE_INDENT 30
+
+/* Writes `text` from column USAGE_INDENT, wrapped at USAGE_WIDTH; `col` is
+ * the column the line is at now. */
+static void usage_wrapped(FILE *out, int col, const char *text)
+{
+    if (col > USAGE_INDENT - 1) {
+        fputc('\n', out);
+        col = 0;
+    }
+    fprintf(out, "%*s", USAGE_INDENT - col, "");
+    col = USAGE_INDENT;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col > USAGE_INDENT && col + 1 + (int)word > USAGE_WIDTH) {
+            fprintf(out, "\n%*s", USAGE_INDENT, "");
+            col = USAGE_INDENT;
+        } else if (col > USAGE_INDENT) {
+            fputc(' ', out);
+            col++;
+        }
+        fwrite(text, 1, word, out);
+        col += (int)word;
+        text += word;
+        text += strspn(text, " ");
+    }
+    fputc('\n', out);
+}
+
 void ghd_config_usage(FILE *out)
 {
     fprintf(out, "usage: gpuhttpd [options]\n\nEvery option also reads the environment "
                  "variable shown; a flag wins.\n\n");
     for (size_t i = 0; i < SPEC_COUNT; i++) {
-        char env[64];
-        env_name(specs[i].flag, env, sizeof(env));
-        fprintf(out, "  --%-20s %-26s %s (default: %s)\n", specs[i].flag, env, specs[i].help,
-                *specs[i].def ? specs[i].def : "none");
+        const struct option_spec *sp = &specs[i];
+        char env[64], text[512];
+        env_name(sp->flag, env, sizeof(env));
+        const char *arg = placeholder(sp);
+        int col = fprintf(out, "  --%s%s%s", sp->flag, arg ? "=" : "", arg ? arg : "");
+        snprintf(text, sizeof(text), "%s (default: %s; env: %s)", sp->help,
+                 *sp->def ? sp->def : "none", env);
+        usage_wrapped(out, col, text);
     }
-    fprintf(out, "  --%-20s %-26s %s\n", "help", "", "print this help and exit");
-    fprintf(out, "  --%-20s %-26s %s\n", "version", "", "print the version and exit");
+    usage_wrapped(out, fprintf(out, "  --help"), "print this help and exit");
+    usage_wrapped(out, fprintf(out, "  --version"), "print the version and exit");
+}
+
+/* getopt takes the next argument as an option's value even when it is
+ * another option ("--port --port-file x"); none of our values starts with
+ * "--", so such a value means the option was given without one. */
+static int value_missing(const struct option_spec *sp, const char *value, FILE *err)
+{
+    if (sp->type == OPT_FLAG || strncmp(value, "--", 2) != 0)
+        return 0;
+    fprintf(err, "gpuhttpd: --%s needs a value (%s) before '%s' (see --help)\n", sp->flag,
+            placeholder(sp), value);
+    return 1;
 }
 
 int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, FILE *err)
@@ -325,11 +396,20 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
             return 1;
         }
         if (c == '?' || c == ':') {
-            fprintf(err, "gpuhttpd: unknown or incomplete option '%s' (see --help)\n",
-                    argv[optind - 1]);
+            const char *bad = argv[optind - 1];
+            for (size_t i = 0; i < SPEC_COUNT; i++)
+                if (strncmp(bad, "--", 2) == 0 && strcmp(bad + 2, specs[i].flag) == 0 &&
+                    specs[i].type != OPT_FLAG) {
+                    fprintf(err, "gpuhttpd: %s needs a value (%s) (see --help)\n", bad,
+                            placeholder(&specs[i]));
+                    return -1;
+                }
+            fprintf(err, "gpuhttpd: unknown option '%s' (see --help)\n", bad);
             return -1;
         }
         const struct option_spec *sp = &specs[c - 1000];
+        if (value_missing(sp, optarg, err))
+            return -1;
         if (apply(cfg, sp, sp->type == OPT_FLAG ? "1" : optarg) != 0) {
             fprintf(err, "gpuhttpd: invalid value '%s' for --%s (%s)\n",
                     is_secret(sp) ? "(hidden)" : optarg, sp->flag, sp->help);

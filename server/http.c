@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "conn_guard.h"
 #include "error.h"
+#include "listen.h"
 #include "log.h"
 #include "metrics.h"
 #include "router.h"
@@ -729,29 +730,18 @@ static int setup_tls(struct ghd_http *http, const struct ghd_config *cfg, unsign
 
 int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, size_t why_len)
 {
+    int fd;
+    unsigned port;
+    int rc = ghd_listen_open(svc->cfg.bind, svc->cfg.port, &fd, &port, why, why_len);
+    if (rc == 0 && (rc = ghd_http_start_on(svc, fd, port, out, why, why_len)) != 0)
+        close(fd);
+    return rc;
+}
+
+int ghd_http_start_on(struct ghd_service *svc, int listen_fd, unsigned port,
+                      struct ghd_http **out, char *why, size_t why_len)
+{
     const struct ghd_config *cfg = &svc->cfg;
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof(addr));
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)cfg->port);
-    if (inet_pton(AF_INET, cfg->bind, &addr.sin_addr) != 1) {
-        snprintf(why, why_len, "--bind '%s' is not an IPv4 address", cfg->bind);
-        return GHD_EINVAL;
-    }
-    /* Without tokens anyone who can connect owns every buffer: loopback only,
-     * unless the operator says otherwise. */
-    if (!ghd_auth_is_loopback(cfg->bind) && !ghd_auth_enabled(svc->auth)) {
-        if (!cfg->allow_unauthenticated) {
-            snprintf(why, why_len,
-                     "--bind %s is not a loopback address and no tokens are set: give "
-                     "--tokens-file or GHD_TOKENS, or pass --allow-unauthenticated",
-                     cfg->bind);
-            return GHD_EINVAL;
-        }
-        ghd_log(GHD_LOG_WARN, "serving %s without authentication (--allow-unauthenticated): "
-                              "anyone who can reach it can read, write and delete buffers",
-                cfg->bind);
-    }
     struct ghd_http *http = calloc(1, sizeof(*http));
     if (!http)
         return GHD_ENOHOSTMEM;
@@ -772,28 +762,25 @@ int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, si
     }
     http->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, http,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->connection_memory,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_connection_limit,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, http,
         MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!http->daemon) {
-        snprintf(why, why_len, "cannot listen on %s:%u (address in use or not permitted%s)",
-                 cfg->bind, cfg->port,
-                 cfg->tls_cert[0] ? ", or the TLS certificate and key do not load or match" : "");
+        snprintf(why, why_len, "cannot serve on %s:%u%s", cfg->bind, port,
+                 cfg->tls_cert[0] ? " (the TLS certificate and key do not load or match?)" : "");
         ghd_guard_free(http->guard);
         free_tls(http);
         free(http);
         return GHD_EUNAVAIL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(http->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    http->port = info ? info->port : cfg->port;
+    http->port = port;
     *out = http;
     return 0;
 }

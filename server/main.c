@@ -13,6 +13,7 @@
 #include "server/config.h"
 #include "server/error.h"
 #include "server/http.h"
+#include "server/listen.h"
 #include "server/log.h"
 #include "server/log_writer.h"
 #include "server/run_queue.h"
@@ -113,10 +114,14 @@ static int write_port_file(const char *path, unsigned port)
     return rename(tmp, path); /* readers never see a half-written file */
 }
 
-static void cannot_start(const char *why)
+/* One line, in the log's format: a JSON reader of the log sees it too. */
+static void cannot_start(enum ghd_log_format format, const char *why)
 {
+    if (format == GHD_LOG_JSON)
+        ghd_log(GHD_LOG_ERROR, "cannot start: %s", why);
     ghd_log_writer_stop(); /* the lines logged before this one go out first */
-    fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
+    if (format != GHD_LOG_JSON)
+        fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
 }
 
 int main(int argc, char **argv)
@@ -147,21 +152,29 @@ int main(int argc, char **argv)
     if (ghd_log_writer_start() != 0) /* after the mask: the writer takes no signal */
         ghd_log(GHD_LOG_WARN, "no log writer thread: lines are written as they come");
 
+    /* The port first: a taken one stops the start before the backend is set up. */
+    char why[512] = "";
+    int listen_fd;
+    unsigned port;
+    if (ghd_listen_open(cfg.bind, cfg.port, &listen_fd, &port, why, sizeof(why)) != 0) {
+        cannot_start(format, why);
+        return 1;
+    }
     static struct ghd_service svc;
-    char why[256] = "";
     rc = ghd_service_init(&svc, &cfg, why, sizeof(why));
     if (rc) {
-        cannot_start(why);
+        close(listen_fd);
+        cannot_start(format, why);
         return 1;
     }
     struct ghd_http *http;
-    rc = ghd_http_start(&svc, &http, why, sizeof(why));
+    rc = ghd_http_start_on(&svc, listen_fd, port, &http, why, sizeof(why));
     if (rc) {
-        cannot_start(why);
+        close(listen_fd);
+        cannot_start(format, why);
         ghd_service_destroy(&svc);
         return 1;
     }
-    unsigned port = ghd_http_port(http);
     ghd_log(GHD_LOG_INFO, "gpuhttpd %s listening on %s:%u", GHD_VERSION, cfg.bind, port);
     if (cfg.port_file[0] && write_port_file(cfg.port_file, port) != 0)
         ghd_log(GHD_LOG_WARN, "cannot write the port to %s: %s", cfg.port_file, strerror(errno));

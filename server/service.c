@@ -59,6 +59,27 @@ static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)
     return 0;
 }
 
+/* Without tokens anyone who can connect owns every buffer: loopback only,
+ * unless the operator says otherwise. Checked before the backend is set up,
+ * which may take seconds on a GPU, so the refusal comes at once. */
+static int check_exposure(const struct ghd_service *svc, char *why, size_t why_len)
+{
+    const struct ghd_config *cfg = &svc->cfg;
+    if (ghd_auth_is_loopback(cfg->bind) || ghd_auth_enabled(svc->auth))
+        return 0;
+    if (!cfg->allow_unauthenticated) {
+        snprintf(why, why_len,
+                 "--bind %s is not a loopback address and no tokens are set: give "
+                 "--tokens-file or GHD_TOKENS, or pass --allow-unauthenticated",
+                 cfg->bind);
+        return GHD_EINVAL;
+    }
+    ghd_log(GHD_LOG_WARN, "serving %s without authentication (--allow-unauthenticated): "
+                          "anyone who can reach it can read, write and delete buffers",
+            cfg->bind);
+    return 0;
+}
+
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char *why,
                      size_t why_len)
 {
@@ -69,6 +90,9 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
                           why_len);
     if (rc)
         return rc;
+    rc = check_exposure(svc, why, why_len);
+    if (rc)
+        goto destroy_auth;
     rc = open_runtime(svc, why, why_len);
     if (rc)
         goto destroy_auth;
