@@ -594,6 +594,33 @@ static void linger_after_early_reply(struct MHD_Connection *conn)
         ghd_socket_linger(fd, 2000, (uint64_t)64 << 20);
 }
 
+/* "address:port" of the connection's client, or "?". */
+static void peer_name(struct MHD_Connection *conn, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *addr =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, len, "?");
+    if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)addr->client_addr;
+        char ip[INET_ADDRSTRLEN];
+        if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)))
+            snprintf(out, len, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
+    }
+}
+
+/* The buffer or run id for the access log: the one the path names, else
+ * the one a create made (its Location). NULL for other requests. */
+static const char *resource_of(const struct http_request *hr)
+{
+    if (hr->req.route && strstr(hr->req.route, "{id}") && hr->req.param_count)
+        return hr->req.params[0];
+    for (unsigned i = 0; i < hr->rep.header_count; i++)
+        if (strcmp(hr->rep.header_names[i], "Location") == 0 &&
+            strncmp(hr->rep.header_values[i], "/v1/", 4) == 0)
+            return strrchr(hr->rep.header_values[i], '/') + 1;
+    return NULL;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -612,8 +639,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         if (!status)
             status = 499; /* closed by the client before a reply */
     }
+    char client[64];
+    peer_name(conn, client, sizeof(client));
     struct ghd_access_record rec = {
         .request_id = hr->req.request_id,
+        .path = hr->req.path,
+        .resource = resource_of(hr),
+        .client = client,
+        .detail = hr->rep.problem_detail,
         .method = hr->req.method,
         .route = hr->req.route ? hr->req.route : "(unmatched)",
         .status = status,
@@ -643,15 +676,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
     const union MHD_ConnectionInfo *fd =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    const union MHD_ConnectionInfo *addr =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    char peer[64] = "?";
-    if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)addr->client_addr;
-        char ip[INET_ADDRSTRLEN];
-        if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)))
-            snprintf(peer, sizeof(peer), "%s:%u", ip, (unsigned)ntohs(in->sin_port));
-    }
+    char peer[64];
+    peer_name(conn, peer, sizeof(peer));
     if (fd)
         ghd_socket_set_buffers(fd->connect_fd, http->svc->cfg.socket_buffer);
     *socket_context = fd ? ghd_guard_open(http->guard, fd->connect_fd, peer) : NULL;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json_text.h"
 #include "log_writer.h"
 
 static enum ghd_log_level min_level = GHD_LOG_INFO;
@@ -60,7 +61,7 @@ static void timestamp(char *buf, size_t len)
 /* Writes a JSON object as one line and releases it. */
 static void emit_json(json_t *obj)
 {
-    char *line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *line = ghd_json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(obj);
     if (!line)
         return;
@@ -81,6 +82,31 @@ static void emit_text(const char *fmt, ...)
     ghd_log_writer_put(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/* Copies `in` into out[len] so that it can be written as it is: bytes that
+ * are not UTF-8 become \xNN, and for the text format (`text`) so do control
+ * characters (ESC, a bare CR), a backslash and a double quote, which could
+ * otherwise forge or garble a line. NULL becomes "". */
+static const char *escape(const char *in, int text, char *out, size_t len)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)(in ? in : ""); *p && o + 5 < len;) {
+        size_t n = ghd_utf8_len(p);
+        int plain = n > 0 && (!text || (*p >= 0x20 && *p != 0x7f && *p != '\\' && *p != '"'));
+        if (!plain) {
+            o += (size_t)snprintf(out + o, len - o, "\\x%02x", *p);
+            p++;
+            continue;
+        }
+        if (o + n >= len)
+            break;
+        memcpy(out + o, p, n);
+        o += n;
+        p += n;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 void ghd_log(enum ghd_log_level level, const char *fmt, ...)
 {
     if (!ghd_log_enabled(level))
@@ -90,14 +116,16 @@ void ghd_log(enum ghd_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    char ts[40];
+    char ts[40], safe[sizeof(msg) * 2];
     timestamp(ts, sizeof(ts));
+    /* A message may quote a client's bytes (a request id, a path). */
+    escape(msg, format != GHD_LOG_JSON, safe, sizeof(safe));
     if (format == GHD_LOG_JSON) {
         emit_json(json_pack("{s:s, s:s, s:s}", "ts", ts, "level", level_names[level],
-                            "msg", msg));
+                            "msg", safe));
         return;
     }
-    emit_text("%s %-5s %s", ts, level_names[level], msg);
+    emit_text("%s %-5s %s", ts, level_names[level], safe);
 }
 
 void ghd_log_access(const struct ghd_access_record *r)
@@ -106,15 +134,37 @@ void ghd_log_access(const struct ghd_access_record *r)
         return;
     char ts[40];
     timestamp(ts, sizeof(ts));
-    if (format == GHD_LOG_JSON) {
-        emit_json(json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:s?}", "ts", ts,
-                            "level", "info", "request_id", r->request_id, "method",
-                            r->method, "route", r->route, "status", r->status, "bytes_in",
-                            (json_int_t)r->bytes_in, "bytes_out", (json_int_t)r->bytes_out,
-                            "duration_ms", r->duration_ms, "tenant", r->tenant));
+    int text = format != GHD_LOG_JSON;
+    char method[64], route[160], path[640], id[160], client[80], detail[1100], tenant[160];
+    escape(r->method, text, method, sizeof(method));
+    escape(r->route, text, route, sizeof(route));
+    escape(r->path, text, path, sizeof(path));
+    escape(r->resource, text, id, sizeof(id));
+    escape(r->client, text, client, sizeof(client));
+    escape(r->detail, text, detail, sizeof(detail));
+    escape(r->tenant, text, tenant, sizeof(tenant));
+    double ms = ghd_round_ms(r->duration_ms);
+    if (!text) {
+        json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f}", "ts", ts,
+                                "level", "info", "request_id", r->request_id, "method", method,
+                                "route", route, "path", path, "status", r->status, "bytes_in",
+                                (json_int_t)r->bytes_in, "bytes_out", (json_int_t)r->bytes_out,
+                                "duration_ms", ms);
+        if (obj && id[0])
+            json_object_set_new(obj, "id", json_string(id));
+        if (obj && client[0])
+            json_object_set_new(obj, "client", json_string(client));
+        if (obj && r->tenant)
+            json_object_set_new(obj, "tenant", json_string(tenant));
+        if (obj && detail[0])
+            json_object_set_new(obj, "detail", json_string(detail));
+        emit_json(obj);
         return;
     }
-    emit_text("%s info  request id=%s %s %s status=%d in=%llu out=%llu ms=%.3f%s%s", ts,
-              r->request_id, r->method, r->route, r->status, r->bytes_in, r->bytes_out,
-              r->duration_ms, r->tenant ? " tenant=" : "", r->tenant ? r->tenant : "");
+    emit_text("%s info  request id=%s %s %s path=%s status=%d in=%llu out=%llu ms=%.3f%s%s%s%s%s%s"
+              "%s%s%s",
+              ts, r->request_id, method, route, path, r->status, r->bytes_in, r->bytes_out, ms,
+              r->tenant ? " tenant=" : "", tenant, id[0] ? " resource=" : "", id,
+              client[0] ? " client=" : "", client, detail[0] ? " detail=\"" : "", detail,
+              detail[0] ? "\"" : "");
 }

@@ -22,10 +22,15 @@ struct ghd_access_record {
     unsigned long long bytes_in;
     unsigned long long bytes_out;
     double duration_ms;
-    const char *tenant; /* may be NULL */
+    const char *tenant;   /* may be NULL */
+    const char *path;     /* the request path as sent; may be NULL */
+    const char *resource; /* the buffer or run id the request named or made; may be NULL */
+    const char *client;   /* "address:port"; may be NULL */
+    const char *detail;   /* the problem's detail when the reply is one; may be NULL or "" */
 };
 
-/* One line per request. */
+/* One line per request, whatever bytes its fields hold: text that is not
+ * UTF-8, and control characters in the text format, are written as \xNN. */
 void ghd_log_access(const struct ghd_access_record *rec);
 
 #endif

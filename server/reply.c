@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "json_text.h"
 
 int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
                    const char *text, size_t len)
@@ -27,7 +28,7 @@ int ghd_reply_json(struct ghd_reply *rep, int status, json_t *obj)
 {
     if (!obj)
         return GHD_ENOHOSTMEM;
-    char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text = ghd_json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(obj);
     if (!text)
         return GHD_ENOHOSTMEM;
@@ -70,30 +71,13 @@ int ghd_reply_header(struct ghd_reply *rep, const char *name, const char *fmt, .
     return 0;
 }
 
-/* Length of the valid UTF-8 sequence at `s`, or 0 (RFC 3629: no overlong
- * forms, no surrogates, nothing past U+10FFFF). */
-static size_t utf8_sequence(const unsigned char *s)
-{
-    unsigned char c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
-        (c == 0xf4 && s[1] > 0x8f))
-        return 0;
-    return n;
-}
-
 /* A detail may echo input, cut anywhere by a %.64s: CR and LF become spaces
  * and bytes that are not UTF-8 become '?', so the problem is always JSON. */
 static void sanitize_text(char *s)
 {
     unsigned char *p = (unsigned char *)s;
     while (*p) {
-        size_t n = utf8_sequence(p);
+        size_t n = ghd_utf8_len(p);
         if (n == 0) {
             *p++ = '?';
             continue;
@@ -115,6 +99,7 @@ int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int 
         va_end(ap);
     }
     sanitize_text(detail);
+    snprintf(rep->problem_detail, sizeof(rep->problem_detail), "%s", detail);
     char type[128];
     snprintf(type, sizeof(type), "%s%s", GHD_PROBLEM_BASE, ghd_error_slug(code));
     int status = ghd_error_status(code);

@@ -65,6 +65,8 @@ struct ghd_reply {
     ghd_reply_window window;
     uint64_t stream_len;
     size_t stream_block; /* preferred block size for the reader */
+    /* The detail of the last problem set on this reply, for the access log. */
+    char problem_detail[256];
 };
 
 /* Reply builders; each returns 0 or GHD_ENOHOSTMEM. */

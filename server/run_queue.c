@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "json_text.h"
 #include "log.h"
 #include "metrics.h"
 #include "service.h"
@@ -424,7 +425,7 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
         for (unsigned i = 0; i < run->step_count; i++) {
             json_t *s = json_pack("{s:s}", "kernel", ghd_kernel_name(run->steps[i].kernel));
             if (ended) { /* the worker fills step results while it runs */
-                json_object_set_new(s, "device_ms", json_real(run->steps[i].device_ms));
+                json_object_set_new(s, "device_ms", json_real(ghd_round_ms(run->steps[i].device_ms)));
                 if (run->steps[i].result)
                     json_object_set(s, "result", run->steps[i].result);
             }
@@ -444,10 +445,12 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
     }
     json_t *timing = json_object();
     if (started_ms > 0)
-        json_object_set_new(timing, "queued_ms", json_real(started_ms - run->queued_at_ms));
+        json_object_set_new(timing, "queued_ms",
+                            json_real(ghd_round_ms(started_ms - run->queued_at_ms)));
     if (status == GHD_RUN_SUCCEEDED || status == GHD_RUN_FAILED) {
-        json_object_set_new(timing, "device_ms", json_real(run->device_ms));
-        json_object_set_new(timing, "total_ms", json_real(run->finished_ms - run->queued_at_ms));
+        json_object_set_new(timing, "device_ms", json_real(ghd_round_ms(run->device_ms)));
+        json_object_set_new(timing, "total_ms",
+                            json_real(ghd_round_ms(run->finished_ms - run->queued_at_ms)));
     }
     json_object_set_new(obj, "timing", timing);
     return obj;

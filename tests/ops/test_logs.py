@@ -7,12 +7,13 @@ usage: test_logs.py GPUHTTPD_BINARY"""
 import json
 import os
 import re
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ghdtest import Server, check, fail  # noqa: E402
 
-PROBLEM_BASE = "https://gpuhttpd.dev/problems/"
+PROBLEM_BASE = "/problems/"
 
 
 def json_lines(log):
@@ -33,8 +34,90 @@ def access(records, request_id):
     return found[0]
 
 
+def raw(srv, data):
+    """Sends bytes as they are; returns the status of the answer (0: none)."""
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(data)
+        got = b""
+        try:
+            while b"\r\n" not in got:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+        except OSError:
+            pass
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", got)
+    return int(m.group(1)) if m else 0
+
+
+def check_odd_methods(binary):
+    """Issue 17 item 12: every request gets exactly one access line, escaped,
+    whatever bytes its method holds."""
+    odd = {"utf8": b"G\xffT", "esc": b"G\x1bT", "cr": b"G\rT"}
+    for fmt in ("json", "text"):
+        with Server(binary, "--log-format", fmt) as srv:
+            for name, method in odd.items():
+                status = raw(srv, method + b" /healthz HTTP/1.1\r\nHost: x\r\n"
+                             b"X-Request-Id: odd-" + name.encode() + b"\r\n"
+                             b"Connection: close\r\n\r\n")
+                check(status >= 400 or status == 0, f"method {method!r} answered {status}")
+            log = srv.stop()
+        raw_log = log.encode("utf-8", "surrogateescape")
+        check(b"\x1b" not in raw_log, f"ESC written raw in the {fmt} log")
+        check(re.search(rb"\r(?!\n)", raw_log) is None, f"a bare CR written raw in the {fmt} log")
+        for name in odd:
+            if fmt == "json":
+                recs = [r for r in json_lines(log) if r.get("request_id") == f"odd-{name}"]
+            else:
+                recs = [ln for ln in log.splitlines() if f"id=odd-{name} " in ln]
+            check(len(recs) == 1, f"{len(recs)} {fmt} access lines for the {name} method, "
+                                  f"not 1:\n{log[-3000:]}")
+            if fmt == "json":
+                want = odd[name].decode("utf-8", "replace").replace("\ufffd", "\\xff")
+                check(recs[0]["method"] == want,
+                      f"the {name} method in JSON: {recs[0]['method']!r}, not {want!r}")
+            else:
+                check(re.search(r"id=odd-\w+ G\\x[0-9a-f]{2}T ", recs[0]),
+                      f"the {name} method is not escaped in text: {recs[0]!r}")
+
+
+def check_fields(binary):
+    """Issue 12 item 8: the path, the buffer or run id, the client address and
+    the problem's detail are in the JSON line; times are rounded."""
+    with Server(binary, "--log-format", "json") as srv:
+        status, _, buf = srv.json("POST", "/v1/buffers", {"size": 64},
+                                  {"X-Request-Id": "f-create"})
+        check(status == 201, f"create: {status}")
+        status, _, run = srv.json("POST", "/v1/runs", {"kernel": "fill", "args": {
+            "x": buf["id"], "n": 16, "dtype": "f32", "value": 1}}, {"X-Request-Id": "f-run"})
+        check(status == 200, f"run: {status} {run}")
+        for k, v in run["timing"].items():
+            check(len(repr(v).split(".")[-1]) <= 3, f"timing {k} is not rounded: {v!r}")
+        status, _, _ = srv.json("GET", f"/v1/runs/{run['id']}", None, {"X-Request-Id": "f-get"})
+        check(status == 200, f"get run: {status}")
+        status, _, problem = srv.json("GET", "/v1/buffers/nope?x=1", None,
+                                      {"X-Request-Id": "f-404"})
+        check(status == 404, f"404: {status}")
+        log = srv.stop()
+    records = json_lines(log)
+    rec = access(records, "f-create")
+    check(rec.get("id") == buf["id"] and rec.get("path") == "/v1/buffers",
+          f"the create's line lacks the new buffer's id or the path: {rec}")
+    check(re.fullmatch(r"127\.0\.0\.1:\d+", rec.get("client", "")), f"client: {rec}")
+    check(len(repr(rec["duration_ms"]).split(".")[-1]) <= 3, f"duration_ms: {rec}")
+    check(access(records, "f-run").get("id") == run["id"], "the run's line lacks its id")
+    check(access(records, "f-get").get("id") == run["id"], "the GET's line lacks the run id")
+    rec = access(records, "f-404")
+    check(rec.get("detail") == problem["detail"] and rec.get("path") == "/v1/buffers/nope",
+          f"the 404's line lacks the problem detail or the path: {rec}")
+    check("detail" not in access(records, "f-create"), "a 201 has a detail")
+
+
 def main():
     binary = sys.argv[1]
+    check_odd_methods(binary)
+    check_fields(binary)
     with Server(binary, "--log-format", "json") as srv:
         status, hdrs, body = srv.request("GET", "/healthz", headers={"X-Request-Id": "abc"})
         check(status == 200, f"/healthz answered {status}")
@@ -86,7 +169,9 @@ def main():
     rec = access(records, "abc-404.x:1_")
     check(rec["route"] == "/v1/buffers/{id}/meta" and rec["status"] == 404,
           f"the 404 is logged with its route template: {rec}")
-    check(bogus not in json.dumps(rec), "the raw id is in the access line")
+    check(bogus not in rec["route"], "the raw id is in the route")
+    check(rec.get("path") == f"/v1/buffers/{bogus}/meta" and rec.get("id") == bogus,
+          f"the path and the id the request named: {rec}")
 
     rec = access(records, "create-1")
     check(rec["method"] == "POST" and rec["status"] == 201 and rec["bytes_in"] == len(payload)
@@ -102,7 +187,8 @@ def main():
         log = srv.stop()
     lines = [ln for ln in log.splitlines() if "id=abc " in ln]
     check(len(lines) == 1, f"{len(lines)} text access lines for id=abc:\n{log}")
-    check(re.search(r"info +request id=abc GET /healthz status=200 in=0 out=\d+ ms=[0-9.]+",
+    check(re.search(r"info +request id=abc GET /healthz path=/healthz status=200 in=0 out=\d+ "
+                    r"ms=[0-9.]+ client=127\.0\.0\.1:\d+",
                     lines[0]), f"text access line: {lines[0]!r}")
     print("test_logs: ok")
 

@@ -1,0 +1,100 @@
+#include "json_text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Writes the number token [s, s + len) of Jansson's output shortened into
+ * out (room for 32 bytes); integers and anything unexpected are copied. */
+static size_t shorten(const char *s, size_t len, char *out)
+{
+    char tok[40];
+    int real = 0;
+    for (size_t i = 0; i < len; i++)
+        real |= s[i] == '.' || s[i] == 'e' || s[i] == 'E';
+    if (!real || len >= sizeof(tok)) {
+        memcpy(out, s, len);
+        return len;
+    }
+    memcpy(tok, s, len);
+    tok[len] = '\0';
+    double v = strtod(tok, NULL);
+    for (int digits = 15; digits <= 17; digits++) {
+        int n = snprintf(out, 32, "%.*g", digits, v);
+        if (n > 0 && n < 32 && strtod(out, NULL) == v) {
+            /* JSON needs a '.' or an exponent for the value to stay a real. */
+            if (!strpbrk(out, ".eE") && n + 2 < 32) {
+                memcpy(out + n, ".0", 3);
+                n += 2;
+            }
+            return (size_t)n;
+        }
+    }
+    memcpy(out, s, len);
+    return len;
+}
+
+char *ghd_json_dumps(const json_t *obj, size_t flags)
+{
+    char *text = json_dumps(obj, flags);
+    if (!text)
+        return NULL;
+    /* The shortened text is never longer than Jansson's. */
+    char *out = malloc(strlen(text) + 1);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    size_t o = 0;
+    int in_string = 0;
+    for (const char *p = text; *p;) {
+        if (in_string) {
+            if (*p == '\\' && p[1]) {
+                out[o++] = *p++;
+            } else if (*p == '"') {
+                in_string = 0;
+            }
+            out[o++] = *p++;
+        } else if (*p == '"') {
+            in_string = 1;
+            out[o++] = *p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            size_t len = strspn(p, "-+0123456789.eE");
+            char buf[40];
+            size_t n = shorten(p, len, buf);
+            if (n > len) { /* cannot happen for Jansson's 17 digits; keep its text */
+                memcpy(buf, p, len);
+                n = len;
+            }
+            memcpy(out + o, buf, n);
+            o += n;
+            p += len;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    free(text);
+    return out;
+}
+
+double ghd_round_ms(double ms)
+{
+    return round(ms * 1000.0) / 1000.0;
+}
+
+size_t ghd_utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return n;
+}
