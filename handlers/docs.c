@@ -26,11 +26,39 @@ extern const size_t ghd_openapi_json_len;
 #define DOCS_CSS "swagger-ui.css"
 #define DOCS_ASSET_MAX ((off_t)32 << 20)
 
+/* application/yaml unless the client asks for text/plain and not for YAML:
+ * browsers save application/yaml rather than show it. */
 int ghd_handle_openapi_yaml(struct ghd_request *req, struct ghd_reply *rep)
 {
-    (void)req;
-    return ghd_reply_text(rep, 200, "application/yaml; charset=utf-8",
+    const char *accept = ghd_request_header(req, "Accept");
+    int plain = accept && strstr(accept, "text/plain") && !strstr(accept, "application/yaml");
+    return ghd_reply_text(rep, 200,
+                          plain ? "text/plain; charset=utf-8" : "application/yaml; charset=utf-8",
                           (const char *)ghd_openapi_yaml, ghd_openapi_yaml_len);
+}
+
+/* `/` and `/docs/` lead to /docs. /docs/ cannot serve the page itself: its
+ * relative links (docs/..., openapi.json) would resolve under /docs/. */
+static int redirect_to_docs(struct ghd_request *req, struct ghd_reply *rep, int status)
+{
+    static const char body[] = "<!doctype html>\n<title>gpuhttpd</title>\n"
+                               "<p>The API documentation is at <a href=\"/docs\">/docs</a>; the "
+                               "contract at <a href=\"/openapi.json\">/openapi.json</a>.</p>\n";
+    int rc = ghd_reply_text(rep, status, "text/html; charset=utf-8", body, sizeof(body) - 1);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "out of host memory");
+    ghd_reply_header(rep, "Location", "/docs");
+    return 0;
+}
+
+int ghd_handle_root(struct ghd_request *req, struct ghd_reply *rep)
+{
+    return redirect_to_docs(req, rep, 302); /* `/` may serve something else one day */
+}
+
+int ghd_handle_docs_slash(struct ghd_request *req, struct ghd_reply *rep)
+{
+    return redirect_to_docs(req, rep, 301);
 }
 
 int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep)

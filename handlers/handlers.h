@@ -39,6 +39,11 @@ int ghd_handle_openapi_yaml(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_docs(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_docs_asset(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_root(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_docs_slash(struct ghd_request *req, struct ghd_reply *rep);
+
+/* problems.c */
+int ghd_handle_problem_type(struct ghd_request *req, struct ghd_reply *rep);
 
 /* metrics.c */
 int ghd_handle_metrics(struct ghd_request *req, struct ghd_reply *rep);

@@ -3,8 +3,10 @@
 
 /* One error model for the whole service (STYLE.md): functions return 0 or a
  * negative GHD_E* code. This table maps each code to the HTTP status, the
- * problem `type` slug (appended to GHD_PROBLEM_BASE) and a short title. */
-#define GHD_PROBLEM_BASE "https://gpuhttpd.dev/problems/"
+ * problem `type` slug (appended to GHD_PROBLEM_BASE) and a short title.
+ * The base is a relative reference: it resolves to this server, which
+ * describes each type at GET /problems/{slug} (handlers/problems.c). */
+#define GHD_PROBLEM_BASE "/problems/"
 
 #define GHD_FOR_EACH_ERROR(X)                                                   \
     X(EINVAL, 1, 400, "bad-request", "Bad request")                             \

@@ -191,12 +191,14 @@ static int plan_body(struct http_request *hr)
                              ctype ? ctype : "(none)");
 }
 
-/* Paths anyone may call, tokens or not: probes, the contract and its docs. */
+/* Paths anyone may call, tokens or not: probes, the contract, its docs and
+ * the problem type pages. */
 static int path_is_public(const char *path)
 {
     return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
            strcmp(path, "/openapi.yaml") == 0 || strcmp(path, "/openapi.json") == 0 ||
-           strcmp(path, "/docs") == 0 || strncmp(path, "/docs/", 6) == 0;
+           strcmp(path, "/docs") == 0 || strncmp(path, "/docs/", 6) == 0 ||
+           strcmp(path, "/") == 0 || strncmp(path, "/problems/", 10) == 0;
 }
 
 static int deny(struct http_request *hr, const char *authorization)

@@ -818,7 +818,7 @@ static void test_errors_404_405(void **state)
     struct harness_resp r;
     const char *missing[] = {"/v1/buffers/0123456789abcdef0123456789abcdef", "/v1/buffers/nope",
                              "/v1/buffers/0123456789ABCDEF0123456789ABCDEF", "/v1/nothing",
-                             "/", "/v1/buffers/x/y/z"};
+                             "/docs/x/y", "/v1/buffers/x/y/z"};
     for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++) {
         harness_simple(&H, "GET", missing[i], NULL, NULL, 0, &r);
         harness_expect_problem(&r, 404);

@@ -89,9 +89,21 @@ def main():
         O = {"Content-Type": "application/octet-stream"}
 
         for path in ["/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/docs",
-                     "/docs/swagger-ui.css", "/docs/nope.js", "/metrics"]:
+                     "/docs/swagger-ui.css", "/docs/nope.js", "/metrics", "/", "/docs/"]:
             c.conform("GET", path if "swagger" not in path and "nope" not in path
                       else "/docs/{asset}", R("GET", path))
+        st, hdrs, _ = c.conform("GET", "/openapi.yaml", R("GET", "/openapi.yaml", headers={
+            "Accept": "text/plain"}))
+        check(hdrs["content-type"].startswith("text/plain"), "/openapi.yaml as text/plain")
+        for path in ["/", "/docs/"]:
+            st, hdrs, _ = R("GET", path)
+            check(st in (301, 302) and hdrs.get("location") == "/docs", f"{path}: {st} {hdrs}")
+        # Every problem type is dereferenceable on the server.
+        for slug in ["not-found", "invalid-argument", "bad-request", "tenant-quota"]:
+            st, _, page = c.conform("GET", "/problems/{slug}", R("GET", f"/problems/{slug}"))
+            check(st == 200 and f"/problems/{slug}".encode() in page, f"/problems/{slug}: {st}")
+        st, _, _ = c.conform("GET", "/problems/{slug}", R("GET", "/problems/no-such-type"))
+        check(st == 404, f"an unknown problem type: {st}")
 
         # Buffers: create (both forms), list, meta, upload, download.
         st, hdrs, body = c.conform("POST", "/v1/buffers", R(

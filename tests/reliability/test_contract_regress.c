@@ -109,7 +109,7 @@ static void test_problem_detail_cut_inside_a_letter(void **state)
     assert_int_equal(r.status, 404);
     char type[256];
     rel_json_str(&r, "type", type, sizeof(type));
-    assert_string_equal(type, "https://gpuhttpd.dev/problems/not-found");
+    assert_string_equal(type, "/problems/not-found");
     rel_resp_free(&r);
 }
 
