@@ -199,14 +199,10 @@ static int reply_missing(struct ghd_request *req, struct ghd_reply *rep, const c
         "<p>The contract itself is always served: <a href=\"openapi.yaml\">/openapi.yaml</a> "
         "and <a href=\"openapi.json\">/openapi.json</a>.</p>\n</body>\n</html>\n",
         safe);
-    if (n < 0)
-        return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
-    int rc = ghd_reply_text(rep, 503, "text/html; charset=utf-8", body, (size_t)n);
-    free(body);
-    if (rc)
-        return ghd_reply_problem(rep, req, rc, "out of host memory");
-    ghd_reply_header(rep, "Cache-Control", "no-store");
-    return 0;
+    int rc = ghd_reply_html(rep, req, 503, body, n);
+    if (rc == 0)
+        ghd_reply_header(rep, "Cache-Control", "no-store");
+    return rc;
 }
 
 int ghd_handle_docs(struct ghd_request *req, struct ghd_reply *rep)

@@ -5,7 +5,6 @@
 #include "handlers.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "server/error.h"
@@ -75,14 +74,10 @@ int ghd_handle_problem_type(struct ghd_request *req, struct ghd_reply *rep)
                          "<a href=\"/docs\">/docs</a>.</p>\n</body>\n</html>\n",
                          ghd_strerror(code), ghd_error_status(code), ghd_strerror(code),
                          ghd_error_status(code), slug, text);
-        if (n < 0)
-            return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
-        int rc = ghd_reply_text(rep, 200, "text/html; charset=utf-8", body, (size_t)n);
-        free(body);
-        if (rc)
-            return ghd_reply_problem(rep, req, rc, "out of host memory");
-        ghd_reply_header(rep, "Cache-Control", "public, max-age=3600");
-        return 0;
+        int rc = ghd_reply_html(rep, req, 200, body, n);
+        if (rc == 0)
+            ghd_reply_header(rep, "Cache-Control", "public, max-age=3600");
+        return rc;
     }
     return ghd_reply_problem(rep, req, GHD_ENOENT, "no problem type '%.64s'", slug);
 }

@@ -50,6 +50,16 @@ int ghd_reply_empty(struct ghd_reply *rep, int status)
     return 0;
 }
 
+int ghd_reply_html(struct ghd_reply *rep, const struct ghd_request *req, int status, char *html,
+                   int n)
+{
+    int rc = n < 0 ? GHD_ENOHOSTMEM
+                   : ghd_reply_text(rep, status, "text/html; charset=utf-8", html, (size_t)n);
+    if (n >= 0)
+        free(html);
+    return rc ? ghd_reply_problem(rep, req, rc, "out of host memory") : 0;
+}
+
 int ghd_reply_header(struct ghd_reply *rep, const char *name, const char *fmt, ...)
 {
     if (rep->header_count == GHD_REPLY_MAX_HEADERS)

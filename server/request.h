@@ -74,6 +74,11 @@ int ghd_reply_json(struct ghd_reply *rep, int status, json_t *obj /* steals */);
 int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
                    const char *text, size_t len);
 int ghd_reply_empty(struct ghd_reply *rep, int status);
+/* A text/html reply from asprintf's result (`html` and its length `n`, < 0
+ * when asprintf failed); steals `html`. Returns 0, or the problem's code
+ * when out of memory (the reply is then that problem). */
+int ghd_reply_html(struct ghd_reply *rep, const struct ghd_request *req, int status, char *html,
+                   int n);
 int ghd_reply_header(struct ghd_reply *rep, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* application/problem+json for a GHD_E* code; the detail (printf-style) has
