@@ -44,17 +44,27 @@ static int spec_check(struct ghd_request *req, struct ghd_reply *rep,
                       const struct ghd_buffer_spec *spec)
 {
     const struct ghd_config *cfg = &req->svc->cfg;
+    /* The status rule (openapi.yaml, "Bad input"): what the schemas bound
+     * (BufferCreate's size >= 1, in json_spec; alignment <= 2 MiB and label
+     * <= 128 characters, body or query alike) is 400; what they cannot state
+     * is 422, such as the empty body of the octet-stream form. */
     if (spec->size == 0)
         return ghd_reply_problem(rep, req, GHD_EUNPROC, "size must be at least 1 byte");
     if (spec->ttl_s < 0 || spec->ttl_s > GHD_BUFFER_TTL_MAX)
         return ghd_reply_problem(rep, req, GHD_EUNPROC,
                                  "ttl_s must be from 0 to %lld seconds (ten years)",
                                  (long long)GHD_BUFFER_TTL_MAX);
-    if (spec->alignment &&
-        ((spec->alignment & (spec->alignment - 1)) || spec->alignment > ((size_t)1 << 21)))
-        return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                 "alignment must be a power of two no larger than 2097152");
+    if (spec->alignment > ((size_t)1 << 21))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "alignment must be at most 2097152");
+    if (spec->alignment & (spec->alignment - 1))
+        return ghd_reply_problem(rep, req, GHD_EUNPROC, "alignment must be a power of two");
     if (spec->label) {
+        size_t chars = 0;
+        for (const char *c = spec->label; *c; c++)
+            chars += ((unsigned char)*c & 0xc0) != 0x80; /* UTF-8 lead bytes */
+        if (chars > GHD_LABEL_MAX)
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "label is longer than %d characters", GHD_LABEL_MAX);
         if (strlen(spec->label) > GHD_LABEL_MAX)
             return ghd_reply_problem(rep, req, GHD_EUNPROC, "label is longer than %d bytes",
                                      GHD_LABEL_MAX);
@@ -199,6 +209,8 @@ static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
     }
     if (!have_size)
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'size' is required");
+    if (spec->size == 0) /* BufferCreate's minimum: 1 */
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "'size' must be at least 1 byte");
     return 0;
 }
 

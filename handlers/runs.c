@@ -43,6 +43,12 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     int rc = ghd_kernel_call_prepare_new(out->kernel, args, resolve_buffer, &ctx, &out->call,
                                          detail, sizeof(detail));
     json_decref(empty);
+    /* The status rule (openapi.yaml, "Bad input"): the contract leaves
+     * `args` open to each kernel's signature, so any mistake in them, a
+     * wrong JSON type or an unknown or missing argument included, is 422
+     * like an out-of-range value, not 400. */
+    if (rc == GHD_EINVAL)
+        rc = GHD_EUNPROC;
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, ghd_kernel_name(out->kernel),
                                  detail);

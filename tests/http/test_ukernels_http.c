@@ -223,11 +223,11 @@ static void test_define_and_run_elementwise(void **state)
                          "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
                          " \"a\": 1, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n + 1),
                   "x: buffer holds");
-    expect_detail(expect(ALICE, 400, "POST", "/v1/runs",
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
                          "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
                          " \"a\": 1, \"z\": \"%s\", \"n\": 4, \"q\": 1}}", bx, by, bz),
                   "unknown parameter 'q'");
-    expect_detail(expect(ALICE, 400, "POST", "/v1/runs",
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
                          "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"a\": 1,"
                          " \"z\": \"%s\", \"n\": 4}}", bx, bz),
                   "'y'");
@@ -331,7 +331,7 @@ static void test_placeholders(void **state)
     for (size_t i = 0; i < n; i++) /* wraps modulo 2^32 */
         assert_int_equal(zi[i], (int32_t)((uint32_t)xi[i] + (uint32_t)yi[i] * 2u));
     free(zi);
-    expect_detail(expect(ALICE, 400, "POST", "/v1/runs",
+    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
                          "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
                          " \"z\": \"%s\", \"n\": 4}}", bx, by, bz),
                   "placeholder T");
