@@ -52,6 +52,25 @@ def bundle_major(folder):
     return int(m.group(1)) if m else None
 
 
+def bundle_version(folder):
+    """The bundle's full version, e.g. "5.17.14", or "5 (version unknown)"."""
+    with open(os.path.join(folder, "swagger-ui-bundle.js"), encoding="utf-8",
+              errors="replace") as f:
+        m = re.search(r'PACKAGE_VERSION:"(\d+\.\d+\.\d+)"', f.read())
+    return m.group(1) if m else "5 (version unknown)"
+
+
+def describe(origin):
+    """Where the files came from, without a path: the package and its version."""
+    if origin.startswith("$"):
+        return f"the folder {origin} named at build time"
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        return f"the Python package {origin.replace('_', '-')} {version(origin)}"
+    except (ImportError, PackageNotFoundError):
+        return f"the Python package {origin.replace('_', '-')}"
+
+
 def find_dist():
     env = os.environ.get("GHD_SWAGGER_UI_DIST")
     found = [("$GHD_SWAGGER_UI_DIST", env)] if env else []
@@ -88,8 +107,10 @@ def main():
     lic = os.path.join(folder, "LICENSE")
     if os.path.isfile(lic):
         shutil.copyfile(lic, os.path.join(dest, "LICENSE.txt"))
+    # /docs/SOURCE.txt is public: it names the release and the package it
+    # came from, never the build machine's paths.
     with open(os.path.join(dest, "SOURCE.txt"), "w", encoding="utf-8") as f:
-        f.write(f"Swagger UI assets copied from {origin}: {folder}\n")
+        f.write(f"Swagger UI {bundle_version(folder)}, copied from {describe(origin)}.\n")
     print(f"swagger_ui_assets: Swagger UI from {origin} -> {dest}")
     return 0
 

@@ -11,6 +11,7 @@ after the checks that need neither.
 usage: test_docs.py GPUHTTPD_BINARY OUT_DIR"""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +65,11 @@ def check_assets(srv):
         status, hdrs, body = srv.request("HEAD", f"/docs/{name}")
         check(status == 200 and not body and int(hdrs["content-length"]) > 1000,
               f"HEAD /docs/{name}: {status}")
+    # Issue 17: SOURCE.txt named the build machine's site-packages path.
+    status, hdrs, body = srv.request("GET", "/docs/SOURCE.txt")
+    check(status == 200 and b"Swagger UI" in body, f"/docs/SOURCE.txt: {status} {body[:200]!r}")
+    check(not re.search(rb"(^|[\s:'\"(])/[A-Za-z0-9._-]+/", body),
+          f"/docs/SOURCE.txt shows a path of the build machine: {body!r}")
     status, hdrs, body = srv.request("GET", "/docs/favicon-32x32.png")
     if status == 200:
         check(hdrs["content-type"] == "image/png" and body[:4] == b"\x89PNG", "favicon type")
