@@ -115,6 +115,13 @@ def main():
     def esc(s):
         return s.replace("~", "~0").replace("/", "~1")
 
+    # Swagger UI 5 renders path-level parameters (a $ref above all) as a
+    # nameless "any" field that Try it out cannot fill: parameters go on
+    # the operations.
+    for path, item in spec["paths"].items():
+        check("parameters" not in item, f"{path} has path-level parameters; put them on each "
+                                        "operation (Swagger UI cannot fill them)")
+
     seen_types = set()
     for path, method, item, op in operations(spec):
         where = f"{method.upper()} {path}"
