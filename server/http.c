@@ -22,6 +22,12 @@
 #include "router.h"
 #include "socket_io.h"
 
+/* 1.0's request parser refuses what 0.9 let through (issue 17): see
+ * server/mhd/install-mhd.sh. */
+#if MHD_VERSION < 0x01000000
+#error "gpuhttpd needs libmicrohttpd >= 1.0: run server/install-deps.sh"
+#endif
+
 struct ghd_http {
     struct MHD_Daemon *daemon;
     struct ghd_service *svc;
@@ -102,32 +108,59 @@ static int media_is(const char *content_type, const char *want)
            (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
 }
 
-struct framing {
-    unsigned content_length, transfer_encoding;
+/* What the head says about itself, counted in one pass. */
+struct head_census {
+    unsigned content_length, transfer_encoding, host, authorization;
+    unsigned nul_in_query; /* a query value with a NUL (%00) in it */
 };
 
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
+static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
 {
-    (void)kind;
-    (void)value;
-    struct framing *f = cls;
-    if (key && strcasecmp(key, "Content-Length") == 0)
-        f->content_length++;
-    else if (key && strcasecmp(key, "Transfer-Encoding") == 0)
-        f->transfer_encoding++;
+    struct head_census *c = cls;
+    (void)key_size;
+    if (kind == MHD_GET_ARGUMENT_KIND) {
+        /* libmicrohttpd decodes %00 into the value, which every C string
+         * lookup would then silently cut short there. */
+        if (value && strlen(value) != value_size)
+            c->nul_in_query++;
+        return MHD_YES;
+    }
+    if (!key)
+        return MHD_YES;
+    if (strcasecmp(key, "Content-Length") == 0)
+        c->content_length++;
+    else if (strcasecmp(key, "Transfer-Encoding") == 0)
+        c->transfer_encoding++;
+    else if (strcasecmp(key, "Host") == 0)
+        c->host++;
+    else if (strcasecmp(key, "Authorization") == 0)
+        c->authorization++;
     return MHD_YES;
 }
 
-/* Request smuggling (RFC 9112 section 6.3): two Content-Lengths, or one
- * together with Transfer-Encoding, may be framed differently by a proxy in
- * front of us. Refuse them rather than pick one. */
-static int framing_conflict(struct ghd_request *req)
+/* A head that can be read more than one way is refused, not interpreted:
+ * two Content-Lengths, or one together with Transfer-Encoding, may be framed
+ * differently by a proxy in front of us (request smuggling, RFC 9112 section
+ * 6.3); two Hosts (section 3.2) or two Authorizations may be routed or
+ * authorised by one and served by the other. Returns the detail of the
+ * refusal, or NULL. */
+static const char *head_ambiguity(struct ghd_request *req, const char *version)
 {
-    struct framing f = {0, 0};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, count_framing, &f);
-    return f.content_length > 1 || f.transfer_encoding > 1 ||
-           (f.content_length && f.transfer_encoding);
+    struct head_census c = {0};
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_head,
+                                &c);
+    if (c.content_length > 1 || c.transfer_encoding > 1 ||
+        (c.content_length && c.transfer_encoding))
+        return "conflicting message framing: more than one Content-Length or "
+               "Transfer-Encoding, or both";
+    if (c.host > 1 || (c.host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
+        return "an HTTP/1.1 request needs exactly one Host header";
+    if (c.authorization > 1)
+        return "more than one Authorization header";
+    if (c.nul_in_query)
+        return "a query parameter holds a NUL character (%00)";
+    return NULL;
 }
 
 static int parse_content_length(struct ghd_request *req)
@@ -235,16 +268,16 @@ static int authorize(struct http_request *hr, const char *path)
     return 0;
 }
 
-static int start_request(struct http_request *hr, const char *method, const char *url)
+static int start_request(struct http_request *hr, const char *method, const char *url,
+                         const char *version)
 {
     struct ghd_request *req = &hr->req;
     char allow[128];
     fill_request_id(req);
-    if (framing_conflict(req)) {
+    const char *ambiguity = head_ambiguity(req, version);
+    if (ambiguity) {
         req->has_body = 1; /* the reply then closes the connection */
-        return ghd_reply_problem(&hr->rep, req, GHD_EINVAL,
-                                 "conflicting message framing: more than one Content-Length or "
-                                 "Transfer-Encoding, or both");
+        return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "%s", ambiguity);
     }
     int rc = ghd_router_match(method, url, req, &hr->route, allow, sizeof(allow));
     if (authorize(hr, url) != 0) {
@@ -301,7 +334,10 @@ static void take_body_piece(struct http_request *hr, const char *data, size_t le
 static int parse_json_body(struct http_request *hr)
 {
     json_error_t err;
-    json_t *doc = json_loadb(hr->json_buf ? hr->json_buf : "", hr->json_len, 0, &err);
+    /* A key twice would be read as its last value here and maybe as its
+     * first by whoever checked the body before us: refused. */
+    json_t *doc = json_loadb(hr->json_buf ? hr->json_buf : "", hr->json_len,
+                             JSON_REJECT_DUPLICATES, &err);
     if (!doc)
         return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "line %d, column %d: %s",
                                  err.line, err.column, err.text);
@@ -501,7 +537,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
         if (resp)
             atomic_fetch_add(&hr->refs, 1);
     } else {
-        resp = MHD_create_response_from_buffer(rep->body_len, rep->body, MHD_RESPMEM_MUST_FREE);
+        resp = MHD_create_response_from_buffer_with_free_callback(rep->body_len, rep->body, free);
         if (resp) {
             if (strcmp(hr->req.method, "HEAD") != 0)
                 hr->bytes_out += rep->body_len;
@@ -530,7 +566,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *upload_data, size_t *upload_data_size,
                                   void **req_cls)
 {
-    (void)version;
     struct ghd_http *http = cls;
     struct http_request *hr = *req_cls;
     if (!hr) {
@@ -550,7 +585,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         hr->req.path = url;
         hr->req.conn = conn;
         *req_cls = hr;
-        if (start_request(hr, method, url) != 0) {
+        if (start_request(hr, method, url, version) != 0) {
             hr->decided = 1;
             hr->body = hr->req.has_body ? BODY_DISCARD : BODY_NONE;
             /* Answer before the body: the client is spared sending it. */
@@ -676,13 +711,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         *socket_context = NULL;
         return;
     }
-    const union MHD_ConnectionInfo *fd =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    /* libmicrohttpd 1.0 answers every info query in one shared union: take
+     * the descriptor before asking for the address. */
+    int fd = connection_fd(conn);
     char peer[64];
     peer_name(conn, peer, sizeof(peer));
-    if (fd)
-        ghd_socket_set_buffers(fd->connect_fd, http->svc->cfg.socket_buffer);
-    *socket_context = fd ? ghd_guard_open(http->guard, fd->connect_fd, peer) : NULL;
+    if (fd >= 0)
+        ghd_socket_set_buffers(fd, http->svc->cfg.socket_buffer);
+    *socket_context = fd >= 0 ? ghd_guard_open(http->guard, fd, peer) : NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -798,6 +834,11 @@ int ghd_http_start_on(struct ghd_service *svc, int listen_fd, unsigned port,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_connection_limit,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, http,
+        /* RFC 9112's strict reading (level 1): a header line that is not
+         * "name: value" (space before the colon, obs-fold, empty name), a
+         * malformed length or coding, is a 400 and a closed connection,
+         * never a header dropped and a body run as the next request. */
+        MHD_OPTION_CLIENT_DISCIPLINE_LVL, (int)1,
         MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!http->daemon) {

@@ -8,7 +8,10 @@ set -euo pipefail
 want_tests=0
 [ "${1:-}" = "--test" ] && want_tests=1
 
-build_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev python3 python3-pip)
+# libmicrohttpd is built from source (server/mhd/install-mhd.sh): curl, patch and
+# GnuTLS's headers are for that build.
+build_pkgs=(build-essential cmake pkg-config libjansson-dev python3 python3-pip curl ca-certificates
+  patch libgnutls28-dev)
 test_pkgs=(libcmocka-dev libcurl4-openssl-dev curl python3 python3-pip python3-yaml
   shellcheck chromium docker-compose clang libclang-rt-14-dev gnutls-bin valgrind openssl)
 
@@ -27,6 +30,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+"$(dirname "$0")/mhd/install-mhd.sh"
 
 pip_install() {
   python3 -m pip install -q "$@" 2>/dev/null ||

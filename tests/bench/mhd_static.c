@@ -262,7 +262,7 @@ int main(int argc, char **argv)
         return 1;
     }
     memset(block, 0x5A, block_size);
-    empty_response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    empty_response = MHD_create_response_from_buffer_static(0, NULL);
     struct MHD_Daemon *daemon = start_daemon(&opt);
     if (!empty_response || !daemon) {
         fprintf(stderr, "mhd_static: could not start the daemon (flags 0x%x)\n", opt.flags);

@@ -442,21 +442,25 @@ static void test_malformed_chunked(void **state)
         }
     }
     /* A chunk extension, even a sloppy one, is skipped to its CRLF (RFC 9112
-     * lets a recipient ignore extensions); the framing stays exact. */
-    int xfd = rel_connect(f->s.port);
-    char xmsg[512];
-    int xn = snprintf(xmsg, sizeof(xmsg),
-                      "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                      "application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-                      "5;ext=\"unterminated\r\nhello\r\n0\r\n\r\n",
-                      id);
-    rel_send(xfd, xmsg, (size_t)xn);
-    char xbuf[4096];
-    int xclosed;
-    rel_recv(xfd, xbuf, sizeof(xbuf), 1000, &xclosed);
-    assert_int_equal(rel_status_of(xbuf), 200);
-    assert_non_null(strstr(xbuf, "\"bytes_written\":5"));
-    close(xfd);
+     * lets a recipient ignore extensions); the framing stays exact.
+     * libmicrohttpd 1.0.1 unpatched read the LF as data: every one was a 400. */
+    const char *exts[] = {";ext=v", ";ext=\"quoted\"", ";ext=\"unterminated"};
+    for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+        int xfd = rel_connect(f->s.port);
+        char xmsg[512];
+        int xn = snprintf(xmsg, sizeof(xmsg),
+                          "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                          "application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          "5%s\r\nhello\r\n0\r\n\r\n",
+                          id, exts[i]);
+        rel_send(xfd, xmsg, (size_t)xn);
+        char xbuf[4096];
+        int xclosed;
+        rel_recv(xfd, xbuf, sizeof(xbuf), 1000, &xclosed);
+        assert_int_equal(rel_status_of(xbuf), 200);
+        assert_non_null(strstr(xbuf, "\"bytes_written\":5"));
+        close(xfd);
+    }
     /* A well-formed chunked upload still works. */
     int fd = rel_connect(f->s.port);
     char msg[512];

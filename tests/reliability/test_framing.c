@@ -1,0 +1,308 @@
+/* Header framing (issue 17 items 1, 5, 7, 8; issue 12 item 3; the Host and
+ * Authorization rules): every request whose framing is not exactly one
+ * reading of RFC 9112 is refused with ONE well-framed problem+json response
+ * and a closed connection (or a clean close), and nothing after its head is
+ * ever run as a request. Raw sockets on loopback, since no HTTP client sends
+ * these heads. After each: the server is at rest and the victim buffer is
+ * still there. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rel.h"
+
+static int setup(void **state)
+{
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.connection_timeout_s = 5;
+    cfg.header_timeout_s = 5;
+    return rel_setup_with(state, &cfg);
+}
+
+/* Sends `msg` on a fresh connection; reads what comes back for up to
+ * timeout_ms or until the server closes. */
+static void exchange(struct rel_server *s, const char *msg, size_t len, char *buf, size_t cap,
+                     long timeout_ms, int *closed)
+{
+    int fd = rel_connect(s->port);
+    rel_send(fd, msg, len);
+    rel_recv(fd, buf, cap, timeout_ms, closed);
+    close(fd);
+}
+
+/* Exactly one response (nothing after the body its Content-Length frames),
+ * of status `want`, problem+json, and then the close. */
+static void expect_one_problem(const char *what, const char *buf, int closed, int want)
+{
+    int st = rel_status_of(buf);
+    if (st != want || !closed)
+        fail_msg("%s: want one %d and a close; got (closed %d):\n%.600s", what, want, closed, buf);
+    const char *end = strstr(buf, "\r\n\r\n");
+    const char *ct = strcasestr(buf, "\r\nContent-Type: application/problem+json");
+    const char *cl = strcasestr(buf, "\r\nContent-Length:");
+    if (!end || !ct || ct > end || !cl || cl > end)
+        fail_msg("%s: not a framed problem+json:\n%.600s", what, buf);
+    size_t body = strtoul(cl + 17, NULL, 10);
+    if (strlen(end + 4) != body || end[4] != '{' || !strstr(end, "\"status\":"))
+        fail_msg("%s: body of %zu bytes does not match its Content-Length %zu:\n%.600s", what,
+                 strlen(end + 4), body, buf);
+}
+
+static void expect_buffer_alive(struct rel_server *s, const char *id)
+{
+    char path[128];
+    struct rel_resp r;
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    assert_int_equal(rel_json(s, "GET", path, NULL, NULL, &r), 200);
+    rel_resp_free(&r);
+}
+
+/* Item 1: a head that 0.9 parsed leniently (the Content-Length or
+ * Transfer-Encoding vanished, or the head ended early) so that its body ran
+ * as a second request: here a DELETE of a buffer. */
+static void test_smuggling_refused(void **state)
+{
+    struct rel_server *s = *state;
+    char id[64];
+    assert_int_equal(rel_create(s, NULL, 64, id, sizeof(id)), 201);
+    char smuggled[160];
+    int sn = snprintf(smuggled, sizeof(smuggled), "DELETE /v1/buffers/%s HTTP/1.1\r\nHost: x\r\n\r\n",
+                      id);
+    const char *heads[] = {
+        "Content-Length : %d\r\n",                     /* space before the colon */
+        "Content-Length:\r\n %d\r\n",                  /* obs-fold */
+        "Content-Length: %d\r\n folded\r\n",           /* a fold line after it */
+        "Content-Length: %d\r\n\tfolded\r\n",
+        "Transfer-Encoding : chunked\r\nContent-Length: %d\r\n", /* TE+CL guard bypass */
+        "Content-Length\t: %d\r\n",
+        "X: a\r\n: v\r\nContent-Length: %d\r\n",       /* empty header name */
+        " Content-Length: %d\r\n",                     /* whitespace before a name */
+    };
+    for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+        char msg[512], hdr[128];
+        snprintf(hdr, sizeof(hdr), heads[i], sn);
+        int n = snprintf(msg, sizeof(msg), "GET /healthz HTTP/1.1\r\nHost: x\r\n%s\r\n%s", hdr,
+                         smuggled);
+        char buf[8192];
+        int closed;
+        exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        expect_one_problem(heads[i], buf, closed, 400);
+        expect_buffer_alive(s, id);
+    }
+    /* The empty name as the issue found it: what follows ran as a request. */
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "GET /healthz HTTP/1.1\r\nHost: x\r\n: v\r\n%s", smuggled);
+    char buf[8192];
+    int closed;
+    exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    expect_one_problem("empty header name", buf, closed, 400);
+    expect_buffer_alive(s, id);
+    if (!rel_wait_rest(s, rel_pool_in_use(s), 5000))
+        fail_msg("not at rest");
+}
+
+/* Item 7: a Content-Length that is no plain number had its status line and
+ * headers sent twice by 0.9 (the first head declared a body that was the
+ * second head), and libmicrohttpd's own errors were HTML. */
+static void test_bad_content_length_one_problem(void **state)
+{
+    struct rel_server *s = *state;
+    const char *values[] = {"-1", "+5", "5, 5", "abc", "5 5", "0x5", ""};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        char msg[256];
+        int n = snprintf(msg, sizeof(msg),
+                         "POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %s\r\n\r\nhello",
+                         values[i]);
+        char buf[8192];
+        int closed;
+        exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        char what[64];
+        snprintf(what, sizeof(what), "Content-Length '%s'", values[i]);
+        expect_one_problem(what, buf, closed, 400);
+    }
+}
+
+/* Item 5: a coding other than exactly "chunked" hung with no reply and held
+ * the buffer's writer flag. Now refused at once (400: chunked is not the final
+ * coding, or a coding we do not implement), and the buffer takes the next PUT. */
+static void test_transfer_codings(void **state)
+{
+    struct rel_server *s = *state;
+    char id[64];
+    assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
+    const char *codings[] = {"chunked, identity", "gzip, chunked", "identity", "gzip",
+                             "chunked, chunked", "chunkedx", "deflate"};
+    for (size_t i = 0; i < sizeof(codings) / sizeof(codings[0]); i++) {
+        char msg[512];
+        int n = snprintf(msg, sizeof(msg),
+                         "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                         "application/octet-stream\r\nTransfer-Encoding: %s\r\n\r\n"
+                         "5\r\nhello\r\n0\r\n\r\n",
+                         id, codings[i]);
+        char buf[8192];
+        int closed;
+        exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        int st = rel_status_of(buf);
+        if (st != 400 && st != 501)
+            fail_msg("Transfer-Encoding '%s': got %d", codings[i], st);
+        expect_one_problem(codings[i], buf, closed, st);
+        struct rel_req rq = {.method = "PUT", .ctype = "application/octet-stream",
+                             .body = "0123456789abcdef", .len = 16};
+        char path[128];
+        snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+        rq.path = path;
+        struct rel_resp r;
+        rel_do(s, &rq, &r);
+        assert_int_equal(r.status, 200); /* the writer flag is free */
+        rel_resp_free(&r);
+    }
+    /* Plain chunked still works. */
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg),
+                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     "application/octet-stream\r\nTransfer-Encoding: Chunked\r\n\r\n"
+                     "5\r\nhello\r\n0\r\n\r\n",
+                     id);
+    char buf[8192];
+    int closed;
+    exchange(s, msg, (size_t)n, buf, sizeof(buf), 1000, &closed);
+    assert_int_equal(rel_status_of(buf), 200);
+}
+
+/* Issue 12 item 3: a Content-Length shorter than what the client sends (a
+ * multi-byte memoryview given to requests) left the rest to be parsed as the
+ * next request on the keep-alive connection, answered with libmicrohttpd's
+ * HTML page. */
+static void test_short_content_length(void **state)
+{
+    struct rel_server *s = *state;
+    char id[64];
+    assert_int_equal(rel_create(s, NULL, 4, id, sizeof(id)), 201);
+    /* float32 [1, 2, 3, 4]: Content-Length 4 (the elements), 16 bytes sent,
+     * then the client's next request on the same connection. */
+    static const char floats[16] = {0, 0, (char)0x80, 0x3f, 0, 0, 0, 0x40,
+                                    0, 0, 0x40,       0x40, 0, 0, (char)0x80, 0x40};
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg),
+                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     "application/octet-stream\r\nContent-Length: 4\r\n\r\n",
+                     id);
+    memcpy(msg + n, floats, sizeof(floats));
+    n += (int)sizeof(floats);
+    n += snprintf(msg + n, sizeof(msg) - (size_t)n, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    char buf[8192];
+    int closed;
+    exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    if (rel_status_of(buf) != 200)
+        fail_msg("the upload itself: %.400s", buf);
+    /* The rest is answered with a problem, or the connection simply closes. */
+    const char *second = strstr(buf + 1, "HTTP/1.");
+    if (second) {
+        expect_one_problem("the rest after a short Content-Length", second, closed, 400);
+    } else if (!closed) {
+        fail_msg("neither a problem nor a close after the short body: %.400s", buf);
+    }
+    if (strstr(buf, "<html") || strstr(buf, "text/html"))
+        fail_msg("HTML in an answer: %.600s", buf);
+}
+
+/* Item 8 and libmicrohttpd's other refusals: too many query parameters (0.9
+ * closed without a response), a head too large, an HTTP version we do not
+ * speak. One problem+json each. */
+static void test_library_refusals_are_problems(void **state)
+{
+    struct rel_server *s = *state;
+    size_t cap = 64 << 10;
+    char *msg = malloc(cap);
+    size_t n = (size_t)snprintf(msg, cap, "GET /v1/buffers?");
+    for (int i = 0; i < 1500; i++)
+        n += (size_t)snprintf(msg + n, cap - n, "q%d=%d&", i, i);
+    n += (size_t)snprintf(msg + n, cap - n, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    char buf[16384];
+    int closed;
+    exchange(s, msg, n, buf, sizeof(buf), 3000, &closed);
+    int st = rel_status_of(buf);
+    if (st != 431 && st != 414)
+        fail_msg("1500 query parameters: got %d: %.300s", st, buf);
+    expect_one_problem("1500 query parameters", buf, closed, st);
+
+    n = (size_t)snprintf(msg, cap, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(msg + n, cap - n, "X-H%d: %d\r\n", i, i);
+    n += (size_t)snprintf(msg + n, cap - n, "\r\n");
+    exchange(s, msg, n, buf, sizeof(buf), 3000, &closed);
+    expect_one_problem("2000 headers", buf, closed, 431);
+
+    n = (size_t)snprintf(msg, cap, "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n");
+    exchange(s, msg, n, buf, sizeof(buf), 2000, &closed);
+    expect_one_problem("HTTP/2.0", buf, closed, 505);
+    n = (size_t)snprintf(msg, cap, "GET /healthz HTTP/1.1\nHost: x\n\n");
+    exchange(s, msg, n, buf, sizeof(buf), 2000, &closed);
+    expect_one_problem("bare LF", buf, closed, 400);
+    free(msg);
+}
+
+/* Smaller: a missing or doubled Host header on HTTP/1.1 (RFC 9112 section
+ * 3.2), two Authorization headers (the first won), a NUL in a query value. */
+static void test_host_and_authorization_once(void **state)
+{
+    struct rel_server *s = *state;
+    const char *msgs[] = {
+        "GET /healthz HTTP/1.1\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET /v1/buffers HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n"
+        "Authorization: Bearer y\r\n\r\n",
+        /* A NUL in a query value cut it short silently. */
+        "GET /v1/buffers?limit=1%00000 HTTP/1.1\r\nHost: a\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+        char buf[8192];
+        int closed;
+        exchange(s, msgs[i], strlen(msgs[i]), buf, sizeof(buf), 2000, &closed);
+        expect_one_problem(msgs[i], buf, closed, 400);
+    }
+    /* A JSON body with a key twice (the last won). */
+    const char dup[] = "{\"size\": 16, \"size\": 1048576}";
+    char msg[256];
+    int n = snprintf(msg, sizeof(msg),
+                     "POST /v1/buffers HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     sizeof(dup) - 1, dup);
+    char dbuf[8192];
+    int dclosed;
+    exchange(s, msg, (size_t)n, dbuf, sizeof(dbuf), 2000, &dclosed);
+    if (rel_status_of(dbuf) != 400 || !strstr(dbuf, "duplicate"))
+        fail_msg("a duplicate JSON key: %.500s", dbuf);
+    /* HTTP/1.0 needs no Host; one Host is fine. */
+    const char *ok[] = {"GET /healthz HTTP/1.0\r\n\r\n",
+                        "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char buf[8192];
+        int closed;
+        exchange(s, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
+        assert_int_equal(rel_status_of(buf), 200);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_smuggling_refused),
+        cmocka_unit_test(test_bad_content_length_one_problem),
+        cmocka_unit_test(test_transfer_codings),
+        cmocka_unit_test(test_short_content_length),
+        cmocka_unit_test(test_library_refusals_are_problems),
+        cmocka_unit_test(test_host_and_authorization_once),
+    };
+    return cmocka_run_group_tests(tests, setup, rel_teardown);
+}
