@@ -41,10 +41,11 @@ static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_
                                  "give Content-Range or ?offset=, not both");
     if (cr) {
         uint64_t first, last, total;
-        if (ghd_content_range_parse(cr, &first, &last, &total))
+        int total_known;
+        if (ghd_content_range_parse(cr, &first, &last, &total, &total_known))
             return ghd_reply_problem(rep, req, GHD_EINVAL,
                                      "Content-Range must look like 'bytes a-b/N' or 'bytes a-b/*'");
-        if (total != UINT64_MAX && total != size)
+        if (total_known && total != size)
             return ghd_reply_problem(rep, req, GHD_ERANGE,
                                      "Content-Range total %llu differs from the buffer size %llu",
                                      (unsigned long long)total, (unsigned long long)size);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buffer_json.h"
+#include "server/cursor.h"
 #include "server/error.h"
 #include "server/service.h"
 
@@ -286,10 +287,12 @@ static int parse_uint_query(struct ghd_request *req, const char *name, unsigned 
 
 int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep)
 {
-    unsigned long long limit = 100, cursor = 0;
+    unsigned long long limit = 100;
+    uint64_t cursor = 0;
     if (parse_uint_query(req, "limit", 1000, &limit) < 0 || limit == 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL, "limit must be an integer from 1 to 1000");
-    if (parse_uint_query(req, "cursor", UINT64_MAX, &cursor) < 0)
+    const char *given = ghd_request_query(req, "cursor");
+    if (given && ghd_cursor_decode(req->tenant, given, &cursor) != 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "cursor must be a value returned as next_cursor");
     struct list_page page = {json_array(), 0};
@@ -298,9 +301,9 @@ int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep)
                     &more);
     json_t *body = json_pack("{s:o}", "buffers", page.items);
     if (body && more) {
-        /* The cursor is the creation sequence of the last buffer listed. */
-        char c[32];
-        snprintf(c, sizeof(c), "%llu", (unsigned long long)page.last_seq);
+        /* The creation sequence of the last buffer listed, made opaque. */
+        char c[GHD_CURSOR_LEN + 1];
+        ghd_cursor_encode(req->tenant, page.last_seq, c);
         json_object_set_new(body, "next_cursor", json_string(c));
     }
     return ghd_reply_json(rep, 200, body);

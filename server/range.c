@@ -61,8 +61,11 @@ int ghd_range_parse(const char *h, uint64_t size, uint64_t *first, uint64_t *las
     return 0;
 }
 
-int ghd_content_range_parse(const char *h, uint64_t *first, uint64_t *last, uint64_t *total)
+int ghd_content_range_parse(const char *h, uint64_t *first, uint64_t *last, uint64_t *total,
+                            int *total_known)
 {
+    *total_known = 0;
+    *total = 0;
     if (!h || strncasecmp(h, "bytes ", 6) != 0)
         return GHD_EINVAL;
     const char *s = h + 6;
@@ -74,12 +77,11 @@ int ghd_content_range_parse(const char *h, uint64_t *first, uint64_t *last, uint
     if (!ok || *s != '/' || *last < *first)
         return GHD_EINVAL;
     s++;
-    if (strcmp(s, "*") == 0) {
-        *total = UINT64_MAX;
+    if (strcmp(s, "*") == 0)
         return 0;
-    }
     s = read_u64(s, total, &ok);
     if (!ok || *s || *last >= *total)
         return GHD_EINVAL;
+    *total_known = 1;
     return 0;
 }

@@ -177,7 +177,25 @@ static void test_put_range_and_offset(void **state)
     rel_do(s, &rq, &r);
     assert_int_equal(r.status, 400);
     rel_resp_free(&r);
+    /* Issue 17 item 9: a total of 2^64-1 was the parser's sentinel for "*"
+     * and was accepted; it is a total like 2^64-2, which differs from 64. */
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    const char *totals[] = {"18446744073709551615", "18446744073709551614"};
+    for (int i = 0; i < 2; i++) {
+        char cr[96];
+        snprintf(cr, sizeof(cr), "Content-Range: bytes 0-15/%s", totals[i]);
+        struct rel_req big = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                              .body = "0123456789abcdef", .len = 16, .extra_header = cr};
+        rel_do(s, &big, &r);
+        assert_int_equal(r.status, 416);
+        rel_resp_free(&r);
+    }
+    struct rel_req star = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                           .body = "0123456789abcdef", .len = 16,
+                           .extra_header = "Content-Range: bytes 0-15/*"};
+    rel_do(s, &star, &r);
+    assert_int_equal(r.status, 200);
+    rel_resp_free(&r);
     assert_int_equal(rel_json(s, "DELETE", path, NULL, NULL, &r), 204);
     rel_resp_free(&r);
 }

@@ -237,6 +237,51 @@ static void test_tenant_buffers_isolated(void **state)
     assert_true(rel_wait_rest(s, 0, 2000));
 }
 
+/* The next_cursor of a list page (issue 17 item 11) was the global creation
+ * sequence: two of alice's cursors differed by the number of buffers bob
+ * created in between. Now 16 opaque hex digits, bound to their tenant. */
+static void test_cursors_opaque_per_tenant(void **state)
+{
+    struct rel_server *s = *state;
+    char ids[8][64], cur[2][64], path[160];
+    struct rel_resp r;
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(rel_create(s, ALICE, 16, ids[i], sizeof(ids[i])), 201);
+    assert_int_equal(rel_json(s, "GET", "/v1/buffers?limit=1", ALICE, NULL, &r), 200);
+    rel_json_str(&r, "next_cursor", cur[0], sizeof(cur[0]));
+    rel_resp_free(&r);
+    for (int i = 2; i < 7; i++)
+        assert_int_equal(rel_create(s, BOB, 16, ids[i], sizeof(ids[i])), 201);
+    assert_int_equal(rel_create(s, ALICE, 16, ids[7], sizeof(ids[7])), 201);
+    snprintf(path, sizeof(path), "/v1/buffers?limit=1&cursor=%s", cur[0]);
+    assert_int_equal(rel_json(s, "GET", path, ALICE, NULL, &r), 200);
+    assert_non_null(strstr(r.body, ids[1])); /* the page after the first */
+    rel_json_str(&r, "next_cursor", cur[1], sizeof(cur[1]));
+    rel_resp_free(&r);
+    for (int c = 0; c < 2; c++) {
+        if (strlen(cur[c]) != 16 || strspn(cur[c], "0123456789abcdef") != 16)
+            fail_msg("cursor '%s' is not 16 opaque hex digits", cur[c]);
+        char *end;
+        unsigned long long v = strtoull(cur[c], &end, 10);
+        if (!*end && v < 1000)
+            fail_msg("cursor '%s' reads as a small sequence number", cur[c]);
+    }
+    /* Bob's view of alice's cursor: his own buffers only, never hers. */
+    assert_int_equal(rel_json(s, "GET", path, BOB, NULL, &r), 200);
+    for (int i = 0; i < 8; i++)
+        if (i < 2 || i == 7)
+            assert_null(strstr(r.body, ids[i]));
+    rel_resp_free(&r);
+    /* A sequence number is no cursor. */
+    assert_int_equal(rel_json(s, "GET", "/v1/buffers?cursor=1", ALICE, NULL, &r), 400);
+    rel_resp_free(&r);
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof(path), "/v1/buffers/%s", ids[i]);
+        assert_int_equal(rel_json(s, "DELETE", path, i >= 2 && i < 7 ? BOB : ALICE, NULL, &r), 204);
+        rel_resp_free(&r);
+    }
+}
+
 static void test_tenant_runs_isolated(void **state)
 {
     struct rel_server *s = *state;
@@ -379,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_public_paths_open),
         cmocka_unit_test(test_metrics_token),
         cmocka_unit_test(test_tenant_buffers_isolated),
+        cmocka_unit_test(test_cursors_opaque_per_tenant),
         cmocka_unit_test(test_tenant_runs_isolated),
         cmocka_unit_test(test_new_buffers_are_zeroed),
     };

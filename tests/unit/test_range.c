@@ -179,16 +179,26 @@ static void test_range_exhaustive_small(void **state)
 
 /* ---- Content-Range ------------------------------------------------------ */
 
-static void expect_cr(const char *h, uint64_t first, uint64_t last, uint64_t total)
+/* total_known 0: the total is "*". */
+static void expect_cr_known(const char *h, uint64_t first, uint64_t last, uint64_t total,
+                            int total_known)
 {
     uint64_t a = SENTINEL, b = SENTINEL, n = SENTINEL;
-    int rc = ghd_content_range_parse(h, &a, &b, &n);
+    int known = -1;
+    int rc = ghd_content_range_parse(h, &a, &b, &n, &known);
     if (rc != 0)
         fail_msg("'%s': expected success, got %d", h, rc);
-    if (a != first || b != last || n != total)
+    if (known != total_known)
+        fail_msg("'%s': total known %d, expected %d", h, known, total_known);
+    if (a != first || b != last || (known && n != total))
         fail_msg("'%s': got %llu-%llu/%llu, expected %llu-%llu/%llu", h, (unsigned long long)a,
                  (unsigned long long)b, (unsigned long long)n, (unsigned long long)first,
                  (unsigned long long)last, (unsigned long long)total);
+}
+
+static void expect_cr(const char *h, uint64_t first, uint64_t last, uint64_t total)
+{
+    expect_cr_known(h, first, last, total, 1);
 }
 
 static void test_content_range_valid(void **state)
@@ -198,7 +208,11 @@ static void test_content_range_valid(void **state)
     expect_cr("bytes 0-0/1", 0, 0, 1);
     expect_cr("bytes 3-3/10", 3, 3, 10);
     expect_cr("bytes 5-9/10", 5, 9, 10);
-    expect_cr("bytes 5-9/*", 5, 9, UINT64_MAX);
+    expect_cr_known("bytes 5-9/*", 5, 9, 0, 0);
+    /* The largest totals are totals, not "*" (2^64-1 was the old sentinel
+     * for "*" and was accepted for any buffer). */
+    expect_cr("bytes 0-9/18446744073709551615", 0, 9, UINT64_MAX);
+    expect_cr("bytes 0-9/18446744073709551614", 0, 9, UINT64_MAX - 1);
     expect_cr("Bytes 1-2/3", 1, 2, 3);
     expect_cr("bytes 4294967296-8589934591/8589934592", 4294967296ULL, 8589934591ULL,
               8589934592ULL);
@@ -243,12 +257,14 @@ static void test_content_range_malformed(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         uint64_t a, b, n;
-        int rc = ghd_content_range_parse(bad[i], &a, &b, &n);
+        int known;
+        int rc = ghd_content_range_parse(bad[i], &a, &b, &n, &known);
         if (rc != GHD_EINVAL)
             fail_msg("'%s': expected GHD_EINVAL, got %d", bad[i], rc);
     }
     uint64_t a, b, n;
-    assert_int_equal(ghd_content_range_parse(NULL, &a, &b, &n), GHD_EINVAL);
+    int known;
+    assert_int_equal(ghd_content_range_parse(NULL, &a, &b, &n, &known), GHD_EINVAL);
 }
 
 int main(void)
