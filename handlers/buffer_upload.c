@@ -104,7 +104,7 @@ static int upload_start(struct ghd_request *req, struct ghd_reply *rep, struct g
         return rc;
     if (created)
         t->length = b->size;
-    return ghd_transfer_take_chunk(t, req, rep);
+    return 0; /* the staging chunk is taken when the first bytes arrive */
 }
 
 static int put_begin(struct ghd_request *req, struct ghd_reply *rep)
@@ -211,10 +211,18 @@ static int copy_failed(const struct ghd_transfer *t, struct ghd_request *req,
 static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
 {
     struct ghd_transfer *t = req->state;
-    struct ghd_staging_chunk *c = t->chunk[t->cur];
     uint64_t left = t->length - t->received;
     if (left == 0)
         return body_too_long(t, req, rep);
+    /* Taken only now that bytes are here to fill it: a client that sends a
+     * head (Expect: 100-continue, or a stalled body) holds no chunk. A busy
+     * ring is then a 503 written mid-body (http.c refuse_mid_body). */
+    if (t->nchunks == 0) {
+        int rc = ghd_transfer_take_chunk(t, req, rep);
+        if (rc)
+            return rc;
+    }
+    struct ghd_staging_chunk *c = t->chunk[t->cur];
     size_t room = c->size - t->fill;
     *space = (char *)c->h_ptr + t->fill;
     *len = room < left ? room : (size_t)left;

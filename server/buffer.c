@@ -233,7 +233,8 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
                                                             : rt->pool.cfg.alignment;
     b->device = rt->dev.ordinal;
     b->created = time(NULL);
-    b->expires = spec->ttl_s ? b->created + spec->ttl_s : 0;
+    b->ttl_s = spec->ttl_s;
+    b->expires = spec->ttl_s && !spec->pending ? b->created + spec->ttl_s : 0;
     snprintf(b->label, sizeof(b->label), "%s", spec->label ? spec->label : "");
     atomic_init(&b->refs, 2); /* the table's and the caller's */
     atomic_init(&b->writing, 0);
@@ -309,6 +310,10 @@ int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *te
 
 void ghd_buffer_publish(struct ghd_buffer *b)
 {
+    /* Written before pending is cleared: the expiry sweep, which skips
+     * pending buffers, reads it only after it has seen pending at 0. */
+    if (b->ttl_s)
+        b->expires = time(NULL) + b->ttl_s;
     atomic_store(&b->pending, 0);
 }
 
@@ -375,7 +380,7 @@ size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now)
     pthread_mutex_lock(&t->lock);
     for (struct ghd_buffer *b = t->head, *next; b; b = next) {
         next = b->lnext;
-        if (b->expires && b->expires <= now) {
+        if (!atomic_load(&b->pending) && b->expires && b->expires <= now) {
             unlink_locked(t, b);
             b->hnext = dead; /* reuse the chain link for the release list */
             dead = b;

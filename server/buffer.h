@@ -25,7 +25,8 @@ struct ghd_buffer {
     size_t alignment;
     int device;
     time_t created;
-    time_t expires; /* 0 = never */
+    time_t expires; /* 0 = never; a pending buffer's clock starts at publish */
+    time_t ttl_s;   /* as asked for at creation, 0 = never */
     char label[GHD_LABEL_MAX + 1];
     char tenant[GHD_TENANT_MAX + 1];
     void *d_ptr;
@@ -86,7 +87,9 @@ int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *
 /* Removes the id from the table; the memory goes back to the pool when the
  * last reference is dropped. */
 int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant);
-/* Makes a buffer created with spec.pending visible. */
+/* Makes a buffer created with spec.pending visible, and starts its time to
+ * live now: an upload that outlasts the TTL must not publish a buffer that
+ * has already expired (its 201 would carry an `expires` in the past). */
 void ghd_buffer_publish(struct ghd_buffer *b);
 /* Removes `b` itself from the table if it is still there, visible or not
  * (a pending buffer whose upload failed). */

@@ -18,7 +18,8 @@
 enum phase {
     PHASE_HEAD,     /* waiting for a complete request head: deadline */
     PHASE_HANDLING, /* a handler runs: not measured */
-    PHASE_TRANSFER, /* body in or response out: rate measured */
+    PHASE_RECEIVE,  /* a body comes in: rate of bytes received */
+    PHASE_SEND,     /* a response goes out: rate of bytes the client acknowledged */
     PHASE_IDLE,     /* keep-alive between requests: MHD's idle timeout */
 };
 
@@ -70,18 +71,27 @@ static int tcp_bytes(int fd, uint64_t *rx, uint64_t *tx)
     return 0;
 }
 
-static uint64_t moved(int fd)
-{
-    uint64_t rx = 0, tx = 0;
-    tcp_bytes(fd, &rx, &tx);
-    return rx + tx;
-}
-
 static uint64_t received(int fd)
 {
     uint64_t rx = 0, tx = 0;
     tcp_bytes(fd, &rx, &tx);
     return rx;
+}
+
+static uint64_t acked(int fd)
+{
+    uint64_t rx = 0, tx = 0;
+    tcp_bytes(fd, &rx, &tx);
+    return tx;
+}
+
+/* What a phase's rate counts: received bytes while a body comes in, bytes
+ * the client took while a response goes out, so that a client that sends a
+ * trickle of junk while it never reads a download is still measured as
+ * taking nothing. */
+static uint64_t counted(int fd, enum phase p)
+{
+    return p == PHASE_SEND ? acked(fd) : received(fd);
 }
 
 /* pre: the guard's lock and c->lock held. */
@@ -119,9 +129,10 @@ static void check_locked(struct ghd_guard *g, struct ghd_guard_conn *c, double n
             drop_locked(g, c, why);
         }
         break;
-    case PHASE_TRANSFER:
+    case PHASE_RECEIVE:
+    case PHASE_SEND:
         if (g->min_rate && now - c->since >= (double)g->window_s) {
-            uint64_t m = moved(c->fd);
+            uint64_t m = counted(c->fd, c->phase);
             uint64_t want = g->min_rate * g->window_s;
             if (m - c->mark < want) {
                 snprintf(why, sizeof(why),
@@ -254,7 +265,7 @@ static void set_phase(struct ghd_guard *g, struct ghd_guard_conn *c, enum phase 
 {
     if (!g || !c)
         return;
-    uint64_t mark = p == PHASE_HANDLING ? 0 : p == PHASE_IDLE ? received(c->fd) : moved(c->fd);
+    uint64_t mark = p == PHASE_HANDLING ? 0 : counted(c->fd, p);
     double now = now_s();
     pthread_mutex_lock(&c->lock);
     c->phase = p;
@@ -268,9 +279,14 @@ void ghd_guard_handling(struct ghd_guard *g, struct ghd_guard_conn *c)
     set_phase(g, c, PHASE_HANDLING);
 }
 
-void ghd_guard_transfer(struct ghd_guard *g, struct ghd_guard_conn *c)
+void ghd_guard_receive(struct ghd_guard *g, struct ghd_guard_conn *c)
 {
-    set_phase(g, c, PHASE_TRANSFER);
+    set_phase(g, c, PHASE_RECEIVE);
+}
+
+void ghd_guard_send(struct ghd_guard *g, struct ghd_guard_conn *c)
+{
+    set_phase(g, c, PHASE_SEND);
 }
 
 void ghd_guard_idle(struct ghd_guard *g, struct ghd_guard_conn *c)

@@ -16,7 +16,9 @@
  *   - has not sent a complete request head within header_timeout_s of its
  *     first byte (or of connecting), or
  *   - moves fewer than min_rate bytes per second, measured over windows of
- *     window_s seconds, while a body is received or a response is sent.
+ *     window_s seconds, while a body is received (bytes received) or a
+ *     response is sent (bytes the client acknowledged: what it sends
+ *     meanwhile does not count).
  * Time spent in a handler (a run the client waits for) is not measured. The
  * connection's own thread then sees the socket fail and cleans up exactly as
  * for a client that went away. Knows nothing of MHD: http.c drives it. */
@@ -46,7 +48,8 @@ void ghd_guard_close(struct ghd_guard *g, struct ghd_guard_conn *c);
 
 /* Phase changes; each accepts NULL. */
 void ghd_guard_handling(struct ghd_guard *g, struct ghd_guard_conn *c);   /* not measured */
-void ghd_guard_transfer(struct ghd_guard *g, struct ghd_guard_conn *c);   /* rate measured */
+void ghd_guard_receive(struct ghd_guard *g, struct ghd_guard_conn *c); /* rate of bytes in */
+void ghd_guard_send(struct ghd_guard *g, struct ghd_guard_conn *c);    /* rate of bytes taken */
 void ghd_guard_idle(struct ghd_guard *g, struct ghd_guard_conn *c);       /* between requests */
 
 void ghd_guard_get_stats(struct ghd_guard *g, struct ghd_guard_stats *out);

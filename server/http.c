@@ -439,7 +439,7 @@ static void reply_on_socket(struct http_request *hr, int fd)
     int timeout_ms = socket_timeout_ms(hr);
     uint64_t len = rep->window ? rep->stream_len : rep->body_len;
     hr->queued = 1;
-    ghd_guard_transfer(hr->http->guard, hr->guard); /* the reply goes out */
+    ghd_guard_send(hr->http->guard, hr->guard); /* the reply goes out */
     const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
     if (ghd_socket_send_head(fd, rep, reason, hr->req.request_id, len, timeout_ms) != 0)
         return;
@@ -517,6 +517,23 @@ static enum MHD_Result finish_upload_on_socket(struct MHD_Connection *conn,
     return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
 }
 
+/* A body refused while it arrives (past --max-json-body or the upload's
+ * length, mostly chunked ones whose size nobody declared): libmicrohttpd
+ * cannot queue a response before the body's end, and reading a body with no
+ * end to the end holds its staging chunk and writer flag for as long as the
+ * client likes. So the problem is written on the socket now (plain HTTP)
+ * and the connection closed; on TLS it is only closed. */
+static enum MHD_Result refuse_mid_body(struct MHD_Connection *conn, struct http_request *hr)
+{
+    end_upload(hr);
+    int fd = connection_fd(conn);
+    if (!hr->http->tls_cert && fd >= 0 && hr->rep.status)
+        reply_on_socket(hr, fd);
+    else
+        hr->queued = 1; /* no reply: on_completed drains and closes as after one */
+    return MHD_NO;
+}
+
 static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_request *hr)
 {
     end_upload(hr);
@@ -547,7 +564,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     if (!resp)
         return MHD_NO;
     hr->queued = 1;
-    ghd_guard_transfer(hr->http->guard, hr->guard); /* the response goes out */
+    ghd_guard_send(hr->http->guard, hr->guard); /* the response goes out */
     if (rep->content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
     MHD_add_response_header(resp, "X-Request-Id", hr->req.request_id);
@@ -591,7 +608,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             /* Answer before the body: the client is spared sending it. */
             return send_reply(conn, hr);
         }
-        ghd_guard_transfer(http->guard, hr->guard); /* the body, if any, comes in */
+        ghd_guard_receive(http->guard, hr->guard); /* the body, if any, comes in */
         return MHD_YES;
     }
     if (hr->queued) { /* an early reply is out; drop what still arrives */
@@ -601,6 +618,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         take_body_piece(hr, upload_data, *upload_data_size);
         *upload_data_size = 0;
+        if (hr->body == BODY_DISCARD)
+            return refuse_mid_body(conn, hr);
         return upload_on_socket_wanted(hr) ? finish_upload_on_socket(conn, hr) : MHD_YES;
     }
     hr->body_done = 1; /* the last call: libmicrohttpd has read the whole body */

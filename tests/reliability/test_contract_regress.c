@@ -4,6 +4,7 @@
  * 38140) or overflowed time_t; query parameters of the octet-stream form
  * taken as 0 when not numbers ("ttl_s=false"), or silently ignored on the
  * JSON form; integral JSON numbers written as 4096.0 refused. */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -72,6 +74,43 @@ static void test_ttl_bounds(void **state)
     assert_int_equal(post_octets(s, "?ttl_s=1139628243717"), 422);
     assert_int_equal(post_octets(s, "?ttl_s=99999999999999999999999"), 400);
     assert_int_equal(post_octets(s, "?ttl_s=3600"), 201);
+}
+
+/* Issue 17 item 10: a buffer created from a body with ?ttl_s=1 whose body
+ * took longer than that was answered 201 with an `expires` in the past, and
+ * was gone at once. The clock now starts when the buffer is published. */
+static void test_ttl_starts_at_publish(void **state)
+{
+    struct rel_server *s = *state;
+    int fd = rel_connect(s->port);
+    const char head[] = "POST /v1/buffers?ttl_s=1 HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                        "application/octet-stream\r\nContent-Length: 16\r\n\r\n01234567";
+    assert_int_equal(rel_send(fd, head, sizeof(head) - 1), 0);
+    rel_sleep_ms(2200); /* past the TTL, the body half sent */
+    assert_int_equal(rel_send(fd, "89abcdef", 8), 0);
+    char buf[4096];
+    int closed;
+    rel_recv(fd, buf, sizeof(buf), 400, &closed);
+    close(fd);
+    time_t now = time(NULL);
+    assert_int_equal(rel_status_of(buf), 201);
+    const char *e = strstr(buf, "\"expires\":\"");
+    assert_non_null(e);
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    assert_non_null(strptime(e + 11, "%Y-%m-%dT%H:%M:%SZ", &tm));
+    if (timegm(&tm) < now)
+        fail_msg("201 with an expiry %lld s in the past: %.300s", (long long)(now - timegm(&tm)),
+                 buf);
+    const char *idp = strstr(buf, "\"id\":\"");
+    assert_non_null(idp);
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%.32s", idp + 6);
+    struct rel_resp r;
+    assert_int_equal(rel_json(s, "GET", path, NULL, NULL, &r), 200); /* still there */
+    rel_resp_free(&r);
+    rel_json(s, "DELETE", path, NULL, NULL, &r);
+    rel_resp_free(&r);
 }
 
 /* ST201: a label over the limit on a size over --max-buffer-size was a 413;
@@ -219,6 +258,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ttl_bounds),
+        cmocka_unit_test(test_ttl_starts_at_publish),
         cmocka_unit_test(test_malformed_before_too_large),
         cmocka_unit_test(test_problem_detail_cut_inside_a_letter),
         cmocka_unit_test(test_octet_query_must_be_numbers),

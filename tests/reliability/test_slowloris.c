@@ -156,9 +156,12 @@ static void test_upload_trickles(void **state)
     still_serves(s);
 }
 
-static void test_download_not_read(void **state)
+/* junk: while not reading, the client sends 10 KB/s of bytes that are no
+ * request (issue 17 item 6: the guard counted received bytes too, so this
+ * kept an unread download and its two staging chunks until
+ * --connection-timeout). A response's rate is what the client takes. */
+static void download_not_read(struct rel_server *s, int junk)
 {
-    struct rel_server *s = *state;
     char id[64];
     size_t size = 8 << 20;
     assert_int_equal(rel_create(s, NULL, size, id, sizeof(id)), 201);
@@ -177,11 +180,16 @@ static void test_download_not_read(void **state)
     assert_int_equal(rel_staging_busy(s), 2);
     /* Wait without reading; then see whether the server gave up. */
     long t0 = rel_now_ms();
-    while (rel_staging_busy(s) != 0 && rel_now_ms() - t0 < 10000)
+    char trickle[1024];
+    memset(trickle, 'j', sizeof(trickle));
+    while (rel_staging_busy(s) != 0 && rel_now_ms() - t0 < 10000) {
         rel_sleep_ms(100);
+        if (junk)
+            send(fd, trickle, sizeof(trickle), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
     double took = (double)(rel_now_ms() - t0) / 1e3;
     assert_int_equal(rel_staging_busy(s), 0);
-    print_message("unread download given up after %.1f s\n", took);
+    print_message("unread download%s given up after %.1f s\n", junk ? " (junk sent)" : "", took);
     assert_true(took < 6.0);
     close(fd);
     assert_true(rel_wait_rest(s, baseline, 3000));
@@ -191,6 +199,16 @@ static void test_download_not_read(void **state)
     assert_int_equal(rel_json(s, "DELETE", path, NULL, NULL, &r), 204);
     rel_resp_free(&r);
     still_serves(s);
+}
+
+static void test_download_not_read(void **state)
+{
+    download_not_read(*state, 0);
+}
+
+static void test_download_not_read_junk_sent(void **state)
+{
+    download_not_read(*state, 1);
 }
 
 static void test_fast_clients_unaffected(void **state)
@@ -270,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_upload_stalls),
         cmocka_unit_test(test_upload_trickles),
         cmocka_unit_test(test_download_not_read),
+        cmocka_unit_test(test_download_not_read_junk_sent),
         cmocka_unit_test(test_fast_clients_unaffected),
     };
     const struct CMUnitTest alone[] = {
