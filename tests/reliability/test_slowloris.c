@@ -211,6 +211,54 @@ static void test_download_not_read_junk_sent(void **state)
     download_not_read(*state, 1);
 }
 
+/* Issue 17 item 3: a PUT that sends its head (here with Expect:
+ * 100-continue) and then nothing took a staging chunk at once; a ring's
+ * worth of them starved every other upload (503). A chunk is now taken when
+ * the first body bytes arrive. */
+static void test_heads_without_body_hold_no_chunk(void **state)
+{
+    struct rel_server *s = *state;
+    char id[8][64], path[640];
+    int fds[8];
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(rel_create(s, NULL, 1 << 20, id[i], sizeof(id[i])), 201);
+        fds[i] = rel_connect(s->port);
+        char head[256];
+        int n = snprintf(head, sizeof(head),
+                         "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                         "application/octet-stream\r\nContent-Length: 1048576\r\n"
+                         "Expect: 100-continue\r\n\r\n",
+                         id[i]);
+        assert_int_equal(rel_send(fds[i], head, (size_t)n), 0);
+    }
+    rel_sleep_ms(300);
+    unsigned busy = rel_staging_busy(s);
+    /* Another upload goes through meanwhile. */
+    char other[64];
+    assert_int_equal(rel_create(s, NULL, 256 << 10, other, sizeof(other)), 201);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", other);
+    char *data = calloc(1, 256 << 10);
+    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                         .body = data, .len = 256 << 10};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    long st = r.status;
+    rel_resp_free(&r);
+    free(data);
+    for (int i = 0; i < 8; i++)
+        close(fds[i]);
+    if (busy != 0 || st != 200)
+        fail_msg("8 bodiless PUT heads held %u staging chunks; another upload got %ld", busy, st);
+    rel_json(s, "DELETE", path, NULL, NULL, &r);
+    rel_resp_free(&r);
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof(path), "/v1/buffers/%s", id[i]);
+        rel_json(s, "DELETE", path, NULL, NULL, &r);
+        rel_resp_free(&r);
+    }
+    assert_true(rel_wait_rest(s, 0, 3000));
+}
+
 static void test_fast_clients_unaffected(void **state)
 {
     struct rel_server *s = *state;
@@ -289,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_upload_trickles),
         cmocka_unit_test(test_download_not_read),
         cmocka_unit_test(test_download_not_read_junk_sent),
+        cmocka_unit_test(test_heads_without_body_hold_no_chunk),
         cmocka_unit_test(test_fast_clients_unaffected),
     };
     const struct CMUnitTest alone[] = {
