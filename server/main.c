@@ -68,10 +68,25 @@ static void reload_tokens(struct ghd_service *svc)
         ghd_log(GHD_LOG_WARN, "SIGHUP: keeping the tokens in force: %s", why);
 }
 
+/* The wait for runs is over (grace or second signal): runs still executing
+ * are reported failed, so that the clients waiting for them get their reply
+ * (for up to a second) before the connections close. Returns how many were
+ * executing: their workers cannot be stopped (a kernel runs to its end), so
+ * the caller then exits without the orderly teardown that would wait. */
+static unsigned abandon_runs(struct ghd_service *svc, struct ghd_http *http)
+{
+    unsigned running = ghd_run_queue_abandon(svc->runs);
+    for (int i = 0; i < 20 && ghd_http_requests_in_flight(http) > 0; i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return running;
+}
+
 /* SIGTERM or SIGINT: no new connections; uploads, downloads and runs in
  * flight get --shutdown-grace seconds to finish. A second signal cuts the
- * wait short. */
-static void drain(struct ghd_service *svc, struct ghd_http *http, const sigset_t *set)
+ * wait short. Returns the runs left executing (see abandon_runs). */
+static unsigned drain(struct ghd_service *svc, struct ghd_http *http, const sigset_t *set)
 {
     ghd_log(GHD_LOG_INFO, "stopping: no new connections; finishing requests in flight "
                           "(up to %u s)", svc->cfg.shutdown_grace_s);
@@ -83,20 +98,20 @@ static void drain(struct ghd_service *svc, struct ghd_http *http, const sigset_t
         unsigned requests = ghd_http_requests_in_flight(http);
         unsigned runs = ghd_run_queue_active(svc->runs);
         if (requests == 0 && runs == 0)
-            break;
+            return 0;
         clock_gettime(CLOCK_MONOTONIC, &now);
         long long ms = (long long)(now.tv_sec - start.tv_sec) * 1000 +
                        (now.tv_nsec - start.tv_nsec) / 1000000;
         if (ms >= (long long)svc->cfg.shutdown_grace_s * 1000) {
             ghd_log(GHD_LOG_WARN, "shutdown grace over: closing %u requests and %u runs still "
                                   "in flight", requests, runs);
-            break;
+            return abandon_runs(svc, http);
         }
         int sig = wait_signal(set, 50);
         if (sig == SIGTERM || sig == SIGINT) {
             ghd_log(GHD_LOG_WARN, "second signal: closing %u requests and %u runs in flight",
                     requests, runs);
-            break;
+            return abandon_runs(svc, http);
         }
     }
 }
@@ -187,8 +202,15 @@ int main(int argc, char **argv)
             reload_tokens(&svc);
         ghd_buffer_expire(&svc.buffers, time(NULL));
     }
-    drain(&svc, http, &set);
+    unsigned executing = drain(&svc, http, &set);
     ghd_http_stop(http);
+    if (executing) {
+        /* Their workers are inside kernels that cannot be stopped; the
+         * device (CUDA: the context) is torn down by the process exit. */
+        ghd_log(GHD_LOG_WARN, "stopped without waiting for %u runs still executing", executing);
+        ghd_log_writer_stop();
+        _exit(0);
+    }
     ghd_service_destroy(&svc);
     ghd_log(GHD_LOG_INFO, "stopped");
     ghd_log_writer_stop();

@@ -28,6 +28,7 @@ struct ghd_run_queue {
     unsigned done_count;
     unsigned active; /* queued or running */
     int stopping;
+    int abandoned; /* the server stops without waiting: running runs reported failed */
     struct run_worker *workers;
     unsigned worker_count;
     struct ghd_run **by_id; /* every known run, chained by id_next */
@@ -197,7 +198,8 @@ static void *worker_main(void *arg)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
-        run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
+        if (!q->abandoned) /* else it was reported failed already */
+            run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
         run_ended_locked(q, run);
     }
     pthread_mutex_unlock(&q->lock);
@@ -208,10 +210,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Cancels what is queued and stops the workers (the first `started` of them). */
-static void stop_workers(struct ghd_run_queue *q, unsigned started)
+/* pre: lock held. Cancels every queued run. */
+static void cancel_queued_locked(struct ghd_run_queue *q)
 {
-    pthread_mutex_lock(&q->lock);
     for (struct ghd_run *r = q->head; r; r = q->head) {
         q->head = r->next;
         r->status = GHD_RUN_CANCELED;
@@ -219,6 +220,37 @@ static void stop_workers(struct ghd_run_queue *q, unsigned started)
         run_ended_locked(q, r);
     }
     q->tail = NULL;
+}
+
+unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
+{
+    unsigned running = 0;
+    pthread_mutex_lock(&q->lock);
+    cancel_queued_locked(q);
+    q->stopping = 1;
+    q->abandoned = 1;
+    for (unsigned i = 0; i < q->worker_count; i++) {
+        struct ghd_run *run = q->workers[i].current;
+        if (!run)
+            continue;
+        /* The worker still executes it (a kernel cannot be stopped); its
+         * waiters are answered now, and the worker's result is not kept. */
+        run->status = GHD_RUN_FAILED;
+        run->error = GHD_EUNAVAIL;
+        snprintf(run->error_detail, sizeof(run->error_detail),
+                 "the server stopped before the run finished");
+        pthread_cond_broadcast(&run->ended);
+        running++;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return running;
+}
+
+/* Cancels what is queued and stops the workers (the first `started` of them). */
+static void stop_workers(struct ghd_run_queue *q, unsigned started)
+{
+    pthread_mutex_lock(&q->lock);
+    cancel_queued_locked(q);
     q->stopping = 1;
     wake_idle_locked(q, 1);
     pthread_mutex_unlock(&q->lock);

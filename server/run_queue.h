@@ -34,5 +34,11 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant);
 json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
+/* The server stops without waiting for runs: queued ones are canceled,
+ * running ones reported failed at once (their waiters wake) while their
+ * workers go on; returns how many were running. The queue takes no new run
+ * after this, and ghd_run_queue_free would still wait for the workers: the
+ * caller exits instead. */
+unsigned ghd_run_queue_abandon(struct ghd_run_queue *q);
 
 #endif

@@ -30,15 +30,20 @@ patch_file=$here/gpuhttpd.patch
 stamp="$version $(sha256sum "$patch_file" | cut -d' ' -f1)"
 stamp_file=$prefix/share/gpuhttpd-mhd.stamp
 
-if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] &&
-  [ -f "$prefix/lib/pkgconfig/libmicrohttpd.pc" ]; then
-  exit 0
-fi
+installed() {
+  [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] &&
+    [ -f "$prefix/lib/pkgconfig/libmicrohttpd.pc" ]
+}
+installed && exit 0
 
 sudo_cmd=()
 [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpuhttpd
 mkdir -p "$cache"
+# Two builds at once (two checkouts' test runs) would install over each other.
+exec 9>"$cache/install-mhd.lock"
+flock 9
+installed && exit 0
 tarball=$cache/libmicrohttpd-$version.tar.gz
 if ! echo "$sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
   rm -f "$tarball"

@@ -110,6 +110,72 @@ static void test_grace_bounds_stalled_client(void **state)
     unlink(p.log_path);
 }
 
+/* Issue 17 item 2: SIGTERM during a long run exited only when the run ended;
+ * a second signal did nothing; the `wait: true` client got no reply. Now
+ * the grace bounds the exit, and the waiting client hears that its run
+ * failed. The run: 16 gemms of 1024^3 (host backend: many seconds). */
+static void grace_bounds_running_run(int second_signal)
+{
+    const char *args[] = {"--shutdown-grace", second_signal ? "60" : "1", NULL};
+    struct rel_proc p;
+    start(&p, args, NULL);
+    struct rel_server s;
+    rel_server_for(&s, &p);
+    char a[64], b[64], c[64];
+    size_t bytes = (size_t)1024 * 1024 * 4;
+    assert_int_equal(rel_create(&s, NULL, bytes, a, sizeof(a)), 201);
+    assert_int_equal(rel_create(&s, NULL, bytes, b, sizeof(b)), 201);
+    assert_int_equal(rel_create(&s, NULL, bytes, c, sizeof(c)), 201);
+    char step[400], body[8192] = "{\"wait\":true,\"steps\":[";
+    snprintf(step, sizeof(step),
+             "{\"kernel\":\"gemm\",\"args\":{\"a\":\"%s\",\"b\":\"%s\",\"c\":\"%s\","
+             "\"dtype\":\"f32\",\"m\":1024,\"n\":1024,\"k\":1024}}",
+             a, b, c);
+    for (int i = 0; i < 16; i++) {
+        strcat(body, step);
+        strcat(body, i < 15 ? "," : "]}");
+    }
+    char msg[9000];
+    int n = snprintf(msg, sizeof(msg),
+                     "POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     strlen(body), body);
+    int fd = rel_connect(p.port);
+    assert_int_equal(rel_send(fd, msg, (size_t)n), 0);
+    rel_sleep_ms(1000); /* the run executes */
+    long t0 = rel_now_ms();
+    rel_signal(&p, SIGTERM);
+    if (second_signal) {
+        rel_sleep_ms(500);
+        rel_signal(&p, SIGTERM);
+    }
+    char reply[8192];
+    int closed;
+    rel_recv(fd, reply, sizeof(reply), 8000, &closed);
+    int code = rel_wait_exit_or_kill(&p, 8000);
+    long took = rel_now_ms() - t0;
+    print_message("run executing: exit %d %ld ms after SIGTERM%s\n", code, took,
+                  second_signal ? " x2 (grace 60 s)" : " (grace 1 s)");
+    assert_int_equal(code, 0);
+    if (!rel_status_of(reply) || !strstr(reply, "failed"))
+        fail_msg("the waiting client got no failed run: %.400s", reply);
+    assert_true(rel_log_contains(&p, "without waiting for"));
+    close(fd);
+    unlink(p.log_path);
+}
+
+static void test_grace_bounds_running_run(void **state)
+{
+    (void)state;
+    grace_bounds_running_run(0);
+}
+
+static void test_second_signal_bounds_running_run(void **state)
+{
+    (void)state;
+    grace_bounds_running_run(1);
+}
+
 static void test_second_signal_stops_now(void **state)
 {
     (void)state;
@@ -294,6 +360,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigterm_lets_upload_finish),
         cmocka_unit_test(test_grace_bounds_stalled_client),
+        cmocka_unit_test(test_grace_bounds_running_run),
+        cmocka_unit_test(test_second_signal_bounds_running_run),
         cmocka_unit_test(test_second_signal_stops_now),
         cmocka_unit_test(test_sigterm_reaches_main_past_foreign_thread),
         cmocka_unit_test(test_idle_keepalive_does_not_delay),
