@@ -154,6 +154,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *cl = strcasestr(p, "\r\nContent-Length:");
         if (!end || !cl || cl > end)
             break;
+        /* Every refusal, also libmicrohttpd's own for broken framing, is
+         * problem+json (issue 17 item 7, issue 12 item 3). */
+        const char *ct = strcasestr(p, "\r\nContent-Type: application/problem+json");
+        if (st >= 400 && (!ct || ct > end)) {
+            fprintf(stderr, "a %d that is not problem+json:\n%.2000s\n", st, resp);
+            abort();
+        }
         size_t body = strtoul(cl + 17, NULL, 10);
         if (body > (size_t)(resp + got - (end + 4)))
             break;
