@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "buffer_json.h"
+#include "buffer_npy.h"
+#include "conditional.h"
 #include "server/device/hostreg.h"
 #include "server/error.h"
 #include "server/metrics.h"
@@ -22,6 +24,8 @@ struct download {
     char *reg_buf;    /* that buffer, once page-locked */
     size_t reg_len;
     void *reg_base;   /* what to unlock */
+    size_t prefix_len; /* .npy: the header sent before the bytes */
+    char prefix[GHD_NPY_FORMAT_MAX];
 };
 
 /* Downloads at least this large copy straight into the HTTP layer's buffer. */
@@ -160,6 +164,26 @@ static ssize_t download_window(void *ctx, uint64_t pos, const char **data)
     return avail;
 }
 
+/* .npy: the header, then the bytes as above (positions shifted past it). */
+static ssize_t npy_read(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+    struct download *d = ctx;
+    if (pos >= d->prefix_len)
+        return download_read(ctx, pos - d->prefix_len, buf, max);
+    size_t n = d->prefix_len - (size_t)pos < max ? d->prefix_len - (size_t)pos : max;
+    memcpy(buf, d->prefix + pos, n);
+    return (ssize_t)n;
+}
+
+static ssize_t npy_window(void *ctx, uint64_t pos, const char **data)
+{
+    struct download *d = ctx;
+    if (pos >= d->prefix_len)
+        return download_window(ctx, pos - d->prefix_len, data);
+    *data = d->prefix + pos;
+    return (ssize_t)(d->prefix_len - (size_t)pos);
+}
+
 static void download_free(void *ctx)
 {
     struct download *d = ctx;
@@ -174,9 +198,24 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_buffer_lookup(req, rep, &b);
     if (rc)
         return rc;
+    /* .npy: the whole array, header first (a Range is ignored, as RFC 9110
+     * allows); 406 when the buffer has no description. */
+    char prefix[GHD_NPY_FORMAT_MAX];
+    size_t prefix_len = 0;
+    int npy = ghd_npy_wanted(req);
+    if (npy && (rc = ghd_npy_download_header(req, rep, b, prefix, &prefix_len)) != 0) {
+        ghd_buffer_unref(b);
+        return rc;
+    }
+    uint64_t version = ghd_buffer_version(b);
+    ghd_reply_etag(rep, version, npy);
+    if (ghd_if_none_match_hit(req, version, npy)) {
+        ghd_buffer_unref(b);
+        return ghd_reply_empty(rep, 304);
+    }
     uint64_t first = 0, last = b->size - 1;
     int partial = 0;
-    const char *range = ghd_request_header(req, "Range");
+    const char *range = npy ? NULL : ghd_request_header(req, "Range");
     if (range) {
         rc = ghd_range_parse(range, b->size, &first, &last);
         if (rc == GHD_ERANGE) {
@@ -191,7 +230,8 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
             last = b->size - 1;
         }
     }
-    ghd_reply_header(rep, "Accept-Ranges", "bytes");
+    if (!npy)
+        ghd_reply_header(rep, "Accept-Ranges", "bytes");
     if (partial)
         ghd_reply_header(rep, "Content-Range", "bytes %llu-%llu/%zu", (unsigned long long)first,
                          (unsigned long long)last, b->size);
@@ -200,7 +240,8 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     if (strcmp(req->method, "HEAD") == 0) {
         /* Headers only: no staging, no device work. */
         ghd_buffer_unref(b);
-        return ghd_reply_stream(rep, status, "application/octet-stream", len, 0, NULL, NULL, NULL);
+        return ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
+                                prefix_len + len, 0, NULL, NULL, NULL);
     }
     struct download *d = calloc(1, sizeof(*d));
     if (!d) {
@@ -208,6 +249,8 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
         return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
     }
     d->svc = req->svc;
+    memcpy(d->prefix, prefix, prefix_len);
+    d->prefix_len = prefix_len;
     rc = ghd_transfer_new(req, rep, b, &d->t);
     if (rc) {
         ghd_buffer_unref(b);
@@ -222,11 +265,12 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
         return rc;
     }
     d->direct = req->svc->cfg.direct_copy && len >= GHD_DIRECT_DOWNLOAD_MIN;
-    rc = ghd_reply_stream(rep, status, "application/octet-stream", len,
+    rc = ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
+                          prefix_len + len,
                           d->t->chunk[0]->size < ((size_t)4 << 20) ? d->t->chunk[0]->size
                                                                    : (size_t)4 << 20,
-                          download_read, d, download_free);
+                          npy ? npy_read : download_read, d, download_free);
     rep->reader_buffers_done = download_buffers_done;
-    rep->window = download_window;
+    rep->window = npy ? npy_window : download_window;
     return rc;
 }

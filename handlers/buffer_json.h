@@ -9,7 +9,8 @@
 /* Shared by the buffer handlers: metadata JSON, the common lookup, and the
  * validation of creation parameters. */
 
-/* {id, size, alignment, device, created, label, expires?}. A new reference. */
+/* {id, size, alignment, device, created, label, expires?, version, dtype?,
+ * shape?}. A new reference. */
 json_t *ghd_buffer_json_new(const struct ghd_buffer *b);
 /* Looks up req->params[0] for the request's tenant, replying 404 if absent. */
 int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out);
@@ -25,6 +26,11 @@ int ghd_buffer_query_uint(struct ghd_request *req, struct ghd_reply *rep, const 
  * is full). *out is a new reference. */
 int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
+/* Reads an array description from JSON `dtype` and `shape` (NULL: one
+ * dimension covering `size`); with size != 0 its bytes must equal size.
+ * Replies 422 saying why. */
+int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *dtype,
+                        json_t *shape, uint64_t size, struct ghd_array_desc *out);
 /* The 201 reply with Location. Drops the caller's reference. */
 int ghd_buffer_reply_created(struct ghd_request *req, struct ghd_reply *rep,
                              struct ghd_buffer *b);

@@ -10,11 +10,14 @@
 #include <string.h>
 
 #include "buffer_json.h"
+#include "buffer_npy.h"
+#include "conditional.h"
 #include "server/device/hostreg.h"
 #include "server/error.h"
 #include "server/metrics.h"
 #include "server/range.h"
 #include "transfer.h"
+#include "upload.h"
 
 /* Body pieces at least this large go to the device without the staging ring. */
 #define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)
@@ -87,24 +90,44 @@ static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_
     return 0;
 }
 
-static int upload_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
-                        int created)
+int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
+                    int created, const uint64_t *extent, struct ghd_transfer **out)
 {
     struct ghd_transfer *t;
+    *out = NULL;
     int rc = ghd_transfer_new(req, rep, b, &t);
     if (rc) {
         ghd_buffer_unref(b);
         return rc;
     }
     t->created = created;
-    req->state = t;
     if ((rc = claim_writer(t, req, rep)) != 0)
-        return rc;
-    if (!created && (rc = upload_extent(req, rep, b->size, &t->offset, &t->length)) != 0)
-        return rc;
-    if (created)
+        goto fail;
+    if (extent) {
+        t->offset = extent[0];
+        t->length = extent[1];
+    } else if (!created && (rc = upload_extent(req, rep, b->size, &t->offset, &t->length)) != 0) {
+        goto fail;
+    } else if (created) {
         t->length = b->size;
+    }
+    /* If-Match is checked with the writer flag held, so no other upload can
+     * move the version between the check and this write, and after the
+     * request's own checks, so a malformed request is a 400 whatever its
+     * tags. The version moves when the write starts and again when the
+     * writer lets go (ghd_upload_finish, or transfer.c for one cut short). */
+    if ((rc = ghd_if_match_check(req, rep, ghd_buffer_version(b))) != 0)
+        goto fail;
+    ghd_buffer_bump(b);
+    *out = t;
     return 0; /* the staging chunk is taken when the first bytes arrive */
+fail: /* begin failed: cleanup is not called, so release here; nothing was written */
+    if (t->writer) {
+        atomic_store(&b->writing, 0);
+        t->writer = 0;
+    }
+    ghd_transfer_free(t, req->svc);
+    return rc;
 }
 
 static int put_begin(struct ghd_request *req, struct ghd_reply *rep)
@@ -113,15 +136,14 @@ static int put_begin(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_buffer_lookup(req, rep, &b);
     if (rc)
         return rc;
-    rc = upload_start(req, rep, b, 0);
-    if (rc) { /* begin failed: cleanup is not called, so release here */
-        ghd_transfer_free(req->state, req->svc);
-        req->state = NULL;
-    }
+    struct ghd_transfer *t;
+    rc = ghd_upload_open(req, rep, b, 0, NULL, &t);
+    req->state = t;
     return rc;
 }
 
-static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
+int ghd_upload_create_spec(struct ghd_request *req, struct ghd_reply *rep,
+                           struct ghd_buffer_spec *spec)
 {
     if (!req->has_content_length)
         return ghd_reply_problem(rep, req, GHD_ELENGTH,
@@ -132,22 +154,29 @@ static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
         rc = ghd_buffer_query_uint(req, rep, "alignment", (uint64_t)INT64_MAX, &align);
     if (rc)
         return rc;
-    struct ghd_buffer_spec spec = {
+    *spec = (struct ghd_buffer_spec){
         .size = req->content_length,
         .pending = 1, /* no GET or list sees the bytes before they have all arrived */
         .alignment = (size_t)align,
         .label = ghd_request_query(req, "label"),
         .ttl_s = (time_t)ttl,
     };
+    return 0;
+}
+
+static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_buffer_spec spec;
+    int rc = ghd_upload_create_spec(req, rep, &spec);
+    if (rc)
+        return rc;
     struct ghd_buffer *b;
     rc = ghd_buffer_create_for(req, rep, &spec, &b);
     if (rc)
         return rc;
-    rc = upload_start(req, rep, b, 1);
-    if (rc) {
-        ghd_transfer_free(req->state, req->svc);
-        req->state = NULL;
-    }
+    struct ghd_transfer *t;
+    rc = ghd_upload_open(req, rep, b, 1, NULL, &t);
+    req->state = t;
     return rc;
 }
 
@@ -208,9 +237,9 @@ static int copy_failed(const struct ghd_transfer *t, struct ghd_request *req,
 
 /* Receiving in place: the socket's bytes land in the current pinned chunk,
  * which goes to the device when full while the next one fills. */
-static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
+int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
+                       char **space, size_t *len)
 {
-    struct ghd_transfer *t = req->state;
     uint64_t left = t->length - t->received;
     if (left == 0)
         return body_too_long(t, req, rep);
@@ -229,9 +258,9 @@ static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **sp
     return 0;
 }
 
-static int put_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n)
+int ghd_upload_commit(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
+                      size_t n)
 {
-    struct ghd_transfer *t = req->state;
     t->received += n;
     t->fill += n;
     if (t->fill < t->chunk[t->cur]->size)
@@ -240,9 +269,9 @@ static int put_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n)
     return rc ? copy_failed(t, req, rep, rc) : 0;
 }
 
-static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
+int ghd_upload_write(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
+                     const char *data, size_t len)
 {
-    struct ghd_transfer *t = req->state;
     if (t->received + len > t->length)
         return body_too_long(t, req, rep);
     if (req->svc->cfg.direct_copy && len >= GHD_DIRECT_COPY_MIN &&
@@ -254,17 +283,32 @@ static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char 
     while (len) { /* through the chunks, as the socket path fills them */
         char *space = NULL;
         size_t room = 0;
-        int rc = put_reserve(req, rep, &space, &room);
+        int rc = ghd_upload_reserve(t, req, rep, &space, &room);
         if (rc)
             return rc;
         size_t n = room < len ? room : len;
         memcpy(space, data, n);
         data += n;
         len -= n;
-        if ((rc = put_commit(req, rep, n)) != 0)
+        if ((rc = ghd_upload_commit(t, req, rep, n)) != 0)
             return rc;
     }
     return 0;
+}
+
+static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
+{
+    return ghd_upload_reserve(req->state, req, rep, space, len);
+}
+
+static int put_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n)
+{
+    return ghd_upload_commit(req->state, req, rep, n);
+}
+
+static int put_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
+{
+    return ghd_upload_write(req->state, req, rep, data, len);
 }
 
 static void upload_cleanup(struct ghd_request *req)
@@ -275,9 +319,17 @@ static void upload_cleanup(struct ghd_request *req)
 
 int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
 {
+    if (req->state && ghd_request_media_is(req, "application/x-npy"))
+        return ghd_npy_upload_finish(req, rep);
     struct ghd_transfer *t = req->state;
     if (!t)
         return ghd_reply_problem(rep, req, GHD_EMEDIA, "the body must be application/octet-stream");
+    return ghd_upload_finish(t, req, rep, NULL);
+}
+
+int ghd_upload_finish(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
+                      const struct ghd_array_desc *desc)
+{
     int rc = flush_chunk(t);
     if (rc == 0)
         rc = t->rt->dev.ops->stream_sync(&t->rt->dev, t->stream);
@@ -289,8 +341,11 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
                                  "the body (%llu bytes) is shorter than its Content-Range (%llu bytes)",
                                  (unsigned long long)t->received, (unsigned long long)t->length);
     t->completed = 1;
+    if (desc) /* .npy: the bytes and their description change together */
+        ghd_buffer_desc_set(t->buf, desc);
     /* Every byte is on the device: a client that reads this reply may start
      * the next upload at once, even before this connection is torn down. */
+    ghd_buffer_bump(t->buf);
     atomic_store(&t->buf->writing, 0);
     t->writer = 0;
     ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, t->received, ghd_metrics_now() - t->started);
@@ -299,13 +354,14 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
         ghd_buffer_ref(t->buf);
         return ghd_buffer_reply_created(req, rep, t->buf);
     }
+    ghd_reply_etag(rep, ghd_buffer_version(t->buf), 0);
     return ghd_reply_json(rep, 200,
                           json_pack("{s:s, s:I, s:I}", "id", t->buf->id, "offset",
                                     (json_int_t)t->offset, "bytes_written",
                                     (json_int_t)t->received));
 }
 
-const struct ghd_upload_ops ghd_buffer_put_upload = {put_begin, put_write, upload_cleanup,
-                                                     put_reserve, put_commit};
-const struct ghd_upload_ops ghd_buffer_create_upload = {create_begin, put_write, upload_cleanup,
-                                                        put_reserve, put_commit};
+const struct ghd_upload_ops ghd_buffer_put_upload = {put_begin,   put_write,  upload_cleanup,
+                                                     put_reserve, put_commit, &ghd_npy_put_upload};
+const struct ghd_upload_ops ghd_buffer_create_upload = {
+    create_begin, put_write, upload_cleanup, put_reserve, put_commit, &ghd_npy_create_upload};

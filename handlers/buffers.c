@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buffer_json.h"
+#include "conditional.h"
 #include "server/cursor.h"
 #include "server/error.h"
 #include "server/service.h"
@@ -30,7 +31,65 @@ json_t *ghd_buffer_json_new(const struct ghd_buffer *b)
         iso_time(b->expires, expires, sizeof(expires));
         json_object_set_new(obj, "expires", json_string(expires));
     }
+    if (obj) {
+        json_object_set_new(obj, "version", json_integer((json_int_t)ghd_buffer_version(b)));
+        struct ghd_array_desc d;
+        ghd_buffer_desc_get(b, &d);
+        if (d.dtype[0]) {
+            json_t *shape = json_array();
+            for (unsigned i = 0; i < d.ndim; i++)
+                json_array_append_new(shape, json_integer((json_int_t)d.shape[i]));
+            json_object_set_new(obj, "dtype", json_string(d.dtype));
+            json_object_set_new(obj, "shape", shape);
+        }
+    }
     return obj;
+}
+
+int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *dtype,
+                        json_t *shape, uint64_t size, struct ghd_array_desc *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!json_is_string(dtype) || !ghd_array_itemsize(json_string_value(dtype)))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "'dtype' must be one of %s",
+                                 ghd_array_dtype_names());
+    snprintf(out->dtype, sizeof(out->dtype), "%s", json_string_value(dtype));
+    size_t item = ghd_array_itemsize(out->dtype);
+    if (!shape) { /* one dimension, as many elements as the bytes hold */
+        if (!size || size % item)
+            return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                     "give 'shape': %llu bytes are not a whole number of "
+                                     "%zu-byte %s elements",
+                                     (unsigned long long)size, item, out->dtype);
+        out->ndim = 1;
+        out->shape[0] = size / item;
+        return 0;
+    }
+    /* What ArrayShape states is a 400; what depends on the size a 422. */
+    if (!json_is_array(shape) || json_array_size(shape) > GHD_ARRAY_NDIM_MAX)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "'shape' must be an array of at most %d non-negative integers",
+                                 GHD_ARRAY_NDIM_MAX);
+    size_t i;
+    json_t *v;
+    json_array_foreach(shape, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "'shape' must be an array of at most %d non-negative "
+                                     "integers",
+                                     GHD_ARRAY_NDIM_MAX);
+        out->shape[i] = (uint64_t)json_integer_value(v);
+    }
+    out->ndim = (unsigned)json_array_size(shape);
+    uint64_t bytes;
+    if (ghd_array_nbytes(out, NULL, &bytes) != 0)
+        return ghd_reply_problem(rep, req, GHD_EUNPROC, "the shape's byte count overflows");
+    if (size && bytes != size)
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "a %s array of that shape is %llu bytes, but the buffer's size "
+                                 "is %llu",
+                                 out->dtype, (unsigned long long)bytes, (unsigned long long)size);
+    return 0;
 }
 
 int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out)
@@ -133,6 +192,7 @@ int ghd_buffer_reply_created(struct ghd_request *req, struct ghd_reply *rep,
                              struct ghd_buffer *b)
 {
     ghd_reply_header(rep, "Location", "/v1/buffers/%s", b->id);
+    ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     int rc = ghd_reply_json(rep, 201, ghd_buffer_json_new(b));
     ghd_buffer_unref(b);
     return rc ? ghd_reply_problem(rep, req, rc, NULL) : 0;
@@ -175,12 +235,14 @@ static int json_uint(json_t *v, uint64_t *out)
     return 0;
 }
 
-static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer_spec *spec)
+static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer_spec *spec,
+                     struct ghd_array_desc *desc)
 {
     const char *key;
     json_t *value;
     memset(spec, 0, sizeof(*spec));
     int have_size = 0;
+    json_t *dtype = json_object_get(req->json, "dtype"), *shape = json_object_get(req->json, "shape");
     json_object_foreach(req->json, key, value) {
         if (strcmp(key, "size") == 0 || strcmp(key, "alignment") == 0 ||
             strcmp(key, "ttl_s") == 0) {
@@ -201,12 +263,27 @@ static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
             if (!json_is_string(value))
                 return ghd_reply_problem(rep, req, GHD_EINVAL, "'label' must be a string");
             spec->label = json_string_value(value);
-        } else {
+        } else if (strcmp(key, "dtype") != 0 && strcmp(key, "shape") != 0) {
             return ghd_reply_problem(rep, req, GHD_EINVAL,
                                      "unknown field '%.64s' (allowed: size, alignment, label, "
-                                     "ttl_s)",
+                                     "ttl_s, dtype, shape)",
                                      key);
         }
+    }
+    if (shape && !dtype)
+        return ghd_reply_problem(rep, req, GHD_EUNPROC, "'shape' needs a 'dtype'");
+    if (dtype) {
+        /* The array's bytes are the size; a size given too must agree. */
+        if (!shape && !have_size)
+            return ghd_reply_problem(rep, req, GHD_EINVAL, "give 'shape' (or 'size') with 'dtype'");
+        int rc = ghd_array_desc_json(req, rep, dtype, shape, have_size ? spec->size : 0, desc);
+        if (rc)
+            return rc;
+        uint64_t bytes = 0;
+        ghd_array_nbytes(desc, NULL, &bytes); /* checked by ghd_array_desc_json */
+        spec->size = (size_t)bytes;
+        spec->desc = desc;
+        return 0;
     }
     if (!have_size)
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'size' is required");
@@ -228,7 +305,8 @@ int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep)
                                      "it in the JSON body",
                                      octet_only[i]);
     struct ghd_buffer_spec spec;
-    int rc = json_spec(req, rep, &spec);
+    struct ghd_array_desc desc;
+    int rc = json_spec(req, rep, &spec, &desc);
     if (rc)
         return rc;
     struct ghd_buffer *b;
@@ -244,14 +322,83 @@ int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_buffer_lookup(req, rep, &b);
     if (rc)
         return rc;
+    uint64_t version = ghd_buffer_version(b);
+    ghd_reply_etag(rep, version, 0);
+    if (ghd_if_none_match_hit(req, version, 0))
+        rc = ghd_reply_empty(rep, 304);
+    else
+        rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
+    ghd_buffer_unref(b);
+    return rc;
+}
+
+/* PATCH: sets, changes or clears the array description. The bytes stay as
+ * they are, so this is how a reshape or a reinterpretation is made explicit;
+ * the new description must cover exactly the buffer's size. */
+int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(req->json, key, value) {
+        if (strcmp(key, "dtype") != 0 && strcmp(key, "shape") != 0)
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "unknown field '%.64s' (allowed: dtype, shape)", key);
+    }
+    json_t *dtype = json_object_get(req->json, "dtype");
+    json_t *shape = json_object_get(req->json, "shape");
+    if (!dtype && !shape)
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "give 'dtype', 'shape' or both");
+    struct ghd_buffer *b;
+    int rc = ghd_buffer_lookup(req, rep, &b);
+    if (rc)
+        return rc;
+    struct ghd_array_desc now, next;
+    ghd_buffer_desc_get(b, &now);
+    int clear = json_is_null(dtype);
+    if (clear) { /* back to raw bytes */
+        if (shape && !json_is_null(shape)) {
+            rc = ghd_reply_problem(rep, req, GHD_EUNPROC, "a 'shape' needs a dtype, not null");
+            goto out;
+        }
+    } else {
+        json_t *current = NULL;
+        if (!dtype) { /* a reshape keeps the element type */
+            if (!now.dtype[0]) {
+                rc = ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                       "the buffer has no dtype yet; give 'dtype' with 'shape'");
+                goto out;
+            }
+            current = json_string(now.dtype);
+        }
+        rc = ghd_array_desc_json(req, rep, dtype ? dtype : current, json_is_null(shape) ? NULL : shape,
+                                 b->size, &next);
+        json_decref(current);
+        if (rc)
+            goto out;
+    }
+    /* After the body's own checks: a malformed request is a 400 or 422
+     * whatever its tags. */
+    if ((rc = ghd_if_match_check(req, rep, ghd_buffer_version(b))) != 0)
+        goto out;
+    ghd_buffer_desc_set(b, clear ? NULL : &next);
+    ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
+out:
     ghd_buffer_unref(b);
     return rc;
 }
 
 int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
-    int rc = ghd_buffer_remove(&req->svc->buffers, req->params[0], req->tenant);
+    struct ghd_if_match m;
+    int rc = ghd_if_match_read(req, rep, &m);
+    if (rc)
+        return rc;
+    uint64_t version = 0;
+    rc = ghd_buffer_remove_match(&req->svc->buffers, req->params[0], req->tenant,
+                                 m.present && !m.any ? m.versions : NULL, m.n, &version);
+    if (rc == GHD_EPRECOND)
+        return ghd_reply_precondition(req, rep, version);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "no buffer with id '%.64s'", req->params[0]);
     return ghd_reply_empty(rep, 204);

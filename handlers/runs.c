@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "run_arrays.h"
 #include "server/error.h"
 #include "server/run_queue.h"
 #include "server/service.h"
@@ -40,8 +41,14 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
         args = empty = json_object();
     struct resolve_ctx ctx = {req->svc, req->tenant};
     char detail[400] = "";
-    int rc = ghd_kernel_call_prepare_new(out->kernel, args, resolve_buffer, &ctx, &out->call,
-                                         detail, sizeof(detail));
+    /* dtype, n, gemm's m/n/k from described buffers; if_match (412). */
+    int rc = ghd_run_args_from_arrays(req, rep, out->kernel, step, args, where);
+    if (rc) {
+        json_decref(empty);
+        return rc;
+    }
+    rc = ghd_kernel_call_prepare_new(out->kernel, args, resolve_buffer, &ctx, &out->call,
+                                     detail, sizeof(detail));
     json_decref(empty);
     /* The status rule (openapi.yaml, "Bad input"): the contract leaves
      * `args` open to each kernel's signature, so any mistake in them, a
@@ -52,6 +59,13 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, ghd_kernel_name(out->kernel),
                                  detail);
+    /* A run that will write a buffer moves its version now, at submission:
+     * conditional writes after this one see it, and runs keep their order. */
+    struct ghd_buffer **bufs;
+    size_t nb = ghd_kernel_call_buffers(out->call, &bufs);
+    for (size_t i = 0; i < nb; i++)
+        if (ghd_kernel_call_writes(out->call, bufs[i]))
+            ghd_buffer_bump(bufs[i]);
     return 0;
 }
 
@@ -72,13 +86,17 @@ static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *ob
 
 static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run)
 {
-    static const char *const top_keys[] = {"kernel", "args", "steps", "wait", NULL};
-    static const char *const step_keys[] = {"kernel", "args", NULL};
+    static const char *const top_keys[] = {"kernel", "args", "steps", "wait", "reinterpret",
+                                           "if_match", NULL};
+    static const char *const step_keys[] = {"kernel", "args", "reinterpret", "if_match", NULL};
     json_t *body = req->json;
     int rc = check_keys(req, rep, body, top_keys, "");
     if (rc)
         return rc;
     json_t *steps = json_object_get(body, "steps");
+    if (steps && (json_object_get(body, "reinterpret") || json_object_get(body, "if_match")))
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "in a pipeline, give 'reinterpret' and 'if_match' per step");
     if (steps && json_object_get(body, "kernel"))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "give either 'kernel' or 'steps', not both");
     if (!steps) {

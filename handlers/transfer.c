@@ -79,8 +79,10 @@ void ghd_transfer_free(struct ghd_transfer *t, struct ghd_service *svc)
             ghd_staging_release(t->staging, t->chunk[i]);
     }
     ghd_runtime_stream_release(t->rt, t->stream);
-    if (t->writer)
+    if (t->writer) { /* a write cut short moved bytes too: a new version */
+        ghd_buffer_bump(t->buf);
         atomic_store(&t->buf->writing, 0);
+    }
     if (t->created && !t->completed)
         ghd_buffer_discard(&svc->buffers, t->buf);
     ghd_buffer_unref(t->buf);

@@ -97,6 +97,7 @@ static void buffer_free(struct ghd_buffer *b)
         ghd_runtime_event_release(rt, b->zeroed);
     }
     pthread_mutex_destroy(&b->zero_lock);
+    pthread_mutex_destroy(&b->desc_lock);
     ghd_pool_free(&rt->pool, b->block);
     free(b);
 }
@@ -240,6 +241,10 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     atomic_init(&b->writing, 0);
     atomic_init(&b->pending, spec->pending);
     pthread_mutex_init(&b->zero_lock, NULL);
+    pthread_mutex_init(&b->desc_lock, NULL);
+    atomic_init(&b->version, 1);
+    if (spec->desc)
+        b->desc = *spec->desc;
     pthread_mutex_lock(&t->lock);
     if (t->count >= t->slot_count)
         grow_locked(t);
@@ -297,15 +302,66 @@ int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *
 
 int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant)
 {
+    return ghd_buffer_remove_match(t, id, tenant, NULL, 0, NULL);
+}
+
+/* The version is compared under the table lock, so two conditional DELETEs
+ * cannot both succeed; a write may still start until the unlink. */
+int ghd_buffer_remove_match(struct ghd_buffer_table *t, const char *id, const char *tenant,
+                            const uint64_t *versions, size_t n, uint64_t *current)
+{
+    int rc = 0;
     pthread_mutex_lock(&t->lock);
     struct ghd_buffer *b = find_locked(t, id, tenant);
-    if (b)
-        unlink_locked(t, b);
+    if (!b) {
+        rc = GHD_ENOENT;
+    } else {
+        uint64_t v = atomic_load(&b->version);
+        int match = versions == NULL;
+        for (size_t i = 0; i < n; i++)
+            match |= versions[i] == v;
+        if (current)
+            *current = v;
+        if (match)
+            unlink_locked(t, b);
+        else
+            rc = GHD_EPRECOND;
+    }
     pthread_mutex_unlock(&t->lock);
-    if (!b)
-        return GHD_ENOENT;
+    if (rc)
+        return rc;
     ghd_buffer_unref(b);
     return 0;
+}
+
+uint64_t ghd_buffer_version(const struct ghd_buffer *b)
+{
+    return atomic_load(&((struct ghd_buffer *)b)->version);
+}
+
+void ghd_buffer_bump(struct ghd_buffer *b)
+{
+    atomic_fetch_add(&b->version, 1);
+}
+
+/* The lock is not part of the buffer's logical state, hence the cast. */
+void ghd_buffer_desc_get(const struct ghd_buffer *b, struct ghd_array_desc *out)
+{
+    pthread_mutex_t *lock = (pthread_mutex_t *)&b->desc_lock;
+    pthread_mutex_lock(lock);
+    *out = b->desc;
+    pthread_mutex_unlock(lock);
+}
+
+void ghd_buffer_desc_set(struct ghd_buffer *b, const struct ghd_array_desc *d)
+{
+    pthread_mutex_lock(&b->desc_lock);
+    if (d)
+        b->desc = *d;
+    else
+        memset(&b->desc, 0, sizeof(b->desc));
+    pthread_mutex_unlock(&b->desc_lock);
+    ghd_buffer_bump(b);
 }
 
 void ghd_buffer_publish(struct ghd_buffer *b)

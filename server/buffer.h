@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "device/runtime.h"
+#include "npy.h"
 
 /* Buffers: named regions of device memory, reference counted so that a
  * transfer or a run keeps its buffer alive while a DELETE arrives. The table
@@ -39,6 +40,12 @@ struct ghd_buffer {
     atomic_int writing; /* one writer at a time */
     atomic_int pending; /* created from a body still arriving: invisible until published */
     uint64_t seq;       /* creation order, for listing cursors */
+    /* Bumped when a write starts and when it ends, so a reader that saw a
+     * version saw exactly those bytes (a strong ETag) and a write in progress
+     * never carries the version of a finished state. */
+    atomic_uint_fast64_t version;
+    pthread_mutex_t desc_lock;  /* guards desc: set by PATCH and .npy uploads */
+    struct ghd_array_desc desc; /* dtype "" = raw bytes, no description */
     struct ghd_buffer *hnext;
     struct ghd_buffer *lprev, *lnext;
 };
@@ -71,6 +78,7 @@ struct ghd_buffer_spec {
     const char *tenant; /* may be NULL */
     time_t ttl_s;       /* 0 = never expires */
     int pending;        /* hidden from lookups and lists until ghd_buffer_publish */
+    const struct ghd_array_desc *desc; /* may be NULL; its bytes must equal size */
 };
 
 /* Allocates device memory from rt's pool (zeroed by its first use, see
@@ -87,6 +95,19 @@ int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *
 /* Removes the id from the table; the memory goes back to the pool when the
  * last reference is dropped. */
 int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant);
+/* As ghd_buffer_remove, but only while the buffer's version is one of the
+ * `n` in `versions` (versions NULL: any); GHD_EPRECOND, the buffer kept, when not.
+ * *current (may be NULL) gets the version compared. */
+int ghd_buffer_remove_match(struct ghd_buffer_table *t, const char *id, const char *tenant,
+                            const uint64_t *versions, size_t n, uint64_t *current);
+/* The version now (see struct ghd_buffer) and one step on it. */
+uint64_t ghd_buffer_version(const struct ghd_buffer *b);
+void ghd_buffer_bump(struct ghd_buffer *b);
+/* Copies the array description out, or replaces it (NULL clears it); a
+ * change is a write, so it bumps the version.
+ * pre: a new description's bytes equal b->size (the caller checks and says why). */
+void ghd_buffer_desc_get(const struct ghd_buffer *b, struct ghd_array_desc *out);
+void ghd_buffer_desc_set(struct ghd_buffer *b, const struct ghd_array_desc *d);
 /* Makes a buffer created with spec.pending visible, and starts its time to
  * live now: an upload that outlasts the TTL must not publish a buffer that
  * has already expired (its 201 would carry an `expires` in the past). */

@@ -29,7 +29,9 @@
     X(ENOHOSTMEM, 18, 500, "host-out-of-memory", "Host out of memory")          \
     X(ECANCELED, 19, 409, "canceled", "Canceled")                               \
     X(ENOTSUP, 20, 501, "not-implemented", "Not implemented")                   \
-    X(EQUOTA, 21, 507, "tenant-quota", "Tenant storage quota exceeded")
+    X(EQUOTA, 21, 507, "tenant-quota", "Tenant storage quota exceeded")        \
+    X(EPRECOND, 22, 412, "precondition-failed", "Precondition failed")         \
+    X(ENOTACCEPT, 23, 406, "not-acceptable", "Not acceptable")
 
 enum ghd_error {
 #define GHD_ERROR_ENUM(name, num, status, slug, title) GHD_##name = -(num),

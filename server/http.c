@@ -55,6 +55,7 @@ struct http_request {
     struct ghd_request req;
     struct ghd_reply rep;
     const struct ghd_route *route;
+    const struct ghd_upload_ops *upload; /* the route's, or its .npy ones */
     enum body_state body;
     int decided;        /* rep holds the final reply (usually an error) */
     int upload_started; /* upload->begin succeeded; cleanup is owed */
@@ -106,6 +107,11 @@ static int media_is(const char *content_type, const char *want)
     size_t n = strlen(want);
     return strncasecmp(content_type, want, n) == 0 &&
            (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
+}
+
+int ghd_request_media_is(const struct ghd_request *req, const char *want)
+{
+    return media_is(ghd_request_header(req, "Content-Type"), want);
 }
 
 /* What the head says about itself, counted in one pass. */
@@ -197,6 +203,8 @@ static int plan_body(struct http_request *hr)
     int is_octets = media_is(ctype, "application/octet-stream");
     if (kind == GHD_BODY_STREAM && !ctype)
         is_octets = 1;
+    const struct ghd_upload_ops *npy = hr->route->upload ? hr->route->upload->npy : NULL;
+    int is_npy = npy && media_is(ctype, "application/x-npy");
     if ((kind == GHD_BODY_JSON || kind == GHD_BODY_UPLOAD) && is_json) {
         if (!req->has_body)
             return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
@@ -207,8 +215,9 @@ static int plan_body(struct http_request *hr)
         hr->body = BODY_JSON;
         return 0;
     }
-    if ((kind == GHD_BODY_STREAM || kind == GHD_BODY_UPLOAD) && is_octets) {
-        int rc = hr->route->upload->begin(req, &hr->rep);
+    if ((kind == GHD_BODY_STREAM || kind == GHD_BODY_UPLOAD) && (is_octets || is_npy)) {
+        hr->upload = is_npy ? npy : hr->route->upload;
+        int rc = hr->upload->begin(req, &hr->rep);
         if (rc)
             return rc;
         hr->upload_started = 1;
@@ -217,11 +226,11 @@ static int plan_body(struct http_request *hr)
     }
     if (!ctype && !req->has_body && kind == GHD_BODY_JSON)
         return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
-    return ghd_reply_problem(&hr->rep, req, GHD_EMEDIA, "Content-Type must be %s, not '%s'",
+    return ghd_reply_problem(&hr->rep, req, GHD_EMEDIA, "Content-Type must be %s%s, not '%s'",
                              kind == GHD_BODY_JSON     ? "application/json"
                              : kind == GHD_BODY_STREAM ? "application/octet-stream"
                                                        : "application/json or application/octet-stream",
-                             ctype ? ctype : "(none)");
+                             npy ? " or application/x-npy" : "", ctype ? ctype : "(none)");
 }
 
 /* Paths anyone may call, tokens or not: probes, the contract, its docs and
@@ -324,7 +333,7 @@ static void take_body_piece(struct http_request *hr, const char *data, size_t le
         memcpy(hr->json_buf + hr->json_len, data, len);
         hr->json_len += len;
     } else if (hr->body == BODY_UPLOAD) {
-        if (hr->route->upload->write(req, &hr->rep, data, len) != 0) {
+        if (hr->upload->write(req, &hr->rep, data, len) != 0) {
             hr->decided = 1;
             hr->body = BODY_DISCARD;
         }
@@ -402,7 +411,7 @@ static void end_upload(struct http_request *hr)
     if (!hr->upload_started)
         return;
     hr->upload_started = 0;
-    hr->route->upload->cleanup(&hr->req);
+    hr->upload->cleanup(&hr->req);
 }
 
 /* Bodies of at least --socket-upload-min / --socket-download-min bytes skip
@@ -470,7 +479,7 @@ static void reply_on_socket(struct http_request *hr, int fd)
 static int upload_on_socket_wanted(const struct http_request *hr)
 {
     const struct ghd_request *req = &hr->req;
-    return hr->body == BODY_UPLOAD && req->has_content_length && hr->route->upload->reserve &&
+    return hr->body == BODY_UPLOAD && req->has_content_length && hr->upload->reserve &&
            socket_body_allowed(hr, req->svc->cfg.socket_upload_min,
                                req->content_length - req->bytes_in);
 }
@@ -485,7 +494,7 @@ static enum MHD_Result finish_upload_on_socket(struct MHD_Connection *conn,
     if (fd < 0)
         return MHD_YES; /* the body keeps coming through libmicrohttpd */
     int timeout_ms = socket_timeout_ms(hr);
-    const struct ghd_upload_ops *ops = hr->route->upload;
+    const struct ghd_upload_ops *ops = hr->upload;
     uint64_t left = req->content_length - req->bytes_in;
     int rc = 0;
     while (left && rc == 0) {

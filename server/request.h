@@ -35,6 +35,8 @@ struct ghd_request {
 /* Header and query lookups; NULL when absent. */
 const char *ghd_request_header(const struct ghd_request *req, const char *name);
 const char *ghd_request_query(const struct ghd_request *req, const char *name);
+/* Whether the body's Content-Type is `want`, parameters aside. */
+int ghd_request_media_is(const struct ghd_request *req, const char *want);
 
 /* Reads up to `max` bytes of a streamed response body starting at `pos`.
  * Returns the count (> 0), or a negative GHD_E* code to abort the response. */

@@ -23,6 +23,7 @@ static const struct ghd_route routes[] = {
     {"PUT", "/v1/buffers/{id}", GHD_BODY_STREAM, ghd_handle_buffer_put, &ghd_buffer_put_upload},
     {"DELETE", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_delete, NULL},
     {"GET", "/v1/buffers/{id}/meta", GHD_BODY_NONE, ghd_handle_buffer_meta, NULL},
+    {"PATCH", "/v1/buffers/{id}/meta", GHD_BODY_JSON, ghd_handle_buffer_patch, NULL},
     {"GET", "/v1/kernels", GHD_BODY_NONE, ghd_handle_kernel_list, NULL},
     {"POST", "/v1/kernels", GHD_BODY_JSON, ghd_handle_kernel_create, NULL},
     {"GET", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_get, NULL},

@@ -31,6 +31,8 @@ struct ghd_upload_ops {
      * there. http.c uses them to read a large body straight from the socket. */
     int (*reserve)(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len);
     int (*commit)(struct ghd_request *req, struct ghd_reply *rep, size_t n);
+    /* Optional: the ops for an application/x-npy body to the same route. */
+    const struct ghd_upload_ops *npy;
 };
 
 struct ghd_route {

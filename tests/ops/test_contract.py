@@ -183,6 +183,57 @@ def main():
         c.conform("HEAD", T, R("HEAD", f"/v1/buffers/{bid}", headers={"Range": "bytes=0-0"}))
         c.conform("GET", T, R("GET", "/v1/buffers/nope"))
 
+        # Arrays (.npy both ways, PATCH of the description) and versions.
+        def npy(descr, shape, data):
+            d = ("{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape))
+            d = d.ljust(64 * ((10 + len(d) + 1 + 63) // 64) - 11) + "\n"
+            return b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d.encode() + data
+        N = {"Content-Type": "application/x-npy"}
+        st, hdrs, body = c.conform("POST", "/v1/buffers", R(
+            "POST", "/v1/buffers", npy("<f4", "(4, 2)", b"\x00" * 32), N))
+        arr = json.loads(body)
+        check(st == 201 and arr["dtype"] == "f32" and arr["shape"] == [4, 2], f"npy: {body!r}")
+        aid = arr["id"]
+        for payload, want in [(npy(">f4", "(2,)", b"\x00" * 8), 422),
+                              (npy("<f4", "(3,)", b"\x00" * 8), 400), (b"not npy", 400)]:
+            st, _, body = c.conform("POST", "/v1/buffers", R("POST", "/v1/buffers", payload, N))
+            check(st == want, f"npy create {payload[:60]!r}: {st}, not {want}: {body[:200]!r}")
+        st, _, body = c.conform("POST", "/v1/buffers", R("POST", "/v1/buffers", json.dumps(
+            {"dtype": "i32", "shape": [2, 3]}).encode(), J))
+        check(st == 201 and json.loads(body)["size"] == 24, f"dtype+shape: {body!r}")
+        c.conform("DELETE", T, R("DELETE", "/v1/buffers/" + json.loads(body)["id"]))
+        st, hdrs, body = c.conform("GET", T, R("GET", f"/v1/buffers/{aid}",
+                                                headers={"Accept": "application/x-npy"}))
+        check(st == 200 and body == npy("<f4", "(4, 2)", b"\x00" * 32), f"npy GET: {body!r}")
+        etag = hdrs["etag"]
+        st, _, _ = c.conform("GET", T, R("GET", f"/v1/buffers/{aid}", headers={
+            "Accept": "application/x-npy", "If-None-Match": etag}))
+        check(st == 304, f"If-None-Match: {st}")
+        c.conform("HEAD", T, R("HEAD", f"/v1/buffers/{aid}", headers={"If-None-Match": etag[:-5] + '"'}))
+        c.conform("GET", "/v1/buffers/{id}/meta", R("GET", f"/v1/buffers/{aid}/meta",
+                                                    headers={"If-None-Match": etag[:-5] + '"'}))
+        st, _, _ = c.conform("GET", T, R("GET", f"/v1/buffers/{bid2}",
+                                          headers={"Accept": "application/x-npy"}))
+        check(st == 406, f"npy of raw bytes: {st}")
+        c.conform("HEAD", T, R("HEAD", f"/v1/buffers/{bid2}", headers={"Accept": "application/x-npy"}))
+        M = "/v1/buffers/{id}/meta"
+        for patch, headers, want in [({"shape": [8]}, J, 200), ({"dtype": "u8"}, J, 200),
+                                     ({"dtype": "f32", "shape": [3]}, J, 422),
+                                     ({"dtype": "f32"}, dict(J, **{"If-Match": '"v1"'}), 412),
+                                     ({"nope": 1}, J, 400), ({"dtype": None}, J, 200)]:
+            st, _, body = c.conform("PATCH", M, R("PATCH", f"/v1/buffers/{aid}/meta",
+                                                  json.dumps(patch).encode(), headers), str(patch))
+            check(st == want, f"PATCH {patch}: {st}, not {want}: {body[:200]!r}")
+        c.conform("PATCH", M, R("PATCH", "/v1/buffers/nope/meta", b'{"dtype": "u8"}', J))
+        st, _, _ = c.conform("PUT", T, R("PUT", f"/v1/buffers/{aid}", npy("<i4", "(8,)", b"\x01" * 32), N))
+        check(st == 200, f"npy PUT: {st}")
+        st, _, _ = c.conform("PUT", T, R("PUT", f"/v1/buffers/{aid}", b"\x00" * 32,
+                                          dict(O, **{"If-Match": '"v1"'})))
+        check(st == 412, f"stale PUT: {st}")
+        st, _, _ = c.conform("DELETE", T, R("DELETE", f"/v1/buffers/{aid}", headers={"If-Match": '"v1"'}))
+        check(st == 412, f"stale DELETE: {st}")
+        check(c.conform("DELETE", T, R("DELETE", f"/v1/buffers/{aid}"))[0] == 204, "delete array")
+
         # Kernels and runs.
         st, _, body = c.conform("GET", "/v1/kernels", R("GET", "/v1/kernels"))
         names = [k["name"] for k in json.loads(body)["kernels"]]

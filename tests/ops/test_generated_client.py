@@ -28,8 +28,12 @@ def generate(srv, out_dir):
     with open(spec_path, "wb") as f:
         f.write(spec)
     pkg = os.path.join(out_dir, "gpuhttpd_client")
+    # NumPy's .npy bodies are bytes to a generic client, as octet-stream is.
+    config = os.path.join(out_dir, "config.yaml")
+    with open(config, "w") as f:
+        f.write("content_type_overrides:\n  application/x-npy: application/octet-stream\n")
     res = subprocess.run([sys.executable, "-m", "openapi_python_client", "generate", "--path",
-                          spec_path, "--meta", "none", "--output-path", pkg],
+                          spec_path, "--meta", "none", "--output-path", pkg, "--config", config],
                          capture_output=True, timeout=180, cwd=out_dir)
     out = (res.stdout + res.stderr).decode("utf-8", "replace")
     check(res.returncode == 0, f"openapi-python-client failed ({res.returncode}):\n{out[-4000:]}")

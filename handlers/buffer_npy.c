@@ -1,0 +1,246 @@
+/* NumPy .npy bodies on PUT and POST /v1/buffers: the header is gathered
+ * first (at most 12 + 10,000 bytes, taken from the body only as far as the
+ * preamble says it reaches), parsed by server/npy.c, and then the data goes
+ * through exactly the raw upload path (upload.h), at the same speed. The
+ * buffer's dtype and shape are set with the bytes. Downloads prepend the
+ * header that describes the buffer. */
+#include "buffer_npy.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "buffer_json.h"
+#include "conditional.h"
+#include "server/error.h"
+#include "server/npy.h"
+#include "server/router.h"
+#include "upload.h"
+
+struct npy_upload {
+    struct ghd_transfer *t;    /* NULL until the header has been parsed */
+    struct ghd_buffer *target; /* PUT: the buffer (a reference), until t takes it */
+    int created;               /* POST: a new buffer is made from the header */
+    struct ghd_buffer_spec spec;
+    struct ghd_array_desc desc;
+    size_t have, need;
+    char hdr[12 + GHD_NPY_HEADER_MAX];
+};
+
+static int npy_begin(struct ghd_request *req, struct ghd_reply *rep, int created)
+{
+    struct npy_upload *u = calloc(1, sizeof(*u));
+    if (!u)
+        return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
+    u->created = created;
+    u->need = 8;
+    int rc;
+    if (created) {
+        rc = ghd_upload_create_spec(req, rep, &u->spec);
+    } else if (ghd_request_header(req, "Content-Range") || ghd_request_query(req, "offset")) {
+        rc = ghd_reply_problem(rep, req, GHD_EINVAL,
+                               "a .npy body replaces the whole buffer: Content-Range and "
+                               "?offset= are for application/octet-stream");
+    } else if ((rc = ghd_buffer_lookup(req, rep, &u->target)) == 0) {
+        /* Refused before the body is sent; checked again once the writer is held. */
+        rc = ghd_if_match_check(req, rep, ghd_buffer_version(u->target));
+    }
+    if (rc) {
+        if (u->target)
+            ghd_buffer_unref(u->target);
+        free(u);
+        return rc;
+    }
+    req->state = u;
+    return 0;
+}
+
+static int npy_put_begin(struct ghd_request *req, struct ghd_reply *rep)
+{
+    return npy_begin(req, rep, 0);
+}
+
+static int npy_create_begin(struct ghd_request *req, struct ghd_reply *rep)
+{
+    return npy_begin(req, rep, 1);
+}
+
+/* The header is complete: checks the sizes agree and opens the upload. */
+static int npy_open(struct npy_upload *u, struct ghd_request *req, struct ghd_reply *rep)
+{
+    char detail[256];
+    int rc = ghd_npy_parse(u->hdr, u->have, &u->desc, detail, sizeof(detail));
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "%s", detail);
+    uint64_t bytes;
+    ghd_array_nbytes(&u->desc, NULL, &bytes); /* checked by the parser */
+    if (req->has_content_length && req->content_length - u->have != bytes)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "the .npy header describes %llu data bytes but %llu follow it",
+                                 (unsigned long long)bytes,
+                                 (unsigned long long)(req->content_length - u->have));
+    struct ghd_buffer *b;
+    if (u->created) {
+        u->spec.size = (size_t)bytes;
+        u->spec.desc = &u->desc;
+        if ((rc = ghd_buffer_create_for(req, rep, &u->spec, &b)) != 0)
+            return rc;
+    } else {
+        b = u->target;
+        u->target = NULL;
+        if (bytes != b->size) {
+            rc = ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                   "the %s array is %llu bytes but the buffer holds %zu; create "
+                                   "a new buffer for it (POST /v1/buffers)",
+                                   u->desc.dtype, (unsigned long long)bytes, b->size);
+            ghd_buffer_unref(b);
+            return rc;
+        }
+    }
+    uint64_t extent[2] = {0, bytes};
+    return ghd_upload_open(req, rep, b, u->created, extent, &u->t);
+}
+
+/* Takes `n` header bytes just stored at hdr + have; opens the upload once
+ * the header is whole. */
+static int npy_took(struct npy_upload *u, struct ghd_request *req, struct ghd_reply *rep,
+                    size_t n)
+{
+    u->have += n;
+    while (u->have == u->need && !u->t) {
+        char detail[256];
+        size_t need;
+        int rc = ghd_npy_header_need(u->hdr, u->have, &need, detail, sizeof(detail));
+        if (rc)
+            return ghd_reply_problem(rep, req, rc, "%s", detail);
+        if (need == u->have)
+            return npy_open(u, req, rep);
+        u->need = need;
+    }
+    return 0;
+}
+
+static int npy_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
+{
+    struct npy_upload *u = req->state;
+    while (len && !u->t) {
+        size_t n = u->need - u->have < len ? u->need - u->have : len;
+        memcpy(u->hdr + u->have, data, n);
+        data += n;
+        len -= n;
+        int rc = npy_took(u, req, rep, n);
+        if (rc)
+            return rc;
+    }
+    return len ? ghd_upload_write(u->t, req, rep, data, len) : 0;
+}
+
+static int npy_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
+{
+    struct npy_upload *u = req->state;
+    if (u->t)
+        return ghd_upload_reserve(u->t, req, rep, space, len);
+    *space = u->hdr + u->have; /* never past the header: the data goes to pinned chunks */
+    *len = u->need - u->have;
+    return 0;
+}
+
+static int npy_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n)
+{
+    struct npy_upload *u = req->state;
+    if (u->t)
+        return ghd_upload_commit(u->t, req, rep, n);
+    return npy_took(u, req, rep, n);
+}
+
+static void npy_cleanup(struct ghd_request *req)
+{
+    struct npy_upload *u = req->state;
+    if (!u)
+        return;
+    ghd_transfer_free(u->t, req->svc);
+    if (u->target)
+        ghd_buffer_unref(u->target);
+    free(u);
+    req->state = NULL;
+}
+
+int ghd_npy_upload_finish(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct npy_upload *u = req->state;
+    if (!u->t)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "the body ended inside its .npy header (%zu bytes of at least "
+                                 "%zu)",
+                                 u->have, u->need);
+    if (u->t->received != u->t->length)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "the .npy data is %llu bytes, shorter than the %llu its header "
+                                 "describes",
+                                 (unsigned long long)u->t->received,
+                                 (unsigned long long)u->t->length);
+    return ghd_upload_finish(u->t, req, rep, u->created ? NULL : &u->desc);
+}
+
+const struct ghd_upload_ops ghd_npy_put_upload = {npy_put_begin, npy_write,  npy_cleanup,
+                                                  npy_reserve,   npy_commit, NULL};
+const struct ghd_upload_ops ghd_npy_create_upload = {npy_create_begin, npy_write,  npy_cleanup,
+                                                     npy_reserve,      npy_commit, NULL};
+
+/* q of one media range ("type/sub;q=0.5"), or -1 when it is not `want`. */
+static double accept_q(const char *range, size_t len, const char *want)
+{
+    size_t n = strlen(want);
+    while (len && (*range == ' ' || *range == '\t')) {
+        range++;
+        len--;
+    }
+    if (len < n || strncasecmp(range, want, n) != 0 ||
+        (len > n && range[n] != ';' && range[n] != ' '))
+        return -1;
+    for (const char *p = range + n; p < range + len; p++)
+        if ((p[0] == 'q' || p[0] == 'Q') && p + 1 < range + len && p[1] == '=')
+            return strtod(p + 2, NULL);
+    return 1;
+}
+
+int ghd_npy_wanted(const struct ghd_request *req)
+{
+    const char *h = ghd_request_header(req, "Accept");
+    if (!h)
+        return 0;
+    double npy = -1, raw = -1;
+    for (const char *p = h; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        double q = accept_q(p, len, "application/x-npy");
+        if (q > npy)
+            npy = q;
+        q = accept_q(p, len, "application/octet-stream");
+        if (q > raw)
+            raw = q;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return npy > 0 && npy >= raw;
+}
+
+int ghd_npy_download_header(struct ghd_request *req, struct ghd_reply *rep,
+                            const struct ghd_buffer *b, char *buf, size_t *len)
+{
+    struct ghd_array_desc d;
+    ghd_buffer_desc_get(b, &d);
+    if (!d.dtype[0])
+        return ghd_reply_problem(rep, req, GHD_ENOTACCEPT,
+                                 "buffer '%s' has no dtype and shape, so it has no .npy form; "
+                                 "set them (PATCH /v1/buffers/%s/meta) or ask for "
+                                 "application/octet-stream",
+                                 b->id, b->id);
+    if (ghd_npy_format(&d, buf, GHD_NPY_FORMAT_MAX, len) != 0)
+        return ghd_reply_problem(rep, req, GHD_ENOTACCEPT,
+                                 "dtype %s has no NumPy equivalent; ask for "
+                                 "application/octet-stream",
+                                 d.dtype);
+    return 0;
+}

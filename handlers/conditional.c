@@ -1,0 +1,145 @@
+/* Entity tags and the If-Match / If-None-Match preconditions on buffers. */
+#include "conditional.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/error.h"
+
+/* One entity-tag: optional W/, then a quoted opaque value. Our own tags are
+ * "v<N>" or "v<N>.npy"; any other value is well-formed but names no version,
+ * so it matches nothing (version 0). */
+static const char *parse_tag(const char *p, int *weak, uint64_t *version)
+{
+    *weak = 0;
+    if (p[0] == 'W' && p[1] == '/') {
+        *weak = 1;
+        p += 2;
+    }
+    if (*p != '"')
+        return NULL;
+    const char *start = ++p;
+    while (*p && *p != '"') {
+        if ((unsigned char)*p < 0x21 || *p == 0x7f)
+            return NULL;
+        p++;
+    }
+    if (*p != '"')
+        return NULL;
+    *version = 0;
+    if (start[0] == 'v' && start[1] >= '1' && start[1] <= '9') {
+        char *end;
+        unsigned long long v = strtoull(start + 1, &end, 10);
+        if (end == p || (p - end == 4 && memcmp(end, ".npy", 4) == 0))
+            *version = v;
+    }
+    return p + 1;
+}
+
+int ghd_etag_list_parse(const char *value, struct ghd_if_match *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->present = 1;
+    const char *p = value;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '*') {
+        p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        out->any = 1;
+        return *p ? GHD_EINVAL : 0;
+    }
+    unsigned tags = 0;
+    for (;;) {
+        int weak;
+        uint64_t v;
+        p = parse_tag(p, &weak, &v);
+        if (!p || ++tags > GHD_IF_MATCH_MAX)
+            return GHD_EINVAL;
+        if (!weak && v && out->n < GHD_IF_MATCH_MAX)
+            out->versions[out->n++] = v;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            return 0;
+        if (*p != ',')
+            return GHD_EINVAL;
+        p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
+    }
+}
+
+int ghd_if_match_read(struct ghd_request *req, struct ghd_reply *rep, struct ghd_if_match *out)
+{
+    const char *h = ghd_request_header(req, "If-Match");
+    if (!h) {
+        memset(out, 0, sizeof(*out));
+        return 0;
+    }
+    if (ghd_etag_list_parse(h, out) != 0)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "If-Match must be '*' or up to %d entity tags like \"v3\"",
+                                 GHD_IF_MATCH_MAX);
+    return 0;
+}
+
+int ghd_if_match_ok(const struct ghd_if_match *m, uint64_t version)
+{
+    if (!m->present || m->any)
+        return 1;
+    for (unsigned i = 0; i < m->n; i++)
+        if (m->versions[i] == version)
+            return 1;
+    return 0;
+}
+
+int ghd_reply_precondition(struct ghd_request *req, struct ghd_reply *rep, uint64_t version)
+{
+    ghd_reply_etag(rep, version, 0);
+    return ghd_reply_problem(rep, req, GHD_EPRECOND,
+                             "If-Match does not name the buffer's version: it is now \"v%llu\" "
+                             "(another client wrote it); read it again and retry",
+                             (unsigned long long)version);
+}
+
+int ghd_if_match_check(struct ghd_request *req, struct ghd_reply *rep, uint64_t version)
+{
+    struct ghd_if_match m;
+    int rc = ghd_if_match_read(req, rep, &m);
+    if (rc)
+        return rc;
+    return ghd_if_match_ok(&m, version) ? 0 : ghd_reply_precondition(req, rep, version);
+}
+
+int ghd_if_none_match_hit(struct ghd_request *req, uint64_t version, int npy)
+{
+    const char *h = ghd_request_header(req, "If-None-Match");
+    struct ghd_if_match m;
+    if (!h || ghd_etag_list_parse(h, &m) != 0)
+        return 0; /* a malformed condition is ignored: the full reply is always safe */
+    if (m.any)
+        return 1;
+    /* Weak comparison, but the representation must be the same one: parse
+     * again keeping the suffix, since "v3" and "v3.npy" are different bodies. */
+    const char *p = h;
+    while (*p) {
+        int weak;
+        uint64_t v;
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *tag = p;
+        if (!(p = parse_tag(p, &weak, &v)))
+            return 0;
+        int is_npy = p - tag > 5 && memcmp(p - 5, ".npy\"", 5) == 0;
+        if (v == version && is_npy == npy)
+            return 1;
+    }
+    return 0;
+}
+
+void ghd_reply_etag(struct ghd_reply *rep, uint64_t version, int npy)
+{
+    ghd_reply_header(rep, "ETag", "\"v%llu%s\"", (unsigned long long)version, npy ? ".npy" : "");
+}

@@ -1,0 +1,665 @@
+/* Arrays on buffers over real HTTP: dtype and shape at creation and by
+ * PATCH, .npy bodies both ways (byte-exact against headers server/npy.c
+ * formats and data the test generates, the header split across pieces, the
+ * refusals), and versions: ETag, If-Match (412) and If-None-Match (304),
+ * including two clients racing conditional writes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "server/npy.h"
+
+static struct harness H;
+
+static json_t *create_json(const char *json, long want)
+{
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", json, strlen(json), &r);
+    if (r.status != want)
+        fail_msg("POST %s: %ld, expected %ld: %.300s", json, r.status, want, r.body);
+    json_t *doc = want < 300 ? harness_body_json(&r) : NULL;
+    if (want >= 400)
+        harness_expect_problem(&r, want);
+    harness_resp_free(&r);
+    return doc;
+}
+
+/* A .npy body: the header server/npy.c writes for `d`, then `data_len`
+ * bytes of stream `seed`. Caller frees. */
+static char *npy_body(const char *dtype, unsigned ndim, const uint64_t *shape, uint64_t seed,
+                      size_t data_len, size_t *len)
+{
+    struct ghd_array_desc d = {.ndim = ndim};
+    snprintf(d.dtype, sizeof(d.dtype), "%s", dtype);
+    memcpy(d.shape, shape, ndim * sizeof(*shape));
+    char hdr[GHD_NPY_FORMAT_MAX];
+    size_t hlen;
+    assert_int_equal(ghd_npy_format(&d, hdr, sizeof(hdr), &hlen), 0);
+    char *body = malloc(hlen + data_len);
+    assert_non_null(body);
+    memcpy(body, hdr, hlen);
+    harness_fill(seed, 0, body + hlen, data_len);
+    *len = hlen + data_len;
+    return body;
+}
+
+static void req_npy(const char *method, const char *path, const char *extra, const void *body,
+                    size_t len, struct harness_resp *r)
+{
+    struct harness_req q = {.method = method, .path = path, .body = body, .body_len = len,
+                            .has_body = 1};
+    q.headers[0] = "Content-Type: application/x-npy";
+    q.headers[1] = extra;
+    harness_do(&H, &q, r);
+}
+
+static void get_with(const char *path, const char *h1, const char *h2, struct harness_resp *r)
+{
+    struct harness_req q = {.path = path};
+    q.headers[0] = h1;
+    q.headers[1] = h1 ? h2 : NULL;
+    harness_do(&H, &q, r);
+}
+
+static const char *id_of(json_t *doc, char id[33])
+{
+    snprintf(id, 33, "%s", json_string_value(json_object_get(doc, "id")));
+    return id;
+}
+
+static void expect_shape(json_t *doc, const char *dtype, size_t ndim, const uint64_t *shape)
+{
+    assert_string_equal(json_string_value(json_object_get(doc, "dtype")), dtype);
+    json_t *s = json_object_get(doc, "shape");
+    assert_int_equal(json_array_size(s), ndim);
+    for (size_t i = 0; i < ndim; i++)
+        assert_int_equal(json_integer_value(json_array_get(s, i)), shape[i]);
+}
+
+static void test_create_with_dtype_shape(void **state)
+{
+    (void)state;
+    json_t *doc = create_json("{\"dtype\": \"f32\", \"shape\": [1024, 768]}", 201);
+    assert_int_equal(json_integer_value(json_object_get(doc, "size")), 1024 * 768 * 4);
+    expect_shape(doc, "f32", 2, (uint64_t[]){1024, 768});
+    char id[33], path[128];
+    id_of(doc, id);
+    json_decref(doc);
+    /* Metadata and listings show it. */
+    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
+    struct harness_resp r;
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    doc = harness_body_json(&r);
+    expect_shape(doc, "f32", 2, (uint64_t[]){1024, 768});
+    json_decref(doc);
+    harness_resp_free(&r);
+    harness_simple(&H, "GET", "/v1/buffers?limit=1000", NULL, NULL, 0, &r);
+    doc = harness_body_json(&r);
+    size_t i;
+    json_t *b;
+    int seen = 0;
+    json_array_foreach(json_object_get(doc, "buffers"), i, b) {
+        if (strcmp(json_string_value(json_object_get(b, "id")), id) == 0) {
+            expect_shape(b, "f32", 2, (uint64_t[]){1024, 768});
+            seen = 1;
+        } else {
+            assert_null(json_object_get(b, "dtype"));
+        }
+    }
+    assert_true(seen);
+    json_decref(doc);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+    /* A size that agrees is fine; one that does not is a 422 naming both. */
+    doc = create_json("{\"dtype\": \"u8\", \"shape\": [3, 5], \"size\": 15}", 201);
+    harness_buffer_delete(&H, id_of(doc, id));
+    json_decref(doc);
+    doc = create_json("{\"dtype\": \"f64\", \"size\": 64}", 201); /* one dimension */
+    expect_shape(doc, "f64", 1, (uint64_t[]){8});
+    harness_buffer_delete(&H, id_of(doc, id));
+    json_decref(doc);
+    const char *disagree = "{\"dtype\": \"f32\", \"shape\": [4], \"size\": 15}";
+    harness_simple(&H, "POST", "/v1/buffers", "application/json", disagree, strlen(disagree), &r);
+    harness_expect_problem(&r, 422);
+    assert_non_null(strstr(r.body, "16 bytes"));
+    assert_non_null(strstr(r.body, "15"));
+    harness_resp_free(&r);
+    create_json("{\"dtype\": \"f32\", \"size\": 6}", 422);
+    /* What the schema states is a 400, what depends on the size a 422. */
+    create_json("{\"dtype\": \"f33\", \"shape\": [4]}", 400);
+    create_json("{\"shape\": [4]}", 422);
+    create_json("{\"dtype\": \"f32\", \"shape\": [4, -1]}", 400);
+    create_json("{\"dtype\": \"f32\", \"shape\": [0]}", 422); /* no bytes */
+    create_json("{\"dtype\": \"f32\"}", 400);
+}
+
+/* Uploads `body` as a new buffer, then checks both GET forms byte-exact. */
+static void npy_roundtrip(const char *dtype, unsigned ndim, const uint64_t *shape,
+                          size_t data_len)
+{
+    size_t len;
+    char *body = npy_body(dtype, ndim, shape, 1600 + ndim, data_len, &len);
+    struct harness_resp r;
+    req_npy("POST", "/v1/buffers", NULL, body, len, &r);
+    if (r.status != 201)
+        fail_msg("npy POST %s: %ld %.300s", dtype, r.status, r.body);
+    json_t *doc = harness_body_json(&r);
+    expect_shape(doc, dtype, ndim, shape);
+    assert_int_equal(json_integer_value(json_object_get(doc, "size")), data_len);
+    char id[33], path[128], etag[64], etag_npy[64];
+    id_of(doc, id);
+    json_decref(doc);
+    assert_non_null(harness_header(&r, "ETag", etag, sizeof(etag)));
+    harness_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    get_with(path, "Accept: application/x-npy", NULL, &r);
+    assert_int_equal(r.status, 200);
+    char ctype[64];
+    assert_string_equal(harness_header(&r, "Content-Type", ctype, sizeof(ctype)),
+                        "application/x-npy");
+    assert_int_equal(r.body_len, len);
+    assert_memory_equal(r.body, body, len);
+    assert_non_null(harness_header(&r, "ETag", etag_npy, sizeof(etag_npy)));
+    assert_string_not_equal(etag, etag_npy); /* a different body, a different tag */
+    harness_resp_free(&r);
+    size_t raw_len;
+    void *raw = harness_buffer_get(&H, id, &raw_len);
+    assert_int_equal(raw_len, data_len);
+    assert_memory_equal(raw, body + (len - data_len), data_len);
+    free(raw);
+    harness_buffer_delete(&H, id);
+    free(body);
+}
+
+static void test_npy_roundtrip(void **state)
+{
+    (void)state;
+    npy_roundtrip("f32", 2, (uint64_t[]){3, 4}, 48);
+    npy_roundtrip("bool", 1, (uint64_t[]){5}, 5);
+    npy_roundtrip("f64", 0, NULL, 8); /* a scalar */
+    npy_roundtrip("c64", 3, (uint64_t[]){2, 3, 4}, 2 * 3 * 4 * 8);
+    /* Larger than a staging chunk and past --socket-upload-min in the socket
+     * variant: the data must land in the right place after the header. */
+    npy_roundtrip("u16", 2, (uint64_t[]){3000, 1500}, 3000 * 1500 * 2);
+}
+
+/* A client that sends the body one byte at a time for the first 200 bytes:
+ * the header arrives in pieces that split the magic, the length and the dict. */
+struct trickle {
+    const char *body;
+    size_t len;
+};
+
+static size_t trickle_gen(void *ctx, uint64_t pos, char *buf, size_t max)
+{
+    struct trickle *t = ctx;
+    if (pos >= t->len)
+        return 0;
+    size_t n = pos < 200 ? 1 : t->len - pos;
+    if (n > max)
+        n = max;
+    memcpy(buf, t->body + pos, n);
+    return n;
+}
+
+static void test_npy_header_in_pieces(void **state)
+{
+    (void)state;
+    size_t len;
+    char *body = npy_body("i32", 2, (uint64_t[]){256, 300}, 1611, 256 * 300 * 4, &len);
+    struct trickle t = {body, len};
+    for (int chunked = 0; chunked < 2; chunked++) {
+        struct harness_req q = {.method = "POST", .path = "/v1/buffers", .gen = trickle_gen,
+                                .gen_ctx = &t, .gen_len = chunked ? -1 : (int64_t)len};
+        q.headers[0] = "Content-Type: application/x-npy";
+        struct harness_resp r;
+        harness_do(&H, &q, &r);
+        if (chunked) { /* creating needs Content-Length, as for raw bytes */
+            harness_expect_problem(&r, 411);
+            harness_resp_free(&r);
+            continue;
+        }
+        assert_int_equal(r.status, 201);
+        json_t *doc = harness_body_json(&r);
+        char id[33];
+        id_of(doc, id);
+        json_decref(doc);
+        harness_resp_free(&r);
+        size_t raw_len;
+        void *raw = harness_buffer_get(&H, id, &raw_len);
+        assert_int_equal(raw_len, 256 * 300 * 4);
+        assert_memory_equal(raw, body + (len - raw_len), raw_len);
+        free(raw);
+        /* PUT, chunked, in pieces too. */
+        char path[128];
+        snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+        q = (struct harness_req){.method = "PUT", .path = path, .gen = trickle_gen, .gen_ctx = &t,
+                                 .gen_len = -1};
+        q.headers[0] = "Content-Type: application/x-npy";
+        harness_do(&H, &q, &r);
+        assert_int_equal(r.status, 200);
+        harness_resp_free(&r);
+        harness_buffer_delete(&H, id);
+    }
+    free(body);
+}
+
+static void expect_npy_refused(const char *body, size_t len, long status, const char *says)
+{
+    struct harness_resp r;
+    req_npy("POST", "/v1/buffers", NULL, body, len, &r);
+    harness_expect_problem(&r, status);
+    if (!strstr(r.body, says))
+        fail_msg("expected '%s' in %.400s", says, r.body);
+    harness_resp_free(&r);
+}
+
+/* A version 1.0 body around a dict literal the test writes itself. */
+static size_t raw_npy(char *out, const char *dict, size_t data_len)
+{
+    size_t n = strlen(dict);
+    memcpy(out, "\x93NUMPY\x01\x00", 8);
+    out[8] = (char)(n & 0xff);
+    out[9] = (char)(n >> 8);
+    memcpy(out + 10, dict, n);
+    memset(out + 10 + n, 7, data_len);
+    return 10 + n + data_len;
+}
+
+static void test_npy_refusals(void **state)
+{
+    (void)state;
+    char buf[20000];
+    size_t n = raw_npy(buf, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }\n", 8);
+    expect_npy_refused(buf, n, 422, "big-endian");
+    n = raw_npy(buf, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n", 16);
+    expect_npy_refused(buf, n, 422, "object");
+    n = raw_npy(buf, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (2,), }\n", 8);
+    expect_npy_refused(buf, n, 422, "structured");
+    n = raw_npy(buf, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n", 16);
+    expect_npy_refused(buf, n, 422, "Fortran");
+    /* The body must be exactly the shape's bytes. */
+    n = raw_npy(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", 12);
+    expect_npy_refused(buf, n, 400, "describes 8 data bytes but 12 follow");
+    n = raw_npy(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", 4);
+    expect_npy_refused(buf, n, 400, "describes 8 data bytes but 4 follow");
+    /* Cut inside the header. */
+    expect_npy_refused(buf, 30, 400, "header");
+    expect_npy_refused("PK\x03\x04zipzip", 10, 400, "magic");
+    /* NumPy's bound on the header: refused from the preamble alone. */
+    char dict[10100];
+    memset(dict, ' ', sizeof(dict) - 1);
+    dict[sizeof(dict) - 1] = '\0';
+    const char *lit = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+    memcpy(dict, lit, strlen(lit));
+    n = raw_npy(buf, dict, 8);
+    expect_npy_refused(buf, n, 413, "10000");
+    /* bf16 has no NumPy name; a raw buffer has no description: 406. */
+    json_t *doc = create_json("{\"dtype\": \"bf16\", \"shape\": [4]}", 201);
+    char id[33], path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id_of(doc, id));
+    json_decref(doc);
+    struct harness_resp r;
+    get_with(path, "Accept: application/x-npy", NULL, &r);
+    harness_expect_problem(&r, 406);
+    assert_non_null(strstr(r.body, "bf16"));
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+    harness_buffer_create(&H, 64, id);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    get_with(path, "Accept: application/x-npy", NULL, &r);
+    harness_expect_problem(&r, 406);
+    assert_non_null(strstr(r.body, "no dtype"));
+    harness_resp_free(&r);
+    /* Asked for with q=0, or below octet-stream: the raw bytes as today. */
+    get_with(path, "Accept: application/x-npy;q=0, */*", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, 64);
+    harness_resp_free(&r);
+    get_with(path, "Accept: application/octet-stream, application/x-npy;q=0.5", NULL, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    /* PUT of a .npy into a buffer of another size; with Content-Range. */
+    n = raw_npy(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\n", 16);
+    req_npy("PUT", path, NULL, buf, n, &r);
+    harness_expect_problem(&r, 422);
+    assert_non_null(strstr(r.body, "16 bytes but the buffer holds 64"));
+    harness_resp_free(&r);
+    req_npy("PUT", path, "Content-Range: bytes 0-9/64", buf, n, &r);
+    harness_expect_problem(&r, 400);
+    harness_resp_free(&r);
+    /* A matching one sets the description with the bytes. */
+    n = raw_npy(buf, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 4), }\n", 64);
+    req_npy("PUT", path, NULL, buf, n, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    doc = harness_body_json(&r);
+    expect_shape(doc, "i64", 2, (uint64_t[]){2, 4});
+    json_decref(doc);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+}
+
+static long patch(const char *id, const char *json, const char *if_match, json_t **out)
+{
+    char path[128], hdr[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
+    struct harness_req q = {.method = "PATCH", .path = path, .body = json,
+                            .body_len = strlen(json), .has_body = 1};
+    q.headers[0] = "Content-Type: application/json";
+    if (if_match) {
+        snprintf(hdr, sizeof(hdr), "If-Match: %s", if_match);
+        q.headers[1] = hdr;
+    }
+    struct harness_resp r;
+    harness_do(&H, &q, &r);
+    long st = r.status;
+    if (st >= 400)
+        harness_expect_problem(&r, st);
+    if (out)
+        *out = st == 200 ? harness_body_json(&r) : NULL;
+    harness_resp_free(&r);
+    return st;
+}
+
+static void test_patch_description(void **state)
+{
+    (void)state;
+    char id[33];
+    harness_buffer_create(&H, 96, id);
+    json_t *doc;
+    assert_int_equal(patch(id, "{\"shape\": [4]}", NULL, NULL), 422); /* no dtype yet */
+    assert_int_equal(patch(id, "{\"dtype\": \"f32\", \"shape\": [4, 6]}", NULL, &doc), 200);
+    expect_shape(doc, "f32", 2, (uint64_t[]){4, 6});
+    json_decref(doc);
+    assert_int_equal(patch(id, "{\"shape\": [2, 3, 4]}", NULL, &doc), 200); /* reshape */
+    expect_shape(doc, "f32", 3, (uint64_t[]){2, 3, 4});
+    json_decref(doc);
+    assert_int_equal(patch(id, "{\"dtype\": \"f64\"}", NULL, &doc), 200); /* reinterpret */
+    expect_shape(doc, "f64", 1, (uint64_t[]){12});
+    json_decref(doc);
+    assert_int_equal(patch(id, "{\"shape\": [5]}", NULL, NULL), 422);
+    assert_int_equal(patch(id, "{\"dtype\": \"u8\", \"shape\": [97]}", NULL, NULL), 422);
+    assert_int_equal(patch(id, "{\"size\": 4}", NULL, NULL), 400);
+    assert_int_equal(patch(id, "{\"dtype\": null}", NULL, &doc), 200);
+    assert_null(json_object_get(doc, "dtype"));
+    json_decref(doc);
+    assert_int_equal(patch("0123456789abcdef0123456789abcdef", "{\"dtype\": \"u8\"}", NULL, NULL),
+                     404);
+    harness_buffer_delete(&H, id);
+}
+
+static uint64_t version_of(const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
+    struct harness_resp r;
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    json_t *doc = harness_body_json(&r);
+    uint64_t v = (uint64_t)json_integer_value(json_object_get(doc, "version"));
+    char etag[64], want[64];
+    snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v);
+    assert_string_equal(harness_header(&r, "ETag", etag, sizeof(etag)), want);
+    json_decref(doc);
+    harness_resp_free(&r);
+    return v;
+}
+
+static long put_if(const char *id, const char *if_match, const void *data, size_t len)
+{
+    char path[128], hdr[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(hdr, sizeof(hdr), "If-Match: %s", if_match);
+    struct harness_req q = {.method = "PUT", .path = path, .body = data, .body_len = len,
+                            .has_body = 1};
+    q.headers[0] = "Content-Type: application/octet-stream";
+    q.headers[1] = hdr;
+    struct harness_resp r;
+    harness_do(&H, &q, &r);
+    long st = r.status;
+    if (st == 412) {
+        harness_expect_problem(&r, 412);
+        char etag[64]; /* the 412 says what the version is now */
+        assert_non_null(harness_header(&r, "ETag", etag, sizeof(etag)));
+    }
+    harness_resp_free(&r);
+    return st;
+}
+
+static void test_versions_and_conditions(void **state)
+{
+    (void)state;
+    char id[33], path[128], tag[64], hdr[96];
+    harness_buffer_create(&H, 4096, id);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    uint64_t v0 = version_of(id);
+    char data[4096];
+    harness_fill(1620, 0, data, sizeof(data));
+    harness_buffer_put(&H, id, data, sizeof(data));
+    uint64_t v1 = version_of(id);
+    assert_true(v1 > v0);
+    /* GET and HEAD: 304 for the current tag, 200 for an old one. */
+    struct harness_resp r;
+    get_with(path, NULL, NULL, &r);
+    assert_non_null(harness_header(&r, "ETag", tag, sizeof(tag)));
+    harness_resp_free(&r);
+    snprintf(hdr, sizeof(hdr), "If-None-Match: %s", tag);
+    get_with(path, hdr, NULL, &r);
+    assert_int_equal(r.status, 304);
+    assert_int_equal(r.body_len, 0);
+    harness_resp_free(&r);
+    struct harness_req q = {.method = "HEAD", .path = path};
+    q.headers[0] = hdr;
+    harness_do(&H, &q, &r);
+    assert_int_equal(r.status, 304);
+    harness_resp_free(&r);
+    get_with(path, "If-None-Match: \"v1\", W/\"x\"", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body_len, 4096);
+    harness_resp_free(&r);
+    /* If-Match on PUT: the current tag writes, a stale one gets 412. */
+    char cur[32], old[32];
+    snprintf(cur, sizeof(cur), "\"v%llu\"", (unsigned long long)v1);
+    snprintf(old, sizeof(old), "\"v%llu\"", (unsigned long long)v0);
+    assert_int_equal(put_if(id, old, data, 16), 412);
+    assert_int_equal(version_of(id), v1); /* a refused write is no write */
+    assert_int_equal(put_if(id, cur, data, 16), 200);
+    uint64_t v2 = version_of(id);
+    assert_true(v2 > v1);
+    assert_int_equal(put_if(id, cur, data, 16), 412);
+    assert_int_equal(put_if(id, "*", data, 16), 200);
+    assert_int_equal(put_if(id, "W/\"v1\"", data, 16), 412); /* weak tags never match */
+    assert_int_equal(put_if(id, "nonsense", data, 16), 400);
+    /* PATCH and DELETE. */
+    uint64_t v3 = version_of(id);
+    snprintf(cur, sizeof(cur), "\"v%llu\"", (unsigned long long)v3);
+    assert_int_equal(patch(id, "{\"dtype\": \"u8\"}", old, NULL), 412);
+    assert_int_equal(patch(id, "{\"dtype\": \"u8\"}", cur, NULL), 200);
+    q = (struct harness_req){.method = "DELETE", .path = path};
+    q.headers[0] = hdr; /* hdr reuse: If-None-Match is ignored by DELETE */
+    snprintf(hdr, sizeof(hdr), "If-Match: %s", cur);
+    harness_do(&H, &q, &r);
+    harness_expect_problem(&r, 412);
+    harness_resp_free(&r);
+    snprintf(hdr, sizeof(hdr), "If-Match: \"v%llu\"", (unsigned long long)version_of(id));
+    harness_do(&H, &q, &r);
+    assert_int_equal(r.status, 204);
+    harness_resp_free(&r);
+}
+
+/* Two clients read the same version and both write with If-Match: exactly
+ * one write lands, the other gets 412 (or 409 while the first is still in
+ * flight); neither is lost silently. Repeated to catch interleavings. */
+struct racer {
+    const char *id;
+    char tag[32];
+    long status;
+    char data[64];
+};
+
+static void *race_put(void *arg)
+{
+    struct racer *x = arg;
+    x->status = put_if(x->id, x->tag, x->data, sizeof(x->data));
+    return NULL;
+}
+
+#include <pthread.h>
+
+static void test_two_clients_conflict(void **state)
+{
+    (void)state;
+    char id[33];
+    harness_buffer_create(&H, 64, id);
+    for (int round = 0; round < 20; round++) {
+        uint64_t v = version_of(id);
+        struct racer a = {.id = id}, b = {.id = id};
+        snprintf(a.tag, sizeof(a.tag), "\"v%llu\"", (unsigned long long)v);
+        memcpy(b.tag, a.tag, sizeof(a.tag));
+        memset(a.data, 'a', sizeof(a.data));
+        memset(b.data, 'b', sizeof(b.data));
+        pthread_t ta, tb;
+        assert_int_equal(pthread_create(&ta, NULL, race_put, &a), 0);
+        assert_int_equal(pthread_create(&tb, NULL, race_put, &b), 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        int wins = (a.status == 200) + (b.status == 200);
+        if (wins != 1 || (a.status != 200 && a.status != 412 && a.status != 409) ||
+            (b.status != 200 && b.status != 412 && b.status != 409))
+            fail_msg("round %d: statuses %ld and %ld", round, a.status, b.status);
+        size_t len;
+        char *got = harness_buffer_get(&H, id, &len);
+        assert_memory_equal(got, a.status == 200 ? a.data : b.data, 64);
+        free(got);
+    }
+    harness_buffer_delete(&H, id);
+}
+
+static long run(const char *json, json_t **out)
+{
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/runs", "application/json", json, strlen(json), &r);
+    long st = r.status;
+    if (st >= 400)
+        harness_expect_problem(&r, st);
+    if (out)
+        *out = harness_body_json(&r);
+    harness_resp_free(&r);
+    return st;
+}
+
+static void expect_run(long want, const char *says, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void expect_run(long want, const char *says, const char *fmt, ...)
+{
+    char json[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(json, sizeof(json), fmt, ap);
+    va_end(ap);
+    json_t *doc;
+    long st = run(json, &doc);
+    const char *detail = json_string_value(json_object_get(doc, "detail"));
+    if (st != want || (says && (!detail || !strstr(detail, says))))
+        fail_msg("%s: %ld, expected %ld with '%s': %s", json, st, want, says ? says : "",
+                 detail ? detail : "");
+    json_decref(doc);
+}
+
+/* Runs take dtype and n from described buffers; gemm takes m, n, k from the
+ * shapes; contradictions are 422s naming both, unless "reinterpret". */
+static void test_runs_use_descriptions(void **state)
+{
+    (void)state;
+    char x[33], y[33], a[33], b[33], c[33];
+    json_t *doc = create_json("{\"dtype\": \"f32\", \"shape\": [1000]}", 201);
+    id_of(doc, x);
+    json_decref(doc);
+    doc = create_json("{\"dtype\": \"f32\", \"shape\": [1000]}", 201);
+    id_of(doc, y);
+    json_decref(doc);
+    expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}", x);
+    expect_run(200, NULL, "{\"kernel\": \"axpy\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"a\": 2}}", x,
+               y);
+    assert_int_equal(run("{\"kernel\": \"sum\", \"args\": {\"x\": \"0\"}}", NULL), 404);
+    char json[256];
+    snprintf(json, sizeof(json), "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\"}}", y);
+    assert_int_equal(run(json, &doc), 200);
+    json_t *res = json_object_get(doc, "result");
+    assert_int_equal(json_integer_value(json_object_get(res, "n")), 1000);
+    assert_true(json_real_value(json_object_get(res, "value")) == 2000.0);
+    assert_string_equal(json_string_value(json_object_get(res, "value_dtype")), "f32");
+    json_decref(doc);
+    /* The bug the issue names: f64 over float32 data is refused, naming both. */
+    expect_run(422, "dtype f64 contradicts buffer argument x (f32 [1000])",
+               "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"f64\"}}", y);
+    expect_run(422, "n 2000 contradicts", "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"n\": 2000}}",
+               y);
+    expect_run(200, NULL, "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"n\": 10}}", y); /* a part */
+    expect_run(200, NULL,
+               "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"u8\", \"n\": 4000}, "
+               "\"reinterpret\": true}",
+               y);
+    expect_run(400, "reinterpret", "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\"}, \"reinterpret\": 1}", y);
+    /* gemm: [2,3] x [3,4] -> [2,4]. */
+    doc = create_json("{\"dtype\": \"f32\", \"shape\": [2, 3]}", 201);
+    id_of(doc, a);
+    json_decref(doc);
+    doc = create_json("{\"dtype\": \"f32\", \"shape\": [3, 4]}", 201);
+    id_of(doc, b);
+    json_decref(doc);
+    doc = create_json("{\"dtype\": \"f32\", \"shape\": [2, 4]}", 201);
+    id_of(doc, c);
+    json_decref(doc);
+    snprintf(json, sizeof(json), "{\"kernel\": \"gemm\", \"args\": {\"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\"}}",
+             a, b, c);
+    assert_int_equal(run(json, &doc), 200);
+    res = json_object_get(doc, "result");
+    assert_int_equal(json_integer_value(json_object_get(res, "m")), 2);
+    assert_int_equal(json_integer_value(json_object_get(res, "n")), 4);
+    assert_int_equal(json_integer_value(json_object_get(res, "k")), 3);
+    json_decref(doc);
+    expect_run(422, "k 2 contradicts buffer argument a (f32 [2, 3])",
+               "{\"kernel\": \"gemm\", \"args\": {\"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\", \"k\": 2}}", a,
+               b, c);
+    /* if_match per written buffer; a run that writes moves the version. */
+    uint64_t v = version_of(x);
+    expect_run(412, "argument x",
+               "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 3}, \"if_match\": {\"x\": "
+               "\"\\\"v%llu\\\"\"}}",
+               x, (unsigned long long)v - 1);
+    assert_int_equal(version_of(x), v);
+    expect_run(200, NULL,
+               "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 3}, \"if_match\": {\"x\": "
+               "\"\\\"v%llu\\\"\"}}",
+               x, (unsigned long long)v);
+    assert_true(version_of(x) > v);
+    const char *ids[] = {x, y, a, b, c};
+    for (size_t i = 0; i < 5; i++)
+        harness_buffer_delete(&H, ids[i]);
+}
+
+int main(void)
+{
+    harness_suite_bind(&H, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_create_with_dtype_shape, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_npy_roundtrip, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_npy_header_in_pieces, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_npy_refusals, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_patch_description, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_versions_and_conditions, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_two_clients_conflict, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_use_descriptions, harness_teardown_idle),
+    };
+    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+}
