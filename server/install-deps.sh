@@ -14,6 +14,8 @@ build_pkgs=(build-essential cmake pkg-config libjansson-dev python3 python3-pip 
   patch libgnutls28-dev)
 test_pkgs=(libcmocka-dev libcurl4-openssl-dev curl python3 python3-pip python3-yaml
   shellcheck chromium docker-compose clang libclang-rt-14-dev gnutls-bin valgrind openssl)
+# CI's fresh-machine check (tests/fresh) and container image check (tests/container).
+test_pkgs+=(debootstrap podman runc)
 
 missing=()
 pkgs=("${build_pkgs[@]}")

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# The README's start command on a fresh machine: a clean Debian root (made by
+# debootstrap, cached in $GHD_FRESH_CACHE, default /var/cache/gpuhttpd-fresh)
+# given only what a machine of the CI kind has besides its packages (apt
+# sources, CA certificates, pip configuration, and the CUDA toolkit read-only
+# with its loader configuration), a clean copy of the commit (git archive, no
+# build folders), and `server/serve.sh` run in it by chroot until /readyz
+# answers; then SIGTERM must stop it with status 0. It also proves that a
+# binary which builds but cannot load its libraries there fails this check.
+#
+# usage: tests/fresh/check.sh [COMMIT]   (default HEAD; run as root)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+ref=${1:-HEAD}
+timeout_s=${GHD_FRESH_TIMEOUT:-1500}
+
+fail() { echo "fresh: FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot, mounts)"
+command -v debootstrap >/dev/null || fail "no debootstrap: run server/install-deps.sh --test"
+
+# Everything mounted below lives in a mount namespace of this check's own, so
+# nothing can stay mounted on the host whatever ends it; the trap still
+# unmounts before the root is removed.
+if [ -z "${GHD_FRESH_NS:-}" ]; then
+  exec env GHD_FRESH_NS=1 unshare --mount --propagation private -- "$0" "$@"
+fi
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$here/lib.sh"
+commit=$(git -C "$repo" rev-parse --verify "$ref^{commit}")
+t_start=$SECONDS
+base=$(fresh_base_root)
+t_base=$((SECONDS - t_start))
+
+work=$(mktemp -d "$fresh_cache/run.XXXXXX")
+root=$work/root
+pid=
+cleanup() {
+  local rc=$? m
+  if [ -n "$pid" ]; then
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" || true
+  done
+  if grep -q "^$root/" <<<"$(findmnt -rn -o TARGET)"; then
+    echo "fresh: $root still has mounts; left in place" >&2
+  else
+    rm -rf --one-file-system "$work"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fresh_copy_root "$base" "$root"
+fresh_configure "$root"
+
+# The CUDA toolkit as the machine kind guarantees it: /usr/local/cuda* (the
+# folders read-only, the links as links) and the loader entries naming it.
+cuda=0
+for p in /usr/local/cuda*; do
+  [ -e "$p" ] || continue
+  if [ -L "$p" ]; then
+    cp -P "$p" "$root$p"
+  elif [ -d "$p" ]; then
+    mkdir -p "$root$p"
+    mount --bind "$p" "$root$p"
+    mount -o remount,bind,ro "$root$p"
+    cuda=1
+  fi
+done
+for f in /etc/ld.so.conf.d/*.conf; do
+  [ -f "$f" ] && grep -q '^/usr/local/cuda' "$f" && cp "$f" "$root/etc/ld.so.conf.d/"
+done
+[ "$cuda" = 1 ] || fresh_log "no CUDA toolkit here: the build will have the host backend only"
+
+mkdir -p "$root/root/gpuhttpd"
+git -C "$repo" archive --format=tar "$commit" | tar -x -C "$root/root/gpuhttpd"
+
+mount -t proc proc "$root/proc"
+mount --rbind /sys "$root/sys"
+mount --rbind /dev "$root/dev"
+chroot "$root" ldconfig
+
+# What a login on the fresh machine has in its environment, nothing of ours.
+root_env=(/usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin)
+
+# Runs the start command in the root; returns 0 once /readyz answers 200 (pid
+# is then the server's), 1 if it exits first, and fails the check on timeout.
+start_and_wait() {
+  local log=$1 port deadline=$((SECONDS + timeout_s))
+  rm -f "$root/tmp/gpuhttpd.port"
+  setsid chroot "$root" "${root_env[@]}" /bin/bash -c \
+    'cd /root/gpuhttpd && exec server/serve.sh --port 0 --port-file /tmp/gpuhttpd.port' \
+    >"$log" 2>&1 </dev/null &
+  pid=$!
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" || true
+      pid=
+      return 1
+    fi
+    port=$(cat "$root/tmp/gpuhttpd.port" 2>/dev/null || true)
+    if [ -n "$port" ] &&
+      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ]; then
+      return 0
+    fi
+    sleep 1
+  done
+  tail -30 "$log" >&2
+  fail "no answer from /readyz within $timeout_s s"
+}
+
+stop_server() {
+  local rc=0 deadline=$((SECONDS + 60))
+  kill -TERM "$pid"
+  while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+  wait "$pid" || rc=$?
+  pid=
+  return "$rc"
+}
+
+fresh_log "start command on a fresh root: commit ${commit:0:12}"
+t0=$SECONDS
+if ! start_and_wait "$work/serve.log"; then
+  tail -40 "$work/serve.log" >&2
+  fail "server/serve.sh exited before /readyz answered (log above)"
+fi
+t_ready=$((SECONDS - t0))
+grep -m 3 -i 'backend\|listening' "$work/serve.log" >&2 || true
+rc=0
+stop_server || rc=$?
+[ "$rc" = 0 ] || { tail -20 "$work/serve.log" >&2; fail "SIGTERM: exit status $rc, not 0"; }
+fresh_log "ready after $t_ready s (packages, build, start); stopped by SIGTERM with status 0"
+
+binary=/root/gpuhttpd/build/gpuhttpd
+libs=$(chroot "$root" "${root_env[@]}" ldd "$binary") || fail "ldd $binary failed: $libs"
+missing=$(grep 'not found' <<<"$libs" || true)
+[ -z "$missing" ] || fail "the binary cannot load: $missing"
+
+# The same start must fail where the binary cannot load a library it was
+# built against: take the loader's CUDA entries away (as on a machine that
+# has the toolkit's files but not its loader configuration).
+if grep -q '=> /usr/local/cuda' <<<"$libs"; then
+  mkdir -p "$work/ldconf"
+  for f in "$root"/etc/ld.so.conf.d/*.conf; do
+    grep -q '^/usr/local/cuda' "$f" && mv "$f" "$work/ldconf/"
+  done
+  chroot "$root" ldconfig
+  if start_and_wait "$work/noload.log"; then
+    stop_server || true
+    fail "the server started although its CUDA libraries are not on the loader path"
+  fi
+  grep -q 'error while loading shared libraries' "$work/noload.log" ||
+    { tail -20 "$work/noload.log" >&2; fail "the failed start did not say why"; }
+  fresh_log "a binary that cannot load its libraries fails the start (as it must):" \
+    "$(grep -m1 'error while loading' "$work/noload.log")"
+else
+  fresh_log "the binary loads nothing from the CUDA toolkit: the unloadable-library case not run"
+fi
+fresh_log "ok: base root $t_base s, start command $t_ready s, total $((SECONDS - t_start)) s"
