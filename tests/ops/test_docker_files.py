@@ -29,8 +29,10 @@ def dockerfile_checks(path):
     froms = [ln for ln in instr if ln.startswith("FROM ")]
     check(len(froms) == 2, f"{path}: {len(froms)} stages, not 2")
 
-    def expand(s):
-        return re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), s)
+    def expand(s):  # build arguments may name others (BUILD_IMAGE uses CUDA_VERSION)
+        for _ in range(len(args) + 1):
+            s = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), s)
+        return s
 
     build_img = expand(froms[0].split()[1])
     run_img = expand(froms[1].split()[1])
@@ -43,9 +45,18 @@ def dockerfile_checks(path):
     run_all = " ".join(ln for ln in instr if ln.startswith("RUN "))
     check("cmake -S . -B build -DCMAKE_BUILD_TYPE=Release" in run_all and
           "cmake --build build -j" in run_all, "the build does not use the README's cmake commands")
-    check("flask-swagger-ui" in run_all, "the image has no Swagger UI assets for /docs")
+    check("server/install-deps.sh" in run_all and "swagger-ui-bundle.js" in run_all,
+          "the build does not install the start command's packages (and the /docs assets)")
     users = [ln.split()[1] for ln in instr if ln.startswith("USER ")]
     check(users and users[-1].split(":")[0] not in ("0", "root"), f"runs as {users}")
+    uid, _, gid = users[-1].partition(":")
+    check(re.search(rf"useradd .*--uid {uid}\b", run_all), f"no useradd makes uid {uid}")
+    check(not gid or re.search(rf"groupadd .*--gid {gid}\b", run_all),
+          f"USER names group {gid}, which no groupadd makes")
+    ignore = os.path.join(os.path.dirname(os.path.dirname(path)), ".dockerignore")
+    ignored = open(ignore).read().split() if os.path.exists(ignore) else []
+    check("build" in ignored and "build-*" in ignored,
+          ".dockerignore does not keep the build folders out of COPY . .")
     health = [ln for ln in instr if ln.startswith("HEALTHCHECK ")]
     check(health and "/healthz" in health[0], "no HEALTHCHECK on /healthz")
     env = {}
