@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs ShellCheck on the shell scripts of docker/ and tests/ops/
+# Runs ShellCheck on the shell scripts of docker/, tests/ops/, tests/fresh/ and
+# tests/container/
 # Skipped (77) where shellcheck is not installed.
 # usage: test_shellcheck.sh REPO_ROOT
 set -euo pipefail
@@ -8,7 +9,8 @@ if ! command -v shellcheck >/dev/null 2>&1; then
   echo "SKIPPED: shellcheck is not installed (Debian: apt-get install shellcheck)"
   exit 77
 fi
-mapfile -t scripts < <(find "$root/docker" "$root/tests/ops" -type f -name '*.sh' | sort)
+mapfile -t scripts < <(find "$root/docker" "$root/tests/ops" "$root/tests/fresh" \
+  "$root/tests/container" -type f -name '*.sh' | sort)
 if [ "${#scripts[@]}" -eq 0 ]; then
   echo "FAILED: no scripts found"
   exit 1
