@@ -35,16 +35,8 @@ pm=(podman --root "$work/storage" --runroot "$work/run" --storage-driver
 ctr=gpuhttpd-ci-$$
 cleanup() {
   local rc=$?
-  local m
   "${pm[@]}" rm -f -t 0 "$ctr" >/dev/null 2>&1 || true
-  for m in $(findmnt -rn -o TARGET | grep "^$work/" | sort -r); do
-    umount "$m" 2>/dev/null || umount -l "$m" || true
-  done
-  if grep -q "^$work/" <<<"$(findmnt -rn -o TARGET)"; then
-    say "$work still has mounts; left in place"
-  else
-    rm -rf --one-file-system "$work"
-  fi
+  fresh_remove "$work" || true
   exit "$rc"
 }
 trap cleanup EXIT
@@ -54,7 +46,7 @@ trap 'exit 130' INT TERM
 fresh_copy_root "$base" "$work/base"
 fresh_configure "$work/base"
 tar -C "$work/base" -c . | "${pm[@]}" import -q - localhost/gpuhttpd-ci-base:latest >/dev/null
-rm -rf --one-file-system "$work/base"
+fresh_remove "$work/base"
 t_import=$((SECONDS - t_start))
 
 # The context: the commit as a clone has it, plus what `server/serve.sh` and

@@ -37,19 +37,12 @@ work=$(mktemp -d "$fresh_cache/run.XXXXXX")
 root=$work/root
 pid=
 cleanup() {
-  local rc=$? m
+  local rc=$?
   if [ -n "$pid" ]; then
     kill -KILL -- "-$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   fi
-  for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do
-    umount "$m" 2>/dev/null || umount -l "$m" || true
-  done
-  if grep -q "^$root/" <<<"$(findmnt -rn -o TARGET)"; then
-    echo "fresh: $root still has mounts; left in place" >&2
-  else
-    rm -rf --one-file-system "$work"
-  fi
+  fresh_remove "$work" || true
   exit "$rc"
 }
 trap cleanup EXIT

@@ -41,12 +41,16 @@ fresh_base_root() {
       exit 0
     fi
     fresh_log "debootstrap $key into $base (empty cache)"
-    rm -rf "$base" "$base.tmp" "$stamp"
+    rm -f "$stamp"
+    fresh_remove "$base" && fresh_remove "$base.tmp" || exit 1
     local t0=$SECONDS
-    debootstrap --variant=minbase "$codename" "$base.tmp" "$mirror" \
+    # In a mount namespace of its own: what debootstrap mounts in the root
+    # (/proc, /sys) goes away with it, even when it fails half way.
+    unshare --mount --propagation private -- \
+      debootstrap --variant=minbase "$codename" "$base.tmp" "$mirror" \
       >"$fresh_cache/debootstrap.log" 2>&1 || {
       tail -20 "$fresh_cache/debootstrap.log" >&2
-      rm -rf "$base.tmp"
+      fresh_remove "$base.tmp" || true
       exit 1
     }
     mv "$base.tmp" "$base"
@@ -54,6 +58,21 @@ fresh_base_root() {
     fresh_log "base root made in $((SECONDS - t0)) s"
   ) 9>"$fresh_cache/lock" || return 1
   echo "$base"
+}
+
+# Unmounts whatever is mounted under DIR (deepest first), then removes DIR.
+# Leaves DIR, saying so, if anything stays mounted there: rm must never reach
+# a host folder bound into it.
+fresh_remove() {
+  local dir=$1 m
+  for m in $(findmnt -rn -o TARGET | grep "^$dir/" | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m" || true
+  done
+  if grep -q "^$dir/" <<<"$(findmnt -rn -o TARGET)"; then
+    fresh_log "$dir still has mounts; left in place"
+    return 1
+  fi
+  rm -rf --one-file-system "$dir"
 }
 
 # Copies the base root to DEST (which must not exist).
