@@ -546,7 +546,7 @@ static int parse_binary(struct parser *p, int level, int *out)
 
 static int parse_expr(struct parser *p, int *out)
 {
-    int cond;
+    int cond = 0; /* set when parse_binary succeeds; -O3 cannot see that (-Wmaybe-uninitialized) */
     if (enter(p) || parse_binary(p, 1, &cond))
         return p->e->code;
     if (p->lx.tok != '?') {
