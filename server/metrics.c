@@ -8,7 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "device/nvml.h"
 #include "error.h"
+#include "process_stats.h"
 #include "router.h"
 #include "run_queue.h"
 #include "service.h"
@@ -82,11 +84,12 @@ static const char *const method_names[] = {"GET",     "HEAD",  "POST",  "PUT",
 struct request_slot {
     atomic_uint key; /* 0 = free; else 1 + (route << 13 | method << 10 | code) */
     counter count;
+    struct histogram duration; /* request_duration_seconds{route,method,code} */
 };
 
 static struct request_slot request_slots[REQUEST_SLOTS];
 static counter requests_dropped; /* the table was full: never expected */
-static struct histogram route_duration[MAX_ROUTES + 1];
+static counter route_requests[MAX_ROUTES + 1];
 static counter route_bytes_in[MAX_ROUTES + 1];
 static counter route_bytes_out[MAX_ROUTES + 1];
 
@@ -133,8 +136,8 @@ void ghd_metrics_request(const char *route, const char *method, int status, doub
     const struct ghd_route *table;
     size_t n;
     unsigned r = route_index(route, &table, &n);
-    /* The counter last: whoever sees it move sees the rest moved too. */
-    observe(&route_duration[r], &duration_spec, seconds);
+    /* The counters last: whoever sees them move sees the rest moved too. */
+    add(&route_requests[r], 1);
     add(&route_bytes_in[r], bytes_in);
     add(&route_bytes_out[r], bytes_out);
     unsigned m = method_index(method);
@@ -149,6 +152,7 @@ void ghd_metrics_request(const char *route, const char *method, int status, doub
             seen = atomic_compare_exchange_strong(&s->key, &expected, key) ? key : expected;
         }
         if (seen == key) {
+            observe(&s->duration, &duration_spec, seconds);
             atomic_fetch_add_explicit(&s->count, 1, memory_order_release);
             return;
         }
@@ -354,21 +358,23 @@ static void render_requests(struct text *t)
         (unsigned long long)get(&requests_dropped));
 
     family(t, "gpuhttpd_http_request_duration_seconds", "histogram",
-           "Time from a request's first byte to its completion, by route template.");
-    for (unsigned r = 0; r <= MAX_ROUTES; r++) {
-        if (r >= n && r != MAX_ROUTES)
+           "Time from a request's first byte to its completion, by route template, method "
+           "and status code.");
+    for (unsigned i = 0; i < REQUEST_SLOTS; i++) {
+        unsigned key = atomic_load_explicit(&request_slots[i].key, memory_order_acquire);
+        if (!key)
             continue;
-        if (get(&route_duration[r].count) == 0)
-            continue;
+        key--;
+        unsigned r = key >> 13, m = (key >> 10) & 7, code = key & 1023;
         struct text label = {0};
         put(&label, "route=\"");
         put_label_value(&label, route_name(table, n, r));
-        put(&label, "\"");
+        put(&label, "\",method=\"%s\",code=\"%u\"", method_names[m], code);
         if (label.failed) {
             t->failed = 1;
         } else {
             put_histogram(t, "gpuhttpd_http_request_duration_seconds", label.buf,
-                          &route_duration[r], &duration_spec);
+                          &request_slots[i].duration, &duration_spec);
         }
         free(label.buf);
     }
@@ -379,7 +385,7 @@ static void render_requests(struct text *t)
     for (int dir = 0; dir < 2; dir++) {
         family(t, names[dir], "counter", helps[dir]);
         for (unsigned r = 0; r <= MAX_ROUTES; r++) {
-            if ((r >= n && r != MAX_ROUTES) || get(&route_duration[r].count) == 0)
+            if ((r >= n && r != MAX_ROUTES) || get(&route_requests[r]) == 0)
                 continue;
             put(t, "%s{route=\"", names[dir]);
             put_label_value(t, route_name(table, n, r));
@@ -520,6 +526,39 @@ static void render_devices(struct text *t, struct ghd_service *svc)
                "Pool allocations refused (limit reached or device out of memory).",
                ps[i].failures);
 #undef POOL_GAUGE
+    /* Asked of the backend (and NVML) at each scrape, like the pool's
+     * numbers: a scrape every few seconds costs a few microseconds. */
+    size_t mem_free[GHD_MAX_DEVICES], mem_total[GHD_MAX_DEVICES];
+    int have_mem[GHD_MAX_DEVICES], have_util[GHD_MAX_DEVICES];
+    unsigned util[GHD_MAX_DEVICES];
+    for (unsigned i = 0; i < nrt; i++) {
+        struct ghd_device *dev = &svc->runtimes[i].dev;
+        have_mem[i] = dev->ops && dev->ops->mem_info &&
+                      dev->ops->mem_info(dev, &mem_free[i], &mem_total[i]) == 0;
+        have_util[i] = ghd_nvml_utilization(dev->pci_bus_id, &util[i]) == 0;
+    }
+    static const char *const mem_names[2] = {"gpuhttpd_device_memory_total_bytes",
+                                             "gpuhttpd_device_memory_free_bytes"};
+    static const char *const mem_helps[2] = {
+        "Memory of the device (host backend: of the machine).",
+        "Free memory of the device as its driver reports it, whoever holds the rest."};
+    for (int k = 0; k < 2; k++) {
+        family(t, mem_names[k], "gauge", mem_helps[k]);
+        for (unsigned i = 0; i < nrt; i++)
+            if (have_mem[i])
+                put(t, "%s{device=\"%d\"} %zu\n", mem_names[k], svc->runtimes[i].dev.ordinal,
+                    k ? mem_free[i] : mem_total[i]);
+    }
+    family(t, "gpuhttpd_device_utilization_ratio", "gauge",
+           "Fraction of the driver's last sample period in which a kernel ran on the GPU "
+           "(NVML; absent on the host backend or without the driver's NVML).");
+    for (unsigned i = 0; i < nrt; i++)
+        if (have_util[i]) {
+            put(t, "gpuhttpd_device_utilization_ratio{device=\"%d\"} ",
+                svc->runtimes[i].dev.ordinal);
+            put_number(t, util[i] / 100.0);
+            put(t, "\n");
+        }
     render_staging(t, svc, nrt, 0);
     render_staging(t, svc, nrt, 1);
 }
@@ -550,9 +589,32 @@ static void render_service(struct text *t, struct ghd_service *svc)
     put(t, "\"} 1\n");
 }
 
+/* The standard process_* families (process_start_time_seconds is with the
+ * service's gauges), as Prometheus' client libraries export them. */
+static void render_process(struct text *t)
+{
+    struct ghd_process_stats st;
+    ghd_process_stats_get(&st);
+    family(t, "process_cpu_seconds_total", "counter", "User and system CPU time in seconds.");
+    put(t, "process_cpu_seconds_total ");
+    put_number(t, st.cpu_seconds);
+    put(t, "\n");
+    family(t, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    put(t, "process_resident_memory_bytes %llu\n", (unsigned long long)st.resident_bytes);
+    family(t, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    put(t, "process_virtual_memory_bytes %llu\n", (unsigned long long)st.virtual_bytes);
+    family(t, "process_open_fds", "gauge", "Number of open file descriptors.");
+    put(t, "process_open_fds %llu\n", (unsigned long long)st.open_fds);
+    if (st.max_fds) {
+        family(t, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+        put(t, "process_max_fds %llu\n", (unsigned long long)st.max_fds);
+    }
+}
+
 int ghd_metrics_render(struct ghd_service *svc, char **out, size_t *len)
 {
     struct text t = {0};
+    render_process(&t);
     render_requests(&t);
     render_transfers(&t);
     render_runs(&t, svc);

@@ -80,6 +80,12 @@ static int cuda_open(struct ghd_device *dev, int ordinal)
     GHD_CUDA_CHECK(dev, cudaGetDeviceProperties(&prop, ordinal));
     snprintf(dev->name, sizeof(dev->name), "%.127s", prop.name);
     dev->total_memory = prop.totalGlobalMem;
+    if (cudaDeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof(dev->pci_bus_id), ordinal) !=
+        cudaSuccess)
+    {
+        dev->pci_bus_id[0] = '\0'; /* no utilisation metric, nothing else lost */
+        (void)cudaGetLastError();
+    }
     int rt = 0;
     GHD_CUDA_CHECK(dev, cudaRuntimeGetVersion(&rt));
     snprintf(dev->runtime_version, sizeof(dev->runtime_version), "%d.%d", rt / 1000,

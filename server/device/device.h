@@ -70,6 +70,9 @@ struct ghd_device {
     char name[128];
     char runtime_version[32];
     size_t total_memory;
+    /* The PCI bus id ("0000:3b:00.0") for NVML's utilisation; "" on the
+     * host backend. */
+    char pci_bus_id[32];
     /* stream_sync and event_sync poll for up to this long (yielding the CPU
      * between polls) before they sleep until the device signals: a short
      * copy completes in microseconds, while a sleeping wait costs a wake-up. */

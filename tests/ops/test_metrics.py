@@ -97,6 +97,14 @@ def main():
                            ("gpuhttpd_buffers", "gauge"),
                            ("gpuhttpd_buffer_bytes", "gauge"),
                            ("process_start_time_seconds", "gauge"),
+                           ("process_cpu_seconds", "counter"),
+                           ("process_resident_memory_bytes", "gauge"),
+                           ("process_virtual_memory_bytes", "gauge"),
+                           ("process_open_fds", "gauge"),
+                           ("process_max_fds", "gauge"),
+                           ("gpuhttpd_device_memory_total_bytes", "gauge"),
+                           ("gpuhttpd_device_memory_free_bytes", "gauge"),
+                           ("gpuhttpd_device_utilization_ratio", "gauge"),
                            ("gpuhttpd_build_info", "gauge")]:
             check(want in fams, f"family {want} is missing")
             check(fams[want].type == kind, f"{want} is a {fams[want].type}, not a {kind}")
@@ -115,11 +123,34 @@ def main():
               f"process_start_time_seconds {start} is not the start time (~{started:.0f})")
         check(value(s0, "gpuhttpd_staging_chunks", device="0") == 4, "staging_chunks != 4")
 
+        # Issue 12 item 9: the process_* families and the device's memory and
+        # utilisation. The process's own numbers are checked against /proc.
+        pid = srv.proc.pid
+        with open(f"/proc/{pid}/statm") as f:
+            rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        got = value(s0, "process_resident_memory_bytes")
+        check(0.5 * rss <= got <= 2 * rss + (64 << 20), f"process_resident_memory_bytes {got} "
+                                                        f"vs /proc {rss}")
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        check(abs(value(s0, "process_open_fds") - fds) <= 4,
+              f"process_open_fds {value(s0, 'process_open_fds')} vs /proc {fds}")
+        check(0 < value(s0, "process_cpu_seconds_total") < 600, "process_cpu_seconds_total")
+        check(value(s0, "process_max_fds") >= fds, "process_max_fds")
+        total = value(s0, "gpuhttpd_device_memory_total_bytes", device="0")
+        free = value(s0, "gpuhttpd_device_memory_free_bytes", device="0")
+        check(total > 0 and 0 < free <= total, f"device memory total {total}, free {free}")
+        util = [sm for sm in fams["gpuhttpd_device_utilization_ratio"].samples]
+        if BACKEND == "cuda":  # NVML comes with the driver
+            check(len(util) == 1 and util[0].labels == {"device": "0"} and
+                  0 <= util[0].value <= 1, f"device utilisation on CUDA: {util}")
+        else:
+            check(not util, f"a utilisation on the host backend: {util}")
+
         # N requests to /healthz: requests_total moves by exactly N.
         n = 7
         key = dict(route="/healthz", method="GET", code="200")
         base = value(s0, "gpuhttpd_http_requests_total", **key)
-        base_count = value(s0, "gpuhttpd_http_request_duration_seconds_count", route="/healthz")
+        base_count = value(s0, "gpuhttpd_http_request_duration_seconds_count", **key)
         for _ in range(n):
             status, _, _ = srv.request("GET", "/healthz")
             check(status == 200, "/healthz failed")
@@ -129,9 +160,9 @@ def main():
                          f"requests_total{key} did not reach {base + n}")
         got = value(s1, "gpuhttpd_http_requests_total", **key)
         check(got == base + n, f"requests_total{key} moved by {got - base}, not {n}")
-        count = check_histogram(s1, "gpuhttpd_http_request_duration_seconds", route="/healthz")
+        count = check_histogram(s1, "gpuhttpd_http_request_duration_seconds", **key)
         check(count == base_count + n, f"duration count for /healthz moved by {count - base_count}")
-        check(value(s1, "gpuhttpd_http_request_duration_seconds_sum", route="/healthz") > 0,
+        check(value(s1, "gpuhttpd_http_request_duration_seconds_sum", **key) > 0,
               "duration sum for /healthz is 0")
         out = value(s1, "gpuhttpd_http_response_body_bytes_total", route="/healthz")
         check(out == (base + n) * len(b'{"status":"ok"}'),
