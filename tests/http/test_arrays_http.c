@@ -349,6 +349,19 @@ static void test_npy_refusals(void **state)
     harness_buffer_delete(&H, id);
 }
 
+/* The status; a problem reply is checked as one; *out (may be NULL) gets
+ * the JSON body of a 200, or of any reply with `any_body`. Frees r. */
+static long take_reply(struct harness_resp *r, json_t **out, int any_body)
+{
+    long st = r->status;
+    if (st >= 400)
+        harness_expect_problem(r, st);
+    if (out)
+        *out = st == 200 || any_body ? harness_body_json(r) : NULL;
+    harness_resp_free(r);
+    return st;
+}
+
 static long patch(const char *id, const char *json, const char *if_match, json_t **out)
 {
     char path[128], hdr[96];
@@ -362,13 +375,7 @@ static long patch(const char *id, const char *json, const char *if_match, json_t
     }
     struct harness_resp r;
     harness_do(&H, &q, &r);
-    long st = r.status;
-    if (st >= 400)
-        harness_expect_problem(&r, st);
-    if (out)
-        *out = st == 200 ? harness_body_json(&r) : NULL;
-    harness_resp_free(&r);
-    return st;
+    return take_reply(&r, out, 0);
 }
 
 static void test_patch_description(void **state)
@@ -548,13 +555,7 @@ static long run(const char *json, json_t **out)
 {
     struct harness_resp r;
     harness_simple(&H, "POST", "/v1/runs", "application/json", json, strlen(json), &r);
-    long st = r.status;
-    if (st >= 400)
-        harness_expect_problem(&r, st);
-    if (out)
-        *out = harness_body_json(&r);
-    harness_resp_free(&r);
-    return st;
+    return take_reply(&r, out, 1);
 }
 
 static void expect_run(long want, const char *says, const char *fmt, ...)

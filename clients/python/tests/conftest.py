@@ -1,0 +1,142 @@
+"""Starts the real gpuhttpd (host backend, loopback, port 0) for the tests.
+GHD_BINARY names the binary (ctest passes it); without it the tests are skipped."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Iterator, List
+
+import pytest
+
+import gpuhttpd
+
+BACKEND = os.environ.get("GHD_TEST_BACKEND", "host")
+
+
+class Server:
+    def __init__(self, binary: str, *args: str):
+        self.dir = tempfile.TemporaryDirectory(prefix="ghd-py-")
+        port_file = os.path.join(self.dir.name, "port")
+        self.log = open(os.path.join(self.dir.name, "log"), "wb")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GHD_")}
+        self.proc = subprocess.Popen(
+            [binary, "--port", "0", "--port-file", port_file, "--backend", BACKEND,
+             "--pool-initial", "0", "--staging-chunks", "4", "--shutdown-grace", "2", *args],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 15
+        while not os.path.exists(port_file) or not open(port_file).read().strip():
+            assert self.proc.poll() is None, f"gpuhttpd exited: {self.log_text()}"
+            assert time.monotonic() < deadline, "gpuhttpd wrote no port file"
+            time.sleep(0.02)
+        self.port = int(open(port_file).read().strip())
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def log_text(self) -> str:
+        self.log.flush()
+        with open(self.log.name, "rb") as f:
+            return f.read().decode("utf-8", "replace")[-4000:]
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        self.dir.cleanup()
+
+
+def _binary() -> str:
+    b = os.environ.get("GHD_BINARY")
+    if not b:
+        pytest.skip("GHD_BINARY is not set (ctest sets it to the built gpuhttpd)")
+    return b
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    s = Server(_binary(), "--pool-limit", "3G", "--max-buffer-size", "2G")
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def client(server: Server) -> Iterator[gpuhttpd.Client]:
+    with gpuhttpd.Client(server.url, backoff=0.05) as c:
+        yield c
+
+
+@pytest.fixture()
+def make_server():
+    started: List[Server] = []
+
+    def make(*args: str) -> Server:
+        s = Server(_binary(), *args)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        s.stop()
+
+
+class DroppingProxy:
+    """A loopback TCP proxy that cuts chosen connections after some bytes
+    (client to server for uploads, server to client for downloads): a
+    dropped connection, for the resume tests."""
+
+    def __init__(self, port: int, cut: dict, upstream: bool):
+        self.port_to = port
+        self.cut = cut  # connection number (from 1) -> bytes after which it is cut
+        self.upstream = upstream
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.count = 0
+        self.cuts = 0
+        self.stopping = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopping:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.count += 1
+            s = socket.create_connection(("127.0.0.1", self.port_to))
+            limit = self.cut.get(self.count)
+            up, down = (limit, None) if self.upstream else (None, limit)
+            threading.Thread(target=self._pipe, args=(c, s, up), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(s, c, down), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket, limit) -> None:
+        moved = 0
+        try:
+            while True:
+                data = a.recv(1 << 16)
+                if not data:
+                    break
+                if limit is not None and moved + len(data) > limit:
+                    self.cuts += 1
+                    break
+                b.sendall(data)
+                moved += len(data)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            x.close()
+
+    def close(self) -> None:
+        self.stopping = True
+        self.sock.close()
