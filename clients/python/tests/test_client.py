@@ -264,6 +264,7 @@ def test_one_gib_file_streams_with_bounded_memory(server, tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     bid, maxrss_kib = out.stdout.split()
+    print(f"1 GiB file up and down: client peak RSS {int(maxrss_kib) // 1024} MiB")
     # NumPy + requests take ~40 MiB; the 1 GiB file never is in memory.
     assert int(maxrss_kib) < 160 * 1024, f"client peak RSS {int(maxrss_kib) // 1024} MiB"
     assert _sha(src) == _sha(dst)
