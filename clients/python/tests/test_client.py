@@ -269,3 +269,17 @@ def test_one_gib_file_streams_with_bounded_memory(server, tmp_path):
     assert int(maxrss_kib) < 160 * 1024, f"client peak RSS {int(maxrss_kib) // 1024} MiB"
     assert _sha(src) == _sha(dst)
     gpuhttpd.Client(server.url).buffer(bid).delete()
+
+
+def test_user_kernel_as_callable(client):
+    xa = np.arange(100, dtype=np.float32)
+    ya = np.full(100, 3.0, np.float32)
+    sqdiff = client.define("py_sqdiff", in_="f32 x, f32 y, f32 a", out="f32 z",
+                           body="z = a * (x - y) * (x - y)")
+    try:
+        with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(100) as z:
+            sqdiff(x=x, y=y, a=np.float32(2), z=z, n=100)  # user kernels: n not derived yet
+            np.testing.assert_allclose(z.get(), 2 * (xa - ya) ** 2)
+            assert client.kernel("sum")(x=z)["value"] == pytest.approx(float(np.sum(2 * (xa - ya) ** 2)))
+    finally:
+        client._request("DELETE", "/v1/kernels/py_sqdiff", ok=(204,))

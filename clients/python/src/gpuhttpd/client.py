@@ -492,6 +492,22 @@ class Client:
         """Steps submitted together (``with c.pipeline() as p: p.add(...)``)."""
         return Pipeline(self)
 
+    def define(self, name: str, **definition: Any) -> Callable[..., Any]:
+        """Defines a user kernel (POST /v1/kernels: ``in``, ``out``, ``body``,
+        ``kind``... as the API documents them; ``in_`` may stand for ``in``)
+        and returns it as a callable: ``k(x=..., y=...)`` runs it."""
+        body = {("in" if k == "in_" else k): v for k, v in definition.items()}
+        self._request("POST", "/v1/kernels", json=dict(body, name=name), ok=(200, 201))
+        return self.kernel(name)
+
+    def kernel(self, name: str) -> Callable[..., Any]:
+        """A kernel (built-in or user-defined) as a callable taking run()'s arguments."""
+        def call(**args: Any) -> Union[Dict[str, Any], RunFuture]:
+            return self.run(name, **args)
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = f"Runs kernel {name!r} (see Client.run)."
+        return call
+
     def kernels(self) -> List[Dict[str, Any]]:
         """The kernel catalogue."""
         return self._request("GET", "/v1/kernels").json()["kernels"]
