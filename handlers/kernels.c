@@ -61,7 +61,8 @@ int ghd_handle_kernel_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_ukernel *k = NULL;
     struct ghd_uerr e = {0};
-    int rc = ghd_ukernel_new(req->json, &req->svc->kernel_limits, req->tenant, &k, &e);
+    int rc = ghd_ukernel_new(req->json, &req->svc->kernel_limits, req->tenant,
+                             req->svc->compiler, &k, &e);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s", e.detail);
     json_t *desc = ghd_ukernel_describe_new(k);

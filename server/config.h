@@ -56,6 +56,10 @@ struct ghd_config {
     unsigned tenant_max_kernels;      /* user kernels per tenant */
     size_t kernel_max_definition;     /* bytes of text in one definition */
     unsigned kernel_max_depth;        /* expression nesting in a definition */
+    char kernel_cache_dir[256];       /* compiled user kernels on disk; "" = memory only */
+    size_t kernel_cache_max;          /* bytes the folder may hold */
+    unsigned compile_workers;         /* NVRTC threads */
+    unsigned compile_queue;           /* compiles that may wait for one */
     unsigned shutdown_grace_s;
     unsigned header_timeout_s;        /* 0 = none */
     size_t min_transfer_rate;         /* bytes/s; 0 = none */

@@ -6,6 +6,7 @@
 #include "auth.h"
 #include "error.h"
 #include "kernels/kernel.h"
+#include "kernels/user/compile.h"
 #include "log.h"
 #include "run_queue.h"
 
@@ -115,6 +116,22 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
         goto destroy_buffers;
     }
     ghd_ukernel_store_init(&svc->kernels, cfg->tenant_max_kernels);
+    if (svc->runtimes[0].dev.kind == GHD_BACKEND_CUDA) {
+        struct ghd_ucompiler_config cc = {.cache_dir = cfg->kernel_cache_dir,
+                                          .cache_max_bytes = cfg->kernel_cache_max,
+                                          .workers = cfg->compile_workers,
+                                          .queue = cfg->compile_queue};
+        char cwhy[256] = "";
+        rc = ghd_ucompiler_new(&cc, &svc->compiler, cwhy, sizeof(cwhy));
+        if (rc == GHD_ENOTSUP) {
+            ghd_log(GHD_LOG_WARN, "user kernels: %s (the CUDA backend answers 501 for them)", cwhy);
+        } else if (rc) {
+            snprintf(why, why_len, "user kernel compiler: %s", cwhy);
+            ghd_run_queue_free(svc->runs);
+            ghd_ukernel_store_destroy(&svc->kernels);
+            goto destroy_buffers;
+        }
+    }
     svc->kernel_limits.max_definition = cfg->kernel_max_definition;
     svc->kernel_limits.max_depth = cfg->kernel_max_depth;
     atomic_store(&svc->ready, 1);
@@ -135,6 +152,8 @@ void ghd_service_destroy(struct ghd_service *svc)
     atomic_store(&svc->ready, 0);
     ghd_run_queue_free(svc->runs);
     ghd_ukernel_store_destroy(&svc->kernels); /* after the runs that held kernels */
+    ghd_ucompiler_free(svc->compiler);
+    svc->compiler = NULL;
     ghd_buffer_table_destroy(&svc->buffers);
     for (unsigned i = 0; i < svc->runtime_count; i++) {
         ghd_kernels_release(&svc->runtimes[i]);

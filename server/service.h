@@ -25,6 +25,7 @@ struct ghd_service {
     struct ghd_run_queue *runs;
     struct ghd_ukernel_store kernels; /* user kernels, every tenant's */
     struct ghd_ulimits kernel_limits;
+    struct ghd_ucompiler *compiler; /* NVRTC for user kernels; NULL without it */
     struct ghd_auth *auth; /* bearer tokens; never NULL after init */
     time_t started;
     atomic_int ready;

@@ -301,6 +301,7 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
     const struct ghd_udef *d = &c->k->def;
     union ghd_uval acc = {0};
     struct ghd_uerr e = {0};
+    struct ghd_ucuda_run run = {0};
     int rc = 0;
     for (size_t i = 0; i < c->nheld; i++)
         if (c->held[i]->rt && c->held[i]->rt != rt)
@@ -316,15 +317,17 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
         /* The host backend's copies are synchronous: the buffers are ready. */
         rc = ghd_uinterp_run(&c->binding->prog, c->args, c->n, &acc, &e);
     } else if (!rc) {
-        rc = ghd_ucuda_launch(c->binding, rt, stream, c->args, c->n, &acc, &e);
+        rc = ghd_ucuda_launch(c->binding, rt, stream, c->args, c->n, &run, &e);
     }
     if (!rc && start && end)
         rc = ops->event_record(&rt->dev, end, stream);
+    /* Always wait: a launch before a failure may still use the scratch. */
     int sync_rc = ops->stream_sync(&rt->dev, stream);
     if (!rc)
         rc = sync_rc;
-    if (!rc && rt->dev.kind != GHD_BACKEND_HOST && d->kind == GHD_UK_REDUCTION)
-        rc = ghd_ucuda_result(c->binding, rt, &acc, &e);
+    if (!rc && run.d_result)
+        rc = ghd_ucuda_result(&run, rt, &acc, &e);
+    ghd_ucuda_done(&run, rt);
     if (rc == GHD_EDEVICE && !e.detail[0])
         snprintf(e.detail, sizeof(e.detail), "%s", rt->dev.last_error);
     if (rc)

@@ -8,20 +8,29 @@
 #include "kernels/user/ukernel.h"
 #include "server/error.h"
 
+/* One launch's device state: a reduction's scratch (partials, counter,
+ * result), freed by ghd_ucuda_done once the stream has synchronized. */
+struct ghd_ucuda_run {
+    struct ghd_pool_block *scratch;
+    void *d_result;
+};
+
 #ifdef GHD_HAVE_NVRTC
 /* Builds and loads the binding's code for rt's device once (under k's lock). */
 int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_runtime *rt,
                       struct ghd_uerr *e);
 /* Enqueues the kernel on `stream`. */
 int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
-                     const struct ghd_uarg *args, uint64_t n, union ghd_uval *acc,
+                     const struct ghd_uarg *args, uint64_t n, struct ghd_ucuda_run *run,
                      struct ghd_uerr *e);
 /* The binding's build in a 201's "build" object: compile log, seconds,
  * registers, shared memory, cache hit. */
 void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build);
 /* After the stream has synchronized: a reduction's value. */
-int ghd_ucuda_result(struct ghd_ubinding *b, struct ghd_runtime *rt, union ghd_uval *acc,
+int ghd_ucuda_result(struct ghd_ucuda_run *run, struct ghd_runtime *rt, union ghd_uval *acc,
                      struct ghd_uerr *e);
+/* Frees the launch's scratch. */
+void ghd_ucuda_done(struct ghd_ucuda_run *run, struct ghd_runtime *rt);
 #else
 static inline int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b,
                                     struct ghd_runtime *rt, struct ghd_uerr *e)
@@ -34,14 +43,14 @@ static inline int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *
 
 static inline int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt,
                                    struct ghd_stream *stream, const struct ghd_uarg *args,
-                                   uint64_t n, union ghd_uval *acc, struct ghd_uerr *e)
+                                   uint64_t n, struct ghd_ucuda_run *run, struct ghd_uerr *e)
 {
     (void)b;
     (void)rt;
     (void)stream;
     (void)args;
     (void)n;
-    (void)acc;
+    (void)run;
     return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
 }
 
@@ -51,13 +60,19 @@ static inline void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build)
     (void)build;
 }
 
-static inline int ghd_ucuda_result(struct ghd_ubinding *b, struct ghd_runtime *rt,
+static inline int ghd_ucuda_result(struct ghd_ucuda_run *run, struct ghd_runtime *rt,
                                    union ghd_uval *acc, struct ghd_uerr *e)
 {
-    (void)b;
+    (void)run;
     (void)rt;
     (void)acc;
     return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
+}
+
+static inline void ghd_ucuda_done(struct ghd_ucuda_run *run, struct ghd_runtime *rt)
+{
+    (void)run;
+    (void)rt;
 }
 #endif
 

@@ -8,7 +8,8 @@
 #include "server/error.h"
 
 int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
-                    struct ghd_ukernel **out, struct ghd_uerr *e)
+                    struct ghd_ucompiler *compiler, struct ghd_ukernel **out,
+                    struct ghd_uerr *e)
 {
     struct ghd_ukernel *k = calloc(1, sizeof(*k));
     if (!k)
@@ -20,6 +21,7 @@ int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tena
         return rc;
     }
     atomic_init(&k->refs, 1);
+    k->compiler = compiler;
     snprintf(k->tenant, sizeof(k->tenant), "%s", tenant ? tenant : "");
     k->definition = json_deep_copy(def);
     const char *desc = json_string_value(json_object_get(def, "description"));

@@ -33,12 +33,15 @@ struct ghd_ukernel {
     struct ghd_ubinding *bindings[GHD_U_MAX_BINDINGS];
     int nbindings;
     struct ghd_ukernel *next; /* the store's list */
+    struct ghd_ucompiler *compiler; /* borrowed from the service; NULL without NVRTC */
 };
 
 /* Parses and checks `def` (see define.h) into a new kernel of `tenant`
  * (NULL: none); *out is a new reference. */
+struct ghd_ucompiler;
 int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
-                    struct ghd_ukernel **out, struct ghd_uerr *e);
+                    struct ghd_ucompiler *compiler, struct ghd_ukernel **out,
+                    struct ghd_uerr *e);
 void ghd_ukernel_ref(struct ghd_ukernel *k);
 void ghd_ukernel_unref(struct ghd_ukernel *k);
 

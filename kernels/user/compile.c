@@ -1,0 +1,420 @@
+/* The compile cache (memory and disk) and the bounded compile pool; see
+ * compile.h for the contract. */
+#include "compile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/error.h"
+
+struct mem_entry {
+    uint64_t hash;
+    char *key; /* the whole key: source, options, arch, version */
+    unsigned char *cubin;
+    size_t size;
+    struct mem_entry *next; /* most recent first */
+};
+
+struct job {
+    const char *src, *arch;
+    struct ghd_ucompiled *out;
+    struct ghd_uerr err;
+    int rc, done;
+    struct job *next;
+};
+
+struct ghd_ucompiler {
+    pthread_mutex_t lock;
+    pthread_cond_t work;  /* a job was queued, or stopping */
+    pthread_cond_t done;  /* a job finished */
+    struct job *head, *tail;
+    unsigned queued, queue_max;
+    int stopping;
+    pthread_t *threads;
+    unsigned nthreads;
+    struct mem_entry *mem;
+    unsigned nmem;
+    char dir[256];
+    size_t dir_max;
+    char version[16];
+};
+
+/* ---- keys and checksums ------------------------------------------------ */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+#define FNV_INIT 1469598103934665603ULL
+
+static char *make_key(const struct ghd_ucompiler *c, const char *src, const char *arch)
+{
+    size_t len = strlen(src) + strlen(arch) + strlen(c->version) + 64;
+    for (const char *const *o = ghd_ucompile_options; *o; o++)
+        len += strlen(*o) + 1;
+    char *key = malloc(len);
+    if (!key)
+        return NULL;
+    int n = snprintf(key, len, "nvrtc %s\narch %s\noptions", c->version, arch);
+    for (const char *const *o = ghd_ucompile_options; *o; o++)
+        n += snprintf(key + n, len - (size_t)n, " %s", *o);
+    snprintf(key + n, len - (size_t)n, "\n%s", src);
+    return key;
+}
+
+/* ---- memory ------------------------------------------------------------- */
+
+/* pre: lock held. Copies a matching entry's cubin; moves it to the front. */
+static int mem_find_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
+                           struct ghd_ucompiled *out)
+{
+    for (struct mem_entry **link = &c->mem; *link; link = &(*link)->next) {
+        struct mem_entry *m = *link;
+        if (m->hash != h || strcmp(m->key, key) != 0)
+            continue;
+        out->cubin = malloc(m->size);
+        if (!out->cubin)
+            return GHD_ENOHOSTMEM;
+        memcpy(out->cubin, m->cubin, m->size);
+        out->size = m->size;
+        *link = m->next;
+        m->next = c->mem;
+        c->mem = m;
+        return 1;
+    }
+    return 0;
+}
+
+/* pre: lock held. */
+static void mem_add_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
+                           const struct ghd_ucompiled *r)
+{
+    struct mem_entry *m = calloc(1, sizeof(*m));
+    if (!m)
+        return;
+    m->key = strdup(key);
+    m->cubin = malloc(r->size);
+    if (!m->key || !m->cubin) {
+        free(m->key);
+        free(m->cubin);
+        free(m);
+        return;
+    }
+    memcpy(m->cubin, r->cubin, r->size);
+    m->size = r->size;
+    m->hash = h;
+    m->next = c->mem;
+    c->mem = m;
+    if (++c->nmem > GHD_UCACHE_MEMORY) { /* drop the least recent */
+        struct mem_entry **link = &c->mem;
+        while ((*link)->next)
+            link = &(*link)->next;
+        free((*link)->key);
+        free((*link)->cubin);
+        free(*link);
+        *link = NULL;
+        c->nmem--;
+    }
+}
+
+/* ---- disk: "GHDK1\n", checksum (8), key length (8), cubin length (8),
+ * key, cubin; the checksum covers everything after it. -------------------- */
+
+#define MAGIC "GHDK1\n"
+
+static void entry_path(const struct ghd_ucompiler *c, uint64_t h, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%016llx.cubin", c->dir, (unsigned long long)h);
+}
+
+static int disk_find(struct ghd_ucompiler *c, uint64_t h, const char *key,
+                     struct ghd_ucompiled *out)
+{
+    char path[320];
+    entry_path(c, h, path, sizeof(path));
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    int found = 0;
+    char magic[6];
+    uint64_t sum, klen, clen;
+    char *k = NULL;
+    unsigned char *cubin = NULL;
+    if (fread(magic, 1, 6, f) != 6 || memcmp(magic, MAGIC, 6) != 0 || fread(&sum, 8, 1, f) != 1 ||
+        fread(&klen, 8, 1, f) != 1 || fread(&clen, 8, 1, f) != 1 || klen != strlen(key) ||
+        clen == 0 || clen > (256u << 20))
+        goto out;
+    k = malloc(klen + 1);
+    cubin = malloc(clen);
+    if (!k || !cubin || fread(k, 1, klen, f) != klen || fread(cubin, 1, clen, f) != clen)
+        goto out;
+    uint64_t check = fnv1a(FNV_INIT, &klen, 8);
+    check = fnv1a(check, &clen, 8);
+    check = fnv1a(check, k, klen);
+    check = fnv1a(check, cubin, clen);
+    if (check != sum || memcmp(k, key, klen) != 0)
+        goto out; /* corrupt, or another key with this hash: compile again */
+    out->cubin = cubin;
+    out->size = clen;
+    cubin = NULL;
+    found = 1;
+out:
+    fclose(f);
+    free(k);
+    free(cubin);
+    return found;
+}
+
+struct dir_file {
+    char name[64];
+    time_t mtime;
+    off_t size;
+};
+
+static int by_age(const void *a, const void *b)
+{
+    const struct dir_file *x = a, *y = b;
+    return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
+}
+
+/* Removes the oldest entries until the folder holds at most dir_max bytes. */
+static void disk_trim(struct ghd_ucompiler *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d)
+        return;
+    struct dir_file *files = NULL;
+    size_t n = 0, cap = 0;
+    off_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len != 22 || strcmp(de->d_name + 16, ".cubin") != 0)
+            continue;
+        char path[340];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", c->dir, de->d_name);
+        if (stat(path, &st) != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct dir_file *nf = realloc(files, cap * sizeof(*nf));
+            if (!nf)
+                break;
+            files = nf;
+        }
+        snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
+        files[n].mtime = st.st_mtime;
+        files[n].size = st.st_size;
+        total += st.st_size;
+        n++;
+    }
+    closedir(d);
+    qsort(files, n, sizeof(*files), by_age);
+    for (size_t i = 0; i < n && (size_t)total > c->dir_max; i++) {
+        char path[340];
+        snprintf(path, sizeof(path), "%s/%s", c->dir, files[i].name);
+        if (unlink(path) == 0)
+            total -= files[i].size;
+    }
+    free(files);
+}
+
+static void disk_store(struct ghd_ucompiler *c, uint64_t h, const char *key,
+                       const struct ghd_ucompiled *r)
+{
+    char path[320], tmp[340];
+    entry_path(c, h, path, sizeof(path));
+    snprintf(tmp, sizeof(tmp), "%s/.tmp-XXXXXX", c->dir);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return;
+    uint64_t klen = strlen(key), clen = r->size;
+    uint64_t sum = fnv1a(FNV_INIT, &klen, 8);
+    sum = fnv1a(sum, &clen, 8);
+    sum = fnv1a(sum, key, klen);
+    sum = fnv1a(sum, r->cubin, clen);
+    FILE *f = fdopen(fd, "wb");
+    int ok = f && fwrite(MAGIC, 1, 6, f) == 6 && fwrite(&sum, 8, 1, f) == 1 &&
+             fwrite(&klen, 8, 1, f) == 1 && fwrite(&clen, 8, 1, f) == 1 &&
+             fwrite(key, 1, klen, f) == klen && fwrite(r->cubin, 1, clen, f) == clen &&
+             fflush(f) == 0 && fsync(fd) == 0;
+    if (f)
+        ok &= fclose(f) == 0;
+    else
+        close(fd);
+    if (ok && rename(tmp, path) == 0)
+        disk_trim(c);
+    else
+        unlink(tmp);
+}
+
+/* ---- the pool ------------------------------------------------------------ */
+
+static void *worker(void *arg)
+{
+    struct ghd_ucompiler *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->head && !c->stopping)
+            pthread_cond_wait(&c->work, &c->lock);
+        if (!c->head)
+            break;
+        struct job *j = c->head;
+        c->head = j->next;
+        if (!c->head)
+            c->tail = NULL;
+        c->queued--;
+        pthread_mutex_unlock(&c->lock);
+        j->rc = ghd_unvrtc_compile(j->src, j->arch, j->out, &j->err);
+        pthread_mutex_lock(&c->lock);
+        j->done = 1;
+        pthread_cond_broadcast(&c->done);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompiler **out,
+                      char *why, size_t why_len)
+{
+    *out = NULL;
+    struct ghd_ucompiler *c = calloc(1, sizeof(*c));
+    if (!c)
+        return GHD_ENOHOSTMEM;
+    int rc = ghd_unvrtc_version(c->version, sizeof(c->version));
+    if (rc) {
+        snprintf(why, why_len, "no NVRTC in this build");
+        free(c);
+        return rc;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->work, NULL);
+    pthread_cond_init(&c->done, NULL);
+    c->queue_max = cfg->queue;
+    c->dir_max = cfg->cache_max_bytes;
+    if (cfg->cache_dir && cfg->cache_dir[0]) {
+        snprintf(c->dir, sizeof(c->dir), "%s", cfg->cache_dir);
+        if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
+            snprintf(why, why_len, "--kernel-cache-dir %s: %s", c->dir, strerror(errno));
+            ghd_ucompiler_free(c);
+            return GHD_EINVAL;
+        }
+    }
+    c->threads = calloc(cfg->workers ? cfg->workers : 1, sizeof(*c->threads));
+    for (unsigned i = 0; c->threads && i < (cfg->workers ? cfg->workers : 1); i++) {
+        if (pthread_create(&c->threads[i], NULL, worker, c) != 0)
+            break;
+        c->nthreads++;
+    }
+    if (!c->nthreads) {
+        snprintf(why, why_len, "compile workers: cannot start a thread");
+        ghd_ucompiler_free(c);
+        return GHD_EINTERNAL;
+    }
+    *out = c;
+    return 0;
+}
+
+void ghd_ucompiler_free(struct ghd_ucompiler *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = 1;
+    pthread_cond_broadcast(&c->work);
+    pthread_mutex_unlock(&c->lock);
+    for (unsigned i = 0; i < c->nthreads; i++)
+        pthread_join(c->threads[i], NULL);
+    free(c->threads);
+    while (c->mem) {
+        struct mem_entry *m = c->mem;
+        c->mem = m->next;
+        free(m->key);
+        free(m->cubin);
+        free(m);
+    }
+    pthread_cond_destroy(&c->work);
+    pthread_cond_destroy(&c->done);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+int ghd_ucompiler_compile(struct ghd_ucompiler *c, const char *src, const char *arch,
+                          struct ghd_ucompiled *out, struct ghd_uerr *e)
+{
+    memset(out, 0, sizeof(*out));
+    snprintf(out->nvrtc_version, sizeof(out->nvrtc_version), "%s", c->version);
+    char *key = make_key(c, src, arch);
+    if (!key)
+        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+    uint64_t h = fnv1a(FNV_INIT, key, strlen(key));
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    int hit = mem_find_locked(c, h, key, out);
+    pthread_mutex_unlock(&c->lock);
+    if (hit < 0) {
+        rc = ghd_uerr_set(e, hit, "out of host memory");
+        goto out;
+    }
+    if (hit) {
+        out->cache = "memory";
+        goto out;
+    }
+    if (c->dir[0] && disk_find(c, h, key, out)) {
+        out->cache = "disk";
+        pthread_mutex_lock(&c->lock);
+        mem_add_locked(c, h, key, out);
+        pthread_mutex_unlock(&c->lock);
+        goto out;
+    }
+    struct job j = {.src = src, .arch = arch, .out = out};
+    pthread_mutex_lock(&c->lock);
+    if (c->queued >= c->queue_max) {
+        pthread_mutex_unlock(&c->lock);
+        rc = ghd_uerr_set(e, GHD_ELIMIT, "%u compiles are waiting already (--compile-queue)",
+                          c->queued);
+        goto out;
+    }
+    if (c->tail)
+        c->tail->next = &j;
+    else
+        c->head = &j;
+    c->tail = &j;
+    c->queued++;
+    pthread_cond_signal(&c->work);
+    while (!j.done)
+        pthread_cond_wait(&c->done, &c->lock);
+    if (j.rc == 0)
+        mem_add_locked(c, h, key, out);
+    pthread_mutex_unlock(&c->lock);
+    if (j.rc) {
+        *e = j.err;
+        rc = j.rc;
+        goto out;
+    }
+    out->cache = "miss";
+    if (c->dir[0])
+        disk_store(c, h, key, out);
+out:
+    free(key);
+    return rc;
+}
+
+void ghd_ucompiled_clear(struct ghd_ucompiled *r)
+{
+    free(r->cubin);
+    r->cubin = NULL;
+    r->size = 0;
+}

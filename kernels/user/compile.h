@@ -1,0 +1,65 @@
+#ifndef GHD_KERNELS_USER_COMPILE_H
+#define GHD_KERNELS_USER_COMPILE_H
+
+/* The compiler of user kernels: NVRTC (which needs no GPU) behind a compile
+ * cache and a bounded pool of compile threads.
+ *
+ * - The cache key is a hash of the source, the options, the architecture
+ *   and the NVRTC version; an entry also stores that whole key and is used
+ *   only when it matches, so a hash collision compiles instead of loading
+ *   another program's code.
+ * - In memory: the most recent GHD_UCACHE_MEMORY entries. On disk (when a
+ *   folder is given): one file per key, written to a temporary file and
+ *   renamed (atomic), with a checksum over its contents; an entry that does
+ *   not verify is compiled again and rewritten. The folder is kept under
+ *   max_bytes by removing the oldest entries after each write.
+ * - Compiles run on `workers` threads; at most `queue` compiles wait for one
+ *   (beyond that GHD_ELIMIT: the caller answers 429). */
+#include <pthread.h>
+#include <stddef.h>
+
+#include "kernels/user/ulang.h"
+
+#define GHD_UCACHE_MEMORY 128
+
+struct ghd_ucompiler_config {
+    const char *cache_dir; /* "" or NULL: memory only */
+    size_t cache_max_bytes;
+    unsigned workers;
+    unsigned queue;
+};
+
+struct ghd_ucompiled {
+    unsigned char *cubin; /* malloc'd */
+    size_t size;
+    char log[2048];
+    double seconds;        /* the compile's own time (0 for a cache hit) */
+    const char *cache;     /* "miss", "memory" or "disk" */
+    char nvrtc_version[16];
+};
+
+struct ghd_ucompiler;
+
+/* GHD_ENOTSUP without NVRTC in this build. */
+int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompiler **out,
+                      char *why, size_t why_len);
+/* Stops the threads; pre: no compile is waiting. NULL is accepted. */
+void ghd_ucompiler_free(struct ghd_ucompiler *c);
+/* Compiles `src` for `arch` ("sm_90") to a cubin, through the cache; blocks
+ * until done. GHD_ELIMIT when the queue is full, GHD_EINTERNAL with NVRTC's
+ * log when the source does not compile (a generator bug). */
+int ghd_ucompiler_compile(struct ghd_ucompiler *c, const char *src, const char *arch,
+                          struct ghd_ucompiled *out, struct ghd_uerr *e);
+void ghd_ucompiled_clear(struct ghd_ucompiled *r);
+
+/* The compile options every program is compiled with (NULL-terminated,
+ * after --gpu-architecture). */
+extern const char *const ghd_ucompile_options[];
+
+/* NVRTC itself (nvrtc.c): one compile, no cache. */
+int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *out,
+                       struct ghd_uerr *e);
+/* "13.0", or GHD_ENOTSUP. */
+int ghd_unvrtc_version(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,198 @@
+/* User kernels on the CUDA backend: a binding's program generated
+ * (codegen.c), compiled for the device's exact architecture through the
+ * compile cache (compile.c), loaded as a library with the runtime API
+ * (cudaLibraryLoadData: no driver JIT, the cubin is for this device) and
+ * launched with checked errors. */
+#include "kernels/user/ucuda.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/user/codegen.h"
+#include "kernels/user/compile.h"
+#include "server/device/cuda_check.h"
+#include "server/device/pool.h"
+
+struct ucuda_code {
+    cudaLibrary_t lib;
+    cudaKernel_t kernel;
+    struct ghd_runtime *rt;
+    unsigned vec_elem;
+    unsigned max_blocks; /* resident at once on the device */
+    int registers;
+    size_t shared_bytes, local_bytes;
+    char arch[16];
+    struct ghd_ucompiled info; /* log, seconds, cache; the cubin is dropped once loaded */
+};
+
+static int device_arch(struct ghd_device *dev, char *arch, size_t len, unsigned *sms)
+{
+    int major = 0, minor = 0, count = 0;
+    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev->ordinal));
+    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev->ordinal));
+    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev->ordinal));
+    snprintf(arch, len, "sm_%d%d", major, minor);
+    *sms = (unsigned)count;
+    return 0;
+}
+
+static int load(struct ucuda_code *code, struct ghd_runtime *rt)
+{
+    struct ghd_device *dev = &rt->dev;
+    struct cudaFuncAttributes attr;
+    GHD_CUDA_CHECK(dev, cudaSetDevice(dev->ordinal));
+    GHD_CUDA_CHECK(dev, cudaLibraryLoadData(&code->lib, code->info.cubin, NULL, NULL, 0, NULL,
+                                            NULL, 0));
+    GHD_CUDA_CHECK(dev, cudaLibraryGetKernel(&code->kernel, code->lib, GHD_UCG_KERNEL));
+    GHD_CUDA_CHECK(dev, cudaFuncGetAttributes(&attr, (const void *)code->kernel));
+    code->registers = attr.numRegs;
+    code->shared_bytes = attr.sharedSizeBytes;
+    code->local_bytes = attr.localSizeBytes;
+    return 0;
+}
+
+int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_runtime *rt,
+                      struct ghd_uerr *e)
+{
+    int rc = 0;
+    char *src = NULL;
+    struct ucuda_code *code = NULL;
+    pthread_mutex_lock(&k->lock); /* one build per binding, however many runs ask */
+    if (b->device_code) {
+        struct ucuda_code *have = b->device_code;
+        if (have->rt != rt)
+            rc = ghd_uerr_set(e, GHD_ENOTSUP, "kernel %s was built for another device", k->def.name);
+        goto out;
+    }
+    if (!k->compiler) {
+        rc = ghd_uerr_set(e, GHD_ENOTSUP, "no NVRTC compiler in this server");
+        goto out;
+    }
+    code = calloc(1, sizeof(*code));
+    if (!code) {
+        rc = ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        goto out;
+    }
+    unsigned sms = 0;
+    if ((rc = device_arch(&rt->dev, code->arch, sizeof(code->arch), &sms)) != 0) {
+        ghd_uerr_set(e, rc, "%s", rt->dev.last_error);
+        goto out;
+    }
+    code->max_blocks = sms * (2048 / GHD_UCG_THREADS);
+    if ((rc = ghd_ucodegen(&b->prog, &src, &code->vec_elem, e)) != 0 ||
+        (rc = ghd_ucompiler_compile(k->compiler, src, code->arch, &code->info, e)) != 0)
+        goto out;
+    if ((rc = load(code, rt)) != 0) {
+        ghd_uerr_set(e, rc, "loading the cubin: %s", rt->dev.last_error);
+        goto out;
+    }
+    ghd_ucompiled_clear(&code->info);
+    code->rt = rt;
+    b->device_code = code;
+    code = NULL;
+out:
+    pthread_mutex_unlock(&k->lock);
+    if (code) {
+        ghd_ucompiled_clear(&code->info);
+        free(code);
+    }
+    free(src);
+    return rc;
+}
+
+void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build)
+{
+    const struct ucuda_code *code = b->device_code;
+    if (!code)
+        return;
+    json_object_set_new(build, "compiled", json_true());
+    json_object_set_new(build, "arch", json_string(code->arch));
+    json_object_set_new(build, "nvrtc", json_string(code->info.nvrtc_version));
+    json_object_set_new(build, "cache", json_string(code->info.cache));
+    json_object_set_new(build, "cache_hit", json_boolean(strcmp(code->info.cache, "miss") != 0));
+    json_object_set_new(build, "compile_seconds", json_real(code->info.seconds));
+    json_object_set_new(build, "log", json_string(code->info.log));
+    json_object_set_new(build, "registers", json_integer(code->registers));
+    json_object_set_new(build, "shared_bytes_per_block",
+                        json_integer((json_int_t)(code->shared_bytes)));
+    json_object_set_new(build, "local_bytes_per_thread", json_integer((json_int_t)code->local_bytes));
+    json_object_set_new(build, "threads_per_block", json_integer(GHD_UCG_THREADS));
+    json_object_set_new(build, "vector_bytes", json_integer(code->vec_elem ? 16 : 0));
+}
+
+void ghd_ubinding_device_free(struct ghd_ubinding *b)
+{
+    struct ucuda_code *code = b->device_code;
+    if (!code)
+        return;
+    (void)cudaSetDevice(code->rt->dev.ordinal);
+    (void)cudaLibraryUnload(code->lib);
+    free(code);
+    b->device_code = NULL;
+}
+
+int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
+                     const struct ghd_uarg *args, uint64_t n, struct ghd_ucuda_run *run,
+                     struct ghd_uerr *e)
+{
+    struct ucuda_code *code = b->device_code;
+    const struct ghd_udef *d = b->prog.def;
+    struct ghd_device *dev = &rt->dev;
+    uint64_t w[GHD_UCG_WORDS];
+    int vec = code->vec_elem != 0, last = d->kind == GHD_UK_REDUCTION ? d->nin : d->nparams;
+    memset(w, 0, sizeof(w));
+    for (int k = 0; k < d->nparams; k++) {
+        if (args[k].ptr) {
+            w[GHD_UCG_W_PARAM(k)] = (uint64_t)(uintptr_t)args[k].ptr;
+            w[GHD_UCG_W_LEN(k)] = args[k].len;
+            if (k < last && !d->params[k].is_raw && (uintptr_t)args[k].ptr % 16)
+                vec = 0;
+        } else if (!d->params[k].is_out) {
+            w[GHD_UCG_W_PARAM(k)] = ghd_ucg_scalar_word(args[k].v, b->prog.param_type[k]);
+        }
+    }
+    w[GHD_UCG_W_N] = n;
+    w[GHD_UCG_W_VEC] = (uint64_t)vec;
+    uint64_t items = vec ? n / (16 / code->vec_elem) + 16 : n;
+    uint64_t blocks = (items + GHD_UCG_THREADS - 1) / GHD_UCG_THREADS;
+    if (blocks > code->max_blocks)
+        blocks = code->max_blocks;
+    if (blocks == 0)
+        blocks = 1;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (d->kind == GHD_UK_REDUCTION) {
+        /* partials (8 bytes per block), then the counter and the result */
+        int rc = ghd_pool_alloc(&rt->pool, blocks * 8 + 16, 0, &run->scratch);
+        if (rc)
+            return ghd_uerr_set(e, rc, "no device memory for the reduction's scratch");
+        char *base = ghd_pool_block_ptr(run->scratch);
+        w[GHD_UCG_W_PARTIALS] = (uint64_t)(uintptr_t)base;
+        w[GHD_UCG_W_COUNTER] = (uint64_t)(uintptr_t)(base + blocks * 8);
+        w[GHD_UCG_W_RESULT] = (uint64_t)(uintptr_t)(base + blocks * 8 + 8);
+        run->d_result = base + blocks * 8 + 8;
+        GHD_CUDA_CHECK(dev, cudaMemsetAsync(base + blocks * 8, 0, 8, s));
+    }
+    void *params[1] = {w};
+    GHD_CUDA_CHECK(dev, cudaSetDevice(dev->ordinal));
+    dim3 grid = {(unsigned)blocks, 1, 1}, block = {GHD_UCG_THREADS, 1, 1};
+    GHD_CUDA_CHECK(dev, cudaLaunchKernel((const void *)code->kernel, grid, block, params, 0, s));
+    GHD_CUDA_CHECK_LAUNCH(dev);
+    return 0;
+}
+
+int ghd_ucuda_result(struct ghd_ucuda_run *run, struct ghd_runtime *rt, union ghd_uval *acc,
+                     struct ghd_uerr *e)
+{
+    (void)e;
+    GHD_CUDA_CHECK(&rt->dev, cudaMemcpy(&acc->u, run->d_result, 8, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+void ghd_ucuda_done(struct ghd_ucuda_run *run, struct ghd_runtime *rt)
+{
+    if (run->scratch)
+        ghd_pool_free(&rt->pool, run->scratch);
+    run->scratch = NULL;
+}

@@ -1,0 +1,134 @@
+/* NVRTC: CUDA C++ to a cubin for one exact architecture (no PTX, no driver
+ * JIT at load). The only file that includes nvrtc.h.
+ *
+ * libnvrtc is opened at run time (dlopen), not linked: it is 100 MiB, and a
+ * server on a machine without it must still start and serve everything
+ * else (user kernels on CUDA then answer 501). It is looked for by soname,
+ * then in the toolkit's usual folder. */
+#include "compile.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/error.h"
+
+#ifdef GHD_HAVE_NVRTC
+#include <nvrtc.h>
+
+const char *const ghd_ucompile_options[] = {"--fmad=false", "--std=c++17", "-default-device",
+                                            NULL};
+
+static struct {
+    nvrtcResult (*Version)(int *, int *);
+    nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int,
+                                 const char *const *, const char *const *);
+    nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+    nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+    nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+    const char *(*GetErrorString)(nvrtcResult);
+    int ok;
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static void nv_open(void)
+{
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so",
+                                        "/usr/local/cuda/lib64/libnvrtc.so.13",
+                                        "/usr/local/cuda/lib64/libnvrtc.so", NULL};
+    void *h = NULL;
+    for (const char *const *n = names; *n && !h; n++)
+        h = dlopen(*n, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+#define NV_SYM(f) (*(void **)&nv.f = dlsym(h, "nvrtc" #f))
+    if (!NV_SYM(Version) || !NV_SYM(CreateProgram) || !NV_SYM(CompileProgram) ||
+        !NV_SYM(GetProgramLogSize) || !NV_SYM(GetProgramLog) || !NV_SYM(GetCUBINSize) ||
+        !NV_SYM(GetCUBIN) || !NV_SYM(DestroyProgram) || !NV_SYM(GetErrorString))
+        return;
+#undef NV_SYM
+    nv.ok = 1; /* the handle stays open for the process's life */
+}
+
+int ghd_unvrtc_version(char *buf, size_t len)
+{
+    int major = 0, minor = 0;
+    pthread_once(&nv_once, nv_open);
+    if (!nv.ok)
+        return GHD_ENOTSUP;
+    if (nv.Version(&major, &minor) != NVRTC_SUCCESS)
+        return GHD_EINTERNAL;
+    snprintf(buf, len, "%d.%d", major, minor);
+    return 0;
+}
+
+int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *out,
+                       struct ghd_uerr *e)
+{
+    nvrtcProgram prog;
+    struct timespec t0, t1;
+    char archopt[48];
+    const char *opts[8];
+    int nopts = 0, rc = 0;
+    snprintf(archopt, sizeof(archopt), "--gpu-architecture=%s", arch);
+    opts[nopts++] = archopt;
+    for (const char *const *o = ghd_ucompile_options; *o; o++)
+        opts[nopts++] = *o;
+    pthread_once(&nv_once, nv_open);
+    if (!nv.ok)
+        return ghd_uerr_set(e, GHD_ENOTSUP, "libnvrtc is not installed");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (nv.CreateProgram(&prog, src, "user_kernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
+        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "nvrtcCreateProgram failed");
+    nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
+    size_t log_size = 0;
+    out->log[0] = '\0';
+    if (nv.GetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+        char *log = malloc(log_size);
+        if (log && nv.GetProgramLog(prog, log) == NVRTC_SUCCESS)
+            snprintf(out->log, sizeof(out->log), "%s", log);
+        free(log);
+    }
+    if (cr != NVRTC_SUCCESS) {
+        rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC could not compile the generated code (%s): %.200s",
+                          nv.GetErrorString(cr), out->log);
+        goto out;
+    }
+    if (nv.GetCUBINSize(prog, &out->size) != NVRTC_SUCCESS || out->size == 0 ||
+        !(out->cubin = malloc(out->size)) || nv.GetCUBIN(prog, (char *)out->cubin) != NVRTC_SUCCESS) {
+        free(out->cubin);
+        out->cubin = NULL;
+        rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC produced no cubin for %s", arch);
+        goto out;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    out->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+out:
+    nv.DestroyProgram(&prog);
+    return rc;
+}
+#else
+const char *const ghd_ucompile_options[] = {NULL};
+
+int ghd_unvrtc_version(char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return GHD_ENOTSUP;
+}
+
+int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *out,
+                       struct ghd_uerr *e)
+{
+    (void)src;
+    (void)arch;
+    (void)out;
+    return ghd_uerr_set(e, GHD_ENOTSUP, "this build has no NVRTC");
+}
+#endif
