@@ -327,7 +327,7 @@ static int parse_args(struct parser *p, int node, int want, const char *what)
     if (expect(p, '(', "'('"))
         return p->e->code;
     for (int a = 0;; a++) {
-        int kid;
+        int kid = -1;
         if (a == GHD_U_MAX_CALL_ARGS)
             return ghd_ulex_error_at(&p->lx, line, col, p->e, "too many arguments to %s", what);
         if (parse_expr(p, &kid) || add_kid(p, node, kid))
@@ -346,7 +346,7 @@ static int parse_args(struct parser *p, int node, int want, const char *what)
 static int parse_primary(struct parser *p, int *out)
 {
     struct ghd_udef *d = p->d;
-    int line = p->lx.tline, col = p->lx.tcol, node;
+    int line = p->lx.tline, col = p->lx.tcol, node = -1;
     switch (p->lx.tok) {
     case GHD_UTOK_INT:
         if (new_node(p, GHD_UN_INT, line, col, &node))
@@ -445,7 +445,7 @@ static int parse_primary(struct parser *p, int *out)
                                      "'%s' is not a raw input: declare it 'raw %s %s' to index it",
                                      name, sym < GHD_U_MAX_PARAMS ? ghd_utype_name(d->params[sym].type) : "T",
                                      name);
-        int idx;
+        int idx = -1;
         if (new_node(p, GHD_UN_INDEX, line, col, &node))
             return p->e->code;
         d->nodes[node].sym = sym;
@@ -470,7 +470,7 @@ static int parse_unary(struct parser *p, int *out)
     if (enter(p))
         return p->e->code;
     if (tok == '-' || tok == '+' || tok == '!' || tok == '~') {
-        int line = p->lx.tline, col = p->lx.tcol, node, kid;
+        int line = p->lx.tline, col = p->lx.tcol, node = -1, kid = -1;
         if (next(p))
             return p->e->code;
         if (new_node(p, GHD_UN_UNARY, line, col, &node))
@@ -525,13 +525,13 @@ static int level_of(int tok)
 
 static int parse_binary(struct parser *p, int level, int *out)
 {
-    int lhs;
+    int lhs = -1;
     if (level > 10)
         return parse_unary(p, out);
     if (parse_binary(p, level + 1, &lhs))
         return p->e->code;
     while (level_of(p->lx.tok) == level) {
-        int line = p->lx.tline, col = p->lx.tcol, node, rhs;
+        int line = p->lx.tline, col = p->lx.tcol, node = -1, rhs = -1;
         int tok = p->lx.tok;
         if (next(p) || new_node(p, GHD_UN_BINARY, line, col, &node))
             return p->e->code;
@@ -554,7 +554,7 @@ static int parse_expr(struct parser *p, int *out)
         *out = cond;
         return 0;
     }
-    int line = p->lx.tline, col = p->lx.tcol, node, a, b;
+    int line = p->lx.tline, col = p->lx.tcol, node = -1, a = -1, b = -1;
     if (next(p) || new_node(p, GHD_UN_COND, line, col, &node) || add_kid(p, node, cond) ||
         parse_expr(p, &a) || add_kid(p, node, a) || expect(p, ':', "':'") ||
         parse_expr(p, &b) || add_kid(p, node, b))

@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels transfer transfer_b"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels transfer transfer_b"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with ../shared/device/pack-libs.sh BUILD_DIR/devlibs <binaries> first.
@@ -50,6 +50,8 @@ test_kernels_gpu tests/gpu/test_kernels_gpu GHD_GPU_TEST_N=20011
 test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda
 test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_SOCKET_BODY_MIN=1
 test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda
+test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
+test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda
 LIST
 fi
 
@@ -76,6 +78,11 @@ fi
 if has kernels; then
   "$build/tests/bench/bench_kernels" >"$out/bench-kernels.log" 2>&1
   row "bench_kernels" "rc=$?" "see bench-kernels.log"
+fi
+
+if has ukernels; then
+  "$build/tests/bench/bench_ukernels" >"$out/bench-ukernels.log" 2>&1
+  row "bench_ukernels" "rc=$?" "see bench-ukernels.log"
 fi
 
 if has transfer; then

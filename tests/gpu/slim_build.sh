@@ -18,7 +18,8 @@ bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/bench/mhd_static tests/bench/pinned_ceiling tests/reliability/soak
   tests/reliability/test_security tests/reliability/test_limits tests/reliability/test_slowloris
   tests/reliability/test_shutdown tests/reliability/test_tls tests/reliability/test_contract_regress
-  tests/reliability/test_faults tests/reliability/libghd_early_thread.so tests/bench/bench_kernels)
+  tests/reliability/test_faults tests/reliability/libghd_early_thread.so tests/bench/bench_kernels
+  tests/gpu/test_ukernels_gpu tests/http/test_ukernels_http tests/bench/bench_ukernels)
 for f in "${bins[@]}"; do
   mkdir -p "$slim/$(dirname "$f")"
   cp "$build/$f" "$slim/$f"
