@@ -274,8 +274,8 @@ static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
         return ghd_reply_problem(rep, req, GHD_EUNPROC, "'shape' needs a 'dtype'");
     if (dtype) {
         /* The array's bytes are the size; a size given too must agree. */
-        if (!shape && !have_size)
-            return ghd_reply_problem(rep, req, GHD_EINVAL, "give 'shape' (or 'size') with 'dtype'");
+        if (!shape) /* BufferCreateArray requires both */
+            return ghd_reply_problem(rep, req, GHD_EINVAL, "give 'shape' with 'dtype'");
         int rc = ghd_array_desc_json(req, rep, dtype, shape, have_size ? spec->size : 0, desc);
         if (rc)
             return rc;
