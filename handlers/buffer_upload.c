@@ -14,6 +14,7 @@
 #include "conditional.h"
 #include "server/device/hostreg.h"
 #include "server/error.h"
+#include "server/log.h"
 #include "server/metrics.h"
 #include "server/range.h"
 #include "transfer.h"
@@ -235,6 +236,34 @@ static int copy_failed(const struct ghd_transfer *t, struct ghd_request *req,
     return ghd_reply_problem(rep, req, rc, "device copy failed: %s", t->rt->dev.last_error);
 }
 
+#define SLOW_PIECE ((size_t)64 << 10)
+
+/* An upload that held its staging chunks for --staging-hold seconds (a
+ * trickle just over --min-transfer-rate would hold them for ever, and 32 such
+ * starved the ring): what it has is copied to the device, the chunks go back,
+ * and its later pieces go through a small heap buffer, each copied and
+ * waited for at once. Slow, but the ring is never held by a slow client. */
+static int go_slow(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_device *dev = &t->rt->dev;
+    if (t->fill) {
+        int rc = dev->ops->copy_h2d(dev, (char *)t->buf->d_ptr + t->offset + t->flushed,
+                                    t->chunk[t->cur]->h_ptr, t->fill, t->stream);
+        if (rc)
+            return copy_failed(t, req, rep, rc);
+        t->flushed += t->fill;
+        t->fill = 0;
+    }
+    ghd_transfer_release_chunks(t);
+    t->slow_buf = malloc(SLOW_PIECE);
+    if (!t->slow_buf)
+        return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
+    ghd_log(GHD_LOG_INFO, "request %s: upload slower than one staging chunk per %u s "
+                          "(--staging-hold): goes on without staging",
+            req->request_id, req->svc->cfg.staging_hold_s);
+    return 0;
+}
+
 /* Receiving in place: the socket's bytes land in the current pinned chunk,
  * which goes to the device when full while the next one fills. */
 int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
@@ -243,6 +272,17 @@ int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct g
     uint64_t left = t->length - t->received;
     if (left == 0)
         return body_too_long(t, req, rep);
+    unsigned hold_s = req->svc->cfg.staging_hold_s;
+    if (t->nchunks && hold_s && ghd_metrics_now() - t->chunk_since > (double)hold_s) {
+        int rc = go_slow(t, req, rep);
+        if (rc)
+            return rc;
+    }
+    if (t->slow_buf) {
+        *space = t->slow_buf;
+        *len = SLOW_PIECE < left ? SLOW_PIECE : (size_t)left;
+        return 0;
+    }
     /* Taken only now that bytes are here to fill it: a client that sends a
      * head (Expect: 100-continue, or a stalled body) holds no chunk. A busy
      * ring is then a 503 written mid-body (http.c refuse_mid_body). */
@@ -261,6 +301,18 @@ int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct g
 int ghd_upload_commit(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
                       size_t n)
 {
+    if (t->slow_buf) {
+        struct ghd_device *dev = &t->rt->dev;
+        t->received += n;
+        int rc = dev->ops->copy_h2d(dev, (char *)t->buf->d_ptr + t->offset + t->flushed,
+                                    t->slow_buf, n, t->stream);
+        if (rc == 0)
+            rc = dev->ops->stream_sync(dev, t->stream);
+        if (rc)
+            return copy_failed(t, req, rep, rc);
+        t->flushed += n;
+        return 0;
+    }
     t->received += n;
     t->fill += n;
     if (t->fill < t->chunk[t->cur]->size)

@@ -52,6 +52,7 @@ int ghd_transfer_take_chunk(struct ghd_transfer *t, struct ghd_request *req,
                                  t->staging->stats.chunks, timeout);
     }
     t->nchunks = 1;
+    t->chunk_since = ghd_metrics_now();
     return 0;
 }
 
@@ -64,11 +65,8 @@ void ghd_transfer_take_second_chunk(struct ghd_transfer *t)
         t->nchunks = 2;
 }
 
-/* Waits for the device work of this transfer, then gives everything back. */
-void ghd_transfer_free(struct ghd_transfer *t, struct ghd_service *svc)
+void ghd_transfer_release_chunks(struct ghd_transfer *t)
 {
-    if (!t)
-        return;
     struct ghd_device *dev = &t->rt->dev;
     if (dev->ops->stream_sync(dev, t->stream) != 0)
         ghd_log(GHD_LOG_ERROR, "transfer: stream sync failed: %s", dev->last_error);
@@ -77,7 +75,19 @@ void ghd_transfer_free(struct ghd_transfer *t, struct ghd_service *svc)
             t->chunk[i]->pending = 0; /* the stream is idle */
         if (t->staging)
             ghd_staging_release(t->staging, t->chunk[i]);
+        t->chunk[i] = NULL;
     }
+    t->nchunks = 0;
+    t->cur = 0;
+}
+
+/* Waits for the device work of this transfer, then gives everything back. */
+void ghd_transfer_free(struct ghd_transfer *t, struct ghd_service *svc)
+{
+    if (!t)
+        return;
+    ghd_transfer_release_chunks(t);
+    free(t->slow_buf);
     ghd_runtime_stream_release(t->rt, t->stream);
     if (t->writer) { /* a write cut short moved bytes too: a new version */
         ghd_buffer_bump(t->buf);

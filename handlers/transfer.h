@@ -30,6 +30,8 @@ struct ghd_transfer {
     int64_t window[2]; /* download: window index held by each chunk, -1 = none */
     uint64_t sent;     /* download: bytes handed to the network */
     double started;    /* ghd_metrics_now() at the start, for the throughput metric */
+    double chunk_since; /* upload: when its chunks were taken */
+    char *slow_buf;     /* upload: too slow to hold chunks, its pieces go through here */
 };
 
 /* Starts a transfer of buffer `b` (stealing the caller's reference) with a
@@ -42,6 +44,9 @@ int ghd_transfer_take_chunk(struct ghd_transfer *t, struct ghd_request *req,
                             struct ghd_reply *rep);
 /* Takes a second chunk, for overlap, only if one is free now. */
 void ghd_transfer_take_second_chunk(struct ghd_transfer *t);
+/* Waits for the transfer's device work, then gives its staging chunks back
+ * (the transfer may take new ones later). */
+void ghd_transfer_release_chunks(struct ghd_transfer *t);
 /* Waits for the copy last queued on chunk `c`, if any. */
 int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c);
 /* Waits for the transfer's device work, then gives everything back; drops a

@@ -48,6 +48,8 @@ static const struct option_spec specs[] = {
      "number of small pinned staging chunks (0 = small transfers use the main ring)"},
     {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
      "how long a transfer waits for a free staging chunk before 503"},
+    {"staging-hold", OPT_UINT, OFF(staging_hold_s), 0, 0, 3600, "10",
+     "seconds an upload may hold staging chunks; a slower one goes on without (0 = no bound)"},
     {"sync-spin-us", OPT_UINT, OFF(sync_spin_us), 0, 0, 100000, "50",
      "microseconds a request polls (yielding the CPU) for a short device copy before it "
      "sleeps until the GPU signals (0 = sleep at once)"},

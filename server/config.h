@@ -25,6 +25,7 @@ struct ghd_config {
     size_t staging_small_chunk;
     unsigned staging_small_chunks;
     unsigned staging_timeout_ms;
+    unsigned staging_hold_s; /* an upload may hold staging chunks this long; 0 = no bound */
     unsigned sync_spin_us;
     size_t max_buffer_size;
     size_t max_json_body;

@@ -22,6 +22,7 @@
 #define IDLE_TIMEOUT_S 30 /* long: every drop below is the guard's doing */
 #define RATE 4096 /* bytes/s */
 #define WINDOW_S 1
+#define HOLD_S 2 /* --staging-hold */
 
 static int setup(void **state)
 {
@@ -31,6 +32,7 @@ static int setup(void **state)
     cfg.header_timeout_s = HEAD_TIMEOUT_S;
     cfg.min_transfer_rate = RATE;
     cfg.transfer_rate_window_s = WINDOW_S;
+    cfg.staging_hold_s = HOLD_S;
     return rel_setup_with(state, &cfg);
 }
 
@@ -259,6 +261,58 @@ static void test_heads_without_body_hold_no_chunk(void **state)
     assert_true(rel_wait_rest(s, 0, 3000));
 }
 
+/* Issue 17 item 3: uploads that trickle just over --min-transfer-rate held
+ * their staging chunks for as long as they lasted: a ring's worth of them
+ * gave every other upload a 503. After --staging-hold they give the chunks
+ * back and go on without; the others get chunks again. */
+static void test_trickles_give_chunks_back(void **state)
+{
+    struct rel_server *s = *state;
+    char id[8][64], path[640];
+    int fds[8];
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(rel_create(s, NULL, 1 << 20, id[i], sizeof(id[i])), 201);
+        snprintf(path, sizeof(path), "/v1/buffers/%s", id[i]);
+        fds[i] = rel_begin_upload(s->port, "PUT", path, 1 << 20, 600);
+    }
+    rel_sleep_ms(200);
+    unsigned held = rel_staging_busy(s);
+    char piece[600];
+    memset(piece, 't', sizeof(piece));
+    long t0 = rel_now_ms();
+    while (rel_now_ms() - t0 < (HOLD_S + 1) * 1000L) { /* 6 KB/s each, above RATE */
+        rel_sleep_ms(100);
+        for (int i = 0; i < 8; i++)
+            send(fds[i], piece, sizeof(piece), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    unsigned busy = rel_staging_busy(s);
+    char other[64];
+    assert_int_equal(rel_create(s, NULL, 256 << 10, other, sizeof(other)), 201);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", other);
+    char *data = calloc(1, 256 << 10);
+    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                         .body = data, .len = 256 << 10, .timeout_ms = 3000};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    long st = r.status;
+    rel_resp_free(&r);
+    free(data);
+    for (int i = 0; i < 8; i++)
+        close(fds[i]);
+    print_message("8 trickles: %u chunks held at first, %u after %d s; another upload %ld\n",
+                  held, busy, HOLD_S + 1, st);
+    if (held == 0 || busy != 0 || st != 200)
+        fail_msg("trickling uploads kept %u staging chunks; another upload got %ld", busy, st);
+    rel_json(s, "DELETE", path, NULL, NULL, &r);
+    rel_resp_free(&r);
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof(path), "/v1/buffers/%s", id[i]);
+        rel_json(s, "DELETE", path, NULL, NULL, &r);
+        rel_resp_free(&r);
+    }
+    assert_true(rel_wait_rest(s, 0, 3000));
+}
+
 static void test_fast_clients_unaffected(void **state)
 {
     struct rel_server *s = *state;
@@ -338,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_download_not_read),
         cmocka_unit_test(test_download_not_read_junk_sent),
         cmocka_unit_test(test_heads_without_body_hold_no_chunk),
+        cmocka_unit_test(test_trickles_give_chunks_back),
         cmocka_unit_test(test_fast_clients_unaffected),
     };
     const struct CMUnitTest alone[] = {
