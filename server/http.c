@@ -79,6 +79,16 @@ const char *ghd_request_query(const struct ghd_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* 16 hex digits of CSPRNG output, or "unknown". */
+static void random_request_id(char out[GHD_REQUEST_ID_MAX + 1])
+{
+    char id[GHD_BUFFER_ID_LEN + 1];
+    if (ghd_random_id(id) == 0)
+        snprintf(out, GHD_REQUEST_ID_MAX + 1, "%.16s", id);
+    else
+        snprintf(out, GHD_REQUEST_ID_MAX + 1, "unknown");
+}
+
 static void fill_request_id(struct ghd_request *req)
 {
     const char *given = ghd_request_header(req, "X-Request-Id");
@@ -92,11 +102,7 @@ static void fill_request_id(struct ghd_request *req)
             return;
         }
     }
-    char id[GHD_BUFFER_ID_LEN + 1];
-    if (ghd_random_id(id) == 0)
-        snprintf(req->request_id, sizeof(req->request_id), "%.16s", id);
-    else
-        snprintf(req->request_id, sizeof(req->request_id), "unknown");
+    random_request_id(req->request_id);
 }
 
 /* Media type without parameters, compared case-insensitively. */
@@ -749,6 +755,47 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     *socket_context = fd >= 0 ? ghd_guard_open(http->guard, fd, peer) : NULL;
 }
 
+/* libmicrohttpd refuses malformed HTTP itself (its problem+json, see
+ * server/mhd/gpuhttpd.patch) before any request reaches on_request; its log
+ * message is then the only trace, so it becomes the request's access line
+ * (route "(unparsed)", a fresh request id), as every request gets one. */
+static void log_library_refusal(const char *msg)
+{
+    static const char mark[] = "Error processing request (HTTP response code is ";
+    const char *p = strstr(msg, mark);
+    char text[400] = "";
+    int status;
+    if (p) {
+        status = atoi(p + sizeof(mark) - 1);
+        if (status < 400 || status > 599)
+            return;
+        const char *detail = strstr(p, "('");
+        if (detail) {
+            snprintf(text, sizeof(text), "%s", detail + 2);
+            char *end = strstr(text, "'))");
+            if (end)
+                *end = '\0';
+        }
+    } else if (strstr(msg, "in the request line")) {
+        /* A request line it will not read (a bare CR): closed, no reply. */
+        status = 400;
+        snprintf(text, sizeof(text), "closed without a reply: %s", msg);
+    } else {
+        return;
+    }
+    char request_id[GHD_REQUEST_ID_MAX + 1];
+    random_request_id(request_id);
+    struct ghd_access_record rec = {
+        .request_id = request_id,
+        .method = "(unparsed)",
+        .route = "(unparsed)",
+        .status = status,
+        .detail = text,
+    };
+    ghd_log_access(&rec);
+    ghd_metrics_request(rec.route, rec.method, rec.status, 0, 0, 0);
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -758,6 +805,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
     ghd_log(GHD_LOG_DEBUG, "microhttpd: %s", msg);
+    log_library_refusal(msg);
 }
 
 /* Reads a PEM file into a NUL-terminated string. */

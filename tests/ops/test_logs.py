@@ -67,6 +67,17 @@ def check_odd_methods(binary):
         check(b"\x1b" not in raw_log, f"ESC written raw in the {fmt} log")
         check(re.search(rb"\r(?!\n)", raw_log) is None, f"a bare CR written raw in the {fmt} log")
         for name in odd:
+            if name == "cr":
+                # A bare CR is malformed framing: libmicrohttpd 1.0 refuses it
+                # (problem+json, close) before any request exists, so its one
+                # access line has route (unparsed) and a fresh id (h17).
+                if fmt == "json":
+                    recs = [r for r in json_lines(log) if r.get("route") == "(unparsed)"]
+                else:
+                    recs = [ln for ln in log.splitlines() if "(unparsed)" in ln]
+                check(len(recs) == 1, f"{len(recs)} {fmt} access lines for the cr method, "
+                                      f"not 1:\n{log[-3000:]}")
+                continue
             if fmt == "json":
                 recs = [r for r in json_lines(log) if r.get("request_id") == f"odd-{name}"]
             else:
