@@ -213,6 +213,39 @@ static void test_download_not_read_junk_sent(void **state)
     download_not_read(*state, 1);
 }
 
+/* Another client's 256 KiB upload while slow ones are about: its status. */
+static long other_upload(struct rel_server *s)
+{
+    char other[64], path[128];
+    assert_int_equal(rel_create(s, NULL, 256 << 10, other, sizeof(other)), 201);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", other);
+    char *data = calloc(1, 256 << 10);
+    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                         .body = data, .len = 256 << 10, .timeout_ms = 3000};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    long st = r.status;
+    rel_resp_free(&r);
+    free(data);
+    rel_json(s, "DELETE", path, NULL, NULL, &r);
+    rel_resp_free(&r);
+    return st;
+}
+
+/* Closes the 8 slow clients and deletes their buffers; the server is at rest. */
+static void end_slow_clients(struct rel_server *s, int fds[8], char id[8][64])
+{
+    char path[640];
+    struct rel_resp r;
+    for (int i = 0; i < 8; i++) {
+        close(fds[i]);
+        snprintf(path, sizeof(path), "/v1/buffers/%s", id[i]);
+        rel_json(s, "DELETE", path, NULL, NULL, &r);
+        rel_resp_free(&r);
+    }
+    assert_true(rel_wait_rest(s, 0, 3000));
+}
+
 /* Issue 17 item 3: a PUT that sends its head (here with Expect:
  * 100-continue) and then nothing took a staging chunk at once; a ring's
  * worth of them starved every other upload (503). A chunk is now taken when
@@ -220,7 +253,7 @@ static void test_download_not_read_junk_sent(void **state)
 static void test_heads_without_body_hold_no_chunk(void **state)
 {
     struct rel_server *s = *state;
-    char id[8][64], path[640];
+    char id[8][64];
     int fds[8];
     for (int i = 0; i < 8; i++) {
         assert_int_equal(rel_create(s, NULL, 1 << 20, id[i], sizeof(id[i])), 201);
@@ -235,30 +268,10 @@ static void test_heads_without_body_hold_no_chunk(void **state)
     }
     rel_sleep_ms(300);
     unsigned busy = rel_staging_busy(s);
-    /* Another upload goes through meanwhile. */
-    char other[64];
-    assert_int_equal(rel_create(s, NULL, 256 << 10, other, sizeof(other)), 201);
-    snprintf(path, sizeof(path), "/v1/buffers/%s", other);
-    char *data = calloc(1, 256 << 10);
-    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                         .body = data, .len = 256 << 10};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    long st = r.status;
-    rel_resp_free(&r);
-    free(data);
-    for (int i = 0; i < 8; i++)
-        close(fds[i]);
+    long st = other_upload(s); /* another upload goes through meanwhile */
+    end_slow_clients(s, fds, id);
     if (busy != 0 || st != 200)
         fail_msg("8 bodiless PUT heads held %u staging chunks; another upload got %ld", busy, st);
-    rel_json(s, "DELETE", path, NULL, NULL, &r);
-    rel_resp_free(&r);
-    for (int i = 0; i < 8; i++) {
-        snprintf(path, sizeof(path), "/v1/buffers/%s", id[i]);
-        rel_json(s, "DELETE", path, NULL, NULL, &r);
-        rel_resp_free(&r);
-    }
-    assert_true(rel_wait_rest(s, 0, 3000));
 }
 
 /* Issue 17 item 3: uploads that trickle just over --min-transfer-rate held
@@ -286,31 +299,12 @@ static void test_trickles_give_chunks_back(void **state)
             send(fds[i], piece, sizeof(piece), MSG_NOSIGNAL | MSG_DONTWAIT);
     }
     unsigned busy = rel_staging_busy(s);
-    char other[64];
-    assert_int_equal(rel_create(s, NULL, 256 << 10, other, sizeof(other)), 201);
-    snprintf(path, sizeof(path), "/v1/buffers/%s", other);
-    char *data = calloc(1, 256 << 10);
-    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                         .body = data, .len = 256 << 10, .timeout_ms = 3000};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    long st = r.status;
-    rel_resp_free(&r);
-    free(data);
-    for (int i = 0; i < 8; i++)
-        close(fds[i]);
+    long st = other_upload(s);
     print_message("8 trickles: %u chunks held at first, %u after %d s; another upload %ld\n",
                   held, busy, HOLD_S + 1, st);
+    end_slow_clients(s, fds, id);
     if (held == 0 || busy != 0 || st != 200)
         fail_msg("trickling uploads kept %u staging chunks; another upload got %ld", busy, st);
-    rel_json(s, "DELETE", path, NULL, NULL, &r);
-    rel_resp_free(&r);
-    for (int i = 0; i < 8; i++) {
-        snprintf(path, sizeof(path), "/v1/buffers/%s", id[i]);
-        rel_json(s, "DELETE", path, NULL, NULL, &r);
-        rel_resp_free(&r);
-    }
-    assert_true(rel_wait_rest(s, 0, 3000));
 }
 
 static void test_fast_clients_unaffected(void **state)
