@@ -52,6 +52,7 @@ test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_
 test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda
 test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
 test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda
+test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda
 LIST
 fi
 
