@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +37,8 @@ class Page:
              "--no-first-run", "--disable-extensions", "--remote-debugging-port=0",
              "--remote-debugging-address=127.0.0.1", f"--user-data-dir={profile}",
              "--window-size=1280,2000", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, HOME=profile))
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, HOME=profile),
+            start_new_session=True)
         port_file = os.path.join(profile, "DevToolsActivePort")
         deadline = time.monotonic() + 30
         while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
@@ -69,12 +71,14 @@ class Page:
             fail(f"script failed: {expr[:200]}: {res['exceptionDetails']}")
         return res.get("result", {}).get("value")
 
-    def wait(self, expr, what, until):
+    def wait(self, expr, what, until, fail_on_timeout=True):
         while time.monotonic() < until:
             value = self.js(expr)
             if value:
                 return value
             time.sleep(0.2)
+        if not fail_on_timeout:
+            return None
         self.screenshot()
         fail(f"timed out waiting for {what}")
 
@@ -86,9 +90,22 @@ class Page:
                 f.write(base64.b64decode(data))
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
+        # Chromium's helpers (renderer, zygote, crashpad) share its process
+        # group and write into the profile: end them all before the profile
+        # folder is removed (killing the browser alone left 'Default' being
+        # written while TemporaryDirectory removed it).
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
 
 
 # Sets a React-controlled input's value the way typing does.
@@ -125,10 +142,17 @@ def try_it_out(page, srv, buf_id, file_path, until):
     node = page.call("DOM.querySelector", nodeId=doc["root"]["nodeId"], selector=file_sel)
     check(node.get("nodeId"), "no file input node")
     page.call("DOM.setFileInputFiles", files=[file_path], nodeId=node["nodeId"])
-    page.js(f"document.querySelector('{OP} .execute').click()")
-    status = page.wait(
-        f"(document.querySelector('{OP} .live-responses-table tr.response .response-col_status')"
-        " || {}).textContent", "the response of Execute", until)
+    # A click that lands before Swagger UI has taken the chosen file into its
+    # state does nothing (seen under load): click again every 5 s until a
+    # response shows, within the same deadline.
+    response = (f"(document.querySelector('{OP} .live-responses-table tr.response "
+                ".response-col_status') || {}).textContent")
+    while True:
+        page.js(f"document.querySelector('{OP} .execute').click()")
+        status = page.wait(response, "the response of Execute", min(until, time.monotonic() + 5),
+                           fail_on_timeout=time.monotonic() + 5 >= until)
+        if status:
+            break
     body = page.js(f"(document.querySelector('{OP} .live-responses-table tr.response "
                    f".response-col_description') || {{}}).textContent || ''")
     return status.strip(), body
