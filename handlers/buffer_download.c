@@ -11,10 +11,10 @@
 #include "buffer_json.h"
 #include "buffer_npy.h"
 #include "conditional.h"
-#include "server/device/hostreg.h"
-#include "server/error.h"
-#include "server/metrics.h"
-#include "server/range.h"
+#include "device/hostreg.h"
+#include "base/error.h"
+#include "core/metrics.h"
+#include "http/range.h"
 #include "transfer.h"
 
 struct download {

@@ -3,8 +3,8 @@
 
 #include <jansson.h>
 
-#include "server/buffer.h"
-#include "server/request.h"
+#include "core/buffer.h"
+#include "http/request.h"
 
 /* Shared by the buffer handlers: metadata JSON, the common lookup, and the
  * validation of creation parameters. */

@@ -1,6 +1,6 @@
 /* NumPy .npy bodies on PUT and POST /v1/buffers: the header is gathered
  * first (at most 12 + 10,000 bytes, taken from the body only as far as the
- * preamble says it reaches), parsed by server/npy.c, and then the data goes
+ * preamble says it reaches), parsed by server/core/npy.c, and then the data goes
  * through exactly the raw upload path (upload.h), at the same speed. The
  * buffer's dtype and shape are set with the bytes. Downloads prepend the
  * header that describes the buffer. */
@@ -12,9 +12,9 @@
 
 #include "buffer_json.h"
 #include "conditional.h"
-#include "server/error.h"
-#include "server/npy.h"
-#include "server/router.h"
+#include "base/error.h"
+#include "core/npy.h"
+#include "http/router.h"
 #include "upload.h"
 
 struct npy_upload {

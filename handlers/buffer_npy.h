@@ -3,9 +3,9 @@
 
 #include <stddef.h>
 
-#include "server/buffer.h"
-#include "server/request.h"
-#include "server/router.h"
+#include "core/buffer.h"
+#include "http/request.h"
+#include "http/router.h"
 
 /* NumPy .npy bodies (buffer_npy.c): uploads with Content-Type
  * application/x-npy, downloads with Accept: application/x-npy. */

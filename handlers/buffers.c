@@ -8,9 +8,9 @@
 
 #include "buffer_json.h"
 #include "conditional.h"
-#include "server/cursor.h"
-#include "server/error.h"
-#include "server/service.h"
+#include "core/cursor.h"
+#include "base/error.h"
+#include "core/service.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
 {

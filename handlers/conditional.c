@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 /* One entity-tag: optional W/, then a quoted opaque value. Our own tags are
  * "v<N>" or "v<N>.npy"; any other value is well-formed but names no version,

@@ -3,8 +3,8 @@
 
 #include <stdint.h>
 
-#include "server/buffer.h"
-#include "server/request.h"
+#include "core/buffer.h"
+#include "http/request.h"
 
 /* Conditional requests on buffers (RFC 9110 section 13): a buffer's strong
  * ETag is its version, "v<N>" for the raw bytes and "v<N>.npy" for the .npy

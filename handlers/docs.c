@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/error.h"
-#include "server/service.h"
+#include "base/error.h"
+#include "core/service.h"
 
 extern const unsigned char ghd_openapi_yaml[];
 extern const size_t ghd_openapi_yaml_len;

@@ -1,7 +1,7 @@
 #ifndef GHD_HANDLERS_HANDLERS_H
 #define GHD_HANDLERS_HANDLERS_H
 
-#include "server/router.h"
+#include "http/router.h"
 
 /* Every handler the router's table names, one resource per file. */
 

@@ -1,7 +1,7 @@
 #include "handlers.h"
 
-#include "server/error.h"
-#include "server/service.h"
+#include "base/error.h"
+#include "core/service.h"
 
 int ghd_handle_healthz(struct ghd_request *req, struct ghd_reply *rep)
 {

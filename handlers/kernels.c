@@ -5,8 +5,8 @@
 
 #include "kernels/kernel.h"
 #include "kernels/user/ucuda.h"
-#include "server/error.h"
-#include "server/service.h"
+#include "base/error.h"
+#include "core/service.h"
 
 int ghd_handle_kernel_list(struct ghd_request *req, struct ghd_reply *rep)
 {

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 
-#include "server/error.h"
-#include "server/metrics.h"
+#include "base/error.h"
+#include "core/metrics.h"
 
 int ghd_handle_metrics(struct ghd_request *req, struct ghd_reply *rep)
 {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 /* When each kind is answered, by error code; the slug, title and status
  * come from error.h's table. A code without a line here still gets a page,

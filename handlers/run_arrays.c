@@ -6,9 +6,9 @@
 
 #include "conditional.h"
 #include "kernels/registry.h"
-#include "server/buffer.h"
-#include "server/error.h"
-#include "server/service.h"
+#include "core/buffer.h"
+#include "base/error.h"
+#include "core/service.h"
 
 struct described {
     const struct ghd_param *p;

@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 #include "kernels/kernel.h"
-#include "server/request.h"
+#include "http/request.h"
 
 /* Runs on described buffers (run_arrays.c): before a step is validated, its
  * omitted arguments are filled from the array descriptions of the buffers it

@@ -1,14 +1,14 @@
 /* Kernel runs: POST validates every step before anything is queued, so a
- * bad request costs no device time; a worker of server/run_queue.c runs it. */
+ * bad request costs no device time; a worker of server/core/run_queue.c runs it. */
 #include "handlers.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "run_arrays.h"
-#include "server/error.h"
-#include "server/run_queue.h"
-#include "server/service.h"
+#include "base/error.h"
+#include "core/run_queue.h"
+#include "core/service.h"
 
 struct resolve_ctx {
     struct ghd_service *svc;

@@ -4,9 +4,9 @@
 
 #include <stdlib.h>
 
-#include "server/error.h"
-#include "server/log.h"
-#include "server/metrics.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "core/metrics.h"
 
 int ghd_transfer_new(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
                         struct ghd_transfer **out)

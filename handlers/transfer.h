@@ -3,9 +3,9 @@
 
 #include <stdint.h>
 
-#include "server/buffer.h"
-#include "server/request.h"
-#include "server/service.h"
+#include "core/buffer.h"
+#include "http/request.h"
+#include "core/service.h"
 
 /* One transfer of a buffer's bytes (an upload or a download): the buffer
  * reference, a device stream, and one or two pinned staging chunks. Shared by

@@ -3,8 +3,8 @@
 
 #include <stdint.h>
 
-#include "server/buffer.h"
-#include "server/request.h"
+#include "core/buffer.h"
+#include "http/request.h"
 #include "transfer.h"
 
 /* The upload path (buffer_upload.c), shared by raw bodies and .npy bodies

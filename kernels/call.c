@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/registry.h"
-#include "kernels/scalar.h"
+#include "registry.h"
+#include "scalar.h"
 #include "kernels/user/ukernel.h"
-#include "server/error.h"
+#include "base/error.h"
 
 struct ghd_kernel_call {
     const struct ghd_kernel *k;

@@ -4,9 +4,9 @@
  * chunk, in the order that never overwrites a source byte before it has
  * been read: forward when the destination lies below the source, backward
  * otherwise. */
-#include "kernels/impls.h"
+#include "impls.h"
 
-#include "server/device/runtime.h"
+#include "device/runtime.h"
 
 #define COPY_CHUNK ((size_t)64 << 20)
 

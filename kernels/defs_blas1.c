@@ -2,10 +2,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/impls.h"
-#include "kernels/registry.h"
-#include "kernels/scalar.h"
-#include "server/error.h"
+#include "impls.h"
+#include "registry.h"
+#include "scalar.h"
+#include "base/error.h"
 
 /* The fill value as a bit pattern of dtype: integer types take only exact
  * integers in range (a JSON integer keeps all 64 bits); float types take any

@@ -1,8 +1,8 @@
 /* Elementwise kernels: z = x op y and y = f(x), n elements each. The output
  * may be exactly one of the inputs (in place); any partial overlap is
  * refused. */
-#include "kernels/impls.h"
-#include "kernels/registry.h"
+#include "impls.h"
+#include "registry.h"
 
 static const struct ghd_param binary_params[] = {
     GHD_P_BUF("x", GHD_ROLE_IN, GHD_S_X, GHD_ELEM_DTYPE, GHD_COUNT_N, 0, 1, "Left operand."),

@@ -3,9 +3,9 @@
  * (n x k when trans_b) with ldb, C m x n with ldc; strides are in elements. */
 #include <inttypes.h>
 
-#include "kernels/impls.h"
-#include "kernels/registry.h"
-#include "server/error.h"
+#include "impls.h"
+#include "registry.h"
+#include "base/error.h"
 
 /* Elements a rows x cols matrix with row stride ld spans. */
 static int matrix_span(uint64_t rows, uint64_t cols, uint64_t ld, uint64_t *out)

@@ -1,7 +1,7 @@
 /* Order-dependent kernels: prefix sums and sorting. */
-#include "kernels/impls.h"
-#include "kernels/registry.h"
-#include "server/error.h"
+#include "impls.h"
+#include "registry.h"
+#include "base/error.h"
 
 #define SCAN_TYPES                                                               \
     (GHD_DT_FLOAT | GHD_DT(GHD_DTYPE_I32) | GHD_DT(GHD_DTYPE_U32) | GHD_DT(GHD_DTYPE_I64))

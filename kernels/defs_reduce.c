@@ -1,8 +1,8 @@
 /* Reductions over n elements: the result comes back as "value" in the run's
  * result and, when "out" is given, is also written to out[out_offset]. */
-#include "kernels/impls.h"
-#include "kernels/registry.h"
-#include "server/error.h"
+#include "impls.h"
+#include "registry.h"
+#include "base/error.h"
 
 static int reduce_check(struct ghd_kcheck *c)
 {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stddef.h>
 
-#include "kernels/registry.h"
+#include "registry.h"
 #include "kernels/user/ukernel.h"
 
 static const char *kind_name(enum ghd_param_kind k)

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 static const struct {
     const char *name;

@@ -5,7 +5,7 @@
  * (kernels/host/), the CUDA kernels (kernels/cuda/) and the few written once
  * against the device interface (copy). GHD_IMPLS(host, cuda) fills a
  * table's impl[] member; the CUDA slot is NULL without GHD_HAVE_CUDA. */
-#include "kernels/kernel_impl.h"
+#include "kernel_impl.h"
 
 #ifdef __cplusplus
 extern "C" {

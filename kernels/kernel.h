@@ -4,9 +4,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "server/buffer.h"
-#include "server/device/runtime.h"
-#include "kernels/dtype.h" /* enum ghd_dtype, GHD_DT masks */
+#include "core/buffer.h"
+#include "device/runtime.h"
+#include "dtype.h" /* enum ghd_dtype, GHD_DT masks */
 
 /* The kernel library: a registry of named kernels, each with typed
  * parameters and one implementation per backend. The run handler uses only

@@ -4,12 +4,12 @@
 /* What a kernel implementation sees: the validated arguments of one call
  * and the execution context. Shared by the host implementations (C) and the
  * CUDA ones (C++ through nvcc), so it includes nothing that C++ cannot read
- * (no server/buffer.h, no jansson). */
+ * (no server/core/buffer.h, no jansson). */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/dtype.h"
-#include "server/device/device.h"
+#include "dtype.h"
+#include "device/device.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
  * handle, which lives in kernels/cuda/gemm.cu. */
 #include "kernel.h"
 
-#include "kernels/impls.h"
+#include "impls.h"
 
 int ghd_kernels_warmup(struct ghd_runtime *rt)
 {

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/registry.h"
-#include "server/error.h"
+#include "registry.h"
+#include "base/error.h"
 
 static const struct {
     const struct ghd_kernel *defs;

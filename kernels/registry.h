@@ -8,8 +8,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "kernels/kernel.h"
-#include "kernels/kernel_impl.h"
+#include "kernel.h"
+#include "kernel_impl.h"
 
 enum ghd_param_kind {
     GHD_PK_BUFFER, /* a buffer id (string); "<name>_offset" comes with it */

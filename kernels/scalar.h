@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels/dtype.h"
-#include "kernels/kernel_impl.h"
+#include "dtype.h"
+#include "kernel_impl.h"
 
 #ifdef __CUDACC__
 #define GHD_HD static __host__ __device__ __forceinline__

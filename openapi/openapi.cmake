@@ -5,7 +5,7 @@
 #  - the Swagger UI assets /docs serves are copied into <build>/swagger-ui
 #    (beside the gpuhttpd binary, where it looks for them) and installed into
 #    <prefix>/share/gpuhttpd/swagger-ui.
-# Appends the generated sources to GHD_SOURCES.
+# Sets GHD_OPENAPI_SOURCES to the generated sources.
 
 find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
@@ -45,7 +45,7 @@ add_custom_command(
           -DSYMBOL=ghd_openapi_json -P ${GHD_OPENAPI_DIR}/embed.cmake
   DEPENDS ${GHD_OPENAPI_JSON} ${GHD_OPENAPI_DIR}/embed.cmake
   COMMENT "Embedding openapi.json")
-list(APPEND GHD_SOURCES ${GHD_OPENAPI_C} ${GHD_OPENAPI_JSON_C})
+set(GHD_OPENAPI_SOURCES ${GHD_OPENAPI_C} ${GHD_OPENAPI_JSON_C})
 set_source_files_properties(${GHD_OPENAPI_C} ${GHD_OPENAPI_JSON_C}
                             PROPERTIES COMPILE_OPTIONS "-Wno-overlength-strings")
 

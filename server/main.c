@@ -9,15 +9,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/auth.h"
-#include "server/config.h"
-#include "server/error.h"
-#include "server/http.h"
-#include "server/listen.h"
-#include "server/log.h"
-#include "server/log_writer.h"
-#include "server/run_queue.h"
-#include "server/service.h"
+#include "core/auth.h"
+#include "core/config.h"
+#include "base/error.h"
+#include "http/http.h"
+#include "http/listen.h"
+#include "base/log.h"
+#include "base/log_writer.h"
+#include "core/run_queue.h"
+#include "core/service.h"
 
 static pthread_t main_thread;
 

@@ -1,5 +1,5 @@
 /* Grid sizing, with the multiprocessor count of each device cached. */
-#include "kernels/cuda/common.cuh"
+#include "common.cuh"
 
 #include <atomic>
 

@@ -12,11 +12,11 @@
 #include "kernels/impls.h"
 #include "kernels/kernel_impl.h"
 #include "kernels/scalar.h"
-/* server/error.h spells the C11 keyword _Noreturn, which C++ lacks. */
+/* server/base/error.h spells the C11 keyword _Noreturn, which C++ lacks. */
 #if defined(__cplusplus) && !defined(_Noreturn)
 #define _Noreturn [[noreturn]]
 #endif
-#include "server/device/cuda_check.h"
+#include "device/cuda_check.h"
 
 namespace ghd {
 

@@ -1,6 +1,6 @@
 /* CUDA: elementwise binary and unary operations, by the rules of
  * kernels/scalar.h (integers wrap; x / 0 is 0; floats min/max as fmin/fmax). */
-#include "kernels/cuda/map.cuh"
+#include "map.cuh"
 
 namespace ghd {
 

@@ -12,7 +12,7 @@
 
 #include <mutex>
 
-#include "kernels/cuda/common.cuh"
+#include "common.cuh"
 
 namespace ghd {
 

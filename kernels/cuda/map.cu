@@ -1,5 +1,5 @@
 /* CUDA: fill, cast, axpy and scale. */
-#include "kernels/cuda/map.cuh"
+#include "map.cuh"
 
 namespace ghd {
 

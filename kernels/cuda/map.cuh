@@ -5,7 +5,7 @@
  * every pointer allows them (split16): y = f(x), z = f(x, y), x = v. Each
  * element is read and written by one thread, so an output may be exactly
  * an input (in place). */
-#include "kernels/cuda/common.cuh"
+#include "common.cuh"
 
 namespace ghd {
 

@@ -10,7 +10,7 @@
 
 #include <limits>
 
-#include "kernels/cuda/common.cuh"
+#include "common.cuh"
 
 namespace ghd {
 

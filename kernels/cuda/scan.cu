@@ -3,7 +3,7 @@
  * supported by CUB. */
 #include <cub/device/device_scan.cuh>
 
-#include "kernels/cuda/common.cuh"
+#include "common.cuh"
 
 namespace ghd {
 

@@ -1,5 +1,5 @@
 /* CUDA sort: keys only, and the dispatch by value size. */
-#include "kernels/cuda/sort.cuh"
+#include "sort.cuh"
 
 namespace ghd {
 

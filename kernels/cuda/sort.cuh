@@ -8,7 +8,7 @@
  * the pool, and copied back if CUB finished in the alternate half. */
 #include <cub/device/device_radix_sort.cuh>
 
-#include "kernels/cuda/common.cuh"
+#include "common.cuh"
 
 namespace ghd {
 

@@ -1,5 +1,5 @@
 /* CUDA sort: key-value pairs with 4-byte values. */
-#include "kernels/cuda/sort.cuh"
+#include "sort.cuh"
 
 int ghd::sort_pairs_4(ghd_kexec *x)
 {

@@ -1,5 +1,5 @@
 /* CUDA sort: key-value pairs with 8-byte values. */
-#include "kernels/cuda/sort.cuh"
+#include "sort.cuh"
 
 int ghd::sort_pairs_8(ghd_kexec *x)
 {

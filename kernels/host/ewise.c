@@ -6,7 +6,7 @@
 
 #include "kernels/impls.h"
 #include "kernels/scalar.h"
-#include "server/error.h"
+#include "base/error.h"
 
 #define FLOAT_BINARY(T, MIN, MAX)                                                \
     static T bin_##T(int op, T x, T y)                                           \

@@ -5,7 +5,7 @@
 
 #include "kernels/impls.h"
 #include "kernels/scalar.h"
-#include "server/error.h"
+#include "base/error.h"
 
 static double load(enum ghd_dtype t, const void *p, uint64_t i)
 {

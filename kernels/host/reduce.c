@@ -6,7 +6,7 @@
 
 #include "kernels/impls.h"
 #include "kernels/scalar.h"
-#include "server/error.h"
+#include "base/error.h"
 
 /* One element as f64 (float types) or as a 64-bit two's complement integer. */
 static double get_f(enum ghd_dtype t, const void *p, uint64_t i)

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "kernels/impls.h"
-#include "server/error.h"
+#include "base/error.h"
 
 #define SCAN_LOOP(T, ACC)                                                        \
     do {                                                                         \

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "kernels/impls.h"
-#include "server/device/runtime.h"
-#include "server/error.h"
+#include "device/runtime.h"
+#include "base/error.h"
 
 static uint64_t radix_key(enum ghd_dtype t, const void *p, uint64_t i, int descending)
 {

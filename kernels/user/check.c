@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 struct checker {
     const struct ghd_udef *d;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 struct out {
     char *buf;

@@ -9,7 +9,7 @@
  * the last block to finish (an atomic counter) combines the blocks'
  * partials and runs post. Plain C, no CUDA headers: the source is compiled
  * by NVRTC (kernels/user/nvrtc.c), and unit-tested without a GPU. */
-#include "kernels/user/ulang.h"
+#include "ulang.h"
 
 #define GHD_UCG_KERNEL "ghd_ukernel"
 #define GHD_UCG_THREADS 256

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 struct mem_entry {
     uint64_t hash;

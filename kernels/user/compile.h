@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "kernels/user/ulang.h"
+#include "ulang.h"
 
 #define GHD_UCACHE_MEMORY 128
 

@@ -3,17 +3,17 @@
  * compile cache (compile.c), loaded as a library with the runtime API
  * (cudaLibraryLoadData: no driver JIT, the cubin is for this device) and
  * launched with checked errors. */
-#include "kernels/user/ucuda.h"
+#include "ucuda.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/user/codegen.h"
-#include "kernels/user/compile.h"
-#include "server/device/cuda_check.h"
-#include "server/device/pool.h"
+#include "codegen.h"
+#include "compile.h"
+#include "device/cuda_check.h"
+#include "device/pool.h"
 
 struct ucuda_code {
     cudaLibrary_t lib;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 static const char *const fields_elementwise[] = {"name", "kind", "description", "in", "out",
                                                  "body", NULL};

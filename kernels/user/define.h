@@ -5,7 +5,7 @@
  * struct ghd_udef. */
 #include <jansson.h>
 
-#include "kernels/user/ulang.h"
+#include "ulang.h"
 
 struct ghd_ulimits {
     size_t max_definition; /* bytes of text over all fields */

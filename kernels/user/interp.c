@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/user/uops.h"
-#include "server/error.h"
+#include "uops.h"
+#include "base/error.h"
 
 typedef union ghd_uval uval;
 

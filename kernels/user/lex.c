@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 void ghd_ulex_init(struct ghd_ulex *lx, const char *src, int field, int nl_is_sep)
 {

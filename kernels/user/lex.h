@@ -2,7 +2,7 @@
 #define GHD_KERNELS_USER_LEX_H
 
 /* The tokenizer of the user kernel language (parse.c's only user). */
-#include "kernels/user/ulang.h"
+#include "ulang.h"
 
 struct ghd_ulex {
     const char *src;

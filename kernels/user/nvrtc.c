@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 #ifdef GHD_HAVE_NVRTC
 #include <nvrtc.h>

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/user/lex.h"
-#include "server/error.h"
+#include "lex.h"
+#include "base/error.h"
 
 struct parser {
     struct ghd_udef *d;

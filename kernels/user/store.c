@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 void ghd_ukernel_store_init(struct ghd_ukernel_store *s, unsigned tenant_max)
 {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 static const struct {
     const char *name;

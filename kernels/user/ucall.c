@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/user/ucuda.h"
-#include "server/error.h"
+#include "ucuda.h"
+#include "base/error.h"
 
 struct ghd_ucall {
     struct ghd_ukernel *k;

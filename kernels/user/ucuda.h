@@ -5,8 +5,8 @@
  * generated, compiled by NVRTC for the device's architecture (through the
  * compile cache) and loaded, then launched. Without the CUDA backend these
  * report GHD_ENOTSUP (GHD_HAVE_NVRTC: the CUDA toolkit has NVRTC); the host backend never calls them. */
-#include "kernels/user/ukernel.h"
-#include "server/error.h"
+#include "ukernel.h"
+#include "base/error.h"
 
 /* One launch's device state: a reduction's scratch (partials, counter,
  * result), freed by ghd_ucuda_done once the stream has synchronized. */

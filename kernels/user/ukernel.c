@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/error.h"
+#include "base/error.h"
 
 int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_ukernel **out,

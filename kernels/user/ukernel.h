@@ -11,8 +11,8 @@
 #include <stdatomic.h>
 
 #include "kernels/registry.h"
-#include "kernels/user/define.h"
-#include "server/buffer.h"
+#include "define.h"
+#include "core/buffer.h"
 
 #define GHD_U_MAX_BINDINGS 16
 

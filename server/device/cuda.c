@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../error.h"
-#include "../log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "cuda_check.h"
 
 struct cuda_state {

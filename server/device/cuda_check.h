@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "device.h"
-#include "../error.h"
+#include "base/error.h"
 
 #ifdef __cplusplus
 extern "C" {

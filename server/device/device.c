@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../error.h"
+#include "base/error.h"
 
 int ghd_device_cuda_compiled(void)
 {

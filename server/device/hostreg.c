@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../error.h"
+#include "base/error.h"
 
 #define THREAD_REGIONS 4
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../error.h"
-#include "../log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 struct pool_chunk {
     struct pool_slab *slab;

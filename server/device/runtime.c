@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../error.h"
-#include "../log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 static void idle_init(struct ghd_idle_list *l)
 {

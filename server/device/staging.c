@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../error.h"
+#include "base/error.h"
 
 int ghd_staging_init(struct ghd_staging *st, struct ghd_device *dev, size_t chunk_size,
                      unsigned count)

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #define MIN_ENTRY (1u << 20)
-/* gpuhttpd's defaults (server/http.c, server/config.c), so that a plain run compares
+/* gpuhttpd's defaults (server/http/http.c, server/core/config.c), so that a plain run compares
  * like with like: thread per connection with poll(), a 64 KiB connection memory and
  * 4 MiB socket buffers. */
 #define GHD_SERVER_CONNECTION_MEMORY (64ULL << 10)
@@ -187,7 +187,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
     return optind == argc && opt->port >= 0 && opt->port < 65536 ? 0 : -1;
 }
 
-/* As gpuhttpd does (server/socket_io.c), when the connection starts. */
+/* As gpuhttpd does (server/http/socket_io.c), when the connection starts. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {

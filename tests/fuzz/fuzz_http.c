@@ -1,7 +1,7 @@
 /* libFuzzer: raw HTTP requests, byte for byte, to an in-process gpuhttpd
  * (host backend, loopback, port 0): request lines, headers, framing,
  * Range/Content-Range, media types, bodies, all through libmicrohttpd and
- * server/http.c into the handlers. "@0".."@2" stand for the ids of three
+ * server/http/http.c into the handlers. "@0".."@2" stand for the ids of three
  * real buffers. The client half-closes after sending, so an incomplete
  * request ends at once. A sanitizer report in any server thread, or a
  * server that stops answering /healthz, is a failure. */
@@ -17,10 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/buffer.h"
-#include "server/http.h"
-#include "server/log.h"
-#include "server/service.h"
+#include "core/buffer.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "core/service.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "handlers/handlers.h"
-#include "server/error.h"
-#include "server/log.h"
-#include "server/run_queue.h"
-#include "server/service.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "core/run_queue.h"
+#include "core/service.h"
 
 #include "fuzz_check.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "kernels/user/define.h"
-#include "server/error.h"
+#include "base/error.h"
 
 #include "fuzz_check.h"
 

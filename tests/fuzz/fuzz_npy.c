@@ -1,12 +1,12 @@
-/* libFuzzer: the .npy header parser (server/npy.c) fed as the upload path
+/* libFuzzer: the .npy header parser (server/core/npy.c) fed as the upload path
  * feeds it: the preamble grown piece by piece until the header is whole,
  * then parsed. Checks the results' invariants, and that an accepted header,
  * formatted again by ghd_npy_format, parses back to the same description. */
 #include <stdint.h>
 #include <string.h>
 
-#include "server/error.h"
-#include "server/npy.h"
+#include "base/error.h"
+#include "core/npy.h"
 
 #include "fuzz_check.h"
 

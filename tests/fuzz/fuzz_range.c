@@ -1,4 +1,4 @@
-/* libFuzzer: Range and Content-Range parsing (server/range.c). The first 8
+/* libFuzzer: Range and Content-Range parsing (server/http/range.c). The first 8
  * bytes pick the resource size, the rest is the header. Checks the results'
  * invariants and that a parsed range, printed back, parses the same. */
 #include <stdint.h>
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/error.h"
-#include "server/range.h"
+#include "base/error.h"
+#include "http/range.h"
 
 #include "fuzz_check.h"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/error.h"
-#include "server/router.h"
+#include "base/error.h"
+#include "http/router.h"
 
 #include "fuzz_check.h"
 

@@ -1,13 +1,13 @@
 /* libFuzzer: token lines, token lists and Authorization headers
- * (server/auth.c). A parsed entry must use only the allowed alphabets and
+ * (server/core/auth.c). A parsed entry must use only the allowed alphabets and
  * lengths and must authenticate as itself, and only as itself. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/auth.h"
-#include "server/error.h"
+#include "core/auth.h"
+#include "base/error.h"
 
 #include "fuzz_check.h"
 

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "server/log.h"
+#include "base/log.h"
 
 #define MIB ((size_t)1 << 20)
 

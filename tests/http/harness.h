@@ -18,8 +18,8 @@
 
 #include <jansson.h>
 
-#include "server/http.h"
-#include "server/service.h"
+#include "http/http.h"
+#include "core/service.h"
 
 #define HARNESS_SKIP 77
 

@@ -1,7 +1,7 @@
 /* Prints the router's table, one "METHOD PATTERN" a line, for check_routes.py. */
 #include <stdio.h>
 
-#include "server/router.h"
+#include "http/router.h"
 
 int main(void)
 {

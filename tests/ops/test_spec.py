@@ -5,7 +5,7 @@
 - every operation has a unique operationId and a tag, and every response
   declares X-Request-Id;
 - every problem type the spec names is GHD_PROBLEM_BASE + a slug of
-  server/error.h with that slug's status, and the description lists every slug;
+  server/base/error.h with that slug's status, and the description lists every slug;
 - every `links` target exists and names only parameters that the target has;
 - every example validates against its schema.
 
@@ -55,7 +55,7 @@ def operations(spec):
 
 
 def problem_types(resp, slugs):
-    """The problem types a response says it sends: the slugs of server/error.h
+    """The problem types a response says it sends: the slugs of server/base/error.h
     that its description names in backticks. The schema is plain Problem, not
     narrowed with allOf + const, which client generators cannot merge."""
     return [s for s in re.findall(r"`([a-z-]+)`", resp.get("description", "")) if s in slugs]
@@ -171,7 +171,7 @@ def main():
     # but 405 (any path, described in info) and 501 (no route sends it).
     for slug in sorted(set(slugs) - {"method-not-allowed", "not-implemented"}):
         check(slug in seen_types, f"no response describes the problem type {slug} "
-                                  f"(server/error.h); add it to the responses that send it")
+                                  f"(server/base/error.h); add it to the responses that send it")
 
     # Links name real operations and real parameters.
     by_id = {op["operationId"]: (item, op) for _, _, item, op in operations(spec)}

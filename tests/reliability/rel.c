@@ -24,8 +24,8 @@
 
 #include <cmocka.h>
 
-#include "server/log.h"
-#include "server/run_queue.h"
+#include "base/log.h"
+#include "core/run_queue.h"
 
 long rel_now_ms(void)
 {

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/config.h"
-#include "server/http.h"
-#include "server/service.h"
+#include "core/config.h"
+#include "http/http.h"
+#include "core/service.h"
 
 struct rel_server {
     struct ghd_service svc;

@@ -1,4 +1,4 @@
-/* The token parser and table (server/auth.c): every line form, the list
+/* The token parser and table (server/core/auth.c): every line form, the list
  * form, file errors with line numbers, reload keeping the old table on error,
  * and that no error message ever contains a token. */
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "server/auth.h"
-#include "server/error.h"
+#include "core/auth.h"
+#include "base/error.h"
 
 static int parse(const char *line, char *tok, char *ten, const char **why)
 {

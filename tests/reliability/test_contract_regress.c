@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "rel.h"
-#include "server/buffer.h"
+#include "core/buffer.h"
 
 static int setup(void **state)
 {

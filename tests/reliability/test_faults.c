@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "rel.h"
-#include "server/run_queue.h"
+#include "core/run_queue.h"
 
 #define CHUNK (64 << 10)
 

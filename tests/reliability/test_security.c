@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "rel.h"
-#include "server/error.h"
+#include "base/error.h"
 
 #define ALICE "alice-token-0123456789abcdef"
 #define BOB "bob-token-fedcba9876543210"

@@ -14,7 +14,7 @@
 #include <curl/curl.h>
 
 #include "rel.h"
-#include "server/error.h"
+#include "base/error.h"
 
 static char dir[64], cert[128], key[128], other_key[128];
 

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "server/buffer.h"
-#include "server/device/runtime.h"
-#include "server/error.h"
+#include "core/buffer.h"
+#include "device/runtime.h"
+#include "base/error.h"
 
 #define MIB ((size_t)1 << 20)
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "server/config.h"
+#include "core/config.h"
 
 extern char **environ;
 

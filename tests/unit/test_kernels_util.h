@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kernels/kernel.h"
-#include "server/error.h"
+#include "base/error.h"
 
 #define TK_MAX_BUFFERS 16
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "server/log_writer.h"
+#include "base/log_writer.h"
 
 #define THREADS 8
 #define LINES 4000

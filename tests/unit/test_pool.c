@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "server/device/device.h"
-#include "server/device/pool.h"
-#include "server/error.h"
+#include "device/device.h"
+#include "device/pool.h"
+#include "base/error.h"
 
 #define MIB ((size_t)1 << 20)
 #define SLAB (4 * MIB)

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "server/error.h"
-#include "server/range.h"
+#include "base/error.h"
+#include "http/range.h"
 
 #define SENTINEL 0xdeadbeefULL
 

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "server/device/device.h"
-#include "server/device/staging.h"
-#include "server/error.h"
+#include "device/device.h"
+#include "device/staging.h"
+#include "base/error.h"
 
 #define CHUNKS 4
 #define CHUNK_SIZE ((size_t)64 << 10)

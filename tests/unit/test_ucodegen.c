@@ -20,7 +20,7 @@
 #include "kernels/user/codegen.h"
 #include "kernels/user/compile.h"
 #include "kernels/user/define.h"
-#include "server/error.h"
+#include "base/error.h"
 
 static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
 static struct ghd_ucompiler *C;

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "kernels/user/define.h"
-#include "server/error.h"
+#include "base/error.h"
 
 static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "error.h"
+#include "base/error.h"
 
 /* Reads decimal digits only (no sign, no space) into *out; returns the end. */
 static const char *read_u64(const char *s, uint64_t *out, int *ok)

@@ -9,9 +9,9 @@
 #include <time.h>
 
 #include "device/nvml.h"
-#include "error.h"
-#include "process_stats.h"
-#include "router.h"
+#include "base/error.h"
+#include "base/process_stats.h"
+#include "http/router.h"
 #include "run_queue.h"
 #include "service.h"
 

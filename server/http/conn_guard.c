@@ -10,8 +10,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "error.h"
-#include "log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #define TICK_MS 200
 

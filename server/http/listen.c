@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
 
 int ghd_listen_open(const char *bind_ipv4, unsigned port, int *fd, unsigned *bound, char *why,
                     size_t why_len)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "error.h"
+#include "base/error.h"
 
 static uint64_t key[2];
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;

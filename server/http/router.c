@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "handlers/handlers.h"
 
 static const struct ghd_route routes[] = {

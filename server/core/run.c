@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 
 const char *ghd_run_status_name(enum ghd_run_status s)
 {

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
-#include "json_text.h"
-#include "log.h"
+#include "base/error.h"
+#include "base/json_text.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "service.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 static int wait_ready(int fd, short events, int timeout_ms)
 {

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "error.h"
-#include "log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #define INITIAL_SLOTS 1024
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "json_text.h"
+#include "base/error.h"
+#include "base/json_text.h"
 
 int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
                    const char *text, size_t len)

@@ -9,8 +9,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "error.h"
-#include "log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 #define TOKENS_FILE_MAX ((size_t)4 << 20)
 

@@ -4,10 +4,10 @@
 #include <string.h>
 
 #include "auth.h"
-#include "error.h"
+#include "base/error.h"
 #include "kernels/kernel.h"
 #include "kernels/user/compile.h"
-#include "log.h"
+#include "base/log.h"
 #include "run_queue.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind,

@@ -45,7 +45,7 @@ struct ghd_config {
     char log_format[16];
     char port_file[256];
     char docs_dir[256];
-    /* Security and limits (server/auth.c, docs in tests/RELIABILITY.md). */
+    /* Security and limits (server/core/auth.c, docs in tests/RELIABILITY.md). */
     char tokens_file[256];
     char tokens[4096];        /* "token:tenant,..." (prefer GHD_TOKENS: flags show in ps) */
     char metrics_token[257];

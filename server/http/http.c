@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "core/auth.h"
 #include "conn_guard.h"
-#include "error.h"
+#include "base/error.h"
 #include "listen.h"
-#include "log.h"
-#include "metrics.h"
+#include "base/log.h"
+#include "core/metrics.h"
 #include "router.h"
 #include "socket_io.h"
 

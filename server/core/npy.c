@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "kernels/registry.h"
 
 static const char magic[6] = "\x93NUMPY";

@@ -3,7 +3,7 @@
 
 #include <stdint.h>
 
-#include "service.h"
+#include "core/service.h"
 
 /* The HTTP server: the only file that includes microhttpd.h. One thread per
  * connection, so a transfer may block on its own copies without stalling
