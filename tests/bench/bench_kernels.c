@@ -15,6 +15,7 @@
 
 #include "../unit/test_kernels_util.h"
 #include "kernels/scalar.h"
+#include "bench_stats.h"
 
 #ifdef GHD_HAVE_CUDA
 #include <cublas_v2.h>
@@ -36,18 +37,6 @@ static long env_long(const char *name, long def)
 {
     const char *v = getenv(name);
     return v && *v ? strtol(v, NULL, 10) : def;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct timer {
@@ -91,7 +80,7 @@ static double time_d2d(void *dst, const void *src, size_t bytes)
         if (i >= 0)
             v[i] = ms;
     }
-    return median(v, reps);
+    return bench_median(v, reps);
 }
 
 /* Median device time of one kernel call through the registry. */
@@ -118,7 +107,7 @@ static double time_kernel(const char *name, json_t *args)
             v[i] = ms;
     }
     ghd_kernel_call_free(call);
-    return median(v, reps);
+    return bench_median(v, reps);
 }
 
 static void add_row(const char *op, double ms, double bytes, double ceiling_gbs)
@@ -222,7 +211,7 @@ static double time_cublas(cublasHandle_t hdl, enum ghd_dtype t, int s, const voi
         if (i >= 0)
             v[i] = ms;
     }
-    return median(v, reps);
+    return bench_median(v, reps);
 }
 
 static void bench_gemm(int s)

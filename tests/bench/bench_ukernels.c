@@ -16,22 +16,11 @@
 #include "../unit/test_kernels_util.h"
 #include "kernels/user/compile.h"
 #include "kernels/user/ucuda.h"
+#include "bench_stats.h"
 
 static struct tk D;
 static int reps = 20;
 static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static double now_s(void)
 {
@@ -71,7 +60,7 @@ static double time_call(const struct ghd_kernel *k, json_t *args, json_t **resul
     ghd_kernel_call_free(call);
     D.rt.dev.ops->event_free(&D.rt.dev, start);
     D.rt.dev.ops->event_free(&D.rt.dev, end);
-    return median(v, reps);
+    return bench_median(v, reps);
 }
 
 static struct ghd_ukernel *define(struct ghd_ucompiler *c, const char *json)

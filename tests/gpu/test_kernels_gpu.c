@@ -22,10 +22,11 @@
 #include <stdarg.h>
 
 #include "../unit/test_kernels_util.h"
+#include "gpu_report.h"
 #include "kernels/scalar.h"
 
 static struct tk H, D; /* host reference, CUDA */
-static int failures, passes;
+static struct gpu_tally tally;
 static uint64_t N = 1000003; /* odd, over many blocks and tiles; GHD_GPU_TEST_N overrides */
 
 /* One buffer on each backend: same size, same id. */
@@ -68,21 +69,6 @@ static void pdownload(struct pair p, void *h, void *d)
     tk_download(&D, p.d, d, p.size);
 }
 
-static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s  ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (ok)
-        passes++;
-    else
-        failures++;
-}
 
 /* Runs `args` (stolen) on both backends; results are new references or NULL. */
 static int prun(const char *kernel, json_t *args, json_t **hres, json_t **dres)
@@ -91,7 +77,7 @@ static int prun(const char *kernel, json_t *args, json_t **hres, json_t **dres)
     int hrc = tk_run(&H, kernel, copy, hres);
     int drc = tk_run(&D, kernel, args, dres);
     if (hrc || drc) {
-        report(0, "%s: host rc=%d (%s) cuda rc=%d (%s) [%s]", kernel, hrc, ghd_strerror(hrc), drc,
+        gpu_report(&tally, 0, "%s: host rc=%d (%s) cuda rc=%d (%s) [%s]", kernel, hrc, ghd_strerror(hrc), drc,
                ghd_strerror(drc), D.detail[0] ? D.detail : H.detail);
         return -1;
     }
@@ -185,11 +171,11 @@ static void check(const char *label, struct pair out, enum ghd_dtype t, uint64_t
     double worst = compare(t, h, d, out.size, start, n, tol, scale, abs_floor, where,
                            sizeof(where));
     if (worst < 0)
-        report(0, "%-40s %s", label, where);
+        gpu_report(&tally, 0, "%-40s %s", label, where);
     else if (tol == 0)
-        report(1, "%-40s exact", label);
+        gpu_report(&tally, 1, "%-40s exact", label);
     else
-        report(1, "%-40s max rel err %.2e (tol %.0e)", label, worst, tol);
+        gpu_report(&tally, 1, "%-40s max rel err %.2e (tol %.0e)", label, worst, tol);
     free(h);
     free(d);
 }
@@ -528,9 +514,9 @@ static void gpu_reduce(void)
                     out_ok = out_ok && !isnan(b) && fabs(a - b) <= rnd * fabs(a) + 1e-10 * mag;
                 }
                 if (ok && out_ok)
-                    report(1, "%-40s value %.17g (host %.17g)", label, dval, hval);
+                    gpu_report(&tally, 1, "%-40s value %.17g (host %.17g)", label, dval, hval);
                 else
-                    report(0, "%-40s value host %.17g cuda %.17g, out %s", label, hval, dval,
+                    gpu_report(&tally, 0, "%-40s value host %.17g cuda %.17g, out %s", label, hval, dval,
                            out_ok ? "ok" : "differs");
                 json_decref(hres);
                 json_decref(dres);
@@ -719,9 +705,9 @@ static void gpu_gemm(void)
                     }
                 }
                 if (ok)
-                    report(1, "%-40s max rel err %.2e (tol %.0e)", label, worst, tol);
+                    gpu_report(&tally, 1, "%-40s max rel err %.2e (tol %.0e)", label, worst, tol);
                 else
-                    report(0, "%-40s %s", label, where);
+                    gpu_report(&tally, 0, "%-40s %s", label, where);
             }
         }
         free(as);
@@ -755,7 +741,7 @@ int main(void)
     }
     printf("device: %s, CUDA runtime %s\n", D.rt.dev.name, D.rt.dev.runtime_version);
     if (ghd_kernels_warmup(&D.rt) != 0)
-        report(0, "cuBLAS warmup: %s", D.rt.dev.last_error);
+        gpu_report(&tally, 0, "cuBLAS warmup: %s", D.rt.dev.last_error);
 
     gpu_fill();
     gpu_copy();
@@ -770,9 +756,9 @@ int main(void)
 
     /* the device must still be healthy after all of it */
     if (D.rt.dev.ops->health(&D.rt.dev) != 0)
-        report(0, "device health after the tests: %s", D.rt.dev.last_error);
-    printf("\n%d passed, %d failed\n", passes, failures);
+        gpu_report(&tally, 0, "device health after the tests: %s", D.rt.dev.last_error);
+    printf("\n%d passed, %d failed\n", tally.passes, tally.failures);
     tk_destroy(&D);
     tk_destroy(&H);
-    return failures ? 1 : 0;
+    return tally.failures ? 1 : 0;
 }

@@ -23,30 +23,16 @@
 #include <stdarg.h>
 
 #include "../unit/test_kernels_util.h"
+#include "gpu_report.h"
 #include "kernels/user/compile.h"
 #include "kernels/user/ukernel.h"
 
 static struct tk H, D;
 static struct ghd_ucompiler *C;
-static int failures, passes;
+static struct gpu_tally tally;
 static uint64_t N = 1000003;
 static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
 
-static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void report(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s  ", ok ? "PASS" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (ok)
-        passes++;
-    else
-        failures++;
-}
 
 /* ---- data ---------------------------------------------------------------- */
 
@@ -117,7 +103,7 @@ static int define(const char *json, struct ghd_ukernel **k)
     int rc = def ? ghd_ukernel_new(def, &limits, NULL, C, k, &e) : GHD_EINVAL;
     json_decref(def);
     if (rc)
-        report(0, "define %s: %s", json, e.detail);
+        gpu_report(&tally, 0, "define %s: %s", json, e.detail);
     return rc;
 }
 
@@ -225,7 +211,7 @@ static void run_case(const struct ucase *c, json_t **hres_out, json_t **dres_out
         bufs[p].h = tk_buf(&H, size);
         bufs[p].d = tk_buf(&D, size);
         if (!bufs[p].h || !bufs[p].d) {
-            report(0, "%s: buffers", c->label);
+            gpu_report(&tally, 0, "%s: buffers", c->label);
             goto out;
         }
         uint8_t *data = malloc(size);
@@ -250,7 +236,7 @@ static void run_case(const struct ucase *c, json_t **hres_out, json_t **dres_out
     json_t *hres = NULL, *dres = NULL;
     int rc = run_both(k, args, &hres, &dres);
     if (rc) {
-        report(0, "%s: rc=%d (%s) host [%s] cuda [%s]", c->label, rc, ghd_strerror(rc), H.detail,
+        gpu_report(&tally, 0, "%s: rc=%d (%s) host [%s] cuda [%s]", c->label, rc, ghd_strerror(rc), H.detail,
                D.detail);
         json_decref(hres);
         json_decref(dres);
@@ -268,13 +254,13 @@ static void run_case(const struct ucase *c, json_t **hres_out, json_t **dres_out
         uint64_t count = d->kind == GHD_UK_REDUCTION ? 1 : c->n; /* a reduction writes one */
         double worst = compare(c, t, hb, db, b.size, count, where, sizeof(where));
         if (worst < 0)
-            report(0, "%-28s %-6s %-8s %s", c->label, c->ph >= 0 ? ghd_utype_name(c->ph) : "-",
+            gpu_report(&tally, 0, "%-28s %-6s %-8s %s", c->label, c->ph >= 0 ? ghd_utype_name(c->ph) : "-",
                    d->params[p].name, where);
         else if (worst == 0)
-            report(1, "%-28s %-6s %-8s exact", c->label, c->ph >= 0 ? ghd_utype_name(c->ph) : "-",
+            gpu_report(&tally, 1, "%-28s %-6s %-8s exact", c->label, c->ph >= 0 ? ghd_utype_name(c->ph) : "-",
                    d->params[p].name);
         else
-            report(1, "%-28s %-6s %-8s max rel err %.2e (tol %.0e)", c->label,
+            gpu_report(&tally, 1, "%-28s %-6s %-8s max rel err %.2e (tol %.0e)", c->label,
                    c->ph >= 0 ? ghd_utype_name(c->ph) : "-", d->params[p].name, worst, c->tol);
         free(hb);
         free(db);
@@ -431,15 +417,15 @@ static void reduction(const char *label, const char *def, int ph, enum dist dist
         return;
     json_t *hv = json_object_get(hres, "value"), *dv = json_object_get(dres, "value");
     if (!hv || !dv || json_is_null(hv) || json_is_null(dv)) {
-        report(0, "%-28s %-6s value missing or not finite", label, ph >= 0 ? ghd_utype_name(ph) : "-");
+        gpu_report(&tally, 0, "%-28s %-6s value missing or not finite", label, ph >= 0 ? ghd_utype_name(ph) : "-");
     } else if (json_is_integer(hv) || json_is_boolean(hv) || tol == 0) {
         int same = json_equal(hv, dv);
-        report(same, "%-28s %-6s value %s", label, ph >= 0 ? ghd_utype_name(ph) : "-",
+        gpu_report(&tally, same, "%-28s %-6s value %s", label, ph >= 0 ? ghd_utype_name(ph) : "-",
                same ? "exact" : "differs");
     } else {
         double x = json_number_value(hv), y = json_number_value(dv);
         int ok = fabs(x - y) <= tol * scale;
-        report(ok, "%-28s %-6s value host %.17g cuda %.17g (tol %.0e of %g)", label,
+        gpu_report(&tally, ok, "%-28s %-6s value host %.17g cuda %.17g (tol %.0e of %g)", label,
                ph >= 0 ? ghd_utype_name(ph) : "-", x, y, tol, scale);
     }
     json_decref(hres);
@@ -510,9 +496,9 @@ int main(void)
     casts();
     raw_and_scalars();
     reductions();
-    printf("%d passed, %d failed\n", passes, failures);
+    printf("%d passed, %d failed\n", tally.passes, tally.failures);
     tk_destroy(&H);
     tk_destroy(&D);
     ghd_ucompiler_free(C);
-    return failures ? 1 : 0;
+    return tally.failures ? 1 : 0;
 }

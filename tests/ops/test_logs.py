@@ -82,13 +82,8 @@ def check_odd_methods(binary):
                 recs = [r for r in json_lines(log) if r.get("request_id") == f"odd-{name}"]
             else:
                 recs = [ln for ln in log.splitlines() if f"id=odd-{name} " in ln]
-            # libmicrohttpd 1.0's RFC 9112 parser refuses a bare CR in the
-            # request line itself (400) before gpuhttpd sees the request, so
-            # that one may have no access line (nor its request id); methods
-            # that reach gpuhttpd have exactly one.
-            want = (0, 1) if name == "cr" else (1,)
-            check(len(recs) in want, f"{len(recs)} {fmt} access lines for the {name} method, "
-                                     f"not {' or '.join(map(str, want))}:\n{log[-3000:]}")
+            check(len(recs) == 1, f"{len(recs)} {fmt} access lines for the {name} method, "
+                                  f"not 1:\n{log[-3000:]}")
             if not recs:
                 continue
             if fmt == "json":

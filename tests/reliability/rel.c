@@ -296,6 +296,36 @@ int rel_send(int fd, const void *buf, size_t len)
     return 0;
 }
 
+long rel_put(const struct rel_server *s, const char *token, const char *id, const void *data,
+             size_t len)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct rel_req rq = {.method = "PUT", .path = path, .token = token,
+                         .ctype = "application/octet-stream", .body = data, .len = len};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    rel_resp_free(&r);
+    return r.status;
+}
+
+int rel_begin_put(unsigned port, const char *id, size_t total, size_t first)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    return rel_begin_upload(port, "PUT", path, total, first);
+}
+
+void rel_exchange(unsigned port, const char *msg, size_t len, char *buf, size_t cap,
+                  long timeout_ms, int *closed)
+{
+    int fd = rel_connect(port);
+    assert_true(fd >= 0);
+    rel_send(fd, msg, len);
+    rel_recv(fd, buf, cap, timeout_ms, closed);
+    close(fd);
+}
+
 int rel_begin_upload(unsigned port, const char *method, const char *path, size_t total,
                      size_t first)
 {

@@ -82,6 +82,17 @@ long rel_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed);
  * socket. Fails the test when the server cannot be reached. */
 int rel_begin_upload(unsigned port, const char *method, const char *path, size_t total,
                      size_t first);
+/* PUTs `len` bytes of octet-stream to buffer `id` (token may be NULL);
+ * returns the status. */
+long rel_put(const struct rel_server *s, const char *token, const char *id, const void *data,
+             size_t len);
+/* On a connection of its own: sends `len` raw bytes of `msg`, reads the
+ * answer into buf as rel_recv does (up to timeout_ms, *closed when the server
+ * closed), and closes. */
+void rel_exchange(unsigned port, const char *msg, size_t len, char *buf, size_t cap,
+                  long timeout_ms, int *closed);
+/* rel_begin_upload of a PUT to buffer `id`. */
+int rel_begin_put(unsigned port, const char *id, size_t total, size_t first);
 /* Waits up to timeout_ms for EOF or reset; 1 if the server closed it. */
 int rel_wait_closed(int fd, long timeout_ms);
 /* The status code of the first response in buf, or 0. */

@@ -64,18 +64,6 @@ static void recovered(struct fixture *f, size_t baseline)
     f->served++;
 }
 
-static long put(struct rel_server *s, const char *id, const void *data, size_t len)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                         .body = data, .len = len};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    rel_resp_free(&r);
-    return r.status;
-}
-
 static void delete_id(struct rel_server *s, const char *id)
 {
     char path[128];
@@ -203,28 +191,13 @@ static void test_staging_fail_nth(void **state)
     assert_int_equal(r.status, 503);
     rel_resp_free(&r);
     recovered(f, base);
-    assert_int_equal(put(&f->s, id, data, sizeof(data)), 200);
+    assert_int_equal(rel_put(&f->s, NULL, id, data, sizeof(data)), 200);
     delete_id(&f->s, id);
     recovered(f, 0);
 }
 
 /* Stalled uploads hold all four chunks; the next waits --staging-timeout-ms
  * and gets 503; when they finish, it goes through. */
-static int stalled_put(unsigned port, const char *id, size_t total, size_t first)
-{
-    int fd = rel_connect(port);
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                     "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                     id, total);
-    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
-    char *z = calloc(1, first + 1);
-    assert_int_equal(rel_send(fd, z, first), 0);
-    free(z);
-    return fd;
-}
-
 static void test_staging_ring_exhausted(void **state)
 {
     struct fixture *f = *state;
@@ -235,7 +208,7 @@ static void test_staging_ring_exhausted(void **state)
     size_t base = rel_pool_in_use(&f->s);
     int fds[MAXS], stalled = 0;
     while (stalled < MAXS && rel_staging_busy(&f->s) < 4) {
-        fds[stalled] = stalled_put(f->s.port, ids[stalled], 1 << 20, 3 * CHUNK);
+        fds[stalled] = rel_begin_put(f->s.port, ids[stalled], 1 << 20, 3 * CHUNK);
         stalled++;
         rel_sleep_ms(150);
     }
@@ -243,7 +216,7 @@ static void test_staging_ring_exhausted(void **state)
     f->faults++;
     static char data[1 << 20];
     long t0 = rel_now_ms();
-    assert_int_equal(put(&f->s, ids[MAXS], data, sizeof(data)), 503);
+    assert_int_equal(rel_put(&f->s, NULL, ids[MAXS], data, sizeof(data)), 503);
     assert_true(rel_now_ms() - t0 >= 400); /* it waited --staging-timeout-ms */
     /* Finish the stalled uploads. */
     size_t left = (1 << 20) - 3 * CHUNK;
@@ -258,7 +231,7 @@ static void test_staging_ring_exhausted(void **state)
         assert_int_equal(rel_status_of(buf), 200);
         close(fds[i]);
     }
-    assert_int_equal(put(&f->s, ids[MAXS], data, sizeof(data)), 200);
+    assert_int_equal(rel_put(&f->s, NULL, ids[MAXS], data, sizeof(data)), 200);
     recovered(f, base);
     for (int i = 0; i <= MAXS; i++)
         delete_id(&f->s, ids[i]);
@@ -343,7 +316,7 @@ static void test_upload_disconnects(void **state)
     /* The buffer still takes a whole upload and gives it back. */
     for (size_t i = 0; i < size; i++)
         body[i] = (char)(i * 3);
-    assert_int_equal(put(&f->s, id, body, size), 200);
+    assert_int_equal(rel_put(&f->s, NULL, id, body, size), 200);
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     struct rel_resp r;
@@ -633,7 +606,7 @@ static void test_thousand_idle_connections(void **state)
     char id[64];
     assert_int_equal(rel_create(&f->s, NULL, 1 << 20, id, sizeof(id)), 201);
     static char data[1 << 20];
-    assert_int_equal(put(&f->s, id, data, sizeof(data)), 200);
+    assert_int_equal(rel_put(&f->s, NULL, id, data, sizeof(data)), 200);
     delete_id(&f->s, id);
     for (int i = 0; i < N; i++)
         close(fds[i]);

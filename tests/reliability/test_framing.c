@@ -30,15 +30,6 @@ static int setup(void **state)
 
 /* Sends `msg` on a fresh connection; reads what comes back for up to
  * timeout_ms or until the server closes. */
-static void exchange(struct rel_server *s, const char *msg, size_t len, char *buf, size_t cap,
-                     long timeout_ms, int *closed)
-{
-    int fd = rel_connect(s->port);
-    rel_send(fd, msg, len);
-    rel_recv(fd, buf, cap, timeout_ms, closed);
-    close(fd);
-}
-
 /* Exactly one response (nothing after the body its Content-Length frames),
  * of status `want`, problem+json, and then the close. */
 static void expect_one_problem(const char *what, const char *buf, int closed, int want)
@@ -94,7 +85,7 @@ static void test_smuggling_refused(void **state)
                          smuggled);
         char buf[8192];
         int closed;
-        exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         expect_one_problem(heads[i], buf, closed, 400);
         expect_buffer_alive(s, id);
     }
@@ -103,7 +94,7 @@ static void test_smuggling_refused(void **state)
     int n = snprintf(msg, sizeof(msg), "GET /healthz HTTP/1.1\r\nHost: x\r\n: v\r\n%s", smuggled);
     char buf[8192];
     int closed;
-    exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
     expect_one_problem("empty header name", buf, closed, 400);
     expect_buffer_alive(s, id);
     if (!rel_wait_rest(s, rel_pool_in_use(s), 5000))
@@ -125,7 +116,7 @@ static void test_bad_content_length_one_problem(void **state)
                          values[i]);
         char buf[8192];
         int closed;
-        exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         char what[64];
         snprintf(what, sizeof(what), "Content-Length '%s'", values[i]);
         expect_one_problem(what, buf, closed, 400);
@@ -152,19 +143,12 @@ static void test_transfer_codings(void **state)
                          id, codings[i]);
         char buf[8192];
         int closed;
-        exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         /* 501 only where chunked is final (once) after a coding we lack. */
         int want = strcmp(codings[i], "gzip, chunked") == 0 ? 501 : 400;
         expect_one_problem(codings[i], buf, closed, want);
-        struct rel_req rq = {.method = "PUT", .ctype = "application/octet-stream",
-                             .body = "0123456789abcdef", .len = 16};
-        char path[128];
-        snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-        rq.path = path;
-        struct rel_resp r;
-        rel_do(s, &rq, &r);
-        assert_int_equal(r.status, 200); /* the writer flag is free */
-        rel_resp_free(&r);
+        /* the writer flag is free */
+        assert_int_equal(rel_put(s, NULL, id, "0123456789abcdef", 16), 200);
     }
     /* Plain chunked still works. */
     char msg[512];
@@ -175,7 +159,7 @@ static void test_transfer_codings(void **state)
                      id);
     char buf[8192];
     int closed;
-    exchange(s, msg, (size_t)n, buf, sizeof(buf), 1000, &closed);
+    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 1000, &closed);
     assert_int_equal(rel_status_of(buf), 200);
 }
 
@@ -202,7 +186,7 @@ static void test_short_content_length(void **state)
     n += snprintf(msg + n, sizeof(msg) - (size_t)n, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     char buf[8192];
     int closed;
-    exchange(s, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
     if (rel_status_of(buf) != 200)
         fail_msg("the upload itself: %.400s", buf);
     /* The rest is answered with a problem, or the connection simply closes. */
@@ -230,7 +214,7 @@ static void test_library_refusals_are_problems(void **state)
     n += (size_t)snprintf(msg + n, cap - n, " HTTP/1.1\r\nHost: x\r\n\r\n");
     char buf[16384];
     int closed;
-    exchange(s, msg, n, buf, sizeof(buf), 3000, &closed);
+    rel_exchange(s->port, msg, n, buf, sizeof(buf), 3000, &closed);
     int st = rel_status_of(buf);
     if (st != 431 && st != 414)
         fail_msg("1500 query parameters: got %d: %.300s", st, buf);
@@ -240,14 +224,14 @@ static void test_library_refusals_are_problems(void **state)
     for (int i = 0; i < 2000; i++)
         n += (size_t)snprintf(msg + n, cap - n, "X-H%d: %d\r\n", i, i);
     n += (size_t)snprintf(msg + n, cap - n, "\r\n");
-    exchange(s, msg, n, buf, sizeof(buf), 3000, &closed);
+    rel_exchange(s->port, msg, n, buf, sizeof(buf), 3000, &closed);
     expect_one_problem("2000 headers", buf, closed, 431);
 
     n = (size_t)snprintf(msg, cap, "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n");
-    exchange(s, msg, n, buf, sizeof(buf), 2000, &closed);
+    rel_exchange(s->port, msg, n, buf, sizeof(buf), 2000, &closed);
     expect_one_problem("HTTP/2.0", buf, closed, 505);
     n = (size_t)snprintf(msg, cap, "GET /healthz HTTP/1.1\nHost: x\n\n");
-    exchange(s, msg, n, buf, sizeof(buf), 2000, &closed);
+    rel_exchange(s->port, msg, n, buf, sizeof(buf), 2000, &closed);
     expect_one_problem("bare LF", buf, closed, 400);
     free(msg);
 }
@@ -268,7 +252,7 @@ static void test_host_and_authorization_once(void **state)
     for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
         char buf[8192];
         int closed;
-        exchange(s, msgs[i], strlen(msgs[i]), buf, sizeof(buf), 2000, &closed);
+        rel_exchange(s->port, msgs[i], strlen(msgs[i]), buf, sizeof(buf), 2000, &closed);
         expect_one_problem(msgs[i], buf, closed, 400);
     }
     /* A JSON body with a key twice (the last won). */
@@ -280,7 +264,7 @@ static void test_host_and_authorization_once(void **state)
                      sizeof(dup) - 1, dup);
     char dbuf[8192];
     int dclosed;
-    exchange(s, msg, (size_t)n, dbuf, sizeof(dbuf), 2000, &dclosed);
+    rel_exchange(s->port, msg, (size_t)n, dbuf, sizeof(dbuf), 2000, &dclosed);
     if (rel_status_of(dbuf) != 400 || !strstr(dbuf, "duplicate"))
         fail_msg("a duplicate JSON key: %.500s", dbuf);
     /* HTTP/1.0 needs no Host; one Host is fine. */
@@ -289,7 +273,7 @@ static void test_host_and_authorization_once(void **state)
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char buf[8192];
         int closed;
-        exchange(s, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
+        rel_exchange(s->port, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
         assert_int_equal(rel_status_of(buf), 200);
     }
 }
@@ -331,15 +315,7 @@ static void test_chunked_over_limit_refused_at_once(void **state)
             fail_msg("%s: no 413 while the body still comes (sent %zu): %.400s",
                      json ? "JSON" : "upload", sent, buf);
         if (!json) { /* the writer flag is free while this client still holds its socket */
-            struct rel_req rq = {.method = "PUT", .ctype = "application/octet-stream",
-                                 .body = "0123456789abcdef", .len = 16};
-            char path[128];
-            snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-            rq.path = path;
-            struct rel_resp r;
-            rel_do(s, &rq, &r);
-            assert_int_equal(r.status, 200);
-            rel_resp_free(&r);
+            assert_int_equal(rel_put(s, NULL, id, "0123456789abcdef", 16), 200);
         }
         close(fd);
     }

@@ -167,19 +167,6 @@ static void test_metrics_token(void **state)
     rel_resp_free(&r);
 }
 
-static long put_bytes(struct rel_server *s, const char *token, const char *id, const void *data,
-                      size_t len)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct rel_req rq = {.method = "PUT", .path = path, .token = token,
-                         .ctype = "application/octet-stream", .body = data, .len = len};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    rel_resp_free(&r);
-    return r.status;
-}
-
 static void test_tenant_buffers_isolated(void **state)
 {
     struct rel_server *s = *state;
@@ -189,7 +176,7 @@ static void test_tenant_buffers_isolated(void **state)
     char data[4096];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (char)(i * 7);
-    assert_int_equal(put_bytes(s, ALICE, a_id, data, sizeof(data)), 200);
+    assert_int_equal(rel_put(s, ALICE, a_id, data, sizeof(data)), 200);
 
     /* Every verb on alice's buffer, as bob: 404, as if it did not exist. */
     const char *suffix[] = {"", "/meta"};
@@ -206,7 +193,7 @@ static void test_tenant_buffers_isolated(void **state)
     }
     char junk[4096];
     memset(junk, 0xee, sizeof(junk));
-    assert_int_equal(put_bytes(s, BOB, a_id, junk, sizeof(junk)), 404);
+    assert_int_equal(rel_put(s, BOB, a_id, junk, sizeof(junk)), 404);
     snprintf(path, sizeof(path), "/v1/buffers/%s", a_id);
     struct rel_resp r;
     assert_int_equal(rel_json(s, "DELETE", path, BOB, NULL, &r), 404);
@@ -334,7 +321,7 @@ static void test_new_buffers_are_zeroed(void **state)
     for (int round = 0; round < 4; round++) {
         char a_id[64], b_id[64], path[160];
         assert_int_equal(rel_create(s, ALICE, size, a_id, sizeof(a_id)), 201);
-        assert_int_equal(put_bytes(s, ALICE, a_id, secret, size), 200);
+        assert_int_equal(rel_put(s, ALICE, a_id, secret, size), 200);
         snprintf(path, sizeof(path), "/v1/buffers/%s", a_id);
         struct rel_resp r;
         assert_int_equal(rel_json(s, "DELETE", path, ALICE, NULL, &r), 204);

@@ -27,14 +27,6 @@ static void start(struct rel_proc *p, const char *const *args, const char *const
         fail_msg("gpuhttpd did not start");
 }
 
-/* Sends the head of a PUT of `total` bytes to buffer `id`, and `first` bytes. */
-static int begin_put(unsigned port, const char *id, size_t total, size_t first)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    return rel_begin_upload(port, "PUT", path, total, first);
-}
-
 static void test_sigterm_lets_upload_finish(void **state)
 {
     (void)state;
@@ -48,7 +40,7 @@ static void test_sigterm_lets_upload_finish(void **state)
     size_t total = 2 << 20;
     assert_int_equal(rel_create(&s, NULL, total, id, sizeof(id)), 201);
 
-    int fd = begin_put(p.port, id, total, 256 << 10);
+    int fd = rel_begin_put(p.port, id, total, 256 << 10);
     rel_sleep_ms(200);
     long t0 = rel_now_ms();
     assert_int_equal(kill(p.pid, SIGTERM), 0);
@@ -96,7 +88,7 @@ static void test_grace_bounds_stalled_client(void **state)
     rel_server_for(&s, &p);
     char id[64];
     assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
-    int fd = begin_put(p.port, id, 1 << 20, 1000); /* and never more */
+    int fd = rel_begin_put(p.port, id, 1 << 20, 1000); /* and never more */
     rel_sleep_ms(200);
     long t0 = rel_now_ms();
     kill(p.pid, SIGTERM);
@@ -191,7 +183,7 @@ static void test_second_signal_stops_now(void **state)
     rel_server_for(&s, &p);
     char id[64];
     assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
-    int fd = begin_put(p.port, id, 1 << 20, 1000);
+    int fd = rel_begin_put(p.port, id, 1 << 20, 1000);
     rel_sleep_ms(200);
     kill(p.pid, SIGTERM);
     rel_sleep_ms(300);
