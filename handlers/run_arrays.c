@@ -1,5 +1,6 @@
 /* Run arguments from buffers' array descriptions (see run_arrays.h). */
 #include "run_arrays.h"
+#include "run_arrays_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,13 +11,7 @@
 #include "base/error.h"
 #include "core/service.h"
 
-struct described {
-    const struct ghd_param *p;
-    struct ghd_array_desc d;
-    uint64_t avail; /* elements after the buffer's offset argument */
-};
-
-static void shape_str(const struct ghd_array_desc *d, char *buf, size_t len)
+void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len)
 {
     size_t n = (size_t)snprintf(buf, len, "%s [", d->dtype);
     for (unsigned i = 0; i < d->ndim && n < len; i++)
@@ -47,70 +42,92 @@ static int if_match_arg(struct ghd_request *req, struct ghd_reply *rep, json_t *
                              where, b->id, name, (unsigned long long)v);
 }
 
+int ghd_ra_describe(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
+                    json_t *if_match, const char *name, int index, const char *where,
+                    struct ghd_described *xs, size_t *count)
+{
+    json_t *id = json_object_get(args, name);
+    struct ghd_buffer *b;
+    if (!json_is_string(id) ||
+        ghd_buffer_find_new(&req->svc->buffers, json_string_value(id), req->tenant, &b) != 0)
+        return 0; /* the call's own check says 422 or 404 */
+    struct ghd_described *x = &xs[*count];
+    memset(x, 0, sizeof(*x));
+    x->name = name;
+    x->index = index;
+    ghd_buffer_desc_get(b, &x->d);
+    int rc = if_match ? if_match_arg(req, rep, if_match, name, b, where) : 0;
+    ghd_buffer_unref(b);
+    if (rc)
+        return rc;
+    char off_key[64];
+    snprintf(off_key, sizeof(off_key), "%s_offset", name);
+    json_t *off = json_object_get(args, off_key);
+    uint64_t elements = 0, offset = json_is_integer(off) && json_integer_value(off) > 0
+                                        ? (uint64_t)json_integer_value(off)
+                                        : 0;
+    if (x->d.dtype[0] && ghd_array_nbytes(&x->d, &elements, NULL) == 0)
+        x->avail = elements > offset ? elements - offset : 0;
+    if (x->d.dtype[0])
+        (*count)++;
+    return 0;
+}
+
 /* The buffers the step names, with their descriptions; checks if_match. */
 static int collect(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
-                   json_t *args, json_t *if_match, const char *where, struct described *out,
+                   json_t *args, json_t *if_match, const char *where, struct ghd_described *out,
                    size_t cap, size_t *count)
 {
     *count = 0;
+    int typed = ghd_kernel_param_bit(k, "dtype") != 0;
     for (size_t i = 0; i < k->nparams && *count < cap; i++) {
         const struct ghd_param *p = &k->params[i];
-        json_t *id = json_object_get(args, p->name);
-        if (p->kind != GHD_PK_BUFFER || !json_is_string(id))
+        size_t before = *count;
+        if (p->kind != GHD_PK_BUFFER)
             continue;
-        struct ghd_buffer *b;
-        if (ghd_buffer_find_new(&req->svc->buffers, json_string_value(id), req->tenant, &b) != 0)
-            continue; /* the call's own check says 404 */
-        struct described *x = &out[*count];
-        x->p = p;
-        ghd_buffer_desc_get(b, &x->d);
-        int rc = if_match ? if_match_arg(req, rep, if_match, p->name, b, where) : 0;
-        ghd_buffer_unref(b);
+        int rc = ghd_ra_describe(req, rep, args, if_match, p->name, (int)i, where, out, count);
         if (rc)
             return rc;
-        char off_key[64];
-        snprintf(off_key, sizeof(off_key), "%s_offset", p->name);
-        json_t *off = json_object_get(args, off_key);
-        uint64_t elements = 0, offset = json_is_integer(off) && json_integer_value(off) > 0
-                                            ? (uint64_t)json_integer_value(off)
-                                            : 0;
-        if (x->d.dtype[0] && ghd_array_nbytes(&x->d, &elements, NULL) == 0)
-            x->avail = elements > offset ? elements - offset : 0;
-        if (x->d.dtype[0])
-            (*count)++;
+        if (*count == before)
+            continue;
+        struct ghd_described *x = &out[before];
+        enum ghd_dtype t;
+        if (typed && p->elem == GHD_ELEM_DTYPE && ghd_dtype_parse(x->d.dtype, &t) == 0)
+            snprintf(x->type_key, sizeof(x->type_key), "dtype");
+        x->counts_n = p->count == GHD_COUNT_N;
     }
     return 0;
 }
 
-static int contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
-                         const char *arg, const char *given, const struct described *x,
+int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                         const char *arg, const char *given, const struct ghd_described *x,
                          const char *implies)
 {
     char s[256];
-    shape_str(&x->d, s, sizeof(s));
+    ghd_ra_shape_str(&x->d, s, sizeof(s));
     return ghd_reply_problem(rep, req, GHD_EUNPROC,
                              "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
                              "leave %s out, or say \"reinterpret\": true to mean it",
-                             where, arg, given, x->p->name, s, implies, arg);
+                             where, arg, given, x->name, s, implies, arg);
 }
 
 /* gemm: op(A) is m x k, op(B) k x n, C m x n. */
 static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
-                     const struct described *xs, size_t nx, int reinterpret, const char *where)
+                     const struct ghd_described *xs, size_t nx, int reinterpret, const char *where)
 {
     static const char *const dims[3] = {"m", "n", "k"};
     int ta = json_is_true(json_object_get(args, "trans_a"));
     int tb = json_is_true(json_object_get(args, "trans_b"));
     for (int d = 0; d < 3; d++) {
         json_t *given = json_object_get(args, dims[d]);
-        const struct described *from = NULL;
+        const struct ghd_described *from = NULL;
         uint64_t value = 0;
         for (size_t i = 0; i < nx; i++) {
-            const struct described *x = &xs[i];
+            const struct ghd_described *x = &xs[i];
             if (x->d.ndim != 2)
                 continue;
             uint64_t r = x->d.shape[0], c = x->d.shape[1], v;
-            char which = x->p->name[0];
+            char which = x->name[0];
             if (which == 'a' && d != 1)
                 v = (d == 0) == !ta ? r : c; /* m: rows of op(A); k: its columns */
             else if (which == 'b' && d != 0)
@@ -125,10 +142,10 @@ static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *arg
                 (uint64_t)json_integer_value(given) != v) {
                 char g[32];
                 snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(given));
-                return contradiction(req, rep, where, dims[d], g, x, implies);
+                return ghd_ra_contradiction(req, rep, where, dims[d], g, x, implies);
             }
             if (from && value != v && !given)
-                return contradiction(req, rep, where, dims[d], "(from the shapes)", x, implies);
+                return ghd_ra_contradiction(req, rep, where, dims[d], "(from the shapes)", x, implies);
             if (!from) {
                 from = x;
                 value = v;
@@ -137,6 +154,56 @@ static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *arg
         if (from && !given)
             json_object_set_new(args, dims[d], json_integer((json_int_t)value));
     }
+    return 0;
+}
+
+int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                     json_t *args, const char *key, const struct ghd_described *xs, size_t nx,
+                     int reinterpret)
+{
+    json_t *given = json_object_get(args, key);
+    const struct ghd_described *first = NULL;
+    for (size_t i = 0; i < nx; i++) {
+        const struct ghd_described *x = &xs[i];
+        if (strcmp(x->type_key, key) != 0)
+            continue;
+        char implies[48];
+        snprintf(implies, sizeof(implies), "%s %s", key, x->d.dtype);
+        if (json_is_string(given) && !reinterpret &&
+            strcmp(json_string_value(given), x->d.dtype) != 0)
+            return ghd_ra_contradiction(req, rep, where, key, json_string_value(given), x,
+                                        implies);
+        if (!given && first && strcmp(first->d.dtype, x->d.dtype) != 0)
+            return ghd_ra_contradiction(req, rep, where, key, first->d.dtype, x, implies);
+        if (!first)
+            first = x;
+    }
+    if (first && !given)
+        json_object_set_new(args, key, json_string(first->d.dtype));
+    return 0;
+}
+
+int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                  json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret)
+{
+    json_t *n = json_object_get(args, "n");
+    const struct ghd_described *least = NULL;
+    for (size_t i = 0; i < nx; i++) {
+        const struct ghd_described *x = &xs[i];
+        if (!x->counts_n)
+            continue;
+        if (json_is_integer(n) && !reinterpret && (uint64_t)json_integer_value(n) > x->avail) {
+            char g[32], implies[64];
+            snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(n));
+            snprintf(implies, sizeof(implies), "at most %llu elements",
+                     (unsigned long long)x->avail);
+            return ghd_ra_contradiction(req, rep, where, "n", g, x, implies);
+        }
+        if (!least || x->avail < least->avail)
+            least = x;
+    }
+    if (least && !n)
+        json_object_set_new(args, "n", json_integer((json_int_t)least->avail));
     return 0;
 }
 
@@ -153,56 +220,20 @@ int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "%s'if_match' must map buffer arguments to entity tags", where);
     int reinterpret = json_is_true(reinterpret_v);
-    struct described xs[GHD_KARG_BUFFERS];
+    if (k->user)
+        return ghd_ra_user(req, rep, k->user, args, if_match, reinterpret, where);
+    struct ghd_described xs[GHD_KARG_BUFFERS];
     size_t nx = 0;
     int rc = collect(req, rep, k, args, if_match, where, xs, GHD_KARG_BUFFERS, &nx);
     if (rc || nx == 0)
         return rc;
     /* dtype: every described buffer typed by it must agree with it. */
-    json_t *dtype = json_object_get(args, "dtype");
-    if (ghd_kernel_param_bit(k, "dtype")) {
-        const struct described *first = NULL;
-        for (size_t i = 0; i < nx; i++) {
-            const struct described *x = &xs[i];
-            enum ghd_dtype t;
-            if (x->p->elem != GHD_ELEM_DTYPE || ghd_dtype_parse(x->d.dtype, &t) != 0)
-                continue;
-            char implies[32];
-            snprintf(implies, sizeof(implies), "dtype %s", x->d.dtype);
-            if (json_is_string(dtype) && !reinterpret &&
-                strcmp(json_string_value(dtype), x->d.dtype) != 0)
-                return contradiction(req, rep, where, "dtype", json_string_value(dtype), x,
-                                     implies);
-            if (!dtype && first && strcmp(first->d.dtype, x->d.dtype) != 0)
-                return contradiction(req, rep, where, "dtype", first->d.dtype, x, implies);
-            if (!first)
-                first = x;
-        }
-        if (first && !dtype)
-            json_object_set_new(args, "dtype", json_string(first->d.dtype));
-    }
+    if ((rc = ghd_ra_fill_type(req, rep, where, args, "dtype", xs, nx, reinterpret)) != 0)
+        return rc;
     if (strcmp(k->name, "gemm") == 0)
         return gemm_dims(req, rep, args, xs, nx, reinterpret, where);
     /* n: the elements the n-counted buffers hold (the fewest). */
-    json_t *n = json_object_get(args, "n");
     if (!ghd_kernel_param_bit(k, "n"))
         return 0;
-    const struct described *least = NULL;
-    for (size_t i = 0; i < nx; i++) {
-        const struct described *x = &xs[i];
-        if (x->p->count != GHD_COUNT_N)
-            continue;
-        if (json_is_integer(n) && !reinterpret && (uint64_t)json_integer_value(n) > x->avail) {
-            char g[32], implies[64];
-            snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(n));
-            snprintf(implies, sizeof(implies), "at most %llu elements",
-                     (unsigned long long)x->avail);
-            return contradiction(req, rep, where, "n", g, x, implies);
-        }
-        if (!least || x->avail < least->avail)
-            least = x;
-    }
-    if (least && !n)
-        json_object_set_new(args, "n", json_integer((json_int_t)least->avail));
-    return 0;
+    return ghd_ra_fill_n(req, rep, where, args, xs, nx, reinterpret);
 }

@@ -104,8 +104,9 @@ static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind
         int t;
         if (!v)
             return ghd_kdetail(detail, dlen, GHD_EINVAL,
-                        "missing required parameter '%s' (the type bound to placeholder %s)",
-                        key, key);
+                        "missing required parameter '%s' (the type bound to placeholder %s; "
+                        "a buffer argument of type %s with a dtype binds it)",
+                        key, key, key);
         if (!json_is_string(v) ||
             (t = ghd_utype_parse(json_string_value(v), strlen(json_string_value(v)))) ==
                 GHD_UT_NONE)
@@ -222,7 +223,9 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
     }
     json_t *nv = json_object_get(args, "n");
     if (!nv) {
-        rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "missing required parameter 'n' for kernel %s",
+        rc = ghd_kdetail(detail, detail_len, GHD_EINVAL,
+                  "missing required parameter 'n' for kernel %s (a buffer argument with a "
+                  "dtype and shape gives it)",
                   d->name);
         goto out;
     }

@@ -645,6 +645,137 @@ static void test_runs_use_descriptions(void **state)
         harness_buffer_delete(&H, ids[i]);
 }
 
+static void define_kernel(const char *json)
+{
+    struct harness_resp r;
+    harness_simple(&H, "POST", "/v1/kernels", "application/json", json, strlen(json), &r);
+    if (r.status != 201)
+        fail_msg("POST /v1/kernels %s: %ld: %.300s", json, r.status, r.body ? r.body : "");
+    harness_resp_free(&r);
+}
+
+static void delete_kernel(const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/kernels/%s", name);
+    struct harness_resp r;
+    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 204);
+    harness_resp_free(&r);
+}
+
+static double run_value(const char *fmt, const char *id)
+{
+    char json[256];
+    snprintf(json, sizeof(json), fmt, id);
+    json_t *doc;
+    assert_int_equal(run(json, &doc), 200);
+    double v = json_number_value(json_object_get(json_object_get(doc, "result"), "value"));
+    json_decref(doc);
+    return v;
+}
+
+/* The n a run answers with. */
+static json_int_t run_n(const char *json)
+{
+    json_t *doc;
+    assert_int_equal(run(json, &doc), 200);
+    json_int_t n = json_integer_value(json_object_get(json_object_get(doc, "result"), "n"));
+    json_decref(doc);
+    return n;
+}
+
+static void new_described(const char *dtype, unsigned count, char id[33])
+{
+    char json[96];
+    snprintf(json, sizeof(json), "{\"dtype\": \"%s\", \"shape\": [%u]}", dtype, count);
+    json_t *doc = create_json(json, 201);
+    id_of(doc, id);
+    json_decref(doc);
+}
+
+/* User (expression) kernels bind their placeholder types and n from the
+ * descriptions as built-ins bind dtype and n; contradictions are 422s
+ * naming both; a declared type that the buffer's dtype is not, too;
+ * if_match applies to their buffer arguments. */
+static void test_user_kernels_use_descriptions(void **state)
+{
+    (void)state;
+    define_kernel("{\"name\": \"addT\", \"in\": \"T x, T y\", \"out\": \"T z\","
+                  " \"body\": \"z = x + y * 2\"}");
+    define_kernel("{\"name\": \"twice64\", \"in\": \"f64 x\", \"out\": \"f64 y\","
+                  " \"body\": \"y = x * 2\"}");
+    define_kernel("{\"name\": \"sumsqT\", \"kind\": \"reduction\", \"in\": \"T x\","
+                  " \"out\": \"f64 r\", \"map\": \"x * x\", \"reduce\": \"a + b\","
+                  " \"identity\": \"0\"}");
+    define_kernel("{\"name\": \"nbrT\", \"in\": \"raw T w = 0, T x\", \"out\": \"T y\","
+                  " \"body\": \"y = x + w[i + 1]\"}");
+    char x[33], y[33], z[33], yi[33], w[33], big[33];
+    new_described("f32", 1000, x);
+    new_described("f32", 1000, y);
+    new_described("f32", 1000, z);
+    new_described("i32", 1000, yi);
+    new_described("f32", 10, w);
+    new_described("f32", 4000, big);
+    expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}", x);
+    expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 2}}", y);
+    /* T = f32 and n = 1000 from x, y, z */
+    char json[512];
+    snprintf(json, sizeof(json),
+             "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\"}}", x, y,
+             z);
+    assert_int_equal(run_n(json), 1000);
+    assert_true(run_value("{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\"}}", z) == 5000.0);
+    /* n: the fewest elements after the offsets; a smaller n is a part */
+    snprintf(json, sizeof(json),
+             "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
+             " \"x_offset\": 900}}", x, y, z);
+    assert_int_equal(run_n(json), 100);
+    expect_run(200, NULL,
+               "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
+               " \"n\": 10}}", x, y, z);
+    expect_run(422, "n 2000 contradicts buffer argument x (f32 [1000])",
+               "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
+               " \"n\": 2000}}", x, y, z);
+    /* T: an explicit contradiction, buffers that disagree, a reinterpretation */
+    expect_run(422, "T f64 contradicts buffer argument x (f32 [1000]), which implies T f32",
+               "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
+               " \"T\": \"f64\"}}", x, y, z);
+    expect_run(422, "T f32 contradicts buffer argument y (i32 [1000])",
+               "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\"}}", x,
+               yi, z);
+    expect_run(200, NULL,
+               "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
+               " \"T\": \"f64\", \"n\": 500}, \"reinterpret\": true}", x, y, z);
+    /* A declared type: f64 x given float32 data */
+    expect_run(422, "buffer argument x (f32 [1000]) is not f64, the type kernel twice64 declares",
+               "{\"kernel\": \"twice64\", \"args\": {\"x\": \"%s\", \"y\": \"%s\"}}", x, z);
+    /* A reduction: n from the input (its output holds one element) */
+    harness_buffer_delete(&H, x);
+    new_described("f32", 1000, x);
+    expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 3}}", x);
+    assert_true(run_value("{\"kernel\": \"sumsqT\", \"args\": {\"x\": \"%s\"}}", x) == 9000.0);
+    /* A raw input binds T but does not bound n: x has 4000 elements, w 10 */
+    snprintf(json, sizeof(json),
+             "{\"kernel\": \"nbrT\", \"args\": {\"w\": \"%s\", \"x\": \"%s\", \"y\": \"%s\"}}", w,
+             big, big);
+    assert_int_equal(run_n(json), 4000);
+    /* if_match on a user kernel's buffer argument */
+    uint64_t v = version_of(z);
+    expect_run(412, "argument z",
+               "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\"},"
+               " \"if_match\": {\"z\": \"\\\"v%llu\\\"\"}}",
+               x, y, z, (unsigned long long)v - 1);
+    assert_int_equal(version_of(z), v);
+    const char *ids[] = {x, y, z, yi, w, big};
+    for (size_t i = 0; i < 6; i++)
+        harness_buffer_delete(&H, ids[i]);
+    delete_kernel("addT");
+    delete_kernel("twice64");
+    delete_kernel("sumsqT");
+    delete_kernel("nbrT");
+}
+
 int main(void)
 {
     harness_suite_bind(&H, NULL);
@@ -657,6 +788,7 @@ int main(void)
         cmocka_unit_test_teardown(test_versions_and_conditions, harness_teardown_idle),
         cmocka_unit_test_teardown(test_two_clients_conflict, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_use_descriptions, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_user_kernels_use_descriptions, harness_teardown_idle),
     };
     return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
 }

@@ -278,8 +278,28 @@ def test_user_kernel_as_callable(client):
                            body="z = a * (x - y) * (x - y)")
     try:
         with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(100) as z:
-            sqdiff(x=x, y=y, a=np.float32(2), z=z, n=100)  # user kernels: n not derived yet
+            assert sqdiff(x=x, y=y, a=np.float32(2), z=z)["n"] == 100  # n from the handles
             np.testing.assert_allclose(z.get(), 2 * (xa - ya) ** 2)
             assert client.kernel("sum")(x=z)["value"] == pytest.approx(float(np.sum(2 * (xa - ya) ** 2)))
     finally:
         client._request("DELETE", "/v1/kernels/py_sqdiff", ok=(204,))
+
+
+def test_user_kernel_placeholders_from_handles(client):
+    """A placeholder type (T) is bound from the handles' dtype, as n is; a
+    handle of another dtype is refused naming both."""
+    add = client.define("py_addT", in_="T x, T y", out="T z", body="z = x + y * 2")
+    try:
+        for dt in (np.float64, np.int16):
+            xa = np.arange(50, dtype=dt)
+            ya = np.full(50, 3, dt)
+            with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(50, dt) as z:
+                add(x=x, y=y, z=z)
+                np.testing.assert_array_equal(z.get(), xa + ya * 2)
+        with client.asarray(np.zeros(8, np.float64)) as x, client.zeros(8) as y, \
+                client.zeros(8, np.float64) as z:
+            with pytest.raises(gpuhttpd.InvalidArgument) as err:
+                add(x=x, y=y, z=z)
+            assert "T f64 contradicts buffer argument y (f32 [8])" in err.value.detail
+    finally:
+        client._request("DELETE", "/v1/kernels/py_addT", ok=(204,))

@@ -1,0 +1,56 @@
+#ifndef GHD_HANDLERS_RUN_ARRAYS_IMPL_H
+#define GHD_HANDLERS_RUN_ARRAYS_IMPL_H
+
+/* What run_arrays.c (built-in kernels) and run_arrays_user.c (user kernels)
+ * share: the described buffer arguments of a step and the rules that fill
+ * an omitted type or n from them, or refuse an explicit one they contradict. */
+#include <jansson.h>
+
+#include "core/npy.h"
+#include "http/request.h"
+
+struct ghd_described {
+    const char *name;   /* the buffer argument */
+    int index;          /* its parameter in the kernel's own table */
+    char type_key[8];   /* the argument that names its element type ("dtype",
+                         * a placeholder "T"), "" when none does */
+    int counts_n;       /* holds n elements (so it bounds n) */
+    struct ghd_array_desc d;
+    uint64_t avail;     /* elements after the buffer's offset argument */
+};
+
+/* Argument `name` (parameter `index`) when it names a described buffer:
+ * appended to xs[*count]. Checks the step's if_match for it (412). An
+ * argument that is not a buffer id, or no buffer, is left to the call's
+ * own checks. */
+int ghd_ra_describe(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
+                    json_t *if_match, const char *name, int index, const char *where,
+                    struct ghd_described *xs, size_t *count);
+
+/* 422: "<arg> <given> contradicts buffer argument <x> (<dtype> [<shape>]),
+ * which implies <implies>". */
+int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                         const char *arg, const char *given, const struct ghd_described *x,
+                         const char *implies);
+
+/* "f32 [2, 3]" */
+void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len);
+
+/* The type argument `key`: every described buffer typed by it must agree
+ * with it (unless reinterpret) and, when it is omitted, with each other;
+ * then it is set from them. */
+int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                     json_t *args, const char *key, const struct ghd_described *xs, size_t nx,
+                     int reinterpret);
+
+/* n: at most the elements of every buffer that counts n (unless
+ * reinterpret); when omitted, the fewest of them. */
+int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                  json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret);
+
+/* Run arguments of a user kernel from the descriptions (run_arrays_user.c). */
+struct ghd_ukernel;
+int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_ukernel *k,
+                json_t *args, json_t *if_match, int reinterpret, const char *where);
+
+#endif
