@@ -1,8 +1,7 @@
-/* Downloads (GET, HEAD): bodies of 32 MiB or more are copied by DMA straight
- * into libmicrohttpd's page-locked response buffer; smaller ones go through a
- * pinned staging chunk, the next window prefetched into a second one while the
- * first is sent. A body that http.c sends on the socket itself is sent
- * straight from those chunks (download_window). */
+/* Downloads (GET, HEAD): the handler finds the buffer, the range and the
+ * media type, answers conditional requests and HEAD, and streams the body
+ * from the transfer engine (core/transfer.h, the download source), after the
+ * .npy header when one was asked for. */
 #include "handlers.h"
 
 #include <stdlib.h>
@@ -11,157 +10,33 @@
 #include "buffer_json.h"
 #include "buffer_npy.h"
 #include "conditional.h"
-#include "device/hostreg.h"
 #include "base/error.h"
-#include "core/metrics.h"
 #include "http/range.h"
 #include "transfer.h"
 
 struct download {
     struct ghd_transfer *t;
-    struct ghd_service *svc;
-    int direct;       /* large download: try DMA into the HTTP layer's buffer */
-    char *reg_buf;    /* that buffer, once page-locked */
-    size_t reg_len;
-    void *reg_base;   /* what to unlock */
     size_t prefix_len; /* .npy: the header sent before the bytes */
     char prefix[GHD_NPY_FORMAT_MAX];
 };
 
-/* Downloads at least this large copy straight into the HTTP layer's buffer. */
-#define GHD_DIRECT_DOWNLOAD_MIN ((uint64_t)32 << 20)
-
-/* Copies the next piece straight from the device into `buf`, which the HTTP
- * layer owns and sends from: no staging ring, no memcpy. Returns the count,
- * 0 when `buf` is not page-locked (the caller stages), or a GHD_E* code. */
-static ssize_t download_direct(struct download *d, uint64_t pos, char *buf, size_t max)
-{
-    struct ghd_transfer *t = d->t;
-    struct ghd_device *dev = &t->rt->dev;
-    if (!d->reg_buf) {
-        if (ghd_hostreg_pages(dev, buf, max, &d->reg_base) != 0) {
-            d->direct = 0;
-            return 0;
-        }
-        d->reg_buf = buf;
-        d->reg_len = max;
-    }
-    if (buf != d->reg_buf || max > d->reg_len)
-        return 0;
-    size_t n = t->length - pos < max ? (size_t)(t->length - pos) : max;
-    int rc = dev->ops->copy_d2h(dev, buf, (char *)t->buf->d_ptr + t->offset + pos, n, t->stream);
-    if (rc == 0)
-        rc = dev->ops->stream_sync(dev, t->stream);
-    if (rc)
-        return rc;
-    t->sent += n;
-    return (ssize_t)n;
-}
-
-static void download_buffers_done(void *ctx)
-{
-    struct download *d = ctx;
-    if (d->reg_base)
-        ghd_hostreg_release(&d->t->rt->dev, d->reg_base);
-    d->reg_base = NULL;
-    d->reg_buf = NULL;
-    d->direct = 0;
-}
-
-/* Downloads move in windows of at most this size, each sent soon after its
- * DMA wrote it while the next one is fetched. On the socket path whole 8 MiB
- * chunks prefetched a chunk ahead ran slower than the direct path; 2 MiB
- * windows narrowed the gap (tests/bench/RESULTS.md, runs 7 and 8), and with a
- * client that no longer reads a cold pattern the two paths measure the same
- * (run 17): the kernel's send path, not the device copy, limits one connection. */
-#define GHD_DOWNLOAD_WINDOW ((size_t)2 << 20)
-
-static size_t window_size(const struct ghd_transfer *t)
-{
-    size_t chunk = t->chunk[0]->size;
-    return chunk < GHD_DOWNLOAD_WINDOW ? chunk : GHD_DOWNLOAD_WINDOW;
-}
-
-/* Queues window `w` (relative to t->offset) into chunk w % nchunks. */
-static int fetch_window(struct ghd_transfer *t, int64_t w)
-{
-    size_t size = window_size(t);
-    if ((uint64_t)w * size >= t->length)
-        return 0;
-    int slot = (int)(w % t->nchunks);
-    struct ghd_staging_chunk *c = t->chunk[slot];
-    if (t->window[slot] == w)
-        return 0;
-    if (c->pending) { /* the slot still holds an earlier window in flight */
-        int rc = ghd_transfer_chunk_ready(t, c);
-        if (rc)
-            return rc;
-    }
-    struct ghd_device *dev = &t->rt->dev;
-    uint64_t start = (uint64_t)w * size;
-    size_t n = t->length - start < size ? (size_t)(t->length - start) : size;
-    int rc = dev->ops->copy_d2h(dev, c->h_ptr, (char *)t->buf->d_ptr + t->offset + start, n,
-                                t->stream);
-    if (rc == 0)
-        rc = dev->ops->event_record(dev, c->done, t->stream);
-    if (rc)
-        return rc;
-    c->pending = 1;
-    t->window[slot] = w;
-    return 0;
-}
-
-/* The staged bytes from `pos` on, in the pinned chunk holding them; the next
- * window is prefetched into the second chunk while these are sent. */
-static ssize_t staged_window(struct ghd_transfer *t, uint64_t pos, const char **data)
-{
-    size_t window = window_size(t);
-    int64_t w = (int64_t)(pos / window);
-    ghd_transfer_take_second_chunk(t);
-    int rc = fetch_window(t, w);
-    if (rc == 0 && t->nchunks == 2) /* prefetch the next window while this one is sent */
-        rc = fetch_window(t, w + 1);
-    struct ghd_staging_chunk *c = t->chunk[w % t->nchunks];
-    if (rc == 0)
-        rc = ghd_transfer_chunk_ready(t, c);
-    if (rc)
-        return rc;
-    size_t in_window = (size_t)(pos % window);
-    size_t avail = window - in_window;
-    if (avail > t->length - pos)
-        avail = (size_t)(t->length - pos);
-    *data = (const char *)c->h_ptr + in_window;
-    return (ssize_t)avail;
-}
-
 static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     struct download *d = ctx;
-    struct ghd_transfer *t = d->t;
-    if (d->direct) {
-        ssize_t n = download_direct(d, pos, buf, max);
-        if (n != 0)
-            return n;
-    }
-    const char *data = NULL;
-    ssize_t avail = staged_window(t, pos, &data);
-    if (avail < 0)
-        return avail;
-    if ((size_t)avail > max)
-        avail = (ssize_t)max;
-    memcpy(buf, data, (size_t)avail);
-    t->sent += (uint64_t)avail;
-    return avail;
+    return ghd_source_read(d->t, pos, buf, max);
 }
 
 /* For an HTTP layer that sends from the socket itself: the pinned chunk. */
 static ssize_t download_window(void *ctx, uint64_t pos, const char **data)
 {
     struct download *d = ctx;
-    ssize_t avail = staged_window(d->t, pos, data);
-    if (avail > 0)
-        d->t->sent += (uint64_t)avail;
-    return avail;
+    return ghd_source_window(d->t, pos, data);
+}
+
+static void download_buffers_done(void *ctx)
+{
+    struct download *d = ctx;
+    ghd_source_release_buf(d->t);
 }
 
 /* .npy: the header, then the bytes as above (positions shifted past it). */
@@ -187,8 +62,7 @@ static ssize_t npy_window(void *ctx, uint64_t pos, const char **data)
 static void download_free(void *ctx)
 {
     struct download *d = ctx;
-    ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, d->t->sent, ghd_metrics_now() - d->t->started);
-    ghd_transfer_free(d->t, d->svc);
+    ghd_transfer_free(d->t);
     free(d);
 }
 
@@ -248,27 +122,16 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
         ghd_buffer_unref(b);
         return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
     }
-    d->svc = req->svc;
     memcpy(d->prefix, prefix, prefix_len);
     d->prefix_len = prefix_len;
-    rc = ghd_transfer_new(req, rep, b, &d->t);
+    char detail[256] = "";
+    rc = ghd_source_open(b, first, len, req->request_id, &d->t, detail, sizeof(detail));
     if (rc) {
-        ghd_buffer_unref(b);
         free(d);
-        return rc;
+        return ghd_transfer_reply_problem(req, rep, rc, detail);
     }
-    d->t->offset = first;
-    d->t->length = len;
-    rc = ghd_transfer_take_chunk(d->t, req, rep);
-    if (rc) {
-        download_free(d);
-        return rc;
-    }
-    d->direct = req->svc->cfg.direct_copy && len >= GHD_DIRECT_DOWNLOAD_MIN;
     rc = ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
-                          prefix_len + len,
-                          d->t->chunk[0]->size < ((size_t)4 << 20) ? d->t->chunk[0]->size
-                                                                   : (size_t)4 << 20,
+                          prefix_len + len, ghd_source_block(d->t),
                           npy ? npy_read : download_read, d, download_free);
     rep->reader_buffers_done = download_buffers_done;
     rep->window = npy ? npy_window : download_window;

@@ -158,7 +158,7 @@ static void npy_cleanup(struct ghd_request *req)
     struct npy_upload *u = req->state;
     if (!u)
         return;
-    ghd_transfer_free(u->t, req->svc);
+    ghd_transfer_free(u->t);
     if (u->target)
         ghd_buffer_unref(u->target);
     free(u);

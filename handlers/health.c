@@ -17,7 +17,7 @@ int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep)
         ghd_reply_header(rep, "Retry-After", "1");
         return ghd_reply_problem(rep, req, GHD_EUNAVAIL, "the service is starting or stopping");
     }
-    if (rt->dev.ops->health(&rt->dev) != 0) {
+    if (ghd_runtime_health(rt) != 0) {
         return ghd_reply_problem(rep, req, GHD_EUNAVAIL, "device %d is not usable: %s",
                                  rt->dev.ordinal, rt->dev.last_error);
     }

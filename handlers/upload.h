@@ -5,7 +5,7 @@
 
 #include "core/buffer.h"
 #include "http/request.h"
-#include "transfer.h"
+#include "core/transfer.h"
 
 /* The upload path (buffer_upload.c), shared by raw bodies and .npy bodies
  * (buffer_npy.c), which differ only in what precedes the bytes. */

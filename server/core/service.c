@@ -26,6 +26,9 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->staging_small_chunk = cfg->staging_small_chunk;
     rc->staging_small_chunks = cfg->staging_small_chunks;
     rc->sync_spin_us = cfg->sync_spin_us;
+    rc->staging_timeout_ms = cfg->staging_timeout_ms;
+    rc->staging_hold_s = cfg->staging_hold_s;
+    rc->direct_copy = (int)cfg->direct_copy;
 }
 
 static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)

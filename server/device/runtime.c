@@ -69,6 +69,9 @@ int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cf
     if (rc)
         return rc;
     rt->dev.sync_spin_ns = (long)cfg->sync_spin_us * 1000;
+    rt->staging_timeout_ms = cfg->staging_timeout_ms;
+    rt->staging_hold_s = cfg->staging_hold_s;
+    rt->direct_copy = cfg->direct_copy;
     struct ghd_pool_config pool_cfg = cfg->pool;
     if (cfg->pool_limit_percent)
         pool_cfg.limit = rt->dev.total_memory / 100 * cfg->pool_limit_percent;
@@ -139,4 +142,15 @@ unsigned ghd_runtime_staging_busy(struct ghd_runtime *rt)
     ghd_staging_get_stats(&rt->staging, &main_ring);
     ghd_staging_get_stats(&rt->staging_small, &small_ring);
     return main_ring.busy + small_ring.busy;
+}
+
+struct ghd_staging *ghd_runtime_staging_for(struct ghd_runtime *rt, uint64_t length)
+{
+    struct ghd_staging *small = &rt->staging_small;
+    return small->chunks && length <= small->stats.chunk_size ? small : &rt->staging;
+}
+
+int ghd_runtime_health(struct ghd_runtime *rt)
+{
+    return rt->dev.ops->health(&rt->dev);
 }

@@ -21,6 +21,9 @@ struct ghd_runtime_config {
     size_t staging_small_chunk;
     unsigned staging_small_chunks; /* 0: small transfers use the main ring too */
     unsigned sync_spin_us; /* see ghd_device.sync_spin_ns */
+    unsigned staging_timeout_ms; /* see ghd_runtime.staging_timeout_ms */
+    unsigned staging_hold_s;
+    int direct_copy;
 };
 
 /* Idle backend handles (streams or events), reused across requests. */
@@ -39,6 +42,13 @@ struct ghd_runtime {
     struct ghd_staging staging_small;
     struct ghd_idle_list streams;
     struct ghd_idle_list events;
+    /* How transfers use the rings, set at start (server/core/transfer.h):
+     * how long one waits for a free chunk before it gives up, how long an
+     * upload may hold chunks (0 = no bound), and whether large pieces are
+     * copied by DMA straight from or to page-locked network buffers. */
+    unsigned staging_timeout_ms;
+    unsigned staging_hold_s;
+    int direct_copy;
 };
 
 /* Opens the device and allocates the pool's first slab and the staging rings. */
@@ -47,6 +57,12 @@ void ghd_runtime_destroy(struct ghd_runtime *rt);
 
 /* Staging chunks held by transfers now, in both rings. */
 unsigned ghd_runtime_staging_busy(struct ghd_runtime *rt);
+/* The ring a transfer of `length` bytes takes its chunks from: the small
+ * one when the transfer fits one of its chunks, else the main one. */
+struct ghd_staging *ghd_runtime_staging_for(struct ghd_runtime *rt, uint64_t length);
+/* Whether the device still answers: 0, or a GHD_E* code (dev.last_error
+ * says why). */
+int ghd_runtime_health(struct ghd_runtime *rt);
 
 /* A stream for one request's work; created only when none is idle. */
 int ghd_runtime_stream_acquire(struct ghd_runtime *rt, struct ghd_stream **out);

@@ -1,0 +1,124 @@
+/* What uploads and downloads share: the transfer's stream, staging chunks and
+ * buffer reference, and their release once the device work has completed. */
+#include "transfer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "metrics.h"
+#include "transfer_ring.h"
+
+int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
+                              char *detail, size_t detail_len)
+{
+    snprintf(detail, detail_len, "%s: %s", what, t->rt->dev.last_error);
+    return rc;
+}
+
+int ghd_transfer_new(struct ghd_buffer *b, const char *request_id, struct ghd_transfer **out,
+                     char *detail, size_t detail_len)
+{
+    struct ghd_transfer *t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(detail, detail_len, "out of host memory");
+        return GHD_ENOHOSTMEM;
+    }
+    t->buf = b;
+    t->rt = b->rt;
+    t->request_id = request_id;
+    t->window[0] = t->window[1] = -1;
+    t->started_at = ghd_metrics_now();
+    int rc = ghd_runtime_stream_acquire(t->rt, &t->stream);
+    if (rc) {
+        ghd_transfer_device_error(t, rc, "cannot create a device stream", detail, detail_len);
+        goto fail;
+    }
+    rc = ghd_buffer_order(b, t->stream);
+    if (rc) {
+        ghd_transfer_device_error(t, rc, "cannot order the transfer on the device", detail,
+                                  detail_len);
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    ghd_runtime_stream_release(t->rt, t->stream);
+    free(t);
+    return rc;
+}
+
+/* Takes one staging chunk, GHD_ETIMEDOUT when the ring stays busy for the
+ * runtime's staging timeout. A second chunk, which lets a copy overlap the
+ * network, is taken later and only if one is free (take_second_chunk). */
+int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_len)
+{
+    unsigned timeout = t->rt->staging_timeout_ms;
+    t->staging = ghd_runtime_staging_for(t->rt, t->length);
+    int rc = ghd_staging_acquire(t->staging, timeout, &t->chunk[0]);
+    if (rc) {
+        snprintf(detail, detail_len, "all %u staging chunks stayed busy for %u ms; retry later",
+                 t->staging->stats.chunks, timeout);
+        return rc;
+    }
+    t->nchunks = 1;
+    t->chunk_since = ghd_metrics_now();
+    return 0;
+}
+
+/* Double-buffers a transfer longer than one chunk when a chunk is free now;
+ * without one it goes on with a single chunk, just without the overlap. */
+void ghd_transfer_take_second_chunk(struct ghd_transfer *t)
+{
+    if (t->nchunks == 1 && t->length > t->chunk[0]->size &&
+        ghd_staging_acquire(t->staging, 0, &t->chunk[1]) == 0)
+        t->nchunks = 2;
+}
+
+void ghd_transfer_release_chunks(struct ghd_transfer *t)
+{
+    struct ghd_device *dev = &t->rt->dev;
+    if (dev->ops->stream_sync(dev, t->stream) != 0)
+        ghd_log(GHD_LOG_ERROR, "transfer: stream sync failed: %s", dev->last_error);
+    for (int i = 0; i < 2; i++) {
+        if (t->chunk[i])
+            t->chunk[i]->pending = 0; /* the stream is idle */
+        if (t->staging)
+            ghd_staging_release(t->staging, t->chunk[i]);
+        t->chunk[i] = NULL;
+    }
+    t->nchunks = 0;
+    t->cur = 0;
+}
+
+int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c)
+{
+    if (!c->pending)
+        return 0;
+    c->pending = 0;
+    return t->rt->dev.ops->event_sync(&t->rt->dev, c->done);
+}
+
+/* Waits for the device work of this transfer, then gives everything back. */
+void ghd_transfer_free(struct ghd_transfer *t)
+{
+    if (!t)
+        return;
+    if (t->dir == GHD_TRANSFER_DOWNLOAD) /* an upload is counted when it completes */
+        ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, t->sent, ghd_metrics_now() - t->started_at);
+    ghd_transfer_release_chunks(t);
+    if (t->dir == GHD_TRANSFER_DOWNLOAD)
+        ghd_source_release_buf(t);
+    free(t->slow_buf);
+    ghd_runtime_stream_release(t->rt, t->stream);
+    if (t->writer) {
+        if (t->started) /* a write cut short moved bytes too: a new version */
+            ghd_buffer_bump(t->buf);
+        atomic_store(&t->buf->writing, 0);
+    }
+    if (t->created && !t->completed)
+        ghd_buffer_discard(t->created, t->buf);
+    ghd_buffer_unref(t->buf);
+    free(t);
+}

@@ -1,0 +1,116 @@
+#ifndef GHD_CORE_TRANSFER_H
+#define GHD_CORE_TRANSFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "buffer.h"
+#include "metrics.h"
+#include "npy.h"
+
+/* The transfer engine: moves a buffer's bytes between host memory that the
+ * network side fills or drains and the device, through the runtime's pinned
+ * staging ring, or by DMA straight to host memory the caller owns when that
+ * memory can be page-locked. It queues the device copies, records their
+ * events, flips the chunks' state and page-locks memory; its callers (the
+ * HTTP handlers) parse extents and reply, and never touch the device.
+ *
+ * An upload is a sink: ghd_sink_open, ghd_sink_start, then the body through
+ * ghd_sink_write or ghd_sink_reserve + ghd_sink_commit, then ghd_sink_flush
+ * and ghd_sink_complete. A download is a source: ghd_source_open, then
+ * ghd_source_read or ghd_source_window. Both end with ghd_transfer_free.
+ *
+ * Every call that can fail returns 0 or a negative GHD_E* code and writes a
+ * one-line detail (for a problem's `detail`) to detail[detail_len]. A
+ * GHD_ETIMEDOUT or GHD_ELIMIT from taking a staging chunk means "retry
+ * later". Which staging ring a transfer uses, how long it waits for a chunk
+ * and whether direct copies are tried are properties of the runtime
+ * (device/runtime.h), set at start from the configuration. */
+
+struct ghd_transfer {
+    enum ghd_transfer_dir dir;
+    struct ghd_buffer *buf;
+    struct ghd_runtime *rt;
+    struct ghd_stream *stream;
+    struct ghd_staging *staging; /* the ring chunk[] come from */
+    struct ghd_staging_chunk *chunk[2];
+    uint64_t offset;   /* first byte of the buffer this transfer touches */
+    uint64_t length;   /* bytes the transfer may move */
+    uint64_t received; /* upload: body bytes taken so far */
+    uint64_t flushed;  /* upload: bytes handed to the device */
+    size_t fill;       /* upload: bytes waiting in chunk[cur] */
+    int cur;
+    int nchunks;   /* staging chunks held: 1, or 2 to overlap copies and the network */
+    int writer;    /* holds the buffer's single-writer flag */
+    int started;   /* upload: the write began (the version moved), see ghd_sink_start */
+    struct ghd_buffer_table *created; /* upload into a new buffer: dropped on failure */
+    int completed; /* the upload completed (ghd_sink_complete) */
+    int64_t window[2]; /* download: window index held by each chunk, -1 = none */
+    uint64_t sent;     /* download: bytes handed to the network */
+    double started_at;  /* ghd_metrics_now() at the start, for the throughput metric */
+    double chunk_since; /* upload: when its chunks were taken */
+    char *slow_buf;     /* upload: too slow to hold chunks, its pieces go through here */
+    const char *request_id; /* for log lines; the caller's, outlives the transfer */
+    int direct;       /* download: try DMA into the caller's buffer */
+    char *reg_buf;    /* that buffer, once page-locked */
+    size_t reg_len;
+    void *reg_base;   /* what to unlock */
+};
+
+/* --- the upload sink -------------------------------------------------- */
+
+/* Opens an upload into `b` (stealing the reference) and claims the buffer's
+ * single writer (GHD_EBUSY while another upload holds it). `created`: the
+ * table of a buffer made for this upload, which is dropped from it unless
+ * the upload completes; NULL for an existing buffer. On failure everything
+ * is released. */
+int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created, const char *request_id,
+                  struct ghd_transfer **out, char *detail, size_t detail_len);
+/* The write begins at buffer byte `offset` and may take `length` bytes: the
+ * version moves now and again when the writer lets go (a write cut short
+ * moved bytes too). Before this, freeing the transfer leaves the version. */
+void ghd_sink_start(struct ghd_transfer *t, uint64_t offset, uint64_t length);
+/* Body bytes, given (write) or received in place (reserve names pinned
+ * memory for the next bytes, commit says that `n` of them landed there). A
+ * body longer than `length` is GHD_ETOOBIG. */
+int ghd_sink_write(struct ghd_transfer *t, const char *data, size_t len, char *detail,
+                   size_t detail_len);
+int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, char *detail,
+                     size_t detail_len);
+int ghd_sink_commit(struct ghd_transfer *t, size_t n, char *detail, size_t detail_len);
+/* Queues what is still staged and waits until every byte is on the device. */
+int ghd_sink_flush(struct ghd_transfer *t, char *detail, size_t detail_len);
+/* The upload succeeded: records `desc` (NULL: keep) with the bytes, moves
+ * the version, lets the writer go and counts the transfer in the metrics.
+ * A new buffer is then the caller's to publish. */
+void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc);
+
+/* --- the download source ---------------------------------------------- */
+
+/* Opens a download of `length` bytes of `b` from `offset` (stealing the
+ * reference) and takes its first staging chunk. */
+int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
+                    const char *request_id, struct ghd_transfer **out, char *detail,
+                    size_t detail_len);
+/* The size of the pieces the reader prefers. */
+size_t ghd_source_block(const struct ghd_transfer *t);
+/* Copies the bytes from download position `pos` on into `buf` (at most
+ * `max`): by DMA when `buf` can be page-locked and the download is large,
+ * else from a staging chunk. Returns the count or a GHD_E* code. `buf` is
+ * expected to be the same memory on every call (see ghd_source_release_buf). */
+ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t max);
+/* Points `*data` at the bytes from `pos` on in a pinned staging chunk
+ * (valid until the next call). Returns the count or a GHD_E* code. */
+ssize_t ghd_source_window(struct ghd_transfer *t, uint64_t pos, const char **data);
+/* The caller is about to free the memory it passed to ghd_source_read. */
+void ghd_source_release_buf(struct ghd_transfer *t);
+
+/* --- both ------------------------------------------------------------- */
+
+/* Waits for the transfer's device work, then gives everything back; drops a
+ * buffer created by an upload that did not complete. A download is counted
+ * in the metrics here. NULL is a no-op. */
+void ghd_transfer_free(struct ghd_transfer *t);
+
+#endif

@@ -1,0 +1,27 @@
+#ifndef GHD_CORE_TRANSFER_RING_H
+#define GHD_CORE_TRANSFER_RING_H
+
+#include "transfer.h"
+
+/* How a transfer holds staging chunks; private to the transfer engine
+ * (transfer.c, transfer_upload.c, transfer_download.c). */
+
+/* A new transfer of buffer `b` with a stream from its runtime, ordered
+ * after the buffer's zeroing. Steals the reference on success only. */
+int ghd_transfer_new(struct ghd_buffer *b, const char *request_id, struct ghd_transfer **out,
+                     char *detail, size_t detail_len);
+/* Takes one staging chunk from the runtime's ring for t->length, waiting up
+ * to the runtime's staging timeout (GHD_ETIMEDOUT when the ring stays busy). */
+int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_len);
+/* Takes a second chunk, for overlap, only if one is free now. */
+void ghd_transfer_take_second_chunk(struct ghd_transfer *t);
+/* Waits for the transfer's device work, then gives its staging chunks back
+ * (the transfer may take new ones later). */
+void ghd_transfer_release_chunks(struct ghd_transfer *t);
+/* Waits for the copy last queued on chunk `c`, if any. */
+int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c);
+/* Writes "what: <the device's last error>" to detail and returns rc. */
+int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
+                              char *detail, size_t detail_len);
+
+#endif
