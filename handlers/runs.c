@@ -61,11 +61,7 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
                                  detail);
     /* A run that will write a buffer moves its version now, at submission:
      * conditional writes after this one see it, and runs keep their order. */
-    struct ghd_buffer **bufs;
-    size_t nb = ghd_kernel_call_buffers(out->call, &bufs);
-    for (size_t i = 0; i < nb; i++)
-        if (ghd_kernel_call_writes(out->call, bufs[i]))
-            ghd_buffer_bump(bufs[i]);
+    ghd_run_step_bump_writes(out); /* and again when it ends (run_queue.c) */
     return 0;
 }
 

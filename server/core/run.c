@@ -44,6 +44,23 @@ void ghd_run_release_calls(struct ghd_run *run)
     }
 }
 
+void ghd_run_step_bump_writes(const struct ghd_run_step *step)
+{
+    if (!step->call)
+        return;
+    struct ghd_buffer **bufs;
+    size_t nb = ghd_kernel_call_buffers(step->call, &bufs);
+    for (size_t i = 0; i < nb; i++)
+        if (ghd_kernel_call_writes(step->call, bufs[i]))
+            ghd_buffer_bump(bufs[i]);
+}
+
+void ghd_run_writes_done(struct ghd_run *run)
+{
+    for (unsigned i = 0; i < run->step_count; i++)
+        ghd_run_step_bump_writes(&run->steps[i]);
+}
+
 void ghd_run_unref(struct ghd_run *run)
 {
     if (!run || atomic_fetch_sub(&run->refs, 1) != 1)

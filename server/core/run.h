@@ -54,6 +54,15 @@ void ghd_run_unref(struct ghd_run *run);
 const char *ghd_run_status_name(enum ghd_run_status s);
 /* Drops the steps' kernel calls and with them their buffer references. */
 void ghd_run_release_calls(struct ghd_run *run);
+/* A run has ended: moves the version of every buffer it wrote (or may
+ * have: a failed or canceled run too) once more. Submission moved it first
+ * (handlers/runs.c), so a tag taken while the run was writing names no
+ * finished state and is stale once it ends (If-Match 412, If-None-Match
+ * 200). Call before waiters are woken, while the calls are held. */
+void ghd_run_writes_done(struct ghd_run *run);
+/* Moves the version of every buffer the step's call writes (submission:
+ * handlers/runs.c; the end: ghd_run_writes_done). */
+void ghd_run_step_bump_writes(const struct ghd_run_step *step);
 /* Runs the steps in order on `stream`, timing each between ev[0] and ev[1];
  * sets run->error (0 or a GHD_E* code) and, on failure, run->error_detail. */
 void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],

@@ -140,6 +140,7 @@ static void wake_idle_locked(struct ghd_run_queue *q, int all)
  * and, since a queued run may have waited for it, the idle workers. */
 static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
+    ghd_run_writes_done(run); /* before anyone hears it ended */
     ghd_run_release_calls(run); /* buffers are free to go now */
     run->finished_ms = now_ms();
     ghd_metrics_run_ended(run);

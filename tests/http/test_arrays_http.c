@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -776,6 +777,93 @@ static void test_user_kernels_use_descriptions(void **state)
     delete_kernel("nbrT");
 }
 
+/* GET /v1/runs/{id}: its status, copied into st. */
+static const char *run_status(const char *id, char st[16])
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/runs/%s", id);
+    struct harness_resp r;
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    json_t *doc = harness_body_json(&r);
+    snprintf(st, 16, "%s", json_string_value(json_object_get(doc, "status")));
+    json_decref(doc);
+    harness_resp_free(&r);
+    return st;
+}
+
+/* The ETag of a buffer that a run is writing names no finished state: the
+ * version moves at submission (so conditional writes against the old one
+ * fail at once) and again when the run's write completes (so a tag taken
+ * mid-run is stale afterwards: If-Match 412, If-None-Match no 304). The
+ * "during" tag counts only if the run was still queued or running after it
+ * was taken; else the attempt is repeated with a longer run (16 gemm steps,
+ * their sides doubled), never a timing assertion. */
+static void test_run_write_moves_version_at_end(void **state)
+{
+    (void)state;
+    int cuda = strcmp(harness_backend(), "cuda") == 0;
+    unsigned side = cuda ? 4096 : 96;
+    for (int attempt = 0; attempt < 4; attempt++, side *= 2) {
+        char ids[3][33], json[4096], st[16], tag[48], hdr[96], shape[96];
+        const char *a = ids[0], *b = ids[1], *c = ids[2];
+        snprintf(shape, sizeof(shape), "{\"dtype\": \"f32\", \"shape\": [%u, %u]}", side, side);
+        for (int i = 0; i < 3; i++) {
+            json_t *doc = create_json(shape, 201);
+            id_of(doc, ids[i]);
+            json_decref(doc);
+        }
+        size_t len = (size_t)snprintf(json, sizeof(json), "{\"wait\": false, \"steps\": [");
+        for (int i = 0; i < 16; i++)
+            len += (size_t)snprintf(json + len, sizeof(json) - len,
+                                    "%s{\"kernel\": \"gemm\", \"args\": {\"a\": \"%s\", \"b\": "
+                                    "\"%s\", \"c\": \"%s\"}}",
+                                    i ? ", " : "", a, b, c);
+        snprintf(json + len, sizeof(json) - len, "]}");
+        uint64_t before = version_of(c);
+        json_t *doc;
+        assert_int_equal(run(json, &doc), 202);
+        char run_id[40];
+        snprintf(run_id, sizeof(run_id), "%s", json_string_value(json_object_get(doc, "id")));
+        json_decref(doc);
+        uint64_t during = version_of(c);
+        int in_flight = strcmp(run_status(run_id, st), "queued") == 0 ||
+                        strcmp(st, "running") == 0;
+        assert_true(during > before); /* submission moved it */
+        snprintf(tag, sizeof(tag), "\"v%llu\"", (unsigned long long)before);
+        char one[4] = {0};
+        assert_int_equal(put_if(c, tag, one, sizeof(one)), 412);
+        for (int i = 0; i < 60000 && (strcmp(run_status(run_id, st), "queued") == 0 ||
+                                      strcmp(st, "running") == 0); i++) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        assert_string_equal(st, "succeeded");
+        uint64_t after = version_of(c);
+        if (in_flight) {
+            if (after <= during)
+                fail_msg("a run's write ended but c is still at v%llu, the version taken "
+                         "while it ran", (unsigned long long)during);
+            snprintf(tag, sizeof(tag), "\"v%llu\"", (unsigned long long)during);
+            assert_int_equal(put_if(c, tag, one, sizeof(one)), 412);
+            char path[96];
+            snprintf(path, sizeof(path), "/v1/buffers/%s", c);
+            snprintf(hdr, sizeof(hdr), "If-None-Match: %s", tag);
+            struct harness_resp r;
+            get_with(path, hdr, NULL, &r);
+            assert_int_equal(r.status, 200);
+            harness_resp_free(&r);
+            snprintf(tag, sizeof(tag), "\"v%llu\"", (unsigned long long)after);
+            assert_int_equal(put_if(c, tag, one, sizeof(one)), 200);
+        }
+        for (int i = 0; i < 3; i++)
+            harness_buffer_delete(&H, ids[i]);
+        if (in_flight)
+            return;
+    }
+    fail_msg("no run outlasted two requests, even 16 gemms of side %u", side / 2);
+}
+
 int main(void)
 {
     harness_suite_bind(&H, NULL);
@@ -789,6 +877,7 @@ int main(void)
         cmocka_unit_test_teardown(test_two_clients_conflict, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_use_descriptions, harness_teardown_idle),
         cmocka_unit_test_teardown(test_user_kernels_use_descriptions, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_run_write_moves_version_at_end, harness_teardown_idle),
     };
     return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
 }
