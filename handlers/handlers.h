@@ -3,7 +3,10 @@
 
 #include "http/router.h"
 
-/* Every handler the router's table names, one resource per file. */
+/* Every handler the route table names, one resource per file. */
+
+/* routes.c: the table itself, for ghd_http_start. */
+extern const struct ghd_routes ghd_routes;
 
 /* health.c */
 int ghd_handle_healthz(struct ghd_request *req, struct ghd_reply *rep);

@@ -12,6 +12,7 @@
 #include "core/auth.h"
 #include "core/config.h"
 #include "base/error.h"
+#include "handlers/handlers.h"
 #include "http/http.h"
 #include "http/listen.h"
 #include "base/log.h"
@@ -183,7 +184,7 @@ int main(int argc, char **argv)
         return 1;
     }
     struct ghd_http *http;
-    rc = ghd_http_start_on(&svc, listen_fd, port, &http, why, sizeof(why));
+    rc = ghd_http_start_on(&svc, &ghd_routes, listen_fd, port, &http, why, sizeof(why));
     if (rc) {
         close(listen_fd);
         cannot_start(format, why);

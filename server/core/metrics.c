@@ -11,7 +11,6 @@
 #include "device/nvml.h"
 #include "base/error.h"
 #include "base/process_stats.h"
-#include "http/router.h"
 #include "run_queue.h"
 #include "service.h"
 
@@ -103,21 +102,31 @@ double ghd_metrics_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The index of a route template in the router's table; the unmatched slot
- * for anything else. The table is static, so usually the pointer matches. */
-static unsigned route_index(const char *route, const struct ghd_route **table_out,
-                            size_t *count_out)
+/* The route templates requests are labelled with (ghd_metrics_set_routes);
+ * set before the first request, read by every recorder. */
+static const char *route_labels[MAX_ROUTES];
+static atomic_size_t route_label_count;
+
+void ghd_metrics_set_routes(const char *const *templates, size_t count)
 {
-    size_t n;
-    const struct ghd_route *table = ghd_router_table(&n);
-    if (n > MAX_ROUTES)
-        n = MAX_ROUTES;
-    *table_out = table;
+    if (count > MAX_ROUTES)
+        count = MAX_ROUTES;
+    for (size_t i = 0; i < count; i++)
+        route_labels[i] = templates[i];
+    atomic_store_explicit(&route_label_count, count, memory_order_release);
+}
+
+/* The index of a route template among the labels; the unmatched slot for
+ * anything else. The templates are the router's, so usually the pointer
+ * matches. */
+static unsigned route_index(const char *route, size_t *count_out)
+{
+    size_t n = atomic_load_explicit(&route_label_count, memory_order_acquire);
     *count_out = n;
     if (!route)
         return MAX_ROUTES;
     for (size_t i = 0; i < n; i++)
-        if (table[i].pattern == route || strcmp(table[i].pattern, route) == 0)
+        if (route_labels[i] == route || strcmp(route_labels[i], route) == 0)
             return (unsigned)i;
     return MAX_ROUTES;
 }
@@ -133,9 +142,8 @@ static unsigned method_index(const char *method)
 void ghd_metrics_request(const char *route, const char *method, int status, double seconds,
                          uint64_t bytes_in, uint64_t bytes_out)
 {
-    const struct ghd_route *table;
     size_t n;
-    unsigned r = route_index(route, &table, &n);
+    unsigned r = route_index(route, &n);
     /* The counters last: whoever sees them move sees the rest moved too. */
     add(&route_requests[r], 1);
     add(&route_bytes_in[r], bytes_in);
@@ -328,16 +336,15 @@ static void put_histogram(struct text *t, const char *name, const char *labels,
         (unsigned long long)cumulative);
 }
 
-static const char *route_name(const struct ghd_route *table, size_t n, unsigned r)
+static const char *route_name(size_t n, unsigned r)
 {
-    return r < n ? table[r].pattern : "(unmatched)";
+    return r < n ? route_labels[r] : "(unmatched)";
 }
 
 static void render_requests(struct text *t)
 {
     size_t n;
-    const struct ghd_route *table;
-    route_index(NULL, &table, &n);
+    route_index(NULL, &n);
     family(t, "gpuhttpd_http_requests_total", "counter",
            "HTTP requests answered, by route template, method and status code.");
     for (unsigned i = 0; i < REQUEST_SLOTS; i++) {
@@ -347,7 +354,7 @@ static void render_requests(struct text *t)
         key--;
         unsigned r = key >> 13, m = (key >> 10) & 7, code = key & 1023;
         put(t, "gpuhttpd_http_requests_total{route=\"");
-        put_label_value(t, route_name(table, n, r));
+        put_label_value(t, route_name(n, r));
         put(t, "\",method=\"%s\",code=\"%u\"} %llu\n", method_names[m], code,
             (unsigned long long)atomic_load_explicit(&request_slots[i].count,
                                                      memory_order_acquire));
@@ -368,7 +375,7 @@ static void render_requests(struct text *t)
         unsigned r = key >> 13, m = (key >> 10) & 7, code = key & 1023;
         struct text label = {0};
         put(&label, "route=\"");
-        put_label_value(&label, route_name(table, n, r));
+        put_label_value(&label, route_name(n, r));
         put(&label, "\",method=\"%s\",code=\"%u\"", method_names[m], code);
         if (label.failed) {
             t->failed = 1;
@@ -388,7 +395,7 @@ static void render_requests(struct text *t)
             if ((r >= n && r != MAX_ROUTES) || get(&route_requests[r]) == 0)
                 continue;
             put(t, "%s{route=\"", names[dir]);
-            put_label_value(t, route_name(table, n, r));
+            put_label_value(t, route_name(n, r));
             put(t, "\"} %llu\n",
                 (unsigned long long)get(dir ? &route_bytes_out[r] : &route_bytes_in[r]));
         }

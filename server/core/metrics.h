@@ -20,8 +20,13 @@ enum ghd_transfer_dir { GHD_TRANSFER_UPLOAD, GHD_TRANSFER_DOWNLOAD };
 /* Seconds on a monotonic clock, for measuring what the recorders take. */
 double ghd_metrics_now(void);
 
+/* The route templates requests are labelled with, set at start by the HTTP
+ * layer from its route table (static strings: they are kept, not copied);
+ * at most 63, the rest count as "(unmatched)". */
+void ghd_metrics_set_routes(const char *const *templates, size_t count);
+
 /* One request, once it is done: the matched route template (NULL or any
- * string that is not a route of ghd_router_table() counts as "(unmatched)"),
+ * string that is not one of ghd_metrics_set_routes' counts as "(unmatched)"),
  * the method, the status sent (499: the client left first), the time from
  * its first byte to its completion, and the body bytes read and sent. */
 void ghd_metrics_request(const char *route, const char *method, int status, double seconds,

@@ -31,6 +31,7 @@
 struct ghd_http {
     struct MHD_Daemon *daemon;
     struct ghd_service *svc;
+    const struct ghd_routes *routes;
     unsigned port;
     atomic_uint in_flight; /* requests between their headers and their completion */
     atomic_int draining;   /* quiesced: replies say Connection: close */
@@ -239,16 +240,6 @@ static int plan_body(struct http_request *hr)
                              npy ? " or application/x-npy" : "", ctype ? ctype : "(none)");
 }
 
-/* Paths anyone may call, tokens or not: probes, the contract, its docs and
- * the problem type pages. */
-static int path_is_public(const char *path)
-{
-    return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 ||
-           strcmp(path, "/openapi.yaml") == 0 || strcmp(path, "/openapi.json") == 0 ||
-           strcmp(path, "/docs") == 0 || strncmp(path, "/docs/", 6) == 0 ||
-           strcmp(path, "/") == 0 || strncmp(path, "/problems/", 10) == 0;
-}
-
 static int deny(struct http_request *hr, const char *authorization)
 {
     /* RFC 6750 section 3: error="invalid_token" only when a token was sent. */
@@ -260,17 +251,19 @@ static int deny(struct http_request *hr, const char *authorization)
                                            : "this resource needs 'Authorization: Bearer <token>'");
 }
 
-/* Default deny: with tokens configured every path but the public ones, also
- * an unknown one, needs a tenant's token; /metrics needs --metrics-token when
- * that is set. The token itself is never logged. */
-static int authorize(struct http_request *hr, const char *path)
+/* Default deny: with tokens configured every route but the public ones, and
+ * an unknown path, needs a tenant's token; the metrics route needs
+ * --metrics-token when that is set. `route` is the path's route (any method),
+ * or NULL. The token itself is never logged. */
+static int authorize(struct http_request *hr, const struct ghd_route *route)
 {
     struct ghd_request *req = &hr->req;
     struct ghd_auth *auth = req->svc->auth;
-    if (path_is_public(path))
+    enum ghd_route_access access = route ? route->access : GHD_ACCESS_TENANT;
+    if (access == GHD_ACCESS_PUBLIC)
         return 0;
     const char *authorization = ghd_request_header(req, "Authorization");
-    if (strcmp(path, "/metrics") == 0) {
+    if (access == GHD_ACCESS_METRICS) {
         if (!ghd_auth_metrics_guarded(auth) || ghd_auth_check_metrics(auth, authorization) == 0)
             return 0;
         return deny(hr, authorization);
@@ -294,8 +287,9 @@ static int start_request(struct http_request *hr, const char *method, const char
         req->has_body = 1; /* the reply then closes the connection */
         return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "%s", ambiguity);
     }
-    int rc = ghd_router_match(method, url, req, &hr->route, allow, sizeof(allow));
-    if (authorize(hr, url) != 0) {
+    const struct ghd_route *route = NULL;
+    int rc = ghd_router_match(hr->http->routes, method, url, req, &route, allow, sizeof(allow));
+    if (authorize(hr, route) != 0) {
         parse_content_length(req); /* a body then closes the connection, unread */
         return GHD_EUNAUTH;
     }
@@ -309,6 +303,7 @@ static int start_request(struct http_request *hr, const char *method, const char
         return ghd_reply_problem(&hr->rep, req, rc, "%s is not allowed here; allowed: %s", method,
                                  allow);
     }
+    hr->route = route;
     rc = parse_content_length(req);
     if (rc)
         return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
@@ -868,24 +863,41 @@ static int setup_tls(struct ghd_http *http, const struct ghd_config *cfg, unsign
     return 0;
 }
 
-int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, size_t why_len)
+int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
+                   struct ghd_http **out, char *why, size_t why_len)
 {
     int fd;
     unsigned port;
     int rc = ghd_listen_open(svc->cfg.bind, svc->cfg.port, &fd, &port, why, why_len);
-    if (rc == 0 && (rc = ghd_http_start_on(svc, fd, port, out, why, why_len)) != 0)
+    if (rc == 0 && (rc = ghd_http_start_on(svc, routes, fd, port, out, why, why_len)) != 0)
         close(fd);
     return rc;
 }
 
-int ghd_http_start_on(struct ghd_service *svc, int listen_fd, unsigned port,
-                      struct ghd_http **out, char *why, size_t why_len)
+/* The metrics count requests by the routes' templates. */
+static int label_metrics(const struct ghd_routes *routes)
+{
+    const char **labels = calloc(routes->count ? routes->count : 1, sizeof(*labels));
+    if (!labels)
+        return GHD_ENOHOSTMEM;
+    for (size_t i = 0; i < routes->count; i++)
+        labels[i] = routes->table[i].pattern;
+    ghd_metrics_set_routes(labels, routes->count);
+    free(labels);
+    return 0;
+}
+
+int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
+                      unsigned port, struct ghd_http **out, char *why, size_t why_len)
 {
     const struct ghd_config *cfg = &svc->cfg;
+    if (label_metrics(routes) != 0)
+        return GHD_ENOHOSTMEM;
     struct ghd_http *http = calloc(1, sizeof(*http));
     if (!http)
         return GHD_ENOHOSTMEM;
     http->svc = svc;
+    http->routes = routes;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     struct MHD_OptionItem tls_opts[4];

@@ -11,13 +11,16 @@
  * operations, and downloads are pulled from the handler's reader. */
 
 struct ghd_http;
+struct ghd_routes;
 
-/* Binds cfg.bind:cfg.port (port 0 picks one, listen.h) and starts serving. */
-int ghd_http_start(struct ghd_service *svc, struct ghd_http **out, char *why, size_t why_len);
+/* Binds cfg.bind:cfg.port (port 0 picks one, listen.h) and starts serving
+ * the routes of `routes` (router.h; kept, not copied). */
+int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
+                   struct ghd_http **out, char *why, size_t why_len);
 /* Starts serving on a socket from ghd_listen_open, bound to `port`. It owns
  * the socket from then on; if it fails, the caller still does. */
-int ghd_http_start_on(struct ghd_service *svc, int listen_fd, unsigned port,
-                      struct ghd_http **out, char *why, size_t why_len);
+int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
+                      unsigned port, struct ghd_http **out, char *why, size_t why_len);
 /* The bound port. */
 unsigned ghd_http_port(const struct ghd_http *http);
 /* Stops accepting new connections; requests in flight go on. */

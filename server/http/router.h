@@ -5,8 +5,10 @@
 
 #include "request.h"
 
-/* One static table of method + path pattern -> handler (lwan's url map).
- * Patterns are literal segments and {name} placeholders for one segment. */
+/* Matches requests against a table of method + path pattern -> handler
+ * (lwan's url map), which the application hands over at start (handlers/
+ * routes.c). Patterns are literal segments and {name} placeholders for one
+ * segment. */
 
 enum ghd_body_kind {
     GHD_BODY_NONE,   /* a body, if any, is read and ignored */
@@ -35,20 +37,33 @@ struct ghd_upload_ops {
     const struct ghd_upload_ops *npy;
 };
 
+/* Who may call a route (http.c's policy; default deny with tokens set). */
+enum ghd_route_access {
+    GHD_ACCESS_TENANT,  /* a tenant's token, when tokens are configured */
+    GHD_ACCESS_PUBLIC,  /* anyone, tokens or not */
+    GHD_ACCESS_METRICS, /* --metrics-token, when that is set */
+};
+
 struct ghd_route {
     const char *method;
     const char *pattern;
     enum ghd_body_kind body;
     ghd_handler_fn handle;
     const struct ghd_upload_ops *upload;
+    enum ghd_route_access access;
+};
+
+struct ghd_routes {
+    const struct ghd_route *table;
+    size_t count;
 };
 
 /* Matches method and path; fills req->params and req->route. HEAD matches
  * GET routes. GHD_ENOENT when no pattern matches the path; GHD_EMETHOD when
- * one does with another method, with the methods it allows in `allow`. */
-int ghd_router_match(const char *method, const char *path, struct ghd_request *req,
-                     const struct ghd_route **out, char *allow, size_t allow_len);
-/* The whole table, for documentation checks. */
-const struct ghd_route *ghd_router_table(size_t *count);
+ * one does with another method, with the methods it allows in `allow` and
+ * the first route of that path in `*out` (whose access then applies). */
+int ghd_router_match(const struct ghd_routes *routes, const char *method, const char *path,
+                     struct ghd_request *req, const struct ghd_route **out, char *allow,
+                     size_t allow_len);
 
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/buffer.h"
+#include "handlers/handlers.h"
 #include "http/http.h"
 #include "base/log.h"
 #include "core/service.h"
@@ -53,7 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     ghd_log_setup(GHD_LOG_ERROR, GHD_LOG_TEXT);
     char why[256];
     if (ghd_service_init(&svc, &cfg, why, sizeof(why)) != 0 ||
-        ghd_http_start(&svc, &http, why, sizeof(why)) != 0) {
+        ghd_http_start(&svc, &ghd_routes, &http, why, sizeof(why)) != 0) {
         fprintf(stderr, "server: %s\n", why);
         abort();
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "handlers/handlers.h"
 #include "http/router.h"
 
 #include "fuzz_check.h"
@@ -27,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&req, 0, sizeof(req));
     const struct ghd_route *route = NULL;
     char allow[128];
-    int rc = ghd_router_match(method, path, &req, &route, allow, sizeof(allow));
+    int rc = ghd_router_match(&ghd_routes, method, path, &req, &route, allow, sizeof(allow));
     CHECK(rc == 0 || rc == GHD_ENOENT || rc == GHD_EMETHOD);
     if (rc == GHD_EMETHOD)
         CHECK(allow[0] != '\0');

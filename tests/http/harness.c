@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "base/log.h"
+#include "handlers/handlers.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -101,7 +102,7 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
         fprintf(stderr, "harness: cannot start the service: %s\n", why);
         exit(1);
     }
-    rc = ghd_http_start(&h->svc, &h->http, why, sizeof(why));
+    rc = ghd_http_start(&h->svc, &ghd_routes, &h->http, why, sizeof(why));
     if (rc) {
         fprintf(stderr, "harness: cannot start the HTTP server: %s\n", why);
         exit(1);

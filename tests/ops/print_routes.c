@@ -1,13 +1,11 @@
-/* Prints the router's table, one "METHOD PATTERN" a line, for check_routes.py. */
+/* Prints the route table, one "METHOD PATTERN" a line, for check_routes.py. */
 #include <stdio.h>
 
-#include "http/router.h"
+#include "handlers/handlers.h"
 
 int main(void)
 {
-    size_t n;
-    const struct ghd_route *routes = ghd_router_table(&n);
-    for (size_t i = 0; i < n; i++)
-        printf("%s %s\n", routes[i].method, routes[i].pattern);
-    return n ? 0 : 1;
+    for (size_t i = 0; i < ghd_routes.count; i++)
+        printf("%s %s\n", ghd_routes.table[i].method, ghd_routes.table[i].pattern);
+    return ghd_routes.count ? 0 : 1;
 }

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "base/log.h"
+#include "handlers/handlers.h"
 #include "core/run_queue.h"
 
 long rel_now_ms(void)
@@ -80,7 +81,7 @@ int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why,
     int rc = ghd_service_init(&s->svc, cfg, why, why_len);
     if (rc)
         return rc;
-    rc = ghd_http_start(&s->svc, &s->http, why, why_len);
+    rc = ghd_http_start(&s->svc, &ghd_routes, &s->http, why, why_len);
     if (rc) {
         ghd_service_destroy(&s->svc);
         return rc;

@@ -154,6 +154,13 @@ static void test_public_paths_open(void **state)
     struct rel_resp r;
     assert_int_equal(rel_json(s, "GET", "/healthz", "wrong", NULL, &r), 200);
     rel_resp_free(&r);
+    /* A public path keeps its access under another method: told 405, not 401. */
+    assert_int_equal(rel_json(s, "DELETE", "/healthz", NULL, NULL, &r), 405);
+    rel_resp_free(&r);
+    assert_int_equal(rel_json(s, "GET", "/problems/not-found", NULL, NULL, &r), 200);
+    rel_resp_free(&r);
+    /* A tenant path under another method still needs the token first. */
+    expect_401(s, "PATCH", "/v1/buffers", NULL, NULL, 0);
 }
 
 static void test_metrics_token(void **state)

@@ -1,0 +1,43 @@
+#include "handlers.h"
+
+/* The route table: every resource the service serves, the handler for each,
+ * how its body is read and who may call it. Handed to the HTTP layer at
+ * start (server/main.c), which matches requests against it. */
+
+#define PUBLIC GHD_ACCESS_PUBLIC
+#define TENANT GHD_ACCESS_TENANT
+
+static const struct ghd_route table[] = {
+    /* Probes, the contract, its docs and the problem type pages: anyone,
+     * tokens or not. */
+    {"GET", "/healthz", GHD_BODY_NONE, ghd_handle_healthz, NULL, PUBLIC},
+    {"GET", "/readyz", GHD_BODY_NONE, ghd_handle_readyz, NULL, PUBLIC},
+    {"GET", "/openapi.yaml", GHD_BODY_NONE, ghd_handle_openapi_yaml, NULL, PUBLIC},
+    {"GET", "/openapi.json", GHD_BODY_NONE, ghd_handle_openapi_json, NULL, PUBLIC},
+    {"GET", "/docs", GHD_BODY_NONE, ghd_handle_docs, NULL, PUBLIC},
+    {"GET", "/docs/{asset}", GHD_BODY_NONE, ghd_handle_docs_asset, NULL, PUBLIC},
+    {"GET", "/docs/", GHD_BODY_NONE, ghd_handle_docs_slash, NULL, PUBLIC},
+    {"GET", "/", GHD_BODY_NONE, ghd_handle_root, NULL, PUBLIC},
+    {"GET", "/problems/{slug}", GHD_BODY_NONE, ghd_handle_problem_type, NULL, PUBLIC},
+    /* --metrics-token when that is set, else anyone. */
+    {"GET", "/metrics", GHD_BODY_NONE, ghd_handle_metrics, NULL, GHD_ACCESS_METRICS},
+    /* The rest: a tenant's token when tokens are configured. */
+    {"POST", "/v1/buffers", GHD_BODY_UPLOAD, ghd_handle_buffer_create, &ghd_buffer_create_upload,
+     TENANT},
+    {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL, TENANT},
+    {"GET", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_get, NULL, TENANT},
+    {"PUT", "/v1/buffers/{id}", GHD_BODY_STREAM, ghd_handle_buffer_put, &ghd_buffer_put_upload,
+     TENANT},
+    {"DELETE", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_delete, NULL, TENANT},
+    {"GET", "/v1/buffers/{id}/meta", GHD_BODY_NONE, ghd_handle_buffer_meta, NULL, TENANT},
+    {"PATCH", "/v1/buffers/{id}/meta", GHD_BODY_JSON, ghd_handle_buffer_patch, NULL, TENANT},
+    {"GET", "/v1/kernels", GHD_BODY_NONE, ghd_handle_kernel_list, NULL, TENANT},
+    {"POST", "/v1/kernels", GHD_BODY_JSON, ghd_handle_kernel_create, NULL, TENANT},
+    {"GET", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_get, NULL, TENANT},
+    {"DELETE", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_delete, NULL, TENANT},
+    {"POST", "/v1/runs", GHD_BODY_JSON, ghd_handle_run_create, NULL, TENANT},
+    {"GET", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_get, NULL, TENANT},
+    {"DELETE", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_delete, NULL, TENANT},
+};
+
+const struct ghd_routes ghd_routes = {table, sizeof(table) / sizeof(table[0])};
