@@ -26,13 +26,6 @@ static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
     return ghd_source_read(d->t, pos, buf, max);
 }
 
-/* For an HTTP layer that sends from the socket itself: the pinned chunk. */
-static ssize_t download_window(void *ctx, uint64_t pos, const char **data)
-{
-    struct download *d = ctx;
-    return ghd_source_window(d->t, pos, data);
-}
-
 static void download_buffers_done(void *ctx)
 {
     struct download *d = ctx;
@@ -48,15 +41,6 @@ static ssize_t npy_read(void *ctx, uint64_t pos, char *buf, size_t max)
     size_t n = d->prefix_len - (size_t)pos < max ? d->prefix_len - (size_t)pos : max;
     memcpy(buf, d->prefix + pos, n);
     return (ssize_t)n;
-}
-
-static ssize_t npy_window(void *ctx, uint64_t pos, const char **data)
-{
-    struct download *d = ctx;
-    if (pos >= d->prefix_len)
-        return download_window(ctx, pos - d->prefix_len, data);
-    *data = d->prefix + pos;
-    return (ssize_t)(d->prefix_len - (size_t)pos);
 }
 
 static void download_free(void *ctx)
@@ -134,6 +118,5 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
                           prefix_len + len, ghd_source_block(d->t),
                           npy ? npy_read : download_read, d, download_free);
     rep->reader_buffers_done = download_buffers_done;
-    rep->window = npy ? npy_window : download_window;
     return rc;
 }

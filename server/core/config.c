@@ -69,9 +69,6 @@ static const struct option_spec specs[] = {
     {"socket-upload-min", OPT_SIZE, OFF(socket_upload_min), 0, 0, 1ULL << 46, "16M",
      "plain-HTTP upload bodies this large are received from the socket straight into pinned "
      "chunks, past libmicrohttpd; their reply closes the connection (0 = never)"},
-    {"socket-download-min", OPT_SIZE, OFF(socket_download_min), 0, 0, 1ULL << 46, "0",
-     "plain-HTTP download bodies this large are sent on the socket straight from pinned "
-     "chunks, past libmicrohttpd, and close the connection (0 = never)"},
     {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "4M",
      "kernel send and receive buffer of each connection's socket (0 = the kernel's "
      "autotuning)"},

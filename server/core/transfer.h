@@ -19,7 +19,7 @@
  * An upload is a sink: ghd_sink_open, ghd_sink_start, then the body through
  * ghd_sink_write or ghd_sink_reserve + ghd_sink_commit, then ghd_sink_flush
  * and ghd_sink_complete. A download is a source: ghd_source_open, then
- * ghd_source_read or ghd_source_window. Both end with ghd_transfer_free.
+ * ghd_source_read. Both end with ghd_transfer_free.
  *
  * Every call that can fail returns 0 or a negative GHD_E* code and writes a
  * one-line detail (for a problem's `detail`) to detail[detail_len]. A
@@ -100,9 +100,6 @@ size_t ghd_source_block(const struct ghd_transfer *t);
  * else from a staging chunk. Returns the count or a GHD_E* code. `buf` is
  * expected to be the same memory on every call (see ghd_source_release_buf). */
 ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t max);
-/* Points `*data` at the bytes from `pos` on in a pinned staging chunk
- * (valid until the next call). Returns the count or a GHD_E* code. */
-ssize_t ghd_source_window(struct ghd_transfer *t, uint64_t pos, const char **data);
 /* The caller is about to free the memory it passed to ghd_source_read. */
 void ghd_source_release_buf(struct ghd_transfer *t);
 

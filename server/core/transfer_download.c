@@ -1,8 +1,7 @@
 /* The download source: downloads of 32 MiB or more are copied by DMA straight
  * into the network side's page-locked response buffer; smaller ones go
  * through a pinned staging chunk, the next window prefetched into a second
- * one while the first is sent. A body sent from the source's own memory is
- * sent straight from those chunks (ghd_source_window). */
+ * one while the first is sent. */
 #include "transfer.h"
 
 #include <stdio.h>
@@ -164,13 +163,5 @@ ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t 
         avail = (ssize_t)max;
     memcpy(buf, data, (size_t)avail);
     t->sent += (uint64_t)avail;
-    return avail;
-}
-
-ssize_t ghd_source_window(struct ghd_transfer *t, uint64_t pos, const char **data)
-{
-    ssize_t avail = staged_window(t, pos, data);
-    if (avail > 0)
-        t->sent += (uint64_t)avail;
     return avail;
 }

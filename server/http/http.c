@@ -415,13 +415,12 @@ static void end_upload(struct http_request *hr)
     hr->upload->cleanup(&hr->req);
 }
 
-/* Bodies of at least --socket-upload-min / --socket-download-min bytes skip
- * libmicrohttpd: an upload's
- * rest is received, and a download sent, by us on the connection's socket,
- * straight between it and pinned chunks (no pass through libmicrohttpd's
- * buffers, one chunk's device copy overlapping the network on the other).
- * The reply then closes the connection, since libmicrohttpd never saw the
- * body. Plain HTTP only: TLS records need GnuTLS. */
+/* Upload bodies of at least --socket-upload-min bytes skip libmicrohttpd:
+ * their rest is received by us on the connection's socket, straight into
+ * pinned chunks (no pass through libmicrohttpd's buffers, one chunk's device
+ * copy overlapping the network on the other). The reply then closes the
+ * connection, since libmicrohttpd never saw the body. Plain HTTP only: TLS
+ * records need GnuTLS. */
 static int socket_body_allowed(const struct http_request *hr, size_t min, uint64_t bytes)
 {
     return min && bytes >= min && !hr->http->tls_cert;
@@ -440,40 +439,21 @@ static int socket_timeout_ms(const struct http_request *hr)
     return s ? (int)s * 1000 : -1;
 }
 
-/* Writes the reply on the socket: a body in memory, or a streamed one from
- * the reader's own memory (rep->window). The request counts as answered only
- * when all of it went out. */
+/* Writes the reply, whose body is in memory (an upload's answer or a
+ * problem), on the socket. The request counts as answered only when all of
+ * it went out. */
 static void reply_on_socket(struct http_request *hr, int fd)
 {
     struct ghd_reply *rep = &hr->rep;
     int timeout_ms = socket_timeout_ms(hr);
-    uint64_t len = rep->window ? rep->stream_len : rep->body_len;
     hr->queued = 1;
     ghd_guard_send(hr->http->guard, hr->guard); /* the reply goes out */
     const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
-    if (ghd_socket_send_head(fd, rep, reason, hr->req.request_id, len, timeout_ms) != 0)
+    if (ghd_socket_send_head(fd, rep, reason, hr->req.request_id, rep->body_len, timeout_ms) != 0)
         return;
-    if (!rep->window) {
-        if (rep->body_len && ghd_socket_send(fd, rep->body, rep->body_len, timeout_ms) != 0)
-            return;
-        hr->bytes_out += rep->body_len;
-        hr->answered_on_socket = 1;
+    if (rep->body_len && ghd_socket_send(fd, rep->body, rep->body_len, timeout_ms) != 0)
         return;
-    }
-    for (uint64_t pos = 0; pos < len;) {
-        const char *data;
-        ssize_t n = rep->window(rep->reader_ctx, pos, &data);
-        if (n <= 0) {
-            ghd_log(GHD_LOG_WARN, "request %s: download aborted at byte %llu: %s",
-                    hr->req.request_id, (unsigned long long)pos, ghd_strerror((int)n));
-            return;
-        }
-        size_t piece = (uint64_t)n < len - pos ? (size_t)n : (size_t)(len - pos);
-        if (ghd_socket_send(fd, data, piece, timeout_ms) != 0)
-            return;
-        pos += piece;
-        hr->bytes_out += piece;
-    }
+    hr->bytes_out += rep->body_len;
     hr->answered_on_socket = 1;
 }
 
@@ -549,13 +529,6 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reque
     end_upload(hr);
     struct ghd_reply *rep = &hr->rep;
     struct MHD_Response *resp;
-    int fd;
-    if (rep->window &&
-        socket_body_allowed(hr, hr->req.svc->cfg.socket_download_min, rep->stream_len) &&
-        (fd = connection_fd(conn)) >= 0) {
-        reply_on_socket(hr, fd);
-        return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
-    }
     if (rep->reader || rep->stream_len) {
         /* The reader context stays with hr, which the response references. */
         size_t block = rep->stream_block ? rep->stream_block : (size_t)1 << 20;

@@ -41,9 +41,6 @@ int ghd_request_media_is(const struct ghd_request *req, const char *want);
 /* Reads up to `max` bytes of a streamed response body starting at `pos`.
  * Returns the count (> 0), or a negative GHD_E* code to abort the response. */
 typedef ssize_t (*ghd_reply_reader)(void *ctx, uint64_t pos, char *buf, size_t max);
-/* Points `*data` at the body bytes from `pos` on, in memory the reader owns
- * (valid until the next call). Returns the count (> 0) or a GHD_E* code. */
-typedef ssize_t (*ghd_reply_window)(void *ctx, uint64_t pos, const char **data);
 typedef void (*ghd_reply_free)(void *ctx);
 
 #define GHD_REPLY_MAX_HEADERS 12
@@ -63,8 +60,6 @@ struct ghd_reply {
     /* Optional: the HTTP layer has let go of every buffer it passed to the
      * reader, just before freeing them (the reader context is still alive). */
     ghd_reply_free reader_buffers_done;
-    /* Optional: the body in place, for an HTTP layer that sends it itself. */
-    ghd_reply_window window;
     uint64_t stream_len;
     size_t stream_block; /* preferred block size for the reader */
     /* The detail of the last problem set on this reply, for the access log. */

@@ -92,7 +92,7 @@ if has transfer; then
   row "transfer bench" "rc=$?" "see transfer/report.md"
 fi
 
-# A second transfer run with other server options, e.g. TRANSFER_B_ARGS="--socket-download-min 16M".
+# A second transfer run with other server options, e.g. TRANSFER_B_ARGS="--socket-upload-min 0".
 if has transfer_b; then
   BENCH_SERVER_ARGS=${TRANSFER_B_ARGS:-} bash tests/bench/run_transfer_bench.sh --backend cuda \
     "$build" "$out/transfer_b" >"$out/bench-transfer-b.log" 2>&1

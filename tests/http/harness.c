@@ -84,12 +84,12 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *direct = getenv("GHD_TEST_DIRECT_COPY");
     if (direct && *direct)
         cfg.direct_copy = strcmp(direct, "0") != 0;
-    /* GHD_TEST_SOCKET_BODY_MIN=1 sends every download, and every upload body
-     * not whole in libmicrohttpd's first piece, on the socket past
-     * libmicrohttpd (--socket-upload-min and --socket-download-min). */
+    /* GHD_TEST_SOCKET_BODY_MIN=1 receives every upload body not whole in
+     * libmicrohttpd's first piece from the socket past libmicrohttpd
+     * (--socket-upload-min). */
     const char *socket_min = getenv("GHD_TEST_SOCKET_BODY_MIN");
     if (socket_min && *socket_min)
-        cfg.socket_upload_min = cfg.socket_download_min = strtoull(socket_min, NULL, 10);
+        cfg.socket_upload_min = strtoull(socket_min, NULL, 10);
 
     char why[256] = "";
     int rc = ghd_service_init(&h->svc, &cfg, why, sizeof(why));

@@ -1346,11 +1346,12 @@ static void test_keep_alive(void **state)
     buffer_path(path, sizeof(path), id, NULL);
 
     /* Upload, download, HEAD, a 404 and a range, all on that one connection.
-     * (A body moved on the socket past libmicrohttpd, as every one is with
-     * the suite's socket variant's --socket-*-min 1, is answered with
-     * Connection: close instead: the next request connects anew.) */
-    size_t socket_min = H.svc.cfg.socket_download_min;
-    int bodies_close = socket_min && socket_min <= 4096;
+     * (An upload body received on the socket past libmicrohttpd, as every
+     * one is with the suite's socket variant's --socket-upload-min 1, is
+     * answered with Connection: close instead: the next request connects
+     * anew.) */
+    size_t socket_min = H.svc.cfg.socket_upload_min;
+    int upload_closes = socket_min && socket_min <= 4096;
     void *data = random_bytes(1300, 300000);
     req = (struct harness_req){.method = "PUT", .path = path, .body = data, .body_len = 300000,
                                .has_body = 1};
@@ -1363,13 +1364,13 @@ static void test_keep_alive(void **state)
     struct harness_req get = {.path = path};
     harness_do_on(&H, c, &get, &r);
     assert_int_equal(r.status, 200);
-    expect_reused(&r, bodies_close);
+    expect_reused(&r, upload_closes);
     expect_same(r.body, r.body_len, data, 300000);
     harness_resp_free(&r);
     struct harness_req head = {.method = "HEAD", .path = path};
     harness_do_on(&H, c, &head, &r);
     assert_int_equal(r.status, 200);
-    expect_reused(&r, bodies_close);
+    expect_reused(&r, 0); /* downloads keep the connection */
     harness_resp_free(&r);
     struct harness_req missing = {.path = "/v1/buffers/ffffffffffffffffffffffffffffffff"};
     harness_do_on(&H, c, &missing, &r);

@@ -60,11 +60,11 @@ void rel_config(struct ghd_config *cfg)
     cfg->staging_timeout_ms = 500;
     const char *lvl = getenv("REL_LOG");
     snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", lvl ? lvl : "warn");
-    /* REL_SOCKET_BODY_MIN=1 sends every upload and download of the in-process
-     * server through the socket path (--socket-upload-min, --socket-download-min). */
+    /* REL_SOCKET_BODY_MIN=1 sends every upload of the in-process server
+     * through the socket path (--socket-upload-min). */
     const char *socket_min = getenv("REL_SOCKET_BODY_MIN");
     if (socket_min && *socket_min)
-        cfg->socket_upload_min = cfg->socket_download_min = strtoull(socket_min, NULL, 10);
+        cfg->socket_upload_min = strtoull(socket_min, NULL, 10);
 }
 
 int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why, size_t why_len)
