@@ -10,17 +10,6 @@
 #include "core/run_queue.h"
 #include "core/service.h"
 
-struct resolve_ctx {
-    struct ghd_service *svc;
-    const char *tenant;
-};
-
-static int resolve_buffer(void *ctx, const char *id, struct ghd_buffer **out)
-{
-    struct resolve_ctx *rc = ctx;
-    return ghd_buffer_find_new(&rc->svc->buffers, id, rc->tenant, out);
-}
-
 /* Prepares one {"kernel": name, "args": {...}} step. */
 static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
                         const char *where, struct ghd_run_step *out)
@@ -39,7 +28,6 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
-    struct resolve_ctx ctx = {req->svc, req->tenant};
     char detail[400] = "";
     /* dtype, n, gemm's m/n/k from described buffers; if_match (412). */
     int rc = ghd_run_args_from_arrays(req, rep, out->kernel, step, args, where);
@@ -47,8 +35,8 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
         json_decref(empty);
         return rc;
     }
-    rc = ghd_kernel_call_prepare_new(out->kernel, args, resolve_buffer, &ctx, &out->call,
-                                     detail, sizeof(detail));
+    rc = ghd_run_step_prepare(out, args, &req->svc->buffers, req->tenant, detail,
+                              sizeof(detail));
     json_decref(empty);
     /* The status rule (openapi.yaml, "Bad input"): the contract leaves
      * `args` open to each kernel's signature, so any mistake in them, a

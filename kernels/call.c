@@ -18,12 +18,12 @@ struct ghd_kernel_call {
     const struct ghd_kernel *k;
     struct ghd_ucall *ucall; /* a user kernel's call (kernels/user/ucall.c) instead */
     struct ghd_kargs args;
-    struct ghd_buffer *buf[GHD_KARG_BUFFERS]; /* by slot; borrowed from held[] */
-    uint64_t start[GHD_KARG_BUFFERS];         /* byte range used, per slot */
+    struct ghd_buffer_view buf[GHD_KARG_BUFFERS]; /* by slot; owner NULL: not given */
+    uint64_t start[GHD_KARG_BUFFERS];             /* byte range used, per slot */
     uint64_t len[GHD_KARG_BUFFERS];
-    struct ghd_buffer *held[GHD_KARG_BUFFERS]; /* the references, packed */
-    size_t nheld;
 };
+
+_Static_assert(GHD_KARG_BUFFERS <= GHD_KCALL_MAX_BUFFERS, "kernel.h bounds a call's buffers");
 
 #define OFFSET_SUFFIX "_offset"
 
@@ -204,14 +204,13 @@ static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
             if (rc)
                 return rc;
         }
-        struct ghd_buffer *b = NULL;
+        struct ghd_buffer_view b = {0};
         int rc = resolve(ctx, json_string_value(v), &b);
         if (rc)
             return ghd_kdetail(detail, dlen, rc,
                                rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
                                                 : "%s: buffer '%.64s' cannot be used",
                                p->name, json_string_value(v));
-        call->held[call->nheld++] = b;
         call->buf[p->slot] = b;
         call->start[p->slot] = offset; /* in elements until check_extents */
         c->present[p->slot] = 1;
@@ -255,11 +254,11 @@ static int check_extents(struct ghd_kernel_call *call, struct ghd_kcheck *c)
                                "%s: offset %" PRIu64 " + %" PRIu64
                                " elements of %s overflows",
                                p->name, offset, count, ghd_dtype_name(t));
-        if (need > call->buf[s]->size)
+        if (need > call->buf[s].size)
             return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
                                "%s: buffer holds %zu bytes, but offset %" PRIu64
                                " + %" PRIu64 " elements of %s need %" PRIu64 " bytes",
-                               p->name, call->buf[s]->size, offset, count, ghd_dtype_name(t),
+                               p->name, call->buf[s].size, offset, count, ghd_dtype_name(t),
                                need);
         call->start[s] = start_b;
         call->len[s] = need - start_b;
@@ -291,8 +290,8 @@ static int check_aliasing(struct ghd_kernel_call *call, struct ghd_kcheck *c)
             if (!written(p) && !written(q))
                 continue;
             int s = p->slot, t = q->slot;
-            uintptr_t a0 = (uintptr_t)call->buf[s]->d_ptr + call->start[s];
-            uintptr_t b0 = (uintptr_t)call->buf[t]->d_ptr + call->start[t];
+            uintptr_t a0 = (uintptr_t)call->buf[s].d_ptr + call->start[s];
+            uintptr_t b0 = (uintptr_t)call->buf[t].d_ptr + call->start[t];
             uint64_t alen = call->len[s], blen = call->len[t];
             if (alen == 0 || blen == 0 || a0 + alen <= b0 || b0 + blen <= a0)
                 continue;
@@ -350,8 +349,8 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
     if (rc)
         goto out;
     for (int s = 0; s < GHD_KARG_BUFFERS; s++)
-        if (call->buf[s])
-            call->args.p[s] = (char *)call->buf[s]->d_ptr + call->start[s];
+        if (call->buf[s].owner)
+            call->args.p[s] = (char *)call->buf[s].d_ptr + call->start[s];
 out:
     if (rc)
         ghd_kernel_call_free(call);
@@ -448,17 +447,10 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
         return ghd_kdetail(detail, detail_len, GHD_ENOTSUP,
                            "kernel %s has no %s implementation in this build", k->name,
                            ghd_backend_name(rt->dev.kind));
-    for (size_t i = 0; i < call->nheld; i++)
-        if (call->held[i]->rt && call->held[i]->rt != rt)
-            return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
-                               "buffer %s lives on another device", call->held[i]->id);
-
     struct ghd_kexec x = {.rt = rt, .dev = &rt->dev, .stream = stream, .args = &call->args};
     const struct ghd_device_ops *ops = rt->dev.ops;
     int rc = 0;
-    for (size_t i = 0; i < call->nheld && !rc; i++)
-        rc = ghd_buffer_order(call->held[i], stream);
-    if (!rc && start && end)
+    if (start && end)
         rc = ops->event_record(&rt->dev, start, stream);
     if (!rc)
         rc = fn(&x);
@@ -485,21 +477,13 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
     return 0;
 }
 
-size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out)
+int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner)
 {
     if (call->ucall)
-        return ghd_ucall_buffers(call->ucall, out);
-    *out = (struct ghd_buffer **)call->held;
-    return call->nheld;
-}
-
-int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const struct ghd_buffer *b)
-{
-    if (call->ucall)
-        return ghd_ucall_writes(call->ucall, b);
+        return ghd_ucall_writes(call->ucall, owner);
     for (size_t i = 0; i < call->k->nparams; i++) {
         const struct ghd_param *p = &call->k->params[i];
-        if (p->kind == GHD_PK_BUFFER && written(p) && call->buf[p->slot] == b)
+        if (p->kind == GHD_PK_BUFFER && written(p) && owner && call->buf[p->slot].owner == owner)
             return 1;
     }
     return 0;
@@ -509,8 +493,6 @@ void ghd_kernel_call_free(struct ghd_kernel_call *call)
 {
     if (!call)
         return;
-    for (size_t i = 0; i < call->nheld; i++)
-        ghd_buffer_unref(call->held[i]);
     ghd_ucall_free(call->ucall);
     free(call);
 }

@@ -4,7 +4,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "core/buffer.h"
+#include "array_desc.h"
 #include "device/runtime.h"
 #include "dtype.h" /* enum ghd_dtype, GHD_DT masks */
 
@@ -32,7 +32,7 @@ int ghd_dtype_is_float(enum ghd_dtype t);
 int ghd_dtype_is_signed(enum ghd_dtype t);
 
 struct ghd_kernel;      /* a registry entry */
-struct ghd_kernel_call; /* a validated call holding buffer references */
+struct ghd_kernel_call; /* a validated call over buffer views */
 
 /* A built-in kernel by name (never a user kernel). */
 const struct ghd_kernel *ghd_kernel_find(const char *name);
@@ -53,8 +53,24 @@ const char *ghd_kernel_name(const struct ghd_kernel *k);
  * kind/role/types/required/default. A new reference. */
 json_t *ghd_kernel_describe_new(const struct ghd_kernel *k);
 
-/* Resolves a buffer id to a new reference, or returns GHD_ENOENT. */
-typedef int (*ghd_buffer_resolver)(void *ctx, const char *id, struct ghd_buffer **out_new);
+/* All a kernel sees of a buffer: where its bytes are, how many, and its
+ * array description. Kernels never see the buffer table: whoever resolves
+ * ids (server/core/run.c) keeps each buffer alive until the call is freed
+ * and orders it on the stream before the call executes. */
+struct ghd_buffer_view {
+    void *d_ptr;
+    size_t size;
+    struct ghd_array_desc desc; /* desc.dtype "" = raw bytes, no description */
+    const void *owner; /* the resolver's handle for the buffer, never NULL;
+                          kernels only compare it (ghd_kernel_call_writes) */
+};
+
+/* Buffers one call may name (the most parameters a kernel has). */
+#define GHD_KCALL_MAX_BUFFERS 16
+
+/* Fills *out for a buffer id, or returns GHD_ENOENT (or another GHD_E* code
+ * when the buffer cannot be used). */
+typedef int (*ghd_buffer_resolver)(void *ctx, const char *id, struct ghd_buffer_view *out);
 
 /* Validates `args` (a JSON object) against the kernel's signature, resolves
  * buffer ids through `resolve` and checks element counts, offsets and
@@ -66,7 +82,9 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
                                 struct ghd_kernel_call **out, char *detail, size_t detail_len);
 /* Runs the call on `stream` of `rt` and waits for it. Adds the kernel's
  * result members (e.g. "value" for reductions, "n") to `result`, an object.
- * Device errors come back as GHD_EDEVICE with rt->dev.last_error naming them. */
+ * Device errors come back as GHD_EDEVICE with rt->dev.last_error naming them.
+ * pre: every buffer of the call lives on rt's device and is ordered on
+ * `stream` (its earlier users' work comes first). */
 int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                             struct ghd_stream *stream, json_t *result, char *detail,
                             size_t detail_len);
@@ -78,11 +96,10 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
                                   struct ghd_stream *stream, struct ghd_event *start,
                                   struct ghd_event *end, json_t *result, char *detail,
                                   size_t detail_len);
-/* The buffers a call holds, so a caller can check tenant or device. */
-size_t ghd_kernel_call_buffers(const struct ghd_kernel_call *call, struct ghd_buffer ***out);
-/* Whether the call writes `b` (an out or inout parameter names it). */
-int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const struct ghd_buffer *b);
-/* Drops the call's buffer references. NULL is accepted. */
+/* Whether the call writes the buffer whose view has `owner` (an out or
+ * inout parameter names it). */
+int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner);
+/* Frees the call (its resolver still holds the buffers). NULL is accepted. */
 void ghd_kernel_call_free(struct ghd_kernel_call *call);
 
 /* Per-device library state (the cuBLAS handle) is created on first use.

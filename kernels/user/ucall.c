@@ -21,11 +21,11 @@ struct ghd_ucall {
     struct ghd_ubinding *binding;
     uint64_t n;
     struct ghd_uarg args[GHD_U_MAX_PARAMS];
-    struct ghd_buffer *buf[GHD_U_MAX_PARAMS]; /* per parameter, borrowed from held */
+    struct ghd_buffer_view buf[GHD_U_MAX_PARAMS]; /* per parameter; owner NULL: none */
     uint64_t start[GHD_U_MAX_PARAMS], len[GHD_U_MAX_PARAMS]; /* byte range used */
-    struct ghd_buffer *held[GHD_U_MAX_PARAMS];
-    size_t nheld;
 };
+
+_Static_assert(GHD_U_MAX_PARAMS <= GHD_KCALL_MAX_BUFFERS, "kernel.h bounds a call's buffers");
 
 #define OFFSET_SUFFIX "_offset"
 
@@ -143,14 +143,12 @@ static int resolve_param(struct ghd_ucall *c, int k, json_t *v, json_t *off, int
     snprintf(offname, sizeof(offname), "%s" OFFSET_SUFFIX, q->name);
     if (off && (rc = get_count(off, offname, &offset, detail, dlen)) != 0)
         return rc;
-    struct ghd_buffer *b = NULL;
-    rc = resolve(ctx, json_string_value(v), &b);
+    struct ghd_buffer_view *b = &c->buf[k];
+    rc = resolve(ctx, json_string_value(v), b);
     if (rc)
         return ghd_kdetail(detail, dlen, rc,
                     rc == GHD_ENOENT ? "%s: no buffer '%.64s'" : "%s: buffer '%.64s' cannot be used",
                     q->name, json_string_value(v));
-    c->held[c->nheld++] = b;
-    c->buf[k] = b;
     uint64_t count = q->is_raw ? 0 : elem_count ? 1 : c->n;
     if (__builtin_mul_overflow(offset, es, &start) || __builtin_add_overflow(offset, count, &end) ||
         __builtin_mul_overflow(end, es, &need))
@@ -176,13 +174,13 @@ static int check_aliasing(const struct ghd_ucall *c, char *detail, size_t dlen)
 {
     const struct ghd_udef *d = &c->k->def;
     for (int o = d->nin; o < d->nparams; o++) {
-        if (!c->buf[o])
+        if (!c->buf[o].owner)
             continue;
-        uintptr_t a0 = (uintptr_t)c->buf[o]->d_ptr + c->start[o];
+        uintptr_t a0 = (uintptr_t)c->buf[o].d_ptr + c->start[o];
         for (int k = 0; k < d->nparams; k++) {
-            if (k == o || !c->buf[k] || c->len[k] == 0 || c->len[o] == 0)
+            if (k == o || !c->buf[k].owner || c->len[k] == 0 || c->len[o] == 0)
                 continue;
-            uintptr_t b0 = (uintptr_t)c->buf[k]->d_ptr + c->start[k];
+            uintptr_t b0 = (uintptr_t)c->buf[k].d_ptr + c->start[k];
             if (a0 + c->len[o] <= b0 || b0 + c->len[k] <= a0)
                 continue;
             int exact = a0 == b0 && c->len[o] == c->len[k];
@@ -306,13 +304,7 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
     struct ghd_uerr e = {0};
     struct ghd_ucuda_run run = {0};
     int rc = 0;
-    for (size_t i = 0; i < c->nheld; i++)
-        if (c->held[i]->rt && c->held[i]->rt != rt)
-            return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "buffer %s lives on another device",
-                        c->held[i]->id);
-    for (size_t i = 0; i < c->nheld && !rc; i++)
-        rc = ghd_buffer_order(c->held[i], stream);
-    if (!rc && rt->dev.kind != GHD_BACKEND_HOST)
+    if (rt->dev.kind != GHD_BACKEND_HOST)
         rc = ghd_ucuda_prepare(c->k, c->binding, rt, &e);
     if (!rc && start && end)
         rc = ops->event_record(&rt->dev, start, stream);
@@ -347,16 +339,10 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
     return 0;
 }
 
-size_t ghd_ucall_buffers(const struct ghd_ucall *c, struct ghd_buffer ***out)
-{
-    *out = (struct ghd_buffer **)c->held;
-    return c->nheld;
-}
-
-int ghd_ucall_writes(const struct ghd_ucall *c, const struct ghd_buffer *b)
+int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner)
 {
     for (int k = c->k->def.nin; k < c->k->def.nparams; k++)
-        if (c->buf[k] == b)
+        if (owner && c->buf[k].owner == owner)
             return 1;
     return 0;
 }
@@ -365,8 +351,6 @@ void ghd_ucall_free(struct ghd_ucall *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->nheld; i++)
-        ghd_buffer_unref(c->held[i]);
     ghd_ukernel_unref(c->k);
     free(c);
 }

@@ -12,7 +12,7 @@
 
 #include "kernels/registry.h"
 #include "define.h"
-#include "core/buffer.h"
+#include "base/tenant.h"
 
 #define GHD_U_MAX_BINDINGS 16
 
@@ -88,8 +88,7 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
 int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
                       struct ghd_event *start, struct ghd_event *end, json_t *result,
                       char *detail, size_t detail_len);
-size_t ghd_ucall_buffers(const struct ghd_ucall *c, struct ghd_buffer ***out);
-int ghd_ucall_writes(const struct ghd_ucall *c, const struct ghd_buffer *b);
+int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner);
 void ghd_ucall_free(struct ghd_ucall *c);
 
 #endif

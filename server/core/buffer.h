@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "base/tenant.h"
 #include "device/runtime.h"
 #include "npy.h"
 
@@ -18,7 +19,6 @@
 
 #define GHD_BUFFER_ID_LEN 32
 #define GHD_LABEL_MAX 128
-#define GHD_TENANT_MAX 64
 
 struct ghd_buffer {
     char id[GHD_BUFFER_ID_LEN + 1];

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/array_desc.h" /* struct ghd_array_desc */
+
 /* Array descriptions (element type and shape) and NumPy's .npy header, both
  * ways. Pure functions over caller memory: no I/O, no allocation, no HTTP.
  *
@@ -17,17 +19,8 @@
 
 /* NumPy's own bound on the header it reads (_MAX_HEADER_SIZE). */
 #define GHD_NPY_HEADER_MAX 10000
-/* NumPy 1.x's NPY_MAXDIMS; NumPy 2 allows 64, which nobody stores as .npy. */
-#define GHD_ARRAY_NDIM_MAX 32
-#define GHD_ARRAY_DTYPE_LEN 8
 /* Room for any header ghd_npy_format writes (32 dimensions of 20 digits). */
 #define GHD_NPY_FORMAT_MAX 1024
-
-struct ghd_array_desc {
-    char dtype[GHD_ARRAY_DTYPE_LEN]; /* "" = the buffer has no description */
-    unsigned ndim;                   /* 0 = a scalar (one element) */
-    uint64_t shape[GHD_ARRAY_NDIM_MAX];
-};
 
 /* Bytes of one element of `dtype` ("f32", "bool", "c64"...); 0 for a name
  * that is not an array dtype. */

@@ -35,12 +35,56 @@ void ghd_run_ref(struct ghd_run *run)
     atomic_fetch_add(&run->refs, 1);
 }
 
-/* Drops the kernel calls and with them the buffer references. */
+struct step_resolver {
+    struct ghd_run_step *step;
+    struct ghd_buffer_table *table;
+    const char *tenant;
+};
+
+/* The view a kernel call gets of a buffer id; the step keeps the reference. */
+static int resolve_view(void *ctx, const char *id, struct ghd_buffer_view *out)
+{
+    struct step_resolver *r = ctx;
+    struct ghd_run_step *step = r->step;
+    struct ghd_buffer *b;
+    int rc = ghd_buffer_find_new(r->table, id, r->tenant, &b);
+    if (rc)
+        return rc;
+    unsigned i = 0;
+    while (i < step->nheld && step->held[i] != b)
+        i++;
+    if (i < step->nheld) {
+        ghd_buffer_unref(b); /* held already: not the last reference */
+    } else if (step->nheld == GHD_KCALL_MAX_BUFFERS) {
+        ghd_buffer_unref(b);
+        return GHD_EINTERNAL; /* kernel.h bounds the buffers of a call */
+    } else {
+        step->held[step->nheld++] = b;
+    }
+    out->d_ptr = b->d_ptr;
+    out->size = b->size;
+    ghd_buffer_desc_get(b, &out->desc);
+    out->owner = b;
+    return 0;
+}
+
+int ghd_run_step_prepare(struct ghd_run_step *step, json_t *args, struct ghd_buffer_table *t,
+                         const char *tenant, char *detail, size_t detail_len)
+{
+    struct step_resolver r = {step, t, tenant};
+    return ghd_kernel_call_prepare_new(step->kernel, args, resolve_view, &r, &step->call, detail,
+                                       detail_len);
+}
+
 void ghd_run_release_calls(struct ghd_run *run)
 {
     for (unsigned i = 0; i < run->step_count; i++) {
-        ghd_kernel_call_free(run->steps[i].call);
-        run->steps[i].call = NULL;
+        struct ghd_run_step *step = &run->steps[i];
+        ghd_kernel_call_free(step->call);
+        step->call = NULL;
+        for (unsigned j = 0; j < step->nheld; j++)
+            ghd_buffer_unref(step->held[j]);
+        step->nheld = 0;
     }
 }
 
@@ -48,11 +92,9 @@ void ghd_run_step_bump_writes(const struct ghd_run_step *step)
 {
     if (!step->call)
         return;
-    struct ghd_buffer **bufs;
-    size_t nb = ghd_kernel_call_buffers(step->call, &bufs);
-    for (size_t i = 0; i < nb; i++)
-        if (ghd_kernel_call_writes(step->call, bufs[i]))
-            ghd_buffer_bump(bufs[i]);
+    for (unsigned i = 0; i < step->nheld; i++)
+        if (ghd_kernel_call_writes(step->call, step->held[i]))
+            ghd_buffer_bump(step->held[i]);
 }
 
 void ghd_run_writes_done(struct ghd_run *run)
@@ -81,7 +123,16 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
     step->result = json_object();
     if (!step->result)
         return GHD_ENOHOSTMEM;
+    for (unsigned i = 0; i < step->nheld; i++)
+        if (step->held[i]->rt && step->held[i]->rt != rt) {
+            snprintf(run->error_detail, sizeof(run->error_detail),
+                     "kernel %s: buffer %s lives on another device",
+                     ghd_kernel_name(step->kernel), step->held[i]->id);
+            return GHD_EUNPROC;
+        }
     int rc = dev->ops->event_record(dev, ev[0], stream);
+    for (unsigned i = 0; i < step->nheld && rc == 0; i++)
+        rc = ghd_buffer_order(step->held[i], stream);
     if (rc == 0)
         rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, run->error_detail,
                                      sizeof(run->error_detail));
@@ -114,15 +165,13 @@ void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct g
     run->error = rc;
 }
 
-/* Whether the two calls touch a common buffer that one of them writes. */
-static int calls_conflict(const struct ghd_kernel_call *a, const struct ghd_kernel_call *b)
+/* Whether the two steps touch a common buffer that one of them writes. */
+static int steps_conflict(const struct ghd_run_step *a, const struct ghd_run_step *b)
 {
-    struct ghd_buffer **ba, **bb;
-    size_t na = ghd_kernel_call_buffers(a, &ba), nb = ghd_kernel_call_buffers(b, &bb);
-    for (size_t i = 0; i < na; i++)
-        for (size_t j = 0; j < nb; j++)
-            if (ba[i] == bb[j] &&
-                (ghd_kernel_call_writes(a, ba[i]) || ghd_kernel_call_writes(b, ba[i])))
+    for (unsigned i = 0; i < a->nheld; i++)
+        for (unsigned j = 0; j < b->nheld; j++)
+            if (a->held[i] == b->held[j] && (ghd_kernel_call_writes(a->call, a->held[i]) ||
+                                             ghd_kernel_call_writes(b->call, a->held[i])))
                 return 1;
     return 0;
 }
@@ -131,7 +180,7 @@ int ghd_runs_conflict(const struct ghd_run *a, const struct ghd_run *b)
 {
     for (unsigned i = 0; i < a->step_count; i++)
         for (unsigned j = 0; j < b->step_count; j++)
-            if (calls_conflict(a->steps[i].call, b->steps[j].call))
+            if (steps_conflict(&a->steps[i], &b->steps[j]))
                 return 1;
     return 0;
 }

@@ -24,6 +24,11 @@ enum ghd_run_status {
 struct ghd_run_step {
     const struct ghd_kernel *kernel; /* a reference (ghd_kernel_lookup_new) */
     struct ghd_kernel_call *call;
+    /* The buffers the call names, one reference each (a buffer named twice
+     * is held once): the run, not the kernel, keeps them alive and orders
+     * them on its stream. */
+    struct ghd_buffer *held[GHD_KCALL_MAX_BUFFERS];
+    unsigned nheld;
     json_t *result;
     float device_ms;
 };
@@ -52,7 +57,15 @@ void ghd_run_ref(struct ghd_run *run);
 void ghd_run_unref(struct ghd_run *run);
 
 const char *ghd_run_status_name(enum ghd_run_status s);
-/* Drops the steps' kernel calls and with them their buffer references. */
+/* Validates `args` for step->kernel into step->call (ghd_kernel_call_prepare_new:
+ * the same codes and detail), resolving buffer ids in `t` as `tenant` sees
+ * them; the step holds a reference to each buffer, also on failure, until
+ * ghd_run_release_calls. */
+int ghd_run_step_prepare(struct ghd_run_step *step, json_t *args, struct ghd_buffer_table *t,
+                         const char *tenant, char *detail, size_t detail_len);
+/* Drops the steps' kernel calls and their buffer references. Dropping the
+ * last reference frees a buffer (a device sync and the pool's lock): call
+ * it with no lock held. */
 void ghd_run_release_calls(struct ghd_run *run);
 /* A run has ended: moves the version of every buffer it wrote (or may
  * have: a failed or canceled run too) once more. Submission moved it first
@@ -63,7 +76,8 @@ void ghd_run_writes_done(struct ghd_run *run);
 /* Moves the version of every buffer the step's call writes (submission:
  * handlers/runs.c; the end: ghd_run_writes_done). */
 void ghd_run_step_bump_writes(const struct ghd_run_step *step);
-/* Runs the steps in order on `stream`, timing each between ev[0] and ev[1];
+/* Runs the steps in order on `stream`, each after the earlier users of its
+ * buffers (ghd_buffer_order), timing each between ev[0] and ev[1];
  * sets run->error (0 or a GHD_E* code) and, on failure, run->error_detail. */
 void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                      struct ghd_run *run);

@@ -1,0 +1,183 @@
+/* Runs in the core (server/core/run.c): a step holds one reference per
+ * buffer its call names, whatever the kernel does, and drops them when the
+ * run releases its calls; runs that write a common buffer conflict; a run
+ * orders its buffers on its stream (a new buffer reads as zeros). On a
+ * host-backend runtime with a real buffer table. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/buffer.h"
+#include "core/run.h"
+#include "base/error.h"
+
+struct fixture {
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    struct ghd_buffer *x, *y;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    struct ghd_runtime_config cfg = {
+        .backend = GHD_BACKEND_HOST,
+        .pool = {.alignment = 256, .slab_size = 4 << 20},
+        .staging_chunk = 64 << 10,
+        .staging_chunks = 2,
+    };
+    assert_int_equal(ghd_runtime_init(&f->rt, &cfg), 0);
+    assert_int_equal(ghd_buffer_table_init(&f->t), 0);
+    struct ghd_buffer_spec spec = {.size = 64};
+    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->x), 0);
+    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->y), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    ghd_buffer_unref(f->x);
+    ghd_buffer_unref(f->y);
+    ghd_buffer_table_destroy(&f->t);
+    ghd_runtime_destroy(&f->rt);
+    free(f);
+    return 0;
+}
+
+/* A run of one step of `kernel` with `args` (stolen); *rc its prepare's code. */
+static struct ghd_run *prepared(struct fixture *f, const char *kernel, json_t *args, int *rc)
+{
+    struct ghd_run *run;
+    char detail[256] = "";
+    assert_int_equal(ghd_run_new(NULL, &run), 0);
+    run->step_count = 1;
+    run->steps[0].kernel = ghd_kernel_find(kernel);
+    assert_non_null(run->steps[0].kernel);
+    *rc = ghd_run_step_prepare(&run->steps[0], args, &f->t, NULL, detail, sizeof(detail));
+    json_decref(args);
+    return run;
+}
+
+/* axpy (y = 2 x + y, 4 f32) from buffer x to buffer y. */
+static struct ghd_run *axpy(struct fixture *f, const struct ghd_buffer *x,
+                            const char *y_id, int *rc)
+{
+    return prepared(f, "axpy",
+                    json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", x->id, "y", y_id,
+                              "dtype", "f32", "n", 4),
+                    rc);
+}
+
+static int refs(const struct ghd_buffer *b)
+{
+    return atomic_load(&b->refs);
+}
+
+static void test_step_holds_references(void **state)
+{
+    struct fixture *f = *state;
+    int rc;
+    /* axpy reads x and writes y: one reference each, for the run */
+    struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(run->steps[0].nheld, 2);
+    assert_int_equal(refs(f->x), 3); /* the test's, the table's, the step's */
+    assert_int_equal(refs(f->y), 3);
+    assert_false(ghd_kernel_call_writes(run->steps[0].call, f->x));
+    assert_true(ghd_kernel_call_writes(run->steps[0].call, f->y));
+    ghd_run_release_calls(run);
+    assert_int_equal(refs(f->x), 2);
+    assert_int_equal(refs(f->y), 2);
+    assert_null(run->steps[0].call);
+    ghd_run_unref(run);
+    assert_int_equal(refs(f->x), 2);
+
+    /* a buffer named twice (in place) is held once */
+    run = axpy(f, f->x, f->x->id, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(run->steps[0].nheld, 1);
+    assert_int_equal(refs(f->x), 3);
+    ghd_run_unref(run); /* the last run reference releases the calls */
+    assert_int_equal(refs(f->x), 2);
+
+    /* a prepare that fails after resolving x keeps it until the run goes */
+    run = axpy(f, f->x, "00000000000000000000000000000000", &rc);
+    assert_int_equal(rc, GHD_ENOENT);
+    assert_null(run->steps[0].call);
+    assert_int_equal(refs(f->x), 3);
+    ghd_run_unref(run);
+    assert_int_equal(refs(f->x), 2);
+}
+
+static void test_conflicts(void **state)
+{
+    struct fixture *f = *state;
+    int rc;
+    json_t *sum_x = json_pack("{s:s, s:s, s:i}", "x", f->x->id, "dtype", "f32", "n", 4);
+    struct ghd_run *r1 = prepared(f, "sum", json_deep_copy(sum_x), &rc);
+    assert_int_equal(rc, 0);
+    struct ghd_run *r2 = prepared(f, "sum", sum_x, &rc);
+    assert_int_equal(rc, 0);
+    struct ghd_run *w = prepared(f, "fill",
+                                 json_pack("{s:s, s:s, s:i, s:f}", "x", f->x->id, "dtype", "f32",
+                                           "n", 4, "value", 1.0),
+                                 &rc);
+    assert_int_equal(rc, 0);
+    assert_false(ghd_runs_conflict(r1, r2)); /* two readers may overlap */
+    assert_true(ghd_runs_conflict(r1, w));
+    assert_true(ghd_runs_conflict(w, r2));
+    ghd_run_unref(r1);
+    ghd_run_unref(r2);
+    ghd_run_unref(w);
+}
+
+/* The run, not the kernel, orders its buffers: y's first use zeroes it
+ * before axpy reads it, so y = 2 * x + 0. */
+static void test_execute_orders_buffers(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_device *dev = &f->rt.dev;
+    struct ghd_stream *s;
+    struct ghd_event *ev[2];
+    assert_int_equal(ghd_runtime_stream_acquire(&f->rt, &s), 0);
+    assert_int_equal(dev->ops->event_new(dev, &ev[0]), 0);
+    assert_int_equal(dev->ops->event_new(dev, &ev[1]), 0);
+    float in[4] = {1, 2, 3, 4}, out[4];
+    assert_int_equal(ghd_buffer_order(f->x, s), 0);
+    assert_int_equal(dev->ops->copy_h2d(dev, f->x->d_ptr, in, sizeof(in), s), 0);
+    assert_int_equal(dev->ops->stream_sync(dev, s), 0);
+    /* y has never been used: its memory holds whatever the pool had */
+    memset(out, 0x7f, sizeof(out));
+    assert_int_equal(dev->ops->copy_h2d(dev, f->y->d_ptr, out, sizeof(out), s), 0);
+    int rc;
+    struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
+    assert_int_equal(rc, 0);
+    ghd_run_execute(&f->rt, s, ev, run);
+    assert_int_equal(run->error, 0);
+    assert_int_equal(dev->ops->copy_d2h(dev, out, f->y->d_ptr, sizeof(out), s), 0);
+    assert_int_equal(dev->ops->stream_sync(dev, s), 0);
+    for (int i = 0; i < 4; i++)
+        assert_true(out[i] == 2 * in[i]);
+    ghd_run_unref(run);
+    dev->ops->event_free(dev, ev[0]);
+    dev->ops->event_free(dev, ev[1]);
+    ghd_runtime_stream_release(&f->rt, s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_step_holds_references, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conflicts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_execute_orders_buffers, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
