@@ -1,8 +1,11 @@
+/* The daemon: starting and stopping libmicrohttpd, its callbacks (a request,
+ * its completion and access line, a connection, its log) and the response
+ * handed to it. The head, access, body, socket and TLS parts are the files
+ * beside this one (README.md). */
 #define _GNU_SOURCE
 #include "http.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -13,13 +16,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "conn_guard.h"
+#include "access.h"
 #include "base/error.h"
-#include "listen.h"
 #include "base/log.h"
+#include "body.h"
+#include "conn_guard.h"
 #include "core/metrics.h"
-#include "router.h"
+#include "head.h"
+#include "http_request.h"
+#include "listen.h"
+#include "socket_body.h"
 #include "socket_io.h"
 
 /* 1.0's request parser refuses what 0.9 let through (issue 17): see
@@ -28,269 +34,21 @@
 #error "gpuhttpd needs libmicrohttpd >= 1.0: run server/install-deps.sh"
 #endif
 
-struct ghd_http {
-    struct MHD_Daemon *daemon;
-    struct ghd_service *svc;
-    const struct ghd_routes *routes;
-    unsigned port;
-    atomic_uint in_flight; /* requests between their headers and their completion */
-    atomic_int draining;   /* quiesced: replies say Connection: close */
-    char *tls_cert, *tls_key; /* PEM, alive as long as the daemon */
-    size_t tls_key_len;
-    struct ghd_guard *guard; /* header deadline and minimum transfer rate */
-};
-
-enum body_state {
-    BODY_NONE,    /* no body expected, or it is being ignored */
-    BODY_JSON,    /* accumulating a JSON body */
-    BODY_UPLOAD,  /* streaming to the route's upload ops */
-    BODY_DISCARD, /* a reply is decided; the rest of the body is dropped */
-};
-
-/* Per-request state, hung off MHD's req_cls. A streamed response holds a
- * second reference, since MHD may destroy it after on_completed. */
-struct http_request {
-    atomic_int refs;
-    struct ghd_http *http;
-    struct ghd_guard_conn *guard; /* NULL when the connection is not watched */
-    struct ghd_request req;
-    struct ghd_reply rep;
-    const struct ghd_route *route;
-    const struct ghd_upload_ops *upload; /* the route's, or its .npy ones */
-    enum body_state body;
-    int decided;        /* rep holds the final reply (usually an error) */
-    int upload_started; /* upload->begin succeeded; cleanup is owed */
-    int queued;         /* a response has been handed to MHD */
-    int answered_on_socket; /* the body was read and the reply written by us */
-    int body_done;          /* every byte of the request body has been read */
-    char *json_buf;
-    size_t json_len;
-    struct timespec started;
-    uint64_t bytes_out;
-    char tenant[GHD_TENANT_MAX + 1]; /* req->tenant points here once authenticated */
-};
-
-const char *ghd_request_header(const struct ghd_request *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
-}
-
-const char *ghd_request_query(const struct ghd_request *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-/* 16 hex digits of CSPRNG output, or "unknown". */
-static void random_request_id(char out[GHD_REQUEST_ID_MAX + 1])
-{
-    char id[GHD_BUFFER_ID_LEN + 1];
-    if (ghd_random_id(id) == 0)
-        snprintf(out, GHD_REQUEST_ID_MAX + 1, "%.16s", id);
-    else
-        snprintf(out, GHD_REQUEST_ID_MAX + 1, "unknown");
-}
-
-static void fill_request_id(struct ghd_request *req)
-{
-    const char *given = ghd_request_header(req, "X-Request-Id");
-    if (given) {
-        size_t n = strlen(given);
-        int ok = n > 0 && n <= GHD_REQUEST_ID_MAX;
-        for (size_t i = 0; ok && i < n; i++)
-            ok = isalnum((unsigned char)given[i]) || strchr("-_.:", given[i]);
-        if (ok) {
-            memcpy(req->request_id, given, n + 1);
-            return;
-        }
-    }
-    random_request_id(req->request_id);
-}
-
-/* Media type without parameters, compared case-insensitively. */
-static int media_is(const char *content_type, const char *want)
-{
-    if (!content_type)
-        return 0;
-    size_t n = strlen(want);
-    return strncasecmp(content_type, want, n) == 0 &&
-           (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
-}
-
-int ghd_request_media_is(const struct ghd_request *req, const char *want)
-{
-    return media_is(ghd_request_header(req, "Content-Type"), want);
-}
-
-/* What the head says about itself, counted in one pass. */
-struct head_census {
-    unsigned content_length, transfer_encoding, host, authorization;
-    unsigned nul_in_query; /* a query value with a NUL (%00) in it */
-};
-
-static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  size_t key_size, const char *value, size_t value_size)
-{
-    struct head_census *c = cls;
-    (void)key_size;
-    if (kind == MHD_GET_ARGUMENT_KIND) {
-        /* libmicrohttpd decodes %00 into the value, which every C string
-         * lookup would then silently cut short there. */
-        if (value && strlen(value) != value_size)
-            c->nul_in_query++;
-        return MHD_YES;
-    }
-    if (!key)
-        return MHD_YES;
-    if (strcasecmp(key, "Content-Length") == 0)
-        c->content_length++;
-    else if (strcasecmp(key, "Transfer-Encoding") == 0)
-        c->transfer_encoding++;
-    else if (strcasecmp(key, "Host") == 0)
-        c->host++;
-    else if (strcasecmp(key, "Authorization") == 0)
-        c->authorization++;
-    return MHD_YES;
-}
-
-/* A head that can be read more than one way is refused, not interpreted:
- * two Content-Lengths, or one together with Transfer-Encoding, may be framed
- * differently by a proxy in front of us (request smuggling, RFC 9112 section
- * 6.3); two Hosts (section 3.2) or two Authorizations may be routed or
- * authorised by one and served by the other. Returns the detail of the
- * refusal, or NULL. */
-static const char *head_ambiguity(struct ghd_request *req, const char *version)
-{
-    struct head_census c = {0};
-    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_head,
-                                &c);
-    if (c.content_length > 1 || c.transfer_encoding > 1 ||
-        (c.content_length && c.transfer_encoding))
-        return "conflicting message framing: more than one Content-Length or "
-               "Transfer-Encoding, or both";
-    if (c.host > 1 || (c.host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
-        return "an HTTP/1.1 request needs exactly one Host header";
-    if (c.authorization > 1)
-        return "more than one Authorization header";
-    if (c.nul_in_query)
-        return "a query parameter holds a NUL character (%00)";
-    return NULL;
-}
-
-static int parse_content_length(struct ghd_request *req)
-{
-    const char *cl = ghd_request_header(req, "Content-Length");
-    const char *te = ghd_request_header(req, "Transfer-Encoding");
-    if (cl) {
-        char *end;
-        unsigned long long v = strtoull(cl, &end, 10);
-        if (!isdigit((unsigned char)*cl) || *end)
-            return GHD_EINVAL;
-        req->has_content_length = 1;
-        req->content_length = v;
-        req->has_body = v > 0;
-    } else if (te && strcasestr(te, "chunked")) {
-        req->has_body = 1;
-    }
-    return 0;
-}
-
-/* Decides how the body will be read, before any of it arrives. A refusal
- * now costs the client no body transfer (MHD skips 100 Continue). */
-static int plan_body(struct http_request *hr)
-{
-    struct ghd_request *req = &hr->req;
-    struct ghd_service *svc = req->svc;
-    const char *ctype = ghd_request_header(req, "Content-Type");
-    enum ghd_body_kind kind = hr->route->body;
-    if (kind == GHD_BODY_NONE) {
-        hr->body = BODY_NONE;
-        return 0;
-    }
-    int is_json = media_is(ctype, "application/json");
-    int is_octets = media_is(ctype, "application/octet-stream");
-    if (kind == GHD_BODY_STREAM && !ctype)
-        is_octets = 1;
-    const struct ghd_upload_ops *npy = hr->route->upload ? hr->route->upload->npy : NULL;
-    int is_npy = npy && media_is(ctype, "application/x-npy");
-    if ((kind == GHD_BODY_JSON || kind == GHD_BODY_UPLOAD) && is_json) {
-        if (!req->has_body)
-            return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
-        if (req->has_content_length && req->content_length > svc->cfg.max_json_body)
-            return ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
-                                     "JSON bodies are limited to %zu bytes (--max-json-body)",
-                                     svc->cfg.max_json_body);
-        hr->body = BODY_JSON;
-        return 0;
-    }
-    if ((kind == GHD_BODY_STREAM || kind == GHD_BODY_UPLOAD) && (is_octets || is_npy)) {
-        hr->upload = is_npy ? npy : hr->route->upload;
-        int rc = hr->upload->begin(req, &hr->rep);
-        if (rc)
-            return rc;
-        hr->upload_started = 1;
-        hr->body = BODY_UPLOAD;
-        return 0;
-    }
-    if (!ctype && !req->has_body && kind == GHD_BODY_JSON)
-        return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
-    return ghd_reply_problem(&hr->rep, req, GHD_EMEDIA, "Content-Type must be %s%s, not '%s'",
-                             kind == GHD_BODY_JSON     ? "application/json"
-                             : kind == GHD_BODY_STREAM ? "application/octet-stream"
-                                                       : "application/json or application/octet-stream",
-                             npy ? " or application/x-npy" : "", ctype ? ctype : "(none)");
-}
-
-static int deny(struct http_request *hr, const char *authorization)
-{
-    /* RFC 6750 section 3: error="invalid_token" only when a token was sent. */
-    ghd_reply_header(&hr->rep, "WWW-Authenticate", "%s",
-                     authorization ? "Bearer realm=\"gpuhttpd\", error=\"invalid_token\""
-                                   : "Bearer realm=\"gpuhttpd\"");
-    return ghd_reply_problem(&hr->rep, &hr->req, GHD_EUNAUTH, "%s",
-                             authorization ? "the bearer token is not valid here"
-                                           : "this resource needs 'Authorization: Bearer <token>'");
-}
-
-/* Default deny: with tokens configured every route but the public ones, and
- * an unknown path, needs a tenant's token; the metrics route needs
- * --metrics-token when that is set. `route` is the path's route (any method),
- * or NULL. The token itself is never logged. */
-static int authorize(struct http_request *hr, const struct ghd_route *route)
-{
-    struct ghd_request *req = &hr->req;
-    struct ghd_auth *auth = req->svc->auth;
-    enum ghd_route_access access = route ? route->access : GHD_ACCESS_TENANT;
-    if (access == GHD_ACCESS_PUBLIC)
-        return 0;
-    const char *authorization = ghd_request_header(req, "Authorization");
-    if (access == GHD_ACCESS_METRICS) {
-        if (!ghd_auth_metrics_guarded(auth) || ghd_auth_check_metrics(auth, authorization) == 0)
-            return 0;
-        return deny(hr, authorization);
-    }
-    if (!ghd_auth_enabled(auth))
-        return 0;
-    if (ghd_auth_check(auth, authorization, hr->tenant) != 0)
-        return deny(hr, authorization);
-    req->tenant = hr->tenant;
-    return 0;
-}
-
-static int start_request(struct http_request *hr, const char *method, const char *url,
+static int start_request(struct ghd_http_request *hr, const char *method, const char *url,
                          const char *version)
 {
     struct ghd_request *req = &hr->req;
     char allow[128];
-    fill_request_id(req);
-    const char *ambiguity = head_ambiguity(req, version);
+    ghd_http_fill_request_id(req);
+    const char *ambiguity = ghd_http_head_ambiguity(req, version);
     if (ambiguity) {
         req->has_body = 1; /* the reply then closes the connection */
         return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "%s", ambiguity);
     }
     const struct ghd_route *route = NULL;
     int rc = ghd_router_match(hr->http->routes, method, url, req, &route, allow, sizeof(allow));
-    if (authorize(hr, route) != 0) {
-        parse_content_length(req); /* a body then closes the connection, unread */
+    if (ghd_http_authorize(req, &hr->rep, route, hr->tenant) != 0) {
+        ghd_http_parse_content_length(req); /* a body then closes the connection, unread */
         return GHD_EUNAUTH;
     }
     if (rc == GHD_ENOENT) {
@@ -304,62 +62,13 @@ static int start_request(struct http_request *hr, const char *method, const char
                                  allow);
     }
     hr->route = route;
-    rc = parse_content_length(req);
+    rc = ghd_http_parse_content_length(req);
     if (rc)
         return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
-    return plan_body(hr);
+    return ghd_body_plan(hr);
 }
 
-static void take_body_piece(struct http_request *hr, const char *data, size_t len)
-{
-    struct ghd_request *req = &hr->req;
-    req->bytes_in += len;
-    if (hr->body == BODY_JSON) {
-        size_t limit = req->svc->cfg.max_json_body;
-        if (hr->json_len + len > limit) {
-            ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
-                              "JSON bodies are limited to %zu bytes (--max-json-body)", limit);
-            hr->decided = 1;
-            hr->body = BODY_DISCARD;
-            return;
-        }
-        char *grown = realloc(hr->json_buf, hr->json_len + len + 1);
-        if (!grown) {
-            ghd_reply_problem(&hr->rep, req, GHD_ENOHOSTMEM, "out of host memory");
-            hr->decided = 1;
-            hr->body = BODY_DISCARD;
-            return;
-        }
-        hr->json_buf = grown;
-        memcpy(hr->json_buf + hr->json_len, data, len);
-        hr->json_len += len;
-    } else if (hr->body == BODY_UPLOAD) {
-        if (hr->upload->write(req, &hr->rep, data, len) != 0) {
-            hr->decided = 1;
-            hr->body = BODY_DISCARD;
-        }
-    }
-}
-
-static int parse_json_body(struct http_request *hr)
-{
-    json_error_t err;
-    /* A key twice would be read as its last value here and maybe as its
-     * first by whoever checked the body before us: refused. */
-    json_t *doc = json_loadb(hr->json_buf ? hr->json_buf : "", hr->json_len,
-                             JSON_REJECT_DUPLICATES, &err);
-    if (!doc)
-        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "line %d, column %d: %s",
-                                 err.line, err.column, err.text);
-    if (!json_is_object(doc)) {
-        json_decref(doc);
-        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "the body must be a JSON object");
-    }
-    hr->req.json = doc;
-    return 0;
-}
-
-static void http_request_unref(struct http_request *hr)
+static void http_request_unref(struct ghd_http_request *hr)
 {
     if (atomic_fetch_sub(&hr->refs, 1) != 1)
         return;
@@ -373,7 +82,7 @@ static void http_request_unref(struct http_request *hr)
  * are about to be freed. */
 static void stream_done(void *cls)
 {
-    struct http_request *hr = cls;
+    struct ghd_http_request *hr = cls;
     if (hr->rep.reader_buffers_done)
         hr->rep.reader_buffers_done(hr->rep.reader_ctx);
     http_request_unref(hr);
@@ -381,7 +90,7 @@ static void stream_done(void *cls)
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    struct http_request *hr = cls;
+    struct ghd_http_request *hr = cls;
     if (!hr->rep.reader) /* HEAD: MHD sends headers only and never reads */
         return MHD_CONTENT_READER_END_WITH_ERROR;
     ssize_t n = hr->rep.reader(hr->rep.reader_ctx, pos, buf, max);
@@ -396,7 +105,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 /* Runs the route's handler: rep then holds its reply, or the problem for a
  * code it returned without one. */
-static void run_handler(struct http_request *hr)
+void ghd_http_run_handler(struct ghd_http_request *hr)
 {
     hr->decided = 1;
     int rc = hr->route->handle(&hr->req, &hr->rep);
@@ -404,129 +113,16 @@ static void run_handler(struct http_request *hr)
         ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
 }
 
-/* An upload's resources (its writer flag, chunks, a half-created buffer) are
- * given back before its reply leaves: a client that reads the reply may at
- * once start the next upload to the same buffer, on another connection. */
-static void end_upload(struct http_request *hr)
-{
-    if (!hr->upload_started)
-        return;
-    hr->upload_started = 0;
-    hr->upload->cleanup(&hr->req);
-}
-
-/* Upload bodies of at least --socket-upload-min bytes skip libmicrohttpd:
- * their rest is received by us on the connection's socket, straight into
- * pinned chunks (no pass through libmicrohttpd's buffers, one chunk's device
- * copy overlapping the network on the other). The reply then closes the
- * connection, since libmicrohttpd never saw the body. Plain HTTP only: TLS
- * records need GnuTLS. */
-static int socket_body_allowed(const struct http_request *hr, size_t min, uint64_t bytes)
-{
-    return min && bytes >= min && !hr->http->tls_cert;
-}
-
-static int connection_fd(struct MHD_Connection *conn)
+int ghd_http_connection_fd(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci ? ci->connect_fd : -1;
 }
 
-static int socket_timeout_ms(const struct http_request *hr)
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_request *hr)
 {
-    unsigned s = hr->req.svc->cfg.connection_timeout_s;
-    return s ? (int)s * 1000 : -1;
-}
-
-/* Writes the reply, whose body is in memory (an upload's answer or a
- * problem), on the socket. The request counts as answered only when all of
- * it went out. */
-static void reply_on_socket(struct http_request *hr, int fd)
-{
-    struct ghd_reply *rep = &hr->rep;
-    int timeout_ms = socket_timeout_ms(hr);
-    hr->queued = 1;
-    ghd_guard_send(hr->http->guard, hr->guard); /* the reply goes out */
-    const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
-    if (ghd_socket_send_head(fd, rep, reason, hr->req.request_id, rep->body_len, timeout_ms) != 0)
-        return;
-    if (rep->body_len && ghd_socket_send(fd, rep->body, rep->body_len, timeout_ms) != 0)
-        return;
-    hr->bytes_out += rep->body_len;
-    hr->answered_on_socket = 1;
-}
-
-static int upload_on_socket_wanted(const struct http_request *hr)
-{
-    const struct ghd_request *req = &hr->req;
-    return hr->body == BODY_UPLOAD && req->has_content_length && hr->upload->reserve &&
-           socket_body_allowed(hr, req->svc->cfg.socket_upload_min,
-                               req->content_length - req->bytes_in);
-}
-
-/* Receives the rest of a large upload into the upload's pinned chunks, runs
- * the handler and writes its reply on the socket. */
-static enum MHD_Result finish_upload_on_socket(struct MHD_Connection *conn,
-                                               struct http_request *hr)
-{
-    struct ghd_request *req = &hr->req;
-    int fd = connection_fd(conn);
-    if (fd < 0)
-        return MHD_YES; /* the body keeps coming through libmicrohttpd */
-    int timeout_ms = socket_timeout_ms(hr);
-    const struct ghd_upload_ops *ops = hr->upload;
-    uint64_t left = req->content_length - req->bytes_in;
-    int rc = 0;
-    while (left && rc == 0) {
-        char *space;
-        size_t room;
-        rc = ops->reserve(req, &hr->rep, &space, &room);
-        if (rc)
-            break;
-        ssize_t n = ghd_socket_recv(fd, space, room < left ? room : (size_t)left, timeout_ms);
-        if (n <= 0) {
-            ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",
-                    req->request_id, (unsigned long long)req->bytes_in,
-                    (unsigned long long)req->content_length,
-                    n == 0 ? "closed by the client" : strerror(errno));
-            return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
-        }
-        req->bytes_in += (uint64_t)n;
-        left -= (uint64_t)n;
-        rc = ops->commit(req, &hr->rep, (size_t)n);
-    }
-    hr->body_done = left == 0;
-    hr->decided = 1; /* rc != 0: rep holds the problem */
-    if (rc == 0) {
-        ghd_guard_handling(hr->http->guard, hr->guard);
-        run_handler(hr);
-    }
-    end_upload(hr);
-    reply_on_socket(hr, fd);
-    return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
-}
-
-/* A body refused while it arrives (past --max-json-body or the upload's
- * length, mostly chunked ones whose size nobody declared): libmicrohttpd
- * cannot queue a response before the body's end, and reading a body with no
- * end to the end holds its staging chunk and writer flag for as long as the
- * client likes. So the problem is written on the socket now (plain HTTP)
- * and the connection closed; on TLS it is only closed. */
-static enum MHD_Result refuse_mid_body(struct MHD_Connection *conn, struct http_request *hr)
-{
-    end_upload(hr);
-    int fd = connection_fd(conn);
-    if (!hr->http->tls_cert && fd >= 0 && hr->rep.status)
-        reply_on_socket(hr, fd);
-    else
-        hr->queued = 1; /* no reply: on_completed drains and closes as after one */
-    return MHD_NO;
-}
-
-static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_request *hr)
-{
-    end_upload(hr);
+    ghd_body_end_upload(hr);
     struct ghd_reply *rep = &hr->rep;
     struct MHD_Response *resp;
     if (rep->reader || rep->stream_len) {
@@ -567,7 +163,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **req_cls)
 {
     struct ghd_http *http = cls;
-    struct http_request *hr = *req_cls;
+    struct ghd_http_request *hr = *req_cls;
     if (!hr) {
         hr = calloc(1, sizeof(*hr));
         if (!hr)
@@ -599,19 +195,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_data_size) {
-        take_body_piece(hr, upload_data, *upload_data_size);
+        ghd_body_take(hr, upload_data, *upload_data_size);
         *upload_data_size = 0;
         if (hr->body == BODY_DISCARD)
-            return refuse_mid_body(conn, hr);
-        return upload_on_socket_wanted(hr) ? finish_upload_on_socket(conn, hr) : MHD_YES;
+            return ghd_socket_refuse_mid_body(conn, hr);
+        return ghd_socket_upload_wanted(hr) ? ghd_socket_finish_upload(conn, hr) : MHD_YES;
     }
     hr->body_done = 1; /* the last call: libmicrohttpd has read the whole body */
     if (hr->decided)
         return hr->rep.status ? send_reply(conn, hr) : MHD_NO;
     ghd_guard_handling(http->guard, hr->guard); /* the handler may wait on a run */
-    if (hr->body == BODY_JSON && parse_json_body(hr) != 0)
+    if (hr->body == BODY_JSON && ghd_body_parse_json(hr) != 0)
         return send_reply(conn, hr);
-    run_handler(hr);
+    ghd_http_run_handler(hr);
     return send_reply(conn, hr);
 }
 
@@ -628,7 +224,7 @@ static double elapsed_ms(const struct timespec *since)
  * the socket, for at most 2 s and 64 MiB. */
 static void linger_after_early_reply(struct MHD_Connection *conn)
 {
-    int fd = connection_fd(conn);
+    int fd = ghd_http_connection_fd(conn);
     if (fd >= 0)
         ghd_socket_linger(fd, 2000, (uint64_t)64 << 20);
 }
@@ -649,7 +245,7 @@ static void peer_name(struct MHD_Connection *conn, char *out, size_t len)
 
 /* The buffer or run id for the access log: the one the path names, else
  * the one a create made (its Location). NULL for other requests. */
-static const char *resource_of(const struct http_request *hr)
+static const char *resource_of(const struct ghd_http_request *hr)
 {
     if (hr->req.route && strstr(hr->req.route, "{id}") && hr->req.param_count)
         return hr->req.params[0];
@@ -664,11 +260,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct ghd_http *http = cls;
-    struct http_request *hr = *req_cls;
+    struct ghd_http_request *hr = *req_cls;
     if (!hr)
         return;
     ghd_guard_idle(http->guard, hr->guard);
-    end_upload(hr); /* a client gone before the reply */
+    ghd_body_end_upload(hr); /* a client gone before the reply */
     if (hr->req.has_body && !hr->body_done && hr->queued) /* also set by reply_on_socket */
         linger_after_early_reply(conn);
     int status = hr->rep.status;
@@ -715,7 +311,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
     /* libmicrohttpd 1.0 answers every info query in one shared union: take
      * the descriptor before asking for the address. */
-    int fd = connection_fd(conn);
+    int fd = ghd_http_connection_fd(conn);
     char peer[64];
     peer_name(conn, peer, sizeof(peer));
     if (fd >= 0)
@@ -752,7 +348,7 @@ static void log_library_refusal(const char *msg)
         return;
     }
     char request_id[GHD_REQUEST_ID_MAX + 1];
-    random_request_id(request_id);
+    ghd_http_random_request_id(request_id);
     struct ghd_access_record rec = {
         .request_id = request_id,
         .method = "(unparsed)",
@@ -774,66 +370,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
         msg[--n] = '\0';
     ghd_log(GHD_LOG_DEBUG, "microhttpd: %s", msg);
     log_library_refusal(msg);
-}
-
-/* Reads a PEM file into a NUL-terminated string. */
-static int read_pem(const char *flag, const char *path, char **out, size_t *len, char *why,
-                    size_t why_len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_len, "%s %s: cannot open it", flag, path);
-        return GHD_EINVAL;
-    }
-    size_t cap = (size_t)1 << 20;
-    char *buf = malloc(cap + 1);
-    size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
-    int bad = !buf || ferror(f) || n == 0 || n > cap;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        snprintf(why, why_len, "%s %s: empty, unreadable or larger than 1 MiB", flag, path);
-        return GHD_EINVAL;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-static void free_tls(struct ghd_http *http)
-{
-    free(http->tls_cert);
-    if (http->tls_key)
-        memset(http->tls_key, 0, http->tls_key_len);
-    free(http->tls_key);
-}
-
-/* HTTPS through libmicrohttpd's GnuTLS: TLS 1.2 and 1.3 only. */
-static int setup_tls(struct ghd_http *http, const struct ghd_config *cfg, unsigned *flags,
-                     struct MHD_OptionItem *opts, char *why, size_t why_len)
-{
-    opts[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    if (!cfg->tls_cert[0])
-        return 0;
-    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-        snprintf(why, why_len, "--tls-cert: this libmicrohttpd was built without TLS");
-        return GHD_ENOTSUP;
-    }
-    size_t cert_len;
-    int rc = read_pem("--tls-cert", cfg->tls_cert, &http->tls_cert, &cert_len, why, why_len);
-    if (rc == 0)
-        rc = read_pem("--tls-key", cfg->tls_key, &http->tls_key, &http->tls_key_len, why,
-                      why_len);
-    if (rc)
-        return rc;
-    *flags |= MHD_USE_TLS;
-    opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, http->tls_cert};
-    opts[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, http->tls_key};
-    opts[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-                                      (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"};
-    opts[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    return 0;
 }
 
 int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
@@ -873,15 +409,15 @@ int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, 
     http->routes = routes;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
-    struct MHD_OptionItem tls_opts[4];
-    int rc = setup_tls(http, cfg, &flags, tls_opts, why, why_len);
+    struct MHD_OptionItem tls_opts[GHD_TLS_OPTIONS];
+    int rc = ghd_tls_setup(&http->tls, cfg, &flags, tls_opts, why, why_len);
     if (rc == 0)
         rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
                            cfg->transfer_rate_window_s, &http->guard);
     if (rc) {
         if (!why[0])
             snprintf(why, why_len, "connection guard: %s", ghd_strerror(rc));
-        free_tls(http);
+        ghd_tls_free(&http->tls);
         free(http);
         return rc;
     }
@@ -906,7 +442,7 @@ int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, 
         snprintf(why, why_len, "cannot serve on %s:%u%s", cfg->bind, port,
                  cfg->tls_cert[0] ? " (the TLS certificate and key do not load or match?)" : "");
         ghd_guard_free(http->guard);
-        free_tls(http);
+        ghd_tls_free(&http->tls);
         free(http);
         return GHD_EUNAVAIL;
     }
@@ -955,6 +491,7 @@ void ghd_http_stop(struct ghd_http *http)
         return;
     MHD_stop_daemon(http->daemon);
     ghd_guard_free(http->guard);
-    free_tls(http);
+    ghd_tls_free(&http->tls);
     free(http);
 }
+

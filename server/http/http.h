@@ -5,7 +5,8 @@
 
 #include "core/service.h"
 
-/* The HTTP server: the only file that includes microhttpd.h. One thread per
+/* The HTTP server (http.c and its helpers in server/http/: the only files
+ * that include microhttpd.h; nothing above sees it). One thread per
  * connection, so a transfer may block on its own copies without stalling
  * other clients; bodies are streamed piece by piece to the route's upload
  * operations, and downloads are pulled from the handler's reader. */

@@ -1,0 +1,42 @@
+/* Who may call what: the route's access (router.h) against the request's
+ * bearer token (core/auth.h). */
+#include "access.h"
+
+#include "base/error.h"
+#include "core/service.h"
+
+static int deny(struct ghd_request *req, struct ghd_reply *rep, const char *authorization)
+{
+    /* RFC 6750 section 3: error="invalid_token" only when a token was sent. */
+    ghd_reply_header(rep, "WWW-Authenticate", "%s",
+                     authorization ? "Bearer realm=\"gpuhttpd\", error=\"invalid_token\""
+                                   : "Bearer realm=\"gpuhttpd\"");
+    return ghd_reply_problem(rep, req, GHD_EUNAUTH, "%s",
+                             authorization ? "the bearer token is not valid here"
+                                           : "this resource needs 'Authorization: Bearer <token>'");
+}
+
+/* Default deny: with tokens configured every route but the public ones, and
+ * an unknown path, needs a tenant's token; the metrics route needs
+ * --metrics-token when that is set. `route` is the path's route (any method),
+ * or NULL. The token itself is never logged. */
+int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
+                       const struct ghd_route *route, char tenant[GHD_TENANT_MAX + 1])
+{
+    struct ghd_auth *auth = req->svc->auth;
+    enum ghd_route_access access = route ? route->access : GHD_ACCESS_TENANT;
+    if (access == GHD_ACCESS_PUBLIC)
+        return 0;
+    const char *authorization = ghd_request_header(req, "Authorization");
+    if (access == GHD_ACCESS_METRICS) {
+        if (!ghd_auth_metrics_guarded(auth) || ghd_auth_check_metrics(auth, authorization) == 0)
+            return 0;
+        return deny(req, rep, authorization);
+    }
+    if (!ghd_auth_enabled(auth))
+        return 0;
+    if (ghd_auth_check(auth, authorization, tenant) != 0)
+        return deny(req, rep, authorization);
+    req->tenant = tenant;
+    return 0;
+}

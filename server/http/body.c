@@ -1,0 +1,117 @@
+/* A request's body: how it will be read (decided from the head, before any
+ * of it arrives), its pieces as they come (a JSON document gathered, or an
+ * upload streamed to the route's upload ops), and the upload's end. */
+#include "body.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "core/service.h"
+#include "head.h"
+
+/* Decides how the body will be read, before any of it arrives. A refusal
+ * now costs the client no body transfer (MHD skips 100 Continue). */
+int ghd_body_plan(struct ghd_http_request *hr)
+{
+    struct ghd_request *req = &hr->req;
+    struct ghd_service *svc = req->svc;
+    const char *ctype = ghd_request_header(req, "Content-Type");
+    enum ghd_body_kind kind = hr->route->body;
+    if (kind == GHD_BODY_NONE) {
+        hr->body = BODY_NONE;
+        return 0;
+    }
+    int is_json = ghd_media_is(ctype, "application/json");
+    int is_octets = ghd_media_is(ctype, "application/octet-stream");
+    if (kind == GHD_BODY_STREAM && !ctype)
+        is_octets = 1;
+    const struct ghd_upload_ops *npy = hr->route->upload ? hr->route->upload->npy : NULL;
+    int is_npy = npy && ghd_media_is(ctype, "application/x-npy");
+    if ((kind == GHD_BODY_JSON || kind == GHD_BODY_UPLOAD) && is_json) {
+        if (!req->has_body)
+            return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
+        if (req->has_content_length && req->content_length > svc->cfg.max_json_body)
+            return ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
+                                     "JSON bodies are limited to %zu bytes (--max-json-body)",
+                                     svc->cfg.max_json_body);
+        hr->body = BODY_JSON;
+        return 0;
+    }
+    if ((kind == GHD_BODY_STREAM || kind == GHD_BODY_UPLOAD) && (is_octets || is_npy)) {
+        hr->upload = is_npy ? npy : hr->route->upload;
+        int rc = hr->upload->begin(req, &hr->rep);
+        if (rc)
+            return rc;
+        hr->upload_started = 1;
+        hr->body = BODY_UPLOAD;
+        return 0;
+    }
+    if (!ctype && !req->has_body && kind == GHD_BODY_JSON)
+        return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
+    return ghd_reply_problem(&hr->rep, req, GHD_EMEDIA, "Content-Type must be %s%s, not '%s'",
+                             kind == GHD_BODY_JSON     ? "application/json"
+                             : kind == GHD_BODY_STREAM ? "application/octet-stream"
+                                                       : "application/json or application/octet-stream",
+                             npy ? " or application/x-npy" : "", ctype ? ctype : "(none)");
+}
+
+void ghd_body_take(struct ghd_http_request *hr, const char *data, size_t len)
+{
+    struct ghd_request *req = &hr->req;
+    req->bytes_in += len;
+    if (hr->body == BODY_JSON) {
+        size_t limit = req->svc->cfg.max_json_body;
+        if (hr->json_len + len > limit) {
+            ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
+                              "JSON bodies are limited to %zu bytes (--max-json-body)", limit);
+            hr->decided = 1;
+            hr->body = BODY_DISCARD;
+            return;
+        }
+        char *grown = realloc(hr->json_buf, hr->json_len + len + 1);
+        if (!grown) {
+            ghd_reply_problem(&hr->rep, req, GHD_ENOHOSTMEM, "out of host memory");
+            hr->decided = 1;
+            hr->body = BODY_DISCARD;
+            return;
+        }
+        hr->json_buf = grown;
+        memcpy(hr->json_buf + hr->json_len, data, len);
+        hr->json_len += len;
+    } else if (hr->body == BODY_UPLOAD) {
+        if (hr->upload->write(req, &hr->rep, data, len) != 0) {
+            hr->decided = 1;
+            hr->body = BODY_DISCARD;
+        }
+    }
+}
+
+int ghd_body_parse_json(struct ghd_http_request *hr)
+{
+    json_error_t err;
+    /* A key twice would be read as its last value here and maybe as its
+     * first by whoever checked the body before us: refused. */
+    json_t *doc = json_loadb(hr->json_buf ? hr->json_buf : "", hr->json_len,
+                             JSON_REJECT_DUPLICATES, &err);
+    if (!doc)
+        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "line %d, column %d: %s",
+                                 err.line, err.column, err.text);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "the body must be a JSON object");
+    }
+    hr->req.json = doc;
+    return 0;
+}
+
+/* An upload's resources (its writer flag, chunks, a half-created buffer) are
+ * given back before its reply leaves: a client that reads the reply may at
+ * once start the next upload to the same buffer, on another connection. */
+void ghd_body_end_upload(struct ghd_http_request *hr)
+{
+    if (!hr->upload_started)
+        return;
+    hr->upload_started = 0;
+    hr->upload->cleanup(&hr->req);
+}

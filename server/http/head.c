@@ -1,0 +1,138 @@
+/* The request head: header and query lookups, the request id, the checks
+ * that refuse a head which can be read more than one way, and the body's
+ * declared length. */
+#define _GNU_SOURCE
+#include "head.h"
+
+#include <ctype.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "core/buffer.h"
+
+const char *ghd_request_header(const struct ghd_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *ghd_request_query(const struct ghd_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* 16 hex digits of CSPRNG output, or "unknown". */
+void ghd_http_random_request_id(char out[GHD_REQUEST_ID_MAX + 1])
+{
+    char id[GHD_BUFFER_ID_LEN + 1];
+    if (ghd_random_id(id) == 0)
+        snprintf(out, GHD_REQUEST_ID_MAX + 1, "%.16s", id);
+    else
+        snprintf(out, GHD_REQUEST_ID_MAX + 1, "unknown");
+}
+
+void ghd_http_fill_request_id(struct ghd_request *req)
+{
+    const char *given = ghd_request_header(req, "X-Request-Id");
+    if (given) {
+        size_t n = strlen(given);
+        int ok = n > 0 && n <= GHD_REQUEST_ID_MAX;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = isalnum((unsigned char)given[i]) || strchr("-_.:", given[i]);
+        if (ok) {
+            memcpy(req->request_id, given, n + 1);
+            return;
+        }
+    }
+    ghd_http_random_request_id(req->request_id);
+}
+
+/* Media type without parameters, compared case-insensitively. */
+int ghd_media_is(const char *content_type, const char *want)
+{
+    if (!content_type)
+        return 0;
+    size_t n = strlen(want);
+    return strncasecmp(content_type, want, n) == 0 &&
+           (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
+}
+
+int ghd_request_media_is(const struct ghd_request *req, const char *want)
+{
+    return ghd_media_is(ghd_request_header(req, "Content-Type"), want);
+}
+
+/* What the head says about itself, counted in one pass. */
+struct head_census {
+    unsigned content_length, transfer_encoding, host, authorization;
+    unsigned nul_in_query; /* a query value with a NUL (%00) in it */
+};
+
+static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
+{
+    struct head_census *c = cls;
+    (void)key_size;
+    if (kind == MHD_GET_ARGUMENT_KIND) {
+        /* libmicrohttpd decodes %00 into the value, which every C string
+         * lookup would then silently cut short there. */
+        if (value && strlen(value) != value_size)
+            c->nul_in_query++;
+        return MHD_YES;
+    }
+    if (!key)
+        return MHD_YES;
+    if (strcasecmp(key, "Content-Length") == 0)
+        c->content_length++;
+    else if (strcasecmp(key, "Transfer-Encoding") == 0)
+        c->transfer_encoding++;
+    else if (strcasecmp(key, "Host") == 0)
+        c->host++;
+    else if (strcasecmp(key, "Authorization") == 0)
+        c->authorization++;
+    return MHD_YES;
+}
+
+/* A head that can be read more than one way is refused, not interpreted:
+ * two Content-Lengths, or one together with Transfer-Encoding, may be framed
+ * differently by a proxy in front of us (request smuggling, RFC 9112 section
+ * 6.3); two Hosts (section 3.2) or two Authorizations may be routed or
+ * authorised by one and served by the other. Returns the detail of the
+ * refusal, or NULL. */
+const char *ghd_http_head_ambiguity(struct ghd_request *req, const char *version)
+{
+    struct head_census c = {0};
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_head,
+                                &c);
+    if (c.content_length > 1 || c.transfer_encoding > 1 ||
+        (c.content_length && c.transfer_encoding))
+        return "conflicting message framing: more than one Content-Length or "
+               "Transfer-Encoding, or both";
+    if (c.host > 1 || (c.host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
+        return "an HTTP/1.1 request needs exactly one Host header";
+    if (c.authorization > 1)
+        return "more than one Authorization header";
+    if (c.nul_in_query)
+        return "a query parameter holds a NUL character (%00)";
+    return NULL;
+}
+
+int ghd_http_parse_content_length(struct ghd_request *req)
+{
+    const char *cl = ghd_request_header(req, "Content-Length");
+    const char *te = ghd_request_header(req, "Transfer-Encoding");
+    if (cl) {
+        char *end;
+        unsigned long long v = strtoull(cl, &end, 10);
+        if (!isdigit((unsigned char)*cl) || *end)
+            return GHD_EINVAL;
+        req->has_content_length = 1;
+        req->content_length = v;
+        req->has_body = v > 0;
+    } else if (te && strcasestr(te, "chunked")) {
+        req->has_body = 1;
+    }
+    return 0;
+}

@@ -1,0 +1,21 @@
+#ifndef GHD_HTTP_HEAD_H
+#define GHD_HTTP_HEAD_H
+
+#include "request.h"
+
+/* 16 hex digits of CSPRNG output, or "unknown". */
+void ghd_http_random_request_id(char out[GHD_REQUEST_ID_MAX + 1]);
+/* req->request_id: the client's X-Request-Id when it is a sane one, else a
+ * random one. */
+void ghd_http_fill_request_id(struct ghd_request *req);
+/* Whether `content_type` is the media type `want`, parameters aside
+ * (case-insensitive); 0 for NULL. */
+int ghd_media_is(const char *content_type, const char *want);
+/* The detail of why the head is refused as ambiguous (framing, Host,
+ * Authorization, a NUL in the query), or NULL when it is not. */
+const char *ghd_http_head_ambiguity(struct ghd_request *req, const char *version);
+/* Fills has_body, has_content_length and content_length from the head.
+ * GHD_EINVAL when Content-Length is not a number. */
+int ghd_http_parse_content_length(struct ghd_request *req);
+
+#endif
