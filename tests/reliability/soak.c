@@ -465,7 +465,7 @@ static void test_soak(void **state)
                           "--staging-timeout-ms", "5000", "--log-level", "warn",
                           "--connection-timeout", "30", "--runs-kept", "64", NULL};
     const char *env[] = {"GHD_TOKENS=" TOK_A ":alice," TOK_B ":bob", NULL};
-    if (rel_spawn(&proc, args, env, wrapped ? 120000 : 20000) < 0)
+    if (rel_spawn(&proc, args, env, wrapped ? 240000 : 20000) < 0)
         fail_msg("gpuhttpd did not start");
     snprintf(base_url, sizeof(base_url), "%s", proc.base);
     {
