@@ -1,16 +1,20 @@
-/* GET /metrics: the Prometheus exposition of server/metrics.c. */
+/* GET /metrics: the Prometheus exposition of server/core/metrics.c, with
+ * the gauges their owners report now (core/gauges.c). */
 #include "handlers.h"
 
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "core/gauges.h"
 #include "core/metrics.h"
 
 int ghd_handle_metrics(struct ghd_request *req, struct ghd_reply *rep)
 {
     char *text;
     size_t len;
-    int rc = ghd_metrics_render(req->svc, &text, &len);
+    struct ghd_metrics_gauges g;
+    ghd_gauges_collect(req->svc, &g);
+    int rc = ghd_metrics_render(&g, &text, &len);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "cannot render the metrics");
     rc = ghd_reply_text(rep, 200, GHD_METRICS_CONTENT_TYPE, text, len);

@@ -429,6 +429,14 @@ void ghd_buffer_tenant_usage(struct ghd_buffer_table *t, const char *tenant, siz
     pthread_mutex_unlock(&t->lock);
 }
 
+void ghd_buffer_table_totals(struct ghd_buffer_table *t, size_t *count, size_t *bytes)
+{
+    pthread_mutex_lock(&t->lock);
+    *count = t->count;
+    *bytes = t->bytes;
+    pthread_mutex_unlock(&t->lock);
+}
+
 size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now)
 {
     struct ghd_buffer *dead = NULL;

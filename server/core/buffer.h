@@ -131,6 +131,8 @@ size_t ghd_buffer_list(struct ghd_buffer_table *t, const char *tenant, uint64_t 
 /* What `tenant` (NULL: the untenanted) holds now: bytes and buffers. */
 void ghd_buffer_tenant_usage(struct ghd_buffer_table *t, const char *tenant, size_t *bytes,
                              size_t *count);
+/* What the table holds now: buffers and their bytes (the metrics' gauges). */
+void ghd_buffer_table_totals(struct ghd_buffer_table *t, size_t *count, size_t *bytes);
 /* Removes expired buffers; returns how many. */
 size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now);
 

@@ -8,11 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "device/nvml.h"
 #include "base/error.h"
 #include "base/process_stats.h"
-#include "run_queue.h"
-#include "service.h"
 
 /* Counters are relaxed atomics: each is exact on its own, and a scrape that
  * sees one a request later than another is harmless. */
@@ -192,7 +189,8 @@ static struct histogram run_queue_wait; /* atomics: observed without runs_lock *
 static struct run_row run_rows[GHD_METRICS_KERNELS + 1]; /* + "other" */
 static unsigned run_row_count;
 
-void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds)
+void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds,
+                     double queued_seconds)
 {
     unsigned o = 0;
     while (o < OUTCOME_COUNT && strcmp(outcome, outcome_names[o]) != 0)
@@ -218,16 +216,8 @@ void ghd_metrics_run(const char *kernel, const char *outcome, double device_seco
     if (device_seconds > 0)
         observe(&row->device, &device_spec, device_seconds);
     pthread_mutex_unlock(&runs_lock);
-}
-
-void ghd_metrics_run_ended(const struct ghd_run *run)
-{
-    if (run->status < GHD_RUN_SUCCEEDED || run->step_count == 0)
-        return;
-    const char *kernel = run->pipeline ? "pipeline" : ghd_kernel_name(run->steps[0].kernel);
-    ghd_metrics_run(kernel, ghd_run_status_name(run->status), (double)run->device_ms / 1e3);
-    if (run->started_ms > 0) /* a worker took it */
-        observe(&run_queue_wait, &duration_spec, (run->started_ms - run->queued_at_ms) / 1e3);
+    if (queued_seconds >= 0)
+        observe(&run_queue_wait, &duration_spec, queued_seconds);
 }
 
 /* ---- rendering ---------------------------------------------------------------- */
@@ -421,7 +411,7 @@ static void render_transfers(struct text *t)
     }
 }
 
-static void render_runs(struct text *t, struct ghd_service *svc)
+static void render_runs(struct text *t, const struct ghd_metrics_gauges *g)
 {
     pthread_mutex_lock(&runs_lock);
     family(t, "gpuhttpd_runs_total", "counter",
@@ -460,17 +450,18 @@ static void render_runs(struct text *t, struct ghd_service *svc)
     family(t, "gpuhttpd_run_queue_seconds", "histogram",
            "Time from a run's submission until a worker started it.");
     put_histogram(t, "gpuhttpd_run_queue_seconds", "", &run_queue_wait, &duration_spec);
-    if (svc && svc->runs) {
+    if (g) {
         family(t, "gpuhttpd_runs_active", "gauge", "Runs queued or running now.");
-        put(t, "gpuhttpd_runs_active %u\n", ghd_run_queue_active(svc->runs));
+        put(t, "gpuhttpd_runs_active %u\n", g->runs_active);
         family(t, "gpuhttpd_run_workers", "gauge", "Runs that may execute at once (--run-workers).");
-        put(t, "gpuhttpd_run_workers %u\n", svc->cfg.run_workers);
+        put(t, "gpuhttpd_run_workers %u\n", g->run_workers);
     }
 }
 
 /* The gauges of one staging ring (the main one, or the small one under
  * gpuhttpd_staging_small_*) on every device. */
-static void render_staging(struct text *t, struct ghd_service *svc, unsigned nrt, int small)
+static void render_staging(struct text *t, const struct ghd_metrics_gauges *g, unsigned nrt,
+                           int small)
 {
     static const struct {
         const char *name, *type, *help;
@@ -483,13 +474,12 @@ static void render_staging(struct text *t, struct ghd_service *svc, unsigned nrt
         {"waits_total", "counter", "Staging chunk requests that had to wait for a chunk."},
         {"timeouts_total", "counter", "Staging chunk requests that gave up (answered 503)."},
     };
-    uint64_t v[GHD_MAX_DEVICES][sizeof(gauges) / sizeof(gauges[0])];
+    uint64_t v[GHD_METRICS_DEVICES][sizeof(gauges) / sizeof(gauges[0])];
     for (unsigned i = 0; i < nrt; i++) {
-        struct ghd_staging_stats ss;
-        struct ghd_runtime *rt = &svc->runtimes[i];
-        ghd_staging_get_stats(small ? &rt->staging_small : &rt->staging, &ss);
-        uint64_t row[] = {ss.chunks,    ss.chunk_size, ss.busy,    ss.peak_busy,
-                          ss.acquires, ss.waits,      ss.timeouts};
+        const struct ghd_staging_stats *ss =
+            small ? &g->devices[i].staging_small : &g->devices[i].staging;
+        uint64_t row[] = {ss->chunks,    ss->chunk_size, ss->busy,    ss->peak_busy,
+                          ss->acquires, ss->waits,      ss->timeouts};
         memcpy(v[i], row, sizeof(row));
     }
     for (size_t k = 0; k < sizeof(gauges) / sizeof(gauges[0]); k++) {
@@ -501,49 +491,35 @@ static void render_staging(struct text *t, struct ghd_service *svc, unsigned nrt
                  gauges[k].help);
         family(t, name, gauges[k].type, help);
         for (unsigned i = 0; i < nrt; i++)
-            put(t, "%s{device=\"%d\"} %llu\n", name, svc->runtimes[i].dev.ordinal,
+            put(t, "%s{device=\"%d\"} %llu\n", name, g->devices[i].ordinal,
                 (unsigned long long)v[i][k]);
     }
 }
 
-static void render_devices(struct text *t, struct ghd_service *svc)
+static void render_devices(struct text *t, const struct ghd_metrics_gauges *g)
 {
-    struct ghd_pool_stats ps[GHD_MAX_DEVICES];
-    unsigned nrt = svc->runtime_count < GHD_MAX_DEVICES ? svc->runtime_count : GHD_MAX_DEVICES;
-    for (unsigned i = 0; i < nrt; i++)
-        ghd_pool_get_stats(&svc->runtimes[i].pool, &ps[i]);
-#define POOL_GAUGE(name, type, help, expr)                                      \
-    do {                                                                        \
-        family(t, name, type, help);                                            \
-        for (unsigned i = 0; i < nrt; i++)                                      \
-            put(t, name "{device=\"%d\"} %llu\n", svc->runtimes[i].dev.ordinal, \
-                (unsigned long long)(expr));                                    \
+    unsigned nrt = g->device_count < GHD_METRICS_DEVICES ? g->device_count : GHD_METRICS_DEVICES;
+    const struct ghd_metrics_device *d = g->devices;
+#define POOL_GAUGE(name, type, help, field)                                              \
+    do {                                                                                 \
+        family(t, name, type, help);                                                     \
+        for (unsigned i = 0; i < nrt; i++)                                               \
+            put(t, name "{device=\"%d\"} %llu\n", d[i].ordinal,                          \
+                (unsigned long long)d[i].pool.field);                                    \
     } while (0)
     POOL_GAUGE("gpuhttpd_pool_reserved_bytes", "gauge",
-               "Device memory the pool holds from the backend.", ps[i].reserved);
+               "Device memory the pool holds from the backend.", reserved);
     POOL_GAUGE("gpuhttpd_pool_in_use_bytes", "gauge",
-               "Device memory in blocks handed out (buffers and scratch).", ps[i].in_use);
+               "Device memory in blocks handed out (buffers and scratch).", in_use);
     POOL_GAUGE("gpuhttpd_pool_peak_in_use_bytes", "gauge",
-               "Highest in-use device memory since start.", ps[i].peak);
+               "Highest in-use device memory since start.", peak);
     POOL_GAUGE("gpuhttpd_pool_limit_bytes", "gauge",
-               "Most device memory the pool may reserve (0 = no limit).", ps[i].limit);
+               "Most device memory the pool may reserve (0 = no limit).", limit);
     POOL_GAUGE("gpuhttpd_pool_allocations_total", "counter", "Pool allocations that succeeded.",
-               ps[i].allocations);
+               allocations);
     POOL_GAUGE("gpuhttpd_pool_allocation_failures_total", "counter",
-               "Pool allocations refused (limit reached or device out of memory).",
-               ps[i].failures);
+               "Pool allocations refused (limit reached or device out of memory).", failures);
 #undef POOL_GAUGE
-    /* Asked of the backend (and NVML) at each scrape, like the pool's
-     * numbers: a scrape every few seconds costs a few microseconds. */
-    size_t mem_free[GHD_MAX_DEVICES], mem_total[GHD_MAX_DEVICES];
-    int have_mem[GHD_MAX_DEVICES], have_util[GHD_MAX_DEVICES];
-    unsigned util[GHD_MAX_DEVICES];
-    for (unsigned i = 0; i < nrt; i++) {
-        struct ghd_device *dev = &svc->runtimes[i].dev;
-        have_mem[i] = dev->ops && dev->ops->mem_info &&
-                      dev->ops->mem_info(dev, &mem_free[i], &mem_total[i]) == 0;
-        have_util[i] = ghd_nvml_utilization(dev->pci_bus_id, &util[i]) == 0;
-    }
     static const char *const mem_names[2] = {"gpuhttpd_device_memory_total_bytes",
                                              "gpuhttpd_device_memory_free_bytes"};
     static const char *const mem_helps[2] = {
@@ -552,47 +528,42 @@ static void render_devices(struct text *t, struct ghd_service *svc)
     for (int k = 0; k < 2; k++) {
         family(t, mem_names[k], "gauge", mem_helps[k]);
         for (unsigned i = 0; i < nrt; i++)
-            if (have_mem[i])
-                put(t, "%s{device=\"%d\"} %zu\n", mem_names[k], svc->runtimes[i].dev.ordinal,
-                    k ? mem_free[i] : mem_total[i]);
+            if (d[i].have_mem)
+                put(t, "%s{device=\"%d\"} %zu\n", mem_names[k], d[i].ordinal,
+                    k ? d[i].mem_free : d[i].mem_total);
     }
     family(t, "gpuhttpd_device_utilization_ratio", "gauge",
            "Fraction of the driver's last sample period in which a kernel ran on the GPU "
            "(NVML; absent on the host backend or without the driver's NVML).");
     for (unsigned i = 0; i < nrt; i++)
-        if (have_util[i]) {
-            put(t, "gpuhttpd_device_utilization_ratio{device=\"%d\"} ",
-                svc->runtimes[i].dev.ordinal);
-            put_number(t, util[i] / 100.0);
+        if (d[i].have_util) {
+            put(t, "gpuhttpd_device_utilization_ratio{device=\"%d\"} ", d[i].ordinal);
+            put_number(t, d[i].util_percent / 100.0);
             put(t, "\n");
         }
-    render_staging(t, svc, nrt, 0);
-    render_staging(t, svc, nrt, 1);
+    render_staging(t, g, nrt, 0);
+    render_staging(t, g, nrt, 1);
 }
 
-static void render_service(struct text *t, struct ghd_service *svc)
+static void render_service(struct text *t, const struct ghd_metrics_gauges *g)
 {
-    pthread_mutex_lock(&svc->buffers.lock);
-    size_t count = svc->buffers.count, bytes = svc->buffers.bytes;
-    pthread_mutex_unlock(&svc->buffers.lock);
     family(t, "gpuhttpd_buffers", "gauge", "Buffers that exist now.");
-    put(t, "gpuhttpd_buffers %zu\n", count);
+    put(t, "gpuhttpd_buffers %zu\n", g->buffers);
     family(t, "gpuhttpd_buffer_bytes", "gauge", "Bytes requested by the buffers that exist now.");
-    put(t, "gpuhttpd_buffer_bytes %zu\n", bytes);
+    put(t, "gpuhttpd_buffer_bytes %zu\n", g->buffer_bytes);
     family(t, "process_start_time_seconds", "gauge",
            "Start time of the process since the Unix epoch in seconds.");
-    put(t, "process_start_time_seconds %lld\n", (long long)svc->started);
+    put(t, "process_start_time_seconds %lld\n", (long long)g->started);
     family(t, "gpuhttpd_build_info", "gauge",
            "Build and device information as labels; the value is always 1.");
-    const struct ghd_runtime *rt = svc->runtime_count ? &svc->runtimes[0] : NULL;
     put(t, "gpuhttpd_build_info{version=\"");
     put_label_value(t, GHD_VERSION);
     put(t, "\",cuda_runtime=\"");
-    put_label_value(t, rt && rt->dev.runtime_version[0] ? rt->dev.runtime_version : "none");
+    put_label_value(t, g->cuda_runtime ? g->cuda_runtime : "none");
     put(t, "\",backend=\"");
-    put_label_value(t, rt ? ghd_backend_name(rt->dev.kind) : "none");
+    put_label_value(t, g->backend ? g->backend : "none");
     put(t, "\",device=\"");
-    put_label_value(t, rt ? rt->dev.name : "none");
+    put_label_value(t, g->device_name ? g->device_name : "none");
     put(t, "\"} 1\n");
 }
 
@@ -618,16 +589,16 @@ static void render_process(struct text *t)
     }
 }
 
-int ghd_metrics_render(struct ghd_service *svc, char **out, size_t *len)
+int ghd_metrics_render(const struct ghd_metrics_gauges *g, char **out, size_t *len)
 {
     struct text t = {0};
     render_process(&t);
     render_requests(&t);
     render_transfers(&t);
-    render_runs(&t, svc);
-    if (svc) {
-        render_devices(&t, svc);
-        render_service(&t, svc);
+    render_runs(&t, g);
+    if (g) {
+        render_devices(&t, g);
+        render_service(&t, g);
     }
     if (t.failed || !t.buf) {
         free(t.buf);

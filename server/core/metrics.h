@@ -3,6 +3,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+
+#include "device/pool.h"
+#include "device/staging.h"
 
 /* Process-wide Prometheus metrics, like the log: recorders may be called
  * from any thread at any time, before or after a service exists.
@@ -10,10 +14,12 @@
  * Requests and transfers are recorded lock-free into fixed arrays of atomics
  * (indexed by route, method, status code and histogram bucket), so the
  * request path pays a few relaxed increments. Runs take a short mutex: they
- * are rare next to the device time they cost. Rendering reads the counters
- * and, from the service, the pools, staging rings, buffer table and run
- * queue. Labels carry route templates, kernel names and device ordinals,
- * never buffer, run or request ids. */
+ * are rare next to the device time they cost. Metrics are a leaf: they are
+ * fed values (the recorders below) and, to render, a snapshot of the live
+ * gauges that their owners collected (struct ghd_metrics_gauges, filled by
+ * core/gauges.c); they read no other module's state and take no other
+ * module's lock. Labels carry route templates, kernel names and device
+ * ordinals, never buffer, run or request ids. */
 
 enum ghd_transfer_dir { GHD_TRANSFER_UPLOAD, GHD_TRANSFER_DOWNLOAD };
 
@@ -39,23 +45,41 @@ void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seco
 
 /* One run that ended. `kernel` is the kernel's name, or "pipeline" for runs
  * submitted as steps; `outcome` is "succeeded", "failed" or "canceled";
- * `device_seconds` the device time of its steps (observed when > 0). At most
- * GHD_METRICS_KERNELS distinct kernel labels are kept; later ones are
- * counted as "other". */
+ * `device_seconds` the device time of its steps (observed when > 0);
+ * `queued_seconds` its wait for a worker (observed when >= 0; negative: no
+ * worker took it). At most GHD_METRICS_KERNELS distinct kernel labels are
+ * kept; later ones are counted as "other". */
 #define GHD_METRICS_KERNELS 128
-void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds);
+void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds,
+                     double queued_seconds);
 
-struct ghd_run;
-/* ghd_metrics_run for a run whose status is final (succeeded, failed or
- * canceled); anything else is ignored. */
-void ghd_metrics_run_ended(const struct ghd_run *run);
+/* The live gauges at one scrape, each value collected by its owner. */
+#define GHD_METRICS_DEVICES 16
+struct ghd_metrics_device {
+    int ordinal;
+    struct ghd_pool_stats pool;
+    struct ghd_staging_stats staging, staging_small;
+    int have_mem; /* the backend reported mem_free and mem_total */
+    size_t mem_free, mem_total;
+    int have_util; /* NVML reported util_percent */
+    unsigned util_percent;
+};
 
-struct ghd_service;
+struct ghd_metrics_gauges {
+    unsigned runs_active; /* queued or running */
+    unsigned run_workers;
+    size_t buffers, buffer_bytes;
+    time_t started;
+    /* Build information labels (NULL: "none"). */
+    const char *cuda_runtime, *backend, *device_name;
+    unsigned device_count;
+    struct ghd_metrics_device devices[GHD_METRICS_DEVICES];
+};
 
 /* The Prometheus text exposition (format 0.0.4) of every metric, with the
- * service's live gauges when `svc` is not NULL. *out is a NUL-terminated
- * string the caller frees. 0 or GHD_ENOHOSTMEM. */
-int ghd_metrics_render(struct ghd_service *svc, char **out, size_t *len);
+ * live gauges of `g` when it is not NULL. *out is a NUL-terminated string
+ * the caller frees. 0 or GHD_ENOHOSTMEM. */
+int ghd_metrics_render(const struct ghd_metrics_gauges *g, char **out, size_t *len);
 
 /* The Content-Type of the exposition. */
 #define GHD_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

@@ -46,9 +46,13 @@ struct ghd_run {
     float device_ms;
     atomic_int refs;
     pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
+    int settled; /* under the queue's lock: ended, its buffers let go, counted */
     struct ghd_run *next;       /* queue order */
     struct ghd_run *done_prev, *done_next; /* finished runs, in the order they ended */
     struct ghd_run *id_next;               /* the queue's index by id */
+    /* The queue's lists of runs to settle or drop once its lock is released
+     * (run_queue.c, "collect under the lock, release after"). */
+    struct ghd_run *settle_next, *drop_next;
 };
 
 /* A new, empty run for `tenant` (may be NULL); a new reference. */

@@ -8,7 +8,6 @@
 #include "base/json_text.h"
 #include "base/log.h"
 #include "metrics.h"
-#include "service.h"
 
 struct run_worker {
     struct ghd_run_queue *q;
@@ -20,7 +19,8 @@ struct run_worker {
 };
 
 struct ghd_run_queue {
-    struct ghd_service *svc;
+    struct ghd_run_queue_config cfg;
+    struct ghd_runtime *rt; /* every worker's streams */
     pthread_mutex_t lock;
     struct run_worker *idle; /* idle workers, the most recently idle on top */
     struct ghd_run *head, *tail;       /* queued runs */
@@ -105,6 +105,54 @@ static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q)
     return NULL;
 }
 
+/* ---- collect under the lock, release after ---------------------------------
+ * Dropping a run's buffer references can free a buffer (a device sync and
+ * the pool's lock), dropping a kept run can free a user kernel, and metrics
+ * take a lock of their own: none of it happens under the queue's lock.
+ * Functions that end or forget runs under the lock collect them here; the
+ * caller settles the list once it has unlocked. */
+struct collected {
+    struct ghd_run *settle; /* ended: release calls, count, wake waiters (a reference each) */
+    struct ghd_run *drop;   /* forgotten: the queue's reference */
+};
+
+static void record_metrics(const struct ghd_run *run)
+{
+    const char *kernel = run->pipeline ? "pipeline" : ghd_kernel_name(run->steps[0].kernel);
+    double queued_s = run->started_ms > 0 ? (run->started_ms - run->queued_at_ms) / 1e3 : -1;
+    ghd_metrics_run(kernel, ghd_run_status_name(run->status), (double)run->device_ms / 1e3,
+                    queued_s);
+}
+
+/* pre: lock not held. Settles what `c` collected. */
+static void settle(struct ghd_run_queue *q, struct collected *c)
+{
+    struct ghd_run *r, *next;
+    /* An ended run's status and times no longer change, and only this
+     * thread touches its calls now (it holds a reference). */
+    for (r = c->settle; r; r = r->settle_next) {
+        ghd_run_release_calls(r);
+        record_metrics(r);
+    }
+    if (c->settle) {
+        pthread_mutex_lock(&q->lock);
+        for (r = c->settle; r; r = r->settle_next) {
+            r->settled = 1;
+            pthread_cond_broadcast(&r->ended);
+        }
+        pthread_mutex_unlock(&q->lock);
+    }
+    for (r = c->settle; r; r = next) {
+        next = r->settle_next;
+        ghd_run_unref(r);
+    }
+    for (r = c->drop; r; r = next) {
+        next = r->drop_next;
+        ghd_run_unref(r);
+    }
+    c->settle = c->drop = NULL;
+}
+
 /* pre: lock held. Forgets a finished run: off the kept list and the index. */
 static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
@@ -135,15 +183,24 @@ static void wake_idle_locked(struct ghd_run_queue *q, int all)
     } while (all);
 }
 
-/* pre: lock held. A run has ended; run->status says how. Releases its
- * buffers, keeps it for GET (with the queue's reference), wakes its waiters
- * and, since a queued run may have waited for it, the idle workers. */
-static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
+/* pre: lock held. Forgets a finished run and collects the queue's reference. */
+static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run, struct collected *c)
 {
-    ghd_run_writes_done(run); /* before anyone hears it ended */
-    ghd_run_release_calls(run); /* buffers are free to go now */
+    done_unlink_locked(q, run);
+    run->drop_next = c->drop;
+    c->drop = run;
+}
+
+/* pre: lock held. A run has ended; run->status says how. Moves the
+ * versions of what it wrote (atomics, before anyone can see it ended: GET
+ * reads the status under this lock), keeps it for GET (with the queue's
+ * reference), wakes the idle workers since a queued run may have waited for
+ * it, and collects it to be settled: its buffers released and its metrics
+ * recorded, then its waiters woken. */
+static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, struct collected *c)
+{
+    ghd_run_writes_done(run);
     run->finished_ms = now_ms();
-    ghd_metrics_run_ended(run);
     q->active--;
     run->done_prev = q->done_new;
     run->done_next = NULL;
@@ -153,7 +210,9 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
         q->done_old = run;
     q->done_new = run;
     q->done_count++;
-    pthread_cond_broadcast(&run->ended);
+    ghd_run_ref(run);
+    run->settle_next = c->settle;
+    c->settle = run;
     if (q->head)
         wake_idle_locked(q, 1);
 }
@@ -162,7 +221,7 @@ static void *worker_main(void *arg)
 {
     struct run_worker *w = arg;
     struct ghd_run_queue *q = w->q;
-    struct ghd_runtime *rt = ghd_service_runtime(q->svc, 0);
+    struct ghd_runtime *rt = q->rt;
     struct ghd_device *dev = &rt->dev;
     struct ghd_stream *stream = NULL;
     struct ghd_event *ev[2] = {NULL, NULL};
@@ -197,11 +256,15 @@ static void *worker_main(void *arg)
         }
         if (run->error)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
+        struct collected c = {0};
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
         if (!q->abandoned) /* else it was reported failed already */
             run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
-        run_ended_locked(q, run);
+        run_ended_locked(q, run, &c);
+        pthread_mutex_unlock(&q->lock);
+        settle(q, &c);
+        pthread_mutex_lock(&q->lock);
     }
     pthread_mutex_unlock(&q->lock);
     for (int i = 0; i < 2; i++)
@@ -212,13 +275,13 @@ static void *worker_main(void *arg)
 }
 
 /* pre: lock held. Cancels every queued run. */
-static void cancel_queued_locked(struct ghd_run_queue *q)
+static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
 {
     for (struct ghd_run *r = q->head; r; r = q->head) {
         q->head = r->next;
         r->status = GHD_RUN_CANCELED;
         r->error = GHD_ECANCELED;
-        run_ended_locked(q, r);
+        run_ended_locked(q, r, c);
     }
     q->tail = NULL;
 }
@@ -226,8 +289,9 @@ static void cancel_queued_locked(struct ghd_run_queue *q)
 unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
 {
     unsigned running = 0;
+    struct collected c = {0};
     pthread_mutex_lock(&q->lock);
-    cancel_queued_locked(q);
+    cancel_queued_locked(q, &c);
     q->stopping = 1;
     q->abandoned = 1;
     for (unsigned i = 0; i < q->worker_count; i++) {
@@ -240,21 +304,25 @@ unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
         run->error = GHD_EUNAVAIL;
         snprintf(run->error_detail, sizeof(run->error_detail),
                  "the server stopped before the run finished");
+        run->settled = 1; /* its buffers go when the worker is done with them */
         pthread_cond_broadcast(&run->ended);
         running++;
     }
     pthread_mutex_unlock(&q->lock);
+    settle(q, &c);
     return running;
 }
 
 /* Cancels what is queued and stops the workers (the first `started` of them). */
 static void stop_workers(struct ghd_run_queue *q, unsigned started)
 {
+    struct collected c = {0};
     pthread_mutex_lock(&q->lock);
-    cancel_queued_locked(q);
+    cancel_queued_locked(q, &c);
     q->stopping = 1;
     wake_idle_locked(q, 1);
     pthread_mutex_unlock(&q->lock);
+    settle(q, &c);
     for (unsigned i = 0; i < started; i++)
         pthread_join(q->workers[i].thread, NULL);
 }
@@ -274,12 +342,13 @@ static void queue_destroy(struct ghd_run_queue *q)
     free(q);
 }
 
-int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out)
+int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rt,
+                      struct ghd_run_queue **out)
 {
     struct ghd_run_queue *q = calloc(1, sizeof(*q));
-    unsigned count = svc->cfg.run_workers ? svc->cfg.run_workers : 1;
+    unsigned count = cfg->workers ? cfg->workers : 1;
     /* About two slots per run that can be known at once, at most 64Ki. */
-    size_t slots = 64, known = (size_t)svc->cfg.run_queue_limit + svc->cfg.runs_kept;
+    size_t slots = 64, known = (size_t)cfg->queue_limit + cfg->runs_kept;
     while (slots < 2 * known && slots < ((size_t)1 << 16))
         slots *= 2;
     if (!q || !(q->workers = calloc(count, sizeof(*q->workers))) ||
@@ -290,7 +359,8 @@ int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out)
         return GHD_ENOHOSTMEM;
     }
     q->by_id_mask = slots - 1;
-    q->svc = svc;
+    q->cfg = *cfg;
+    q->rt = rt;
     q->worker_count = count;
     pthread_mutex_init(&q->lock, NULL);
     for (unsigned i = 0; i < count; i++)
@@ -318,15 +388,11 @@ void ghd_run_queue_free(struct ghd_run_queue *q)
 
 /* pre: lock held. Forgets the oldest finished runs past --runs-kept or
  * --run-keep-s: only those it drops are visited. */
-static void prune_locked(struct ghd_run_queue *q)
+static void prune_locked(struct ghd_run_queue *q, struct collected *c)
 {
-    double horizon = now_ms() - (double)q->svc->cfg.run_keep_s * 1e3;
-    while (q->done_old &&
-           (q->done_count > q->svc->cfg.runs_kept || q->done_old->finished_ms < horizon)) {
-        struct ghd_run *r = q->done_old;
-        done_unlink_locked(q, r);
-        ghd_run_unref(r);
-    }
+    double horizon = now_ms() - (double)q->cfg.keep_s * 1e3;
+    while (q->done_old && (q->done_count > q->cfg.runs_kept || q->done_old->finished_ms < horizon))
+        forget_locked(q, q->done_old, c);
 }
 
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
@@ -336,11 +402,11 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
         pthread_mutex_unlock(&q->lock);
         return GHD_EUNAVAIL;
     }
-    if (q->active >= q->svc->cfg.run_queue_limit) {
+    if (q->active >= q->cfg.queue_limit) {
         pthread_mutex_unlock(&q->lock);
         return GHD_ELIMIT;
     }
-    unsigned tenant_max = q->svc->cfg.tenant_max_runs;
+    unsigned tenant_max = q->cfg.tenant_max_runs;
     if (tenant_max) {
         unsigned mine = 0;
         for (unsigned i = 0; i < q->worker_count; i++)
@@ -356,7 +422,8 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
             return GHD_ELIMIT;
         }
     }
-    prune_locked(q);
+    struct collected c = {0};
+    prune_locked(q, &c);
     run->status = GHD_RUN_QUEUED;
     run->queued_at_ms = now_ms();
     ghd_run_ref(run); /* the queue's, then the finished list's */
@@ -370,13 +437,14 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     q->active++;
     wake_idle_locked(q, 0);
     pthread_mutex_unlock(&q->lock);
+    settle(q, &c);
     return 0;
 }
 
 void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
 {
     pthread_mutex_lock(&q->lock);
-    while (run->status < GHD_RUN_SUCCEEDED)
+    while (!run->settled)
         pthread_cond_wait(&run->ended, &q->lock);
     pthread_mutex_unlock(&q->lock);
 }
@@ -393,12 +461,14 @@ static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, cons
 int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant,
                      struct ghd_run **out)
 {
+    struct collected c = {0};
     pthread_mutex_lock(&q->lock);
-    prune_locked(q);
+    prune_locked(q, &c);
     struct ghd_run *r = find_locked(q, id, tenant);
     if (r)
         ghd_run_ref(r);
     pthread_mutex_unlock(&q->lock);
+    settle(q, &c);
     if (!r)
         return GHD_ENOENT;
     *out = r;
@@ -407,6 +477,7 @@ int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant
 
 int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
 {
+    struct collected c = {0};
     pthread_mutex_lock(&q->lock);
     struct ghd_run *r = find_locked(q, id, tenant);
     int rc = GHD_ENOENT;
@@ -423,14 +494,14 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
             q->tail = prev;
         r->status = GHD_RUN_CANCELED;
         r->error = GHD_ECANCELED;
-        run_ended_locked(q, r);
+        run_ended_locked(q, r, &c);
         rc = 0;
     } else if (r) {
-        done_unlink_locked(q, r);
-        ghd_run_unref(r);
+        forget_locked(q, r, &c);
         rc = 1;
     }
     pthread_mutex_unlock(&q->lock);
+    settle(q, &c);
     return rc;
 }
 

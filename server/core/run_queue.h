@@ -12,17 +12,29 @@
  * once. Finished runs are kept for a bounded time and count so
  * that clients can fetch them. */
 
-struct ghd_service;
 struct ghd_run_queue;
 
-int ghd_run_queue_new(struct ghd_service *svc, struct ghd_run_queue **out);
+/* What the queue is told, once, at creation (the flags of config.h). */
+struct ghd_run_queue_config {
+    unsigned workers;         /* --run-workers; 0 = 1 */
+    unsigned queue_limit;     /* --run-queue-limit: runs queued or running at once */
+    unsigned tenant_max_runs; /* --tenant-max-runs: per tenant; 0 = no limit */
+    unsigned runs_kept;       /* --runs-kept: finished runs kept for GET */
+    unsigned keep_s;          /* --run-keep-s: and for at most this long */
+};
+
+/* Starts cfg->workers workers, each with a stream of `rt`, which outlives
+ * the queue. */
+int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rt,
+                      struct ghd_run_queue **out);
 /* Cancels what is queued, finishes what runs, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
 /* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
  * --run-queue-limit runs are already queued or running. */
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run);
-/* Blocks until the run has finished, failed or been canceled. */
+/* Blocks until the run has finished, failed or been canceled, and has let
+ * go of its buffers and been counted in the metrics. */
 void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run);
 /* A kept run visible to `tenant`; a new reference, or GHD_ENOENT. */
 int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant,

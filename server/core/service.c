@@ -113,7 +113,12 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
         snprintf(why, why_len, "kernel library: %s", svc->runtimes[0].dev.last_error);
         goto destroy_buffers;
     }
-    rc = ghd_run_queue_new(svc, &svc->runs);
+    struct ghd_run_queue_config qc = {.workers = cfg->run_workers,
+                                      .queue_limit = cfg->run_queue_limit,
+                                      .tenant_max_runs = cfg->tenant_max_runs,
+                                      .runs_kept = cfg->runs_kept,
+                                      .keep_s = cfg->run_keep_s};
+    rc = ghd_run_queue_new(&qc, &svc->runtimes[0], &svc->runs);
     if (rc) {
         snprintf(why, why_len, "run queue: %s", ghd_strerror(rc));
         goto destroy_buffers;

@@ -10,7 +10,9 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1638,6 +1640,67 @@ static void test_delete_during_run(void **state)
     FREE_ALL(gloc, sloc, keys, a, b);
 }
 
+/* GETs `path` until told to stop (at most 2000 times), counting answers
+ * that are not 200; no cmocka asserts off the test's thread. */
+struct scraper {
+    atomic_int *stop;
+    const char *path;
+    int requests, failures;
+};
+
+static void *scrape_loop(void *arg)
+{
+    struct scraper *s = arg;
+    while (!atomic_load(s->stop) && s->requests < 2000) {
+        struct harness_req rq = {.method = "GET", .path = s->path, .timeout_s = 20};
+        struct harness_resp r;
+        harness_do(&H, &rq, &r);
+        s->requests++;
+        s->failures += r.status != 200;
+        harness_resp_free(&r);
+    }
+    return NULL;
+}
+
+/* A run whose end drops the last reference of its buffer (deleted while the
+ * run held it) frees the buffer outside the run queue's lock, and metrics
+ * read no other module's lock: scrapes of /metrics and buffer listings
+ * beside such runs all answer, and every block goes back to the pool.
+ * Bounded: 24 runs, each request with a 20 s timeout. */
+static void test_run_end_frees_beside_scrapes(void **state)
+{
+    (void)state;
+    struct ghd_pool_stats ps;
+    ghd_pool_get_stats(&ghd_service_runtime(&H.svc, 0)->pool, &ps);
+    size_t resting = ps.in_use;
+    atomic_int stop = 0;
+    struct scraper sc[2] = {{&stop, "/metrics", 0, 0}, {&stop, "/v1/buffers?limit=100", 0, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, scrape_loop, &sc[i]), 0);
+    for (int i = 0; i < 24; i++) {
+        char id[33];
+        mkbuf(id, (size_t)1 << 20, NULL);
+        char *loc = run_async("{\"kernel\":\"fill\",\"wait\":false,\"args\":{\"x\":\"%s\","
+                              "\"dtype\":\"f32\",\"n\":%d,\"value\":1.5}}", id, 1 << 18);
+        harness_buffer_delete(&H, id); /* the run holds the last reference */
+        json_t *doc = poll_run(loc);
+        expect_run_status(doc, "succeeded");
+        json_decref(doc);
+        free(loc);
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        printf("run_end_frees_beside_scrapes: %d GET %s, %d not 200\n", sc[i].requests,
+               sc[i].path, sc[i].failures);
+        assert_true(sc[i].requests > 0);
+        assert_int_equal(sc[i].failures, 0);
+    }
+    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+}
+
 /* A new buffer reads as zeros, to runs and downloads alike, even when its pool
  * block held another buffer's bytes a moment ago. On the GPU the zeroing is
  * only queued at creation: this checks that a run or a download issued at
@@ -1724,6 +1787,7 @@ int main(void)
         cmocka_unit_test_teardown(test_fresh_buffer_is_zero, harness_teardown_idle),
         cmocka_unit_test_teardown(test_validation, harness_teardown_idle),
         cmocka_unit_test_teardown(test_delete_during_run, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_run_end_frees_beside_scrapes, harness_teardown_idle),
     };
     harness_suite_bind(&H, NULL);
     return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);

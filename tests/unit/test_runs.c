@@ -1,8 +1,9 @@
 /* Runs in the core (server/core/run.c): a step holds one reference per
  * buffer its call names, whatever the kernel does, and drops them when the
  * run releases its calls; runs that write a common buffer conflict; a run
- * orders its buffers on its stream (a new buffer reads as zeros). On a
- * host-backend runtime with a real buffer table. */
+ * orders its buffers on its stream (a new buffer reads as zeros); the run
+ * queue works from its settings alone. On a host-backend runtime with a
+ * real buffer table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "core/buffer.h"
 #include "core/run.h"
+#include "core/run_queue.h"
 #include "base/error.h"
 
 struct fixture {
@@ -172,12 +174,47 @@ static void test_execute_orders_buffers(void **state)
     ghd_runtime_stream_release(&f->rt, s);
 }
 
+/* The queue runs from its own settings and a runtime, no service behind
+ * it. A run is settled when ghd_run_wait returns: its buffer references
+ * are gone already. --runs-kept 1 forgets the older of two finished runs. */
+static void test_queue_from_settings(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 1,
+                                      .keep_s = 3600};
+    struct ghd_run_queue *q;
+    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, &q), 0);
+    int rc;
+    struct ghd_run *a = axpy(f, f->x, f->y->id, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(ghd_run_submit(q, a), 0);
+    ghd_run_wait(q, a);
+    assert_int_equal(a->status, GHD_RUN_SUCCEEDED);
+    assert_int_equal(refs(f->x), 2); /* the test's and the table's: the run let go */
+    assert_int_equal(refs(f->y), 2);
+    struct ghd_run *b = axpy(f, f->y, f->x->id, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(ghd_run_submit(q, b), 0);
+    ghd_run_wait(q, b);
+    assert_int_equal(b->status, GHD_RUN_SUCCEEDED);
+    struct ghd_run *found;
+    assert_int_equal(ghd_run_find_new(q, b->id, NULL, &found), 0);
+    ghd_run_unref(found);
+    assert_int_equal(ghd_run_find_new(q, a->id, NULL, &found), GHD_ENOENT);
+    assert_int_equal(ghd_run_queue_active(q), 0);
+    ghd_run_unref(a);
+    ghd_run_unref(b);
+    ghd_run_queue_free(q);
+    assert_int_equal(refs(f->x), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_step_holds_references, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conflicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_execute_orders_buffers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_from_settings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

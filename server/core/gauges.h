@@ -1,0 +1,13 @@
+#ifndef GHD_CORE_GAUGES_H
+#define GHD_CORE_GAUGES_H
+
+#include "metrics.h"
+#include "service.h"
+
+/* The live gauges of one metrics scrape, each asked of its owner: the pool,
+ * staging rings, backend and NVML of every runtime, the buffer table's
+ * totals and the run queue's count. No lock is held across two owners, so
+ * the snapshot is a set of values each exact at its own moment. */
+void ghd_gauges_collect(struct ghd_service *svc, struct ghd_metrics_gauges *g);
+
+#endif
