@@ -19,7 +19,7 @@ int ghd_body_plan(struct ghd_http_request *hr)
     const char *ctype = ghd_request_header(req, "Content-Type");
     enum ghd_body_kind kind = hr->route->body;
     if (kind == GHD_BODY_NONE) {
-        hr->body = BODY_NONE;
+        hr->state = GHD_HS_BODY_IGNORED;
         return 0;
     }
     int is_json = ghd_media_is(ctype, "application/json");
@@ -35,7 +35,7 @@ int ghd_body_plan(struct ghd_http_request *hr)
             return ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
                                      "JSON bodies are limited to %zu bytes (--max-json-body)",
                                      svc->cfg.max_json_body);
-        hr->body = BODY_JSON;
+        hr->state = GHD_HS_BODY_JSON;
         return 0;
     }
     if ((kind == GHD_BODY_STREAM || kind == GHD_BODY_UPLOAD) && (is_octets || is_npy)) {
@@ -43,8 +43,7 @@ int ghd_body_plan(struct ghd_http_request *hr)
         int rc = hr->upload->begin(req, &hr->rep);
         if (rc)
             return rc;
-        hr->upload_started = 1;
-        hr->body = BODY_UPLOAD;
+        hr->state = GHD_HS_BODY_UPLOAD;
         return 0;
     }
     if (!ctype && !req->has_body && kind == GHD_BODY_JSON)
@@ -56,35 +55,28 @@ int ghd_body_plan(struct ghd_http_request *hr)
                              npy ? " or application/x-npy" : "", ctype ? ctype : "(none)");
 }
 
-void ghd_body_take(struct ghd_http_request *hr, const char *data, size_t len)
+int ghd_body_take(struct ghd_http_request *hr, const char *data, size_t len)
 {
     struct ghd_request *req = &hr->req;
     req->bytes_in += len;
-    if (hr->body == BODY_JSON) {
+    if (hr->state == GHD_HS_BODY_JSON) {
         size_t limit = req->svc->cfg.max_json_body;
-        if (hr->json_len + len > limit) {
-            ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
-                              "JSON bodies are limited to %zu bytes (--max-json-body)", limit);
-            hr->decided = 1;
-            hr->body = BODY_DISCARD;
-            return;
-        }
+        if (hr->json_len + len > limit)
+            return ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
+                                     "JSON bodies are limited to %zu bytes (--max-json-body)",
+                                     limit);
         char *grown = realloc(hr->json_buf, hr->json_len + len + 1);
-        if (!grown) {
-            ghd_reply_problem(&hr->rep, req, GHD_ENOHOSTMEM, "out of host memory");
-            hr->decided = 1;
-            hr->body = BODY_DISCARD;
-            return;
-        }
+        if (!grown)
+            return ghd_reply_problem(&hr->rep, req, GHD_ENOHOSTMEM, "out of host memory");
         hr->json_buf = grown;
         memcpy(hr->json_buf + hr->json_len, data, len);
         hr->json_len += len;
-    } else if (hr->body == BODY_UPLOAD) {
-        if (hr->upload->write(req, &hr->rep, data, len) != 0) {
-            hr->decided = 1;
-            hr->body = BODY_DISCARD;
-        }
+    } else if (hr->state == GHD_HS_BODY_UPLOAD) {
+        int rc = hr->upload->write(req, &hr->rep, data, len);
+        if (rc)
+            return rc;
     }
+    return 0;
 }
 
 int ghd_body_parse_json(struct ghd_http_request *hr)
@@ -110,8 +102,8 @@ int ghd_body_parse_json(struct ghd_http_request *hr)
  * once start the next upload to the same buffer, on another connection. */
 void ghd_body_end_upload(struct ghd_http_request *hr)
 {
-    if (!hr->upload_started)
+    if (hr->state != GHD_HS_BODY_UPLOAD)
         return;
-    hr->upload_started = 0;
+    hr->state = GHD_HS_BODY_IGNORED; /* what may still come is no longer the upload's */
     hr->upload->cleanup(&hr->req);
 }

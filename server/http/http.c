@@ -107,7 +107,6 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
  * code it returned without one. */
 void ghd_http_run_handler(struct ghd_http_request *hr)
 {
-    hr->decided = 1;
     int rc = hr->route->handle(&hr->req, &hr->rep);
     if (rc && !hr->rep.status)
         ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
@@ -120,7 +119,10 @@ int ghd_http_connection_fd(struct MHD_Connection *conn)
     return ci ? ci->connect_fd : -1;
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_request *hr)
+/* Queues the reply with libmicrohttpd; `early` when the body has not been
+ * read to its end (a refusal from the head). */
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_request *hr,
+                                  int early)
 {
     ghd_body_end_upload(hr);
     struct ghd_reply *rep = &hr->rep;
@@ -142,7 +144,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
     }
     if (!resp)
         return MHD_NO;
-    hr->queued = 1;
+    hr->state = early ? GHD_HS_REPLIED_EARLY : GHD_HS_REPLIED;
     ghd_guard_send(hr->http->guard, hr->guard); /* the response goes out */
     if (rep->content_type)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
@@ -150,7 +152,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
     for (unsigned i = 0; i < rep->header_count; i++)
         MHD_add_response_header(resp, rep->header_names[i], rep->header_values[i]);
     /* Close after a refused body (its rest is not worth reading) or while draining. */
-    if (hr->body == BODY_DISCARD || atomic_load(&hr->http->draining))
+    if (early || atomic_load(&hr->http->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rep->status, resp);
     MHD_destroy_response(resp);
@@ -182,33 +184,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         hr->req.conn = conn;
         *req_cls = hr;
         if (start_request(hr, method, url, version) != 0) {
-            hr->decided = 1;
-            hr->body = hr->req.has_body ? BODY_DISCARD : BODY_NONE;
             /* Answer before the body: the client is spared sending it. */
-            return send_reply(conn, hr);
+            return send_reply(conn, hr, hr->req.has_body);
         }
         ghd_guard_receive(http->guard, hr->guard); /* the body, if any, comes in */
         return MHD_YES;
     }
-    if (hr->queued) { /* an early reply is out; drop what still arrives */
+    if (ghd_http_replied(hr)) { /* an early reply is out; drop what still arrives */
         *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size) {
-        ghd_body_take(hr, upload_data, *upload_data_size);
+        int rc = ghd_body_take(hr, upload_data, *upload_data_size);
         *upload_data_size = 0;
-        if (hr->body == BODY_DISCARD)
+        if (rc)
             return ghd_socket_refuse_mid_body(conn, hr);
         return ghd_socket_upload_wanted(hr) ? ghd_socket_finish_upload(conn, hr) : MHD_YES;
     }
-    hr->body_done = 1; /* the last call: libmicrohttpd has read the whole body */
-    if (hr->decided)
-        return hr->rep.status ? send_reply(conn, hr) : MHD_NO;
+    /* The last call: libmicrohttpd has read the whole body. */
     ghd_guard_handling(http->guard, hr->guard); /* the handler may wait on a run */
-    if (hr->body == BODY_JSON && ghd_body_parse_json(hr) != 0)
-        return send_reply(conn, hr);
+    if (hr->state == GHD_HS_BODY_JSON && ghd_body_parse_json(hr) != 0)
+        return send_reply(conn, hr, 0);
     ghd_http_run_handler(hr);
-    return send_reply(conn, hr);
+    return send_reply(conn, hr, 0);
 }
 
 static double elapsed_ms(const struct timespec *since)
@@ -265,10 +263,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         return;
     ghd_guard_idle(http->guard, hr->guard);
     ghd_body_end_upload(hr); /* a client gone before the reply */
-    if (hr->req.has_body && !hr->body_done && hr->queued) /* also set by reply_on_socket */
+    if (hr->req.has_body && ghd_http_replied_early(hr))
         linger_after_early_reply(conn);
     int status = hr->rep.status;
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !hr->answered_on_socket) {
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && hr->state != GHD_HS_SOCKET_SENT &&
+        hr->state != GHD_HS_SOCKET_SENT_EARLY) {
         ghd_log(GHD_LOG_INFO, "request %s: client went away or failed (termination %d)",
                 hr->req.request_id, (int)toe);
         if (!status)

@@ -29,11 +29,18 @@ struct ghd_http {
     struct ghd_guard *guard; /* header deadline and minimum transfer rate */
 };
 
-enum body_state {
-    BODY_NONE,    /* no body expected, or it is being ignored */
-    BODY_JSON,    /* accumulating a JSON body */
-    BODY_UPLOAD,  /* streaming to the route's upload ops */
-    BODY_DISCARD, /* a reply is decided; the rest of the body is dropped */
+/* Where a request stands: how its body is being read, then how it was
+ * answered. Once answered it never goes back. */
+enum ghd_http_state {
+    GHD_HS_BODY_IGNORED, /* the head is accepted; a body, if any, is read and dropped */
+    GHD_HS_BODY_JSON,    /* gathering a JSON body */
+    GHD_HS_BODY_UPLOAD,  /* streaming the body to the upload ops: their cleanup is owed */
+    GHD_HS_REPLIED,      /* a response is queued (or going out on the socket) after
+                            the whole body */
+    GHD_HS_REPLIED_EARLY, /* answered, or to be closed unanswered, before the body's end:
+                             the rest is dropped and the connection closes */
+    GHD_HS_SOCKET_SENT,   /* the whole reply was written on the socket by us */
+    GHD_HS_SOCKET_SENT_EARLY, /* the same, before the body's end (rest dropped) */
 };
 
 /* Per-request state, hung off MHD's req_cls. A streamed response holds a
@@ -46,12 +53,7 @@ struct ghd_http_request {
     struct ghd_reply rep;
     const struct ghd_route *route;
     const struct ghd_upload_ops *upload; /* the route's, or its .npy ones */
-    enum body_state body;
-    int decided;        /* rep holds the final reply (usually an error) */
-    int upload_started; /* upload->begin succeeded; cleanup is owed */
-    int queued;         /* a response has been handed to MHD */
-    int answered_on_socket; /* the body was read and the reply written by us */
-    int body_done;          /* every byte of the request body has been read */
+    enum ghd_http_state state;
     char *json_buf;
     size_t json_len;
     struct timespec started;
@@ -59,6 +61,18 @@ struct ghd_http_request {
     char tenant[GHD_TENANT_MAX + 1]; /* req->tenant points here once authenticated */
 };
 
+
+/* Whether the request has been answered (or is to close unanswered), and
+ * whether that happened before its body's end. */
+static inline int ghd_http_replied(const struct ghd_http_request *hr)
+{
+    return hr->state >= GHD_HS_REPLIED;
+}
+
+static inline int ghd_http_replied_early(const struct ghd_http_request *hr)
+{
+    return hr->state == GHD_HS_REPLIED_EARLY || hr->state == GHD_HS_SOCKET_SENT_EARLY;
+}
 
 /* Runs the route's handler: rep then holds its reply, or the problem for a
  * code it returned without one. */

@@ -31,13 +31,13 @@ static int socket_timeout_ms(const struct ghd_http_request *hr)
 }
 
 /* Writes the reply, whose body is in memory (an upload's answer or a
- * problem), on the socket. The request counts as answered only when all of
- * it went out. */
-static void reply_on_socket(struct ghd_http_request *hr, int fd)
+ * problem), on the socket; `early` before the body's end. The request counts
+ * as sent only when all of it went out. */
+static void reply_on_socket(struct ghd_http_request *hr, int fd, int early)
 {
     struct ghd_reply *rep = &hr->rep;
     int timeout_ms = socket_timeout_ms(hr);
-    hr->queued = 1;
+    hr->state = early ? GHD_HS_REPLIED_EARLY : GHD_HS_REPLIED;
     ghd_guard_send(hr->http->guard, hr->guard); /* the reply goes out */
     const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
     if (ghd_socket_send_head(fd, rep, reason, hr->req.request_id, rep->body_len, timeout_ms) != 0)
@@ -45,13 +45,13 @@ static void reply_on_socket(struct ghd_http_request *hr, int fd)
     if (rep->body_len && ghd_socket_send(fd, rep->body, rep->body_len, timeout_ms) != 0)
         return;
     hr->bytes_out += rep->body_len;
-    hr->answered_on_socket = 1;
+    hr->state = early ? GHD_HS_SOCKET_SENT_EARLY : GHD_HS_SOCKET_SENT;
 }
 
 int ghd_socket_upload_wanted(const struct ghd_http_request *hr)
 {
     const struct ghd_request *req = &hr->req;
-    return hr->body == BODY_UPLOAD && req->has_content_length && hr->upload->reserve &&
+    return hr->state == GHD_HS_BODY_UPLOAD && req->has_content_length && hr->upload->reserve &&
            socket_body_allowed(hr, req->svc->cfg.socket_upload_min,
                                req->content_length - req->bytes_in);
 }
@@ -87,14 +87,12 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
         left -= (uint64_t)n;
         rc = ops->commit(req, &hr->rep, (size_t)n);
     }
-    hr->body_done = left == 0;
-    hr->decided = 1; /* rc != 0: rep holds the problem */
-    if (rc == 0) {
+    if (rc == 0) { /* else rep holds the problem */
         ghd_guard_handling(hr->http->guard, hr->guard);
         ghd_http_run_handler(hr);
     }
     ghd_body_end_upload(hr);
-    reply_on_socket(hr, fd);
+    reply_on_socket(hr, fd, left != 0);
     return MHD_NO; /* libmicrohttpd closes the connection; on_completed logs the reply */
 }
 
@@ -110,8 +108,8 @@ enum MHD_Result ghd_socket_refuse_mid_body(struct MHD_Connection *conn,
     ghd_body_end_upload(hr);
     int fd = ghd_http_connection_fd(conn);
     if (!ghd_tls_on(&hr->http->tls) && fd >= 0 && hr->rep.status)
-        reply_on_socket(hr, fd);
+        reply_on_socket(hr, fd, 1);
     else
-        hr->queued = 1; /* no reply: on_completed drains and closes as after one */
+        hr->state = GHD_HS_REPLIED_EARLY; /* no reply: on_completed drains and closes */
     return MHD_NO;
 }
