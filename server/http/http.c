@@ -119,6 +119,11 @@ int ghd_http_connection_fd(struct MHD_Connection *conn)
     return ci ? ci->connect_fd : -1;
 }
 
+static void add_header(void *ctx, const char *name, const char *value)
+{
+    MHD_add_response_header(ctx, name, value);
+}
+
 /* Queues the reply with libmicrohttpd; `early` when the body has not been
  * read to its end (a refusal from the head). */
 static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_request *hr,
@@ -146,11 +151,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
         return MHD_NO;
     hr->state = early ? GHD_HS_REPLIED_EARLY : GHD_HS_REPLIED;
     ghd_guard_send(hr->http->guard, hr->guard); /* the response goes out */
-    if (rep->content_type)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->content_type);
-    MHD_add_response_header(resp, "X-Request-Id", hr->req.request_id);
-    for (unsigned i = 0; i < rep->header_count; i++)
-        MHD_add_response_header(resp, rep->header_names[i], rep->header_values[i]);
+    ghd_reply_each_header(rep, hr->req.request_id, add_header, resp);
     /* Close after a refused body (its rest is not worth reading) or while draining. */
     if (early || atomic_load(&hr->http->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");

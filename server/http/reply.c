@@ -158,3 +158,14 @@ void ghd_reply_reset(struct ghd_reply *rep)
         rep->reader_free(rep->reader_ctx);
     memset(rep, 0, sizeof(*rep));
 }
+
+void ghd_reply_each_header(const struct ghd_reply *rep, const char *request_id,
+                           void (*emit)(void *ctx, const char *name, const char *value),
+                           void *ctx)
+{
+    if (rep->content_type)
+        emit(ctx, "Content-Type", rep->content_type);
+    emit(ctx, "X-Request-Id", request_id);
+    for (unsigned i = 0; i < rep->header_count; i++)
+        emit(ctx, rep->header_names[i], rep->header_values[i]);
+}

@@ -88,6 +88,11 @@ int ghd_socket_send(int fd, const void *data, size_t n, int timeout_ms)
     return 0;
 }
 
+static void put_header(void *ctx, const char *name, const char *value)
+{
+    fprintf(ctx, "%s: %s\r\n", name, value);
+}
+
 int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason,
                          const char *request_id, uint64_t content_length, int timeout_ms)
 {
@@ -103,11 +108,7 @@ int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason
     fprintf(f, "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Length: %llu\r\n",
             rep->status, reason && *reason ? reason : "Unknown", date,
             (unsigned long long)content_length);
-    if (rep->content_type)
-        fprintf(f, "Content-Type: %s\r\n", rep->content_type);
-    fprintf(f, "X-Request-Id: %s\r\n", request_id);
-    for (unsigned i = 0; i < rep->header_count; i++)
-        fprintf(f, "%s: %s\r\n", rep->header_names[i], rep->header_values[i]);
+    ghd_reply_each_header(rep, request_id, put_header, f);
     fputs("\r\n", f);
     if (fclose(f) != 0) {
         free(head);

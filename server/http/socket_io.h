@@ -17,8 +17,9 @@
 ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms);
 
 /* Writes the head of `rep` as an HTTP/1.1 response (status line with
- * `reason`) with `Connection: close` and the headers libmicrohttpd would send
- * (Date, Content-Length, Content-Type, X-Request-Id, the reply's own).
+ * `reason`): the framing libmicrohttpd would add (Date, Content-Length, and
+ * `Connection: close`), then the reply's fields (ghd_reply_each_header, as
+ * libmicrohttpd's responses carry them).
  * Returns 0, or -1 when the peer is gone or stalls past `timeout_ms`. */
 int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason,
                          const char *request_id, uint64_t content_length, int timeout_ms);
