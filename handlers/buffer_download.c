@@ -109,7 +109,9 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     memcpy(d->prefix, prefix, prefix_len);
     d->prefix_len = prefix_len;
     char detail[256] = "";
-    rc = ghd_source_open(b, first, len, req->request_id, &d->t, detail, sizeof(detail));
+    struct ghd_transfer_client client;
+    ghd_transfer_client_of(req, &client);
+    rc = ghd_source_open(b, first, len, &client, &d->t, detail, sizeof(detail));
     if (rc) {
         free(d);
         return ghd_transfer_reply_problem(req, rep, rc, detail);

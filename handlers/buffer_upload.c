@@ -79,7 +79,9 @@ int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_b
     struct ghd_transfer *t;
     *out = NULL;
     uint64_t offset = 0, length = b->size;
-    int rc = ghd_sink_open(b, created ? &req->svc->buffers : NULL, req->request_id, &t, detail,
+    struct ghd_transfer_client client;
+    ghd_transfer_client_of(req, &client);
+    int rc = ghd_sink_open(b, created ? &req->svc->buffers : NULL, &client, &t, detail,
                            sizeof(detail));
     if (rc)
         return ghd_transfer_reply_problem(req, rep, rc, detail);

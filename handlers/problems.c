@@ -31,8 +31,10 @@ static const char *const when[] = {
                      "out: an unknown kernel, kernel arguments that do not fit the kernel's "
                      "signature (GET /v1/kernels), or values the document cannot bound (an "
                      "alignment that is not a power of two, a label with control characters).",
-    [-GHD_ELIMIT] = "Too many runs queued or running, or a tenant's run or buffer limit; retry "
-                    "after Retry-After seconds.",
+    [-GHD_ELIMIT] = "Too many runs queued or running, a tenant's run or buffer limit, or a "
+                    "client address's or tenant's share of the staging ring "
+                    "(--staging-address-share, --staging-tenant-share); retry after "
+                    "Retry-After seconds.",
     [-GHD_EINTERNAL] = "The server failed in a way it did not expect; the log has the request "
                        "id.",
     [-GHD_EDEVICE] = "The device backend failed; the detail names its error.",

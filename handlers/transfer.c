@@ -2,11 +2,22 @@
 #include "transfer.h"
 
 #include "base/error.h"
+#include "core/service.h"
 
 int ghd_transfer_reply_problem(struct ghd_request *req, struct ghd_reply *rep, int rc,
                                const char *detail)
 {
-    if (rc == GHD_ETIMEDOUT) /* a busy ring frees up in about a second */
+    if (rc == GHD_ETIMEDOUT || rc == GHD_ELIMIT) /* chunks come back within seconds */
         ghd_reply_header(rep, "Retry-After", "1");
     return ghd_reply_problem(rep, req, rc, "%s", detail);
+}
+
+void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_client *out)
+{
+    *out = (struct ghd_transfer_client){
+        .caps = &req->svc->staging_caps,
+        .request_id = req->request_id,
+        .address = req->client_address,
+        .tenant = req->tenant,
+    };
 }

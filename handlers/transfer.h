@@ -7,9 +7,13 @@
 /* What the upload and download handlers share on top of the transfer
  * engine (core/transfer.h). */
 
+/* Whom a transfer for `req` serves: its request id, client address and
+ * tenant, and the service's staging caps. */
+void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_client *out);
+
 /* Replies with the problem for code `rc` and `detail` from the transfer
  * engine, with Retry-After when the code means "retry later" (the staging
- * ring stayed busy). Returns rc. */
+ * ring stayed busy, or the client's share of it). Returns rc. */
 int ghd_transfer_reply_problem(struct ghd_request *req, struct ghd_reply *rep, int rc,
                                const char *detail);
 

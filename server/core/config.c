@@ -50,6 +50,12 @@ static const struct option_spec specs[] = {
      "how long a transfer waits for a free staging chunk before 503"},
     {"staging-hold", OPT_UINT, OFF(staging_hold_s), 0, 0, 3600, "10",
      "seconds an upload may hold staging chunks; a slower one goes on without (0 = no bound)"},
+    {"staging-address-share", OPT_UINT, OFF(staging_address_share), 0, 0, 100, "75",
+     "percent of a staging ring's chunks one client address may hold at once; more waits, "
+     "then 429 (0 = no cap)"},
+    {"staging-tenant-share", OPT_UINT, OFF(staging_tenant_share), 0, 0, 100, "75",
+     "percent of a staging ring's chunks one tenant may hold at once; more waits, then 429 "
+     "(0 = no cap)"},
     {"sync-spin-us", OPT_UINT, OFF(sync_spin_us), 0, 0, 100000, "50",
      "microseconds a request polls (yielding the CPU) for a short device copy before it "
      "sleeps until the GPU signals (0 = sleep at once)"},

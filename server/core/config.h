@@ -26,6 +26,8 @@ struct ghd_config {
     unsigned staging_small_chunks;
     unsigned staging_timeout_ms;
     unsigned staging_hold_s; /* an upload may hold staging chunks this long; 0 = no bound */
+    unsigned staging_address_share; /* percent of a ring one client address may hold; 0 = none */
+    unsigned staging_tenant_share;  /* percent of a ring one tenant may hold; 0 = none */
     unsigned sync_spin_us;
     size_t max_buffer_size;
     size_t max_json_body;

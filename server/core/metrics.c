@@ -90,6 +90,7 @@ static counter route_bytes_in[MAX_ROUTES + 1];
 static counter route_bytes_out[MAX_ROUTES + 1];
 
 static counter transfer_bytes[2];
+static counter staging_capped[2]; /* [0] address, [1] tenant */
 static struct histogram transfer_throughput[2];
 
 double ghd_metrics_now(void)
@@ -171,6 +172,11 @@ void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seco
     add(&transfer_bytes[d], bytes);
     if (bytes > 0 && seconds > 0)
         observe(&transfer_throughput[d], &throughput_spec, (double)bytes / seconds);
+}
+
+void ghd_metrics_staging_capped(int tenant)
+{
+    add(&staging_capped[tenant != 0], 1);
 }
 
 /* ---- runs -------------------------------------------------------------------- */
@@ -409,6 +415,13 @@ static void render_transfers(struct text *t)
         put_histogram(t, "gpuhttpd_transfer_throughput_bytes_per_second", label,
                       &transfer_throughput[d], &throughput_spec);
     }
+    static const char *const caps[2] = {"address", "tenant"};
+    family(t, "gpuhttpd_staging_capped_total", "counter",
+           "Transfers refused a staging chunk (429) because their client address or tenant "
+           "held its share of the ring (--staging-address-share, --staging-tenant-share).");
+    for (int c = 0; c < 2; c++)
+        put(t, "gpuhttpd_staging_capped_total{cap=\"%s\"} %llu\n", caps[c],
+            (unsigned long long)get(&staging_capped[c]));
 }
 
 static void render_runs(struct text *t, const struct ghd_metrics_gauges *g)

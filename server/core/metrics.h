@@ -43,6 +43,10 @@ void ghd_metrics_request(const char *route, const char *method, int status, doub
  * one throughput observation (bytes per second). */
 void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seconds);
 
+/* One transfer refused a staging chunk because its client address
+ * (tenant 0) or its tenant (tenant 1) held its share of the ring. */
+void ghd_metrics_staging_capped(int tenant);
+
 /* One run that ended. `kernel` is the kernel's name, or "pipeline" for runs
  * submitted as steps; `outcome` is "succeeded", "failed" or "canceled";
  * `device_seconds` the device time of its steps (observed when > 0);

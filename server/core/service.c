@@ -90,6 +90,8 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
     memset(svc, 0, sizeof(*svc));
     svc->cfg = *cfg;
     svc->started = time(NULL);
+    ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
+                          cfg->staging_tenant_share);
     int rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, why,
                           why_len);
     if (rc)
@@ -169,6 +171,7 @@ void ghd_service_destroy(struct ghd_service *svc)
     }
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
+    ghd_staging_caps_destroy(&svc->staging_caps);
 }
 
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index)

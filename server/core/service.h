@@ -6,6 +6,7 @@
 
 #include "buffer.h"
 #include "config.h"
+#include "staging_caps.h"
 #include "device/runtime.h"
 #include "kernels/user/ukernel.h"
 
@@ -27,6 +28,7 @@ struct ghd_service {
     struct ghd_ulimits kernel_limits;
     struct ghd_ucompiler *compiler; /* NVRTC for user kernels; NULL without it */
     struct ghd_auth *auth; /* bearer tokens; never NULL after init */
+    struct ghd_staging_caps staging_caps; /* staging chunks per client address and tenant */
     time_t started;
     atomic_int ready;
 };

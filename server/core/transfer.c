@@ -17,8 +17,8 @@ int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *
     return rc;
 }
 
-int ghd_transfer_new(struct ghd_buffer *b, const char *request_id, struct ghd_transfer **out,
-                     char *detail, size_t detail_len)
+int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *client,
+                     struct ghd_transfer **out, char *detail, size_t detail_len)
 {
     struct ghd_transfer *t = calloc(1, sizeof(*t));
     if (!t) {
@@ -27,7 +27,10 @@ int ghd_transfer_new(struct ghd_buffer *b, const char *request_id, struct ghd_tr
     }
     t->buf = b;
     t->rt = b->rt;
-    t->request_id = request_id;
+    t->caps = client->caps;
+    snprintf(t->request_id, sizeof(t->request_id), "%s", client->request_id ? client->request_id : "");
+    snprintf(t->address, sizeof(t->address), "%s", client->address ? client->address : "");
+    snprintf(t->tenant, sizeof(t->tenant), "%s", client->tenant ? client->tenant : "");
     t->window[0] = t->window[1] = -1;
     t->started_at = ghd_metrics_now();
     int rc = ghd_runtime_stream_acquire(t->rt, &t->stream);
@@ -52,12 +55,31 @@ fail:
 /* Takes one staging chunk, GHD_ETIMEDOUT when the ring stays busy for the
  * runtime's staging timeout. A second chunk, which lets a copy overlap the
  * network, is taken later and only if one is free (take_second_chunk). */
+/* Counts one more chunk of t->staging for the transfer's address and tenant. */
+static int caps_take(struct ghd_transfer *t, unsigned timeout_ms, char *detail, size_t detail_len)
+{
+    if (!t->caps)
+        return 0;
+    return ghd_staging_caps_take(t->caps, t->staging, t->staging->stats.chunks, t->address,
+                                 t->tenant, timeout_ms, detail, detail_len);
+}
+
+static void caps_give(struct ghd_transfer *t)
+{
+    if (t->caps)
+        ghd_staging_caps_give(t->caps, t->staging, t->address, t->tenant);
+}
+
 int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_len)
 {
     unsigned timeout = t->rt->staging_timeout_ms;
     t->staging = ghd_runtime_staging_for(t->rt, t->length);
-    int rc = ghd_staging_acquire(t->staging, timeout, &t->chunk[0]);
+    int rc = caps_take(t, timeout, detail, detail_len);
+    if (rc)
+        return rc;
+    rc = ghd_staging_acquire(t->staging, timeout, &t->chunk[0]);
     if (rc) {
+        caps_give(t);
         snprintf(detail, detail_len, "all %u staging chunks stayed busy for %u ms; retry later",
                  t->staging->stats.chunks, timeout);
         return rc;
@@ -71,9 +93,14 @@ int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_
  * without one it goes on with a single chunk, just without the overlap. */
 void ghd_transfer_take_second_chunk(struct ghd_transfer *t)
 {
-    if (t->nchunks == 1 && t->length > t->chunk[0]->size &&
-        ghd_staging_acquire(t->staging, 0, &t->chunk[1]) == 0)
+    char detail[256];
+    if (t->nchunks != 1 || t->length <= t->chunk[0]->size ||
+        caps_take(t, 0, detail, sizeof(detail)) != 0)
+        return;
+    if (ghd_staging_acquire(t->staging, 0, &t->chunk[1]) == 0)
         t->nchunks = 2;
+    else
+        caps_give(t);
 }
 
 void ghd_transfer_release_chunks(struct ghd_transfer *t)
@@ -84,8 +111,10 @@ void ghd_transfer_release_chunks(struct ghd_transfer *t)
     for (int i = 0; i < 2; i++) {
         if (t->chunk[i])
             t->chunk[i]->pending = 0; /* the stream is idle */
-        if (t->staging)
+        if (t->chunk[i]) {
             ghd_staging_release(t->staging, t->chunk[i]);
+            caps_give(t);
+        }
         t->chunk[i] = NULL;
     }
     t->nchunks = 0;

@@ -7,6 +7,7 @@
 
 #include "buffer.h"
 #include "metrics.h"
+#include "staging_caps.h"
 #include "npy.h"
 
 /* The transfer engine: moves a buffer's bytes between host memory that the
@@ -27,6 +28,16 @@
  * later". Which staging ring a transfer uses, how long it waits for a chunk
  * and whether direct copies are tried are properties of the runtime
  * (device/runtime.h), set at start from the configuration. */
+
+/* Whom a transfer serves: the request id (for log lines), and the client
+ * address and tenant whose staging chunks are capped (NULL or "": not
+ * counted). Copied at open. */
+struct ghd_transfer_client {
+    struct ghd_staging_caps *caps; /* NULL: no caps */
+    const char *request_id;
+    const char *address;
+    const char *tenant;
+};
 
 struct ghd_transfer {
     enum ghd_transfer_dir dir;
@@ -51,7 +62,10 @@ struct ghd_transfer {
     double started_at;  /* ghd_metrics_now() at the start, for the throughput metric */
     double chunk_since; /* upload: when its chunks were taken */
     char *slow_buf;     /* upload: too slow to hold chunks, its pieces go through here */
-    const char *request_id; /* for log lines; the caller's, outlives the transfer */
+    struct ghd_staging_caps *caps; /* counts every chunk in chunk[] */
+    char request_id[72];
+    char address[48];
+    char tenant[GHD_TENANT_MAX + 1];
     int direct;       /* download: try DMA into the caller's buffer */
     char *reg_buf;    /* that buffer, once page-locked */
     size_t reg_len;
@@ -65,15 +79,17 @@ struct ghd_transfer {
  * table of a buffer made for this upload, which is dropped from it unless
  * the upload completes; NULL for an existing buffer. On failure everything
  * is released. */
-int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created, const char *request_id,
-                  struct ghd_transfer **out, char *detail, size_t detail_len);
+int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created,
+                  const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                  char *detail, size_t detail_len);
 /* The write begins at buffer byte `offset` and may take `length` bytes: the
  * version moves now and again when the writer lets go (a write cut short
  * moved bytes too). Before this, freeing the transfer leaves the version. */
 void ghd_sink_start(struct ghd_transfer *t, uint64_t offset, uint64_t length);
 /* Body bytes, given (write) or received in place (reserve names pinned
  * memory for the next bytes, commit says that `n` of them landed there). A
- * body longer than `length` is GHD_ETOOBIG. */
+ * body longer than `length` is GHD_ETOOBIG; the first bytes take a staging
+ * chunk (GHD_ETIMEDOUT or GHD_ELIMIT: retry later). */
 int ghd_sink_write(struct ghd_transfer *t, const char *data, size_t len, char *detail,
                    size_t detail_len);
 int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, char *detail,
@@ -89,10 +105,11 @@ void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc
 /* --- the download source ---------------------------------------------- */
 
 /* Opens a download of `length` bytes of `b` from `offset` (stealing the
- * reference) and takes its first staging chunk. */
+ * reference) and takes its first staging chunk (GHD_ETIMEDOUT or GHD_ELIMIT:
+ * retry later). */
 int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
-                    const char *request_id, struct ghd_transfer **out, char *detail,
-                    size_t detail_len);
+                    const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                    char *detail, size_t detail_len);
 /* The size of the pieces the reader prefers. */
 size_t ghd_source_block(const struct ghd_transfer *t);
 /* Copies the bytes from download position `pos` on into `buf` (at most

@@ -26,12 +26,12 @@
 #define GHD_DOWNLOAD_BLOCK ((size_t)4 << 20)
 
 int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
-                    const char *request_id, struct ghd_transfer **out, char *detail,
-                    size_t detail_len)
+                    const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                    char *detail, size_t detail_len)
 {
     struct ghd_transfer *t;
     *out = NULL;
-    int rc = ghd_transfer_new(b, request_id, &t, detail, detail_len);
+    int rc = ghd_transfer_new(b, client, &t, detail, detail_len);
     if (rc) {
         ghd_buffer_unref(b);
         return rc;

@@ -8,10 +8,11 @@
 
 /* A new transfer of buffer `b` with a stream from its runtime, ordered
  * after the buffer's zeroing. Steals the reference on success only. */
-int ghd_transfer_new(struct ghd_buffer *b, const char *request_id, struct ghd_transfer **out,
-                     char *detail, size_t detail_len);
+int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *client,
+                     struct ghd_transfer **out, char *detail, size_t detail_len);
 /* Takes one staging chunk from the runtime's ring for t->length, waiting up
- * to the runtime's staging timeout (GHD_ETIMEDOUT when the ring stays busy). */
+ * to the runtime's staging timeout: GHD_ETIMEDOUT when the ring stays busy,
+ * GHD_ELIMIT when the client's address or tenant stays at its cap. */
 int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_len);
 /* Takes a second chunk, for overlap, only if one is free now. */
 void ghd_transfer_take_second_chunk(struct ghd_transfer *t);

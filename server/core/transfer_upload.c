@@ -18,12 +18,13 @@
 /* Body pieces at least this large go to the device without the staging ring. */
 #define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)
 
-int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created, const char *request_id,
-                  struct ghd_transfer **out, char *detail, size_t detail_len)
+int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created,
+                  const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                  char *detail, size_t detail_len)
 {
     struct ghd_transfer *t;
     *out = NULL;
-    int rc = ghd_transfer_new(b, request_id, &t, detail, detail_len);
+    int rc = ghd_transfer_new(b, client, &t, detail, detail_len);
     if (rc) {
         if (created) /* a buffer made for this upload must not stay behind, unseen */
             ghd_buffer_discard(created, b);

@@ -160,6 +160,22 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
     return ret;
 }
 
+/* The client's IP address into ip[INET_ADDRSTRLEN] ("" when unknown); its
+ * port, or -1. */
+static int peer_address(struct MHD_Connection *conn, char *ip)
+{
+    const union MHD_ConnectionInfo *addr =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    ip[0] = '\0';
+    if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)addr->client_addr;
+        if (inet_ntop(AF_INET, &in->sin_addr, ip, INET_ADDRSTRLEN))
+            return (int)ntohs(in->sin_port);
+        ip[0] = '\0';
+    }
+    return -1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -183,6 +199,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         hr->req.method = method;
         hr->req.path = url;
         hr->req.conn = conn;
+        peer_address(conn, hr->req.client_address); /* for the per-address staging cap */
         *req_cls = hr;
         if (start_request(hr, method, url, version) != 0) {
             /* Answer before the body: the client is spared sending it. */
@@ -231,15 +248,12 @@ static void linger_after_early_reply(struct MHD_Connection *conn)
 /* "address:port" of the connection's client, or "?". */
 static void peer_name(struct MHD_Connection *conn, char *out, size_t len)
 {
-    const union MHD_ConnectionInfo *addr =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    snprintf(out, len, "?");
-    if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)addr->client_addr;
-        char ip[INET_ADDRSTRLEN];
-        if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)))
-            snprintf(out, len, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
-    }
+    char ip[INET_ADDRSTRLEN];
+    int port = peer_address(conn, ip);
+    if (port < 0)
+        snprintf(out, len, "?");
+    else
+        snprintf(out, len, "%s:%d", ip, port);
 }
 
 /* The buffer or run id for the access log: the one the path names, else

@@ -23,6 +23,7 @@ struct ghd_request {
     unsigned param_count;
     char request_id[GHD_REQUEST_ID_MAX + 1];
     const char *tenant; /* NULL without authentication */
+    char client_address[48]; /* the client's IP address; "" when unknown */
     json_t *json;       /* parsed JSON body for JSON routes */
     int has_body;
     int has_content_length;
