@@ -30,8 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char allow[128];
     int rc = ghd_router_match(&ghd_routes, method, path, &req, &route, allow, sizeof(allow));
     CHECK(rc == 0 || rc == GHD_ENOENT || rc == GHD_EMETHOD);
-    if (rc == GHD_EMETHOD)
-        CHECK(allow[0] != '\0');
+    if (rc == GHD_EMETHOD) /* the path's route, whose access then applies */
+        CHECK(allow[0] != '\0' && route && strstr(allow, route->method));
+    if (rc == GHD_ENOENT)
+        CHECK(route == NULL);
     if (rc == 0) {
         CHECK(route && req.route == route->pattern);
         CHECK(req.param_count <= GHD_MAX_PATH_PARAMS);
