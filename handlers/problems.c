@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "http/problem_map.h"
 
 /* When each kind is answered, by error code; the slug, title and status
- * come from error.h's table. A code without a line here still gets a page,
+ * come from the tables of base/error.h and http/problem_map.h. A code without a line here still gets a page,
  * with its title and status only. */
 static const char *const when[] = {
     [-GHD_EINVAL] = "The request does not match the API document (/openapi.json): a member, "
@@ -50,8 +51,8 @@ static const char *const when[] = {
 };
 
 static const int codes[] = {
-#define GHD_PROBLEM_CODE(name, num, status, slug, title) -(num),
-    GHD_FOR_EACH_ERROR(GHD_PROBLEM_CODE)
+#define GHD_PROBLEM_CODE(name, status, slug) GHD_##name,
+    GHD_FOR_EACH_PROBLEM(GHD_PROBLEM_CODE)
 #undef GHD_PROBLEM_CODE
 };
 

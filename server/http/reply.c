@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/json_text.h"
+#include "problem_map.h"
 
 int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
                    const char *text, size_t len)

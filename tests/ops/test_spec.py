@@ -5,11 +5,11 @@
 - every operation has a unique operationId and a tag, and every response
   declares X-Request-Id;
 - every problem type the spec names is GHD_PROBLEM_BASE + a slug of
-  server/base/error.h with that slug's status, and the description lists every slug;
+  server/http/problem_map.h with that slug's status, and the description lists every slug;
 - every `links` target exists and names only parameters that the target has;
 - every example validates against its schema.
 
-usage: test_spec.py OPENAPI_YAML OPENAPI_JSON ERROR_H"""
+usage: test_spec.py OPENAPI_YAML OPENAPI_JSON PROBLEM_MAP_H"""
 import json
 import os
 import re
@@ -32,7 +32,7 @@ def error_table(path):
     """(slug -> status) and the problem base from the X-macro table."""
     text = open(path, encoding="utf-8").read()
     base = re.search(r'#define GHD_PROBLEM_BASE "([^"]+)"', text).group(1)
-    rows = re.findall(r'X\(E\w+,\s*\d+,\s*(\d+),\s*"([a-z-]+)"', text)
+    rows = re.findall(r'X\(E\w+,\s*(\d+),\s*"([a-z-]+)"\)', text)
     check(rows, f"no error rows found in {path}")
     return base, {slug: int(status) for status, slug in rows}
 
@@ -55,7 +55,7 @@ def operations(spec):
 
 
 def problem_types(resp, slugs):
-    """The problem types a response says it sends: the slugs of server/base/error.h
+    """The problem types a response says it sends: the slugs of server/http/problem_map.h
     that its description names in backticks. The schema is plain Problem, not
     narrowed with allOf + const, which client generators cannot merge."""
     return [s for s in re.findall(r"`([a-z-]+)`", resp.get("description", "")) if s in slugs]
@@ -78,7 +78,7 @@ def null_values(node, where="#"):
 
 
 def main():
-    yaml_path, json_path, error_h = sys.argv[1:4]
+    yaml_path, json_path, problem_map_h = sys.argv[1:4]
     with open(yaml_path, encoding="utf-8") as f:
         spec = yaml.safe_load(f)
     with open(json_path, encoding="utf-8") as f:
@@ -93,7 +93,7 @@ def main():
 
     nulls = null_values(spec)
     check(not nulls, f"keys without a value (an unquoted comma in a flow mapping?): {nulls}")
-    base, slugs = error_table(error_h)
+    base, slugs = error_table(problem_map_h)
     check(base == "/problems/", f"GHD_PROBLEM_BASE is {base!r}: problem types are relative "
                                 "references served by GET /problems/{slug}")
     ptype = spec["components"]["schemas"]["Problem"]["properties"]["type"]
@@ -171,7 +171,7 @@ def main():
     # but 405 (any path, described in info) and 501 (no route sends it).
     for slug in sorted(set(slugs) - {"method-not-allowed", "not-implemented"}):
         check(slug in seen_types, f"no response describes the problem type {slug} "
-                                  f"(server/base/error.h); add it to the responses that send it")
+                                  f"(server/http/problem_map.h); add it to the responses that send it")
 
     # Links name real operations and real parameters.
     by_id = {op["operationId"]: (item, op) for _, _, item, op in operations(spec)}

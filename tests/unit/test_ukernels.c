@@ -18,6 +18,7 @@
 
 #include "kernels/user/define.h"
 #include "base/error.h"
+#include "http/problem_map.h"
 
 static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
 
