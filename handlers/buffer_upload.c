@@ -10,6 +10,7 @@
 #include "buffer_npy.h"
 #include "conditional.h"
 #include "base/error.h"
+#include "base/parse.h"
 #include "core/service.h"
 #include "http/range.h"
 #include "transfer.h"
@@ -49,11 +50,7 @@ static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_
     }
     *offset = 0;
     if (off) {
-        char *end;
-        if (*off < '0' || *off > '9')
-            return ghd_reply_problem(rep, req, GHD_EINVAL, "offset must be a byte count");
-        *offset = strtoull(off, &end, 10);
-        if (*end)
+        if (ghd_parse_u64(off, offset))
             return ghd_reply_problem(rep, req, GHD_EINVAL, "offset must be a byte count");
         if (*offset > size)
             return ghd_reply_problem(rep, req, GHD_ERANGE, "offset %llu is past the buffer's end",

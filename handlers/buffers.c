@@ -10,6 +10,7 @@
 #include "conditional.h"
 #include "core/cursor.h"
 #include "base/error.h"
+#include "base/parse.h"
 #include "core/service.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
@@ -204,12 +205,8 @@ int ghd_buffer_query_uint(struct ghd_request *req, struct ghd_reply *rep, const 
     const char *v = ghd_request_query(req, name);
     if (!v)
         return 0;
-    char *end;
-    unsigned long long n = 0;
-    int ok = *v >= '0' && *v <= '9' && strlen(v) <= 20;
-    if (ok)
-        n = strtoull(v, &end, 10);
-    if (!ok || *end || n > max)
+    uint64_t n;
+    if (ghd_parse_u64(v, &n) || n > max)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "query parameter '%s' must be an integer from 0 to %llu", name,
                                  (unsigned long long)max);
@@ -422,11 +419,8 @@ static int parse_uint_query(struct ghd_request *req, const char *name, unsigned 
     const char *v = ghd_request_query(req, name);
     if (!v)
         return 1;
-    char *end;
-    if (*v < '0' || *v > '9')
-        return GHD_EINVAL;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end || n > max)
+    uint64_t n;
+    if (ghd_parse_u64(v, &n) || n > max)
         return GHD_EINVAL;
     *out = n;
     return 0;

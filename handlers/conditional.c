@@ -1,10 +1,10 @@
 /* Entity tags and the If-Match / If-None-Match preconditions on buffers. */
 #include "conditional.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/parse.h"
 
 /* One entity-tag: optional W/, then a quoted opaque value. Our own tags are
  * "v<N>" or "v<N>.npy"; any other value is well-formed but names no version,
@@ -28,9 +28,9 @@ static const char *parse_tag(const char *p, int *weak, uint64_t *version)
         return NULL;
     *version = 0;
     if (start[0] == 'v' && start[1] >= '1' && start[1] <= '9') {
-        char *end;
-        unsigned long long v = strtoull(start + 1, &end, 10);
-        if (end == p || (p - end == 4 && memcmp(end, ".npy", 4) == 0))
+        uint64_t v;
+        const char *end = ghd_parse_u64_prefix(start + 1, &v);
+        if (end && (end == p || (p - end == 4 && memcmp(end, ".npy", 4) == 0)))
             *version = v;
     }
     return p + 1;

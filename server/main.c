@@ -11,6 +11,7 @@
 
 #include "core/auth.h"
 #include "core/config.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "handlers/handlers.h"
 #include "http/http.h"
@@ -93,17 +94,13 @@ static unsigned drain(struct ghd_service *svc, struct ghd_http *http, const sigs
                           "(up to %u s)", svc->cfg.shutdown_grace_s);
     atomic_store(&svc->ready, 0);
     ghd_http_quiesce(http);
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    double start_ms = ghd_clock_ms();
     for (;;) {
         unsigned requests = ghd_http_requests_in_flight(http);
         unsigned runs = ghd_run_queue_active(svc->runs);
         if (requests == 0 && runs == 0)
             return 0;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long long ms = (long long)(now.tv_sec - start.tv_sec) * 1000 +
-                       (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (ms >= (long long)svc->cfg.shutdown_grace_s * 1000) {
+        if (ghd_clock_ms() - start_ms >= (double)svc->cfg.shutdown_grace_s * 1000) {
             ghd_log(GHD_LOG_WARN, "shutdown grace over: closing %u requests and %u runs still "
                                   "in flight", requests, runs);
             return abandon_runs(svc, http);

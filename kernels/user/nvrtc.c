@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 
 #ifdef GHD_HAVE_NVRTC
@@ -72,7 +73,7 @@ int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *
                        struct ghd_uerr *e)
 {
     nvrtcProgram prog;
-    struct timespec t0, t1;
+    double t0;
     char archopt[48];
     const char *opts[8];
     int nopts = 0, rc = 0;
@@ -83,7 +84,7 @@ int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *
     pthread_once(&nv_once, nv_open);
     if (!nv.ok)
         return ghd_uerr_set(e, GHD_ENOTSUP, "libnvrtc is not installed");
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = ghd_clock_s();
     if (nv.CreateProgram(&prog, src, "user_kernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
         return ghd_uerr_set(e, GHD_ENOHOSTMEM, "nvrtcCreateProgram failed");
     nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
@@ -107,8 +108,7 @@ int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *
         rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC produced no cubin for %s", arch);
         goto out;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    out->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    out->seconds = ghd_clock_s() - t0;
 out:
     nv.DestroyProgram(&prog);
     return rc;

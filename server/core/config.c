@@ -1,7 +1,6 @@
 #include "config.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include <strings.h>
 
 #include "base/log.h"
+#include "base/parse.h"
 
 enum opt_type { OPT_UINT, OPT_SIZE, OPT_SIZE_OR_PERCENT, OPT_STRING, OPT_BACKEND, OPT_FLAG };
 
@@ -151,12 +151,9 @@ static int is_secret(const struct option_spec *sp)
 
 int ghd_parse_size(const char *s, size_t *out)
 {
-    if (!s || !isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
+    uint64_t v;
+    const char *end = s ? ghd_parse_u64_prefix(s, &v) : NULL;
+    if (!end)
         return -1;
     unsigned shift = 0;
     switch (*end) {
@@ -190,12 +187,8 @@ static int apply(struct ghd_config *cfg, const struct option_spec *sp, const cha
     char *base = (char *)cfg;
     switch (sp->type) {
     case OPT_UINT: {
-        char *end;
-        errno = 0;
-        if (!isdigit((unsigned char)*value))
-            return -1;
-        unsigned long long v = strtoull(value, &end, 10);
-        if (errno || *end || v < sp->min || v > sp->max)
+        uint64_t v;
+        if (ghd_parse_u64(value, &v) || v < sp->min || v > sp->max)
             return -1;
         *(unsigned *)(base + sp->offset) = (unsigned)v;
         return 0;

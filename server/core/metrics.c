@@ -93,13 +93,6 @@ static counter transfer_bytes[2];
 static counter staging_capped[2]; /* [0] address, [1] tenant */
 static struct histogram transfer_throughput[2];
 
-double ghd_metrics_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The route templates requests are labelled with (ghd_metrics_set_routes);
  * set before the first request, read by every recorder. */
 static const char *route_labels[MAX_ROUTES];

@@ -23,9 +23,6 @@
 
 enum ghd_transfer_dir { GHD_TRANSFER_UPLOAD, GHD_TRANSFER_DOWNLOAD };
 
-/* Seconds on a monotonic clock, for measuring what the recorders take. */
-double ghd_metrics_now(void);
-
 /* The route templates requests are labelled with, set at start by the HTTP
  * layer from its route table (static strings: they are kept, not copied);
  * at most 63, the rest count as "(unmatched)". */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/parse.h"
 #include "kernels/registry.h"
 
 static const char magic[6] = "\x93NUMPY";
@@ -174,11 +175,8 @@ static int descr_lit(struct lit *l, struct ghd_array_desc *out)
                     "object arrays (descr '%s') are not supported: they hold Python objects, "
                     "not numbers",
                     d);
-    char *end;
-    unsigned long size = 0;
-    if (t[0] && t[1] >= '0' && t[1] <= '9')
-        size = strtoul(t + 1, &end, 10);
-    if (!size || *end)
+    uint64_t size = 0;
+    if (!t[0] || ghd_parse_u64(t + 1, &size) || !size)
         return fail(l->detail, l->detail_len, GHD_EUNPROC,
                     "unsupported dtype descr '%s' (supported: little-endian bool, integers, "
                     "floats and complex)",

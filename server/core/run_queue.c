@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/json_text.h"
 #include "base/log.h"
@@ -38,13 +39,6 @@ struct ghd_run_queue {
 /* How far into the queue a worker looks past runs that must wait for an
  * earlier one. */
 #define GHD_RUN_LOOKAHEAD 32
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* ---- the index by id: every run from submission until it is forgotten ---- */
 
@@ -200,7 +194,7 @@ static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run, struct c
 static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, struct collected *c)
 {
     ghd_run_writes_done(run);
-    run->finished_ms = now_ms();
+    run->finished_ms = ghd_clock_ms();
     q->active--;
     run->done_prev = q->done_new;
     run->done_next = NULL;
@@ -245,7 +239,7 @@ static void *worker_main(void *arg)
             break;
         w->current = run;
         run->status = GHD_RUN_RUNNING;
-        run->started_ms = now_ms();
+        run->started_ms = ghd_clock_ms();
         pthread_mutex_unlock(&q->lock);
         if (setup) {
             run->error = setup;
@@ -390,7 +384,7 @@ void ghd_run_queue_free(struct ghd_run_queue *q)
  * --run-keep-s: only those it drops are visited. */
 static void prune_locked(struct ghd_run_queue *q, struct collected *c)
 {
-    double horizon = now_ms() - (double)q->cfg.keep_s * 1e3;
+    double horizon = ghd_clock_ms() - (double)q->cfg.keep_s * 1e3;
     while (q->done_old && (q->done_count > q->cfg.runs_kept || q->done_old->finished_ms < horizon))
         forget_locked(q, q->done_old, c);
 }
@@ -425,7 +419,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     struct collected c = {0};
     prune_locked(q, &c);
     run->status = GHD_RUN_QUEUED;
-    run->queued_at_ms = now_ms();
+    run->queued_at_ms = ghd_clock_ms();
     ghd_run_ref(run); /* the queue's, then the finished list's */
     index_add_locked(q, run);
     run->next = NULL;

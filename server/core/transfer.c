@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "metrics.h"
@@ -32,7 +33,7 @@ int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *cli
     snprintf(t->address, sizeof(t->address), "%s", client->address ? client->address : "");
     snprintf(t->tenant, sizeof(t->tenant), "%s", client->tenant ? client->tenant : "");
     t->window[0] = t->window[1] = -1;
-    t->started_at = ghd_metrics_now();
+    t->started_at = ghd_clock_s();
     int rc = ghd_runtime_stream_acquire(t->rt, &t->stream);
     if (rc) {
         ghd_transfer_device_error(t, rc, "cannot create a device stream", detail, detail_len);
@@ -85,7 +86,7 @@ int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_
         return rc;
     }
     t->nchunks = 1;
-    t->chunk_since = ghd_metrics_now();
+    t->chunk_since = ghd_clock_s();
     return 0;
 }
 
@@ -135,7 +136,7 @@ void ghd_transfer_free(struct ghd_transfer *t)
     if (!t)
         return;
     if (t->dir == GHD_TRANSFER_DOWNLOAD) /* an upload is counted when it completes */
-        ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, t->sent, ghd_metrics_now() - t->started_at);
+        ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, t->sent, ghd_clock_s() - t->started_at);
     ghd_transfer_release_chunks(t);
     if (t->dir == GHD_TRANSFER_DOWNLOAD)
         ghd_source_release_buf(t);

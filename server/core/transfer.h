@@ -59,7 +59,7 @@ struct ghd_transfer {
     int completed; /* the upload completed (ghd_sink_complete) */
     int64_t window[2]; /* download: window index held by each chunk, -1 = none */
     uint64_t sent;     /* download: bytes handed to the network */
-    double started_at;  /* ghd_metrics_now() at the start, for the throughput metric */
+    double started_at;  /* ghd_clock_s() at the start, for the throughput metric */
     double chunk_since; /* upload: when its chunks were taken */
     char *slow_buf;     /* upload: too slow to hold chunks, its pieces go through here */
     struct ghd_staging_caps *caps; /* counts every chunk in chunk[] */

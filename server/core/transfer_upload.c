@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "device/hostreg.h"
@@ -149,7 +150,7 @@ int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, char *de
     if (left == 0)
         return body_too_long(t, detail, detail_len);
     unsigned hold_s = t->rt->staging_hold_s;
-    if (t->nchunks && hold_s && ghd_metrics_now() - t->chunk_since > (double)hold_s) {
+    if (t->nchunks && hold_s && ghd_clock_s() - t->chunk_since > (double)hold_s) {
         int rc = go_slow(t, detail, detail_len);
         if (rc)
             return rc;
@@ -232,5 +233,5 @@ void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc
     ghd_buffer_bump(t->buf);
     atomic_store(&t->buf->writing, 0);
     t->writer = 0;
-    ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, t->received, ghd_metrics_now() - t->started_at);
+    ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, t->received, ghd_clock_s() - t->started_at);
 }

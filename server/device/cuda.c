@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "cuda_check.h"
@@ -167,13 +168,6 @@ static void cuda_stream_free(struct ghd_device *dev, struct ghd_stream *s)
     (void)cudaStreamDestroy((cudaStream_t)s);
 }
 
-static long elapsed_ns(const struct timespec *since)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
-}
-
 /* Polls query(handle) for up to dev->sync_spin_ns, yielding between polls:
  * cudaSuccess once the work is done, cudaErrorNotReady when the time ran out
  * (the caller then sleeps in the blocking wait), or the error it reported. */
@@ -182,11 +176,10 @@ static cudaError_t poll_briefly(struct ghd_device *dev, cudaError_t (*query)(voi
 {
     if (dev->sync_spin_ns <= 0)
         return cudaErrorNotReady;
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    uint64_t start = ghd_clock_ns();
     for (;;) {
         cudaError_t err = query(handle);
-        if (err != cudaErrorNotReady || elapsed_ns(&start) >= dev->sync_spin_ns)
+        if (err != cudaErrorNotReady || (long)(ghd_clock_ns() - start) >= dev->sync_spin_ns)
             return err;
         sched_yield();
     }

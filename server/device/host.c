@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 
 struct ghd_stream {
@@ -20,13 +21,6 @@ struct ghd_stream {
 struct ghd_event {
     double t_ms;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int host_open(struct ghd_device *dev, int ordinal)
 {
@@ -128,7 +122,7 @@ static int host_event_record(struct ghd_device *dev, struct ghd_event *e, struct
 {
     (void)dev;
     (void)s;
-    e->t_ms = now_ms();
+    e->t_ms = ghd_clock_ms();
     return 0;
 }
 

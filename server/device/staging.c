@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 
 int ghd_staging_init(struct ghd_staging *st, struct ghd_device *dev, size_t chunk_size,
@@ -75,14 +76,7 @@ void ghd_staging_destroy(struct ghd_staging *st)
 int ghd_staging_acquire(struct ghd_staging *st, unsigned timeout_ms,
                         struct ghd_staging_chunk **out)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = ghd_clock_deadline(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&st->lock);
     if (st->fail_countdown > 0 && --st->fail_countdown == 0) {
         st->stats.timeouts++;

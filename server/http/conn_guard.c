@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 
@@ -49,13 +50,6 @@ struct ghd_guard {
     int has_thread;
     pthread_t thread;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Bytes received and bytes the peer acknowledged; -1 when unknown. */
 static int tcp_bytes(int fd, uint64_t *rx, uint64_t *tx)
@@ -157,15 +151,9 @@ static void *guard_main(void *arg)
     struct ghd_guard *g = arg;
     pthread_mutex_lock(&g->lock);
     while (!g->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += TICK_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = ghd_clock_deadline(CLOCK_REALTIME, TICK_MS);
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
-        double now = now_s();
+        double now = ghd_clock_s();
         for (struct ghd_guard_conn *c = g->conns; c; c = c->next) {
             pthread_mutex_lock(&c->lock);
             check_locked(g, c, now);
@@ -230,7 +218,7 @@ struct ghd_guard_conn *ghd_guard_open(struct ghd_guard *g, int fd, const char *p
     c->fd = fd;
     snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "?");
     c->phase = PHASE_HEAD;
-    c->since = now_s();
+    c->since = ghd_clock_s();
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_lock(&g->lock);
     c->next = g->conns;
@@ -266,7 +254,7 @@ static void set_phase(struct ghd_guard *g, struct ghd_guard_conn *c, enum phase 
     if (!g || !c)
         return;
     uint64_t mark = p == PHASE_HANDLING ? 0 : counted(c->fd, p);
-    double now = now_s();
+    double now = ghd_clock_s();
     pthread_mutex_lock(&c->lock);
     c->phase = p;
     c->since = now;

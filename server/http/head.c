@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/parse.h"
 #include "core/buffer.h"
 
 const char *ghd_request_header(const struct ghd_request *req, const char *name)
@@ -124,9 +125,8 @@ int ghd_http_parse_content_length(struct ghd_request *req)
     const char *cl = ghd_request_header(req, "Content-Length");
     const char *te = ghd_request_header(req, "Transfer-Encoding");
     if (cl) {
-        char *end;
-        unsigned long long v = strtoull(cl, &end, 10);
-        if (!isdigit((unsigned char)*cl) || *end)
+        uint64_t v;
+        if (ghd_parse_u64(cl, &v))
             return GHD_EINVAL;
         req->has_content_length = 1;
         req->content_length = v;

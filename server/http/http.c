@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "body.h"
@@ -188,7 +189,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!hr)
             return MHD_NO;
         atomic_init(&hr->refs, 1);
-        clock_gettime(CLOCK_MONOTONIC, &hr->started);
+        hr->started_ms = ghd_clock_ms();
         hr->http = http;
         atomic_fetch_add(&http->in_flight, 1);
         const union MHD_ConnectionInfo *ci =
@@ -225,14 +226,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return send_reply(conn, hr, 0);
     ghd_http_run_handler(hr);
     return send_reply(conn, hr, 0);
-}
-
-static double elapsed_ms(const struct timespec *since)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - since->tv_sec) * 1e3 +
-           (double)(now.tv_nsec - since->tv_nsec) / 1e6;
 }
 
 /* A reply went out before the body was read (a refusal, or an error on the
@@ -301,7 +294,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
         .status = status,
         .bytes_in = hr->req.bytes_in,
         .bytes_out = hr->bytes_out,
-        .duration_ms = elapsed_ms(&hr->started),
+        .duration_ms = ghd_clock_ms() - hr->started_ms,
         .tenant = hr->req.tenant,
     };
     ghd_log_access(&rec);

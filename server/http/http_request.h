@@ -56,7 +56,7 @@ struct ghd_http_request {
     enum ghd_http_state state;
     char *json_buf;
     size_t json_len;
-    struct timespec started;
+    double started_ms; /* ghd_clock_ms() when the head was complete */
     uint64_t bytes_out;
     char tenant[GHD_TENANT_MAX + 1]; /* req->tenant points here once authenticated */
 };

@@ -1,27 +1,17 @@
 #include "range.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "base/error.h"
+#include "base/parse.h"
 
 /* Reads decimal digits only (no sign, no space) into *out; returns the end. */
 static const char *read_u64(const char *s, uint64_t *out, int *ok)
 {
-    *ok = 0;
-    if (!isdigit((unsigned char)*s))
-        return s;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE)
-        return s;
-    *out = v;
-    *ok = 1;
-    return end;
+    const char *end = ghd_parse_u64_prefix(s, out);
+    *ok = end != NULL;
+    return end ? end : s;
 }
 
 int ghd_range_parse(const char *h, uint64_t size, uint64_t *first, uint64_t *last)

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 
 static int wait_ready(int fd, short events, int timeout_ms)
@@ -44,22 +45,15 @@ ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms)
     }
 }
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void ghd_socket_linger(int fd, int timeout_ms, uint64_t max_bytes)
 {
     shutdown(fd, SHUT_WR);
-    long deadline = now_ms() + timeout_ms;
+    double deadline = ghd_clock_ms() + timeout_ms;
     uint64_t dropped = 0;
     char scratch[65536];
     while (dropped < max_bytes) {
-        long left = deadline - now_ms();
-        if (left <= 0)
+        double left = deadline - ghd_clock_ms();
+        if (left < 1)
             return;
         ssize_t n = ghd_socket_recv(fd, scratch, sizeof(scratch), (int)left);
         if (n <= 0)

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "../unit/test_kernels_util.h"
 #include "kernels/user/compile.h"
 #include "kernels/user/ucuda.h"
@@ -21,13 +22,6 @@
 static struct tk D;
 static int reps = 20;
 static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Median device time of kernel k (built-in or user) with args (stolen). */
 static double time_call(const struct ghd_kernel *k, json_t *args, json_t **result)
@@ -84,12 +78,12 @@ static double build_seconds(struct ghd_ukernel *k, const char **cache)
     struct ghd_uerr e = {0};
     for (int t = 0; t < 26; t++)
         b.ph_type[t] = GHD_UT_NONE;
-    double t0 = now_s();
+    double t0 = ghd_clock_s();
     if (ghd_ukernel_binding(k, &b, &bd, &e) || ghd_ucuda_prepare(k, bd, &D.rt, &e)) {
         fprintf(stderr, "build: %s\n", e.detail);
         exit(1);
     }
-    double s = now_s() - t0;
+    double s = ghd_clock_s() - t0;
     json_t *r = json_object();
     ghd_ucuda_report(bd, r);
     static char hit[16];

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "harness.h"
 
 static struct harness H;
@@ -35,13 +36,6 @@ static int group_setup(void **state)
     if (env && *env)
         large_bytes = strtoull(env, NULL, 10);
     return harness_group_setup(state);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 struct gen {
@@ -105,9 +99,9 @@ static void test_large_roundtrip(void **state)
                                .timeout_s = 600};
     post.headers[0] = "Content-Type: application/octet-stream";
     struct harness_resp r;
-    double t0 = now_s();
+    double t0 = ghd_clock_s();
     harness_do(&H, &post, &r);
-    double t_up = now_s() - t0;
+    double t_up = ghd_clock_s() - t0;
     if (r.status != 201)
         fail_msg("upload: status %ld curl %d: %.200s", r.status, r.curl_rc, r.body ? r.body : "");
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
@@ -122,9 +116,9 @@ static void test_large_roundtrip(void **state)
     /* Download into a streaming check. */
     struct check c = {.seed = 77, .sum = HARNESS_SUM_INIT, .first_bad = UINT64_MAX};
     struct harness_req get = {.path = path, .sink = check_sink, .sink_ctx = &c, .timeout_s = 600};
-    t0 = now_s();
+    t0 = ghd_clock_s();
     harness_do(&H, &get, &r);
-    double t_down = now_s() - t0;
+    double t_down = ghd_clock_s() - t0;
     assert_int_equal(r.curl_rc, CURLE_OK);
     assert_int_equal(r.status, 200);
     harness_resp_free(&r);

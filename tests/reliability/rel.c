@@ -24,15 +24,14 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "handlers/handlers.h"
 #include "core/run_queue.h"
 
 long rel_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long)ghd_clock_ms();
 }
 
 void rel_sleep_ms(long ms)

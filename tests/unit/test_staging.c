@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "base/clock.h"
 #include "device/device.h"
 #include "device/staging.h"
 #include "base/error.h"
@@ -139,13 +140,6 @@ static void test_pending_chunk_is_reusable(void **state)
         ghd_staging_release(&f->st, all[i]);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void test_timeout_when_full(void **state)
 {
     struct fixture *f = *state;
@@ -153,9 +147,9 @@ static void test_timeout_when_full(void **state)
     for (int i = 0; i < CHUNKS; i++)
         assert_int_equal(ghd_staging_acquire(&f->st, 1000, &c[i]), 0);
     struct ghd_staging_chunk *extra = (struct ghd_staging_chunk *)0x1;
-    double t0 = now_ms();
+    double t0 = ghd_clock_ms();
     assert_int_equal(ghd_staging_acquire(&f->st, 100, &extra), GHD_ETIMEDOUT);
-    double waited = now_ms() - t0;
+    double waited = ghd_clock_ms() - t0;
     /* It did wait rather than fail at once (a generous lower bound only). */
     assert_true(waited >= 50.0);
     assert_ptr_equal(extra, (struct ghd_staging_chunk *)0x1);
@@ -219,11 +213,11 @@ static void test_release_wakes_waiter(void **state)
     assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
     await_waits(f, 1);
     sleep_ms(20); /* let it sit in the wait */
-    double t0 = now_ms();
+    double t0 = ghd_clock_ms();
     ghd_staging_release(&f->st, c[2]);
     pthread_join(th, NULL);
     /* Woken by the release, long before its 20 s timeout. */
-    assert_true(now_ms() - t0 < 10000.0);
+    assert_true(ghd_clock_ms() - t0 < 10000.0);
     assert_int_equal(w.rc, 0);
     assert_ptr_equal(w.chunk, c[2]);
     struct ghd_staging_stats s = stats(f);
