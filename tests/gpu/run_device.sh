@@ -22,7 +22,9 @@ summary=$out/summary.md
 row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3" >>"$summary"; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
-row "device" "$(head -1 "$out/gpu.txt")" "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# slim_build.sh records the commit the binaries came from.
+commit=$(cat "$build/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
+row "device" "$(head -1 "$out/gpu.txt")" "commit $commit"
 
 has() { [[ " $parts " == *" $1 "* ]]; }
 

@@ -12,6 +12,14 @@ slim=$2
 rm -rf "$slim"
 mkdir -p "$slim"
 slim=$(cd "$slim" && pwd)
+# The commit the binaries were built from (the device machine's checkout may
+# be another): the build folder's source tree, "-dirty" with local changes.
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ $commit != unknown ]] && ! git -C "$src" diff --quiet HEAD 2>/dev/null; then
+  commit+=-dirty
+fi
+echo "$commit" >"$slim/COMMIT"
 bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/http/test_http_contention tests/http/test_runs_http tests/gpu/test_kernels_gpu
   tests/bench/loadgen tests/bench/tcp_ceiling
