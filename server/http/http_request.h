@@ -2,9 +2,9 @@
 #define GHD_HTTP_HTTP_REQUEST_H
 
 /* The HTTP layer's own state, shared by its files (http.c: the daemon and
- * its callbacks; head.c, access.c, body.c, socket_body.c, tls.c): the
- * server and one request as libmicrohttpd carries it. Nothing outside
- * server/http/ includes this. */
+ * its callbacks; head.c, access.c, body.c, socket_body.c, tls.c,
+ * request_log.c): the server and one request as libmicrohttpd carries it.
+ * Nothing outside server/http/ includes this. */
 
 #include <microhttpd.h>
 #include <stdatomic.h>
