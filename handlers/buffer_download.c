@@ -23,7 +23,7 @@ struct download {
 static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     struct download *d = ctx;
-    return ghd_source_read(d->t, pos, buf, max);
+    return ghd_source_read(d->t, pos, buf, 0, max);
 }
 
 static void download_buffers_done(void *ctx)
@@ -32,15 +32,23 @@ static void download_buffers_done(void *ctx)
     ghd_source_release_buf(d->t);
 }
 
-/* .npy: the header, then the bytes as above (positions shifted past it). */
+/* .npy: the header, then the bytes as above. The header and the first data
+ * bytes fill the first piece together, so the network side sees the same
+ * sequence of full pieces from the same buffer as for a raw download, and
+ * the first one page-locks that buffer as a raw download's does (a piece
+ * holding only the 128-byte header made the .npy download a different
+ * pattern of reads and sends from the first byte on; issue 16). */
 static ssize_t npy_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     struct download *d = ctx;
     if (pos >= d->prefix_len)
-        return download_read(ctx, pos - d->prefix_len, buf, max);
+        return ghd_source_read(d->t, pos - d->prefix_len, buf, 0, max);
     size_t n = d->prefix_len - (size_t)pos < max ? d->prefix_len - (size_t)pos : max;
     memcpy(buf, d->prefix + pos, n);
-    return (ssize_t)n;
+    if (n == max || d->t->length == 0)
+        return (ssize_t)n;
+    ssize_t data = ghd_source_read(d->t, 0, buf, n, max);
+    return data < 0 ? data : (ssize_t)n + data;
 }
 
 static void download_free(void *ctx)

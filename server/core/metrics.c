@@ -90,6 +90,7 @@ static counter route_bytes_in[MAX_ROUTES + 1];
 static counter route_bytes_out[MAX_ROUTES + 1];
 
 static counter transfer_bytes[2];
+static counter transfer_direct_bytes[2];
 static counter staging_capped[2]; /* [0] address, [1] tenant */
 static struct histogram transfer_throughput[2];
 
@@ -165,6 +166,11 @@ void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seco
     add(&transfer_bytes[d], bytes);
     if (bytes > 0 && seconds > 0)
         observe(&transfer_throughput[d], &throughput_spec, (double)bytes / seconds);
+}
+
+void ghd_metrics_transfer_direct(enum ghd_transfer_dir dir, uint64_t bytes)
+{
+    add(&transfer_direct_bytes[dir == GHD_TRANSFER_DOWNLOAD], bytes);
 }
 
 void ghd_metrics_staging_capped(int tenant)
@@ -391,15 +397,23 @@ static void render_requests(struct text *t)
     }
 }
 
+/* A counter family with one label of two values. */
+static void put_pair(struct text *t, const char *name, const char *help, const char *label,
+                     const char *const values[2], counter c[2])
+{
+    family(t, name, "counter", help);
+    for (int i = 0; i < 2; i++)
+        put(t, "%s{%s=\"%s\"} %llu\n", name, label, values[i],
+            (unsigned long long)get(&c[i]));
+}
+
 static void render_transfers(struct text *t)
 {
     static const char *const dirs[2] = {"upload", "download"};
-    family(t, "gpuhttpd_transfer_bytes_total", "counter",
-           "Buffer bytes moved by uploads (network to device) and downloads (device to "
-           "network).");
-    for (int d = 0; d < 2; d++)
-        put(t, "gpuhttpd_transfer_bytes_total{direction=\"%s\"} %llu\n", dirs[d],
-            (unsigned long long)get(&transfer_bytes[d]));
+    put_pair(t, "gpuhttpd_transfer_bytes_total",
+             "Buffer bytes moved by uploads (network to device) and downloads (device to "
+             "network).",
+             "direction", dirs, transfer_bytes);
     family(t, "gpuhttpd_transfer_throughput_bytes_per_second", "histogram",
            "Throughput of each buffer transfer, in bytes per second.");
     for (int d = 0; d < 2; d++) {
@@ -408,13 +422,15 @@ static void render_transfers(struct text *t)
         put_histogram(t, "gpuhttpd_transfer_throughput_bytes_per_second", label,
                       &transfer_throughput[d], &throughput_spec);
     }
+    put_pair(t, "gpuhttpd_transfer_direct_bytes_total",
+             "Of those, the bytes copied by DMA straight between the device and the network "
+             "side's buffer, skipping the staging ring (--direct-copy).",
+             "direction", dirs, transfer_direct_bytes);
     static const char *const caps[2] = {"address", "tenant"};
-    family(t, "gpuhttpd_staging_capped_total", "counter",
-           "Transfers refused a staging chunk (429) because their client address or tenant "
-           "held its share of the ring (--staging-address-share, --staging-tenant-share).");
-    for (int c = 0; c < 2; c++)
-        put(t, "gpuhttpd_staging_capped_total{cap=\"%s\"} %llu\n", caps[c],
-            (unsigned long long)get(&staging_capped[c]));
+    put_pair(t, "gpuhttpd_staging_capped_total",
+             "Transfers refused a staging chunk (429) because their client address or tenant "
+             "held its share of the ring (--staging-address-share, --staging-tenant-share).",
+             "cap", caps, staging_capped);
 }
 
 static void render_runs(struct text *t, const struct ghd_metrics_gauges *g)

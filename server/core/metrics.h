@@ -40,6 +40,10 @@ void ghd_metrics_request(const char *route, const char *method, int status, doub
  * one throughput observation (bytes per second). */
 void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seconds);
 
+/* Bytes of one transfer that went by DMA straight between the device and the
+ * network side's buffer, skipping the staging ring (and its memcpy). */
+void ghd_metrics_transfer_direct(enum ghd_transfer_dir dir, uint64_t bytes);
+
 /* One transfer refused a staging chunk because its client address
  * (tenant 0) or its tenant (tenant 1) held its share of the ring. */
 void ghd_metrics_staging_capped(int tenant);

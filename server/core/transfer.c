@@ -137,6 +137,7 @@ void ghd_transfer_free(struct ghd_transfer *t)
         return;
     if (t->dir == GHD_TRANSFER_DOWNLOAD) /* an upload is counted when it completes */
         ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, t->sent, ghd_clock_s() - t->started_at);
+    ghd_metrics_transfer_direct(t->dir, t->direct_bytes);
     ghd_transfer_release_chunks(t);
     if (t->dir == GHD_TRANSFER_DOWNLOAD)
         ghd_source_release_buf(t);

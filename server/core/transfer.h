@@ -59,6 +59,7 @@ struct ghd_transfer {
     int completed; /* the upload completed (ghd_sink_complete) */
     int64_t window[2]; /* download: window index held by each chunk, -1 = none */
     uint64_t sent;     /* download: bytes handed to the network */
+    uint64_t direct_bytes; /* bytes that skipped the staging ring (direct DMA) */
     double started_at;  /* ghd_clock_s() at the start, for the throughput metric */
     double chunk_since; /* upload: when its chunks were taken */
     char *slow_buf;     /* upload: too slow to hold chunks, its pieces go through here */
@@ -112,11 +113,15 @@ int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
                     char *detail, size_t detail_len);
 /* The size of the pieces the reader prefers. */
 size_t ghd_source_block(const struct ghd_transfer *t);
-/* Copies the bytes from download position `pos` on into `buf` (at most
- * `max`): by DMA when `buf` can be page-locked and the download is large,
- * else from a staging chunk. Returns the count or a GHD_E* code. `buf` is
- * expected to be the same memory on every call (see ghd_source_release_buf). */
-ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t max);
+/* Fills buf[head, max) with the bytes from download position `pos` on;
+ * buf[0, head) already holds the caller's own bytes (a .npy header before
+ * the data). By DMA when the download is large and `buf` (all `max` bytes
+ * of it) can be page-locked, else from a staging chunk. Returns the count of
+ * download bytes (> 0) or a GHD_E* code. `buf` and `max` are expected to be
+ * the same memory on every call (the network side's send buffer): it is
+ * locked on the first call and stays locked until ghd_source_release_buf. */
+ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t head,
+                        size_t max);
 /* The caller is about to free the memory it passed to ghd_source_read. */
 void ghd_source_release_buf(struct ghd_transfer *t);
 

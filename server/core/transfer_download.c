@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "device/hostreg.h"
 #include "transfer_ring.h"
 
@@ -55,29 +56,38 @@ size_t ghd_source_block(const struct ghd_transfer *t)
     return chunk < GHD_DOWNLOAD_BLOCK ? chunk : GHD_DOWNLOAD_BLOCK;
 }
 
-/* Copies the next piece straight from the device into `buf`, which the
- * caller owns and sends from: no staging ring, no memcpy. Returns the count,
- * 0 when `buf` is not page-locked (the caller stages), or a GHD_E* code. */
-static ssize_t read_direct(struct ghd_transfer *t, uint64_t pos, char *buf, size_t max)
+/* Copies the next piece straight from the device into buf + head, where
+ * `buf` is memory the caller owns and sends from: no staging ring, no
+ * memcpy. Returns the count, 0 when `buf` is not page-locked (the caller
+ * stages), or a GHD_E* code. */
+static ssize_t read_direct(struct ghd_transfer *t, uint64_t pos, char *buf, size_t head,
+                           size_t max)
 {
     struct ghd_device *dev = &t->rt->dev;
     if (!t->reg_buf) {
         if (ghd_hostreg_pages(dev, buf, max, &t->reg_base) != 0) {
+            /* Visible, since the staged path costs a memcpy per window. */
+            ghd_log(GHD_LOG_INFO, "request %s: the response buffer could not be page-locked "
+                                  "(%s): the download goes through the staging ring",
+                    t->request_id, dev->last_error);
             t->direct = 0;
             return 0;
         }
         t->reg_buf = buf;
         t->reg_len = max;
     }
-    if (buf != t->reg_buf || max > t->reg_len)
+    if (buf < t->reg_buf || buf + max > t->reg_buf + t->reg_len)
         return 0;
-    size_t n = t->length - pos < max ? (size_t)(t->length - pos) : max;
-    int rc = dev->ops->copy_d2h(dev, buf, (char *)t->buf->d_ptr + t->offset + pos, n, t->stream);
+    size_t room = max - head;
+    size_t n = t->length - pos < room ? (size_t)(t->length - pos) : room;
+    int rc = dev->ops->copy_d2h(dev, buf + head, (char *)t->buf->d_ptr + t->offset + pos, n,
+                                t->stream);
     if (rc == 0)
         rc = dev->ops->stream_sync(dev, t->stream);
     if (rc)
         return rc;
     t->sent += n;
+    t->direct_bytes += n;
     return (ssize_t)n;
 }
 
@@ -148,10 +158,12 @@ static ssize_t staged_window(struct ghd_transfer *t, uint64_t pos, const char **
     return (ssize_t)avail;
 }
 
-ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t max)
+ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t head,
+                        size_t max)
 {
+    GHD_ASSERT(head < max);
     if (t->direct) {
-        ssize_t n = read_direct(t, pos, buf, max);
+        ssize_t n = read_direct(t, pos, buf, head, max);
         if (n != 0)
             return n;
     }
@@ -159,9 +171,9 @@ ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t 
     ssize_t avail = staged_window(t, pos, &data);
     if (avail < 0)
         return avail;
-    if ((size_t)avail > max)
-        avail = (ssize_t)max;
-    memcpy(buf, data, (size_t)avail);
+    if ((size_t)avail > max - head)
+        avail = (ssize_t)(max - head);
+    memcpy(buf + head, data, (size_t)avail);
     t->sent += (uint64_t)avail;
     return avail;
 }

@@ -98,7 +98,9 @@ static int copy_now(struct ghd_transfer *t, const char *data, size_t len)
 static int copy_direct(struct ghd_transfer *t, const char *data, size_t len)
 {
     int rc = flush_chunk(t); /* earlier bytes first; the stream keeps the order */
-    return rc ? rc : copy_now(t, data, len);
+    if (rc == 0 && (rc = copy_now(t, data, len)) == 0)
+        t->direct_bytes += len;
+    return rc;
 }
 
 static int body_too_long(const struct ghd_transfer *t, char *detail, size_t detail_len)
