@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "metrics.h"
 
@@ -114,14 +115,7 @@ int ghd_staging_caps_take(struct ghd_staging_caps *c, const void *ring, unsigned
                           const char *address, const char *tenant, unsigned timeout_ms,
                           char *detail, size_t detail_len)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = ghd_clock_deadline(CLOCK_MONOTONIC, timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&c->lock);
     const char *cap;
