@@ -48,6 +48,12 @@ static const char *const when[] = {
     [-GHD_ECANCELED] = "The run waited for was canceled.",
     [-GHD_ENOTSUP] = "The request asks for something the server does not implement.",
     [-GHD_EQUOTA] = "The tenant would hold more than --tenant-max-bytes of buffers.",
+    [-GHD_EFORBIDDEN] = "The token is valid but lacks a permission the request needs (raw CUDA "
+                        "modules need --allow-raw-kernels and, with tokens, the 'raw' "
+                        "permission); the detail names what is missing.",
+    [-GHD_EDEVLOST] = "The device was lost (a kernel faulted, or a run passed --run-timeout): "
+                      "requests that need it answer 503 until the service restarts; /readyz "
+                      "gives the reason.",
 };
 
 static const int codes[] = {

@@ -9,11 +9,55 @@
 #include "base/error.h"
 #include "core/run_queue.h"
 #include "core/service.h"
+#include "kernels/raw/module.h"
+
+/* Prepares one {"module": id, "function": name, "grid", "block",
+ * "shared_mem", "args": [...]} step: a raw module's function (trusted
+ * tenants only, like POST /v1/modules). */
+static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
+                            const char *where, struct ghd_run_step *out)
+{
+    int rc = ghd_handle_raw_allowed(req, rep);
+    if (rc)
+        return rc;
+    json_t *mod = json_object_get(step, "module"), *fn = json_object_get(step, "function");
+    if (!json_is_string(mod) || !json_is_string(fn))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'module' (an id) and 'function' (a "
+                                 "name) must be strings", where);
+    if (json_object_get(step, "kernel"))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "%sgive either 'kernel' or 'module'",
+                                 where);
+    struct ghd_rmodule *m;
+    if (ghd_rmodule_store_find_new(&req->svc->modules, req->tenant, json_string_value(mod),
+                                   &m) != 0)
+        return ghd_reply_problem(rep, req, GHD_ENOENT, "%sno module with id '%.64s'", where,
+                                 json_string_value(mod));
+    struct ghd_rfunc *f = ghd_rmodule_function(m, json_string_value(fn));
+    if (!f) {
+        rc = ghd_reply_problem(rep, req, GHD_EUNPROC, "%smodule %s has no __global__ function "
+                               "'%.128s' (GET /v1/modules/%s lists them)", where, m->id,
+                               json_string_value(fn), m->id);
+        ghd_rmodule_unref(m);
+        return rc;
+    }
+    out->kernel = &f->base; /* the step's reference is the module's */
+    char detail[400] = "";
+    /* For a raw function the "args" of the call are the whole step: its
+     * launch shape and its argument list (kernels/raw/rcall.c). */
+    rc = ghd_run_step_prepare(out, step, &req->svc->buffers, req->tenant, detail,
+                              sizeof(detail));
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, f->name, detail);
+    ghd_run_step_bump_writes(out); /* and again when it ends (run_queue.c) */
+    return 0;
+}
 
 /* Prepares one {"kernel": name, "args": {...}} step. */
 static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
                         const char *where, struct ghd_run_step *out)
 {
+    if (json_object_get(step, "module"))
+        return prepare_raw_step(req, rep, step, where, out);
     json_t *name = json_object_get(step, "kernel");
     json_t *args = json_object_get(step, "args");
     if (!json_is_string(name))
@@ -71,8 +115,11 @@ static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *ob
 static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run)
 {
     static const char *const top_keys[] = {"kernel", "args", "steps", "wait", "reinterpret",
-                                           "if_match", NULL};
-    static const char *const step_keys[] = {"kernel", "args", "reinterpret", "if_match", NULL};
+                                           "if_match", "module", "function", "grid", "block",
+                                           "shared_mem", NULL};
+    static const char *const step_keys[] = {"kernel", "args", "reinterpret", "if_match",
+                                            "module", "function", "grid", "block",
+                                            "shared_mem", NULL};
     json_t *body = req->json;
     int rc = check_keys(req, rep, body, top_keys, "");
     if (rc)
@@ -81,8 +128,9 @@ static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct gh
     if (steps && (json_object_get(body, "reinterpret") || json_object_get(body, "if_match")))
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "in a pipeline, give 'reinterpret' and 'if_match' per step");
-    if (steps && json_object_get(body, "kernel"))
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "give either 'kernel' or 'steps', not both");
+    if (steps && (json_object_get(body, "kernel") || json_object_get(body, "module")))
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "give either 'kernel' (or 'module') or 'steps', not both");
     if (!steps) {
         run->step_count = 1;
         return prepare_step(req, rep, body, "", &run->steps[0]);
@@ -140,6 +188,8 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
                 ghd_reply_problem(rep, req, rc,
                                   "%u runs are queued or running (--run-queue-limit)",
                                   req->svc->cfg.run_queue_limit);
+        } else if (rc == GHD_EDEVLOST) {
+            ghd_reply_problem(rep, req, rc, "the device is lost: no run is taken");
         } else if (rc) {
             ghd_reply_problem(rep, req, rc, "the run queue is stopping");
         }

@@ -11,12 +11,14 @@
 
 #include "registry.h"
 #include "scalar.h"
+#include "kernels/raw/module.h"
 #include "kernels/user/ukernel.h"
 #include "base/error.h"
 
 struct ghd_kernel_call {
     const struct ghd_kernel *k;
     struct ghd_ucall *ucall; /* a user kernel's call (kernels/user/ucall.c) instead */
+    struct ghd_rcall *rcall; /* a raw function's call (kernels/raw/rcall.c) instead */
     struct ghd_kargs args;
     struct ghd_buffer_view buf[GHD_KARG_BUFFERS]; /* by slot; owner NULL: not given */
     uint64_t start[GHD_KARG_BUFFERS];             /* byte range used, per slot */
@@ -328,6 +330,11 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
                                    detail_len);
         goto out;
     }
+    if (k->raw) { /* args: the launch (grid, block, shared_mem, args) */
+        rc = ghd_rcall_prepare_new(k->raw, args, resolve, resolve_ctx, &call->rcall, detail,
+                                   detail_len);
+        goto out;
+    }
     struct ghd_kcheck c = {.k = k, .args = args, .a = &call->args, .detail = detail,
                            .detail_len = detail_len};
 
@@ -440,6 +447,9 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
     if (call->ucall)
         return ghd_ucall_execute(call->ucall, rt, stream, start, end, result, detail,
                                  detail_len);
+    if (call->rcall)
+        return ghd_rcall_execute(call->rcall, rt, stream, start, end, result, detail,
+                                 detail_len);
     ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
     if (detail && detail_len)
         detail[0] = '\0';
@@ -481,6 +491,8 @@ int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner
 {
     if (call->ucall)
         return ghd_ucall_writes(call->ucall, owner);
+    if (call->rcall)
+        return ghd_rcall_writes(call->rcall, owner);
     for (size_t i = 0; i < call->k->nparams; i++) {
         const struct ghd_param *p = &call->k->params[i];
         if (p->kind == GHD_PK_BUFFER && written(p) && owner && call->buf[p->slot].owner == owner)
@@ -494,6 +506,7 @@ void ghd_kernel_call_free(struct ghd_kernel_call *call)
     if (!call)
         return;
     ghd_ucall_free(call->ucall);
+    ghd_rcall_free(call->rcall);
     free(call);
 }
 

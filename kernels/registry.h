@@ -80,6 +80,7 @@ struct ghd_kernel {
     int (*check)(struct ghd_kcheck *c); /* may be NULL */
     ghd_kernel_fn impl[GHD_BACKEND_COUNT];
     struct ghd_ukernel *user; /* a user kernel (kernels/user/), NULL for built-ins */
+    struct ghd_rfunc *raw;    /* a raw module's function (kernels/raw/), NULL otherwise */
 };
 
 /* Bit for parameter `name` in ghd_kargs.given, or 0 if k has none. */

@@ -114,6 +114,29 @@ static unsigned drain(struct ghd_service *svc, struct ghd_http *http, const sigs
     }
 }
 
+/* --on-device-loss exit: the device is lost (a kernel faulted, or a run
+ * passed --run-timeout). No new connections; the replies in flight (their
+ * runs were reported failed, device routes answer 503) get up to two
+ * seconds to go out, then the process exits with GHD_EXIT_DEVICE_LOST for
+ * its supervisor to restart it on a fresh context. No orderly teardown: a
+ * poisoned context may not even free. */
+static _Noreturn void exit_device_lost(struct ghd_service *svc, struct ghd_http *http)
+{
+    char reason[256] = "";
+    ghd_devloss_get(&svc->devloss, reason, sizeof(reason));
+    atomic_store(&svc->ready, 0);
+    ghd_http_quiesce(http);
+    for (int i = 0; i < 40 && ghd_http_requests_in_flight(http) > 0; i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ghd_http_stop(http);
+    ghd_log(GHD_LOG_ERROR, "exiting with status %d: the device is lost (%s); "
+                           "--on-device-loss exit", GHD_EXIT_DEVICE_LOST, reason);
+    ghd_log_writer_stop();
+    _exit(GHD_EXIT_DEVICE_LOST);
+}
+
 static int write_port_file(const char *path, unsigned port)
 {
     char tmp[300];
@@ -198,6 +221,8 @@ int main(int argc, char **argv)
             break;
         if (sig == SIGHUP)
             reload_tokens(&svc);
+        if (strcmp(cfg.on_device_loss, "exit") == 0 && ghd_devloss_get(&svc.devloss, NULL, 0))
+            exit_device_lost(&svc, http);
         ghd_buffer_expire(&svc.buffers, time(NULL));
     }
     unsigned executing = drain(&svc, http, &set);

@@ -19,11 +19,12 @@ struct mem_entry {
     char *key; /* the whole key: source, options, arch, version */
     unsigned char *cubin;
     size_t size;
+    char *lowered; /* NULL without name expressions */
     struct mem_entry *next; /* most recent first */
 };
 
 struct job {
-    const char *src, *arch;
+    const struct ghd_ucompile_job *job;
     struct ghd_ucompiled *out;
     struct ghd_uerr err;
     int rc, done;
@@ -58,18 +59,29 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 
 #define FNV_INIT 1469598103934665603ULL
 
-static char *make_key(const struct ghd_ucompiler *c, const char *src, const char *arch)
+/* Everything the cubin depends on: NVRTC's version, the architecture, the
+ * options (fixed and the job's), the name expressions and the source. */
+static char *make_key(const struct ghd_ucompiler *c, const struct ghd_ucompile_job *job)
 {
-    size_t len = strlen(src) + strlen(arch) + strlen(c->version) + 64;
+    size_t len = strlen(job->src) + strlen(job->arch) + strlen(c->version) + 64;
     for (const char *const *o = ghd_ucompile_options; *o; o++)
         len += strlen(*o) + 1;
+    for (const char *const *o = job->options; o && *o; o++)
+        len += strlen(*o) + 1;
+    for (unsigned i = 0; i < job->nnames; i++)
+        len += strlen(job->names[i]) + 1;
     char *key = malloc(len);
     if (!key)
         return NULL;
-    int n = snprintf(key, len, "nvrtc %s\narch %s\noptions", c->version, arch);
+    int n = snprintf(key, len, "nvrtc %s\narch %s\noptions", c->version, job->arch);
     for (const char *const *o = ghd_ucompile_options; *o; o++)
         n += snprintf(key + n, len - (size_t)n, " %s", *o);
-    snprintf(key + n, len - (size_t)n, "\n%s", src);
+    for (const char *const *o = job->options; o && *o; o++)
+        n += snprintf(key + n, len - (size_t)n, "\x1f%s", *o); /* options may hold blanks */
+    n += snprintf(key + n, len - (size_t)n, "\nnames");
+    for (unsigned i = 0; i < job->nnames; i++)
+        n += snprintf(key + n, len - (size_t)n, "\x1f%s", job->names[i]);
+    snprintf(key + n, len - (size_t)n, "\n%s", job->src);
     return key;
 }
 
@@ -84,8 +96,11 @@ static int mem_find_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
         if (m->hash != h || strcmp(m->key, key) != 0)
             continue;
         out->cubin = malloc(m->size);
-        if (!out->cubin)
+        out->lowered = m->lowered ? strdup(m->lowered) : NULL;
+        if (!out->cubin || (m->lowered && !out->lowered)) {
+            ghd_ucompiled_clear(out);
             return GHD_ENOHOSTMEM;
+        }
         memcpy(out->cubin, m->cubin, m->size);
         out->size = m->size;
         *link = m->next;
@@ -105,9 +120,11 @@ static void mem_add_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
         return;
     m->key = strdup(key);
     m->cubin = malloc(r->size);
-    if (!m->key || !m->cubin) {
+    m->lowered = r->lowered ? strdup(r->lowered) : NULL;
+    if (!m->key || !m->cubin || (r->lowered && !m->lowered)) {
         free(m->key);
         free(m->cubin);
+        free(m->lowered);
         free(m);
         return;
     }
@@ -122,16 +139,18 @@ static void mem_add_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
             link = &(*link)->next;
         free((*link)->key);
         free((*link)->cubin);
+        free((*link)->lowered);
         free(*link);
         *link = NULL;
         c->nmem--;
     }
 }
 
-/* ---- disk: "GHDK1\n", checksum (8), key length (8), cubin length (8),
- * key, cubin; the checksum covers everything after it. -------------------- */
+/* ---- disk: "GHDK2\n", checksum (8), key length (8), cubin length (8),
+ * lowered names' length (8), key, cubin, lowered names; the checksum covers
+ * everything after it. ---------------------------------------------------- */
 
-#define MAGIC "GHDK1\n"
+#define MAGIC "GHDK2\n"
 
 static void entry_path(const struct ghd_ucompiler *c, uint64_t h, char *buf, size_t len)
 {
@@ -148,31 +167,40 @@ static int disk_find(struct ghd_ucompiler *c, uint64_t h, const char *key,
         return 0;
     int found = 0;
     char magic[6];
-    uint64_t sum, klen, clen;
-    char *k = NULL;
+    uint64_t sum, klen, clen, llen;
+    char *k = NULL, *lowered = NULL;
     unsigned char *cubin = NULL;
     if (fread(magic, 1, 6, f) != 6 || memcmp(magic, MAGIC, 6) != 0 || fread(&sum, 8, 1, f) != 1 ||
-        fread(&klen, 8, 1, f) != 1 || fread(&clen, 8, 1, f) != 1 || klen != strlen(key) ||
-        clen == 0 || clen > (256u << 20))
+        fread(&klen, 8, 1, f) != 1 || fread(&clen, 8, 1, f) != 1 || fread(&llen, 8, 1, f) != 1 ||
+        klen != strlen(key) || clen == 0 || clen > (256u << 20) || llen > (1u << 20))
         goto out;
     k = malloc(klen + 1);
     cubin = malloc(clen);
-    if (!k || !cubin || fread(k, 1, klen, f) != klen || fread(cubin, 1, clen, f) != clen)
+    lowered = malloc(llen + 1);
+    if (!k || !cubin || !lowered || fread(k, 1, klen, f) != klen ||
+        fread(cubin, 1, clen, f) != clen || fread(lowered, 1, llen, f) != llen)
         goto out;
     uint64_t check = fnv1a(FNV_INIT, &klen, 8);
     check = fnv1a(check, &clen, 8);
+    check = fnv1a(check, &llen, 8);
     check = fnv1a(check, k, klen);
     check = fnv1a(check, cubin, clen);
+    check = fnv1a(check, lowered, llen);
     if (check != sum || memcmp(k, key, klen) != 0)
         goto out; /* corrupt, or another key with this hash: compile again */
+    lowered[llen] = '\0';
     out->cubin = cubin;
     out->size = clen;
+    out->lowered = llen ? lowered : NULL;
     cubin = NULL;
+    if (llen)
+        lowered = NULL;
     found = 1;
 out:
     fclose(f);
     free(k);
     free(cubin);
+    free(lowered);
     return found;
 }
 
@@ -240,16 +268,20 @@ static void disk_store(struct ghd_ucompiler *c, uint64_t h, const char *key,
     int fd = mkstemp(tmp);
     if (fd < 0)
         return;
-    uint64_t klen = strlen(key), clen = r->size;
+    uint64_t klen = strlen(key), clen = r->size, llen = r->lowered ? strlen(r->lowered) : 0;
     uint64_t sum = fnv1a(FNV_INIT, &klen, 8);
     sum = fnv1a(sum, &clen, 8);
+    sum = fnv1a(sum, &llen, 8);
     sum = fnv1a(sum, key, klen);
     sum = fnv1a(sum, r->cubin, clen);
+    sum = fnv1a(sum, r->lowered ? r->lowered : "", llen);
     FILE *f = fdopen(fd, "wb");
     int ok = f && fwrite(MAGIC, 1, 6, f) == 6 && fwrite(&sum, 8, 1, f) == 1 &&
              fwrite(&klen, 8, 1, f) == 1 && fwrite(&clen, 8, 1, f) == 1 &&
-             fwrite(key, 1, klen, f) == klen && fwrite(r->cubin, 1, clen, f) == clen &&
-             fflush(f) == 0 && fsync(fd) == 0;
+             fwrite(&llen, 8, 1, f) == 1 && fwrite(key, 1, klen, f) == klen &&
+             fwrite(r->cubin, 1, clen, f) == clen &&
+             (llen == 0 || fwrite(r->lowered, 1, llen, f) == llen) && fflush(f) == 0 &&
+             fsync(fd) == 0;
     if (f)
         ok &= fclose(f) == 0;
     else
@@ -277,7 +309,7 @@ static void *worker(void *arg)
             c->tail = NULL;
         c->queued--;
         pthread_mutex_unlock(&c->lock);
-        j->rc = ghd_unvrtc_compile(j->src, j->arch, j->out, &j->err);
+        j->rc = ghd_unvrtc_compile(j->job, j->out, &j->err);
         pthread_mutex_lock(&c->lock);
         j->done = 1;
         pthread_cond_broadcast(&c->done);
@@ -343,6 +375,7 @@ void ghd_ucompiler_free(struct ghd_ucompiler *c)
         c->mem = m->next;
         free(m->key);
         free(m->cubin);
+        free(m->lowered);
         free(m);
     }
     pthread_cond_destroy(&c->work);
@@ -354,9 +387,16 @@ void ghd_ucompiler_free(struct ghd_ucompiler *c)
 int ghd_ucompiler_compile(struct ghd_ucompiler *c, const char *src, const char *arch,
                           struct ghd_ucompiled *out, struct ghd_uerr *e)
 {
+    struct ghd_ucompile_job job = {.src = src, .arch = arch};
+    return ghd_ucompiler_compile_job(c, &job, out, e);
+}
+
+int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile_job *job,
+                              struct ghd_ucompiled *out, struct ghd_uerr *e)
+{
     memset(out, 0, sizeof(*out));
     snprintf(out->nvrtc_version, sizeof(out->nvrtc_version), "%s", c->version);
-    char *key = make_key(c, src, arch);
+    char *key = make_key(c, job);
     if (!key)
         return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
     uint64_t h = fnv1a(FNV_INIT, key, strlen(key));
@@ -379,7 +419,7 @@ int ghd_ucompiler_compile(struct ghd_ucompiler *c, const char *src, const char *
         pthread_mutex_unlock(&c->lock);
         goto out;
     }
-    struct job j = {.src = src, .arch = arch, .out = out};
+    struct job j = {.job = job, .out = out};
     pthread_mutex_lock(&c->lock);
     if (c->queued >= c->queue_max) {
         pthread_mutex_unlock(&c->lock);
@@ -416,5 +456,7 @@ void ghd_ucompiled_clear(struct ghd_ucompiled *r)
 {
     free(r->cubin);
     r->cubin = NULL;
+    free(r->lowered);
+    r->lowered = NULL;
     r->size = 0;
 }

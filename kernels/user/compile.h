@@ -32,7 +32,10 @@ struct ghd_ucompiler_config {
 struct ghd_ucompiled {
     unsigned char *cubin; /* malloc'd */
     size_t size;
-    char log[2048];
+    /* For each name expression of the job, in order, its lowered (mangled)
+     * name, each ending in '\n'; malloc'd, NULL without name expressions. */
+    char *lowered;
+    char log[4096];
     double seconds;        /* the compile's own time (0 for a cache hit) */
     const char *cache;     /* "miss", "memory" or "disk" */
     char nvrtc_version[16];
@@ -45,11 +48,28 @@ int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompil
                       char *why, size_t why_len);
 /* Stops the threads; pre: no compile is waiting. NULL is accepted. */
 void ghd_ucompiler_free(struct ghd_ucompiler *c);
-/* Compiles `src` for `arch` ("sm_90") to a cubin, through the cache; blocks
- * until done. GHD_ELIMIT when the queue is full, GHD_EINTERNAL with NVRTC's
- * log when the source does not compile (a generator bug). */
+/* One compile: the source, the architecture ("sm_90"), options after the
+ * fixed ones (NULL-terminated, or NULL) and name expressions whose lowered
+ * names are wanted (raw modules: "scale<float>"). The cache key covers all
+ * of them. `user`: the source is a client's, so a compile error is
+ * GHD_EUNPROC (the log in out->log) rather than a generator bug. */
+struct ghd_ucompile_job {
+    const char *src;
+    const char *arch;
+    const char *const *options;
+    const char *const *names;
+    unsigned nnames;
+    int user;
+};
+
+/* Compiles `src` for `arch` to a cubin, through the cache; blocks until
+ * done. GHD_ELIMIT when the queue is full, GHD_EINTERNAL with NVRTC's log
+ * when the source does not compile (a generator bug). */
 int ghd_ucompiler_compile(struct ghd_ucompiler *c, const char *src, const char *arch,
                           struct ghd_ucompiled *out, struct ghd_uerr *e);
+/* The same for a whole job (see above). */
+int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile_job *job,
+                              struct ghd_ucompiled *out, struct ghd_uerr *e);
 void ghd_ucompiled_clear(struct ghd_ucompiled *r);
 
 /* The compile options every program is compiled with (NULL-terminated,
@@ -57,7 +77,7 @@ void ghd_ucompiled_clear(struct ghd_ucompiled *r);
 extern const char *const ghd_ucompile_options[];
 
 /* NVRTC itself (nvrtc.c): one compile, no cache. */
-int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *out,
+int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled *out,
                        struct ghd_uerr *e);
 /* "13.0", or GHD_ENOTSUP. */
 int ghd_unvrtc_version(char *buf, size_t len);

@@ -33,6 +33,8 @@ static struct {
     nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
     nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
     nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+    nvrtcResult (*AddNameExpression)(nvrtcProgram, const char *);
+    nvrtcResult (*GetLoweredName)(nvrtcProgram, const char *, const char **);
     const char *(*GetErrorString)(nvrtcResult);
     int ok;
 } nv;
@@ -51,7 +53,8 @@ static void nv_open(void)
 #define NV_SYM(f) (*(void **)&nv.f = dlsym(h, "nvrtc" #f))
     if (!NV_SYM(Version) || !NV_SYM(CreateProgram) || !NV_SYM(CompileProgram) ||
         !NV_SYM(GetProgramLogSize) || !NV_SYM(GetProgramLog) || !NV_SYM(GetCUBINSize) ||
-        !NV_SYM(GetCUBIN) || !NV_SYM(DestroyProgram) || !NV_SYM(GetErrorString))
+        !NV_SYM(GetCUBIN) || !NV_SYM(DestroyProgram) || !NV_SYM(GetErrorString) ||
+        !NV_SYM(AddNameExpression) || !NV_SYM(GetLoweredName))
         return;
 #undef NV_SYM
     nv.ok = 1; /* the handle stays open for the process's life */
@@ -69,24 +72,53 @@ int ghd_unvrtc_version(char *buf, size_t len)
     return 0;
 }
 
-int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *out,
+/* Each name expression's lowered name, '\n'-terminated, in job order. */
+static int lowered_names(nvrtcProgram prog, const struct ghd_ucompile_job *job,
+                         struct ghd_ucompiled *out, struct ghd_uerr *e)
+{
+    size_t len = 1;
+    const char *names[64];
+    for (unsigned i = 0; i < job->nnames && i < 64; i++) {
+        if (nv.GetLoweredName(prog, job->names[i], &names[i]) != NVRTC_SUCCESS)
+            return ghd_uerr_set(e, GHD_EUNPROC, "name_expressions[%u]: '%.64s' names no "
+                                "__global__ function of the source", i, job->names[i]);
+        len += strlen(names[i]) + 1;
+    }
+    if (!(out->lowered = malloc(len)))
+        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+    size_t used = 0;
+    for (unsigned i = 0; i < job->nnames && i < 64; i++)
+        used += (size_t)snprintf(out->lowered + used, len - used, "%s\n", names[i]);
+    out->lowered[used] = '\0';
+    return 0;
+}
+
+int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled *out,
                        struct ghd_uerr *e)
 {
     nvrtcProgram prog;
     double t0;
     char archopt[48];
-    const char *opts[8];
+    const char *opts[80];
     int nopts = 0, rc = 0;
-    snprintf(archopt, sizeof(archopt), "--gpu-architecture=%s", arch);
+    snprintf(archopt, sizeof(archopt), "--gpu-architecture=%s", job->arch);
     opts[nopts++] = archopt;
     for (const char *const *o = ghd_ucompile_options; *o; o++)
+        opts[nopts++] = *o;
+    for (const char *const *o = job->options; o && *o && nopts < 79; o++)
         opts[nopts++] = *o;
     pthread_once(&nv_once, nv_open);
     if (!nv.ok)
         return ghd_uerr_set(e, GHD_ENOTSUP, "libnvrtc is not installed");
     t0 = ghd_clock_s();
-    if (nv.CreateProgram(&prog, src, "user_kernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS)
+    if (nv.CreateProgram(&prog, job->src, job->user ? "module.cu" : "user_kernel.cu", 0, NULL,
+                         NULL) != NVRTC_SUCCESS)
         return ghd_uerr_set(e, GHD_ENOHOSTMEM, "nvrtcCreateProgram failed");
+    for (unsigned i = 0; i < job->nnames; i++)
+        if (nv.AddNameExpression(prog, job->names[i]) != NVRTC_SUCCESS) {
+            rc = ghd_uerr_set(e, GHD_EUNPROC, "name_expressions[%u] is not accepted", i);
+            goto out;
+        }
     nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
     size_t log_size = 0;
     out->log[0] = '\0';
@@ -95,6 +127,11 @@ int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *
         if (log && nv.GetProgramLog(prog, log) == NVRTC_SUCCESS)
             snprintf(out->log, sizeof(out->log), "%s", log);
         free(log);
+    }
+    if (cr != NVRTC_SUCCESS && job->user) {
+        rc = ghd_uerr_set(e, GHD_EUNPROC, "the source does not compile (%s); the log says: %.300s",
+                          nv.GetErrorString(cr), out->log);
+        goto out;
     }
     if (cr != NVRTC_SUCCESS) {
         rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC could not compile the generated code (%s): %.200s",
@@ -105,7 +142,12 @@ int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *
         !(out->cubin = malloc(out->size)) || nv.GetCUBIN(prog, (char *)out->cubin) != NVRTC_SUCCESS) {
         free(out->cubin);
         out->cubin = NULL;
-        rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC produced no cubin for %s", arch);
+        rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC produced no cubin for %s", job->arch);
+        goto out;
+    }
+    if (job->nnames && (rc = lowered_names(prog, job, out, e)) != 0) {
+        free(out->cubin);
+        out->cubin = NULL;
         goto out;
     }
     out->seconds = ghd_clock_s() - t0;
@@ -123,11 +165,10 @@ int ghd_unvrtc_version(char *buf, size_t len)
     return GHD_ENOTSUP;
 }
 
-int ghd_unvrtc_compile(const char *src, const char *arch, struct ghd_ucompiled *out,
+int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled *out,
                        struct ghd_uerr *e)
 {
-    (void)src;
-    (void)arch;
+    (void)job;
     (void)out;
     return ghd_uerr_set(e, GHD_ENOTSUP, "this build has no NVRTC");
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "kernels/raw/module.h"
 
 void ghd_ukernel_store_init(struct ghd_ukernel_store *s, unsigned tenant_max)
 {
@@ -128,4 +129,6 @@ void ghd_kernel_unref(const struct ghd_kernel *k)
 {
     if (k && k->user)
         ghd_ukernel_unref(k->user);
+    if (k && k->raw) /* a run step's hold on a raw function is one on its module */
+        ghd_rmodule_unref(k->raw->module);
 }

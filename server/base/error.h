@@ -28,7 +28,9 @@
     X(ENOTSUP, 20, "Not implemented")               \
     X(EQUOTA, 21, "Tenant storage quota exceeded")  \
     X(EPRECOND, 22, "Precondition failed")          \
-    X(ENOTACCEPT, 23, "Not acceptable")
+    X(ENOTACCEPT, 23, "Not acceptable")            \
+    X(EFORBIDDEN, 24, "Forbidden")                  \
+    X(EDEVLOST, 25, "Device lost")
 
 enum ghd_error {
 #define GHD_ERROR_ENUM(name, num, title) GHD_##name = -(num),

@@ -20,6 +20,7 @@ struct entry {
     unsigned char token[GHD_TOKEN_MAX + 1];
     size_t len;
     char tenant[GHD_TENANT_MAX + 1];
+    unsigned perms; /* GHD_PERM_* */
 };
 
 struct table {
@@ -78,8 +79,40 @@ static int is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
+static const struct {
+    const char *name;
+    unsigned bit;
+} perm_names[] = {
+    {"raw", GHD_PERM_RAW},
+};
+
+/* The words after the tenant: each a known permission. */
+static int parse_perms(const char *s, size_t len, unsigned *perms, const char **why)
+{
+    *perms = 0;
+    for (size_t i = 0; i < len;) {
+        while (i < len && is_blank(s[i]))
+            i++;
+        size_t w0 = i;
+        while (i < len && !is_blank(s[i]))
+            i++;
+        if (w0 == i)
+            break;
+        size_t p = 0, n = sizeof(perm_names) / sizeof(perm_names[0]);
+        while (p < n && !(strlen(perm_names[p].name) == i - w0 &&
+                          memcmp(perm_names[p].name, s + w0, i - w0) == 0))
+            p++;
+        if (p == n) {
+            *why = "expected 'token tenant [permission ...]'; the only permission is 'raw'";
+            return GHD_EINVAL;
+        }
+        *perms |= perm_names[p].bit;
+    }
+    return 0;
+}
+
 int ghd_auth_parse_line(const char *line, size_t len, char *token, char *tenant,
-                        const char **why)
+                        unsigned *perms, const char **why)
 {
     const char *hash = memchr(line, '#', len);
     if (hash)
@@ -105,10 +138,6 @@ int ghd_auth_parse_line(const char *line, size_t len, char *token, char *tenant,
         *why = "expected 'token tenant'; the tenant is missing";
         return GHD_EINVAL;
     }
-    if (i != len) {
-        *why = "expected 'token tenant'; there is more on the line";
-        return GHD_EINVAL;
-    }
     if (!valid_token(line + t0, t1 - t0)) {
         *why = "the token is empty, longer than 256 characters, or has characters outside "
                "A-Z a-z 0-9 - . _ ~ + / (and trailing =)";
@@ -118,6 +147,8 @@ int ghd_auth_parse_line(const char *line, size_t len, char *token, char *tenant,
         *why = "the tenant must be 1 to 64 characters of A-Z a-z 0-9 . _ -";
         return GHD_EINVAL;
     }
+    if (parse_perms(line + n1, len - n1, perms, why) != 0)
+        return GHD_EINVAL;
     memcpy(token, line + t0, t1 - t0);
     token[t1 - t0] = '\0';
     memcpy(tenant, line + n0, n1 - n0);
@@ -144,12 +175,14 @@ int ghd_auth_bearer(const char *header, const char **token, size_t *len)
 
 /* ---- tables ---------------------------------------------------------- */
 
-static void entry_set(struct entry *e, const char *token, size_t len, const char *tenant)
+static void entry_set(struct entry *e, const char *token, size_t len, const char *tenant,
+                      unsigned perms)
 {
     memset(e, 0, sizeof(*e));
     memcpy(e->token, token, len);
     e->len = len;
     snprintf(e->tenant, sizeof(e->tenant), "%s", tenant ? tenant : "");
+    e->perms = perms;
 }
 
 /* Every byte of both padded tokens is looked at, match or not. */
@@ -169,17 +202,20 @@ static void table_free(struct table *t)
     memset(t, 0, sizeof(*t));
 }
 
-/* Adds token -> tenant; the same pair twice is fine, one token for two
- * tenants is not. */
-static int table_add(struct table *t, const char *token, const char *tenant, const char **why)
+/* Adds token -> tenant; the same entry twice is fine, one token for two
+ * tenants or with two sets of permissions is not. */
+static int table_add(struct table *t, const char *token, const char *tenant, unsigned perms,
+                     const char **why)
 {
     struct entry e;
-    entry_set(&e, token, strlen(token), tenant);
+    entry_set(&e, token, strlen(token), tenant, perms);
     for (size_t i = 0; i < t->n; i++) {
         if (ct_equal(&t->e[i], &e)) {
-            if (strcmp(t->e[i].tenant, tenant) == 0)
+            if (strcmp(t->e[i].tenant, tenant) == 0 && t->e[i].perms == perms)
                 return 0;
-            *why = "the same token is given for two tenants";
+            *why = strcmp(t->e[i].tenant, tenant) == 0
+                       ? "the same token is given twice with different permissions"
+                       : "the same token is given for two tenants";
             return GHD_EINVAL;
         }
     }
@@ -201,7 +237,8 @@ static int table_add(struct table *t, const char *token, const char *tenant, con
     return 0;
 }
 
-/* "token:tenant,token:tenant"; blanks around items are ignored. */
+/* "token:tenant[:permission...],token:tenant"; blanks around items are
+ * ignored. */
 static int load_list(struct table *t, const char *list, char *why, size_t why_len)
 {
     size_t item = 0;
@@ -213,17 +250,28 @@ static int load_list(struct table *t, const char *list, char *why, size_t why_le
         char line[GHD_TOKEN_MAX + GHD_TENANT_MAX + 8];
         char token[GHD_TOKEN_MAX + 1], tenant[GHD_TENANT_MAX + 1];
         const char *reason = "expected 'token:tenant'";
+        unsigned perms = 0;
         int rc = GHD_EINVAL;
         if (colon && n < sizeof(line)) {
-            /* Reuse the line parser: "token:tenant" -> "token tenant". */
+            /* Reuse the line parser: "token:tenant:raw" -> "token tenant raw"
+             * (neither a token nor a tenant has a colon or a blank). */
             memcpy(line, s, n);
-            line[colon - s] = ' ';
-            rc = ghd_auth_parse_line(line, n, token, tenant, &reason);
+            for (size_t c = 0; c < n; c++)
+                if (line[c] == ':')
+                    line[c] = ' ';
+                else if (line[c] == ' ' || line[c] == '\t')
+                    line[c] = '\001'; /* a blank inside an item stays an error */
+            size_t lead = 0, trail = n;
+            while (lead < n && line[lead] == '\001')
+                line[lead++] = ' ';
+            while (trail > lead && line[trail - 1] == '\001')
+                line[--trail] = ' ';
+            rc = ghd_auth_parse_line(line, n, token, tenant, &perms, &reason);
             memset(line, 0, sizeof(line));
             if (rc == 0)
                 reason = "an item is empty";
             if (rc == 1)
-                rc = table_add(t, token, tenant, &reason);
+                rc = table_add(t, token, tenant, perms, &reason);
             memset(token, 0, sizeof(token));
         } else if (!colon) {
             int blank = 1;
@@ -275,10 +323,11 @@ static int load_file(struct table *t, const char *path, char *why, size_t why_le
         size_t n = nl ? (size_t)(nl - (data + pos)) : len - pos;
         char token[GHD_TOKEN_MAX + 1], tenant[GHD_TENANT_MAX + 1];
         const char *reason = "";
+        unsigned perms = 0;
         lineno++;
-        rc = ghd_auth_parse_line(data + pos, n, token, tenant, &reason);
+        rc = ghd_auth_parse_line(data + pos, n, token, tenant, &perms, &reason);
         if (rc == 1)
-            rc = table_add(t, token, tenant, &reason);
+            rc = table_add(t, token, tenant, perms, &reason);
         memset(token, 0, sizeof(token));
         if (rc < 0)
             snprintf(why, why_len, "--tokens-file %s line %zu: %s", path, lineno, reason);
@@ -325,7 +374,7 @@ int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *m
             ghd_auth_free(a);
             return GHD_EINVAL;
         }
-        entry_set(&a->metrics, metrics_token, n, NULL);
+        entry_set(&a->metrics, metrics_token, n, NULL, 0);
     }
     int rc = GHD_ENOHOSTMEM;
     if (tokens_file && *tokens_file && !(a->file = strdup(tokens_file)))
@@ -397,14 +446,15 @@ size_t ghd_auth_count(struct ghd_auth *a)
     return n;
 }
 
-int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant)
+int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant,
+                   unsigned *perms)
 {
     const char *tok;
     size_t len;
     if (ghd_auth_bearer(authorization, &tok, &len) != 0)
         return GHD_EUNAUTH;
     struct entry given;
-    entry_set(&given, tok, len, NULL);
+    entry_set(&given, tok, len, NULL, 0);
     size_t found = SIZE_MAX;
     pthread_rwlock_rdlock(&a->lock);
     /* No early exit: every entry is compared whatever matches. */
@@ -412,8 +462,11 @@ int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant)
         size_t eq = (size_t)ct_equal(&a->tab.e[i], &given);
         found = (found & (eq - 1)) | (i & (0 - eq)); /* found = eq ? i : found */
     }
-    if (found != SIZE_MAX)
+    if (found != SIZE_MAX) {
         memcpy(tenant, a->tab.e[found].tenant, GHD_TENANT_MAX + 1);
+        if (perms)
+            *perms = a->tab.e[found].perms;
+    }
     pthread_rwlock_unlock(&a->lock);
     memset(&given, 0, sizeof(given));
     return found != SIZE_MAX ? 0 : GHD_EUNAUTH;
@@ -426,10 +479,28 @@ int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization)
     if (!a->metrics.len || ghd_auth_bearer(authorization, &tok, &len) != 0)
         return GHD_EUNAUTH;
     struct entry given;
-    entry_set(&given, tok, len, NULL);
+    entry_set(&given, tok, len, NULL, 0);
     int eq = ct_equal(&a->metrics, &given);
     memset(&given, 0, sizeof(given));
     return eq ? 0 : GHD_EUNAUTH;
+}
+
+int ghd_auth_raw_check(const struct ghd_auth *a, unsigned allowed, unsigned perms,
+                       const char *tenant, char *detail, size_t detail_len)
+{
+    if (!allowed) {
+        snprintf(detail, detail_len, "raw CUDA modules are off: this server was started without "
+                                     "--allow-raw-kernels");
+        return GHD_EFORBIDDEN;
+    }
+    if (ghd_auth_enabled(a) && !(perms & GHD_PERM_RAW)) {
+        snprintf(detail, detail_len,
+                 "the token of tenant '%s' lacks the permission 'raw' (a third field in its "
+                 "tokens line: 'token tenant raw')",
+                 tenant ? tenant : "");
+        return GHD_EFORBIDDEN;
+    }
+    return 0;
 }
 
 int ghd_auth_is_loopback(const char *ipv4)

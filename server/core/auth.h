@@ -5,9 +5,10 @@
 
 #include "buffer.h" /* GHD_TENANT_MAX */
 
-/* Bearer tokens (RFC 6750) mapped to tenants. Tokens come from a file of
- * "token tenant" lines (--tokens-file, re-read on SIGHUP) and from
- * "token:tenant,token:tenant" (--tokens / GHD_TOKENS); both add up. A
+/* Bearer tokens (RFC 6750) mapped to tenants and their permissions. Tokens
+ * come from a file of "token tenant [permission ...]" lines (--tokens-file,
+ * re-read on SIGHUP) and from "token:tenant[:permission...],..." (--tokens /
+ * GHD_TOKENS); both add up. A
  * presented token is compared with every known token in constant time, so
  * neither the position of a mismatch nor which entry matched shows in the
  * timing. Tokens are never logged or echoed in error messages. Thread-safe:
@@ -15,16 +16,23 @@
 
 #define GHD_TOKEN_MAX 256
 
-/* Parses one line of a tokens file: "token tenant", separated by blanks;
+/* Permissions a token may carry beyond its tenant's own resources. */
+enum ghd_perm {
+    GHD_PERM_RAW = 1u << 0, /* "raw": raw CUDA modules (--allow-raw-kernels) */
+};
+
+/* Parses one line of a tokens file: "token tenant [permission ...]",
+ * separated by blanks (permissions: "raw");
  * '#' starts a comment, trailing CR/LF and blanks are ignored. Tokens use the
  * RFC 6750 b64token alphabet (letters, digits, "-._~+/", then "=" padding),
  * 1 to GHD_TOKEN_MAX characters; tenants A-Z a-z 0-9 . _ -, 1 to
- * GHD_TENANT_MAX. Returns 1 with both filled for an entry, 0 for a blank or
- * comment line, GHD_EINVAL (with *why, a static string that never contains
- * the token) otherwise. `line` need not be NUL-terminated.
+ * GHD_TENANT_MAX. Returns 1 with token, tenant and *perms (GHD_PERM_* bits)
+ * filled for an entry, 0 for a blank or comment line, GHD_EINVAL (with *why,
+ * a static string that never contains the token) otherwise, also for an
+ * unknown permission. `line` need not be NUL-terminated.
  * pre: token has GHD_TOKEN_MAX + 1 bytes, tenant GHD_TENANT_MAX + 1. */
 int ghd_auth_parse_line(const char *line, size_t len, char *token, char *tenant,
-                        const char **why);
+                        unsigned *perms, const char **why);
 
 /* Splits an Authorization header value "Bearer <token>" (scheme
  * case-insensitive). Returns 0 with *token and *len pointing into `header`,
@@ -54,8 +62,16 @@ int ghd_auth_metrics_guarded(const struct ghd_auth *a);
 size_t ghd_auth_count(struct ghd_auth *a);
 
 /* Checks an Authorization header (NULL when absent). Returns 0 and copies the
- * tenant; GHD_EUNAUTH otherwise. pre: tenant has GHD_TENANT_MAX + 1 bytes. */
-int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant);
+ * tenant and, when perms is not NULL, the token's GHD_PERM_* bits;
+ * GHD_EUNAUTH otherwise. pre: tenant has GHD_TENANT_MAX + 1 bytes. */
+int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant,
+                   unsigned *perms);
+/* Whether a request may use raw CUDA modules: `allowed` is
+ * --allow-raw-kernels; with tokens configured the token also needs "raw"
+ * (without tokens, loopback development mode, the flag alone decides).
+ * Returns 0, or GHD_EFORBIDDEN with a detail naming what is missing. */
+int ghd_auth_raw_check(const struct ghd_auth *a, unsigned allowed, unsigned perms,
+                       const char *tenant, char *detail, size_t detail_len);
 /* 0 when the header carries the metrics token; GHD_EUNAUTH otherwise. */
 int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization);
 

@@ -126,6 +126,21 @@ static const struct option_spec specs[] = {
      "threads compiling user kernels with NVRTC"},
     {"compile-queue", OPT_UINT, OFF(compile_queue), 0, 1, 10000, "16",
      "user kernel compiles that may wait for a compile thread (over it: 429)"},
+    {"allow-raw-kernels", OPT_FLAG, OFF(allow_raw_kernels), 0, 0, 1, "0",
+     "accept raw CUDA modules (POST /v1/modules) from tenants whose token has the 'raw' "
+     "permission (every client without tokens); their code can read and write all device "
+     "memory of the process (no argument; env: 1 or 0)"},
+    {"tenant-max-modules", OPT_UINT, OFF(tenant_max_modules), 0, 1, 1024, "32",
+     "most raw CUDA modules one tenant may hold (over it: 429)"},
+    {"module-max-source", OPT_SIZE, OFF(module_max_source), 0, 256, 16 << 20, "1M",
+     "most bytes of CUDA source in one module (over it: 413)"},
+    {"run-timeout", OPT_UINT, OFF(run_timeout_s), 0, 0, 86400 * 7, "0",
+     "seconds a run may execute; one past it fails and, since a kernel cannot be stopped, "
+     "the device is treated as lost (0 = no limit)"},
+    {"on-device-loss", OPT_STRING, OFF(on_device_loss), STR_MAX(on_device_loss), 0, 0, "stay",
+     "what a lost device (a faulting kernel, a run past --run-timeout) does: exit (after the "
+     "replies in flight, with status 3, for a supervisor to restart) or stay (device routes "
+     "answer 503)"},
     {"shutdown-grace", OPT_UINT, OFF(shutdown_grace_s), 0, 0, 3600, "30",
      "seconds SIGTERM waits for transfers and runs in flight before closing"},
     {"header-timeout", OPT_UINT, OFF(header_timeout_s), 0, 0, 86400, "30",
@@ -274,6 +289,10 @@ static int validate(const struct ghd_config *cfg, FILE *err)
         fprintf(err, "gpuhttpd: --log-format must be text or json\n");
         return -1;
     }
+    if (strcmp(cfg->on_device_loss, "exit") != 0 && strcmp(cfg->on_device_loss, "stay") != 0) {
+        fprintf(err, "gpuhttpd: --on-device-loss must be exit or stay\n");
+        return -1;
+    }
     if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
         fprintf(err, "gpuhttpd: --tls-cert and --tls-key go together\n");
         return -1;
@@ -290,7 +309,7 @@ static const char *placeholder(const struct option_spec *sp)
         {"bind", "ADDR"},       {"log-level", "LEVEL"}, {"log-format", "text|json"},
         {"port-file", "FILE"},  {"docs-dir", "DIR"},    {"tokens-file", "FILE"},
         {"tokens", "LIST"},     {"metrics-token", "TOKEN"}, {"tls-cert", "FILE"},
-        {"tls-key", "FILE"},
+        {"tls-key", "FILE"},    {"on-device-loss", "exit|stay"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         if (strcmp(sp->flag, strings[i].flag) == 0)

@@ -62,6 +62,11 @@ struct ghd_config {
     size_t kernel_cache_max;          /* bytes the folder may hold */
     unsigned compile_workers;         /* NVRTC threads */
     unsigned compile_queue;           /* compiles that may wait for one */
+    unsigned allow_raw_kernels;       /* raw CUDA modules (POST /v1/modules) at all */
+    unsigned tenant_max_modules;      /* raw modules per tenant */
+    size_t module_max_source;         /* bytes of CUDA source in one module */
+    unsigned run_timeout_s;           /* a run past it fails, the device is lost; 0 = none */
+    char on_device_loss[8];           /* "exit" or "stay" */
     unsigned shutdown_grace_s;
     unsigned header_timeout_s;        /* 0 = none */
     size_t min_transfer_rate;         /* bytes/s; 0 = none */

@@ -433,6 +433,21 @@ static void render_transfers(struct text *t)
              "cap", caps, staging_capped);
 }
 
+static counter device_losses;
+
+void ghd_metrics_device_lost(void)
+{
+    add(&device_losses, 1);
+}
+
+static void render_device_losses(struct text *t)
+{
+    family(t, "gpuhttpd_device_losses_total", "counter",
+           "Times the device was lost: a kernel faulted or a run passed --run-timeout (device "
+           "routes then answer 503).");
+    put(t, "gpuhttpd_device_losses_total %llu\n", (unsigned long long)get(&device_losses));
+}
+
 static void render_runs(struct text *t, const struct ghd_metrics_gauges *g)
 {
     pthread_mutex_lock(&runs_lock);
@@ -617,6 +632,7 @@ int ghd_metrics_render(const struct ghd_metrics_gauges *g, char **out, size_t *l
     render_process(&t);
     render_requests(&t);
     render_transfers(&t);
+    render_device_losses(&t);
     render_runs(&t, g);
     if (g) {
         render_devices(&t, g);

@@ -81,6 +81,10 @@ struct ghd_metrics_gauges {
     struct ghd_metrics_device devices[GHD_METRICS_DEVICES];
 };
 
+/* The device was lost (core/devloss.h): counted in
+ * gpuhttpd_device_losses_total. */
+void ghd_metrics_device_lost(void);
+
 /* The Prometheus text exposition (format 0.0.4) of every metric, with the
  * live gauges of `g` when it is not NULL. *out is a NUL-terminated string
  * the caller frees. 0 or GHD_ENOHOSTMEM. */

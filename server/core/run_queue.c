@@ -30,6 +30,9 @@ struct ghd_run_queue {
     unsigned active; /* queued or running */
     int stopping;
     int abandoned; /* the server stops without waiting: running runs reported failed */
+    int lost;      /* the device is lost: no run is taken */
+    ghd_run_loss_fn loss_fn;
+    void *loss_ctx;
     struct run_worker *workers;
     unsigned worker_count;
     struct ghd_run **by_id; /* every known run, chained by id_next */
@@ -251,9 +254,18 @@ static void *worker_main(void *arg)
         if (run->error)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
         struct collected c = {0};
+        if (run->error && q->loss_fn && dev->ops->health(dev) != 0) {
+            /* This run's fault poisoned the device: it keeps its own error,
+             * the others learn of the loss. */
+            pthread_mutex_lock(&q->lock);
+            if (run->status == GHD_RUN_RUNNING)
+                run->status = GHD_RUN_FAILED;
+            pthread_mutex_unlock(&q->lock);
+            q->loss_fn(q->loss_ctx, run->error_detail);
+        }
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
-        if (!q->abandoned) /* else it was reported failed already */
+        if (run->status == GHD_RUN_RUNNING) /* else it was reported failed already */
             run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
         run_ended_locked(q, run, &c);
         pthread_mutex_unlock(&q->lock);
@@ -280,6 +292,17 @@ static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
     q->tail = NULL;
 }
 
+/* pre: lock held. Answers a running run's waiters now with `code`; its
+ * worker still executes it (a kernel cannot be stopped). */
+static void report_failed_locked(struct ghd_run *run, int code, const char *detail)
+{
+    run->status = GHD_RUN_FAILED;
+    run->error = code;
+    snprintf(run->error_detail, sizeof(run->error_detail), "%s", detail);
+    run->settled = 1; /* its buffers go when the worker is done with them */
+    pthread_cond_broadcast(&run->ended);
+}
+
 unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
 {
     unsigned running = 0;
@@ -292,19 +315,66 @@ unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
         struct ghd_run *run = q->workers[i].current;
         if (!run)
             continue;
-        /* The worker still executes it (a kernel cannot be stopped); its
-         * waiters are answered now, and the worker's result is not kept. */
-        run->status = GHD_RUN_FAILED;
-        run->error = GHD_EUNAVAIL;
-        snprintf(run->error_detail, sizeof(run->error_detail),
-                 "the server stopped before the run finished");
-        run->settled = 1; /* its buffers go when the worker is done with them */
-        pthread_cond_broadcast(&run->ended);
+        /* The worker still executes it; the worker's result is not kept. */
+        if (run->status == GHD_RUN_RUNNING)
+            report_failed_locked(run, GHD_EUNAVAIL, "the server stopped before the run finished");
         running++;
     }
     pthread_mutex_unlock(&q->lock);
     settle(q, &c);
     return running;
+}
+
+void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&q->lock);
+    q->loss_fn = fn;
+    q->loss_ctx = ctx;
+    pthread_mutex_unlock(&q->lock);
+}
+
+void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason)
+{
+    char detail[sizeof(((struct ghd_run *)0)->error_detail)];
+    struct collected c = {0};
+    snprintf(detail, sizeof(detail), "the device was lost: %s", reason);
+    pthread_mutex_lock(&q->lock);
+    q->lost = 1;
+    for (struct ghd_run *r = q->head; r; r = q->head) {
+        q->head = r->next;
+        r->status = GHD_RUN_FAILED;
+        r->error = GHD_EDEVLOST;
+        snprintf(r->error_detail, sizeof(r->error_detail), "%s", detail);
+        run_ended_locked(q, r, &c);
+    }
+    q->tail = NULL;
+    for (unsigned i = 0; i < q->worker_count; i++) {
+        struct ghd_run *run = q->workers[i].current;
+        if (run && run->status == GHD_RUN_RUNNING)
+            report_failed_locked(run, GHD_EDEVLOST, detail);
+    }
+    pthread_mutex_unlock(&q->lock);
+    settle(q, &c);
+}
+
+unsigned ghd_run_queue_fail_overdue(struct ghd_run_queue *q, unsigned limit_s)
+{
+    unsigned n = 0;
+    char detail[200];
+    snprintf(detail, sizeof(detail), "the run passed --run-timeout (%u s); a kernel cannot be "
+             "stopped, so the device is treated as lost", limit_s);
+    double now = now_ms();
+    pthread_mutex_lock(&q->lock);
+    for (unsigned i = 0; i < q->worker_count; i++) {
+        struct ghd_run *run = q->workers[i].current;
+        if (run && run->status == GHD_RUN_RUNNING &&
+            now - run->started_ms > (double)limit_s * 1e3) {
+            report_failed_locked(run, GHD_EDEVLOST, detail);
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return n;
 }
 
 /* Cancels what is queued and stops the workers (the first `started` of them). */
@@ -392,6 +462,10 @@ static void prune_locked(struct ghd_run_queue *q, struct collected *c)
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
 {
     pthread_mutex_lock(&q->lock);
+    if (q->lost) {
+        pthread_mutex_unlock(&q->lock);
+        return GHD_EDEVLOST;
+    }
     if (q->stopping) {
         pthread_mutex_unlock(&q->lock);
         return GHD_EUNAVAIL;

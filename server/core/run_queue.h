@@ -53,4 +53,18 @@ unsigned ghd_run_queue_active(struct ghd_run_queue *q);
  * caller exits instead. */
 unsigned ghd_run_queue_abandon(struct ghd_run_queue *q);
 
+/* A lost device (core/devloss.h). `fn(ctx, reason)` is called from a worker,
+ * without the queue's lock, when a run failed and left the device unusable
+ * (its health check fails): the run itself keeps its own error (the CUDA
+ * error). Set once, before runs are submitted. */
+typedef void (*ghd_run_loss_fn)(void *ctx, const char *reason);
+void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ctx);
+/* The device is lost: queued runs fail at once with GHD_EDEVLOST, running
+ * ones are reported failed (their workers go on; what they bring back is
+ * dropped) and the queue takes no new run (submit: GHD_EDEVLOST). */
+void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason);
+/* Reports failed (GHD_EDEVLOST) every run executing for more than
+ * limit_s seconds; returns how many. */
+unsigned ghd_run_queue_fail_overdue(struct ghd_run_queue *q, unsigned limit_s);
+
 #endif

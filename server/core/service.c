@@ -9,6 +9,7 @@
 #include "kernels/user/compile.h"
 #include "base/log.h"
 #include "run_queue.h"
+#include "watchdog.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind,
                            struct ghd_runtime_config *rc)
@@ -144,6 +145,17 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
     }
     svc->kernel_limits.max_definition = cfg->kernel_max_definition;
     svc->kernel_limits.max_depth = cfg->kernel_max_depth;
+    ghd_rmodule_store_init(&svc->modules, cfg->tenant_max_modules);
+    ghd_devloss_init(&svc->devloss);
+    if (ghd_watchdog_start(svc) != 0) {
+        snprintf(why, why_len, "--run-timeout: cannot start the watchdog thread");
+        rc = GHD_EINTERNAL;
+        ghd_run_queue_free(svc->runs);
+        ghd_rmodule_store_destroy(&svc->modules);
+        ghd_ukernel_store_destroy(&svc->kernels);
+        ghd_ucompiler_free(svc->compiler);
+        goto destroy_buffers;
+    }
     atomic_store(&svc->ready, 1);
     return 0;
 destroy_buffers:
@@ -160,8 +172,11 @@ destroy_auth:
 void ghd_service_destroy(struct ghd_service *svc)
 {
     atomic_store(&svc->ready, 0);
+    ghd_watchdog_stop(svc);
     ghd_run_queue_free(svc->runs);
     ghd_ukernel_store_destroy(&svc->kernels); /* after the runs that held kernels */
+    ghd_rmodule_store_destroy(&svc->modules);
+    ghd_devloss_destroy(&svc->devloss);
     ghd_ucompiler_free(svc->compiler);
     svc->compiler = NULL;
     ghd_buffer_table_destroy(&svc->buffers);

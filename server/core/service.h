@@ -7,6 +7,8 @@
 #include "buffer.h"
 #include "config.h"
 #include "staging_caps.h"
+#include "devloss.h"
+#include "kernels/raw/module.h"
 #include "device/runtime.h"
 #include "kernels/user/ukernel.h"
 
@@ -29,6 +31,12 @@ struct ghd_service {
     struct ghd_ucompiler *compiler; /* NVRTC for user kernels; NULL without it */
     struct ghd_auth *auth; /* bearer tokens; never NULL after init */
     struct ghd_staging_caps staging_caps; /* staging chunks per client address and tenant */
+    struct ghd_rmodule_store modules; /* raw CUDA modules, every tenant's */
+    struct ghd_devloss devloss;       /* the device, once lost, stays lost */
+    pthread_t watch_thread;           /* core/watchdog.c (--run-timeout) */
+    pthread_mutex_t watch_lock;
+    pthread_cond_t watch_cond;
+    int watch_stop, watch_started;
     time_t started;
     atomic_int ready;
 };

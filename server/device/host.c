@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "host_fault.h"
 
 struct ghd_stream {
     int unused;
@@ -100,9 +101,8 @@ static void host_stream_free(struct ghd_device *dev, struct ghd_stream *s)
 
 static int host_stream_sync(struct ghd_device *dev, struct ghd_stream *s)
 {
-    (void)dev;
     (void)s;
-    return 0;
+    return ghd_host_fault_sync(dev); /* 0 unless a test injected a fault */
 }
 
 static int host_event_new(struct ghd_device *dev, struct ghd_event **out)
@@ -187,8 +187,7 @@ static int host_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *tot
 
 static int host_health(struct ghd_device *dev)
 {
-    (void)dev;
-    return 0;
+    return ghd_host_fault_health(dev);
 }
 
 const struct ghd_device_ops ghd_host_ops = {

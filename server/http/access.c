@@ -35,7 +35,7 @@ int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
     }
     if (!ghd_auth_enabled(auth))
         return 0;
-    if (ghd_auth_check(auth, authorization, tenant) != 0)
+    if (ghd_auth_check(auth, authorization, tenant, &req->perms) != 0)
         return deny(req, rep, authorization);
     req->tenant = tenant;
     return 0;

@@ -32,7 +32,9 @@
     X(ENOTSUP, 501, "not-implemented")        \
     X(EQUOTA, 507, "tenant-quota")            \
     X(EPRECOND, 412, "precondition-failed")   \
-    X(ENOTACCEPT, 406, "not-acceptable")
+    X(ENOTACCEPT, 406, "not-acceptable")                 \
+    X(EFORBIDDEN, 403, "forbidden")                   \
+    X(EDEVLOST, 503, "device-lost")
 
 /* HTTP status for an error code (500 for unknown codes). */
 int ghd_error_status(int code);

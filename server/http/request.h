@@ -24,6 +24,7 @@ struct ghd_request {
     char request_id[GHD_REQUEST_ID_MAX + 1];
     const char *tenant; /* NULL without authentication */
     char client_address[48]; /* the client's IP address; "" when unknown */
+    unsigned perms;     /* the token's GHD_PERM_* (core/auth.h); 0 without one */
     json_t *json;       /* parsed JSON body for JSON routes */
     int has_body;
     int has_content_length;

@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char tok[GHD_TOKEN_MAX + 1], ten[GHD_TENANT_MAX + 1];
     const char *why = NULL;
-    int rc = ghd_auth_parse_line((const char *)data, size, tok, ten, &why);
+    unsigned perms = 0;
+    int rc = ghd_auth_parse_line((const char *)data, size, tok, ten, &perms, &why);
     CHECK(rc == 0 || rc == 1 || rc == GHD_EINVAL);
     if (rc == GHD_EINVAL)
         CHECK(why != NULL);
@@ -40,19 +41,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(token_char(tok[i]) && tok[i] != '\0');
         for (size_t i = 0; i < nn; i++)
             CHECK(tenant_char(ten[i]));
-        /* The entry authenticates as itself... */
-        char list[GHD_TOKEN_MAX + GHD_TENANT_MAX + 2];
-        snprintf(list, sizeof(list), "%s:%s", tok, ten);
+        CHECK((perms & ~(unsigned)GHD_PERM_RAW) == 0);
+        /* The entry authenticates as itself, with its permissions... */
+        char list[GHD_TOKEN_MAX + GHD_TENANT_MAX + 8];
+        snprintf(list, sizeof(list), "%s:%s%s", tok, ten, perms & GHD_PERM_RAW ? ":raw" : "");
         struct ghd_auth *a;
         char err[256];
         CHECK(ghd_auth_new(NULL, list, NULL, &a, err, sizeof(err)) == 0);
         char header[GHD_TOKEN_MAX + 16], got[GHD_TENANT_MAX + 1];
         snprintf(header, sizeof(header), "Bearer %s", tok);
-        CHECK(ghd_auth_check(a, header, got) == 0);
+        unsigned got_perms = ~0u;
+        CHECK(ghd_auth_check(a, header, got, &got_perms) == 0);
         CHECK(strcmp(got, ten) == 0);
+        CHECK(got_perms == perms);
         /* ...and a one-character change does not. */
         header[7] = header[7] == 'x' ? 'y' : 'x';
-        CHECK(ghd_auth_check(a, header, got) == GHD_EUNAUTH || strcmp(header + 7, tok) == 0);
+        CHECK(ghd_auth_check(a, header, got, NULL) == GHD_EUNAUTH || strcmp(header + 7, tok) == 0);
         ghd_auth_free(a);
     }
 
@@ -66,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(rc == 0 || rc == GHD_EINVAL || rc == GHD_ENOHOSTMEM);
     if (rc == 0) {
         char got[GHD_TENANT_MAX + 1];
-        rc = ghd_auth_check(a, s, got);
+        rc = ghd_auth_check(a, s, got, NULL);
         CHECK(rc == 0 || rc == GHD_EUNAUTH);
         ghd_auth_free(a);
     }

@@ -321,6 +321,37 @@ def main():
         check(st == 200, f"with the token: {st}")
         check(c.conform("GET", "/healthz", srv.request("GET", "/healthz"))[0] == 200, "public")
 
+    # Raw modules: 403 without --allow-raw-kernels; with it, the host backend
+    # answers 501 for a module, and what the body gets wrong comes first.
+    J = {"Content-Type": "application/json"}
+    saxpy = {"source": 'extern "C" __global__ void k(float *x) { x[0] = 1; }'}
+    raw_run = {"module": "0123456789abcdef", "function": "k", "grid": [1], "block": [1],
+               "args": [{"buffer": "0" * 32}]}
+    with Server(binary) as srv:
+        for method, path, template, body in [
+                ("POST", "/v1/modules", "/v1/modules", saxpy),
+                ("GET", "/v1/modules", "/v1/modules", None),
+                ("POST", "/v1/runs", "/v1/runs", raw_run)]:
+            st, _, _ = c.conform(method, template, srv.request(
+                method, path, json.dumps(body).encode() if body else None, J if body else None))
+            check(st == 403, f"{method} {path} without --allow-raw-kernels: {st}")
+    with Server(binary, "--allow-raw-kernels") as srv:
+        for body, want in [(saxpy, 501), ({"source": 1}, 400), ({"nope": 1}, 400),
+                           (dict(saxpy, options=["-I/etc"]), 422),
+                           ({"source": "#include <x.h>"}, 422)]:
+            st, _, rb = c.conform("POST", "/v1/modules", srv.request(
+                "POST", "/v1/modules", json.dumps(body).encode(), J), str(body))
+            check(st == want, f"module {body}: {st}, not {want}: {rb[:200]!r}")
+        st, _, body = c.conform("GET", "/v1/modules", srv.request("GET", "/v1/modules"))
+        check(st == 200 and json.loads(body)["modules"] == [], f"list modules: {st}")
+        for method in ["GET", "DELETE"]:
+            st, _, _ = c.conform(method, "/v1/modules/{id}", srv.request(
+                method, "/v1/modules/0123456789abcdef"))
+            check(st == 404, f"{method} unknown module: {st}")
+        st, _, _ = c.conform("POST", "/v1/runs", srv.request(
+            "POST", "/v1/runs", json.dumps(raw_run).encode(), J))
+        check(st == 404, f"raw run of an unknown module: {st}")
+
     every = {(m, p) for p, item in c.spec["paths"].items() for m in item if m != "parameters"}
     check(every <= c.seen, f"operations never exercised: {sorted(every - c.seen)}")
     print(f"test_contract: ok ({c.checked} replies checked against the spec)")

@@ -17,8 +17,9 @@
 
 static int parse(const char *line, char *tok, char *ten, const char **why)
 {
+    unsigned perms;
     *why = NULL;
-    return ghd_auth_parse_line(line, strlen(line), tok, ten, why);
+    return ghd_auth_parse_line(line, strlen(line), tok, ten, &perms, why);
 }
 
 static void test_parse_line_entries(void **state)
@@ -69,7 +70,9 @@ static void test_parse_line_errors(void **state)
     long_tenant[GHD_TENANT_MAX + 3] = '\0';
     const char *bad[] = {
         "onlytoken",          /* no tenant */
-        "a b c",              /* too many fields */
+        "a b c",              /* an unknown permission */
+        "a b raw c",          /* one of them unknown */
+        "a b RAW",            /* permissions are lower case */
         "tok\"en tenant",     /* quote in the token */
         "tok:en tenant",      /* colon */
         "tok,en tenant",      /* comma */
@@ -103,12 +106,14 @@ static void test_parse_line_not_terminated(void **state)
     /* Only `len` bytes are read: the rest of the buffer is not part of it. */
     char tok[GHD_TOKEN_MAX + 1], ten[GHD_TENANT_MAX + 1];
     const char *why;
+    unsigned perms;
     const char buf[] = "abc tenantXXXX garbage";
-    assert_int_equal(ghd_auth_parse_line(buf, 10, tok, ten, &why), 1);
+    assert_int_equal(ghd_auth_parse_line(buf, 10, tok, ten, &perms, &why), 1);
     assert_string_equal(ten, "tenant");
     /* An embedded NUL is just a bad character. */
     const char nul[] = "ab\0c tenant";
-    assert_int_equal(ghd_auth_parse_line(nul, sizeof(nul) - 1, tok, ten, &why), GHD_EINVAL);
+    assert_int_equal(ghd_auth_parse_line(nul, sizeof(nul) - 1, tok, ten, &perms, &why),
+                     GHD_EINVAL);
 }
 
 static void test_bearer(void **state)
@@ -140,21 +145,21 @@ static void test_list_and_check(void **state)
     assert_false(ghd_auth_metrics_guarded(a));
     assert_int_equal(ghd_auth_count(a), 2);
     char tenant[GHD_TENANT_MAX + 1];
-    assert_int_equal(ghd_auth_check(a, "Bearer tokA1", tenant), 0);
+    assert_int_equal(ghd_auth_check(a, "Bearer tokA1", tenant, NULL), 0);
     assert_string_equal(tenant, "alice");
-    assert_int_equal(ghd_auth_check(a, "Bearer tokB2", tenant), 0);
+    assert_int_equal(ghd_auth_check(a, "Bearer tokB2", tenant, NULL), 0);
     assert_string_equal(tenant, "bob");
     /* Prefixes, extensions and case changes of a token do not match. */
     const char *wrong[] = {"Bearer tokA", "Bearer tokA12", "Bearer TOKA1", "Bearer tokB2=",
                            "Basic tokA1", NULL};
     for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++)
-        assert_int_equal(ghd_auth_check(a, wrong[i], tenant), GHD_EUNAUTH);
+        assert_int_equal(ghd_auth_check(a, wrong[i], tenant, NULL), GHD_EUNAUTH);
     ghd_auth_free(a);
 
     /* No tokens at all: authentication is off. */
     assert_int_equal(ghd_auth_new(NULL, "", "", &a, why, sizeof(why)), 0);
     assert_false(ghd_auth_enabled(a));
-    assert_int_equal(ghd_auth_check(a, "Bearer x", tenant), GHD_EUNAUTH);
+    assert_int_equal(ghd_auth_check(a, "Bearer x", tenant, NULL), GHD_EUNAUTH);
     ghd_auth_free(a);
     assert_false(ghd_auth_enabled(NULL));
 }
@@ -181,6 +186,61 @@ static void test_list_errors_never_echo_tokens(void **state)
     ghd_auth_free(a);
 }
 
+/* The optional permissions after the tenant: "raw" in a file line and as a
+ * third list field; ghd_auth_check hands them out; ghd_auth_raw_check's
+ * verdict in each mode. */
+static void test_permissions(void **state)
+{
+    (void)state;
+    char tok[GHD_TOKEN_MAX + 1], ten[GHD_TENANT_MAX + 1];
+    const char *why;
+    unsigned perms = 99;
+    assert_int_equal(ghd_auth_parse_line("abc alice raw # trusted", 23, tok, ten, &perms, &why), 1);
+    assert_string_equal(ten, "alice");
+    assert_int_equal(perms, GHD_PERM_RAW);
+    assert_int_equal(ghd_auth_parse_line("abc alice", 9, tok, ten, &perms, &why), 1);
+    assert_int_equal(perms, 0);
+    assert_int_equal(ghd_auth_parse_line("abc alice raw raw", 17, tok, ten, &perms, &why), 1);
+    assert_int_equal(perms, GHD_PERM_RAW);
+    assert_int_equal(ghd_auth_parse_line("abc alice admin", 15, tok, ten, &perms, &why), GHD_EINVAL);
+    assert_non_null(strstr(why, "'raw'"));
+
+    struct ghd_auth *a;
+    char msg[256] = "";
+    assert_int_equal(ghd_auth_new(NULL, "tokR:alice:raw, tokP:bob", NULL, &a, msg, sizeof(msg)), 0);
+    char tenant[GHD_TENANT_MAX + 1];
+    assert_int_equal(ghd_auth_check(a, "Bearer tokR", tenant, &perms), 0);
+    assert_string_equal(tenant, "alice");
+    assert_int_equal(perms, GHD_PERM_RAW);
+    assert_int_equal(ghd_auth_check(a, "Bearer tokP", tenant, &perms), 0);
+    assert_string_equal(tenant, "bob");
+    assert_int_equal(perms, 0);
+    /* With tokens: the flag and the permission. */
+    assert_int_equal(ghd_auth_raw_check(a, 1, GHD_PERM_RAW, "alice", msg, sizeof(msg)), 0);
+    assert_int_equal(ghd_auth_raw_check(a, 1, 0, "bob", msg, sizeof(msg)), GHD_EFORBIDDEN);
+    assert_non_null(strstr(msg, "'raw'"));
+    assert_non_null(strstr(msg, "bob"));
+    assert_int_equal(ghd_auth_raw_check(a, 0, GHD_PERM_RAW, "alice", msg, sizeof(msg)),
+                     GHD_EFORBIDDEN);
+    assert_non_null(strstr(msg, "--allow-raw-kernels"));
+    ghd_auth_free(a);
+    /* Without tokens the flag alone decides. */
+    assert_int_equal(ghd_auth_new(NULL, NULL, NULL, &a, msg, sizeof(msg)), 0);
+    assert_int_equal(ghd_auth_raw_check(a, 1, 0, NULL, msg, sizeof(msg)), 0);
+    assert_int_equal(ghd_auth_raw_check(a, 0, 0, NULL, msg, sizeof(msg)), GHD_EFORBIDDEN);
+    ghd_auth_free(a);
+    /* The same token with two sets of permissions, blanks inside an item,
+     * an unknown permission: refused, never echoing the token. */
+    const char *bad[] = {"secretQ:alice:raw,secretQ:alice", "secretQ:alice: raw",
+                         "secretQ:alice:root", "secretQ:alice raw"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        a = NULL;
+        if (ghd_auth_new(NULL, bad[i], NULL, &a, msg, sizeof(msg)) != GHD_EINVAL)
+            fail_msg("'%s' was accepted", bad[i]);
+        assert_null(strstr(msg, "secret"));
+    }
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -202,9 +262,9 @@ static void test_file_load_reload(void **state)
     assert_int_equal(ghd_auth_new(path, "envTok:carol", NULL, &a, why, sizeof(why)), 0);
     assert_int_equal(ghd_auth_count(a), 3);
     char tenant[GHD_TENANT_MAX + 1];
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant), 0);
+    assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant, NULL), 0);
     assert_string_equal(tenant, "bob");
-    assert_int_equal(ghd_auth_check(a, "Bearer envTok", tenant), 0);
+    assert_int_equal(ghd_auth_check(a, "Bearer envTok", tenant, NULL), 0);
     assert_string_equal(tenant, "carol");
 
     /* Reload: bob's token is rotated, dave is added. */
@@ -212,8 +272,8 @@ static void test_file_load_reload(void **state)
     size_t count = 0;
     assert_int_equal(ghd_auth_reload(a, &count, why, sizeof(why)), 0);
     assert_int_equal(count, 4);
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant), GHD_EUNAUTH);
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok3", tenant), 0);
+    assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant, NULL), GHD_EUNAUTH);
+    assert_int_equal(ghd_auth_check(a, "Bearer fileTok3", tenant, NULL), 0);
     assert_string_equal(tenant, "bob");
 
     /* A broken file is refused and the old table stays, naming the line. */
@@ -221,7 +281,7 @@ static void test_file_load_reload(void **state)
     assert_int_equal(ghd_auth_reload(a, &count, why, sizeof(why)), GHD_EINVAL);
     assert_non_null(strstr(why, "line 3"));
     assert_null(strstr(why, "secretBROKEN"));
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok4", tenant), 0);
+    assert_int_equal(ghd_auth_check(a, "Bearer fileTok4", tenant, NULL), 0);
     assert_string_equal(tenant, "dave");
 
     /* One token for two tenants is refused. */
@@ -232,14 +292,14 @@ static void test_file_load_reload(void **state)
     /* A file that disappeared: refused, old table stays. */
     unlink(path);
     assert_int_equal(ghd_auth_reload(a, &count, why, sizeof(why)), GHD_EINVAL);
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok1", tenant), 0);
+    assert_int_equal(ghd_auth_check(a, "Bearer fileTok1", tenant, NULL), 0);
     ghd_auth_free(a);
 
     /* An empty file still turns authentication on: nobody gets in. */
     write_file(path, "# nobody yet\n");
     assert_int_equal(ghd_auth_new(path, NULL, NULL, &a, why, sizeof(why)), 0);
     assert_true(ghd_auth_enabled(a));
-    assert_int_equal(ghd_auth_check(a, "Bearer anything", tenant), GHD_EUNAUTH);
+    assert_int_equal(ghd_auth_check(a, "Bearer anything", tenant, NULL), GHD_EUNAUTH);
     ghd_auth_free(a);
     /* A missing file at start is an error. */
     unlink(path);
@@ -285,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_bearer),
         cmocka_unit_test(test_list_and_check),
         cmocka_unit_test(test_list_errors_never_echo_tokens),
+        cmocka_unit_test(test_permissions),
         cmocka_unit_test(test_file_load_reload),
         cmocka_unit_test(test_metrics_token),
         cmocka_unit_test(test_loopback),

@@ -1,0 +1,332 @@
+/* Raw modules: the body checked, the source compiled through the user
+ * kernel compiler (its pool and cache) and loaded; and the store of every
+ * tenant's modules, where another tenant's module is never found (404). */
+#include "module.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "kernels/user/compile.h"
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+struct body {
+    const char *source;
+    size_t source_len;
+    json_t *options, *names;
+    const char *opts[GHD_RAW_MAX_OPTIONS + 1];
+    unsigned nopts;
+    const char *name_v[GHD_RAW_MAX_NAMES];
+    unsigned nnames;
+};
+
+static int parse_body(json_t *body, size_t max_source, struct body *b, char *detail, size_t dlen)
+{
+    memset(b, 0, sizeof(*b));
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v) {
+        if (strcmp(key, "source") && strcmp(key, "options") && strcmp(key, "name_expressions"))
+            return ghd_kdetail(detail, dlen, GHD_EINVAL, "unknown field '%.64s' (a module takes "
+                               "source, options and name_expressions)", key);
+    }
+    json_t *src = json_object_get(body, "source");
+    if (!json_is_string(src))
+        return ghd_kdetail(detail, dlen, GHD_EINVAL, "'source' (CUDA C++ text) is required");
+    b->source = json_string_value(src);
+    b->source_len = json_string_length(src);
+    if (b->source_len > max_source)
+        return ghd_kdetail(detail, dlen, GHD_ETOOBIG, "'source' is %zu bytes; at most %zu "
+                           "(--module-max-source)", b->source_len, max_source);
+    int rc = ghd_raw_source_check(b->source, b->source_len, detail, dlen);
+    if (rc)
+        return rc;
+    b->options = json_object_get(body, "options");
+    if ((rc = ghd_raw_options_check(b->options, b->opts, &b->nopts, detail, dlen)) != 0)
+        return rc;
+    b->names = json_object_get(body, "name_expressions");
+    if (b->names) {
+        if (!json_is_array(b->names))
+            return ghd_kdetail(detail, dlen, GHD_EINVAL, "'name_expressions' must be an array of "
+                               "strings");
+        if (json_array_size(b->names) > GHD_RAW_MAX_NAMES)
+            return ghd_kdetail(detail, dlen, GHD_EUNPROC, "'name_expressions' has more than %d "
+                               "entries", GHD_RAW_MAX_NAMES);
+        size_t i;
+        json_array_foreach(b->names, i, v) {
+            if (!json_is_string(v))
+                return ghd_kdetail(detail, dlen, GHD_EINVAL, "name_expressions[%zu] must be a "
+                                   "string", i);
+            if (json_string_length(v) == 0 || json_string_length(v) >= GHD_RAW_NAME_MAX ||
+                strlen(json_string_value(v)) != json_string_length(v))
+                return ghd_kdetail(detail, dlen, GHD_EUNPROC, "name_expressions[%zu] must be 1 "
+                                   "to %d characters", i, GHD_RAW_NAME_MAX - 1);
+            b->name_v[b->nnames++] = json_string_value(v);
+        }
+    }
+    return 0;
+}
+
+/* "source\x1e option\x1f ...\x1e name\x1f ...": what the id hashes. */
+static char *body_key(const struct body *b)
+{
+    size_t len = b->source_len + 4;
+    for (unsigned i = 0; i < b->nopts; i++)
+        len += strlen(b->opts[i]) + 1;
+    for (unsigned i = 0; i < b->nnames; i++)
+        len += strlen(b->name_v[i]) + 1;
+    char *key = malloc(len);
+    if (!key)
+        return NULL;
+    size_t n = 0;
+    memcpy(key, b->source, b->source_len);
+    n = b->source_len;
+    key[n++] = '\x1e';
+    for (unsigned i = 0; i < b->nopts; i++)
+        n += (size_t)snprintf(key + n, len - n, "%s\x1f", b->opts[i]);
+    key[n++] = '\x1e';
+    for (unsigned i = 0; i < b->nnames; i++)
+        n += (size_t)snprintf(key + n, len - n, "%s\x1f", b->name_v[i]);
+    key[n] = '\0';
+    return key;
+}
+
+static void key_id(const char *key, char id[GHD_RMODULE_ID_LEN + 1])
+{
+    uint64_t h = fnv1a(1469598103934665603ULL, key, strlen(key));
+    snprintf(id, GHD_RMODULE_ID_LEN + 1, "%016llx", (unsigned long long)h);
+}
+
+int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], char *detail,
+                   size_t detail_len)
+{
+    struct body b;
+    int rc = parse_body(body, (size_t)-1, &b, detail, detail_len);
+    if (rc)
+        return rc;
+    char *key = body_key(&b);
+    if (!key)
+        return GHD_ENOHOSTMEM;
+    key_id(key, id);
+    free(key);
+    return 0;
+}
+
+int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
+                    struct ghd_ucompiler *compiler, struct ghd_runtime *rt,
+                    struct ghd_rmodule **out, char *detail, size_t detail_len)
+{
+    struct body b;
+    struct ghd_ucompiled built = {0};
+    int rc = parse_body(body, max_source, &b, detail, detail_len);
+    if (rc)
+        return rc;
+    if (rt->dev.kind != GHD_BACKEND_CUDA)
+        return ghd_kdetail(detail, detail_len, GHD_ENOTSUP, "raw CUDA modules need the CUDA "
+                           "backend; this server runs the %s backend", ghd_backend_name(rt->dev.kind));
+    if (!compiler)
+        return ghd_kdetail(detail, detail_len, GHD_ENOTSUP, "raw CUDA modules need NVRTC, which "
+                           "this server could not load");
+    struct ghd_rmodule *m = calloc(1, sizeof(*m));
+    if (!m || !(m->key = body_key(&b))) {
+        free(m);
+        return GHD_ENOHOSTMEM;
+    }
+    atomic_init(&m->refs, 1);
+    key_id(m->key, m->id);
+    snprintf(m->tenant, sizeof(m->tenant), "%s", tenant ? tenant : "");
+    m->options = b.options ? json_incref(b.options) : json_array();
+    m->names = b.names ? json_incref(b.names) : json_array();
+    m->source_bytes = b.source_len;
+    m->rt = rt;
+    int major = 0, minor = 0;
+    /* The exact architecture: the cubin is loaded without JIT. */
+    if ((rc = ghd_rcuda_arch(rt, &major, &minor)) != 0) {
+        ghd_kdetail(detail, detail_len, rc, "the device's architecture: %s", rt->dev.last_error);
+        goto fail;
+    }
+    snprintf(m->arch, sizeof(m->arch), "sm_%d%d", major, minor);
+    struct ghd_ucompile_job job = {.src = b.source, .arch = m->arch, .options = b.opts,
+                                   .names = b.name_v, .nnames = b.nnames, .user = 1};
+    struct ghd_uerr e = {0};
+    rc = ghd_ucompiler_compile_job(compiler, &job, &built, &e);
+    snprintf(m->log, sizeof(m->log), "%s", built.log);
+    if (rc) {
+        ghd_kdetail(detail, detail_len, rc, "%s", e.detail);
+        goto fail;
+    }
+    snprintf(m->nvrtc, sizeof(m->nvrtc), "%s", built.nvrtc_version);
+    snprintf(m->cache, sizeof(m->cache), "%s", built.cache ? built.cache : "");
+    m->compile_seconds = built.seconds;
+    if ((rc = ghd_rcuda_load(m, built.cubin, built.lowered, m->names, detail, detail_len)) != 0)
+        goto fail;
+    ghd_ucompiled_clear(&built);
+    *out = m;
+    return 0;
+fail:
+    ghd_ucompiled_clear(&built);
+    ghd_rmodule_unref(m);
+    return rc;
+}
+
+void ghd_rmodule_ref(struct ghd_rmodule *m)
+{
+    atomic_fetch_add(&m->refs, 1);
+}
+
+void ghd_rmodule_unref(struct ghd_rmodule *m)
+{
+    if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
+        return;
+    ghd_rcuda_unload(m);
+    json_decref(m->options);
+    json_decref(m->names);
+    free(m->key);
+    free(m);
+}
+
+struct ghd_rfunc *ghd_rmodule_function(struct ghd_rmodule *m, const char *name)
+{
+    for (unsigned i = 0; i < m->nfuncs; i++)
+        if (strcmp(m->funcs[i].name, name) == 0 || strcmp(m->funcs[i].symbol, name) == 0)
+            return &m->funcs[i];
+    return NULL;
+}
+
+json_t *ghd_rmodule_describe_new(const struct ghd_rmodule *m)
+{
+    json_t *funcs = json_array();
+    for (unsigned i = 0; i < m->nfuncs; i++) {
+        const struct ghd_rfunc *f = &m->funcs[i];
+        json_array_append_new(
+            funcs, json_pack("{s:s, s:s, s:i, s:I, s:I, s:i, s:I, s:i}", "name", f->name,
+                             "symbol", f->symbol, "registers", f->registers,
+                             "shared_bytes_static", (json_int_t)f->static_shared,
+                             "local_bytes_per_thread", (json_int_t)f->local_bytes,
+                             "max_threads_per_block", (int)f->max_threads,
+                             "max_dynamic_shared_bytes", (json_int_t)f->max_dyn_shared,
+                             "parameters", (int)f->params.n));
+    }
+    json_t *build = json_pack("{s:s, s:s, s:s, s:b, s:f, s:s}", "arch", m->arch, "nvrtc",
+                              m->nvrtc, "cache", m->cache, "cache_hit",
+                              strcmp(m->cache, "miss") != 0, "compile_seconds",
+                              m->compile_seconds, "log", m->log);
+    return json_pack("{s:s, s:O, s:O, s:I, s:o, s:o}", "id", m->id, "options", m->options,
+                     "name_expressions", m->names, "source_bytes", (json_int_t)m->source_bytes,
+                     "functions", funcs, "build", build);
+}
+
+/* ---- the store ------------------------------------------------------------- */
+
+void ghd_rmodule_store_init(struct ghd_rmodule_store *s, unsigned tenant_max)
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->lock, NULL);
+    s->tenant_max = tenant_max;
+}
+
+void ghd_rmodule_store_destroy(struct ghd_rmodule_store *s)
+{
+    struct ghd_rmodule *m = s->head;
+    while (m) {
+        struct ghd_rmodule *next = m->next;
+        ghd_rmodule_unref(m);
+        m = next;
+    }
+    s->head = NULL;
+    pthread_mutex_destroy(&s->lock);
+}
+
+static int owned_by(const struct ghd_rmodule *m, const char *tenant)
+{
+    return strcmp(m->tenant, tenant ? tenant : "") == 0;
+}
+
+int ghd_rmodule_store_add(struct ghd_rmodule_store *s, struct ghd_rmodule *m,
+                          struct ghd_rmodule **have)
+{
+    unsigned count = 0;
+    int rc = 0;
+    *have = NULL;
+    pthread_mutex_lock(&s->lock);
+    struct ghd_rmodule **tail = &s->head;
+    for (struct ghd_rmodule *o = s->head; o; o = o->next) {
+        if (owned_by(o, m->tenant)) {
+            count++;
+            if (!*have && strcmp(o->id, m->id) == 0 && strcmp(o->key, m->key) == 0) {
+                ghd_rmodule_ref(o);
+                *have = o;
+                rc = GHD_EBUSY;
+            }
+        }
+        tail = &o->next;
+    }
+    if (rc == 0 && s->tenant_max && count >= s->tenant_max)
+        rc = GHD_ELIMIT;
+    if (rc == 0) {
+        ghd_rmodule_ref(m);
+        m->next = NULL;
+        *tail = m;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int ghd_rmodule_store_find_new(struct ghd_rmodule_store *s, const char *tenant, const char *id,
+                               struct ghd_rmodule **out)
+{
+    pthread_mutex_lock(&s->lock);
+    struct ghd_rmodule *m = s->head;
+    while (m && !(owned_by(m, tenant) && strcmp(m->id, id) == 0))
+        m = m->next;
+    if (m)
+        ghd_rmodule_ref(m);
+    pthread_mutex_unlock(&s->lock);
+    if (!m)
+        return GHD_ENOENT;
+    *out = m;
+    return 0;
+}
+
+int ghd_rmodule_store_remove(struct ghd_rmodule_store *s, const char *tenant, const char *id)
+{
+    pthread_mutex_lock(&s->lock);
+    struct ghd_rmodule **link = &s->head;
+    while (*link && !(owned_by(*link, tenant) && strcmp((*link)->id, id) == 0))
+        link = &(*link)->next;
+    struct ghd_rmodule *m = *link;
+    if (m)
+        *link = m->next;
+    pthread_mutex_unlock(&s->lock);
+    if (!m)
+        return GHD_ENOENT;
+    ghd_rmodule_unref(m); /* a run holding it keeps it loaded until it ends */
+    return 0;
+}
+
+void ghd_rmodule_store_describe(struct ghd_rmodule_store *s, const char *tenant, json_t *list)
+{
+    pthread_mutex_lock(&s->lock);
+    for (struct ghd_rmodule *m = s->head; m; m = m->next)
+        if (owned_by(m, tenant))
+            json_array_append_new(list, ghd_rmodule_describe_new(m));
+    pthread_mutex_unlock(&s->lock);
+}
+
+unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&s->lock);
+    for (struct ghd_rmodule *m = s->head; m; m = m->next)
+        n += (unsigned)owned_by(m, tenant);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}

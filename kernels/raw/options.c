@@ -1,0 +1,154 @@
+/* The NVRTC options a module may ask for. An allow-list, not a deny-list:
+ * NVRTC keeps growing options, and the ones that read files (include paths,
+ * pre-includes) or write them must never reach it from a client. */
+#include "raw.h"
+
+#include <string.h>
+
+#include "base/error.h"
+#include "kernels/registry.h" /* ghd_kdetail */
+
+/* Exact options, and prefixes whose rest is a value. */
+static const char *const exact[] = {
+    "--use_fast_math", "-use_fast_math", "-lineinfo", "--generate-line-info",
+    "-G", "--device-debug", "-dopt=on", "-dopt=off", "--extra-device-vectorization",
+    "-extra-device-vectorization", "-ftz=true", "-ftz=false", "-prec-div=true",
+    "-prec-div=false", "-prec-sqrt=true", "-prec-sqrt=false", "-fmad=true", "-fmad=false",
+    "--ftz=true", "--ftz=false", "--prec-div=true", "--prec-div=false", "--prec-sqrt=true",
+    "--prec-sqrt=false", "--fmad=true", "--fmad=false", "-restrict", "--restrict",
+    "-w", "--disable-warnings", "-default-device", "--device-as-default-execution-space",
+    "-dw", "--device-w", NULL,
+};
+static const char *const prefixes[] = {
+    "-std=", "--std=", "-D", "--define-macro=", "-U", "--undefine-macro=",
+    "-maxrregcount=", "--maxrregcount=", NULL,
+};
+
+/* Values of the prefixed options: a macro name and value, a number, a
+ * standard: letters, digits and a few punctuation marks, no path
+ * separators or quotes (nothing that could be a file name). */
+static int value_ok(const char *v)
+{
+    if (!*v)
+        return 0;
+    for (; *v; v++) {
+        char c = *v;
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              strchr("_=+-.()<>,*", c)))
+            return 0;
+    }
+    return 1;
+}
+
+static int allowed(const char *o)
+{
+    for (const char *const *e = exact; *e; e++)
+        if (strcmp(o, *e) == 0)
+            return 1;
+    for (const char *const *p = prefixes; *p; p++) {
+        size_t n = strlen(*p);
+        if (strncmp(o, *p, n) == 0)
+            return value_ok(o + n);
+    }
+    return 0;
+}
+
+int ghd_raw_options_check(json_t *options, const char **out, unsigned *n, char *detail,
+                          size_t detail_len)
+{
+    *n = 0;
+    out[0] = NULL;
+    if (!options)
+        return 0;
+    if (!json_is_array(options))
+        return ghd_kdetail(detail, detail_len, GHD_EINVAL, "'options' must be an array of strings");
+    if (json_array_size(options) > GHD_RAW_MAX_OPTIONS)
+        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "'options' has more than %d entries",
+                           GHD_RAW_MAX_OPTIONS);
+    size_t i;
+    json_t *v;
+    json_array_foreach(options, i, v) {
+        if (!json_is_string(v))
+            return ghd_kdetail(detail, detail_len, GHD_EINVAL, "options[%zu] must be a string", i);
+        const char *o = json_string_value(v);
+        if (strlen(o) > GHD_RAW_MAX_OPTION_LEN || !allowed(o))
+            return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+                               "options[%zu]: '%.64s' is not an allowed option (allowed: -std=, "
+                               "-D, -U, --use_fast_math, -lineinfo, -G, -maxrregcount=, -ftz=, "
+                               "-prec-div=, -prec-sqrt=, -fmad=, -restrict, -w; nothing that "
+                               "reads or writes files, such as -I or -include)",
+                               i, o);
+        out[(*n)++] = o;
+    }
+    out[*n] = NULL;
+    return 0;
+}
+
+/* Skips blanks, comments and line continuations from s[i]; returns the next
+ * index. */
+static size_t skip_space(const char *s, size_t i, size_t n)
+{
+    for (;;) {
+        if (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\f' || s[i] == '\v'))
+            i++;
+        else if (i + 1 < n && s[i] == '\\' && s[i + 1] == '\n')
+            i += 2;
+        else if (i + 2 < n && s[i] == '\\' && s[i + 1] == '\r' && s[i + 2] == '\n')
+            i += 3;
+        else if (i + 1 < n && s[i] == '/' && s[i + 1] == '*') {
+            const char *end = strstr(s + i + 2, "*/");
+            i = end ? (size_t)(end - s) + 2 : n;
+        } else
+            return i;
+    }
+}
+
+/* Whether s[i..] spells `word` (with line continuations between letters)
+ * and no identifier character follows. */
+static int spells(const char *s, size_t i, size_t n, const char *word)
+{
+    for (; *word; word++) {
+        while (i + 1 < n && s[i] == '\\' && (s[i + 1] == '\n' || s[i + 1] == '\r'))
+            i += s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n' ? 3 : 2;
+        if (i >= n || s[i] != *word)
+            return 0;
+        i++;
+    }
+    char c = i < n ? s[i] : ' ';
+    return !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+}
+
+int ghd_raw_source_check(const char *src, size_t len, char *detail, size_t detail_len)
+{
+    /* Conservative on purpose: a '#' (or its digraph and trigraph) followed
+     * by "include", "include_next", "import" or "embed" anywhere, in a
+     * string or a comment too, refuses the source. NVRTC would otherwise
+     * read the named file from the server's disk and could echo it in the
+     * compile log. */
+    static const char *const words[] = {"include", "include_next", "import", "embed", NULL};
+    unsigned line = 1;
+    for (size_t i = 0; i < len; i++) {
+        if (src[i] == '\n')
+            line++;
+        size_t after = 0;
+        if (src[i] == '#')
+            after = i + 1;
+        else if (i + 1 < len && src[i] == '%' && src[i + 1] == ':')
+            after = i + 2;
+        else if (i + 2 < len && src[i] == '?' && src[i + 1] == '?' && src[i + 2] == '=')
+            after = i + 3;
+        if (!after)
+            continue;
+        size_t j = skip_space(src, after, len);
+        for (const char *const *w = words; *w; w++)
+            if (spells(src, j, len, *w))
+                return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+                                   "source, line %u: '#%s' is not allowed (a module is one "
+                                   "self-contained source: nothing is read from the server's "
+                                   "files)",
+                                   line, *w);
+    }
+    if (memchr(src, '\0', len))
+        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "source has a NUL character");
+    return 0;
+}

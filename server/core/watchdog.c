@@ -1,0 +1,90 @@
+/* The --run-timeout watchdog: a CUDA kernel cannot be pre-empted, so a run
+ * past its time is reported failed to its waiters and the device treated
+ * as lost (its stream never frees, and whatever the kernel still writes is
+ * not to be trusted). It polls the running runs every 100 ms: a timeout is
+ * seconds, so the poll adds at most a tenth of the smallest one. */
+#include "watchdog.h"
+
+#include <errno.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "metrics.h"
+#include "run_queue.h"
+#include "service.h"
+
+void ghd_service_device_lost(struct ghd_service *svc, const char *reason)
+{
+    if (!ghd_devloss_mark(&svc->devloss, "%s", reason))
+        return;
+    ghd_log(GHD_LOG_ERROR, "device %d lost: %s; device routes answer 503 from now on%s",
+            svc->runtimes[0].dev.ordinal, reason,
+            svc->cfg.on_device_loss[0] == 'e' ? " and the server exits (--on-device-loss exit)"
+                                              : " (--on-device-loss stay)");
+    ghd_metrics_device_lost();
+    ghd_run_queue_device_lost(svc->runs, reason);
+}
+
+static void on_loss(void *ctx, const char *reason)
+{
+    ghd_service_device_lost(ctx, reason);
+}
+
+static void *watch(void *arg)
+{
+    struct ghd_service *svc = arg;
+    pthread_mutex_lock(&svc->watch_lock);
+    while (!svc->watch_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&svc->watch_cond, &svc->watch_lock, &ts) != ETIMEDOUT)
+            continue;
+        pthread_mutex_unlock(&svc->watch_lock);
+        if (ghd_run_queue_fail_overdue(svc->runs, svc->cfg.run_timeout_s) > 0) {
+            char reason[160];
+            snprintf(reason, sizeof(reason), "a run passed --run-timeout (%u s); its kernel "
+                     "cannot be stopped", svc->cfg.run_timeout_s);
+            ghd_service_device_lost(svc, reason);
+        }
+        pthread_mutex_lock(&svc->watch_lock);
+    }
+    pthread_mutex_unlock(&svc->watch_lock);
+    return NULL;
+}
+
+int ghd_watchdog_start(struct ghd_service *svc)
+{
+    pthread_condattr_t attr;
+    pthread_mutex_init(&svc->watch_lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&svc->watch_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    svc->watch_stop = 0;
+    svc->watch_started = 0;
+    ghd_run_queue_on_loss(svc->runs, on_loss, svc);
+    if (!svc->cfg.run_timeout_s)
+        return 0;
+    if (pthread_create(&svc->watch_thread, NULL, watch, svc) != 0)
+        return GHD_EINTERNAL;
+    svc->watch_started = 1;
+    return 0;
+}
+
+void ghd_watchdog_stop(struct ghd_service *svc)
+{
+    if (svc->watch_started) {
+        pthread_mutex_lock(&svc->watch_lock);
+        svc->watch_stop = 1;
+        pthread_cond_broadcast(&svc->watch_cond);
+        pthread_mutex_unlock(&svc->watch_lock);
+        pthread_join(svc->watch_thread, NULL);
+        svc->watch_started = 0;
+    }
+}

@@ -1,0 +1,17 @@
+#ifndef GHD_CORE_WATCHDOG_H
+#define GHD_CORE_WATCHDOG_H
+
+/* Device-loss containment (issue 15): the run queue's loss hook and the
+ * --run-timeout watchdog, both ending in ghd_service_device_lost. */
+struct ghd_service;
+
+/* Hooks the run queue and, with --run-timeout, starts the thread that fails
+ * runs executing past it. 0 or GHD_EINTERNAL. */
+int ghd_watchdog_start(struct ghd_service *svc);
+/* Stops the thread; NULL-safe on a service whose start failed. */
+void ghd_watchdog_stop(struct ghd_service *svc);
+/* Marks the device lost (once; later calls keep the first reason): logs it,
+ * counts it in /metrics and fails the runs queued and running. */
+void ghd_service_device_lost(struct ghd_service *svc, const char *reason);
+
+#endif

@@ -1,0 +1,24 @@
+#ifndef GHD_DEVICE_HOST_FAULT_H
+#define GHD_DEVICE_HOST_FAULT_H
+
+/* Test-only fault injection for the host backend, like ghd_pool_fail_nth:
+ * it lets the device-loss path (core/devloss.h) run where no kernel can
+ * fault. Process-wide (the host backend has one device). */
+
+enum ghd_host_fault {
+    GHD_HOST_FAULT_NONE,
+    GHD_HOST_FAULT_LOSE,  /* the stream sync fails like a sticky CUDA error; health fails after */
+    GHD_HOST_FAULT_STALL, /* the stream sync blocks until ghd_host_fault_reset (a spinning kernel) */
+};
+
+/* The n-th stream sync from now (1 = the next) does `fault`. */
+void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault);
+/* Clears every fault: stalled syncs return (with an error), health is good again. */
+void ghd_host_fault_reset(void);
+
+/* The host backend's hooks (host.c). */
+struct ghd_device;
+int ghd_host_fault_sync(struct ghd_device *dev);
+int ghd_host_fault_health(struct ghd_device *dev);
+
+#endif

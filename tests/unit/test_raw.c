@@ -1,0 +1,278 @@
+/* Raw modules' host-side parts (kernels/raw/): argument packing with C
+ * types and alignment, matching against a function's parameter layout,
+ * launch-shape checks, the option allow-list and the include refusal; and,
+ * where this build has NVRTC (no GPU needed), a module's compile through
+ * the compiler with options and name expressions (lowered names, cache,
+ * compile errors as 422 with the log). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/error.h"
+#include "kernels/raw/raw.h"
+#include "kernels/user/compile.h"
+
+static json_t *parse(const char *text)
+{
+    json_error_t e;
+    json_t *j = json_loads(text, 0, &e);
+    if (!j)
+        fail_msg("bad test JSON: %s", e.text);
+    return j;
+}
+
+static void test_packing_offsets(void **state)
+{
+    (void)state;
+    struct ghd_raw_pack p;
+    char d[256];
+    /* i8 at 0; f64 aligned to 8; i32 at 16; a pointer at 24; i16 at 32;
+     * u8 at 34; f32 at 36; u64 at 40. */
+    json_t *a = parse("[{\"i8\": -5}, {\"f64\": 0.5}, {\"i32\": -7}, {\"buffer\": \"b1\", "
+                      "\"offset\": 16, \"access\": \"in\"}, {\"i16\": 300}, {\"u8\": 255}, "
+                      "{\"f32\": 2.5}, {\"u64\": 9007199254740993}]");
+    assert_int_equal(ghd_raw_args_parse(a, &p, d, sizeof(d)), 0);
+    const size_t want[] = {0, 8, 16, 24, 32, 34, 36, 40};
+    assert_int_equal(p.nargs, 8);
+    for (unsigned i = 0; i < 8; i++)
+        assert_int_equal(p.a[i].offset, want[i]);
+    assert_int_equal(p.size, 48);
+    int8_t i8;
+    double f64;
+    int32_t i32;
+    int16_t i16;
+    float f32;
+    uint64_t u64;
+    memcpy(&i8, p.bytes, 1);
+    memcpy(&f64, p.bytes + 8, 8);
+    memcpy(&i32, p.bytes + 16, 4);
+    memcpy(&i16, p.bytes + 32, 2);
+    memcpy(&f32, p.bytes + 36, 4);
+    memcpy(&u64, p.bytes + 40, 8);
+    assert_int_equal(i8, -5);
+    assert_true(f64 == 0.5);
+    assert_int_equal(i32, -7);
+    assert_int_equal(i16, 300);
+    assert_int_equal(p.bytes[34], 255);
+    assert_true(f32 == 2.5f);
+    assert_true(u64 == 9007199254740993ULL);
+    assert_string_equal(p.a[3].buffer, "b1");
+    assert_int_equal(p.a[3].byte_offset, 16);
+    assert_int_equal(p.a[3].access, GHD_RAW_IN);
+    ghd_raw_pack_pointer(&p, 3, 0x7f0000001000ULL);
+    uint64_t ptr;
+    memcpy(&ptr, p.bytes + 24, 8);
+    assert_true(ptr == 0x7f0000001000ULL);
+    json_decref(a);
+    /* Default access is inout. */
+    a = parse("[{\"buffer\": \"b\"}]");
+    assert_int_equal(ghd_raw_args_parse(a, &p, d, sizeof(d)), 0);
+    assert_int_equal(p.a[0].access, GHD_RAW_INOUT);
+    json_decref(a);
+}
+
+static void test_packing_errors(void **state)
+{
+    (void)state;
+    struct ghd_raw_pack p;
+    char d[256];
+    const char *bad[][3] = {
+        {"{\"f32\": 1}", "400", "array"},
+        {"[1]", "400", "args[0]"},
+        {"[{\"i32\": 2147483648}]", "422", "i32"},
+        {"[{\"u8\": -1}]", "422", "u8"},
+        {"[{\"i16\": 1.5}]", "422", "integer"},
+        {"[{\"f32\": 1e39}]", "422", "f32"},
+        {"[{\"f32\": 1, \"i32\": 2}]", "422", "args[0]"},
+        {"[{\"bf16\": 1}]", "422", "args[0]"},
+        {"[{\"buffer\": 7}]", "400", "args[0].buffer"},
+        {"[{\"buffer\": \"b\", \"offset\": -1}]", "422", "offset"},
+        {"[{\"buffer\": \"b\", \"access\": \"rw\"}]", "422", "access"},
+        {"[{\"buffer\": \"b\", \"size\": 4}]", "400", "size"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *a = parse(bad[i][0]);
+        int rc = ghd_raw_args_parse(a, &p, d, sizeof(d));
+        int want = atoi(bad[i][1]) == 400 ? GHD_EINVAL : GHD_EUNPROC;
+        if (rc != want || !strstr(d, bad[i][2]))
+            fail_msg("%s: got %d '%s'", bad[i][0], rc, d);
+        json_decref(a);
+    }
+}
+
+static void test_layout_match(void **state)
+{
+    (void)state;
+    struct ghd_raw_pack p;
+    char d[256];
+    json_t *a = parse("[{\"f32\": 2}, {\"buffer\": \"x\"}, {\"buffer\": \"y\"}, {\"i64\": 10}]");
+    assert_int_equal(ghd_raw_args_parse(a, &p, d, sizeof(d)), 0);
+    /* saxpy(float a, const float *x, float *y, long long n) */
+    struct ghd_raw_params k = {4, {0, 8, 16, 24}, {4, 8, 8, 8}};
+    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", d, sizeof(d)), 0);
+    k.size[3] = 4; /* int n: an i64 given */
+    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", d, sizeof(d)), GHD_EUNPROC);
+    assert_non_null(strstr(d, "args[3]"));
+    k.size[3] = 8;
+    k.n = 3;
+    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", d, sizeof(d)), GHD_EUNPROC);
+    assert_non_null(strstr(d, "takes 3 parameters"));
+    json_decref(a);
+}
+
+static void test_shape(void **state)
+{
+    (void)state;
+    struct ghd_raw_limits lim = {.max_threads = 512, .static_shared = 1024,
+                                 .max_dyn_shared = 47 << 10, .max_block = {1024, 1024, 64},
+                                 .max_grid = {2147483647u, 65535, 65535}};
+    struct ghd_raw_shape sh;
+    char d[256];
+    json_t *l = parse("{\"grid\": [100, 2], \"block\": [32, 8], \"shared_mem\": 4096}");
+    assert_int_equal(ghd_raw_shape_parse(l, &lim, &sh, d, sizeof(d)), 0);
+    assert_int_equal(sh.grid[0], 100);
+    assert_int_equal(sh.grid[1], 2);
+    assert_int_equal(sh.grid[2], 1);
+    assert_int_equal(sh.block[0] * sh.block[1] * sh.block[2], 256);
+    assert_int_equal(sh.shared_mem, 4096);
+    json_decref(l);
+    const char *bad[][3] = {
+        {"{\"block\": [1]}", "400", "grid"},
+        {"{\"grid\": [1], \"block\": []}", "400", "block"},
+        {"{\"grid\": [0], \"block\": [1]}", "422", "grid[0]"},
+        {"{\"grid\": [1, 65536], \"block\": [1]}", "422", "grid[1]"},
+        {"{\"grid\": [1], \"block\": [1, 1, 65]}", "422", "block[2]"},
+        {"{\"grid\": [1], \"block\": [32, 32]}", "422", "at most 512"},
+        {"{\"grid\": [1], \"block\": [1], \"shared_mem\": 49152}", "422", "shared_mem"},
+        {"{\"grid\": [1], \"block\": [1], \"shared_mem\": \"x\"}", "400", "shared_mem"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        l = parse(bad[i][0]);
+        int rc = ghd_raw_shape_parse(l, &lim, &sh, d, sizeof(d));
+        int want = atoi(bad[i][1]) == 400 ? GHD_EINVAL : GHD_EUNPROC;
+        if (rc != want || !strstr(d, bad[i][2]))
+            fail_msg("%s: got %d '%s'", bad[i][0], rc, d);
+        json_decref(l);
+    }
+}
+
+static void test_options_and_source(void **state)
+{
+    (void)state;
+    const char *out[GHD_RAW_MAX_OPTIONS + 1];
+    unsigned n;
+    char d[512];
+    json_t *o = parse("[\"-std=c++17\", \"-DTILE=32\", \"--use_fast_math\", \"-lineinfo\", "
+                      "\"-maxrregcount=64\", \"-ftz=true\"]");
+    assert_int_equal(ghd_raw_options_check(o, out, &n, d, sizeof(d)), 0);
+    assert_int_equal(n, 6);
+    assert_string_equal(out[1], "-DTILE=32");
+    assert_null(out[6]);
+    json_decref(o);
+    const char *refused[] = {"-I/etc", "--include-path=/", "-include", "--pre-include=x.h",
+                             "-DX=\"/etc/passwd\"", "-D/etc", "--output=x", "-dlto",
+                             "--gpu-architecture=sm_80", "-maxrregcount=", "-Xptxas"};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        json_t *one = json_pack("[s]", refused[i]);
+        if (ghd_raw_options_check(one, out, &n, d, sizeof(d)) != GHD_EUNPROC ||
+            !strstr(d, "options[0]"))
+            fail_msg("option %s was not refused (%s)", refused[i], d);
+        json_decref(one);
+    }
+    const char *ok = "extern \"C\" __global__ void k(int *x) { x[0] = 1; } // #define Y";
+    assert_int_equal(ghd_raw_source_check(ok, strlen(ok), d, sizeof(d)), 0);
+    const char *includes[] = {"#include <stdio.h>\n", "  #  include \"/etc/passwd\"\n",
+                              "#/* c */include <x>\n", "%:include <x>\n", "?" "?=include <x>\n",
+                              "#inc\\\nlude <x>\n", "#include_next <x>\n", "#embed \"f\"\n",
+                              "int a;\n#import <x>\n"};
+    for (size_t i = 0; i < sizeof(includes) / sizeof(includes[0]); i++)
+        if (ghd_raw_source_check(includes[i], strlen(includes[i]), d, sizeof(d)) != GHD_EUNPROC)
+            fail_msg("source '%s' was not refused", includes[i]);
+    assert_int_equal(ghd_raw_source_check(includes[8], strlen(includes[8]), d, sizeof(d)),
+                     GHD_EUNPROC);
+    assert_non_null(strstr(d, "line 2"));
+    /* An identifier that merely starts with a refused word is fine. */
+    const char *fine = "#define included 1\n#if included\n#endif\n";
+    assert_int_equal(ghd_raw_source_check(fine, strlen(fine), d, sizeof(d)), 0);
+}
+
+static const char *const module_src =
+    "template <typename T> __global__ void scale(T *x, T a, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }\n"
+    "extern \"C\" __global__ void saxpy(float a, const float *x, float *y, long long n) {\n"
+    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = a * x[i] + y[i]; }\n";
+
+static void test_nvrtc_module(void **state)
+{
+    (void)state;
+    char version[16];
+    if (ghd_unvrtc_version(version, sizeof(version)) != 0) {
+        print_message("no NVRTC in this build or machine: compile checks not run\n");
+        skip();
+    }
+    struct ghd_ucompiler_config cfg = {.cache_max_bytes = 1 << 20, .workers = 1, .queue = 4};
+    struct ghd_ucompiler *c;
+    char why[256];
+    assert_int_equal(ghd_ucompiler_new(&cfg, &c, why, sizeof(why)), 0);
+    const char *opts[] = {"--use_fast_math", "-DUNUSED=1", NULL};
+    const char *names[] = {"scale<float>", "scale<double>"};
+    struct ghd_ucompile_job job = {.src = module_src, .arch = "sm_90", .options = opts,
+                                   .names = names, .nnames = 2, .user = 1};
+    struct ghd_ucompiled r;
+    struct ghd_uerr e = {0};
+    assert_int_equal(ghd_ucompiler_compile_job(c, &job, &r, &e), 0);
+    assert_true(r.size > 0);
+    assert_string_equal(r.cache, "miss");
+    assert_non_null(r.lowered);
+    /* Two lowered names, in order, each a mangled scale. */
+    char *nl = strchr(r.lowered, '\n');
+    assert_non_null(nl);
+    assert_non_null(strstr(r.lowered, "scale"));
+    assert_true(strncmp(r.lowered, "_Z", 2) == 0);
+    assert_non_null(strchr(nl + 1, '\n'));
+    char first[256];
+    snprintf(first, sizeof(first), "%.*s", (int)(nl - r.lowered), r.lowered);
+    ghd_ucompiled_clear(&r);
+    /* Cached: the same names come back. */
+    assert_int_equal(ghd_ucompiler_compile_job(c, &job, &r, &e), 0);
+    assert_string_equal(r.cache, "memory");
+    assert_true(strncmp(r.lowered, first, strlen(first)) == 0);
+    ghd_ucompiled_clear(&r);
+    /* Other options: another key, compiled again. */
+    const char *opts2[] = {"-DUNUSED=2", NULL};
+    job.options = opts2;
+    assert_int_equal(ghd_ucompiler_compile_job(c, &job, &r, &e), 0);
+    assert_string_equal(r.cache, "miss");
+    ghd_ucompiled_clear(&r);
+    /* A compile error: 422 with the log naming the line. */
+    struct ghd_ucompile_job broken = {.src = "__global__ void k() { undefined_thing(); }\n",
+                                      .arch = "sm_90", .user = 1};
+    assert_int_equal(ghd_ucompiler_compile_job(c, &broken, &r, &e), GHD_EUNPROC);
+    assert_non_null(strstr(r.log, "undefined_thing"));
+    assert_non_null(strstr(e.detail, "does not compile"));
+    ghd_ucompiled_clear(&r);
+    /* A name expression naming nothing. */
+    const char *nothing[] = {"scale<no_such_type>"};
+    struct ghd_ucompile_job bad_name = {.src = module_src, .arch = "sm_90", .names = nothing,
+                                        .nnames = 1, .user = 1};
+    assert_int_equal(ghd_ucompiler_compile_job(c, &bad_name, &r, &e), GHD_EUNPROC);
+    ghd_ucompiled_clear(&r);
+    ghd_ucompiler_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_packing_offsets),  cmocka_unit_test(test_packing_errors),
+        cmocka_unit_test(test_layout_match),     cmocka_unit_test(test_shape),
+        cmocka_unit_test(test_options_and_source), cmocka_unit_test(test_nvrtc_module),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
