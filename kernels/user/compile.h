@@ -52,7 +52,8 @@ void ghd_ucompiler_free(struct ghd_ucompiler *c);
  * fixed ones (NULL-terminated, or NULL) and name expressions whose lowered
  * names are wanted (raw modules: "scale<float>"). The cache key covers all
  * of them. `user`: the source is a client's, so a compile error is
- * GHD_EUNPROC (the log in out->log) rather than a generator bug. */
+ * GHD_EUNPROC (the log in out->log) rather than a generator bug, and the
+ * generator's fixed options (ghd_ucompile_options) are not added. */
 struct ghd_ucompile_job {
     const char *src;
     const char *arch;

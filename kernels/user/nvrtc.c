@@ -103,7 +103,9 @@ int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled 
     int nopts = 0, rc = 0;
     snprintf(archopt, sizeof(archopt), "--gpu-architecture=%s", job->arch);
     opts[nopts++] = archopt;
-    for (const char *const *o = ghd_ucompile_options; *o; o++)
+    /* The generator's own options are not a client's: a raw module gets
+     * NVRTC's defaults and its own options only. */
+    for (const char *const *o = ghd_ucompile_options; !job->user && *o; o++)
         opts[nopts++] = *o;
     for (const char *const *o = job->options; o && *o && nopts < 79; o++)
         opts[nopts++] = *o;

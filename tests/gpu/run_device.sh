@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels transfer transfer_b"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with ../shared/device/pack-libs.sh BUILD_DIR/devlibs <binaries> first.
@@ -55,6 +55,7 @@ test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda
 test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
 test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda
 test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda
+test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1
 LIST
 fi
 
@@ -81,6 +82,13 @@ fi
 if has kernels; then
   "$build/tests/bench/bench_kernels" >"$out/bench-kernels.log" 2>&1
   row "bench_kernels" "rc=$?" "see bench-kernels.log"
+fi
+
+if has modules; then
+  GHD_BIN=$PWD/$build/gpuhttpd "$build/tests/gpu/test_modules_gpu" >"$out/test-modules-gpu.log" 2>&1
+  row "test_modules_gpu" "rc=$?" "$(tail -1 "$out/test-modules-gpu.log")"
+  "$build/tests/bench/bench_modules" >"$out/bench-modules.log" 2>&1
+  row "bench_modules" "rc=$?" "see bench-modules.log"
 fi
 
 if has ukernels; then
