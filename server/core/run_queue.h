@@ -63,8 +63,7 @@ void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ct
  * ones are reported failed (their workers go on; what they bring back is
  * dropped) and the queue takes no new run (submit: GHD_EDEVLOST). */
 void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason);
-/* Reports failed (GHD_EDEVLOST) every run executing for more than
- * limit_s seconds; returns how many. */
-unsigned ghd_run_queue_fail_overdue(struct ghd_run_queue *q, unsigned limit_s);
+/* How many runs have been executing for more than limit_s seconds. */
+unsigned ghd_run_queue_overdue(struct ghd_run_queue *q, unsigned limit_s);
 
 #endif

@@ -46,7 +46,10 @@ static void *watch(void *arg)
         if (pthread_cond_timedwait(&svc->watch_cond, &svc->watch_lock, &ts) != ETIMEDOUT)
             continue;
         pthread_mutex_unlock(&svc->watch_lock);
-        if (ghd_run_queue_fail_overdue(svc->runs, svc->cfg.run_timeout_s) > 0) {
+        /* The loss is marked before the overdue run's waiter is answered
+         * (ghd_run_queue_device_lost, from ghd_service_device_lost): a client
+         * that reads /readyz after that reply sees the loss. */
+        if (ghd_run_queue_overdue(svc->runs, svc->cfg.run_timeout_s) > 0) {
             char reason[160];
             snprintf(reason, sizeof(reason), "a run passed --run-timeout (%u s); its kernel "
                      "cannot be stopped", svc->cfg.run_timeout_s);
