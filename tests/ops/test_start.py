@@ -72,7 +72,8 @@ def check_help(binary):
     opts = re.findall(r"^  (--[a-z-]+)(=\S+)?", text, re.M)
     check(len(opts) > 40, f"only {len(opts)} options in --help")
     bare = [o for o, v in opts if not v and o not in ("--help", "--version",
-                                                      "--allow-unauthenticated")]
+                                                      "--allow-unauthenticated",
+                                                      "--allow-raw-kernels")]
     check(not bare, f"options without a value placeholder in --help: {bare}")
     check("--port=N" in text and "--bind=ADDR" in text and "--pool-limit=BYTES|N%" in text,
           "--help's placeholders")
