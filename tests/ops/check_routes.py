@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Every route of the router table is in the spec, and every operation of the
 spec is a route. HEAD is implied by GET: a spec `head` needs a GET route, and
-a GET route needs no `head` in the spec.
+a GET route needs no `head` in the spec. Each operation's request body lists
+exactly the media types its route reads (none: no requestBody).
 
 usage: check_routes.py PRINT_ROUTES_BINARY OPENAPI_YAML"""
 import os
@@ -19,9 +20,11 @@ def main():
     binary, spec_path = sys.argv[1:3]
     out = subprocess.run([binary], capture_output=True, text=True, check=True).stdout
     routes = set()
+    reads = {}
     for line in out.splitlines():
-        method, pattern = line.split(" ", 1)
+        method, pattern, media = line.split(" ")
         routes.add((method, pattern))
+        reads[(method, pattern)] = set() if media == "-" else set(media.split(","))
     check(routes, "the router table is empty")
     with open(spec_path, encoding="utf-8") as f:
         spec = yaml.safe_load(f)
@@ -38,6 +41,16 @@ def main():
                       not (d[0] == "HEAD" and ("GET", d[1]) in routes))
     check(not unrouted, "operations in openapi.yaml that no route serves: " +
           ", ".join(f"{m} {p}" for m, p in unrouted))
+    wrong = []
+    for (m, p), media in sorted(reads.items()):
+        op = spec["paths"].get(p, {}).get(m.lower())
+        if op is None:
+            continue
+        listed = set(op.get("requestBody", {}).get("content", {}))
+        if listed != media:
+            wrong.append(f"{m} {p} reads {sorted(media) or 'no body'}, the spec lists "
+                         f"{sorted(listed) or 'no requestBody'}")
+    check(not wrong, "request media types: " + "; ".join(wrong))
     print(f"check_routes: ok ({len(routes)} routes, {len(documented)} operations)")
 
 

@@ -120,6 +120,16 @@ SET_VALUE = """(function (sel, value) {
 })"""
 
 
+# Chooses an option of a React-controlled select the way a click does.
+SET_SELECT = """(function (sel, value) {
+  const el = document.querySelector(sel);
+  if (!el || ![...el.options].some(o => o.value === value)) return false;
+  Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value').set.call(el, value);
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  return el.value === value;
+})"""
+
+
 def try_it_out(page, srv, buf_id, file_path, until):
     page.call("Page.enable")
     page.call("Runtime.enable")
@@ -136,6 +146,11 @@ def try_it_out(page, srv, buf_id, file_path, until):
     prefilled = page.js(f"(document.querySelector(\"{range_input}\") || {{}}).value || ''")
     check(not prefilled, f"Try it out pre-fills Content-Range with {prefilled!r}")
     check(page.js(f"{SET_VALUE}(\"{id_input}\", '{buf_id}')"), "cannot type the id")
+    # PUT lists application/x-npy first: raw bytes are the list's other choice.
+    media_sel = f"{OP} .body-param-content-type select"
+    page.wait(f"!!document.querySelector('{media_sel}')", "the request media type list", until)
+    check(page.js(f"{SET_SELECT}(\"{media_sel}\", 'application/octet-stream')"),
+          "cannot choose application/octet-stream")
     file_sel = f"{OP} input[type=file]"
     page.wait(f"!!document.querySelector('{file_sel}')", "the file chooser", until)
     doc = page.call("DOM.getDocument", depth=-1)
