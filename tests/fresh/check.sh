@@ -5,8 +5,11 @@
 # sources, CA certificates, pip configuration, and the CUDA toolkit read-only
 # with its loader configuration), a clean copy of the commit (git archive, no
 # build folders), and `server/serve.sh` run in it by chroot until /readyz
-# answers; then SIGTERM must stop it with status 0. It also proves that a
-# binary which builds but cannot load its libraries there fails this check.
+# answers; then the README's install of the Python client runs there (its
+# "the Python client on a fresh machine" block, line by line as written) and
+# the installed client makes a round trip and a run against that server;
+# then SIGTERM must stop it with status 0. It also proves that a binary which
+# builds but cannot load its libraries there fails this check.
 #
 # usage: tests/fresh/check.sh [COMMIT]   (default HEAD; run as root)
 set -euo pipefail
@@ -117,6 +120,37 @@ stop_server() {
   return "$rc"
 }
 
+# The README's Python client install, run in the root as written, then the
+# installed package (not the checkout's source) against the running server.
+python_client_check() {
+  local port cmds
+  port=$(cat "$root/tmp/gpuhttpd.port")
+  cmds=$(sed -n '/^    # the Python client on a fresh machine$/,/^$/{s/^    //;/^#/d;/^$/d;p}' \
+    "$root/root/gpuhttpd/README.md")
+  [ -n "$cmds" ] || fail "README.md has no 'the Python client on a fresh machine' block"
+  if ! chroot "$root" "${root_env[@]}" DEBIAN_FRONTEND=noninteractive /bin/bash -euxo pipefail \
+    -c "cd /root/gpuhttpd && $cmds" >"$work/pyclient.log" 2>&1; then
+    tail -30 "$work/pyclient.log" >&2
+    fail "the README's Python client install failed on the fresh root (log above)"
+  fi
+  # shellcheck disable=SC2016 # Python source, not shell
+  chroot "$root" "${root_env[@]}" /bin/bash -c 'cd / && exec ~/gpuhttpd-venv/bin/python - "$0"' \
+    "$port" <<'PY' >>"$work/pyclient.log" 2>&1 || { tail -20 "$work/pyclient.log" >&2; fail "the installed Python client's round trip failed (log above)"; }
+import sys
+import numpy as np
+import gpuhttpd
+c = gpuhttpd.Client("http://127.0.0.1:" + sys.argv[1])
+a = np.arange(1000, dtype=np.float32)
+with c.asarray(a) as x:
+    assert np.array_equal(x.get(), a), "the downloaded array differs"
+    value = c.run("sum", x=x)["value"]
+    assert value == float(a.sum()), value
+print("python client from", gpuhttpd.__file__, "round trip and sum ok")
+PY
+  grep -q "^python client from /root/gpuhttpd-venv/" "$work/pyclient.log" ||
+    { tail -5 "$work/pyclient.log" >&2; fail "the client did not come from the venv's install"; }
+}
+
 fresh_log "start command on a fresh root: commit ${commit:0:12}"
 t0=$SECONDS
 if ! start_and_wait "$work/serve.log"; then
@@ -125,6 +159,10 @@ if ! start_and_wait "$work/serve.log"; then
 fi
 t_ready=$((SECONDS - t0))
 grep -m 3 -i 'backend\|listening' "$work/serve.log" >&2 || true
+t0=$SECONDS
+python_client_check
+t_python=$((SECONDS - t0))
+fresh_log "the README's Python client install and a round trip through it: $t_python s"
 rc=0
 stop_server || rc=$?
 [ "$rc" = 0 ] || { tail -20 "$work/serve.log" >&2; fail "SIGTERM: exit status $rc, not 0"; }
@@ -155,4 +193,5 @@ if grep -q '=> /usr/local/cuda' <<<"$libs"; then
 else
   fresh_log "the binary loads nothing from the CUDA toolkit: the unloadable-library case not run"
 fi
-fresh_log "ok: base root $t_base s, start command $t_ready s, total $((SECONDS - t_start)) s"
+fresh_log "ok: base root $t_base s, start command $t_ready s, Python client $t_python s," \
+  "total $((SECONDS - t_start)) s"
