@@ -37,13 +37,17 @@ if has tests; then
 fi
 
 if has sanitizer; then
-  # Every gpu test executable, run directly under memcheck.
-  while read -r name cmd env; do
+  # Every gpu test executable, run directly under memcheck. After the
+  # command: NAME=VALUE words for its environment, --words for memcheck.
+  while read -r name cmd rest; do
     [[ -z $name ]] && continue
     log=$out/sanitizer-$name.log
-    # shellcheck disable=SC2086 # $env holds one or more NAME=VALUE words
-    env $env compute-sanitizer --tool memcheck --error-exitcode 99 --target-processes all \
-      "$build/$cmd" >"$log" 2>&1
+    envs=() opts=()
+    for w in $rest; do
+      if [[ $w == --* ]]; then opts+=("${w%%=*}" "${w#*=}"); else envs+=("$w"); fi
+    done
+    env "${envs[@]}" compute-sanitizer --tool memcheck --error-exitcode 99 --target-processes all \
+      "${opts[@]}" "$build/$cmd" >"$log" 2>&1
     rc=$?
     verdict=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
     row "memcheck $name" "rc=$rc" "${verdict:-no summary}"
@@ -55,8 +59,13 @@ test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda
 test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
 test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda
 test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda
-test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1
+test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 --report-api-errors=no
 LIST
+  # test_modules_gpu: a module's parameter layout is read by asking
+  # cudaFuncGetParamInfo for indices until it answers cudaErrorInvalidValue
+  # (CUDA 13.0 has no cudaFuncGetParamCount); memcheck counts each of those
+  # answers, and the cudaGetLastError that clears it, as an API error (8 in
+  # the 2026-12-01 run, nothing else). Memory errors are still reported.
 fi
 
 # The reliability and security tests with the CUDA backend (test_auth parses
