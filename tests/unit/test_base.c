@@ -1,15 +1,19 @@
 /* The base layer's small utilities: unsigned-decimal parsing (every form the
- * callers must refuse, the 64-bit edge) and the monotonic clock helpers. */
+ * callers must refuse, the 64-bit edge), the monotonic clock helpers, the
+ * intrusive list and the id map. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "base/clock.h"
+#include "base/idmap.h"
+#include "base/list.h"
 #include "base/parse.h"
 
 #define SENTINEL 0xdeadbeefULL
@@ -100,6 +104,169 @@ static void test_clock_deadline(void **state)
     }
 }
 
+/* ---- base/list.h ---- */
+
+struct item {
+    int v;
+    struct ghd_list_node link;
+};
+
+/* The list holds exactly want[0..n) in order, walked both ways. */
+static void assert_list(const struct ghd_list *l, const int *want, int n)
+{
+    int i = 0;
+    struct ghd_list_node *before = NULL;
+    for (struct ghd_list_node *p = l->first; p; before = p, p = p->next, i++) {
+        assert_true(i < n);
+        assert_int_equal(ghd_container_of(p, struct item, link)->v, want[i]);
+        assert_ptr_equal(p->prev, before);
+    }
+    assert_ptr_equal(l->last, before);
+    assert_int_equal(i, n);
+    for (struct ghd_list_node *p = l->last; p; p = p->prev)
+        assert_int_equal(ghd_container_of(p, struct item, link)->v, want[--i]);
+    assert_int_equal(i, 0);
+    assert_int_equal(ghd_list_empty(l), n == 0);
+}
+
+static void test_list_push_remove(void **state)
+{
+    (void)state;
+    struct item it[5];
+    struct ghd_list l;
+    ghd_list_init(&l);
+    assert_true(ghd_list_empty(&l));
+    assert_null(ghd_list_pop_front(&l));
+    for (int i = 0; i < 5; i++)
+        it[i].v = i;
+    ghd_list_push_back(&l, &it[1].link);
+    ghd_list_push_back(&l, &it[2].link);
+    ghd_list_push_front(&l, &it[0].link);
+    ghd_list_push_back(&l, &it[3].link);
+    ghd_list_push_back(&l, &it[4].link);
+    assert_list(&l, (int[]){0, 1, 2, 3, 4}, 5);
+
+    ghd_list_remove(&l, &it[2].link); /* middle */
+    assert_null(it[2].link.prev);
+    assert_null(it[2].link.next);
+    assert_list(&l, (int[]){0, 1, 3, 4}, 4);
+    ghd_list_remove(&l, &it[0].link); /* first */
+    assert_list(&l, (int[]){1, 3, 4}, 3);
+    ghd_list_remove(&l, &it[4].link); /* last */
+    assert_list(&l, (int[]){1, 3}, 2);
+
+    struct ghd_list_node *n = ghd_list_pop_front(&l);
+    assert_ptr_equal(ghd_list_entry(n, struct item, link), &it[1]);
+    assert_list(&l, (int[]){3}, 1);
+    ghd_list_remove(&l, &it[3].link); /* the only one */
+    assert_list(&l, NULL, 0);
+    assert_null(l.last);
+    assert_null(ghd_list_entry(ghd_list_pop_front(&l), struct item, link));
+
+    /* A removed node can go back on, at either end. */
+    ghd_list_push_front(&l, &it[2].link);
+    ghd_list_push_front(&l, &it[4].link);
+    ghd_list_push_back(&l, &it[0].link);
+    assert_list(&l, (int[]){4, 2, 0}, 3);
+}
+
+/* ---- base/idmap.h ---- */
+
+struct entry {
+    char id[24];
+    int tenant;
+    struct ghd_idmap_node node;
+};
+
+static struct entry *find_entry(const struct ghd_idmap *m, const char *id)
+{
+    struct ghd_idmap_node *n = ghd_idmap_find(m, id);
+    return n ? ghd_container_of(n, struct entry, node) : NULL;
+}
+
+static void test_idmap_insert_find_remove(void **state)
+{
+    (void)state;
+    struct ghd_idmap m;
+    assert_int_equal(ghd_idmap_init(&m, 0), 0);
+    assert_int_equal(m.mask + 1, 16);
+    struct entry a = {.id = "alpha"}, b = {.id = "beta"}, c = {.id = "gamma"};
+    assert_null(ghd_idmap_find(&m, "alpha"));
+    ghd_idmap_insert(&m, &a.node, a.id);
+    ghd_idmap_insert(&m, &b.node, b.id);
+    ghd_idmap_insert(&m, &c.node, c.id);
+    assert_int_equal(m.count, 3);
+    assert_ptr_equal(find_entry(&m, "alpha"), &a);
+    assert_ptr_equal(find_entry(&m, "beta"), &b);
+    assert_ptr_equal(find_entry(&m, "gamma"), &c);
+    assert_null(find_entry(&m, "alph"));   /* a prefix is not the id */
+    assert_null(find_entry(&m, "alphaa")); /* nor a longer one */
+    assert_null(find_entry(&m, ""));
+
+    ghd_idmap_remove(&m, &b.node);
+    assert_int_equal(m.count, 2);
+    assert_null(find_entry(&m, "beta"));
+    assert_ptr_equal(find_entry(&m, "alpha"), &a);
+    assert_ptr_equal(find_entry(&m, "gamma"), &c);
+    ghd_idmap_insert(&m, &b.node, b.id); /* back in */
+    assert_ptr_equal(find_entry(&m, "beta"), &b);
+    ghd_idmap_destroy(&m);
+}
+
+static void test_idmap_same_id(void **state)
+{
+    (void)state;
+    /* Two tenants may hold the same id: find + find_next give both, and
+     * removing one leaves the other. */
+    struct ghd_idmap m;
+    assert_int_equal(ghd_idmap_init(&m, 1), 0);
+    struct entry e[3] = {{.id = "same", .tenant = 1}, {.id = "same", .tenant = 2},
+                         {.id = "other", .tenant = 1}};
+    for (int i = 0; i < 3; i++)
+        ghd_idmap_insert(&m, &e[i].node, e[i].id);
+    int seen = 0;
+    for (struct ghd_idmap_node *n = ghd_idmap_find(&m, "same"); n; n = ghd_idmap_find_next(n)) {
+        struct entry *x = ghd_container_of(n, struct entry, node);
+        assert_string_equal(x->id, "same");
+        seen |= 1 << x->tenant;
+    }
+    assert_int_equal(seen, (1 << 1) | (1 << 2));
+    ghd_idmap_remove(&m, &e[0].node);
+    struct entry *left = find_entry(&m, "same");
+    assert_ptr_equal(left, &e[1]);
+    assert_null(ghd_idmap_find_next(&left->node));
+    ghd_idmap_destroy(&m);
+}
+
+static void test_idmap_grows(void **state)
+{
+    (void)state;
+    /* 5000 ids from 16 slots: the map doubles as it fills, and every id is
+     * still found after each growth and after half are removed. */
+    enum { N = 5000 };
+    struct entry *e = calloc(N, sizeof(*e));
+    assert_non_null(e);
+    struct ghd_idmap m;
+    assert_int_equal(ghd_idmap_init(&m, 16), 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(e[i].id, sizeof(e[i].id), "%016x", (unsigned)i * 2654435761u);
+        ghd_idmap_insert(&m, &e[i].node, e[i].id);
+        if ((i & (i + 1)) == 0) /* at 2^k - 1: everything so far */
+            for (int j = 0; j <= i; j++)
+                assert_ptr_equal(find_entry(&m, e[j].id), &e[j]);
+    }
+    assert_int_equal(m.count, N);
+    assert_true(m.mask + 1 >= N);
+    assert_int_equal((m.mask + 1) & m.mask, 0); /* a power of two */
+    for (int i = 0; i < N; i += 2)
+        ghd_idmap_remove(&m, &e[i].node);
+    assert_int_equal(m.count, N / 2);
+    for (int i = 0; i < N; i++)
+        assert_ptr_equal(find_entry(&m, e[i].id), i % 2 ? &e[i] : NULL);
+    ghd_idmap_destroy(&m);
+    free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -108,6 +275,10 @@ int main(void)
         cmocka_unit_test(test_parse_u64_prefix),
         cmocka_unit_test(test_clock_monotonic),
         cmocka_unit_test(test_clock_deadline),
+        cmocka_unit_test(test_list_push_remove),
+        cmocka_unit_test(test_idmap_insert_find_remove),
+        cmocka_unit_test(test_idmap_same_id),
+        cmocka_unit_test(test_idmap_grows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
