@@ -64,22 +64,18 @@ int ghd_random_id(char out[GHD_BUFFER_ID_LEN + 1])
     return 0;
 }
 
-static size_t hash_id(const char *id, size_t slots)
+static struct ghd_buffer *buffer_of(struct ghd_list_node *n)
 {
-    /* Ids are random already: their leading hex digits are a fine hash. */
-    size_t h = 0;
-    for (int i = 0; i < 12 && id[i]; i++)
-        h = h * 16 + (size_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
-    return h % slots;
+    return ghd_list_entry(n, struct ghd_buffer, link);
 }
 
 int ghd_buffer_table_init(struct ghd_buffer_table *t)
 {
     memset(t, 0, sizeof(*t));
-    t->slots = calloc(INITIAL_SLOTS, sizeof(*t->slots));
-    if (!t->slots)
-        return GHD_ENOHOSTMEM;
-    t->slot_count = INITIAL_SLOTS;
+    int rc = ghd_idmap_init(&t->by_id, INITIAL_SLOTS);
+    if (rc != 0)
+        return rc;
+    ghd_list_init(&t->all);
     pthread_mutex_init(&t->lock, NULL);
     return 0;
 }
@@ -105,18 +101,8 @@ static void buffer_free(struct ghd_buffer *b)
 /* pre: lock held. Unlinks b from the hash chain and the creation list. */
 static void unlink_locked(struct ghd_buffer_table *t, struct ghd_buffer *b)
 {
-    struct ghd_buffer **link = &t->slots[hash_id(b->id, t->slot_count)];
-    while (*link != b)
-        link = &(*link)->hnext;
-    *link = b->hnext;
-    if (b->lprev)
-        b->lprev->lnext = b->lnext;
-    else
-        t->head = b->lnext;
-    if (b->lnext)
-        b->lnext->lprev = b->lprev;
-    else
-        t->tail = b->lprev;
+    ghd_idmap_remove(&t->by_id, &b->by_id);
+    ghd_list_remove(&t->all, &b->link);
     t->count--;
     t->bytes -= b->size;
     tenant_release_locked(t, b->tenant, b->size);
@@ -124,8 +110,8 @@ static void unlink_locked(struct ghd_buffer_table *t, struct ghd_buffer *b)
 
 void ghd_buffer_table_destroy(struct ghd_buffer_table *t)
 {
-    while (t->head) {
-        struct ghd_buffer *b = t->head;
+    while (!ghd_list_empty(&t->all)) {
+        struct ghd_buffer *b = buffer_of(t->all.first);
         unlink_locked(t, b);
         ghd_buffer_unref(b);
     }
@@ -134,24 +120,8 @@ void ghd_buffer_table_destroy(struct ghd_buffer_table *t)
         t->tenants = u->next;
         free(u);
     }
-    free(t->slots);
+    ghd_idmap_destroy(&t->by_id);
     pthread_mutex_destroy(&t->lock);
-}
-
-static void grow_locked(struct ghd_buffer_table *t)
-{
-    size_t slots = t->slot_count * 2;
-    struct ghd_buffer **grown = calloc(slots, sizeof(*grown));
-    if (!grown)
-        return; /* chains just get longer */
-    for (struct ghd_buffer *b = t->head; b; b = b->lnext) {
-        size_t h = hash_id(b->id, slots);
-        b->hnext = grown[h];
-        grown[h] = b;
-    }
-    free(t->slots);
-    t->slots = grown;
-    t->slot_count = slots;
 }
 
 /* Pool blocks are reused as they are: without zeroing a new buffer would
@@ -246,18 +216,9 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     if (spec->desc)
         b->desc = *spec->desc;
     pthread_mutex_lock(&t->lock);
-    if (t->count >= t->slot_count)
-        grow_locked(t);
-    size_t h = hash_id(b->id, t->slot_count);
-    b->hnext = t->slots[h];
-    t->slots[h] = b;
+    ghd_idmap_insert(&t->by_id, &b->by_id, b->id);
     b->seq = ++t->next_seq;
-    b->lprev = t->tail;
-    if (t->tail)
-        t->tail->lnext = b;
-    else
-        t->head = b;
-    t->tail = b;
+    ghd_list_push_back(&t->all, &b->link);
     t->count++;
     t->bytes += b->size;
     pthread_mutex_unlock(&t->lock);
@@ -280,10 +241,11 @@ static struct ghd_buffer *find_locked(struct ghd_buffer_table *t, const char *id
 {
     if (strlen(id) != GHD_BUFFER_ID_LEN)
         return NULL;
-    for (struct ghd_buffer *b = t->slots[hash_id(id, t->slot_count)]; b; b = b->hnext)
-        if (strcmp(b->id, id) == 0)
-            return visible(b, tenant, time(NULL)) ? b : NULL;
-    return NULL;
+    struct ghd_idmap_node *n = ghd_idmap_find(&t->by_id, id);
+    if (!n)
+        return NULL;
+    struct ghd_buffer *b = ghd_container_of(n, struct ghd_buffer, by_id);
+    return visible(b, tenant, time(NULL)) ? b : NULL;
 }
 
 int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *tenant,
@@ -377,8 +339,9 @@ void ghd_buffer_discard(struct ghd_buffer_table *t, struct ghd_buffer *b)
 {
     int linked = 0;
     pthread_mutex_lock(&t->lock);
-    for (struct ghd_buffer *c = t->slots[hash_id(b->id, t->slot_count)]; c; c = c->hnext)
-        linked |= c == b;
+    for (struct ghd_idmap_node *n = ghd_idmap_find(&t->by_id, b->id); n;
+         n = ghd_idmap_find_next(n))
+        linked |= n == &b->by_id;
     if (linked)
         unlink_locked(t, b);
     pthread_mutex_unlock(&t->lock);
@@ -405,7 +368,7 @@ size_t ghd_buffer_list(struct ghd_buffer_table *t, const char *tenant, uint64_t 
     time_t now = time(NULL);
     *more = 0;
     pthread_mutex_lock(&t->lock);
-    for (struct ghd_buffer *b = t->head; b; b = b->lnext) {
+    for (struct ghd_buffer *b = buffer_of(t->all.first); b; b = buffer_of(b->link.next)) {
         if (b->seq <= after_seq || !visible(b, tenant, now))
             continue;
         if (n == limit) {
@@ -439,23 +402,20 @@ void ghd_buffer_table_totals(struct ghd_buffer_table *t, size_t *count, size_t *
 
 size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now)
 {
-    struct ghd_buffer *dead = NULL;
+    struct ghd_list dead;
     size_t n = 0;
+    ghd_list_init(&dead);
     pthread_mutex_lock(&t->lock);
-    for (struct ghd_buffer *b = t->head, *next; b; b = next) {
-        next = b->lnext;
+    for (struct ghd_buffer *b = buffer_of(t->all.first), *next; b; b = next) {
+        next = buffer_of(b->link.next);
         if (!atomic_load(&b->pending) && b->expires && b->expires <= now) {
             unlink_locked(t, b);
-            b->hnext = dead; /* reuse the chain link for the release list */
-            dead = b;
+            ghd_list_push_back(&dead, &b->link); /* released after the lock */
             n++;
         }
     }
     pthread_mutex_unlock(&t->lock);
-    while (dead) {
-        struct ghd_buffer *b = dead;
-        dead = b->hnext;
-        ghd_buffer_unref(b);
-    }
+    while (!ghd_list_empty(&dead))
+        ghd_buffer_unref(buffer_of(ghd_list_pop_front(&dead)));
     return n;
 }

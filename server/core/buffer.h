@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "base/idmap.h"
+#include "base/list.h"
 #include "base/tenant.h"
 #include "device/runtime.h"
 #include "npy.h"
@@ -46,20 +48,19 @@ struct ghd_buffer {
     atomic_uint_fast64_t version;
     pthread_mutex_t desc_lock;  /* guards desc: set by PATCH and .npy uploads */
     struct ghd_array_desc desc; /* dtype "" = raw bytes, no description */
-    struct ghd_buffer *hnext;
-    struct ghd_buffer *lprev, *lnext;
+    struct ghd_idmap_node by_id; /* the table's index */
+    struct ghd_list_node link;   /* the table's creation order; a release list after */
 };
 
 struct buffer_tenant; /* per-tenant usage, private to buffer.c */
 
 struct ghd_buffer_table {
     pthread_mutex_t lock;
-    struct ghd_buffer **slots;
-    size_t slot_count;
+    struct ghd_idmap by_id;
     size_t count;
     size_t bytes;
     uint64_t next_seq;
-    struct ghd_buffer *head, *tail; /* creation order */
+    struct ghd_list all; /* creation order */
     /* Per-tenant limits (0 = none), set once before use. A buffer counts
      * against its tenant from creation until it leaves the table. */
     size_t tenant_max_bytes;
