@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "base/idmap.h"
+#include "base/list.h"
 #include "buffer.h"
 #include "kernels/kernel.h"
 
@@ -47,9 +49,9 @@ struct ghd_run {
     atomic_int refs;
     pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
     int settled; /* under the queue's lock: ended, its buffers let go, counted */
-    struct ghd_run *next;       /* queue order */
-    struct ghd_run *done_prev, *done_next; /* finished runs, in the order they ended */
-    struct ghd_run *id_next;               /* the queue's index by id */
+    struct ghd_list_node queue_link; /* queued runs, in submission order */
+    struct ghd_list_node done_link;  /* finished runs, in the order they ended */
+    struct ghd_idmap_node by_id;     /* the queue's index by id */
     /* The queue's lists of runs to settle or drop once its lock is released
      * (run_queue.c, "collect under the lock, release after"). */
     struct ghd_run *settle_next, *drop_next;

@@ -24,8 +24,8 @@ struct ghd_run_queue {
     struct ghd_runtime *rt; /* every worker's streams */
     pthread_mutex_t lock;
     struct run_worker *idle; /* idle workers, the most recently idle on top */
-    struct ghd_run *head, *tail;       /* queued runs */
-    struct ghd_run *done_old, *done_new; /* finished runs kept for GET, oldest first */
+    struct ghd_list queued;              /* queued runs, oldest first */
+    struct ghd_list done;                /* finished runs kept for GET, oldest first */
     unsigned done_count;
     unsigned active; /* queued or running */
     int stopping;
@@ -35,8 +35,7 @@ struct ghd_run_queue {
     void *loss_ctx;
     struct run_worker *workers;
     unsigned worker_count;
-    struct ghd_run **by_id; /* every known run, chained by id_next */
-    size_t by_id_mask;
+    struct ghd_idmap by_id; /* every known run */
 };
 
 /* How far into the queue a worker looks past runs that must wait for an
@@ -45,27 +44,24 @@ struct ghd_run_queue {
 
 /* ---- the index by id: every run from submission until it is forgotten ---- */
 
-static size_t id_slot(const struct ghd_run_queue *q, const char *id)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *id; id++)
-        h = (h ^ (unsigned char)*id) * 1099511628211ULL;
-    return (size_t)h & q->by_id_mask;
-}
-
 static void index_add_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
-    struct ghd_run **slot = &q->by_id[id_slot(q, run->id)];
-    run->id_next = *slot;
-    *slot = run;
+    ghd_idmap_insert(&q->by_id, &run->by_id, run->id);
 }
 
 static void index_remove_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
-    struct ghd_run **link = &q->by_id[id_slot(q, run->id)];
-    while (*link != run)
-        link = &(*link)->id_next;
-    *link = run->id_next;
+    ghd_idmap_remove(&q->by_id, &run->by_id);
+}
+
+static struct ghd_run *queued_run(struct ghd_list_node *n)
+{
+    return ghd_list_entry(n, struct ghd_run, queue_link);
+}
+
+static struct ghd_run *done_run(struct ghd_list_node *n)
+{
+    return ghd_list_entry(n, struct ghd_run, done_link);
 }
 
 /* pre: lock held. Whether `run` must wait: a running run, or one queued
@@ -75,7 +71,8 @@ static int must_wait_locked(const struct ghd_run_queue *q, const struct ghd_run 
     for (unsigned i = 0; i < q->worker_count; i++)
         if (q->workers[i].current && ghd_runs_conflict(q->workers[i].current, run))
             return 1;
-    for (const struct ghd_run *r = q->head; r != run; r = r->next)
+    for (const struct ghd_run *r = queued_run(q->queued.first); r != run;
+         r = queued_run(r->queue_link.next))
         if (ghd_runs_conflict(r, run))
             return 1;
     return 0;
@@ -84,20 +81,13 @@ static int must_wait_locked(const struct ghd_run_queue *q, const struct ghd_run 
 /* pre: lock held. Takes the first queued run that may start now, or NULL. */
 static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q)
 {
-    struct ghd_run *prev = NULL, *run = q->head;
+    struct ghd_run *run = queued_run(q->queued.first);
     for (unsigned seen = 0; run && seen < GHD_RUN_LOOKAHEAD; seen++) {
         if (!must_wait_locked(q, run)) {
-            if (prev)
-                prev->next = run->next;
-            else
-                q->head = run->next;
-            if (q->tail == run)
-                q->tail = prev;
-            run->next = NULL;
+            ghd_list_remove(&q->queued, &run->queue_link);
             return run;
         }
-        prev = run;
-        run = run->next;
+        run = queued_run(run->queue_link.next);
     }
     return NULL;
 }
@@ -154,15 +144,7 @@ static void settle(struct ghd_run_queue *q, struct collected *c)
 static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
     index_remove_locked(q, run);
-    if (run->done_prev)
-        run->done_prev->done_next = run->done_next;
-    else
-        q->done_old = run->done_next;
-    if (run->done_next)
-        run->done_next->done_prev = run->done_prev;
-    else
-        q->done_new = run->done_prev;
-    run->done_prev = run->done_next = NULL;
+    ghd_list_remove(&q->done, &run->done_link);
     q->done_count--;
 }
 
@@ -199,18 +181,12 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, struc
     ghd_run_writes_done(run);
     run->finished_ms = ghd_clock_ms();
     q->active--;
-    run->done_prev = q->done_new;
-    run->done_next = NULL;
-    if (q->done_new)
-        q->done_new->done_next = run;
-    else
-        q->done_old = run;
-    q->done_new = run;
+    ghd_list_push_back(&q->done, &run->done_link);
     q->done_count++;
     ghd_run_ref(run);
     run->settle_next = c->settle;
     c->settle = run;
-    if (q->head)
+    if (!ghd_list_empty(&q->queued))
         wake_idle_locked(q, 1);
 }
 
@@ -283,13 +259,11 @@ static void *worker_main(void *arg)
 /* pre: lock held. Cancels every queued run. */
 static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
 {
-    for (struct ghd_run *r = q->head; r; r = q->head) {
-        q->head = r->next;
+    for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
         r->status = GHD_RUN_CANCELED;
         r->error = GHD_ECANCELED;
         run_ended_locked(q, r, c);
     }
-    q->tail = NULL;
 }
 
 /* pre: lock held. Answers a running run's waiters now with `code`; its
@@ -340,14 +314,12 @@ void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason)
     snprintf(detail, sizeof(detail), "the device was lost: %s", reason);
     pthread_mutex_lock(&q->lock);
     q->lost = 1;
-    for (struct ghd_run *r = q->head; r; r = q->head) {
-        q->head = r->next;
+    for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
         r->status = GHD_RUN_FAILED;
         r->error = GHD_EDEVLOST;
         snprintf(r->error_detail, sizeof(r->error_detail), "%s", detail);
         run_ended_locked(q, r, &c);
     }
-    q->tail = NULL;
     for (unsigned i = 0; i < q->worker_count; i++) {
         struct ghd_run *run = q->workers[i].current;
         if (run && run->status == GHD_RUN_RUNNING)
@@ -387,15 +359,15 @@ static void stop_workers(struct ghd_run_queue *q, unsigned started)
 
 static void queue_destroy(struct ghd_run_queue *q)
 {
-    while (q->done_old) {
-        struct ghd_run *r = q->done_old;
+    while (!ghd_list_empty(&q->done)) {
+        struct ghd_run *r = done_run(q->done.first);
         done_unlink_locked(q, r);
         ghd_run_unref(r);
     }
     for (unsigned i = 0; i < q->worker_count; i++)
         pthread_cond_destroy(&q->workers[i].wake);
     pthread_mutex_destroy(&q->lock);
-    free(q->by_id);
+    ghd_idmap_destroy(&q->by_id);
     free(q->workers);
     free(q);
 }
@@ -410,13 +382,14 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
     while (slots < 2 * known && slots < ((size_t)1 << 16))
         slots *= 2;
     if (!q || !(q->workers = calloc(count, sizeof(*q->workers))) ||
-        !(q->by_id = calloc(slots, sizeof(*q->by_id)))) {
+        ghd_idmap_init(&q->by_id, slots) != 0) {
         if (q)
             free(q->workers);
         free(q);
         return GHD_ENOHOSTMEM;
     }
-    q->by_id_mask = slots - 1;
+    ghd_list_init(&q->queued);
+    ghd_list_init(&q->done);
     q->cfg = *cfg;
     q->rt = rt;
     q->worker_count = count;
@@ -449,8 +422,10 @@ void ghd_run_queue_free(struct ghd_run_queue *q)
 static void prune_locked(struct ghd_run_queue *q, struct collected *c)
 {
     double horizon = ghd_clock_ms() - (double)q->cfg.keep_s * 1e3;
-    while (q->done_old && (q->done_count > q->cfg.runs_kept || q->done_old->finished_ms < horizon))
-        forget_locked(q, q->done_old, c);
+    struct ghd_run *old;
+    while ((old = done_run(q->done.first)) &&
+           (q->done_count > q->cfg.runs_kept || old->finished_ms < horizon))
+        forget_locked(q, old, c);
 }
 
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
@@ -474,7 +449,8 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
         for (unsigned i = 0; i < q->worker_count; i++)
             mine += q->workers[i].current &&
                     strcmp(q->workers[i].current->tenant, run->tenant) == 0;
-        for (struct ghd_run *r = q->head; r; r = r->next)
+        for (struct ghd_run *r = queued_run(q->queued.first); r;
+             r = queued_run(r->queue_link.next))
             mine += strcmp(r->tenant, run->tenant) == 0;
         if (mine >= tenant_max) {
             pthread_mutex_unlock(&q->lock);
@@ -490,12 +466,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     run->queued_at_ms = ghd_clock_ms();
     ghd_run_ref(run); /* the queue's, then the finished list's */
     index_add_locked(q, run);
-    run->next = NULL;
-    if (q->tail)
-        q->tail->next = run;
-    else
-        q->head = run;
-    q->tail = run;
+    ghd_list_push_back(&q->queued, &run->queue_link);
     q->active++;
     wake_idle_locked(q, 0);
     pthread_mutex_unlock(&q->lock);
@@ -514,9 +485,12 @@ void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
 /* pre: lock held. The queued, running or kept run with this id and tenant. */
 static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, const char *tenant)
 {
-    for (struct ghd_run *r = q->by_id[id_slot(q, id)]; r; r = r->id_next)
-        if (strcmp(r->id, id) == 0 && strcmp(r->tenant, tenant ? tenant : "") == 0)
+    for (struct ghd_idmap_node *n = ghd_idmap_find(&q->by_id, id); n;
+         n = ghd_idmap_find_next(n)) {
+        struct ghd_run *r = ghd_container_of(n, struct ghd_run, by_id);
+        if (strcmp(r->tenant, tenant ? tenant : "") == 0)
             return r;
+    }
     return NULL;
 }
 
@@ -546,14 +520,7 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
     if (r && r->status == GHD_RUN_RUNNING) {
         rc = GHD_EBUSY;
     } else if (r && r->status == GHD_RUN_QUEUED) {
-        struct ghd_run **qlink = &q->head, *prev = NULL;
-        while (*qlink != r) {
-            prev = *qlink;
-            qlink = &(*qlink)->next;
-        }
-        *qlink = r->next;
-        if (q->tail == r)
-            q->tail = prev;
+        ghd_list_remove(&q->queued, &r->queue_link);
         r->status = GHD_RUN_CANCELED;
         r->error = GHD_ECANCELED;
         run_ended_locked(q, r, &c);
