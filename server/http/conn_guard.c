@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/list.h"
 #include "base/log.h"
 
 #define TICK_MS 200
@@ -35,7 +36,7 @@ struct ghd_guard_conn {
     double since;       /* start of the phase (head) or of the window (transfer) */
     uint64_t mark;      /* byte counter at `since` */
     int dropped;
-    struct ghd_guard_conn *prev, *next;
+    struct ghd_list_node link; /* the guard's connections */
 };
 
 struct ghd_guard {
@@ -44,7 +45,7 @@ struct ghd_guard {
     unsigned window_s;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    struct ghd_guard_conn *conns;
+    struct ghd_list conns;
     struct ghd_guard_stats stats;
     int stopping;
     int has_thread;
@@ -154,7 +155,8 @@ static void *guard_main(void *arg)
         struct timespec until = ghd_clock_deadline(CLOCK_REALTIME, TICK_MS);
         pthread_cond_timedwait(&g->wake, &g->lock, &until);
         double now = ghd_clock_s();
-        for (struct ghd_guard_conn *c = g->conns; c; c = c->next) {
+        for (struct ghd_list_node *n = g->conns.first; n; n = n->next) {
+            struct ghd_guard_conn *c = ghd_container_of(n, struct ghd_guard_conn, link);
             pthread_mutex_lock(&c->lock);
             check_locked(g, c, now);
             pthread_mutex_unlock(&c->lock);
@@ -197,9 +199,9 @@ void ghd_guard_free(struct ghd_guard *g)
         pthread_mutex_unlock(&g->lock);
         pthread_join(g->thread, NULL);
     }
-    while (g->conns) { /* closed connections unlink themselves; this is a safety net */
-        struct ghd_guard_conn *c = g->conns;
-        g->conns = c->next;
+    struct ghd_list_node *n; /* closed connections unlink themselves; this is a safety net */
+    while ((n = ghd_list_pop_front(&g->conns))) {
+        struct ghd_guard_conn *c = ghd_container_of(n, struct ghd_guard_conn, link);
         pthread_mutex_destroy(&c->lock);
         free(c);
     }
@@ -221,10 +223,7 @@ struct ghd_guard_conn *ghd_guard_open(struct ghd_guard *g, int fd, const char *p
     c->since = ghd_clock_s();
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_lock(&g->lock);
-    c->next = g->conns;
-    if (g->conns)
-        g->conns->prev = c;
-    g->conns = c;
+    ghd_list_push_front(&g->conns, &c->link);
     g->stats.watched++;
     pthread_mutex_unlock(&g->lock);
     return c;
@@ -235,12 +234,7 @@ void ghd_guard_close(struct ghd_guard *g, struct ghd_guard_conn *c)
     if (!g || !c)
         return;
     pthread_mutex_lock(&g->lock);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        g->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    ghd_list_remove(&g->conns, &c->link);
     pthread_mutex_unlock(&g->lock);
     pthread_mutex_destroy(&c->lock);
     free(c);
