@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/list.h"
 
 struct mem_entry {
     uint64_t hash;
@@ -20,7 +21,7 @@ struct mem_entry {
     unsigned char *cubin;
     size_t size;
     char *lowered; /* NULL without name expressions */
-    struct mem_entry *next; /* most recent first */
+    struct ghd_list_node link; /* the memory cache, most recent first */
 };
 
 struct job {
@@ -28,19 +29,19 @@ struct job {
     struct ghd_ucompiled *out;
     struct ghd_uerr err;
     int rc, done;
-    struct job *next;
+    struct ghd_list_node link; /* the queue */
 };
 
 struct ghd_ucompiler {
     pthread_mutex_t lock;
     pthread_cond_t work;  /* a job was queued, or stopping */
     pthread_cond_t done;  /* a job finished */
-    struct job *head, *tail;
+    struct ghd_list jobs; /* queued, oldest first */
     unsigned queued, queue_max;
     int stopping;
     pthread_t *threads;
     unsigned nthreads;
-    struct mem_entry *mem;
+    struct ghd_list mem;
     unsigned nmem;
     char dir[256];
     size_t dir_max;
@@ -87,12 +88,24 @@ static char *make_key(const struct ghd_ucompiler *c, const struct ghd_ucompile_j
 
 /* ---- memory ------------------------------------------------------------- */
 
+static struct mem_entry *mem_of(struct ghd_list_node *n)
+{
+    return ghd_list_entry(n, struct mem_entry, link);
+}
+
+static void mem_free(struct mem_entry *m)
+{
+    free(m->key);
+    free(m->cubin);
+    free(m->lowered);
+    free(m);
+}
+
 /* pre: lock held. Copies a matching entry's cubin; moves it to the front. */
 static int mem_find_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
                            struct ghd_ucompiled *out)
 {
-    for (struct mem_entry **link = &c->mem; *link; link = &(*link)->next) {
-        struct mem_entry *m = *link;
+    for (struct mem_entry *m = mem_of(c->mem.first); m; m = mem_of(m->link.next)) {
         if (m->hash != h || strcmp(m->key, key) != 0)
             continue;
         out->cubin = malloc(m->size);
@@ -103,9 +116,8 @@ static int mem_find_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
         }
         memcpy(out->cubin, m->cubin, m->size);
         out->size = m->size;
-        *link = m->next;
-        m->next = c->mem;
-        c->mem = m;
+        ghd_list_remove(&c->mem, &m->link);
+        ghd_list_push_front(&c->mem, &m->link);
         return 1;
     }
     return 0;
@@ -122,26 +134,17 @@ static void mem_add_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
     m->cubin = malloc(r->size);
     m->lowered = r->lowered ? strdup(r->lowered) : NULL;
     if (!m->key || !m->cubin || (r->lowered && !m->lowered)) {
-        free(m->key);
-        free(m->cubin);
-        free(m->lowered);
-        free(m);
+        mem_free(m);
         return;
     }
     memcpy(m->cubin, r->cubin, r->size);
     m->size = r->size;
     m->hash = h;
-    m->next = c->mem;
-    c->mem = m;
+    ghd_list_push_front(&c->mem, &m->link);
     if (++c->nmem > GHD_UCACHE_MEMORY) { /* drop the least recent */
-        struct mem_entry **link = &c->mem;
-        while ((*link)->next)
-            link = &(*link)->next;
-        free((*link)->key);
-        free((*link)->cubin);
-        free((*link)->lowered);
-        free(*link);
-        *link = NULL;
+        struct mem_entry *last = mem_of(c->mem.last);
+        ghd_list_remove(&c->mem, &last->link);
+        mem_free(last);
         c->nmem--;
     }
 }
@@ -299,14 +302,11 @@ static void *worker(void *arg)
     struct ghd_ucompiler *c = arg;
     pthread_mutex_lock(&c->lock);
     for (;;) {
-        while (!c->head && !c->stopping)
+        while (ghd_list_empty(&c->jobs) && !c->stopping)
             pthread_cond_wait(&c->work, &c->lock);
-        if (!c->head)
+        if (ghd_list_empty(&c->jobs))
             break;
-        struct job *j = c->head;
-        c->head = j->next;
-        if (!c->head)
-            c->tail = NULL;
+        struct job *j = ghd_container_of(ghd_list_pop_front(&c->jobs), struct job, link);
         c->queued--;
         pthread_mutex_unlock(&c->lock);
         j->rc = ghd_unvrtc_compile(j->job, j->out, &j->err);
@@ -370,14 +370,8 @@ void ghd_ucompiler_free(struct ghd_ucompiler *c)
     for (unsigned i = 0; i < c->nthreads; i++)
         pthread_join(c->threads[i], NULL);
     free(c->threads);
-    while (c->mem) {
-        struct mem_entry *m = c->mem;
-        c->mem = m->next;
-        free(m->key);
-        free(m->cubin);
-        free(m->lowered);
-        free(m);
-    }
+    while (!ghd_list_empty(&c->mem))
+        mem_free(mem_of(ghd_list_pop_front(&c->mem)));
     pthread_cond_destroy(&c->work);
     pthread_cond_destroy(&c->done);
     pthread_mutex_destroy(&c->lock);
@@ -427,11 +421,7 @@ int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile
                           c->queued);
         goto out;
     }
-    if (c->tail)
-        c->tail->next = &j;
-    else
-        c->head = &j;
-    c->tail = &j;
+    ghd_list_push_back(&c->jobs, &j.link);
     c->queued++;
     pthread_cond_signal(&c->work);
     while (!j.done)
