@@ -16,15 +16,15 @@ void ghd_ukernel_store_init(struct ghd_ukernel_store *s, unsigned tenant_max)
     s->tenant_max = tenant_max;
 }
 
+static struct ghd_ukernel *kernel_of(struct ghd_list_node *n)
+{
+    return ghd_list_entry(n, struct ghd_ukernel, link);
+}
+
 void ghd_ukernel_store_destroy(struct ghd_ukernel_store *s)
 {
-    struct ghd_ukernel *k = s->head;
-    while (k) {
-        struct ghd_ukernel *next = k->next;
-        ghd_ukernel_unref(k);
-        k = next;
-    }
-    s->head = NULL;
+    while (!ghd_list_empty(&s->all))
+        ghd_ukernel_unref(kernel_of(ghd_list_pop_front(&s->all)));
     pthread_mutex_destroy(&s->lock);
 }
 
@@ -40,21 +40,18 @@ int ghd_ukernel_store_add(struct ghd_ukernel_store *s, struct ghd_ukernel *k)
     unsigned count = 0;
     int rc = 0;
     pthread_mutex_lock(&s->lock);
-    struct ghd_ukernel **tail = &s->head;
-    for (struct ghd_ukernel *o = s->head; o; o = o->next) {
+    for (struct ghd_ukernel *o = kernel_of(s->all.first); o; o = kernel_of(o->link.next)) {
         if (owned_by(o, k->tenant)) {
             count++;
             if (strcmp(o->def.name, k->def.name) == 0)
                 rc = GHD_EBUSY;
         }
-        tail = &o->next;
     }
     if (rc == 0 && s->tenant_max && count >= s->tenant_max)
         rc = GHD_ELIMIT;
     if (rc == 0) {
         ghd_ukernel_ref(k);
-        k->next = NULL;
-        *tail = k;
+        ghd_list_push_back(&s->all, &k->link);
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -65,7 +62,7 @@ int ghd_ukernel_store_find_new(struct ghd_ukernel_store *s, const char *tenant,
 {
     int rc = GHD_ENOENT;
     pthread_mutex_lock(&s->lock);
-    for (struct ghd_ukernel *k = s->head; k; k = k->next)
+    for (struct ghd_ukernel *k = kernel_of(s->all.first); k; k = kernel_of(k->link.next))
         if (owned_by(k, tenant) && strcmp(k->def.name, name) == 0) {
             ghd_ukernel_ref(k);
             *out = k;
@@ -80,10 +77,10 @@ int ghd_ukernel_store_remove(struct ghd_ukernel_store *s, const char *tenant, co
 {
     struct ghd_ukernel *gone = NULL;
     pthread_mutex_lock(&s->lock);
-    for (struct ghd_ukernel **link = &s->head; *link; link = &(*link)->next)
-        if (owned_by(*link, tenant) && strcmp((*link)->def.name, name) == 0) {
-            gone = *link;
-            *link = gone->next;
+    for (struct ghd_ukernel *k = kernel_of(s->all.first); k; k = kernel_of(k->link.next))
+        if (owned_by(k, tenant) && strcmp(k->def.name, name) == 0) {
+            gone = k;
+            ghd_list_remove(&s->all, &k->link);
             break;
         }
     pthread_mutex_unlock(&s->lock);
@@ -98,7 +95,8 @@ void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant,
     struct ghd_ukernel *mine[256];
     size_t n = 0;
     pthread_mutex_lock(&s->lock);
-    for (struct ghd_ukernel *k = s->head; k && n < sizeof(mine) / sizeof(mine[0]); k = k->next)
+    for (struct ghd_ukernel *k = kernel_of(s->all.first); k && n < sizeof(mine) / sizeof(mine[0]);
+         k = kernel_of(k->link.next))
         if (owned_by(k, tenant)) {
             ghd_ukernel_ref(k);
             mine[n++] = k;

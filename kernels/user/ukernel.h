@@ -12,6 +12,7 @@
 
 #include "kernels/registry.h"
 #include "define.h"
+#include "base/list.h"
 #include "base/tenant.h"
 
 #define GHD_U_MAX_BINDINGS 16
@@ -32,7 +33,7 @@ struct ghd_ukernel {
     pthread_mutex_t lock; /* the bindings */
     struct ghd_ubinding *bindings[GHD_U_MAX_BINDINGS];
     int nbindings;
-    struct ghd_ukernel *next; /* the store's list */
+    struct ghd_list_node link; /* the store's list */
     struct ghd_ucompiler *compiler; /* borrowed from the service; NULL without NVRTC */
 };
 
@@ -63,7 +64,7 @@ json_t *ghd_ukernel_describe_new(const struct ghd_ukernel *k);
 
 struct ghd_ukernel_store {
     pthread_mutex_t lock;
-    struct ghd_ukernel *head;
+    struct ghd_list all; /* oldest first */
     unsigned tenant_max; /* kernels per tenant; 0 = no limit */
 };
 
