@@ -21,9 +21,11 @@ int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep)
     if (ghd_devloss_get(&svc->devloss, lost, sizeof(lost)))
         return ghd_reply_problem(rep, req, GHD_EDEVLOST, "device %d is lost: %s", rt->dev.ordinal,
                                  lost);
-    if (ghd_runtime_health(rt) != 0) {
+    struct ghd_err err = {0};
+    int rc = ghd_runtime_health(rt, &err);
+    if (rc != 0) {
         return ghd_reply_problem(rep, req, GHD_EUNAVAIL, "device %d is not usable: %s",
-                                 rt->dev.ordinal, rt->dev.last_error);
+                                 rt->dev.ordinal, ghd_err_text(&err, rc));
     }
     struct ghd_pool_stats ps;
     struct ghd_staging_stats ss;

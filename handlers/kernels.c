@@ -32,7 +32,7 @@ int ghd_handle_kernel_get(struct ghd_request *req, struct ghd_reply *rep)
  * the binding without placeholders or scalars now, so the 201 can say what
  * the compile did (the rest compile when first run). */
 static int build_report(struct ghd_request *req, struct ghd_ukernel *k, json_t *desc,
-                        struct ghd_uerr *e)
+                        struct ghd_err *e)
 {
     struct ghd_runtime *rt = ghd_service_runtime(req->svc, 0);
     json_t *build = json_object();
@@ -60,7 +60,7 @@ static int build_report(struct ghd_request *req, struct ghd_ukernel *k, json_t *
 int ghd_handle_kernel_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_ukernel *k = NULL;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     int rc = ghd_ukernel_new(req->json, &req->svc->kernel_limits, req->tenant,
                              req->svc->compiler, &k, &e);
     if (rc)

@@ -457,26 +457,29 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
         return ghd_kdetail(detail, detail_len, GHD_ENOTSUP,
                            "kernel %s has no %s implementation in this build", k->name,
                            ghd_backend_name(rt->dev.kind));
-    struct ghd_kexec x = {.rt = rt, .dev = &rt->dev, .stream = stream, .args = &call->args};
+    struct ghd_err derr = {0};
+    struct ghd_kexec x = {
+        .rt = rt, .dev = &rt->dev, .stream = stream, .error = &derr, .args = &call->args};
     const struct ghd_device_ops *ops = rt->dev.ops;
     int rc = 0;
     if (start && end)
-        rc = ops->event_record(&rt->dev, start, stream);
+        rc = ops->event_record(&rt->dev, start, stream, &derr);
     if (!rc)
         rc = fn(&x);
     if (!rc && start && end)
-        rc = ops->event_record(&rt->dev, end, stream);
+        rc = ops->event_record(&rt->dev, end, stream, &derr);
     if (!rc && x.acc_dev) /* a synchronous copy for CUDA: after the end event */
-        rc = ops->copy_d2h(&rt->dev, &x.acc, x.acc_dev, sizeof(x.acc), stream);
-    /* Always wait: work queued before a failure may still use the scratch. */
-    int sync_rc = ops->stream_sync(&rt->dev, stream);
+        rc = ops->copy_d2h(&rt->dev, &x.acc, x.acc_dev, sizeof(x.acc), stream, &derr);
+    /* Always wait: work queued before a failure may still use the scratch.
+     * The first failure's detail is the one reported. */
+    int sync_rc = ops->stream_sync(&rt->dev, stream, rc ? NULL : &derr);
     for (unsigned i = 0; i < x.nscratch; i++)
         ghd_pool_free(&rt->pool, x.scratch[i]);
     if (!rc)
         rc = sync_rc;
     if (rc == GHD_EDEVICE)
         return ghd_kdetail(detail, detail_len, rc, "kernel %s: %s", k->name,
-                           rt->dev.last_error);
+                           ghd_err_text(&derr, rc));
     if (rc == GHD_ENOMEM)
         return ghd_kdetail(detail, detail_len, rc,
                            "kernel %s: no device memory for its scratch space", k->name);

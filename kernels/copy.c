@@ -20,7 +20,7 @@ int ghd_kernel_copy(struct ghd_kexec *x)
     if (bytes == 0 || src == dst)
         return 0;
     if (dst + bytes <= src || src + bytes <= dst)
-        return ops->copy_d2d(x->dev, dst, src, bytes, x->stream);
+        return ops->copy_d2d(x->dev, dst, src, bytes, x->stream, x->error);
 
     size_t chunk = bytes < COPY_CHUNK ? bytes : COPY_CHUNK;
     void *tmp;
@@ -30,17 +30,17 @@ int ghd_kernel_copy(struct ghd_kexec *x)
     if (dst < src) {
         for (size_t off = 0; off < bytes && !rc; off += chunk) {
             size_t c = bytes - off < chunk ? bytes - off : chunk;
-            rc = ops->copy_d2d(x->dev, tmp, src + off, c, x->stream);
+            rc = ops->copy_d2d(x->dev, tmp, src + off, c, x->stream, x->error);
             if (!rc)
-                rc = ops->copy_d2d(x->dev, dst + off, tmp, c, x->stream);
+                rc = ops->copy_d2d(x->dev, dst + off, tmp, c, x->stream, x->error);
         }
     } else {
         for (size_t end = bytes; end > 0 && !rc;) {
             size_t c = end < chunk ? end : chunk;
             size_t off = end - c;
-            rc = ops->copy_d2d(x->dev, tmp, src + off, c, x->stream);
+            rc = ops->copy_d2d(x->dev, tmp, src + off, c, x->stream, x->error);
             if (!rc)
-                rc = ops->copy_d2d(x->dev, dst + off, tmp, c, x->stream);
+                rc = ops->copy_d2d(x->dev, dst + off, tmp, c, x->stream, x->error);
             end = off;
         }
     }

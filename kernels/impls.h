@@ -37,7 +37,7 @@ int ghd_cuda_scan(struct ghd_kexec *x);
 int ghd_cuda_sort(struct ghd_kexec *x);
 int ghd_cuda_gemm(struct ghd_kexec *x);
 /* The per-device cuBLAS handle (kernels/cuda/gemm.cu). */
-int ghd_cuda_blas_warmup(struct ghd_device *dev);
+int ghd_cuda_blas_warmup(struct ghd_device *dev, struct ghd_err *error);
 void ghd_cuda_blas_release(struct ghd_device *dev);
 #define GHD_IMPLS(host, cuda) {[GHD_BACKEND_HOST] = (host), [GHD_BACKEND_CUDA] = (cuda)}
 #else

@@ -82,7 +82,7 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
                                 struct ghd_kernel_call **out, char *detail, size_t detail_len);
 /* Runs the call on `stream` of `rt` and waits for it. Adds the kernel's
  * result members (e.g. "value" for reductions, "n") to `result`, an object.
- * Device errors come back as GHD_EDEVICE with rt->dev.last_error naming them.
+ * Device errors come back as GHD_EDEVICE with the detail naming them.
  * pre: every buffer of the call lives on rt's device and is ordered on
  * `stream` (its earlier users' work comes first). */
 int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
@@ -106,7 +106,7 @@ void ghd_kernel_call_free(struct ghd_kernel_call *call);
  * ghd_kernels_warmup creates it now, so the first request does not pay for
  * it; ghd_kernels_release drops it. Both are no-ops on the host backend.
  * pre: for release, no kernel is running on rt's device. */
-int ghd_kernels_warmup(struct ghd_runtime *rt);
+int ghd_kernels_warmup(struct ghd_runtime *rt, struct ghd_err *error);
 void ghd_kernels_release(struct ghd_runtime *rt);
 
 #endif

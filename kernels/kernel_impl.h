@@ -63,6 +63,8 @@ struct ghd_kexec {
     struct ghd_runtime *rt;
     struct ghd_device *dev;
     struct ghd_stream *stream;
+    /* Where a device failure says what it was (the call's own, never shared). */
+    struct ghd_err *error;
     const struct ghd_kargs *args;
     struct ghd_pool_block *scratch[GHD_KEXEC_SCRATCH];
     unsigned nscratch;

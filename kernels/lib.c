@@ -4,13 +4,14 @@
 
 #include "impls.h"
 
-int ghd_kernels_warmup(struct ghd_runtime *rt)
+int ghd_kernels_warmup(struct ghd_runtime *rt, struct ghd_err *error)
 {
 #ifdef GHD_HAVE_CUDA
     if (rt->dev.kind == GHD_BACKEND_CUDA)
-        return ghd_cuda_blas_warmup(&rt->dev);
+        return ghd_cuda_blas_warmup(&rt->dev, error);
 #else
     (void)rt;
+    (void)error;
 #endif
     return 0;
 }

@@ -31,7 +31,7 @@ inline cudaStream_t stream_of(const ghd_kexec *x)
 /* Threads come and go with connections: bind the call's device first. */
 inline int enter(ghd_kexec *x)
 {
-    GHD_CUDA_CHECK(x->dev, cudaSetDevice(x->dev->ordinal));
+    GHD_CUDA_CHECK(x->dev, x->error, cudaSetDevice(x->dev->ordinal));
     return 0;
 }
 

@@ -22,34 +22,31 @@ constexpr size_t kWorkspace = (size_t)32 << 20; /* cuBLAS's advice for Hopper */
 static std::mutex blas_lock[kMaxDevices];
 static cublasHandle_t blas_handle[kMaxDevices];
 
-static int blas_error(ghd_device *dev, cublasStatus_t st, const char *what)
+static int blas_error(ghd_err *error, cublasStatus_t st, const char *what)
 {
-    snprintf(dev->last_error, sizeof(dev->last_error), "%s (%s)", cublasGetStatusName(st), what);
-    return st == CUBLAS_STATUS_ALLOC_FAILED ? GHD_ENOMEM : GHD_EDEVICE;
+    return ghd_err_set(error, st == CUBLAS_STATUS_ALLOC_FAILED ? GHD_ENOMEM : GHD_EDEVICE,
+                       "%s (%s)", cublasGetStatusName(st), what);
 }
 
 /* pre: blas_lock[dev->ordinal] is held and the device is current. */
-static int handle_locked(ghd_device *dev, cublasHandle_t *out)
+static int handle_locked(ghd_device *dev, cublasHandle_t *out, ghd_err *error)
 {
     int ord = dev->ordinal;
     if (!blas_handle[ord]) {
         cublasStatus_t st = cublasCreate(&blas_handle[ord]);
         if (st != CUBLAS_STATUS_SUCCESS) {
             blas_handle[ord] = nullptr;
-            return blas_error(dev, st, "cublasCreate");
+            return blas_error(error, st, "cublasCreate");
         }
     }
     *out = blas_handle[ord];
     return 0;
 }
 
-static int check_ordinal(ghd_device *dev)
+static int check_ordinal(ghd_device *dev, ghd_err *error)
 {
-    if (dev->ordinal < 0 || dev->ordinal >= kMaxDevices) {
-        snprintf(dev->last_error, sizeof(dev->last_error), "device ordinal %d out of range",
-                 dev->ordinal);
-        return GHD_EDEVICE;
-    }
+    if (dev->ordinal < 0 || dev->ordinal >= kMaxDevices)
+        return ghd_err_set(error, GHD_EDEVICE, "device ordinal %d out of range", dev->ordinal);
     return 0;
 }
 
@@ -87,7 +84,7 @@ extern "C" int ghd_cuda_gemm(struct ghd_kexec *x)
     const ghd_kargs *a = x->args;
     int rc = enter(x);
     if (!rc)
-        rc = check_ordinal(x->dev);
+        rc = check_ordinal(x->dev, x->error);
     if (rc || a->m == 0 || a->n == 0)
         return rc;
     void *ws;
@@ -95,36 +92,36 @@ extern "C" int ghd_cuda_gemm(struct ghd_kexec *x)
     if (rc)
         return rc;
     std::lock_guard<std::mutex> guard(blas_lock[x->dev->ordinal]);
-    cublasHandle_t h;
-    rc = handle_locked(x->dev, &h);
+    cublasHandle_t h = nullptr;
+    rc = handle_locked(x->dev, &h, x->error);
     if (rc)
         return rc;
     cublasStatus_t st = cublasSetStream(h, stream_of(x));
     if (st != CUBLAS_STATUS_SUCCESS)
-        return blas_error(x->dev, st, "cublasSetStream");
+        return blas_error(x->error, st, "cublasSetStream");
     st = cublasSetWorkspace(h, ws, kWorkspace);
     if (st != CUBLAS_STATUS_SUCCESS)
-        return blas_error(x->dev, st, "cublasSetWorkspace");
+        return blas_error(x->error, st, "cublasSetWorkspace");
     st = enqueue(h, a);
     if (st != CUBLAS_STATUS_SUCCESS)
-        return blas_error(x->dev, st, "gemm");
+        return blas_error(x->error, st, "gemm");
     return 0;
 }
 
-extern "C" int ghd_cuda_blas_warmup(struct ghd_device *dev)
+extern "C" int ghd_cuda_blas_warmup(struct ghd_device *dev, struct ghd_err *error)
 {
-    int rc = check_ordinal(dev);
+    int rc = check_ordinal(dev, error);
     if (rc)
         return rc;
-    GHD_CUDA_CHECK(dev, cudaSetDevice(dev->ordinal));
+    GHD_CUDA_CHECK(dev, error, cudaSetDevice(dev->ordinal));
     std::lock_guard<std::mutex> guard(blas_lock[dev->ordinal]);
-    cublasHandle_t h;
-    return handle_locked(dev, &h);
+    cublasHandle_t h = nullptr;
+    return handle_locked(dev, &h, error);
 }
 
 extern "C" void ghd_cuda_blas_release(struct ghd_device *dev)
 {
-    if (check_ordinal(dev) || cudaSetDevice(dev->ordinal) != cudaSuccess)
+    if (check_ordinal(dev, nullptr) || cudaSetDevice(dev->ordinal) != cudaSuccess)
         return;
     std::lock_guard<std::mutex> guard(blas_lock[dev->ordinal]);
     if (blas_handle[dev->ordinal]) {

@@ -29,7 +29,7 @@ static int launch_fill(ghd_kexec *x, void *p, uint64_t n, T v)
     Split s = split16<T>(n, y);
     fill_kernel<<<grid_for(x->dev, split_items<T>(n, s)), kThreads, 0, stream_of(x)>>>(
         y, n, s.head, s.nvec, v);
-    GHD_CUDA_CHECK_LAUNCH(x->dev);
+    GHD_CUDA_CHECK_LAUNCH(x->dev, x->error);
     return 0;
 }
 
@@ -55,7 +55,7 @@ static int launch_cast(ghd_kexec *x)
     cast_kernel<ST, DT><<<grid_for(x->dev, a->n), kThreads, 0, stream_of(x)>>>(
         static_cast<const typename Storage<ST>::type *>(a->p[GHD_S_X]),
         static_cast<typename Storage<DT>::type *>(a->p[GHD_S_Y]), a->n);
-    GHD_CUDA_CHECK_LAUNCH(x->dev);
+    GHD_CUDA_CHECK_LAUNCH(x->dev, x->error);
     return 0;
 }
 
@@ -109,7 +109,7 @@ extern "C" int ghd_cuda_fill(struct ghd_kexec *x)
     switch (ghd_dtype_size(a->dtype)) {
     case 1:
         return x->dev->ops->memset(x->dev, a->p[GHD_S_X], (int)(a->bits & 0xff), a->n,
-                                   x->stream);
+                                   x->stream, x->error);
     case 2:
         return launch_fill<uint16_t>(x, a->p[GHD_S_X], a->n, (uint16_t)a->bits);
     case 4:

@@ -61,7 +61,7 @@ int launch_map1(ghd_kexec *x, const T *in, T *out, uint64_t n, F f)
     Split s = split16<T>(n, in, out);
     map1_kernel<<<grid_for(x->dev, split_items<T>(n, s)), kThreads, 0, stream_of(x)>>>(
         in, out, n, s.head, s.nvec, f);
-    GHD_CUDA_CHECK_LAUNCH(x->dev);
+    GHD_CUDA_CHECK_LAUNCH(x->dev, x->error);
     return 0;
 }
 
@@ -73,7 +73,7 @@ int launch_map2(ghd_kexec *x, const T *a, const T *b, T *out, uint64_t n, F f)
     Split s = split16<T>(n, a, b, out);
     map2_kernel<<<grid_for(x->dev, split_items<T>(n, s)), kThreads, 0, stream_of(x)>>>(
         a, b, out, n, s.head, s.nvec, f);
-    GHD_CUDA_CHECK_LAUNCH(x->dev);
+    GHD_CUDA_CHECK_LAUNCH(x->dev, x->error);
     return 0;
 }
 

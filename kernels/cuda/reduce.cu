@@ -72,15 +72,15 @@ template <typename Call>
 static int cub_twice(ghd_kexec *x, Call call, uint64_t **d_acc)
 {
     size_t temp_bytes = 0;
-    GHD_CUDA_CHECK(x->dev, call(nullptr, temp_bytes, (uint64_t *)nullptr));
+    GHD_CUDA_CHECK(x->dev, x->error, call(nullptr, temp_bytes, (uint64_t *)nullptr));
     void *block;
     int rc = ghd_kexec_scratch(x, 256 + temp_bytes, &block);
     if (rc)
         return rc;
     *d_acc = static_cast<uint64_t *>(block);
     /* min/max write only sizeof(T) bytes: the rest must read as zero. */
-    GHD_CUDA_CHECK(x->dev, cudaMemsetAsync(*d_acc, 0, 8, stream_of(x)));
-    GHD_CUDA_CHECK(x->dev, call(static_cast<char *>(block) + 256, temp_bytes, *d_acc));
+    GHD_CUDA_CHECK(x->dev, x->error, cudaMemsetAsync(*d_acc, 0, 8, stream_of(x)));
+    GHD_CUDA_CHECK(x->dev, x->error, call(static_cast<char *>(block) + 256, temp_bytes, *d_acc));
     return 0;
 }
 
@@ -153,7 +153,7 @@ extern "C" int ghd_cuda_reduce(struct ghd_kexec *x)
         if (rc)
             return rc;
         d_acc = static_cast<uint64_t *>(block);
-        GHD_CUDA_CHECK(x->dev, cudaMemsetAsync(d_acc, 0, 8, stream_of(x)));
+        GHD_CUDA_CHECK(x->dev, x->error, cudaMemsetAsync(d_acc, 0, 8, stream_of(x)));
     } else {
         rc = dispatch_numeric(a->dtype, [&](auto tag) {
             using T = typename decltype(tag)::type;
@@ -164,7 +164,7 @@ extern "C" int ghd_cuda_reduce(struct ghd_kexec *x)
     }
     if (a->p[GHD_S_OUT]) {
         finish_kernel<<<1, 1, 0, stream_of(x)>>>(a->op, a->dtype, d_acc, a->n, a->p[GHD_S_OUT]);
-        GHD_CUDA_CHECK_LAUNCH(x->dev);
+        GHD_CUDA_CHECK_LAUNCH(x->dev, x->error);
     }
     x->acc_dev = d_acc; /* fetched by the caller, outside the timed work */
     x->has_acc = 1;

@@ -18,16 +18,16 @@ static int scan_typed(ghd_kexec *x)
     size_t bytes = 0;
     void *temp;
     if (a->flag_a)
-        GHD_CUDA_CHECK(x->dev, cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, s));
+        GHD_CUDA_CHECK(x->dev, x->error, cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, s));
     else
-        GHD_CUDA_CHECK(x->dev, cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, n, s));
+        GHD_CUDA_CHECK(x->dev, x->error, cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, n, s));
     int rc = ghd_kexec_scratch(x, bytes, &temp);
     if (rc)
         return rc;
     if (a->flag_a)
-        GHD_CUDA_CHECK(x->dev, cub::DeviceScan::ExclusiveSum(temp, bytes, in, out, n, s));
+        GHD_CUDA_CHECK(x->dev, x->error, cub::DeviceScan::ExclusiveSum(temp, bytes, in, out, n, s));
     else
-        GHD_CUDA_CHECK(x->dev, cub::DeviceScan::InclusiveSum(temp, bytes, in, out, n, s));
+        GHD_CUDA_CHECK(x->dev, x->error, cub::DeviceScan::InclusiveSum(temp, bytes, in, out, n, s));
     return 0;
 }
 

@@ -40,9 +40,9 @@ int sort_typed(ghd_kexec *x)
     int rc = 0;
 
     if (keys != keys_in)
-        rc = ops->copy_d2d(x->dev, keys, keys_in, n * sizeof(K), x->stream);
+        rc = ops->copy_d2d(x->dev, keys, keys_in, n * sizeof(K), x->stream, x->error);
     if (!rc && pairs && vals != vals_in)
-        rc = ops->copy_d2d(x->dev, vals, vals_in, n * sizeof(VS), x->stream);
+        rc = ops->copy_d2d(x->dev, vals, vals_in, n * sizeof(VS), x->stream, x->error);
     if (rc || n <= 1)
         return rc;
 
@@ -64,7 +64,7 @@ int sort_typed(ghd_kexec *x)
     size_t temp_bytes = 0;
     cub::DoubleBuffer<K> dk(keys, keys);
     cub::DoubleBuffer<VS> dv(vals, vals);
-    GHD_CUDA_CHECK(x->dev, run(nullptr, temp_bytes, dk, dv));
+    GHD_CUDA_CHECK(x->dev, x->error, run(nullptr, temp_bytes, dk, dv));
     size_t kbytes = round256(n * sizeof(K)), vbytes = pairs ? round256(n * sizeof(VS)) : 0;
     void *block;
     rc = ghd_kexec_scratch(x, kbytes + vbytes + temp_bytes, &block);
@@ -73,11 +73,11 @@ int sort_typed(ghd_kexec *x)
     char *base = static_cast<char *>(block);
     dk = cub::DoubleBuffer<K>(keys, reinterpret_cast<K *>(base));
     dv = cub::DoubleBuffer<VS>(vals, pairs ? reinterpret_cast<VS *>(base + kbytes) : vals);
-    GHD_CUDA_CHECK(x->dev, run(base + kbytes + vbytes, temp_bytes, dk, dv));
+    GHD_CUDA_CHECK(x->dev, x->error, run(base + kbytes + vbytes, temp_bytes, dk, dv));
     if (dk.Current() != keys)
-        rc = ops->copy_d2d(x->dev, keys, dk.Current(), n * sizeof(K), x->stream);
+        rc = ops->copy_d2d(x->dev, keys, dk.Current(), n * sizeof(K), x->stream, x->error);
     if (!rc && pairs && dv.Current() != vals)
-        rc = ops->copy_d2d(x->dev, vals, dv.Current(), n * sizeof(VS), x->stream);
+        rc = ops->copy_d2d(x->dev, vals, dv.Current(), n * sizeof(VS), x->stream, x->error);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/error.h"
 #include "kernels/user/compile.h"
 
@@ -149,14 +150,14 @@ int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
     m->rt = rt;
     int major = 0, minor = 0;
     /* The exact architecture: the cubin is loaded without JIT. */
-    if ((rc = ghd_rcuda_arch(rt, &major, &minor)) != 0) {
-        ghd_kdetail(detail, detail_len, rc, "the device's architecture: %s", rt->dev.last_error);
+    struct ghd_err e = {0};
+    if ((rc = ghd_rcuda_arch(rt, &major, &minor, &e)) != 0) {
+        ghd_kdetail(detail, detail_len, rc, "the device's architecture: %s", ghd_err_text(&e, rc));
         goto fail;
     }
     snprintf(m->arch, sizeof(m->arch), "sm_%d%d", major, minor);
     struct ghd_ucompile_job job = {.src = b.source, .arch = m->arch, .options = b.opts,
                                    .names = b.name_v, .nnames = b.nnames, .user = 1};
-    struct ghd_uerr e = {0};
     rc = ghd_ucompiler_compile_job(compiler, &job, &built, &e);
     snprintf(m->log, sizeof(m->log), "%s", built.log);
     if (rc) {

@@ -99,14 +99,15 @@ unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant
 /* ---- the device side (rcuda.c; GHD_ENOTSUP without CUDA and NVRTC) -------- */
 
 /* The compute capability of rt's device. */
-int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor);
+int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_err *error);
 /* Loads the cubin into m->rt's device and fills m's functions. */
 int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char *lowered,
                    json_t *names, char *detail, size_t detail_len);
 void ghd_rcuda_unload(struct ghd_rmodule *m);
 /* Enqueues f on `stream` with the packed arguments. */
 int ghd_rcuda_launch(const struct ghd_rfunc *f, const struct ghd_raw_shape *shape,
-                     struct ghd_raw_pack *pack, struct ghd_runtime *rt, struct ghd_stream *stream);
+                     struct ghd_raw_pack *pack, struct ghd_runtime *rt, struct ghd_stream *stream,
+                     struct ghd_err *error);
 
 /* ---- calls (kernels/call.c delegates here for raw functions) ---------------- */
 

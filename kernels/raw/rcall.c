@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/error.h"
 
 struct ghd_rcall {
@@ -97,18 +98,22 @@ int ghd_rcall_execute(struct ghd_rcall *c, struct ghd_runtime *rt, struct ghd_st
     if (c->f->module->rt != rt)
         return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "module %s was loaded on another "
                            "device", c->f->module->id);
+    /* The first failure's detail wins: the sync after it must not overwrite it. */
+    struct ghd_err err = {0}, sync_err = {0};
     int rc = 0;
     if (start && end)
-        rc = ops->event_record(&rt->dev, start, stream);
+        rc = ops->event_record(&rt->dev, start, stream, &err);
     if (!rc)
-        rc = ghd_rcuda_launch(c->f, &c->shape, &c->pack, rt, stream);
+        rc = ghd_rcuda_launch(c->f, &c->shape, &c->pack, rt, stream, &err);
     if (!rc && start && end)
-        rc = ops->event_record(&rt->dev, end, stream);
-    int sync_rc = ops->stream_sync(&rt->dev, stream);
-    if (!rc)
+        rc = ops->event_record(&rt->dev, end, stream, &err);
+    int sync_rc = ops->stream_sync(&rt->dev, stream, &sync_err);
+    if (!rc) {
         rc = sync_rc;
+        err = sync_err;
+    }
     if (rc == GHD_EDEVICE)
-        return ghd_kdetail(detail, detail_len, rc, "%s: %s", c->f->name, rt->dev.last_error);
+        return ghd_kdetail(detail, detail_len, rc, "%s: %s", c->f->name, ghd_err_text(&err, rc));
     if (rc)
         return ghd_kdetail(detail, detail_len, rc, "%s failed: %s", c->f->name, ghd_strerror(rc));
     if (result) {

@@ -9,30 +9,31 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/error.h"
 #include "device/cuda_check.h"
 #include "kernels/registry.h" /* ghd_kdetail */
 
-int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor)
+int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_err *error)
 {
     struct ghd_device *dev = &rt->dev;
-    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev->ordinal));
-    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev->ordinal));
+    GHD_CUDA_CHECK(dev, error, cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev->ordinal));
+    GHD_CUDA_CHECK(dev, error, cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, dev->ordinal));
     return 0;
 }
 
-static int device_limits(struct ghd_rmodule *m)
+static int device_limits(struct ghd_rmodule *m, struct ghd_err *error)
 {
     struct ghd_device *dev = &m->rt->dev;
-    GHD_CUDA_CHECK(dev, cudaSetDevice(dev->ordinal));
+    GHD_CUDA_CHECK(dev, error, cudaSetDevice(dev->ordinal));
     static const enum cudaDeviceAttr block[3] = {cudaDevAttrMaxBlockDimX, cudaDevAttrMaxBlockDimY,
                                                  cudaDevAttrMaxBlockDimZ};
     static const enum cudaDeviceAttr grid[3] = {cudaDevAttrMaxGridDimX, cudaDevAttrMaxGridDimY,
                                                 cudaDevAttrMaxGridDimZ};
     for (int d = 0; d < 3; d++) {
         int b = 0, g = 0;
-        GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&b, block[d], dev->ordinal));
-        GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&g, grid[d], dev->ordinal));
+        GHD_CUDA_CHECK(dev, error, cudaDeviceGetAttribute(&b, block[d], dev->ordinal));
+        GHD_CUDA_CHECK(dev, error, cudaDeviceGetAttribute(&g, grid[d], dev->ordinal));
         m->max_block[d] = (unsigned)b;
         m->max_grid[d] = (unsigned)g;
     }
@@ -41,7 +42,8 @@ static int device_limits(struct ghd_rmodule *m)
 
 /* The parameter layout: indices are asked until the runtime says there is
  * no such parameter (that error is not sticky and is cleared). */
-static int param_layout(struct ghd_device *dev, const void *fn, struct ghd_raw_params *p)
+static int param_layout(struct ghd_device *dev, const void *fn, struct ghd_raw_params *p,
+                        struct ghd_err *error)
 {
     p->n = 0;
     for (unsigned i = 0; i <= GHD_RAW_MAX_ARGS; i++) {
@@ -52,7 +54,7 @@ static int param_layout(struct ghd_device *dev, const void *fn, struct ghd_raw_p
             return 0;
         }
         if (err != cudaSuccess)
-            return ghd_cuda_error(dev, err, "cudaFuncGetParamInfo", __FILE__, __LINE__);
+            return ghd_cuda_error(dev, error, err, "cudaFuncGetParamInfo", __FILE__, __LINE__);
         if (i == GHD_RAW_MAX_ARGS)
             return GHD_EUNPROC;
         p->offset[i] = (uint32_t)off;
@@ -87,13 +89,14 @@ int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char
     cudaLibrary_t lib;
     cudaKernel_t kernels[GHD_RAW_MAX_FUNCS];
     unsigned count = 0;
+    struct ghd_err e = {0};
     int rc;
-    if ((rc = device_limits(m)) != 0)
-        return ghd_kdetail(detail, detail_len, rc, "the device's limits: %s", dev->last_error);
+    if ((rc = device_limits(m, &e)) != 0)
+        return ghd_kdetail(detail, detail_len, rc, "the device's limits: %s", ghd_err_text(&e, rc));
     cudaError_t err = cudaLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
     if (err != cudaSuccess) {
-        rc = ghd_cuda_error(dev, err, "cudaLibraryLoadData", __FILE__, __LINE__);
-        return ghd_kdetail(detail, detail_len, rc, "loading the module: %s", dev->last_error);
+        rc = ghd_cuda_error(dev, &e, err, "cudaLibraryLoadData", __FILE__, __LINE__);
+        return ghd_kdetail(detail, detail_len, rc, "loading the module: %s", e.detail);
     }
     m->lib = lib;
     err = cudaLibraryGetKernelCount(&count, lib);
@@ -106,9 +109,9 @@ int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char
     if (err == cudaSuccess)
         err = cudaLibraryEnumerateKernels(kernels, count, lib);
     if (err != cudaSuccess) {
-        rc = ghd_cuda_error(dev, err, "cudaLibraryEnumerateKernels", __FILE__, __LINE__);
+        rc = ghd_cuda_error(dev, &e, err, "cudaLibraryEnumerateKernels", __FILE__, __LINE__);
         return ghd_kdetail(detail, detail_len, rc, "listing the module's functions: %s",
-                           dev->last_error);
+                           e.detail);
     }
     for (unsigned i = 0; i < count; i++) {
         struct ghd_rfunc *f = &m->funcs[i];
@@ -119,14 +122,14 @@ int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char
         if (err == cudaSuccess)
             err = cudaFuncGetAttributes(&attr, fn);
         if (err != cudaSuccess) {
-            rc = ghd_cuda_error(dev, err, "cudaFuncGetAttributes", __FILE__, __LINE__);
+            rc = ghd_cuda_error(dev, &e, err, "cudaFuncGetAttributes", __FILE__, __LINE__);
             return ghd_kdetail(detail, detail_len, rc, "a function's attributes: %s",
-                               dev->last_error);
+                               e.detail);
         }
-        if ((rc = param_layout(dev, fn, &f->params)) != 0)
+        if ((rc = param_layout(dev, fn, &f->params, &e)) != 0)
             return ghd_kdetail(detail, detail_len, rc, "function %.64s: more than %d parameters, "
                                "or its layout is unknown (%s)", symbol, GHD_RAW_MAX_ARGS,
-                               dev->last_error);
+                               ghd_err_text(&e, rc));
         snprintf(f->symbol, sizeof(f->symbol), "%s", symbol);
         client_name(symbol, lowered, names, f->name, sizeof(f->name));
         snprintf(f->qualified, sizeof(f->qualified), "%s/%s", m->id, f->name);
@@ -155,7 +158,8 @@ void ghd_rcuda_unload(struct ghd_rmodule *m)
 }
 
 int ghd_rcuda_launch(const struct ghd_rfunc *f, const struct ghd_raw_shape *shape,
-                     struct ghd_raw_pack *pack, struct ghd_runtime *rt, struct ghd_stream *stream)
+                     struct ghd_raw_pack *pack, struct ghd_runtime *rt, struct ghd_stream *stream,
+                     struct ghd_err *error)
 {
     struct ghd_device *dev = &rt->dev;
     void *params[GHD_RAW_MAX_ARGS];
@@ -163,10 +167,10 @@ int ghd_rcuda_launch(const struct ghd_rfunc *f, const struct ghd_raw_shape *shap
         params[i] = pack->bytes + pack->a[i].offset;
     dim3 grid = {shape->grid[0], shape->grid[1], shape->grid[2]};
     dim3 block = {shape->block[0], shape->block[1], shape->block[2]};
-    GHD_CUDA_CHECK(dev, cudaSetDevice(dev->ordinal));
-    GHD_CUDA_CHECK(dev, cudaLaunchKernel((const void *)f->handle, grid, block,
+    GHD_CUDA_CHECK(dev, error, cudaSetDevice(dev->ordinal));
+    GHD_CUDA_CHECK(dev, error, cudaLaunchKernel((const void *)f->handle, grid, block,
                                          pack->nargs ? params : NULL, shape->shared_mem,
-                                         (cudaStream_t)stream));
-    GHD_CUDA_CHECK_LAUNCH(dev);
+                                                (cudaStream_t)stream));
+    GHD_CUDA_CHECK_LAUNCH(dev, error);
     return 0;
 }

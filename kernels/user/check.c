@@ -25,7 +25,7 @@
 struct checker {
     const struct ghd_udef *d;
     struct ghd_uprog *p;
-    struct ghd_uerr *e;
+    struct ghd_err *e;
 };
 
 static int node_error(struct checker *c, int node, const char *fmt, const char *a,
@@ -54,7 +54,7 @@ static int add_node(struct checker *c, const struct ghd_unode *tmpl, int *out)
         int cap = p->cap * 2 + 16;
         struct ghd_unode *n = realloc(p->nodes, (size_t)cap * sizeof(*n));
         if (!n)
-            return ghd_uerr_set(c->e, GHD_ENOHOSTMEM, "out of host memory");
+            return ghd_err_set(c->e, GHD_ENOHOSTMEM, "out of host memory");
         p->nodes = n;
         p->cap = cap;
     }
@@ -370,7 +370,7 @@ static int check_node(struct checker *c, int node)
     case GHD_UN_CALL:
         return check_call(c, node);
     }
-    return ghd_uerr_set(c->e, GHD_EINTERNAL, "unknown node");
+    return ghd_err_set(c->e, GHD_EINTERNAL, "unknown node");
 }
 
 /* Checks a root and converts it to t (GHD_UT_NONE: to its own type, a
@@ -389,7 +389,7 @@ static int check_root(struct checker *c, int *root, int t)
 }
 
 int ghd_ucheck(const struct ghd_udef *d, const struct ghd_ubind *b, struct ghd_uprog *p,
-               struct ghd_uerr *e)
+               struct ghd_err *e)
 {
     struct checker c = {.d = d, .p = p, .e = e};
     int rc = 0;
@@ -404,7 +404,7 @@ int ghd_ucheck(const struct ghd_udef *d, const struct ghd_ubind *b, struct ghd_u
     p->cap = d->nnodes * 2 + 16;
     p->nodes = malloc((size_t)p->cap * sizeof(*p->nodes));
     if (!p->nodes)
-        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
     if (d->nnodes)
         memcpy(p->nodes, d->nodes, (size_t)d->nnodes * sizeof(*p->nodes));
     p->nnodes = d->nnodes;

@@ -711,7 +711,7 @@ static unsigned common_elem_size(const struct ghd_uprog *p)
     return size;
 }
 
-int ghd_ucodegen(const struct ghd_uprog *p, char **outp, unsigned *vec_elem, struct ghd_uerr *e)
+int ghd_ucodegen(const struct ghd_uprog *p, char **outp, unsigned *vec_elem, struct ghd_err *e)
 {
     const struct ghd_udef *d = p->def;
     struct out o = {0};
@@ -733,7 +733,7 @@ int ghd_ucodegen(const struct ghd_uprog *p, char **outp, unsigned *vec_elem, str
     }
     if (o.oom) {
         free(o.buf);
-        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
     }
     *outp = o.buf;
     return 0;

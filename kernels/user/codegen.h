@@ -29,7 +29,7 @@ extern const unsigned char ghd_uops_source[];
 
 /* A malloc'd, NUL-terminated CUDA C++ program; *vec_elem is the element
  * size of the vector path (0: none). */
-int ghd_ucodegen(const struct ghd_uprog *p, char **out, unsigned *vec_elem, struct ghd_uerr *e);
+int ghd_ucodegen(const struct ghd_uprog *p, char **out, unsigned *vec_elem, struct ghd_err *e);
 
 /* A scalar argument's word (the bits the generated code reads back). */
 uint64_t ghd_ucg_scalar_word(union ghd_uval v, int type);

@@ -27,7 +27,7 @@ struct mem_entry {
 struct job {
     const struct ghd_ucompile_job *job;
     struct ghd_ucompiled *out;
-    struct ghd_uerr err;
+    struct ghd_err err;
     int rc, done;
     struct ghd_list_node link; /* the queue */
 };
@@ -379,27 +379,27 @@ void ghd_ucompiler_free(struct ghd_ucompiler *c)
 }
 
 int ghd_ucompiler_compile(struct ghd_ucompiler *c, const char *src, const char *arch,
-                          struct ghd_ucompiled *out, struct ghd_uerr *e)
+                          struct ghd_ucompiled *out, struct ghd_err *e)
 {
     struct ghd_ucompile_job job = {.src = src, .arch = arch};
     return ghd_ucompiler_compile_job(c, &job, out, e);
 }
 
 int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile_job *job,
-                              struct ghd_ucompiled *out, struct ghd_uerr *e)
+                              struct ghd_ucompiled *out, struct ghd_err *e)
 {
     memset(out, 0, sizeof(*out));
     snprintf(out->nvrtc_version, sizeof(out->nvrtc_version), "%s", c->version);
     char *key = make_key(c, job);
     if (!key)
-        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
     uint64_t h = fnv1a(FNV_INIT, key, strlen(key));
     int rc = 0;
     pthread_mutex_lock(&c->lock);
     int hit = mem_find_locked(c, h, key, out);
     pthread_mutex_unlock(&c->lock);
     if (hit < 0) {
-        rc = ghd_uerr_set(e, hit, "out of host memory");
+        rc = ghd_err_set(e, hit, "out of host memory");
         goto out;
     }
     if (hit) {
@@ -417,7 +417,7 @@ int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile
     pthread_mutex_lock(&c->lock);
     if (c->queued >= c->queue_max) {
         pthread_mutex_unlock(&c->lock);
-        rc = ghd_uerr_set(e, GHD_ELIMIT, "%u compiles are waiting already (--compile-queue)",
+        rc = ghd_err_set(e, GHD_ELIMIT, "%u compiles are waiting already (--compile-queue)",
                           c->queued);
         goto out;
     }

@@ -67,10 +67,10 @@ struct ghd_ucompile_job {
  * done. GHD_ELIMIT when the queue is full, GHD_EINTERNAL with NVRTC's log
  * when the source does not compile (a generator bug). */
 int ghd_ucompiler_compile(struct ghd_ucompiler *c, const char *src, const char *arch,
-                          struct ghd_ucompiled *out, struct ghd_uerr *e);
+                          struct ghd_ucompiled *out, struct ghd_err *e);
 /* The same for a whole job (see above). */
 int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile_job *job,
-                              struct ghd_ucompiled *out, struct ghd_uerr *e);
+                              struct ghd_ucompiled *out, struct ghd_err *e);
 void ghd_ucompiled_clear(struct ghd_ucompiled *r);
 
 /* The compile options every program is compiled with (NULL-terminated,
@@ -79,7 +79,7 @@ extern const char *const ghd_ucompile_options[];
 
 /* NVRTC itself (nvrtc.c): one compile, no cache. */
 int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled *out,
-                       struct ghd_uerr *e);
+                       struct ghd_err *e);
 /* "13.0", or GHD_ENOTSUP. */
 int ghd_unvrtc_version(char *buf, size_t len);
 

@@ -27,26 +27,27 @@ struct ucuda_code {
     struct ghd_ucompiled info; /* log, seconds, cache; the cubin is dropped once loaded */
 };
 
-static int device_arch(struct ghd_device *dev, char *arch, size_t len, unsigned *sms)
+static int device_arch(struct ghd_device *dev, char *arch, size_t len, unsigned *sms,
+                       struct ghd_err *e)
 {
     int major = 0, minor = 0, count = 0;
-    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev->ordinal));
-    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev->ordinal));
-    GHD_CUDA_CHECK(dev, cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev->ordinal));
+    GHD_CUDA_CHECK(dev, e, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev->ordinal));
+    GHD_CUDA_CHECK(dev, e, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev->ordinal));
+    GHD_CUDA_CHECK(dev, e, cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev->ordinal));
     snprintf(arch, len, "sm_%d%d", major, minor);
     *sms = (unsigned)count;
     return 0;
 }
 
-static int load(struct ucuda_code *code, struct ghd_runtime *rt)
+static int load(struct ucuda_code *code, struct ghd_runtime *rt, struct ghd_err *e)
 {
     struct ghd_device *dev = &rt->dev;
     struct cudaFuncAttributes attr;
-    GHD_CUDA_CHECK(dev, cudaSetDevice(dev->ordinal));
-    GHD_CUDA_CHECK(dev, cudaLibraryLoadData(&code->lib, code->info.cubin, NULL, NULL, 0, NULL,
+    GHD_CUDA_CHECK(dev, e, cudaSetDevice(dev->ordinal));
+    GHD_CUDA_CHECK(dev, e, cudaLibraryLoadData(&code->lib, code->info.cubin, NULL, NULL, 0, NULL,
                                             NULL, 0));
-    GHD_CUDA_CHECK(dev, cudaLibraryGetKernel(&code->kernel, code->lib, GHD_UCG_KERNEL));
-    GHD_CUDA_CHECK(dev, cudaFuncGetAttributes(&attr, (const void *)code->kernel));
+    GHD_CUDA_CHECK(dev, e, cudaLibraryGetKernel(&code->kernel, code->lib, GHD_UCG_KERNEL));
+    GHD_CUDA_CHECK(dev, e, cudaFuncGetAttributes(&attr, (const void *)code->kernel));
     code->registers = attr.numRegs;
     code->shared_bytes = attr.sharedSizeBytes;
     code->local_bytes = attr.localSizeBytes;
@@ -54,7 +55,7 @@ static int load(struct ucuda_code *code, struct ghd_runtime *rt)
 }
 
 int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_runtime *rt,
-                      struct ghd_uerr *e)
+                      struct ghd_err *e)
 {
     int rc = 0;
     char *src = NULL;
@@ -63,29 +64,27 @@ int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_
     if (b->device_code) {
         struct ucuda_code *have = b->device_code;
         if (have->rt != rt)
-            rc = ghd_uerr_set(e, GHD_ENOTSUP, "kernel %s was built for another device", k->def.name);
+            rc = ghd_err_set(e, GHD_ENOTSUP, "kernel %s was built for another device", k->def.name);
         goto out;
     }
     if (!k->compiler) {
-        rc = ghd_uerr_set(e, GHD_ENOTSUP, "no NVRTC compiler in this server");
+        rc = ghd_err_set(e, GHD_ENOTSUP, "no NVRTC compiler in this server");
         goto out;
     }
     code = calloc(1, sizeof(*code));
     if (!code) {
-        rc = ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        rc = ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
         goto out;
     }
     unsigned sms = 0;
-    if ((rc = device_arch(&rt->dev, code->arch, sizeof(code->arch), &sms)) != 0) {
-        ghd_uerr_set(e, rc, "%s", rt->dev.last_error);
+    if ((rc = device_arch(&rt->dev, code->arch, sizeof(code->arch), &sms, e)) != 0)
         goto out;
-    }
     code->max_blocks = sms * (2048 / GHD_UCG_THREADS);
     if ((rc = ghd_ucodegen(&b->prog, &src, &code->vec_elem, e)) != 0 ||
         (rc = ghd_ucompiler_compile(k->compiler, src, code->arch, &code->info, e)) != 0)
         goto out;
-    if ((rc = load(code, rt)) != 0) {
-        ghd_uerr_set(e, rc, "loading the cubin: %s", rt->dev.last_error);
+    if ((rc = load(code, rt, e)) != 0) {
+        ghd_err_prefix(e, "loading the cubin");
         goto out;
     }
     ghd_ucompiled_clear(&code->info);
@@ -135,7 +134,7 @@ void ghd_ubinding_device_free(struct ghd_ubinding *b)
 
 int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
                      const struct ghd_uarg *args, uint64_t n, struct ghd_ucuda_run *run,
-                     struct ghd_uerr *e)
+                     struct ghd_err *e)
 {
     struct ucuda_code *code = b->device_code;
     const struct ghd_udef *d = b->prog.def;
@@ -166,27 +165,26 @@ int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_
         /* partials (8 bytes per block), then the counter and the result */
         int rc = ghd_pool_alloc(&rt->pool, blocks * 8 + 16, 0, &run->scratch);
         if (rc)
-            return ghd_uerr_set(e, rc, "no device memory for the reduction's scratch");
+            return ghd_err_set(e, rc, "no device memory for the reduction's scratch");
         char *base = ghd_pool_block_ptr(run->scratch);
         w[GHD_UCG_W_PARTIALS] = (uint64_t)(uintptr_t)base;
         w[GHD_UCG_W_COUNTER] = (uint64_t)(uintptr_t)(base + blocks * 8);
         w[GHD_UCG_W_RESULT] = (uint64_t)(uintptr_t)(base + blocks * 8 + 8);
         run->d_result = base + blocks * 8 + 8;
-        GHD_CUDA_CHECK(dev, cudaMemsetAsync(base + blocks * 8, 0, 8, s));
+        GHD_CUDA_CHECK(dev, e, cudaMemsetAsync(base + blocks * 8, 0, 8, s));
     }
     void *params[1] = {w};
-    GHD_CUDA_CHECK(dev, cudaSetDevice(dev->ordinal));
+    GHD_CUDA_CHECK(dev, e, cudaSetDevice(dev->ordinal));
     dim3 grid = {(unsigned)blocks, 1, 1}, block = {GHD_UCG_THREADS, 1, 1};
-    GHD_CUDA_CHECK(dev, cudaLaunchKernel((const void *)code->kernel, grid, block, params, 0, s));
-    GHD_CUDA_CHECK_LAUNCH(dev);
+    GHD_CUDA_CHECK(dev, e, cudaLaunchKernel((const void *)code->kernel, grid, block, params, 0, s));
+    GHD_CUDA_CHECK_LAUNCH(dev, e);
     return 0;
 }
 
 int ghd_ucuda_result(struct ghd_ucuda_run *run, struct ghd_runtime *rt, union ghd_uval *acc,
-                     struct ghd_uerr *e)
+                     struct ghd_err *e)
 {
-    (void)e;
-    GHD_CUDA_CHECK(&rt->dev, cudaMemcpy(&acc->u, run->d_result, 8, cudaMemcpyDeviceToHost));
+    GHD_CUDA_CHECK(&rt->dev, e, cudaMemcpy(&acc->u, run->d_result, 8, cudaMemcpyDeviceToHost));
     return 0;
 }
 

@@ -31,25 +31,25 @@ int ghd_ukernel_name_valid(const char *name)
 }
 
 static int get_text(json_t *def, const char *key, int required, const char **out,
-                    struct ghd_uerr *e)
+                    struct ghd_err *e)
 {
     json_t *v = json_object_get(def, key);
     *out = NULL;
     if (!v) {
         if (required)
-            return ghd_uerr_set(e, GHD_EINVAL, "missing field '%s'", key);
+            return ghd_err_set(e, GHD_EINVAL, "missing field '%s'", key);
         return 0;
     }
     if (!json_is_string(v))
-        return ghd_uerr_set(e, GHD_EINVAL, "'%s' must be a string", key);
+        return ghd_err_set(e, GHD_EINVAL, "'%s' must be a string", key);
     if (strlen(json_string_value(v)) != json_string_length(v))
-        return ghd_uerr_set(e, GHD_EUNPROC, "'%s' contains a NUL character", key);
+        return ghd_err_set(e, GHD_EUNPROC, "'%s' contains a NUL character", key);
     *out = json_string_value(v);
     return 0;
 }
 
 static int check_fields(json_t *def, const char *const *allowed, const char *kind,
-                        struct ghd_uerr *e)
+                        struct ghd_err *e)
 {
     const char *key;
     json_t *v;
@@ -58,14 +58,14 @@ static int check_fields(json_t *def, const char *const *allowed, const char *kin
         for (const char *const *a = allowed; *a; a++)
             ok |= strcmp(*a, key) == 0;
         if (!ok)
-            return ghd_uerr_set(e, GHD_EINVAL, "unknown field '%.64s' for %s kernel", key,
+            return ghd_err_set(e, GHD_EINVAL, "unknown field '%.64s' for %s kernel", key,
                                 kind);
     }
     return 0;
 }
 
 /* Every output of an elementwise kernel is assigned somewhere. */
-static int check_outputs_assigned(const struct ghd_udef *d, struct ghd_uerr *e)
+static int check_outputs_assigned(const struct ghd_udef *d, struct ghd_err *e)
 {
     for (int k = d->nin; k < d->nparams; k++) {
         int assigned = 0;
@@ -79,7 +79,7 @@ static int check_outputs_assigned(const struct ghd_udef *d, struct ghd_uerr *e)
 }
 
 /* One check with every placeholder bound to `t` and every input a buffer. */
-static int check_with(const struct ghd_udef *d, int t, struct ghd_uerr *e)
+static int check_with(const struct ghd_udef *d, int t, struct ghd_err *e)
 {
     struct ghd_ubind b = {.scalar_mask = 0};
     struct ghd_uprog p;
@@ -91,7 +91,7 @@ static int check_with(const struct ghd_udef *d, int t, struct ghd_uerr *e)
     return rc;
 }
 
-static int parse_reduction(json_t *def, struct ghd_udef *d, struct ghd_uerr *e)
+static int parse_reduction(json_t *def, struct ghd_udef *d, struct ghd_err *e)
 {
     const char *map, *reduce, *identity, *post, *rtype;
     int rc;
@@ -109,13 +109,13 @@ static int parse_reduction(json_t *def, struct ghd_udef *d, struct ghd_uerr *e)
         size_t len = strlen(rtype);
         if (len == 1 && rtype[0] >= 'A' && rtype[0] <= 'Z') {
             if (!strchr(d->placeholders, rtype[0]))
-                return ghd_uerr_set(e, GHD_EUNPROC,
+                return ghd_err_set(e, GHD_EUNPROC,
                                     "reduce_type: placeholder %c is not bound by any parameter",
                                     rtype[0]);
             d->acc_type = GHD_UT_NONE;
             d->acc_ph = rtype[0];
         } else if ((d->acc_type = ghd_utype_parse(rtype, len)) == GHD_UT_NONE) {
-            return ghd_uerr_set(e, GHD_EUNPROC, "reduce_type: '%.32s' is not a type", rtype);
+            return ghd_err_set(e, GHD_EUNPROC, "reduce_type: '%.32s' is not a type", rtype);
         } else {
             d->acc_ph = 0;
         }
@@ -133,19 +133,19 @@ static int parse_reduction(json_t *def, struct ghd_udef *d, struct ghd_uerr *e)
 }
 
 int ghd_udef_from_json(json_t *def, const struct ghd_ulimits *lim, struct ghd_udef *d,
-                       struct ghd_uerr *e)
+                       struct ghd_err *e)
 {
     const char *name, *kind, *in, *out, *body, *desc;
     int rc;
     memset(d, 0, sizeof(*d));
     d->max_depth = lim->max_depth;
     if (!json_is_object(def))
-        return ghd_uerr_set(e, GHD_EINVAL, "the definition must be a JSON object");
+        return ghd_err_set(e, GHD_EINVAL, "the definition must be a JSON object");
     if ((rc = get_text(def, "name", 1, &name, e)) || (rc = get_text(def, "kind", 0, &kind, e)) ||
         (rc = get_text(def, "description", 0, &desc, e)))
         return rc;
     if (!ghd_ukernel_name_valid(name))
-        return ghd_uerr_set(e, GHD_EUNPROC,
+        return ghd_err_set(e, GHD_EUNPROC,
                             "name '%.64s' is not a kernel name (letters, digits and _, at "
                             "most %d, not starting with a digit)",
                             name, GHD_U_NAME_MAX);
@@ -155,7 +155,7 @@ int ghd_udef_from_json(json_t *def, const struct ghd_ulimits *lim, struct ghd_ud
     } else if (strcmp(kind, "reduction") == 0) {
         d->kind = GHD_UK_REDUCTION;
     } else {
-        return ghd_uerr_set(e, GHD_EUNPROC, "kind must be 'elementwise' or 'reduction', not '%.32s'",
+        return ghd_err_set(e, GHD_EUNPROC, "kind must be 'elementwise' or 'reduction', not '%.32s'",
                             kind);
     }
     rc = check_fields(def, d->kind == GHD_UK_REDUCTION ? fields_reduction : fields_elementwise,
@@ -171,12 +171,12 @@ int ghd_udef_from_json(json_t *def, const struct ghd_ulimits *lim, struct ghd_ud
             total += json_string_length(v);
     }
     if (total > lim->max_definition)
-        return ghd_uerr_set(e, GHD_ETOOBIG,
+        return ghd_err_set(e, GHD_ETOOBIG,
                             "the definition has %zu bytes of text, more than %zu "
                             "(--kernel-max-definition)",
                             total, lim->max_definition);
     if (desc && strlen(desc) > 1024)
-        return ghd_uerr_set(e, GHD_EUNPROC, "description is longer than 1024 bytes");
+        return ghd_err_set(e, GHD_EUNPROC, "description is longer than 1024 bytes");
     if ((rc = get_text(def, "in", 1, &in, e)) || (rc = get_text(def, "out", 1, &out, e)))
         return rc;
     if ((rc = ghd_uparse_params(d, in, 0, e)) || (rc = ghd_uparse_params(d, out, 1, e)))
@@ -193,7 +193,7 @@ int ghd_udef_from_json(json_t *def, const struct ghd_ulimits *lim, struct ghd_ud
         return rc;
     if (!d->placeholders[0])
         return check_with(d, GHD_UT_NONE, e);
-    struct ghd_uerr first;
+    struct ghd_err first;
     if (check_with(d, GHD_UT_F32, &first) == 0 || check_with(d, GHD_UT_I32, e) == 0)
         return 0;
     *e = first;

@@ -19,7 +19,7 @@ struct ghd_ulimits {
  * must type check with them all bound to f32 or all bound to i32; each
  * binding is checked again when a run uses it. */
 int ghd_udef_from_json(json_t *def, const struct ghd_ulimits *lim, struct ghd_udef *d,
-                       struct ghd_uerr *e);
+                       struct ghd_err *e);
 /* Whether `name` may name a kernel: [A-Za-z_][A-Za-z0-9_]{0,63}. */
 int ghd_ukernel_name_valid(const char *name);
 

@@ -505,7 +505,7 @@ static void load_params(struct frame *fr, uint64_t i, int outs)
 }
 
 int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint64_t n,
-                    union ghd_uval *acc, struct ghd_uerr *e)
+                    union ghd_uval *acc, struct ghd_err *e)
 {
     (void)e;
     struct frame fr;

@@ -22,7 +22,7 @@ void ghd_ulex_init(struct ghd_ulex *lx, const char *src, int field, int nl_is_se
     lx->nl_is_sep = nl_is_sep;
 }
 
-int ghd_ulex_error_at(const struct ghd_ulex *lx, int line, int col, struct ghd_uerr *e,
+int ghd_ulex_error_at(const struct ghd_ulex *lx, int line, int col, struct ghd_err *e,
                       const char *fmt, ...)
 {
     char msg[256];
@@ -64,7 +64,7 @@ static void advance(struct ghd_ulex *lx, size_t n)
     }
 }
 
-static int lex_number(struct ghd_ulex *lx, struct ghd_uerr *e)
+static int lex_number(struct ghd_ulex *lx, struct ghd_err *e)
 {
     const char *s = lx->src + lx->pos;
     size_t k = 0;
@@ -121,7 +121,7 @@ static int lex_number(struct ghd_ulex *lx, struct ghd_uerr *e)
     return 0;
 }
 
-int ghd_ulex_next(struct ghd_ulex *lx, struct ghd_uerr *e)
+int ghd_ulex_next(struct ghd_ulex *lx, struct ghd_err *e)
 {
     for (;;) {
         char c = lx->src[lx->pos];

@@ -74,18 +74,18 @@ int ghd_unvrtc_version(char *buf, size_t len)
 
 /* Each name expression's lowered name, '\n'-terminated, in job order. */
 static int lowered_names(nvrtcProgram prog, const struct ghd_ucompile_job *job,
-                         struct ghd_ucompiled *out, struct ghd_uerr *e)
+                         struct ghd_ucompiled *out, struct ghd_err *e)
 {
     size_t len = 1;
     const char *names[64];
     for (unsigned i = 0; i < job->nnames && i < 64; i++) {
         if (nv.GetLoweredName(prog, job->names[i], &names[i]) != NVRTC_SUCCESS)
-            return ghd_uerr_set(e, GHD_EUNPROC, "name_expressions[%u]: '%.64s' names no "
+            return ghd_err_set(e, GHD_EUNPROC, "name_expressions[%u]: '%.64s' names no "
                                 "__global__ function of the source", i, job->names[i]);
         len += strlen(names[i]) + 1;
     }
     if (!(out->lowered = malloc(len)))
-        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
     size_t used = 0;
     for (unsigned i = 0; i < job->nnames && i < 64; i++)
         used += (size_t)snprintf(out->lowered + used, len - used, "%s\n", names[i]);
@@ -94,7 +94,7 @@ static int lowered_names(nvrtcProgram prog, const struct ghd_ucompile_job *job,
 }
 
 int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled *out,
-                       struct ghd_uerr *e)
+                       struct ghd_err *e)
 {
     nvrtcProgram prog;
     double t0;
@@ -111,14 +111,14 @@ int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled 
         opts[nopts++] = *o;
     pthread_once(&nv_once, nv_open);
     if (!nv.ok)
-        return ghd_uerr_set(e, GHD_ENOTSUP, "libnvrtc is not installed");
+        return ghd_err_set(e, GHD_ENOTSUP, "libnvrtc is not installed");
     t0 = ghd_clock_s();
     if (nv.CreateProgram(&prog, job->src, job->user ? "module.cu" : "user_kernel.cu", 0, NULL,
                          NULL) != NVRTC_SUCCESS)
-        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "nvrtcCreateProgram failed");
+        return ghd_err_set(e, GHD_ENOHOSTMEM, "nvrtcCreateProgram failed");
     for (unsigned i = 0; i < job->nnames; i++)
         if (nv.AddNameExpression(prog, job->names[i]) != NVRTC_SUCCESS) {
-            rc = ghd_uerr_set(e, GHD_EUNPROC, "name_expressions[%u] is not accepted", i);
+            rc = ghd_err_set(e, GHD_EUNPROC, "name_expressions[%u] is not accepted", i);
             goto out;
         }
     nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
@@ -131,12 +131,12 @@ int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled 
         free(log);
     }
     if (cr != NVRTC_SUCCESS && job->user) {
-        rc = ghd_uerr_set(e, GHD_EUNPROC, "the source does not compile (%s); the log says: %.300s",
+        rc = ghd_err_set(e, GHD_EUNPROC, "the source does not compile (%s); the log says: %.300s",
                           nv.GetErrorString(cr), out->log);
         goto out;
     }
     if (cr != NVRTC_SUCCESS) {
-        rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC could not compile the generated code (%s): %.200s",
+        rc = ghd_err_set(e, GHD_EINTERNAL, "NVRTC could not compile the generated code (%s): %.200s",
                           nv.GetErrorString(cr), out->log);
         goto out;
     }
@@ -144,7 +144,7 @@ int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled 
         !(out->cubin = malloc(out->size)) || nv.GetCUBIN(prog, (char *)out->cubin) != NVRTC_SUCCESS) {
         free(out->cubin);
         out->cubin = NULL;
-        rc = ghd_uerr_set(e, GHD_EINTERNAL, "NVRTC produced no cubin for %s", job->arch);
+        rc = ghd_err_set(e, GHD_EINTERNAL, "NVRTC produced no cubin for %s", job->arch);
         goto out;
     }
     if (job->nnames && (rc = lowered_names(prog, job, out, e)) != 0) {
@@ -168,10 +168,10 @@ int ghd_unvrtc_version(char *buf, size_t len)
 }
 
 int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled *out,
-                       struct ghd_uerr *e)
+                       struct ghd_err *e)
 {
     (void)job;
     (void)out;
-    return ghd_uerr_set(e, GHD_ENOTSUP, "this build has no NVRTC");
+    return ghd_err_set(e, GHD_ENOTSUP, "this build has no NVRTC");
 }
 #endif

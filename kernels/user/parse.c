@@ -15,7 +15,7 @@
 struct parser {
     struct ghd_udef *d;
     struct ghd_ulex lx;
-    struct ghd_uerr *e;
+    struct ghd_err *e;
     unsigned nest; /* parse_expr/parse_unary recursion, bounded before the stack is */
 };
 
@@ -157,7 +157,7 @@ static int parse_default(struct parser *p, struct ghd_uparam *q)
     return next(p);
 }
 
-int ghd_uparse_params(struct ghd_udef *d, const char *src, int is_out, struct ghd_uerr *e)
+int ghd_uparse_params(struct ghd_udef *d, const char *src, int is_out, struct ghd_err *e)
 {
     struct parser p = {.d = d, .e = e};
     ghd_ulex_init(&p.lx, src, is_out ? GHD_UF_OUT : GHD_UF_IN, 0);
@@ -236,7 +236,7 @@ static int new_node(struct parser *p, int op, int line, int col, int *out)
         int cap = d->cap ? d->cap * 2 : 64;
         struct ghd_unode *n = realloc(d->nodes, (size_t)cap * sizeof(*n));
         if (!n)
-            return ghd_uerr_set(p->e, GHD_ENOHOSTMEM, "out of host memory");
+            return ghd_err_set(p->e, GHD_ENOHOSTMEM, "out of host memory");
         d->nodes = n;
         d->cap = cap;
     }
@@ -565,7 +565,7 @@ static int parse_expr(struct parser *p, int *out)
 }
 
 int ghd_uparse_expr(struct ghd_udef *d, int field, const char *src, int *root,
-                    struct ghd_uerr *e)
+                    struct ghd_err *e)
 {
     struct parser p = {.d = d, .e = e};
     ghd_ulex_init(&p.lx, src, field, 0);
@@ -644,7 +644,7 @@ static int parse_stmt(struct parser *p)
     return 0;
 }
 
-int ghd_uparse_stmts(struct ghd_udef *d, int field, const char *src, struct ghd_uerr *e)
+int ghd_uparse_stmts(struct ghd_udef *d, int field, const char *src, struct ghd_err *e)
 {
     struct parser p = {.d = d, .e = e};
     ghd_ulex_init(&p.lx, src, field, 1);

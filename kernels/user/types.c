@@ -98,19 +98,7 @@ int ghd_ufn_find(const char *s, size_t len)
     return -1;
 }
 
-int ghd_uerr_set(struct ghd_uerr *e, int code, const char *fmt, ...)
-{
-    if (e) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->detail, sizeof(e->detail), fmt, ap);
-        va_end(ap);
-        e->code = code;
-    }
-    return code;
-}
-
-int ghd_uerr_at(struct ghd_uerr *e, int field, int line, int col, const char *fmt, ...)
+int ghd_uerr_at(struct ghd_err *e, int field, int line, int col, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;
@@ -119,6 +107,6 @@ int ghd_uerr_at(struct ghd_uerr *e, int field, int line, int col, const char *fm
     va_end(ap);
     const char *f = field >= 0 && field < GHD_UF_COUNT ? ghd_ufield_name[field] : "definition";
     if (line > 1)
-        return ghd_uerr_set(e, GHD_EUNPROC, "%s, line %d, column %d: %s", f, line, col, msg);
-    return ghd_uerr_set(e, GHD_EUNPROC, "%s, column %d: %s", f, col, msg);
+        return ghd_err_set(e, GHD_EUNPROC, "%s, line %d, column %d: %s", f, line, col, msg);
+    return ghd_err_set(e, GHD_EUNPROC, "%s, column %d: %s", f, col, msg);
 }

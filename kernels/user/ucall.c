@@ -230,7 +230,7 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
     if ((rc = get_count(nv, "n", &c->n, detail, detail_len)) != 0 ||
         (rc = read_binding(d, args, &b, detail, detail_len)) != 0)
         goto out;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     if ((rc = ghd_ukernel_binding(k, &b, &c->binding, &e)) != 0) {
         ghd_kdetail(detail, detail_len, rc, "%s", e.detail);
         goto out;
@@ -301,13 +301,13 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
     const struct ghd_device_ops *ops = rt->dev.ops;
     const struct ghd_udef *d = &c->k->def;
     union ghd_uval acc = {0};
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     struct ghd_ucuda_run run = {0};
     int rc = 0;
     if (rt->dev.kind != GHD_BACKEND_HOST)
         rc = ghd_ucuda_prepare(c->k, c->binding, rt, &e);
     if (!rc && start && end)
-        rc = ops->event_record(&rt->dev, start, stream);
+        rc = ops->event_record(&rt->dev, start, stream, &e);
     if (!rc && rt->dev.kind == GHD_BACKEND_HOST) {
         /* The host backend's copies are synchronous: the buffers are ready. */
         rc = ghd_uinterp_run(&c->binding->prog, c->args, c->n, &acc, &e);
@@ -315,16 +315,15 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
         rc = ghd_ucuda_launch(c->binding, rt, stream, c->args, c->n, &run, &e);
     }
     if (!rc && start && end)
-        rc = ops->event_record(&rt->dev, end, stream);
-    /* Always wait: a launch before a failure may still use the scratch. */
-    int sync_rc = ops->stream_sync(&rt->dev, stream);
+        rc = ops->event_record(&rt->dev, end, stream, &e);
+    /* Always wait: a launch before a failure may still use the scratch. The
+     * first failure's detail is the one reported. */
+    int sync_rc = ops->stream_sync(&rt->dev, stream, rc ? NULL : &e);
     if (!rc)
         rc = sync_rc;
     if (!rc && run.d_result)
         rc = ghd_ucuda_result(&run, rt, &acc, &e);
     ghd_ucuda_done(&run, rt);
-    if (rc == GHD_EDEVICE && !e.detail[0])
-        snprintf(e.detail, sizeof(e.detail), "%s", rt->dev.last_error);
     if (rc)
         return ghd_kdetail(detail, detail_len, rc, "kernel %s: %s", d->name,
                     e.detail[0] ? e.detail : ghd_strerror(rc));

@@ -18,32 +18,32 @@ struct ghd_ucuda_run {
 #ifdef GHD_HAVE_NVRTC
 /* Builds and loads the binding's code for rt's device once (under k's lock). */
 int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_runtime *rt,
-                      struct ghd_uerr *e);
+                      struct ghd_err *e);
 /* Enqueues the kernel on `stream`. */
 int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
                      const struct ghd_uarg *args, uint64_t n, struct ghd_ucuda_run *run,
-                     struct ghd_uerr *e);
+                     struct ghd_err *e);
 /* The binding's build in a 201's "build" object: compile log, seconds,
  * registers, shared memory, cache hit. */
 void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build);
 /* After the stream has synchronized: a reduction's value. */
 int ghd_ucuda_result(struct ghd_ucuda_run *run, struct ghd_runtime *rt, union ghd_uval *acc,
-                     struct ghd_uerr *e);
+                     struct ghd_err *e);
 /* Frees the launch's scratch. */
 void ghd_ucuda_done(struct ghd_ucuda_run *run, struct ghd_runtime *rt);
 #else
 static inline int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b,
-                                    struct ghd_runtime *rt, struct ghd_uerr *e)
+                                    struct ghd_runtime *rt, struct ghd_err *e)
 {
     (void)k;
     (void)b;
     (void)rt;
-    return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
+    return ghd_err_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
 }
 
 static inline int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt,
                                    struct ghd_stream *stream, const struct ghd_uarg *args,
-                                   uint64_t n, struct ghd_ucuda_run *run, struct ghd_uerr *e)
+                                   uint64_t n, struct ghd_ucuda_run *run, struct ghd_err *e)
 {
     (void)b;
     (void)rt;
@@ -51,7 +51,7 @@ static inline int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *r
     (void)args;
     (void)n;
     (void)run;
-    return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
+    return ghd_err_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
 }
 
 static inline void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build)
@@ -61,12 +61,12 @@ static inline void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build)
 }
 
 static inline int ghd_ucuda_result(struct ghd_ucuda_run *run, struct ghd_runtime *rt,
-                                   union ghd_uval *acc, struct ghd_uerr *e)
+                                   union ghd_uval *acc, struct ghd_err *e)
 {
     (void)run;
     (void)rt;
     (void)acc;
-    return ghd_uerr_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
+    return ghd_err_set(e, GHD_ENOTSUP, "this build cannot compile user kernels for CUDA (no NVRTC)");
 }
 
 static inline void ghd_ucuda_done(struct ghd_ucuda_run *run, struct ghd_runtime *rt)

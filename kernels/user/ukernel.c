@@ -9,11 +9,11 @@
 
 int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_ukernel **out,
-                    struct ghd_uerr *e)
+                    struct ghd_err *e)
 {
     struct ghd_ukernel *k = calloc(1, sizeof(*k));
     if (!k)
-        return ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
     int rc = ghd_udef_from_json(def, lim, &k->def, e);
     if (rc) {
         ghd_udef_clear(&k->def);
@@ -70,7 +70,7 @@ static int same_binding(const struct ghd_udef *d, const struct ghd_ubind *a,
 }
 
 int ghd_ukernel_binding(struct ghd_ukernel *k, const struct ghd_ubind *b,
-                        struct ghd_ubinding **out, struct ghd_uerr *e)
+                        struct ghd_ubinding **out, struct ghd_err *e)
 {
     int rc = 0;
     pthread_mutex_lock(&k->lock);
@@ -80,7 +80,7 @@ int ghd_ukernel_binding(struct ghd_ukernel *k, const struct ghd_ubind *b,
             goto out;
         }
     if (k->nbindings == GHD_U_MAX_BINDINGS) {
-        rc = ghd_uerr_set(e, GHD_ELIMIT,
+        rc = ghd_err_set(e, GHD_ELIMIT,
                           "kernel %s already has %d bindings (placeholder types and scalar "
                           "inputs); define another kernel for more",
                           k->def.name, GHD_U_MAX_BINDINGS);
@@ -88,7 +88,7 @@ int ghd_ukernel_binding(struct ghd_ukernel *k, const struct ghd_ubind *b,
     }
     struct ghd_ubinding *nb = calloc(1, sizeof(*nb));
     if (!nb) {
-        rc = ghd_uerr_set(e, GHD_ENOHOSTMEM, "out of host memory");
+        rc = ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
         goto out;
     }
     nb->key = *b;

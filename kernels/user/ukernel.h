@@ -42,7 +42,7 @@ struct ghd_ukernel {
 struct ghd_ucompiler;
 int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_ukernel **out,
-                    struct ghd_uerr *e);
+                    struct ghd_err *e);
 void ghd_ukernel_ref(struct ghd_ukernel *k);
 void ghd_ukernel_unref(struct ghd_ukernel *k);
 
@@ -51,7 +51,7 @@ void ghd_ukernel_unref(struct ghd_ukernel *k);
  * type check under b, GHD_ELIMIT past GHD_U_MAX_BINDINGS bindings. (The
  * CUDA backend compiles a binding when it first runs.) */
 int ghd_ukernel_binding(struct ghd_ukernel *k, const struct ghd_ubind *b,
-                        struct ghd_ubinding **out, struct ghd_uerr *e);
+                        struct ghd_ubinding **out, struct ghd_err *e);
 
 /* Drops a binding's device code (no-op when it has none). */
 void ghd_ubinding_device_free(struct ghd_ubinding *b);

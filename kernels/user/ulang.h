@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 enum ghd_utype {
     GHD_UT_BOOL,
     GHD_UT_I8, GHD_UT_I16, GHD_UT_I32, GHD_UT_I64,
@@ -36,19 +38,12 @@ int ghd_utype_is_int(int t); /* the eight integer types (not bool) */
 int ghd_utype_is_signed(int t);
 int ghd_utype_bits(int t);
 
-/* One error value, filled where a failure happens (STYLE.md). `code` is a
- * GHD_E* code; for definition errors GHD_EUNPROC with the field, line and
- * column of the offending token in the detail. */
-struct ghd_uerr {
-    int code;
-    char detail[320];
-};
-
-int ghd_uerr_set(struct ghd_uerr *e, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Errors are the service's one error value (base/err.h); for definition
+ * errors GHD_EUNPROC with the field, line and column of the offending token
+ * in the detail. */
 /* GHD_EUNPROC with "<field>, line L, column C: <message>" (the line only
  * when it is not the first). */
-int ghd_uerr_at(struct ghd_uerr *e, int field, int line, int col, const char *fmt, ...)
+int ghd_uerr_at(struct ghd_err *e, int field, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* ---- limits ---------------------------------------------------------- */
@@ -191,12 +186,12 @@ struct ghd_udef {
 
 /* Parses a parameter list ("f32 x, raw T w = 0") into d->params;
  * `is_out` for the "out" field. */
-int ghd_uparse_params(struct ghd_udef *d, const char *src, int is_out, struct ghd_uerr *e);
+int ghd_uparse_params(struct ghd_udef *d, const char *src, int is_out, struct ghd_err *e);
 /* Parses statements (field body or post) into d->stmts. */
-int ghd_uparse_stmts(struct ghd_udef *d, int field, const char *src, struct ghd_uerr *e);
+int ghd_uparse_stmts(struct ghd_udef *d, int field, const char *src, struct ghd_err *e);
 /* Parses one expression (map, reduce, identity); its root in *root. */
 int ghd_uparse_expr(struct ghd_udef *d, int field, const char *src, int *root,
-                    struct ghd_uerr *e);
+                    struct ghd_err *e);
 /* Frees the node array. */
 void ghd_udef_clear(struct ghd_udef *d);
 /* The parameter named s[0..len), or -1. */
@@ -250,11 +245,11 @@ void ghd_uval_store(void *p, int t, union ghd_uval v);
  * For reductions *acc receives the reduced value (type p->acc_type) after
  * post has run, and the output buffer (when given) its element. */
 int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint64_t n,
-                    union ghd_uval *acc, struct ghd_uerr *e);
+                    union ghd_uval *acc, struct ghd_err *e);
 
 /* Type checks `d` under `b` into *p (owning its node array). */
 int ghd_ucheck(const struct ghd_udef *d, const struct ghd_ubind *b, struct ghd_uprog *p,
-               struct ghd_uerr *e);
+               struct ghd_err *e);
 void ghd_uprog_clear(struct ghd_uprog *p);
 
 #endif

@@ -12,7 +12,7 @@
 #define GHD_ERR_DETAIL 512 /* the longest details: startup reasons naming paths */
 
 #ifdef __cplusplus
-extern "C" { /* C++ (kernels/cuda/) may include it */
+extern "C" { /* kernels/cuda/ fills it too */
 #endif
 
 struct ghd_err {

@@ -87,9 +87,10 @@ static void buffer_free(struct ghd_buffer *b)
 {
     struct ghd_runtime *rt = b->rt;
     if (b->zeroed) {
-        if (rt->dev.ops->event_sync(&rt->dev, b->zeroed) != 0)
+        struct ghd_err err = {0};
+        if (rt->dev.ops->event_sync(&rt->dev, b->zeroed, &err) != 0)
             ghd_log(GHD_LOG_ERROR, "buffer %s: zeroing did not complete: %s", b->id,
-                    rt->dev.last_error);
+                    ghd_err_text(&err, GHD_EDEVICE));
         ghd_runtime_event_release(rt, b->zeroed);
     }
     pthread_mutex_destroy(&b->zero_lock);
@@ -130,7 +131,7 @@ void ghd_buffer_table_destroy(struct ghd_buffer_table *t)
  * work, and its event orders every later user after it on the device until
  * it is seen complete. So creating a buffer touches no device, and one
  * deleted unused never does. */
-int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s)
+int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s, struct ghd_err *error)
 {
     /* Once the zeroing has completed, work queued from now on runs after it
      * anyway: no lock, no device call. */
@@ -140,19 +141,19 @@ int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s)
     pthread_mutex_lock(&b->zero_lock);
     int rc;
     if (b->zeroed) {
-        rc = dev->ops->event_done(dev, b->zeroed);
+        rc = dev->ops->event_done(dev, b->zeroed, error);
         if (rc == 0) {
-            rc = dev->ops->stream_wait_event(dev, s, b->zeroed);
+            rc = dev->ops->stream_wait_event(dev, s, b->zeroed, error);
         } else if (rc == 1) {
             atomic_store_explicit(&b->zero_done, 1, memory_order_release);
             rc = 0;
         }
     } else {
-        rc = ghd_runtime_event_acquire(b->rt, &b->zeroed);
+        rc = ghd_runtime_event_acquire(b->rt, &b->zeroed, error);
         if (rc == 0)
-            rc = dev->ops->memset(dev, b->d_ptr, 0, b->size, s);
+            rc = dev->ops->memset(dev, b->d_ptr, 0, b->size, s, error);
         if (rc == 0)
-            rc = dev->ops->event_record(dev, b->zeroed, s);
+            rc = dev->ops->event_record(dev, b->zeroed, s, error);
         if (rc && b->zeroed) { /* the next user zeroes it again */
             ghd_runtime_event_release(b->rt, b->zeroed);
             b->zeroed = NULL;

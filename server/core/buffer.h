@@ -118,8 +118,9 @@ void ghd_buffer_publish(struct ghd_buffer *b);
 void ghd_buffer_discard(struct ghd_buffer_table *t, struct ghd_buffer *b);
 /* Every user of b->d_ptr calls this on its stream before its first copy or
  * launch: the first one queues the buffer's zeroing there, later ones wait
- * for that zeroing on the device (the host does not wait). */
-int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s);
+ * for that zeroing on the device (the host does not wait). A device failure
+ * fills *error (NULL: the code is enough). */
+int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s, struct ghd_err *error);
 void ghd_buffer_ref(struct ghd_buffer *b);
 void ghd_buffer_unref(struct ghd_buffer *b);
 

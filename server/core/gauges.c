@@ -19,7 +19,7 @@ static void collect_device(struct ghd_runtime *rt, struct ghd_metrics_device *d)
     /* Asked of the backend (and NVML) at each scrape, like the pool's
      * numbers: a scrape every few seconds costs a few microseconds. */
     d->have_mem = dev->ops && dev->ops->mem_info &&
-                  dev->ops->mem_info(dev, &d->mem_free, &d->mem_total) == 0;
+                  dev->ops->mem_info(dev, &d->mem_free, &d->mem_total, NULL) == 0;
     d->have_util = ghd_nvml_utilization(dev->pci_bus_id, &d->util_percent) == 0;
 }
 

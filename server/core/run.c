@@ -130,21 +130,21 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
                      ghd_kernel_name(step->kernel), step->held[i]->id);
             return GHD_EUNPROC;
         }
-    int rc = dev->ops->event_record(dev, ev[0], stream);
+    struct ghd_err err = {0}; /* this step's device failure, if any */
+    int rc = dev->ops->event_record(dev, ev[0], stream, &err);
     for (unsigned i = 0; i < step->nheld && rc == 0; i++)
-        rc = ghd_buffer_order(step->held[i], stream);
+        rc = ghd_buffer_order(step->held[i], stream, &err);
     if (rc == 0)
         rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, run->error_detail,
                                      sizeof(run->error_detail));
     if (rc == 0)
-        rc = dev->ops->event_record(dev, ev[1], stream);
+        rc = dev->ops->event_record(dev, ev[1], stream, &err);
     if (rc == 0)
-        rc = dev->ops->event_sync(dev, ev[1]);
+        rc = dev->ops->event_sync(dev, ev[1], &err);
     if (rc == 0)
-        rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms);
+        rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, &err);
     if (rc && !run->error_detail[0])
-        snprintf(run->error_detail, sizeof(run->error_detail), "%s",
-                 dev->last_error[0] ? dev->last_error : ghd_strerror(rc));
+        snprintf(run->error_detail, sizeof(run->error_detail), "%s", ghd_err_text(&err, rc));
     return rc;
 }
 

@@ -198,11 +198,12 @@ static void *worker_main(void *arg)
     struct ghd_device *dev = &rt->dev;
     struct ghd_stream *stream = NULL;
     struct ghd_event *ev[2] = {NULL, NULL};
-    int setup = ghd_runtime_stream_acquire(rt, &stream);
+    struct ghd_err setup_err = {0}; /* this worker's, reported by each run it takes */
+    int setup = ghd_runtime_stream_acquire(rt, &stream, &setup_err);
     if (setup == 0)
-        setup = dev->ops->event_new(dev, &ev[0]);
+        setup = dev->ops->event_new(dev, &ev[0], &setup_err);
     if (setup == 0)
-        setup = dev->ops->event_new(dev, &ev[1]);
+        setup = dev->ops->event_new(dev, &ev[1], &setup_err);
     pthread_mutex_lock(&q->lock);
     for (;;) {
         struct ghd_run *run;
@@ -223,14 +224,14 @@ static void *worker_main(void *arg)
         if (setup) {
             run->error = setup;
             snprintf(run->error_detail, sizeof(run->error_detail), "run worker setup: %s",
-                     dev->last_error);
+                     ghd_err_text(&setup_err, setup));
         } else {
             ghd_run_execute(rt, stream, ev, run);
         }
         if (run->error)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
         struct collected c = {0};
-        if (run->error && q->loss_fn && dev->ops->health(dev) != 0) {
+        if (run->error && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
             /* This run's fault poisoned the device: it keeps its own error,
              * the others learn of the loss. */
             pthread_mutex_lock(&q->lock);

@@ -37,9 +37,10 @@ static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)
     struct ghd_runtime_config rc;
     struct ghd_runtime *rt = &svc->runtimes[0];
     int rc_cuda = GHD_ENOTSUP;
+    struct ghd_err err = {0};
     if (svc->cfg.backend != GHD_CHOICE_HOST) {
         runtime_config(&svc->cfg, GHD_BACKEND_CUDA, &rc);
-        rc_cuda = ghd_runtime_init(rt, &rc);
+        rc_cuda = ghd_runtime_init(rt, &rc, &err);
         if (rc_cuda == 0) {
             ghd_log(GHD_LOG_INFO, "backend cuda: device %u %s, %.1f GiB, CUDA runtime %s",
                     svc->cfg.device, rt->dev.name, (double)rt->dev.total_memory / (1 << 30),
@@ -47,15 +48,14 @@ static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)
             return 0;
         }
         if (svc->cfg.backend == GHD_CHOICE_CUDA) {
-            snprintf(why, why_len, "--backend cuda: %s",
-                     rt->dev.last_error[0] ? rt->dev.last_error : ghd_strerror(rc_cuda));
+            snprintf(why, why_len, "--backend cuda: %s", ghd_err_text(&err, rc_cuda));
             return rc_cuda;
         }
         ghd_log(GHD_LOG_INFO, "backend auto: CUDA not usable (%s); using the host backend",
-                rt->dev.last_error[0] ? rt->dev.last_error : ghd_strerror(rc_cuda));
+                ghd_err_text(&err, rc_cuda));
     }
     runtime_config(&svc->cfg, GHD_BACKEND_HOST, &rc);
-    int rc_host = ghd_runtime_init(rt, &rc);
+    int rc_host = ghd_runtime_init(rt, &rc, NULL);
     if (rc_host) {
         snprintf(why, why_len, "host backend: %s", ghd_strerror(rc_host));
         return rc_host;
@@ -111,9 +111,10 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
     }
     svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
     svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
-    rc = ghd_kernels_warmup(&svc->runtimes[0]); /* cuBLAS handle now, not on a request */
+    struct ghd_err err = {0};
+    rc = ghd_kernels_warmup(&svc->runtimes[0], &err); /* cuBLAS handle now, not on a request */
     if (rc) {
-        snprintf(why, why_len, "kernel library: %s", svc->runtimes[0].dev.last_error);
+        snprintf(why, why_len, "kernel library: %s", ghd_err_text(&err, rc));
         goto destroy_buffers;
     }
     struct ghd_run_queue_config qc = {.workers = cfg->run_workers,

@@ -14,7 +14,7 @@
 int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
                               char *detail, size_t detail_len)
 {
-    snprintf(detail, detail_len, "%s: %s", what, t->rt->dev.last_error);
+    snprintf(detail, detail_len, "%s: %s", what, ghd_err_text(&t->dev_err, rc));
     return rc;
 }
 
@@ -34,12 +34,12 @@ int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *cli
     snprintf(t->tenant, sizeof(t->tenant), "%s", client->tenant ? client->tenant : "");
     t->window[0] = t->window[1] = -1;
     t->started_at = ghd_clock_s();
-    int rc = ghd_runtime_stream_acquire(t->rt, &t->stream);
+    int rc = ghd_runtime_stream_acquire(t->rt, &t->stream, &t->dev_err);
     if (rc) {
         ghd_transfer_device_error(t, rc, "cannot create a device stream", detail, detail_len);
         goto fail;
     }
-    rc = ghd_buffer_order(b, t->stream);
+    rc = ghd_buffer_order(b, t->stream, &t->dev_err);
     if (rc) {
         ghd_transfer_device_error(t, rc, "cannot order the transfer on the device", detail,
                                   detail_len);
@@ -107,8 +107,9 @@ void ghd_transfer_take_second_chunk(struct ghd_transfer *t)
 void ghd_transfer_release_chunks(struct ghd_transfer *t)
 {
     struct ghd_device *dev = &t->rt->dev;
-    if (dev->ops->stream_sync(dev, t->stream) != 0)
-        ghd_log(GHD_LOG_ERROR, "transfer: stream sync failed: %s", dev->last_error);
+    if (dev->ops->stream_sync(dev, t->stream, &t->dev_err) != 0)
+        ghd_log(GHD_LOG_ERROR, "transfer: stream sync failed: %s",
+                ghd_err_text(&t->dev_err, GHD_EDEVICE));
     for (int i = 0; i < 2; i++) {
         if (t->chunk[i])
             t->chunk[i]->pending = 0; /* the stream is idle */
@@ -127,7 +128,7 @@ int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c
     if (!c->pending)
         return 0;
     c->pending = 0;
-    return t->rt->dev.ops->event_sync(&t->rt->dev, c->done);
+    return t->rt->dev.ops->event_sync(&t->rt->dev, c->done, &t->dev_err);
 }
 
 /* Waits for the device work of this transfer, then gives everything back. */

@@ -44,6 +44,9 @@ struct ghd_transfer {
     struct ghd_buffer *buf;
     struct ghd_runtime *rt;
     struct ghd_stream *stream;
+    /* The detail of this transfer's own device failure (its device calls
+     * fill it; one request owns a transfer, so nothing else writes it). */
+    struct ghd_err dev_err;
     struct ghd_staging *staging; /* the ring chunk[] come from */
     struct ghd_staging_chunk *chunk[2];
     uint64_t offset;   /* first byte of the buffer this transfer touches */

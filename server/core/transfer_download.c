@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "device/hostreg.h"
@@ -65,11 +66,13 @@ static ssize_t read_direct(struct ghd_transfer *t, uint64_t pos, char *buf, size
 {
     struct ghd_device *dev = &t->rt->dev;
     if (!t->reg_buf) {
-        if (ghd_hostreg_pages(dev, buf, max, &t->reg_base) != 0) {
+        struct ghd_err err = {0};
+        int rc = ghd_hostreg_pages(dev, buf, max, &t->reg_base, &err);
+        if (rc != 0) {
             /* Visible, since the staged path costs a memcpy per window. */
             ghd_log(GHD_LOG_INFO, "request %s: the response buffer could not be page-locked "
                                   "(%s): the download goes through the staging ring",
-                    t->request_id, dev->last_error);
+                    t->request_id, ghd_err_text(&err, rc));
             t->direct = 0;
             return 0;
         }
@@ -81,9 +84,9 @@ static ssize_t read_direct(struct ghd_transfer *t, uint64_t pos, char *buf, size
     size_t room = max - head;
     size_t n = t->length - pos < room ? (size_t)(t->length - pos) : room;
     int rc = dev->ops->copy_d2h(dev, buf + head, (char *)t->buf->d_ptr + t->offset + pos, n,
-                                t->stream);
+                                t->stream, &t->dev_err);
     if (rc == 0)
-        rc = dev->ops->stream_sync(dev, t->stream);
+        rc = dev->ops->stream_sync(dev, t->stream, &t->dev_err);
     if (rc)
         return rc;
     t->sent += n;
@@ -125,9 +128,9 @@ static int fetch_window(struct ghd_transfer *t, int64_t w)
     uint64_t start = (uint64_t)w * size;
     size_t n = t->length - start < size ? (size_t)(t->length - start) : size;
     int rc = dev->ops->copy_d2h(dev, c->h_ptr, (char *)t->buf->d_ptr + t->offset + start, n,
-                                t->stream);
+                                t->stream, &t->dev_err);
     if (rc == 0)
-        rc = dev->ops->event_record(dev, c->done, t->stream);
+        rc = dev->ops->event_record(dev, c->done, t->stream, &t->dev_err);
     if (rc)
         return rc;
     c->pending = 1;

@@ -66,10 +66,10 @@ static int flush_chunk(struct ghd_transfer *t)
     struct ghd_staging_chunk *c = t->chunk[t->cur];
     if (t->fill == 0)
         return 0;
-    int rc = dev->ops->copy_h2d(dev, device_at(t), c->h_ptr, t->fill, t->stream);
+    int rc = dev->ops->copy_h2d(dev, device_at(t), c->h_ptr, t->fill, t->stream, &t->dev_err);
     if (rc)
         return rc;
-    rc = dev->ops->event_record(dev, c->done, t->stream);
+    rc = dev->ops->event_record(dev, c->done, t->stream, &t->dev_err);
     if (rc)
         return rc;
     c->pending = 1;
@@ -85,9 +85,9 @@ static int flush_chunk(struct ghd_transfer *t)
 static int copy_now(struct ghd_transfer *t, const char *data, size_t len)
 {
     struct ghd_device *dev = &t->rt->dev;
-    int rc = dev->ops->copy_h2d(dev, device_at(t), data, len, t->stream);
+    int rc = dev->ops->copy_h2d(dev, device_at(t), data, len, t->stream, &t->dev_err);
     if (rc == 0)
-        rc = dev->ops->stream_sync(dev, t->stream);
+        rc = dev->ops->stream_sync(dev, t->stream, &t->dev_err);
     if (rc == 0)
         t->flushed += len;
     return rc;
@@ -127,7 +127,7 @@ static int go_slow(struct ghd_transfer *t, char *detail, size_t detail_len)
     struct ghd_device *dev = &t->rt->dev;
     if (t->fill) {
         int rc = dev->ops->copy_h2d(dev, device_at(t), t->chunk[t->cur]->h_ptr, t->fill,
-                                    t->stream);
+                                    t->stream, &t->dev_err);
         if (rc)
             return copy_failed(t, rc, detail, detail_len);
         t->flushed += t->fill;
@@ -221,7 +221,7 @@ int ghd_sink_flush(struct ghd_transfer *t, char *detail, size_t detail_len)
 {
     int rc = flush_chunk(t);
     if (rc == 0)
-        rc = t->rt->dev.ops->stream_sync(&t->rt->dev, t->stream);
+        rc = t->rt->dev.ops->stream_sync(&t->rt->dev, t->stream, &t->dev_err);
     return rc ? copy_failed(t, rc, detail, detail_len) : 0;
 }
 

@@ -9,12 +9,14 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/err.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "cuda_check.h"
 
 struct cuda_state {
     int lost; /* a sticky error was seen: the context is unusable */
+    cudaError_t lost_by; /* that error, which health reports */
 };
 
 static int is_sticky(cudaError_t err)
@@ -35,50 +37,50 @@ static int is_sticky(cudaError_t err)
     }
 }
 
-int ghd_cuda_error(struct ghd_device *dev, cudaError_t err, const char *expr,
-                   const char *file, int line)
+int ghd_cuda_error(struct ghd_device *dev, struct ghd_err *error, cudaError_t err,
+                   const char *expr, const char *file, int line)
 {
-    snprintf(dev->last_error, sizeof(dev->last_error), "%s", cudaGetErrorName(err));
     ghd_log(GHD_LOG_ERROR, "cuda: %s (%s) in %s at %s:%d", cudaGetErrorName(err),
             cudaGetErrorString(err), expr, file, line);
-    if (is_sticky(err) && dev->impl)
-        ((struct cuda_state *)dev->impl)->lost = 1;
-    if (err == cudaErrorMemoryAllocation)
-        return GHD_ENOMEM;
-    return GHD_EDEVICE;
+    if (is_sticky(err) && dev->impl) {
+        struct cuda_state *st = dev->impl;
+        if (!st->lost)
+            st->lost_by = err;
+        st->lost = 1;
+    }
+    int code = err == cudaErrorMemoryAllocation ? GHD_ENOMEM : GHD_EDEVICE;
+    return ghd_err_set(error, code, "%s", cudaGetErrorName(err));
 }
 
 /* Threads come and go with connections; each must bind the device first. */
-#define CUDA_ENTER(dev) GHD_CUDA_CHECK((dev), cudaSetDevice((dev)->ordinal))
+#define CUDA_ENTER(dev, error) GHD_CUDA_CHECK((dev), (error), cudaSetDevice((dev)->ordinal))
 
 static struct cuda_state the_state[64];
 
-static int cuda_open(struct ghd_device *dev, int ordinal)
+static int cuda_open(struct ghd_device *dev, int ordinal, struct ghd_err *error)
 {
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
-        snprintf(dev->last_error, sizeof(dev->last_error), "no CUDA device usable: %s",
-                 err != cudaSuccess ? cudaGetErrorString(err) : "no device found");
-        return GHD_EUNAVAIL;
+        return ghd_err_set(error, GHD_EUNAVAIL, "no CUDA device usable: %s",
+                           err != cudaSuccess ? cudaGetErrorString(err) : "no device found");
     }
     if (ordinal < 0 || ordinal >= count || ordinal >= 64) {
-        snprintf(dev->last_error, sizeof(dev->last_error),
-                 "CUDA device %d does not exist (%d present)", ordinal, count);
-        return GHD_EUNAVAIL;
+        return ghd_err_set(error, GHD_EUNAVAIL, "CUDA device %d does not exist (%d present)",
+                           ordinal, count);
     }
     dev->impl = &the_state[ordinal];
     memset(dev->impl, 0, sizeof(struct cuda_state));
-    GHD_CUDA_CHECK(dev, cudaSetDevice(ordinal));
+    GHD_CUDA_CHECK(dev, error, cudaSetDevice(ordinal));
     /* Threads waiting on copies sleep rather than spin: transfer threads need
      * the CPU for the network. */
     err = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
     if (err != cudaSuccess && err != cudaErrorSetOnActiveProcess)
-        GHD_CUDA_CHECK(dev, err);
+        GHD_CUDA_CHECK(dev, error, err);
     (void)cudaGetLastError();
-    GHD_CUDA_CHECK(dev, cudaFree(0)); /* create the primary context now */
+    GHD_CUDA_CHECK(dev, error, cudaFree(0)); /* create the primary context now */
     struct cudaDeviceProp prop;
-    GHD_CUDA_CHECK(dev, cudaGetDeviceProperties(&prop, ordinal));
+    GHD_CUDA_CHECK(dev, error, cudaGetDeviceProperties(&prop, ordinal));
     snprintf(dev->name, sizeof(dev->name), "%.127s", prop.name);
     dev->total_memory = prop.totalGlobalMem;
     if (cudaDeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof(dev->pci_bus_id), ordinal) !=
@@ -88,7 +90,7 @@ static int cuda_open(struct ghd_device *dev, int ordinal)
         (void)cudaGetLastError();
     }
     int rt = 0;
-    GHD_CUDA_CHECK(dev, cudaRuntimeGetVersion(&rt));
+    GHD_CUDA_CHECK(dev, error, cudaRuntimeGetVersion(&rt));
     snprintf(dev->runtime_version, sizeof(dev->runtime_version), "%d.%d", rt / 1000,
              (rt % 1000) / 10);
     return 0;
@@ -100,10 +102,10 @@ static void cuda_close(struct ghd_device *dev)
         (void)cudaDeviceSynchronize();
 }
 
-static int cuda_mem_alloc(struct ghd_device *dev, size_t size, void **d_ptr)
+static int cuda_mem_alloc(struct ghd_device *dev, size_t size, void **d_ptr, struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
-    GHD_CUDA_CHECK(dev, cudaMalloc(d_ptr, size));
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaMalloc(d_ptr, size));
     return 0;
 }
 
@@ -113,12 +115,14 @@ static void cuda_mem_free(struct ghd_device *dev, void *d_ptr)
         ghd_log(GHD_LOG_ERROR, "cuda: cudaFree failed: %s", cudaGetErrorName(cudaGetLastError()));
 }
 
-static int cuda_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr)
+static int cuda_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr, struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
+    CUDA_ENTER(dev, error);
     cudaError_t err = cudaHostAlloc(h_ptr, size, cudaHostAllocPortable);
     if (err != cudaSuccess) {
-        ghd_cuda_error(dev, err, "cudaHostAlloc", __FILE__, __LINE__);
+        ghd_cuda_error(dev, error, err, "cudaHostAlloc", __FILE__, __LINE__);
+        if (error)
+            error->code = GHD_ENOHOSTMEM;
         return GHD_ENOHOSTMEM;
     }
     return 0;
@@ -131,16 +135,16 @@ static void cuda_host_free(struct ghd_device *dev, void *h_ptr)
         ghd_log(GHD_LOG_ERROR, "cuda: cudaFreeHost failed");
 }
 
-static int cuda_host_register(struct ghd_device *dev, void *h_ptr, size_t size)
+static int cuda_host_register(struct ghd_device *dev, void *h_ptr, size_t size,
+                              struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
+    CUDA_ENTER(dev, error);
     cudaError_t err = cudaHostRegister(h_ptr, size, cudaHostRegisterDefault);
     if (err != cudaSuccess) {
         /* Overlapping an earlier registration is expected now and then (see
          * hostreg.c); the caller falls back to the staging ring. */
         (void)cudaGetLastError();
-        snprintf(dev->last_error, sizeof(dev->last_error), "%s", cudaGetErrorName(err));
-        return GHD_EDEVICE;
+        return ghd_err_set(error, GHD_EDEVICE, "%s", cudaGetErrorName(err));
     }
     return 0;
 }
@@ -153,11 +157,11 @@ static void cuda_host_unregister(struct ghd_device *dev, void *h_ptr)
     }
 }
 
-static int cuda_stream_new(struct ghd_device *dev, struct ghd_stream **out)
+static int cuda_stream_new(struct ghd_device *dev, struct ghd_stream **out, struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
+    CUDA_ENTER(dev, error);
     cudaStream_t s;
-    GHD_CUDA_CHECK(dev, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    GHD_CUDA_CHECK(dev, error, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     *out = (struct ghd_stream *)s;
     return 0;
 }
@@ -195,20 +199,20 @@ static cudaError_t query_event(void *e)
     return cudaEventQuery((cudaEvent_t)e);
 }
 
-static int cuda_stream_sync(struct ghd_device *dev, struct ghd_stream *s)
+static int cuda_stream_sync(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error)
 {
     cudaError_t err = poll_briefly(dev, query_stream, s);
     if (err == cudaErrorNotReady)
         err = cudaStreamSynchronize((cudaStream_t)s);
-    GHD_CUDA_CHECK(dev, err);
+    GHD_CUDA_CHECK(dev, error, err);
     return 0;
 }
 
-static int cuda_event_new(struct ghd_device *dev, struct ghd_event **out)
+static int cuda_event_new(struct ghd_device *dev, struct ghd_event **out, struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
+    CUDA_ENTER(dev, error);
     cudaEvent_t e;
-    GHD_CUDA_CHECK(dev, cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
+    GHD_CUDA_CHECK(dev, error, cudaEventCreateWithFlags(&e, cudaEventBlockingSync));
     *out = (struct ghd_event *)e;
     return 0;
 }
@@ -219,98 +223,100 @@ static void cuda_event_free(struct ghd_device *dev, struct ghd_event *e)
     (void)cudaEventDestroy((cudaEvent_t)e);
 }
 
-static int cuda_event_record(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s)
+static int cuda_event_record(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s,
+                             struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
-    GHD_CUDA_CHECK(dev, cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s));
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s));
     return 0;
 }
 
-static int cuda_event_sync(struct ghd_device *dev, struct ghd_event *e)
+static int cuda_event_sync(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error)
 {
     cudaError_t err = poll_briefly(dev, query_event, e);
     if (err == cudaErrorNotReady)
         err = cudaEventSynchronize((cudaEvent_t)e);
-    GHD_CUDA_CHECK(dev, err);
+    GHD_CUDA_CHECK(dev, error, err);
     return 0;
 }
 
-static int cuda_event_done(struct ghd_device *dev, struct ghd_event *e)
+static int cuda_event_done(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error)
 {
     cudaError_t err = cudaEventQuery((cudaEvent_t)e);
     if (err == cudaErrorNotReady)
         return 0;
-    GHD_CUDA_CHECK(dev, err);
+    GHD_CUDA_CHECK(dev, error, err);
     return 1;
 }
 
 static int cuda_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
-                                  struct ghd_event *e)
+                                  struct ghd_event *e, struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
-    GHD_CUDA_CHECK(dev, cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0));
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0));
     return 0;
 }
 
 static int cuda_event_elapsed(struct ghd_device *dev, struct ghd_event *start,
-                              struct ghd_event *end, float *ms)
+                              struct ghd_event *end, float *ms, struct ghd_err *error)
 {
-    GHD_CUDA_CHECK(dev, cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+    GHD_CUDA_CHECK(dev, error, cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
     return 0;
 }
 
 static int cuda_copy(struct ghd_device *dev, void *dst, const void *src, size_t n,
-                     enum cudaMemcpyKind kind, struct ghd_stream *s)
+                     enum cudaMemcpyKind kind, struct ghd_stream *s, struct ghd_err *error)
 {
     if (n == 0)
         return 0;
-    CUDA_ENTER(dev);
-    GHD_CUDA_CHECK(dev, cudaMemcpyAsync(dst, src, n, kind, (cudaStream_t)s));
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaMemcpyAsync(dst, src, n, kind, (cudaStream_t)s));
     return 0;
 }
 
 static int cuda_copy_h2d(struct ghd_device *dev, void *d_dst, const void *h_src, size_t n,
-                         struct ghd_stream *s)
+                         struct ghd_stream *s, struct ghd_err *error)
 {
-    return cuda_copy(dev, d_dst, h_src, n, cudaMemcpyHostToDevice, s);
+    return cuda_copy(dev, d_dst, h_src, n, cudaMemcpyHostToDevice, s, error);
 }
 
 static int cuda_copy_d2h(struct ghd_device *dev, void *h_dst, const void *d_src, size_t n,
-                         struct ghd_stream *s)
+                         struct ghd_stream *s, struct ghd_err *error)
 {
-    return cuda_copy(dev, h_dst, d_src, n, cudaMemcpyDeviceToHost, s);
+    return cuda_copy(dev, h_dst, d_src, n, cudaMemcpyDeviceToHost, s, error);
 }
 
 static int cuda_copy_d2d(struct ghd_device *dev, void *d_dst, const void *d_src, size_t n,
-                         struct ghd_stream *s)
+                         struct ghd_stream *s, struct ghd_err *error)
 {
-    return cuda_copy(dev, d_dst, d_src, n, cudaMemcpyDeviceToDevice, s);
+    return cuda_copy(dev, d_dst, d_src, n, cudaMemcpyDeviceToDevice, s, error);
 }
 
 static int cuda_memset(struct ghd_device *dev, void *d_dst, int value, size_t n,
-                       struct ghd_stream *s)
+                       struct ghd_stream *s, struct ghd_err *error)
 {
     if (n == 0)
         return 0;
-    CUDA_ENTER(dev);
-    GHD_CUDA_CHECK(dev, cudaMemsetAsync(d_dst, value, n, (cudaStream_t)s));
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaMemsetAsync(d_dst, value, n, (cudaStream_t)s));
     return 0;
 }
 
-static int cuda_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes)
+static int cuda_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes,
+                         struct ghd_err *error)
 {
-    CUDA_ENTER(dev);
-    GHD_CUDA_CHECK(dev, cudaMemGetInfo(free_bytes, total_bytes));
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaMemGetInfo(free_bytes, total_bytes));
     return 0;
 }
 
-static int cuda_health(struct ghd_device *dev)
+static int cuda_health(struct ghd_device *dev, struct ghd_err *error)
 {
     struct cuda_state *st = dev->impl;
     if (st && st->lost)
-        return GHD_EDEVICE;
+        return ghd_err_set(error, GHD_EDEVICE, "%s", cudaGetErrorName(st->lost_by));
     size_t f, t;
-    return cuda_mem_info(dev, &f, &t);
+    return cuda_mem_info(dev, &f, &t, error);
 }
 
 const struct ghd_device_ops ghd_cuda_ops = {

@@ -1,6 +1,5 @@
 #include "device.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -19,7 +18,8 @@ const char *ghd_backend_name(enum ghd_backend_kind kind)
     return kind == GHD_BACKEND_CUDA ? "cuda" : "host";
 }
 
-int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordinal)
+int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordinal,
+                    struct ghd_err *error)
 {
     memset(dev, 0, sizeof(*dev));
     dev->kind = kind;
@@ -30,12 +30,10 @@ int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordi
 #ifdef GHD_HAVE_CUDA
         dev->ops = &ghd_cuda_ops;
 #else
-        snprintf(dev->last_error, sizeof(dev->last_error),
-                 "this binary was built without CUDA support");
-        return GHD_ENOTSUP;
+        return ghd_err_set(error, GHD_ENOTSUP, "this binary was built without CUDA support");
 #endif
     }
-    return dev->ops->open(dev, ordinal);
+    return dev->ops->open(dev, ordinal, error);
 }
 
 void ghd_device_close(struct ghd_device *dev)

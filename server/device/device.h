@@ -3,12 +3,16 @@
 
 #include <stddef.h>
 
+#include "base/err.h"
+
 /* The device interface: every backend (CUDA, host) implements these
  * operations. Only cuda.c and kernels/cuda/ see CUDA types; the rest of the
  * service holds opaque streams and events. All copies are stream-ordered and
  * may be asynchronous; completion is observed through events or stream_sync.
  * Every operation returns 0 or a negative GHD_E* code (GHD_EDEVICE for a
- * backend failure, with the backend's error name in dev->last_error). */
+ * backend failure) and, on failure, fills the caller's `error` (NULL: the
+ * code is enough) with the backend's error name: the detail travels with
+ * the call, so concurrent callers of one device each see their own. */
 
 enum ghd_backend_kind {
     GHD_BACKEND_HOST = 0,
@@ -22,45 +26,48 @@ struct ghd_device;
 
 struct ghd_device_ops {
     const char *name;
-    int (*open)(struct ghd_device *dev, int ordinal);
+    int (*open)(struct ghd_device *dev, int ordinal, struct ghd_err *error);
     void (*close)(struct ghd_device *dev);
     /* Large device allocations for the pool's slabs; never on a request path. */
-    int (*mem_alloc)(struct ghd_device *dev, size_t size, void **d_ptr);
+    int (*mem_alloc)(struct ghd_device *dev, size_t size, void **d_ptr, struct ghd_err *error);
     void (*mem_free)(struct ghd_device *dev, void *d_ptr);
     /* Page-locked host memory for the staging ring; allocated once at start. */
-    int (*host_alloc)(struct ghd_device *dev, size_t size, void **h_ptr);
+    int (*host_alloc)(struct ghd_device *dev, size_t size, void **h_ptr, struct ghd_err *error);
     void (*host_free)(struct ghd_device *dev, void *h_ptr);
     /* Page-locks existing host memory so copies can read or write it
      * directly (cudaHostRegister); the host backend has nothing to lock. */
-    int (*host_register)(struct ghd_device *dev, void *h_ptr, size_t size);
+    int (*host_register)(struct ghd_device *dev, void *h_ptr, size_t size, struct ghd_err *error);
     void (*host_unregister)(struct ghd_device *dev, void *h_ptr);
-    int (*stream_new)(struct ghd_device *dev, struct ghd_stream **out);
+    int (*stream_new)(struct ghd_device *dev, struct ghd_stream **out, struct ghd_err *error);
     void (*stream_free)(struct ghd_device *dev, struct ghd_stream *s);
-    int (*stream_sync)(struct ghd_device *dev, struct ghd_stream *s);
-    int (*event_new)(struct ghd_device *dev, struct ghd_event **out);
+    int (*stream_sync)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error);
+    int (*event_new)(struct ghd_device *dev, struct ghd_event **out, struct ghd_err *error);
     void (*event_free)(struct ghd_device *dev, struct ghd_event *e);
-    int (*event_record)(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s);
-    int (*event_sync)(struct ghd_device *dev, struct ghd_event *e);
+    int (*event_record)(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s,
+                        struct ghd_err *error);
+    int (*event_sync)(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error);
     /* 1 when the work before e's point has completed, 0 when not yet, or a
      * GHD_E* code. The host does not wait. */
-    int (*event_done)(struct ghd_device *dev, struct ghd_event *e);
+    int (*event_done)(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error);
     /* Work queued on s after this call runs after e's point in its stream;
      * the host does not wait. */
-    int (*stream_wait_event)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_event *e);
+    int (*stream_wait_event)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_event *e,
+                             struct ghd_err *error);
     /* Milliseconds between two recorded, completed events. */
     int (*event_elapsed)(struct ghd_device *dev, struct ghd_event *start,
-                         struct ghd_event *end, float *ms);
+                         struct ghd_event *end, float *ms, struct ghd_err *error);
     int (*copy_h2d)(struct ghd_device *dev, void *d_dst, const void *h_src, size_t n,
-                    struct ghd_stream *s);
+                    struct ghd_stream *s, struct ghd_err *error);
     int (*copy_d2h)(struct ghd_device *dev, void *h_dst, const void *d_src, size_t n,
-                    struct ghd_stream *s);
+                    struct ghd_stream *s, struct ghd_err *error);
     int (*copy_d2d)(struct ghd_device *dev, void *d_dst, const void *d_src, size_t n,
-                    struct ghd_stream *s);
+                    struct ghd_stream *s, struct ghd_err *error);
     int (*memset)(struct ghd_device *dev, void *d_dst, int value, size_t n,
-                  struct ghd_stream *s);
-    int (*mem_info)(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes);
+                  struct ghd_stream *s, struct ghd_err *error);
+    int (*mem_info)(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes,
+                    struct ghd_err *error);
     /* 0 while the context is usable; GHD_EDEVICE once it is lost. */
-    int (*health)(struct ghd_device *dev);
+    int (*health)(struct ghd_device *dev, struct ghd_err *error);
 };
 
 struct ghd_device {
@@ -77,15 +84,14 @@ struct ghd_device {
      * between polls) before they sleep until the device signals: a short
      * copy completes in microseconds, while a sleeping wait costs a wake-up. */
     long sync_spin_ns;
-    /* Name of the last backend error (e.g. "cudaErrorMemoryAllocation"). */
-    char last_error[128];
     void *impl; /* backend private state */
 };
 
 /* Opens device `ordinal` with the given backend into caller-owned *dev.
  * GHD_ENOTSUP when the backend is not compiled in, GHD_EUNAVAIL when it has no
- * usable device (with the reason in dev->last_error). */
-int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordinal);
+ * usable device (with the reason in *error). */
+int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordinal,
+                    struct ghd_err *error);
 void ghd_device_close(struct ghd_device *dev);
 /* Whether the CUDA backend was compiled into this binary. */
 int ghd_device_cuda_compiled(void);

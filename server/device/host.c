@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/err.h"
 #include "base/error.h"
 #include "host_fault.h"
 
@@ -23,13 +24,10 @@ struct ghd_event {
     double t_ms;
 };
 
-static int host_open(struct ghd_device *dev, int ordinal)
+static int host_open(struct ghd_device *dev, int ordinal, struct ghd_err *error)
 {
-    if (ordinal != 0) {
-        snprintf(dev->last_error, sizeof(dev->last_error),
-                 "the host backend has only device 0");
-        return GHD_EUNAVAIL;
-    }
+    if (ordinal != 0)
+        return ghd_err_set(error, GHD_EUNAVAIL, "the host backend has only device 0");
     long pages = sysconf(_SC_PHYS_PAGES);
     long page_size = sysconf(_SC_PAGESIZE);
     dev->total_memory = (size_t)pages * (size_t)page_size;
@@ -43,20 +41,23 @@ static void host_close(struct ghd_device *dev)
     (void)dev;
 }
 
-static int host_alloc_aligned(size_t size, void **ptr)
+/* Fails with `code` and a detail naming the size and what was asked for. */
+static int host_alloc_aligned(size_t size, void **ptr, int code, const char *what,
+                              struct ghd_err *error)
 {
     /* 4 KiB alignment stands in for the device's allocation granularity. */
     void *p = NULL;
     if (posix_memalign(&p, 4096, size ? size : 1) != 0)
-        return GHD_ENOMEM;
+        return ghd_err_set(error, code, "%s of %zu bytes failed", what, size);
     *ptr = p;
     return 0;
 }
 
-static int host_mem_alloc(struct ghd_device *dev, size_t size, void **d_ptr)
+static int host_mem_alloc(struct ghd_device *dev, size_t size, void **d_ptr,
+                          struct ghd_err *error)
 {
     (void)dev;
-    return host_alloc_aligned(size, d_ptr);
+    return host_alloc_aligned(size, d_ptr, GHD_ENOMEM, "device memory", error);
 }
 
 static void host_mem_free(struct ghd_device *dev, void *d_ptr)
@@ -65,15 +66,17 @@ static void host_mem_free(struct ghd_device *dev, void *d_ptr)
     free(d_ptr);
 }
 
-static int host_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr)
+static int host_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr,
+                           struct ghd_err *error)
 {
     (void)dev;
-    int rc = host_alloc_aligned(size, h_ptr);
-    return rc ? GHD_ENOHOSTMEM : 0;
+    return host_alloc_aligned(size, h_ptr, GHD_ENOHOSTMEM, "page-locked host memory", error);
 }
 
-static int host_host_register(struct ghd_device *dev, void *h_ptr, size_t size)
+static int host_host_register(struct ghd_device *dev, void *h_ptr, size_t size,
+                              struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     (void)h_ptr;
     (void)size;
@@ -86,11 +89,12 @@ static void host_host_unregister(struct ghd_device *dev, void *h_ptr)
     (void)h_ptr;
 }
 
-static int host_stream_new(struct ghd_device *dev, struct ghd_stream **out)
+static int host_stream_new(struct ghd_device *dev, struct ghd_stream **out,
+                           struct ghd_err *error)
 {
     (void)dev;
     *out = calloc(1, sizeof(**out));
-    return *out ? 0 : GHD_ENOHOSTMEM;
+    return *out ? 0 : ghd_err_set(error, GHD_ENOHOSTMEM, "out of host memory for a stream");
 }
 
 static void host_stream_free(struct ghd_device *dev, struct ghd_stream *s)
@@ -99,17 +103,18 @@ static void host_stream_free(struct ghd_device *dev, struct ghd_stream *s)
     free(s);
 }
 
-static int host_stream_sync(struct ghd_device *dev, struct ghd_stream *s)
+static int host_stream_sync(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error)
 {
     (void)s;
-    return ghd_host_fault_sync(dev); /* 0 unless a test injected a fault */
+    return ghd_host_fault_sync(dev, error); /* 0 unless a test injected a fault */
 }
 
-static int host_event_new(struct ghd_device *dev, struct ghd_event **out)
+static int host_event_new(struct ghd_device *dev, struct ghd_event **out,
+                          struct ghd_err *error)
 {
     (void)dev;
     *out = calloc(1, sizeof(**out));
-    return *out ? 0 : GHD_ENOHOSTMEM;
+    return *out ? 0 : ghd_err_set(error, GHD_ENOHOSTMEM, "out of host memory for an event");
 }
 
 static void host_event_free(struct ghd_device *dev, struct ghd_event *e)
@@ -118,31 +123,36 @@ static void host_event_free(struct ghd_device *dev, struct ghd_event *e)
     free(e);
 }
 
-static int host_event_record(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s)
+static int host_event_record(struct ghd_device *dev, struct ghd_event *e, struct ghd_stream *s,
+                             struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     (void)s;
     e->t_ms = ghd_clock_ms();
     return 0;
 }
 
-static int host_event_sync(struct ghd_device *dev, struct ghd_event *e)
+static int host_event_sync(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     (void)e;
     return 0;
 }
 
-static int host_event_done(struct ghd_device *dev, struct ghd_event *e)
+static int host_event_done(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     (void)e;
     return 1; /* host work completes before its call returns */
 }
 
 static int host_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
-                                  struct ghd_event *e)
+                                  struct ghd_event *e, struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     (void)s;
     (void)e;
@@ -150,16 +160,18 @@ static int host_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
 }
 
 static int host_event_elapsed(struct ghd_device *dev, struct ghd_event *start,
-                              struct ghd_event *end, float *ms)
+                              struct ghd_event *end, float *ms, struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     *ms = (float)(end->t_ms - start->t_ms);
     return 0;
 }
 
 static int host_copy(struct ghd_device *dev, void *dst, const void *src, size_t n,
-                     struct ghd_stream *s)
+                     struct ghd_stream *s, struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     (void)s;
     if (n)
@@ -168,16 +180,19 @@ static int host_copy(struct ghd_device *dev, void *dst, const void *src, size_t 
 }
 
 static int host_memset(struct ghd_device *dev, void *d_dst, int value, size_t n,
-                       struct ghd_stream *s)
+                       struct ghd_stream *s, struct ghd_err *error)
 {
+    (void)error;
     (void)dev;
     (void)s;
     memset(d_dst, value, n);
     return 0;
 }
 
-static int host_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes)
+static int host_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes,
+                         struct ghd_err *error)
 {
+    (void)error;
     long avail = sysconf(_SC_AVPHYS_PAGES);
     long page_size = sysconf(_SC_PAGESIZE);
     *free_bytes = (size_t)avail * (size_t)page_size;
@@ -185,9 +200,9 @@ static int host_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *tot
     return 0;
 }
 
-static int host_health(struct ghd_device *dev)
+static int host_health(struct ghd_device *dev, struct ghd_err *error)
 {
-    return ghd_host_fault_health(dev);
+    return ghd_host_fault_health(dev, error);
 }
 
 const struct ghd_device_ops ghd_host_ops = {

@@ -1,9 +1,8 @@
 #include "host_fault.h"
 
 #include <pthread.h>
-#include <stdio.h>
 
-#include "device.h"
+#include "base/err.h"
 #include "base/error.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -11,6 +10,9 @@ static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
 static long countdown;
 static enum ghd_host_fault armed;
 static int lost;
+/* What a lost device's detail says (a test looks for the CUDA error's name). */
+#define INJECTED "cudaErrorIllegalAddress (injected by ghd_host_fault_nth_sync)"
+
 static unsigned long generation; /* bumped by reset: stalled syncs return */
 
 void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault)
@@ -32,7 +34,7 @@ void ghd_host_fault_reset(void)
     pthread_mutex_unlock(&lock);
 }
 
-int ghd_host_fault_sync(struct ghd_device *dev)
+int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error)
 {
     int rc = 0;
     pthread_mutex_lock(&lock);
@@ -52,19 +54,19 @@ int ghd_host_fault_sync(struct ghd_device *dev)
         }
     }
     pthread_mutex_unlock(&lock);
+    (void)dev;
     if (rc)
-        snprintf(dev->last_error, sizeof(dev->last_error),
-                 "cudaErrorIllegalAddress (injected by ghd_host_fault_nth_sync)");
+        ghd_err_set(error, rc, INJECTED);
     return rc;
 }
 
-int ghd_host_fault_health(struct ghd_device *dev)
+int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error)
 {
     pthread_mutex_lock(&lock);
     int l = lost;
     pthread_mutex_unlock(&lock);
+    (void)dev;
     if (l)
-        snprintf(dev->last_error, sizeof(dev->last_error),
-                 "cudaErrorIllegalAddress (injected by ghd_host_fault_nth_sync)");
-    return l ? GHD_EDEVICE : 0;
+        return ghd_err_set(error, GHD_EDEVICE, INJECTED);
+    return 0;
 }

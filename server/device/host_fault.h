@@ -18,7 +18,8 @@ void ghd_host_fault_reset(void);
 
 /* The host backend's hooks (host.c). */
 struct ghd_device;
-int ghd_host_fault_sync(struct ghd_device *dev);
-int ghd_host_fault_health(struct ghd_device *dev);
+struct ghd_err;
+int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error);
+int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error);
 
 #endif

@@ -95,15 +95,16 @@ int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n)
     }
     r->base = page_down(a);
     r->end = page_up(b);
-    r->locked = dev->ops->host_register(dev, (void *)r->base, r->end - r->base) == 0;
+    r->locked = dev->ops->host_register(dev, (void *)r->base, r->end - r->base, NULL) == 0;
     return r->locked;
 }
 
-int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base)
+int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base,
+                      struct ghd_err *error)
 {
     uintptr_t a = page_down((uintptr_t)p);
     uintptr_t b = page_up((uintptr_t)p + n);
-    int rc = dev->ops->host_register(dev, (void *)a, b - a);
+    int rc = dev->ops->host_register(dev, (void *)a, b - a, error);
     if (rc == 0)
         *base = (void *)a;
     return rc;

@@ -20,8 +20,9 @@
 int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n);
 
 /* Page-locks exactly the pages holding [p, p+n); *base is what to hand to
- * ghd_hostreg_release. Returns 0 or a negative GHD_E* code. */
-int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base);
+ * ghd_hostreg_release. Returns 0 or a negative GHD_E* code (why in *error). */
+int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base,
+                      struct ghd_err *error);
 void ghd_hostreg_release(struct ghd_device *dev, void *base);
 
 #endif

@@ -95,7 +95,7 @@ static int slab_add(struct ghd_pool *p, size_t size)
     if (!s)
         return GHD_ENOHOSTMEM;
     void *base = NULL;
-    int rc = p->dev->ops->mem_alloc(p->dev, size, &base);
+    int rc = p->dev->ops->mem_alloc(p->dev, size, &base, NULL);
     if (rc) {
         free(s);
         return rc == GHD_EDEVICE ? GHD_ENOMEM : rc;

@@ -62,10 +62,11 @@ static void free_event(struct ghd_device *dev, void *e)
     dev->ops->event_free(dev, e);
 }
 
-int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cfg)
+int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cfg,
+                     struct ghd_err *error)
 {
     memset(rt, 0, sizeof(*rt));
-    int rc = ghd_device_open(&rt->dev, cfg->backend, cfg->ordinal);
+    int rc = ghd_device_open(&rt->dev, cfg->backend, cfg->ordinal, error);
     if (rc)
         return rc;
     rt->dev.sync_spin_ns = (long)cfg->sync_spin_us * 1000;
@@ -78,16 +79,22 @@ int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cf
     if (pool_cfg.limit && pool_cfg.initial > pool_cfg.limit)
         pool_cfg.initial = pool_cfg.limit;
     rc = ghd_pool_init(&rt->pool, &rt->dev, &pool_cfg);
-    if (rc)
+    if (rc) {
+        ghd_err_set(error, rc, "device pool: %s", ghd_strerror(rc));
         goto close_device;
+    }
     rc = ghd_staging_init(&rt->staging, &rt->dev, cfg->staging_chunk, cfg->staging_chunks);
-    if (rc)
+    if (rc) {
+        ghd_err_set(error, rc, "staging ring: %s", ghd_strerror(rc));
         goto destroy_pool;
+    }
     if (cfg->staging_small_chunks) {
         rc = ghd_staging_init(&rt->staging_small, &rt->dev, cfg->staging_small_chunk,
                               cfg->staging_small_chunks);
-        if (rc)
+        if (rc) {
+            ghd_err_set(error, rc, "small staging ring: %s", ghd_strerror(rc));
             goto destroy_staging;
+        }
     }
     idle_init(&rt->streams);
     idle_init(&rt->events);
@@ -112,10 +119,11 @@ void ghd_runtime_destroy(struct ghd_runtime *rt)
     ghd_device_close(&rt->dev);
 }
 
-int ghd_runtime_stream_acquire(struct ghd_runtime *rt, struct ghd_stream **out)
+int ghd_runtime_stream_acquire(struct ghd_runtime *rt, struct ghd_stream **out,
+                               struct ghd_err *error)
 {
     *out = idle_take(&rt->streams);
-    return *out ? 0 : rt->dev.ops->stream_new(&rt->dev, out);
+    return *out ? 0 : rt->dev.ops->stream_new(&rt->dev, out, error);
 }
 
 void ghd_runtime_stream_release(struct ghd_runtime *rt, struct ghd_stream *s)
@@ -124,10 +132,11 @@ void ghd_runtime_stream_release(struct ghd_runtime *rt, struct ghd_stream *s)
         rt->dev.ops->stream_free(&rt->dev, s);
 }
 
-int ghd_runtime_event_acquire(struct ghd_runtime *rt, struct ghd_event **out)
+int ghd_runtime_event_acquire(struct ghd_runtime *rt, struct ghd_event **out,
+                              struct ghd_err *error)
 {
     *out = idle_take(&rt->events);
-    return *out ? 0 : rt->dev.ops->event_new(&rt->dev, out);
+    return *out ? 0 : rt->dev.ops->event_new(&rt->dev, out, error);
 }
 
 void ghd_runtime_event_release(struct ghd_runtime *rt, struct ghd_event *e)
@@ -150,7 +159,7 @@ struct ghd_staging *ghd_runtime_staging_for(struct ghd_runtime *rt, uint64_t len
     return small->chunks && length <= small->stats.chunk_size ? small : &rt->staging;
 }
 
-int ghd_runtime_health(struct ghd_runtime *rt)
+int ghd_runtime_health(struct ghd_runtime *rt, struct ghd_err *error)
 {
-    return rt->dev.ops->health(&rt->dev);
+    return rt->dev.ops->health(&rt->dev, error);
 }

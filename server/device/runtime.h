@@ -51,8 +51,10 @@ struct ghd_runtime {
     int direct_copy;
 };
 
-/* Opens the device and allocates the pool's first slab and the staging rings. */
-int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cfg);
+/* Opens the device and allocates the pool's first slab and the staging rings;
+ * on failure *error (NULL: the code is enough) says which and why. */
+int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cfg,
+                     struct ghd_err *error);
 void ghd_runtime_destroy(struct ghd_runtime *rt);
 
 /* Staging chunks held by transfers now, in both rings. */
@@ -60,16 +62,17 @@ unsigned ghd_runtime_staging_busy(struct ghd_runtime *rt);
 /* The ring a transfer of `length` bytes takes its chunks from: the small
  * one when the transfer fits one of its chunks, else the main one. */
 struct ghd_staging *ghd_runtime_staging_for(struct ghd_runtime *rt, uint64_t length);
-/* Whether the device still answers: 0, or a GHD_E* code (dev.last_error
- * says why). */
-int ghd_runtime_health(struct ghd_runtime *rt);
+/* Whether the device still answers: 0, or a GHD_E* code (*error says why). */
+int ghd_runtime_health(struct ghd_runtime *rt, struct ghd_err *error);
 
 /* A stream for one request's work; created only when none is idle. */
-int ghd_runtime_stream_acquire(struct ghd_runtime *rt, struct ghd_stream **out);
+int ghd_runtime_stream_acquire(struct ghd_runtime *rt, struct ghd_stream **out,
+                               struct ghd_err *error);
 void ghd_runtime_stream_release(struct ghd_runtime *rt, struct ghd_stream *s);
 /* An event for marking one point in a stream; created only when none is idle.
  * Release it only once it has completed or will never be waited for. */
-int ghd_runtime_event_acquire(struct ghd_runtime *rt, struct ghd_event **out);
+int ghd_runtime_event_acquire(struct ghd_runtime *rt, struct ghd_event **out,
+                              struct ghd_err *error);
 void ghd_runtime_event_release(struct ghd_runtime *rt, struct ghd_event *e);
 
 #endif

@@ -27,10 +27,10 @@ int ghd_staging_init(struct ghd_staging *st, struct ghd_device *dev, size_t chun
         struct ghd_staging_chunk *c = &st->chunks[made];
         c->index = made;
         c->size = chunk_size;
-        rc = dev->ops->host_alloc(dev, chunk_size, &c->h_ptr);
+        rc = dev->ops->host_alloc(dev, chunk_size, &c->h_ptr, NULL);
         if (rc)
             break;
-        rc = dev->ops->event_new(dev, &c->done);
+        rc = dev->ops->event_new(dev, &c->done, NULL);
         if (rc) {
             dev->ops->host_free(dev, c->h_ptr);
             break;
@@ -63,7 +63,7 @@ void ghd_staging_destroy(struct ghd_staging *st)
     for (unsigned i = 0; i < st->stats.chunks; i++) {
         struct ghd_staging_chunk *c = &st->chunks[i];
         if (c->pending)
-            (void)st->dev->ops->event_sync(st->dev, c->done);
+            (void)st->dev->ops->event_sync(st->dev, c->done, NULL);
         st->dev->ops->event_free(st->dev, c->done);
         st->dev->ops->host_free(st->dev, c->h_ptr);
     }
@@ -104,7 +104,7 @@ int ghd_staging_acquire(struct ghd_staging *st, unsigned timeout_ms,
         st->stats.peak_busy = st->stats.busy;
     pthread_mutex_unlock(&st->lock);
     if (c->pending) {
-        int rc = st->dev->ops->event_sync(st->dev, c->done);
+        int rc = st->dev->ops->event_sync(st->dev, c->done, NULL);
         c->pending = 0;
         if (rc) {
             ghd_staging_release(st, c);

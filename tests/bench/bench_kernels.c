@@ -45,9 +45,9 @@ struct timer {
 
 static void timer_new(struct timer *t)
 {
-    if (D.rt.dev.ops->event_new(&D.rt.dev, &t->start) ||
-        D.rt.dev.ops->event_new(&D.rt.dev, &t->end)) {
-        fprintf(stderr, "event_new: %s\n", D.rt.dev.last_error);
+    if (D.rt.dev.ops->event_new(&D.rt.dev, &t->start, &D.err) ||
+        D.rt.dev.ops->event_new(&D.rt.dev, &t->end, &D.err)) {
+        fprintf(stderr, "event_new: %s\n", D.err.detail);
         exit(1);
     }
 }
@@ -55,9 +55,9 @@ static void timer_new(struct timer *t)
 static double timer_ms(struct timer *t)
 {
     float ms = -1;
-    if (D.rt.dev.ops->event_sync(&D.rt.dev, t->end) ||
-        D.rt.dev.ops->event_elapsed(&D.rt.dev, t->start, t->end, &ms)) {
-        fprintf(stderr, "event timing: %s\n", D.rt.dev.last_error);
+    if (D.rt.dev.ops->event_sync(&D.rt.dev, t->end, &D.err) ||
+        D.rt.dev.ops->event_elapsed(&D.rt.dev, t->start, t->end, &ms, &D.err)) {
+        fprintf(stderr, "event timing: %s\n", D.err.detail);
         exit(1);
     }
     return ms;
@@ -70,12 +70,12 @@ static double time_d2d(void *dst, const void *src, size_t bytes)
     double v[256];
     timer_new(&t);
     for (int i = -3; i < reps; i++) {
-        D.rt.dev.ops->event_record(&D.rt.dev, t.start, D.stream);
-        if (D.rt.dev.ops->copy_d2d(&D.rt.dev, dst, src, bytes, D.stream)) {
-            fprintf(stderr, "copy_d2d: %s\n", D.rt.dev.last_error);
+        D.rt.dev.ops->event_record(&D.rt.dev, t.start, D.stream, &D.err);
+        if (D.rt.dev.ops->copy_d2d(&D.rt.dev, dst, src, bytes, D.stream, &D.err)) {
+            fprintf(stderr, "copy_d2d: %s\n", D.err.detail);
             exit(1);
         }
-        D.rt.dev.ops->event_record(&D.rt.dev, t.end, D.stream);
+        D.rt.dev.ops->event_record(&D.rt.dev, t.end, D.stream, &D.err);
         double ms = timer_ms(&t);
         if (i >= 0)
             v[i] = ms;
@@ -190,7 +190,7 @@ static double time_cublas(cublasHandle_t hdl, enum ghd_dtype t, int s, const voi
     timer_new(&tm);
     cublasSetStream(hdl, (cudaStream_t)D.stream);
     for (int i = -3; i < reps; i++) {
-        D.rt.dev.ops->event_record(&D.rt.dev, tm.start, D.stream);
+        D.rt.dev.ops->event_record(&D.rt.dev, tm.start, D.stream, &D.err);
         cublasStatus_t st;
         /* row-major C = A B is column-major C^T = B^T A^T */
         if (t == GHD_DTYPE_F32)
@@ -206,7 +206,7 @@ static double time_cublas(cublasHandle_t hdl, enum ghd_dtype t, int s, const voi
             fprintf(stderr, "cuBLAS: %s\n", cublasGetStatusName(st));
             exit(1);
         }
-        D.rt.dev.ops->event_record(&D.rt.dev, tm.end, D.stream);
+        D.rt.dev.ops->event_record(&D.rt.dev, tm.end, D.stream, &D.err);
         double ms = timer_ms(&tm);
         if (i >= 0)
             v[i] = ms;
@@ -268,7 +268,7 @@ int main(void)
     }
     int rc = tk_init(&D, GHD_BACKEND_CUDA);
     if (rc) {
-        printf("skipped: no CUDA device (%s: %s)\n", ghd_strerror(rc), D.rt.dev.last_error);
+        printf("skipped: no CUDA device (%s: %s)\n", ghd_strerror(rc), D.err.detail);
         return 77;
     }
     reps = (int)env_long("BENCH_REPS", 20);
@@ -277,7 +277,7 @@ int main(void)
     size_t mib = (size_t)env_long("BENCH_MIB", 256);
     int gemm = (int)env_long("BENCH_GEMM", 4096);
     printf("device: %s; arrays of %zu MiB; median of %d runs\n", D.rt.dev.name, mib, reps);
-    ghd_kernels_warmup(&D.rt);
+    ghd_kernels_warmup(&D.rt, &D.err);
 
     bench_bandwidth(mib);
 #ifdef GHD_HAVE_CUDA

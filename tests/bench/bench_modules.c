@@ -54,7 +54,8 @@ static double time_call(const struct ghd_kernel *k, json_t *args)
     struct ghd_kernel_call *call;
     struct ghd_event *start, *end;
     double v[256];
-    if (D.rt.dev.ops->event_new(&D.rt.dev, &start) || D.rt.dev.ops->event_new(&D.rt.dev, &end) ||
+    if (D.rt.dev.ops->event_new(&D.rt.dev, &start, &D.err) ||
+        D.rt.dev.ops->event_new(&D.rt.dev, &end, &D.err) ||
         ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, D.detail, sizeof(D.detail))) {
         fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
         exit(1);
@@ -65,7 +66,7 @@ static double time_call(const struct ghd_kernel *k, json_t *args)
         float ms = -1;
         if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, D.detail,
                                           sizeof(D.detail)) ||
-            D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms)) {
+            D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms, &D.err)) {
             fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
             exit(1);
         }
@@ -102,7 +103,7 @@ int main(void)
     if ((e = getenv("BENCH_REPS")) && *e)
         reps = atoi(e) > 0 && atoi(e) <= 256 ? atoi(e) : 20;
     if (tk_init(&D, GHD_BACKEND_CUDA) != 0) {
-        printf("skipped: no CUDA device (%s)\n", D.rt.dev.last_error);
+        printf("skipped: no CUDA device (%s)\n", D.err.detail);
         return 77;
     }
     char dir[] = "/tmp/ghd-bench-mcache-XXXXXX";

@@ -29,7 +29,7 @@ static double time_call(const struct ghd_kernel *k, json_t *args, json_t **resul
     struct ghd_kernel_call *call;
     struct ghd_event *start, *end;
     double v[256];
-    if (D.rt.dev.ops->event_new(&D.rt.dev, &start) || D.rt.dev.ops->event_new(&D.rt.dev, &end) ||
+    if (D.rt.dev.ops->event_new(&D.rt.dev, &start, &D.err) || D.rt.dev.ops->event_new(&D.rt.dev, &end, &D.err) ||
         ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, D.detail, sizeof(D.detail))) {
         fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
         exit(1);
@@ -40,7 +40,7 @@ static double time_call(const struct ghd_kernel *k, json_t *args, json_t **resul
         float ms = -1;
         if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, D.detail,
                                           sizeof(D.detail)) ||
-            D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms)) {
+            D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms, &D.err)) {
             fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
             exit(1);
         }
@@ -61,7 +61,7 @@ static struct ghd_ukernel *define(struct ghd_ucompiler *c, const char *json)
 {
     json_t *def = json_loads(json, 0, NULL);
     struct ghd_ukernel *k;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     if (!def || ghd_ukernel_new(def, &limits, NULL, c, &k, &e)) {
         fprintf(stderr, "define: %s\n", e.detail);
         exit(1);
@@ -75,7 +75,7 @@ static double build_seconds(struct ghd_ukernel *k, const char **cache)
 {
     struct ghd_ubind b = {.scalar_mask = 0};
     struct ghd_ubinding *bd;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     for (int t = 0; t < 26; t++)
         b.ph_type[t] = GHD_UT_NONE;
     double t0 = ghd_clock_s();
@@ -100,7 +100,7 @@ int main(void)
     if ((e = getenv("BENCH_REPS")) && *e)
         reps = atoi(e) > 0 && atoi(e) <= 256 ? atoi(e) : 20;
     if (tk_init(&D, GHD_BACKEND_CUDA) != 0) {
-        printf("skipped: no CUDA device (%s)\n", D.rt.dev.last_error);
+        printf("skipped: no CUDA device (%s)\n", D.err.detail);
         return 77;
     }
     char dir[] = "/tmp/ghd-bench-ucache-XXXXXX";

@@ -22,7 +22,7 @@ static void run_binding(const struct ghd_udef *d, int ph, uint32_t scalars)
 {
     struct ghd_ubind b = {.scalar_mask = scalars};
     struct ghd_uprog p;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     for (int k = 0; k < 26; k++)
         b.ph_type[k] = ph;
     if (ghd_ucheck(d, &b, &p, &e) != 0) {
@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     struct ghd_ulimits lim = {.max_definition = 4096, .max_depth = 64};
     struct ghd_udef d;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     int rc = ghd_udef_from_json(def, &lim, &d, &e);
     if (rc) {
         CHECK(rc == GHD_EINVAL || rc == GHD_EUNPROC || rc == GHD_ETOOBIG);

@@ -735,13 +735,13 @@ int main(void)
     }
     int rc = tk_init(&D, GHD_BACKEND_CUDA);
     if (rc != 0) {
-        printf("skipped: no CUDA device (%s: %s)\n", ghd_strerror(rc), D.rt.dev.last_error);
+        printf("skipped: no CUDA device (%s: %s)\n", ghd_strerror(rc), D.err.detail);
         ghd_runtime_destroy(&H.rt);
         return 77;
     }
     printf("device: %s, CUDA runtime %s\n", D.rt.dev.name, D.rt.dev.runtime_version);
-    if (ghd_kernels_warmup(&D.rt) != 0)
-        gpu_report(&tally, 0, "cuBLAS warmup: %s", D.rt.dev.last_error);
+    if (ghd_kernels_warmup(&D.rt, &D.err) != 0)
+        gpu_report(&tally, 0, "cuBLAS warmup: %s", D.err.detail);
 
     gpu_fill();
     gpu_copy();
@@ -755,8 +755,8 @@ int main(void)
     gpu_gemm();
 
     /* the device must still be healthy after all of it */
-    if (D.rt.dev.ops->health(&D.rt.dev) != 0)
-        gpu_report(&tally, 0, "device health after the tests: %s", D.rt.dev.last_error);
+    if (D.rt.dev.ops->health(&D.rt.dev, &D.err) != 0)
+        gpu_report(&tally, 0, "device health after the tests: %s", D.err.detail);
     printf("\n%d passed, %d failed\n", tally.passes, tally.failures);
     tk_destroy(&D);
     tk_destroy(&H);

@@ -99,7 +99,7 @@ static int scale_run;
 static int define(const char *json, struct ghd_ukernel **k)
 {
     json_t *def = json_loads(json, 0, NULL);
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     int rc = def ? ghd_ukernel_new(def, &limits, NULL, C, k, &e) : GHD_EINVAL;
     json_decref(def);
     if (rc)
@@ -476,7 +476,7 @@ int main(void)
     if (nv && *nv)
         N = strtoull(nv, NULL, 10);
     if (tk_init(&D, GHD_BACKEND_CUDA) != 0) {
-        printf("skipped: no CUDA device (%s)\n", D.rt.dev.last_error);
+        printf("skipped: no CUDA device (%s)\n", D.err.detail);
         return 77;
     }
     struct ghd_ucompiler_config cc = {.workers = 2, .queue = 16};

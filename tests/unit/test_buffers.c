@@ -35,7 +35,7 @@ static int setup_limit(void **state, size_t limit)
         .staging_chunk = 64 << 10,
         .staging_chunks = 2,
     };
-    assert_int_equal(ghd_runtime_init(&f->rt, &cfg), 0);
+    assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
     assert_int_equal(ghd_buffer_table_init(&f->t), 0);
     *state = f;
     return 0;

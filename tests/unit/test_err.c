@@ -1,7 +1,8 @@
-/* The error value (base/err.h): setting, prefixing, reading, NULL-safety and
- * its bound. (The device interface passing it down, and a test that two
- * concurrent failing operations each read their own detail, are on branch
- * hB-item2; see /work/notes/hB.md.) */
+/* The error value (base/err.h) and its promise: the detail travels with the
+ * call. Two threads share one host device and fail different operations at
+ * once, many times over; each must read back its own detail, never the
+ * other's (with the old dev->last_error they shared one string). */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,9 @@
 
 #include "base/err.h"
 #include "base/error.h"
+#include "device/device.h"
+
+#define ROUNDS 2000
 
 static void test_err_set_and_text(void **state)
 {
@@ -36,10 +40,82 @@ static void test_err_set_and_text(void **state)
     assert_int_equal(strlen(e.detail), GHD_ERR_DETAIL - 1);
 }
 
+struct worker {
+    struct ghd_device *dev;
+    pthread_barrier_t *start;
+    int host;           /* 0: device memory (mem_alloc), 1: page-locked (host_alloc) */
+    unsigned wrong;     /* rounds whose detail was not this thread's own */
+    char first_bad[3 * GHD_ERR_DETAIL];
+};
+
+/* Sizes no allocator can give (2^62 bytes and up), different in every round
+ * and for each thread, so a detail names exactly one call. */
+static size_t impossible(const struct worker *w, unsigned round)
+{
+    return ((size_t)1 << 62) + ((size_t)round * 2 + (size_t)w->host) * 4096;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    pthread_barrier_wait(w->start);
+    for (unsigned i = 0; i < ROUNDS; i++) {
+        struct ghd_err err = {0};
+        void *p = NULL;
+        size_t size = impossible(w, i);
+        int rc = w->host ? w->dev->ops->host_alloc(w->dev, size, &p, &err)
+                         : w->dev->ops->mem_alloc(w->dev, size, &p, &err);
+        char want[GHD_ERR_DETAIL];
+        snprintf(want, sizeof(want), "%s of %zu bytes failed",
+                 w->host ? "page-locked host memory" : "device memory", size);
+        int want_rc = w->host ? GHD_ENOHOSTMEM : GHD_ENOMEM;
+        if (rc != want_rc || err.code != want_rc || strcmp(err.detail, want) != 0) {
+            if (!w->wrong++)
+                snprintf(w->first_bad, sizeof(w->first_bad), "rc %d, code %d, '%s' (want '%s')",
+                         rc, err.code, err.detail, want);
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_failures_keep_their_detail(void **state)
+{
+    (void)state;
+    struct ghd_device dev;
+    assert_int_equal(ghd_device_open(&dev, GHD_BACKEND_HOST, 0, NULL), 0);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
+    struct worker w[2] = {{.dev = &dev, .start = &start, .host = 0},
+                          {.dev = &dev, .start = &start, .host = 1}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    ghd_device_close(&dev);
+    for (int i = 0; i < 2; i++)
+        if (w[i].wrong)
+            fail_msg("thread %d: %u of %d rounds reported another detail; first: %s", i,
+                     w[i].wrong, ROUNDS, w[i].first_bad);
+}
+
+static void test_open_failure_says_why(void **state)
+{
+    (void)state;
+    struct ghd_device dev;
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_device_open(&dev, GHD_BACKEND_HOST, 3, &err), GHD_EUNAVAIL);
+    assert_int_equal(err.code, GHD_EUNAVAIL);
+    assert_string_equal(err.detail, "the host backend has only device 0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_set_and_text),
+        cmocka_unit_test(test_concurrent_failures_keep_their_detail),
+        cmocka_unit_test(test_open_failure_says_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@ struct tk {
     unsigned nresolved;
     uint64_t rng;
     char detail[512];
+    struct ghd_err err; /* the last failure of tk_init, tk_buf or a device call */
 };
 
 static inline int tk_init(struct tk *t, enum ghd_backend_kind kind)
@@ -37,10 +38,10 @@ static inline int tk_init(struct tk *t, enum ghd_backend_kind kind)
     };
     memset(t, 0, sizeof(*t));
     t->rng = 0x9e3779b97f4a7c15ull;
-    int rc = ghd_runtime_init(&t->rt, &cfg);
+    int rc = ghd_runtime_init(&t->rt, &cfg, &t->err);
     if (rc)
         return rc;
-    return ghd_runtime_stream_acquire(&t->rt, &t->stream);
+    return ghd_runtime_stream_acquire(&t->rt, &t->stream, &t->err);
 }
 
 /* A buffer of `size` bytes; the test holds one reference until tk_destroy.
@@ -62,8 +63,8 @@ static inline struct ghd_buffer *tk_buf(struct tk *t, size_t size)
     atomic_init(&b->refs, 1);
     pthread_mutex_init(&b->zero_lock, NULL);
     t->bufs[t->nbufs++] = b;
-    if (ghd_buffer_order(b, t->stream) != 0 ||
-        t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream) != 0)
+    if (ghd_buffer_order(b, t->stream, &t->err) != 0 ||
+        t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream, &t->err) != 0)
         return NULL;
     return b;
 }
@@ -145,21 +146,21 @@ static inline double tk_uniform(struct tk *t, double lo, double hi)
 /* Host copies in and out of a buffer's device memory (any backend). */
 static inline void tk_upload(struct tk *t, struct ghd_buffer *b, const void *src, size_t n)
 {
-    t->rt.dev.ops->copy_h2d(&t->rt.dev, b->d_ptr, src, n, t->stream);
-    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream);
+    t->rt.dev.ops->copy_h2d(&t->rt.dev, b->d_ptr, src, n, t->stream, &t->err);
+    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream, &t->err);
 }
 
 static inline void tk_download(struct tk *t, struct ghd_buffer *b, void *dst, size_t n)
 {
-    t->rt.dev.ops->copy_d2h(&t->rt.dev, dst, b->d_ptr, n, t->stream);
-    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream);
+    t->rt.dev.ops->copy_d2h(&t->rt.dev, dst, b->d_ptr, n, t->stream, &t->err);
+    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream, &t->err);
 }
 
 /* Fills the buffer with 0xFF bytes (NaN for floats, -1 for integers). */
 static inline void tk_poison(struct tk *t, struct ghd_buffer *b)
 {
-    t->rt.dev.ops->memset(&t->rt.dev, b->d_ptr, 0xff, b->size, t->stream);
-    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream);
+    t->rt.dev.ops->memset(&t->rt.dev, b->d_ptr, 0xff, b->size, t->stream, &t->err);
+    t->rt.dev.ops->stream_sync(&t->rt.dev, t->stream, &t->err);
 }
 
 #endif

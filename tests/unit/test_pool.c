@@ -51,7 +51,7 @@ static int setup_with(void **state, size_t limit, size_t initial)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    assert_int_equal(ghd_device_open(&f->dev, GHD_BACKEND_HOST, 0), 0);
+    assert_int_equal(ghd_device_open(&f->dev, GHD_BACKEND_HOST, 0, NULL), 0);
     struct ghd_pool_config cfg = {
         .alignment = 256, .slab_size = SLAB, .limit = limit, .initial = initial};
     assert_int_equal(ghd_pool_init(&f->pool, &f->dev, &cfg), 0);
@@ -108,7 +108,7 @@ static void test_init_reserves_initial(void **state)
     (void)state;
     struct ghd_device dev;
     struct ghd_pool pool;
-    assert_int_equal(ghd_device_open(&dev, GHD_BACKEND_HOST, 0), 0);
+    assert_int_equal(ghd_device_open(&dev, GHD_BACKEND_HOST, 0, NULL), 0);
     struct ghd_pool_config cfg = {.alignment = 256, .slab_size = SLAB, .initial = 3 * MIB};
     assert_int_equal(ghd_pool_init(&pool, &dev, &cfg), 0);
     struct ghd_pool_stats st;

@@ -226,7 +226,7 @@ static void test_nvrtc_module(void **state)
     struct ghd_ucompile_job job = {.src = module_src, .arch = "sm_90", .options = opts,
                                    .names = names, .nnames = 2, .user = 1};
     struct ghd_ucompiled r;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     assert_int_equal(ghd_ucompiler_compile_job(c, &job, &r, &e), 0);
     assert_true(r.size > 0);
     assert_string_equal(r.cache, "miss");

@@ -34,7 +34,7 @@ static int setup(void **state)
         .staging_chunk = 64 << 10,
         .staging_chunks = 2,
     };
-    assert_int_equal(ghd_runtime_init(&f->rt, &cfg), 0);
+    assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
     assert_int_equal(ghd_buffer_table_init(&f->t), 0);
     struct ghd_buffer_spec spec = {.size = 64};
     assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->x), 0);
@@ -149,23 +149,23 @@ static void test_execute_orders_buffers(void **state)
     struct ghd_device *dev = &f->rt.dev;
     struct ghd_stream *s;
     struct ghd_event *ev[2];
-    assert_int_equal(ghd_runtime_stream_acquire(&f->rt, &s), 0);
-    assert_int_equal(dev->ops->event_new(dev, &ev[0]), 0);
-    assert_int_equal(dev->ops->event_new(dev, &ev[1]), 0);
+    assert_int_equal(ghd_runtime_stream_acquire(&f->rt, &s, NULL), 0);
+    assert_int_equal(dev->ops->event_new(dev, &ev[0], NULL), 0);
+    assert_int_equal(dev->ops->event_new(dev, &ev[1], NULL), 0);
     float in[4] = {1, 2, 3, 4}, out[4];
-    assert_int_equal(ghd_buffer_order(f->x, s), 0);
-    assert_int_equal(dev->ops->copy_h2d(dev, f->x->d_ptr, in, sizeof(in), s), 0);
-    assert_int_equal(dev->ops->stream_sync(dev, s), 0);
+    assert_int_equal(ghd_buffer_order(f->x, s, NULL), 0);
+    assert_int_equal(dev->ops->copy_h2d(dev, f->x->d_ptr, in, sizeof(in), s, NULL), 0);
+    assert_int_equal(dev->ops->stream_sync(dev, s, NULL), 0);
     /* y has never been used: its memory holds whatever the pool had */
     memset(out, 0x7f, sizeof(out));
-    assert_int_equal(dev->ops->copy_h2d(dev, f->y->d_ptr, out, sizeof(out), s), 0);
+    assert_int_equal(dev->ops->copy_h2d(dev, f->y->d_ptr, out, sizeof(out), s, NULL), 0);
     int rc;
     struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
     ghd_run_execute(&f->rt, s, ev, run);
     assert_int_equal(run->error, 0);
-    assert_int_equal(dev->ops->copy_d2h(dev, out, f->y->d_ptr, sizeof(out), s), 0);
-    assert_int_equal(dev->ops->stream_sync(dev, s), 0);
+    assert_int_equal(dev->ops->copy_d2h(dev, out, f->y->d_ptr, sizeof(out), s, NULL), 0);
+    assert_int_equal(dev->ops->stream_sync(dev, s, NULL), 0);
     for (int i = 0; i < 4; i++)
         assert_true(out[i] == 2 * in[i]);
     ghd_run_unref(run);

@@ -31,7 +31,7 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    assert_int_equal(ghd_device_open(&f->dev, GHD_BACKEND_HOST, 0), 0);
+    assert_int_equal(ghd_device_open(&f->dev, GHD_BACKEND_HOST, 0, NULL), 0);
     assert_int_equal(ghd_staging_init(&f->st, &f->dev, CHUNK_SIZE, CHUNKS), 0);
     *state = f;
     return 0;
@@ -125,8 +125,8 @@ static void test_pending_chunk_is_reusable(void **state)
     for (int i = 0; i < CHUNKS; i++) {
         assert_int_equal(ghd_staging_acquire(&f->st, 1000, &all[i]), 0);
         struct ghd_stream *s;
-        assert_int_equal(f->dev.ops->stream_new(&f->dev, &s), 0);
-        assert_int_equal(f->dev.ops->event_record(&f->dev, all[i]->done, s), 0);
+        assert_int_equal(f->dev.ops->stream_new(&f->dev, &s, NULL), 0);
+        assert_int_equal(f->dev.ops->event_record(&f->dev, all[i]->done, s, NULL), 0);
         all[i]->pending = 1;
         f->dev.ops->stream_free(&f->dev, s);
     }

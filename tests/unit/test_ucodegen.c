@@ -30,7 +30,7 @@ static char *source_of(const struct ghd_udef *d, int ph, uint32_t scalars)
 {
     struct ghd_ubind b = {.scalar_mask = scalars};
     struct ghd_uprog p;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     char *src = NULL;
     unsigned vec;
     for (int k = 0; k < 26; k++)
@@ -46,7 +46,7 @@ static int define_file(const char *path, struct ghd_udef *d)
 {
     json_t *def = json_load_file(path, 0, NULL);
     assert_non_null(def);
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     int rc = ghd_udef_from_json(def, &limits, d, &e);
     json_decref(def);
     return rc;
@@ -80,7 +80,7 @@ static void test_every_valid_definition_compiles(void **state)
                 if (!src)
                     continue;
                 struct ghd_ucompiled r;
-                struct ghd_uerr e = {0};
+                struct ghd_err e = {0};
                 int rc = ghd_ucompiler_compile(C, src, "sm_90", &r, &e);
                 if (rc)
                     fail_msg("%s (binding %d/%d): %s\n%s", de->d_name, v, s, e.detail, src);
@@ -99,7 +99,7 @@ static void test_every_valid_definition_compiles(void **state)
 static const char *compile_src(struct ghd_ucompiler *c, const char *src, size_t *size)
 {
     struct ghd_ucompiled r;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     if (ghd_ucompiler_compile(c, src, "sm_90", &r, &e) != 0)
         fail_msg("compile: %s", e.detail);
     if (size)
@@ -180,7 +180,7 @@ static void test_cache(void **state)
     /* the queue bound: with room for none, a compile is refused (429) */
     c = compiler_new(1 << 30, 0);
     struct ghd_ucompiled r;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     const char *fresh = "extern \"C\" __global__ void ghd_ukernel(int *p) { p[0] = 7; }\n";
     assert_int_equal(ghd_ucompiler_compile(c, fresh, "sm_90", &r, &e), GHD_ELIMIT);
     assert_non_null(strstr(e.detail, "--compile-queue"));

@@ -45,7 +45,7 @@ static int define_case(const char *dir, char *out, size_t len)
     if (!def)
         fail_msg("%s: not JSON: %s", path, je.text);
     struct ghd_udef d;
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     int rc = ghd_udef_from_json(def, &limits, &d, &e);
     ghd_udef_clear(&d);
     json_decref(def);
@@ -75,14 +75,14 @@ static void for_each_case(const char *kind, void (*fn)(const char *dir, const ch
 
 static void valid_case(const char *dir, const char *name)
 {
-    char got[400];
+    char got[600];
     if (define_case(dir, got, sizeof(got)) != 0)
         fail_msg("valid/%s was refused: %s", name, got);
 }
 
 static void invalid_case(const char *dir, const char *name)
 {
-    char got[400], path[900];
+    char got[600], path[900];
     assert_int_not_equal(define_case(dir, got, sizeof(got)), 0);
     snprintf(path, sizeof(path), "%s/error", dir);
     char *want = read_text(path);
@@ -125,7 +125,7 @@ static void prog_new(struct prog *pr, const char *json, int ph, uint32_t scalar_
     json_error_t je;
     json_t *def = json_loads(json, 0, &je);
     assert_non_null(def);
-    struct ghd_uerr e = {0};
+    struct ghd_err e = {0};
     int rc = ghd_udef_from_json(def, &limits, &pr->d, &e);
     json_decref(def);
     if (rc)
