@@ -234,15 +234,15 @@ void ghd_rmodule_store_init(struct ghd_rmodule_store *s, unsigned tenant_max)
     s->tenant_max = tenant_max;
 }
 
+static struct ghd_rmodule *module_of(struct ghd_list_node *n)
+{
+    return ghd_list_entry(n, struct ghd_rmodule, link);
+}
+
 void ghd_rmodule_store_destroy(struct ghd_rmodule_store *s)
 {
-    struct ghd_rmodule *m = s->head;
-    while (m) {
-        struct ghd_rmodule *next = m->next;
-        ghd_rmodule_unref(m);
-        m = next;
-    }
-    s->head = NULL;
+    while (!ghd_list_empty(&s->all))
+        ghd_rmodule_unref(module_of(ghd_list_pop_front(&s->all)));
     pthread_mutex_destroy(&s->lock);
 }
 
@@ -258,8 +258,7 @@ int ghd_rmodule_store_add(struct ghd_rmodule_store *s, struct ghd_rmodule *m,
     int rc = 0;
     *have = NULL;
     pthread_mutex_lock(&s->lock);
-    struct ghd_rmodule **tail = &s->head;
-    for (struct ghd_rmodule *o = s->head; o; o = o->next) {
+    for (struct ghd_rmodule *o = module_of(s->all.first); o; o = module_of(o->link.next)) {
         if (owned_by(o, m->tenant)) {
             count++;
             if (!*have && strcmp(o->id, m->id) == 0 && strcmp(o->key, m->key) == 0) {
@@ -268,26 +267,32 @@ int ghd_rmodule_store_add(struct ghd_rmodule_store *s, struct ghd_rmodule *m,
                 rc = GHD_EBUSY;
             }
         }
-        tail = &o->next;
     }
     if (rc == 0 && s->tenant_max && count >= s->tenant_max)
         rc = GHD_ELIMIT;
     if (rc == 0) {
         ghd_rmodule_ref(m);
-        m->next = NULL;
-        *tail = m;
+        ghd_list_push_back(&s->all, &m->link);
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+/* pre: s's lock held. The tenant's module with this id, or NULL. */
+static struct ghd_rmodule *find_locked(struct ghd_rmodule_store *s, const char *tenant,
+                                       const char *id)
+{
+    struct ghd_rmodule *m = module_of(s->all.first);
+    while (m && !(owned_by(m, tenant) && strcmp(m->id, id) == 0))
+        m = module_of(m->link.next);
+    return m;
 }
 
 int ghd_rmodule_store_find_new(struct ghd_rmodule_store *s, const char *tenant, const char *id,
                                struct ghd_rmodule **out)
 {
     pthread_mutex_lock(&s->lock);
-    struct ghd_rmodule *m = s->head;
-    while (m && !(owned_by(m, tenant) && strcmp(m->id, id) == 0))
-        m = m->next;
+    struct ghd_rmodule *m = find_locked(s, tenant, id);
     if (m)
         ghd_rmodule_ref(m);
     pthread_mutex_unlock(&s->lock);
@@ -300,12 +305,9 @@ int ghd_rmodule_store_find_new(struct ghd_rmodule_store *s, const char *tenant, 
 int ghd_rmodule_store_remove(struct ghd_rmodule_store *s, const char *tenant, const char *id)
 {
     pthread_mutex_lock(&s->lock);
-    struct ghd_rmodule **link = &s->head;
-    while (*link && !(owned_by(*link, tenant) && strcmp((*link)->id, id) == 0))
-        link = &(*link)->next;
-    struct ghd_rmodule *m = *link;
+    struct ghd_rmodule *m = find_locked(s, tenant, id);
     if (m)
-        *link = m->next;
+        ghd_list_remove(&s->all, &m->link);
     pthread_mutex_unlock(&s->lock);
     if (!m)
         return GHD_ENOENT;
@@ -316,7 +318,7 @@ int ghd_rmodule_store_remove(struct ghd_rmodule_store *s, const char *tenant, co
 void ghd_rmodule_store_describe(struct ghd_rmodule_store *s, const char *tenant, json_t *list)
 {
     pthread_mutex_lock(&s->lock);
-    for (struct ghd_rmodule *m = s->head; m; m = m->next)
+    for (struct ghd_rmodule *m = module_of(s->all.first); m; m = module_of(m->link.next))
         if (owned_by(m, tenant))
             json_array_append_new(list, ghd_rmodule_describe_new(m));
     pthread_mutex_unlock(&s->lock);
@@ -326,7 +328,7 @@ unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant
 {
     unsigned n = 0;
     pthread_mutex_lock(&s->lock);
-    for (struct ghd_rmodule *m = s->head; m; m = m->next)
+    for (struct ghd_rmodule *m = module_of(s->all.first); m; m = module_of(m->link.next))
         n += (unsigned)owned_by(m, tenant);
     pthread_mutex_unlock(&s->lock);
     return n;

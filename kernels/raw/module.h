@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "raw.h"
+#include "base/list.h"
 #include "base/tenant.h"
 #include "kernels/kernel.h"
 #include "device/runtime.h"
@@ -48,7 +49,7 @@ struct ghd_rmodule {
     unsigned max_block[3], max_grid[3]; /* the device's */
     struct ghd_runtime *rt;
     void *lib; /* cudaLibrary_t */
-    struct ghd_rmodule *next;
+    struct ghd_list_node link; /* the store's list */
 };
 
 /* Validates a POST /v1/modules body ({source, options, name_expressions}),
@@ -77,7 +78,7 @@ json_t *ghd_rmodule_describe_new(const struct ghd_rmodule *m);
 
 struct ghd_rmodule_store {
     pthread_mutex_t lock;
-    struct ghd_rmodule *head;
+    struct ghd_list all; /* oldest first */
     unsigned tenant_max;
 };
 

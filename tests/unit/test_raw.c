@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "base/error.h"
+#include "kernels/raw/module.h"
 #include "kernels/raw/raw.h"
 #include "kernels/user/compile.h"
 
@@ -267,12 +268,66 @@ static void test_nvrtc_module(void **state)
     ghd_ucompiler_free(c);
 }
 
+/* A store entry as the store sees it: no library loaded (lib NULL), so the
+ * last unref frees without touching a device. */
+static struct ghd_rmodule *fake_module(const char *id, const char *tenant)
+{
+    struct ghd_rmodule *m = calloc(1, sizeof(*m));
+    assert_non_null(m);
+    atomic_init(&m->refs, 1);
+    snprintf(m->id, sizeof(m->id), "%s", id);
+    snprintf(m->tenant, sizeof(m->tenant), "%s", tenant);
+    m->key = strdup(id);
+    return m;
+}
+
+static void test_module_store(void **state)
+{
+    (void)state;
+    struct ghd_rmodule_store s;
+    ghd_rmodule_store_init(&s, 3);
+    struct ghd_rmodule *m[4], *have, *got;
+    const char *ids[] = {"m1", "m2", "m3", "m4"};
+    for (int i = 0; i < 3; i++) {
+        m[i] = fake_module(ids[i], "a");
+        assert_int_equal(ghd_rmodule_store_add(&s, m[i], &have), 0);
+        assert_null(have);
+    }
+    m[3] = fake_module("m4", "a");
+    assert_int_equal(ghd_rmodule_store_add(&s, m[3], &have), GHD_ELIMIT); /* the tenant's max */
+    struct ghd_rmodule *again = fake_module("m2", "a");
+    assert_int_equal(ghd_rmodule_store_add(&s, again, &have), GHD_EBUSY); /* same id and key */
+    assert_ptr_equal(have, m[1]);
+    ghd_rmodule_unref(have);
+    ghd_rmodule_unref(again);
+    assert_int_equal(ghd_rmodule_store_count(&s, "a"), 3);
+    assert_int_equal(ghd_rmodule_store_count(&s, "b"), 0);
+    assert_int_equal(ghd_rmodule_store_find_new(&s, "b", "m2", &got), GHD_ENOENT);
+    assert_int_equal(ghd_rmodule_store_remove(&s, "b", "m2"), GHD_ENOENT);
+    assert_int_equal(ghd_rmodule_store_remove(&s, "a", "m2"), 0); /* the middle one */
+    assert_int_equal(ghd_rmodule_store_find_new(&s, "a", "m2", &got), GHD_ENOENT);
+    for (int i = 0; i < 3; i += 2) {
+        assert_int_equal(ghd_rmodule_store_find_new(&s, "a", ids[i], &got), 0);
+        assert_ptr_equal(got, m[i]);
+        ghd_rmodule_unref(got);
+    }
+    assert_int_equal(ghd_rmodule_store_count(&s, "a"), 2);
+    assert_int_equal(ghd_rmodule_store_add(&s, m[3], &have), 0); /* room again */
+    assert_int_equal(ghd_rmodule_store_remove(&s, "a", "m4"), 0); /* the last one */
+    assert_int_equal(ghd_rmodule_store_remove(&s, "a", "m1"), 0); /* the first one */
+    assert_int_equal(ghd_rmodule_store_count(&s, "a"), 1);
+    for (int i = 0; i < 4; i++)
+        ghd_rmodule_unref(m[i]); /* the callers' references */
+    ghd_rmodule_store_destroy(&s); /* m3's last reference */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packing_offsets),  cmocka_unit_test(test_packing_errors),
         cmocka_unit_test(test_layout_match),     cmocka_unit_test(test_shape),
         cmocka_unit_test(test_options_and_source), cmocka_unit_test(test_nvrtc_module),
+        cmocka_unit_test(test_module_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
