@@ -28,7 +28,8 @@ bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/reliability/test_shutdown tests/reliability/test_tls tests/reliability/test_contract_regress
   tests/reliability/test_faults tests/reliability/libghd_early_thread.so tests/bench/bench_kernels
   tests/gpu/test_ukernels_gpu tests/http/test_ukernels_http tests/bench/bench_ukernels
-  tests/http/test_arrays_http tests/reliability/test_framing tests/gpu/test_modules_gpu
+  tests/http/test_arrays_http tests/reliability/test_framing tests/reliability/test_staging_caps
+  tests/reliability/test_raw_modules tests/gpu/test_modules_gpu
   tests/bench/bench_modules)
 for f in "${bins[@]}"; do
   mkdir -p "$slim/$(dirname "$f")"
