@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "../unit/test_kernels_util.h"
 #include "kernels/raw/module.h"
 #include "kernels/user/compile.h"
@@ -40,13 +41,6 @@ static const char *const saxpy_src =
     "    y[i] = w;\n"
     "  }\n"
     "}\n";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Median device time of kernel k with args (stolen). */
 static double time_call(const struct ghd_kernel *k, json_t *args)
@@ -85,12 +79,12 @@ static double build(struct ghd_ucompiler *c, struct ghd_rmodule **out, char cach
 {
     json_t *body = json_pack("{s:s, s:[s]}", "source", saxpy_src, "options", "-std=c++17");
     char detail[1024];
-    double t0 = now_s();
+    double t0 = ghd_clock_s();
     if (ghd_rmodule_new(body, 1 << 20, NULL, c, &D.rt, out, detail, sizeof(detail))) {
         fprintf(stderr, "module: %s\n", detail);
         exit(1);
     }
-    double s = now_s() - t0;
+    double s = ghd_clock_s() - t0;
     snprintf(cache, 8, "%s", (*out)->cache);
     json_decref(body);
     return s;
