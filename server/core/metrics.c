@@ -336,6 +336,21 @@ static const char *route_name(size_t n, unsigned r)
     return r < n ? route_labels[r] : "(unmatched)";
 }
 
+/* Slot i's labels (route, method, code) after `prefix`; 0 (and nothing
+ * written) where the slot is still free. Both per-slot families use it. */
+static int put_slot_labels(struct text *t, const char *prefix, unsigned i, size_t n)
+{
+    unsigned key = atomic_load_explicit(&request_slots[i].key, memory_order_acquire);
+    if (!key)
+        return 0;
+    key--;
+    unsigned r = key >> 13, m = (key >> 10) & 7, code = key & 1023;
+    put(t, "%sroute=\"", prefix);
+    put_label_value(t, route_name(n, r));
+    put(t, "\",method=\"%s\",code=\"%u\"", method_names[m], code);
+    return 1;
+}
+
 static void render_requests(struct text *t)
 {
     size_t n;
@@ -343,14 +358,9 @@ static void render_requests(struct text *t)
     family(t, "gpuhttpd_http_requests_total", "counter",
            "HTTP requests answered, by route template, method and status code.");
     for (unsigned i = 0; i < REQUEST_SLOTS; i++) {
-        unsigned key = atomic_load_explicit(&request_slots[i].key, memory_order_acquire);
-        if (!key)
+        if (!put_slot_labels(t, "gpuhttpd_http_requests_total{", i, n))
             continue;
-        key--;
-        unsigned r = key >> 13, m = (key >> 10) & 7, code = key & 1023;
-        put(t, "gpuhttpd_http_requests_total{route=\"");
-        put_label_value(t, route_name(n, r));
-        put(t, "\",method=\"%s\",code=\"%u\"} %llu\n", method_names[m], code,
+        put(t, "} %llu\n",
             (unsigned long long)atomic_load_explicit(&request_slots[i].count,
                                                      memory_order_acquire));
     }
@@ -363,15 +373,9 @@ static void render_requests(struct text *t)
            "Time from a request's first byte to its completion, by route template, method "
            "and status code.");
     for (unsigned i = 0; i < REQUEST_SLOTS; i++) {
-        unsigned key = atomic_load_explicit(&request_slots[i].key, memory_order_acquire);
-        if (!key)
-            continue;
-        key--;
-        unsigned r = key >> 13, m = (key >> 10) & 7, code = key & 1023;
         struct text label = {0};
-        put(&label, "route=\"");
-        put_label_value(&label, route_name(n, r));
-        put(&label, "\",method=\"%s\",code=\"%u\"", method_names[m], code);
+        if (!put_slot_labels(&label, "", i, n))
+            continue;
         if (label.failed) {
             t->failed = 1;
         } else {
