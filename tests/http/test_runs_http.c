@@ -159,6 +159,15 @@ static void post_run(struct harness_resp *r, const char *fmt, va_list ap)
     free(body);
 }
 
+/* post_run with the enclosing variadic function's own arguments after fmt. */
+#define POST_RUN_ARGS(r, fmt)                                                                 \
+    do {                                                                                      \
+        va_list ap_;                                                                          \
+        va_start(ap_, fmt);                                                                   \
+        post_run(r, fmt, ap_);                                                                \
+        va_end(ap_);                                                                          \
+    } while (0)
+
 /* The string member `key` of doc, NULL when absent. */
 static const char *str_field(json_t *doc, const char *key)
 {
@@ -198,11 +207,8 @@ static json_t *succeeded_doc(struct harness_resp *r)
  * the response document. */
 __attribute__((format(printf, 1, 2))) static json_t *run_ok(const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
     struct harness_resp r;
-    post_run(&r, fmt, ap);
-    va_end(ap);
+    POST_RUN_ARGS(&r, fmt);
     return succeeded_doc(&r);
 }
 
@@ -211,11 +217,8 @@ __attribute__((format(printf, 1, 2))) static json_t *run_ok(const char *fmt, ...
 __attribute__((format(printf, 3, 4))) static void *run_then_get(const char *id, size_t len,
                                                                const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
     struct harness_resp r;
-    post_run(&r, fmt, ap);
-    va_end(ap);
+    POST_RUN_ARGS(&r, fmt);
     json_decref(succeeded_doc(&r));
     return getbuf(id, len);
 }
@@ -225,11 +228,8 @@ __attribute__((format(printf, 3, 4))) static void *run_then_get(const char *id, 
 __attribute__((format(printf, 3, 4))) static void run_problem(long status, const char *needle,
                                                               const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
     struct harness_resp r;
-    post_run(&r, fmt, ap);
-    va_end(ap);
+    POST_RUN_ARGS(&r, fmt);
     harness_expect_problem(&r, status);
     json_t *doc = harness_body_json(&r);
     const char *detail = str_field(doc, "detail");
@@ -1289,11 +1289,8 @@ static json_t *poll_run(const char *path)
 /* POSTs with wait:false and returns the Location path (malloc'd). */
 __attribute__((format(printf, 1, 2))) static char *run_async(const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
     struct harness_resp r;
-    post_run(&r, fmt, ap);
-    va_end(ap);
+    POST_RUN_ARGS(&r, fmt);
     if (r.status != 202)
         fail_msg("async run: status %ld: %.400s", r.status, r.body ? r.body : "");
     char hb[256];
