@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "harness_rest.h"
 #include "core/npy.h"
 
 static struct harness H;
@@ -616,23 +617,11 @@ static long run(const char *json, json_t **out)
     return take_reply(&r, out, 1);
 }
 
-static void expect_run(long want, const char *says, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void expect_run(long want, const char *says, const char *fmt, ...)
-{
-    char json[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(json, sizeof(json), fmt, ap);
-    va_end(ap);
-    json_t *doc;
-    long st = run(json, &doc);
-    const char *detail = json_string_value(json_object_get(doc, "detail"));
-    if (st != want || (says && (!detail || !strstr(detail, says))))
-        fail_msg("%s: %ld, expected %ld with '%s': %s", json, st, want, says ? says : "",
-                 detail ? detail : "");
-    json_decref(doc);
-}
+/* POSTs a run (the body printf-formatted), expects status `want` and, with
+ * `says`, a detail containing it (harness_rest.h: a failure names the
+ * test's line and the request). */
+#define expect_run(want, says, ...)                                                           \
+    harness_expect_detail(harness_expect(&H, NULL, want, "POST", "/v1/runs", __VA_ARGS__), says)
 
 /* Runs take dtype and n from described buffers; gemm takes m, n, k from the
  * shapes; contradictions are 422s naming both, unless "reinterpret". */
@@ -707,24 +696,8 @@ static void test_runs_use_descriptions(void **state)
         harness_buffer_delete(&H, ids[i]);
 }
 
-static void define_kernel(const char *json)
-{
-    struct harness_resp r;
-    harness_simple(&H, "POST", "/v1/kernels", "application/json", json, strlen(json), &r);
-    if (r.status != 201)
-        fail_msg("POST /v1/kernels %s: %ld: %.300s", json, r.status, r.body ? r.body : "");
-    harness_resp_free(&r);
-}
-
-static void delete_kernel(const char *name)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/v1/kernels/%s", name);
-    struct harness_resp r;
-    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
-    assert_int_equal(r.status, 204);
-    harness_resp_free(&r);
-}
+#define define_kernel(json) harness_kernel_define(&H, NULL, json)
+#define delete_kernel(name) harness_kernel_delete(&H, NULL, name)
 
 static double run_value(const char *fmt, const char *id)
 {

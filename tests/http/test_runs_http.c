@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "harness_rest.h"
 
 static struct harness H;
 
@@ -107,26 +108,10 @@ static void *getbuf(const char *id, size_t want_len)
     return p;
 }
 
-static void delete_buffers(const char *const *ids, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        harness_buffer_delete(&H, ids[i]);
-}
-
-/* DELETE_BUFFERS(x, y, ...) deletes each buffer, in that order. */
-#define DELETE_BUFFERS(...)                                                                   \
-    delete_buffers((const char *const[]){__VA_ARGS__},                                        \
-                   sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
-
-static void free_all(void *const *ptrs, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(ptrs[i]);
-}
-
-/* FREE_ALL(a, b, ...) frees each pointer, in that order. */
-#define FREE_ALL(...)                                                                         \
-    free_all((void *const[]){__VA_ARGS__}, sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+/* DELETE_BUFFERS(x, y, ...) deletes each buffer, in that order;
+ * FREE_ALL(a, b, ...) frees each pointer (harness_rest.h). */
+#define DELETE_BUFFERS(...) HARNESS_DELETE_BUFFERS(&H, NULL, __VA_ARGS__)
+#define FREE_ALL HARNESS_FREE_ALL
 
 /* Sends `method` to `path` without a body and expects a problem reply
  * with `status`. */
@@ -224,20 +209,10 @@ __attribute__((format(printf, 3, 4))) static void *run_then_get(const char *id, 
 }
 
 /* POSTs a run and expects a problem with `status` whose detail contains
- * `needle`. */
-__attribute__((format(printf, 3, 4))) static void run_problem(long status, const char *needle,
-                                                              const char *fmt, ...)
-{
-    struct harness_resp r;
-    POST_RUN_ARGS(&r, fmt);
-    harness_expect_problem(&r, status);
-    json_t *doc = harness_body_json(&r);
-    const char *detail = str_field(doc, "detail");
-    if (!strstr(detail, needle))
-        fail_msg("%ld problem: detail '%s' does not name '%s'", status, detail, needle);
-    json_decref(doc);
-    harness_resp_free(&r);
-}
+ * `needle`; a failure names the test's line and the request. */
+#define run_problem(status, needle, ...)                                                      \
+    harness_expect_detail(harness_expect(&H, NULL, status, "POST", "/v1/runs", __VA_ARGS__),  \
+                          needle)
 
 static double result_value(json_t *doc)
 {
@@ -1268,23 +1243,9 @@ static void test_pipeline(void **state)
     DELETE_BUFFERS(x, xf, y);
 }
 
-/* Polls GET path until the run is no longer queued or running; returns
- * the final document. */
-static json_t *poll_run(const char *path)
-{
-    for (int i = 0; i < 6000; i++) {
-        json_t *doc = get_run(path);
-        const char *st = str_field(doc, "status");
-        assert_non_null(st);
-        if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
-            return doc;
-        json_decref(doc);
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    fail_msg("run %s did not finish in 60 s", path);
-    return NULL;
-}
+/* Polls the run at path to its end (harness_rest.h); returns the final
+ * document. */
+#define poll_run(path) harness_run_poll(&H, NULL, path)
 
 /* POSTs with wait:false and returns the Location path (malloc'd). */
 __attribute__((format(printf, 1, 2))) static char *run_async(const char *fmt, ...)

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "harness_rest.h"
 
 static struct harness H;
 static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob",
@@ -31,56 +32,16 @@ static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob"
 
 /* ---- requests as a tenant ------------------------------------------------ */
 
-static void call(const char *token, const char *method, const char *path, const char *body,
-                 struct harness_resp *r)
-{
-    char auth[96];
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    struct harness_req req = {.method = method, .path = path};
-    req.headers[0] = auth;
-    if (body) {
-        req.headers[1] = "Content-Type: application/json";
-        req.body = body;
-        req.body_len = strlen(body);
-        req.has_body = 1;
-    }
-    harness_do(&H, &req, r);
-}
-
-/* A request with a printf-formatted body; expects `status`; returns the
- * parsed body (NULL for 204). */
-__attribute__((format(printf, 5, 6))) static json_t *
-expect(const char *token, long status, const char *method, const char *path, const char *fmt,
-       ...)
-{
-    char *body = NULL;
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        assert_true(vasprintf(&body, fmt, ap) >= 0);
-        va_end(ap);
-    }
-    struct harness_resp r;
-    call(token, method, path, body, &r);
-    free(body);
-    if (r.status != status)
-        fail_msg("%s %s: status %ld, want %ld: %.500s", method, path, r.status, status,
-                 r.body ? r.body : "");
-    if (status >= 400)
-        harness_expect_problem(&r, status);
-    json_t *doc = r.body_len ? harness_body_json(&r) : NULL;
-    harness_resp_free(&r);
-    return doc;
-}
-
-/* Expects a problem whose detail contains `needle`. */
-static void expect_detail(json_t *doc, const char *needle)
-{
-    const char *d = json_string_value(json_object_get(doc, "detail"));
-    if (!d || !strstr(d, needle))
-        fail_msg("detail '%s' does not contain '%s'", d ? d : "(none)", needle);
-    json_decref(doc);
-}
+/* harness_rest.h on this suite's harness; each names the test's line. */
+#define expect(...) harness_expect(&H, __VA_ARGS__)
+#define expect_detail harness_expect_detail
+#define kernel_define(token, json) harness_kernel_define(&H, token, json)
+#define kernel_delete(token, name) harness_kernel_delete(&H, token, name)
+/* A run (the body printf-formatted) expected to succeed with 200. */
+#define run_ok(token, ...) json_decref(expect(token, 200, "POST", "/v1/runs", __VA_ARGS__))
+/* A run expected to be refused with `status`, the detail containing needle. */
+#define run_refused(token, status, needle, ...)                                               \
+    expect_detail(expect(token, status, "POST", "/v1/runs", __VA_ARGS__), needle)
 
 static void buffer_new(const char *token, size_t size, const void *data, char id[33])
 {
@@ -112,7 +73,7 @@ static void *buffer_get(const char *token, const char *id, size_t len)
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     struct harness_resp r;
-    call(token, "GET", path, NULL, &r);
+    harness_call(&H, token, "GET", path, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body_len, len);
     void *p = malloc(len + 1);
@@ -121,19 +82,8 @@ static void *buffer_get(const char *token, const char *id, size_t len)
     return p;
 }
 
-static void buffer_delete(const char *token, const char *id)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    json_decref(expect(token, 204, "DELETE", path, NULL));
-}
-
-static void kernel_delete(const char *token, const char *name)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/v1/kernels/%s", name);
-    json_decref(expect(token, 204, "DELETE", path, NULL));
-}
+/* DELETE_BUFFERS(token, x, y, ...) deletes each of the tenant's buffers. */
+#define DELETE_BUFFERS(token, ...) HARNESS_DELETE_BUFFERS(&H, token, __VA_ARGS__)
 
 /* ---- data ------------------------------------------------------------------ */
 
@@ -192,10 +142,9 @@ static void test_define_and_run_elementwise(void **state)
     buffer_new(ALICE, n * 4, y, by);
     buffer_new(ALICE, (n + 3) * 4, NULL, bz);
     /* a as a number (the same for every element) */
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                       " \"a\": 2.5, \"z\": \"%s\", \"z_offset\": 3, \"n\": %zu}}",
-                       bx, by, bz, n));
+    run_ok(ALICE,
+           "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+           " \"a\": 2.5, \"z\": \"%s\", \"z_offset\": 3, \"n\": %zu}}", bx, by, bz, n);
     float *z = buffer_get(ALICE, bz, (n + 3) * 4);
     uint32_t ff;
     memcpy(&ff, z, 4);
@@ -206,56 +155,44 @@ static void test_define_and_run_elementwise(void **state)
     /* a as a buffer (one value per element) */
     float *av = rand_f32(n, 0, 1);
     buffer_new(ALICE, n * 4, av, ba);
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                       " \"a\": \"%s\", \"z\": \"%s\", \"n\": %zu}}",
-                       bx, by, ba, bz, n));
+    run_ok(ALICE,
+           "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+           " \"a\": \"%s\", \"z\": \"%s\", \"n\": %zu}}", bx, by, ba, bz, n);
     z = buffer_get(ALICE, bz, (n + 3) * 4);
     for (size_t i = 0; i < n; i++)
         close_to(z[i], av[i] * (x[i] - y[i]) * (x[i] - y[i]), tol(1e-6), "sqdiff buffer a", i);
     free(z);
     /* a bool where a number goes, an integer for u8 out of range, buffers too small */
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                         " \"a\": true, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n),
-                  "a is f32");
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                         " \"a\": 1, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n + 1),
-                  "x: buffer holds");
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                         " \"a\": 1, \"z\": \"%s\", \"n\": 4, \"q\": 1}}", bx, by, bz),
-                  "unknown parameter 'q'");
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"a\": 1,"
-                         " \"z\": \"%s\", \"n\": 4}}", bx, bz),
-                  "'y'");
+    run_refused(ALICE, 422, "a is f32",
+                "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                " \"a\": true, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n);
+    run_refused(ALICE, 422, "x: buffer holds",
+                "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                " \"a\": 1, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n + 1);
+    run_refused(ALICE, 422, "unknown parameter 'q'",
+                "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                " \"a\": 1, \"z\": \"%s\", \"n\": 4, \"q\": 1}}", bx, by, bz);
+    run_refused(ALICE, 422, "'y'",
+                "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"a\": 1,"
+                " \"z\": \"%s\", \"n\": 4}}", bx, bz);
     /* in place (z is x, the same range) is allowed; z overlapping x shifted is not */
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                       " \"a\": 1, \"z\": \"%s\", \"n\": 8}}", bz, by, bz));
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                         " \"a\": 1, \"z\": \"%s\", \"z_offset\": 1, \"n\": 8}}", bz, by, bz),
-                  "z overlaps x");
-    buffer_delete(ALICE, bx);
-    buffer_delete(ALICE, by);
-    buffer_delete(ALICE, bz);
-    buffer_delete(ALICE, ba);
-    free(x);
-    free(y);
-    free(av);
+    run_ok(ALICE,
+           "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+           " \"a\": 1, \"z\": \"%s\", \"n\": 8}}", bz, by, bz);
+    run_refused(ALICE, 422, "z overlaps x",
+                "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                " \"a\": 1, \"z\": \"%s\", \"z_offset\": 1, \"n\": 8}}", bz, by, bz);
+    DELETE_BUFFERS(ALICE, bx, by, bz, ba);
+    HARNESS_FREE_ALL(x, y, av);
     kernel_delete(ALICE, "sqdiff");
 }
 
 static void test_reduction(void **state)
 {
     (void)state;
-    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
-                       "{\"name\": \"l2\", \"kind\": \"reduction\", \"in\": \"f32 x\","
-                       " \"out\": \"f64 r\", \"map\": \"x * x\", \"reduce\": \"a + b\","
-                       " \"identity\": \"0\", \"post\": \"r = sqrt(a)\"}"));
+    kernel_define(ALICE, "{\"name\": \"l2\", \"kind\": \"reduction\", \"in\": \"f32 x\","
+                         " \"out\": \"f64 r\", \"map\": \"x * x\", \"reduce\": \"a + b\","
+                         " \"identity\": \"0\", \"post\": \"r = sqrt(a)\"}");
     size_t n = 5003;
     float *x = rand_f32(n, -2, 2);
     char bx[33], br[33];
@@ -276,9 +213,8 @@ static void test_reduction(void **state)
     assert_int_equal(json_integer_value(json_object_get(res, "n")), (json_int_t)n);
     json_decref(doc);
     /* with one: it holds the value too */
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"l2\", \"args\": {\"x\": \"%s\", \"r\": \"%s\", \"n\": %zu}}",
-                       bx, br, n));
+    run_ok(ALICE, "{\"kernel\": \"l2\", \"args\": {\"x\": \"%s\", \"r\": \"%s\", \"n\": %zu}}", bx,
+           br, n);
     double *r = buffer_get(ALICE, br, 8);
     close_to(r[0], want, tol(1e-12), "l2 out", 0);
     free(r);
@@ -287,8 +223,7 @@ static void test_reduction(void **state)
                  "{\"kernel\": \"l2\", \"args\": {\"x\": \"%s\", \"n\": 0}}", bx);
     assert_true(json_number_value(json_object_get(json_object_get(doc, "result"), "value")) == 0);
     json_decref(doc);
-    buffer_delete(ALICE, bx);
-    buffer_delete(ALICE, br);
+    DELETE_BUFFERS(ALICE, bx, br);
     free(x);
     kernel_delete(ALICE, "l2");
 }
@@ -297,9 +232,8 @@ static void test_reduction(void **state)
 static void test_placeholders(void **state)
 {
     (void)state;
-    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
-                       "{\"name\": \"addT\", \"in\": \"T x, T y\", \"out\": \"T z\","
-                       " \"body\": \"z = x + y * 2\"}"));
+    kernel_define(ALICE, "{\"name\": \"addT\", \"in\": \"T x, T y\", \"out\": \"T z\","
+                         " \"body\": \"z = x + y * 2\"}");
     size_t n = 100;
     double xd[100], yd[100];
     int32_t xi[100], yi[100];
@@ -313,35 +247,30 @@ static void test_placeholders(void **state)
     buffer_new(ALICE, sizeof(xd), xd, bx);
     buffer_new(ALICE, sizeof(yd), yd, by);
     buffer_new(ALICE, sizeof(xd), NULL, bz);
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"addT\", \"args\": {\"T\": \"f64\", \"x\": \"%s\","
-                       " \"y\": \"%s\", \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n));
+    run_ok(ALICE,
+           "{\"kernel\": \"addT\", \"args\": {\"T\": \"f64\", \"x\": \"%s\","
+           " \"y\": \"%s\", \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n);
     double *zd = buffer_get(ALICE, bz, sizeof(xd));
     for (size_t i = 0; i < n; i++)
         close_to(zd[i], xd[i] + yd[i] * 2, tol(1e-15), "addT f64", i);
     free(zd);
-    buffer_delete(ALICE, bx);
-    buffer_delete(ALICE, by);
+    DELETE_BUFFERS(ALICE, bx, by);
     buffer_new(ALICE, sizeof(xi), xi, bx);
     buffer_new(ALICE, sizeof(yi), yi, by);
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"addT\", \"args\": {\"T\": \"i32\", \"x\": \"%s\","
-                       " \"y\": \"%s\", \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n));
+    run_ok(ALICE,
+           "{\"kernel\": \"addT\", \"args\": {\"T\": \"i32\", \"x\": \"%s\","
+           " \"y\": \"%s\", \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n);
     int32_t *zi = buffer_get(ALICE, bz, sizeof(xd));
     for (size_t i = 0; i < n; i++) /* wraps modulo 2^32 */
         assert_int_equal(zi[i], (int32_t)((uint32_t)xi[i] + (uint32_t)yi[i] * 2u));
     free(zi);
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
-                         " \"z\": \"%s\", \"n\": 4}}", bx, by, bz),
-                  "placeholder T");
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"addT\", \"args\": {\"T\": \"f128\", \"x\": \"%s\","
-                         " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz),
-                  "T must be a type name");
-    buffer_delete(ALICE, bx);
-    buffer_delete(ALICE, by);
-    buffer_delete(ALICE, bz);
+    run_refused(ALICE, 422, "placeholder T",
+                "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                " \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
+    run_refused(ALICE, 422, "T must be a type name",
+                "{\"kernel\": \"addT\", \"args\": {\"T\": \"f128\", \"x\": \"%s\","
+                " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
+    DELETE_BUFFERS(ALICE, bx, by, bz);
     kernel_delete(ALICE, "addT");
 }
 
@@ -349,18 +278,16 @@ static void test_placeholders(void **state)
 static void test_raw_stencil(void **state)
 {
     (void)state;
-    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
-                       "{\"name\": \"blur\", \"in\": \"raw f32 x = 100\", \"out\": \"f32 y\","
-                       " \"body\": \"y = x[i - 1] + x[i] + x[i + 1]\\nd = x[i + 1000000]\\n"
-                       "y = y + d - 100\"}"));
+    kernel_define(ALICE, "{\"name\": \"blur\", \"in\": \"raw f32 x = 100\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x[i - 1] + x[i] + x[i + 1]\\nd = x[i + 1000000]\\n"
+                         "y = y + d - 100\"}");
     size_t n = 257;
     float *x = rand_f32(n, -1, 1);
     char bx[33], by[33];
     buffer_new(ALICE, n * 4, x, bx);
     buffer_new(ALICE, n * 4, NULL, by);
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": %zu}}",
-                       bx, by, n));
+    run_ok(ALICE, "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": %zu}}",
+           bx, by, n);
     float *y = buffer_get(ALICE, by, n * 4);
     for (size_t i = 0; i < n; i++) {
         float l = i ? x[i - 1] : 100.0f, r = i + 1 < n ? x[i + 1] : 100.0f;
@@ -371,19 +298,17 @@ static void test_raw_stencil(void **state)
     free(y);
     /* A raw input shifted by an offset: its view starts there, so x[i - 1]
      * at i = 0 reads the default, not the element before the offset. */
-    json_decref(expect(ALICE, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"x_offset\": 5,"
-                       " \"y\": \"%s\", \"n\": 4}}", bx, by));
+    run_ok(ALICE,
+           "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"x_offset\": 5,"
+           " \"y\": \"%s\", \"n\": 4}}", bx, by);
     y = buffer_get(ALICE, by, n * 4);
     close_to(y[0], 100.0f + x[5] + x[6] + 100.0f - 100.0f, tol(1e-6), "blur offset", 0);
     free(y);
     /* the output may not overlap a raw input at all, even in place */
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
-                         bx, bx),
-                  "must not share memory");
-    buffer_delete(ALICE, bx);
-    buffer_delete(ALICE, by);
+    run_refused(ALICE, 422, "must not share memory",
+                "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}", bx,
+                bx);
+    DELETE_BUFFERS(ALICE, bx, by);
     free(x);
     kernel_delete(ALICE, "blur");
 }
@@ -404,9 +329,8 @@ static void test_definition_errors(void **state)
                          "{\"name\": \"src\", \"in\": \"f32 x\", \"out\": \"f32 y\","
                          " \"body\": \"y = x\", \"source\": \"__global__ void f() {}\"}"),
                   "unknown field 'source'");
-    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
-                       "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
-                       " \"body\": \"y = x\"}"));
+    kernel_define(ALICE, "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x\"}");
     expect_detail(expect(ALICE, 409, "POST", "/v1/kernels", "%s",
                          "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
                          " \"body\": \"y = x\"}"),
@@ -430,17 +354,15 @@ static void test_definition_errors(void **state)
 static void test_tenants(void **state)
 {
     (void)state;
-    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
-                       "{\"name\": \"mine\", \"in\": \"f32 x\", \"out\": \"f32 y\","
-                       " \"body\": \"y = x + 1\"}"));
+    kernel_define(ALICE, "{\"name\": \"mine\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x + 1\"}");
     json_decref(expect(BOB, 404, "GET", "/v1/kernels/mine", NULL));
     json_decref(expect(BOB, 404, "DELETE", "/v1/kernels/mine", NULL));
     char bx[33];
     buffer_new(BOB, 16, NULL, bx);
-    expect_detail(expect(BOB, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
-                         bx, bx),
-                  "unknown kernel 'mine'");
+    run_refused(BOB, 422, "unknown kernel 'mine'",
+                "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}", bx,
+                bx);
     /* Bob's list has the built-ins and none of Alice's kernels; hers has it. */
     json_t *list = expect(BOB, 200, "GET", "/v1/kernels", NULL);
     size_t i, users = 0, builtins = 0;
@@ -467,25 +389,22 @@ static void test_tenants(void **state)
     assert_int_equal(users, 1);
     json_decref(list);
     /* the same name is free for Bob, and his is his own */
-    json_decref(expect(BOB, 201, "POST", "/v1/kernels", "%s",
-                       "{\"name\": \"mine\", \"in\": \"f32 x\", \"out\": \"f32 y\","
-                       " \"body\": \"y = x * 3\"}"));
+    kernel_define(BOB, "{\"name\": \"mine\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                       " \"body\": \"y = x * 3\"}");
     float four[4] = {1, 2, 3, 4};
     char bin[33], bout[33];
     buffer_new(BOB, 16, four, bin);
     buffer_new(BOB, 16, NULL, bout);
-    json_decref(expect(BOB, 200, "POST", "/v1/runs",
-                       "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
-                       bin, bout));
+    run_ok(BOB, "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}", bin,
+           bout);
     float *y = buffer_get(BOB, bout, 16);
     for (int j = 0; j < 4; j++)
         assert_true(y[j] == four[j] * 3);
     free(y);
     /* Alice cannot run Bob's buffers through her kernel */
-    expect_detail(expect(ALICE, 404, "POST", "/v1/runs",
-                         "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}",
-                         bin, bout),
-                  "no buffer");
+    run_refused(ALICE, 404, "no buffer",
+                "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}", bin,
+                bout);
     /* --tenant-max-kernels 6: Bob has one, five more fit, the seventh is 429 */
     for (int j = 0; j < 6; j++) {
         char body[160];
@@ -500,24 +419,7 @@ static void test_tenants(void **state)
     }
     kernel_delete(BOB, "mine");
     kernel_delete(ALICE, "mine");
-    buffer_delete(BOB, bx);
-    buffer_delete(BOB, bin);
-    buffer_delete(BOB, bout);
-}
-
-static json_t *poll_run(const char *token, const char *path)
-{
-    for (int i = 0; i < 6000; i++) {
-        json_t *doc = expect(token, 200, "GET", path, NULL);
-        const char *st = json_string_value(json_object_get(doc, "status"));
-        if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
-            return doc;
-        json_decref(doc);
-        struct timespec ts = {0, 5 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    fail_msg("run %s did not finish", path);
-    return NULL;
+    DELETE_BUFFERS(BOB, bx, bin, bout);
 }
 
 /* Steps that mix a user kernel with built-ins on one stream; an
@@ -525,9 +427,8 @@ static json_t *poll_run(const char *token, const char *path)
 static void test_pipeline_and_async(void **state)
 {
     (void)state;
-    json_decref(expect(ALICE, 201, "POST", "/v1/kernels", "%s",
-                       "{\"name\": \"my_axpy\", \"in\": \"f32 x, f32 a\", \"out\": \"f32 y\","
-                       " \"body\": \"y = a * x + y\"}"));
+    kernel_define(ALICE, "{\"name\": \"my_axpy\", \"in\": \"f32 x, f32 a\", \"out\": \"f32 y\","
+                         " \"body\": \"y = a * x + y\"}");
     size_t n = 4096;
     float *x = rand_f32(n, -1, 1), *y = rand_f32(n, -1, 1);
     char bx[33], by[33];
@@ -565,7 +466,7 @@ static void test_pipeline_and_async(void **state)
     snprintf(path, sizeof(path), "/v1/runs/%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
     kernel_delete(ALICE, "my_axpy");
-    doc = poll_run(ALICE, path);
+    doc = harness_run_poll(&H, ALICE, path);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
     assert_string_equal(json_string_value(json_object_get(doc, "kernel")), "my_axpy");
     json_decref(doc);
@@ -573,14 +474,11 @@ static void test_pipeline_and_async(void **state)
     for (size_t i = 0; i < n; i++)
         close_to(yo[i], -x[i] + y[i], tol(1e-6), "async y", i);
     free(yo);
-    expect_detail(expect(ALICE, 422, "POST", "/v1/runs",
-                         "{\"kernel\": \"my_axpy\", \"args\": {\"x\": \"%s\", \"a\": 1,"
-                         " \"y\": \"%s\", \"n\": 4}}", bx, by),
-                  "unknown kernel");
-    buffer_delete(ALICE, bx);
-    buffer_delete(ALICE, by);
-    free(x);
-    free(y);
+    run_refused(ALICE, 422, "unknown kernel",
+                "{\"kernel\": \"my_axpy\", \"args\": {\"x\": \"%s\", \"a\": 1,"
+                " \"y\": \"%s\", \"n\": 4}}", bx, by);
+    DELETE_BUFFERS(ALICE, bx, by);
+    HARNESS_FREE_ALL(x, y);
 }
 
 int main(void)

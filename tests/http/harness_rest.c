@@ -1,0 +1,114 @@
+/* JSON calls as a tenant, expected statuses, kernels and run polling for
+ * the HTTP suites (harness_rest.h). */
+#define _GNU_SOURCE
+#include "harness_rest.h"
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+void harness_call(struct harness *h, const char *token, const char *method, const char *path,
+                  const char *json, struct harness_resp *r)
+{
+    char auth[96];
+    struct harness_req req = {.method = method, .path = path};
+    unsigned nh = 0;
+    if (token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+        req.headers[nh++] = auth;
+    }
+    if (json) {
+        req.headers[nh++] = "Content-Type: application/json";
+        req.body = json;
+        req.body_len = strlen(json);
+        req.has_body = 1;
+    }
+    harness_do(h, &req, r);
+}
+
+json_t *harness_expect_v(const char *file, int line, struct harness *h, const char *token,
+                         long status, const char *method, const char *path, const char *fmt,
+                         va_list ap)
+{
+    char *body = NULL;
+    if (fmt && vasprintf(&body, fmt, ap) < 0)
+        fail_msg("%s:%d: %s %s: out of memory formatting the body", file, line, method, path);
+    struct harness_resp r;
+    harness_call(h, token, method, path, body, &r);
+    if (r.status != status)
+        fail_msg("%s:%d: %s %s %.400s: status %ld, want %ld: %.500s", file, line, method, path,
+                 body ? body : "", r.status, status, r.body ? r.body : "");
+    free(body);
+    if (status >= 400)
+        harness_expect_problem(&r, status);
+    json_t *doc = r.body_len ? harness_body_json(&r) : NULL;
+    harness_resp_free(&r);
+    return doc;
+}
+
+json_t *harness_expect_at(const char *file, int line, struct harness *h, const char *token,
+                          long status, const char *method, const char *path, const char *fmt,
+                          ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    json_t *doc = harness_expect_v(file, line, h, token, status, method, path, fmt, ap);
+    va_end(ap);
+    return doc;
+}
+
+void harness_expect_detail_at(const char *file, int line, json_t *doc, const char *needle)
+{
+    const char *d = json_string_value(json_object_get(doc, "detail"));
+    if (needle && (!d || !strstr(d, needle)))
+        fail_msg("%s:%d: detail '%s' does not contain '%s'", file, line, d ? d : "(none)",
+                 needle);
+    json_decref(doc);
+}
+
+void harness_kernel_delete_at(const char *file, int line, struct harness *h, const char *token,
+                              const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/kernels/%s", name);
+    json_decref(harness_expect_at(file, line, h, token, 204, "DELETE", path, NULL));
+}
+
+json_t *harness_run_poll_at(const char *file, int line, struct harness *h, const char *token,
+                            const char *path)
+{
+    for (int i = 0; i < 6000; i++) {
+        json_t *doc = harness_expect_at(file, line, h, token, 200, "GET", path, NULL);
+        const char *st = json_string_value(json_object_get(doc, "status"));
+        if (!st)
+            fail_msg("%s:%d: GET %s: no status", file, line, path);
+        if (strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
+            return doc;
+        json_decref(doc);
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("%s:%d: run %s did not finish in 60 s", file, line, path);
+    return NULL;
+}
+
+void harness_buffers_delete_at(const char *file, int line, struct harness *h, const char *token,
+                               const char *const *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/v1/buffers/%s", ids[i]);
+        json_decref(harness_expect_at(file, line, h, token, 204, "DELETE", path, NULL));
+    }
+}
+
+void harness_free_all(void *const *ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ptrs[i]);
+}
