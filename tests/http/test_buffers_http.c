@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "harness_thread.h"
 
 static struct harness H;
 
@@ -69,6 +70,28 @@ static void expect_same(const void *got, size_t got_len, const void *want, size_
             fail_msg("checksums differ; first difference at byte %zu of %zu (got %#x, want %#x)",
                      i, got_len, a[i], b[i]);
     fail_msg("checksums differ but bytes match");
+}
+
+/* GETs the whole buffer `id` and expects exactly `want`. */
+static void expect_buffer(const char *id, const void *want, size_t want_len)
+{
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    expect_same(got, got_len, want, want_len);
+    free(got);
+}
+
+/* GETs the whole buffer `id` and expects `len` bytes whose harness_sum is
+ * `sum` (a generated stream's, kept while it was sent). */
+static void expect_buffer_sum(const char *id, size_t len, uint64_t sum)
+{
+    size_t got_len;
+    void *got = harness_buffer_get(&H, id, &got_len);
+    uint64_t got_sum = harness_sum(HARNESS_SUM_INIT, got, got_len);
+    free(got);
+    if (got_len != len || got_sum != sum)
+        fail_msg("buffer %s: %zu bytes, sum %#llx; want %zu bytes, sum %#llx", id, got_len,
+                 (unsigned long long)got_sum, len, (unsigned long long)sum);
 }
 
 /* A PUT with extra headers and a memory body. */
@@ -133,10 +156,7 @@ static void roundtrip(size_t size, uint64_t seed)
     harness_buffer_create(&H, size, id);
     void *data = random_bytes(seed, size);
     harness_buffer_put(&H, id, data, size);
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, data, size);
-    free(got);
+    expect_buffer(id, data, size);
     buffer_path(path, sizeof(path), id, NULL);
     if (size > 100000) { /* a range with odd ends, long enough to take any path */
         char range[96];
@@ -200,10 +220,7 @@ static void test_post_octet_stream_creates(void **state)
         json_decref(doc);
         harness_resp_free(&r);
 
-        size_t got_len;
-        void *got = harness_buffer_get(&H, idc, &got_len);
-        expect_same(got, got_len, data, size);
-        free(got);
+        expect_buffer(idc, data, size);
         harness_buffer_delete(&H, idc);
         free(data);
     }
@@ -261,10 +278,7 @@ static void test_put_ranges(void **state)
     harness_resp_free(&r);
     expect[0] = 'Z';
 
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, expect, size); /* written ranges and untouched bytes */
-    free(got);
+    expect_buffer(id, expect, size); /* written ranges and untouched bytes */
 
     /* Refusals change nothing. */
     put_with(path, "Content-Range: bytes 0-9/9999", NULL, patch, 10, &r); /* wrong total */
@@ -298,9 +312,7 @@ static void test_put_ranges(void **state)
     put_with(opath, NULL, NULL, patch, 2, &r); /* one byte too many */
     harness_expect_problem(&r, 413);
     harness_resp_free(&r);
-    got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, expect, size);
-    free(got);
+    expect_buffer(id, expect, size);
 
     harness_buffer_delete(&H, id);
     free(expect);
@@ -325,10 +337,7 @@ static void test_put_range_across_chunks(void **state)
     assert_int_equal(r.status, 200);
     harness_resp_free(&r);
     memcpy(expect + first, patch, n);
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, expect, size);
-    free(got);
+    expect_buffer(id, expect, size);
     harness_buffer_delete(&H, id);
     free(expect);
     free(patch);
@@ -350,10 +359,7 @@ static void test_put_too_long_content_length(void **state)
     harness_expect_problem(&r, 413);
     harness_resp_free(&r);
     /* Refused before any byte was taken: the content is unchanged. */
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, old, 1000);
-    free(got);
+    expect_buffer(id, old, 1000);
     harness_buffer_delete(&H, id);
     free(old);
     free(big);
@@ -376,11 +382,7 @@ static size_t gen_body(void *p, uint64_t pos, char *buf, size_t max)
         return 0;
     if (g->pause_at && pos >= g->pause_at && !atomic_load(&g->go)) {
         atomic_store(&g->paused, 1);
-        /* Bounded, so that a failed test does not leave this thread stuck. */
-        for (int i = 0; i < 10000 && !atomic_load(&g->go); i++) {
-            struct timespec ts = {0, 1000000L};
-            nanosleep(&ts, NULL);
-        }
+        harness_await_flag(&g->go, 10000);
     }
     uint64_t end = g->len;
     if (g->pause_at && pos < g->pause_at)
@@ -389,6 +391,33 @@ static size_t gen_body(void *p, uint64_t pos, char *buf, size_t max)
     harness_fill(g->seed, pos, buf, n);
     g->sum = harness_sum(g->sum, buf, n);
     return n;
+}
+
+/* A request that sends g's stream as application/octet-stream;
+ * gen_len -1 sends it chunked. */
+static struct harness_req gen_req(const char *method, const char *path, struct gen_ctx *g,
+                                  int64_t gen_len)
+{
+    struct harness_req req = {.method = method, .path = path, .gen = gen_body, .gen_ctx = g,
+                              .gen_len = gen_len};
+    req.headers[0] = "Content-Type: application/octet-stream";
+    return req;
+}
+
+/* A new buffer of `size` bytes written from stream `seed` by one PUT
+ * (expects 200); its path in path[128], the stream's sum in g->sum. */
+static void create_streamed(size_t size, uint64_t seed, char id[33], char *path,
+                            struct gen_ctx *g)
+{
+    harness_buffer_create(&H, size, id);
+    buffer_path(path, 128, id, NULL);
+    *g = (struct gen_ctx){.seed = seed, .len = size, .sum = HARNESS_SUM_INIT};
+    struct harness_req put = gen_req("PUT", path, g, (int64_t)size);
+    struct harness_resp r;
+    harness_do(&H, &put, &r);
+    if (r.status != 200)
+        fail_msg("PUT %zu streamed bytes: %ld: %.200s", size, r.status, r.body ? r.body : "");
+    harness_resp_free(&r);
 }
 
 static void test_put_too_long_chunked(void **state)
@@ -403,9 +432,7 @@ static void test_put_too_long_chunked(void **state)
     size_t in_use = pool_in_use();
 
     struct gen_ctx g = {.seed = 601, .len = 3 * c, .sum = HARNESS_SUM_INIT};
-    struct harness_req req = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
-                              .gen_len = -1};
-    req.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_req req = gen_req("PUT", path, &g, -1);
     struct harness_resp r;
     harness_do(&H, &req, &r);
     harness_expect_problem(&r, 413);
@@ -437,9 +464,7 @@ static void test_put_too_long_chunked(void **state)
 
     /* The buffer stays writable: the writer flag was released. */
     harness_buffer_put(&H, id, old, size);
-    got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, old, size);
-    free(got);
+    expect_buffer(id, old, size);
     harness_buffer_delete(&H, id);
     free(old);
 }
@@ -846,9 +871,7 @@ static void test_errors_411_415(void **state)
     struct harness_resp r;
     /* 411: creating from a body of unknown length (chunked). */
     struct gen_ctx g = {.seed = 800, .len = 5000, .sum = HARNESS_SUM_INIT};
-    struct harness_req req = {.method = "POST", .path = "/v1/buffers", .gen = gen_body,
-                              .gen_ctx = &g, .gen_len = -1};
-    req.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_req req = gen_req("POST", "/v1/buffers", &g, -1);
     size_t count = H.svc.buffers.count;
     harness_do(&H, &req, &r);
     harness_expect_problem(&r, 411);
@@ -894,9 +917,7 @@ static void test_errors_507(void **state)
 
     /* Creating from a body: refused before the body is sent. */
     struct gen_ctx g = {.seed = 900, .len = before.limit + 4096, .sum = HARNESS_SUM_INIT};
-    struct harness_req req = {.method = "POST", .path = "/v1/buffers", .gen = gen_body,
-                              .gen_ctx = &g, .gen_len = (int64_t)g.len};
-    req.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_req req = gen_req("POST", "/v1/buffers", &g, (int64_t)g.len);
     harness_do(&H, &req, &r);
     harness_expect_problem(&r, 507);
     harness_resp_free(&r);
@@ -935,23 +956,6 @@ static void test_errors_507(void **state)
 
 /* ---- one writer at a time ----------------------------------------------------- */
 
-struct upload_thread {
-    const char *path;
-    struct gen_ctx *g;
-    struct harness_resp r;
-};
-
-static void *upload_main(void *p)
-{
-    struct upload_thread *u = p;
-    struct harness_req req = {.method = "PUT", .path = u->path, .gen = gen_body,
-                              .gen_ctx = u->g, .gen_len = (int64_t)u->g->len};
-    req.headers[0] = "Content-Type: application/octet-stream";
-    req.headers[1] = "Expect:"; /* send the body at once, no 100-continue round */
-    harness_do(&H, &req, &u->r);
-    return NULL;
-}
-
 static int writer_flag(const char *id)
 {
     struct ghd_buffer *b;
@@ -964,22 +968,23 @@ static int writer_flag(const char *id)
 
 /* Creates a buffer of `size` bytes and starts an upload to it on a thread,
  * stalled mid-body at `pause_at` while holding the writer flag; the test
- * releases it with atomic_store(&g->go, 1) and joins *th. The contexts are
+ * releases it with atomic_store(&g->go, 1) and harness_async_join. The contexts are
  * static: the upload thread must never see a stale stack frame, even when an
  * assertion ends a test early. */
 static struct gen_ctx stalled_gen;
-static struct upload_thread stalled_upload;
+static struct harness_async stalled_upload;
 static char stalled_path[128];
 
-static void start_stalled_upload(size_t size, uint64_t seed, size_t pause_at, char id[33],
-                                 pthread_t *th)
+static void start_stalled_upload(size_t size, uint64_t seed, size_t pause_at, char id[33])
 {
     harness_buffer_create(&H, size, id);
     buffer_path(stalled_path, sizeof(stalled_path), id, NULL);
     stalled_gen = (struct gen_ctx){.seed = seed, .len = size, .sum = HARNESS_SUM_INIT,
                                    .pause_at = pause_at};
-    stalled_upload = (struct upload_thread){.path = stalled_path, .g = &stalled_gen};
-    assert_int_equal(pthread_create(th, NULL, upload_main, &stalled_upload), 0);
+    stalled_upload =
+        (struct harness_async){.req = gen_req("PUT", stalled_path, &stalled_gen, (int64_t)size)};
+    stalled_upload.req.headers[1] = "Expect:"; /* the body at once, no 100-continue round */
+    harness_async_start(&stalled_upload, &H);
     for (int i = 0; i < 5000 && !(atomic_load(&stalled_gen.paused) && writer_flag(id) == 1);
          i++) {
         struct timespec ts = {0, 1000000L};
@@ -993,13 +998,12 @@ static void test_409_second_writer(void **state)
     (void)state;
     size_t size = 4 * chunk_size();
     char id[33];
-    pthread_t th;
     /* The first upload holds the buffer and is stalled mid-body. */
-    start_stalled_upload(size, 1000, chunk_size() + 100, id, &th);
+    start_stalled_upload(size, 1000, chunk_size() + 100, id);
     assert_int_equal(writer_flag(id), 1);
     const char *path = stalled_path;
     struct gen_ctx *g = &stalled_gen;
-    struct upload_thread *u = &stalled_upload;
+    struct harness_async *u = &stalled_upload;
 
     struct harness_resp r;
     put_with(path, NULL, NULL, "conflict", 8, &r);
@@ -1015,19 +1019,15 @@ static void test_409_second_writer(void **state)
     harness_resp_free(&r);
 
     atomic_store(&g->go, 1);
-    pthread_join(th, NULL);
-    if (u->r.status != 200)
-        fail_msg("the first writer got %ld (curl %d): %.200s", u->r.status, u->r.curl_rc,
-                 u->r.body ? u->r.body : "");
-    harness_resp_free(&u->r);
+    harness_async_join(u);
+    if (u->resp.status != 200)
+        fail_msg("the first writer got %ld (curl %d): %.200s", u->resp.status, u->resp.curl_rc,
+                 u->resp.body ? u->resp.body : "");
+    harness_resp_free(&u->resp);
     assert_int_equal(writer_flag(id), 0);
 
     /* The first writer's bytes are all there, none of the refused ones. */
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    assert_int_equal(got_len, size);
-    assert_int_equal(harness_sum(HARNESS_SUM_INIT, got, got_len), g->sum);
-    free(got);
+    expect_buffer_sum(id, size, g->sum);
     /* The next writer is welcome. */
     put_with(path, "Content-Range: bytes 0-7/*", NULL, "accepted", 8, &r);
     assert_int_equal(r.status, 200);
@@ -1197,10 +1197,7 @@ static void test_abort_mid_upload(void **state)
     assert_int_equal(H.svc.buffers.count, count);
     expect_still_serving();
 
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, data, size);
-    free(got);
+    expect_buffer(id, data, size);
     free(data);
     harness_buffer_delete(&H, id);
 }
@@ -1231,16 +1228,9 @@ static void test_abort_mid_download(void **state)
 static void abort_download_of(size_t size)
 {
     char id[33], path[128];
-    harness_buffer_create(&H, size, id);
-    buffer_path(path, sizeof(path), id, NULL);
-    struct gen_ctx g = {.seed = 1200, .len = size, .sum = HARNESS_SUM_INIT};
-    struct harness_req put = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
-                              .gen_len = (int64_t)size};
-    put.headers[0] = "Content-Type: application/octet-stream";
+    struct gen_ctx g;
+    create_streamed(size, 1200, id, path, &g);
     struct harness_resp r;
-    harness_do(&H, &put, &r);
-    assert_int_equal(r.status, 200);
-    harness_resp_free(&r);
     assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
     size_t resting = pool_in_use();
 
@@ -1280,11 +1270,7 @@ static void abort_download_of(size_t size)
     assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
 
     expect_still_serving();
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    assert_int_equal(got_len, size);
-    assert_int_equal(harness_sum(HARNESS_SUM_INIT, got, got_len), g.sum);
-    free(got);
+    expect_buffer_sum(id, size, g.sum);
     harness_buffer_delete(&H, id);
 }
 
@@ -1305,10 +1291,7 @@ static void test_small_transfers_skip_busy_ring(void **state)
         assert_int_equal(ghd_staging_acquire(ring, 0, &held[i]), 0);
     void *data = random_bytes(1900, small);
     harness_buffer_put(&H, id, data, small); /* would wait for the main ring, then 503 */
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, data, small);
-    free(got);
+    expect_buffer(id, data, small);
     for (unsigned i = 0; i < n; i++)
         ghd_staging_release(ring, held[i]);
     free(held);
@@ -1401,9 +1384,7 @@ static void test_keep_alive(void **state)
     harness_resp_free(&r);
     /* And after a refused chunked body too. */
     struct gen_ctx g = {.seed = 1302, .len = 400000, .sum = HARNESS_SUM_INIT};
-    struct harness_req chunked = {.method = "PUT", .path = path, .gen = gen_body,
-                                  .gen_ctx = &g, .gen_len = -1};
-    chunked.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_req chunked = gen_req("PUT", path, &g, -1);
     harness_do_on(&H, c, &chunked, &r);
     harness_expect_problem(&r, 413);
     harness_resp_free(&r);
@@ -1438,9 +1419,7 @@ static void test_put_body_shapes(void **state)
 
     /* Chunked, exactly the buffer's size. */
     struct gen_ctx g = {.seed = 1401, .len = size, .sum = HARNESS_SUM_INIT};
-    struct harness_req req = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
-                              .gen_len = -1};
-    req.headers[0] = "Content-Type: application/octet-stream";
+    struct harness_req req = gen_req("PUT", path, &g, -1);
     harness_do(&H, &req, &r);
     assert_int_equal(r.status, 200);
     json_t *doc = harness_body_json(&r);
@@ -1518,10 +1497,7 @@ static void test_put_body_shapes(void **state)
     memcpy(expect, head, 5000);
     free(head);
 
-    size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
-    expect_same(got, got_len, expect, size);
-    free(got);
+    expect_buffer(id, expect, size);
 
     /* POST octet-stream: an empty body makes no buffer; query options apply. */
     size_t count = H.svc.buffers.count;
@@ -1543,9 +1519,7 @@ static void test_put_body_shapes(void **state)
     assert_int_equal(ghd_buffer_find_new(&H.svc.buffers, id2, NULL, &b), 0);
     assert_int_equal((uintptr_t)b->d_ptr % 4096, 0);
     ghd_buffer_unref(b);
-    got = harness_buffer_get(&H, id2, &got_len);
-    expect_same(got, got_len, expect, 777);
-    free(got);
+    expect_buffer(id2, expect, 777);
     harness_simple(&H, "POST", "/v1/buffers?alignment=3000", "application/octet-stream", expect,
                    777, &r);
     harness_expect_problem(&r, 422);
@@ -1569,29 +1543,12 @@ static int stall_sink_fn(void *ctx, const char *data, size_t len)
     struct stall_sink *s = ctx;
     if (!atomic_load(&s->go)) {
         atomic_store(&s->started, 1);
-        for (int i = 0; i < 10000 && !atomic_load(&s->go); i++) {
-            struct timespec ts = {0, 1000000L};
-            nanosleep(&ts, NULL);
-        }
+        harness_await_flag(&s->go, 10000);
         atomic_store(&s->go, 1);
     }
     s->sum = harness_sum(s->sum, data, len);
     s->got += len;
     return 0;
-}
-
-struct download_thread {
-    const char *path;
-    struct stall_sink *sink;
-    struct harness_resp r;
-};
-
-static void *download_main(void *p)
-{
-    struct download_thread *d = p;
-    struct harness_req req = {.path = d->path, .sink = stall_sink_fn, .sink_ctx = d->sink};
-    harness_do(&H, &req, &d->r);
-    return NULL;
 }
 
 static void test_delete_during_transfer(void **state)
@@ -1603,34 +1560,23 @@ static void test_delete_during_transfer(void **state)
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t size = sizes[i];
         char id[33], path[128];
-        harness_buffer_create(&H, size, id);
-        buffer_path(path, sizeof(path), id, NULL);
-        struct gen_ctx g = {.seed = 1500 + i, .len = size, .sum = HARNESS_SUM_INIT};
-        struct harness_req put = {.method = "PUT", .path = path, .gen = gen_body, .gen_ctx = &g,
-                                  .gen_len = (int64_t)size};
-        put.headers[0] = "Content-Type: application/octet-stream";
+        struct gen_ctx g;
+        create_streamed(size, 1500 + i, id, path, &g);
         struct harness_resp r;
-        harness_do(&H, &put, &r);
-        assert_int_equal(r.status, 200);
-        harness_resp_free(&r);
         size_t with_buffer = pool_in_use();
         assert_true(with_buffer >= before + size);
 
         /* DELETE while a download is under way: the download finishes with
          * the right bytes, and the memory goes back only after it. */
         static struct stall_sink sink;
-        static struct download_thread d;
+        static struct harness_async d;
         static char path_s[128];
         memcpy(path_s, path, sizeof(path_s));
         sink = (struct stall_sink){.sum = HARNESS_SUM_INIT};
-        d = (struct download_thread){.path = path_s, .sink = &sink};
-        pthread_t th;
-        assert_int_equal(pthread_create(&th, NULL, download_main, &d), 0);
-        for (int k = 0; k < 5000 && !atomic_load(&sink.started); k++) {
-            struct timespec ts = {0, 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        assert_true(atomic_load(&sink.started));
+        d = (struct harness_async){
+            .req = {.path = path_s, .sink = stall_sink_fn, .sink_ctx = &sink}};
+        harness_async_start(&d, &H);
+        assert_true(harness_await_flag(&sink.started, 5000));
         harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
         assert_int_equal(r.status, 204);
         harness_resp_free(&r);
@@ -1639,12 +1585,12 @@ static void test_delete_during_transfer(void **state)
         harness_resp_free(&r);
         assert_int_equal(pool_in_use(), with_buffer); /* still referenced */
         atomic_store(&sink.go, 1);
-        pthread_join(th, NULL);
-        assert_int_equal(d.r.curl_rc, CURLE_OK);
-        assert_int_equal(d.r.status, 200);
+        harness_async_join(&d);
+        assert_int_equal(d.resp.curl_rc, CURLE_OK);
+        assert_int_equal(d.resp.status, 200);
         assert_int_equal(sink.got, size);
         assert_int_equal(sink.sum, g.sum);
-        harness_resp_free(&d.r);
+        harness_resp_free(&d.resp);
         assert_int_equal(harness_await_idle(&H, before, 5000), 0);
     }
 
@@ -1652,21 +1598,20 @@ static void test_delete_during_transfer(void **state)
      * answer, nothing leaks once it ends. */
     size_t size = 3 * chunk_size();
     char id[33];
-    pthread_t th;
-    start_stalled_upload(size, 1510, chunk_size() + 1, id, &th);
+    start_stalled_upload(size, 1510, chunk_size() + 1, id);
     const char *path = stalled_path;
     struct gen_ctx *g = &stalled_gen;
-    struct upload_thread *u = &stalled_upload;
+    struct harness_async *u = &stalled_upload;
     struct harness_resp r;
     harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
     assert_int_equal(r.status, 204);
     harness_resp_free(&r);
     atomic_store(&g->go, 1);
-    pthread_join(th, NULL);
-    assert_true(u->r.status == 200 || u->r.status == 404 || u->r.status == 409 ||
-                u->r.status == 410);
-    print_message("upload to a buffer deleted mid-body: %ld\n", u->r.status);
-    harness_resp_free(&u->r);
+    harness_async_join(u);
+    assert_true(u->resp.status == 200 || u->resp.status == 404 || u->resp.status == 409 ||
+                u->resp.status == 410);
+    print_message("upload to a buffer deleted mid-body: %ld\n", u->resp.status);
+    harness_resp_free(&u->resp);
     assert_int_equal(harness_await_idle(&H, before, 5000), 0);
     harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
     harness_expect_problem(&r, 404);
@@ -1792,24 +1737,14 @@ static void *client_main(void *p)
         return NULL;
     }
     harness_fill(seed, 0, data, c->size);
-    struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
-                               .body_len = c->size, .has_body = 1};
-    post.headers[0] = "Content-Type: application/octet-stream";
     struct harness_resp r;
-    harness_do(&H, &post, &r);
-    json_t *doc = r.status == 201 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-    const char *id = doc ? json_string_value(json_object_get(doc, "id")) : NULL;
-    if (!id) {
+    if (harness_buffer_post_try(&H, data, c->size, c->id, &r) != 0) {
         snprintf(c->error, sizeof(c->error), "POST: status %ld curl %d: %.150s", r.status,
                  r.curl_rc, r.body ? r.body : "");
-        json_decref(doc);
         harness_resp_free(&r);
         free(data);
         return NULL;
     }
-    snprintf(c->id, sizeof(c->id), "%s", id);
-    json_decref(doc);
-    harness_resp_free(&r);
 
     char path[128];
     buffer_path(path, sizeof(path), c->id, NULL);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "harness_thread.h"
 
 static struct harness H;
 
@@ -44,24 +45,16 @@ static void *client_main(void *p)
         return NULL;
     for (int round = 0; round < c->rounds && !c->error[0]; round++) {
         harness_fill((uint64_t)(c->index * 100 + round), 0, data, size);
-        struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
-                                   .body_len = size, .has_body = 1};
-        post.headers[0] = "Content-Type: application/octet-stream";
         struct harness_resp r;
-        harness_do(&H, &post, &r);
-        json_t *doc = r.status == 201 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-        const char *id = doc ? json_string_value(json_object_get(doc, "id")) : NULL;
-        if (!id) {
+        char id[33];
+        if (harness_buffer_post_try(&H, data, size, id, &r) != 0) {
             snprintf(c->error, sizeof(c->error), "round %d POST: %ld: %.150s", round, r.status,
                      r.body ? r.body : "");
-            json_decref(doc);
             harness_resp_free(&r);
             break;
         }
         char path[128];
         snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-        json_decref(doc);
-        harness_resp_free(&r);
         struct harness_req get = {.path = path};
         harness_do(&H, &get, &r);
         if (r.status != 200 || r.body_len != size || memcmp(r.body, data, size) != 0)

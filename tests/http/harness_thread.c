@@ -1,0 +1,60 @@
+/* Requests on threads of their own, flags awaited, and a buffer POST that
+ * reports instead of asserting (harness_thread.h). */
+#include "harness_thread.h"
+
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+static void *async_main(void *p)
+{
+    struct harness_async *a = p;
+    harness_do(a->h, &a->req, &a->resp);
+    return NULL;
+}
+
+void harness_async_start(struct harness_async *a, struct harness *h)
+{
+    a->h = h;
+    int rc = pthread_create(&a->thread, NULL, async_main, a);
+    if (rc != 0)
+        fail_msg("pthread_create for %s %s: %d", a->req.method ? a->req.method : "GET",
+                 a->req.path, rc);
+}
+
+void harness_async_join(struct harness_async *a)
+{
+    pthread_join(a->thread, NULL);
+}
+
+int harness_await_flag(atomic_int *flag, unsigned timeout_ms)
+{
+    for (unsigned i = 0; i < timeout_ms && !atomic_load(flag); i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(flag);
+}
+
+int harness_buffer_post_try(struct harness *h, const void *data, size_t len, char id[33],
+                            struct harness_resp *r)
+{
+    struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
+                               .body_len = len, .has_body = 1};
+    post.headers[0] = "Content-Type: application/octet-stream";
+    harness_do(h, &post, r);
+    json_t *doc = r->status == 201 ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
+    const char *s = doc ? json_string_value(json_object_get(doc, "id")) : NULL;
+    if (!s) {
+        json_decref(doc);
+        return -1;
+    }
+    snprintf(id, 33, "%s", s);
+    json_decref(doc);
+    harness_resp_free(r);
+    return 0;
+}
