@@ -746,9 +746,9 @@ static void test_user_kernels_use_descriptions(void **state)
     define_kernel("{\"name\": \"nbrT\", \"in\": \"raw T w = 0, T x\", \"out\": \"T y\","
                   " \"body\": \"y = x + w[i + 1]\"}");
     char x[33], y[33], z[33], yi[33], w[33], big[33];
-    new_described("f32", 1000, x);
-    new_described("f32", 1000, y);
-    new_described("f32", 1000, z);
+    char *const f32_1000[] = {x, y, z};
+    for (size_t i = 0; i < 3; i++)
+        new_described("f32", 1000, f32_1000[i]);
     new_described("i32", 1000, yi);
     new_described("f32", 10, w);
     new_described("f32", 4000, big);
