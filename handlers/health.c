@@ -17,10 +17,10 @@ int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep)
         ghd_reply_header(rep, "Retry-After", "1");
         return ghd_reply_problem(rep, req, GHD_EUNAVAIL, "the service is starting or stopping");
     }
-    char lost[256];
-    if (ghd_devloss_get(&svc->devloss, lost, sizeof(lost)))
+    struct ghd_err lost = {0};
+    if (ghd_devloss_get(&svc->devloss, &lost))
         return ghd_reply_problem(rep, req, GHD_EDEVLOST, "device %d is lost: %s", rt->dev.ordinal,
-                                 lost);
+                                 lost.detail);
     struct ghd_err err = {0};
     int rc = ghd_runtime_health(rt, &err);
     if (rc != 0) {

@@ -12,10 +12,10 @@
 
 int ghd_handle_raw_allowed(struct ghd_request *req, struct ghd_reply *rep)
 {
-    char detail[256];
+    struct ghd_err err = {0};
     int rc = ghd_auth_raw_check(req->svc->auth, req->svc->cfg.allow_raw_kernels, req->perms,
-                                req->tenant, detail, sizeof(detail));
-    return rc ? ghd_reply_problem(rep, req, rc, "%s", detail) : 0;
+                                req->tenant, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
 }
 
 int ghd_handle_module_create(struct ghd_request *req, struct ghd_reply *rep)

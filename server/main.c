@@ -57,17 +57,18 @@ static int wait_signal(const sigset_t *set, long ms)
 
 static void reload_tokens(struct ghd_service *svc)
 {
-    char why[512] = "";
+    struct ghd_err err = {0};
     size_t count = 0;
     if (!svc->cfg.tokens_file[0]) {
         ghd_log(GHD_LOG_INFO, "SIGHUP: no --tokens-file to re-read");
         return;
     }
-    if (ghd_auth_reload(svc->auth, &count, why, sizeof(why)) == 0)
+    int rc = ghd_auth_reload(svc->auth, &count, &err);
+    if (rc == 0)
         ghd_log(GHD_LOG_INFO, "SIGHUP: tokens re-read from %s: %zu tokens", svc->cfg.tokens_file,
                 count);
     else
-        ghd_log(GHD_LOG_WARN, "SIGHUP: keeping the tokens in force: %s", why);
+        ghd_log(GHD_LOG_WARN, "SIGHUP: keeping the tokens in force: %s", ghd_err_text(&err, rc));
 }
 
 /* The wait for runs is over (grace or second signal): runs still executing
@@ -122,8 +123,8 @@ static unsigned drain(struct ghd_service *svc, struct ghd_http *http, const sigs
  * poisoned context may not even free. */
 static _Noreturn void exit_device_lost(struct ghd_service *svc, struct ghd_http *http)
 {
-    char reason[256] = "";
-    ghd_devloss_get(&svc->devloss, reason, sizeof(reason));
+    struct ghd_err lost = {0};
+    ghd_devloss_get(&svc->devloss, &lost);
     atomic_store(&svc->ready, 0);
     ghd_http_quiesce(http);
     for (int i = 0; i < 40 && ghd_http_requests_in_flight(http) > 0; i++) {
@@ -132,7 +133,7 @@ static _Noreturn void exit_device_lost(struct ghd_service *svc, struct ghd_http 
     }
     ghd_http_stop(http);
     ghd_log(GHD_LOG_ERROR, "exiting with status %d: the device is lost (%s); "
-                           "--on-device-loss exit", GHD_EXIT_DEVICE_LOST, reason);
+                           "--on-device-loss exit", GHD_EXIT_DEVICE_LOST, lost.detail);
     ghd_log_writer_stop();
     _exit(GHD_EXIT_DEVICE_LOST);
 }
@@ -189,25 +190,26 @@ int main(int argc, char **argv)
         ghd_log(GHD_LOG_WARN, "no log writer thread: lines are written as they come");
 
     /* The port first: a taken one stops the start before the backend is set up. */
-    char why[512] = "";
+    struct ghd_err err = {0};
     int listen_fd;
     unsigned port;
-    if (ghd_listen_open(cfg.bind, cfg.port, &listen_fd, &port, why, sizeof(why)) != 0) {
-        cannot_start(format, why);
+    rc = ghd_listen_open(cfg.bind, cfg.port, &listen_fd, &port, &err);
+    if (rc) {
+        cannot_start(format, ghd_err_text(&err, rc));
         return 1;
     }
     static struct ghd_service svc;
-    rc = ghd_service_init(&svc, &cfg, why, sizeof(why));
+    rc = ghd_service_init(&svc, &cfg, &err);
     if (rc) {
         close(listen_fd);
-        cannot_start(format, why);
+        cannot_start(format, ghd_err_text(&err, rc));
         return 1;
     }
     struct ghd_http *http;
-    rc = ghd_http_start_on(&svc, &ghd_routes, listen_fd, port, &http, why, sizeof(why));
+    rc = ghd_http_start_on(&svc, &ghd_routes, listen_fd, port, &http, &err);
     if (rc) {
         close(listen_fd);
-        cannot_start(format, why);
+        cannot_start(format, ghd_err_text(&err, rc));
         ghd_service_destroy(&svc);
         return 1;
     }
@@ -221,7 +223,7 @@ int main(int argc, char **argv)
             break;
         if (sig == SIGHUP)
             reload_tokens(&svc);
-        if (strcmp(cfg.on_device_loss, "exit") == 0 && ghd_devloss_get(&svc.devloss, NULL, 0))
+        if (strcmp(cfg.on_device_loss, "exit") == 0 && ghd_devloss_get(&svc.devloss, NULL))
             exit_device_lost(&svc, http);
         ghd_buffer_expire(&svc.buffers, time(NULL));
     }

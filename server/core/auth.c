@@ -239,7 +239,7 @@ static int table_add(struct table *t, const char *token, const char *tenant, uns
 
 /* "token:tenant[:permission...],token:tenant"; blanks around items are
  * ignored. */
-static int load_list(struct table *t, const char *list, char *why, size_t why_len)
+static int load_list(struct table *t, const char *list, struct ghd_err *err)
 {
     size_t item = 0;
     for (const char *s = list; *s;) {
@@ -280,22 +280,18 @@ static int load_list(struct table *t, const char *list, char *why, size_t why_le
             if (blank)
                 rc = 0; /* tolerate "a:b," and "" */
         }
-        if (rc < 0) {
-            snprintf(why, why_len, "--tokens / GHD_TOKENS item %zu: %s", item, reason);
-            return rc;
-        }
+        if (rc < 0)
+            return ghd_err_set(err, rc, "--tokens / GHD_TOKENS item %zu: %s", item, reason);
         s = end ? end + 1 : s + n;
     }
     return 0;
 }
 
-static int load_file(struct table *t, const char *path, char *why, size_t why_len)
+static int load_file(struct table *t, const char *path, struct ghd_err *err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_len, "--tokens-file %s: %s", path, strerror(errno));
-        return GHD_EINVAL;
-    }
+    if (!f)
+        return ghd_err_set(err, GHD_EINVAL, "--tokens-file %s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
         ghd_log(GHD_LOG_WARN, "--tokens-file %s is readable by group or others (chmod 600)",
@@ -303,8 +299,7 @@ static int load_file(struct table *t, const char *path, char *why, size_t why_le
     char *data = malloc(TOKENS_FILE_MAX);
     if (!data) {
         fclose(f);
-        snprintf(why, why_len, "--tokens-file %s: out of host memory", path);
-        return GHD_ENOHOSTMEM;
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "--tokens-file %s: out of host memory", path);
     }
     size_t len = fread(data, 1, TOKENS_FILE_MAX, f);
     int rc = ferror(f) ? GHD_EINVAL : 0;
@@ -312,10 +307,9 @@ static int load_file(struct table *t, const char *path, char *why, size_t why_le
         rc = GHD_ETOOBIG;
     fclose(f);
     if (rc) {
-        snprintf(why, why_len, "--tokens-file %s: %s", path,
-                 rc == GHD_ETOOBIG ? "larger than 4 MiB" : "read error");
         free(data);
-        return GHD_EINVAL;
+        return ghd_err_set(err, GHD_EINVAL, "--tokens-file %s: %s", path,
+                           rc == GHD_ETOOBIG ? "larger than 4 MiB" : "read error");
     }
     size_t lineno = 0;
     for (size_t pos = 0; pos < len && rc == 0;) {
@@ -330,7 +324,7 @@ static int load_file(struct table *t, const char *path, char *why, size_t why_le
             rc = table_add(t, token, tenant, perms, &reason);
         memset(token, 0, sizeof(token));
         if (rc < 0)
-            snprintf(why, why_len, "--tokens-file %s line %zu: %s", path, lineno, reason);
+            ghd_err_set(err, GHD_EINVAL, "--tokens-file %s line %zu: %s", path, lineno, reason);
         else
             rc = 0;
         pos += n + 1;
@@ -340,15 +334,14 @@ static int load_file(struct table *t, const char *path, char *why, size_t why_le
     return rc < 0 ? GHD_EINVAL : 0;
 }
 
-static int build(const char *file, const char *list, struct table *out, char *why,
-                 size_t why_len)
+static int build(const char *file, const char *list, struct table *out, struct ghd_err *err)
 {
     struct table t = {0};
     int rc = 0;
     if (list && *list)
-        rc = load_list(&t, list, why, why_len);
+        rc = load_list(&t, list, err);
     if (rc == 0 && file)
-        rc = load_file(&t, file, why, why_len);
+        rc = load_file(&t, file, err);
     if (rc) {
         table_free(&t);
         return rc;
@@ -358,21 +351,19 @@ static int build(const char *file, const char *list, struct table *out, char *wh
 }
 
 int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *metrics_token,
-                 struct ghd_auth **out, char *why, size_t why_len)
+                 struct ghd_auth **out, struct ghd_err *err)
 {
     struct ghd_auth *a = calloc(1, sizeof(*a));
-    if (!a) {
-        snprintf(why, why_len, "out of host memory");
-        return GHD_ENOHOSTMEM;
-    }
+    if (!a)
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
     pthread_rwlock_init(&a->lock, NULL);
     if (metrics_token && *metrics_token) {
         size_t n = strlen(metrics_token);
         if (!valid_token(metrics_token, n)) {
-            snprintf(why, why_len, "--metrics-token: not a bearer token (1 to 256 characters "
-                                   "of A-Z a-z 0-9 - . _ ~ + / and trailing =)");
             ghd_auth_free(a);
-            return GHD_EINVAL;
+            return ghd_err_set(err, GHD_EINVAL,
+                               "--metrics-token: not a bearer token (1 to 256 characters "
+                               "of A-Z a-z 0-9 - . _ ~ + / and trailing =)");
         }
         entry_set(&a->metrics, metrics_token, n, NULL, 0);
     }
@@ -381,7 +372,7 @@ int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *m
         goto fail;
     if (tokens_list && *tokens_list && !(a->list = strdup(tokens_list)))
         goto fail;
-    rc = build(a->file, a->list, &a->tab, why, why_len);
+    rc = build(a->file, a->list, &a->tab, err);
     if (rc)
         goto fail;
     a->enabled = a->file || a->list;
@@ -389,7 +380,7 @@ int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *m
     return 0;
 fail:
     if (rc == GHD_ENOHOSTMEM)
-        snprintf(why, why_len, "out of host memory");
+        ghd_err_set(err, rc, "out of host memory");
     ghd_auth_free(a);
     return rc;
 }
@@ -413,10 +404,10 @@ void ghd_auth_free(struct ghd_auth *a)
     free(a);
 }
 
-int ghd_auth_reload(struct ghd_auth *a, size_t *count, char *why, size_t why_len)
+int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err)
 {
     struct table t;
-    int rc = build(a->file, a->list, &t, why, why_len);
+    int rc = build(a->file, a->list, &t, err);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&a->lock);
@@ -486,20 +477,16 @@ int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization)
 }
 
 int ghd_auth_raw_check(const struct ghd_auth *a, unsigned allowed, unsigned perms,
-                       const char *tenant, char *detail, size_t detail_len)
+                       const char *tenant, struct ghd_err *err)
 {
-    if (!allowed) {
-        snprintf(detail, detail_len, "raw CUDA modules are off: this server was started without "
-                                     "--allow-raw-kernels");
-        return GHD_EFORBIDDEN;
-    }
-    if (ghd_auth_enabled(a) && !(perms & GHD_PERM_RAW)) {
-        snprintf(detail, detail_len,
-                 "the token of tenant '%s' lacks the permission 'raw' (a third field in its "
-                 "tokens line: 'token tenant raw')",
-                 tenant ? tenant : "");
-        return GHD_EFORBIDDEN;
-    }
+    if (!allowed)
+        return ghd_err_set(err, GHD_EFORBIDDEN, "raw CUDA modules are off: this server was "
+                                                "started without --allow-raw-kernels");
+    if (ghd_auth_enabled(a) && !(perms & GHD_PERM_RAW))
+        return ghd_err_set(err, GHD_EFORBIDDEN,
+                           "the token of tenant '%s' lacks the permission 'raw' (a third field "
+                           "in its tokens line: 'token tenant raw')",
+                           tenant ? tenant : "");
     return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 
+#include "base/err.h"
 #include "buffer.h" /* GHD_TENANT_MAX */
 
 /* Bearer tokens (RFC 6750) mapped to tenants and their permissions. Tokens
@@ -43,15 +44,15 @@ struct ghd_auth;
 
 /* Loads the token table. `tokens_file` and `tokens_list` may be empty or NULL;
  * `metrics_token` (may be empty) guards /metrics. Fails (GHD_EINVAL with a
- * reason in `why` naming the file and line, never the token) on an unreadable
+ * reason in `err` naming the file and line, never the token) on an unreadable
  * file, a malformed line, or one token given for two tenants. */
 int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *metrics_token,
-                 struct ghd_auth **out, char *why, size_t why_len);
+                 struct ghd_auth **out, struct ghd_err *err);
 void ghd_auth_free(struct ghd_auth *a);
 
 /* Re-reads the tokens file. On failure the old table stays in force.
  * Returns 0 with the new entry count in *count, or GHD_EINVAL. */
-int ghd_auth_reload(struct ghd_auth *a, size_t *count, char *why, size_t why_len);
+int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err);
 
 /* Whether tenant tokens are configured (a tokens file, even empty, or a list).
  * NULL is accepted (no authentication). */
@@ -71,7 +72,7 @@ int ghd_auth_check(struct ghd_auth *a, const char *authorization, char *tenant,
  * (without tokens, loopback development mode, the flag alone decides).
  * Returns 0, or GHD_EFORBIDDEN with a detail naming what is missing. */
 int ghd_auth_raw_check(const struct ghd_auth *a, unsigned allowed, unsigned perms,
-                       const char *tenant, char *detail, size_t detail_len);
+                       const char *tenant, struct ghd_err *err);
 /* 0 when the header carries the metrics token; GHD_EUNAUTH otherwise. */
 int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization);
 

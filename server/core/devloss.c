@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/error.h"
+
 void ghd_devloss_init(struct ghd_devloss *d)
 {
     memset(d, 0, sizeof(*d));
@@ -32,13 +34,13 @@ int ghd_devloss_mark(struct ghd_devloss *d, const char *fmt, ...)
     return first;
 }
 
-int ghd_devloss_get(struct ghd_devloss *d, char *reason, size_t len)
+int ghd_devloss_get(struct ghd_devloss *d, struct ghd_err *err)
 {
     if (!atomic_load(&d->lost))
         return 0;
-    if (reason && len) {
+    if (err) {
         pthread_mutex_lock(&d->lock);
-        snprintf(reason, len, "%s", d->reason);
+        ghd_err_set(err, GHD_EDEVLOST, "%s", d->reason);
         pthread_mutex_unlock(&d->lock);
     }
     return 1;

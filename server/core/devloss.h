@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "base/err.h"
+
 /* The exit status of --on-device-loss exit (documented in the README). */
 #define GHD_EXIT_DEVICE_LOST 3
 
@@ -27,7 +29,8 @@ void ghd_devloss_destroy(struct ghd_devloss *d);
  * mark, 0 when it was lost already (the first reason stays). */
 int ghd_devloss_mark(struct ghd_devloss *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* 1 (reason copied when `reason` is not NULL) once lost, else 0. */
-int ghd_devloss_get(struct ghd_devloss *d, char *reason, size_t len);
+/* 1 once lost (err, when not NULL, set to GHD_EDEVLOST and the reason),
+ * else 0 (err untouched). */
+int ghd_devloss_get(struct ghd_devloss *d, struct ghd_err *err);
 
 #endif

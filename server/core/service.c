@@ -32,34 +32,30 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->direct_copy = (int)cfg->direct_copy;
 }
 
-static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)
+static int open_runtime(struct ghd_service *svc, struct ghd_err *err)
 {
     struct ghd_runtime_config rc;
     struct ghd_runtime *rt = &svc->runtimes[0];
     int rc_cuda = GHD_ENOTSUP;
-    struct ghd_err err = {0};
+    struct ghd_err dev = {0};
     if (svc->cfg.backend != GHD_CHOICE_HOST) {
         runtime_config(&svc->cfg, GHD_BACKEND_CUDA, &rc);
-        rc_cuda = ghd_runtime_init(rt, &rc, &err);
+        rc_cuda = ghd_runtime_init(rt, &rc, &dev);
         if (rc_cuda == 0) {
             ghd_log(GHD_LOG_INFO, "backend cuda: device %u %s, %.1f GiB, CUDA runtime %s",
                     svc->cfg.device, rt->dev.name, (double)rt->dev.total_memory / (1 << 30),
                     rt->dev.runtime_version);
             return 0;
         }
-        if (svc->cfg.backend == GHD_CHOICE_CUDA) {
-            snprintf(why, why_len, "--backend cuda: %s", ghd_err_text(&err, rc_cuda));
-            return rc_cuda;
-        }
+        if (svc->cfg.backend == GHD_CHOICE_CUDA)
+            return ghd_err_set(err, rc_cuda, "--backend cuda: %s", ghd_err_text(&dev, rc_cuda));
         ghd_log(GHD_LOG_INFO, "backend auto: CUDA not usable (%s); using the host backend",
-                ghd_err_text(&err, rc_cuda));
+                ghd_err_text(&dev, rc_cuda));
     }
     runtime_config(&svc->cfg, GHD_BACKEND_HOST, &rc);
     int rc_host = ghd_runtime_init(rt, &rc, NULL);
-    if (rc_host) {
-        snprintf(why, why_len, "host backend: %s", ghd_strerror(rc_host));
-        return rc_host;
-    }
+    if (rc_host)
+        return ghd_err_set(err, rc_host, "host backend: %s", ghd_strerror(rc_host));
     ghd_log(GHD_LOG_INFO, "backend host: reference kernels in host memory");
     return 0;
 }
@@ -67,54 +63,50 @@ static int open_runtime(struct ghd_service *svc, char *why, size_t why_len)
 /* Without tokens anyone who can connect owns every buffer: loopback only,
  * unless the operator says otherwise. Checked before the backend is set up,
  * which may take seconds on a GPU, so the refusal comes at once. */
-static int check_exposure(const struct ghd_service *svc, char *why, size_t why_len)
+static int check_exposure(const struct ghd_service *svc, struct ghd_err *err)
 {
     const struct ghd_config *cfg = &svc->cfg;
     if (ghd_auth_is_loopback(cfg->bind) || ghd_auth_enabled(svc->auth))
         return 0;
-    if (!cfg->allow_unauthenticated) {
-        snprintf(why, why_len,
-                 "--bind %s is not a loopback address and no tokens are set: give "
-                 "--tokens-file or GHD_TOKENS, or pass --allow-unauthenticated",
-                 cfg->bind);
-        return GHD_EINVAL;
-    }
+    if (!cfg->allow_unauthenticated)
+        return ghd_err_set(err, GHD_EINVAL,
+                           "--bind %s is not a loopback address and no tokens are set: give "
+                           "--tokens-file or GHD_TOKENS, or pass --allow-unauthenticated",
+                           cfg->bind);
     ghd_log(GHD_LOG_WARN, "serving %s without authentication (--allow-unauthenticated): "
                           "anyone who can reach it can read, write and delete buffers",
             cfg->bind);
     return 0;
 }
 
-int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char *why,
-                     size_t why_len)
+int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err)
 {
     memset(svc, 0, sizeof(*svc));
     svc->cfg = *cfg;
     svc->started = time(NULL);
     ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
                           cfg->staging_tenant_share);
-    int rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, why,
-                          why_len);
+    int rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
     if (rc)
         return rc;
-    rc = check_exposure(svc, why, why_len);
+    rc = check_exposure(svc, err);
     if (rc)
         goto destroy_auth;
-    rc = open_runtime(svc, why, why_len);
+    rc = open_runtime(svc, err);
     if (rc)
         goto destroy_auth;
     svc->runtime_count = 1;
     rc = ghd_buffer_table_init(&svc->buffers);
     if (rc) {
-        snprintf(why, why_len, "buffer table: %s", ghd_strerror(rc));
+        ghd_err_set(err, rc, "buffer table: %s", ghd_strerror(rc));
         goto destroy_runtime;
     }
     svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
     svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
-    struct ghd_err err = {0};
-    rc = ghd_kernels_warmup(&svc->runtimes[0], &err); /* cuBLAS handle now, not on a request */
+    struct ghd_err warm = {0};
+    rc = ghd_kernels_warmup(&svc->runtimes[0], &warm); /* cuBLAS handle now, not on a request */
     if (rc) {
-        snprintf(why, why_len, "kernel library: %s", ghd_err_text(&err, rc));
+        ghd_err_set(err, rc, "kernel library: %s", ghd_err_text(&warm, rc));
         goto destroy_buffers;
     }
     struct ghd_run_queue_config qc = {.workers = cfg->run_workers,
@@ -124,7 +116,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
                                       .keep_s = cfg->run_keep_s};
     rc = ghd_run_queue_new(&qc, &svc->runtimes[0], &svc->runs);
     if (rc) {
-        snprintf(why, why_len, "run queue: %s", ghd_strerror(rc));
+        ghd_err_set(err, rc, "run queue: %s", ghd_strerror(rc));
         goto destroy_buffers;
     }
     ghd_ukernel_store_init(&svc->kernels, cfg->tenant_max_kernels);
@@ -138,7 +130,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
         if (rc == GHD_ENOTSUP) {
             ghd_log(GHD_LOG_WARN, "user kernels: %s (the CUDA backend answers 501 for them)", cwhy);
         } else if (rc) {
-            snprintf(why, why_len, "user kernel compiler: %s", cwhy);
+            ghd_err_set(err, rc, "user kernel compiler: %s", cwhy);
             ghd_run_queue_free(svc->runs);
             ghd_ukernel_store_destroy(&svc->kernels);
             goto destroy_buffers;
@@ -149,8 +141,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char
     ghd_rmodule_store_init(&svc->modules, cfg->tenant_max_modules);
     ghd_devloss_init(&svc->devloss);
     if (ghd_watchdog_start(svc) != 0) {
-        snprintf(why, why_len, "--run-timeout: cannot start the watchdog thread");
-        rc = GHD_EINTERNAL;
+        rc = ghd_err_set(err, GHD_EINTERNAL, "--run-timeout: cannot start the watchdog thread");
         ghd_run_queue_free(svc->runs);
         ghd_rmodule_store_destroy(&svc->modules);
         ghd_ukernel_store_destroy(&svc->kernels);

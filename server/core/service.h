@@ -43,9 +43,8 @@ struct ghd_service {
 
 /* Chooses the backend (auto: CUDA when a device is usable, else host; the
  * choice is logged), initialises the runtime, buffers and run queue. On
- * failure writes a one-line reason to `why`. */
-int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, char *why,
-                     size_t why_len);
+ * failure sets `err` to the code and a one-line reason. */
+int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err);
 void ghd_service_destroy(struct ghd_service *svc);
 /* The runtime of device `index` of this service (index 0 is the default). */
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index);

@@ -80,12 +80,11 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
     rc = ghd_http_parse_content_length(req);
     if (rc)
         return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
-    char lost[256];
-    if (route_needs_device(req->route, method) &&
-        ghd_devloss_get(&req->svc->devloss, lost, sizeof(lost)))
+    struct ghd_err lost = {0};
+    if (route_needs_device(req->route, method) && ghd_devloss_get(&req->svc->devloss, &lost))
         return ghd_reply_problem(&hr->rep, req, GHD_EDEVLOST,
                                  "the device is lost (%s): this server answers no device request "
-                                 "until it restarts", lost);
+                                 "until it restarts", lost.detail);
     return ghd_body_plan(hr);
 }
 
@@ -330,12 +329,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
-                   struct ghd_http **out, char *why, size_t why_len)
+                   struct ghd_http **out, struct ghd_err *err)
 {
     int fd;
     unsigned port;
-    int rc = ghd_listen_open(svc->cfg.bind, svc->cfg.port, &fd, &port, why, why_len);
-    if (rc == 0 && (rc = ghd_http_start_on(svc, routes, fd, port, out, why, why_len)) != 0)
+    int rc = ghd_listen_open(svc->cfg.bind, svc->cfg.port, &fd, &port, err);
+    if (rc == 0 && (rc = ghd_http_start_on(svc, routes, fd, port, out, err)) != 0)
         close(fd);
     return rc;
 }
@@ -354,26 +353,24 @@ static int label_metrics(const struct ghd_routes *routes)
 }
 
 int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
-                      unsigned port, struct ghd_http **out, char *why, size_t why_len)
+                      unsigned port, struct ghd_http **out, struct ghd_err *err)
 {
     const struct ghd_config *cfg = &svc->cfg;
     if (label_metrics(routes) != 0)
-        return GHD_ENOHOSTMEM;
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "route metrics: out of host memory");
     struct ghd_http *http = calloc(1, sizeof(*http));
     if (!http)
-        return GHD_ENOHOSTMEM;
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
     http->svc = svc;
     http->routes = routes;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     struct MHD_OptionItem tls_opts[GHD_TLS_OPTIONS];
-    int rc = ghd_tls_setup(&http->tls, cfg, &flags, tls_opts, why, why_len);
-    if (rc == 0)
-        rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
-                           cfg->transfer_rate_window_s, &http->guard);
+    int rc = ghd_tls_setup(&http->tls, cfg, &flags, tls_opts, err);
+    if (rc == 0 && (rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
+                                       cfg->transfer_rate_window_s, &http->guard)) != 0)
+        ghd_err_set(err, rc, "connection guard: %s", ghd_strerror(rc));
     if (rc) {
-        if (!why[0])
-            snprintf(why, why_len, "connection guard: %s", ghd_strerror(rc));
         ghd_tls_free(&http->tls);
         free(http);
         return rc;
@@ -396,12 +393,13 @@ int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, 
         MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!http->daemon) {
-        snprintf(why, why_len, "cannot serve on %s:%u%s", cfg->bind, port,
-                 cfg->tls_cert[0] ? " (the TLS certificate and key do not load or match?)" : "");
         ghd_guard_free(http->guard);
         ghd_tls_free(&http->tls);
         free(http);
-        return GHD_EUNAVAIL;
+        return ghd_err_set(err, GHD_EUNAVAIL, "cannot serve on %s:%u%s", cfg->bind, port,
+                           cfg->tls_cert[0] ? " (the TLS certificate and key do not load or "
+                                              "match?)"
+                                            : "");
     }
     http->port = port;
     *out = http;

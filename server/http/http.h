@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 
+#include "base/err.h"
 #include "core/service.h"
 
 /* The HTTP server (http.c and its helpers in server/http/: the only files
@@ -15,13 +16,14 @@ struct ghd_http;
 struct ghd_routes;
 
 /* Binds cfg.bind:cfg.port (port 0 picks one, listen.h) and starts serving
- * the routes of `routes` (router.h; kept, not copied). */
+ * the routes of `routes` (router.h; kept, not copied). 0, or a GHD_E* code
+ * with `err` saying why in one line. */
 int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
-                   struct ghd_http **out, char *why, size_t why_len);
+                   struct ghd_http **out, struct ghd_err *err);
 /* Starts serving on a socket from ghd_listen_open, bound to `port`. It owns
  * the socket from then on; if it fails, the caller still does. */
 int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
-                      unsigned port, struct ghd_http **out, char *why, size_t why_len);
+                      unsigned port, struct ghd_http **out, struct ghd_err *err);
 /* The bound port. */
 unsigned ghd_http_port(const struct ghd_http *http);
 /* Stops accepting new connections; requests in flight go on. */

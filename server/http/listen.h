@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "base/err.h"
+
 /* The listening socket. main() opens it before the backend is set up, so a
  * taken port stops the start at once with one line, and ghd_http_start_on
  * serves on it. SO_REUSEADDR only (a restart need not wait out TIME_WAIT);
@@ -11,9 +13,9 @@
 
 /* Binds bind_ipv4:port (port 0 picks one) and listens. On success *fd is the
  * socket (the caller owns it; ghd_http_start_on takes it over) and *bound the
- * port. pre: why_len > 0. Returns 0, GHD_EINVAL (not an IPv4 address) or
- * GHD_EUNAVAIL (bind or listen failed; why says why in one line). */
-int ghd_listen_open(const char *bind_ipv4, unsigned port, int *fd, unsigned *bound, char *why,
-                    size_t why_len);
+ * port. Returns 0, GHD_EINVAL (not an IPv4 address) or GHD_EUNAVAIL (bind
+ * or listen failed; err says why in one line). */
+int ghd_listen_open(const char *bind_ipv4, unsigned port, int *fd, unsigned *bound,
+                    struct ghd_err *err);
 
 #endif

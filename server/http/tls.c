@@ -9,14 +9,12 @@
 #include "base/error.h"
 
 /* Reads a PEM file into a NUL-terminated string. */
-static int read_pem(const char *flag, const char *path, char **out, size_t *len, char *why,
-                    size_t why_len)
+static int read_pem(const char *flag, const char *path, char **out, size_t *len,
+                    struct ghd_err *err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_len, "%s %s: cannot open it", flag, path);
-        return GHD_EINVAL;
-    }
+    if (!f)
+        return ghd_err_set(err, GHD_EINVAL, "%s %s: cannot open it", flag, path);
     size_t cap = (size_t)1 << 20;
     char *buf = malloc(cap + 1);
     size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
@@ -24,8 +22,8 @@ static int read_pem(const char *flag, const char *path, char **out, size_t *len,
     fclose(f);
     if (bad) {
         free(buf);
-        snprintf(why, why_len, "%s %s: empty, unreadable or larger than 1 MiB", flag, path);
-        return GHD_EINVAL;
+        return ghd_err_set(err, GHD_EINVAL, "%s %s: empty, unreadable or larger than 1 MiB",
+                           flag, path);
     }
     buf[n] = '\0';
     *out = buf;
@@ -49,20 +47,18 @@ int ghd_tls_on(const struct ghd_tls *tls)
 
 /* HTTPS through libmicrohttpd's GnuTLS: TLS 1.2 and 1.3 only. */
 int ghd_tls_setup(struct ghd_tls *tls, const struct ghd_config *cfg, unsigned *flags,
-                  struct MHD_OptionItem opts[GHD_TLS_OPTIONS], char *why, size_t why_len)
+                  struct MHD_OptionItem opts[GHD_TLS_OPTIONS], struct ghd_err *err)
 {
     opts[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     if (!cfg->tls_cert[0])
         return 0;
-    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-        snprintf(why, why_len, "--tls-cert: this libmicrohttpd was built without TLS");
-        return GHD_ENOTSUP;
-    }
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return ghd_err_set(err, GHD_ENOTSUP, "--tls-cert: this libmicrohttpd was built without "
+                                             "TLS");
     size_t cert_len;
-    int rc = read_pem("--tls-cert", cfg->tls_cert, &tls->cert, &cert_len, why, why_len);
+    int rc = read_pem("--tls-cert", cfg->tls_cert, &tls->cert, &cert_len, err);
     if (rc == 0)
-        rc = read_pem("--tls-key", cfg->tls_key, &tls->key, &tls->key_len, why,
-                      why_len);
+        rc = read_pem("--tls-key", cfg->tls_key, &tls->key, &tls->key_len, err);
     if (rc)
         return rc;
     *flags |= MHD_USE_TLS;

@@ -52,10 +52,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.connection_timeout_s = 2;
     cfg.header_timeout_s = 2;
     ghd_log_setup(GHD_LOG_ERROR, GHD_LOG_TEXT);
-    char why[256];
-    if (ghd_service_init(&svc, &cfg, why, sizeof(why)) != 0 ||
-        ghd_http_start(&svc, &ghd_routes, &http, why, sizeof(why)) != 0) {
-        fprintf(stderr, "server: %s\n", why);
+    struct ghd_err err = {0};
+    if (ghd_service_init(&svc, &cfg, &err) != 0 ||
+        ghd_http_start(&svc, &ghd_routes, &http, &err) != 0) {
+        fprintf(stderr, "server: %s\n", err.detail);
         abort();
     }
     port = ghd_http_port(http);

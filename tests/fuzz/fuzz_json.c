@@ -42,9 +42,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg.runs_kept = 16;
     cfg.run_queue_limit = 64;
     ghd_log_setup(GHD_LOG_ERROR, GHD_LOG_TEXT);
-    char why[256];
-    if (ghd_service_init(&svc, &cfg, why, sizeof(why)) != 0) {
-        fprintf(stderr, "service: %s\n", why);
+    struct ghd_err err = {0};
+    if (ghd_service_init(&svc, &cfg, &err) != 0) {
+        fprintf(stderr, "service: %s\n", err.detail);
         abort();
     }
     for (int i = 0; i < 3; i++) {

@@ -448,14 +448,14 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     struct rel_server s;
     struct ghd_config cfg;
-    char why[512];
+    struct ghd_err err = {0};
     rel_config(&cfg);
     cfg.backend = GHD_CHOICE_CUDA;
     cfg.allow_raw_kernels = 1;
     cfg.max_buffer_size = (size_t)1 << 30;
     cfg.pool_limit = (size_t)1 << 30;
-    if (rel_try_start(&s, &cfg, why, sizeof(why)) != 0) {
-        printf("skipped: no CUDA device (%s)\n", why);
+    if (rel_try_start(&s, &cfg, &err) != 0) {
+        printf("skipped: no CUDA device (%s)\n", err.detail);
         return 77;
     }
     if (!s.svc.compiler) {

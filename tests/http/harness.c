@@ -91,20 +91,20 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     if (socket_min && *socket_min)
         cfg.socket_upload_min = strtoull(socket_min, NULL, 10);
 
-    char why[256] = "";
-    int rc = ghd_service_init(&h->svc, &cfg, why, sizeof(why));
+    struct ghd_err err = {0};
+    int rc = ghd_service_init(&h->svc, &cfg, &err);
     if (rc) {
         if (cfg.backend == GHD_CHOICE_CUDA) {
-            printf("skipped: no CUDA device (%s)\n", why);
+            printf("skipped: no CUDA device (%s)\n", err.detail);
             fflush(stdout);
             exit(HARNESS_SKIP);
         }
-        fprintf(stderr, "harness: cannot start the service: %s\n", why);
+        fprintf(stderr, "harness: cannot start the service: %s\n", err.detail);
         exit(1);
     }
-    rc = ghd_http_start(&h->svc, &ghd_routes, &h->http, why, sizeof(why));
+    rc = ghd_http_start(&h->svc, &ghd_routes, &h->http, &err);
     if (rc) {
-        fprintf(stderr, "harness: cannot start the HTTP server: %s\n", why);
+        fprintf(stderr, "harness: cannot start the HTTP server: %s\n", err.detail);
         exit(1);
     }
     h->port = ghd_http_port(h->http);

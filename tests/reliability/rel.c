@@ -66,7 +66,7 @@ void rel_config(struct ghd_config *cfg)
         cfg->socket_upload_min = strtoull(socket_min, NULL, 10);
 }
 
-int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why, size_t why_len)
+int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err)
 {
     static int once;
     if (!once) {
@@ -77,10 +77,10 @@ int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why,
     ghd_log_level_parse(cfg->log_level, &lvl);
     ghd_log_setup(lvl, GHD_LOG_TEXT);
     memset(s, 0, sizeof(*s));
-    int rc = ghd_service_init(&s->svc, cfg, why, why_len);
+    int rc = ghd_service_init(&s->svc, cfg, err);
     if (rc)
         return rc;
-    rc = ghd_http_start(&s->svc, &ghd_routes, &s->http, why, why_len);
+    rc = ghd_http_start(&s->svc, &ghd_routes, &s->http, err);
     if (rc) {
         ghd_service_destroy(&s->svc);
         return rc;
@@ -93,10 +93,10 @@ int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why,
 
 void rel_start(struct rel_server *s, const struct ghd_config *cfg)
 {
-    char why[512] = "";
-    int rc = rel_try_start(s, cfg, why, sizeof(why));
+    struct ghd_err err = {0};
+    int rc = rel_try_start(s, cfg, &err);
     if (rc)
-        fail_msg("server did not start: %d %s", rc, why);
+        fail_msg("server did not start: %d %s", rc, err.detail);
 }
 
 void rel_stop(struct rel_server *s)

@@ -26,8 +26,8 @@ struct rel_server {
 void rel_config(struct ghd_config *cfg);
 /* Starts service and HTTP server; aborts the test on failure. */
 void rel_start(struct rel_server *s, const struct ghd_config *cfg);
-/* The same, but returns the error and reason instead of failing. */
-int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, char *why, size_t why_len);
+/* The same, but returns the error and its reason in `err` instead of failing. */
+int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err);
 void rel_stop(struct rel_server *s);
 /* cmocka group fixtures: a server of its own, started with `cfg`, becomes
  * *state; rel_teardown stops and frees it. */

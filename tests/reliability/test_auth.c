@@ -138,8 +138,8 @@ static void test_list_and_check(void **state)
 {
     (void)state;
     struct ghd_auth *a;
-    char why[256] = "";
-    assert_int_equal(ghd_auth_new(NULL, " tokA1:alice , tokB2:bob,", NULL, &a, why, sizeof(why)),
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_auth_new(NULL, " tokA1:alice , tokB2:bob,", NULL, &a, &err),
                      0);
     assert_true(ghd_auth_enabled(a));
     assert_false(ghd_auth_metrics_guarded(a));
@@ -157,7 +157,7 @@ static void test_list_and_check(void **state)
     ghd_auth_free(a);
 
     /* No tokens at all: authentication is off. */
-    assert_int_equal(ghd_auth_new(NULL, "", "", &a, why, sizeof(why)), 0);
+    assert_int_equal(ghd_auth_new(NULL, "", "", &a, &err), 0);
     assert_false(ghd_auth_enabled(a));
     assert_int_equal(ghd_auth_check(a, "Bearer x", tenant, NULL), GHD_EUNAUTH);
     ghd_auth_free(a);
@@ -171,17 +171,17 @@ static void test_list_errors_never_echo_tokens(void **state)
                          "secretAAA:al ice", "secretAAA:alice,secretAAA:bob", "sec\"retAAA:bob"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct ghd_auth *a = NULL;
-        char why[256] = "";
-        int rc = ghd_auth_new(NULL, bad[i], NULL, &a, why, sizeof(why));
+        struct ghd_err err = {0};
+        int rc = ghd_auth_new(NULL, bad[i], NULL, &a, &err);
         if (rc != GHD_EINVAL)
             fail_msg("'%s': expected GHD_EINVAL, got %d", bad[i], rc);
-        assert_null(strstr(why, "secret"));
-        assert_non_null(strstr(why, "item"));
+        assert_null(strstr(err.detail, "secret"));
+        assert_non_null(strstr(err.detail, "item"));
     }
     /* The same pair twice is harmless. */
     struct ghd_auth *a;
-    char why[256];
-    assert_int_equal(ghd_auth_new(NULL, "t1:a,t1:a", NULL, &a, why, sizeof(why)), 0);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_auth_new(NULL, "t1:a,t1:a", NULL, &a, &err), 0);
     assert_int_equal(ghd_auth_count(a), 1);
     ghd_auth_free(a);
 }
@@ -206,8 +206,8 @@ static void test_permissions(void **state)
     assert_non_null(strstr(why, "'raw'"));
 
     struct ghd_auth *a;
-    char msg[256] = "";
-    assert_int_equal(ghd_auth_new(NULL, "tokR:alice:raw, tokP:bob", NULL, &a, msg, sizeof(msg)), 0);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_auth_new(NULL, "tokR:alice:raw, tokP:bob", NULL, &a, &err), 0);
     char tenant[GHD_TENANT_MAX + 1];
     assert_int_equal(ghd_auth_check(a, "Bearer tokR", tenant, &perms), 0);
     assert_string_equal(tenant, "alice");
@@ -216,18 +216,18 @@ static void test_permissions(void **state)
     assert_string_equal(tenant, "bob");
     assert_int_equal(perms, 0);
     /* With tokens: the flag and the permission. */
-    assert_int_equal(ghd_auth_raw_check(a, 1, GHD_PERM_RAW, "alice", msg, sizeof(msg)), 0);
-    assert_int_equal(ghd_auth_raw_check(a, 1, 0, "bob", msg, sizeof(msg)), GHD_EFORBIDDEN);
-    assert_non_null(strstr(msg, "'raw'"));
-    assert_non_null(strstr(msg, "bob"));
-    assert_int_equal(ghd_auth_raw_check(a, 0, GHD_PERM_RAW, "alice", msg, sizeof(msg)),
+    assert_int_equal(ghd_auth_raw_check(a, 1, GHD_PERM_RAW, "alice", &err), 0);
+    assert_int_equal(ghd_auth_raw_check(a, 1, 0, "bob", &err), GHD_EFORBIDDEN);
+    assert_non_null(strstr(err.detail, "'raw'"));
+    assert_non_null(strstr(err.detail, "bob"));
+    assert_int_equal(ghd_auth_raw_check(a, 0, GHD_PERM_RAW, "alice", &err),
                      GHD_EFORBIDDEN);
-    assert_non_null(strstr(msg, "--allow-raw-kernels"));
+    assert_non_null(strstr(err.detail, "--allow-raw-kernels"));
     ghd_auth_free(a);
     /* Without tokens the flag alone decides. */
-    assert_int_equal(ghd_auth_new(NULL, NULL, NULL, &a, msg, sizeof(msg)), 0);
-    assert_int_equal(ghd_auth_raw_check(a, 1, 0, NULL, msg, sizeof(msg)), 0);
-    assert_int_equal(ghd_auth_raw_check(a, 0, 0, NULL, msg, sizeof(msg)), GHD_EFORBIDDEN);
+    assert_int_equal(ghd_auth_new(NULL, NULL, NULL, &a, &err), 0);
+    assert_int_equal(ghd_auth_raw_check(a, 1, 0, NULL, &err), 0);
+    assert_int_equal(ghd_auth_raw_check(a, 0, 0, NULL, &err), GHD_EFORBIDDEN);
     ghd_auth_free(a);
     /* The same token with two sets of permissions, blanks inside an item,
      * an unknown permission: refused, never echoing the token. */
@@ -235,9 +235,9 @@ static void test_permissions(void **state)
                          "secretQ:alice:root", "secretQ:alice raw"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         a = NULL;
-        if (ghd_auth_new(NULL, bad[i], NULL, &a, msg, sizeof(msg)) != GHD_EINVAL)
+        if (ghd_auth_new(NULL, bad[i], NULL, &a, &err) != GHD_EINVAL)
             fail_msg("'%s' was accepted", bad[i]);
-        assert_null(strstr(msg, "secret"));
+        assert_null(strstr(err.detail, "secret"));
     }
 }
 
@@ -258,8 +258,8 @@ static void test_file_load_reload(void **state)
     close(fd);
     write_file(path, "# tenants\n\nfileTok1 alice\r\nfileTok2   bob  # the second\n");
     struct ghd_auth *a;
-    char why[512] = "";
-    assert_int_equal(ghd_auth_new(path, "envTok:carol", NULL, &a, why, sizeof(why)), 0);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_auth_new(path, "envTok:carol", NULL, &a, &err), 0);
     assert_int_equal(ghd_auth_count(a), 3);
     char tenant[GHD_TENANT_MAX + 1];
     assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant, NULL), 0);
@@ -270,7 +270,7 @@ static void test_file_load_reload(void **state)
     /* Reload: bob's token is rotated, dave is added. */
     write_file(path, "fileTok1 alice\nfileTok3 bob\nfileTok4 dave\n");
     size_t count = 0;
-    assert_int_equal(ghd_auth_reload(a, &count, why, sizeof(why)), 0);
+    assert_int_equal(ghd_auth_reload(a, &count, &err), 0);
     assert_int_equal(count, 4);
     assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant, NULL), GHD_EUNAUTH);
     assert_int_equal(ghd_auth_check(a, "Bearer fileTok3", tenant, NULL), 0);
@@ -278,49 +278,49 @@ static void test_file_load_reload(void **state)
 
     /* A broken file is refused and the old table stays, naming the line. */
     write_file(path, "fileTok1 alice\n\nsecretBROKEN\n");
-    assert_int_equal(ghd_auth_reload(a, &count, why, sizeof(why)), GHD_EINVAL);
-    assert_non_null(strstr(why, "line 3"));
-    assert_null(strstr(why, "secretBROKEN"));
+    assert_int_equal(ghd_auth_reload(a, &count, &err), GHD_EINVAL);
+    assert_non_null(strstr(err.detail, "line 3"));
+    assert_null(strstr(err.detail, "secretBROKEN"));
     assert_int_equal(ghd_auth_check(a, "Bearer fileTok4", tenant, NULL), 0);
     assert_string_equal(tenant, "dave");
 
     /* One token for two tenants is refused. */
     write_file(path, "same alice\nsame bob\n");
-    assert_int_equal(ghd_auth_reload(a, &count, why, sizeof(why)), GHD_EINVAL);
-    assert_non_null(strstr(why, "line 2"));
+    assert_int_equal(ghd_auth_reload(a, &count, &err), GHD_EINVAL);
+    assert_non_null(strstr(err.detail, "line 2"));
 
     /* A file that disappeared: refused, old table stays. */
     unlink(path);
-    assert_int_equal(ghd_auth_reload(a, &count, why, sizeof(why)), GHD_EINVAL);
+    assert_int_equal(ghd_auth_reload(a, &count, &err), GHD_EINVAL);
     assert_int_equal(ghd_auth_check(a, "Bearer fileTok1", tenant, NULL), 0);
     ghd_auth_free(a);
 
     /* An empty file still turns authentication on: nobody gets in. */
     write_file(path, "# nobody yet\n");
-    assert_int_equal(ghd_auth_new(path, NULL, NULL, &a, why, sizeof(why)), 0);
+    assert_int_equal(ghd_auth_new(path, NULL, NULL, &a, &err), 0);
     assert_true(ghd_auth_enabled(a));
     assert_int_equal(ghd_auth_check(a, "Bearer anything", tenant, NULL), GHD_EUNAUTH);
     ghd_auth_free(a);
     /* A missing file at start is an error. */
     unlink(path);
-    assert_int_equal(ghd_auth_new(path, NULL, NULL, &a, why, sizeof(why)), GHD_EINVAL);
-    assert_non_null(strstr(why, path));
+    assert_int_equal(ghd_auth_new(path, NULL, NULL, &a, &err), GHD_EINVAL);
+    assert_non_null(strstr(err.detail, path));
 }
 
 static void test_metrics_token(void **state)
 {
     (void)state;
     struct ghd_auth *a;
-    char why[256];
-    assert_int_equal(ghd_auth_new(NULL, NULL, "metricsSecret", &a, why, sizeof(why)), 0);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_auth_new(NULL, NULL, "metricsSecret", &a, &err), 0);
     assert_false(ghd_auth_enabled(a));
     assert_true(ghd_auth_metrics_guarded(a));
     assert_int_equal(ghd_auth_check_metrics(a, "Bearer metricsSecret"), 0);
     assert_int_equal(ghd_auth_check_metrics(a, "Bearer metricsSecre"), GHD_EUNAUTH);
     assert_int_equal(ghd_auth_check_metrics(a, NULL), GHD_EUNAUTH);
     ghd_auth_free(a);
-    assert_int_equal(ghd_auth_new(NULL, NULL, "bad token", &a, why, sizeof(why)), GHD_EINVAL);
-    assert_null(strstr(why, "bad token"));
+    assert_int_equal(ghd_auth_new(NULL, NULL, "bad token", &a, &err), GHD_EINVAL);
+    assert_null(strstr(err.detail, "bad token"));
 }
 
 static void test_loopback(void **state)

@@ -399,13 +399,13 @@ static void test_loopback_only_without_tokens(void **state)
     struct ghd_config cfg;
     rel_config(&cfg);
     snprintf(cfg.bind, sizeof(cfg.bind), "0.0.0.0");
-    char why[512] = "";
-    int rc = rel_try_start(&s, &cfg, why, sizeof(why));
+    struct ghd_err err = {0};
+    int rc = rel_try_start(&s, &cfg, &err);
     assert_int_equal(rc, GHD_EINVAL);
-    assert_non_null(strstr(why, "--allow-unauthenticated"));
+    assert_non_null(strstr(err.detail, "--allow-unauthenticated"));
     /* Any 127/8 address is fine without tokens. */
     snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1");
-    assert_int_equal(rel_try_start(&s, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(rel_try_start(&s, &cfg, &err), 0);
     rel_stop(&s);
 }
 

@@ -152,19 +152,19 @@ static void test_bad_files_refused(void **state)
     (void)state;
     struct rel_server s;
     struct ghd_config cfg;
-    char why[512];
+    struct ghd_err err = {0};
     tls_config(&cfg);
     snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s/missing.pem", dir);
-    assert_int_equal(rel_try_start(&s, &cfg, why, sizeof(why)), GHD_EINVAL);
-    assert_non_null(strstr(why, "--tls-key"));
+    assert_int_equal(rel_try_start(&s, &cfg, &err), GHD_EINVAL);
+    assert_non_null(strstr(err.detail, "--tls-key"));
     /* A key that does not belong to the certificate. */
     tls_config(&cfg);
     snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s", other_key);
-    assert_int_not_equal(rel_try_start(&s, &cfg, why, sizeof(why)), 0);
+    assert_int_not_equal(rel_try_start(&s, &cfg, &err), 0);
     /* A certificate file that is no certificate. */
     tls_config(&cfg);
     snprintf(cfg.tls_cert, sizeof(cfg.tls_cert), "%s", key);
-    assert_int_not_equal(rel_try_start(&s, &cfg, why, sizeof(why)), 0);
+    assert_int_not_equal(rel_try_start(&s, &cfg, &err), 0);
 }
 
 int main(void)
