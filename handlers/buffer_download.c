@@ -116,13 +116,13 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     }
     memcpy(d->prefix, prefix, prefix_len);
     d->prefix_len = prefix_len;
-    char detail[256] = "";
+    struct ghd_err err = {0};
     struct ghd_transfer_client client;
     ghd_transfer_client_of(req, &client);
-    rc = ghd_source_open(b, first, len, &client, &d->t, detail, sizeof(detail));
+    rc = ghd_source_open(b, first, len, &client, &d->t, &err);
     if (rc) {
         free(d);
-        return ghd_transfer_reply_problem(req, rep, rc, detail);
+        return ghd_transfer_reply_problem(req, rep, rc, &err);
     }
     rc = ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
                           prefix_len + len, ghd_source_block(d->t),

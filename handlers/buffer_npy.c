@@ -68,10 +68,10 @@ static int npy_create_begin(struct ghd_request *req, struct ghd_reply *rep)
 /* The header is complete: checks the sizes agree and opens the upload. */
 static int npy_open(struct npy_upload *u, struct ghd_request *req, struct ghd_reply *rep)
 {
-    char detail[256];
-    int rc = ghd_npy_parse(u->hdr, u->have, &u->desc, detail, sizeof(detail));
+    struct ghd_err err = {0};
+    int rc = ghd_npy_parse(u->hdr, u->have, &u->desc, &err);
     if (rc)
-        return ghd_reply_problem(rep, req, rc, "%s", detail);
+        return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
     uint64_t bytes;
     ghd_array_nbytes(&u->desc, NULL, &bytes); /* checked by the parser */
     if (req->has_content_length && req->content_length - u->have != bytes)
@@ -108,11 +108,11 @@ static int npy_took(struct npy_upload *u, struct ghd_request *req, struct ghd_re
 {
     u->have += n;
     while (u->have == u->need && !u->t) {
-        char detail[256];
+        struct ghd_err err = {0};
         size_t need;
-        int rc = ghd_npy_header_need(u->hdr, u->have, &need, detail, sizeof(detail));
+        int rc = ghd_npy_header_need(u->hdr, u->have, &need, &err);
         if (rc)
-            return ghd_reply_problem(rep, req, rc, "%s", detail);
+            return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
         if (need == u->have)
             return npy_open(u, req, rep);
         u->need = need;

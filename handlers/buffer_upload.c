@@ -72,16 +72,15 @@ static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_
 int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
                     int created, const uint64_t *extent, struct ghd_transfer **out)
 {
-    char detail[256] = "";
+    struct ghd_err err = {0};
     struct ghd_transfer *t;
     *out = NULL;
     uint64_t offset = 0, length = b->size;
     struct ghd_transfer_client client;
     ghd_transfer_client_of(req, &client);
-    int rc = ghd_sink_open(b, created ? &req->svc->buffers : NULL, &client, &t, detail,
-                           sizeof(detail));
+    int rc = ghd_sink_open(b, created ? &req->svc->buffers : NULL, &client, &t, &err);
     if (rc)
-        return ghd_transfer_reply_problem(req, rep, rc, detail);
+        return ghd_transfer_reply_problem(req, rep, rc, &err);
     if (extent) {
         offset = extent[0];
         length = extent[1];
@@ -158,25 +157,25 @@ int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct g
                        char **space, size_t *len)
 {
     /* A busy ring is a 503 written mid-body (http.c refuse_mid_body). */
-    char detail[256] = "";
-    int rc = ghd_sink_reserve(t, space, len, detail, sizeof(detail));
-    return rc ? ghd_transfer_reply_problem(req, rep, rc, detail) : 0;
+    struct ghd_err err = {0};
+    int rc = ghd_sink_reserve(t, space, len, &err);
+    return rc ? ghd_transfer_reply_problem(req, rep, rc, &err) : 0;
 }
 
 int ghd_upload_commit(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
                       size_t n)
 {
-    char detail[256] = "";
-    int rc = ghd_sink_commit(t, n, detail, sizeof(detail));
-    return rc ? ghd_transfer_reply_problem(req, rep, rc, detail) : 0;
+    struct ghd_err err = {0};
+    int rc = ghd_sink_commit(t, n, &err);
+    return rc ? ghd_transfer_reply_problem(req, rep, rc, &err) : 0;
 }
 
 int ghd_upload_write(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
                      const char *data, size_t len)
 {
-    char detail[256] = "";
-    int rc = ghd_sink_write(t, data, len, detail, sizeof(detail));
-    return rc ? ghd_transfer_reply_problem(req, rep, rc, detail) : 0;
+    struct ghd_err err = {0};
+    int rc = ghd_sink_write(t, data, len, &err);
+    return rc ? ghd_transfer_reply_problem(req, rep, rc, &err) : 0;
 }
 
 static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
@@ -213,10 +212,10 @@ int ghd_handle_buffer_put(struct ghd_request *req, struct ghd_reply *rep)
 int ghd_upload_finish(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
                       const struct ghd_array_desc *desc)
 {
-    char detail[256] = "";
-    int rc = ghd_sink_flush(t, detail, sizeof(detail));
+    struct ghd_err err = {0};
+    int rc = ghd_sink_flush(t, &err);
     if (rc)
-        return ghd_transfer_reply_problem(req, rep, rc, detail);
+        return ghd_transfer_reply_problem(req, rep, rc, &err);
     /* A chunked body must fill its Content-Range, as a Content-Length must. */
     if (!t->created && t->received != t->length && ghd_request_header(req, "Content-Range"))
         return ghd_reply_problem(rep, req, GHD_EINVAL,

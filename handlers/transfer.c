@@ -5,11 +5,11 @@
 #include "core/service.h"
 
 int ghd_transfer_reply_problem(struct ghd_request *req, struct ghd_reply *rep, int rc,
-                               const char *detail)
+                               const struct ghd_err *err)
 {
     if (rc == GHD_ETIMEDOUT || rc == GHD_ELIMIT) /* chunks come back within seconds */
         ghd_reply_header(rep, "Retry-After", "1");
-    return ghd_reply_problem(rep, req, rc, "%s", detail);
+    return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(err, rc));
 }
 
 void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_client *out)

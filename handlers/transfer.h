@@ -11,10 +11,10 @@
  * tenant, and the service's staging caps. */
 void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_client *out);
 
-/* Replies with the problem for code `rc` and `detail` from the transfer
- * engine, with Retry-After when the code means "retry later" (the staging
- * ring stayed busy, or the client's share of it). Returns rc. */
+/* Replies with the problem for code `rc` and its detail `err` from the
+ * transfer engine, with Retry-After when the code means "retry later" (the
+ * staging ring stayed busy, or the client's share of it). Returns rc. */
 int ghd_transfer_reply_problem(struct ghd_request *req, struct ghd_reply *rep, int rc,
-                               const char *detail);
+                               const struct ghd_err *err);
 
 #endif

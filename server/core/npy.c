@@ -10,7 +10,6 @@
 
 #include "base/error.h"
 #include "base/parse.h"
-#include "kernels/registry.h"
 
 static const char magic[6] = "\x93NUMPY";
 
@@ -67,25 +66,22 @@ int ghd_array_nbytes(const struct ghd_array_desc *d, uint64_t *elements, uint64_
     return 0;
 }
 
-/* The kernels' detail writer: fills `detail`, returns `code`. */
-#define fail ghd_kdetail
-
-int ghd_npy_header_need(const void *p, size_t len, size_t *need, char *detail, size_t detail_len)
+int ghd_npy_header_need(const void *p, size_t len, size_t *need, struct ghd_err *err)
 {
     const unsigned char *b = p;
     size_t check = len < sizeof(magic) ? len : sizeof(magic);
     if (memcmp(b, magic, check) != 0)
-        return fail(detail, detail_len, GHD_EINVAL,
-                    "the body does not start with the .npy magic \\x93NUMPY");
+        return ghd_err_set(err, GHD_EINVAL,
+                           "the body does not start with the .npy magic \\x93NUMPY");
     if (len < 8) {
         *need = 8;
         return 0;
     }
     unsigned major = b[6], minor = b[7];
     if (minor != 0 || major < 1 || major > 3)
-        return fail(detail, detail_len, GHD_ENOTSUP,
-                    ".npy format version %u.%u is not supported (1.0, 2.0 and 3.0 are)", major,
-                    minor);
+        return ghd_err_set(err, GHD_ENOTSUP,
+                           ".npy format version %u.%u is not supported (1.0, 2.0 and 3.0 are)",
+                           major, minor);
     size_t prefix = major == 1 ? 10 : 12;
     if (len < prefix) {
         *need = prefix;
@@ -95,9 +91,9 @@ int ghd_npy_header_need(const void *p, size_t len, size_t *need, char *detail, s
     if (major > 1)
         hlen |= (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
     if (hlen > GHD_NPY_HEADER_MAX)
-        return fail(detail, detail_len, GHD_ETOOBIG,
-                    "the .npy header is %u bytes; at most %d are allowed, as NumPy allows", hlen,
-                    GHD_NPY_HEADER_MAX);
+        return ghd_err_set(err, GHD_ETOOBIG,
+                           "the .npy header is %u bytes; at most %d are allowed, as NumPy allows",
+                           hlen, GHD_NPY_HEADER_MAX);
     *need = prefix + hlen;
     return 0;
 }
@@ -105,8 +101,7 @@ int ghd_npy_header_need(const void *p, size_t len, size_t *need, char *detail, s
 /* A cursor over the header's dict literal. */
 struct lit {
     const char *start, *p, *end;
-    char *detail;
-    size_t detail_len;
+    struct ghd_err *err;
 };
 
 static void skip_ws(struct lit *l)
@@ -127,9 +122,9 @@ static int eat(struct lit *l, char c)
 
 static int syntax(struct lit *l, const char *what)
 {
-    return fail(l->detail, l->detail_len, GHD_EINVAL,
-                "malformed .npy header: expected %s at byte %ld of the dict", what,
-                (long)(l->p - l->start));
+    return ghd_err_set(l->err, GHD_EINVAL,
+                       "malformed .npy header: expected %s at byte %ld of the dict", what,
+                       (long)(l->p - l->start));
 }
 
 /* A quoted string without escapes (NumPy's keys and simple descrs have none). */
@@ -142,8 +137,8 @@ static int string_lit(struct lit *l, char *out, size_t cap)
     size_t n = 0;
     while (l->p < l->end && *l->p != q) {
         if (*l->p == '\\' || n + 1 >= cap)
-            return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                        "unsupported .npy header: a string is too long or has escapes");
+            return ghd_err_set(l->err, GHD_EUNPROC,
+                               "unsupported .npy header: a string is too long or has escapes");
         out[n++] = *l->p++;
     }
     if (l->p >= l->end)
@@ -157,9 +152,9 @@ static int descr_lit(struct lit *l, struct ghd_array_desc *out)
 {
     skip_ws(l);
     if (l->p < l->end && *l->p == '[')
-        return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                    "structured dtypes (a descr list of fields) are not supported; "
-                    "store each field as its own array");
+        return ghd_err_set(l->err, GHD_EUNPROC,
+                           "structured dtypes (a descr list of fields) are not supported; "
+                           "store each field as its own array");
     char d[32];
     int rc = string_lit(l, d, sizeof(d));
     if (rc)
@@ -171,36 +166,37 @@ static int descr_lit(struct lit *l, struct ghd_array_desc *out)
     else
         order = '=';
     if (t[0] == 'O')
-        return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                    "object arrays (descr '%s') are not supported: they hold Python objects, "
-                    "not numbers",
-                    d);
+        return ghd_err_set(l->err, GHD_EUNPROC,
+                           "object arrays (descr '%s') are not supported: they hold Python "
+                           "objects, not numbers",
+                           d);
     uint64_t size = 0;
     if (!t[0] || ghd_parse_u64(t + 1, &size) || !size)
-        return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                    "unsupported dtype descr '%s' (supported: little-endian bool, integers, "
-                    "floats and complex)",
-                    d);
+        return ghd_err_set(l->err, GHD_EUNPROC,
+                           "unsupported dtype descr '%s' (supported: little-endian bool, integers, "
+                           "floats and complex)",
+                           d);
     int found = -1;
     for (size_t i = 0; i < DTYPE_COUNT; i++)
         if (dtypes[i].kind == t[0] && dtypes[i].size == size)
             found = (int)i;
     if (found < 0)
-        return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                    "unsupported dtype descr '%s' (supported: little-endian bool, integers, "
-                    "floats and complex)",
-                    d);
+        return ghd_err_set(l->err, GHD_EUNPROC,
+                           "unsupported dtype descr '%s' (supported: little-endian bool, integers, "
+                           "floats and complex)",
+                           d);
     /* Byte order matters only for multi-byte types. '=' is native order,
      * which NumPy never writes into a file; a file must say which. */
     if (size > 1 && order == '>')
-        return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                    "big-endian dtype '%s' is not supported; convert it with "
-                    "a.astype(a.dtype.newbyteorder('<'))",
-                    d);
+        return ghd_err_set(l->err, GHD_EUNPROC,
+                           "big-endian dtype '%s' is not supported; convert it with "
+                           "a.astype(a.dtype.newbyteorder('<'))",
+                           d);
     if (size > 1 && order != '<')
-        return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                    "dtype '%s' does not say its byte order; only little-endian '<' is supported",
-                    d);
+        return ghd_err_set(l->err, GHD_EUNPROC,
+                           "dtype '%s' does not say its byte order; only little-endian '<' is "
+                           "supported",
+                           d);
     snprintf(out->dtype, sizeof(out->dtype), "%s", dtypes[found].name);
     return 0;
 }
@@ -237,15 +233,15 @@ static int shape_lit(struct lit *l, struct ghd_array_desc *out)
         while (l->p < l->end && *l->p >= '0' && *l->p <= '9') {
             unsigned digit = (unsigned)(*l->p++ - '0');
             if (v > (UINT64_MAX - digit) / 10)
-                return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                            "a dimension of the shape does not fit in 64 bits");
+                return ghd_err_set(l->err, GHD_EUNPROC,
+                                   "a dimension of the shape does not fit in 64 bits");
             v = v * 10 + digit;
         }
         if (l->p < l->end && *l->p == 'L') /* Python 2 longs, which NumPy still filters */
             l->p++;
         if (out->ndim == GHD_ARRAY_NDIM_MAX)
-            return fail(l->detail, l->detail_len, GHD_EUNPROC,
-                        "the shape has more than %d dimensions", GHD_ARRAY_NDIM_MAX);
+            return ghd_err_set(l->err, GHD_EUNPROC,
+                               "the shape has more than %d dimensions", GHD_ARRAY_NDIM_MAX);
         out->shape[out->ndim++] = v;
         if (eat(l, ')'))
             break;
@@ -255,19 +251,18 @@ static int shape_lit(struct lit *l, struct ghd_array_desc *out)
     return 0;
 }
 
-int ghd_npy_parse(const void *p, size_t len, struct ghd_array_desc *out, char *detail,
-                  size_t detail_len)
+int ghd_npy_parse(const void *p, size_t len, struct ghd_array_desc *out, struct ghd_err *err)
 {
     size_t need;
-    int rc = ghd_npy_header_need(p, len, &need, detail, detail_len);
+    int rc = ghd_npy_header_need(p, len, &need, err);
     if (rc)
         return rc;
     if (len < 8 || len != need)
-        return fail(detail, detail_len, GHD_EINVAL,
-                    "the .npy header is incomplete: %zu of %zu bytes", len, need);
+        return ghd_err_set(err, GHD_EINVAL, "the .npy header is incomplete: %zu of %zu bytes",
+                           len, need);
     size_t prefix = ((const unsigned char *)p)[6] == 1 ? 10 : 12;
     const char *dict = (const char *)p + prefix;
-    struct lit l = {dict, dict, (const char *)p + len, detail, detail_len};
+    struct lit l = {dict, dict, (const char *)p + len, err};
     memset(out, 0, sizeof(*out));
     if (!eat(&l, '{'))
         return syntax(&l, "'{'");
@@ -292,15 +287,15 @@ int ghd_npy_parse(const void *p, size_t len, struct ghd_array_desc *out, char *d
             bit = 4;
             rc = shape_lit(&l, out);
         } else {
-            return fail(detail, detail_len, GHD_EINVAL,
-                        "the .npy header has an unexpected key '%s' (NumPy writes exactly "
-                        "descr, fortran_order and shape)",
-                        key);
+            return ghd_err_set(err, GHD_EINVAL,
+                               "the .npy header has an unexpected key '%s' (NumPy writes exactly "
+                               "descr, fortran_order and shape)",
+                               key);
         }
         if (rc)
             return rc;
         if (seen & bit)
-            return fail(detail, detail_len, GHD_EINVAL, "the .npy header repeats '%s'", key);
+            return ghd_err_set(err, GHD_EINVAL, "the .npy header repeats '%s'", key);
         seen |= bit;
         if (eat(&l, '}'))
             break;
@@ -308,22 +303,22 @@ int ghd_npy_parse(const void *p, size_t len, struct ghd_array_desc *out, char *d
             return syntax(&l, "',' or '}'");
     }
     if (seen != 7)
-        return fail(detail, detail_len, GHD_EINVAL,
-                    "the .npy header lacks %s", !(seen & 1)   ? "'descr'"
-                                                : !(seen & 2) ? "'fortran_order'"
-                                                              : "'shape'");
+        return ghd_err_set(err, GHD_EINVAL, "the .npy header lacks %s",
+                           !(seen & 1)   ? "'descr'"
+                           : !(seen & 2) ? "'fortran_order'"
+                                         : "'shape'");
     skip_ws(&l);
     if (l.p != l.end)
-        return fail(detail, detail_len, GHD_EINVAL,
-                    "the .npy header has bytes after its dict (only space padding may follow)");
+        return ghd_err_set(err, GHD_EINVAL,
+                           "the .npy header has bytes after its dict (only space padding may "
+                           "follow)");
     if (fortran)
-        return fail(detail, detail_len, GHD_EUNPROC,
-                    "Fortran-order (column-major) arrays are not supported; save "
-                    "np.ascontiguousarray(a) instead");
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "Fortran-order (column-major) arrays are not supported; save "
+                           "np.ascontiguousarray(a) instead");
     uint64_t bytes;
     if (ghd_array_nbytes(out, NULL, &bytes) != 0)
-        return fail(detail, detail_len, GHD_EUNPROC,
-                    "the shape's byte count does not fit in 64 bits");
+        return ghd_err_set(err, GHD_EUNPROC, "the shape's byte count does not fit in 64 bits");
     return 0;
 }
 

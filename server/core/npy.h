@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
 #include "kernels/array_desc.h" /* struct ghd_array_desc */
 
 /* Array descriptions (element type and shape) and NumPy's .npy header, both
@@ -34,16 +35,15 @@ int ghd_array_nbytes(const struct ghd_array_desc *d, uint64_t *elements, uint64_
 /* How many bytes of the body the header takes, as far as `len` bytes of it
  * tell: 8 until the version is known, then 10 or 12 until the length is
  * known, then the whole header. Sets *need; the header is complete when
- * len >= *need. GHD_EINVAL (with `detail`) when the bytes are not a .npy
+ * len >= *need. GHD_EINVAL (err says why) when the bytes are not a .npy
  * preamble, GHD_ENOTSUP for an unknown version, GHD_ETOOBIG for a header
  * longer than GHD_NPY_HEADER_MAX. */
-int ghd_npy_header_need(const void *p, size_t len, size_t *need, char *detail, size_t detail_len);
+int ghd_npy_header_need(const void *p, size_t len, size_t *need, struct ghd_err *err);
 /* Parses a complete header (the `need` bytes above) into *out. GHD_EINVAL
  * for a malformed dict; GHD_EUNPROC, saying which, for what we refuse:
  * big-endian, object, structured or other unsupported dtypes, and Fortran
  * order. */
-int ghd_npy_parse(const void *p, size_t len, struct ghd_array_desc *out, char *detail,
-                  size_t detail_len);
+int ghd_npy_parse(const void *p, size_t len, struct ghd_array_desc *out, struct ghd_err *err);
 /* Writes the header for `d` (version 1.0, padded to 64 bytes) into buf.
  * GHD_EINVAL for a dtype NumPy has no name for (bf16) or an unknown one. */
 int ghd_npy_format(const struct ghd_array_desc *d, char *buf, size_t cap, size_t *len);

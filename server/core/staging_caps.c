@@ -113,7 +113,7 @@ static const char *at_cap(struct ghd_staging_caps *c, const void *ring, unsigned
 
 int ghd_staging_caps_take(struct ghd_staging_caps *c, const void *ring, unsigned ring_chunks,
                           const char *address, const char *tenant, unsigned timeout_ms,
-                          char *detail, size_t detail_len)
+                          struct ghd_err *err)
 {
     struct timespec deadline = ghd_clock_deadline(CLOCK_MONOTONIC, timeout_ms);
     int rc = 0;
@@ -129,12 +129,11 @@ int ghd_staging_caps_take(struct ghd_staging_caps *c, const void *ring, unsigned
     if (cap) {
         int tenant_cap = cap[0] == 't';
         unsigned share = tenant_cap ? c->tenant_share : c->address_share;
-        snprintf(detail, detail_len,
-                 "%s %s holds %u of the %u staging chunks, the most one %s may hold "
-                 "(--staging-%s-share %u%%); retry when one of its transfers ends",
-                 tenant_cap ? "tenant" : "client address", tenant_cap ? tenant : address,
-                 cap_of(share, ring_chunks), ring_chunks, cap, cap, share);
-        rc = GHD_ELIMIT;
+        rc = ghd_err_set(err, GHD_ELIMIT,
+                         "%s %s holds %u of the %u staging chunks, the most one %s may hold "
+                         "(--staging-%s-share %u%%); retry when one of its transfers ends",
+                         tenant_cap ? "tenant" : "client address", tenant_cap ? tenant : address,
+                         cap_of(share, ring_chunks), ring_chunks, cap, cap, share);
     } else {
         if (counted(address))
             rc = add(c, ring, 0, address, 1);
@@ -142,7 +141,7 @@ int ghd_staging_caps_take(struct ghd_staging_caps *c, const void *ring, unsigned
             counted(address))
             add(c, ring, 0, address, -1);
         if (rc)
-            snprintf(detail, detail_len, "out of host memory");
+            ghd_err_set(err, rc, "out of host memory");
     }
     pthread_mutex_unlock(&c->lock);
     if (cap && timeout_ms) /* a try that misses (a second chunk) is no refusal */

@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 
+#include "base/err.h"
+
 /* How many chunks of each staging ring one client address and one tenant
  * hold at once, and the caps on them (issue 17 item 3: 32 slow uploads from
  * one address held every chunk, and every other client got 503). A cap is a
@@ -33,7 +35,7 @@ void ghd_staging_caps_destroy(struct ghd_staging_caps *c);
  * detail naming the cap, when the wait ran out; GHD_ENOHOSTMEM. */
 int ghd_staging_caps_take(struct ghd_staging_caps *c, const void *ring, unsigned ring_chunks,
                           const char *address, const char *tenant, unsigned timeout_ms,
-                          char *detail, size_t detail_len);
+                          struct ghd_err *err);
 /* Gives back one chunk counted by ghd_staging_caps_take with the same names. */
 void ghd_staging_caps_give(struct ghd_staging_caps *c, const void *ring, const char *address,
                            const char *tenant);

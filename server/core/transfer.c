@@ -12,20 +12,17 @@
 #include "transfer_ring.h"
 
 int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
-                              char *detail, size_t detail_len)
+                              struct ghd_err *err)
 {
-    snprintf(detail, detail_len, "%s: %s", what, ghd_err_text(&t->dev_err, rc));
-    return rc;
+    return ghd_err_set(err, rc, "%s: %s", what, ghd_err_text(&t->dev_err, rc));
 }
 
 int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *client,
-                     struct ghd_transfer **out, char *detail, size_t detail_len)
+                     struct ghd_transfer **out, struct ghd_err *err)
 {
     struct ghd_transfer *t = calloc(1, sizeof(*t));
-    if (!t) {
-        snprintf(detail, detail_len, "out of host memory");
-        return GHD_ENOHOSTMEM;
-    }
+    if (!t)
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
     t->buf = b;
     t->rt = b->rt;
     t->caps = client->caps;
@@ -36,13 +33,12 @@ int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *cli
     t->started_at = ghd_clock_s();
     int rc = ghd_runtime_stream_acquire(t->rt, &t->stream, &t->dev_err);
     if (rc) {
-        ghd_transfer_device_error(t, rc, "cannot create a device stream", detail, detail_len);
+        ghd_transfer_device_error(t, rc, "cannot create a device stream", err);
         goto fail;
     }
     rc = ghd_buffer_order(b, t->stream, &t->dev_err);
     if (rc) {
-        ghd_transfer_device_error(t, rc, "cannot order the transfer on the device", detail,
-                                  detail_len);
+        ghd_transfer_device_error(t, rc, "cannot order the transfer on the device", err);
         goto fail;
     }
     *out = t;
@@ -57,12 +53,12 @@ fail:
  * runtime's staging timeout. A second chunk, which lets a copy overlap the
  * network, is taken later and only if one is free (take_second_chunk). */
 /* Counts one more chunk of t->staging for the transfer's address and tenant. */
-static int caps_take(struct ghd_transfer *t, unsigned timeout_ms, char *detail, size_t detail_len)
+static int caps_take(struct ghd_transfer *t, unsigned timeout_ms, struct ghd_err *err)
 {
     if (!t->caps)
         return 0;
     return ghd_staging_caps_take(t->caps, t->staging, t->staging->stats.chunks, t->address,
-                                 t->tenant, timeout_ms, detail, detail_len);
+                                 t->tenant, timeout_ms, err);
 }
 
 static void caps_give(struct ghd_transfer *t)
@@ -71,19 +67,18 @@ static void caps_give(struct ghd_transfer *t)
         ghd_staging_caps_give(t->caps, t->staging, t->address, t->tenant);
 }
 
-int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_len)
+int ghd_transfer_take_chunk(struct ghd_transfer *t, struct ghd_err *err)
 {
     unsigned timeout = t->rt->staging_timeout_ms;
     t->staging = ghd_runtime_staging_for(t->rt, t->length);
-    int rc = caps_take(t, timeout, detail, detail_len);
+    int rc = caps_take(t, timeout, err);
     if (rc)
         return rc;
     rc = ghd_staging_acquire(t->staging, timeout, &t->chunk[0]);
     if (rc) {
         caps_give(t);
-        snprintf(detail, detail_len, "all %u staging chunks stayed busy for %u ms; retry later",
-                 t->staging->stats.chunks, timeout);
-        return rc;
+        return ghd_err_set(err, rc, "all %u staging chunks stayed busy for %u ms; retry later",
+                           t->staging->stats.chunks, timeout);
     }
     t->nchunks = 1;
     t->chunk_since = ghd_clock_s();
@@ -94,9 +89,7 @@ int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_
  * without one it goes on with a single chunk, just without the overlap. */
 void ghd_transfer_take_second_chunk(struct ghd_transfer *t)
 {
-    char detail[256];
-    if (t->nchunks != 1 || t->length <= t->chunk[0]->size ||
-        caps_take(t, 0, detail, sizeof(detail)) != 0)
+    if (t->nchunks != 1 || t->length <= t->chunk[0]->size || caps_take(t, 0, NULL) != 0)
         return;
     if (ghd_staging_acquire(t->staging, 0, &t->chunk[1]) == 0)
         t->nchunks = 2;

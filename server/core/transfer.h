@@ -22,8 +22,8 @@
  * and ghd_sink_complete. A download is a source: ghd_source_open, then
  * ghd_source_read. Both end with ghd_transfer_free.
  *
- * Every call that can fail returns 0 or a negative GHD_E* code and writes a
- * one-line detail (for a problem's `detail`) to detail[detail_len]. A
+ * Every call that can fail returns 0 or a negative GHD_E* code and sets err
+ * (base/err.h) to it with a one-line detail (for a problem's `detail`). A
  * GHD_ETIMEDOUT or GHD_ELIMIT from taking a staging chunk means "retry
  * later". Which staging ring a transfer uses, how long it waits for a chunk
  * and whether direct copies are tried are properties of the runtime
@@ -85,7 +85,7 @@ struct ghd_transfer {
  * is released. */
 int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created,
                   const struct ghd_transfer_client *client, struct ghd_transfer **out,
-                  char *detail, size_t detail_len);
+                  struct ghd_err *err);
 /* The write begins at buffer byte `offset` and may take `length` bytes: the
  * version moves now and again when the writer lets go (a write cut short
  * moved bytes too). Before this, freeing the transfer leaves the version. */
@@ -94,13 +94,11 @@ void ghd_sink_start(struct ghd_transfer *t, uint64_t offset, uint64_t length);
  * memory for the next bytes, commit says that `n` of them landed there). A
  * body longer than `length` is GHD_ETOOBIG; the first bytes take a staging
  * chunk (GHD_ETIMEDOUT or GHD_ELIMIT: retry later). */
-int ghd_sink_write(struct ghd_transfer *t, const char *data, size_t len, char *detail,
-                   size_t detail_len);
-int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, char *detail,
-                     size_t detail_len);
-int ghd_sink_commit(struct ghd_transfer *t, size_t n, char *detail, size_t detail_len);
+int ghd_sink_write(struct ghd_transfer *t, const char *data, size_t len, struct ghd_err *err);
+int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, struct ghd_err *err);
+int ghd_sink_commit(struct ghd_transfer *t, size_t n, struct ghd_err *err);
 /* Queues what is still staged and waits until every byte is on the device. */
-int ghd_sink_flush(struct ghd_transfer *t, char *detail, size_t detail_len);
+int ghd_sink_flush(struct ghd_transfer *t, struct ghd_err *err);
 /* The upload succeeded: records `desc` (NULL: keep) with the bytes, moves
  * the version, lets the writer go and counts the transfer in the metrics.
  * A new buffer is then the caller's to publish. */
@@ -113,7 +111,7 @@ void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc
  * retry later). */
 int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
                     const struct ghd_transfer_client *client, struct ghd_transfer **out,
-                    char *detail, size_t detail_len);
+                    struct ghd_err *err);
 /* The size of the pieces the reader prefers. */
 size_t ghd_source_block(const struct ghd_transfer *t);
 /* Fills buf[head, max) with the bytes from download position `pos` on;

@@ -4,7 +4,6 @@
  * one while the first is sent. */
 #include "transfer.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "base/err.h"
@@ -29,11 +28,11 @@
 
 int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
                     const struct ghd_transfer_client *client, struct ghd_transfer **out,
-                    char *detail, size_t detail_len)
+                    struct ghd_err *err)
 {
     struct ghd_transfer *t;
     *out = NULL;
-    int rc = ghd_transfer_new(b, client, &t, detail, detail_len);
+    int rc = ghd_transfer_new(b, client, &t, err);
     if (rc) {
         ghd_buffer_unref(b);
         return rc;
@@ -41,7 +40,7 @@ int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
     t->dir = GHD_TRANSFER_DOWNLOAD;
     t->offset = offset;
     t->length = length;
-    rc = ghd_transfer_take_chunk(t, detail, detail_len);
+    rc = ghd_transfer_take_chunk(t, err);
     if (rc) {
         ghd_transfer_free(t);
         return rc;

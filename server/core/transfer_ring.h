@@ -9,11 +9,11 @@
 /* A new transfer of buffer `b` with a stream from its runtime, ordered
  * after the buffer's zeroing. Steals the reference on success only. */
 int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *client,
-                     struct ghd_transfer **out, char *detail, size_t detail_len);
+                     struct ghd_transfer **out, struct ghd_err *err);
 /* Takes one staging chunk from the runtime's ring for t->length, waiting up
  * to the runtime's staging timeout: GHD_ETIMEDOUT when the ring stays busy,
  * GHD_ELIMIT when the client's address or tenant stays at its cap. */
-int ghd_transfer_take_chunk(struct ghd_transfer *t, char *detail, size_t detail_len);
+int ghd_transfer_take_chunk(struct ghd_transfer *t, struct ghd_err *err);
 /* Takes a second chunk, for overlap, only if one is free now. */
 void ghd_transfer_take_second_chunk(struct ghd_transfer *t);
 /* Waits for the transfer's device work, then gives its staging chunks back
@@ -21,8 +21,8 @@ void ghd_transfer_take_second_chunk(struct ghd_transfer *t);
 void ghd_transfer_release_chunks(struct ghd_transfer *t);
 /* Waits for the copy last queued on chunk `c`, if any. */
 int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c);
-/* Writes "what: <the device's last error>" to detail and returns rc. */
+/* Sets err to rc and "what: <the transfer's device error>"; returns rc. */
 int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
-                              char *detail, size_t detail_len);
+                              struct ghd_err *err);
 
 #endif

@@ -5,7 +5,6 @@
  * straight in the chunks (reserve/commit). */
 #include "transfer.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,11 +20,11 @@
 
 int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created,
                   const struct ghd_transfer_client *client, struct ghd_transfer **out,
-                  char *detail, size_t detail_len)
+                  struct ghd_err *err)
 {
     struct ghd_transfer *t;
     *out = NULL;
-    int rc = ghd_transfer_new(b, client, &t, detail, detail_len);
+    int rc = ghd_transfer_new(b, client, &t, err);
     if (rc) {
         if (created) /* a buffer made for this upload must not stay behind, unseen */
             ghd_buffer_discard(created, b);
@@ -36,9 +35,8 @@ int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created,
     t->created = created;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&b->writing, &expected, 1)) {
-        snprintf(detail, detail_len, "another upload to this buffer is in progress");
         ghd_transfer_free(t);
-        return GHD_EBUSY;
+        return ghd_err_set(err, GHD_EBUSY, "another upload to this buffer is in progress");
     }
     t->writer = 1;
     *out = t;
@@ -103,16 +101,15 @@ static int copy_direct(struct ghd_transfer *t, const char *data, size_t len)
     return rc;
 }
 
-static int body_too_long(const struct ghd_transfer *t, char *detail, size_t detail_len)
+static int body_too_long(const struct ghd_transfer *t, struct ghd_err *err)
 {
-    snprintf(detail, detail_len, "the body is longer than the %llu bytes it may write",
-             (unsigned long long)t->length);
-    return GHD_ETOOBIG;
+    return ghd_err_set(err, GHD_ETOOBIG, "the body is longer than the %llu bytes it may write",
+                       (unsigned long long)t->length);
 }
 
-static int copy_failed(const struct ghd_transfer *t, int rc, char *detail, size_t detail_len)
+static int copy_failed(const struct ghd_transfer *t, int rc, struct ghd_err *err)
 {
-    return ghd_transfer_device_error(t, rc, "device copy failed", detail, detail_len);
+    return ghd_transfer_device_error(t, rc, "device copy failed", err);
 }
 
 #define SLOW_PIECE ((size_t)64 << 10)
@@ -122,38 +119,35 @@ static int copy_failed(const struct ghd_transfer *t, int rc, char *detail, size_
  * starved the ring): what it has is copied to the device, the chunks go back,
  * and its later pieces go through a small heap buffer, each copied and
  * waited for at once. Slow, but the ring is never held by a slow client. */
-static int go_slow(struct ghd_transfer *t, char *detail, size_t detail_len)
+static int go_slow(struct ghd_transfer *t, struct ghd_err *err)
 {
     struct ghd_device *dev = &t->rt->dev;
     if (t->fill) {
         int rc = dev->ops->copy_h2d(dev, device_at(t), t->chunk[t->cur]->h_ptr, t->fill,
                                     t->stream, &t->dev_err);
         if (rc)
-            return copy_failed(t, rc, detail, detail_len);
+            return copy_failed(t, rc, err);
         t->flushed += t->fill;
         t->fill = 0;
     }
     ghd_transfer_release_chunks(t);
     t->slow_buf = malloc(SLOW_PIECE);
-    if (!t->slow_buf) {
-        snprintf(detail, detail_len, "out of host memory");
-        return GHD_ENOHOSTMEM;
-    }
+    if (!t->slow_buf)
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
     ghd_log(GHD_LOG_INFO, "request %s: upload slower than one staging chunk per %u s "
                           "(--staging-hold): goes on without staging",
             t->request_id, t->rt->staging_hold_s);
     return 0;
 }
 
-int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, char *detail,
-                     size_t detail_len)
+int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, struct ghd_err *err)
 {
     uint64_t left = t->length - t->received;
     if (left == 0)
-        return body_too_long(t, detail, detail_len);
+        return body_too_long(t, err);
     unsigned hold_s = t->rt->staging_hold_s;
     if (t->nchunks && hold_s && ghd_clock_s() - t->chunk_since > (double)hold_s) {
-        int rc = go_slow(t, detail, detail_len);
+        int rc = go_slow(t, err);
         if (rc)
             return rc;
     }
@@ -165,7 +159,7 @@ int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, char *de
     /* Taken only now that bytes are here to fill it: a client that sends a
      * head (Expect: 100-continue, or a stalled body) holds no chunk. */
     if (t->nchunks == 0) {
-        int rc = ghd_transfer_take_chunk(t, detail, detail_len);
+        int rc = ghd_transfer_take_chunk(t, err);
         if (rc)
             return rc;
     }
@@ -176,53 +170,52 @@ int ghd_sink_reserve(struct ghd_transfer *t, char **space, size_t *len, char *de
     return 0;
 }
 
-int ghd_sink_commit(struct ghd_transfer *t, size_t n, char *detail, size_t detail_len)
+int ghd_sink_commit(struct ghd_transfer *t, size_t n, struct ghd_err *err)
 {
     t->received += n;
     if (t->slow_buf) {
         int rc = copy_now(t, t->slow_buf, n);
-        return rc ? copy_failed(t, rc, detail, detail_len) : 0;
+        return rc ? copy_failed(t, rc, err) : 0;
     }
     t->fill += n;
     if (t->fill < t->chunk[t->cur]->size)
         return 0;
     int rc = flush_chunk(t);
-    return rc ? copy_failed(t, rc, detail, detail_len) : 0;
+    return rc ? copy_failed(t, rc, err) : 0;
 }
 
-int ghd_sink_write(struct ghd_transfer *t, const char *data, size_t len, char *detail,
-                   size_t detail_len)
+int ghd_sink_write(struct ghd_transfer *t, const char *data, size_t len, struct ghd_err *err)
 {
     if (t->received + len > t->length)
-        return body_too_long(t, detail, detail_len);
+        return body_too_long(t, err);
     if (t->rt->direct_copy && len >= GHD_DIRECT_COPY_MIN &&
         ghd_hostreg_thread_covers(&t->rt->dev, data, len)) {
         t->received += len;
         int rc = copy_direct(t, data, len);
-        return rc ? copy_failed(t, rc, detail, detail_len) : 0;
+        return rc ? copy_failed(t, rc, err) : 0;
     }
     while (len) { /* through the chunks, as a body received in place fills them */
         char *space = NULL;
         size_t room = 0;
-        int rc = ghd_sink_reserve(t, &space, &room, detail, detail_len);
+        int rc = ghd_sink_reserve(t, &space, &room, err);
         if (rc)
             return rc;
         size_t n = room < len ? room : len;
         memcpy(space, data, n);
         data += n;
         len -= n;
-        if ((rc = ghd_sink_commit(t, n, detail, detail_len)) != 0)
+        if ((rc = ghd_sink_commit(t, n, err)) != 0)
             return rc;
     }
     return 0;
 }
 
-int ghd_sink_flush(struct ghd_transfer *t, char *detail, size_t detail_len)
+int ghd_sink_flush(struct ghd_transfer *t, struct ghd_err *err)
 {
     int rc = flush_chunk(t);
     if (rc == 0)
         rc = t->rt->dev.ops->stream_sync(&t->rt->dev, t->stream, &t->dev_err);
-    return rc ? copy_failed(t, rc, detail, detail_len) : 0;
+    return rc ? copy_failed(t, rc, err) : 0;
 }
 
 void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc)

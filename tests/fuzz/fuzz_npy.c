@@ -14,13 +14,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char detail[256];
+    struct ghd_err err = {0};
     size_t have = 0, need = 8;
     int rc = 0;
     while (rc == 0 && have < need && have < size) {
         size_t before = need;
         have = need < size ? need : size;
-        rc = ghd_npy_header_need(data, have, &need, detail, sizeof(detail));
+        rc = ghd_npy_header_need(data, have, &need, &err);
         CHECK(rc == 0 || rc == GHD_EINVAL || rc == GHD_ENOTSUP || rc == GHD_ETOOBIG);
         if (rc == 0) {
             CHECK(need >= before); /* the header only grows as it is read */
@@ -30,9 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != 0 || have < need)
         return 0;
     struct ghd_array_desc d;
-    rc = ghd_npy_parse(data, need, &d, detail, sizeof(detail));
+    rc = ghd_npy_parse(data, need, &d, &err);
     CHECK(rc == 0 || rc == GHD_EINVAL || rc == GHD_EUNPROC);
-    CHECK(memchr(detail, '\0', sizeof(detail)) != NULL);
+    CHECK(memchr(err.detail, '\0', sizeof(err.detail)) != NULL);
     if (rc != 0)
         return 0;
     CHECK(ghd_array_itemsize(d.dtype) > 0);
@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(ghd_npy_format(&d, again, sizeof(again), &len) == 0);
     CHECK(len % 64 == 0);
     struct ghd_array_desc back;
-    CHECK(ghd_npy_parse(again, len, &back, detail, sizeof(detail)) == 0);
+    CHECK(ghd_npy_parse(again, len, &back, &err) == 0);
     CHECK(strcmp(back.dtype, d.dtype) == 0 && back.ndim == d.ndim);
     CHECK(memcmp(back.shape, d.shape, d.ndim * sizeof(d.shape[0])) == 0);
     return 0;

@@ -33,20 +33,21 @@ static size_t wrap(char *out, unsigned major, const char *dict)
     return prefix + n;
 }
 
-static int parse_dict(unsigned major, const char *dict, struct ghd_array_desc *d, char *detail)
+static int parse_dict(unsigned major, const char *dict, struct ghd_array_desc *d,
+                      struct ghd_err *err)
 {
     char buf[4096];
     size_t len = wrap(buf, major, dict);
-    return ghd_npy_parse(buf, len, d, detail, 256);
+    return ghd_npy_parse(buf, len, d, err);
 }
 
 static void test_parse_ok(void **state)
 {
     (void)state;
     struct ghd_array_desc d;
-    char detail[256] = "";
+    struct ghd_err err = {0};
     assert_int_equal(parse_dict(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }  \n",
-                                &d, detail),
+                                &d, &err),
                      0);
     assert_string_equal(d.dtype, "f32");
     assert_int_equal(d.ndim, 2);
@@ -54,19 +55,19 @@ static void test_parse_ok(void **state)
     assert_int_equal(d.shape[1], 4);
     /* Key order is free, quotes may be double, scalars have (). */
     assert_int_equal(parse_dict(2, "{\"shape\": (), \"descr\": \"|b1\", \"fortran_order\": False}",
-                                &d, detail),
+                                &d, &err),
                      0);
     assert_string_equal(d.dtype, "bool");
     assert_int_equal(d.ndim, 0);
     assert_int_equal(parse_dict(3, "{'descr':'<c16','fortran_order':False,'shape':(7,)}\n", &d,
-                                detail),
+                                &err),
                      0);
     assert_string_equal(d.dtype, "c128");
     assert_int_equal(d.ndim, 1);
     assert_int_equal(d.shape[0], 7);
     /* Python 2 longs, which old files carry. */
     assert_int_equal(parse_dict(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 5L), }",
-                                &d, detail),
+                                &d, &err),
                      0);
     assert_string_equal(d.dtype, "i64");
     uint64_t n, bytes;
@@ -78,10 +79,10 @@ static void test_parse_ok(void **state)
 static void expect_refused(const char *dict, int code, const char *says)
 {
     struct ghd_array_desc d;
-    char detail[256] = "";
-    int rc = parse_dict(1, dict, &d, detail);
-    if (rc != code || !strstr(detail, says))
-        fail_msg("%s: got %d '%s', expected %d mentioning '%s'", dict, rc, detail, code, says);
+    struct ghd_err err = {0};
+    int rc = parse_dict(1, dict, &d, &err);
+    if (rc != code || !strstr(err.detail, says))
+        fail_msg("%s: got %d '%s', expected %d mentioning '%s'", dict, rc, err.detail, code, says);
 }
 
 static void test_parse_refusals(void **state)
@@ -119,9 +120,9 @@ static void test_parse_refusals(void **state)
                    GHD_EUNPROC, "64 bits");
     /* A 1-byte type has no byte order to get wrong. */
     struct ghd_array_desc d;
-    char detail[256];
+    struct ghd_err err = {0};
     assert_int_equal(parse_dict(1, "{'descr': '<u1', 'fortran_order': False, 'shape': (3,), }", &d,
-                                detail),
+                                &err),
                      0);
     assert_string_equal(d.dtype, "u8");
 }
@@ -129,40 +130,40 @@ static void test_parse_refusals(void **state)
 static void test_preamble(void **state)
 {
     (void)state;
-    char detail[256];
+    struct ghd_err err = {0};
     size_t need = 0;
     char buf[16] = "\x93NUMPY\x01\x00\x10\x00";
     /* Byte by byte, as a slow client sends it. */
-    assert_int_equal(ghd_npy_header_need(buf, 0, &need, detail, sizeof(detail)), 0);
+    assert_int_equal(ghd_npy_header_need(buf, 0, &need, &err), 0);
     assert_int_equal(need, 8);
-    assert_int_equal(ghd_npy_header_need(buf, 7, &need, detail, sizeof(detail)), 0);
+    assert_int_equal(ghd_npy_header_need(buf, 7, &need, &err), 0);
     assert_int_equal(need, 8);
-    assert_int_equal(ghd_npy_header_need(buf, 8, &need, detail, sizeof(detail)), 0);
+    assert_int_equal(ghd_npy_header_need(buf, 8, &need, &err), 0);
     assert_int_equal(need, 10);
-    assert_int_equal(ghd_npy_header_need(buf, 10, &need, detail, sizeof(detail)), 0);
+    assert_int_equal(ghd_npy_header_need(buf, 10, &need, &err), 0);
     assert_int_equal(need, 10 + 16);
     buf[6] = 2;
-    assert_int_equal(ghd_npy_header_need(buf, 8, &need, detail, sizeof(detail)), 0);
+    assert_int_equal(ghd_npy_header_need(buf, 8, &need, &err), 0);
     assert_int_equal(need, 12);
     /* Not .npy at all: refused from the first differing byte. */
-    assert_int_equal(ghd_npy_header_need("PK\x03\x04", 4, &need, detail, sizeof(detail)),
+    assert_int_equal(ghd_npy_header_need("PK\x03\x04", 4, &need, &err),
                      GHD_EINVAL);
-    assert_non_null(strstr(detail, "magic"));
+    assert_non_null(strstr(err.detail, "magic"));
     buf[6] = 4;
-    assert_int_equal(ghd_npy_header_need(buf, 8, &need, detail, sizeof(detail)), GHD_ENOTSUP);
-    assert_non_null(strstr(detail, "4.0"));
+    assert_int_equal(ghd_npy_header_need(buf, 8, &need, &err), GHD_ENOTSUP);
+    assert_non_null(strstr(err.detail, "4.0"));
     /* NumPy's bound: 10,000 header bytes pass, 10,001 do not. */
     buf[6] = 2;
     buf[8] = (char)(10000 & 0xff);
     buf[9] = (char)(10000 >> 8);
     buf[10] = buf[11] = 0;
-    assert_int_equal(ghd_npy_header_need(buf, 12, &need, detail, sizeof(detail)), 0);
+    assert_int_equal(ghd_npy_header_need(buf, 12, &need, &err), 0);
     assert_int_equal(need, 12 + 10000);
     buf[8] = (char)(10001 & 0xff);
-    assert_int_equal(ghd_npy_header_need(buf, 12, &need, detail, sizeof(detail)), GHD_ETOOBIG);
+    assert_int_equal(ghd_npy_header_need(buf, 12, &need, &err), GHD_ETOOBIG);
     buf[8] = 0;
     buf[11] = 1; /* 16 MiB */
-    assert_int_equal(ghd_npy_header_need(buf, 12, &need, detail, sizeof(detail)), GHD_ETOOBIG);
+    assert_int_equal(ghd_npy_header_need(buf, 12, &need, &err), GHD_ETOOBIG);
 }
 
 static void test_format_roundtrip(void **state)
@@ -174,13 +175,14 @@ static void test_format_roundtrip(void **state)
         for (unsigned ndim = 0; ndim <= 3; ndim++) {
             struct ghd_array_desc d = {.ndim = ndim, .shape = {1024, 768, 3}}, back;
             snprintf(d.dtype, sizeof(d.dtype), "%s", names[i]);
-            char buf[GHD_NPY_FORMAT_MAX], detail[256];
+            char buf[GHD_NPY_FORMAT_MAX];
+            struct ghd_err err = {0};
             size_t len;
             assert_int_equal(ghd_npy_format(&d, buf, sizeof(buf), &len), 0);
             assert_int_equal(len % 64, 0); /* NumPy's ARRAY_ALIGN */
             assert_int_equal(buf[len - 1], '\n');
-            if (ghd_npy_parse(buf, len, &back, detail, sizeof(detail)) != 0)
-                fail_msg("%s ndim %u: %s", names[i], ndim, detail);
+            if (ghd_npy_parse(buf, len, &back, &err) != 0)
+                fail_msg("%s ndim %u: %s", names[i], ndim, err.detail);
             assert_string_equal(back.dtype, d.dtype);
             assert_int_equal(back.ndim, ndim);
             for (unsigned k = 0; k < ndim; k++)
@@ -225,18 +227,18 @@ static void test_data_files(void **state)
         fclose(f);
         /* As the server does: grow the prefix until the header is complete. */
         size_t have = 0, need = 8;
-        char detail[256] = "";
+        struct ghd_err err = {0};
         int rc = 0;
         while (rc == 0 && have < need && have < len) {
             have = need < len ? need : len;
-            rc = ghd_npy_header_need(data, have, &need, detail, sizeof(detail));
+            rc = ghd_npy_header_need(data, have, &need, &err);
         }
         struct ghd_array_desc d;
         if (rc == 0)
-            rc = ghd_npy_parse(data, have, &d, detail, sizeof(detail));
+            rc = ghd_npy_parse(data, have, &d, &err);
         if (strcmp(outcome, "ok") == 0) {
             if (rc != 0)
-                fail_msg("%s: expected ok, got %d: %s", file, rc, detail);
+                fail_msg("%s: expected ok, got %d: %s", file, rc, err.detail);
             assert_string_equal(d.dtype, arg);
             char got[128] = "";
             size_t n = 0;
@@ -250,9 +252,9 @@ static void test_data_files(void **state)
                        : strcmp(outcome, "ETOOBIG") == 0 ? GHD_ETOOBIG
                        : strcmp(outcome, "ENOTSUP") == 0 ? GHD_ENOTSUP
                                                          : GHD_EINVAL;
-            if (rc != want || !strstr(detail, arg))
+            if (rc != want || !strstr(err.detail, arg))
                 fail_msg("%s: expected %s mentioning '%s', got %d: %s", file, outcome, arg, rc,
-                         detail);
+                         err.detail);
         }
         cases++;
     }
