@@ -103,16 +103,21 @@ fail: /* nothing was written: the version stays, a new buffer is dropped */
     return rc;
 }
 
+/* Opens the octet-stream upload into `b` as the request's state. */
+static int begin_into(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
+                      int created)
+{
+    struct ghd_transfer *t;
+    int rc = ghd_upload_open(req, rep, b, created, NULL, &t);
+    req->state = t;
+    return rc;
+}
+
 static int put_begin(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_buffer *b;
     int rc = ghd_buffer_lookup(req, rep, &b);
-    if (rc)
-        return rc;
-    struct ghd_transfer *t;
-    rc = ghd_upload_open(req, rep, b, 0, NULL, &t);
-    req->state = t;
-    return rc;
+    return rc ? rc : begin_into(req, rep, b, 0);
 }
 
 int ghd_upload_create_spec(struct ghd_request *req, struct ghd_reply *rep,
@@ -145,12 +150,7 @@ static int create_begin(struct ghd_request *req, struct ghd_reply *rep)
         return rc;
     struct ghd_buffer *b;
     rc = ghd_buffer_create_for(req, rep, &spec, &b);
-    if (rc)
-        return rc;
-    struct ghd_transfer *t;
-    rc = ghd_upload_open(req, rep, b, 1, NULL, &t);
-    req->state = t;
-    return rc;
+    return rc ? rc : begin_into(req, rep, b, 1);
 }
 
 int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,

@@ -1,6 +1,7 @@
 #ifndef GHD_BASE_CLOCK_H
 #define GHD_BASE_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -38,6 +39,18 @@ static inline struct timespec ghd_clock_deadline(clockid_t clock, unsigned ms)
         ts.tv_nsec -= 1000000000L;
     }
     return ts;
+}
+
+/* Initialises `c` for deadlines on CLOCK_MONOTONIC (ghd_clock_deadline's
+ * first argument), so that a timed wait is not cut short or stretched when
+ * someone sets the wall clock. */
+static inline void ghd_cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
 }
 
 #endif

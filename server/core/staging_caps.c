@@ -27,11 +27,7 @@ void ghd_staging_caps_init(struct ghd_staging_caps *c, unsigned address_share,
     c->address_share = address_share;
     c->tenant_share = tenant_share;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->changed, &attr);
-    pthread_condattr_destroy(&attr);
+    ghd_cond_init_monotonic(&c->changed);
 }
 
 void ghd_staging_caps_destroy(struct ghd_staging_caps *c)

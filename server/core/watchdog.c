@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "metrics.h"
@@ -36,13 +37,7 @@ static void *watch(void *arg)
     struct ghd_service *svc = arg;
     pthread_mutex_lock(&svc->watch_lock);
     while (!svc->watch_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = ghd_clock_deadline(CLOCK_MONOTONIC, 100); /* a tick */
         if (pthread_cond_timedwait(&svc->watch_cond, &svc->watch_lock, &ts) != ETIMEDOUT)
             continue;
         pthread_mutex_unlock(&svc->watch_lock);
@@ -63,12 +58,8 @@ static void *watch(void *arg)
 
 int ghd_watchdog_start(struct ghd_service *svc)
 {
-    pthread_condattr_t attr;
     pthread_mutex_init(&svc->watch_lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&svc->watch_cond, &attr);
-    pthread_condattr_destroy(&attr);
+    ghd_cond_init_monotonic(&svc->watch_cond);
     svc->watch_stop = 0;
     svc->watch_started = 0;
     ghd_run_queue_on_loss(svc->runs, on_loss, svc);

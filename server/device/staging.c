@@ -47,11 +47,7 @@ int ghd_staging_init(struct ghd_staging *st, struct ghd_device *dev, size_t chun
         return rc;
     }
     pthread_mutex_init(&st->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&st->available, &attr);
-    pthread_condattr_destroy(&attr);
+    ghd_cond_init_monotonic(&st->available);
     st->stats.chunks = count;
     st->stats.chunk_size = chunk_size;
     return 0;
