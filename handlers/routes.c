@@ -1,47 +1,52 @@
 #include "handlers.h"
 
 /* The route table: every resource the service serves, the handler for each,
- * how its body is read and who may call it. Handed to the HTTP layer at
- * start (server/main.c), which matches requests against it. */
+ * how its body is read, who may call it and whether it needs the device
+ * (DEVICE: 503 at once after a device loss; NODEV: it keeps answering).
+ * Handed to the HTTP layer at start (server/main.c), which matches requests
+ * against it. */
 
 #define PUBLIC GHD_ACCESS_PUBLIC
 #define TENANT GHD_ACCESS_TENANT
+#define DEVICE 1
+#define NODEV 0
 
 static const struct ghd_route table[] = {
     /* Probes, the contract, its docs and the problem type pages: anyone,
      * tokens or not. */
-    {"GET", "/healthz", GHD_BODY_NONE, ghd_handle_healthz, NULL, PUBLIC},
-    {"GET", "/readyz", GHD_BODY_NONE, ghd_handle_readyz, NULL, PUBLIC},
-    {"GET", "/openapi.yaml", GHD_BODY_NONE, ghd_handle_openapi_yaml, NULL, PUBLIC},
-    {"GET", "/openapi.json", GHD_BODY_NONE, ghd_handle_openapi_json, NULL, PUBLIC},
-    {"GET", "/docs", GHD_BODY_NONE, ghd_handle_docs, NULL, PUBLIC},
-    {"GET", "/docs/{asset}", GHD_BODY_NONE, ghd_handle_docs_asset, NULL, PUBLIC},
-    {"GET", "/docs/", GHD_BODY_NONE, ghd_handle_docs_slash, NULL, PUBLIC},
-    {"GET", "/", GHD_BODY_NONE, ghd_handle_root, NULL, PUBLIC},
-    {"GET", "/problems/{slug}", GHD_BODY_NONE, ghd_handle_problem_type, NULL, PUBLIC},
+    {"GET", "/healthz", GHD_BODY_NONE, ghd_handle_healthz, NULL, PUBLIC, NODEV},
+    {"GET", "/readyz", GHD_BODY_NONE, ghd_handle_readyz, NULL, PUBLIC, NODEV},
+    {"GET", "/openapi.yaml", GHD_BODY_NONE, ghd_handle_openapi_yaml, NULL, PUBLIC, NODEV},
+    {"GET", "/openapi.json", GHD_BODY_NONE, ghd_handle_openapi_json, NULL, PUBLIC, NODEV},
+    {"GET", "/docs", GHD_BODY_NONE, ghd_handle_docs, NULL, PUBLIC, NODEV},
+    {"GET", "/docs/{asset}", GHD_BODY_NONE, ghd_handle_docs_asset, NULL, PUBLIC, NODEV},
+    {"GET", "/docs/", GHD_BODY_NONE, ghd_handle_docs_slash, NULL, PUBLIC, NODEV},
+    {"GET", "/", GHD_BODY_NONE, ghd_handle_root, NULL, PUBLIC, NODEV},
+    {"GET", "/problems/{slug}", GHD_BODY_NONE, ghd_handle_problem_type, NULL, PUBLIC, NODEV},
     /* --metrics-token when that is set, else anyone. */
-    {"GET", "/metrics", GHD_BODY_NONE, ghd_handle_metrics, NULL, GHD_ACCESS_METRICS},
+    {"GET", "/metrics", GHD_BODY_NONE, ghd_handle_metrics, NULL, GHD_ACCESS_METRICS, NODEV},
     /* The rest: a tenant's token when tokens are configured. */
     {"POST", "/v1/buffers", GHD_BODY_UPLOAD, ghd_handle_buffer_create, &ghd_buffer_create_upload,
-     TENANT},
-    {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL, TENANT},
-    {"GET", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_get, NULL, TENANT},
+     TENANT, DEVICE},
+    {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL, TENANT, DEVICE},
+    {"GET", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_get, NULL, TENANT, DEVICE},
     {"PUT", "/v1/buffers/{id}", GHD_BODY_STREAM, ghd_handle_buffer_put, &ghd_buffer_put_upload,
-     TENANT},
-    {"DELETE", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_delete, NULL, TENANT},
-    {"GET", "/v1/buffers/{id}/meta", GHD_BODY_NONE, ghd_handle_buffer_meta, NULL, TENANT},
-    {"PATCH", "/v1/buffers/{id}/meta", GHD_BODY_JSON, ghd_handle_buffer_patch, NULL, TENANT},
-    {"GET", "/v1/kernels", GHD_BODY_NONE, ghd_handle_kernel_list, NULL, TENANT},
-    {"POST", "/v1/kernels", GHD_BODY_JSON, ghd_handle_kernel_create, NULL, TENANT},
-    {"GET", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_get, NULL, TENANT},
-    {"DELETE", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_delete, NULL, TENANT},
-    {"POST", "/v1/modules", GHD_BODY_JSON, ghd_handle_module_create, NULL, TENANT},
-    {"GET", "/v1/modules", GHD_BODY_NONE, ghd_handle_module_list, NULL, TENANT},
-    {"GET", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_get, NULL, TENANT},
-    {"DELETE", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_delete, NULL, TENANT},
-    {"POST", "/v1/runs", GHD_BODY_JSON, ghd_handle_run_create, NULL, TENANT},
-    {"GET", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_get, NULL, TENANT},
-    {"DELETE", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_delete, NULL, TENANT},
+     TENANT, DEVICE},
+    {"DELETE", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_delete, NULL, TENANT, DEVICE},
+    {"GET", "/v1/buffers/{id}/meta", GHD_BODY_NONE, ghd_handle_buffer_meta, NULL, TENANT, DEVICE},
+    {"PATCH", "/v1/buffers/{id}/meta", GHD_BODY_JSON, ghd_handle_buffer_patch, NULL, TENANT,
+     DEVICE},
+    {"GET", "/v1/kernels", GHD_BODY_NONE, ghd_handle_kernel_list, NULL, TENANT, NODEV},
+    {"POST", "/v1/kernels", GHD_BODY_JSON, ghd_handle_kernel_create, NULL, TENANT, DEVICE},
+    {"GET", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_get, NULL, TENANT, NODEV},
+    {"DELETE", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_delete, NULL, TENANT, DEVICE},
+    {"POST", "/v1/modules", GHD_BODY_JSON, ghd_handle_module_create, NULL, TENANT, DEVICE},
+    {"GET", "/v1/modules", GHD_BODY_NONE, ghd_handle_module_list, NULL, TENANT, DEVICE},
+    {"GET", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_get, NULL, TENANT, DEVICE},
+    {"DELETE", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_delete, NULL, TENANT, DEVICE},
+    {"POST", "/v1/runs", GHD_BODY_JSON, ghd_handle_run_create, NULL, TENANT, DEVICE},
+    {"GET", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_get, NULL, TENANT, DEVICE},
+    {"DELETE", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_delete, NULL, TENANT, DEVICE},
 };
 
 const struct ghd_routes ghd_routes = {table, sizeof(table) / sizeof(table[0])};

@@ -37,18 +37,6 @@
 #error "gpuhttpd needs libmicrohttpd >= 1.0: run server/install-deps.sh"
 #endif
 
-/* Routes that need the device: once it is lost (core/devloss.h) they answer
- * 503 at once, before a body is read; the others (probes, docs, metrics,
- * the kernel catalogue) keep answering. */
-static int route_needs_device(const char *route, const char *method)
-{
-    if (strncmp(route, "/v1/buffers", 11) == 0 || strncmp(route, "/v1/runs", 8) == 0 ||
-        strncmp(route, "/v1/modules", 11) == 0)
-        return 1;
-    return strncmp(route, "/v1/kernels", 11) == 0 && strcmp(method, "GET") != 0 &&
-           strcmp(method, "HEAD") != 0;
-}
-
 static int start_request(struct ghd_http_request *hr, const char *method, const char *url,
                          const char *version)
 {
@@ -81,7 +69,7 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
     if (rc)
         return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
     struct ghd_err lost = {0};
-    if (route_needs_device(req->route, method) && ghd_devloss_get(&req->svc->devloss, &lost))
+    if (route->needs_device && ghd_devloss_get(&req->svc->devloss, &lost))
         return ghd_reply_problem(&hr->rep, req, GHD_EDEVLOST,
                                  "the device is lost (%s): this server answers no device request "
                                  "until it restarts", lost.detail);

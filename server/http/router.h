@@ -51,6 +51,10 @@ struct ghd_route {
     ghd_handler_fn handle;
     const struct ghd_upload_ops *upload;
     enum ghd_route_access access;
+    /* 1: the route uses the device, so once it is lost (core/devloss.h)
+     * http.c answers 503 at once, before a body is read; 0: it keeps
+     * answering (probes, docs, metrics, the kernel catalogue). */
+    int needs_device;
 };
 
 struct ghd_routes {

@@ -68,6 +68,12 @@ void rel_config(struct ghd_config *cfg)
 
 int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err)
 {
+    return rel_try_start_routes(s, cfg, &ghd_routes, err);
+}
+
+int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
+                         const struct ghd_routes *routes, struct ghd_err *err)
+{
     static int once;
     if (!once) {
         curl_global_init(CURL_GLOBAL_ALL);
@@ -80,7 +86,7 @@ int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd
     int rc = ghd_service_init(&s->svc, cfg, err);
     if (rc)
         return rc;
-    rc = ghd_http_start(&s->svc, &ghd_routes, &s->http, err);
+    rc = ghd_http_start(&s->svc, routes, &s->http, err);
     if (rc) {
         ghd_service_destroy(&s->svc);
         return rc;

@@ -28,6 +28,9 @@ void rel_config(struct ghd_config *cfg);
 void rel_start(struct rel_server *s, const struct ghd_config *cfg);
 /* The same, but returns the error and its reason in `err` instead of failing. */
 int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err);
+/* rel_try_start serving `routes` instead of the service's own table. */
+int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
+                         const struct ghd_routes *routes, struct ghd_err *err);
 void rel_stop(struct rel_server *s);
 /* cmocka group fixtures: a server of its own, started with `cfg`, becomes
  * *state; rel_teardown stops and frees it. */
