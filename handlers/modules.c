@@ -24,13 +24,13 @@ int ghd_handle_module_create(struct ghd_request *req, struct ghd_reply *rep)
     if (rc)
         return rc;
     struct ghd_service *svc = req->svc;
-    char detail[1024] = "";
+    struct ghd_err err = {0};
     char id[GHD_RMODULE_ID_LEN + 1];
     struct ghd_rmodule *m = NULL, *have = NULL;
     if (!json_is_object(req->json))
         return ghd_reply_problem(rep, req, GHD_EJSON, "the body must be a JSON object");
     /* The same module again: the one there is (no compile). */
-    rc = ghd_rmodule_id(req->json, id, detail, sizeof(detail));
+    rc = ghd_rmodule_id(req->json, id, &err);
     if (rc == 0 && ghd_rmodule_store_find_new(&svc->modules, req->tenant, id, &have) == 0) {
         ghd_reply_header(rep, "Location", "/v1/modules/%s", have->id);
         rc = ghd_reply_json(rep, 200, ghd_rmodule_describe_new(have));
@@ -46,11 +46,11 @@ int ghd_handle_module_create(struct ghd_request *req, struct ghd_reply *rep)
     }
     if (rc == 0)
         rc = ghd_rmodule_new(req->json, svc->cfg.module_max_source, req->tenant, svc->compiler,
-                             ghd_service_runtime(svc, 0), &m, detail, sizeof(detail));
+                             ghd_service_runtime(svc, 0), &m, &err);
     if (rc) {
         if (rc == GHD_ELIMIT)
             ghd_reply_header(rep, "Retry-After", "1");
-        return ghd_reply_problem(rep, req, rc, "%s", detail);
+        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     }
     rc = ghd_rmodule_store_add(&svc->modules, m, &have);
     if (rc == GHD_EBUSY) { /* compiled twice at once: the first one stays */

@@ -41,13 +41,12 @@ static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json
         return rc;
     }
     out->kernel = &f->base; /* the step's reference is the module's */
-    char detail[400] = "";
+    struct ghd_err err = {0};
     /* For a raw function the "args" of the call are the whole step: its
      * launch shape and its argument list (kernels/raw/rcall.c). */
-    rc = ghd_run_step_prepare(out, step, &req->svc->buffers, req->tenant, detail,
-                              sizeof(detail));
+    rc = ghd_run_step_prepare(out, step, &req->svc->buffers, req->tenant, &err);
     if (rc)
-        return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, f->name, detail);
+        return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, f->name, err.detail);
     ghd_run_step_bump_writes(out); /* and again when it ends (run_queue.c) */
     return 0;
 }
@@ -72,15 +71,14 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
-    char detail[400] = "";
+    struct ghd_err err = {0};
     /* dtype, n, gemm's m/n/k from described buffers; if_match (412). */
     int rc = ghd_run_args_from_arrays(req, rep, out->kernel, step, args, where);
     if (rc) {
         json_decref(empty);
         return rc;
     }
-    rc = ghd_run_step_prepare(out, args, &req->svc->buffers, req->tenant, detail,
-                              sizeof(detail));
+    rc = ghd_run_step_prepare(out, args, &req->svc->buffers, req->tenant, &err);
     json_decref(empty);
     /* The status rule (openapi.yaml, "Bad input"): the contract leaves
      * `args` open to each kernel's signature, so any mistake in them, a
@@ -90,7 +88,7 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
         rc = GHD_EUNPROC;
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, ghd_kernel_name(out->kernel),
-                                 detail);
+                                 err.detail);
     /* A run that will write a buffer moves its version now, at submission:
      * conditional writes after this one see it, and runs keep their order. */
     ghd_run_step_bump_writes(out); /* and again when it ends (run_queue.c) */
@@ -161,8 +159,8 @@ static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
 {
     struct ghd_run_queue *q = req->svc->runs;
     if (run->status == GHD_RUN_FAILED)
-        return ghd_reply_problem(rep, req, run->error, "run %s failed: %s", run->id,
-                                 run->error_detail);
+        return ghd_reply_problem(rep, req, run->error.code, "run %s failed: %s", run->id,
+                                 run->error.detail);
     if (run->status == GHD_RUN_SUCCEEDED)
         ghd_reply_header(rep, "Server-Timing", "device;dur=%.3f", (double)run->device_ms);
     return ghd_reply_json(rep, status, ghd_run_json_new(q, run));
@@ -182,8 +180,8 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
         rc = ghd_run_submit(req->svc->runs, run);
         if (rc == GHD_ELIMIT) {
             ghd_reply_header(rep, "Retry-After", "1");
-            if (run->error_detail[0]) /* the tenant's own limit */
-                ghd_reply_problem(rep, req, rc, "%s", run->error_detail);
+            if (run->error.detail[0]) /* the tenant's own limit */
+                ghd_reply_problem(rep, req, rc, "%s", run->error.detail);
             else
                 ghd_reply_problem(rep, req, rc,
                                   "%u runs are queued or running (--run-queue-limit)",

@@ -50,29 +50,27 @@ static const struct ghd_param *param_of(const struct ghd_kernel *k, const char *
     return NULL;
 }
 
-static int check_unknown(const struct ghd_kernel *k, json_t *args, char *detail, size_t dlen)
+static int check_unknown(const struct ghd_kernel *k, json_t *args, struct ghd_err *err)
 {
     const char *key;
     json_t *v;
     json_object_foreach(args, key, v) {
         int is_offset;
         if (!param_of(k, key, &is_offset))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL,
-                               "unknown parameter '%.64s' for kernel %s", key, k->name);
+            return ghd_err_set(err, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s", key,
+                               k->name);
     }
     return 0;
 }
 
 /* A non-negative JSON integer. */
-static int get_count(json_t *v, const char *name, uint64_t *out, char *detail, size_t dlen)
+static int get_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
 {
     if (!json_is_integer(v))
-        return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a non-negative integer",
-                           name);
+        return ghd_err_set(err, GHD_EINVAL, "%s must be a non-negative integer", name);
     json_int_t i = json_integer_value(v);
     if (i < 0)
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name,
-                           (long long)i);
+        return ghd_err_set(err, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name, (long long)i);
     *out = (uint64_t)i;
     return 0;
 }
@@ -93,13 +91,13 @@ static void dtype_list(unsigned mask, char *buf, size_t len)
 }
 
 static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *a,
-                        const char *kname, char *detail, size_t dlen)
+                        const char *kname, struct ghd_err *err)
 {
     char *field = (char *)a + p->field;
     switch (p->kind) {
     case GHD_PK_COUNT: {
         uint64_t c = 0;
-        int rc = get_count(v, p->name, &c, detail, dlen);
+        int rc = get_count(v, p->name, &c, err);
         if (rc)
             return rc;
         memcpy(field, &c, sizeof(c));
@@ -107,14 +105,14 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
     }
     case GHD_PK_NUMBER: {
         if (!json_is_number(v))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a number", p->name);
+            return ghd_err_set(err, GHD_EINVAL, "%s must be a number", p->name);
         double d = json_number_value(v);
         memcpy(field, &d, sizeof(d));
         return 0;
     }
     case GHD_PK_BOOL: {
         if (!json_is_boolean(v))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be true or false", p->name);
+            return ghd_err_set(err, GHD_EINVAL, "%s must be true or false", p->name);
         int b = json_is_true(v);
         memcpy(field, &b, sizeof(b));
         return 0;
@@ -124,14 +122,14 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
         enum ghd_dtype t;
         dtype_list(p->dtypes, list, sizeof(list));
         if (!json_is_string(v))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL,
-                               "%s must be an element type name (one of: %s)", p->name, list);
+            return ghd_err_set(err, GHD_EINVAL, "%s must be an element type name (one of: %s)",
+                               p->name, list);
         if (ghd_dtype_parse(json_string_value(v), &t) != 0)
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
+            return ghd_err_set(err, GHD_EUNPROC,
                                "%s: '%.32s' is not an element type (use one of: %s)", p->name,
                                json_string_value(v), list);
         if (!(p->dtypes & GHD_DT(t)))
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
+            return ghd_err_set(err, GHD_EUNPROC,
                                "%s %s is not supported by kernel %s (use one of: %s)", p->name,
                                ghd_dtype_name(t), kname, list);
         memcpy(field, &t, sizeof(t));
@@ -161,8 +159,7 @@ static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
                         ghd_buffer_resolver resolve, void *ctx)
 {
     const struct ghd_kernel *k = call->k;
-    char *detail = c->detail;
-    size_t dlen = c->detail_len;
+    struct ghd_err *err = c->err;
     for (size_t i = 0; i < k->nparams; i++) {
         const struct ghd_param *p = &k->params[i];
         json_t *v = json_object_get(c->args, p->name);
@@ -170,14 +167,14 @@ static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
             int rc;
             if (!v) {
                 if (p->required)
-                    return ghd_kdetail(detail, dlen, GHD_EINVAL,
-                                       "missing required parameter '%s' for kernel %s",
-                                       p->name, k->name);
+                    return ghd_err_set(err, GHD_EINVAL,
+                                       "missing required parameter '%s' for kernel %s", p->name,
+                                       k->name);
                 if (p->has_default)
                     set_default(p, &call->args);
                 continue;
             }
-            rc = parse_scalar(p, v, &call->args, k->name, detail, dlen);
+            rc = parse_scalar(p, v, &call->args, k->name, err);
             if (rc)
                 return rc;
             call->args.given |= (uint64_t)1 << i;
@@ -189,27 +186,25 @@ static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
         json_t *off = json_object_get(c->args, offname);
         if (!v) {
             if (p->required)
-                return ghd_kdetail(detail, dlen, GHD_EINVAL,
-                                   "missing required buffer parameter '%s' for kernel %s",
-                                   p->name, k->name);
+                return ghd_err_set(err, GHD_EINVAL,
+                                   "missing required buffer parameter '%s' for kernel %s", p->name,
+                                   k->name);
             if (off)
-                return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s given without %s", offname,
-                                   p->name);
+                return ghd_err_set(err, GHD_EINVAL, "%s given without %s", offname, p->name);
             continue;
         }
         if (!json_is_string(v))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a buffer id (a string)",
-                               p->name);
+            return ghd_err_set(err, GHD_EINVAL, "%s must be a buffer id (a string)", p->name);
         uint64_t offset = 0;
         if (off) {
-            int rc = get_count(off, offname, &offset, detail, dlen);
+            int rc = get_count(off, offname, &offset, err);
             if (rc)
                 return rc;
         }
         struct ghd_buffer_view b = {0};
         int rc = resolve(ctx, json_string_value(v), &b);
         if (rc)
-            return ghd_kdetail(detail, dlen, rc,
+            return ghd_err_set(err, rc,
                                rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
                                                 : "%s: buffer '%.64s' cannot be used",
                                p->name, json_string_value(v));
@@ -252,16 +247,14 @@ static int check_extents(struct ghd_kernel_call *call, struct ghd_kcheck *c)
         if (__builtin_add_overflow(offset, count, &end) ||
             __builtin_mul_overflow(end, es, &need) ||
             __builtin_mul_overflow(offset, es, &start_b))
-            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                               "%s: offset %" PRIu64 " + %" PRIu64
-                               " elements of %s overflows",
+            return ghd_err_set(c->err, GHD_EUNPROC,
+                               "%s: offset %" PRIu64 " + %" PRIu64 " elements of %s overflows",
                                p->name, offset, count, ghd_dtype_name(t));
         if (need > call->buf[s].size)
-            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                               "%s: buffer holds %zu bytes, but offset %" PRIu64
-                               " + %" PRIu64 " elements of %s need %" PRIu64 " bytes",
-                               p->name, call->buf[s].size, offset, count, ghd_dtype_name(t),
-                               need);
+            return ghd_err_set(c->err, GHD_EUNPROC,
+                               "%s: buffer holds %zu bytes, but offset %" PRIu64 " + %" PRIu64
+                               " elements of %s need %" PRIu64 " bytes",
+                               p->name, call->buf[s].size, offset, count, ghd_dtype_name(t), need);
         call->start[s] = start_b;
         call->len[s] = need - start_b;
     }
@@ -300,8 +293,7 @@ static int check_aliasing(struct ghd_kernel_call *call, struct ghd_kcheck *c)
             int exact = a0 == b0 && alen == blen;
             if (exact && ((p->alias_ok & GHD_SLOT(t)) || (q->alias_ok & GHD_SLOT(s))))
                 continue;
-            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                               "%s overlaps %s%s", q->name, p->name,
+            return ghd_err_set(c->err, GHD_EUNPROC, "%s overlaps %s%s", q->name, p->name,
                                (p->alias_ok & GHD_SLOT(t)) || (q->alias_ok & GHD_SLOT(s))
                                    ? " (in place is allowed only as the exact same range)"
                                    : " (they must not share memory)");
@@ -312,33 +304,28 @@ static int check_aliasing(struct ghd_kernel_call *call, struct ghd_kcheck *c)
 
 int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
                                 ghd_buffer_resolver resolve, void *resolve_ctx,
-                                struct ghd_kernel_call **out, char *detail, size_t detail_len)
+                                struct ghd_kernel_call **out, struct ghd_err *err)
 {
     int rc;
     *out = NULL;
-    if (detail && detail_len)
-        detail[0] = '\0';
     if (!json_is_object(args))
-        return ghd_kdetail(detail, detail_len, GHD_EINVAL, "args must be a JSON object");
+        return ghd_err_set(err, GHD_EINVAL, "args must be a JSON object");
     struct ghd_kernel_call *call = calloc(1, sizeof(*call));
     if (!call)
         return GHD_ENOHOSTMEM;
     call->k = k;
     call->args.op = k->op;
     if (k->user) {
-        rc = ghd_ucall_prepare_new(k->user, args, resolve, resolve_ctx, &call->ucall, detail,
-                                   detail_len);
+        rc = ghd_ucall_prepare_new(k->user, args, resolve, resolve_ctx, &call->ucall, err);
         goto out;
     }
     if (k->raw) { /* args: the launch (grid, block, shared_mem, args) */
-        rc = ghd_rcall_prepare_new(k->raw, args, resolve, resolve_ctx, &call->rcall, detail,
-                                   detail_len);
+        rc = ghd_rcall_prepare_new(k->raw, args, resolve, resolve_ctx, &call->rcall, err);
         goto out;
     }
-    struct ghd_kcheck c = {.k = k, .args = args, .a = &call->args, .detail = detail,
-                           .detail_len = detail_len};
+    struct ghd_kcheck c = {.k = k, .args = args, .a = &call->args, .err = err};
 
-    rc = check_unknown(k, args, detail, detail_len);
+    rc = check_unknown(k, args, err);
     if (rc)
         goto out;
     rc = parse_params(call, &c, resolve, resolve_ctx);
@@ -431,32 +418,24 @@ static void add_result(const struct ghd_kernel_call *call, const struct ghd_kexe
 }
 
 int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
-                            struct ghd_stream *stream, json_t *result, char *detail,
-                            size_t detail_len)
+                            struct ghd_stream *stream, json_t *result, struct ghd_err *err)
 {
-    return ghd_kernel_call_execute_timed(call, rt, stream, NULL, NULL, result, detail,
-                                         detail_len);
+    return ghd_kernel_call_execute_timed(call, rt, stream, NULL, NULL, result, err);
 }
 
 int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                                   struct ghd_stream *stream, struct ghd_event *start,
-                                  struct ghd_event *end, json_t *result, char *detail,
-                                  size_t detail_len)
+                                  struct ghd_event *end, json_t *result, struct ghd_err *err)
 {
     const struct ghd_kernel *k = call->k;
     if (call->ucall)
-        return ghd_ucall_execute(call->ucall, rt, stream, start, end, result, detail,
-                                 detail_len);
+        return ghd_ucall_execute(call->ucall, rt, stream, start, end, result, err);
     if (call->rcall)
-        return ghd_rcall_execute(call->rcall, rt, stream, start, end, result, detail,
-                                 detail_len);
+        return ghd_rcall_execute(call->rcall, rt, stream, start, end, result, err);
     ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
-    if (detail && detail_len)
-        detail[0] = '\0';
     if (!fn)
-        return ghd_kdetail(detail, detail_len, GHD_ENOTSUP,
-                           "kernel %s has no %s implementation in this build", k->name,
-                           ghd_backend_name(rt->dev.kind));
+        return ghd_err_set(err, GHD_ENOTSUP, "kernel %s has no %s implementation in this build",
+                           k->name, ghd_backend_name(rt->dev.kind));
     struct ghd_err derr = {0};
     struct ghd_kexec x = {
         .rt = rt, .dev = &rt->dev, .stream = stream, .error = &derr, .args = &call->args};
@@ -478,14 +457,11 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
     if (!rc)
         rc = sync_rc;
     if (rc == GHD_EDEVICE)
-        return ghd_kdetail(detail, detail_len, rc, "kernel %s: %s", k->name,
-                           ghd_err_text(&derr, rc));
+        return ghd_err_set(err, rc, "kernel %s: %s", k->name, ghd_err_text(&derr, rc));
     if (rc == GHD_ENOMEM)
-        return ghd_kdetail(detail, detail_len, rc,
-                           "kernel %s: no device memory for its scratch space", k->name);
+        return ghd_err_set(err, rc, "kernel %s: no device memory for its scratch space", k->name);
     if (rc)
-        return ghd_kdetail(detail, detail_len, rc, "kernel %s failed: %s", k->name,
-                           ghd_strerror(rc));
+        return ghd_err_set(err, rc, "kernel %s failed: %s", k->name, ghd_strerror(rc));
     add_result(call, &x, result);
     return 0;
 }

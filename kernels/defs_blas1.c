@@ -23,8 +23,8 @@ static int fill_check(struct ghd_kcheck *c)
         } else if (d == floor(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0) {
             i = (int64_t)d;
         } else {
-            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                               "value %g is not an integer of type %s", d, ghd_dtype_name(t));
+            return ghd_err_set(c->err, GHD_EUNPROC, "value %g is not an integer of type %s", d,
+                               ghd_dtype_name(t));
         }
         int64_t lo = t == GHD_DTYPE_I32 ? INT32_MIN : t == GHD_DTYPE_I64 ? INT64_MIN : 0;
         int64_t hi = t == GHD_DTYPE_I32   ? INT32_MAX
@@ -32,9 +32,8 @@ static int fill_check(struct ghd_kcheck *c)
                      : t == GHD_DTYPE_U8  ? 255
                                           : INT64_MAX;
         if (i < lo || i > hi)
-            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                               "value %lld is out of range for %s", (long long)i,
-                               ghd_dtype_name(t));
+            return ghd_err_set(c->err, GHD_EUNPROC, "value %lld is out of range for %s",
+                               (long long)i, ghd_dtype_name(t));
         bits = (uint64_t)i & (ghd_dtype_size(t) == 8 ? ~(uint64_t)0
                                                      : (((uint64_t)1 << (8 * ghd_dtype_size(t))) - 1));
     } else {
@@ -60,8 +59,8 @@ static int fill_check(struct ghd_kcheck *c)
             finite = isfinite(back);
         }
         if (!finite)
-            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                               "value %g is out of range for %s", d, ghd_dtype_name(t));
+            return ghd_err_set(c->err, GHD_EUNPROC, "value %g is out of range for %s", d,
+                               ghd_dtype_name(t));
     }
     c->a->bits = bits;
     return 0;

@@ -28,15 +28,13 @@ static int resolve_ld(struct ghd_kcheck *c, const char *name, uint64_t *ld, uint
     if (!(c->a->given & ghd_kernel_param_bit(c->k, name)))
         *ld = min;
     if (*ld < min)
-        return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                           "%s must be at least %" PRIu64 " (the stored row length)", name,
-                           min);
+        return ghd_err_set(c->err, GHD_EUNPROC,
+                           "%s must be at least %" PRIu64 " (the stored row length)", name, min);
     if (*ld > INT32_MAX)
-        return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                           "%s exceeds %d", name, INT32_MAX);
+        return ghd_err_set(c->err, GHD_EUNPROC, "%s exceeds %d", name, INT32_MAX);
     if (matrix_span(rows, cols, *ld, &c->count[slot]))
-        return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                           "the matrix with %s %" PRIu64 " overflows", name, *ld);
+        return ghd_err_set(c->err, GHD_EUNPROC, "the matrix with %s %" PRIu64 " overflows", name,
+                           *ld);
     return 0;
 }
 
@@ -47,8 +45,7 @@ static int gemm_check(struct ghd_kcheck *c)
     uint64_t dims[3] = {a->m, a->n, a->k};
     for (int i = 0; i < 3; i++)
         if (dims[i] > INT32_MAX)
-            return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                               "%s exceeds %d", names[i], INT32_MAX);
+            return ghd_err_set(c->err, GHD_EUNPROC, "%s exceeds %d", names[i], INT32_MAX);
     int rc = resolve_ld(c, "lda", &a->lda, a->flag_a ? a->k : a->m, a->flag_a ? a->m : a->k,
                         GHD_S_A);
     if (!rc)

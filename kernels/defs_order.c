@@ -24,14 +24,11 @@ static int sort_check(struct ghd_kcheck *c)
     const struct ghd_kernel *k = c->k;
     int has_vdt = (c->a->given & ghd_kernel_param_bit(k, "value_dtype")) != 0;
     if (c->present[GHD_S_VALUES_OUT] && !c->present[GHD_S_VALUES])
-        return ghd_kdetail(c->detail, c->detail_len, GHD_EINVAL,
-                           "values_out given without values");
+        return ghd_err_set(c->err, GHD_EINVAL, "values_out given without values");
     if (c->present[GHD_S_VALUES] && !has_vdt)
-        return ghd_kdetail(c->detail, c->detail_len, GHD_EINVAL,
-                           "value_dtype is required with values");
+        return ghd_err_set(c->err, GHD_EINVAL, "value_dtype is required with values");
     if (!c->present[GHD_S_VALUES] && has_vdt)
-        return ghd_kdetail(c->detail, c->detail_len, GHD_EINVAL,
-                           "value_dtype given without values");
+        return ghd_err_set(c->err, GHD_EINVAL, "value_dtype given without values");
     return 0;
 }
 

@@ -8,8 +8,7 @@ static int reduce_check(struct ghd_kcheck *c)
 {
     int op = c->k->op;
     if ((op == GHD_KOP_RMIN || op == GHD_KOP_RMAX || op == GHD_KOP_MEAN) && c->a->n == 0)
-        return ghd_kdetail(c->detail, c->detail_len, GHD_EUNPROC,
-                           "n must be at least 1 for %s", c->k->name);
+        return ghd_err_set(c->err, GHD_EUNPROC, "n must be at least 1 for %s", c->k->name);
     return 0;
 }
 

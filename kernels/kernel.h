@@ -79,23 +79,21 @@ typedef int (*ghd_buffer_resolver)(void *ctx, const char *id, struct ghd_buffer_
  * GHD_ENOENT (unknown buffer), and writes a detail naming the parameter. */
 int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
                                 ghd_buffer_resolver resolve, void *resolve_ctx,
-                                struct ghd_kernel_call **out, char *detail, size_t detail_len);
+                                struct ghd_kernel_call **out, struct ghd_err *err);
 /* Runs the call on `stream` of `rt` and waits for it. Adds the kernel's
  * result members (e.g. "value" for reductions, "n") to `result`, an object.
  * Device errors come back as GHD_EDEVICE with the detail naming them.
  * pre: every buffer of the call lives on rt's device and is ordered on
  * `stream` (its earlier users' work comes first). */
 int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
-                            struct ghd_stream *stream, json_t *result, char *detail,
-                            size_t detail_len);
+                            struct ghd_stream *stream, json_t *result, struct ghd_err *err);
 /* As ghd_kernel_call_execute; when start and end are not NULL, they are
  * recorded on `stream` right before and right after the kernel's device
  * work (before the wait), so event_elapsed(start, end) is its device time
  * without the host's share. The events belong to the caller. */
 int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                                   struct ghd_stream *stream, struct ghd_event *start,
-                                  struct ghd_event *end, json_t *result, char *detail,
-                                  size_t detail_len);
+                                  struct ghd_event *end, json_t *result, struct ghd_err *err);
 /* Whether the call writes the buffer whose view has `owner` (an out or
  * inout parameter names it). */
 int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner);

@@ -2,8 +2,6 @@
  * live with their check hooks in defs_*.c; this file only gathers them. */
 #include "kernel.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "registry.h"
@@ -58,15 +56,4 @@ uint64_t ghd_kernel_param_bit(const struct ghd_kernel *k, const char *name)
         if (strcmp(k->params[i].name, name) == 0)
             return (uint64_t)1 << i;
     return 0;
-}
-
-int ghd_kdetail(char *detail, size_t len, int code, const char *fmt, ...)
-{
-    if (detail && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(detail, len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
 }

@@ -62,8 +62,7 @@ struct ghd_kcheck {
     struct ghd_kargs *a;
     int present[GHD_KARG_BUFFERS]; /* buffer slot was given */
     uint64_t count[GHD_KARG_BUFFERS];
-    char *detail;
-    size_t detail_len;
+    struct ghd_err *err; /* the call's error value (may be NULL) */
 };
 
 /* Kernel flags. */
@@ -85,10 +84,6 @@ struct ghd_kernel {
 
 /* Bit for parameter `name` in ghd_kargs.given, or 0 if k has none. */
 uint64_t ghd_kernel_param_bit(const struct ghd_kernel *k, const char *name);
-
-/* Writes a detail message; returns `code` for the caller to pass on. */
-int ghd_kdetail(char *detail, size_t len, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* The kernel tables of each family (defs_*.c). */
 extern const struct ghd_kernel ghd_kdefs_blas1[];

@@ -9,8 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/error.h"
-#include "kernels/registry.h" /* ghd_kdetail */
 
 static const struct {
     const char *name;
@@ -30,7 +30,7 @@ const char *ghd_raw_kind_name(enum ghd_raw_kind k)
     return (unsigned)k < GHD_RAW_KIND_COUNT ? kinds[k].name : "?";
 }
 
-static int parse_buffer(json_t *o, unsigned i, struct ghd_raw_arg *a, char *detail, size_t dlen)
+static int parse_buffer(json_t *o, unsigned i, struct ghd_raw_arg *a, struct ghd_err *err)
 {
     json_t *id = json_object_get(o, "buffer"), *off = json_object_get(o, "offset"),
            *acc = json_object_get(o, "access");
@@ -38,17 +38,18 @@ static int parse_buffer(json_t *o, unsigned i, struct ghd_raw_arg *a, char *deta
     json_t *v;
     json_object_foreach(o, key, v) {
         if (strcmp(key, "buffer") && strcmp(key, "offset") && strcmp(key, "access"))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL, "args[%u]: unknown field '%.32s' (a "
-                               "buffer takes buffer, offset and access)", i, key);
+            return ghd_err_set(err, GHD_EINVAL,
+                               "args[%u]: unknown field '%.32s' (a "
+                               "buffer takes buffer, offset and access)",
+                               i, key);
     }
     if (!json_is_string(id) || json_string_length(id) >= sizeof(a->buffer))
-        return ghd_kdetail(detail, dlen, GHD_EINVAL, "args[%u].buffer must be a buffer id", i);
+        return ghd_err_set(err, GHD_EINVAL, "args[%u].buffer must be a buffer id", i);
     snprintf(a->buffer, sizeof(a->buffer), "%s", json_string_value(id));
     a->byte_offset = 0;
     if (off) {
         if (!json_is_integer(off) || json_integer_value(off) < 0)
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
-                               "args[%u].offset must be a byte offset >= 0", i);
+            return ghd_err_set(err, GHD_EUNPROC, "args[%u].offset must be a byte offset >= 0", i);
         a->byte_offset = (uint64_t)json_integer_value(off);
     }
     a->access = GHD_RAW_INOUT;
@@ -59,8 +60,7 @@ static int parse_buffer(json_t *o, unsigned i, struct ghd_raw_arg *a, char *deta
         else if (strcmp(s, "out") == 0)
             a->access = GHD_RAW_OUT;
         else if (strcmp(s, "inout") != 0)
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
-                               "args[%u].access must be in, out or inout", i);
+            return ghd_err_set(err, GHD_EUNPROC, "args[%u].access must be in, out or inout", i);
     }
     a->kind = GHD_RAW_BUFFER;
     return 0;
@@ -68,18 +68,17 @@ static int parse_buffer(json_t *o, unsigned i, struct ghd_raw_arg *a, char *deta
 
 /* Writes the scalar `v` as kind k at dst, refusing what k cannot hold. */
 static int put_scalar(enum ghd_raw_kind k, json_t *v, unsigned i, unsigned char *dst,
-                      char *detail, size_t dlen)
+                      struct ghd_err *err)
 {
     const char *name = kinds[k].name;
     if (kinds[k].is_float) {
         if (!json_is_number(v))
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC, "args[%u]: %s takes a number", i, name);
+            return ghd_err_set(err, GHD_EUNPROC, "args[%u]: %s takes a number", i, name);
         double d = json_number_value(v);
         if (k == GHD_RAW_F32) {
             float f = (float)d;
             if (isinf(f) && !isinf(d))
-                return ghd_kdetail(detail, dlen, GHD_EUNPROC, "args[%u]: %g is out of f32's "
-                                   "range", i, d);
+                return ghd_err_set(err, GHD_EUNPROC, "args[%u]: %g is out of f32's range", i, d);
             memcpy(dst, &f, 4);
         } else {
             memcpy(dst, &d, 8);
@@ -87,7 +86,7 @@ static int put_scalar(enum ghd_raw_kind k, json_t *v, unsigned i, unsigned char 
         return 0;
     }
     if (!json_is_integer(v))
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "args[%u]: %s takes an integer", i, name);
+        return ghd_err_set(err, GHD_EUNPROC, "args[%u]: %s takes an integer", i, name);
     json_int_t x = json_integer_value(v);
     int64_t lo, hi;
     switch (kinds[k].size) {
@@ -97,35 +96,34 @@ static int put_scalar(enum ghd_raw_kind k, json_t *v, unsigned i, unsigned char 
     default: lo = kinds[k].is_signed ? INT64_MIN : 0; hi = INT64_MAX; break;
     }
     if (x < lo || x > hi)
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "args[%u]: %lld is out of %s's range", i,
-                           (long long)x, name);
+        return ghd_err_set(err, GHD_EUNPROC, "args[%u]: %lld is out of %s's range", i, (long long)x,
+                           name);
     /* Little-endian, as the device is: the low bytes of the value. */
     int64_t w = x;
     memcpy(dst, &w, kinds[k].size);
     return 0;
 }
 
-int ghd_raw_args_parse(json_t *args, struct ghd_raw_pack *p, char *detail, size_t detail_len)
+int ghd_raw_args_parse(json_t *args, struct ghd_raw_pack *p, struct ghd_err *err)
 {
     memset(p, 0, sizeof(*p));
     if (!args)
         return 0;
     if (!json_is_array(args))
-        return ghd_kdetail(detail, detail_len, GHD_EINVAL, "'args' must be an array");
+        return ghd_err_set(err, GHD_EINVAL, "'args' must be an array");
     if (json_array_size(args) > GHD_RAW_MAX_ARGS)
-        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "'args' has more than %d arguments",
-                           GHD_RAW_MAX_ARGS);
+        return ghd_err_set(err, GHD_EUNPROC, "'args' has more than %d arguments", GHD_RAW_MAX_ARGS);
     size_t i;
     json_t *o;
     json_array_foreach(args, i, o) {
         struct ghd_raw_arg *a = &p->a[i];
         unsigned idx = (unsigned)i;
         if (!json_is_object(o))
-            return ghd_kdetail(detail, detail_len, GHD_EINVAL, "args[%u] must be an object", idx);
+            return ghd_err_set(err, GHD_EINVAL, "args[%u] must be an object", idx);
         int rc;
         json_t *val = NULL;
         if (json_object_get(o, "buffer")) {
-            rc = parse_buffer(o, idx, a, detail, detail_len);
+            rc = parse_buffer(o, idx, a, err);
         } else {
             const char *key = NULL;
             json_t *v;
@@ -138,10 +136,11 @@ int ghd_raw_args_parse(json_t *args, struct ghd_raw_pack *p, char *detail, size_
                 if (strcmp(key, kinds[t].name) == 0)
                     k = t;
             if (json_object_size(o) != 1 || k < 0)
-                return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+                return ghd_err_set(err, GHD_EUNPROC,
                                    "args[%u] must be {\"buffer\": id, ...} or one {\"<type>\": "
                                    "value} with type i8, u8, i16, u16, i32, u32, i64, u64, f32 "
-                                   "or f64", idx);
+                                   "or f64",
+                                   idx);
             a->kind = (enum ghd_raw_kind)k;
             rc = 0;
         }
@@ -150,10 +149,10 @@ int ghd_raw_args_parse(json_t *args, struct ghd_raw_pack *p, char *detail, size_
         a->size = a->align = kinds[a->kind].size;
         a->offset = (p->size + a->align - 1) & ~(a->align - 1);
         if (a->offset + a->size > sizeof(p->bytes))
-            return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
-                               "args: more than %d bytes of parameters", GHD_RAW_ARG_BYTES);
+            return ghd_err_set(err, GHD_EUNPROC, "args: more than %d bytes of parameters",
+                               GHD_RAW_ARG_BYTES);
         if (a->kind != GHD_RAW_BUFFER &&
-            (rc = put_scalar(a->kind, val, idx, p->bytes + a->offset, detail, detail_len)) != 0)
+            (rc = put_scalar(a->kind, val, idx, p->bytes + a->offset, err)) != 0)
             return rc;
         p->size = a->offset + a->size;
         p->nargs = idx + 1;
@@ -167,23 +166,23 @@ void ghd_raw_pack_pointer(struct ghd_raw_pack *p, unsigned i, uint64_t address)
 }
 
 int ghd_raw_args_match(const struct ghd_raw_pack *p, const struct ghd_raw_params *k,
-                       const char *function, char *detail, size_t detail_len)
+                       const char *function, struct ghd_err *err)
 {
     if (p->nargs != k->n)
-        return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
-                           "args: %s takes %u parameters; %u were given", function, k->n,
-                           p->nargs);
+        return ghd_err_set(err, GHD_EUNPROC, "args: %s takes %u parameters; %u were given",
+                           function, k->n, p->nargs);
     for (unsigned i = 0; i < k->n; i++) {
         const struct ghd_raw_arg *a = &p->a[i];
         if (a->size != k->size[i])
-            return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+            return ghd_err_set(err, GHD_EUNPROC,
                                "args[%u]: parameter %u of %s is %u bytes; %s is %zu", i, i,
                                function, k->size[i], ghd_raw_kind_name(a->kind), a->size);
         if (a->offset != k->offset[i])
-            return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+            return ghd_err_set(err, GHD_EUNPROC,
                                "args[%u]: parameter %u of %s is at byte %u of its parameters, "
                                "not %zu (a parameter type this API cannot express, such as a "
-                               "struct?)", i, i, function, k->offset[i], a->offset);
+                               "struct?)",
+                               i, i, function, k->offset[i], a->offset);
     }
     return 0;
 }

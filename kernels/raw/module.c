@@ -29,47 +29,49 @@ struct body {
     unsigned nnames;
 };
 
-static int parse_body(json_t *body, size_t max_source, struct body *b, char *detail, size_t dlen)
+static int parse_body(json_t *body, size_t max_source, struct body *b, struct ghd_err *err)
 {
     memset(b, 0, sizeof(*b));
     const char *key;
     json_t *v;
     json_object_foreach(body, key, v) {
         if (strcmp(key, "source") && strcmp(key, "options") && strcmp(key, "name_expressions"))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL, "unknown field '%.64s' (a module takes "
-                               "source, options and name_expressions)", key);
+            return ghd_err_set(err, GHD_EINVAL,
+                               "unknown field '%.64s' (a module takes "
+                               "source, options and name_expressions)",
+                               key);
     }
     json_t *src = json_object_get(body, "source");
     if (!json_is_string(src))
-        return ghd_kdetail(detail, dlen, GHD_EINVAL, "'source' (CUDA C++ text) is required");
+        return ghd_err_set(err, GHD_EINVAL, "'source' (CUDA C++ text) is required");
     b->source = json_string_value(src);
     b->source_len = json_string_length(src);
     if (b->source_len > max_source)
-        return ghd_kdetail(detail, dlen, GHD_ETOOBIG, "'source' is %zu bytes; at most %zu "
-                           "(--module-max-source)", b->source_len, max_source);
-    int rc = ghd_raw_source_check(b->source, b->source_len, detail, dlen);
+        return ghd_err_set(err, GHD_ETOOBIG,
+                           "'source' is %zu bytes; at most %zu (--module-max-source)",
+                           b->source_len, max_source);
+    int rc = ghd_raw_source_check(b->source, b->source_len, err);
     if (rc)
         return rc;
     b->options = json_object_get(body, "options");
-    if ((rc = ghd_raw_options_check(b->options, b->opts, &b->nopts, detail, dlen)) != 0)
+    if ((rc = ghd_raw_options_check(b->options, b->opts, &b->nopts, err)) != 0)
         return rc;
     b->names = json_object_get(body, "name_expressions");
     if (b->names) {
         if (!json_is_array(b->names))
-            return ghd_kdetail(detail, dlen, GHD_EINVAL, "'name_expressions' must be an array of "
-                               "strings");
+            return ghd_err_set(err, GHD_EINVAL, "'name_expressions' must be an array of strings");
         if (json_array_size(b->names) > GHD_RAW_MAX_NAMES)
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC, "'name_expressions' has more than %d "
-                               "entries", GHD_RAW_MAX_NAMES);
+            return ghd_err_set(err, GHD_EUNPROC, "'name_expressions' has more than %d entries",
+                               GHD_RAW_MAX_NAMES);
         size_t i;
         json_array_foreach(b->names, i, v) {
             if (!json_is_string(v))
-                return ghd_kdetail(detail, dlen, GHD_EINVAL, "name_expressions[%zu] must be a "
-                                   "string", i);
+                return ghd_err_set(err, GHD_EINVAL, "name_expressions[%zu] must be a string", i);
             if (json_string_length(v) == 0 || json_string_length(v) >= GHD_RAW_NAME_MAX ||
                 strlen(json_string_value(v)) != json_string_length(v))
-                return ghd_kdetail(detail, dlen, GHD_EUNPROC, "name_expressions[%zu] must be 1 "
-                                   "to %d characters", i, GHD_RAW_NAME_MAX - 1);
+                return ghd_err_set(err, GHD_EUNPROC,
+                                   "name_expressions[%zu] must be 1 to %d characters", i,
+                                   GHD_RAW_NAME_MAX - 1);
             b->name_v[b->nnames++] = json_string_value(v);
         }
     }
@@ -106,11 +108,10 @@ static void key_id(const char *key, char id[GHD_RMODULE_ID_LEN + 1])
     snprintf(id, GHD_RMODULE_ID_LEN + 1, "%016llx", (unsigned long long)h);
 }
 
-int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], char *detail,
-                   size_t detail_len)
+int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], struct ghd_err *err)
 {
     struct body b;
-    int rc = parse_body(body, (size_t)-1, &b, detail, detail_len);
+    int rc = parse_body(body, (size_t)-1, &b, err);
     if (rc)
         return rc;
     char *key = body_key(&b);
@@ -123,19 +124,21 @@ int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], char *detail,
 
 int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_runtime *rt,
-                    struct ghd_rmodule **out, char *detail, size_t detail_len)
+                    struct ghd_rmodule **out, struct ghd_err *err)
 {
     struct body b;
     struct ghd_ucompiled built = {0};
-    int rc = parse_body(body, max_source, &b, detail, detail_len);
+    int rc = parse_body(body, max_source, &b, err);
     if (rc)
         return rc;
     if (rt->dev.kind != GHD_BACKEND_CUDA)
-        return ghd_kdetail(detail, detail_len, GHD_ENOTSUP, "raw CUDA modules need the CUDA "
-                           "backend; this server runs the %s backend", ghd_backend_name(rt->dev.kind));
+        return ghd_err_set(err, GHD_ENOTSUP,
+                           "raw CUDA modules need the CUDA "
+                           "backend; this server runs the %s backend",
+                           ghd_backend_name(rt->dev.kind));
     if (!compiler)
-        return ghd_kdetail(detail, detail_len, GHD_ENOTSUP, "raw CUDA modules need NVRTC, which "
-                           "this server could not load");
+        return ghd_err_set(err, GHD_ENOTSUP,
+                           "raw CUDA modules need NVRTC, which this server could not load");
     struct ghd_rmodule *m = calloc(1, sizeof(*m));
     if (!m || !(m->key = body_key(&b))) {
         free(m);
@@ -152,7 +155,7 @@ int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
     /* The exact architecture: the cubin is loaded without JIT. */
     struct ghd_err e = {0};
     if ((rc = ghd_rcuda_arch(rt, &major, &minor, &e)) != 0) {
-        ghd_kdetail(detail, detail_len, rc, "the device's architecture: %s", ghd_err_text(&e, rc));
+        ghd_err_set(err, rc, "the device's architecture: %s", ghd_err_text(&e, rc));
         goto fail;
     }
     snprintf(m->arch, sizeof(m->arch), "sm_%d%d", major, minor);
@@ -161,13 +164,13 @@ int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
     rc = ghd_ucompiler_compile_job(compiler, &job, &built, &e);
     snprintf(m->log, sizeof(m->log), "%s", built.log);
     if (rc) {
-        ghd_kdetail(detail, detail_len, rc, "%s", e.detail);
+        ghd_err_set(err, rc, "%s", e.detail);
         goto fail;
     }
     snprintf(m->nvrtc, sizeof(m->nvrtc), "%s", built.nvrtc_version);
     snprintf(m->cache, sizeof(m->cache), "%s", built.cache ? built.cache : "");
     m->compile_seconds = built.seconds;
-    if ((rc = ghd_rcuda_load(m, built.cubin, built.lowered, m->names, detail, detail_len)) != 0)
+    if ((rc = ghd_rcuda_load(m, built.cubin, built.lowered, m->names, err)) != 0)
         goto fail;
     ghd_ucompiled_clear(&built);
     *out = m;

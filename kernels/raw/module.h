@@ -61,12 +61,11 @@ struct ghd_rmodule {
  * not the CUDA backend), GHD_EDEVICE (loading). */
 int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_runtime *rt,
-                    struct ghd_rmodule **out, char *detail, size_t detail_len);
+                    struct ghd_rmodule **out, struct ghd_err *err);
 /* The id a body would get (a hash of source, options and names), for
  * finding a module that exists already; 0, or what ghd_rmodule_new would
  * say about the body's form. */
-int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], char *detail,
-                   size_t detail_len);
+int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], struct ghd_err *err);
 void ghd_rmodule_ref(struct ghd_rmodule *m);
 void ghd_rmodule_unref(struct ghd_rmodule *m);
 /* The function named `name` (its name expression or symbol); borrowed. */
@@ -103,7 +102,7 @@ unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant
 int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_err *error);
 /* Loads the cubin into m->rt's device and fills m's functions. */
 int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char *lowered,
-                   json_t *names, char *detail, size_t detail_len);
+                   json_t *names, struct ghd_err *err);
 void ghd_rcuda_unload(struct ghd_rmodule *m);
 /* Enqueues f on `stream` with the packed arguments. */
 int ghd_rcuda_launch(const struct ghd_rfunc *f, const struct ghd_raw_shape *shape,
@@ -115,11 +114,10 @@ int ghd_rcuda_launch(const struct ghd_rfunc *f, const struct ghd_raw_shape *shap
 struct ghd_rcall;
 /* `launch` is the run step: grid, block, shared_mem, args. */
 int ghd_rcall_prepare_new(struct ghd_rfunc *f, json_t *launch, ghd_buffer_resolver resolve,
-                          void *resolve_ctx, struct ghd_rcall **out, char *detail,
-                          size_t detail_len);
+                          void *resolve_ctx, struct ghd_rcall **out, struct ghd_err *err);
 int ghd_rcall_execute(struct ghd_rcall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
                       struct ghd_event *start, struct ghd_event *end, json_t *result,
-                      char *detail, size_t detail_len);
+                      struct ghd_err *err);
 int ghd_rcall_writes(const struct ghd_rcall *c, const void *owner);
 void ghd_rcall_free(struct ghd_rcall *c);
 

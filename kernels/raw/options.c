@@ -5,8 +5,8 @@
 
 #include <string.h>
 
+#include "base/err.h"
 #include "base/error.h"
-#include "kernels/registry.h" /* ghd_kdetail */
 
 /* Exact options, and prefixes whose rest is a value. */
 static const char *const exact[] = {
@@ -53,26 +53,25 @@ static int allowed(const char *o)
     return 0;
 }
 
-int ghd_raw_options_check(json_t *options, const char **out, unsigned *n, char *detail,
-                          size_t detail_len)
+int ghd_raw_options_check(json_t *options, const char **out, unsigned *n, struct ghd_err *err)
 {
     *n = 0;
     out[0] = NULL;
     if (!options)
         return 0;
     if (!json_is_array(options))
-        return ghd_kdetail(detail, detail_len, GHD_EINVAL, "'options' must be an array of strings");
+        return ghd_err_set(err, GHD_EINVAL, "'options' must be an array of strings");
     if (json_array_size(options) > GHD_RAW_MAX_OPTIONS)
-        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "'options' has more than %d entries",
+        return ghd_err_set(err, GHD_EUNPROC, "'options' has more than %d entries",
                            GHD_RAW_MAX_OPTIONS);
     size_t i;
     json_t *v;
     json_array_foreach(options, i, v) {
         if (!json_is_string(v))
-            return ghd_kdetail(detail, detail_len, GHD_EINVAL, "options[%zu] must be a string", i);
+            return ghd_err_set(err, GHD_EINVAL, "options[%zu] must be a string", i);
         const char *o = json_string_value(v);
         if (strlen(o) > GHD_RAW_MAX_OPTION_LEN || !allowed(o))
-            return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+            return ghd_err_set(err, GHD_EUNPROC,
                                "options[%zu]: '%.64s' is not an allowed option (allowed: -std=, "
                                "-D, -U, --use_fast_math, -lineinfo, -G, -maxrregcount=, -ftz=, "
                                "-prec-div=, -prec-sqrt=, -fmad=, -restrict, -w; nothing that "
@@ -118,7 +117,7 @@ static int spells(const char *s, size_t i, size_t n, const char *word)
     return !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
 }
 
-int ghd_raw_source_check(const char *src, size_t len, char *detail, size_t detail_len)
+int ghd_raw_source_check(const char *src, size_t len, struct ghd_err *err)
 {
     /* Conservative on purpose: a '#' (or its digraph and trigraph) followed
      * by "include", "include_next", "import" or "embed" anywhere, in a
@@ -142,13 +141,13 @@ int ghd_raw_source_check(const char *src, size_t len, char *detail, size_t detai
         size_t j = skip_space(src, after, len);
         for (const char *const *w = words; *w; w++)
             if (spells(src, j, len, *w))
-                return ghd_kdetail(detail, detail_len, GHD_EUNPROC,
+                return ghd_err_set(err, GHD_EUNPROC,
                                    "source, line %u: '#%s' is not allowed (a module is one "
                                    "self-contained source: nothing is read from the server's "
                                    "files)",
                                    line, *w);
     }
     if (memchr(src, '\0', len))
-        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "source has a NUL character");
+        return ghd_err_set(err, GHD_EUNPROC, "source has a NUL character");
     return 0;
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 #define GHD_RAW_MAX_OPTIONS 32
 #define GHD_RAW_MAX_OPTION_LEN 256
 #define GHD_RAW_MAX_NAMES 64
@@ -34,13 +36,12 @@
  * refused). Fills out[0..*n) with borrowed strings and a NULL after them.
  * GHD_EINVAL for a wrong JSON type, GHD_EUNPROC naming the option refused.
  * pre: out has GHD_RAW_MAX_OPTIONS + 1 slots. */
-int ghd_raw_options_check(json_t *options, const char **out, unsigned *n, char *detail,
-                          size_t detail_len);
+int ghd_raw_options_check(json_t *options, const char **out, unsigned *n, struct ghd_err *err);
 
 /* Refuses a source that includes or imports anything ('#include' and the
  * like, however spelled: NVRTC would read the file from the server's disk)
  * or holds a NUL. GHD_EUNPROC naming the line. */
-int ghd_raw_source_check(const char *src, size_t len, char *detail, size_t detail_len);
+int ghd_raw_source_check(const char *src, size_t len, struct ghd_err *err);
 
 /* ---- args.c: arguments packed as the kernel's C parameters --------------- */
 
@@ -77,7 +78,7 @@ const char *ghd_raw_kind_name(enum ghd_raw_kind k);
  * the next offset aligned to its size, scalars written in place (range
  * checked for their type), buffers left for ghd_raw_pack_pointer. GHD_EINVAL
  * or GHD_EUNPROC with a detail naming args[i]. */
-int ghd_raw_args_parse(json_t *args, struct ghd_raw_pack *p, char *detail, size_t detail_len);
+int ghd_raw_args_parse(json_t *args, struct ghd_raw_pack *p, struct ghd_err *err);
 /* Writes a device address into buffer argument i. */
 void ghd_raw_pack_pointer(struct ghd_raw_pack *p, unsigned i, uint64_t address);
 
@@ -89,7 +90,7 @@ struct ghd_raw_params {
 /* 0 when the packed arguments match the function's parameters one by one
  * in count, size and offset; GHD_EUNPROC naming the first that does not. */
 int ghd_raw_args_match(const struct ghd_raw_pack *p, const struct ghd_raw_params *k,
-                       const char *function, char *detail, size_t detail_len);
+                       const char *function, struct ghd_err *err);
 
 /* ---- shape.c: the launch shape ------------------------------------------- */
 
@@ -110,7 +111,7 @@ struct ghd_raw_shape {
  * dimensions are 1) and "shared_mem" (bytes, default 0) from `launch` and
  * checks them against the limits. GHD_EINVAL for a wrong type, GHD_EUNPROC
  * naming the field past its limit. */
-int ghd_raw_shape_parse(json_t *launch, const struct ghd_raw_limits *lim,
-                        struct ghd_raw_shape *out, char *detail, size_t detail_len);
+int ghd_raw_shape_parse(json_t *launch, const struct ghd_raw_limits *lim, struct ghd_raw_shape *out,
+                        struct ghd_err *err);
 
 #endif

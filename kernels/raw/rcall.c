@@ -37,8 +37,7 @@ static void note(struct ghd_rcall *c, const void *owner, unsigned access)
 }
 
 int ghd_rcall_prepare_new(struct ghd_rfunc *f, json_t *launch, ghd_buffer_resolver resolve,
-                          void *resolve_ctx, struct ghd_rcall **out, char *detail,
-                          size_t detail_len)
+                          void *resolve_ctx, struct ghd_rcall **out, struct ghd_err *err)
 {
     *out = NULL;
     struct ghd_rcall *c = calloc(1, sizeof(*c));
@@ -51,11 +50,11 @@ int ghd_rcall_prepare_new(struct ghd_rfunc *f, json_t *launch, ghd_buffer_resolv
                                  .max_dyn_shared = f->max_dyn_shared};
     memcpy(lim.max_block, m->max_block, sizeof(lim.max_block));
     memcpy(lim.max_grid, m->max_grid, sizeof(lim.max_grid));
-    int rc = ghd_raw_shape_parse(launch, &lim, &c->shape, detail, detail_len);
+    int rc = ghd_raw_shape_parse(launch, &lim, &c->shape, err);
     if (rc == 0)
-        rc = ghd_raw_args_parse(json_object_get(launch, "args"), &c->pack, detail, detail_len);
+        rc = ghd_raw_args_parse(json_object_get(launch, "args"), &c->pack, err);
     if (rc == 0)
-        rc = ghd_raw_args_match(&c->pack, &f->params, f->name, detail, detail_len);
+        rc = ghd_raw_args_match(&c->pack, &f->params, f->name, err);
     for (unsigned i = 0; rc == 0 && i < c->pack.nargs; i++) {
         struct ghd_raw_arg *a = &c->pack.a[i];
         struct ghd_buffer_view v;
@@ -63,20 +62,20 @@ int ghd_rcall_prepare_new(struct ghd_rfunc *f, json_t *launch, ghd_buffer_resolv
             continue;
         int r = resolve(resolve_ctx, a->buffer, &v);
         if (r == GHD_ENOENT) {
-            rc = ghd_kdetail(detail, detail_len, GHD_ENOENT, "args[%u]: no buffer '%.64s'", i,
-                             a->buffer);
+            rc = ghd_err_set(err, GHD_ENOENT, "args[%u]: no buffer '%.64s'", i, a->buffer);
             break;
         }
         if (r) {
-            rc = ghd_kdetail(detail, detail_len, r == GHD_EINTERNAL ? GHD_EUNPROC : r,
+            rc = ghd_err_set(err, r == GHD_EINTERNAL ? GHD_EUNPROC : r,
                              "args[%u]: buffer '%.64s' cannot be used (at most %d buffers in a "
-                             "call)", i, a->buffer, GHD_KCALL_MAX_BUFFERS);
+                             "call)",
+                             i, a->buffer, GHD_KCALL_MAX_BUFFERS);
             break;
         }
         if (a->byte_offset > v.size) {
-            rc = ghd_kdetail(detail, detail_len, GHD_EUNPROC,
-                             "args[%u]: offset %llu is past the end of buffer %.64s (%zu bytes)",
-                             i, (unsigned long long)a->byte_offset, a->buffer, v.size);
+            rc = ghd_err_set(err, GHD_EUNPROC,
+                             "args[%u]: offset %llu is past the end of buffer %.64s (%zu bytes)", i,
+                             (unsigned long long)a->byte_offset, a->buffer, v.size);
             break;
         }
         ghd_raw_pack_pointer(&c->pack, i, (uint64_t)(uintptr_t)v.d_ptr + a->byte_offset);
@@ -92,30 +91,30 @@ int ghd_rcall_prepare_new(struct ghd_rfunc *f, json_t *launch, ghd_buffer_resolv
 
 int ghd_rcall_execute(struct ghd_rcall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
                       struct ghd_event *start, struct ghd_event *end, json_t *result,
-                      char *detail, size_t detail_len)
+                      struct ghd_err *err)
 {
     const struct ghd_device_ops *ops = rt->dev.ops;
     if (c->f->module->rt != rt)
-        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "module %s was loaded on another "
-                           "device", c->f->module->id);
+        return ghd_err_set(err, GHD_EUNPROC, "module %s was loaded on another device",
+                           c->f->module->id);
     /* The first failure's detail wins: the sync after it must not overwrite it. */
-    struct ghd_err err = {0}, sync_err = {0};
+    struct ghd_err e = {0}, sync_err = {0};
     int rc = 0;
     if (start && end)
-        rc = ops->event_record(&rt->dev, start, stream, &err);
+        rc = ops->event_record(&rt->dev, start, stream, &e);
     if (!rc)
-        rc = ghd_rcuda_launch(c->f, &c->shape, &c->pack, rt, stream, &err);
+        rc = ghd_rcuda_launch(c->f, &c->shape, &c->pack, rt, stream, &e);
     if (!rc && start && end)
-        rc = ops->event_record(&rt->dev, end, stream, &err);
+        rc = ops->event_record(&rt->dev, end, stream, &e);
     int sync_rc = ops->stream_sync(&rt->dev, stream, &sync_err);
     if (!rc) {
         rc = sync_rc;
-        err = sync_err;
+        e = sync_err;
     }
     if (rc == GHD_EDEVICE)
-        return ghd_kdetail(detail, detail_len, rc, "%s: %s", c->f->name, ghd_err_text(&err, rc));
+        return ghd_err_set(err, rc, "%s: %s", c->f->name, ghd_err_text(&e, rc));
     if (rc)
-        return ghd_kdetail(detail, detail_len, rc, "%s failed: %s", c->f->name, ghd_strerror(rc));
+        return ghd_err_set(err, rc, "%s failed: %s", c->f->name, ghd_strerror(rc));
     if (result) {
         json_object_set_new(result, "module", json_string(c->f->module->id));
         json_object_set_new(result, "function", json_string(c->f->name));

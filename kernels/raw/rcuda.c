@@ -12,7 +12,6 @@
 #include "base/err.h"
 #include "base/error.h"
 #include "device/cuda_check.h"
-#include "kernels/registry.h" /* ghd_kdetail */
 
 int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_err *error)
 {
@@ -83,7 +82,7 @@ static void client_name(const char *symbol, const char *lowered, json_t *names, 
 }
 
 int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char *lowered,
-                   json_t *names, char *detail, size_t detail_len)
+                   json_t *names, struct ghd_err *err)
 {
     struct ghd_device *dev = &m->rt->dev;
     cudaLibrary_t lib;
@@ -92,44 +91,44 @@ int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char
     struct ghd_err e = {0};
     int rc;
     if ((rc = device_limits(m, &e)) != 0)
-        return ghd_kdetail(detail, detail_len, rc, "the device's limits: %s", ghd_err_text(&e, rc));
-    cudaError_t err = cudaLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
-    if (err != cudaSuccess) {
-        rc = ghd_cuda_error(dev, &e, err, "cudaLibraryLoadData", __FILE__, __LINE__);
-        return ghd_kdetail(detail, detail_len, rc, "loading the module: %s", e.detail);
+        return ghd_err_set(err, rc, "the device's limits: %s", ghd_err_text(&e, rc));
+    cudaError_t ce = cudaLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
+    if (ce != cudaSuccess) {
+        rc = ghd_cuda_error(dev, &e, ce, "cudaLibraryLoadData", __FILE__, __LINE__);
+        return ghd_err_set(err, rc, "loading the module: %s", e.detail);
     }
     m->lib = lib;
-    err = cudaLibraryGetKernelCount(&count, lib);
-    if (err == cudaSuccess && count > GHD_RAW_MAX_FUNCS)
-        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "the module has %u __global__ "
-                           "functions; at most %d", count, GHD_RAW_MAX_FUNCS);
-    if (err == cudaSuccess && count == 0)
-        return ghd_kdetail(detail, detail_len, GHD_EUNPROC, "the module has no __global__ "
+    ce = cudaLibraryGetKernelCount(&count, lib);
+    if (ce == cudaSuccess && count > GHD_RAW_MAX_FUNCS)
+        return ghd_err_set(err, GHD_EUNPROC, "the module has %u __global__ functions; at most %d",
+                           count, GHD_RAW_MAX_FUNCS);
+    if (ce == cudaSuccess && count == 0)
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "the module has no __global__ "
                            "function (a template needs name_expressions to be instantiated)");
-    if (err == cudaSuccess)
-        err = cudaLibraryEnumerateKernels(kernels, count, lib);
-    if (err != cudaSuccess) {
-        rc = ghd_cuda_error(dev, &e, err, "cudaLibraryEnumerateKernels", __FILE__, __LINE__);
-        return ghd_kdetail(detail, detail_len, rc, "listing the module's functions: %s",
-                           e.detail);
+    if (ce == cudaSuccess)
+        ce = cudaLibraryEnumerateKernels(kernels, count, lib);
+    if (ce != cudaSuccess) {
+        rc = ghd_cuda_error(dev, &e, ce, "cudaLibraryEnumerateKernels", __FILE__, __LINE__);
+        return ghd_err_set(err, rc, "listing the module's functions: %s", e.detail);
     }
     for (unsigned i = 0; i < count; i++) {
         struct ghd_rfunc *f = &m->funcs[i];
         const void *fn = (const void *)kernels[i];
         struct cudaFuncAttributes attr;
         const char *symbol = NULL;
-        err = cudaFuncGetName(&symbol, fn);
-        if (err == cudaSuccess)
-            err = cudaFuncGetAttributes(&attr, fn);
-        if (err != cudaSuccess) {
-            rc = ghd_cuda_error(dev, &e, err, "cudaFuncGetAttributes", __FILE__, __LINE__);
-            return ghd_kdetail(detail, detail_len, rc, "a function's attributes: %s",
-                               e.detail);
+        ce = cudaFuncGetName(&symbol, fn);
+        if (ce == cudaSuccess)
+            ce = cudaFuncGetAttributes(&attr, fn);
+        if (ce != cudaSuccess) {
+            rc = ghd_cuda_error(dev, &e, ce, "cudaFuncGetAttributes", __FILE__, __LINE__);
+            return ghd_err_set(err, rc, "a function's attributes: %s", e.detail);
         }
         if ((rc = param_layout(dev, fn, &f->params, &e)) != 0)
-            return ghd_kdetail(detail, detail_len, rc, "function %.64s: more than %d parameters, "
-                               "or its layout is unknown (%s)", symbol, GHD_RAW_MAX_ARGS,
-                               ghd_err_text(&e, rc));
+            return ghd_err_set(err, rc,
+                               "function %.64s: more than %d parameters, "
+                               "or its layout is unknown (%s)",
+                               symbol, GHD_RAW_MAX_ARGS, ghd_err_text(&e, rc));
         snprintf(f->symbol, sizeof(f->symbol), "%s", symbol);
         client_name(symbol, lowered, names, f->name, sizeof(f->name));
         snprintf(f->qualified, sizeof(f->qualified), "%s/%s", m->id, f->name);

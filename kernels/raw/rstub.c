@@ -4,7 +4,6 @@
 
 #include "base/err.h"
 #include "base/error.h"
-#include "kernels/registry.h" /* ghd_kdetail */
 
 int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_err *error)
 {
@@ -14,13 +13,13 @@ int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_er
 }
 
 int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char *lowered,
-                   json_t *names, char *detail, size_t detail_len)
+                   json_t *names, struct ghd_err *err)
 {
     (void)m;
     (void)cubin;
     (void)lowered;
     (void)names;
-    return ghd_kdetail(detail, detail_len, GHD_ENOTSUP, "this build has no CUDA and NVRTC");
+    return ghd_err_set(err, GHD_ENOTSUP, "this build has no CUDA and NVRTC");
 }
 
 void ghd_rcuda_unload(struct ghd_rmodule *m)

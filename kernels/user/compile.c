@@ -319,7 +319,7 @@ static void *worker(void *arg)
 }
 
 int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompiler **out,
-                      char *why, size_t why_len)
+                      struct ghd_err *err)
 {
     *out = NULL;
     struct ghd_ucompiler *c = calloc(1, sizeof(*c));
@@ -327,7 +327,7 @@ int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompil
         return GHD_ENOHOSTMEM;
     int rc = ghd_unvrtc_version(c->version, sizeof(c->version));
     if (rc) {
-        snprintf(why, why_len, "no NVRTC in this build");
+        ghd_err_set(err, rc, "no NVRTC in this build");
         free(c);
         return rc;
     }
@@ -339,7 +339,7 @@ int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompil
     if (cfg->cache_dir && cfg->cache_dir[0]) {
         snprintf(c->dir, sizeof(c->dir), "%s", cfg->cache_dir);
         if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
-            snprintf(why, why_len, "--kernel-cache-dir %s: %s", c->dir, strerror(errno));
+            ghd_err_set(err, GHD_EINVAL, "--kernel-cache-dir %s: %s", c->dir, strerror(errno));
             ghd_ucompiler_free(c);
             return GHD_EINVAL;
         }
@@ -351,7 +351,7 @@ int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompil
         c->nthreads++;
     }
     if (!c->nthreads) {
-        snprintf(why, why_len, "compile workers: cannot start a thread");
+        ghd_err_set(err, GHD_EINTERNAL, "compile workers: cannot start a thread");
         ghd_ucompiler_free(c);
         return GHD_EINTERNAL;
     }

@@ -45,7 +45,7 @@ struct ghd_ucompiler;
 
 /* GHD_ENOTSUP without NVRTC in this build. */
 int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompiler **out,
-                      char *why, size_t why_len);
+                      struct ghd_err *err);
 /* Stops the threads; pre: no compile is waiting. NULL is accepted. */
 void ghd_ucompiler_free(struct ghd_ucompiler *c);
 /* One compile: the source, the architecture ("sm_90"), options after the

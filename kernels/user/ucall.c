@@ -45,27 +45,26 @@ static int known_key(const struct ghd_udef *d, const char *key)
 }
 
 /* A JSON scalar as a value of type t, refusing what t cannot hold. */
-static int scalar_value(const char *name, json_t *v, int t, union ghd_uval *out, char *detail,
-                        size_t dlen)
+static int scalar_value(const char *name, json_t *v, int t, union ghd_uval *out,
+                        struct ghd_err *err)
 {
     union ghd_uval x;
     if (t == GHD_UT_BOOL) {
         if (!json_is_boolean(v))
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s is bool: give true or false", name);
+            return ghd_err_set(err, GHD_EUNPROC, "%s is bool: give true or false", name);
         out->u = json_is_true(v);
         return 0;
     }
     if (json_is_boolean(v))
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s is %s: give a number, not a bool", name,
-                    ghd_utype_name(t));
+        return ghd_err_set(err, GHD_EUNPROC, "%s is %s: give a number, not a bool", name,
+                           ghd_utype_name(t));
     if (ghd_utype_is_float(t)) {
         x.d = json_number_value(v);
         *out = ghd_uval_convert(x, GHD_UT_F64, t);
         return 0;
     }
     if (!json_is_integer(v))
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s is %s: give an integer", name,
-                    ghd_utype_name(t));
+        return ghd_err_set(err, GHD_EUNPROC, "%s is %s: give an integer", name, ghd_utype_name(t));
     json_int_t i = json_integer_value(v);
     int bits = ghd_utype_bits(t);
     int ok = ghd_utype_is_signed(t)
@@ -73,27 +72,27 @@ static int scalar_value(const char *name, json_t *v, int t, union ghd_uval *out,
                                   i < ((json_int_t)1 << (bits - 1)))
                  : i >= 0 && (bits == 64 || (uint64_t)i < ((uint64_t)1 << bits));
     if (!ok)
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s: %lld does not fit %s", name, (long long)i,
-                    ghd_utype_name(t));
+        return ghd_err_set(err, GHD_EUNPROC, "%s: %lld does not fit %s", name, (long long)i,
+                           ghd_utype_name(t));
     x.i = i;
     *out = ghd_uval_convert(x, GHD_UT_I64, t);
     return 0;
 }
 
-static int get_count(json_t *v, const char *name, uint64_t *out, char *detail, size_t dlen)
+static int get_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
 {
     if (!json_is_integer(v))
-        return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a non-negative integer", name);
+        return ghd_err_set(err, GHD_EINVAL, "%s must be a non-negative integer", name);
     if (json_integer_value(v) < 0)
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name,
-                    (long long)json_integer_value(v));
+        return ghd_err_set(err, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name,
+                           (long long)json_integer_value(v));
     *out = (uint64_t)json_integer_value(v);
     return 0;
 }
 
 /* The binding the args ask for: placeholder types and scalar inputs. */
 static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind *b,
-                        char *detail, size_t dlen)
+                        struct ghd_err *err)
 {
     memset(b, 0, sizeof(*b));
     for (int k = 0; k < 26; k++)
@@ -103,26 +102,26 @@ static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind
         json_t *v = json_object_get(args, key);
         int t;
         if (!v)
-            return ghd_kdetail(detail, dlen, GHD_EINVAL,
-                        "missing required parameter '%s' (the type bound to placeholder %s; "
-                        "a buffer argument of type %s with a dtype binds it)",
-                        key, key, key);
+            return ghd_err_set(err, GHD_EINVAL,
+                               "missing required parameter '%s' (the type bound to placeholder %s; "
+                               "a buffer argument of type %s with a dtype binds it)",
+                               key, key, key);
         if (!json_is_string(v) ||
             (t = ghd_utype_parse(json_string_value(v), strlen(json_string_value(v)))) ==
                 GHD_UT_NONE)
-            return ghd_kdetail(detail, dlen, GHD_EUNPROC,
-                        "%s must be a type name (f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 "
-                        "u64 bool)",
-                        key);
+            return ghd_err_set(err, GHD_EUNPROC,
+                               "%s must be a type name (f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 "
+                               "u64 bool)",
+                               key);
         b->ph_type[*ph - 'A'] = t;
     }
     for (int k = 0; k < d->nin; k++) {
         json_t *v = json_object_get(args, d->params[k].name);
         if (v && (json_is_number(v) || json_is_boolean(v))) {
             if (d->params[k].is_raw)
-                return ghd_kdetail(detail, dlen, GHD_EUNPROC,
-                            "%s is raw: it must be a buffer id, not a number",
-                            d->params[k].name);
+                return ghd_err_set(err, GHD_EUNPROC,
+                                   "%s is raw: it must be a buffer id, not a number",
+                                   d->params[k].name);
             b->scalar_mask |= 1u << k;
         }
     }
@@ -130,35 +129,35 @@ static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind
 }
 
 static int resolve_param(struct ghd_ucall *c, int k, json_t *v, json_t *off, int elem_count,
-                         ghd_buffer_resolver resolve, void *ctx, char *detail, size_t dlen)
+                         ghd_buffer_resolver resolve, void *ctx, struct ghd_err *err)
 {
     const struct ghd_uparam *q = &c->k->def.params[k];
     int t = c->binding->prog.param_type[k];
     uint64_t offset = 0, es = ghd_utype_size(t), start, end, need;
     int rc;
     if (!json_is_string(v))
-        return ghd_kdetail(detail, dlen, GHD_EINVAL, "%s must be a buffer id (a string)%s", q->name,
-                    !q->is_out && !q->is_raw ? " or a number" : "");
+        return ghd_err_set(err, GHD_EINVAL, "%s must be a buffer id (a string)%s", q->name,
+                           !q->is_out && !q->is_raw ? " or a number" : "");
     char offname[48];
     snprintf(offname, sizeof(offname), "%s" OFFSET_SUFFIX, q->name);
-    if (off && (rc = get_count(off, offname, &offset, detail, dlen)) != 0)
+    if (off && (rc = get_count(off, offname, &offset, err)) != 0)
         return rc;
     struct ghd_buffer_view *b = &c->buf[k];
     rc = resolve(ctx, json_string_value(v), b);
     if (rc)
-        return ghd_kdetail(detail, dlen, rc,
-                    rc == GHD_ENOENT ? "%s: no buffer '%.64s'" : "%s: buffer '%.64s' cannot be used",
-                    q->name, json_string_value(v));
+        return ghd_err_set(err, rc,
+                           rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
+                                            : "%s: buffer '%.64s' cannot be used",
+                           q->name, json_string_value(v));
     uint64_t count = q->is_raw ? 0 : elem_count ? 1 : c->n;
     if (__builtin_mul_overflow(offset, es, &start) || __builtin_add_overflow(offset, count, &end) ||
         __builtin_mul_overflow(end, es, &need))
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s: offset %" PRIu64 " overflows", q->name,
-                    offset);
+        return ghd_err_set(err, GHD_EUNPROC, "%s: offset %" PRIu64 " overflows", q->name, offset);
     if (need > b->size)
-        return ghd_kdetail(detail, dlen, GHD_EUNPROC,
-                    "%s: buffer holds %zu bytes, but offset %" PRIu64 " + %" PRIu64
-                    " elements of %s need %" PRIu64 " bytes",
-                    q->name, b->size, offset, count, ghd_utype_name(t), need);
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "%s: buffer holds %zu bytes, but offset %" PRIu64 " + %" PRIu64
+                           " elements of %s need %" PRIu64 " bytes",
+                           q->name, b->size, offset, count, ghd_utype_name(t), need);
     if (q->is_raw)
         need = start + (b->size - start) / es * es; /* all the elements after the offset */
     c->start[k] = start;
@@ -170,7 +169,7 @@ static int resolve_param(struct ghd_ucall *c, int k, json_t *v, json_t *off, int
 
 /* Outputs may share memory with an input only as the exact same range of a
  * non-raw input (in place); never with a raw input or another output. */
-static int check_aliasing(const struct ghd_ucall *c, char *detail, size_t dlen)
+static int check_aliasing(const struct ghd_ucall *c, struct ghd_err *err)
 {
     const struct ghd_udef *d = &c->k->def;
     for (int o = d->nin; o < d->nparams; o++) {
@@ -187,19 +186,18 @@ static int check_aliasing(const struct ghd_ucall *c, char *detail, size_t dlen)
             if (exact && k < d->nin && !d->params[k].is_raw)
                 continue;
             if (k > o || k < d->nin)
-                return ghd_kdetail(detail, dlen, GHD_EUNPROC, "%s overlaps %s%s", d->params[o].name,
-                            d->params[k].name,
-                            k < d->nin && !d->params[k].is_raw
-                                ? " (in place is allowed only as the exact same range)"
-                                : " (they must not share memory)");
+                return ghd_err_set(err, GHD_EUNPROC, "%s overlaps %s%s", d->params[o].name,
+                                   d->params[k].name,
+                                   k < d->nin && !d->params[k].is_raw
+                                       ? " (in place is allowed only as the exact same range)"
+                                       : " (they must not share memory)");
         }
     }
     return 0;
 }
 
 int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve,
-                          void *resolve_ctx, struct ghd_ucall **out, char *detail,
-                          size_t detail_len)
+                          void *resolve_ctx, struct ghd_ucall **out, struct ghd_err *err)
 {
     const struct ghd_udef *d = &k->def;
     struct ghd_ubind b;
@@ -214,25 +212,24 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
     json_t *v;
     json_object_foreach(args, key, v) {
         if (!known_key(d, key)) {
-            rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s",
-                      key, d->name);
+            rc = ghd_err_set(err, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s", key,
+                             d->name);
             goto out;
         }
     }
     json_t *nv = json_object_get(args, "n");
     if (!nv) {
-        rc = ghd_kdetail(detail, detail_len, GHD_EINVAL,
-                  "missing required parameter 'n' for kernel %s (a buffer argument with a "
-                  "dtype and shape gives it)",
-                  d->name);
+        rc = ghd_err_set(err, GHD_EINVAL,
+                         "missing required parameter 'n' for kernel %s (a buffer argument with a "
+                         "dtype and shape gives it)",
+                         d->name);
         goto out;
     }
-    if ((rc = get_count(nv, "n", &c->n, detail, detail_len)) != 0 ||
-        (rc = read_binding(d, args, &b, detail, detail_len)) != 0)
+    if ((rc = get_count(nv, "n", &c->n, err)) != 0 || (rc = read_binding(d, args, &b, err)) != 0)
         goto out;
     struct ghd_err e = {0};
     if ((rc = ghd_ukernel_binding(k, &b, &c->binding, &e)) != 0) {
-        ghd_kdetail(detail, detail_len, rc, "%s", e.detail);
+        ghd_err_set(err, rc, "%s", e.detail);
         goto out;
     }
     for (int p = 0; p < d->nparams; p++) {
@@ -243,34 +240,30 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
         int optional = q->is_out && d->kind == GHD_UK_REDUCTION;
         if (!pv) {
             if (!optional) {
-                rc = ghd_kdetail(detail, detail_len, GHD_EINVAL,
-                          "missing required %s parameter '%s' for kernel %s",
-                          q->is_out ? "buffer" : "input", q->name, d->name);
+                rc =
+                    ghd_err_set(err, GHD_EINVAL, "missing required %s parameter '%s' for kernel %s",
+                                q->is_out ? "buffer" : "input", q->name, d->name);
                 goto out;
             }
             if (off) {
-                rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "%s given without %s", offname,
-                          q->name);
+                rc = ghd_err_set(err, GHD_EINVAL, "%s given without %s", offname, q->name);
                 goto out;
             }
             continue;
         }
         if (b.scalar_mask & (1u << p)) {
             if (off) {
-                rc = ghd_kdetail(detail, detail_len, GHD_EINVAL, "%s given, but %s is a number",
-                          offname, q->name);
+                rc = ghd_err_set(err, GHD_EINVAL, "%s given, but %s is a number", offname, q->name);
                 goto out;
             }
-            rc = scalar_value(q->name, pv, c->binding->prog.param_type[p], &c->args[p].v,
-                              detail, detail_len);
+            rc = scalar_value(q->name, pv, c->binding->prog.param_type[p], &c->args[p].v, err);
         } else {
-            rc = resolve_param(c, p, pv, off, optional, resolve, resolve_ctx, detail,
-                               detail_len);
+            rc = resolve_param(c, p, pv, off, optional, resolve, resolve_ctx, err);
         }
         if (rc)
             goto out;
     }
-    rc = check_aliasing(c, detail, detail_len);
+    rc = check_aliasing(c, err);
 out:
     if (rc)
         ghd_ucall_free(c);
@@ -296,7 +289,7 @@ static json_t *value_json(union ghd_uval v, int t, json_t *result)
 
 int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
                       struct ghd_event *start, struct ghd_event *end, json_t *result,
-                      char *detail, size_t detail_len)
+                      struct ghd_err *err)
 {
     const struct ghd_device_ops *ops = rt->dev.ops;
     const struct ghd_udef *d = &c->k->def;
@@ -325,8 +318,8 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
         rc = ghd_ucuda_result(&run, rt, &acc, &e);
     ghd_ucuda_done(&run, rt);
     if (rc)
-        return ghd_kdetail(detail, detail_len, rc, "kernel %s: %s", d->name,
-                    e.detail[0] ? e.detail : ghd_strerror(rc));
+        return ghd_err_set(err, rc, "kernel %s: %s", d->name,
+                           e.detail[0] ? e.detail : ghd_strerror(rc));
     if (result) {
         json_object_set_new(result, "n", json_integer((json_int_t)c->n));
         if (d->kind == GHD_UK_REDUCTION) {

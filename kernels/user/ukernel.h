@@ -84,11 +84,11 @@ void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant,
 /* ---- calls (kernels/call.c delegates here for user kernels) ------------- */
 
 struct ghd_ucall;
-int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve, void *resolve_ctx,
-                          struct ghd_ucall **out, char *detail, size_t detail_len);
+int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve,
+                          void *resolve_ctx, struct ghd_ucall **out, struct ghd_err *err);
 int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
                       struct ghd_event *start, struct ghd_event *end, json_t *result,
-                      char *detail, size_t detail_len);
+                      struct ghd_err *err);
 int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner);
 void ghd_ucall_free(struct ghd_ucall *c);
 

@@ -69,11 +69,10 @@ static int resolve_view(void *ctx, const char *id, struct ghd_buffer_view *out)
 }
 
 int ghd_run_step_prepare(struct ghd_run_step *step, json_t *args, struct ghd_buffer_table *t,
-                         const char *tenant, char *detail, size_t detail_len)
+                         const char *tenant, struct ghd_err *err)
 {
     struct step_resolver r = {step, t, tenant};
-    return ghd_kernel_call_prepare_new(step->kernel, args, resolve_view, &r, &step->call, detail,
-                                       detail_len);
+    return ghd_kernel_call_prepare_new(step->kernel, args, resolve_view, &r, &step->call, err);
 }
 
 void ghd_run_release_calls(struct ghd_run *run)
@@ -125,26 +124,24 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
         return GHD_ENOHOSTMEM;
     for (unsigned i = 0; i < step->nheld; i++)
         if (step->held[i]->rt && step->held[i]->rt != rt) {
-            snprintf(run->error_detail, sizeof(run->error_detail),
-                     "kernel %s: buffer %s lives on another device",
-                     ghd_kernel_name(step->kernel), step->held[i]->id);
-            return GHD_EUNPROC;
+            return ghd_err_set(&run->error, GHD_EUNPROC,
+                               "kernel %s: buffer %s lives on another device",
+                               ghd_kernel_name(step->kernel), step->held[i]->id);
         }
     struct ghd_err err = {0}; /* this step's device failure, if any */
     int rc = dev->ops->event_record(dev, ev[0], stream, &err);
     for (unsigned i = 0; i < step->nheld && rc == 0; i++)
         rc = ghd_buffer_order(step->held[i], stream, &err);
     if (rc == 0)
-        rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, run->error_detail,
-                                     sizeof(run->error_detail));
+        rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, &run->error);
     if (rc == 0)
         rc = dev->ops->event_record(dev, ev[1], stream, &err);
     if (rc == 0)
         rc = dev->ops->event_sync(dev, ev[1], &err);
     if (rc == 0)
         rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, &err);
-    if (rc && !run->error_detail[0])
-        snprintf(run->error_detail, sizeof(run->error_detail), "%s", ghd_err_text(&err, rc));
+    if (rc && !run->error.detail[0])
+        ghd_err_set(&run->error, rc, "%s", ghd_err_text(&err, rc));
     return rc;
 }
 
@@ -155,14 +152,11 @@ void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct g
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
         rc = execute_step(rt, stream, ev, run, &run->steps[i]);
         run->device_ms += run->steps[i].device_ms;
-        if (rc && run->step_count > 1) {
-            char detail[sizeof(run->error_detail)];
-            memcpy(detail, run->error_detail, sizeof(detail));
-            snprintf(run->error_detail, sizeof(run->error_detail), "step %u (%.32s): %.400s", i,
-                     ghd_kernel_name(run->steps[i].kernel), detail);
-        }
+        if (rc && run->step_count > 1)
+            ghd_err_prefix(&run->error, "step %u (%.32s)", i,
+                           ghd_kernel_name(run->steps[i].kernel));
     }
-    run->error = rc;
+    run->error.code = rc;
 }
 
 /* Whether the two steps touch a common buffer that one of them writes. */

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "base/err.h"
 #include "base/idmap.h"
 #include "base/list.h"
 #include "buffer.h"
@@ -42,8 +43,7 @@ struct ghd_run {
     struct ghd_run_step steps[GHD_RUN_MAX_STEPS];
     unsigned step_count;
     enum ghd_run_status status;
-    int error;                /* GHD_E* code of a failed run */
-    char error_detail[512];
+    struct ghd_err error; /* a failed run: its GHD_E* code and detail; code 0 otherwise */
     double queued_at_ms, started_ms, finished_ms;
     float device_ms;
     atomic_int refs;
@@ -68,7 +68,7 @@ const char *ghd_run_status_name(enum ghd_run_status s);
  * them; the step holds a reference to each buffer, also on failure, until
  * ghd_run_release_calls. */
 int ghd_run_step_prepare(struct ghd_run_step *step, json_t *args, struct ghd_buffer_table *t,
-                         const char *tenant, char *detail, size_t detail_len);
+                         const char *tenant, struct ghd_err *err);
 /* Drops the steps' kernel calls and their buffer references. Dropping the
  * last reference frees a buffer (a device sync and the pool's lock): call
  * it with no lock held. */
@@ -84,7 +84,7 @@ void ghd_run_writes_done(struct ghd_run *run);
 void ghd_run_step_bump_writes(const struct ghd_run_step *step);
 /* Runs the steps in order on `stream`, each after the earlier users of its
  * buffers (ghd_buffer_order), timing each between ev[0] and ev[1];
- * sets run->error (0 or a GHD_E* code) and, on failure, run->error_detail. */
+ * sets run->error.code (0 or a GHD_E* code) and, on failure, its detail. */
 void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                      struct ghd_run *run);
 /* Whether a step of `a` and a step of `b` touch a common buffer that one of

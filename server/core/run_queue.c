@@ -222,28 +222,27 @@ static void *worker_main(void *arg)
         run->started_ms = ghd_clock_ms();
         pthread_mutex_unlock(&q->lock);
         if (setup) {
-            run->error = setup;
-            snprintf(run->error_detail, sizeof(run->error_detail), "run worker setup: %s",
-                     ghd_err_text(&setup_err, setup));
+            ghd_err_set(&run->error, setup, "run worker setup: %s",
+                        ghd_err_text(&setup_err, setup));
         } else {
             ghd_run_execute(rt, stream, ev, run);
         }
-        if (run->error)
-            ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error_detail);
+        if (run->error.code)
+            ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error.detail);
         struct collected c = {0};
-        if (run->error && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
+        if (run->error.code && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
             /* This run's fault poisoned the device: it keeps its own error,
              * the others learn of the loss. */
             pthread_mutex_lock(&q->lock);
             if (run->status == GHD_RUN_RUNNING)
                 run->status = GHD_RUN_FAILED;
             pthread_mutex_unlock(&q->lock);
-            q->loss_fn(q->loss_ctx, run->error_detail);
+            q->loss_fn(q->loss_ctx, run->error.detail);
         }
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
         if (run->status == GHD_RUN_RUNNING) /* else it was reported failed already */
-            run->status = run->error ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
+            run->status = run->error.code ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
         run_ended_locked(q, run, &c);
         pthread_mutex_unlock(&q->lock);
         settle(q, &c);
@@ -262,7 +261,7 @@ static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
 {
     for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
         r->status = GHD_RUN_CANCELED;
-        r->error = GHD_ECANCELED;
+        r->error.code = GHD_ECANCELED;
         run_ended_locked(q, r, c);
     }
 }
@@ -272,8 +271,7 @@ static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
 static void report_failed_locked(struct ghd_run *run, int code, const char *detail)
 {
     run->status = GHD_RUN_FAILED;
-    run->error = code;
-    snprintf(run->error_detail, sizeof(run->error_detail), "%s", detail);
+    ghd_err_set(&run->error, code, "%s", detail);
     run->settled = 1; /* its buffers go when the worker is done with them */
     pthread_cond_broadcast(&run->ended);
 }
@@ -310,15 +308,14 @@ void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ct
 
 void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason)
 {
-    char detail[sizeof(((struct ghd_run *)0)->error_detail)];
+    char detail[sizeof(((struct ghd_run *)0)->error.detail)];
     struct collected c = {0};
     snprintf(detail, sizeof(detail), "the device was lost: %s", reason);
     pthread_mutex_lock(&q->lock);
     q->lost = 1;
     for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
         r->status = GHD_RUN_FAILED;
-        r->error = GHD_EDEVLOST;
-        snprintf(r->error_detail, sizeof(r->error_detail), "%s", detail);
+        ghd_err_set(&r->error, GHD_EDEVLOST, "%s", detail);
         run_ended_locked(q, r, &c);
     }
     for (unsigned i = 0; i < q->worker_count; i++) {
@@ -455,10 +452,10 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
             mine += strcmp(r->tenant, run->tenant) == 0;
         if (mine >= tenant_max) {
             pthread_mutex_unlock(&q->lock);
-            snprintf(run->error_detail, sizeof(run->error_detail),
-                     "tenant '%s' has %u runs queued or running, its limit (--tenant-max-runs)",
-                     run->tenant[0] ? run->tenant : "(none)", mine);
-            return GHD_ELIMIT;
+            return ghd_err_set(&run->error, GHD_ELIMIT,
+                               "tenant '%s' has %u runs queued or running, its limit "
+                               "(--tenant-max-runs)",
+                               run->tenant[0] ? run->tenant : "(none)", mine);
         }
     }
     struct collected c = {0};
@@ -523,7 +520,7 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
     } else if (r && r->status == GHD_RUN_QUEUED) {
         ghd_list_remove(&q->queued, &r->queue_link);
         r->status = GHD_RUN_CANCELED;
-        r->error = GHD_ECANCELED;
+        r->error.code = GHD_ECANCELED;
         run_ended_locked(q, r, &c);
         rc = 0;
     } else if (r) {
@@ -574,8 +571,9 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
         json_object_set(obj, "result", last->result);
     if (status == GHD_RUN_FAILED || status == GHD_RUN_CANCELED) {
         json_object_set_new(obj, "error",
-                            json_pack("{s:s, s:s}", "title", ghd_strerror(run->error), "detail",
-                                      run->error_detail[0] ? run->error_detail : "canceled"));
+                            json_pack("{s:s, s:s}", "title", ghd_strerror(run->error.code),
+                                      "detail",
+                                      run->error.detail[0] ? run->error.detail : "canceled"));
     }
     json_t *timing = json_object();
     if (started_ms > 0)

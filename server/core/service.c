@@ -125,12 +125,13 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
                                           .cache_max_bytes = cfg->kernel_cache_max,
                                           .workers = cfg->compile_workers,
                                           .queue = cfg->compile_queue};
-        char cwhy[256] = "";
-        rc = ghd_ucompiler_new(&cc, &svc->compiler, cwhy, sizeof(cwhy));
+        struct ghd_err cerr = {0};
+        rc = ghd_ucompiler_new(&cc, &svc->compiler, &cerr);
         if (rc == GHD_ENOTSUP) {
-            ghd_log(GHD_LOG_WARN, "user kernels: %s (the CUDA backend answers 501 for them)", cwhy);
+            ghd_log(GHD_LOG_WARN, "user kernels: %s (the CUDA backend answers 501 for them)",
+                    cerr.detail);
         } else if (rc) {
-            ghd_err_set(err, rc, "user kernel compiler: %s", cwhy);
+            ghd_err_set(err, rc, "user kernel compiler: %s", cerr.detail);
             ghd_run_queue_free(svc->runs);
             ghd_ukernel_store_destroy(&svc->kernels);
             goto destroy_buffers;

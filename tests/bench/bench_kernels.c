@@ -90,16 +90,14 @@ static double time_kernel(const char *name, json_t *args)
     struct timer t;
     double v[256];
     timer_new(&t);
-    if (ghd_kernel_call_prepare_new(ghd_kernel_find(name), args, tk_resolve, &D, &call, D.detail,
-                                    sizeof(D.detail))) {
-        fprintf(stderr, "%s: %s\n", name, D.detail);
+    if (ghd_kernel_call_prepare_new(ghd_kernel_find(name), args, tk_resolve, &D, &call, &D.err)) {
+        fprintf(stderr, "%s: %s\n", name, D.err.detail);
         exit(1);
     }
     json_decref(args);
     for (int i = -3; i < reps; i++) {
-        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, t.start, t.end, NULL, D.detail,
-                                          sizeof(D.detail))) {
-            fprintf(stderr, "%s: %s\n", name, D.detail);
+        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, t.start, t.end, NULL, &D.err)) {
+            fprintf(stderr, "%s: %s\n", name, D.err.detail);
             exit(1);
         }
         double ms = timer_ms(&t);

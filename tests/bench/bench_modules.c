@@ -50,18 +50,17 @@ static double time_call(const struct ghd_kernel *k, json_t *args)
     double v[256];
     if (D.rt.dev.ops->event_new(&D.rt.dev, &start, &D.err) ||
         D.rt.dev.ops->event_new(&D.rt.dev, &end, &D.err) ||
-        ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, D.detail, sizeof(D.detail))) {
-        fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
+        ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, &D.err)) {
+        fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
         exit(1);
     }
     json_decref(args);
     for (int i = -3; i < reps; i++) {
         json_t *res = json_object();
         float ms = -1;
-        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, D.detail,
-                                          sizeof(D.detail)) ||
+        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, &D.err) ||
             D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms, &D.err)) {
-            fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
+            fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
             exit(1);
         }
         if (i >= 0)
@@ -78,10 +77,10 @@ static double time_call(const struct ghd_kernel *k, json_t *args)
 static double build(struct ghd_ucompiler *c, struct ghd_rmodule **out, char cache[8])
 {
     json_t *body = json_pack("{s:s, s:[s]}", "source", saxpy_src, "options", "-std=c++17");
-    char detail[1024];
+    struct ghd_err err = {0};
     double t0 = ghd_clock_s();
-    if (ghd_rmodule_new(body, 1 << 20, NULL, c, &D.rt, out, detail, sizeof(detail))) {
-        fprintf(stderr, "module: %s\n", detail);
+    if (ghd_rmodule_new(body, 1 << 20, NULL, c, &D.rt, out, &err)) {
+        fprintf(stderr, "module: %s\n", err.detail);
         exit(1);
     }
     double s = ghd_clock_s() - t0;
@@ -106,9 +105,9 @@ int main(void)
     struct ghd_ucompiler_config cc = {.cache_dir = dir, .cache_max_bytes = 1 << 30, .workers = 2,
                                       .queue = 16};
     struct ghd_ucompiler *c;
-    char why[256];
-    if (ghd_ucompiler_new(&cc, &c, why, sizeof(why)) != 0) {
-        printf("skipped: %s\n", why);
+    struct ghd_err cerr = {0};
+    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0) {
+        printf("skipped: %s\n", cerr.detail);
         return 77;
     }
     struct ghd_rmodule *m1, *m2, *m3;
@@ -117,7 +116,7 @@ int main(void)
     double warm = build(c, &m2, warm_cache);
     ghd_rmodule_unref(m2);
     ghd_ucompiler_free(c);
-    if (ghd_ucompiler_new(&cc, &c, why, sizeof(why)) != 0)
+    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0)
         return 1;
     double disk = build(c, &m3, disk_cache);
     ghd_rmodule_unref(m3);

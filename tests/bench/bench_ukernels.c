@@ -30,18 +30,17 @@ static double time_call(const struct ghd_kernel *k, json_t *args, json_t **resul
     struct ghd_event *start, *end;
     double v[256];
     if (D.rt.dev.ops->event_new(&D.rt.dev, &start, &D.err) || D.rt.dev.ops->event_new(&D.rt.dev, &end, &D.err) ||
-        ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, D.detail, sizeof(D.detail))) {
-        fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
+        ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, &D.err)) {
+        fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
         exit(1);
     }
     json_decref(args);
     for (int i = -3; i < reps; i++) {
         json_t *res = json_object();
         float ms = -1;
-        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, D.detail,
-                                          sizeof(D.detail)) ||
+        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, &D.err) ||
             D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms, &D.err)) {
-            fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.detail);
+            fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
             exit(1);
         }
         if (i >= 0)
@@ -109,9 +108,9 @@ int main(void)
     struct ghd_ucompiler_config cc = {.cache_dir = dir, .cache_max_bytes = 1 << 30, .workers = 2,
                                       .queue = 16};
     struct ghd_ucompiler *c;
-    char why[256];
-    if (ghd_ucompiler_new(&cc, &c, why, sizeof(why)) != 0) {
-        printf("skipped: %s\n", why);
+    struct ghd_err cerr = {0};
+    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0) {
+        printf("skipped: %s\n", cerr.detail);
         return 77;
     }
     /* compile latency: cold, warm, after a restart */
@@ -131,7 +130,7 @@ int main(void)
     ghd_ukernel_unref(k1);
     ghd_ukernel_unref(k2);
     ghd_ucompiler_free(c);
-    if (ghd_ucompiler_new(&cc, &c, why, sizeof(why)) != 0)
+    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0)
         return 1;
     struct ghd_ukernel *k3 = define(c, def);
     double disk = build_seconds(k3, &cache);

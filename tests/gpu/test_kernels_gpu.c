@@ -78,7 +78,7 @@ static int prun(const char *kernel, json_t *args, json_t **hres, json_t **dres)
     int drc = tk_run(&D, kernel, args, dres);
     if (hrc || drc) {
         gpu_report(&tally, 0, "%s: host rc=%d (%s) cuda rc=%d (%s) [%s]", kernel, hrc, ghd_strerror(hrc), drc,
-               ghd_strerror(drc), D.detail[0] ? D.detail : H.detail);
+               ghd_strerror(drc), D.err.detail[0] ? D.err.detail : H.err.detail);
         return -1;
     }
     return 0;

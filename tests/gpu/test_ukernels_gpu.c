@@ -110,17 +110,16 @@ static int define(const char *json, struct ghd_ukernel **k)
 static int run_both(struct ghd_ukernel *k, json_t *args, json_t **hres, json_t **dres)
 {
     struct ghd_kernel_call *hc = NULL, *dc = NULL;
-    int rc = ghd_kernel_call_prepare_new(&k->base, args, tk_resolve, &H, &hc, H.detail,
-                                         sizeof(H.detail));
+    H.err = D.err = (struct ghd_err){0}; /* the details are these calls' */
+    int rc = ghd_kernel_call_prepare_new(&k->base, args, tk_resolve, &H, &hc, &H.err);
     if (!rc)
-        rc = ghd_kernel_call_prepare_new(&k->base, args, tk_resolve, &D, &dc, D.detail,
-                                         sizeof(D.detail));
+        rc = ghd_kernel_call_prepare_new(&k->base, args, tk_resolve, &D, &dc, &D.err);
     *hres = json_object();
     *dres = json_object();
     if (!rc)
-        rc = ghd_kernel_call_execute(hc, &H.rt, H.stream, *hres, H.detail, sizeof(H.detail));
+        rc = ghd_kernel_call_execute(hc, &H.rt, H.stream, *hres, &H.err);
     if (!rc)
-        rc = ghd_kernel_call_execute(dc, &D.rt, D.stream, *dres, D.detail, sizeof(D.detail));
+        rc = ghd_kernel_call_execute(dc, &D.rt, D.stream, *dres, &D.err);
     ghd_kernel_call_free(hc);
     ghd_kernel_call_free(dc);
     return rc;
@@ -236,8 +235,8 @@ static void run_case(const struct ucase *c, json_t **hres_out, json_t **dres_out
     json_t *hres = NULL, *dres = NULL;
     int rc = run_both(k, args, &hres, &dres);
     if (rc) {
-        gpu_report(&tally, 0, "%s: rc=%d (%s) host [%s] cuda [%s]", c->label, rc, ghd_strerror(rc), H.detail,
-               D.detail);
+        gpu_report(&tally, 0, "%s: rc=%d (%s) host [%s] cuda [%s]", c->label, rc, ghd_strerror(rc), H.err.detail,
+               D.err.detail);
         json_decref(hres);
         json_decref(dres);
         goto out;
@@ -480,9 +479,9 @@ int main(void)
         return 77;
     }
     struct ghd_ucompiler_config cc = {.workers = 2, .queue = 16};
-    char why[256];
-    if (ghd_ucompiler_new(&cc, &C, why, sizeof(why)) != 0) {
-        printf("skipped: %s\n", why);
+    struct ghd_err cerr = {0};
+    if (ghd_ucompiler_new(&cc, &C, &cerr) != 0) {
+        printf("skipped: %s\n", cerr.detail);
         return 77;
     }
     if (tk_init(&H, GHD_BACKEND_HOST) != 0) {

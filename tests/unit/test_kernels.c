@@ -35,8 +35,8 @@ static int reset(void **state)
 
 static void assert_detail_has(const char *needle)
 {
-    if (!strstr(T.detail, needle))
-        fail_msg("detail '%s' lacks '%s'", T.detail, needle);
+    if (!strstr(T.err.detail, needle))
+        fail_msg("detail '%s' lacks '%s'", T.err.detail, needle);
 }
 
 static const size_t SIZES[] = {0, 1, 2, 7, 64, 1000, 4099};
@@ -151,8 +151,9 @@ static void test_describe(void **state)
 static int prep(const char *name, json_t *args)
 {
     struct ghd_kernel_call *call = NULL;
+    T.err = (struct ghd_err){0}; /* the detail is this call's */
     int rc = ghd_kernel_call_prepare_new(ghd_kernel_find(name), args, tk_resolve, &T, &call,
-                                         T.detail, sizeof(T.detail));
+                                         &T.err);
     if (rc)
         assert_null(call);
     ghd_kernel_call_free(call);
@@ -352,7 +353,7 @@ static void test_validation(void **state)
                              "f32", "n", 1);
     T.nresolved = 0;
     assert_int_equal(ghd_kernel_call_prepare_new(ghd_kernel_find("axpy"), args, tk_resolve, &T,
-                                                 &call, T.detail, sizeof(T.detail)),
+                                                 &call, &T.err),
                      0);
     json_decref(args);
     assert_int_equal(T.nresolved, 2);

@@ -24,8 +24,7 @@ struct tk {
     const struct ghd_buffer *resolved[TK_MAX_BUFFERS]; /* by the last call, in order */
     unsigned nresolved;
     uint64_t rng;
-    char detail[512];
-    struct ghd_err err; /* the last failure of tk_init, tk_buf or a device call */
+    struct ghd_err err; /* the last failure of tk_init, tk_buf, a device or kernel call */
 };
 
 static inline int tk_init(struct tk *t, enum ghd_backend_kind kind)
@@ -112,13 +111,12 @@ static inline int tk_run(struct tk *t, const char *name, json_t *args, json_t **
     struct ghd_kernel_call *call = NULL;
     json_t *res = json_object();
     int rc = k ? 0 : GHD_ENOENT;
-    t->detail[0] = '\0';
+    t->err = (struct ghd_err){0}; /* the detail is this call's */
     t->nresolved = 0;
     if (!rc)
-        rc = ghd_kernel_call_prepare_new(k, args, tk_resolve, t, &call, t->detail,
-                                         sizeof(t->detail));
+        rc = ghd_kernel_call_prepare_new(k, args, tk_resolve, t, &call, &t->err);
     if (!rc)
-        rc = ghd_kernel_call_execute(call, &t->rt, t->stream, res, t->detail, sizeof(t->detail));
+        rc = ghd_kernel_call_execute(call, &t->rt, t->stream, res, &t->err);
     ghd_kernel_call_free(call);
     json_decref(args);
     if (result && !rc)

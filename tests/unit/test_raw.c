@@ -32,13 +32,13 @@ static void test_packing_offsets(void **state)
 {
     (void)state;
     struct ghd_raw_pack p;
-    char d[256];
+    struct ghd_err d = {0};
     /* i8 at 0; f64 aligned to 8; i32 at 16; a pointer at 24; i16 at 32;
      * u8 at 34; f32 at 36; u64 at 40. */
     json_t *a = parse("[{\"i8\": -5}, {\"f64\": 0.5}, {\"i32\": -7}, {\"buffer\": \"b1\", "
                       "\"offset\": 16, \"access\": \"in\"}, {\"i16\": 300}, {\"u8\": 255}, "
                       "{\"f32\": 2.5}, {\"u64\": 9007199254740993}]");
-    assert_int_equal(ghd_raw_args_parse(a, &p, d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_args_parse(a, &p, &d), 0);
     const size_t want[] = {0, 8, 16, 24, 32, 34, 36, 40};
     assert_int_equal(p.nargs, 8);
     for (unsigned i = 0; i < 8; i++)
@@ -73,7 +73,7 @@ static void test_packing_offsets(void **state)
     json_decref(a);
     /* Default access is inout. */
     a = parse("[{\"buffer\": \"b\"}]");
-    assert_int_equal(ghd_raw_args_parse(a, &p, d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_args_parse(a, &p, &d), 0);
     assert_int_equal(p.a[0].access, GHD_RAW_INOUT);
     json_decref(a);
 }
@@ -82,7 +82,7 @@ static void test_packing_errors(void **state)
 {
     (void)state;
     struct ghd_raw_pack p;
-    char d[256];
+    struct ghd_err d = {0};
     const char *bad[][3] = {
         {"{\"f32\": 1}", "400", "array"},
         {"[1]", "400", "args[0]"},
@@ -99,10 +99,10 @@ static void test_packing_errors(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *a = parse(bad[i][0]);
-        int rc = ghd_raw_args_parse(a, &p, d, sizeof(d));
+        int rc = ghd_raw_args_parse(a, &p, &d);
         int want = atoi(bad[i][1]) == 400 ? GHD_EINVAL : GHD_EUNPROC;
-        if (rc != want || !strstr(d, bad[i][2]))
-            fail_msg("%s: got %d '%s'", bad[i][0], rc, d);
+        if (rc != want || !strstr(d.detail, bad[i][2]))
+            fail_msg("%s: got %d '%s'", bad[i][0], rc, d.detail);
         json_decref(a);
     }
 }
@@ -111,19 +111,19 @@ static void test_layout_match(void **state)
 {
     (void)state;
     struct ghd_raw_pack p;
-    char d[256];
+    struct ghd_err d = {0};
     json_t *a = parse("[{\"f32\": 2}, {\"buffer\": \"x\"}, {\"buffer\": \"y\"}, {\"i64\": 10}]");
-    assert_int_equal(ghd_raw_args_parse(a, &p, d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_args_parse(a, &p, &d), 0);
     /* saxpy(float a, const float *x, float *y, long long n) */
     struct ghd_raw_params k = {4, {0, 8, 16, 24}, {4, 8, 8, 8}};
-    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", &d), 0);
     k.size[3] = 4; /* int n: an i64 given */
-    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", d, sizeof(d)), GHD_EUNPROC);
-    assert_non_null(strstr(d, "args[3]"));
+    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", &d), GHD_EUNPROC);
+    assert_non_null(strstr(d.detail, "args[3]"));
     k.size[3] = 8;
     k.n = 3;
-    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", d, sizeof(d)), GHD_EUNPROC);
-    assert_non_null(strstr(d, "takes 3 parameters"));
+    assert_int_equal(ghd_raw_args_match(&p, &k, "saxpy", &d), GHD_EUNPROC);
+    assert_non_null(strstr(d.detail, "takes 3 parameters"));
     json_decref(a);
 }
 
@@ -134,9 +134,9 @@ static void test_shape(void **state)
                                  .max_dyn_shared = 47 << 10, .max_block = {1024, 1024, 64},
                                  .max_grid = {2147483647u, 65535, 65535}};
     struct ghd_raw_shape sh;
-    char d[256];
+    struct ghd_err d = {0};
     json_t *l = parse("{\"grid\": [100, 2], \"block\": [32, 8], \"shared_mem\": 4096}");
-    assert_int_equal(ghd_raw_shape_parse(l, &lim, &sh, d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_shape_parse(l, &lim, &sh, &d), 0);
     assert_int_equal(sh.grid[0], 100);
     assert_int_equal(sh.grid[1], 2);
     assert_int_equal(sh.grid[2], 1);
@@ -155,10 +155,10 @@ static void test_shape(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         l = parse(bad[i][0]);
-        int rc = ghd_raw_shape_parse(l, &lim, &sh, d, sizeof(d));
+        int rc = ghd_raw_shape_parse(l, &lim, &sh, &d);
         int want = atoi(bad[i][1]) == 400 ? GHD_EINVAL : GHD_EUNPROC;
-        if (rc != want || !strstr(d, bad[i][2]))
-            fail_msg("%s: got %d '%s'", bad[i][0], rc, d);
+        if (rc != want || !strstr(d.detail, bad[i][2]))
+            fail_msg("%s: got %d '%s'", bad[i][0], rc, d.detail);
         json_decref(l);
     }
 }
@@ -168,10 +168,10 @@ static void test_options_and_source(void **state)
     (void)state;
     const char *out[GHD_RAW_MAX_OPTIONS + 1];
     unsigned n;
-    char d[512];
+    struct ghd_err d = {0};
     json_t *o = parse("[\"-std=c++17\", \"-DTILE=32\", \"--use_fast_math\", \"-lineinfo\", "
                       "\"-maxrregcount=64\", \"-ftz=true\"]");
-    assert_int_equal(ghd_raw_options_check(o, out, &n, d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_options_check(o, out, &n, &d), 0);
     assert_int_equal(n, 6);
     assert_string_equal(out[1], "-DTILE=32");
     assert_null(out[6]);
@@ -181,26 +181,26 @@ static void test_options_and_source(void **state)
                              "--gpu-architecture=sm_80", "-maxrregcount=", "-Xptxas"};
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         json_t *one = json_pack("[s]", refused[i]);
-        if (ghd_raw_options_check(one, out, &n, d, sizeof(d)) != GHD_EUNPROC ||
-            !strstr(d, "options[0]"))
-            fail_msg("option %s was not refused (%s)", refused[i], d);
+        if (ghd_raw_options_check(one, out, &n, &d) != GHD_EUNPROC ||
+            !strstr(d.detail, "options[0]"))
+            fail_msg("option %s was not refused (%s)", refused[i], d.detail);
         json_decref(one);
     }
     const char *ok = "extern \"C\" __global__ void k(int *x) { x[0] = 1; } // #define Y";
-    assert_int_equal(ghd_raw_source_check(ok, strlen(ok), d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_source_check(ok, strlen(ok), &d), 0);
     const char *includes[] = {"#include <stdio.h>\n", "  #  include \"/etc/passwd\"\n",
                               "#/* c */include <x>\n", "%:include <x>\n", "?" "?=include <x>\n",
                               "#inc\\\nlude <x>\n", "#include_next <x>\n", "#embed \"f\"\n",
                               "int a;\n#import <x>\n"};
     for (size_t i = 0; i < sizeof(includes) / sizeof(includes[0]); i++)
-        if (ghd_raw_source_check(includes[i], strlen(includes[i]), d, sizeof(d)) != GHD_EUNPROC)
+        if (ghd_raw_source_check(includes[i], strlen(includes[i]), &d) != GHD_EUNPROC)
             fail_msg("source '%s' was not refused", includes[i]);
-    assert_int_equal(ghd_raw_source_check(includes[8], strlen(includes[8]), d, sizeof(d)),
+    assert_int_equal(ghd_raw_source_check(includes[8], strlen(includes[8]), &d),
                      GHD_EUNPROC);
-    assert_non_null(strstr(d, "line 2"));
+    assert_non_null(strstr(d.detail, "line 2"));
     /* An identifier that merely starts with a refused word is fine. */
     const char *fine = "#define included 1\n#if included\n#endif\n";
-    assert_int_equal(ghd_raw_source_check(fine, strlen(fine), d, sizeof(d)), 0);
+    assert_int_equal(ghd_raw_source_check(fine, strlen(fine), &d), 0);
 }
 
 static const char *const module_src =
@@ -220,8 +220,8 @@ static void test_nvrtc_module(void **state)
     }
     struct ghd_ucompiler_config cfg = {.cache_max_bytes = 1 << 20, .workers = 1, .queue = 4};
     struct ghd_ucompiler *c;
-    char why[256];
-    assert_int_equal(ghd_ucompiler_new(&cfg, &c, why, sizeof(why)), 0);
+    struct ghd_err cerr = {0};
+    assert_int_equal(ghd_ucompiler_new(&cfg, &c, &cerr), 0);
     const char *opts[] = {"--use_fast_math", "-DUNUSED=1", NULL};
     const char *names[] = {"scale<float>", "scale<double>"};
     struct ghd_ucompile_job job = {.src = module_src, .arch = "sm_90", .options = opts,

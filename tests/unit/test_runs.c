@@ -58,12 +58,12 @@ static int teardown(void **state)
 static struct ghd_run *prepared(struct fixture *f, const char *kernel, json_t *args, int *rc)
 {
     struct ghd_run *run;
-    char detail[256] = "";
+    struct ghd_err err = {0};
     assert_int_equal(ghd_run_new(NULL, &run), 0);
     run->step_count = 1;
     run->steps[0].kernel = ghd_kernel_find(kernel);
     assert_non_null(run->steps[0].kernel);
-    *rc = ghd_run_step_prepare(&run->steps[0], args, &f->t, NULL, detail, sizeof(detail));
+    *rc = ghd_run_step_prepare(&run->steps[0], args, &f->t, NULL, &err);
     json_decref(args);
     return run;
 }
@@ -163,7 +163,7 @@ static void test_execute_orders_buffers(void **state)
     struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
     ghd_run_execute(&f->rt, s, ev, run);
-    assert_int_equal(run->error, 0);
+    assert_int_equal(run->error.code, 0);
     assert_int_equal(dev->ops->copy_d2h(dev, out, f->y->d_ptr, sizeof(out), s, NULL), 0);
     assert_int_equal(dev->ops->stream_sync(dev, s, NULL), 0);
     for (int i = 0; i < 4; i++)

@@ -113,8 +113,8 @@ static struct ghd_ucompiler *compiler_new(size_t max_bytes, unsigned queue)
     struct ghd_ucompiler_config cfg = {.cache_dir = dir, .cache_max_bytes = max_bytes,
                                        .workers = 1, .queue = queue};
     struct ghd_ucompiler *c;
-    char why[256];
-    assert_int_equal(ghd_ucompiler_new(&cfg, &c, why, sizeof(why)), 0);
+    struct ghd_err cerr = {0};
+    assert_int_equal(ghd_ucompiler_new(&cfg, &c, &cerr), 0);
     return c;
 }
 
@@ -197,8 +197,8 @@ static int setup(void **state)
     }
     assert_non_null(mkdtemp(dir));
     struct ghd_ucompiler_config cfg = {.workers = 2, .queue = 64};
-    char why[256];
-    assert_int_equal(ghd_ucompiler_new(&cfg, &C, why, sizeof(why)), 0);
+    struct ghd_err cerr = {0};
+    assert_int_equal(ghd_ucompiler_new(&cfg, &C, &cerr), 0);
     return 0;
 }
 
