@@ -23,13 +23,15 @@
 #include "base/log.h"
 #include "core/service.h"
 
+#include "fuzz_service.h"
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct ghd_service svc;
 static struct ghd_http *http;
 static unsigned port;
-static char ids[3][GHD_BUFFER_ID_LEN + 1];
+static fuzz_ids ids;
 static unsigned long runs;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -37,36 +39,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     struct ghd_config cfg;
-    ghd_config_defaults(&cfg);
-    cfg.backend = GHD_CHOICE_HOST;
-    cfg.port = 0;
-    cfg.pool_initial = 0;
-    cfg.pool_slab = 4 << 20;
-    cfg.pool_limit = 128 << 20;
-    cfg.pool_limit_percent = 0;
-    cfg.staging_chunk = 64 << 10;
+    fuzz_config(&cfg);
     cfg.staging_chunks = 8;
     cfg.staging_timeout_ms = 200;
-    cfg.max_buffer_size = 1 << 20;
-    cfg.runs_kept = 16;
     cfg.connection_timeout_s = 2;
     cfg.header_timeout_s = 2;
-    ghd_log_setup(GHD_LOG_ERROR, GHD_LOG_TEXT);
+    fuzz_service_start(&svc, &cfg, ids);
     struct ghd_err err = {0};
-    if (ghd_service_init(&svc, &cfg, &err) != 0 ||
-        ghd_http_start(&svc, &ghd_routes, &http, &err) != 0) {
+    if (ghd_http_start(&svc, &ghd_routes, &http, &err) != 0) {
         fprintf(stderr, "server: %s\n", err.detail);
         abort();
     }
     port = ghd_http_port(http);
-    for (int i = 0; i < 3; i++) {
-        struct ghd_buffer *b;
-        struct ghd_buffer_spec spec = {.size = 4096};
-        if (ghd_buffer_create_new(&svc.buffers, ghd_service_runtime(&svc, 0), &spec, &b) != 0)
-            abort();
-        memcpy(ids[i], b->id, sizeof(ids[i]));
-        ghd_buffer_unref(b);
-    }
     return 0;
 }
 
@@ -126,18 +110,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 16384)
         return 0;
-    char *req = malloc(size * (GHD_BUFFER_ID_LEN / 2) + 1), *o = req;
-    for (size_t i = 0; i < size; i++) {
-        if (data[i] == '@' && i + 1 < size && data[i + 1] >= '0' && data[i + 1] <= '2') {
-            memcpy(o, ids[data[i + 1] - '0'], GHD_BUFFER_ID_LEN);
-            o += GHD_BUFFER_ID_LEN;
-            i++;
-        } else {
-            *o++ = (char)data[i];
-        }
-    }
+    size_t len;
+    char *req = fuzz_expand_ids(data, size, ids, &len);
     static char resp[1 << 16];
-    size_t got = exchange(req, (size_t)(o - req), resp, sizeof(resp) - 1);
+    size_t got = exchange(req, len, resp, sizeof(resp) - 1);
     resp[got] = '\0';
     free(req);
     /* A 5xx other than the documented ones (503 staging busy, 507 pool full,

@@ -18,62 +18,24 @@
 #include "core/service.h"
 
 #include "fuzz_check.h"
+#include "fuzz_service.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct ghd_service svc;
-static char ids[3][GHD_BUFFER_ID_LEN + 1];
+static fuzz_ids ids;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     struct ghd_config cfg;
-    ghd_config_defaults(&cfg);
-    cfg.backend = GHD_CHOICE_HOST;
-    cfg.pool_initial = 0;
-    cfg.pool_slab = 4 << 20;
-    cfg.pool_limit = 128 << 20;
-    cfg.pool_limit_percent = 0;
-    cfg.staging_chunk = 64 << 10;
+    fuzz_config(&cfg);
     cfg.staging_chunks = 2;
-    cfg.max_buffer_size = 1 << 20; /* runs on fuzzed sizes stay quick */
-    cfg.runs_kept = 16;
     cfg.run_queue_limit = 64;
-    ghd_log_setup(GHD_LOG_ERROR, GHD_LOG_TEXT);
-    struct ghd_err err = {0};
-    if (ghd_service_init(&svc, &cfg, &err) != 0) {
-        fprintf(stderr, "service: %s\n", err.detail);
-        abort();
-    }
-    for (int i = 0; i < 3; i++) {
-        struct ghd_buffer *b;
-        struct ghd_buffer_spec spec = {.size = 4096};
-        if (ghd_buffer_create_new(&svc.buffers, ghd_service_runtime(&svc, 0), &spec, &b) != 0)
-            abort();
-        memcpy(ids[i], b->id, sizeof(ids[i]));
-        ghd_buffer_unref(b);
-    }
+    fuzz_service_start(&svc, &cfg, ids);
     return 0;
-}
-
-/* Copies the body, putting the buffer ids where "@0".."@2" stand. */
-static char *expand(const uint8_t *data, size_t size, size_t *out_len)
-{
-    char *s = malloc(size * (GHD_BUFFER_ID_LEN / 2) + 1), *o = s;
-    for (size_t i = 0; i < size; i++) {
-        if (data[i] == '@' && i + 1 < size && data[i + 1] >= '0' && data[i + 1] <= '2') {
-            memcpy(o, ids[data[i + 1] - '0'], GHD_BUFFER_ID_LEN);
-            o += GHD_BUFFER_ID_LEN;
-            i++;
-        } else {
-            *o++ = (char)data[i];
-        }
-    }
-    *o = '\0';
-    *out_len = (size_t)(o - s);
-    return s;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -82,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int runs = data[0] & 1;
     size_t len;
-    char *body = expand(data + 1, size - 1, &len);
+    char *body = fuzz_expand_ids(data + 1, size - 1, ids, &len);
     json_t *doc = json_loadb(body, len, 0, NULL);
     free(body);
     if (!json_is_object(doc)) { /* http.c answers 400 itself */

@@ -134,6 +134,14 @@ static void test_bearer(void **state)
     assert_int_equal(ghd_auth_bearer(NULL, &t, &n), GHD_EUNAUTH);
 }
 
+/* The header authenticates as tenant `want`. */
+static void assert_tenant(struct ghd_auth *a, const char *header, const char *want)
+{
+    char tenant[GHD_TENANT_MAX + 1];
+    assert_int_equal(ghd_auth_check(a, header, tenant, NULL), 0);
+    assert_string_equal(tenant, want);
+}
+
 static void test_list_and_check(void **state)
 {
     (void)state;
@@ -145,10 +153,8 @@ static void test_list_and_check(void **state)
     assert_false(ghd_auth_metrics_guarded(a));
     assert_int_equal(ghd_auth_count(a), 2);
     char tenant[GHD_TENANT_MAX + 1];
-    assert_int_equal(ghd_auth_check(a, "Bearer tokA1", tenant, NULL), 0);
-    assert_string_equal(tenant, "alice");
-    assert_int_equal(ghd_auth_check(a, "Bearer tokB2", tenant, NULL), 0);
-    assert_string_equal(tenant, "bob");
+    assert_tenant(a, "Bearer tokA1", "alice");
+    assert_tenant(a, "Bearer tokB2", "bob");
     /* Prefixes, extensions and case changes of a token do not match. */
     const char *wrong[] = {"Bearer tokA", "Bearer tokA12", "Bearer TOKA1", "Bearer tokB2=",
                            "Basic tokA1", NULL};
@@ -262,10 +268,8 @@ static void test_file_load_reload(void **state)
     assert_int_equal(ghd_auth_new(path, "envTok:carol", NULL, &a, &err), 0);
     assert_int_equal(ghd_auth_count(a), 3);
     char tenant[GHD_TENANT_MAX + 1];
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant, NULL), 0);
-    assert_string_equal(tenant, "bob");
-    assert_int_equal(ghd_auth_check(a, "Bearer envTok", tenant, NULL), 0);
-    assert_string_equal(tenant, "carol");
+    assert_tenant(a, "Bearer fileTok2", "bob");
+    assert_tenant(a, "Bearer envTok", "carol");
 
     /* Reload: bob's token is rotated, dave is added. */
     write_file(path, "fileTok1 alice\nfileTok3 bob\nfileTok4 dave\n");
@@ -273,16 +277,14 @@ static void test_file_load_reload(void **state)
     assert_int_equal(ghd_auth_reload(a, &count, &err), 0);
     assert_int_equal(count, 4);
     assert_int_equal(ghd_auth_check(a, "Bearer fileTok2", tenant, NULL), GHD_EUNAUTH);
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok3", tenant, NULL), 0);
-    assert_string_equal(tenant, "bob");
+    assert_tenant(a, "Bearer fileTok3", "bob");
 
     /* A broken file is refused and the old table stays, naming the line. */
     write_file(path, "fileTok1 alice\n\nsecretBROKEN\n");
     assert_int_equal(ghd_auth_reload(a, &count, &err), GHD_EINVAL);
     assert_non_null(strstr(err.detail, "line 3"));
     assert_null(strstr(err.detail, "secretBROKEN"));
-    assert_int_equal(ghd_auth_check(a, "Bearer fileTok4", tenant, NULL), 0);
-    assert_string_equal(tenant, "dave");
+    assert_tenant(a, "Bearer fileTok4", "dave");
 
     /* One token for two tenants is refused. */
     write_file(path, "same alice\nsame bob\n");

@@ -77,19 +77,28 @@ static void test_sigterm_lets_upload_finish(void **state)
     unlink(p.log_path);
 }
 
+/* A server with --shutdown-grace `grace` (and no slow-client guard) and an
+ * upload into a 1 MiB buffer that stalls after its first 1000 bytes: the
+ * upload's socket. */
+static int start_stalled_put(struct rel_proc *p, const char *grace)
+{
+    const char *args[] = {"--shutdown-grace", grace, "--header-timeout", "0",
+                          "--min-transfer-rate", "0", "--pool-initial", "0", NULL};
+    start(p, args, NULL);
+    struct rel_server s;
+    rel_server_for(&s, p);
+    char id[64];
+    assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
+    int fd = rel_begin_put(p->port, id, 1 << 20, 1000); /* and never more */
+    rel_sleep_ms(200);
+    return fd;
+}
+
 static void test_grace_bounds_stalled_client(void **state)
 {
     (void)state;
-    const char *args[] = {"--shutdown-grace", "1", "--header-timeout", "0",
-                          "--min-transfer-rate", "0", "--pool-initial", "0", NULL};
     struct rel_proc p;
-    start(&p, args, NULL);
-    struct rel_server s;
-    rel_server_for(&s, &p);
-    char id[64];
-    assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
-    int fd = rel_begin_put(p.port, id, 1 << 20, 1000); /* and never more */
-    rel_sleep_ms(200);
+    int fd = start_stalled_put(&p, "1");
     long t0 = rel_now_ms();
     kill(p.pid, SIGTERM);
     int code = rel_wait_exit_or_kill(&p, 10000);
@@ -175,16 +184,8 @@ static void test_second_signal_bounds_running_run(void **state)
 static void test_second_signal_stops_now(void **state)
 {
     (void)state;
-    const char *args[] = {"--shutdown-grace", "60", "--header-timeout", "0",
-                          "--min-transfer-rate", "0", "--pool-initial", "0", NULL};
     struct rel_proc p;
-    start(&p, args, NULL);
-    struct rel_server s;
-    rel_server_for(&s, &p);
-    char id[64];
-    assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
-    int fd = rel_begin_put(p.port, id, 1 << 20, 1000);
-    rel_sleep_ms(200);
+    int fd = start_stalled_put(&p, "60");
     kill(p.pid, SIGTERM);
     rel_sleep_ms(300);
     assert_int_equal(rel_wait_exit(&p, 0), -1); /* still waiting for the upload */
