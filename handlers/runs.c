@@ -47,7 +47,6 @@ static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json
     rc = ghd_run_step_prepare(out, step, &req->svc->buffers, req->tenant, &err);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, f->name, err.detail);
-    ghd_run_step_bump_writes(out); /* and again when it ends (run_queue.c) */
     return 0;
 }
 
@@ -89,9 +88,6 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, ghd_kernel_name(out->kernel),
                                  err.detail);
-    /* A run that will write a buffer moves its version now, at submission:
-     * conditional writes after this one see it, and runs keep their order. */
-    ghd_run_step_bump_writes(out); /* and again when it ends (run_queue.c) */
     return 0;
 }
 

@@ -87,7 +87,7 @@ void ghd_run_release_calls(struct ghd_run *run)
     }
 }
 
-void ghd_run_step_bump_writes(const struct ghd_run_step *step)
+static void step_bump_writes(const struct ghd_run_step *step)
 {
     if (!step->call)
         return;
@@ -96,10 +96,10 @@ void ghd_run_step_bump_writes(const struct ghd_run_step *step)
             ghd_buffer_bump(step->held[i]);
 }
 
-void ghd_run_writes_done(struct ghd_run *run)
+void ghd_run_bump_writes(struct ghd_run *run)
 {
     for (unsigned i = 0; i < run->step_count; i++)
-        ghd_run_step_bump_writes(&run->steps[i]);
+        step_bump_writes(&run->steps[i]);
 }
 
 void ghd_run_unref(struct ghd_run *run)

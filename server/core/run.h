@@ -73,15 +73,15 @@ int ghd_run_step_prepare(struct ghd_run_step *step, json_t *args, struct ghd_buf
  * last reference frees a buffer (a device sync and the pool's lock): call
  * it with no lock held. */
 void ghd_run_release_calls(struct ghd_run *run);
-/* A run has ended: moves the version of every buffer it wrote (or may
- * have: a failed or canceled run too) once more. Submission moved it first
- * (handlers/runs.c), so a tag taken while the run was writing names no
- * finished state and is stale once it ends (If-Match 412, If-None-Match
- * 200). Call before waiters are woken, while the calls are held. */
-void ghd_run_writes_done(struct ghd_run *run);
-/* Moves the version of every buffer the step's call writes (submission:
- * handlers/runs.c; the end: ghd_run_writes_done). */
-void ghd_run_step_bump_writes(const struct ghd_run_step *step);
+/* Moves the version of every buffer the run's steps write (or may write),
+ * twice in a run's life (run_queue.c): when the queue takes it, so that
+ * conditional writes after it see it and runs keep their order, and when
+ * it has ended (a failed or canceled run too), so that a tag taken while
+ * the run was writing names no finished state and is stale once it ends
+ * (If-Match 412, If-None-Match 200). Not at validation: a request refused
+ * at a later step, or by the queue, must change nothing. At the end, call
+ * it before waiters are woken, while the calls are held. */
+void ghd_run_bump_writes(struct ghd_run *run);
 /* Runs the steps in order on `stream`, each after the earlier users of its
  * buffers (ghd_buffer_order), timing each between ev[0] and ev[1];
  * sets run->error.code (0 or a GHD_E* code) and, on failure, its detail. */

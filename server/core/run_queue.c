@@ -178,7 +178,7 @@ static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run, struct c
  * recorded, then its waiters woken. */
 static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, struct collected *c)
 {
-    ghd_run_writes_done(run);
+    ghd_run_bump_writes(run);
     run->finished_ms = ghd_clock_ms();
     q->active--;
     ghd_list_push_back(&q->done, &run->done_link);
@@ -460,6 +460,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     }
     struct collected c = {0};
     prune_locked(q, &c);
+    ghd_run_bump_writes(run); /* taken: now, and again when it ends */
     run->status = GHD_RUN_QUEUED;
     run->queued_at_ms = ghd_clock_ms();
     ghd_run_ref(run); /* the queue's, then the finished list's */

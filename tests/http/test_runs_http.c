@@ -1711,6 +1711,55 @@ static void test_fresh_buffer_is_zero(void **state)
     assert_true(reused > 0);
 }
 
+/* The version of buffer `id` (GET /v1/buffers/<id>/meta). */
+static json_int_t buffer_version(const char *id)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
+    json_t *meta = get_run(path); /* any GET that must answer 200 with JSON */
+    json_int_t v = json_integer_value(json_object_get(meta, "version"));
+    json_decref(meta);
+    return v;
+}
+
+/* A refused request changes nothing: a pipeline refused at a later step's
+ * validation leaves the versions of the buffers its earlier steps would
+ * write where they were: the run was never taken. (Each step's validation
+ * used to move them as it passed.) */
+static void test_refused_pipeline_moves_no_version(void **state)
+{
+    (void)state;
+    char x[33], y[33];
+    mkbuf(x, 64 * 4, NULL);
+    mkbuf(y, 64 * 4, NULL);
+    json_int_t vx = buffer_version(x), vy = buffer_version(y);
+    /* step 1 needs 65 elements of a 64-element buffer */
+    run_problem(422, "steps[1]: ",
+                "{\"steps\":[{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
+                "\"n\":64,\"value\":1}},{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\","
+                "\"dtype\":\"f32\",\"n\":65,\"value\":2}}]}",
+                x, y);
+    /* step 2 names a kernel there is none of, after two that write */
+    run_problem(422, "steps[2]: ",
+                "{\"steps\":[{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
+                "\"n\":64,\"value\":1}},{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\","
+                "\"y\":\"%s\",\"dtype\":\"f32\",\"n\":64}},{\"kernel\":\"no_such_kernel\"}]}",
+                x, x, y);
+    assert_int_equal(buffer_version(x), vx);
+    assert_int_equal(buffer_version(y), vy);
+    /* what they would have written was not written either */
+    unsigned char *got = getbuf(x, 64 * 4);
+    expect_ff(got, 64 * 4, "x after refused pipelines");
+    free(got);
+    /* an accepted pipeline still moves them (at submission and at its end) */
+    json_decref(run_ok("{\"steps\":[{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\","
+                       "\"dtype\":\"f32\",\"n\":64,\"value\":1}}]}",
+                       x));
+    assert_true(buffer_version(x) > vx);
+    assert_int_equal(buffer_version(y), vy);
+    DELETE_BUFFERS(x, y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1734,6 +1783,7 @@ int main(void)
         cmocka_unit_test_teardown(test_validation, harness_teardown_idle),
         cmocka_unit_test_teardown(test_delete_during_run, harness_teardown_idle),
         cmocka_unit_test_teardown(test_run_end_frees_beside_scrapes, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_refused_pipeline_moves_no_version, harness_teardown_idle),
     };
     harness_suite_bind(&H, NULL);
     return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
