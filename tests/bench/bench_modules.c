@@ -15,13 +15,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "../unit/test_kernels_util.h"
 #include "kernels/raw/module.h"
 #include "kernels/user/compile.h"
-#include "bench_stats.h"
+#include "bench_gpu.h"
 
-static struct tk D;
-static int reps = 20;
+static struct bench_gpu B;
 
 static const char *const saxpy_src =
     "extern \"C\" __global__ void saxpy(float a, const float *__restrict__ x,\n"
@@ -42,36 +40,6 @@ static const char *const saxpy_src =
     "  }\n"
     "}\n";
 
-/* Median device time of kernel k with args (stolen). */
-static double time_call(const struct ghd_kernel *k, json_t *args)
-{
-    struct ghd_kernel_call *call;
-    struct ghd_event *start, *end;
-    double v[256];
-    if (D.rt.dev.ops->event_new(&D.rt.dev, &start, &D.err) ||
-        D.rt.dev.ops->event_new(&D.rt.dev, &end, &D.err) ||
-        ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, &D.err)) {
-        fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
-        exit(1);
-    }
-    json_decref(args);
-    for (int i = -3; i < reps; i++) {
-        json_t *res = json_object();
-        float ms = -1;
-        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, &D.err) ||
-            D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms, &D.err)) {
-            fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
-            exit(1);
-        }
-        if (i >= 0)
-            v[i] = ms;
-        json_decref(res);
-    }
-    ghd_kernel_call_free(call);
-    D.rt.dev.ops->event_free(&D.rt.dev, start);
-    D.rt.dev.ops->event_free(&D.rt.dev, end);
-    return bench_median(v, reps);
-}
 
 /* Seconds to build (compile or fetch, load) the module; its cache in *cache. */
 static double build(struct ghd_ucompiler *c, struct ghd_rmodule **out, char cache[8])
@@ -79,7 +47,7 @@ static double build(struct ghd_ucompiler *c, struct ghd_rmodule **out, char cach
     json_t *body = json_pack("{s:s, s:[s]}", "source", saxpy_src, "options", "-std=c++17");
     struct ghd_err err = {0};
     double t0 = ghd_clock_s();
-    if (ghd_rmodule_new(body, 1 << 20, NULL, c, &D.rt, out, &err)) {
+    if (ghd_rmodule_new(body, 1 << 20, NULL, c, &B.d.rt, out, &err)) {
         fprintf(stderr, "module: %s\n", err.detail);
         exit(1);
     }
@@ -91,70 +59,48 @@ static double build(struct ghd_ucompiler *c, struct ghd_rmodule **out, char cach
 
 int main(void)
 {
-    const char *e;
-    size_t mib = (e = getenv("BENCH_MIB")) && *e ? strtoul(e, NULL, 10) : 256;
-    if ((e = getenv("BENCH_REPS")) && *e)
-        reps = atoi(e) > 0 && atoi(e) <= 256 ? atoi(e) : 20;
-    if (tk_init(&D, GHD_BACKEND_CUDA) != 0) {
-        printf("skipped: no CUDA device (%s)\n", D.err.detail);
-        return 77;
-    }
-    char dir[] = "/tmp/ghd-bench-mcache-XXXXXX";
-    if (!mkdtemp(dir))
-        return 1;
-    struct ghd_ucompiler_config cc = {.cache_dir = dir, .cache_max_bytes = 1 << 30, .workers = 2,
-                                      .queue = 16};
-    struct ghd_ucompiler *c;
-    struct ghd_err cerr = {0};
-    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0) {
-        printf("skipped: %s\n", cerr.detail);
-        return 77;
-    }
+    int rc = bench_gpu_start(&B, "/tmp/ghd-bench-mcache-XXXXXX");
+    if (rc)
+        return rc;
     struct ghd_rmodule *m1, *m2, *m3;
     char cold_cache[8], warm_cache[8], disk_cache[8];
-    double cold = build(c, &m1, cold_cache);
-    double warm = build(c, &m2, warm_cache);
+    double cold = build(B.compiler, &m1, cold_cache);
+    double warm = build(B.compiler, &m2, warm_cache);
     ghd_rmodule_unref(m2);
-    ghd_ucompiler_free(c);
-    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0)
+    if (bench_gpu_restart_compiler(&B))
         return 1;
-    double disk = build(c, &m3, disk_cache);
+    double disk = build(B.compiler, &m3, disk_cache);
     ghd_rmodule_unref(m3);
     printf("compile cold %.3f s (%s), cached %.4f s (%s), after restart %.4f s (%s)\n", cold,
            cold_cache, warm, warm_cache, disk, disk_cache);
 
-    size_t bytes = mib << 20;
-    struct ghd_buffer *x = tk_buf(&D, bytes), *y = tk_buf(&D, bytes);
-    if (!x || !y) {
-        fprintf(stderr, "cannot allocate 2 x %zu MiB\n", mib);
+    size_t bytes = B.mib << 20;
+    struct ghd_buffer *x, *y;
+    if (bench_gpu_arrays(&B, &x, &y))
         return 1;
-    }
-    float *h = malloc(bytes);
-    for (size_t i = 0; i < bytes / 4; i++)
-        h[i] = (float)tk_uniform(&D, -1, 1);
-    tk_upload(&D, x, h, bytes);
-    tk_upload(&D, y, h, bytes);
-    free(h);
     json_int_t n = (json_int_t)(bytes / 4);
     struct ghd_rfunc *f = ghd_rmodule_function(m1, "saxpy");
     json_int_t blocks = (n + 255) / 256;
-    double b_axpy = time_call(ghd_kernel_find("axpy"),
-                              json_pack("{s:f, s:s, s:s, s:s, s:I}", "a", 1.0001, "x", x->id, "y",
-                                        y->id, "dtype", "f32", "n", n));
+    double b_axpy = bench_gpu_time_call(&B, ghd_kernel_find("axpy"),
+                                        json_pack("{s:f, s:s, s:s, s:s, s:I}", "a", 1.0001, "x",
+                                                  x->id, "y", y->id, "dtype", "f32", "n", n),
+                                        NULL);
     /* The step is the call's args for a raw function; the module's reference
      * stays with m1 (the call borrows f). */
-    double r_axpy = time_call(&f->base,
-                              json_pack("{s:[I], s:[i], s:[{s:f}, {s:s, s:s}, {s:s}, {s:I}]}",
-                                        "grid", blocks, "block", 256, "args", "f32", 1.0001,
-                                        "buffer", x->id, "access", "in", "buffer", y->id, "i64",
-                                        n));
+    double r_axpy =
+        bench_gpu_time_call(&B, &f->base,
+                            json_pack("{s:[I], s:[i], s:[{s:f}, {s:s, s:s}, {s:s}, {s:I}]}", "grid",
+                                      blocks, "block", 256, "args", "f32", 1.0001, "buffer", x->id,
+                                      "access", "in", "buffer", y->id, "i64", n),
+                            NULL);
     struct ghd_rfunc *f4 = ghd_rmodule_function(m1, "saxpy4");
     json_int_t blocks4 = (n / 4 + 255) / 256;
-    double r4_axpy = time_call(&f4->base,
-                               json_pack("{s:[I], s:[i], s:[{s:f}, {s:s, s:s}, {s:s}, {s:I}]}",
-                                         "grid", blocks4, "block", 256, "args", "f32", 1.0001,
-                                         "buffer", x->id, "access", "in", "buffer", y->id, "i64",
-                                         n / 4));
+    double r4_axpy =
+        bench_gpu_time_call(&B, &f4->base,
+                            json_pack("{s:[I], s:[i], s:[{s:f}, {s:s, s:s}, {s:s}, {s:I}]}", "grid",
+                                      blocks4, "block", 256, "args", "f32", 1.0001, "buffer", x->id,
+                                      "access", "in", "buffer", y->id, "i64", n / 4),
+                            NULL);
     double gb = 1e9;
     printf("\n| kernel | ms | GB/s (x read, y read + written) | ratio built-in/raw |\n"
            "|---|---|---|---|\n");
@@ -169,9 +115,5 @@ int main(void)
     printf("| cold | %.3f | %s |\n| cached (memory) | %.4f | %s |\n| after restart (disk) | %.4f | "
            "%s |\n", cold, cold_cache, warm, warm_cache, disk, disk_cache);
     ghd_rmodule_unref(m1);
-    tk_destroy(&D);
-    ghd_ucompiler_free(c);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : 1;
+    return bench_gpu_end(&B);
 }

@@ -14,47 +14,13 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "../unit/test_kernels_util.h"
 #include "kernels/user/compile.h"
 #include "kernels/user/ucuda.h"
-#include "bench_stats.h"
+#include "bench_gpu.h"
 
-static struct tk D;
-static int reps = 20;
+static struct bench_gpu B;
 static const struct ghd_ulimits limits = {.max_definition = 16384, .max_depth = 64};
 
-/* Median device time of kernel k (built-in or user) with args (stolen). */
-static double time_call(const struct ghd_kernel *k, json_t *args, json_t **result)
-{
-    struct ghd_kernel_call *call;
-    struct ghd_event *start, *end;
-    double v[256];
-    if (D.rt.dev.ops->event_new(&D.rt.dev, &start, &D.err) || D.rt.dev.ops->event_new(&D.rt.dev, &end, &D.err) ||
-        ghd_kernel_call_prepare_new(k, args, tk_resolve, &D, &call, &D.err)) {
-        fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
-        exit(1);
-    }
-    json_decref(args);
-    for (int i = -3; i < reps; i++) {
-        json_t *res = json_object();
-        float ms = -1;
-        if (ghd_kernel_call_execute_timed(call, &D.rt, D.stream, start, end, res, &D.err) ||
-            D.rt.dev.ops->event_elapsed(&D.rt.dev, start, end, &ms, &D.err)) {
-            fprintf(stderr, "%s: %s\n", ghd_kernel_name(k), D.err.detail);
-            exit(1);
-        }
-        if (i >= 0)
-            v[i] = ms;
-        if (result && i == reps - 1)
-            *result = res;
-        else
-            json_decref(res);
-    }
-    ghd_kernel_call_free(call);
-    D.rt.dev.ops->event_free(&D.rt.dev, start);
-    D.rt.dev.ops->event_free(&D.rt.dev, end);
-    return bench_median(v, reps);
-}
 
 static struct ghd_ukernel *define(struct ghd_ucompiler *c, const char *json)
 {
@@ -78,7 +44,7 @@ static double build_seconds(struct ghd_ukernel *k, const char **cache)
     for (int t = 0; t < 26; t++)
         b.ph_type[t] = GHD_UT_NONE;
     double t0 = ghd_clock_s();
-    if (ghd_ukernel_binding(k, &b, &bd, &e) || ghd_ucuda_prepare(k, bd, &D.rt, &e)) {
+    if (ghd_ukernel_binding(k, &b, &bd, &e) || ghd_ucuda_prepare(k, bd, &B.d.rt, &e)) {
         fprintf(stderr, "build: %s\n", e.detail);
         exit(1);
     }
@@ -94,78 +60,58 @@ static double build_seconds(struct ghd_ukernel *k, const char **cache)
 
 int main(void)
 {
-    const char *e;
-    size_t mib = (e = getenv("BENCH_MIB")) && *e ? strtoul(e, NULL, 10) : 256;
-    if ((e = getenv("BENCH_REPS")) && *e)
-        reps = atoi(e) > 0 && atoi(e) <= 256 ? atoi(e) : 20;
-    if (tk_init(&D, GHD_BACKEND_CUDA) != 0) {
-        printf("skipped: no CUDA device (%s)\n", D.err.detail);
-        return 77;
-    }
-    char dir[] = "/tmp/ghd-bench-ucache-XXXXXX";
-    if (!mkdtemp(dir))
-        return 1;
-    struct ghd_ucompiler_config cc = {.cache_dir = dir, .cache_max_bytes = 1 << 30, .workers = 2,
-                                      .queue = 16};
-    struct ghd_ucompiler *c;
-    struct ghd_err cerr = {0};
-    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0) {
-        printf("skipped: %s\n", cerr.detail);
-        return 77;
-    }
+    int rc = bench_gpu_start(&B, "/tmp/ghd-bench-ucache-XXXXXX");
+    if (rc)
+        return rc;
     /* compile latency: cold, warm, after a restart */
     const char *cache;
     const char *def = "{\"name\": \"lat\", \"in\": \"f32 x, f32 y\", \"out\": \"f32 z\","
                       " \"body\": \"z = x * y + sqrt(abs(x))\"}";
-    struct ghd_ukernel *k1 = define(c, def);
+    struct ghd_ukernel *k1 = define(B.compiler, def);
     double cold = build_seconds(k1, &cache);
     printf("compile cold:  %.3f s (%s)\n", cold, cache);
     char cold_cache[16];
     snprintf(cold_cache, sizeof(cold_cache), "%s", cache);
-    struct ghd_ukernel *k2 = define(c, def);
+    struct ghd_ukernel *k2 = define(B.compiler, def);
     double warm = build_seconds(k2, &cache);
     printf("compile warm:  %.3f s (%s)\n", warm, cache);
     char warm_cache[16];
     snprintf(warm_cache, sizeof(warm_cache), "%s", cache);
     ghd_ukernel_unref(k1);
     ghd_ukernel_unref(k2);
-    ghd_ucompiler_free(c);
-    if (ghd_ucompiler_new(&cc, &c, &cerr) != 0)
+    if (bench_gpu_restart_compiler(&B))
         return 1;
-    struct ghd_ukernel *k3 = define(c, def);
+    struct ghd_ukernel *k3 = define(B.compiler, def);
     double disk = build_seconds(k3, &cache);
     printf("compile after restart: %.3f s (%s)\n", disk, cache);
     ghd_ukernel_unref(k3);
 
     /* bandwidth */
-    size_t bytes = mib << 20;
-    struct ghd_buffer *x = tk_buf(&D, bytes), *y = tk_buf(&D, bytes);
-    if (!x || !y) {
-        fprintf(stderr, "cannot allocate 2 x %zu MiB\n", mib);
+    size_t bytes = B.mib << 20;
+    struct ghd_buffer *x, *y;
+    if (bench_gpu_arrays(&B, &x, &y))
         return 1;
-    }
-    float *h = malloc(bytes);
-    for (size_t i = 0; i < bytes / 4; i++)
-        h[i] = (float)tk_uniform(&D, -1, 1);
-    tk_upload(&D, x, h, bytes);
-    tk_upload(&D, y, h, bytes);
-    free(h);
     json_int_t n = (json_int_t)(bytes / 4);
-    struct ghd_ukernel *ua = define(c, "{\"name\": \"uaxpy\", \"in\": \"f32 x, f32 a\","
-                                       " \"out\": \"f32 y\", \"body\": \"y = a * x + y\"}");
-    struct ghd_ukernel *us = define(c, "{\"name\": \"usumsq\", \"kind\": \"reduction\","
-                                       " \"in\": \"f32 x\", \"out\": \"f64 r\", \"map\": \"x * x\","
-                                       " \"reduce\": \"a + b\", \"identity\": \"0\"}");
-    double b_axpy = time_call(ghd_kernel_find("axpy"),
-                              json_pack("{s:f, s:s, s:s, s:s, s:I}", "a", 1.0001, "x", x->id, "y",
-                                        y->id, "dtype", "f32", "n", n), NULL);
-    double u_axpy = time_call(&ua->base, json_pack("{s:f, s:s, s:s, s:I}", "a", 1.0001, "x",
-                                                   x->id, "y", y->id, "n", n), NULL);
+    struct ghd_ukernel *ua =
+        define(B.compiler, "{\"name\": \"uaxpy\", \"in\": \"f32 x, f32 a\","
+                           " \"out\": \"f32 y\", \"body\": \"y = a * x + y\"}");
+    struct ghd_ukernel *us =
+        define(B.compiler, "{\"name\": \"usumsq\", \"kind\": \"reduction\","
+                           " \"in\": \"f32 x\", \"out\": \"f64 r\", \"map\": \"x * x\","
+                           " \"reduce\": \"a + b\", \"identity\": \"0\"}");
+    double b_axpy = bench_gpu_time_call(&B, ghd_kernel_find("axpy"),
+                                        json_pack("{s:f, s:s, s:s, s:s, s:I}", "a", 1.0001, "x",
+                                                  x->id, "y", y->id, "dtype", "f32", "n", n),
+                                        NULL);
+    double u_axpy = bench_gpu_time_call(
+        &B, &ua->base,
+        json_pack("{s:f, s:s, s:s, s:I}", "a", 1.0001, "x", x->id, "y", y->id, "n", n), NULL);
     json_t *rb = NULL, *ru = NULL;
-    double b_dot = time_call(ghd_kernel_find("dot"),
-                             json_pack("{s:s, s:s, s:s, s:I}", "x", x->id, "y", x->id, "dtype",
-                                       "f32", "n", n), &rb);
-    double u_sq = time_call(&us->base, json_pack("{s:s, s:I}", "x", x->id, "n", n), &ru);
+    double b_dot = bench_gpu_time_call(
+        &B, ghd_kernel_find("dot"),
+        json_pack("{s:s, s:s, s:s, s:I}", "x", x->id, "y", x->id, "dtype", "f32", "n", n), &rb);
+    double u_sq =
+        bench_gpu_time_call(&B, &us->base, json_pack("{s:s, s:I}", "x", x->id, "n", n), &ru);
     double vb = json_number_value(json_object_get(rb, "value")),
            vu = json_number_value(json_object_get(ru, "value"));
     double gb = 1e9;
@@ -186,9 +132,5 @@ int main(void)
     json_decref(ru);
     ghd_ukernel_unref(ua);
     ghd_ukernel_unref(us);
-    tk_destroy(&D);
-    ghd_ucompiler_free(c);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : 1;
+    return bench_gpu_end(&B);
 }
