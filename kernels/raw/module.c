@@ -29,6 +29,17 @@ struct body {
     unsigned nnames;
 };
 
+static int add_name(void *ctx, const char *field, size_t i, const char *s, size_t len,
+                    struct ghd_err *err)
+{
+    struct body *b = ctx;
+    if (len == 0 || len >= GHD_RAW_NAME_MAX || strlen(s) != len)
+        return ghd_err_set(err, GHD_EUNPROC, "%s[%zu] must be 1 to %d characters", field, i,
+                           GHD_RAW_NAME_MAX - 1);
+    b->name_v[b->nnames++] = s;
+    return 0;
+}
+
 static int parse_body(json_t *body, size_t max_source, struct body *b, struct ghd_err *err)
 {
     memset(b, 0, sizeof(*b));
@@ -57,25 +68,7 @@ static int parse_body(json_t *body, size_t max_source, struct body *b, struct gh
     if ((rc = ghd_raw_options_check(b->options, b->opts, &b->nopts, err)) != 0)
         return rc;
     b->names = json_object_get(body, "name_expressions");
-    if (b->names) {
-        if (!json_is_array(b->names))
-            return ghd_err_set(err, GHD_EINVAL, "'name_expressions' must be an array of strings");
-        if (json_array_size(b->names) > GHD_RAW_MAX_NAMES)
-            return ghd_err_set(err, GHD_EUNPROC, "'name_expressions' has more than %d entries",
-                               GHD_RAW_MAX_NAMES);
-        size_t i;
-        json_array_foreach(b->names, i, v) {
-            if (!json_is_string(v))
-                return ghd_err_set(err, GHD_EINVAL, "name_expressions[%zu] must be a string", i);
-            if (json_string_length(v) == 0 || json_string_length(v) >= GHD_RAW_NAME_MAX ||
-                strlen(json_string_value(v)) != json_string_length(v))
-                return ghd_err_set(err, GHD_EUNPROC,
-                                   "name_expressions[%zu] must be 1 to %d characters", i,
-                                   GHD_RAW_NAME_MAX - 1);
-            b->name_v[b->nnames++] = json_string_value(v);
-        }
-    }
-    return 0;
+    return ghd_raw_strings(b->names, "name_expressions", GHD_RAW_MAX_NAMES, add_name, b, err);
 }
 
 /* "source\x1e option\x1f ...\x1e name\x1f ...": what the id hashes. */

@@ -53,34 +53,55 @@ static int allowed(const char *o)
     return 0;
 }
 
+int ghd_raw_strings(json_t *v, const char *field, unsigned max, ghd_raw_string_fn each,
+                    void *ctx, struct ghd_err *err)
+{
+    if (!v)
+        return 0;
+    if (!json_is_array(v))
+        return ghd_err_set(err, GHD_EINVAL, "'%s' must be an array of strings", field);
+    if (json_array_size(v) > max)
+        return ghd_err_set(err, GHD_EUNPROC, "'%s' has more than %u entries", field, max);
+    size_t i;
+    json_t *s;
+    json_array_foreach(v, i, s) {
+        if (!json_is_string(s))
+            return ghd_err_set(err, GHD_EINVAL, "%s[%zu] must be a string", field, i);
+        int rc = each(ctx, field, i, json_string_value(s), json_string_length(s), err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+struct options {
+    const char **out;
+    unsigned *n;
+};
+
+static int add_option(void *ctx, const char *field, size_t i, const char *o, size_t len,
+                      struct ghd_err *err)
+{
+    struct options *opts = ctx;
+    (void)len; /* NVRTC reads an option up to its first NUL: that is what is judged */
+    if (strlen(o) > GHD_RAW_MAX_OPTION_LEN || !allowed(o))
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "%s[%zu]: '%.64s' is not an allowed option (allowed: -std=, "
+                           "-D, -U, --use_fast_math, -lineinfo, -G, -maxrregcount=, -ftz=, "
+                           "-prec-div=, -prec-sqrt=, -fmad=, -restrict, -w; nothing that "
+                           "reads or writes files, such as -I or -include)",
+                           field, i, o);
+    opts->out[(*opts->n)++] = o;
+    opts->out[*opts->n] = NULL;
+    return 0;
+}
+
 int ghd_raw_options_check(json_t *options, const char **out, unsigned *n, struct ghd_err *err)
 {
     *n = 0;
     out[0] = NULL;
-    if (!options)
-        return 0;
-    if (!json_is_array(options))
-        return ghd_err_set(err, GHD_EINVAL, "'options' must be an array of strings");
-    if (json_array_size(options) > GHD_RAW_MAX_OPTIONS)
-        return ghd_err_set(err, GHD_EUNPROC, "'options' has more than %d entries",
-                           GHD_RAW_MAX_OPTIONS);
-    size_t i;
-    json_t *v;
-    json_array_foreach(options, i, v) {
-        if (!json_is_string(v))
-            return ghd_err_set(err, GHD_EINVAL, "options[%zu] must be a string", i);
-        const char *o = json_string_value(v);
-        if (strlen(o) > GHD_RAW_MAX_OPTION_LEN || !allowed(o))
-            return ghd_err_set(err, GHD_EUNPROC,
-                               "options[%zu]: '%.64s' is not an allowed option (allowed: -std=, "
-                               "-D, -U, --use_fast_math, -lineinfo, -G, -maxrregcount=, -ftz=, "
-                               "-prec-div=, -prec-sqrt=, -fmad=, -restrict, -w; nothing that "
-                               "reads or writes files, such as -I or -include)",
-                               i, o);
-        out[(*n)++] = o;
-    }
-    out[*n] = NULL;
-    return 0;
+    struct options opts = {.out = out, .n = n};
+    return ghd_raw_strings(options, "options", GHD_RAW_MAX_OPTIONS, add_option, &opts, err);
 }
 
 /* Skips blanks, comments and line continuations from s[i]; returns the next

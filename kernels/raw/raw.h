@@ -30,6 +30,16 @@
 
 /* ---- options.c --------------------------------------------------------- */
 
+/* Called for entry i of a string array, in order; 0, or a code with a
+ * detail naming <field>[i]. */
+typedef int (*ghd_raw_string_fn)(void *ctx, const char *field, size_t i, const char *s,
+                                 size_t len, struct ghd_err *err);
+/* The module body's field `field`: NULL, or an array of at most `max`
+ * strings, each passed to `each`. GHD_EINVAL for a wrong JSON type and
+ * GHD_EUNPROC for too many entries, naming the field or the entry. */
+int ghd_raw_strings(json_t *v, const char *field, unsigned max, ghd_raw_string_fn each,
+                    void *ctx, struct ghd_err *err);
+
 /* Checks `options` (a JSON array of strings, or NULL) against the allow-list:
  * language and code generation options only, nothing that reads a file or
  * writes one (-I, --include-path, -include, --pre-include, -dlto ... are
