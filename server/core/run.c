@@ -116,47 +116,43 @@ void ghd_run_unref(struct ghd_run *run)
 }
 
 static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
-                        struct ghd_event *ev[2], struct ghd_run *run, struct ghd_run_step *step)
+                        struct ghd_event *ev[2], struct ghd_run_step *step, struct ghd_err *error)
 {
     struct ghd_device *dev = &rt->dev;
     step->result = json_object();
     if (!step->result)
-        return GHD_ENOHOSTMEM;
+        return ghd_err_set(error, GHD_ENOHOSTMEM, "kernel %s: no memory for its result",
+                           ghd_kernel_name(step->kernel));
     for (unsigned i = 0; i < step->nheld; i++)
         if (step->held[i]->rt && step->held[i]->rt != rt) {
-            return ghd_err_set(&run->error, GHD_EUNPROC,
-                               "kernel %s: buffer %s lives on another device",
+            return ghd_err_set(error, GHD_EUNPROC, "kernel %s: buffer %s lives on another device",
                                ghd_kernel_name(step->kernel), step->held[i]->id);
         }
-    struct ghd_err err = {0}; /* this step's device failure, if any */
-    int rc = dev->ops->event_record(dev, ev[0], stream, &err);
+    int rc = dev->ops->event_record(dev, ev[0], stream, error);
     for (unsigned i = 0; i < step->nheld && rc == 0; i++)
-        rc = ghd_buffer_order(step->held[i], stream, &err);
+        rc = ghd_buffer_order(step->held[i], stream, error);
     if (rc == 0)
-        rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, &run->error);
+        rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, error);
     if (rc == 0)
-        rc = dev->ops->event_record(dev, ev[1], stream, &err);
+        rc = dev->ops->event_record(dev, ev[1], stream, error);
     if (rc == 0)
-        rc = dev->ops->event_sync(dev, ev[1], &err);
+        rc = dev->ops->event_sync(dev, ev[1], error);
     if (rc == 0)
-        rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, &err);
-    if (rc && !run->error.detail[0])
-        ghd_err_set(&run->error, rc, "%s", ghd_err_text(&err, rc));
+        rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, error);
     return rc;
 }
 
-void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
-                     struct ghd_run *run)
+int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
+                    struct ghd_run *run, struct ghd_err *error)
 {
     int rc = 0;
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
-        rc = execute_step(rt, stream, ev, run, &run->steps[i]);
+        rc = execute_step(rt, stream, ev, &run->steps[i], error);
         run->device_ms += run->steps[i].device_ms;
         if (rc && run->step_count > 1)
-            ghd_err_prefix(&run->error, "step %u (%.32s)", i,
-                           ghd_kernel_name(run->steps[i].kernel));
+            ghd_err_prefix(error, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
     }
-    run->error.code = rc;
+    return rc;
 }
 
 /* Whether the two steps touch a common buffer that one of them writes. */

@@ -84,9 +84,12 @@ void ghd_run_release_calls(struct ghd_run *run);
 void ghd_run_bump_writes(struct ghd_run *run);
 /* Runs the steps in order on `stream`, each after the earlier users of its
  * buffers (ghd_buffer_order), timing each between ev[0] and ev[1];
- * sets run->error.code (0 or a GHD_E* code) and, on failure, its detail. */
-void ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
-                     struct ghd_run *run);
+ * returns 0 or a GHD_E* code, with the detail in *error (the worker's own:
+ * the run's error is set from it under the queue's lock, and only while
+ * the run is still running, since a run reported failed early has answered
+ * its waiters with that error already). */
+int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
+                    struct ghd_run *run, struct ghd_err *error);
 /* Whether a step of `a` and a step of `b` touch a common buffer that one of
  * them writes: then the later of the two must wait for the earlier. Runs that
  * only read a buffer (a shared weight matrix, say) may overlap. */

@@ -221,23 +221,31 @@ static void *worker_main(void *arg)
         run->status = GHD_RUN_RUNNING;
         run->started_ms = ghd_clock_ms();
         pthread_mutex_unlock(&q->lock);
-        if (setup) {
-            ghd_err_set(&run->error, setup, "run worker setup: %s",
-                        ghd_err_text(&setup_err, setup));
-        } else {
-            ghd_run_execute(rt, stream, ev, run);
-        }
-        if (run->error.code)
-            ghd_log(GHD_LOG_WARN, "run %s failed: %s", run->id, run->error.detail);
+        struct ghd_err err = {0}; /* this worker's: the run's is shared with its waiters */
+        if (setup)
+            ghd_err_set(&err, setup, "run worker setup: %s", ghd_err_text(&setup_err, setup));
+        else
+            ghd_run_execute(rt, stream, ev, run, &err);
         struct collected c = {0};
-        if (run->error.code && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
+        pthread_mutex_lock(&q->lock);
+        /* A run reported failed already (the device lost, --run-timeout, the
+         * server stopping) has answered its waiters with that error: the
+         * late result of its kernel is dropped. */
+        int reported = run->status != GHD_RUN_RUNNING;
+        if (!reported && err.code)
+            run->error = err;
+        pthread_mutex_unlock(&q->lock);
+        if (err.code)
+            ghd_log(GHD_LOG_WARN, "run %s failed: %s%s", run->id, err.detail,
+                    reported ? " (after it was reported failed: this result is dropped)" : "");
+        if (!reported && err.code && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
             /* This run's fault poisoned the device: it keeps its own error,
              * the others learn of the loss. */
             pthread_mutex_lock(&q->lock);
             if (run->status == GHD_RUN_RUNNING)
                 run->status = GHD_RUN_FAILED;
             pthread_mutex_unlock(&q->lock);
-            q->loss_fn(q->loss_ctx, run->error.detail);
+            q->loss_fn(q->loss_ctx, err.detail);
         }
         pthread_mutex_lock(&q->lock);
         w->current = NULL;

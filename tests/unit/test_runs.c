@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -17,6 +18,7 @@
 #include "core/run.h"
 #include "core/run_queue.h"
 #include "base/error.h"
+#include "device/host_fault.h"
 
 struct fixture {
     struct ghd_runtime rt;
@@ -162,8 +164,8 @@ static void test_execute_orders_buffers(void **state)
     int rc;
     struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
-    ghd_run_execute(&f->rt, s, ev, run);
-    assert_int_equal(run->error.code, 0);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_run_execute(&f->rt, s, ev, run, &err), 0);
     assert_int_equal(dev->ops->copy_d2h(dev, out, f->y->d_ptr, sizeof(out), s, NULL), 0);
     assert_int_equal(dev->ops->stream_sync(dev, s, NULL), 0);
     for (int i = 0; i < 4; i++)
@@ -208,6 +210,38 @@ static void test_queue_from_settings(void **state)
     assert_int_equal(refs(f->x), 2);
 }
 
+/* A run reported failed while its kernel still runs (the device lost, a
+ * --run-timeout, the server stopping) keeps the error its waiters were
+ * given: the worker's late result, when the kernel finally returns, is
+ * dropped, not written over it (it raced with the reply that read it). */
+static void test_late_result_is_dropped(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 4,
+                                      .keep_s = 3600};
+    struct ghd_run_queue *q;
+    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, &q), 0);
+    int rc;
+    struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
+    assert_int_equal(rc, 0);
+    ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* its kernel never ends */
+    assert_int_equal(ghd_run_submit(q, run), 0);
+    for (int i = 0; i < 500 && ghd_run_queue_overdue(q, 0) == 0; i++)
+        usleep(10 * 1000);
+    assert_int_equal(ghd_run_queue_overdue(q, 0), 1);
+    ghd_run_queue_device_lost(q, "the test lost it");
+    ghd_run_wait(q, run); /* answered now, its worker still inside */
+    assert_int_equal(run->status, GHD_RUN_FAILED);
+    assert_int_equal(run->error.code, GHD_EDEVLOST);
+    ghd_host_fault_reset();    /* the kernel returns, with an error of its own */
+    ghd_run_queue_free(q);     /* joins the worker: its result is in by now */
+    assert_int_equal(run->status, GHD_RUN_FAILED);
+    assert_int_equal(run->error.code, GHD_EDEVLOST);
+    if (!strstr(run->error.detail, "the test lost it"))
+        fail_msg("the reported error was overwritten: %s", run->error.detail);
+    ghd_run_unref(run);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +249,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conflicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_execute_orders_buffers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_from_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_result_is_dropped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
