@@ -63,8 +63,7 @@ static int check_unknown(const struct ghd_kernel *k, json_t *args, struct ghd_er
     return 0;
 }
 
-/* A non-negative JSON integer. */
-static int get_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
+int ghd_kcall_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
 {
     if (!json_is_integer(v))
         return ghd_err_set(err, GHD_EINVAL, "%s must be a non-negative integer", name);
@@ -72,6 +71,18 @@ static int get_count(json_t *v, const char *name, uint64_t *out, struct ghd_err 
     if (i < 0)
         return ghd_err_set(err, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name, (long long)i);
     *out = (uint64_t)i;
+    return 0;
+}
+
+int ghd_kcall_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name, const char *id,
+                      struct ghd_buffer_view *out, struct ghd_err *err)
+{
+    int rc = resolve(ctx, id, out);
+    if (rc)
+        return ghd_err_set(err, rc,
+                           rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
+                                            : "%s: buffer '%.64s' cannot be used",
+                           name, id);
     return 0;
 }
 
@@ -97,7 +108,7 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
     switch (p->kind) {
     case GHD_PK_COUNT: {
         uint64_t c = 0;
-        int rc = get_count(v, p->name, &c, err);
+        int rc = ghd_kcall_count(v, p->name, &c, err);
         if (rc)
             return rc;
         memcpy(field, &c, sizeof(c));
@@ -197,17 +208,14 @@ static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
             return ghd_err_set(err, GHD_EINVAL, "%s must be a buffer id (a string)", p->name);
         uint64_t offset = 0;
         if (off) {
-            int rc = get_count(off, offname, &offset, err);
+            int rc = ghd_kcall_count(off, offname, &offset, err);
             if (rc)
                 return rc;
         }
         struct ghd_buffer_view b = {0};
-        int rc = resolve(ctx, json_string_value(v), &b);
+        int rc = ghd_kcall_resolve(resolve, ctx, p->name, json_string_value(v), &b, err);
         if (rc)
-            return ghd_err_set(err, rc,
-                               rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
-                                                : "%s: buffer '%.64s' cannot be used",
-                               p->name, json_string_value(v));
+            return rc;
         call->buf[p->slot] = b;
         call->start[p->slot] = offset; /* in elements until check_extents */
         c->present[p->slot] = 1;

@@ -79,17 +79,6 @@ static int scalar_value(const char *name, json_t *v, int t, union ghd_uval *out,
     return 0;
 }
 
-static int get_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
-{
-    if (!json_is_integer(v))
-        return ghd_err_set(err, GHD_EINVAL, "%s must be a non-negative integer", name);
-    if (json_integer_value(v) < 0)
-        return ghd_err_set(err, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name,
-                           (long long)json_integer_value(v));
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
-
 /* The binding the args ask for: placeholder types and scalar inputs. */
 static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind *b,
                         struct ghd_err *err)
@@ -140,15 +129,11 @@ static int resolve_param(struct ghd_ucall *c, int k, json_t *v, json_t *off, int
                            !q->is_out && !q->is_raw ? " or a number" : "");
     char offname[48];
     snprintf(offname, sizeof(offname), "%s" OFFSET_SUFFIX, q->name);
-    if (off && (rc = get_count(off, offname, &offset, err)) != 0)
+    if (off && (rc = ghd_kcall_count(off, offname, &offset, err)) != 0)
         return rc;
     struct ghd_buffer_view *b = &c->buf[k];
-    rc = resolve(ctx, json_string_value(v), b);
-    if (rc)
-        return ghd_err_set(err, rc,
-                           rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
-                                            : "%s: buffer '%.64s' cannot be used",
-                           q->name, json_string_value(v));
+    if ((rc = ghd_kcall_resolve(resolve, ctx, q->name, json_string_value(v), b, err)) != 0)
+        return rc;
     uint64_t count = q->is_raw ? 0 : elem_count ? 1 : c->n;
     if (__builtin_mul_overflow(offset, es, &start) || __builtin_add_overflow(offset, count, &end) ||
         __builtin_mul_overflow(end, es, &need))
@@ -225,7 +210,8 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
                          d->name);
         goto out;
     }
-    if ((rc = get_count(nv, "n", &c->n, err)) != 0 || (rc = read_binding(d, args, &b, err)) != 0)
+    if ((rc = ghd_kcall_count(nv, "n", &c->n, err)) != 0 ||
+        (rc = read_binding(d, args, &b, err)) != 0)
         goto out;
     struct ghd_err e = {0};
     if ((rc = ghd_ukernel_binding(k, &b, &c->binding, &e)) != 0) {
