@@ -2,7 +2,8 @@
 """Every route of the router table is in the spec, and every operation of the
 spec is a route. HEAD is implied by GET: a spec `head` needs a GET route, and
 a GET route needs no `head` in the spec. Each operation's request body lists
-exactly the media types its route reads (none: no requestBody).
+exactly the media types its route reads (none: no requestBody). Each route
+that needs the device (503 device-lost once it is lost) lists a 503.
 
 usage: check_routes.py PRINT_ROUTES_BINARY OPENAPI_YAML"""
 import os
@@ -21,10 +22,13 @@ def main():
     out = subprocess.run([binary], capture_output=True, text=True, check=True).stdout
     routes = set()
     reads = {}
+    device = set()
     for line in out.splitlines():
-        method, pattern, media = line.split(" ")
+        method, pattern, media, needs = line.split(" ")
         routes.add((method, pattern))
         reads[(method, pattern)] = set() if media == "-" else set(media.split(","))
+        if needs == "device":
+            device.add((method, pattern))
     check(routes, "the router table is empty")
     with open(spec_path, encoding="utf-8") as f:
         spec = yaml.safe_load(f)
@@ -51,6 +55,12 @@ def main():
             wrong.append(f"{m} {p} reads {sorted(media) or 'no body'}, the spec lists "
                          f"{sorted(listed) or 'no requestBody'}")
     check(not wrong, "request media types: " + "; ".join(wrong))
+    no_503 = sorted(f"{m} {p}" for m, p in device
+                    if "503" not in {str(k) for k in
+                                     spec["paths"].get(p, {}).get(m.lower(), {})
+                                     .get("responses", {})})
+    check(not no_503, "routes that answer 503 device-lost without a 503 in openapi.yaml: " +
+          ", ".join(no_503))
     print(f"check_routes: ok ({len(routes)} routes, {len(documented)} operations)")
 
 
