@@ -91,7 +91,8 @@ static counter route_bytes_out[MAX_ROUTES + 1];
 
 static counter transfer_bytes[2];
 static counter transfer_direct_bytes[2];
-static counter staging_capped[2]; /* [0] address, [1] tenant */
+static counter staging_capped[2];         /* [0] address, [1] tenant */
+static counter staging_overlap_capped[2]; /* the same, for second chunks */
 static struct histogram transfer_throughput[2];
 
 /* The route templates requests are labelled with (ghd_metrics_set_routes);
@@ -176,6 +177,11 @@ void ghd_metrics_transfer_direct(enum ghd_transfer_dir dir, uint64_t bytes)
 void ghd_metrics_staging_capped(int tenant)
 {
     add(&staging_capped[tenant != 0], 1);
+}
+
+void ghd_metrics_staging_overlap_capped(int tenant)
+{
+    add(&staging_overlap_capped[tenant != 0], 1);
 }
 
 /* ---- runs -------------------------------------------------------------------- */
@@ -435,6 +441,12 @@ static void render_transfers(struct text *t)
              "Transfers refused a staging chunk (429) because their client address or tenant "
              "held its share of the ring (--staging-address-share, --staging-tenant-share).",
              "cap", caps, staging_capped);
+    put_pair(t, "gpuhttpd_staging_overlap_capped_total",
+             "Tries for a transfer's second (overlap) staging chunk that missed because its "
+             "client address or tenant held its share of the ring; the transfer goes on with "
+             "one chunk, its copy not overlapping the network, and tries again at each chunk "
+             "it fills.",
+             "cap", caps, staging_overlap_capped);
 }
 
 static counter device_losses;

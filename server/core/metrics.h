@@ -47,6 +47,9 @@ void ghd_metrics_transfer_direct(enum ghd_transfer_dir dir, uint64_t bytes);
 /* One transfer refused a staging chunk because its client address
  * (tenant 0) or its tenant (tenant 1) held its share of the ring. */
 void ghd_metrics_staging_capped(int tenant);
+/* One try for a transfer's second (overlap) chunk missed because its
+ * client address (tenant 0) or tenant (tenant 1) held its share. */
+void ghd_metrics_staging_overlap_capped(int tenant);
 
 /* One run that ended. `kernel` is the kernel's name, or "pipeline" for runs
  * submitted as steps; `outcome` is "succeeded", "failed" or "canceled";

@@ -140,8 +140,10 @@ int ghd_staging_caps_take(struct ghd_staging_caps *c, const void *ring, unsigned
             ghd_err_set(err, rc, "out of host memory");
     }
     pthread_mutex_unlock(&c->lock);
-    if (cap && timeout_ms) /* a try that misses (a second chunk) is no refusal */
+    if (cap && timeout_ms)
         ghd_metrics_staging_capped(cap[0] == 't');
+    else if (cap) /* a try that misses (a second chunk) is no refusal: counted apart */
+        ghd_metrics_staging_overlap_capped(cap[0] == 't');
     return rc;
 }
 

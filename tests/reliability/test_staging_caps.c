@@ -119,16 +119,21 @@ static void create(struct rel_server *s, const char *token, char id[64])
     assert_int_equal(rel_create(s, token, SIZE, id, 64), 201);
 }
 
-static unsigned long long capped_metric(struct rel_server *s, const char *cap)
+static unsigned long long cap_metric(struct rel_server *s, const char *family, const char *cap)
 {
     struct rel_resp r;
     assert_int_equal(rel_json(s, "GET", "/metrics", NULL, NULL, &r), 200);
-    char key[96];
-    snprintf(key, sizeof(key), "gpuhttpd_staging_capped_total{cap=\"%s\"} ", cap);
+    char key[128];
+    snprintf(key, sizeof(key), "%s{cap=\"%s\"} ", family, cap);
     const char *p = strstr(r.body, key);
     unsigned long long v = p ? strtoull(p + strlen(key), NULL, 10) : ~0ULL;
     rel_resp_free(&r);
     return v;
+}
+
+static unsigned long long capped_metric(struct rel_server *s, const char *cap)
+{
+    return cap_metric(s, "gpuhttpd_staging_capped_total", cap);
 }
 
 static void end(struct rel_server *s, int fds[SLOW])
@@ -186,6 +191,43 @@ static void test_one_tenant_cannot_starve_another(void **state)
     starve(*state, two, ALICE, "127.0.0.3", BOB, "tenant");
 }
 
+/* An address one chunk under its cap: its next upload gets a first chunk
+ * (reaching the cap) but not the second one that overlaps the copy and the
+ * network. It completes on one chunk, is not refused, and the misses (one
+ * try per chunk it fills) are counted apart
+ * (gpuhttpd_staging_overlap_capped_total), so that a benchmark can tell
+ * whether the cap ever binds. */
+static void test_overlap_chunk_capped(void **state)
+{
+    struct rel_server *s = *state;
+    enum { HOLDERS = CAP - 1 };
+    char id[HOLDERS][64], mine[64];
+    int fds[HOLDERS];
+    unsigned long long overlap = cap_metric(s, "gpuhttpd_staging_overlap_capped_total", "address");
+    unsigned long long capped = capped_metric(s, "address");
+    for (int i = 0; i < HOLDERS; i++)
+        create(s, NULL, id[i]);
+    create(s, NULL, mine);
+    for (int i = 0; i < HOLDERS; i++)
+        fds[i] = begin_put_from(s, "127.0.0.5", NULL, id[i], 600);
+    rel_sleep_ms(200);
+    unsigned held = rel_staging_busy(s);
+    int st = put_from(s, "127.0.0.5", NULL, mine); /* SIZE: 16 chunks' worth */
+    unsigned long long overlap_after =
+        cap_metric(s, "gpuhttpd_staging_overlap_capped_total", "address");
+    unsigned long long capped_after = capped_metric(s, "address");
+    for (int i = 0; i < HOLDERS; i++)
+        close(fds[i]);
+    assert_true(rel_wait_rest(s, rel_pool_in_use(s), 3000));
+    print_message("%u chunks held by %d stalled uploads; the next upload: %d, overlap "
+                  "capped +%llu, refused +%llu\n",
+                  held, HOLDERS, st, overlap_after - overlap, capped_after - capped);
+    if (held != HOLDERS || st != 200 || overlap_after - overlap < 1 || capped_after != capped)
+        fail_msg("held %u (want %d), upload %d (want 200), overlap capped +%llu (want >= 1), "
+                 "refused +%llu (want 0)",
+                 held, HOLDERS, st, overlap_after - overlap, capped_after - capped);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +235,7 @@ int main(void)
                                         rel_teardown),
         cmocka_unit_test_setup_teardown(test_one_tenant_cannot_starve_another, setup_tenants,
                                         rel_teardown),
+        cmocka_unit_test_setup_teardown(test_overlap_chunk_capped, setup_open, rel_teardown),
     };
     return cmocka_run_group_tests_name("staging_caps", tests, NULL, NULL);
 }
