@@ -139,6 +139,11 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
         rc = dev->ops->event_sync(dev, ev[1], error);
     if (rc == 0)
         rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, error);
+    if (rc && error) { /* the code returned decides, also where a callee said nothing */
+        if (!error->detail[0])
+            ghd_err_set(error, rc, "%s", ghd_strerror(rc));
+        error->code = rc;
+    }
     return rc;
 }
 

@@ -84,7 +84,8 @@ void ghd_run_release_calls(struct ghd_run *run);
 void ghd_run_bump_writes(struct ghd_run *run);
 /* Runs the steps in order on `stream`, each after the earlier users of its
  * buffers (ghd_buffer_order), timing each between ev[0] and ev[1];
- * returns 0 or a GHD_E* code, with the detail in *error (the worker's own:
+ * returns 0 or a GHD_E* code, the same code and a detail in *error on
+ * failure, even where a callee said nothing (the value is the worker's own:
  * the run's error is set from it under the queue's lock, and only while
  * the run is still running, since a run reported failed early has answered
  * its waiters with that error already). */

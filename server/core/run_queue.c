@@ -222,23 +222,22 @@ static void *worker_main(void *arg)
         run->started_ms = ghd_clock_ms();
         pthread_mutex_unlock(&q->lock);
         struct ghd_err err = {0}; /* this worker's: the run's is shared with its waiters */
-        if (setup)
-            ghd_err_set(&err, setup, "run worker setup: %s", ghd_err_text(&setup_err, setup));
-        else
-            ghd_run_execute(rt, stream, ev, run, &err);
+        int rc = setup ? ghd_err_set(&err, setup, "run worker setup: %s",
+                                     ghd_err_text(&setup_err, setup))
+                       : ghd_run_execute(rt, stream, ev, run, &err);
         struct collected c = {0};
         pthread_mutex_lock(&q->lock);
         /* A run reported failed already (the device lost, --run-timeout, the
          * server stopping) has answered its waiters with that error: the
          * late result of its kernel is dropped. */
         int reported = run->status != GHD_RUN_RUNNING;
-        if (!reported && err.code)
+        if (!reported && rc)
             run->error = err;
         pthread_mutex_unlock(&q->lock);
-        if (err.code)
+        if (rc)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s%s", run->id, err.detail,
                     reported ? " (after it was reported failed: this result is dropped)" : "");
-        if (!reported && err.code && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
+        if (!reported && rc && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
             /* This run's fault poisoned the device: it keeps its own error,
              * the others learn of the loss. */
             pthread_mutex_lock(&q->lock);
