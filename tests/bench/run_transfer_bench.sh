@@ -73,16 +73,9 @@ fi
 results=$out/results.jsonl
 : >"$results"
 failures=0
-server_pid=
-cleanup() {
-    if [[ -n $server_pid ]]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
-
-log() { echo "== $*" >&2; }
+# shellcheck source-path=SCRIPTDIR source=bench_server.sh
+. "$(dirname "$0")/bench_server.sh"
+trap stop_server EXIT
 
 # json_get LINE KEY: the value of a flat JSON member (quotes stripped).
 json_get() {
@@ -101,35 +94,6 @@ record() {
         echo "FAILED (exit $rc): $*" >&2
         failures=$((failures + 1))
     fi
-}
-
-# start_server NAME CMD...: starts a server that writes its port to $out/NAME.port,
-# sets server_pid and port.
-start_server() {
-    local name=$1 port_file=$out/$1.port
-    shift
-    rm -f "$port_file"
-    "$@" --port 0 --port-file "$port_file" 2>"$out/$name.log" &
-    server_pid=$!
-    for _ in $(seq 300); do
-        [[ -s $port_file ]] && break
-        kill -0 "$server_pid" 2>/dev/null || {
-            cat "$out/$name.log" >&2
-            echo "$name exited before listening" >&2
-            server_pid=
-            return 1
-        }
-        sleep 0.1
-    done
-    [[ -s $port_file ]] || { echo "$name did not write $port_file" >&2; return 1; }
-    port=$(<"$port_file")
-    log "$name (pid $server_pid) listening on 127.0.0.1:$port"
-}
-
-stop_server() {
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
 }
 
 loadgen() {
