@@ -59,6 +59,6 @@ if [ "$want_tests" = 1 ]; then
      [ "$(python3 -c 'import gpuhttpd, os; print(os.path.realpath(gpuhttpd.__file__))' 2>/dev/null)" != \
        "$client_dir/src/gpuhttpd/__init__.py" ]; then
     echo "install-deps: pip installing the Python client from $client_dir"
-    pip_install -e "$client_dir[progress,test]"
+    pip_install -e "${client_dir}[progress,test]"
   fi
 fi

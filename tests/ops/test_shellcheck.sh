@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs ShellCheck on the shell scripts of docker/, tests/ops/, tests/fresh/ and
-# tests/container/
+# Runs ShellCheck on every shell script of the tree: docker/, server/ (the
+# README's install and start scripts), tests/ and .ci/run
 # Skipped (77) where shellcheck is not installed.
 # usage: test_shellcheck.sh REPO_ROOT
 set -euo pipefail
@@ -9,8 +9,9 @@ if ! command -v shellcheck >/dev/null 2>&1; then
   echo "SKIPPED: shellcheck is not installed (Debian: apt-get install shellcheck)"
   exit 77
 fi
-mapfile -t scripts < <(find "$root/docker" "$root/tests/ops" "$root/tests/fresh" \
-  "$root/tests/container" -type f -name '*.sh' | sort)
+mapfile -t scripts < <(find "$root/docker" "$root/server" "$root/tests" -type f \
+  -name '*.sh' | sort)
+scripts+=("$root/.ci/run")
 if [ "${#scripts[@]}" -eq 0 ]; then
   echo "FAILED: no scripts found"
   exit 1
