@@ -37,7 +37,7 @@ static void download_buffers_done(void *ctx)
  * sequence of full pieces from the same buffer as for a raw download, and
  * the first one page-locks that buffer as a raw download's does (a piece
  * holding only the 128-byte header made the .npy download a different
- * pattern of reads and sends from the first byte on; issue 16). */
+ * pattern of reads and sends from the first byte on). */
 static ssize_t npy_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     struct download *d = ctx;

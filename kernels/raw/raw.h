@@ -1,7 +1,7 @@
 #ifndef GHD_KERNELS_RAW_RAW_H
 #define GHD_KERNELS_RAW_RAW_H
 
-/* Raw CUDA modules (issue 15): a trusted tenant's own CUDA C++ source,
+/* Raw CUDA modules: a trusted tenant's own CUDA C++ source,
  * compiled by NVRTC for the device's exact architecture (through the user
  * kernel compiler's pool and cache) and launched with the tenant's own
  * grid, block, shared memory and arguments.

@@ -1,7 +1,7 @@
 #ifndef GHD_BASE_ERROR_H
 #define GHD_BASE_ERROR_H
 
-/* One error model for the whole service (STYLE.md): functions return 0 or a
+/* One error model for the whole service (server/README.md, "Errors"): functions return 0 or a
  * negative GHD_E* code. This table names each code and gives it a short
  * title; it knows nothing of HTTP. The code -> HTTP status and problem type
  * mapping is the HTTP layer's (server/http/problem_map.h). */

@@ -1,7 +1,7 @@
 #ifndef GHD_CORE_DEVLOSS_H
 #define GHD_CORE_DEVLOSS_H
 
-/* A lost device (issue 15): a kernel that faulted (the CUDA context is
+/* A lost device: a kernel that faulted (the CUDA context is
  * poisoned: every later call fails) or a run past --run-timeout (a kernel
  * cannot be pre-empted, so its stream never frees). Once lost, a device
  * stays lost until the process restarts: /readyz answers 503 with the

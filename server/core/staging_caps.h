@@ -6,7 +6,7 @@
 #include "base/err.h"
 
 /* How many chunks of each staging ring one client address and one tenant
- * hold at once, and the caps on them (issue 17 item 3: 32 slow uploads from
+ * hold at once, and the caps on them (32 slow uploads from
  * one address held every chunk, and every other client got 503). A cap is a
  * share of the ring, in percent, so it scales with --staging-chunks and
  * applies to the small ring as to the main one; it is at least one chunk.

@@ -1,7 +1,7 @@
 #ifndef GHD_CORE_WATCHDOG_H
 #define GHD_CORE_WATCHDOG_H
 
-/* Device-loss containment (issue 15): the run queue's loss hook and the
+/* Device-loss containment: the run queue's loss hook and the
  * --run-timeout watchdog, both ending in ghd_service_device_lost. */
 struct ghd_service;
 

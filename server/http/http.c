@@ -31,7 +31,7 @@
 #include "socket_body.h"
 #include "socket_io.h"
 
-/* 1.0's request parser refuses what 0.9 let through (issue 17): see
+/* 1.0's request parser refuses what 0.9 let through: see
  * server/mhd/install-mhd.sh. */
 #if MHD_VERSION < 0x01000000
 #error "gpuhttpd needs libmicrohttpd >= 1.0: run server/install-deps.sh"

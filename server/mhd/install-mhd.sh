@@ -7,13 +7,13 @@
 # Why not Debian 12's libmicrohttpd 0.9.75: its parser drops a header it
 # cannot parse (`Content-Length : 5`, an obs-folded value, an empty name)
 # instead of refusing the request, so a body can be run as a second request
-# (request smuggling; issue 17). 1.0's parser follows RFC 9112 and refuses all
+# (request smuggling). 1.0's parser follows RFC 9112 and refuses all
 # of them. Why our own build and prefix: Debian 12 has no 1.0 package (trixie's
 # binaries need a newer glibc), and the patch (gpuhttpd.patch) turns the
 # error pages libmicrohttpd itself sends into application/problem+json
-# (issues 17 item 7, 12 item 3), answers "gzip, chunked" (a coding we do not
+# (clients parse one error format), answers "gzip, chunked" (a coding we do not
 # implement before the final chunked) 501 instead of 400 (RFC 9112 section
-# 6.1; item 5), and fixes 1.0.1's chunk extension parsing (the LF ending a
+# 6.1), and fixes 1.0.1's chunk extension parsing (the LF ending a
 # "5;ext" line was read as data, so every extension was a 400). The
 # prefix keeps the system's libmicrohttpd12 (same soname) for everything else.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The array transfer benchmark (issue 16): in one run against one server,
+"""The array transfer benchmark: in one run against one server,
 .npy uploads and downloads beside raw-byte ones of the same buffer (curl, one
 connection each), then the Python client's upload and download of the same
 array on one connection beside curl's. Best of BENCH_REPEAT runs each; the

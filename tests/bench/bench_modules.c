@@ -1,4 +1,4 @@
-/* Raw CUDA modules (issue 15) on the CUDA backend against the built-ins on
+/* Raw CUDA modules on the CUDA backend against the built-ins on
  * the same buffers, 256 MiB per array (BENCH_MIB), medians of BENCH_REPS
  * runs (default 20) of device time between events around the kernel's work:
  *   - a raw saxpy as a user would write it (one element per thread, 256

@@ -1,4 +1,4 @@
-/* User kernels (issue 14) on the CUDA backend against the built-ins on the
+/* User kernels on the CUDA backend against the built-ins on the
  * same buffers, 256 MiB per array (BENCH_MIB), medians of BENCH_REPS runs
  * (default 20) of device time between events around the kernel's work:
  *   - user `y = a * x + y` (f32, a a scalar) vs built-in axpy f32;

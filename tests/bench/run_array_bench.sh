@@ -1,5 +1,5 @@
 #!/bin/bash
-# The array transfer benchmark (issue 16): .npy beside raw bytes, and the
+# The array transfer benchmark: .npy beside raw bytes, and the
 # Python client beside curl, in one run (see array_bench.py for the details).
 #   usage: run_array_bench.sh [--backend cuda|host] BUILD_DIR OUT_DIR
 #   BENCH_ARRAY_BYTES [4G]  BENCH_REPEAT [3]  BENCH_SERVER_ARGS  BENCH_TMP

@@ -27,7 +27,7 @@
 #   BENCH_LOADGEN_ARGS    extra loadgen options for bulk runs, gpuhttpd's and mhd_static's
 #                         alike, e.g. "--pattern 1052675" [none]
 #   GHD_BENCH_TOKEN       bearer token loadgen sends, for a server started with tokens
-# If BUILD_DIR/devlibs exists (see shared/device/pack-libs.sh) it joins LD_LIBRARY_PATH.
+# If BUILD_DIR/devlibs exists (see tests/gpu/pack_libs.sh) it joins LD_LIBRARY_PATH.
 set -euo pipefail
 
 usage() {

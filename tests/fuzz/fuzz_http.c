@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!end || !cl || cl > end)
             break;
         /* Every refusal, also libmicrohttpd's own for broken framing, is
-         * problem+json (issue 17 item 7, issue 12 item 3). */
+         * problem+json. */
         const char *ct = strcasestr(p, "\r\nContent-Type: application/problem+json");
         if (st >= 400 && (!ct || ct > end)) {
             fprintf(stderr, "a %d that is not problem+json:\n%.2000s\n", st, resp);

@@ -7,7 +7,8 @@
 #   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
-# with ../shared/device/pack-libs.sh BUILD_DIR/devlibs <binaries> first.
+# with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
+# tests/gpu/slim_build.sh, which packs them).
 set -uo pipefail
 
 build=$1

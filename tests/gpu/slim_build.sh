@@ -41,7 +41,7 @@ done
     mkdir -p "$slim/$(dirname "$f")"
     sed "s|$build|$slim|g" "$build/$f" >"$slim/$f"
   done
-"$(dirname "$0")/../../../shared/device/pack-libs.sh" "$slim/devlibs" "$slim/gpuhttpd" \
+"$(dirname "$0")/pack_libs.sh" "$slim/devlibs" "$slim/gpuhttpd" \
   "$slim/tests/http/test_buffers_http" >/dev/null
 (cd "$slim" && XZ_OPT=-9 tar -cJf bins.tar.xz "${bins[@]}" && rm -f "${bins[@]}")
 du -sh "$slim"

@@ -1,4 +1,4 @@
-/* Raw CUDA modules (issue 15) on the CUDA backend, over HTTP:
+/* Raw CUDA modules on the CUDA backend, over HTTP:
  * - in-process (a server with --allow-raw-kernels): a user saxpy, a tiled
  *   transpose through dynamic shared memory, and a template instantiated by
  *   name_expressions (double and int), each checked against values this

@@ -1,4 +1,4 @@
-/* User kernels (issue 14) on the CUDA backend against the host interpreter,
+/* User kernels on the CUDA backend against the host interpreter,
  * the reference: every operator on every type, every function, every cast,
  * the raw/bounds path (reads outside the buffer give the default), scalar
  * inputs, the vector and scalar paths, and reductions, on random data.

@@ -202,7 +202,7 @@ static unsigned long long direct_download_bytes(void)
     return v;
 }
 
-/* Issue 16: the .npy download of a large array must move its data the way
+/* Regression: the .npy download of a large array must move its data the way
  * the raw download does, by DMA straight into the response buffer (after
  * its header, which shares the first piece), not through the staging ring
  * and a memcpy per window: the direct bytes of both are the array's size

@@ -1,4 +1,4 @@
-/* User-defined kernels over real HTTP (issue 14): POST/GET/DELETE
+/* User-defined kernels over real HTTP: POST/GET/DELETE
  * /v1/kernels and runs of them through POST /v1/runs, on the backend the
  * harness was given (host by default: the interpreter). Results are checked
  * against values this file computes itself with plain loops; outputs are

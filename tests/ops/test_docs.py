@@ -65,7 +65,7 @@ def check_assets(srv):
         status, hdrs, body = srv.request("HEAD", f"/docs/{name}")
         check(status == 200 and not body and int(hdrs["content-length"]) > 1000,
               f"HEAD /docs/{name}: {status}")
-    # Issue 17: SOURCE.txt named the build machine's site-packages path.
+    # Regression: SOURCE.txt named the build machine's site-packages path.
     status, hdrs, body = srv.request("GET", "/docs/SOURCE.txt")
     check(status == 200 and b"Swagger UI" in body, f"/docs/SOURCE.txt: {status} {body[:200]!r}")
     check(not re.search(rb"(^|[\s:'\"(])/[A-Za-z0-9._-]+/", body),

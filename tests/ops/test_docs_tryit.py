@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Swagger UI's "Try it out" uploads a chosen file (issue 12 item 6), in
+"""Swagger UI's "Try it out" uploads a chosen file, in
 headless Chromium driven over its DevTools protocol: open /docs at
 uploadBuffer, press Try it out, type a real buffer id, choose a file,
 Execute, and expect 200 with the file's bytes in the buffer. Nothing may be

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The contract works with a real client generator (issue 12 item 5):
+"""The contract works with a real client generator:
 openapi-python-client (PyPI) generates a client from the served
 /openapi.json with no warning at all, and that client, against the real
 server (host backend), creates a buffer, uploads into it, downloads a byte

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layers of README.md's Layout hold (issue 13):
+"""The layers of README.md's Layout hold:
 - no source of server/, kernels/ or handlers/ reaches a file through "../" or
   through the repository root ("server/..."): a header of another layer is
   named by its layer ("core/buffer.h"), a sibling by its bare name;

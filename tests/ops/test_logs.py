@@ -52,7 +52,7 @@ def raw(srv, data):
 
 
 def check_odd_methods(binary):
-    """Issue 17 item 12: every request gets exactly one access line, escaped,
+    """Regression: every request gets exactly one access line, escaped,
     whatever bytes its method holds."""
     odd = {"utf8": b"G\xffT", "esc": b"G\x1bT", "cr": b"G\rT"}
     for fmt in ("json", "text"):
@@ -96,7 +96,7 @@ def check_odd_methods(binary):
 
 
 def check_fields(binary):
-    """Issue 12 item 8: the path, the buffer or run id, the client address and
+    """Regression: the path, the buffer or run id, the client address and
     the problem's detail are in the JSON line; times are rounded."""
     with Server(binary, "--log-format", "json") as srv:
         status, _, buf = srv.json("POST", "/v1/buffers", {"size": 64},

@@ -123,7 +123,7 @@ def main():
               f"process_start_time_seconds {start} is not the start time (~{started:.0f})")
         check(value(s0, "gpuhttpd_staging_chunks", device="0") == 4, "staging_chunks != 4")
 
-        # Issue 12 item 9: the process_* families and the device's memory and
+        # Regression: the process_* families and the device's memory and
         # utilisation. The process's own numbers are checked against /proc.
         pid = srv.proc.pid
         with open(f"/proc/{pid}/statm") as f:

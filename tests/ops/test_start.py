@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How gpuhttpd starts and refuses to (issue 12 items 2 and 8):
+"""How gpuhttpd starts and refuses to:
 - a second gpuhttpd on a port that one already listens on exits non-zero at
   once with one line naming the port, and the first keeps all the traffic
   (no SO_REUSEPORT sharing);

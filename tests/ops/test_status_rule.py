@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The status rule for bad input (issue 12 item 4), as openapi.yaml's
+"""The status rule for bad input, as openapi.yaml's
 description states it: 400 when the request does not match the document's
 schema, 422 when it matches but its values cannot be carried out (kernel
 `args` are open in the schema, so every mistake in them is 422).

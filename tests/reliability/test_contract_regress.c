@@ -76,7 +76,7 @@ static void test_ttl_bounds(void **state)
     assert_int_equal(post_octets(s, "?ttl_s=3600"), 201);
 }
 
-/* Issue 17 item 10: a buffer created from a body with ?ttl_s=2 whose body
+/* Regression: a buffer created from a body with ?ttl_s=2 whose body
  * took longer than that was answered 201 with an `expires` in the past, and
  * was gone at once. The clock now starts when the buffer is published, so its
  * expiry is no earlier than the body's last byte plus the TTL. */
@@ -220,7 +220,7 @@ static void test_put_range_and_offset(void **state)
     rel_do(s, &rq, &r);
     assert_int_equal(r.status, 400);
     rel_resp_free(&r);
-    /* Issue 17 item 9: a total of 2^64-1 was the parser's sentinel for "*"
+    /* Regression: a total of 2^64-1 was the parser's sentinel for "*"
      * and was accepted; it is a total like 2^64-2, which differs from 64. */
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     const char *totals[] = {"18446744073709551615", "18446744073709551614"};

@@ -1,4 +1,4 @@
-/* Header framing (issue 17 items 1, 5, 7, 8; issue 12 item 3; the Host and
+/* Header framing (request smuggling, lenient headers and short bodies; the Host and
  * Authorization rules): every request whose framing is not exactly one
  * reading of RFC 9112 is refused with ONE well-framed problem+json response
  * and a closed connection (or a clean close), and nothing after its head is
@@ -163,7 +163,7 @@ static void test_transfer_codings(void **state)
     assert_int_equal(rel_status_of(buf), 200);
 }
 
-/* Issue 12 item 3: a Content-Length shorter than what the client sends (a
+/* Regression: a Content-Length shorter than what the client sends (a
  * multi-byte memoryview given to requests) left the rest to be parsed as the
  * next request on the keep-alive connection, answered with libmicrohttpd's
  * HTML page. */

@@ -231,7 +231,7 @@ static void test_tenant_buffers_isolated(void **state)
     assert_true(rel_wait_rest(s, 0, 2000));
 }
 
-/* The next_cursor of a list page (issue 17 item 11) was the global creation
+/* The next_cursor of a list page was the global creation
  * sequence: two of alice's cursors differed by the number of buffers bob
  * created in between. Now 16 opaque hex digits, bound to their tenant. */
 static void test_cursors_opaque_per_tenant(void **state)

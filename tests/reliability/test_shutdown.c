@@ -111,7 +111,7 @@ static void test_grace_bounds_stalled_client(void **state)
     unlink(p.log_path);
 }
 
-/* Issue 17 item 2: SIGTERM during a long run exited only when the run ended;
+/* Regression: SIGTERM during a long run exited only when the run ended;
  * a second signal did nothing; the `wait: true` client got no reply. Now
  * the grace bounds the exit, and the waiting client hears that its run
  * failed. The run: 16 gemms, of 1024^3 on the host backend (many seconds)

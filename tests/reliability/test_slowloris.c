@@ -159,7 +159,7 @@ static void test_upload_trickles(void **state)
 }
 
 /* junk: while not reading, the client sends 10 KB/s of bytes that are no
- * request (issue 17 item 6: the guard counted received bytes too, so this
+ * request (the guard counted received bytes too, so this
  * kept an unread download and its two staging chunks until
  * --connection-timeout). A response's rate is what the client takes. */
 static void download_not_read(struct rel_server *s, int junk)
@@ -246,7 +246,7 @@ static void end_slow_clients(struct rel_server *s, int fds[8], char id[8][64])
     assert_true(rel_wait_rest(s, 0, 3000));
 }
 
-/* Issue 17 item 3: a PUT that sends its head (here with Expect:
+/* Regression: a PUT that sends its head (here with Expect:
  * 100-continue) and then nothing took a staging chunk at once; a ring's
  * worth of them starved every other upload (503). A chunk is now taken when
  * the first body bytes arrive. */
@@ -274,7 +274,7 @@ static void test_heads_without_body_hold_no_chunk(void **state)
         fail_msg("8 bodiless PUT heads held %u staging chunks; another upload got %ld", busy, st);
 }
 
-/* Issue 17 item 3: uploads that trickle just over --min-transfer-rate held
+/* Regression: uploads that trickle just over --min-transfer-rate held
  * their staging chunks for as long as they lasted: a ring's worth of them
  * gave every other upload a 503. After --staging-hold they give the chunks
  * back and go on without; the others get chunks again. */

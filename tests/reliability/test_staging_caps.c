@@ -1,4 +1,4 @@
-/* Issue 17 item 3: the staging chunks one client address and one tenant may
+/* Regression: the staging chunks one client address and one tenant may
  * hold at once are capped (--staging-address-share, --staging-tenant-share).
  * Before the caps, a ring's worth of slow uploads from one address (or one
  * tenant's token from several) held every chunk, and every other client's
