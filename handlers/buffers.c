@@ -34,6 +34,7 @@ json_t *ghd_buffer_json_new(const struct ghd_buffer *b)
     }
     if (obj) {
         json_object_set_new(obj, "version", json_integer((json_int_t)ghd_buffer_version(b)));
+        json_object_set_new(obj, "uploaded", json_integer((json_int_t)ghd_buffer_uploaded(b)));
         struct ghd_array_desc d;
         ghd_buffer_desc_get(b, &d);
         if (d.dtype[0]) {

@@ -214,6 +214,7 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     pthread_mutex_init(&b->zero_lock, NULL);
     pthread_mutex_init(&b->desc_lock, NULL);
     atomic_init(&b->version, 1);
+    atomic_init(&b->uploaded, 0);
     if (spec->desc)
         b->desc = *spec->desc;
     pthread_mutex_lock(&t->lock);
@@ -305,6 +306,19 @@ uint64_t ghd_buffer_version(const struct ghd_buffer *b)
 void ghd_buffer_bump(struct ghd_buffer *b)
 {
     atomic_fetch_add(&b->version, 1);
+}
+
+uint64_t ghd_buffer_uploaded(const struct ghd_buffer *b)
+{
+    return atomic_load(&((struct ghd_buffer *)b)->uploaded);
+}
+
+void ghd_buffer_uploaded_extend(struct ghd_buffer *b, uint64_t offset, uint64_t len)
+{
+    /* One writer at a time: no other thread stores the prefix meanwhile. */
+    uint64_t now = atomic_load(&b->uploaded);
+    if (offset <= now && offset + len > now)
+        atomic_store(&b->uploaded, offset + len);
 }
 
 /* The lock is not part of the buffer's logical state, hence the cast. */

@@ -46,6 +46,9 @@ struct ghd_buffer {
      * version saw exactly those bytes (a strong ETag) and a write in progress
      * never carries the version of a finished state. */
     atomic_uint_fast64_t version;
+    /* Bytes [0, uploaded) were written by completed uploads since creation:
+     * where a client continues an interrupted one (see ghd_buffer_uploaded_extend). */
+    atomic_uint_fast64_t uploaded;
     pthread_mutex_t desc_lock;  /* guards desc: set by PATCH and .npy uploads */
     struct ghd_array_desc desc; /* dtype "" = raw bytes, no description */
     struct ghd_idmap_node by_id; /* the table's index */
@@ -104,6 +107,13 @@ int ghd_buffer_remove_match(struct ghd_buffer_table *t, const char *id, const ch
 /* The version now (see struct ghd_buffer) and one step on it. */
 uint64_t ghd_buffer_version(const struct ghd_buffer *b);
 void ghd_buffer_bump(struct ghd_buffer *b);
+/* The upload prefix (struct ghd_buffer's `uploaded`), and its growth by a
+ * completed upload of [offset, offset + len): the prefix reaches the end of a
+ * write that starts inside it or right after it, and stays for one past a
+ * gap (the bytes between are not known to be written). It never shrinks.
+ * pre: the caller holds the buffer's single-writer flag. */
+uint64_t ghd_buffer_uploaded(const struct ghd_buffer *b);
+void ghd_buffer_uploaded_extend(struct ghd_buffer *b, uint64_t offset, uint64_t len);
 /* Copies the array description out, or replaces it (NULL clears it); a
  * change is a write, so it bumps the version.
  * pre: a new description's bytes equal b->size (the caller checks and says why). */

@@ -223,6 +223,7 @@ void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc
     t->completed = 1;
     if (desc) /* .npy: the bytes and their description change together */
         ghd_buffer_desc_set(t->buf, desc);
+    ghd_buffer_uploaded_extend(t->buf, t->offset, t->received);
     /* Every byte is on the device: a client told so may start the next
      * upload at once, even before this transfer is freed. */
     ghd_buffer_bump(t->buf);

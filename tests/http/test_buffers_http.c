@@ -1202,6 +1202,80 @@ static void test_abort_mid_upload(void **state)
     harness_buffer_delete(&H, id);
 }
 
+/* The meta's `uploaded`: how far completed uploads reach from byte 0, so a
+ * client can continue an interrupted upload where the server has the bytes.
+ * A cut PUT moves nothing, a piece past a gap leaves the mark, a body that
+ * creates the buffer covers it all. */
+static long uploaded_of(const char *id)
+{
+    char path[128];
+    struct harness_resp r;
+    buffer_path(path, sizeof(path), id, "/meta");
+    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    json_t *meta = harness_body_json(&r);
+    json_t *v = json_object_get(meta, "uploaded");
+    if (!json_is_integer(v))
+        fail_msg("meta of %s has no integer 'uploaded': %.300s", id, r.body ? r.body : "");
+    long n = (long)json_integer_value(v);
+    json_decref(meta);
+    harness_resp_free(&r);
+    return n;
+}
+
+static void test_uploaded_prefix(void **state)
+{
+    (void)state;
+    const size_t size = 3 * chunk_size() + 5;
+    char id[33], path[128], cr[128];
+    harness_buffer_create(&H, size, id);
+    buffer_path(path, sizeof(path), id, NULL);
+    assert_int_equal(uploaded_of(id), 0);
+    unsigned char *data = random_bytes(1500, size);
+    struct harness_resp r;
+    size_t a = chunk_size() + 1, b = 2 * chunk_size();
+
+    snprintf(cr, sizeof(cr), "Content-Range: bytes 0-%zu/%zu", a - 1, size);
+    put_with(path, cr, NULL, data, a, &r); /* [0, a) */
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    assert_int_equal(uploaded_of(id), a);
+
+    snprintf(cr, sizeof(cr), "Content-Range: bytes %zu-%zu/%zu", b, size - 1, size);
+    put_with(path, cr, NULL, data + b, size - b, &r); /* past a gap: [b, size) */
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    assert_int_equal(uploaded_of(id), a);
+
+    char opath[200]; /* half of [a, size) sent, then the connection goes */
+    snprintf(opath, sizeof(opath), "%s?offset=%zu", path, a);
+    abort_upload("PUT", opath, size - a, (size - a) / 2, 0);
+    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
+    assert_int_equal(uploaded_of(id), a);
+
+    snprintf(cr, sizeof(cr), "Content-Range: bytes 10-%zu/%zu", b + 9, size);
+    put_with(path, cr, NULL, data + 10, b, &r); /* starts inside: the mark reaches its end */
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    assert_int_equal(uploaded_of(id), b + 10);
+    put_with(path, "Content-Range: bytes 0-9/*", NULL, data, 10, &r); /* never shrinks */
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    assert_int_equal(uploaded_of(id), b + 10);
+    harness_buffer_delete(&H, id);
+
+    harness_simple(&H, "POST", "/v1/buffers", "application/octet-stream", data, size, &r);
+    assert_int_equal(r.status, 201);
+    json_t *doc = harness_body_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(doc, "uploaded")), size);
+    memcpy(id, json_string_value(json_object_get(doc, "id")), 33);
+    json_decref(doc);
+    harness_resp_free(&r);
+    assert_int_equal(uploaded_of(id), size);
+    harness_buffer_delete(&H, id);
+    free(data);
+}
+
 struct abort_sink {
     size_t got, stop_after;
 };
@@ -1813,6 +1887,7 @@ int main(void)
         cmocka_unit_test_teardown(test_request_id, harness_teardown_idle),
         cmocka_unit_test_teardown(test_ids, harness_teardown_idle),
         cmocka_unit_test_teardown(test_abort_mid_upload, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_uploaded_prefix, harness_teardown_idle),
         cmocka_unit_test_teardown(test_abort_mid_download, harness_teardown_idle),
         cmocka_unit_test_teardown(test_small_transfers_skip_busy_ring, harness_teardown_idle),
         cmocka_unit_test_teardown(test_keep_alive, harness_teardown_idle),
