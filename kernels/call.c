@@ -19,6 +19,7 @@ struct ghd_kernel_call {
     const struct ghd_kernel *k;
     struct ghd_ucall *ucall; /* a user kernel's call (kernels/user/ucall.c) instead */
     struct ghd_rcall *rcall; /* a raw function's call (kernels/raw/rcall.c) instead */
+    const atomic_int *stop;  /* ghd_kernel_call_set_stop's, or NULL */
     struct ghd_kargs args;
     struct ghd_buffer_view buf[GHD_KARG_BUFFERS]; /* by slot; owner NULL: not given */
     uint64_t start[GHD_KARG_BUFFERS];             /* byte range used, per slot */
@@ -437,7 +438,7 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
 {
     const struct ghd_kernel *k = call->k;
     if (call->ucall)
-        return ghd_ucall_execute(call->ucall, rt, stream, start, end, result, err);
+        return ghd_ucall_execute(call->ucall, rt, stream, start, end, call->stop, result, err);
     if (call->rcall)
         return ghd_rcall_execute(call->rcall, rt, stream, start, end, result, err);
     ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
@@ -472,6 +473,16 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
         return ghd_err_set(err, rc, "kernel %s failed: %s", k->name, ghd_strerror(rc));
     add_result(call, &x, result);
     return 0;
+}
+
+void ghd_kernel_call_set_stop(struct ghd_kernel_call *call, const atomic_int *stop)
+{
+    call->stop = stop;
+}
+
+int ghd_kernel_call_stoppable(const struct ghd_kernel_call *call, enum ghd_backend_kind kind)
+{
+    return call->ucall && kind == GHD_BACKEND_HOST;
 }
 
 int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner)

@@ -2,6 +2,7 @@
 #define GHD_KERNELS_KERNEL_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "array_desc.h"
@@ -94,6 +95,14 @@ int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt
 int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                                   struct ghd_stream *stream, struct ghd_event *start,
                                   struct ghd_event *end, json_t *result, struct ghd_err *err);
+/* The flag the call's execution looks at where it can stop early (a user
+ * kernel on the host backend, every few thousand elements): once it is
+ * nonzero the execution fails with GHD_ECANCELED, its outputs partly
+ * written. NULL (the default): never. The flag outlives the call. */
+void ghd_kernel_call_set_stop(struct ghd_kernel_call *call, const atomic_int *stop);
+/* Whether executing the call on a `kind` backend looks at that flag; where
+ * it does not (CUDA, built-in kernels), a call runs to its end once started. */
+int ghd_kernel_call_stoppable(const struct ghd_kernel_call *call, enum ghd_backend_kind kind);
 /* Whether the call writes the buffer whose view has `owner` (an out or
  * inout parameter names it). */
 int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner);

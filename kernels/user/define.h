@@ -10,6 +10,8 @@
 struct ghd_ulimits {
     size_t max_definition; /* bytes of text over all fields */
     unsigned max_depth;    /* expression nesting */
+    /* The largest n of a call that no buffer bounds (ucall.c); 0 = no cap. */
+    uint64_t max_elements;
 };
 
 /* Reads `def` into *d (caller-owned, cleared with ghd_udef_clear also on

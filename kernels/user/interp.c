@@ -504,11 +504,23 @@ static void load_params(struct frame *fr, uint64_t i, int outs)
     }
 }
 
-int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint64_t n,
-                    union ghd_uval *acc, struct ghd_err *e)
+/* Elements between two looks at the stop flag: a look is one relaxed load,
+ * and a few thousand elements take microseconds. */
+#define STOP_EVERY 4096
+
+static int stop_asked(const atomic_int *stop, uint64_t i, uint64_t n, struct ghd_err *e)
 {
-    (void)e;
+    if (!stop || i % STOP_EVERY != 0 || !atomic_load_explicit(stop, memory_order_relaxed))
+        return 0;
+    return ghd_err_set(e, GHD_ECANCELED, "stopped after %llu of %llu elements",
+                       (unsigned long long)i, (unsigned long long)n);
+}
+
+int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint64_t n,
+                    const atomic_int *stop, union ghd_uval *acc, struct ghd_err *e)
+{
     struct frame fr;
+    int rc;
     memset(&fr, 0, sizeof(fr));
     fr.p = p;
     fr.args = args;
@@ -516,6 +528,8 @@ int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint
     const struct ghd_udef *d = p->def;
     if (d->kind == GHD_UK_ELEMENTWISE) {
         for (uint64_t i = 0; i < n; i++) {
+            if ((rc = stop_asked(stop, i, n, e)) != 0)
+                return rc;
             fr.i = i;
             load_params(&fr, i, 1);
             run_stmts(&fr);
@@ -527,6 +541,8 @@ int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint
     }
     uval total = eval(&fr, p->identity);
     for (uint64_t i = 0; i < n; i++) {
+        if ((rc = stop_asked(stop, i, n, e)) != 0)
+            return rc;
         fr.i = i;
         load_params(&fr, i, 0);
         fr.b = eval(&fr, p->map);

@@ -152,6 +152,32 @@ static int resolve_param(struct ghd_ucall *c, int k, json_t *v, json_t *off, int
     return 0;
 }
 
+/* n where no buffer argument holds n elements: the inputs are numbers or
+ * raw buffers and a reduction's output is left out. Nothing else bounds the
+ * elements such a call loops over, so n may be at most --max-elements, or
+ * the element count of its largest raw input where that is more. */
+static int check_unbounded_n(const struct ghd_ucall *c, struct ghd_err *err)
+{
+    const struct ghd_udef *d = &c->k->def;
+    uint64_t cap = c->k->max_elements, raw_max = 0;
+    for (int k = 0; k < d->nparams; k++) {
+        if (!c->buf[k].owner)
+            continue;
+        if (!d->params[k].is_raw && !(d->params[k].is_out && d->kind == GHD_UK_REDUCTION))
+            return 0; /* this buffer holds the n elements */
+        if (d->params[k].is_raw && c->args[k].len > raw_max)
+            raw_max = c->args[k].len;
+    }
+    if (cap == 0 || c->n <= cap || c->n <= raw_max)
+        return 0;
+    return ghd_err_set(err, GHD_EUNPROC,
+                       "n = %" PRIu64 " is more than %" PRIu64 ", the most a call may ask for "
+                       "when no buffer argument holds its n elements (its inputs are numbers%s "
+                       "and its output left out): --max-elements%s",
+                       c->n, cap > raw_max ? cap : raw_max, raw_max ? " or raw buffers" : "",
+                       raw_max ? ", or the elements of its largest raw input" : "");
+}
+
 /* Outputs may share memory with an input only as the exact same range of a
  * non-raw input (in place); never with a raw input or another output. */
 static int check_aliasing(const struct ghd_ucall *c, struct ghd_err *err)
@@ -249,7 +275,8 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
         if (rc)
             goto out;
     }
-    rc = check_aliasing(c, err);
+    if ((rc = check_unbounded_n(c, err)) == 0)
+        rc = check_aliasing(c, err);
 out:
     if (rc)
         ghd_ucall_free(c);
@@ -274,8 +301,8 @@ static json_t *value_json(union ghd_uval v, int t, json_t *result)
 }
 
 int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
-                      struct ghd_event *start, struct ghd_event *end, json_t *result,
-                      struct ghd_err *err)
+                      struct ghd_event *start, struct ghd_event *end, const atomic_int *stop,
+                      json_t *result, struct ghd_err *err)
 {
     const struct ghd_device_ops *ops = rt->dev.ops;
     const struct ghd_udef *d = &c->k->def;
@@ -289,7 +316,7 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
         rc = ops->event_record(&rt->dev, start, stream, &e);
     if (!rc && rt->dev.kind == GHD_BACKEND_HOST) {
         /* The host backend's copies are synchronous: the buffers are ready. */
-        rc = ghd_uinterp_run(&c->binding->prog, c->args, c->n, &acc, &e);
+        rc = ghd_uinterp_run(&c->binding->prog, c->args, c->n, stop, &acc, &e);
     } else if (!rc) {
         rc = ghd_ucuda_launch(c->binding, rt, stream, c->args, c->n, &run, &e);
     }

@@ -22,6 +22,7 @@ int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tena
     }
     atomic_init(&k->refs, 1);
     k->compiler = compiler;
+    k->max_elements = lim->max_elements;
     snprintf(k->tenant, sizeof(k->tenant), "%s", tenant ? tenant : "");
     k->definition = json_deep_copy(def);
     const char *desc = json_string_value(json_object_get(def, "description"));

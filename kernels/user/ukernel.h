@@ -28,6 +28,7 @@ struct ghd_ukernel {
     atomic_int refs;
     char tenant[GHD_TENANT_MAX + 1];
     struct ghd_udef def;
+    uint64_t max_elements; /* struct ghd_ulimits', at definition */
     json_t *definition; /* as the client gave it */
     char describe_doc[1100];
     pthread_mutex_t lock; /* the bindings */
@@ -86,9 +87,11 @@ void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant,
 struct ghd_ucall;
 int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve,
                           void *resolve_ctx, struct ghd_ucall **out, struct ghd_err *err);
+/* On the host backend the interpreter looks at *stop (may be NULL) as it
+ * goes (ulang.h); CUDA cannot stop a launched kernel and never looks. */
 int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
-                      struct ghd_event *start, struct ghd_event *end, json_t *result,
-                      struct ghd_err *err);
+                      struct ghd_event *start, struct ghd_event *end, const atomic_int *stop,
+                      json_t *result, struct ghd_err *err);
 int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner);
 void ghd_ucall_free(struct ghd_ucall *c);
 

@@ -11,6 +11,7 @@
  * (struct ghd_uprog) is what the interpreter (interp.c) and the CUDA code
  * generator (codegen.c) walk, so both see the same types and the same
  * implicit conversions. */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -243,9 +244,11 @@ void ghd_uval_store(void *p, int t, union ghd_uval v);
 /* The host interpreter, the reference the GPU is checked against: runs a
  * checked program over n elements with arguments indexed like d->params.
  * For reductions *acc receives the reduced value (type p->acc_type) after
- * post has run, and the output buffer (when given) its element. */
+ * post has run, and the output buffer (when given) its element. It looks
+ * at *stop (when not NULL) every few thousand elements: once it is nonzero
+ * the run ends with GHD_ECANCELED, its outputs partly written. */
 int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint64_t n,
-                    union ghd_uval *acc, struct ghd_err *e);
+                    const atomic_int *stop, union ghd_uval *acc, struct ghd_err *e);
 
 /* Type checks `d` under `b` into *p (owning its node array). */
 int ghd_ucheck(const struct ghd_udef *d, const struct ghd_ubind *b, struct ghd_uprog *p,

@@ -118,6 +118,9 @@ static const struct option_spec specs[] = {
      "most bytes of text in one user kernel definition (over it: 413)"},
     {"kernel-max-depth", OPT_UINT, OFF(kernel_max_depth), 0, 4, 256, "64",
      "deepest expression nesting in a user kernel definition (over it: 422)"},
+    {"max-elements", OPT_UINT, OFF(max_elements), 0, 1, 4294967295ULL, "268435456",
+     "largest n of a user kernel run where no buffer argument holds the n elements (a "
+     "reduction of numbers or raw buffers with its output left out; over it: 422)"},
     {"kernel-cache-dir", OPT_STRING, OFF(kernel_cache_dir), STR_MAX(kernel_cache_dir), 0, 0, "",
      "folder for compiled user kernels (kept across restarts; none = memory only)"},
     {"kernel-cache-max", OPT_SIZE, OFF(kernel_cache_max), 0, 1 << 20, 1ULL << 40, "256M",
@@ -135,8 +138,9 @@ static const struct option_spec specs[] = {
     {"module-max-source", OPT_SIZE, OFF(module_max_source), 0, 256, 16 << 20, "1M",
      "most bytes of CUDA source in one module (over it: 413)"},
     {"run-timeout", OPT_UINT, OFF(run_timeout_s), 0, 0, 86400 * 7, "0",
-     "seconds a run may execute; one past it fails and, since a kernel cannot be stopped, "
-     "the device is treated as lost (0 = no limit)"},
+     "seconds a run may execute; one past it fails: a user kernel on the host backend is "
+     "stopped and fails alone (422), any other kernel cannot be stopped, so the device is "
+     "treated as lost (0 = no limit)"},
     {"on-device-loss", OPT_STRING, OFF(on_device_loss), STR_MAX(on_device_loss), 0, 0, "stay",
      "what a lost device (a faulting kernel, a run past --run-timeout) does: exit (after the "
      "replies in flight, with status 3, for a supervisor to restart) or stay (device routes "

@@ -58,6 +58,7 @@ struct ghd_config {
     unsigned tenant_max_kernels;      /* user kernels per tenant */
     size_t kernel_max_definition;     /* bytes of text in one definition */
     unsigned kernel_max_depth;        /* expression nesting in a definition */
+    unsigned max_elements;            /* n of a user kernel call that no buffer bounds */
     char kernel_cache_dir[256];       /* compiled user kernels on disk; "" = memory only */
     size_t kernel_cache_max;          /* bytes the folder may hold */
     unsigned compile_workers;         /* NVRTC threads */

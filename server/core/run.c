@@ -25,6 +25,7 @@ int ghd_run_new(const char *tenant, struct ghd_run **out)
     }
     snprintf(run->tenant, sizeof(run->tenant), "%s", tenant ? tenant : "");
     atomic_init(&run->refs, 1);
+    atomic_init(&run->stop, GHD_RUN_GO);
     pthread_cond_init(&run->ended, NULL);
     *out = run;
     return 0;
@@ -152,12 +153,25 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
 {
     int rc = 0;
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
-        rc = execute_step(rt, stream, ev, &run->steps[i], error);
+        if (atomic_load(&run->stop) != GHD_RUN_GO)
+            rc = ghd_err_set(error, GHD_ECANCELED, "stopped before this step");
+        else
+            ghd_kernel_call_set_stop(run->steps[i].call, &run->stop);
+        if (rc == 0)
+            rc = execute_step(rt, stream, ev, &run->steps[i], error);
         run->device_ms += run->steps[i].device_ms;
         if (rc && run->step_count > 1)
             ghd_err_prefix(error, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
     }
     return rc;
+}
+
+int ghd_run_stoppable(const struct ghd_run *run, enum ghd_backend_kind kind)
+{
+    for (unsigned i = 0; i < run->step_count; i++)
+        if (!run->steps[i].call || !ghd_kernel_call_stoppable(run->steps[i].call, kind))
+            return 0;
+    return run->step_count > 0;
 }
 
 /* Whether the two steps touch a common buffer that one of them writes. */

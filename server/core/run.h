@@ -24,6 +24,13 @@ enum ghd_run_status {
 
 #define GHD_RUN_MAX_STEPS 16
 
+/* Why a running run was asked to stop (struct ghd_run's `stop`). */
+enum ghd_run_stop {
+    GHD_RUN_GO,           /* not asked */
+    GHD_RUN_STOP_TIMEOUT, /* it passed --run-timeout */
+    GHD_RUN_STOP_SERVER,  /* the server stops */
+};
+
 struct ghd_run_step {
     const struct ghd_kernel *kernel; /* a reference (ghd_kernel_lookup_new) */
     struct ghd_kernel_call *call;
@@ -44,6 +51,9 @@ struct ghd_run {
     unsigned step_count;
     enum ghd_run_status status;
     struct ghd_err error; /* a failed run: its GHD_E* code and detail; code 0 otherwise */
+    /* An enum ghd_run_stop. The steps' calls look at it where they can stop
+     * (kernel.h, ghd_kernel_call_set_stop), and so does the run between steps. */
+    atomic_int stop;
     double queued_at_ms, started_ms, finished_ms;
     float device_ms;
     atomic_int refs;
@@ -88,9 +98,14 @@ void ghd_run_bump_writes(struct ghd_run *run);
  * failure, even where a callee said nothing (the value is the worker's own:
  * the run's error is set from it under the queue's lock, and only while
  * the run is still running, since a run reported failed early has answered
- * its waiters with that error already). */
+ * its waiters with that error already). Once run->stop is set no further
+ * step starts (GHD_ECANCELED). */
 int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                     struct ghd_run *run, struct ghd_err *error);
+/* Whether every step of the run stops early once run->stop is set, when
+ * executed on a `kind` backend (ghd_kernel_call_stoppable): then a run past
+ * --run-timeout can fail alone; otherwise its kernel runs on. */
+int ghd_run_stoppable(const struct ghd_run *run, enum ghd_backend_kind kind);
 /* Whether a step of `a` and a step of `b` touch a common buffer that one of
  * them writes: then the later of the two must wait for the earlier. Runs that
  * only read a buffer (a shared weight matrix, say) may overlap. */

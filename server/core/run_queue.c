@@ -1,5 +1,6 @@
 #include "run_queue.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -190,6 +191,16 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, struc
         wake_idle_locked(q, 1);
 }
 
+/* The error of a run stopped for --run-timeout: the request asked for more
+ * than the time allows, so it is the client's to change (422). */
+static int timed_out(struct ghd_err *err)
+{
+    char how[sizeof(err->detail)];
+    snprintf(how, sizeof(how), "%s", err->detail);
+    return ghd_err_set(err, GHD_EUNPROC, "the run passed --run-timeout and was stopped (%.300s); "
+                       "ask for fewer elements, or for a larger --run-timeout", how);
+}
+
 static void *worker_main(void *arg)
 {
     struct run_worker *w = arg;
@@ -225,6 +236,8 @@ static void *worker_main(void *arg)
         int rc = setup ? ghd_err_set(&err, setup, "run worker setup: %s",
                                      ghd_err_text(&setup_err, setup))
                        : ghd_run_execute(rt, stream, ev, run, &err);
+        if (rc == GHD_ECANCELED && atomic_load(&run->stop) == GHD_RUN_STOP_TIMEOUT)
+            rc = timed_out(&err);
         struct collected c = {0};
         pthread_mutex_lock(&q->lock);
         /* A run reported failed already (the device lost, --run-timeout, the
@@ -273,6 +286,15 @@ static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
     }
 }
 
+/* pre: lock held. Asks every running run to stop where its kernel can
+ * (ghd_run_stoppable): the server stops. */
+static void stop_running_locked(struct ghd_run_queue *q)
+{
+    for (unsigned i = 0; i < q->worker_count; i++)
+        if (q->workers[i].current)
+            atomic_store(&q->workers[i].current->stop, GHD_RUN_STOP_SERVER);
+}
+
 /* pre: lock held. Answers a running run's waiters now with `code`; its
  * worker still executes it (a kernel cannot be stopped). */
 static void report_failed_locked(struct ghd_run *run, int code, const char *detail)
@@ -291,6 +313,7 @@ unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
     cancel_queued_locked(q, &c);
     q->stopping = 1;
     q->abandoned = 1;
+    stop_running_locked(q);
     for (unsigned i = 0; i < q->worker_count; i++) {
         struct ghd_run *run = q->workers[i].current;
         if (!run)
@@ -334,18 +357,25 @@ void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason)
     settle(q, &c);
 }
 
-unsigned ghd_run_queue_overdue(struct ghd_run_queue *q, unsigned limit_s)
+unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s)
 {
-    unsigned n = 0;
-    double now = ghd_clock_ms();
+    unsigned stuck = 0;
+    double now = ghd_clock_ms(), limit_ms = (double)limit_s * 1e3;
+    enum ghd_backend_kind kind = q->rt->dev.kind;
     pthread_mutex_lock(&q->lock);
     for (unsigned i = 0; i < q->worker_count; i++) {
         struct ghd_run *run = q->workers[i].current;
-        n += run && run->status == GHD_RUN_RUNNING &&
-             now - run->started_ms > (double)limit_s * 1e3;
+        if (!run || run->status != GHD_RUN_RUNNING || now - run->started_ms <= limit_ms)
+            continue;
+        /* One that can stop is asked to, and given as long again to do it
+         * (it looks every few thousand elements: microseconds). */
+        if (ghd_run_stoppable(run, kind) && now - run->started_ms <= 2 * limit_ms)
+            atomic_store(&run->stop, GHD_RUN_STOP_TIMEOUT);
+        else
+            stuck++;
     }
     pthread_mutex_unlock(&q->lock);
-    return n;
+    return stuck;
 }
 
 /* Cancels what is queued and stops the workers (the first `started` of them). */
@@ -355,6 +385,7 @@ static void stop_workers(struct ghd_run_queue *q, unsigned started)
     pthread_mutex_lock(&q->lock);
     cancel_queued_locked(q, &c);
     q->stopping = 1;
+    stop_running_locked(q);
     wake_idle_locked(q, 1);
     pthread_mutex_unlock(&q->lock);
     settle(q, &c);

@@ -27,7 +27,8 @@ struct ghd_run_queue_config {
  * the queue. */
 int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rt,
                       struct ghd_run_queue **out);
-/* Cancels what is queued, finishes what runs, stops the workers. */
+/* Cancels what is queued, asks what runs to stop (where it can:
+ * ghd_run_stoppable) and waits for it, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
 /* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
@@ -47,8 +48,9 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
 /* The server stops without waiting for runs: queued ones are canceled,
- * running ones reported failed at once (their waiters wake) while their
- * workers go on; returns how many were running. The queue takes no new run
+ * running ones reported failed at once (their waiters wake) and asked to
+ * stop where they can, while their workers go on; returns how many were
+ * running. The queue takes no new run
  * after this, and ghd_run_queue_free would still wait for the workers: the
  * caller exits instead. */
 unsigned ghd_run_queue_abandon(struct ghd_run_queue *q);
@@ -63,7 +65,12 @@ void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ct
  * ones are reported failed (their workers go on; what they bring back is
  * dropped) and the queue takes no new run (submit: GHD_EDEVLOST). */
 void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason);
-/* How many runs have been executing for more than limit_s seconds. */
-unsigned ghd_run_queue_overdue(struct ghd_run_queue *q, unsigned limit_s);
+/* --run-timeout: every run executing for more than limit_s seconds that can
+ * stop (ghd_run_stoppable: a user kernel on the host backend) is asked to;
+ * it then fails alone, 422 naming --run-timeout. Returns how many overdue
+ * runs cannot stop (CUDA, the host's built-ins), or were asked and still run
+ * after twice limit_s: their kernels run on, so the caller treats the device
+ * as lost. */
+unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s);
 
 #endif

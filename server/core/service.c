@@ -139,6 +139,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     }
     svc->kernel_limits.max_definition = cfg->kernel_max_definition;
     svc->kernel_limits.max_depth = cfg->kernel_max_depth;
+    svc->kernel_limits.max_elements = cfg->max_elements;
     ghd_rmodule_store_init(&svc->modules, cfg->tenant_max_modules);
     ghd_devloss_init(&svc->devloss);
     if (ghd_watchdog_start(svc) != 0) {

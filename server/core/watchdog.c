@@ -1,8 +1,10 @@
-/* The --run-timeout watchdog: a CUDA kernel cannot be pre-empted, so a run
- * past its time is reported failed to its waiters and the device treated
- * as lost (its stream never frees, and whatever the kernel still writes is
- * not to be trusted). It polls the running runs every 100 ms: a timeout is
- * seconds, so the poll adds at most a tenth of the smallest one. */
+/* The --run-timeout watchdog. A run past its time whose kernel can stop (the
+ * host backend's interpreter of user kernels) is asked to, and fails alone.
+ * A CUDA kernel cannot be pre-empted (nor can the host's built-ins), so a
+ * run of one past its time is reported failed to its waiters and the device
+ * treated as lost (its stream never frees, and whatever the kernel still
+ * writes is not to be trusted). It polls the running runs every 100 ms: a
+ * timeout is seconds, so the poll adds at most a tenth of the smallest one. */
 #include "watchdog.h"
 
 #include <errno.h>
@@ -44,7 +46,7 @@ static void *watch(void *arg)
         /* The loss is marked before the overdue run's waiter is answered
          * (ghd_run_queue_device_lost, from ghd_service_device_lost): a client
          * that reads /readyz after that reply sees the loss. */
-        if (ghd_run_queue_overdue(svc->runs, svc->cfg.run_timeout_s) > 0) {
+        if (ghd_run_queue_stop_overdue(svc->runs, svc->cfg.run_timeout_s) > 0) {
             char reason[160];
             snprintf(reason, sizeof(reason), "a run passed --run-timeout (%u s); its kernel "
                      "cannot be stopped", svc->cfg.run_timeout_s);

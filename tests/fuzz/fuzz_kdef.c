@@ -43,7 +43,7 @@ static void run_binding(const struct ghd_udef *d, int ph, uint32_t scalars)
         args[k].len = 4;
     }
     union ghd_uval acc;
-    CHECK(ghd_uinterp_run(&p, args, 4, &acc, &e) == 0);
+    CHECK(ghd_uinterp_run(&p, args, 4, NULL, &acc, &e) == 0);
     ghd_uprog_clear(&p);
 }
 

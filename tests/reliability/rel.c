@@ -261,6 +261,19 @@ void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t c
     json_decref(doc);
 }
 
+long rel_metric(const struct rel_server *s, const char *name)
+{
+    struct rel_resp r;
+    rel_json(s, "GET", "/metrics", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    char line[128];
+    snprintf(line, sizeof(line), "\n%s ", name);
+    const char *at = strstr(r.body, line);
+    long v = at ? atol(at + strlen(line)) : -1;
+    rel_resp_free(&r);
+    return v;
+}
+
 long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap)
 {
     char body[64];

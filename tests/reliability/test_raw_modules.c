@@ -135,20 +135,6 @@ static void test_no_tokens_flag_decides(void **state)
     rel_stop(&s);
 }
 
-static long metric(struct rel_server *s, const char *name)
-{
-    struct rel_resp r;
-    rel_json(s, "GET", "/metrics", NULL, NULL, &r);
-    assert_int_equal(r.status, 200);
-    const char *at = strstr(r.body, name);
-    char line[128];
-    snprintf(line, sizeof(line), "\n%s ", name);
-    at = strstr(r.body, line);
-    long v = at ? atol(at + strlen(line)) : -1;
-    rel_resp_free(&r);
-    return v;
-}
-
 /* After the loss: the device routes, probes and the rest. */
 static void check_lost(struct rel_server *s, const char *id, const char *reason, long losses)
 {
@@ -177,7 +163,7 @@ static void check_lost(struct rel_server *s, const char *id, const char *reason,
     assert_int_equal(r.status, 200);
     rel_resp_free(&r);
     /* Process-wide, like every metric: one more than before. */
-    assert_int_equal(metric(s, "gpuhttpd_device_losses_total"), losses);
+    assert_int_equal(rel_metric(s, "gpuhttpd_device_losses_total"), losses);
 }
 
 /* Two 4 KiB buffers and an axpy run on them (x's id in x). */
@@ -197,7 +183,7 @@ static void test_fault_loses_device(void **state)
     struct ghd_config cfg;
     rel_config(&cfg);
     rel_start(&s, &cfg);
-    long before = metric(&s, "gpuhttpd_device_losses_total");
+    long before = rel_metric(&s, "gpuhttpd_device_losses_total");
     char x[64], run[512];
     axpy_setup(&s, x, run, sizeof(run));
     struct rel_resp r;
@@ -222,7 +208,7 @@ static void test_run_timeout_loses_device(void **state)
     cfg.run_timeout_s = 1;
     cfg.run_workers = 2;
     rel_start(&s, &cfg);
-    long before = metric(&s, "gpuhttpd_device_losses_total");
+    long before = rel_metric(&s, "gpuhttpd_device_losses_total");
     char x[64], run[512];
     axpy_setup(&s, x, run, sizeof(run));
     /* The run's kernel never ends (a spinning kernel): past 1 s its waiter

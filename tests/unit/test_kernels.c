@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test_kernels_util.h"
+#include "kernels/registry.h"
 
 static struct tk T;
 
@@ -64,6 +65,30 @@ static void test_registry(void **state)
     assert_null(ghd_kernel_at(ghd_kernel_count()));
     assert_null(ghd_kernel_find("nope"));
     assert_null(ghd_kernel_find(NULL));
+}
+
+/* Every built-in's element counts are bounded by a buffer it must be given:
+ * n by a required buffer of n elements, gemm's m, n and k by its three
+ * required matrices. A count no buffer holds would loop for as long as a
+ * client asks (a user kernel without one has --max-elements instead). */
+static void test_counts_bounded_by_buffers(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < ghd_kernel_count(); i++) {
+        const struct ghd_kernel *k = ghd_kernel_at(i);
+        int counts = 0, custom = 0, bounded_n = 0, optional_custom = 0;
+        for (size_t j = 0; j < k->nparams; j++) {
+            const struct ghd_param *p = &k->params[j];
+            counts += p->kind == GHD_PK_COUNT && p->required;
+            if (p->kind != GHD_PK_BUFFER)
+                continue;
+            custom += p->count == GHD_COUNT_CUSTOM;
+            optional_custom += p->count == GHD_COUNT_CUSTOM && !p->required;
+            bounded_n += p->count == GHD_COUNT_N && p->required;
+        }
+        if (counts && !(custom ? optional_custom == 0 : bounded_n > 0))
+            fail_msg("kernel %s: a count no required buffer holds", k->name);
+    }
 }
 
 static void test_dtypes(void **state)
@@ -1308,6 +1333,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_counts_bounded_by_buffers),
         cmocka_unit_test(test_describe),
         cmocka_unit_test_setup(test_validation, reset),
         cmocka_unit_test_setup(test_fill, reset),

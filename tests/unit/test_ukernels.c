@@ -143,6 +143,36 @@ static void prog_free(struct prog *pr)
     ghd_udef_clear(&pr->d);
 }
 
+/* A run asked to stop (its flag set) ends within a few thousand elements
+ * with GHD_ECANCELED, an elementwise kernel and a reduction alike; a flag
+ * left at 0 changes nothing. */
+static void test_interp_stops_when_asked(void **state)
+{
+    (void)state;
+    struct prog red, ew;
+    prog_new(&red, "{\"name\": \"count\", \"kind\": \"reduction\", \"in\": \"\","
+                   " \"out\": \"f64 r\", \"map\": \"1\", \"reduce\": \"a + b\","
+                   " \"identity\": \"0\"}", GHD_UT_NONE, 0);
+    prog_new(&ew, "{\"name\": \"iota\", \"in\": \"\", \"out\": \"f32 y\","
+                  " \"body\": \"y = f32(i)\"}", GHD_UT_NONE, 0);
+    static float y[1 << 16];
+    struct ghd_uarg none[1] = {{0}}, out[1] = {{.ptr = y, .len = 1 << 16}};
+    union ghd_uval acc;
+    atomic_int stop;
+    atomic_init(&stop, 0);
+    assert_int_equal(ghd_uinterp_run(&red.p, none, 100000, &stop, &acc, NULL), 0);
+    assert_true(acc.d == 100000.0);
+    atomic_store(&stop, 1);
+    struct ghd_err e = {0};
+    /* 2^62 elements: only the flag ends it */
+    assert_int_equal(ghd_uinterp_run(&red.p, none, (uint64_t)1 << 62, &stop, &acc, &e),
+                     GHD_ECANCELED);
+    assert_non_null(strstr(e.detail, "stopped after 0 of"));
+    assert_int_equal(ghd_uinterp_run(&ew.p, out, 1 << 16, &stop, &acc, &e), GHD_ECANCELED);
+    prog_free(&red);
+    prog_free(&ew);
+}
+
 static void test_elementwise_f32(void **state)
 {
     (void)state;
@@ -153,7 +183,7 @@ static void test_elementwise_f32(void **state)
     memset(z, 0xff, sizeof(z));
     struct ghd_uarg args[4] = {{.ptr = x}, {.ptr = y}, {.v.f = 2.5f}, {.ptr = z}};
     union ghd_uval acc;
-    assert_int_equal(ghd_uinterp_run(&pr.p, args, 5, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 5, NULL, &acc, NULL), 0);
     for (int i = 0; i < 5; i++) {
         float want = 2.5f * (x[i] - y[i]) * (x[i] - y[i]);
         assert_true(z[i] == want);
@@ -172,7 +202,7 @@ static void test_reduction_l2(void **state)
     double r = -1;
     struct ghd_uarg args[2] = {{.ptr = x}, {.ptr = &r}};
     union ghd_uval acc;
-    assert_int_equal(ghd_uinterp_run(&pr.p, args, 4, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 4, NULL, &acc, NULL), 0);
     assert_true(r == 13.0);
     assert_true(acc.d == 13.0);
     prog_free(&pr);
@@ -196,7 +226,7 @@ static void test_integer_rules(void **state)
     struct ghd_uarg args[9] = {{.ptr = a}, {.ptr = b}, {.ptr = f}, {.ptr = q},
                                {.ptr = m}, {.ptr = s}, {.ptr = w}, {.ptr = c}, {.ptr = t}};
     union ghd_uval acc;
-    assert_int_equal(ghd_uinterp_run(&pr.p, args, 4, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 4, NULL, &acc, NULL), 0);
     int32_t want_q[4] = {0, INT32_MIN, 0, 150}, want_m[4] = {0, 0, -9, 0};
     /* shifts: 7<<0, MIN<<(-1 & 31 = 31) = 0, -9<<(33&31=1) = -18, 300<<2 */
     int32_t want_s[4] = {7, 0, -18, 1200};
@@ -225,7 +255,7 @@ static void test_literal_typing(void **state)
     double d[2];
     struct ghd_uarg args[5] = {{.ptr = x}, {.ptr = b}, {.ptr = y}, {.ptr = c}, {.ptr = d}};
     union ghd_uval acc;
-    assert_int_equal(ghd_uinterp_run(&pr.p, args, 2, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 2, NULL, &acc, NULL), 0);
     for (int i = 0; i < 2; i++) {
         assert_true(y[i] == x[i] * 0.1f);       /* in f32, not f64 rounded to f32 */
         assert_int_equal(c[i], (uint8_t)(b[i] + 250)); /* wraps at 8 bits */
@@ -244,7 +274,7 @@ static void test_raw_default(void **state)
     float x[3] = {1, 2, 3}, y[3];
     struct ghd_uarg args[2] = {{.ptr = x, .len = 3}, {.ptr = y}};
     union ghd_uval acc;
-    assert_int_equal(ghd_uinterp_run(&pr.p, args, 3, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 3, NULL, &acc, NULL), 0);
     assert_true(y[0] == -1.5f + 20 + 3);
     assert_true(y[1] == 1 + 30 + 3);
     assert_true(y[2] == 2 + -15.0f + 3);
@@ -261,7 +291,7 @@ static void test_half_rounding(void **state)
     uint16_t x[2] = {0x3c00 /* 1.0 */, 0x4000 /* 2.0 */}, y[2];
     struct ghd_uarg args[2] = {{.ptr = x}, {.ptr = y}};
     union ghd_uval acc;
-    assert_int_equal(ghd_uinterp_run(&pr.p, args, 2, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 2, NULL, &acc, NULL), 0);
     /* 1 + 0.0001 rounds back to 1 in f16 (its spacing at 1 is 2^-10). */
     assert_int_equal(y[0], 0x3c00);
     assert_int_equal(y[1], 0x4000);
@@ -280,13 +310,13 @@ static void test_placeholder_bindings(void **state)
     int32_t ri;
     struct ghd_uarg args[2] = {{.ptr = xi}, {.ptr = &ri}};
     union ghd_uval acc;
-    assert_int_equal(ghd_uinterp_run(&pr.p, args, 3, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 3, NULL, &acc, NULL), 0);
     assert_int_equal(ri, (int32_t)((uint32_t)INT32_MAX + 6u)); /* wraps in i32 */
     prog_free(&pr);
     prog_new(&pr, def, GHD_UT_F64, 0);
     double xd[3] = {0.5, 0.25, 2}, rd;
     struct ghd_uarg args2[2] = {{.ptr = xd}, {.ptr = &rd}};
-    assert_int_equal(ghd_uinterp_run(&pr.p, args2, 3, &acc, NULL), 0);
+    assert_int_equal(ghd_uinterp_run(&pr.p, args2, 3, NULL, &acc, NULL), 0);
     assert_true(rd == 2.75);
     prog_free(&pr);
 }
@@ -297,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_valid_definitions),
         cmocka_unit_test(test_invalid_definitions),
         cmocka_unit_test(test_elementwise_f32),
+        cmocka_unit_test(test_interp_stops_when_asked),
         cmocka_unit_test(test_reduction_l2),
         cmocka_unit_test(test_integer_rules),
         cmocka_unit_test(test_literal_typing),

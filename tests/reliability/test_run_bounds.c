@@ -1,0 +1,168 @@
+/* Runs a tenant could make endless (host backend unless REL_BACKEND says
+ * otherwise):
+ * - a user kernel call whose n no buffer holds (a reduction of numbers or
+ *   raw buffers, its output left out) is bounded by --max-elements, or by
+ *   its largest raw input: past it, 422 naming the flag, nothing queued
+ *   (before, n = 9e18 was taken and looped 9e18 times, a worker lost for
+ *   good);
+ * - on the host backend, a user kernel run past --run-timeout is stopped by
+ *   its interpreter and fails alone (422 naming --run-timeout): the device
+ *   stays ready and the next run succeeds (before, the device was lost and
+ *   every device route answered 503 until a restart). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rel.h"
+#include "core/run_queue.h"
+
+static void expect(struct rel_resp *r, long status, const char *needle)
+{
+    if (r->status != status || (needle && (!r->body || !strstr(r->body, needle))))
+        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
+                 r->body ? r->body : "");
+}
+
+static void define(struct rel_server *s, const char *json)
+{
+    struct rel_resp r;
+    rel_json(s, "POST", "/v1/kernels", NULL, json, &r);
+    expect(&r, 201, NULL);
+    rel_resp_free(&r);
+}
+
+/* POST /v1/runs of `fmt`; the reply in *r. */
+static void run(struct rel_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void run(struct rel_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
+{
+    char body[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    struct rel_req rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
+                         .body = body, .len = strlen(body), .timeout_ms = timeout_ms};
+    rel_do(s, &rq, r);
+}
+
+static const char *const count_def =
+    "{\"name\": \"count\", \"kind\": \"reduction\", \"in\": \"\", \"out\": \"f64 r\","
+    " \"map\": \"1\", \"reduce\": \"a + b\", \"identity\": \"0\"}";
+
+static void test_unbounded_n_refused(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    rel_start(&s, &cfg);
+    assert_int_equal(cfg.max_elements, 268435456u); /* the documented default */
+    define(&s, count_def);
+    struct rel_resp r;
+    /* The attack: taken at once (202) before, a worker gone for good. */
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 9000000000000000000}, "
+                   "\"wait\": false}");
+    expect(&r, 422, "--max-elements");
+    rel_resp_free(&r);
+    /* An output buffer holds one element: it bounds nothing either. */
+    char out[64];
+    assert_int_equal(rel_create(&s, NULL, 8, out, sizeof(out)), 201);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 268435457, \"r\": \"%s\"}, "
+                   "\"wait\": false}", out);
+    expect(&r, 422, "--max-elements");
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 1000, \"r\": \"%s\"}}", out);
+    expect(&r, 200, "\"value\":1000");
+    rel_resp_free(&r);
+    assert_int_equal(ghd_run_queue_active(s.svc.runs), 0);
+    rel_stop(&s);
+}
+
+/* With --max-elements 8: a raw input of 16 elements allows n = 16 (the
+ * largest raw input bounds it too), not 17; no buffer at all, 8 and not 9. */
+static void test_raw_input_bounds_n(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.max_elements = 8;
+    rel_start(&s, &cfg);
+    define(&s, count_def);
+    define(&s, "{\"name\": \"rawsum\", \"kind\": \"reduction\", \"in\": \"raw f64 x = 1\","
+               " \"out\": \"f64 r\", \"map\": \"x[i] + 1\", \"reduce\": \"a + b\","
+               " \"identity\": \"0\"}");
+    char x[64];
+    assert_int_equal(rel_create(&s, NULL, 16 * 8, x, sizeof(x)), 201);
+    struct rel_resp r;
+    run(&s, &r, 0, "{\"kernel\": \"rawsum\", \"args\": {\"x\": \"%s\", \"n\": 16}}", x);
+    expect(&r, 200, "\"value\":16");
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"rawsum\", \"args\": {\"x\": \"%s\", \"n\": 17}}", x);
+    expect(&r, 422, "largest raw input");
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 8}}");
+    expect(&r, 200, "\"value\":8");
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 9}}");
+    expect(&r, 422, "more than 8");
+    rel_resp_free(&r);
+    rel_stop(&s);
+}
+
+/* A host run past --run-timeout 1 (4e9 elements: about a minute of
+ * interpreting) is stopped and fails alone, within a few seconds; the
+ * device stays ready. On CUDA a kernel cannot be stopped: the device is
+ * lost there (tests/gpu covers it), so this case is host-only. */
+static void test_host_run_timeout_fails_alone(void **state)
+{
+    (void)state;
+    const char *be = getenv("REL_BACKEND");
+    if (be && strcmp(be, "cuda") == 0)
+        skip();
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.run_timeout_s = 1;
+    cfg.max_elements = 4000000000u;
+    cfg.run_workers = 2;
+    rel_start(&s, &cfg);
+    define(&s, count_def);
+    long losses = rel_metric(&s, "gpuhttpd_device_losses_total");
+    struct rel_resp r;
+    long t0 = rel_now_ms();
+    run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}");
+    long took = rel_now_ms() - t0;
+    expect(&r, 422, "--run-timeout");
+    assert_non_null(strstr(r.body, "stopped after"));
+    rel_resp_free(&r);
+    if (took > 5000)
+        fail_msg("the stopped run took %ld ms to answer (--run-timeout 1)", took);
+    rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_device_losses_total"), losses);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}");
+    expect(&r, 200, "\"value\":1000");
+    rel_resp_free(&r);
+    rel_stop(&s);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unbounded_n_refused),
+        cmocka_unit_test(test_raw_input_bounds_n),
+        cmocka_unit_test(test_host_run_timeout_fails_alone),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
