@@ -28,7 +28,10 @@ int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
 /* Reads an array description from JSON `dtype` and `shape` (NULL: one
  * dimension covering `size`); with size != 0 its bytes must equal size.
- * Replies 422 saying why. */
+ * Replies 400 for what the schema states (a dtype that is not a string, a
+ * shape that is not an array of at most 32 non-negative integers) and 422
+ * for the rest (a string that names no element type, sizes that disagree),
+ * saying why. */
 int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *dtype,
                         json_t *shape, uint64_t size, struct ghd_array_desc *out);
 /* The 201 reply with Location. Drops the caller's reference. */

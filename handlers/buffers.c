@@ -11,6 +11,8 @@
 #include "core/cursor.h"
 #include "base/error.h"
 #include "base/parse.h"
+#include "base/suggest.h"
+#include "core/npy.h"
 #include "core/service.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
@@ -52,9 +54,18 @@ int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *
                         json_t *shape, uint64_t size, struct ghd_array_desc *out)
 {
     memset(out, 0, sizeof(*out));
-    if (!json_is_string(dtype) || !ghd_array_itemsize(json_string_value(dtype)))
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "'dtype' must be one of %s",
+    /* A string the schema allows; which names are element types is the
+     * server's (a 422, as for a run's dtype). */
+    if (!json_is_string(dtype))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "'dtype' must be a string, one of %s",
                                  ghd_array_dtype_names());
+    if (!ghd_array_itemsize(json_string_value(dtype))) {
+        char hint[96];
+        ghd_suggest_clause(hint, sizeof(hint), ghd_array_dtype_suggest(json_string_value(dtype)));
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "'dtype': '%.32s' is not an element type%s (one of %s)",
+                                 json_string_value(dtype), hint, ghd_array_dtype_names());
+    }
     snprintf(out->dtype, sizeof(out->dtype), "%s", json_string_value(dtype));
     size_t item = ghd_array_itemsize(out->dtype);
     if (!shape) { /* one dimension, as many elements as the bytes hold */

@@ -91,8 +91,7 @@ static int collect(struct ghd_request *req, struct ghd_reply *rep, const struct 
         if (*count == before)
             continue;
         struct ghd_described *x = &out[before];
-        enum ghd_dtype t;
-        if (typed && p->elem == GHD_ELEM_DTYPE && ghd_dtype_parse(x->d.dtype, &t) == 0)
+        if (typed && p->elem == GHD_ELEM_DTYPE)
             snprintf(x->type_key, sizeof(x->type_key), "dtype");
         x->counts_n = p->count == GHD_COUNT_N;
     }
@@ -109,6 +108,49 @@ int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const c
                              "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
                              "leave %s out, or say \"reinterpret\": true to mean it",
                              where, arg, given, x->name, s, implies, arg);
+}
+
+int ghd_ra_disagree(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                    const char *arg, const struct ghd_described *x, const char *xv,
+                    const struct ghd_described *y, const char *yv, const char *remedy)
+{
+    char sx[256], sy[256];
+    ghd_ra_shape_str(&x->d, sx, sizeof(sx));
+    ghd_ra_shape_str(&y->d, sy, sizeof(sy));
+    return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                             "%sbuffer arguments %s (%s) and %s (%s) disagree on %s (%s vs %s), "
+                             "so it cannot be taken from them; %s, or give %s with "
+                             "\"reinterpret\": true to mean it",
+                             where, x->name, sx, y->name, sy, arg, xv, yv, remedy, arg);
+}
+
+/* A buffer typed by `dtype` whose element type the kernel does not take:
+ * 422 naming it, unless the step gives a dtype and says "reinterpret". */
+static int check_takes(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
+                       json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret,
+                       const char *where)
+{
+    const struct ghd_param *p = NULL;
+    for (size_t i = 0; i < k->nparams && !p; i++)
+        if (k->params[i].kind == GHD_PK_DTYPE && strcmp(k->params[i].name, "dtype") == 0)
+            p = &k->params[i];
+    if (!p || (reinterpret && json_object_get(args, "dtype")))
+        return 0;
+    for (size_t i = 0; i < nx; i++) {
+        enum ghd_dtype t;
+        if (strcmp(xs[i].type_key, "dtype") != 0 ||
+            (ghd_dtype_parse(xs[i].d.dtype, &t) == 0 && (p->dtypes & GHD_DT(t))))
+            continue;
+        char s[256], list[128];
+        ghd_ra_shape_str(&xs[i].d, s, sizeof(s));
+        ghd_dtype_list(p->dtypes, list, sizeof(list));
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "%sbuffer argument %s (%s) holds an element type kernel %s does "
+                                 "not take (dtype: %s); give a dtype with \"reinterpret\": true "
+                                 "to read its bytes as one of them",
+                                 where, xs[i].name, s, k->name, list);
+    }
+    return 0;
 }
 
 /* gemm: op(A) is m x k, op(B) k x n, C m x n. */
@@ -144,8 +186,13 @@ static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *arg
                 snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(given));
                 return ghd_ra_contradiction(req, rep, where, dims[d], g, x, implies);
             }
-            if (from && value != v && !given)
-                return ghd_ra_contradiction(req, rep, where, dims[d], "(from the shapes)", x, implies);
+            if (from && value != v && !given) {
+                char fv[32], xv[32];
+                snprintf(fv, sizeof(fv), "%llu", (unsigned long long)value);
+                snprintf(xv, sizeof(xv), "%llu", (unsigned long long)v);
+                return ghd_ra_disagree(req, rep, where, dims[d], from, fv, x, xv,
+                                       "make the shapes agree");
+            }
             if (!from) {
                 from = x;
                 value = v;
@@ -174,7 +221,8 @@ int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char 
             return ghd_ra_contradiction(req, rep, where, key, json_string_value(given), x,
                                         implies);
         if (!given && first && strcmp(first->d.dtype, x->d.dtype) != 0)
-            return ghd_ra_contradiction(req, rep, where, key, first->d.dtype, x, implies);
+            return ghd_ra_disagree(req, rep, where, key, first, first->d.dtype, x, x->d.dtype,
+                                   "give them one element type");
         if (!first)
             first = x;
     }
@@ -227,8 +275,10 @@ int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
     int rc = collect(req, rep, k, args, if_match, where, xs, GHD_KARG_BUFFERS, &nx);
     if (rc || nx == 0)
         return rc;
-    /* dtype: every described buffer typed by it must agree with it. */
-    if ((rc = ghd_ra_fill_type(req, rep, where, args, "dtype", xs, nx, reinterpret)) != 0)
+    /* dtype: one the kernel takes, and every described buffer typed by it
+     * must agree with it. */
+    if ((rc = check_takes(req, rep, k, args, xs, nx, reinterpret, where)) != 0 ||
+        (rc = ghd_ra_fill_type(req, rep, where, args, "dtype", xs, nx, reinterpret)) != 0)
         return rc;
     if (strcmp(k->name, "gemm") == 0)
         return gemm_dims(req, rep, args, xs, nx, reinterpret, where);

@@ -33,6 +33,14 @@ int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const c
                          const char *arg, const char *given, const struct ghd_described *x,
                          const char *implies);
 
+/* 422: "buffer arguments <x> (<dtype> [<shape>]) and <y> (...) disagree on
+ * <arg> (<xv> vs <yv>), so it cannot be taken from them; <remedy>, or give
+ * <arg> with "reinterpret": true to mean it" (an omitted argument the
+ * buffers would fill in two ways). */
+int ghd_ra_disagree(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+                    const char *arg, const struct ghd_described *x, const char *xv,
+                    const struct ghd_described *y, const char *yv, const char *remedy);
+
 /* "f32 [2, 3]" */
 void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len);
 

@@ -14,6 +14,7 @@
 #include "kernels/raw/module.h"
 #include "kernels/user/ukernel.h"
 #include "base/error.h"
+#include "base/suggest.h"
 
 struct ghd_kernel_call {
     const struct ghd_kernel *k;
@@ -51,15 +52,44 @@ static const struct ghd_param *param_of(const struct ghd_kernel *k, const char *
     return NULL;
 }
 
+int ghd_kcall_unknown(const char *kname, const char *key, const char *const *names, size_t n,
+                      const char *const *buffers, size_t nbuf, struct ghd_err *err)
+{
+    char offsets[GHD_KCALL_MAX_BUFFERS][48];
+    const char *all[2 * GHD_KCALL_MAX_BUFFERS + 8];
+    size_t nall = 0;
+    for (size_t i = 0; i < n && nall < GHD_COUNT_OF(all); i++)
+        all[nall++] = names[i];
+    size_t noff = 0;
+    for (size_t i = 0; i < nbuf && noff < GHD_KCALL_MAX_BUFFERS && nall < GHD_COUNT_OF(all);
+         i++) {
+        snprintf(offsets[noff], sizeof(offsets[noff]), "%s" OFFSET_SUFFIX, buffers[i]);
+        all[nall++] = offsets[noff++];
+    }
+    char list[320], hint[96];
+    size_t used = ghd_join_names(list, 0, sizeof(list), "", names, n);
+    ghd_join_names(list, used, sizeof(list), ", and ", all + n, nall - n);
+    ghd_suggest_clause(hint, sizeof(hint), ghd_suggest(key, all, nall));
+    return ghd_err_set(err, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s%s (it takes %s)",
+                       key, kname, hint, list);
+}
+
 static int check_unknown(const struct ghd_kernel *k, json_t *args, struct ghd_err *err)
 {
     const char *key;
     json_t *v;
     json_object_foreach(args, key, v) {
         int is_offset;
-        if (!param_of(k, key, &is_offset))
-            return ghd_err_set(err, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s", key,
-                               k->name);
+        if (param_of(k, key, &is_offset))
+            continue;
+        const char *names[2 * GHD_KCALL_MAX_BUFFERS], *buffers[GHD_KCALL_MAX_BUFFERS];
+        size_t n = 0, nbuf = 0;
+        for (size_t i = 0; i < k->nparams && n < GHD_COUNT_OF(names); i++) {
+            names[n++] = k->params[i].name;
+            if (k->params[i].kind == GHD_PK_BUFFER && nbuf < GHD_COUNT_OF(buffers))
+                buffers[nbuf++] = k->params[i].name;
+        }
+        return ghd_kcall_unknown(k->name, key, names, n, buffers, nbuf, err);
     }
     return 0;
 }
@@ -85,21 +115,6 @@ int ghd_kcall_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name, 
                                             : "%s: buffer '%.64s' cannot be used",
                            name, id);
     return 0;
-}
-
-static void dtype_list(unsigned mask, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int t = 0; t < GHD_DTYPE_COUNT; t++) {
-        if (!(mask & GHD_DT(t)))
-            continue;
-        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                         ghd_dtype_name((enum ghd_dtype)t));
-        if (w < 0 || (size_t)w >= len - used)
-            break;
-        used += (size_t)w;
-    }
 }
 
 static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *a,
@@ -130,22 +145,24 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
         return 0;
     }
     case GHD_PK_DTYPE: {
-        char list[128];
+        char list[128], hint[96];
+        const char *names[GHD_DTYPE_COUNT];
         enum ghd_dtype t;
-        dtype_list(p->dtypes, list, sizeof(list));
+        size_t n = ghd_dtype_names(p->dtypes, names);
+        ghd_dtype_list(p->dtypes, list, sizeof(list));
         if (!json_is_string(v))
             return ghd_err_set(err, GHD_EINVAL, "%s must be an element type name (one of: %s)",
                                p->name, list);
-        if (ghd_dtype_parse(json_string_value(v), &t) != 0)
-            return ghd_err_set(err, GHD_EUNPROC,
-                               "%s: '%.32s' is not an element type (use one of: %s)", p->name,
-                               json_string_value(v), list);
-        if (!(p->dtypes & GHD_DT(t)))
-            return ghd_err_set(err, GHD_EUNPROC,
-                               "%s %s is not supported by kernel %s (use one of: %s)", p->name,
-                               ghd_dtype_name(t), kname, list);
-        memcpy(field, &t, sizeof(t));
-        return 0;
+        const char *name = json_string_value(v);
+        if (ghd_dtype_parse(name, &t) == 0 && (p->dtypes & GHD_DT(t))) {
+            memcpy(field, &t, sizeof(t));
+            return 0;
+        }
+        /* One message whether the name is no element type at all or one
+         * this kernel does not take: the list says what it takes. */
+        ghd_suggest_clause(hint, sizeof(hint), ghd_dtype_suggest(name, names, n));
+        return ghd_err_set(err, GHD_EUNPROC, "%s '%.32s' is not an element type kernel %s takes%s "
+                           "(it takes %s)", p->name, name, kname, hint, list);
     }
     case GHD_PK_BUFFER:
         break;
@@ -178,10 +195,15 @@ static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
         if (p->kind != GHD_PK_BUFFER) {
             int rc;
             if (!v) {
-                if (p->required)
+                if (p->required) {
+                    char list[128] = "";
+                    if (p->kind == GHD_PK_DTYPE)
+                        ghd_dtype_list(p->dtypes, list, sizeof(list));
                     return ghd_err_set(err, GHD_EINVAL,
-                                       "missing required parameter '%s' for kernel %s", p->name,
-                                       k->name);
+                                       "missing required parameter '%s' for kernel %s%s%s%s",
+                                       p->name, k->name, list[0] ? " (an element type: " : "",
+                                       list, list[0] ? ")" : "");
+                }
                 if (p->has_default)
                     set_default(p, &call->args);
                 continue;

@@ -2,8 +2,10 @@
 #include "kernel.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "base/error.h"
+#include "base/suggest.h"
 
 static const struct {
     const char *name;
@@ -44,4 +46,87 @@ int ghd_dtype_is_float(enum ghd_dtype t)
 int ghd_dtype_is_signed(enum ghd_dtype t)
 {
     return t == GHD_DTYPE_I32 || t == GHD_DTYPE_I64 || ghd_dtype_is_float(t);
+}
+
+/* NumPy's names (numpy.dtype(...).name and the scalar types' names) for the
+ * element types a buffer may have (core/npy.c), and the "fp32" of machine
+ * learning code; ours on the right. */
+static const struct {
+    const char *from, *to;
+} aliases[] = {
+    {"bool_", "bool"},    {"bool8", "bool"},   {"boolean", "bool"},  {"int8", "i8"},
+    {"int16", "i16"},     {"int32", "i32"},    {"int64", "i64"},     {"uint8", "u8"},
+    {"uint16", "u16"},    {"uint32", "u32"},   {"uint64", "u64"},    {"float16", "f16"},
+    {"half", "f16"},      {"fp16", "f16"},     {"float32", "f32"},   {"single", "f32"},
+    {"fp32", "f32"},      {"float64", "f64"},  {"double", "f64"},    {"fp64", "f64"},
+    {"bfloat16", "bf16"}, {"complex64", "c64"}, {"complex128", "c128"},
+};
+#define ALIAS_COUNT (sizeof(aliases) / sizeof(aliases[0]))
+
+/* Whether a and b have the same digits in the same order ("float32" and
+ * "f32"): a type's width is never a typo worth guessing at. */
+static int same_digits(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a && (*a < '0' || *a > '9'))
+            a++;
+        while (*b && (*b < '0' || *b > '9'))
+            b++;
+        if (*a != *b)
+            return 0;
+        if (!*a)
+            return 1;
+        a++;
+        b++;
+    }
+}
+
+static const char *among(const char *s, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return names[i];
+    return NULL;
+}
+
+/* Our names are too short for near misses ("f128" is one letter from
+ * "c128"): only their case may differ. NumPy's longer names may be
+ * misspelt, but not in their width. */
+const char *ghd_dtype_suggest(const char *name, const char *const *names, size_t n)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(name, names[i]) == 0)
+            return names[i];
+    const char *from[ALIAS_COUNT], *to[ALIAS_COUNT];
+    size_t k = 0;
+    for (size_t i = 0; i < ALIAS_COUNT; i++) {
+        const char *t = among(aliases[i].to, names, n);
+        if (t && same_digits(name, aliases[i].from)) {
+            from[k] = aliases[i].from;
+            to[k++] = t;
+        }
+    }
+    const char *near = ghd_suggest(name, from, k);
+    for (size_t i = 0; near && i < k; i++)
+        if (from[i] == near)
+            return to[i];
+    return NULL;
+}
+
+size_t ghd_dtype_names(unsigned mask, const char **names)
+{
+    size_t n = 0;
+    for (int t = 0; t < GHD_DTYPE_COUNT; t++)
+        if (mask & GHD_DT(t))
+            names[n++] = dtypes[t].name;
+    return n;
+}
+
+void ghd_dtype_list(unsigned mask, char *buf, size_t len)
+{
+    const char *names[GHD_DTYPE_COUNT];
+    buf[0] = '\0';
+    ghd_join_names(buf, 0, len, "", names, ghd_dtype_names(mask, names));
 }

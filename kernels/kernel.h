@@ -31,6 +31,18 @@ int ghd_dtype_parse(const char *name, enum ghd_dtype *out);
 int ghd_dtype_is_float(enum ghd_dtype t);
 /* The float types, i32 and i64. */
 int ghd_dtype_is_signed(enum ghd_dtype t);
+/* The element type among names[0..n) that `name` (not one of them) was
+ * probably meant to be: one of them in another case ("F32"), or the
+ * counterpart of a NumPy name ("float32", "uint8", "bool_"; "fp32" too),
+ * near misses of those included ("flaot32") but never another width; NULL
+ * when none is, or for a NULL name. Any element type names, not only the
+ * kernels'. */
+const char *ghd_dtype_suggest(const char *name, const char *const *names, size_t n);
+/* The names of the types in `mask` (GHD_DT bits), in enum order, into
+ * names[0..GHD_DTYPE_COUNT); returns how many. */
+size_t ghd_dtype_names(unsigned mask, const char **names);
+/* Those names as "f32, f64, i32" into buf[len]. pre: len > 8. */
+void ghd_dtype_list(unsigned mask, char *buf, size_t len);
 
 struct ghd_kernel;      /* a registry entry */
 struct ghd_kernel_call; /* a validated call over buffer views */

@@ -94,6 +94,13 @@ int ghd_kcall_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *
 int ghd_kcall_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name, const char *id,
                       struct ghd_buffer_view *out, struct ghd_err *err);
 
+/* GHD_EINVAL for args member `key`, which kernel `kname` does not take: the
+ * detail suggests the nearest of its parameters names[0..n) and of the
+ * offsets of its buffer parameters buffers[0..nbuf) ("x_offset"), then
+ * lists them all. */
+int ghd_kcall_unknown(const char *kname, const char *key, const char *const *names, size_t n,
+                      const char *const *buffers, size_t nbuf, struct ghd_err *err);
+
 /* The kernel tables of each family (defs_*.c). */
 extern const struct ghd_kernel ghd_kdefs_blas1[];
 extern const size_t ghd_kdefs_blas1_count;

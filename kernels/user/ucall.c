@@ -15,6 +15,7 @@
 
 #include "ucuda.h"
 #include "base/error.h"
+#include "base/suggest.h"
 
 struct ghd_ucall {
     struct ghd_ukernel *k;
@@ -42,6 +43,26 @@ static int known_key(const struct ghd_udef *d, const char *key)
     size_t sl = strlen(OFFSET_SUFFIX);
     return len > sl && strcmp(key + len - sl, OFFSET_SUFFIX) == 0 &&
            ghd_udef_param(d, key, len - sl) >= 0;
+}
+
+/* The detail for an args member the kernel does not take: its parameters,
+ * placeholders and n, the nearest first. */
+static int unknown_key(const struct ghd_udef *d, const char *key, struct ghd_err *err)
+{
+    const char *names[GHD_U_MAX_PARAMS + 27], *buffers[GHD_U_MAX_PARAMS];
+    char letters[26][2];
+    size_t n = 0, nbuf = 0;
+    for (int p = 0; p < d->nparams; p++) {
+        names[n++] = d->params[p].name;
+        buffers[nbuf++] = d->params[p].name;
+    }
+    for (size_t i = 0; d->placeholders[i] && i < 26; i++) {
+        letters[i][0] = d->placeholders[i];
+        letters[i][1] = '\0';
+        names[n++] = letters[i];
+    }
+    names[n++] = "n";
+    return ghd_kcall_unknown(d->name, key, names, n, buffers, nbuf, err);
 }
 
 /* A JSON scalar as a value of type t, refusing what t cannot hold. */
@@ -79,6 +100,19 @@ static int scalar_value(const char *name, json_t *v, int t, union ghd_uval *out,
     return 0;
 }
 
+/* The detail for placeholder `key` given `v`, not a type name. */
+static int type_refused(const char *key, json_t *v, struct ghd_err *err)
+{
+    const char *names[GHD_UT_COUNT];
+    char hint[96];
+    for (int t = 0; t < GHD_UT_COUNT; t++)
+        names[t] = ghd_utype_name(t);
+    ghd_suggest_clause(hint, sizeof(hint),
+                       ghd_dtype_suggest(json_string_value(v), names, GHD_UT_COUNT));
+    return ghd_err_set(err, GHD_EUNPROC, "%s must be a type name%s (f16 bf16 f32 f64 i8 i16 i32 "
+                       "i64 u8 u16 u32 u64 bool)", key, hint);
+}
+
 /* The binding the args ask for: placeholder types and scalar inputs. */
 static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind *b,
                         struct ghd_err *err)
@@ -98,10 +132,7 @@ static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind
         if (!json_is_string(v) ||
             (t = ghd_utype_parse(json_string_value(v), strlen(json_string_value(v)))) ==
                 GHD_UT_NONE)
-            return ghd_err_set(err, GHD_EUNPROC,
-                               "%s must be a type name (f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 "
-                               "u64 bool)",
-                               key);
+            return type_refused(key, v, err);
         b->ph_type[*ph - 'A'] = t;
     }
     for (int k = 0; k < d->nin; k++) {
@@ -223,8 +254,7 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
     json_t *v;
     json_object_foreach(args, key, v) {
         if (!known_key(d, key)) {
-            rc = ghd_err_set(err, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s", key,
-                             d->name);
+            rc = unknown_key(d, key, err);
             goto out;
         }
     }

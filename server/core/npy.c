@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/parse.h"
+#include "kernels/kernel.h"
 
 static const char magic[6] = "\x93NUMPY";
 
@@ -44,6 +45,14 @@ size_t ghd_array_itemsize(const char *dtype)
 const char *ghd_array_dtype_names(void)
 {
     return "bool, i8, u8, i16, u16, i32, u32, i64, u64, f16, f32, f64, c64, c128, bf16";
+}
+
+const char *ghd_array_dtype_suggest(const char *name)
+{
+    const char *names[DTYPE_COUNT];
+    for (size_t i = 0; i < DTYPE_COUNT; i++)
+        names[i] = dtypes[i].name;
+    return ghd_dtype_suggest(name, names, DTYPE_COUNT);
 }
 
 int ghd_array_nbytes(const struct ghd_array_desc *d, uint64_t *elements, uint64_t *bytes)

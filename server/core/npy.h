@@ -28,6 +28,9 @@
 size_t ghd_array_itemsize(const char *dtype);
 /* The comma-separated dtype names, for error details and documentation. */
 const char *ghd_array_dtype_names(void);
+/* The dtype name that `name` (no dtype) was probably meant to be ("f32"
+ * for "float32" or "F32"), or NULL. */
+const char *ghd_array_dtype_suggest(const char *name);
 /* Elements and bytes the description covers; GHD_ERANGE when the product
  * overflows 64 bits, GHD_EINVAL for an unknown dtype. */
 int ghd_array_nbytes(const struct ghd_array_desc *d, uint64_t *elements, uint64_t *bytes);

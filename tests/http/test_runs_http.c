@@ -1440,6 +1440,16 @@ static void test_validation(void **state)
      * the request's own shape (steps, wait, unknown members) is 400. */
     run_problem(422, "nope", "{\"kernel\":\"nope\",\"args\":{}}");
     add_problem(422, "bogus", "\"dtype\":\"f32\",\"n\":16,\"bogus\":1");
+    /* an unknown argument names what the kernel takes, and the nearest */
+    run_problem(422,
+                "sort: unknown parameter 'x' for kernel sort (it takes keys, keys_out, values, "
+                "values_out, dtype, value_dtype, n, descending, and keys_offset, keys_out_offset, "
+                "values_offset, values_out_offset)",
+                "{\"kernel\":\"sort\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":16}}", x);
+    add_problem(422, "unknown parameter 'dtpye' for kernel add: did you mean 'dtype'?",
+                "\"dtpye\":\"f32\",\"n\":16");
+    add_problem(422, "dtype 'float32' is not an element type kernel add takes: did you mean 'f32'?",
+                "\"dtype\":\"float32\",\"n\":16");
     add_problem(422, "n must", "\"dtype\":\"f32\",\"n\":\"16\"");
     run_problem(422, "a must be a number",
                 "{\"kernel\":\"scale\",\"args\":{\"x\":\"%s\",\"y\":\"%s\",\"a\":\"2\","

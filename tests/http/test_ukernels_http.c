@@ -169,9 +169,14 @@ static void test_define_and_run_elementwise(void **state)
     run_refused(ALICE, 422, "x: buffer holds",
                 "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
                 " \"a\": 1, \"z\": \"%s\", \"n\": %zu}}", bx, by, bz, n + 1);
-    run_refused(ALICE, 422, "unknown parameter 'q'",
+    run_refused(ALICE, 422,
+                "unknown parameter 'q' for kernel sqdiff (it takes x, y, a, z, n, and x_offset, "
+                "y_offset, a_offset, z_offset)",
                 "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
                 " \"a\": 1, \"z\": \"%s\", \"n\": 4, \"q\": 1}}", bx, by, bz);
+    run_refused(ALICE, 422, "unknown parameter 'z_ofset' for kernel sqdiff: did you mean 'z_offset'?",
+                "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
+                " \"a\": 1, \"z\": \"%s\", \"n\": 4, \"z_ofset\": 1}}", bx, by, bz);
     run_refused(ALICE, 422, "'y'",
                 "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"a\": 1,"
                 " \"z\": \"%s\", \"n\": 4}}", bx, bz);
@@ -267,8 +272,14 @@ static void test_placeholders(void **state)
     run_refused(ALICE, 422, "placeholder T",
                 "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
                 " \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
-    run_refused(ALICE, 422, "T must be a type name",
+    run_refused(ALICE, 422, "T must be a type name (f16",
                 "{\"kernel\": \"addT\", \"args\": {\"T\": \"f128\", \"x\": \"%s\","
+                " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
+    run_refused(ALICE, 422, "T must be a type name: did you mean 'f64'? (f16",
+                "{\"kernel\": \"addT\", \"args\": {\"T\": \"float64\", \"x\": \"%s\","
+                " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
+    run_refused(ALICE, 422, "unknown parameter 't' for kernel addT: did you mean 'T'?",
+                "{\"kernel\": \"addT\", \"args\": {\"t\": \"f32\", \"x\": \"%s\","
                 " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
     DELETE_BUFFERS(ALICE, bx, by, bz);
     kernel_delete(ALICE, "addT");

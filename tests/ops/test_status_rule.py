@@ -63,6 +63,10 @@ BUFFER_CASES = [
     ("label with a control character", {"size": 16, "label": "a\u001bb"}, 422),
     ("label over 128 bytes", {"size": 16, "label": "\u00e9" * 100}, 422),
     ("ttl over ten years", {"size": 16, "ttl_s": 315360001}, 422),
+    # An element type name is the server's to know, as in a run's args.
+    ("dtype not a string", {"dtype": 4, "shape": [4]}, 400),
+    ("dtype float32", {"dtype": "float32", "shape": [4]}, 422),
+    ("dtype f33", {"dtype": "f33", "shape": [4]}, 422),
 ]
 
 
@@ -85,7 +89,7 @@ def main():
         check(status == 201, f"create: {status}")
         wrong = []
         for schema, path, cases in [("RunRequest", "/v1/runs", run_cases(buf["id"])),
-                                    ("BufferCreate", "/v1/buffers", BUFFER_CASES)]:
+                                    ("BufferCreateRequest", "/v1/buffers", BUFFER_CASES)]:
             for what, obj, want in cases:
                 by_schema = 422 if schema_ok(schema, obj) else 400
                 check(by_schema == want, f"{path} {what}: the schema says {by_schema}, the case "

@@ -1,6 +1,6 @@
 /* The base layer's small utilities: unsigned-decimal parsing (every form the
  * callers must refuse, the 64-bit edge), the monotonic clock helpers, the
- * intrusive list and the id map. */
+ * intrusive list, the id map and the "did you mean" suggestion. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 #include "base/idmap.h"
 #include "base/list.h"
 #include "base/parse.h"
+#include "base/suggest.h"
 
 #define SENTINEL 0xdeadbeefULL
 
@@ -267,6 +268,42 @@ static void test_idmap_grows(void **state)
     free(e);
 }
 
+/* Near misses find the name; far ones, and names that only share a letter,
+ * find nothing (a wrong suggestion misleads more than none). */
+static void test_suggest(void **state)
+{
+    (void)state;
+    static const char *const params[] = {"keys", "keys_out", "values", "values_out",
+                                         "dtype", "value_dtype", "n", "descending"};
+    static const struct {
+        const char *word, *want;
+    } cases[] = {
+        {"dtyp", "dtype"},     {"dtpye", "dtype"},  {"DTYPE", "dtype"},
+        {"key", "keys"},       {"Keys_Out", "keys_out"}, {"valeus", "values"},
+        {"decending", "descending"}, {"N", "n"},
+        {"x", NULL},           {"m", NULL},         {"y", NULL},
+        {"dtypes_in", NULL},   {"", NULL},          {"alpha", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = ghd_suggest(cases[i].word, params, 8);
+        if ((got == NULL) != (cases[i].want == NULL) ||
+            (got && strcmp(got, cases[i].want) != 0))
+            fail_msg("'%s': got %s, want %s", cases[i].word, got ? got : "NULL",
+                     cases[i].want ? cases[i].want : "NULL");
+    }
+    /* Ties go to the earlier name; long words are nobody's near miss. */
+    static const char *const ab[] = {"ab", "ba"};
+    assert_string_equal(ghd_suggest("AB", ab, 2), "ab");
+    char longword[200];
+    memset(longword, 'a', sizeof(longword) - 1);
+    longword[sizeof(longword) - 1] = '\0';
+    static const char *const one[] = {"a"};
+    assert_null(ghd_suggest(longword, one, 1));
+    char buf[64];
+    assert_string_equal(ghd_suggest_clause(buf, sizeof(buf), "dtype"), ": did you mean 'dtype'?");
+    assert_string_equal(ghd_suggest_clause(buf, sizeof(buf), NULL), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_idmap_insert_find_remove),
         cmocka_unit_test(test_idmap_same_id),
         cmocka_unit_test(test_idmap_grows),
+        cmocka_unit_test(test_suggest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

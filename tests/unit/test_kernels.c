@@ -204,6 +204,25 @@ static void test_validation(void **state)
                                             "y", Y, "dtype", "f32", "n", 100, "z_offset", 0)),
                      GHD_EINVAL);
     assert_detail_has("z_offset");
+    /* ... listing the ones the kernel takes, offsets too, and naming the
+     * nearest when it is close (case aside, one letter off) */
+    assert_int_equal(prep("sort", json_pack("{s:s, s:s, s:i}", "x", X, "dtype", "f32", "n", 1)),
+                     GHD_EINVAL);
+    assert_detail_has("unknown parameter 'x' for kernel sort (it takes keys, keys_out, values, "
+                      "values_out, dtype, value_dtype, n, descending, and keys_offset, "
+                      "keys_out_offset, values_offset, values_out_offset)");
+    assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", X, "y",
+                                            Y, "dtyp", "f32", "n", 100)),
+                     GHD_EINVAL);
+    assert_detail_has("unknown parameter 'dtyp' for kernel axpy: did you mean 'dtype'? (it "
+                      "takes a, x, y, dtype, n, and x_offset, y_offset)");
+    assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i, s:i}", "a", 2.0, "x", X,
+                                            "y", Y, "dtype", "f32", "N", 100, "y_ofset", 0)),
+                     GHD_EINVAL);
+    assert_detail_has(": did you mean '");
+    assert_int_equal(prep("sort", json_pack("{s:s, s:s, s:i}", "key", X, "dtype", "f32", "n", 1)),
+                     GHD_EINVAL);
+    assert_detail_has("unknown parameter 'key' for kernel sort: did you mean 'keys'?");
     /* wrong JSON types */
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:s}", "a", 2.0, "x", X, "y",
                                             Y, "dtype", "f32", "n", "100")),
@@ -234,6 +253,11 @@ static void test_validation(void **state)
                                             "dtype", "f32")),
                      GHD_EINVAL);
     assert_detail_has("'n'");
+    assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:i}", "a", 2.0, "x", X, "y", Y,
+                                            "n", 1)),
+                     GHD_EINVAL);
+    assert_detail_has("missing required parameter 'dtype' for kernel axpy (an element type: f32, "
+                      "f64)");
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:i}", "a", 2.0, "x", X, "dtype",
                                             "f32", "n", 1)),
                      GHD_EINVAL);
@@ -248,7 +272,25 @@ static void test_validation(void **state)
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", X, "y",
                                             Y, "dtype", "i32", "n", 1)),
                      GHD_EUNPROC);
-    assert_detail_has("f32, f64");
+    assert_detail_has("dtype 'i32' is not an element type kernel axpy takes (it takes f32, f64)");
+    /* NumPy's names and near misses suggest ours; a type of no kernel's
+     * (bool) says what this one takes, like one it does not take */
+    assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", X, "y",
+                                            Y, "dtype", "float32", "n", 1)),
+                     GHD_EUNPROC);
+    assert_detail_has("dtype 'float32' is not an element type kernel axpy takes: did you mean "
+                      "'f32'? (it takes f32, f64)");
+    assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", X, "y",
+                                            Y, "dtype", "F64", "n", 1)),
+                     GHD_EUNPROC);
+    assert_detail_has("did you mean 'f64'?");
+    assert_int_equal(prep("sum", json_pack("{s:s, s:s, s:i}", "x", X, "dtype", "bool", "n", 1)),
+                     GHD_EUNPROC);
+    assert_detail_has("dtype 'bool' is not an element type kernel sum takes (it takes f32, f64, "
+                      "i32, u32, i64, u8)");
+    assert_int_equal(prep("sum", json_pack("{s:s, s:s, s:i}", "x", X, "dtype", "uint8", "n", 1)),
+                     GHD_EUNPROC);
+    assert_detail_has("did you mean 'u8'?");
     /* unknown buffer */
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x",
                                             "0123456789abcdef0123456789abcdef", "y", Y,

@@ -262,12 +262,38 @@ static void test_data_files(void **state)
     assert_true(cases >= 10);
 }
 
+/* Every NumPy dtype name of a type a buffer may hold finds ours; near
+ * misses do too; a name that is close to nothing finds nothing. */
+static void test_dtype_suggest(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"bool_", "bool"},     {"int8", "i8"},      {"int16", "i16"},   {"int32", "i32"},
+        {"int64", "i64"},      {"uint8", "u8"},     {"uint16", "u16"},  {"uint32", "u32"},
+        {"uint64", "u64"},     {"float16", "f16"},  {"float32", "f32"}, {"float64", "f64"},
+        {"complex64", "c64"},  {"complex128", "c128"}, {"bfloat16", "bf16"},
+        {"double", "f64"},     {"F32", "f32"},      {"fp64", "f64"},    {"Bool", "bool"},
+        {"flaot32", "f32"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = ghd_array_dtype_suggest(cases[i][0]);
+        if (!got || strcmp(got, cases[i][1]) != 0)
+            fail_msg("'%s': got %s, want %s", cases[i][0], got ? got : "NULL", cases[i][1]);
+    }
+    assert_null(ghd_array_dtype_suggest("object"));
+    assert_null(ghd_array_dtype_suggest("f128"));     /* not c128: one letter, another kind */
+    assert_null(ghd_array_dtype_suggest("float128")); /* not f16: another width */
+    assert_null(ghd_array_dtype_suggest("uint128"));
+    assert_null(ghd_array_dtype_suggest("f23"));
+    assert_null(ghd_array_dtype_suggest(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_ok),         cmocka_unit_test(test_parse_refusals),
         cmocka_unit_test(test_preamble),         cmocka_unit_test(test_format_roundtrip),
-        cmocka_unit_test(test_data_files),
+        cmocka_unit_test(test_data_files),       cmocka_unit_test(test_dtype_suggest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

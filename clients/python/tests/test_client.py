@@ -320,6 +320,7 @@ def test_user_kernel_placeholders_from_handles(client):
                 client.zeros(8, np.float64) as z:
             with pytest.raises(gpuhttpd.InvalidArgument) as err:
                 add(x=x, y=y, z=z)
-            assert "T f64 contradicts buffer argument y (f32 [8])" in err.value.detail
+            assert ("buffer arguments x (f64 [8]) and y (f32 [8]) disagree on T (f64 vs f32)"
+                    in err.value.detail)
     finally:
         client._request("DELETE", "/v1/kernels/py_addT", ok=(204,))
