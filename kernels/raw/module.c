@@ -61,11 +61,11 @@ static int parse_body(json_t *body, size_t max_source, struct body *b, struct gh
         return ghd_err_set(err, GHD_ETOOBIG,
                            "'source' is %zu bytes; at most %zu (--module-max-source)",
                            b->source_len, max_source);
-    int rc = ghd_raw_source_check(b->source, b->source_len, err);
+    b->options = json_object_get(body, "options");
+    int rc = ghd_raw_options_check(b->options, b->opts, &b->nopts, err);
     if (rc)
         return rc;
-    b->options = json_object_get(body, "options");
-    if ((rc = ghd_raw_options_check(b->options, b->opts, &b->nopts, err)) != 0)
+    if ((rc = ghd_raw_source_check(b->source, b->source_len, b->opts, err)) != 0)
         return rc;
     b->names = json_object_get(body, "name_expressions");
     return ghd_raw_strings(b->names, "name_expressions", GHD_RAW_MAX_NAMES, add_name, b, err);

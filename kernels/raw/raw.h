@@ -12,8 +12,10 @@
  * accepts modules only with --allow-raw-kernels and, with tokens, from
  * tokens with the "raw" permission (core/auth.h).
  *
- * The pure parts (option allow-list, argument packing, launch shape) need
- * no device and are unit tested on the host (tests/unit/test_raw.c). */
+ * The pure parts (option allow-list, source check, argument packing,
+ * launch shape) need no device and are unit tested on the host
+ * (tests/unit/test_raw.c; the source check is fuzzed by
+ * tests/fuzz/fuzz_raw_source.c). */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,10 +50,18 @@ int ghd_raw_strings(json_t *v, const char *field, unsigned max, ghd_raw_string_f
  * pre: out has GHD_RAW_MAX_OPTIONS + 1 slots. */
 int ghd_raw_options_check(json_t *options, const char **out, unsigned *n, struct ghd_err *err);
 
-/* Refuses a source that includes or imports anything ('#include' and the
- * like, however spelled: NVRTC would read the file from the server's disk)
- * or holds a NUL. GHD_EUNPROC naming the line. */
-int ghd_raw_source_check(const char *src, size_t len, struct ghd_err *err);
+/* ---- source.c ---------------------------------------------------------- */
+
+/* Refuses a source that could make NVRTC read a file of the server or ask
+ * whether one exists, judged after trigraphs and line splices (with and
+ * without trigraphs): a '#' with "include", "include_next", "import" or
+ * "embed" after it, the digraph '%:', the identifiers __has_include,
+ * __has_include_next and __has_embed, token pasting when the module's
+ * identifiers (its -D options' too) could be pasted into one of those; and
+ * a NUL. `options` (NULL-terminated, or NULL) are the module's options,
+ * already allowed. GHD_EUNPROC naming the line (or the option). */
+int ghd_raw_source_check(const char *src, size_t len, const char *const *options,
+                         struct ghd_err *err);
 
 /* ---- args.c: arguments packed as the kernel's C parameters --------------- */
 

@@ -65,7 +65,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 static char *make_key(const struct ghd_ucompiler *c, const struct ghd_ucompile_job *job)
 {
     size_t len = strlen(job->src) + strlen(job->arch) + strlen(c->version) + 64;
-    for (const char *const *o = ghd_ucompile_options; !job->user && *o; o++)
+    for (const char *const *o = ghd_ucompile_fixed_options(job); *o; o++)
         len += strlen(*o) + 1;
     for (const char *const *o = job->options; o && *o; o++)
         len += strlen(*o) + 1;
@@ -75,7 +75,7 @@ static char *make_key(const struct ghd_ucompiler *c, const struct ghd_ucompile_j
     if (!key)
         return NULL;
     int n = snprintf(key, len, "nvrtc %s\narch %s\noptions", c->version, job->arch);
-    for (const char *const *o = ghd_ucompile_options; !job->user && *o; o++)
+    for (const char *const *o = ghd_ucompile_fixed_options(job); *o; o++)
         n += snprintf(key + n, len - (size_t)n, " %s", *o);
     for (const char *const *o = job->options; o && *o; o++)
         n += snprintf(key + n, len - (size_t)n, "\x1f%s", *o); /* options may hold blanks */

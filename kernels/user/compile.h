@@ -73,9 +73,20 @@ int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile
                               struct ghd_ucompiled *out, struct ghd_err *e);
 void ghd_ucompiled_clear(struct ghd_ucompiled *r);
 
-/* The compile options every program is compiled with (NULL-terminated,
- * after --gpu-architecture). */
+/* The compile options every generated program is compiled with
+ * (NULL-terminated, after --gpu-architecture). */
 extern const char *const ghd_ucompile_options[];
+/* The fixed options of a job, before its own: ghd_ucompile_options for
+ * generated code; for a client's source (`user`) --no-source-include (no
+ * include path, not even the working directory). NULL-terminated. */
+const char *const *ghd_ucompile_fixed_options(const struct ghd_ucompile_job *job);
+
+/* Removes from NVRTC's log `log` (NUL-terminated, `cap` bytes), in place,
+ * every diagnostic located in a file other than `program` (the source's own
+ * name) or NVRTC's built-in header, with the lines that quote that file,
+ * and says at the end how many went. What a reply carries of the log then
+ * quotes no file of the server even if one got included. */
+void ghd_unvrtc_log_filter(char *log, size_t cap, const char *program);
 
 /* NVRTC itself (nvrtc.c): one compile, no cache. */
 int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled *out,

@@ -17,6 +17,70 @@
 #include "base/clock.h"
 #include "base/error.h"
 
+/* Every client's module is compiled with no include path at all: without
+ * this NVRTC searches the working directory for a quoted name. (It opens an
+ * absolute path whatever the options say: the raw source check refuses
+ * those.) */
+static const char *const module_options[] = {"--no-source-include", NULL};
+
+const char *const *ghd_ucompile_fixed_options(const struct ghd_ucompile_job *job)
+{
+    return job->user ? module_options : ghd_ucompile_options;
+}
+
+/* The length of the file name that starts a diagnostic's first line,
+ * "FILE(LINE): ...", or 0 when the line is not one. */
+static size_t diagnostic_file(const char *line, size_t len)
+{
+    if (len == 0 || line[0] == ' ' || line[0] == '\t')
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if (line[i] != '(')
+            continue;
+        size_t j = i + 1;
+        while (j < len && line[j] >= '0' && line[j] <= '9')
+            j++;
+        if (j > i + 1 && j + 2 < len && line[j] == ')' && line[j + 1] == ':' && line[j + 2] == ' ')
+            return i;
+    }
+    return 0;
+}
+
+static int names(const char *line, size_t file, const char *name)
+{
+    return file == strlen(name) && strncmp(line, name, file) == 0;
+}
+
+void ghd_unvrtc_log_filter(char *log, size_t cap, const char *program)
+{
+    char *w = log;
+    unsigned removed = 0;
+    int keep = 1;
+    for (const char *r = log; *r;) {
+        const char *nl = strchr(r, '\n');
+        size_t len = nl ? (size_t)(nl - r) + 1 : strlen(r);
+        size_t file = diagnostic_file(r, len);
+        if (file) {
+            keep = names(r, file, program) || names(r, file, "__nv_nvrtc_builtin_header.h");
+            removed += !keep;
+        }
+        int blank = r[0] == '\n' || (r[0] == '\r' && r[1] == '\n');
+        if (keep) {
+            memmove(w, r, len);
+            w += len;
+        }
+        if (blank)
+            keep = 1; /* a blank line ends a diagnostic */
+        r += len;
+    }
+    *w = '\0';
+    if (removed && (size_t)(w - log) + 1 < cap)
+        snprintf(w, cap - (size_t)(w - log),
+                 "(gpuhttpd removed %u diagnostic%s located in files other than %s: a "
+                 "reply never quotes a file the client did not send)\n",
+                 removed, removed == 1 ? "" : "s", program);
+}
+
 #ifdef GHD_HAVE_NVRTC
 #include <nvrtc.h>
 
@@ -105,7 +169,7 @@ int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled 
     opts[nopts++] = archopt;
     /* The generator's own options are not a client's: a raw module gets
      * NVRTC's defaults and its own options only. */
-    for (const char *const *o = ghd_ucompile_options; !job->user && *o; o++)
+    for (const char *const *o = ghd_ucompile_fixed_options(job); *o; o++)
         opts[nopts++] = *o;
     for (const char *const *o = job->options; o && *o && nopts < 79; o++)
         opts[nopts++] = *o;
@@ -113,8 +177,8 @@ int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled 
     if (!nv.ok)
         return ghd_err_set(e, GHD_ENOTSUP, "libnvrtc is not installed");
     t0 = ghd_clock_s();
-    if (nv.CreateProgram(&prog, job->src, job->user ? "module.cu" : "user_kernel.cu", 0, NULL,
-                         NULL) != NVRTC_SUCCESS)
+    const char *program = job->user ? "module.cu" : "user_kernel.cu";
+    if (nv.CreateProgram(&prog, job->src, program, 0, NULL, NULL) != NVRTC_SUCCESS)
         return ghd_err_set(e, GHD_ENOHOSTMEM, "nvrtcCreateProgram failed");
     for (unsigned i = 0; i < job->nnames; i++)
         if (nv.AddNameExpression(prog, job->names[i]) != NVRTC_SUCCESS) {
@@ -126,8 +190,10 @@ int ghd_unvrtc_compile(const struct ghd_ucompile_job *job, struct ghd_ucompiled 
     out->log[0] = '\0';
     if (nv.GetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
         char *log = malloc(log_size);
-        if (log && nv.GetProgramLog(prog, log) == NVRTC_SUCCESS)
+        if (log && nv.GetProgramLog(prog, log) == NVRTC_SUCCESS) {
+            ghd_unvrtc_log_filter(log, log_size, program);
             snprintf(out->log, sizeof(out->log), "%s", log);
+        }
         free(log);
     }
     if (cr != NVRTC_SUCCESS && job->user) {

@@ -4,7 +4,9 @@
  *   name_expressions (double and int), each checked against values this
  *   test computes; a module in a pipeline beside a built-in; the launch
  *   shape and argument checks (422 naming the field); the module's function
- *   attributes; GET/DELETE and another tenant's 404;
+ *   attributes; GET/DELETE and another tenant's 404; the source check
+ *   before NVRTC (the spellings of #include that once reached it, a file
+ *   probe) and the module's own diagnostics in a 422 and a build log;
  * - the gpuhttpd binary (GHD_BIN) for what loses the device: a module that
  *   writes out of bounds (its run fails naming the CUDA error, /readyz and
  *   device routes answer 503, /healthz answers, the process exits on
@@ -325,6 +327,43 @@ out:
     free(vg);
 }
 
+/* The source check on the real compiler: the spellings of #include that
+ * once reached NVRTC (which put /etc/passwd into the 422's log) and a file
+ * probe are refused before a compile; a module's own compile error and
+ * warning still come back in the detail and the build log. */
+static void check_no_server_file(struct rel_server *s)
+{
+    static const char *const bypass[][2] = {
+        {"{\"source\": \"%\\\\\\n:include \\\"/etc/passwd\\\"\\n\"}", "'%:'"},
+        {"{\"source\": \"#?" "?/\\ninclude \\\"/etc/passwd\\\"\\n\", \"options\": "
+         "[\"-std=c++11\"]}", "'#include'"},
+        {"{\"source\": \"#define CAT(a, b) a##b\\n__device__ int h = CAT(__has_, include)"
+         "(\\\"/etc/passwd\\\");\\n\"}", "'__has_include'"},
+    };
+    struct rel_resp r;
+    for (int i = 0; i < 3; i++) {
+        long st = jreq(s, NULL, "POST", "/v1/modules", bypass[i][0], &r);
+        report(st == 422 && strstr(r.body, bypass[i][1]) && !strstr(r.body, "root:"),
+               "bypass %d: 422 naming %s, nothing of /etc/passwd (%ld %.200s)", i, bypass[i][1],
+               st, r.body);
+        rel_resp_free(&r);
+    }
+    long st = jreq(s, NULL, "POST", "/v1/modules",
+                   "{\"source\": \"extern \\\"C\\\" __global__ void k() { undefined_thing(); }\"}",
+                   &r);
+    report(st == 422 && strstr(r.body, "module.cu(1)") && strstr(r.body, "undefined_thing") &&
+               !strstr(r.body, "gpuhttpd removed"),
+           "a compile error: 422 with the module's own diagnostics (%ld %.240s)", st, r.body);
+    rel_resp_free(&r);
+    char mid[32], *body = NULL;
+    st = module(s, NULL, "{\"source\": \"extern \\\"C\\\" __global__ void w() { int unused; }\"}",
+                mid, &body);
+    report(st == 201 && body && strstr(body, "module.cu(1): warning") &&
+               !strstr(body, "gpuhttpd removed"),
+           "a warning: 201 with it in build.log (%ld %.240s)", st, body ? body : "");
+    free(body);
+}
+
 /* ---- the binary: what loses the device ----------------------------------- */
 
 static const char *const oob_module =
@@ -466,6 +505,7 @@ int main(void)
     check_saxpy(&s);
     check_transpose(&s);
     check_template(&s);
+    check_no_server_file(&s);
     rel_stop(&s);
     if (getenv("GHD_MODULES_SKIP_LOSS")) { /* under memcheck: the faults are on purpose */
         printf("device-loss checks not run (GHD_MODULES_SKIP_LOSS)\n");

@@ -109,6 +109,15 @@ static void test_permission_per_token(void **state)
         {"{\"source\": \"x\", \"options\": [\"-include\", \"x.h\"]}", "422", "-include"},
         {"{\"source\": \"x\", \"options\": [\"--pre-include=/etc/passwd\"]}", "422", "--pre-include"},
         {"{\"source\": \"x\", \"name_expressions\": [\"\"]}", "422", "name_expressions[0]"},
+        /* Spellings of #include that got past the check to NVRTC, which read
+         * the file into the 422's log; and file-existence probes. */
+        {"{\"source\": \"%\\\\\\n:include \\\"/etc/passwd\\\"\\n\"}", "422", "'%:'"},
+        {"{\"source\": \"#?" "?/\\ninclude \\\"/etc/passwd\\\"\\n\", \"options\": "
+         "[\"-std=c++11\"]}", "422", "'#include'"},
+        {"{\"source\": \"#if __has_include(\\\"/etc/shadow\\\")\\n#endif\\n\"}", "422",
+         "'__has_include'"},
+        {"{\"source\": \"#if H(\\\"/etc/shadow\\\")\\n#endif\\n\", \"options\": "
+         "[\"-DH=__has_include\"]}", "422", "options[0]"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         rel_json(&s, "POST", "/v1/modules", "tokTrusted", bad[i][0], &r);

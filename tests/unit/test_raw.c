@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -187,20 +189,136 @@ static void test_options_and_source(void **state)
         json_decref(one);
     }
     const char *ok = "extern \"C\" __global__ void k(int *x) { x[0] = 1; } // #define Y";
-    assert_int_equal(ghd_raw_source_check(ok, strlen(ok), &d), 0);
+    assert_int_equal(ghd_raw_source_check(ok, strlen(ok), NULL, &d), 0);
     const char *includes[] = {"#include <stdio.h>\n", "  #  include \"/etc/passwd\"\n",
                               "#/* c */include <x>\n", "%:include <x>\n", "?" "?=include <x>\n",
                               "#inc\\\nlude <x>\n", "#include_next <x>\n", "#embed \"f\"\n",
                               "int a;\n#import <x>\n"};
     for (size_t i = 0; i < sizeof(includes) / sizeof(includes[0]); i++)
-        if (ghd_raw_source_check(includes[i], strlen(includes[i]), &d) != GHD_EUNPROC)
+        if (ghd_raw_source_check(includes[i], strlen(includes[i]), NULL, &d) != GHD_EUNPROC)
             fail_msg("source '%s' was not refused", includes[i]);
-    assert_int_equal(ghd_raw_source_check(includes[8], strlen(includes[8]), &d),
+    assert_int_equal(ghd_raw_source_check(includes[8], strlen(includes[8]), NULL, &d),
                      GHD_EUNPROC);
     assert_non_null(strstr(d.detail, "line 2"));
     /* An identifier that merely starts with a refused word is fine. */
     const char *fine = "#define included 1\n#if included\n#endif\n";
-    assert_int_equal(ghd_raw_source_check(fine, strlen(fine), &d), 0);
+    assert_int_equal(ghd_raw_source_check(fine, strlen(fine), NULL, &d), 0);
+}
+
+/* What got past the include refusal, and what else reads or probes a
+ * server's file through NVRTC: each refused, naming its line and what it
+ * was; and sources near them that are fine. */
+static void test_source_bypasses(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src, *line, *what;
+    } bad[] = {
+        /* A digraph split by a line splice: NVRTC includes the file. */
+        {"%\\\n:include \"/etc/passwd\"\n", "line 1", "%:"},
+        /* A trigraph backslash as the splice (trigraphs are on with -std=c++11). */
+        {"int a;\n#?" "?/\ninclude \"/etc/passwd\"\n", "line 2", "#include"},
+        {"#?" "?/\r\ninclude \"/etc/passwd\"\n", "line 1", "#include"},
+        /* A carriage return is a blank to NVRTC. */
+        {"#\rinclude \"/etc/passwd\"\n", "line 1", "#include"},
+        /* Digraphs of # and ## in any use. */
+        {"%:define X 1\n", "line 1", "%:"},
+        {"#define CAT(a, b) a %:%: b\n", "line 1", "%:"},
+        /* File-existence probes, however spelled. */
+        {"#if __has_include(\"/etc/shadow\")\n#endif\n", "line 1", "__has_include"},
+        {"\n#if __has_include_next(<shadow>)\n#endif\n", "line 2", "__has_include_next"},
+        {"#if __has_\\\ninclude(\"/etc/shadow\")\n#endif\n", "line 1", "__has_include"},
+        {"#if __has_?" "?/\ninclude(\"/etc/shadow\")\n#endif\n", "line 1", "__has_include"},
+        {"__device__ int e = __has_embed(\"/etc/shadow\");\n", "line 1", "__has_embed"},
+        {"__device__ int h = __has_include(\"/etc/shadow\");\n", "line 1", "__has_include"},
+        /* Pasted from pieces: NVRTC evaluates it, in #if and outside. */
+        {"#define CAT(a, b) a##b\n__device__ int h = CAT(__has_, include)(\"/etc/shadow\");\n",
+         "line 1", "'__has_include'"},
+        {"#define C(a, b, c) a ## b ## c\n#if C(_, _has_incl, ude)(\"/etc/shadow\")\n#endif\n",
+         "line 1", "'__has_include'"},
+    };
+    struct ghd_err d = {0};
+    unsigned missed = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&d, 0, sizeof(d));
+        int rc = ghd_raw_source_check(bad[i].src, strlen(bad[i].src), NULL, &d);
+        if (rc != GHD_EUNPROC || !strstr(d.detail, bad[i].line) || !strstr(d.detail, bad[i].what)) {
+            print_message("not refused as '%s' at %s: source %u (rc %d, '%s')\n", bad[i].what,
+                          bad[i].line, (unsigned)i, rc, d.detail);
+            missed++;
+        }
+    }
+    static const char *const fine[] = {
+        /* '<:' is a digraph too, but C++11 reads '<::' as '<' '::'. */
+        "__global__ void k(unsigned long *x) { x[0] = static_cast<::size_t>(1); }\n",
+        /* Pasting whose pieces spell nothing refused. */
+        "#define NAME(a, b) a ## _ ## b\n__global__ void NAME(k, f)(float *has) {}\n",
+        "__device__ const char *q = \"what?" "?!\";\n",
+        "__global__ void k(int *x) {\n#pragma unroll 4\n  for (int i = 0; i < 8; i++) x[i] = i; }\n",
+        "__device__ int has = 1, include = 2; // has include\n",
+        "#define STR(x) #x\n#define INC include\n",
+    };
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        memset(&d, 0, sizeof(d));
+        if (ghd_raw_source_check(fine[i], strlen(fine[i]), NULL, &d) != 0) {
+            print_message("refused: '%s' (%s)\n", fine[i], d.detail);
+            missed++;
+        }
+    }
+    assert_int_equal(missed, 0);
+}
+
+/* Seconds the check takes on `unit` repeated to `size` bytes (the best of
+ * three runs). */
+static double check_seconds(char *src, size_t size, const char *unit)
+{
+    size_t k = strlen(unit), n = 0;
+    while (n + k <= size) {
+        memcpy(src + n, unit, k);
+        n += k;
+    }
+    src[n] = '\0';
+    double best = 1e9;
+    for (int run = 0; run < 3; run++) {
+        struct timespec t0, t1;
+        struct ghd_err d = {0};
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        (void)ghd_raw_source_check(src, n, NULL, &d);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        best = s < best ? s : best;
+    }
+    return best;
+}
+
+/* The check reads a source in linear time: four times the bytes take about
+ * four times as long (sixteen if quadratic), for a megabyte (the default
+ * --module-max-source) of comment openers after '#' (each one a search for
+ * the comment's end, which from every '#' used to run to the end of the
+ * source), of splices, of trigraphs and of pieces of __has_include. */
+static void test_source_check_linear(void **state)
+{
+    (void)state;
+    static const char *const unit[] = {"#/*", "#\\\n", "#?" "?/\n", "#__has_", "##/**/"};
+    char *src = malloc((1 << 20) + 1);
+    assert_non_null(src);
+    for (size_t u = 0; u < sizeof(unit) / sizeof(unit[0]); u++) {
+        double small = check_seconds(src, 1 << 18, unit[u]);
+        double big = check_seconds(src, 1 << 20, unit[u]);
+        print_message("'%s': %.3f s for 256 KiB, %.3f s for 1 MiB\n", unit[u], small, big);
+        assert_true(big < 10 * small + 0.1); /* quadratic is 16 times; slack for noise */
+    }
+    free(src);
+}
+
+/* Skips the calling test where this build or machine has no NVRTC. */
+static void skip_without_nvrtc(void)
+{
+    char version[16];
+    if (ghd_unvrtc_version(version, sizeof(version)) != 0) {
+        print_message("no NVRTC in this build or machine: compile checks not run\n");
+        skip();
+    }
 }
 
 static const char *const module_src =
@@ -213,11 +331,7 @@ static const char *const module_src =
 static void test_nvrtc_module(void **state)
 {
     (void)state;
-    char version[16];
-    if (ghd_unvrtc_version(version, sizeof(version)) != 0) {
-        print_message("no NVRTC in this build or machine: compile checks not run\n");
-        skip();
-    }
+    skip_without_nvrtc();
     struct ghd_ucompiler_config cfg = {.cache_max_bytes = 1 << 20, .workers = 1, .queue = 4};
     struct ghd_ucompiler *c;
     struct ghd_err cerr = {0};
@@ -266,6 +380,110 @@ static void test_nvrtc_module(void **state)
     assert_int_equal(ghd_ucompiler_compile_job(c, &bad_name, &r, &e), GHD_EUNPROC);
     ghd_ucompiled_clear(&r);
     ghd_ucompiler_free(c);
+}
+
+/* NVRTC's log as it came when a module included /etc/passwd (its lines
+ * quoted under "/etc/passwd(N):") beside the module's own diagnostics and a
+ * note in NVRTC's built-in header: only the file's diagnostics go. */
+static void test_log_filter(void **state)
+{
+    (void)state;
+    char log[2048];
+    snprintf(log, sizeof(log), "%s",
+             "/etc/passwd(1): error: this declaration has no storage class or type specifier\n"
+             "  root:x:0:0:root:/root:/bin/bash\n"
+             "  ^\n"
+             "\n"
+             "module.cu(3): error: no instance of overloaded function \"__shfl_sync\" matches "
+             "the argument list\n"
+             "            argument types are: (int)\n"
+             "  __global__ void k(float *x) { x[0] = __shfl_sync(1); }\n"
+             "                                      ^\n"
+             "__nv_nvrtc_builtin_header.h(4429): note #3322-D: number of parameters of "
+             "function \"__shfl_sync\" does not match the call\n"
+             "  __SM_30_INTRINSICS_DECL__ unsigned long __shfl_sync(unsigned mask, ...)\n"
+             "                                          ^\n"
+             "/etc/passwd(2): error: identifier \"daemon\" is undefined\n"
+             "  daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+             "  ^\n"
+             "          detected during instantiation of \"f<int>\" at line 3 of module.cu\n"
+             "\n"
+             "module.cu(4): warning #177-D: variable \"s\" was declared but never referenced\n"
+             "  int s;\n"
+             "      ^\n"
+             "\n"
+             "3 errors detected in the compilation of \"module.cu\".\n");
+    ghd_unvrtc_log_filter(log, sizeof(log), "module.cu");
+    assert_null(strstr(log, "root"));
+    assert_null(strstr(log, "daemon"));
+    assert_null(strstr(log, "/etc/passwd"));
+    assert_non_null(strstr(log, "module.cu(3): error: no instance"));
+    assert_non_null(strstr(log, "  __global__ void k(float *x)"));
+    assert_non_null(strstr(log, "__nv_nvrtc_builtin_header.h(4429): note"));
+    assert_non_null(strstr(log, "module.cu(4): warning #177-D"));
+    assert_non_null(strstr(log, "3 errors detected"));
+    assert_non_null(strstr(log, "removed 2 diagnostics located in files other than module.cu"));
+    assert_true(strncmp(log, "module.cu(3)", 12) == 0); /* the blank after a removed one went too */
+    /* A log of the module's own: unchanged. */
+    const char *own = "module.cu(1): error: identifier \"x\" is undefined\n  x;\n  ^\n\n"
+                      "1 error detected in the compilation of \"module.cu\".\n";
+    snprintf(log, sizeof(log), "%s", own);
+    ghd_unvrtc_log_filter(log, sizeof(log), "module.cu");
+    assert_string_equal(log, own);
+}
+
+/* Whatever the source check lets through, the log a reply carries quotes
+ * no file of the server: sources that include a file holding a marker (by
+ * absolute path, through the digraph and trigraph splices that once passed
+ * the check, and by a name relative to the working directory) compiled by
+ * NVRTC directly, as if the check had missed them. */
+static void test_nvrtc_log_quotes_no_file(void **state)
+{
+    (void)state;
+    skip_without_nvrtc();
+    char dir[] = "/tmp/ghd-raw-XXXXXX", path[64], cwd[4096];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/secret.h", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("ghd_secret_marker_7f3a x;\n", f);
+    fclose(f);
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(chdir(dir), 0);
+    char src[4][256];
+    snprintf(src[0], sizeof(src[0]), "#include \"%s\"\nextern \"C\" __global__ void k() { nope(); }\n",
+             path);
+    snprintf(src[1], sizeof(src[1]), "%%\\\n:include \"%s\"\n", path);
+    snprintf(src[2], sizeof(src[2]), "#?" "?/\ninclude \"%s\"\n", path);
+    snprintf(src[3], sizeof(src[3]), "#include \"secret.h\"\n");
+    const char *cxx11[] = {"-std=c++11", NULL};
+    struct ghd_ucompiler_config cfg = {.cache_max_bytes = 1 << 20, .workers = 1, .queue = 4};
+    struct ghd_ucompiler *c;
+    struct ghd_err cerr = {0};
+    assert_int_equal(ghd_ucompiler_new(&cfg, &c, &cerr), 0);
+    unsigned leaked = 0;
+    for (int i = 0; i < 4; i++) {
+        struct ghd_ucompile_job job = {.src = src[i], .arch = "sm_90", .user = 1,
+                                       .options = i == 2 ? cxx11 : NULL};
+        struct ghd_ucompiled r;
+        struct ghd_err e = {0};
+        int rc = ghd_ucompiler_compile_job(c, &job, &r, &e);
+        if (rc != GHD_EUNPROC || strstr(r.log, "ghd_secret_marker") ||
+            strstr(e.detail, "ghd_secret_marker")) {
+            print_message("source %d: rc %d, the log quotes the file:\n%s\n", i, rc, r.log);
+            leaked++;
+        }
+        if (i == 0 && !strstr(r.log, "nope")) {
+            print_message("source 0: the module's own diagnostic is gone:\n%s\n", r.log);
+            leaked++;
+        }
+        ghd_ucompiled_clear(&r);
+    }
+    ghd_ucompiler_free(c);
+    assert_int_equal(chdir(cwd), 0);
+    unlink(path);
+    rmdir(dir);
+    assert_int_equal(leaked, 0);
 }
 
 /* A store entry as the store sees it: no library loaded (lib NULL), so the
@@ -326,7 +544,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packing_offsets),  cmocka_unit_test(test_packing_errors),
         cmocka_unit_test(test_layout_match),     cmocka_unit_test(test_shape),
-        cmocka_unit_test(test_options_and_source), cmocka_unit_test(test_nvrtc_module),
+        cmocka_unit_test(test_options_and_source), cmocka_unit_test(test_source_bypasses),
+        cmocka_unit_test(test_source_check_linear),
+        cmocka_unit_test(test_nvrtc_module), cmocka_unit_test(test_log_filter),
+        cmocka_unit_test(test_nvrtc_log_quotes_no_file),
         cmocka_unit_test(test_module_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
