@@ -55,21 +55,20 @@ static const struct ghd_param *param_of(const struct ghd_kernel *k, const char *
 int ghd_kcall_unknown(const char *kname, const char *key, const char *const *names, size_t n,
                       const char *const *buffers, size_t nbuf, struct ghd_err *err)
 {
+    /* The names, then the offsets: the candidates for the suggestion. */
     char offsets[GHD_KCALL_MAX_BUFFERS][48];
-    const char *all[2 * GHD_KCALL_MAX_BUFFERS + 8];
-    size_t nall = 0;
-    for (size_t i = 0; i < n && nall < GHD_COUNT_OF(all); i++)
-        all[nall++] = names[i];
-    size_t noff = 0;
-    for (size_t i = 0; i < nbuf && noff < GHD_KCALL_MAX_BUFFERS && nall < GHD_COUNT_OF(all);
-         i++) {
-        snprintf(offsets[noff], sizeof(offsets[noff]), "%s" OFFSET_SUFFIX, buffers[i]);
-        all[nall++] = offsets[noff++];
+    const char *all[64 + GHD_KCALL_MAX_BUFFERS];
+    size_t nnames = n < 64 ? n : 64;
+    size_t noff = nbuf < GHD_KCALL_MAX_BUFFERS ? nbuf : GHD_KCALL_MAX_BUFFERS;
+    memcpy(all, names, nnames * sizeof(*names));
+    for (size_t i = 0; i < noff; i++) {
+        snprintf(offsets[i], sizeof(offsets[i]), "%s" OFFSET_SUFFIX, buffers[i]);
+        all[nnames + i] = offsets[i];
     }
     char list[320], hint[96];
-    size_t used = ghd_join_names(list, 0, sizeof(list), "", names, n);
-    ghd_join_names(list, used, sizeof(list), ", and ", all + n, nall - n);
-    ghd_suggest_clause(hint, sizeof(hint), ghd_suggest(key, all, nall));
+    size_t used = ghd_join_names(list, 0, sizeof(list), "", all, nnames);
+    ghd_join_names(list, used, sizeof(list), ", and ", all + nnames, noff);
+    ghd_suggest_clause(hint, sizeof(hint), ghd_suggest(key, all, nnames + noff));
     return ghd_err_set(err, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s%s (it takes %s)",
                        key, kname, hint, list);
 }

@@ -97,7 +97,8 @@ int ghd_kcall_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name, 
 /* GHD_EINVAL for args member `key`, which kernel `kname` does not take: the
  * detail suggests the nearest of its parameters names[0..n) and of the
  * offsets of its buffer parameters buffers[0..nbuf) ("x_offset"), then
- * lists them all. */
+ * lists them (the first 64 names and GHD_KCALL_MAX_BUFFERS offsets, the
+ * list cut with "..." where the detail would grow too long). */
 int ghd_kcall_unknown(const char *kname, const char *key, const char *const *names, size_t n,
                       const char *const *buffers, size_t nbuf, struct ghd_err *err);
 

@@ -223,6 +223,33 @@ static void test_validation(void **state)
     assert_int_equal(prep("sort", json_pack("{s:s, s:s, s:i}", "key", X, "dtype", "f32", "n", 1)),
                      GHD_EINVAL);
     assert_detail_has("unknown parameter 'key' for kernel sort: did you mean 'keys'?");
+    /* The most a user kernel has: 16 parameters, 26 placeholders and n;
+     * the list is cut with "..." where the detail would grow too long, and
+     * the nearest is still named. */
+    {
+        char params[16][4], letters[26][2];
+        const char *names[16 + 26 + 1];
+        size_t n = 0;
+        for (int i = 0; i < 16; i++) {
+            snprintf(params[i], sizeof(params[i]), "p%02d", i);
+            names[n++] = params[i];
+        }
+        for (int i = 0; i < 26; i++) {
+            letters[i][0] = (char)('A' + i);
+            letters[i][1] = '\0';
+            names[n++] = letters[i];
+        }
+        names[n++] = "n";
+        T.err = (struct ghd_err){0};
+        assert_int_equal(ghd_kcall_unknown("big", "p07_ofset", names, n, names, 16, &T.err),
+                         GHD_EINVAL);
+        assert_detail_has("unknown parameter 'p07_ofset' for kernel big: did you mean "
+                          "'p07_offset'? (it takes p00, p01,");
+        assert_detail_has("p15, A, B,");
+        assert_detail_has("Y, Z, n, and p00_offset, p01_offset,");
+        assert_detail_has(", ...)");
+        assert_true(strlen(T.err.detail) < GHD_ERR_DETAIL - 1);
+    }
     /* wrong JSON types */
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:s}", "a", 2.0, "x", X, "y",
                                             Y, "dtype", "f32", "n", "100")),
