@@ -2,7 +2,8 @@
 
 /* The route table: every resource the service serves, the handler for each,
  * how its body is read, who may call it and whether it needs the device
- * (DEVICE: 503 at once after a device loss; NODEV: it keeps answering).
+ * (DEVICE: 503 at once after a device loss; NODEV: it keeps answering),
+ * and whether --probe-port serves it too (PROBE).
  * Handed to the HTTP layer at start (server/main.c), which matches requests
  * against it. */
 
@@ -10,43 +11,54 @@
 #define TENANT GHD_ACCESS_TENANT
 #define DEVICE 1
 #define NODEV 0
+#define PROBE 1
+#define NOPROBE 0
 
 static const struct ghd_route table[] = {
     /* Probes, the contract, its docs and the problem type pages: anyone,
      * tokens or not. */
-    {"GET", "/healthz", GHD_BODY_NONE, ghd_handle_healthz, NULL, PUBLIC, NODEV},
-    {"GET", "/readyz", GHD_BODY_NONE, ghd_handle_readyz, NULL, PUBLIC, NODEV},
-    {"GET", "/openapi.yaml", GHD_BODY_NONE, ghd_handle_openapi_yaml, NULL, PUBLIC, NODEV},
-    {"GET", "/openapi.json", GHD_BODY_NONE, ghd_handle_openapi_json, NULL, PUBLIC, NODEV},
-    {"GET", "/docs", GHD_BODY_NONE, ghd_handle_docs, NULL, PUBLIC, NODEV},
-    {"GET", "/docs/{asset}", GHD_BODY_NONE, ghd_handle_docs_asset, NULL, PUBLIC, NODEV},
-    {"GET", "/docs/", GHD_BODY_NONE, ghd_handle_docs_slash, NULL, PUBLIC, NODEV},
-    {"GET", "/", GHD_BODY_NONE, ghd_handle_root, NULL, PUBLIC, NODEV},
-    {"GET", "/problems/{slug}", GHD_BODY_NONE, ghd_handle_problem_type, NULL, PUBLIC, NODEV},
+    {"GET", "/healthz", GHD_BODY_NONE, ghd_handle_healthz, NULL, PUBLIC, NODEV, PROBE},
+    {"GET", "/readyz", GHD_BODY_NONE, ghd_handle_readyz, NULL, PUBLIC, NODEV, PROBE},
+    {"GET", "/openapi.yaml", GHD_BODY_NONE, ghd_handle_openapi_yaml, NULL, PUBLIC, NODEV, NOPROBE},
+    {"GET", "/openapi.json", GHD_BODY_NONE, ghd_handle_openapi_json, NULL, PUBLIC, NODEV, NOPROBE},
+    {"GET", "/docs", GHD_BODY_NONE, ghd_handle_docs, NULL, PUBLIC, NODEV, NOPROBE},
+    {"GET", "/docs/{asset}", GHD_BODY_NONE, ghd_handle_docs_asset, NULL, PUBLIC, NODEV, NOPROBE},
+    {"GET", "/docs/", GHD_BODY_NONE, ghd_handle_docs_slash, NULL, PUBLIC, NODEV, NOPROBE},
+    {"GET", "/", GHD_BODY_NONE, ghd_handle_root, NULL, PUBLIC, NODEV, NOPROBE},
+    {"GET", "/problems/{slug}", GHD_BODY_NONE, ghd_handle_problem_type, NULL,
+     PUBLIC, NODEV, NOPROBE},
     /* --metrics-token when that is set, else anyone. */
-    {"GET", "/metrics", GHD_BODY_NONE, ghd_handle_metrics, NULL, GHD_ACCESS_METRICS, NODEV},
+    {"GET", "/metrics", GHD_BODY_NONE, ghd_handle_metrics, NULL, GHD_ACCESS_METRICS, NODEV, PROBE},
     /* The rest: a tenant's token when tokens are configured. */
     {"POST", "/v1/buffers", GHD_BODY_UPLOAD, ghd_handle_buffer_create, &ghd_buffer_create_upload,
-     TENANT, DEVICE},
-    {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL, TENANT, DEVICE},
-    {"GET", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_get, NULL, TENANT, DEVICE},
+     TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL, TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_get, NULL,
+     TENANT, DEVICE, NOPROBE},
     {"PUT", "/v1/buffers/{id}", GHD_BODY_STREAM, ghd_handle_buffer_put, &ghd_buffer_put_upload,
-     TENANT, DEVICE},
-    {"DELETE", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_delete, NULL, TENANT, DEVICE},
-    {"GET", "/v1/buffers/{id}/meta", GHD_BODY_NONE, ghd_handle_buffer_meta, NULL, TENANT, DEVICE},
+     TENANT, DEVICE, NOPROBE},
+    {"DELETE", "/v1/buffers/{id}", GHD_BODY_NONE, ghd_handle_buffer_delete, NULL,
+     TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/buffers/{id}/meta", GHD_BODY_NONE, ghd_handle_buffer_meta, NULL,
+     TENANT, DEVICE, NOPROBE},
     {"PATCH", "/v1/buffers/{id}/meta", GHD_BODY_JSON, ghd_handle_buffer_patch, NULL, TENANT,
-     DEVICE},
-    {"GET", "/v1/kernels", GHD_BODY_NONE, ghd_handle_kernel_list, NULL, TENANT, NODEV},
-    {"POST", "/v1/kernels", GHD_BODY_JSON, ghd_handle_kernel_create, NULL, TENANT, DEVICE},
-    {"GET", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_get, NULL, TENANT, NODEV},
-    {"DELETE", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_delete, NULL, TENANT, DEVICE},
-    {"POST", "/v1/modules", GHD_BODY_JSON, ghd_handle_module_create, NULL, TENANT, DEVICE},
-    {"GET", "/v1/modules", GHD_BODY_NONE, ghd_handle_module_list, NULL, TENANT, DEVICE},
-    {"GET", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_get, NULL, TENANT, DEVICE},
-    {"DELETE", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_delete, NULL, TENANT, DEVICE},
-    {"POST", "/v1/runs", GHD_BODY_JSON, ghd_handle_run_create, NULL, TENANT, DEVICE},
-    {"GET", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_get, NULL, TENANT, DEVICE},
-    {"DELETE", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_delete, NULL, TENANT, DEVICE},
+     DEVICE, NOPROBE},
+    {"GET", "/v1/kernels", GHD_BODY_NONE, ghd_handle_kernel_list, NULL, TENANT, NODEV, NOPROBE},
+    {"POST", "/v1/kernels", GHD_BODY_JSON, ghd_handle_kernel_create, NULL, TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_get, NULL,
+     TENANT, NODEV, NOPROBE},
+    {"DELETE", "/v1/kernels/{name}", GHD_BODY_NONE, ghd_handle_kernel_delete, NULL,
+     TENANT, DEVICE, NOPROBE},
+    {"POST", "/v1/modules", GHD_BODY_JSON, ghd_handle_module_create, NULL, TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/modules", GHD_BODY_NONE, ghd_handle_module_list, NULL, TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_get, NULL,
+     TENANT, DEVICE, NOPROBE},
+    {"DELETE", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_delete, NULL,
+     TENANT, DEVICE, NOPROBE},
+    {"POST", "/v1/runs", GHD_BODY_JSON, ghd_handle_run_create, NULL, TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_get, NULL, TENANT, DEVICE, NOPROBE},
+    {"DELETE", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_delete, NULL,
+     TENANT, DEVICE, NOPROBE},
 };
 
 const struct ghd_routes ghd_routes = {table, sizeof(table) / sizeof(table[0])};

@@ -16,6 +16,7 @@
 #include "handlers/handlers.h"
 #include "http/http.h"
 #include "http/listen.h"
+#include "http/probe.h"
 #include "base/log.h"
 #include "base/log_writer.h"
 #include "core/run_queue.h"
@@ -189,11 +190,16 @@ int main(int argc, char **argv)
     if (ghd_log_writer_start() != 0) /* after the mask: the writer takes no signal */
         ghd_log(GHD_LOG_WARN, "no log writer thread: lines are written as they come");
 
-    /* The port first: a taken one stops the start before the backend is set up. */
+    /* The ports first: a taken one stops the start before the backend is set up. */
     struct ghd_err err = {0};
     int listen_fd;
     unsigned port;
     rc = ghd_listen_open(cfg.bind, cfg.port, &listen_fd, &port, &err);
+    int probe_fd = -1;
+    unsigned probe_port = 0;
+    if (rc == 0 && cfg.probe_port &&
+        (rc = ghd_probe_listen(cfg.bind, cfg.probe_port, &probe_fd, &probe_port, &err)) != 0)
+        close(listen_fd);
     if (rc) {
         cannot_start(format, ghd_err_text(&err, rc));
         return 1;
@@ -202,18 +208,29 @@ int main(int argc, char **argv)
     rc = ghd_service_init(&svc, &cfg, &err);
     if (rc) {
         close(listen_fd);
+        if (probe_fd >= 0)
+            close(probe_fd);
         cannot_start(format, ghd_err_text(&err, rc));
         return 1;
     }
-    struct ghd_http *http;
+    struct ghd_http *http, *probe = NULL;
     rc = ghd_http_start_on(&svc, &ghd_routes, listen_fd, port, &http, &err);
-    if (rc) {
+    if (rc)
         close(listen_fd);
+    else if (probe_fd >= 0 &&
+             (rc = ghd_probe_start_on(&svc, &ghd_routes, probe_fd, probe_port, &probe, &err)) != 0)
+        ghd_http_stop(http);
+    if (rc) {
+        if (probe_fd >= 0) /* the probe listener never took it */
+            close(probe_fd);
         cannot_start(format, ghd_err_text(&err, rc));
         ghd_service_destroy(&svc);
         return 1;
     }
     ghd_log(GHD_LOG_INFO, "gpuhttpd %s listening on %s:%u", GHD_VERSION, cfg.bind, port);
+    if (probe)
+        ghd_log(GHD_LOG_INFO, "probes (health, readiness, metrics) on plain HTTP at %s:%u",
+                cfg.bind, probe_port);
     if (cfg.port_file[0] && write_port_file(cfg.port_file, port) != 0)
         ghd_log(GHD_LOG_WARN, "cannot write the port to %s: %s", cfg.port_file, strerror(errno));
 
@@ -229,6 +246,7 @@ int main(int argc, char **argv)
     }
     unsigned executing = drain(&svc, http, &set);
     ghd_http_stop(http);
+    ghd_http_stop(probe); /* after the drain, through which /readyz said 503 */
     if (executing) {
         /* Their workers are inside kernels that cannot be stopped; the
          * device (CUDA: the context) is torn down by the process exit. */

@@ -27,6 +27,9 @@ struct option_spec {
 
 static const struct option_spec specs[] = {
     {"port", OPT_UINT, OFF(port), 0, 0, 65535, "8080", "TCP port to listen on (0 picks a free one)"},
+    {"probe-port", OPT_UINT, OFF(probe_port), 0, 0, 65535, "0",
+     "plain-HTTP port on --bind serving only /healthz, /readyz and /metrics (its token as on "
+     "--port), without TLS: for health checks and probes when --tls-cert is set (0 = none)"},
     {"bind", OPT_STRING, OFF(bind), STR_MAX(bind), 0, 0, "127.0.0.1", "IPv4 address to listen on"},
     {"backend", OPT_BACKEND, OFF(backend), 0, 0, 0, "auto", "auto, cuda or host"},
     {"device", OPT_UINT, OFF(device), 0, 0, 63, "0", "CUDA device ordinal"},
@@ -295,6 +298,10 @@ static int validate(const struct ghd_config *cfg, FILE *err)
     }
     if (strcmp(cfg->on_device_loss, "exit") != 0 && strcmp(cfg->on_device_loss, "stay") != 0) {
         fprintf(err, "gpuhttpd: --on-device-loss must be exit or stay\n");
+        return -1;
+    }
+    if (cfg->probe_port && cfg->probe_port == cfg->port) {
+        fprintf(err, "gpuhttpd: --probe-port must differ from --port\n");
         return -1;
     }
     if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {

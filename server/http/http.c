@@ -50,6 +50,14 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
     }
     const struct ghd_route *route = NULL;
     int rc = ghd_router_match(hr->http->routes, method, url, req, &route, allow, sizeof(allow));
+    /* The probe port serves its routes and nothing else: a 404 for the
+     * rest, before any token check, since there is nothing else to guard. */
+    if (hr->http->probe_only && (rc == GHD_ENOENT || !route->probe)) {
+        req->route = "(unmatched)";
+        return ghd_reply_problem(&hr->rep, req, GHD_ENOENT,
+                                 "not served on the probe port (--probe-port), which answers "
+                                 "the health, readiness and metrics routes only");
+    }
     if (ghd_http_authorize(req, &hr->rep, route, hr->tenant) != 0) {
         ghd_http_parse_content_length(req); /* a body then closes the connection, unread */
         return GHD_EUNAUTH;
@@ -343,18 +351,25 @@ static int label_metrics(const struct ghd_routes *routes)
 int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
                       unsigned port, struct ghd_http **out, struct ghd_err *err)
 {
-    const struct ghd_config *cfg = &svc->cfg;
     if (label_metrics(routes) != 0)
         return ghd_err_set(err, GHD_ENOHOSTMEM, "route metrics: out of host memory");
+    return ghd_http_serve(svc, routes, listen_fd, port, 0, out, err);
+}
+
+int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
+                   unsigned port, int probe_only, struct ghd_http **out, struct ghd_err *err)
+{
+    const struct ghd_config *cfg = &svc->cfg;
     struct ghd_http *http = calloc(1, sizeof(*http));
     if (!http)
         return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
     http->svc = svc;
     http->routes = routes;
+    http->probe_only = probe_only;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
-    struct MHD_OptionItem tls_opts[GHD_TLS_OPTIONS];
-    int rc = ghd_tls_setup(&http->tls, cfg, &flags, tls_opts, err);
+    struct MHD_OptionItem tls_opts[GHD_TLS_OPTIONS] = {{MHD_OPTION_END, 0, NULL}};
+    int rc = probe_only ? 0 : ghd_tls_setup(&http->tls, cfg, &flags, tls_opts, err);
     if (rc == 0 && (rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
                                        cfg->transfer_rate_window_s, &http->guard)) != 0)
         ghd_err_set(err, rc, "connection guard: %s", ghd_strerror(rc));
@@ -381,13 +396,12 @@ int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, 
         MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
     if (!http->daemon) {
+        int tls = ghd_tls_on(&http->tls);
         ghd_guard_free(http->guard);
         ghd_tls_free(&http->tls);
         free(http);
         return ghd_err_set(err, GHD_EUNAVAIL, "cannot serve on %s:%u%s", cfg->bind, port,
-                           cfg->tls_cert[0] ? " (the TLS certificate and key do not load or "
-                                              "match?)"
-                                            : "");
+                           tls ? " (the TLS certificate and key do not load or match?)" : "");
     }
     http->port = port;
     *out = http;

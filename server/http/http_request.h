@@ -3,8 +3,8 @@
 
 /* The HTTP layer's own state, shared by its files (http.c: the daemon and
  * its callbacks; head.c, access.c, body.c, socket_body.c, tls.c,
- * request_log.c): the server and one request as libmicrohttpd carries it.
- * Nothing outside server/http/ includes this. */
+ * request_log.c, probe.c): the server and one request as libmicrohttpd
+ * carries it. Nothing outside server/http/ includes this. */
 
 #include <microhttpd.h>
 #include <stdatomic.h>
@@ -27,6 +27,7 @@ struct ghd_http {
     atomic_int draining;   /* quiesced: replies say Connection: close */
     struct ghd_tls tls; /* certificate and key, alive as long as the daemon */
     struct ghd_guard *guard; /* header deadline and minimum transfer rate */
+    int probe_only; /* the probe listener (probe.h): plain HTTP, probe routes only */
 };
 
 /* Where a request stands: how its body is being read, then how it was
@@ -74,6 +75,11 @@ static inline int ghd_http_replied_early(const struct ghd_http_request *hr)
     return hr->state == GHD_HS_REPLIED_EARLY || hr->state == GHD_HS_SOCKET_SENT_EARLY;
 }
 
+/* ghd_http_start_on without labelling the metrics by `routes`; with
+ * probe_only, in plain HTTP whatever cfg says of TLS, answering only the
+ * routes flagged `probe` (probe.h). */
+int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
+                   unsigned port, int probe_only, struct ghd_http **out, struct ghd_err *err);
 /* Runs the route's handler: rep then holds its reply, or the problem for a
  * code it returned without one. */
 void ghd_http_run_handler(struct ghd_http_request *hr);

@@ -43,6 +43,6 @@ fail:;
     return ghd_err_set(err, GHD_EUNAVAIL, "cannot %s %s:%u: %s%s", step, bind_ipv4, port,
                        strerror(e),
                        e == EADDRINUSE ? " (another process, perhaps another gpuhttpd, listens "
-                                         "there: stop it or choose another --port)"
+                                         "there: stop it or choose another port)"
                                        : "");
 }

@@ -55,6 +55,9 @@ struct ghd_route {
      * http.c answers 503 at once, before a body is read; 0: it keeps
      * answering (probes, docs, metrics, the kernel catalogue). */
     int needs_device;
+    /* 1: also served on --probe-port (probe.h), in plain HTTP beside TLS,
+     * with the same access; that port answers every other route 404. */
+    int probe;
 };
 
 struct ghd_routes {

@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "handlers/handlers.h"
+#include "http/probe.h"
 #include "core/run_queue.h"
 
 long rel_now_ms(void)
@@ -105,8 +106,23 @@ void rel_start(struct rel_server *s, const struct ghd_config *cfg)
         fail_msg("server did not start: %d %s", rc, err.detail);
 }
 
+void rel_start_probe(struct rel_server *s)
+{
+    struct ghd_err err = {0};
+    int fd;
+    unsigned port;
+    int rc = ghd_probe_listen("127.0.0.1", 0, &fd, &port, &err);
+    if (rc == 0 && (rc = ghd_probe_start_on(&s->svc, &ghd_routes, fd, port, &s->probe, &err)))
+        close(fd);
+    if (rc)
+        fail_msg("probe listener did not start: %d %s", rc, err.detail);
+    snprintf(s->probe_base, sizeof(s->probe_base), "http://127.0.0.1:%u", port);
+}
+
 void rel_stop(struct rel_server *s)
 {
+    ghd_http_stop(s->probe);
+    s->probe = NULL;
     if (s->http)
         ghd_http_stop(s->http);
     s->http = NULL;
@@ -298,6 +314,19 @@ int rel_connect(unsigned port)
         return -1;
     }
     return fd;
+}
+
+unsigned rel_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
 }
 
 int rel_send(int fd, const void *buf, size_t len)

@@ -19,6 +19,8 @@ struct rel_server {
     struct ghd_http *http;
     unsigned port;
     char base[64]; /* "http://127.0.0.1:PORT" */
+    struct ghd_http *probe; /* rel_start_probe's listener, or NULL */
+    char probe_base[64];    /* "http://127.0.0.1:PROBE_PORT" */
 };
 
 /* Defaults for tests: host backend (REL_BACKEND=cuda or auto to change it),
@@ -31,6 +33,9 @@ int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd
 /* rel_try_start serving `routes` instead of the service's own table. */
 int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
                          const struct ghd_routes *routes, struct ghd_err *err);
+/* Starts the probe listener (--probe-port) of a started server on a free
+ * port of 127.0.0.1; rel_stop stops it. Aborts the test on failure. */
+void rel_start_probe(struct rel_server *s);
 void rel_stop(struct rel_server *s);
 /* cmocka group fixtures: a server of its own, started with `cfg`, becomes
  * *state; rel_teardown stops and frees it. */
@@ -76,6 +81,9 @@ long rel_create(const struct rel_server *s, const char *token, size_t size, char
 
 /* Raw sockets. */
 int rel_connect(unsigned port);
+/* A TCP port of 127.0.0.1 free a moment ago (bound to port 0, then closed),
+ * for a child's option that cannot take 0. */
+unsigned rel_free_port(void);
 /* 0 when every byte went out, -1 otherwise. */
 int rel_send(int fd, const void *buf, size_t len);
 /* Reads until the peer closes or timeout_ms pass; returns the bytes read

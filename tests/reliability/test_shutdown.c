@@ -2,7 +2,8 @@
 /* The real binary and its signals: SIGTERM lets an upload in flight finish
  * (200) while new connections are refused, then exits 0; the grace period
  * bounds a stalled client; a second signal cuts the wait; an idle keep-alive
- * connection does not hold the stop up; SIGHUP re-reads the tokens file and
+ * connection does not hold the stop up; the probe port answers through the
+ * drain and closes with the main one; SIGHUP re-reads the tokens file and
  * keeps the old tokens when the new file is broken. */
 #include <dirent.h>
 #include <errno.h>
@@ -77,13 +78,41 @@ static void test_sigterm_lets_upload_finish(void **state)
     unlink(p.log_path);
 }
 
-/* A server with --shutdown-grace `grace` (and no slow-client guard) and an
- * upload into a 1 MiB buffer that stalls after its first 1000 bytes: the
- * upload's socket. */
-static int start_stalled_put(struct rel_proc *p, const char *grace)
+/* GET `path` on 127.0.0.1:port in plain HTTP: the status (0: no answer). */
+static long get_status(unsigned port, const char *path)
+{
+    char base[64];
+    snprintf(base, sizeof(base), "http://127.0.0.1:%u", port);
+    struct rel_server s = {0};
+    struct rel_req rq = {.path = path, .base = base, .timeout_ms = 3000};
+    struct rel_resp r;
+    rel_do(&s, &rq, &r);
+    rel_resp_free(&r);
+    return r.status;
+}
+
+/* A keep-alive connection to 127.0.0.1:port, left open after one GET
+ * /healthz answered 200. */
+static int keepalive_after_healthz(unsigned port)
+{
+    int fd = rel_connect(port);
+    const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(rel_send(fd, get, sizeof(get) - 1), 0);
+    char buf[1024];
+    int closed;
+    rel_recv(fd, buf, sizeof(buf), 300, &closed);
+    assert_int_equal(rel_status_of(buf), 200);
+    return fd;
+}
+
+/* A server with --shutdown-grace `grace` (and no slow-client guard), with
+ * --probe-port `probe_port` unless that is NULL, and an upload into a 1 MiB
+ * buffer that stalls after its first 1000 bytes: the upload's socket. */
+static int start_stalled_put(struct rel_proc *p, const char *grace, const char *probe_port)
 {
     const char *args[] = {"--shutdown-grace", grace, "--header-timeout", "0",
-                          "--min-transfer-rate", "0", "--pool-initial", "0", NULL};
+                          "--min-transfer-rate", "0", "--pool-initial", "0",
+                          probe_port ? "--probe-port" : NULL, probe_port, NULL};
     start(p, args, NULL);
     struct rel_server s;
     rel_server_for(&s, p);
@@ -94,11 +123,64 @@ static int start_stalled_put(struct rel_proc *p, const char *grace)
     return fd;
 }
 
+/* --probe-port through a stop: while an upload holds the drain open, the
+ * main port takes no new connection but the probe port answers, /readyz 503
+ * (out of the Service) and /healthz 200 (no restart); an idle keep-alive
+ * connection to it does not hold the stop up; once the upload ends the
+ * server exits 0 and the probe port is closed with the main one. */
+static void test_probe_port_through_drain(void **state)
+{
+    (void)state;
+    unsigned probe_port = rel_free_port();
+    char probe[16];
+    snprintf(probe, sizeof(probe), "%u", probe_port);
+    struct rel_proc p;
+    int fd = start_stalled_put(&p, "20", probe);
+    assert_int_equal(get_status(probe_port, "/readyz"), 200);
+    int idle = keepalive_after_healthz(probe_port);
+
+    assert_int_equal(kill(p.pid, SIGTERM), 0);
+    rel_sleep_ms(300);
+    int refused = rel_connect(p.port);
+    if (refused >= 0) {
+        close(refused);
+        fail_msg("the main port accepted a connection after SIGTERM");
+    }
+    assert_int_equal(get_status(probe_port, "/readyz"), 503);
+    assert_int_equal(get_status(probe_port, "/healthz"), 200);
+    assert_int_equal(rel_wait_exit(&p, 0), -1); /* still draining */
+
+    char buf[4096];
+    int closed;
+    size_t rest = (1 << 20) - 1000;
+    char *zeros = calloc(1, rest);
+    assert_int_equal(rel_send(fd, zeros, rest), 0);
+    free(zeros);
+    rel_recv(fd, buf, sizeof(buf), 5000, &closed);
+    assert_int_equal(rel_status_of(buf), 200);
+    close(fd);
+    long t0 = rel_now_ms();
+    int code = rel_wait_exit_or_kill(&p, 10000);
+    print_message("exit %d %ld ms after the upload's end\n", code, rel_now_ms() - t0);
+    assert_int_equal(code, 0);
+    assert_true(rel_now_ms() - t0 < 2000);
+    assert_true(rel_wait_closed(idle, 1000));
+    close(idle);
+    refused = rel_connect(probe_port);
+    if (refused >= 0) {
+        close(refused);
+        fail_msg("the probe port still accepts after the exit");
+    }
+    assert_true(rel_log_contains(&p, "probes (health, readiness, metrics) on plain HTTP"));
+    assert_true(rel_log_contains(&p, "stopped"));
+    unlink(p.log_path);
+}
+
 static void test_grace_bounds_stalled_client(void **state)
 {
     (void)state;
     struct rel_proc p;
-    int fd = start_stalled_put(&p, "1");
+    int fd = start_stalled_put(&p, "1", NULL);
     long t0 = rel_now_ms();
     kill(p.pid, SIGTERM);
     int code = rel_wait_exit_or_kill(&p, 10000);
@@ -185,7 +267,7 @@ static void test_second_signal_stops_now(void **state)
 {
     (void)state;
     struct rel_proc p;
-    int fd = start_stalled_put(&p, "60");
+    int fd = start_stalled_put(&p, "60", NULL);
     kill(p.pid, SIGTERM);
     rel_sleep_ms(300);
     assert_int_equal(rel_wait_exit(&p, 0), -1); /* still waiting for the upload */
@@ -253,13 +335,7 @@ static void test_idle_keepalive_does_not_delay(void **state)
     const char *args[] = {"--shutdown-grace", "30", "--connection-timeout", "60", NULL};
     struct rel_proc p;
     start(&p, args, NULL);
-    int fd = rel_connect(p.port);
-    const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    assert_int_equal(rel_send(fd, get, sizeof(get) - 1), 0);
-    char buf[1024];
-    int closed;
-    rel_recv(fd, buf, sizeof(buf), 300, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    int fd = keepalive_after_healthz(p.port);
     /* The connection stays open and idle. */
     long t0 = rel_now_ms();
     kill(p.pid, SIGTERM);
@@ -362,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_second_signal_stops_now),
         cmocka_unit_test(test_sigterm_reaches_main_past_foreign_thread),
         cmocka_unit_test(test_idle_keepalive_does_not_delay),
+        cmocka_unit_test(test_probe_port_through_drain),
         cmocka_unit_test(test_sighup_reloads_tokens),
         cmocka_unit_test(test_refuses_public_bind_without_tokens),
     };

@@ -1,6 +1,8 @@
 /* HTTPS through libmicrohttpd's GnuTLS: a certificate made by the test with
  * the openssl CLI, verified by libcurl; uploads and downloads over TLS; plain
- * HTTP, TLS 1.1 and an unverified peer refused; bad files refused at start. */
+ * HTTP, TLS 1.1 and an unverified peer refused; bad files refused at start.
+ * Beside TLS, the probe listener (--probe-port): the probes in plain HTTP,
+ * /metrics behind its token as on the TLS port, nothing else. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -150,6 +152,101 @@ static void test_refusals(void **state)
     assert_true(rel_wait_rest(s, 0, 2000));
 }
 
+static int setup_probe(void **state)
+{
+    struct ghd_config cfg;
+    tls_config(&cfg);
+    snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "metrics-token-456");
+    rel_setup_with(state, &cfg);
+    rel_start_probe(*state);
+    return 0;
+}
+
+/* `method` `path` on the probe port with `token` (or none): the status. */
+static long on_probe(const struct rel_server *s, const char *method, const char *path,
+                     const char *token, struct rel_resp *r)
+{
+    struct rel_req rq = {.method = method, .path = path, .token = token,
+                         .base = s->probe_base};
+    rel_do(s, &rq, r);
+    return r->status;
+}
+
+static void test_probe_plain_http(void **state)
+{
+    struct rel_server *s = *state;
+    struct rel_resp r;
+    assert_int_equal(on_probe(s, "GET", "/healthz", NULL, &r), 200);
+    rel_resp_free(&r);
+    assert_int_equal(on_probe(s, "GET", "/readyz", NULL, &r), 200);
+    assert_non_null(strstr(r.body, "\"ready\""));
+    rel_resp_free(&r);
+    assert_int_equal(on_probe(s, "HEAD", "/healthz", NULL, &r), 200);
+    rel_resp_free(&r);
+    /* The main port still speaks TLS only. */
+    char plain[64];
+    snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
+    struct rel_req rq = {.path = "/healthz", .base = plain, .timeout_ms = 3000};
+    rel_do(s, &rq, &r);
+    assert_int_not_equal(r.status, 200);
+    rel_resp_free(&r);
+}
+
+static void test_probe_serves_nothing_else(void **state)
+{
+    struct rel_server *s = *state;
+    char ctype[128];
+    struct rel_resp r;
+    /* Not served, with the tenant's token or without: 404, never 401. */
+    const char *paths[] = {"/v1/buffers", "/v1/kernels", "/openapi.yaml", "/docs", "/", "/nope"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        for (int with_token = 0; with_token < 2; with_token++) {
+            long st = on_probe(s, "GET", paths[i], with_token ? "tls-token-123" : NULL, &r);
+            rel_header(&r, "Content-Type", ctype, sizeof(ctype));
+            if (st != 404 || strcmp(ctype, "application/problem+json") != 0)
+                fail_msg("GET %s on the probe port (token %d): %ld %s %s", paths[i], with_token,
+                         st, ctype, r.body);
+            rel_resp_free(&r);
+        }
+    }
+    /* An upload is refused before its body, and no buffer is made. */
+    const char *create = "{\"size\": 64}";
+    struct rel_req up = {.method = "POST", .path = "/v1/buffers", .token = "tls-token-123",
+                         .ctype = "application/json", .body = create, .len = strlen(create),
+                         .base = s->probe_base};
+    rel_do(s, &up, &r);
+    assert_int_equal(r.status, 404);
+    rel_resp_free(&r);
+    struct rel_req list = {.path = "/v1/buffers", .token = "tls-token-123", .cainfo = cert};
+    rel_do(s, &list, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"buffers\":[]"));
+    rel_resp_free(&r);
+    /* A probe path with another method: 405 as on the main port. */
+    assert_int_equal(on_probe(s, "POST", "/healthz", NULL, &r), 405);
+    rel_resp_free(&r);
+}
+
+static void test_probe_metrics_token(void **state)
+{
+    struct rel_server *s = *state;
+    struct rel_resp r;
+    /* The probe port and the TLS port ask the same of /metrics. */
+    const char *tokens[] = {NULL, "tls-token-123", "metrics-token-456"};
+    const long want[] = {401, 401, 200};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(on_probe(s, "GET", "/metrics", tokens[i], &r), want[i]);
+        if (want[i] == 200)
+            assert_non_null(strstr(r.body, "route=\"/healthz\""));
+        rel_resp_free(&r);
+        struct rel_req rq = {.path = "/metrics", .token = tokens[i], .cainfo = cert};
+        rel_do(s, &rq, &r);
+        assert_int_equal(r.status, want[i]);
+        rel_resp_free(&r);
+    }
+    assert_true(rel_wait_rest(s, 0, 2000));
+}
+
 static void test_bad_files_refused(void **state)
 {
     (void)state;
@@ -188,7 +285,13 @@ int main(void)
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_bad_files_refused),
     };
+    const struct CMUnitTest probe[] = {
+        cmocka_unit_test(test_probe_plain_http),
+        cmocka_unit_test(test_probe_serves_nothing_else),
+        cmocka_unit_test(test_probe_metrics_token),
+    };
     int failed = cmocka_run_group_tests_name("tls", tests, setup, rel_teardown);
+    failed += cmocka_run_group_tests_name("tls_probe", probe, setup_probe, rel_teardown);
     failed += cmocka_run_group_tests_name("tls_files", alone, NULL, NULL);
     remove_certs();
     return failed;

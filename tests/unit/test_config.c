@@ -346,6 +346,10 @@ static void test_bad_flag_values(void **state)
     expect_refusal(&r, "--log-level");
     r = PARSE(&c, "--log-format", "xml");
     expect_refusal(&r, "--log-format");
+    r = PARSE(&c, "--port", "8080", "--probe-port", "8080"); /* one socket cannot be both */
+    expect_refusal(&r, "--probe-port");
+    r = PARSE(&c, "--probe-port", "65536");
+    expect_refusal(&r, "--probe-port");
     char longbind[200];
     memset(longbind, '1', sizeof(longbind) - 1);
     longbind[sizeof(longbind) - 1] = '\0';
