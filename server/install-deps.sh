@@ -52,13 +52,16 @@ if [ "$want_tests" = 1 ]; then
     echo "install-deps: pip installing ${py_missing[*]}"
     pip_install "${py_missing[@]}"
   fi
-  # The Python client (clients/python) and what its tests need: installed
-  # editable from this checkout, with requests, numpy, pytest and tqdm.
+  # The Python client (clients/python) and what its tests and checks need:
+  # installed editable from this checkout, with numpy, tqdm, pytest and
+  # requests, and mypy, ruff, build and wheel for python_client_lint and
+  # python_client_package.
   client_dir="$(cd "$(dirname "$0")/.." && pwd)/clients/python"
-  if ! python3 -c "import gpuhttpd, numpy, requests, pytest, tqdm" >/dev/null 2>&1 ||
+  if ! python3 -c "import gpuhttpd, numpy, requests, pytest, tqdm, mypy, ruff, build, wheel" \
+       >/dev/null 2>&1 ||
      [ "$(python3 -c 'import gpuhttpd, os; print(os.path.realpath(gpuhttpd.__file__))' 2>/dev/null)" != \
        "$client_dir/src/gpuhttpd/__init__.py" ]; then
     echo "install-deps: pip installing the Python client from $client_dir"
-    pip_install -e "${client_dir}[progress,test]"
+    pip_install -e "${client_dir}[progress,test,lint]"
   fi
 fi

@@ -5,14 +5,72 @@
 >>> x = c.asarray(np.arange(4, dtype=np.float32))
 >>> y = c.zeros(4, np.float32)
 >>> c.run("axpy", a=2.0, x=x, y=y)
+{'n': 4}
 >>> y.get()
 array([0., 2., 4., 6.], dtype=float32)
-"""
-from .client import Client, DeviceArray, Pipeline, RunFuture, dtype_name, numpy_dtype
-from .errors import (Conflict, GpuhttpdError, InvalidArgument, NotFound, PreconditionFailed,
-                     TransferError, Unavailable)
 
-__all__ = ["Client", "DeviceArray", "Pipeline", "RunFuture", "dtype_name", "numpy_dtype",
-           "GpuhttpdError", "NotFound", "Conflict", "PreconditionFailed", "InvalidArgument",
-           "Unavailable", "TransferError"]
-__version__ = "0.1.0"
+Modules by job: ``client`` (the Client: buffers, transfers, runs),
+``arrays`` (DeviceArray, dtypes), ``runs`` (RunFuture, Pipeline, Kernel),
+``errors`` (one exception class per kind of failure), ``transport`` (HTTP
+through http.client, and MockTransport for tests), ``progress`` (tqdm bars).
+"""
+
+from ._version import __version__
+from .arrays import DeviceArray, LargeDownloadWarning, dtype_name, numpy_dtype
+from .client import Client
+from .errors import (
+    BadRequest,
+    Canceled,
+    Conflict,
+    ConnectionFailed,
+    ContentTooLarge,
+    Forbidden,
+    GpuhttpdError,
+    InsufficientStorage,
+    InvalidArgument,
+    NotFound,
+    PreconditionFailed,
+    ServerError,
+    Timeout,
+    TransferError,
+    Unauthorized,
+    Unavailable,
+)
+from .progress import ProgressUnavailable
+from .runs import Kernel, Pipeline, RunFuture, RunResult
+from .transport import HTTPTransport, MockTransport, Request, Response, Transport
+
+__all__ = [
+    "BadRequest",
+    "Canceled",
+    "Client",
+    "Conflict",
+    "ConnectionFailed",
+    "ContentTooLarge",
+    "DeviceArray",
+    "Forbidden",
+    "GpuhttpdError",
+    "HTTPTransport",
+    "InsufficientStorage",
+    "InvalidArgument",
+    "Kernel",
+    "LargeDownloadWarning",
+    "MockTransport",
+    "NotFound",
+    "Pipeline",
+    "PreconditionFailed",
+    "ProgressUnavailable",
+    "Request",
+    "Response",
+    "RunFuture",
+    "RunResult",
+    "ServerError",
+    "Timeout",
+    "TransferError",
+    "Transport",
+    "Unauthorized",
+    "Unavailable",
+    "__version__",
+    "dtype_name",
+    "numpy_dtype",
+]

@@ -1,5 +1,5 @@
-"""Starts the real gpuhttpd (host backend, loopback, port 0) for the tests.
-GHD_BINARY names the binary (ctest passes it); without it the tests are skipped."""
+"""The real gpuhttpd (host backend, loopback, port 0) for the live tests,
+and a proxy that cuts connections."""
 import os
 import signal
 import socket
@@ -7,31 +7,34 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Iterator, List
-
-import pytest
-
-import gpuhttpd
 
 BACKEND = os.environ.get("GHD_TEST_BACKEND", "host")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return ""
 
 
 class Server:
     def __init__(self, binary: str, *args: str):
         self.dir = tempfile.TemporaryDirectory(prefix="ghd-py-")
         port_file = os.path.join(self.dir.name, "port")
-        self.log = open(os.path.join(self.dir.name, "log"), "wb")
+        self.log = open(os.path.join(self.dir.name, "log"), "wb")  # noqa: SIM115 (until stop())
         env = {k: v for k, v in os.environ.items() if not k.startswith("GHD_")}
         self.proc = subprocess.Popen(
             [binary, "--port", "0", "--port-file", port_file, "--backend", BACKEND,
              "--pool-initial", "0", "--staging-chunks", "4", "--shutdown-grace", "2", *args],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 15
-        while not os.path.exists(port_file) or not open(port_file).read().strip():
+        while not _read(port_file):
             assert self.proc.poll() is None, f"gpuhttpd exited: {self.log_text()}"
             assert time.monotonic() < deadline, "gpuhttpd wrote no port file"
             time.sleep(0.02)
-        self.port = int(open(port_file).read().strip())
+        self.port = int(_read(port_file))
         self.url = f"http://127.0.0.1:{self.port}"
 
     def log_text(self) -> str:
@@ -48,40 +51,6 @@ class Server:
             self.proc.wait()
         self.log.close()
         self.dir.cleanup()
-
-
-def _binary() -> str:
-    b = os.environ.get("GHD_BINARY")
-    if not b:
-        pytest.skip("GHD_BINARY is not set (ctest sets it to the built gpuhttpd)")
-    return b
-
-
-@pytest.fixture(scope="session")
-def server() -> Iterator[Server]:
-    s = Server(_binary(), "--pool-limit", "3G", "--max-buffer-size", "2G")
-    yield s
-    s.stop()
-
-
-@pytest.fixture()
-def client(server: Server) -> Iterator[gpuhttpd.Client]:
-    with gpuhttpd.Client(server.url, backoff=0.05) as c:
-        yield c
-
-
-@pytest.fixture()
-def make_server():
-    started: List[Server] = []
-
-    def make(*args: str) -> Server:
-        s = Server(_binary(), *args)
-        started.append(s)
-        return s
-
-    yield make
-    for s in started:
-        s.stop()
 
 
 class DroppingProxy:

@@ -1,0 +1,221 @@
+"""Arrays in the server's device memory: dtype names and the handle,
+:class:`DeviceArray`."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import NotFound
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from .client import Client
+
+Shape = Union[int, Sequence[int]]
+
+_NAMES = {("b", 1): "bool", ("i", 1): "i8", ("u", 1): "u8", ("i", 2): "i16", ("u", 2): "u16",
+          ("i", 4): "i32", ("u", 4): "u32", ("i", 8): "i64", ("u", 8): "u64", ("f", 2): "f16",
+          ("f", 4): "f32", ("f", 8): "f64", ("c", 8): "c64", ("c", 16): "c128"}
+_NUMPY = {v: np.dtype(f"{'?' if k[0] == 'b' else k[0]}{'' if k[0] == 'b' else k[1]}")
+          for k, v in _NAMES.items()}
+
+
+class LargeDownloadWarning(UserWarning):
+    """``np.asarray(handle)`` (or any implicit conversion) downloads a large
+    buffer: call ``handle.get()`` to say so, or raise the client's
+    ``array_warn_bytes``."""
+
+
+def dtype_name(dtype: npt.DTypeLike) -> str:
+    """The server's name for a NumPy dtype (``np.float32`` -> ``"f32"``)."""
+    dt = np.dtype(dtype)
+    name = _NAMES.get((dt.kind, dt.itemsize))
+    if name is None or (dt.itemsize > 1 and dt.byteorder == ">"):
+        raise TypeError(f"gpuhttpd has no array dtype for {dt!r} (little-endian numbers and bool)")
+    return name
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """The NumPy dtype for a server dtype name (``"f32"`` -> ``float32``)."""
+    try:
+        return _NUMPY[name]
+    except KeyError:
+        raise TypeError(f"dtype {name!r} has no NumPy equivalent") from None
+
+
+def as_shape(shape: Shape) -> tuple[int, ...]:
+    """A shape as a tuple (an int is one dimension)."""
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+
+
+class DeviceArray:
+    """A handle on a buffer in the server's device memory.
+
+    ``id``; ``dtype`` (a NumPy dtype, or None for raw bytes and dtypes NumPy
+    lacks, such as bf16) and ``dtype_name`` (the server's); ``shape``,
+    ``ndim``, ``size`` (elements) and ``nbytes``; ``device``; ``version``
+    and ``etag`` (the version last seen); ``label``, ``expires`` (an ISO
+    time, or None) and ``uploaded`` (bytes from the start that completed
+    uploads have written: where an interrupted upload continues), as the
+    server said when the handle was made or last refreshed.
+
+    ``np.asarray(handle)`` downloads the array (with a
+    :class:`LargeDownloadWarning` past the client's ``array_warn_bytes``);
+    ``len(handle)`` is the first dimension. As a context manager (or with
+    :meth:`close`) the buffer is deleted at the end. Handles are cheap
+    aliases: dropping one deletes nothing (the client's ``ttl`` bounds what
+    is forgotten)."""
+
+    def __init__(self, client: Client, meta: dict[str, Any], etag: str | None = None) -> None:
+        self.client = client
+        self.id: str = meta["id"]
+        self._meta(meta, etag)
+
+    def _meta(self, meta: dict[str, Any], etag: str | None) -> None:
+        self.nbytes: int = int(meta["size"])
+        self.device: int = int(meta.get("device", 0))
+        name = meta.get("dtype")
+        self.dtype: np.dtype[Any] | None = _NUMPY.get(name) if name else None
+        self.dtype_name: str | None = name
+        self.shape: tuple[int, ...] = tuple(meta["shape"]) if "shape" in meta else (self.nbytes,)
+        self.version: int = int(meta.get("version", 0))
+        self.etag: str = etag or f'"v{self.version}"'
+        self.label: str = str(meta.get("label", ""))
+        self.expires: str | None = meta.get("expires")
+        self.uploaded: int = int(meta.get("uploaded", 0))
+
+    @property
+    def size(self) -> int:
+        """Elements (bytes for a buffer without a dtype)."""
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    @property
+    def ndim(self) -> int:
+        """Dimensions."""
+        return len(self.shape)
+
+    def _host_layout(self) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        # A buffer without a NumPy dtype comes back as its raw bytes.
+        if self.dtype is None:
+            return (self.nbytes,), np.dtype(np.uint8)
+        return self.shape, self.dtype
+
+    def refresh(self, *, timeout: float | None = None) -> DeviceArray:
+        """Reads the metadata again (dtype, shape, version, uploaded...)."""
+        r = self.client._request("GET", f"/v1/buffers/{self.id}/meta", timeout=timeout)
+        self._meta(r.json(), r.headers.get("ETag"))
+        return self
+
+    def get(self, *, progress: bool = False, timeout: float | None = None
+            ) -> npt.NDArray[Any]:
+        """Downloads the array (resuming with Range after a dropped
+        connection), read from the socket into the new array itself."""
+        shape, dtype = self._host_layout()
+        out = np.empty(shape, dtype)
+        view = out.reshape(-1).view(np.uint8).data
+        self.client._download(self.id, self.nbytes, lambda pos: view[pos:], None, progress,
+                              timeout)
+        return out
+
+    def download_to(self, path: str | os.PathLike[str], *, progress: bool = False,
+                    timeout: float | None = None) -> None:
+        """Streams the array into a .npy file (raw bytes for a buffer without
+        a NumPy dtype), a piece at a time."""
+        with open(path, "wb") as f:
+            if self.dtype is not None:
+                np.lib.format.write_array_header_1_0(
+                    f, {"descr": np.lib.format.dtype_to_descr(self.dtype),
+                        "fortran_order": False, "shape": self.shape})
+            start = f.tell()
+            bounce = memoryview(bytearray(_FILE_STEP))
+
+            def write(pos: int, data: memoryview) -> None:
+                f.seek(start + pos)
+                f.write(data)
+
+            self.client._download(self.id, self.nbytes, lambda pos: bounce, write, progress,
+                                  timeout)
+
+    def set(self, a: npt.ArrayLike, *, if_match: str | None = None, progress: bool = False,
+            timeout: float | None = None) -> None:
+        """Uploads ``a`` (same number of bytes) into the buffer; with
+        ``if_match`` (an ETag) only if nobody wrote it since (else
+        PreconditionFailed)."""
+        src = np.ascontiguousarray(a)
+        if src.nbytes != self.nbytes:
+            raise ValueError(f"{src.nbytes} bytes do not fit a {self.nbytes}-byte buffer")
+        flat = src.reshape(-1).view(np.uint8).data
+        self.etag = self.client._upload(self.id, self.nbytes, lambda lo, hi: [flat[lo:hi]],
+                                        if_match, progress, timeout=timeout)
+
+    def reshape(self, *shape: int | Sequence[int], dtype: npt.DTypeLike | None = None,
+                timeout: float | None = None) -> DeviceArray:
+        """Changes the description (same bytes): a reshape or, with ``dtype``,
+        a reinterpretation (``x.reshape(3, 4)``, ``x.reshape((3, 4))``)."""
+        body: dict[str, Any] = {}
+        if len(shape) == 1:
+            body["shape"] = list(as_shape(shape[0]))
+        elif shape:
+            dims = [n for n in shape if isinstance(n, (int, np.integer))]
+            if len(dims) != len(shape):
+                raise TypeError(f"reshape takes ints or one sequence of ints, not {shape!r}")
+            body["shape"] = list(as_shape(dims))
+        if dtype is not None:
+            body["dtype"] = dtype_name(dtype)
+        r = self.client._request("PATCH", f"/v1/buffers/{self.id}/meta", json=body,
+                                 timeout=timeout)
+        self._meta(r.json(), r.headers.get("ETag"))
+        return self
+
+    def delete(self, *, if_match: str | None = None, timeout: float | None = None) -> None:
+        """Deletes the buffer (with ``if_match``, only at that version);
+        NotFound when it is gone already."""
+        headers = {"If-Match": if_match} if if_match else None
+        self.client._request("DELETE", f"/v1/buffers/{self.id}", headers=headers, ok=(204,),
+                             timeout=timeout)
+
+    def close(self) -> None:
+        """Deletes the buffer unless it is gone already (expired, or deleted
+        by another handle)."""
+        try:
+            self.delete()
+        except NotFound:
+            pass
+
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+                  ) -> npt.NDArray[Any]:
+        """``np.asarray(handle)``: the downloaded array (always a copy)."""
+        if copy is False:
+            raise ValueError(f"{self!r} lives on the server: it can only be copied (get())")
+        if self.nbytes > self.client.array_warn_bytes:
+            warnings.warn(f"np.asarray({self!r}) downloads {self.nbytes} bytes; call .get() to "
+                          "download on purpose", LargeDownloadWarning, stacklevel=2)
+        a = self.get()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        """The first dimension (TypeError for a 0-d array)."""
+        if not self.shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"DeviceArray(id={self.id!r}, dtype={self.dtype_name}, shape={self.shape}, "
+                f"device={self.device})")
+
+
+# A file download reads through a buffer of this many bytes, all the memory it takes.
+_FILE_STEP = 1 << 20

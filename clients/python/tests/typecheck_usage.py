@@ -1,0 +1,39 @@
+"""Calls as the README and the docstrings show them, for `mypy --strict`
+to check (never run: python_client_lint type-checks it with the package)."""
+
+import numpy as np
+import numpy.typing as npt
+
+import gpuhttpd
+
+
+def readme_session(url: str) -> float:
+    with gpuhttpd.Client(url, ttl=3600) as c:
+        x = c.asarray(np.arange(1 << 20, dtype=np.float32))
+        with c.zeros(x.shape) as y:
+            n: int = c.run("axpy", a=np.float32(2), x=x, y=y)["n"]
+            value: float = c.run("sum", x=y)["value"]
+        a = np.random.rand(64, 32).astype(np.float32)
+        b = np.random.rand(32, 16).astype(np.float32)
+        C = c.zeros((64, 16))
+        mnk = c.run("gemm", a=c.asarray(a), b=c.asarray(b), c=C)
+        assert (mnk["m"], mnk["n"], mnk["k"]) == (64, 16, 32)
+        got: npt.NDArray[np.float32] = np.asarray(C)
+        assert got.shape == (64, 16) and len(C) == 64 and n
+        f: gpuhttpd.RunFuture = c.run("sum", x=x, wait=False)
+        total: float = f.wait()["value"] + c.run_async("sum", x=x).result()["value"]
+        maybe = c.run("sum", x=x, wait=bool(total))
+        assert isinstance(maybe, (dict, gpuhttpd.RunFuture))
+        with c.pipeline() as p:
+            p.add("fill", x=x, value=3.0).add("sum", x=x)
+        assert p.result is not None
+        piped: float = c.pipeline().add("sum", x=x).run()["value"]
+        k = c.kernel("sum")
+        assert k(x=x, timeout=5)["value"] == k.submit(x=x).wait()["value"]
+        big = c.upload_file("big.npy", progress=True)
+        try:
+            c.upload_file("big.npy", into=big)
+        except gpuhttpd.TransferError as e:
+            kept: gpuhttpd.DeviceArray | None = e.buffer
+            print(kept)
+        return value + piped

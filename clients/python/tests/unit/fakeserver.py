@@ -1,0 +1,167 @@
+"""A gpuhttpd in memory behind a MockTransport: buffers (create, meta,
+ranged PUT and GET, delete, list) and runs, as the API describes them, with
+the faults the client must survive (a connection cut inside a body, Ctrl-C
+inside an upload). No server binary, no socket."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from typing import Any, Callable
+
+import numpy as np
+
+from gpuhttpd import Request, Response
+
+_ITEM = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4,
+         "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+
+
+def problem(status: int, slug: str, detail: str, **headers: str) -> Response:
+    """A problem+json answer as the server writes one."""
+    body = {"type": f"/problems/{slug}", "title": slug, "status": status, "detail": detail,
+            "request_id": "feedfacefeedface"}
+    return Response(status, {"Content-Type": "application/problem+json", **headers},
+                    content=json.dumps(body).encode())
+
+
+class CutStream:
+    """A body that gives `limit` bytes of `data`, then a reset connection."""
+
+    def __init__(self, data: bytes, limit: int) -> None:
+        self.data, self.limit, self.pos = data, limit, 0
+
+    def readinto(self, b: memoryview, /) -> int:
+        if self.pos >= self.limit:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        n = min(len(b), self.limit - self.pos, len(self.data) - self.pos)
+        b[:n] = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return n
+
+    def close(self) -> None:
+        pass
+
+
+class FakeServer:
+    """The handler of a MockTransport. ``requests`` records what came;
+    ``cut_put`` / ``cut_get`` map the number of a PUT / GET of bytes (from 1)
+    to the body bytes after which its connection is cut; ``interrupt_put``
+    the PUT during which Ctrl-C is pressed (after ``interrupt_after`` bytes);
+    ``run`` answers POST /v1/runs."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, dict[str, Any]] = {}
+        self.data: dict[str, bytearray] = {}
+        self.requests: list[Request] = []
+        self.puts: list[tuple[int, int]] = []  # (first, last) of each completed PUT
+        self.cut_put: dict[int, int] = {}
+        self.cut_get: dict[int, int] = {}
+        self.interrupt_put = 0
+        self.interrupt_after = 0
+        self.put_count = 0
+        self.get_count = 0
+        self.run: Callable[[dict[str, Any]], Response] = \
+            lambda body: Response(200, json={"id": "r" * 32, "status": "succeeded",
+                                             "result": {"n": 1}, "timing": {}})
+
+    def __call__(self, req: Request) -> Response:
+        self.requests.append(req)
+        path = req.path.split("?")[0]
+        m = re.fullmatch(r"/v1/buffers/([0-9a-f]{32})(/meta)?", path)
+        if path == "/v1/buffers" and req.method == "POST":
+            return self.create(req.json())
+        if path == "/v1/buffers" and req.method == "GET":
+            return Response(200, json={"buffers": list(self.buffers.values())})
+        if path == "/v1/runs" and req.method == "POST":
+            return self.run(req.json())
+        if m is None or m.group(1) not in self.buffers:
+            return problem(404, "not-found", f"no buffer {path}")
+        bid = m.group(1)
+        meta = self.buffers[bid]
+        if m.group(2):
+            if req.method == "PATCH":
+                meta.update(req.json())
+                meta["version"] += 1
+            return self.meta_answer(meta, 200)
+        if req.method == "DELETE":
+            del self.buffers[bid]
+            return Response(204)
+        if req.method == "PUT":
+            return self.put(req, bid)
+        if req.method == "GET":
+            return self.get(req, bid)
+        return problem(405, "method-not-allowed", req.method)
+
+    def meta_answer(self, meta: dict[str, Any], status: int) -> Response:
+        return Response(status, {"ETag": f'"v{meta["version"]}"'}, json=meta)
+
+    def create(self, body: dict[str, Any]) -> Response:
+        bid = secrets.token_hex(16)
+        size = body.get("size") or int(np.prod(body["shape"])) * _ITEM[body["dtype"]]
+        meta = {"id": bid, "size": size, "alignment": 256, "device": 0,
+                "created": "2026-01-01T00:00:00Z", "label": body.get("label", ""),
+                "version": 1, "uploaded": 0}
+        if "dtype" in body:
+            meta["dtype"], meta["shape"] = body["dtype"], body["shape"]
+        if body.get("ttl_s"):
+            meta["expires"] = "2026-01-01T01:00:00Z"
+        self.buffers[bid] = meta
+        self.data[bid] = bytearray(size)
+        return self.meta_answer(meta, 201)
+
+    def put(self, req: Request, bid: str) -> Response:
+        self.put_count += 1
+        first, last, _ = map(int, re.findall(r"\d+", req.headers["Content-Range"]))
+        cut = self.cut_put.get(self.put_count)
+        interrupt = self.interrupt_put == self.put_count
+        got = 0
+        assert req.content is not None and not isinstance(req.content, bytes)
+        for piece in req.content:  # as the socket takes them: the client's bar follows
+            n = len(piece)
+            if cut is not None and got + n > cut:
+                raise ConnectionResetError(104, "Connection reset by peer")
+            if interrupt and got + n > self.interrupt_after:
+                raise KeyboardInterrupt
+            self.data[bid][first + got:first + got + n] = piece
+            got += n
+        assert got == last - first + 1, (got, first, last)
+        meta = self.buffers[bid]
+        if first <= meta["uploaded"] < last + 1:
+            meta["uploaded"] = last + 1
+        meta["version"] += 2
+        self.puts.append((first, last))
+        return Response(200, {"ETag": f'"v{meta["version"]}"'},
+                        json={"id": bid, "offset": first, "bytes_written": got})
+
+    def get(self, req: Request, bid: str) -> Response:
+        self.get_count += 1
+        data = bytes(self.data[bid])
+        start = int(re.findall(r"\d+", req.headers.get("Range", "bytes=0-"))[0])
+        headers = {"Content-Length": str(len(data) - start)}
+        if start:
+            headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+        cut = self.cut_get.get(self.get_count)
+        stream = CutStream(data[start:], cut if cut is not None else len(data))
+        return Response(206 if start else 200, headers, stream=stream)
+
+    def request_paths(self, method: str) -> list[str]:
+        return [r.path for r in self.requests if r.method == method]
+
+
+class FakeTqdm:
+    """Stands in for tqdm.tqdm: records every update."""
+
+    made: list[FakeTqdm] = []  # noqa: RUF012 (every bar made, for the test to look at)
+
+    def __init__(self, total: int, initial: int = 0, **kw: Any) -> None:
+        self.total, self.n, self.updates, self.closed = total, initial, [], False
+        FakeTqdm.made.append(self)
+
+    def update(self, n: int) -> None:
+        self.updates.append(n)
+        self.n += n
+
+    def close(self) -> None:
+        self.closed = True
