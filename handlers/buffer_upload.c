@@ -69,6 +69,17 @@ static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_
     return 0;
 }
 
+struct sink_start {
+    struct ghd_transfer *t;
+    uint64_t offset, length;
+};
+
+static void start_sink(void *ctx)
+{
+    struct sink_start *s = ctx;
+    ghd_sink_start(s->t, s->offset, s->length);
+}
+
 int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
                     int created, const uint64_t *extent, struct ghd_transfer **out)
 {
@@ -87,15 +98,15 @@ int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_b
     } else if (!created && (rc = upload_extent(req, rep, b->size, &offset, &length)) != 0) {
         goto fail;
     }
-    /* If-Match is checked with the writer flag held, so no other upload can
-     * move the version between the check and this write, and after the
-     * request's own checks, so a malformed request is a 400 whatever its
-     * tags. The version moves when the write starts and again when the
-     * writer lets go (ghd_upload_finish, or ghd_transfer_free for one cut
-     * short). */
-    if ((rc = ghd_if_match_check(req, rep, ghd_buffer_version(b))) != 0)
+    /* If-Match is checked with the writer flag held, so no other upload
+     * can write meanwhile, in one step with the write's start (a run's
+     * if_match is another conditional writer), and after the request's own
+     * checks, so a malformed request is a 400 whatever its tags. The
+     * version moves when the write starts and again when the writer lets go
+     * (ghd_upload_finish, or ghd_transfer_free for one cut short). */
+    struct sink_start s = {t, offset, length};
+    if ((rc = ghd_if_match_start(req, rep, b, start_sink, &s)) != 0)
         goto fail;
-    ghd_sink_start(t, offset, length);
     *out = t;
     return 0;
 fail: /* nothing was written: the version stays, a new buffer is dropped */

@@ -344,6 +344,17 @@ int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep)
 /* PATCH: sets, changes or clears the array description. The bytes stay as
  * they are, so this is how a reshape or a reinterpretation is made explicit;
  * the new description must cover exactly the buffer's size. */
+struct desc_write {
+    struct ghd_buffer *b;
+    const struct ghd_array_desc *desc;
+};
+
+static void write_desc(void *ctx)
+{
+    struct desc_write *w = ctx;
+    ghd_buffer_desc_set(w->b, w->desc);
+}
+
 int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
 {
     const char *key;
@@ -387,9 +398,9 @@ int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
     }
     /* After the body's own checks: a malformed request is a 400 or 422
      * whatever its tags. */
-    if ((rc = ghd_if_match_check(req, rep, ghd_buffer_version(b))) != 0)
+    struct desc_write w = {b, clear ? NULL : &next};
+    if ((rc = ghd_if_match_start(req, rep, b, write_desc, &w)) != 0)
         goto out;
-    ghd_buffer_desc_set(b, clear ? NULL : &next);
     ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
 out:

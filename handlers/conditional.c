@@ -113,6 +113,22 @@ int ghd_if_match_check(struct ghd_request *req, struct ghd_reply *rep, uint64_t 
     return ghd_if_match_ok(&m, version) ? 0 : ghd_reply_precondition(req, rep, version);
 }
 
+int ghd_if_match_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
+                       void (*start)(void *ctx), void *ctx)
+{
+    struct ghd_if_match m;
+    int rc = ghd_if_match_read(req, rep, &m);
+    if (rc)
+        return rc;
+    ghd_buffer_cond_lock();
+    uint64_t version = ghd_buffer_version(b);
+    int ok = ghd_if_match_ok(&m, version);
+    if (ok)
+        start(ctx);
+    ghd_buffer_cond_unlock();
+    return ok ? 0 : ghd_reply_precondition(req, rep, version);
+}
+
 int ghd_if_none_match_hit(struct ghd_request *req, uint64_t version, int npy)
 {
     const char *h = ghd_request_header(req, "If-None-Match");

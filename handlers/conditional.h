@@ -32,6 +32,12 @@ int ghd_reply_precondition(struct ghd_request *req, struct ghd_reply *rep, uint6
 /* Reads If-Match and checks it against `version` in one step: 0, or a 400
  * or 412 reply. */
 int ghd_if_match_check(struct ghd_request *req, struct ghd_reply *rep, uint64_t version);
+/* Reads If-Match and, when it names b's version (or none was sent), calls
+ * start(ctx), which starts the write (moves the version), in one step with
+ * the other conditional writers (ghd_buffer_cond_lock): of writers naming
+ * the same version exactly one starts. 0, or a 400 or 412 reply. */
+int ghd_if_match_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
+                       void (*start)(void *ctx), void *ctx);
 /* Whether If-None-Match matches the representation's tag (weak comparison,
  * as RFC 9110 asks for GET and HEAD): the caller answers 304. */
 int ghd_if_none_match_hit(struct ghd_request *req, uint64_t version, int npy);

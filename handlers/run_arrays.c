@@ -21,45 +21,20 @@ void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len)
         snprintf(buf + n, len - n, "]");
 }
 
-static int if_match_arg(struct ghd_request *req, struct ghd_reply *rep, json_t *if_match,
-                        const char *name, struct ghd_buffer *b, const char *where)
-{
-    json_t *tag = json_object_get(if_match, name);
-    if (!tag)
-        return 0;
-    struct ghd_if_match m;
-    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), &m) != 0)
-        return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                 "%sif_match.%s must be an entity tag like \"\\\"v3\\\"\"", where,
-                                 name);
-    uint64_t v = ghd_buffer_version(b);
-    if (ghd_if_match_ok(&m, v))
-        return 0;
-    ghd_reply_etag(rep, v, 0);
-    return ghd_reply_problem(rep, req, GHD_EPRECOND,
-                             "%sbuffer '%s' (argument %s) is at version \"v%llu\", not the one "
-                             "if_match names: another client wrote it",
-                             where, b->id, name, (unsigned long long)v);
-}
-
-int ghd_ra_describe(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
-                    json_t *if_match, const char *name, int index, const char *where,
-                    struct ghd_described *xs, size_t *count)
+void ghd_ra_describe(struct ghd_request *req, json_t *args, const char *name, int index,
+                     struct ghd_described *xs, size_t *count)
 {
     json_t *id = json_object_get(args, name);
     struct ghd_buffer *b;
     if (!json_is_string(id) ||
         ghd_buffer_find_new(&req->svc->buffers, json_string_value(id), req->tenant, &b) != 0)
-        return 0; /* the call's own check says 422 or 404 */
+        return; /* the call's own check says 422 or 404 */
     struct ghd_described *x = &xs[*count];
     memset(x, 0, sizeof(*x));
     x->name = name;
     x->index = index;
     ghd_buffer_desc_get(b, &x->d);
-    int rc = if_match ? if_match_arg(req, rep, if_match, name, b, where) : 0;
     ghd_buffer_unref(b);
-    if (rc)
-        return rc;
     char off_key[64];
     snprintf(off_key, sizeof(off_key), "%s_offset", name);
     json_t *off = json_object_get(args, off_key);
@@ -70,13 +45,11 @@ int ghd_ra_describe(struct ghd_request *req, struct ghd_reply *rep, json_t *args
         x->avail = elements > offset ? elements - offset : 0;
     if (x->d.dtype[0])
         (*count)++;
-    return 0;
 }
 
-/* The buffers the step names, with their descriptions; checks if_match. */
-static int collect(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
-                   json_t *args, json_t *if_match, const char *where, struct ghd_described *out,
-                   size_t cap, size_t *count)
+/* The buffers the step names, with their descriptions. */
+static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t *args,
+                    struct ghd_described *out, size_t cap, size_t *count)
 {
     *count = 0;
     int typed = ghd_kernel_param_bit(k, "dtype") != 0;
@@ -85,9 +58,7 @@ static int collect(struct ghd_request *req, struct ghd_reply *rep, const struct 
         size_t before = *count;
         if (p->kind != GHD_PK_BUFFER)
             continue;
-        int rc = ghd_ra_describe(req, rep, args, if_match, p->name, (int)i, where, out, count);
-        if (rc)
-            return rc;
+        ghd_ra_describe(req, args, p->name, (int)i, out, count);
         if (*count == before)
             continue;
         struct ghd_described *x = &out[before];
@@ -95,7 +66,6 @@ static int collect(struct ghd_request *req, struct ghd_reply *rep, const struct 
             snprintf(x->type_key, sizeof(x->type_key), "dtype");
         x->counts_n = p->count == GHD_COUNT_N;
     }
-    return 0;
 }
 
 int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
@@ -260,21 +230,18 @@ int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
                              const char *where)
 {
     json_t *reinterpret_v = json_object_get(step, "reinterpret");
-    json_t *if_match = json_object_get(step, "if_match");
     if (reinterpret_v && !json_is_boolean(reinterpret_v))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'reinterpret' must be true or false",
                                  where);
-    if (if_match && !json_is_object(if_match))
-        return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                 "%s'if_match' must map buffer arguments to entity tags", where);
     int reinterpret = json_is_true(reinterpret_v);
     if (k->user)
-        return ghd_ra_user(req, rep, k->user, args, if_match, reinterpret, where);
+        return ghd_ra_user(req, rep, k->user, args, reinterpret, where);
     struct ghd_described xs[GHD_KARG_BUFFERS];
     size_t nx = 0;
-    int rc = collect(req, rep, k, args, if_match, where, xs, GHD_KARG_BUFFERS, &nx);
-    if (rc || nx == 0)
-        return rc;
+    collect(req, k, args, xs, GHD_KARG_BUFFERS, &nx);
+    if (nx == 0)
+        return 0;
+    int rc;
     /* dtype: one the kernel takes, and every described buffer typed by it
      * must agree with it. */
     if ((rc = check_takes(req, rep, k, args, xs, nx, reinterpret, where)) != 0 ||
@@ -286,4 +253,55 @@ int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
     if (!ghd_kernel_param_bit(k, "n"))
         return 0;
     return ghd_ra_fill_n(req, rep, where, args, xs, nx, reinterpret);
+}
+
+/* One if_match entry: `key` must be an argument of the step that names one
+ * of the buffers its call holds. */
+static int if_match_entry(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
+                          const char *key, json_t *tag, struct ghd_run_step *out,
+                          const char *where)
+{
+    json_t *id = json_object_get(args, key);
+    struct ghd_buffer *b = NULL;
+    for (unsigned i = 0; i < out->nheld && json_is_string(id); i++)
+        if (strcmp(out->held[i]->id, json_string_value(id)) == 0)
+            b = out->held[i];
+    if (!b || out->ncond == GHD_KCALL_MAX_BUFFERS)
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "%sif_match names '%.64s', which is not a buffer argument of "
+                                 "this step (give the argument that names the buffer, as in "
+                                 "{\"y\": \"\\\"v7\\\"\"})",
+                                 where, key);
+    struct ghd_if_match m;
+    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), &m) != 0)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "%sif_match.%.64s must be an entity tag like \"\\\"v3\\\"\"",
+                                 where, key);
+    _Static_assert(GHD_IF_MATCH_MAX <= GHD_VERSIONS_MAX, "core/buffer.h holds every tag");
+    struct ghd_run_cond *c = &out->cond[out->ncond++];
+    c->b = b;
+    snprintf(c->arg, sizeof(c->arg), "%s", key);
+    c->want.any = m.any;
+    c->want.n = m.n;
+    memcpy(c->want.versions, m.versions, m.n * sizeof(m.versions[0]));
+    return 0;
+}
+
+int ghd_run_if_match(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
+                     json_t *args, struct ghd_run_step *out, const char *where)
+{
+    json_t *if_match = json_object_get(step, "if_match");
+    if (!if_match)
+        return 0;
+    if (!json_is_object(if_match))
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "%s'if_match' must map buffer arguments to entity tags", where);
+    const char *key;
+    json_t *tag;
+    json_object_foreach(if_match, key, tag) {
+        int rc = if_match_entry(req, rep, args, key, tag, out, where);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }

@@ -20,12 +20,10 @@ struct ghd_described {
 };
 
 /* Argument `name` (parameter `index`) when it names a described buffer:
- * appended to xs[*count]. Checks the step's if_match for it (412). An
- * argument that is not a buffer id, or no buffer, is left to the call's
- * own checks. */
-int ghd_ra_describe(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
-                    json_t *if_match, const char *name, int index, const char *where,
-                    struct ghd_described *xs, size_t *count);
+ * appended to xs[*count]. An argument that is not a buffer id, or no
+ * buffer, is left to the call's own checks. */
+void ghd_ra_describe(struct ghd_request *req, json_t *args, const char *name, int index,
+                     struct ghd_described *xs, size_t *count);
 
 /* 422: "<arg> <given> contradicts buffer argument <x> (<dtype> [<shape>]),
  * which implies <implies>". */
@@ -59,6 +57,6 @@ int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *wh
 /* Run arguments of a user kernel from the descriptions (run_arrays_user.c). */
 struct ghd_ukernel;
 int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_ukernel *k,
-                json_t *args, json_t *if_match, int reinterpret, const char *where);
+                json_t *args, int reinterpret, const char *where);
 
 #endif

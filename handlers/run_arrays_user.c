@@ -27,7 +27,7 @@ static int declared_type_differs(struct ghd_request *req, struct ghd_reply *rep,
 }
 
 int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_ukernel *k,
-                json_t *args, json_t *if_match, int reinterpret, const char *where)
+                json_t *args, int reinterpret, const char *where)
 {
     const struct ghd_udef *d = &k->def;
     struct ghd_described xs[GHD_U_MAX_PARAMS];
@@ -35,9 +35,7 @@ int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd
     for (int p = 0; p < d->nparams; p++) {
         const struct ghd_uparam *q = &d->params[p];
         size_t before = nx;
-        int rc = ghd_ra_describe(req, rep, args, if_match, q->name, p, where, xs, &nx);
-        if (rc)
-            return rc;
+        ghd_ra_describe(req, args, q->name, p, xs, &nx);
         if (nx == before)
             continue;
         struct ghd_described *x = &xs[before];

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conditional.h"
 #include "run_arrays.h"
 #include "base/error.h"
 #include "core/run_queue.h"
@@ -27,6 +28,9 @@ static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json
     if (json_object_get(step, "kernel"))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%sgive either 'kernel' or 'module'",
                                  where);
+    if (json_object_get(step, "if_match")) /* its arguments are a list, without names */
+        return ghd_reply_problem(rep, req, GHD_EUNPROC, "%sif_match is for kernel steps: a "
+                                 "module function's arguments have no names to give it", where);
     struct ghd_rmodule *m;
     if (ghd_rmodule_store_find_new(&req->svc->modules, req->tenant, json_string_value(mod),
                                    &m) != 0)
@@ -71,14 +75,13 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     if (!args)
         args = empty = json_object();
     struct ghd_err err = {0};
-    /* dtype, n, gemm's m/n/k from described buffers; if_match (412). */
+    /* dtype, n, gemm's m/n/k from described buffers. */
     int rc = ghd_run_args_from_arrays(req, rep, out->kernel, step, args, where);
     if (rc) {
         json_decref(empty);
         return rc;
     }
     rc = ghd_run_step_prepare(out, args, &req->svc->buffers, req->tenant, &err);
-    json_decref(empty);
     /* The status rule (openapi.yaml, "Bad input"): the contract leaves
      * `args` open to each kernel's signature, so any mistake in them, a
      * wrong JSON type or an unknown or missing argument included, is 422
@@ -86,9 +89,12 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     if (rc == GHD_EINVAL)
         rc = GHD_EUNPROC;
     if (rc)
-        return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, ghd_kernel_name(out->kernel),
-                                 err.detail);
-    return 0;
+        rc = ghd_reply_problem(rep, req, rc, "%s%s: %s", where, ghd_kernel_name(out->kernel),
+                               err.detail);
+    else /* its buffers are held now: the keys of if_match name them */
+        rc = ghd_run_if_match(req, rep, step, args, out, where);
+    json_decref(empty);
+    return rc;
 }
 
 static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *obj,
@@ -182,6 +188,9 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
                 ghd_reply_problem(rep, req, rc,
                                   "%u runs are queued or running (--run-queue-limit)",
                                   req->svc->cfg.run_queue_limit);
+        } else if (rc == GHD_EPRECOND) {
+            ghd_reply_etag(rep, run->precond_version, 0);
+            ghd_reply_problem(rep, req, rc, "%s", run->error.detail);
         } else if (rc == GHD_EDEVLOST) {
             ghd_reply_problem(rep, req, rc, "the device is lost: no run is taken");
         } else if (rc) {

@@ -85,6 +85,7 @@ void ghd_run_release_calls(struct ghd_run *run)
         for (unsigned j = 0; j < step->nheld; j++)
             ghd_buffer_unref(step->held[j]);
         step->nheld = 0;
+        step->ncond = 0; /* its buffers were the held ones */
     }
 }
 
@@ -101,6 +102,28 @@ void ghd_run_bump_writes(struct ghd_run *run)
 {
     for (unsigned i = 0; i < run->step_count; i++)
         step_bump_writes(&run->steps[i]);
+}
+
+int ghd_run_conds_hold(const struct ghd_run *run, struct ghd_err *err, uint64_t *current)
+{
+    for (unsigned i = 0; i < run->step_count; i++) {
+        const struct ghd_run_step *step = &run->steps[i];
+        for (unsigned j = 0; j < step->ncond; j++) {
+            const struct ghd_run_cond *c = &step->cond[j];
+            uint64_t v = ghd_buffer_version(c->b);
+            if (ghd_versions_has(&c->want, v))
+                continue;
+            *current = v;
+            char where[32] = "";
+            if (run->pipeline)
+                snprintf(where, sizeof(where), "steps[%u]: ", i);
+            return ghd_err_set(err, GHD_EPRECOND,
+                               "%sbuffer '%s' (argument %s) is at version \"v%llu\", not the one "
+                               "if_match names: another client wrote it",
+                               where, c->b->id, c->arg, (unsigned long long)v);
+        }
+    }
+    return 0;
 }
 
 void ghd_run_unref(struct ghd_run *run)

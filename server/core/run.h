@@ -31,6 +31,14 @@ enum ghd_run_stop {
     GHD_RUN_STOP_SERVER,  /* the server stops */
 };
 
+/* A step's if_match on one buffer: the versions it must be at when the
+ * queue takes the run. */
+struct ghd_run_cond {
+    struct ghd_buffer *b; /* one of the step's held buffers (no reference of its own) */
+    char arg[32];         /* the argument that names it */
+    struct ghd_versions want;
+};
+
 struct ghd_run_step {
     const struct ghd_kernel *kernel; /* a reference (ghd_kernel_lookup_new) */
     struct ghd_kernel_call *call;
@@ -39,6 +47,8 @@ struct ghd_run_step {
      * them on its stream. */
     struct ghd_buffer *held[GHD_KCALL_MAX_BUFFERS];
     unsigned nheld;
+    struct ghd_run_cond cond[GHD_KCALL_MAX_BUFFERS];
+    unsigned ncond;
     json_t *result;
     float device_ms;
 };
@@ -51,6 +61,7 @@ struct ghd_run {
     unsigned step_count;
     enum ghd_run_status status;
     struct ghd_err error; /* a failed run: its GHD_E* code and detail; code 0 otherwise */
+    uint64_t precond_version; /* refused for an if_match (GHD_EPRECOND): the version found */
     /* An enum ghd_run_stop. The steps' calls look at it where they can stop
      * (kernel.h, ghd_kernel_call_set_stop), and so does the run between steps. */
     atomic_int stop;
@@ -92,6 +103,10 @@ void ghd_run_release_calls(struct ghd_run *run);
  * at a later step, or by the queue, must change nothing. At the end, call
  * it before waiters are woken, while the calls are held. */
 void ghd_run_bump_writes(struct ghd_run *run);
+/* Whether every step's if_match holds (ghd_run_cond): 0, or GHD_EPRECOND
+ * with `err` naming the first that does not and *current its version.
+ * pre: ghd_buffer_cond_lock held, as it must be until the versions move. */
+int ghd_run_conds_hold(const struct ghd_run *run, struct ghd_err *err, uint64_t *current);
 /* Runs the steps in order on `stream`, each after the earlier users of its
  * buffers (ghd_buffer_order), timing each between ev[0] and ev[1];
  * returns 0 or a GHD_E* code, the same code and a detail in *error on

@@ -498,7 +498,18 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     }
     struct collected c = {0};
     prune_locked(q, &c);
-    ghd_run_bump_writes(run); /* taken: now, and again when it ends */
+    /* if_match and the moves it guards are one step: of runs (and PUTs)
+     * naming the same version only one is taken. */
+    ghd_buffer_cond_lock();
+    int rc = ghd_run_conds_hold(run, &run->error, &run->precond_version);
+    if (rc == 0)
+        ghd_run_bump_writes(run); /* taken: now, and again when it ends */
+    ghd_buffer_cond_unlock();
+    if (rc) {
+        pthread_mutex_unlock(&q->lock);
+        settle(q, &c);
+        return rc;
+    }
     run->status = GHD_RUN_QUEUED;
     run->queued_at_ms = ghd_clock_ms();
     ghd_run_ref(run); /* the queue's, then the finished list's */

@@ -32,7 +32,9 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
 /* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
- * --run-queue-limit runs are already queued or running. */
+ * --run-queue-limit runs are already queued or running; GHD_EPRECOND, with
+ * run->error and run->precond_version, when a step's if_match does not hold
+ * (checked as the run is taken, together with the moves of its versions). */
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run);
 /* Blocks until the run has finished, failed or been canceled, and has let
  * go of its buffers and been counted in the metrics. */

@@ -277,6 +277,19 @@ void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t c
     json_decref(doc);
 }
 
+uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", id);
+    struct rel_resp r;
+    assert_int_equal(rel_json(s, "GET", path, token, NULL, &r), 200);
+    const char *at = strstr(r.body, "\"version\":");
+    assert_non_null(at);
+    uint64_t v = strtoull(at + strlen("\"version\":"), NULL, 10);
+    rel_resp_free(&r);
+    return v;
+}
+
 long rel_metric(const struct rel_server *s, const char *name)
 {
     struct rel_resp r;

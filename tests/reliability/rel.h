@@ -74,6 +74,8 @@ long rel_json(const struct rel_server *s, const char *method, const char *path, 
 void rel_header(const struct rel_resp *r, const char *name, char *out, size_t cap);
 /* A string member of a JSON body, copied; "" if absent. */
 void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t cap);
+/* A buffer's version (GET /v1/buffers/<id>/meta as `token`). */
+uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id);
 /* The value of an unlabelled line of GET /metrics ("\n<name> <value>"), or -1. */
 long rel_metric(const struct rel_server *s, const char *name);
 /* Creates a buffer of `size` bytes (JSON) and copies its id; returns the status. */
