@@ -6,7 +6,8 @@
 # commit plus the build folders a user's start command leaves (.dockerignore
 # must keep them out). Then the image must: refuse to start without tokens,
 # serve with them, run as uid and gid 10001 (both named), pass its own
-# HEALTHCHECK, and stop on SIGTERM with status 0.
+# HEALTHCHECK, and stop on SIGTERM with status 0; with TLS on, serve HTTPS on
+# its port and still pass the HEALTHCHECK (through the plain-HTTP probe port).
 #
 # usage: tests/container/check.sh [COMMIT]   (default HEAD; run as root)
 set -euo pipefail
@@ -17,7 +18,7 @@ ref=${1:-HEAD}
 fail() { echo "container: FAIL: $*" >&2; exit 1; }
 say() { echo "container: $*" >&2; }
 [ "$(id -u)" = 0 ] || fail "needs root"
-for t in podman runc debootstrap curl; do
+for t in podman runc debootstrap curl openssl; do
   command -v "$t" >/dev/null || fail "no $t: run server/install-deps.sh --test"
 done
 
@@ -35,7 +36,7 @@ pm=(podman --root "$work/storage" --runroot "$work/run" --storage-driver
 ctr=gpuhttpd-ci-$$
 cleanup() {
   local rc=$?
-  "${pm[@]}" rm -f -t 0 "$ctr" >/dev/null 2>&1 || true
+  "${pm[@]}" rm -f -t 0 "$ctr" "$ctr-tls" >/dev/null 2>&1 || true
   fresh_remove "$work" || true
   exit "$rc"
 }
@@ -72,9 +73,13 @@ fi
 t_build=$((SECONDS - t0))
 grep 'runtime-deps:' "$work/build.log" >&2 || true
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])')
-run=("${pm[@]}" run "${limits[@]}" --network host -e GHD_PORT="$port")
+# Two free ports (host network: the image's 8080 and 8081 may be taken here).
+read -r port probe_port < <(python3 -c 'import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
+run=("${pm[@]}" run "${limits[@]}" --network host -e GHD_PORT="$port"
+  -e GHD_PROBE_PORT="$probe_port")
 
 # 1. Without tokens it must refuse to start (it listens on 0.0.0.0).
 rc=0
@@ -104,6 +109,13 @@ code=$(curl -s -o "$work/created.json" -w '%{http_code}' -X POST "$base_url/v1/b
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base_url/v1/buffers")
 [ "$code" = 401 ] || fail "GET /v1/buffers without a token: $code, not 401"
 say "with a token: serves (201 with it, 401 without)"
+probe_url=http://127.0.0.1:$probe_port
+code=$(curl -s -o /dev/null -w '%{http_code}' "$probe_url/readyz")
+[ "$code" = 200 ] || fail "/readyz on the probe port answers $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+  "$probe_url/v1/buffers")
+[ "$code" = 404 ] || fail "GET /v1/buffers on the probe port: $code, not 404"
+say "the probe port serves /readyz and not /v1"
 
 # 3. uid and gid 10001, both with names (the group exists).
 pid=$("${pm[@]}" inspect -f '{{.State.Pid}}' "$ctr")
@@ -128,4 +140,27 @@ status=$("${pm[@]}" inspect -f '{{.State.ExitCode}}' "$ctr")
   { "${pm[@]}" logs "$ctr" | tail -20 >&2; fail "exit status $status after SIGTERM"; }
 [ $((SECONDS - t0)) -lt 30 ] || fail "SIGTERM did not stop it (killed after 30 s)"
 say "SIGTERM: stopped with status 0 in $((SECONDS - t0)) s"
+
+# 6. With TLS on GHD_PORT: HTTPS there, and the HEALTHCHECK still passes.
+mkdir -p "$work/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+  -keyout "$work/tls/key.pem" -out "$work/tls/cert.pem" -days 2 -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 || fail "openssl made no certificate"
+chmod 644 "$work/tls/key.pem" # read by uid 10001 in the container
+"${run[@]}" -d --name "$ctr-tls" -e GHD_TOKENS="$token:ci" -v "$work/tls:/tls:ro" \
+  -e GHD_TLS_CERT=/tls/cert.pem -e GHD_TLS_KEY=/tls/key.pem localhost/gpuhttpd:ci >/dev/null \
+  2>"$work/run.err" || { cat "$work/run.err" >&2; fail "podman run with TLS failed"; }
+for _ in $(seq 120); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$probe_url/readyz")" = 200 ] && break
+  [ "$("${pm[@]}" inspect -f '{{.State.Running}}' "$ctr-tls")" = true ] ||
+    { "${pm[@]}" logs "$ctr-tls" >&2; fail "the TLS container exited"; }
+  sleep 0.5
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$work/tls/cert.pem" \
+  "https://127.0.0.1:$port/healthz")
+[ "$code" = 200 ] || { "${pm[@]}" logs "$ctr-tls" >&2; fail "HTTPS /healthz answers $code"; }
+"${pm[@]}" healthcheck run "$ctr-tls" >/dev/null || fail "its HEALTHCHECK fails with TLS on"
+"${pm[@]}" stop -t 30 "$ctr-tls" >/dev/null 2>"$work/stop.err" ||
+  { cat "$work/stop.err" >&2; fail "podman stop (TLS) failed"; }
+say "with TLS: HTTPS on its port, HEALTHCHECK passes through the probe port"
 say "ok: base image $t_import s, build $t_build s, total $((SECONDS - t_start)) s"
