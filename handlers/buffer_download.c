@@ -64,6 +64,9 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_buffer_lookup(req, rep, &b);
     if (rc)
         return rc;
+    /* Accept picks the representation (and its ETag): a shared cache must
+     * key on it, for every reply from here on (304, 406 and 416 too). */
+    ghd_reply_header(rep, "Vary", "Accept");
     /* .npy: the whole array, header first (a Range is ignored, as RFC 9110
      * allows); 406 when the buffer has no description. */
     char prefix[GHD_NPY_FORMAT_MAX];

@@ -32,9 +32,13 @@ int ghd_handle_openapi_yaml(struct ghd_request *req, struct ghd_reply *rep)
 {
     const char *accept = ghd_request_header(req, "Accept");
     int plain = accept && strstr(accept, "text/plain") && !strstr(accept, "application/yaml");
-    return ghd_reply_text(rep, 200,
-                          plain ? "text/plain; charset=utf-8" : "application/yaml; charset=utf-8",
-                          (const char *)ghd_openapi_yaml, ghd_openapi_yaml_len);
+    int rc = ghd_reply_text(rep, 200,
+                            plain ? "text/plain; charset=utf-8" : "application/yaml; charset=utf-8",
+                            (const char *)ghd_openapi_yaml, ghd_openapi_yaml_len);
+    if (rc)
+        return rc;
+    ghd_reply_header(rep, "Vary", "Accept"); /* the Content-Type follows Accept */
+    return 0;
 }
 
 /* `/` and `/docs/` lead to /docs. /docs/ cannot serve the page itself: its

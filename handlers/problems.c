@@ -54,6 +54,10 @@ static const char *const when[] = {
     [-GHD_EDEVLOST] = "The device was lost (a kernel faulted, or a run passed --run-timeout): "
                       "requests that need it answer 503 until the service restarts; /readyz "
                       "gives the reason.",
+    [-GHD_EEXPECT] = "The request has an Expect header asking for something other than "
+                     "100-continue, the only expectation the server meets.",
+    [-GHD_EVERSION] = "The request line names an HTTP version other than HTTP/1.0 and "
+                      "HTTP/1.1.",
 };
 
 static const int codes[] = {

@@ -30,7 +30,9 @@
     X(EPRECOND, 22, "Precondition failed")          \
     X(ENOTACCEPT, 23, "Not acceptable")            \
     X(EFORBIDDEN, 24, "Forbidden")                  \
-    X(EDEVLOST, 25, "Device lost")
+    X(EDEVLOST, 25, "Device lost")                  \
+    X(EEXPECT, 26, "Expectation failed")            \
+    X(EVERSION, 27, "HTTP version not supported")
 
 enum ghd_error {
 #define GHD_ERROR_ENUM(name, num, title) GHD_##name = -(num),

@@ -107,8 +107,9 @@ static const struct option_spec specs[] = {
      "bearer token that /metrics then requires"},
     {"allow-unauthenticated", OPT_FLAG, OFF(allow_unauthenticated), 0, 0, 1, "0",
      "serve a non-loopback --bind without tokens (no argument; env: 1 or 0)"},
-    {"per-ip-connection-limit", OPT_UINT, OFF(per_ip_connection_limit), 0, 0, 100000, "0",
-     "most concurrent connections from one IP address (0 = no limit)"},
+    {"per-ip-connection-limit", OPT_UINT, OFF(per_ip_connection_limit), 0, 0, 100000, "128",
+     "most concurrent connections from one IP address; more are closed as they arrive, "
+     "counted and logged (0 = no limit; behind a proxy every client has its address)"},
     {"tenant-max-bytes", OPT_SIZE, OFF(tenant_max_bytes), 0, 0, 1ULL << 46, "0",
      "most buffer bytes one tenant may hold (0 = no limit; over it: 507)"},
     {"tenant-max-buffers", OPT_UINT, OFF(tenant_max_buffers), 0, 0, 100000000, "0",

@@ -464,6 +464,22 @@ static void render_device_losses(struct text *t)
     put(t, "gpuhttpd_device_losses_total %llu\n", (unsigned long long)get(&device_losses));
 }
 
+static counter connections_refused[2]; /* [0] per address, [1] total */
+
+void ghd_metrics_connection_refused(int total)
+{
+    add(&connections_refused[total != 0], 1);
+}
+
+static void render_connections_refused(struct text *t)
+{
+    static const char *const limits[2] = {"address", "total"};
+    put_pair(t, "gpuhttpd_connections_refused_total",
+             "Connections closed as they were accepted: their client address held "
+             "--per-ip-connection-limit, or --connection-limit were open.",
+             "limit", limits, connections_refused);
+}
+
 static void render_runs(struct text *t, const struct ghd_metrics_gauges *g)
 {
     pthread_mutex_lock(&runs_lock);
@@ -649,6 +665,7 @@ int ghd_metrics_render(const struct ghd_metrics_gauges *g, char **out, size_t *l
     render_requests(&t);
     render_transfers(&t);
     render_device_losses(&t);
+    render_connections_refused(&t);
     render_runs(&t, g);
     if (g) {
         render_devices(&t, g);

@@ -61,6 +61,11 @@ void ghd_metrics_staging_overlap_capped(int tenant);
 void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds,
                      double queued_seconds);
 
+/* A connection closed as it was accepted: its client address held
+ * --per-ip-connection-limit (total 0) or --connection-limit were open
+ * (total 1). */
+void ghd_metrics_connection_refused(int total);
+
 /* The live gauges at one scrape, each value collected by its owner. */
 #define GHD_METRICS_DEVICES 16
 struct ghd_metrics_device {

@@ -136,7 +136,9 @@ static int syntax(struct lit *l, const char *what)
                        (long)(l->p - l->start));
 }
 
-/* A quoted string without escapes (NumPy's keys and simple descrs have none). */
+/* A quoted string without escapes (NumPy's keys and simple descrs have none).
+ * A control character is refused: a NUL would end the C string it is
+ * compared as, so that '<f4\0' read as '<f4'. */
 static int string_lit(struct lit *l, char *out, size_t cap)
 {
     skip_ws(l);
@@ -145,7 +147,13 @@ static int string_lit(struct lit *l, char *out, size_t cap)
     char q = *l->p++;
     size_t n = 0;
     while (l->p < l->end && *l->p != q) {
-        if (*l->p == '\\' || n + 1 >= cap)
+        unsigned char c = (unsigned char)*l->p;
+        if (c < 0x20 || c == 0x7f)
+            return ghd_err_set(l->err, GHD_EINVAL,
+                               "malformed .npy header: a string holds the control character "
+                               "0x%02x at byte %ld of the dict",
+                               c, (long)(l->p - l->start));
+        if (c == '\\' || n + 1 >= cap)
             return ghd_err_set(l->err, GHD_EUNPROC,
                                "unsupported .npy header: a string is too long or has escapes");
         out[n++] = *l->p++;

@@ -68,21 +68,16 @@ int ghd_request_media_is(const struct ghd_request *req, const char *want)
 /* What the head says about itself, counted in one pass. */
 struct head_census {
     unsigned content_length, transfer_encoding, host, authorization;
-    unsigned nul_in_query; /* a query value with a NUL (%00) in it */
+    unsigned expect_other; /* an Expect that is not 100-continue */
 };
 
 static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char *key,
                                   size_t key_size, const char *value, size_t value_size)
 {
     struct head_census *c = cls;
+    (void)kind;
     (void)key_size;
-    if (kind == MHD_GET_ARGUMENT_KIND) {
-        /* libmicrohttpd decodes %00 into the value, which every C string
-         * lookup would then silently cut short there. */
-        if (value && strlen(value) != value_size)
-            c->nul_in_query++;
-        return MHD_YES;
-    }
+    (void)value_size;
     if (!key)
         return MHD_YES;
     if (strcasecmp(key, "Content-Length") == 0)
@@ -93,6 +88,8 @@ static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char
         c->host++;
     else if (strcasecmp(key, "Authorization") == 0)
         c->authorization++;
+    else if (strcasecmp(key, "Expect") == 0 && (!value || strcasecmp(value, "100-continue") != 0))
+        c->expect_other++;
     return MHD_YES;
 }
 
@@ -100,13 +97,22 @@ static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char
  * two Content-Lengths, or one together with Transfer-Encoding, may be framed
  * differently by a proxy in front of us (request smuggling, RFC 9112 section
  * 6.3); two Hosts (section 3.2) or two Authorizations may be routed or
- * authorised by one and served by the other. Returns the detail of the
- * refusal, or NULL. */
-const char *ghd_http_head_ambiguity(struct ghd_request *req, const char *version)
+ * authorised by one and served by the other; a NUL in the target is cut off
+ * by every C string of the path and query, so a proxy that checks the path
+ * sees another than we serve. A version we do not speak (libmicrohttpd
+ * passes HTTP/1.2 to 1.9 on as 1.1) and an expectation we cannot meet
+ * (RFC 9110 section 10.1.1) are refused before the request is acted on. */
+const char *ghd_http_head_refusal(struct ghd_request *req, const char *version,
+                                  int nul_in_target, int *code)
 {
+    *code = GHD_EVERSION;
+    if (strcmp(version, MHD_HTTP_VERSION_1_1) != 0 && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
+        return "only HTTP/1.0 and HTTP/1.1 are served";
+    *code = GHD_EINVAL;
+    if (nul_in_target)
+        return "the path or query holds a NUL character (%00)";
     struct head_census c = {0};
-    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, count_head,
-                                &c);
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, count_head, &c);
     if (c.content_length > 1 || c.transfer_encoding > 1 ||
         (c.content_length && c.transfer_encoding))
         return "conflicting message framing: more than one Content-Length or "
@@ -115,8 +121,9 @@ const char *ghd_http_head_ambiguity(struct ghd_request *req, const char *version
         return "an HTTP/1.1 request needs exactly one Host header";
     if (c.authorization > 1)
         return "more than one Authorization header";
-    if (c.nul_in_query)
-        return "a query parameter holds a NUL character (%00)";
+    *code = GHD_EEXPECT;
+    if (c.expect_other)
+        return "the only expectation served is Expect: 100-continue";
     return NULL;
 }
 

@@ -11,9 +11,14 @@ void ghd_http_fill_request_id(struct ghd_request *req);
 /* Whether `content_type` is the media type `want`, parameters aside
  * (case-insensitive); 0 for NULL. */
 int ghd_media_is(const char *content_type, const char *want);
-/* The detail of why the head is refused as ambiguous (framing, Host,
- * Authorization, a NUL in the query), or NULL when it is not. */
-const char *ghd_http_head_ambiguity(struct ghd_request *req, const char *version);
+/* The detail of why the head is refused before routing, with its code in
+ * *code, or NULL when it is not: GHD_EVERSION for a version other than
+ * HTTP/1.0 and 1.1; GHD_EINVAL for a NUL in the target (`nul_in_target`,
+ * seen before libmicrohttpd decoded it) or a head that reads more than one
+ * way (framing, Host, Authorization); GHD_EEXPECT for an Expect other than
+ * 100-continue. */
+const char *ghd_http_head_refusal(struct ghd_request *req, const char *version,
+                                  int nul_in_target, int *code);
 /* Fills has_body, has_content_length and content_length from the head.
  * GHD_EINVAL when Content-Length is not a number. */
 int ghd_http_parse_content_length(struct ghd_request *req);

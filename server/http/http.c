@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "body.h"
 #include "conn_guard.h"
+#include "conn_limit.h"
 #include "core/metrics.h"
 #include "core/service.h"
 #include "head.h"
@@ -38,15 +39,16 @@
 #endif
 
 static int start_request(struct ghd_http_request *hr, const char *method, const char *url,
-                         const char *version)
+                         const char *version, int nul_in_target)
 {
     struct ghd_request *req = &hr->req;
     char allow[128];
     ghd_http_fill_request_id(req);
-    const char *ambiguity = ghd_http_head_ambiguity(req, version);
-    if (ambiguity) {
+    int code;
+    const char *refusal = ghd_http_head_refusal(req, version, nul_in_target, &code);
+    if (refusal) {
         req->has_body = 1; /* the reply then closes the connection */
-        return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "%s", ambiguity);
+        return ghd_reply_problem(&hr->rep, req, code, "%s", refusal);
     }
     const struct ghd_route *route = NULL;
     int rc = ghd_router_match(hr->http->routes, method, url, req, &route, allow, sizeof(allow));
@@ -176,20 +178,44 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
     return ret;
 }
 
-/* The client's IP address into ip[INET_ADDRSTRLEN] ("" when unknown); its
+/* The IP address of `sa` into ip[INET_ADDRSTRLEN] ("" when unknown); its
  * port, or -1. */
-static int peer_address(struct MHD_Connection *conn, char *ip)
+static int address_of(const struct sockaddr *sa, char *ip)
 {
-    const union MHD_ConnectionInfo *addr =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     ip[0] = '\0';
-    if (addr && addr->client_addr && addr->client_addr->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)addr->client_addr;
+    if (sa && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
         if (inet_ntop(AF_INET, &in->sin_addr, ip, INET_ADDRSTRLEN))
             return (int)ntohs(in->sin_port);
         ip[0] = '\0';
     }
     return -1;
+}
+
+/* The client's IP address and port, as address_of gives them. */
+static int peer_address(struct MHD_Connection *conn, char *ip)
+{
+    const union MHD_ConnectionInfo *addr =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return address_of(addr ? addr->client_addr : NULL, ip);
+}
+
+/* libmicrohttpd decodes %00 in the request target into a NUL, after which
+ * the path it hands on_request ends: only the target as sent shows it. The
+ * request's *req_cls then starts as this mark instead of NULL. */
+static char nul_in_target;
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    return strstr(uri, "%00") ? &nul_in_target : NULL;
+}
+
+/* The request of a *req_cls: NULL before on_request made one. */
+static struct ghd_http_request *request_of(void *req_cls)
+{
+    return req_cls == &nul_in_target ? NULL : req_cls;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -198,8 +224,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **req_cls)
 {
     struct ghd_http *http = cls;
-    struct ghd_http_request *hr = *req_cls;
+    struct ghd_http_request *hr = request_of(*req_cls);
     if (!hr) {
+        int nul = *req_cls == &nul_in_target;
+        *req_cls = NULL;
         hr = calloc(1, sizeof(*hr));
         if (!hr)
             return MHD_NO;
@@ -217,7 +245,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         hr->req.conn = conn;
         peer_address(conn, hr->req.client_address); /* for the per-address staging cap */
         *req_cls = hr;
-        if (start_request(hr, method, url, version) != 0) {
+        if (start_request(hr, method, url, version, nul) != 0) {
             /* Answer before the body: the client is spared sending it. */
             return send_reply(conn, hr, hr->req.has_body);
         }
@@ -268,7 +296,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct ghd_http *http = cls;
-    struct ghd_http_request *hr = *req_cls;
+    struct ghd_http_request *hr = request_of(*req_cls);
+    *req_cls = NULL;
     if (!hr)
         return;
     ghd_guard_idle(http->guard, hr->guard);
@@ -287,7 +316,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     peer_name(conn, client, sizeof(client));
     ghd_http_log_request(hr, client, status);
     http_request_unref(hr);
-    *req_cls = NULL;
     atomic_fetch_sub(&http->in_flight, 1); /* last: the request is wholly gone */
 }
 
@@ -297,9 +325,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode code)
 {
     struct ghd_http *http = cls;
+    char ip[INET_ADDRSTRLEN];
     if (code != MHD_CONNECTION_NOTIFY_STARTED) {
         ghd_guard_close(http->guard, *socket_context);
         *socket_context = NULL;
+        peer_address(conn, ip);
+        ghd_conn_limit_close(http->limit, ip);
         return;
     }
     /* libmicrohttpd 1.0 answers every info query in one shared union: take
@@ -307,20 +338,37 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     int fd = ghd_http_connection_fd(conn);
     char peer[64];
     peer_name(conn, peer, sizeof(peer));
+    peer_address(conn, ip);
+    ghd_conn_limit_open(http->limit, ip);
     if (fd >= 0)
         ghd_socket_set_buffers(fd, http->svc->cfg.socket_buffer);
     *socket_context = fd >= 0 ? ghd_guard_open(http->guard, fd, peer) : NULL;
 }
 
+/* The accept policy: a connection over its address's cap is closed here,
+ * before it costs a thread. Runs on the accepting thread, just before
+ * on_connection's STARTED for the same connection. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    struct ghd_http *http = cls;
+    (void)addrlen;
+    char ip[INET_ADDRSTRLEN];
+    address_of(addr, ip);
+    return ghd_conn_limit_admit(http->limit, ip) ? MHD_YES : MHD_NO;
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    struct ghd_http *http = cls;
     char msg[512];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
     ghd_log(GHD_LOG_DEBUG, "microhttpd: %s", msg);
+    /* The per-address cap is ours (on_accept): this is the total one. */
+    if (strstr(msg, "Server reached connection limit"))
+        ghd_conn_limit_refused_total(http->limit);
     ghd_http_log_refusal(msg);
 }
 
@@ -373,21 +421,24 @@ int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int
     if (rc == 0 && (rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
                                        cfg->transfer_rate_window_s, &http->guard)) != 0)
         ghd_err_set(err, rc, "connection guard: %s", ghd_strerror(rc));
+    if (rc == 0 && (rc = ghd_conn_limit_new(cfg->per_ip_connection_limit, &http->limit)) != 0)
+        ghd_err_set(err, rc, "connection limits: %s", ghd_strerror(rc));
     if (rc) {
+        ghd_guard_free(http->guard);
         ghd_tls_free(&http->tls);
         free(http);
         return rc;
     }
     http->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, http,
+        flags, 0, on_accept, http, on_request, http,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->connection_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->connection_memory,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, http,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->per_ip_connection_limit,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, http,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, http,
         /* RFC 9112's strict reading (level 1): a header line that is not
          * "name: value" (space before the colon, obs-fold, empty name), a
          * malformed length or coding, is a 400 and a closed connection,
@@ -397,6 +448,7 @@ int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int
         MHD_OPTION_END);
     if (!http->daemon) {
         int tls = ghd_tls_on(&http->tls);
+        ghd_conn_limit_free(http->limit);
         ghd_guard_free(http->guard);
         ghd_tls_free(&http->tls);
         free(http);
@@ -447,6 +499,7 @@ void ghd_http_stop(struct ghd_http *http)
     if (!http)
         return;
     MHD_stop_daemon(http->daemon);
+    ghd_conn_limit_free(http->limit);
     ghd_guard_free(http->guard);
     ghd_tls_free(&http->tls);
     free(http);

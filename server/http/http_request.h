@@ -27,6 +27,7 @@ struct ghd_http {
     atomic_int draining;   /* quiesced: replies say Connection: close */
     struct ghd_tls tls; /* certificate and key, alive as long as the daemon */
     struct ghd_guard *guard; /* header deadline and minimum transfer rate */
+    struct ghd_conn_limit *limit; /* connections per client address */
     int probe_only; /* the probe listener (probe.h): plain HTTP, probe routes only */
 };
 

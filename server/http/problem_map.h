@@ -34,7 +34,9 @@
     X(EPRECOND, 412, "precondition-failed")   \
     X(ENOTACCEPT, 406, "not-acceptable")                 \
     X(EFORBIDDEN, 403, "forbidden")                   \
-    X(EDEVLOST, 503, "device-lost")
+    X(EDEVLOST, 503, "device-lost")           \
+    X(EEXPECT, 417, "expectation-failed")     \
+    X(EVERSION, 505, "http-version-not-supported")
 
 /* HTTP status for an error code (500 for unknown codes). */
 int ghd_error_status(int code);

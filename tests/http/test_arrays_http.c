@@ -962,6 +962,60 @@ static void test_run_write_moves_version_at_end(void **state)
     fail_msg("no run outlasted two requests, even 16 gemms of side %u", side);
 }
 
+/* A buffer's raw bytes and its .npy form are two representations of one
+ * URL, chosen by Accept (each with its own ETag): without Vary: Accept a
+ * shared cache could answer a request for one with the other. Every reply of
+ * the download handler says so: 200, 206, HEAD, 304 and a 406 alike. */
+static void test_vary_accept(void **state)
+{
+    (void)state;
+    json_t *doc = create_json("{\"dtype\": \"f32\", \"shape\": [4]}", 201);
+    char id[33], path[128], bare[33], bare_path[128], tag[64], tag_npy[64], hdr[96], vary[64];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id_of(doc, id));
+    json_decref(doc);
+    harness_buffer_create(&H, 16, bare);
+    snprintf(bare_path, sizeof(bare_path), "/v1/buffers/%s", bare);
+    struct harness_resp r;
+    get_with(path, NULL, NULL, &r);
+    assert_non_null(harness_header(&r, "ETag", tag, sizeof(tag)));
+    harness_resp_free(&r);
+    get_with(path, "Accept: application/x-npy", NULL, &r);
+    assert_non_null(harness_header(&r, "ETag", tag_npy, sizeof(tag_npy)));
+    harness_resp_free(&r);
+    char inm[96], inm_npy[96];
+    snprintf(inm, sizeof(inm), "If-None-Match: %s", tag);
+    snprintf(inm_npy, sizeof(inm_npy), "If-None-Match: %s", tag_npy);
+    const struct {
+        const char *method, *path, *h1, *h2;
+        long status;
+    } cases[] = {
+        {"GET", path, NULL, NULL, 200},
+        {"GET", path, "Accept: application/x-npy", NULL, 200},
+        {"HEAD", path, NULL, NULL, 200},
+        {"HEAD", path, "Accept: application/x-npy", NULL, 200},
+        {"GET", path, "Range: bytes=0-3", NULL, 206},
+        {"GET", path, inm, NULL, 304},
+        {"HEAD", path, inm, NULL, 304},
+        {"GET", path, "Accept: application/x-npy", inm_npy, 304},
+        {"GET", bare_path, "Accept: application/x-npy", NULL, 406},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct harness_req q = {.method = cases[i].method, .path = cases[i].path};
+        q.headers[0] = cases[i].h1;
+        q.headers[1] = cases[i].h1 ? cases[i].h2 : NULL;
+        harness_do(&H, &q, &r);
+        snprintf(hdr, sizeof(hdr), "%s %s %s %s", cases[i].method, cases[i].path,
+                 cases[i].h1 ? cases[i].h1 : "", cases[i].h2 ? cases[i].h2 : "");
+        if (r.status != cases[i].status)
+            fail_msg("%s: %ld, expected %ld", hdr, r.status, cases[i].status);
+        if (!harness_header(&r, "Vary", vary, sizeof(vary)) || !strstr(vary, "Accept"))
+            fail_msg("%s: %ld without Vary: Accept", hdr, r.status);
+        harness_resp_free(&r);
+    }
+    harness_buffer_delete(&H, id);
+    harness_buffer_delete(&H, bare);
+}
+
 int main(void)
 {
     harness_suite_bind(&H, NULL);
@@ -977,6 +1031,7 @@ int main(void)
         cmocka_unit_test_teardown(test_runs_use_descriptions, harness_teardown_idle),
         cmocka_unit_test_teardown(test_user_kernels_use_descriptions, harness_teardown_idle),
         cmocka_unit_test_teardown(test_run_write_moves_version_at_end, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_vary_accept, harness_teardown_idle),
     };
     return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
 }

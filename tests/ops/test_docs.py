@@ -27,6 +27,8 @@ def check_contract(srv):
     status, hdrs, body = srv.request("GET", "/openapi.yaml")
     check(status == 200 and hdrs["content-type"].startswith("application/yaml"),
           f"/openapi.yaml: {status} {hdrs.get('content-type')}")
+    # Accept picks its Content-Type, so a shared cache must key on Accept.
+    check("accept" in hdrs.get("vary", "").lower(), f"/openapi.yaml: Vary {hdrs.get('vary')!r}")
     from_yaml = yaml.safe_load(body)
     status, hdrs, body = srv.request("GET", "/openapi.json")
     check(status == 200 and hdrs["content-type"] == "application/json",

@@ -342,6 +342,19 @@ unsigned rel_free_port(void)
     return ntohs(a.sin_port);
 }
 
+int rel_connect_from(unsigned port, const char *src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, src, &a.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
+    return fd;
+}
+
 int rel_send(int fd, const void *buf, size_t len)
 {
     const char *p = buf;

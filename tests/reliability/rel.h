@@ -86,6 +86,9 @@ int rel_connect(unsigned port);
 /* A TCP port of 127.0.0.1 free a moment ago (bound to port 0, then closed),
  * for a child's option that cannot take 0. */
 unsigned rel_free_port(void);
+/* A connection to the server from source address `src` (127.x.y.z: Linux
+ * routes all of 127.0.0.0/8 to lo); fails the test when it cannot be made. */
+int rel_connect_from(unsigned port, const char *src);
 /* 0 when every byte went out, -1 otherwise. */
 int rel_send(int fd, const void *buf, size_t len);
 /* Reads until the peer closes or timeout_ms pass; returns the bytes read

@@ -588,8 +588,11 @@ static void test_thousand_idle_connections(void **state)
     long w0 = rel_now_ms(); /* connections of earlier tests finish closing */
     while (ghd_http_connections(f->s.http) > 0 && rel_now_ms() - w0 < 10000)
         rel_sleep_ms(50);
+    /* From 8 addresses, each under the default --per-ip-connection-limit. */
     for (int i = 0; i < N; i++) {
-        fds[i] = rel_connect(f->s.port);
+        char src[16];
+        snprintf(src, sizeof(src), "127.0.0.%d", 1 + i % 8);
+        fds[i] = rel_connect_from(f->s.port, src);
         open += fds[i] >= 0;
     }
     assert_int_equal(open, N);

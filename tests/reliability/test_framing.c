@@ -19,13 +19,42 @@
 
 #include "rel.h"
 
+/* A --docs-dir with the two files /docs needs, so that a file name cut
+ * short by a NUL would be served. */
+static char docs_dir[] = "/tmp/ghd-framing-docs-XXXXXX";
+
+static void docs_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", docs_dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 static int setup(void **state)
 {
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.connection_timeout_s = 5;
     cfg.header_timeout_s = 5;
+    assert_non_null(mkdtemp(docs_dir));
+    docs_file("swagger-ui-bundle.js", "/* bundle */\n");
+    docs_file("swagger-ui.css", "/* css */\n");
+    snprintf(cfg.docs_dir, sizeof(cfg.docs_dir), "%s", docs_dir);
     return rel_setup_with(state, &cfg);
+}
+
+static int teardown(void **state)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/swagger-ui-bundle.js", docs_dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/swagger-ui.css", docs_dir);
+    unlink(path);
+    rmdir(docs_dir);
+    return rel_teardown(state);
 }
 
 /* Sends `msg` on a fresh connection; reads what comes back for up to
@@ -278,6 +307,103 @@ static void test_host_and_authorization_once(void **state)
     }
 }
 
+/* A %00 in the request target decodes to a NUL, and every C string made of
+ * the path then ends there: "/v1/buffers/ID%00/meta" was routed as
+ * "/v1/buffers/ID" (a DELETE deleted the buffer, a GET of .../meta downloaded
+ * it), "/healthz%00x" was /healthz, and a docs file name ending "%00.png"
+ * served the file, past any proxy that filters by path or suffix. A NUL
+ * anywhere in the decoded path or query, its names too, is a 400. */
+static void test_nul_in_target_refused(void **state)
+{
+    struct rel_server *s = *state;
+    char id[64];
+    assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
+    const char *forms[] = {
+        "DELETE /v1/buffers/%s%%00/meta HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /v1/buffers/%s%%00junk/meta HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /healthz%%00x HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /docs/swagger-ui-bundle.js%%00.png HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /v1/buffers?lim%%00it=1 HTTP/1.1\r\nHost: x\r\n\r\n", /* a query name */
+        "GET /v1/buffers/%s?x=%%00 HTTP/1.1\r\nHost: x\r\n\r\n",    /* a query value */
+    };
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        char msg[256];
+        int n = snprintf(msg, sizeof(msg), forms[i], id);
+        char buf[8192];
+        int closed;
+        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        expect_one_problem(msg, buf, closed, 400);
+        if (!strstr(buf, "NUL"))
+            fail_msg("%s: the detail does not name the NUL: %.600s", msg, buf);
+        expect_buffer_alive(s, id);
+    }
+    /* An escaped percent sign is no NUL; the file itself is still served. */
+    const char *ok[] = {"GET /healthz?x=%2500 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                        "GET /docs/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n"
+                        "Connection: close\r\n\r\n"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char buf[8192];
+        int closed;
+        rel_exchange(s->port, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
+        if (rel_status_of(buf) != 200)
+            fail_msg("%s: %.400s", ok[i], buf);
+    }
+}
+
+/* An HTTP/1.x version above 1.1 was served as 1.1, and an expectation other
+ * than 100-continue was ignored and the request carried out (RFC 9110
+ * section 10.1.1 allows 417 for it, and a client that asked for something we
+ * do not do should not see its request done). Now 505 and 417, each one
+ * framed problem and a close, and the request is not run. */
+static void test_version_and_expectation(void **state)
+{
+    struct rel_server *s = *state;
+    const char *versions[] = {"HTTP/1.2", "HTTP/1.9"};
+    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+        char msg[256];
+        int n = snprintf(msg, sizeof(msg), "GET /healthz %s\r\nHost: x\r\n\r\n", versions[i]);
+        char buf[8192];
+        int closed;
+        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        expect_one_problem(versions[i], buf, closed, 505);
+    }
+    char id[64];
+    assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
+    const char *expects[] = {"200-ok", "100-continue, 200-ok", "nothing"};
+    for (size_t i = 0; i < sizeof(expects) / sizeof(expects[0]); i++) {
+        char msg[512];
+        int n = snprintf(msg, sizeof(msg),
+                         "DELETE /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nExpect: %s\r\n\r\n",
+                         id, expects[i]);
+        char buf[8192];
+        int closed;
+        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        expect_one_problem(expects[i], buf, closed, 417);
+        expect_buffer_alive(s, id);
+        n = snprintf(msg, sizeof(msg),
+                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nExpect: %s\r\n"
+                     "Content-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n"
+                     "0123456789abcdef",
+                     id, expects[i]);
+        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        expect_one_problem(expects[i], buf, closed, 417);
+    }
+    /* 100-continue, in any case, is what it always was. */
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg),
+                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\n"
+                     "Content-Type: application/octet-stream\r\nContent-Length: 16\r\n"
+                     "Connection: close\r\n\r\n0123456789abcdef",
+                     id);
+    char buf[8192];
+    int closed;
+    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    if (!strstr(buf, "HTTP/1.1 200"))
+        fail_msg("Expect: 100-continue: %.400s", buf);
+    if (!rel_wait_rest(s, rel_pool_in_use(s), 5000))
+        fail_msg("not at rest");
+}
+
 /* Item 4: a chunked body past its limit (the upload's length, or
  * --max-json-body) was read to its end before the 413: a client that never
  * ends it held a staging chunk and the buffer's writer flag for ever. Now the
@@ -333,6 +459,8 @@ int main(void)
         cmocka_unit_test(test_library_refusals_are_problems),
         cmocka_unit_test(test_host_and_authorization_once),
         cmocka_unit_test(test_chunked_over_limit_refused_at_once),
+        cmocka_unit_test(test_nul_in_target_refused),
+        cmocka_unit_test(test_version_and_expectation),
     };
-    return cmocka_run_group_tests(tests, setup, rel_teardown);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,7 @@
 /* Limits: per tenant (bytes held -> 507, buffer count and concurrent runs ->
  * 429 with Retry-After, each detail naming its flag), finished runs kept
  * (count and age), and global (JSON body size, connections in all and per
- * IP address). */
+ * IP address, the latter on by default). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -347,6 +347,86 @@ static void test_total_connection_limit(void **state)
     rel_stop(&s);
 }
 
+static long refused_in(const char *metrics)
+{
+    const char key[] = "gpuhttpd_connections_refused_total{limit=\"address\"} ";
+    const char *m = strstr(metrics, key);
+    return m ? strtol(m + sizeof(key) - 1, NULL, 10) : -1;
+}
+
+static long refused_metric(struct rel_server *s)
+{
+    struct rel_resp r;
+    assert_int_equal(rel_json(s, "GET", "/metrics", NULL, NULL, &r), 200);
+    long v = refused_in(r.body);
+    rel_resp_free(&r);
+    return v;
+}
+
+/* With the default settings, --connection-limit (1000) idle connections
+ * from one address locked every other client out until they idled away, and
+ * the refused got no log line: --per-ip-connection-limit was 0. Now one
+ * address holds at most its default cap, the rest are closed as they arrive,
+ * counted in gpuhttpd_connections_refused_total{limit="address"} and logged
+ * once per 10 s, and a client from 127.0.0.2 is served meanwhile. */
+static void test_default_per_address_cap(void **state)
+{
+    (void)state;
+    struct ghd_config cfg;
+    rel_config(&cfg); /* the defaults, --connection-limit and --per-ip-connection-limit too */
+    int n = (int)cfg.connection_limit;
+    int *fds = calloc((size_t)n, sizeof(*fds));
+    size_t cap = 1 << 20;
+    char *buf = malloc(cap);
+    assert_true(fds && buf);
+    /* The server's log (stderr: no writer thread in process) into a file. */
+    char log_path[] = "/tmp/ghd-limits-log-XXXXXX";
+    int log_fd = mkstemp(log_path), saved = dup(2);
+    assert_true(log_fd >= 0 && saved >= 0 && dup2(log_fd, 2) == 2);
+    struct rel_server s;
+    rel_start(&s, &cfg);
+    long before = refused_metric(&s); /* the metrics are the process's: earlier tests count */
+    int held = open_idle(s.port, fds, n);
+    /* Another address, while this one holds all it may. */
+    int fd = rel_connect_from(s.port, "127.0.0.2");
+    const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    int closed;
+    buf[0] = '\0';
+    if (rel_send(fd, get, sizeof(get) - 1) == 0)
+        rel_recv(fd, buf, cap, 3000, &closed);
+    close(fd);
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    rel_stop(&s);
+    dup2(saved, 2);
+    close(saved);
+    int status = rel_status_of(buf);
+    long refused = refused_in(buf) - before;
+    FILE *log = fdopen(log_fd, "r");
+    assert_non_null(log);
+    rewind(log);
+    int lines = 0;
+    char line[1024];
+    while (fgets(line, sizeof(line), log))
+        if (strstr(line, "refused") && strstr(line, "127.0.0.1") &&
+            strstr(line, "--per-ip-connection-limit"))
+            lines++;
+    fclose(log);
+    unlink(log_path);
+    free(fds);
+    free(buf);
+    if (status != 200)
+        fail_msg("127.0.0.2 got %d while 127.0.0.1 held %d connections", status, held);
+    if (held != (int)cfg.per_ip_connection_limit || held <= 0 || held >= n)
+        fail_msg("127.0.0.1 held %d of %d connections; its cap is %u", held, n,
+                 cfg.per_ip_connection_limit);
+    if (refused != n - held)
+        fail_msg("%ld refusals counted, %d made", refused, n - held);
+    if (lines < 1 || lines > 2) /* the refusals came within a second: one line, maybe two */
+        fail_msg("%d log lines for %d refusals", lines, n - held);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_max_json_body),
         cmocka_unit_test(test_connection_limits),
         cmocka_unit_test(test_total_connection_limit),
+        cmocka_unit_test(test_default_per_address_cap),
     };
     return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
 }

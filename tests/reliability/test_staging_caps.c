@@ -4,8 +4,6 @@
  * tenant's token from several) held every chunk, and every other client's
  * upload waited --staging-timeout-ms and got 503. Raw sockets on loopback,
  * from distinct source addresses in 127.0.0.0/8; a few seconds in all. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -50,26 +47,12 @@ static int setup_tenants(void **state)
     return rel_setup_with(state, &cfg);
 }
 
-/* A connection to the server from source address `src` (127.x.y.z). */
-static int connect_from(unsigned port, const char *src)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    assert_int_equal(inet_pton(AF_INET, src, &a.sin_addr), 1);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
-    return fd;
-}
-
 /* Starts a PUT of SIZE bytes to buffer `id` from `src` with `token` and
  * sends `first` body bytes. */
 static int begin_put_from(struct rel_server *s, const char *src, const char *token,
                           const char *id, size_t first)
 {
-    int fd = connect_from(s->port, src);
+    int fd = rel_connect_from(s->port, src);
     char head[512];
     char auth[128] = "";
     if (token)

@@ -16,10 +16,10 @@
 #include "base/error.h"
 #include "core/npy.h"
 
-/* Wraps a dict literal into a version 1.0 (or 2.0) preamble. */
-static size_t wrap(char *out, unsigned major, const char *dict)
+/* Wraps the n bytes of a dict literal into a version 1.0 (or 2.0) preamble. */
+static size_t wrap_n(char *out, unsigned major, const char *dict, size_t n)
 {
-    size_t n = strlen(dict), prefix = major == 1 ? 10 : 12;
+    size_t prefix = major == 1 ? 10 : 12;
     memcpy(out, "\x93NUMPY", 6);
     out[6] = (char)major;
     out[7] = 0;
@@ -31,6 +31,11 @@ static size_t wrap(char *out, unsigned major, const char *dict)
     }
     memcpy(out + prefix, dict, n);
     return prefix + n;
+}
+
+static size_t wrap(char *out, unsigned major, const char *dict)
+{
+    return wrap_n(out, major, dict, strlen(dict));
 }
 
 static int parse_dict(unsigned major, const char *dict, struct ghd_array_desc *d,
@@ -125,6 +130,37 @@ static void test_parse_refusals(void **state)
                                 &err),
                      0);
     assert_string_equal(d.dtype, "u8");
+}
+
+/* A NUL or another control character inside a quoted string: the descr
+ * '<f4\0' was copied with its NUL and compared as a C string, so it was
+ * taken for '<f4' (and a key 'descr\0' for 'descr'). NumPy writes none. */
+static void test_parse_control_in_string(void **state)
+{
+    (void)state;
+    /* '@' stands for a NUL. */
+    static const char *const dicts[] = {
+        "{'descr': '<f4@', 'fortran_order': False, 'shape': (3,), }",
+        "{'descr@': '<f4', 'fortran_order': False, 'shape': (3,), }",
+        "{'descr': '<f4\x01', 'fortran_order': False, 'shape': (3,), }",
+        "{'descr': '<f4\n', 'fortran_order': False, 'shape': (3,), }",
+        "{'descr': '<f4\x7f', 'fortran_order': False, 'shape': (3,), }",
+    };
+    for (size_t i = 0; i < sizeof(dicts) / sizeof(dicts[0]); i++) {
+        char dict[128], buf[256];
+        size_t n = strlen(dicts[i]);
+        memcpy(dict, dicts[i], n);
+        for (size_t j = 0; j < n; j++)
+            if (dict[j] == '@')
+                dict[j] = '\0';
+        struct ghd_array_desc d;
+        struct ghd_err err = {0};
+        int rc = ghd_npy_parse(buf, wrap_n(buf, 1, dict, n), &d, &err);
+        if (rc != GHD_EINVAL || !strstr(err.detail, "control character"))
+            fail_msg("dict %zu: got %d '%s' (dtype '%s'), expected a refusal naming the control "
+                     "character",
+                     i, rc, err.detail, rc ? "" : d.dtype);
+    }
 }
 
 static void test_preamble(void **state)
@@ -294,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_parse_ok),         cmocka_unit_test(test_parse_refusals),
         cmocka_unit_test(test_preamble),         cmocka_unit_test(test_format_roundtrip),
         cmocka_unit_test(test_data_files),       cmocka_unit_test(test_dtype_suggest),
+        cmocka_unit_test(test_parse_control_in_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
