@@ -130,6 +130,7 @@ PROBLEMS: tuple[tuple[int, str, str, type[GpuhttpdError]], ...] = (
     (413, "content-too-large", "Content too large", ContentTooLarge),
     (415, "unsupported-media-type", "Unsupported media type", BadRequest),
     (416, "range-not-satisfiable", "Range not satisfiable", BadRequest),
+    (417, "expectation-failed", "Expectation failed", BadRequest),
     (422, "invalid-argument", "Unprocessable content", InvalidArgument),
     (429, "too-many-requests", "Too many requests", Unavailable),
     (500, "internal", "Internal server error", ServerError),
@@ -139,6 +140,7 @@ PROBLEMS: tuple[tuple[int, str, str, type[GpuhttpdError]], ...] = (
     (503, "unavailable", "Service unavailable", Unavailable),
     (503, "staging-timeout", "Staging memory busy", Unavailable),
     (503, "device-lost", "Device lost", Unavailable),
+    (505, "http-version-not-supported", "HTTP version not supported", ServerError),
     (507, "insufficient-storage", "Insufficient device memory", InsufficientStorage),
     (507, "tenant-quota", "Tenant storage quota exceeded", InsufficientStorage),
 )
