@@ -106,7 +106,13 @@ static void host_stream_free(struct ghd_device *dev, struct ghd_stream *s)
 static int host_stream_sync(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error)
 {
     (void)s;
+#ifdef GHD_TESTABLE
     return ghd_host_fault_sync(dev, error); /* 0 unless a test injected a fault */
+#else
+    (void)dev;
+    (void)error;
+    return 0; /* every copy and kernel completed before it returned */
+#endif
 }
 
 static int host_event_new(struct ghd_device *dev, struct ghd_event **out,
@@ -202,7 +208,13 @@ static int host_mem_info(struct ghd_device *dev, size_t *free_bytes, size_t *tot
 
 static int host_health(struct ghd_device *dev, struct ghd_err *error)
 {
-    return ghd_host_fault_health(dev, error);
+#ifdef GHD_TESTABLE
+    return ghd_host_fault_health(dev, error); /* 0 unless a test lost the device */
+#else
+    (void)dev;
+    (void)error;
+    return 0;
+#endif
 }
 
 const struct ghd_device_ops ghd_host_ops = {

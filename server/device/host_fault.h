@@ -3,7 +3,11 @@
 
 /* Test-only fault injection for the host backend, like ghd_pool_fail_nth:
  * it lets the device-loss path (core/devloss.h) run where no kernel can
- * fault. Process-wide (the host backend has one device). */
+ * fault. Process-wide (the host backend has one device). Compiled into test
+ * builds only (GHD_TESTABLE, as ghd_pool_fail_nth): the product's host
+ * backend syncs and checks its health without asking it. */
+
+#ifdef GHD_TESTABLE
 
 enum ghd_host_fault {
     GHD_HOST_FAULT_NONE,
@@ -21,5 +25,7 @@ struct ghd_device;
 struct ghd_err;
 int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error);
 int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error);
+
+#endif /* GHD_TESTABLE */
 
 #endif

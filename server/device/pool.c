@@ -220,8 +220,10 @@ static size_t trim_locked(struct ghd_pool *p)
 static int alloc_locked(struct ghd_pool *p, size_t size, size_t align,
                         struct ghd_pool_block **out)
 {
+#ifdef GHD_TESTABLE
     if (p->fail_countdown > 0 && --p->fail_countdown == 0)
         return GHD_ENOMEM;
+#endif
     size_t need = round_up(size ? size : 1, p->cfg.alignment) + (align - p->cfg.alignment);
     struct pool_chunk *c = find_fit(p, need);
     if (!c) {
@@ -344,9 +346,11 @@ size_t ghd_pool_trim(struct ghd_pool *p)
     return released;
 }
 
+#ifdef GHD_TESTABLE
 void ghd_pool_fail_nth(struct ghd_pool *p, long n)
 {
     pthread_mutex_lock(&p->lock);
     p->fail_countdown = n;
     pthread_mutex_unlock(&p->lock);
 }
+#endif

@@ -52,7 +52,9 @@ struct ghd_pool {
     struct pool_slab *slabs;
     struct pool_chunk *bins[GHD_POOL_BINS];
     struct ghd_pool_stats stats;
+#ifdef GHD_TESTABLE
     long fail_countdown; /* test hook: 0 = off */
+#endif
 };
 
 /* pre: cfg->alignment is a power of two >= 256; dev is open and outlives the pool. */
@@ -76,8 +78,12 @@ void ghd_pool_get_stats(struct ghd_pool *pool, struct ghd_pool_stats *out);
 /* Gives wholly free slabs back to the backend; returns the bytes released. */
 size_t ghd_pool_trim(struct ghd_pool *pool);
 
+#ifdef GHD_TESTABLE
 /* Test hook (SQLite-style): the nth allocation from now fails with
- * GHD_ENOMEM; 0 turns it off. */
+ * GHD_ENOMEM; 0 turns it off. Test builds only: GHD_TESTABLE is defined
+ * where CMake's GHD_FAULT_HOOKS is on (it follows BUILD_TESTING), so the
+ * product has neither the hook nor its countdown. */
 void ghd_pool_fail_nth(struct ghd_pool *pool, long n);
+#endif
 
 #endif

@@ -74,11 +74,13 @@ int ghd_staging_acquire(struct ghd_staging *st, unsigned timeout_ms,
 {
     struct timespec deadline = ghd_clock_deadline(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&st->lock);
+#ifdef GHD_TESTABLE
     if (st->fail_countdown > 0 && --st->fail_countdown == 0) {
         st->stats.timeouts++;
         pthread_mutex_unlock(&st->lock);
         return GHD_ETIMEDOUT;
     }
+#endif
     if (st->free_count == 0 && timeout_ms == 0) { /* a try: no wait, no 503 */
         pthread_mutex_unlock(&st->lock);
         return GHD_ETIMEDOUT;
@@ -134,9 +136,11 @@ void ghd_staging_get_stats(struct ghd_staging *st, struct ghd_staging_stats *out
     pthread_mutex_unlock(&st->lock);
 }
 
+#ifdef GHD_TESTABLE
 void ghd_staging_fail_nth(struct ghd_staging *st, long n)
 {
     pthread_mutex_lock(&st->lock);
     st->fail_countdown = n;
     pthread_mutex_unlock(&st->lock);
 }
+#endif

@@ -40,7 +40,9 @@ struct ghd_staging {
     pthread_mutex_t lock;
     pthread_cond_t available;
     struct ghd_staging_stats stats;
+#ifdef GHD_TESTABLE
     long fail_countdown; /* test hook */
+#endif
 };
 
 /* Allocates `count` chunks of `chunk_size` pinned bytes. */
@@ -60,7 +62,10 @@ int ghd_staging_acquire(struct ghd_staging *st, unsigned timeout_ms,
 void ghd_staging_release(struct ghd_staging *st, struct ghd_staging_chunk *chunk);
 
 void ghd_staging_get_stats(struct ghd_staging *st, struct ghd_staging_stats *out);
-/* Test hook: the nth acquire from now fails with GHD_ETIMEDOUT; 0 = off. */
+#ifdef GHD_TESTABLE
+/* Test hook: the nth acquire from now fails with GHD_ETIMEDOUT; 0 = off.
+ * Test builds only, as ghd_pool_fail_nth. */
 void ghd_staging_fail_nth(struct ghd_staging *st, long n);
+#endif
 
 #endif
