@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,6 +30,22 @@
 #include "handlers/handlers.h"
 #include "http/probe.h"
 #include "core/run_queue.h"
+
+int rel_enough_files(unsigned long need)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
+        rl.rlim_cur = 4096;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur >= need)
+        return 1;
+    print_message("SKIP: RLIMIT_NOFILE %llu is below the %lu descriptors this test needs\n",
+                  (unsigned long long)rl.rlim_cur, need);
+    return 0;
+}
 
 long rel_now_ms(void)
 {

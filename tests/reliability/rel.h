@@ -154,6 +154,10 @@ int rel_log_contains(const struct rel_proc *p, const char *text);
 /* A rel_server that only names a base URL, for rel_do against a child. */
 void rel_server_for(struct rel_server *s, const struct rel_proc *p);
 
+/* Raises RLIMIT_NOFILE to 4096 where the hard limit allows; whether `need`
+ * descriptors are then allowed (if not, says so: the caller skips). */
+int rel_enough_files(unsigned long need);
+
 long rel_now_ms(void);
 void rel_sleep_ms(long ms);
 

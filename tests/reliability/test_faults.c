@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -570,18 +569,8 @@ static void test_lying_lengths(void **state)
 static void test_thousand_idle_connections(void **state)
 {
     struct fixture *f = *state;
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
-        rl.rlim_cur = 4096;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    getrlimit(RLIMIT_NOFILE, &rl);
-    if (rl.rlim_cur < 2200) {
-        print_message("SKIP: RLIMIT_NOFILE %llu is too small for 1000 connections\n",
-                      (unsigned long long)rl.rlim_cur);
+    if (!rel_enough_files(2200))
         return;
-    }
     enum { N = 1000 };
     static int fds[N];
     int open = 0;
