@@ -43,7 +43,7 @@ static int npy_begin(struct ghd_request *req, struct ghd_reply *rep, int created
                                "?offset= are for application/octet-stream");
     } else if ((rc = ghd_buffer_lookup(req, rep, &u->target)) == 0) {
         /* Refused before the body is sent; checked again once the writer is held. */
-        rc = ghd_if_match_check(req, rep, ghd_buffer_version(u->target));
+        rc = ghd_write_conds_check(req, rep, ghd_buffer_version(u->target));
     }
     if (rc) {
         if (u->target)

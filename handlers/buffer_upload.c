@@ -98,14 +98,15 @@ int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_b
     } else if (!created && (rc = upload_extent(req, rep, b->size, &offset, &length)) != 0) {
         goto fail;
     }
-    /* If-Match is checked with the writer flag held, so no other upload
-     * can write meanwhile, in one step with the write's start (a run's
-     * if_match is another conditional writer), and after the request's own
-     * checks, so a malformed request is a 400 whatever its tags. The
-     * version moves when the write starts and again when the writer lets go
-     * (ghd_upload_finish, or ghd_transfer_free for one cut short). */
+    /* If-Match and If-None-Match are checked with the writer flag held, so
+     * no other upload can write meanwhile, in one step with the write's
+     * start (a run's if_match is another conditional writer), and after the
+     * request's own checks, so a malformed request is a 400 whatever its
+     * tags. The version moves when the write starts and again when the
+     * writer lets go (ghd_upload_finish, or ghd_transfer_free for one cut
+     * short). */
     struct sink_start s = {t, offset, length};
-    if ((rc = ghd_if_match_start(req, rep, b, start_sink, &s)) != 0)
+    if ((rc = ghd_write_conds_start(req, rep, b, created, start_sink, &s)) != 0)
         goto fail;
     *out = t;
     return 0;

@@ -399,7 +399,7 @@ int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
     /* After the body's own checks: a malformed request is a 400 or 422
      * whatever its tags. */
     struct desc_write w = {b, clear ? NULL : &next};
-    if ((rc = ghd_if_match_start(req, rep, b, write_desc, &w)) != 0)
+    if ((rc = ghd_write_conds_start(req, rep, b, 0, write_desc, &w)) != 0)
         goto out;
     ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
@@ -408,17 +408,22 @@ out:
     return rc;
 }
 
+static int conds_hold(const void *conds, uint64_t version)
+{
+    return ghd_write_conds_ok(conds, version);
+}
+
 int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
-    struct ghd_if_match m;
-    int rc = ghd_if_match_read(req, rep, &m);
+    struct ghd_write_conds c;
+    int rc = ghd_write_conds_read(req, rep, &c);
     if (rc)
         return rc;
     uint64_t version = 0;
-    rc = ghd_buffer_remove_match(&req->svc->buffers, req->params[0], req->tenant,
-                                 m.present && !m.any ? m.versions : NULL, m.n, &version);
+    rc = ghd_buffer_remove_match(&req->svc->buffers, req->params[0], req->tenant, conds_hold, &c,
+                                 &version);
     if (rc == GHD_EPRECOND)
-        return ghd_reply_precondition(req, rep, version);
+        return ghd_reply_write_precondition(req, rep, &c, version);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "no buffer with id '%.64s'", req->params[0]);
     return ghd_reply_empty(rep, 204);

@@ -36,7 +36,9 @@ static const char *parse_tag(const char *p, int *weak, uint64_t *version)
     return p + 1;
 }
 
-int ghd_etag_list_parse(const char *value, struct ghd_if_match *out)
+/* `keep_weak`: weak tags name versions too (If-None-Match's weak
+ * comparison); If-Match compares strongly, so a weak tag names nothing. */
+static int parse_list(const char *value, int keep_weak, struct ghd_if_match *out)
 {
     memset(out, 0, sizeof(*out));
     out->present = 1;
@@ -57,7 +59,7 @@ int ghd_etag_list_parse(const char *value, struct ghd_if_match *out)
         p = parse_tag(p, &weak, &v);
         if (!p || ++tags > GHD_IF_MATCH_MAX)
             return GHD_EINVAL;
-        if (!weak && v && out->n < GHD_IF_MATCH_MAX)
+        if ((keep_weak || !weak) && v && out->n < GHD_IF_MATCH_MAX)
             out->versions[out->n++] = v;
         while (*p == ' ' || *p == '\t')
             p++;
@@ -71,18 +73,9 @@ int ghd_etag_list_parse(const char *value, struct ghd_if_match *out)
     }
 }
 
-int ghd_if_match_read(struct ghd_request *req, struct ghd_reply *rep, struct ghd_if_match *out)
+int ghd_etag_list_parse(const char *value, struct ghd_if_match *out)
 {
-    const char *h = ghd_request_header(req, "If-Match");
-    if (!h) {
-        memset(out, 0, sizeof(*out));
-        return 0;
-    }
-    if (ghd_etag_list_parse(h, out) != 0)
-        return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                 "If-Match must be '*' or up to %d entity tags like \"v3\"",
-                                 GHD_IF_MATCH_MAX);
-    return 0;
+    return parse_list(value, 0, out);
 }
 
 int ghd_if_match_ok(const struct ghd_if_match *m, uint64_t version)
@@ -104,29 +97,78 @@ int ghd_reply_precondition(struct ghd_request *req, struct ghd_reply *rep, uint6
                              (unsigned long long)version);
 }
 
-int ghd_if_match_check(struct ghd_request *req, struct ghd_reply *rep, uint64_t version)
+/* One header into *out (cleared when absent), a 400 if malformed. */
+static int read_list(struct ghd_request *req, struct ghd_reply *rep, const char *name,
+                     int keep_weak, struct ghd_if_match *out)
 {
-    struct ghd_if_match m;
-    int rc = ghd_if_match_read(req, rep, &m);
-    if (rc)
-        return rc;
-    return ghd_if_match_ok(&m, version) ? 0 : ghd_reply_precondition(req, rep, version);
+    const char *h = ghd_request_header(req, name);
+    memset(out, 0, sizeof(*out));
+    if (h && parse_list(h, keep_weak, out) != 0)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "%s must be '*' or up to %d entity tags like \"v3\"", name,
+                                 GHD_IF_MATCH_MAX);
+    return 0;
 }
 
-int ghd_if_match_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
-                       void (*start)(void *ctx), void *ctx)
+int ghd_write_conds_read(struct ghd_request *req, struct ghd_reply *rep,
+                         struct ghd_write_conds *out)
 {
-    struct ghd_if_match m;
-    int rc = ghd_if_match_read(req, rep, &m);
+    int rc = read_list(req, rep, "If-Match", 0, &out->match);
+    return rc ? rc : read_list(req, rep, "If-None-Match", 1, &out->none);
+}
+
+/* If-None-Match holds when no tag names the version; "*" names any. */
+static int none_match_ok(const struct ghd_if_match *m, uint64_t version)
+{
+    return !m->present || (!m->any && !ghd_if_match_ok(m, version));
+}
+
+int ghd_write_conds_ok(const struct ghd_write_conds *c, uint64_t version)
+{
+    return ghd_if_match_ok(&c->match, version) && none_match_ok(&c->none, version);
+}
+
+int ghd_reply_write_precondition(struct ghd_request *req, struct ghd_reply *rep,
+                                 const struct ghd_write_conds *c, uint64_t version)
+{
+    if (!ghd_if_match_ok(&c->match, version))
+        return ghd_reply_precondition(req, rep, version);
+    ghd_reply_etag(rep, version, 0);
+    if (c->none.any)
+        return ghd_reply_problem(rep, req, GHD_EPRECOND,
+                                 "If-None-Match: * holds only for a buffer that does not exist, "
+                                 "and this one does (from its creation); to write only a "
+                                 "buffer never written, send If-Match: \"v1\"");
+    return ghd_reply_problem(rep, req, GHD_EPRECOND,
+                             "If-None-Match names the buffer's version \"v%llu\"",
+                             (unsigned long long)version);
+}
+
+int ghd_write_conds_check(struct ghd_request *req, struct ghd_reply *rep, uint64_t version)
+{
+    struct ghd_write_conds c;
+    int rc = ghd_write_conds_read(req, rep, &c);
     if (rc)
         return rc;
+    return ghd_write_conds_ok(&c, version) ? 0 : ghd_reply_write_precondition(req, rep, &c, version);
+}
+
+int ghd_write_conds_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
+                          int if_match_only, void (*start)(void *ctx), void *ctx)
+{
+    struct ghd_write_conds c;
+    int rc = ghd_write_conds_read(req, rep, &c);
+    if (rc)
+        return rc;
+    if (if_match_only)
+        memset(&c.none, 0, sizeof(c.none));
     ghd_buffer_cond_lock();
     uint64_t version = ghd_buffer_version(b);
-    int ok = ghd_if_match_ok(&m, version);
+    int ok = ghd_write_conds_ok(&c, version);
     if (ok)
         start(ctx);
     ghd_buffer_cond_unlock();
-    return ok ? 0 : ghd_reply_precondition(req, rep, version);
+    return ok ? 0 : ghd_reply_write_precondition(req, rep, &c, version);
 }
 
 int ghd_if_none_match_hit(struct ghd_request *req, uint64_t version, int npy)

@@ -62,6 +62,11 @@ void ghd_kernel_unref(const struct ghd_kernel *k);
 size_t ghd_kernel_count(void);
 const struct ghd_kernel *ghd_kernel_at(size_t i);
 const char *ghd_kernel_name(const struct ghd_kernel *k);
+/* The kernel's label in the run metrics: a built-in's name, "user" for every
+ * user kernel and "raw" for every raw module's function. Tenants choose
+ * those names, so they stay out of /metrics (which any reader sees), and
+ * the label's values stay as few as the built-ins. */
+const char *ghd_kernel_metric_label(const struct ghd_kernel *k);
 /* The kernel's public description: name, description, parameters with
  * kind/role/types/required/default. A new reference. */
 json_t *ghd_kernel_describe_new(const struct ghd_kernel *k);

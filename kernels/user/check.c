@@ -16,6 +16,8 @@
  * - Assignments convert to the target's type. */
 #include "ulang.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,46 +110,124 @@ static int lit_default(const struct checker *c, int node)
     return GHD_UT_I64;
 }
 
+/* Whether a literal's value fits the concrete type t it takes: a constant
+ * is never silently wrapped (an i8 1000 is not -24), saturated or turned
+ * into infinity. `neg` says the literal stands under a unary minus (-128 is
+ * an i8, 128 is not); the value is `mag` for an integer literal, `f` for a
+ * float one. The error points at the literal's field, line and column. */
+static int lit_check(struct checker *c, int field, int line, int col, const char *what, int t,
+                     int neg, int is_float, uint64_t mag, double f)
+{
+    char lit[96];
+    if (is_float)
+        snprintf(lit, sizeof(lit), "%s %.17g", what, neg ? -f : f);
+    else
+        snprintf(lit, sizeof(lit), "%s %s%llu", what, neg && mag ? "-" : "",
+                 (unsigned long long)mag);
+    if (ghd_utype_is_int(t)) {
+        int bits = ghd_utype_bits(t), sg = ghd_utype_is_signed(t);
+        /* The largest magnitude on each side: max, and |min| for signed. */
+        uint64_t max = bits == 64 ? (sg ? INT64_MAX : UINT64_MAX)
+                                  : ((uint64_t)1 << (bits - sg)) - 1;
+        uint64_t min_mag = sg ? max + 1 : 0;
+        int ok;
+        if (is_float) { /* doubles compare exactly against these powers of two */
+            double v = neg ? -f : f, hi = ldexp(1.0, bits - sg);
+            ok = v >= (sg ? -hi : 0.0) && v < hi;
+        } else {
+            ok = neg ? mag <= min_mag : mag <= max;
+        }
+        if (ok)
+            return 0;
+        if (sg)
+            return ghd_uerr_at(c->e, field, line, col,
+                               "%s does not fit in %s (-%llu to %llu)", lit,
+                               ghd_utype_name(t), (unsigned long long)min_mag, (unsigned long long)max);
+        return ghd_uerr_at(c->e, field, line, col, "%s does not fit in %s (0 to %llu)",
+                           lit, ghd_utype_name(t), (unsigned long long)max);
+    }
+    if (!ghd_utype_is_float(t) || t == GHD_UT_F64)
+        return 0;
+    union ghd_uval v;
+    double want = is_float ? f : (double)mag;
+    v.d = neg ? -want : want;
+    v = ghd_uval_convert(v, GHD_UT_F64, t);
+    if (!isfinite(want) || isfinite(v.f))
+        return 0;
+    double largest = t == GHD_UT_F16 ? 65504.0 : t == GHD_UT_BF16 ? 0x1.fep127 : FLT_MAX;
+    return ghd_uerr_at(c->e, field, line, col,
+                       "%s is beyond %s's range (largest finite %g)", lit, ghd_utype_name(t),
+                       largest);
+}
+
 /* Gives a literal-typed subtree the concrete type t (its leaves convert at
- * evaluation, exactly). pre: t is numeric, and float when the subtree is a
- * float literal. */
-static void retype(struct checker *c, int node, int t)
+ * evaluation, exactly) and checks that each literal leaf fits it; `neg`
+ * while under a unary minus. pre: t is numeric, and float when the subtree
+ * is a float literal. */
+static int retype_signed(struct checker *c, int node, int t, int neg)
 {
     struct ghd_unode *n = &c->p->nodes[node];
+    int rc = 0;
     if (!is_lit(n->type))
-        return;
+        return 0;
     n->type = t;
     switch (n->op) {
+    case GHD_UN_INT:
+    case GHD_UN_FLOAT:
+        return lit_check(c, n->field, n->line, n->col,
+                         n->op == GHD_UN_FLOAT ? "float literal" : "integer literal", t, neg,
+                         n->op == GHD_UN_FLOAT, n->ival, n->fval);
     case GHD_UN_UNARY:
-        retype(c, n->kid[0], t);
-        break;
+        return retype_signed(c, n->kid[0], t,
+                             n->sub == '-' ? !neg : n->sub == '+' ? neg : 0);
     case GHD_UN_BINARY:
-        retype(c, n->kid[0], t);
-        if (n->sub != GHD_UTOK_SHL && n->sub != GHD_UTOK_SHR)
-            retype(c, n->kid[1], t);
-        break;
+        if ((rc = retype_signed(c, n->kid[0], t, 0)) != 0 || n->sub == GHD_UTOK_SHL ||
+            n->sub == GHD_UTOK_SHR)
+            return rc;
+        return retype_signed(c, n->kid[1], t, 0);
     case GHD_UN_COND:
-        retype(c, n->kid[1], t);
-        retype(c, n->kid[2], t);
-        break;
+        if ((rc = retype_signed(c, n->kid[1], t, neg)) != 0)
+            return rc;
+        return retype_signed(c, n->kid[2], t, neg);
     case GHD_UN_CALL:
-        for (int k = 0; k < n->nkid; k++)
-            retype(c, n->kid[k], t);
-        break;
+        for (int k = 0; k < n->nkid && rc == 0; k++)
+            rc = retype_signed(c, n->kid[k], t, 0);
+        return rc;
     }
+    return 0;
+}
+
+static int retype(struct checker *c, int node, int t)
+{
+    return retype_signed(c, node, t, 0);
+}
+
+/* A float literal (under any unary signs) that converts to the integer type
+ * t: it must fit, or the conversion would saturate it silently. */
+static int float_lit_to_int(struct checker *c, int node, int t)
+{
+    int neg = 0;
+    const struct ghd_unode *n = &c->p->nodes[node];
+    while (n->op == GHD_UN_UNARY && (n->sub == '-' || n->sub == '+')) {
+        neg ^= n->sub == '-';
+        n = &c->p->nodes[n->kid[0]];
+    }
+    if (n->op != GHD_UN_FLOAT || !ghd_utype_is_int(t))
+        return 0;
+    return lit_check(c, n->field, n->line, n->col, "float literal", t, neg, 1, 0, n->fval);
 }
 
 /* Makes `*node` have type t: retypes a literal that fits, else resolves
  * it and adds a CAST above. */
 static int coerce(struct checker *c, int *node, int t)
 {
-    int have = c->p->nodes[*node].type;
+    int have = c->p->nodes[*node].type, rc;
     if (is_lit(have)) {
-        if (t != GHD_UT_BOOL && (have == GHD_UT_INTLIT || ghd_utype_is_float(t))) {
-            retype(c, *node, t);
-            return 0;
-        }
-        retype(c, *node, lit_default(c, *node));
+        if (t != GHD_UT_BOOL && (have == GHD_UT_INTLIT || ghd_utype_is_float(t)))
+            return retype(c, *node, t);
+        if ((rc = float_lit_to_int(c, *node, t)) != 0 ||
+            (rc = retype(c, *node, lit_default(c, *node))) != 0)
+            return rc;
         have = c->p->nodes[*node].type;
     }
     if (have == t)
@@ -329,9 +409,7 @@ static int check_node(struct checker *c, int node)
         n->type = bound(c, n->sub, n->ph);
         n->sub = n->type;
         n->ph = 0;
-        if (is_lit(t0))
-            retype(c, n->kid[0], lit_default(c, n->kid[0]));
-        return 0;
+        return is_lit(t0) ? retype(c, n->kid[0], lit_default(c, n->kid[0])) : 0;
     case GHD_UN_UNARY:
         if (n->sub == '!') {
             if (t0 != GHD_UT_BOOL)
@@ -380,11 +458,8 @@ static int check_root(struct checker *c, int *root, int t)
     int rc = check_node(c, *root);
     if (rc)
         return rc;
-    if (t == GHD_UT_NONE) {
-        if (is_lit(c->p->nodes[*root].type))
-            retype(c, *root, lit_default(c, *root));
-        return 0;
-    }
+    if (t == GHD_UT_NONE)
+        return is_lit(c->p->nodes[*root].type) ? retype(c, *root, lit_default(c, *root)) : 0;
     return coerce(c, root, t);
 }
 
@@ -398,6 +473,17 @@ int ghd_ucheck(const struct ghd_udef *d, const struct ghd_ubind *b, struct ghd_u
     p->bind = *b;
     for (int k = 0; k < d->nparams; k++)
         p->param_type[k] = bound(&c, d->params[k].type, d->params[k].ph);
+    /* A raw input's default converts to its type like any literal. */
+    for (int k = 0; k < d->nparams; k++) {
+        const struct ghd_uparam *q = &d->params[k];
+        char what[48];
+        int neg = q->def_f < 0;
+        snprintf(what, sizeof(what), "%s's default", q->name);
+        if (q->is_raw && (rc = lit_check(&c, GHD_UF_IN, q->line, q->col, what, p->param_type[k],
+                                         neg, q->def_is_float, neg ? 0 - q->def_i : q->def_i,
+                                         fabs(q->def_f))) != 0)
+            return rc;
+    }
     for (int k = 0; k < GHD_U_MAX_LOCALS; k++)
         p->local_type[k] = GHD_UT_NONE;
     p->acc_type = bound(&c, d->acc_type, d->acc_ph);

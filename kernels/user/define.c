@@ -91,6 +91,62 @@ static int check_with(const struct ghd_udef *d, int t, struct ghd_err *e)
     return rc;
 }
 
+/* Whether the subtree at `node` reads symbol `sym`. */
+static int reads(const struct ghd_udef *d, int node, int sym)
+{
+    const struct ghd_unode *n = &d->nodes[node];
+    if (n->op == GHD_UN_NAME && n->sym == sym)
+        return 1;
+    for (int k = 0; k < n->nkid; k++)
+        if (reads(d, n->kid[k], sym))
+            return 1;
+    return 0;
+}
+
+static int is_name(const struct ghd_udef *d, int node, int sym)
+{
+    return d->nodes[node].op == GHD_UN_NAME && d->nodes[node].sym == sym;
+}
+
+/* The elements are combined in an order the server picks (a tree on the
+ * GPU, a loop on the host), so reduce must be associative and commutative.
+ * That cannot be decided in general; what is refused here are the forms
+ * that never are: one operand dropped, or a and b alone under an operator
+ * or function whose result depends on their order or grouping. */
+static int check_reduce_order_free(const struct ghd_udef *d, const char *src, struct ghd_err *e)
+{
+    static const char *const rule = "reduce must be associative and commutative (a + b, "
+                                    "a * b, min, max, &, |, ^, &&, ||)";
+    const struct ghd_unode *r = &d->nodes[d->reduce];
+    if (!reads(d, d->reduce, GHD_USYM_A) || !reads(d, d->reduce, GHD_USYM_B))
+        return ghd_uerr_at(e, GHD_UF_REDUCE, r->line, r->col,
+                           "'%.40s' does not combine both a and b: %s", src, rule);
+    int pair = r->nkid == 2 && ((is_name(d, r->kid[0], GHD_USYM_A) &&
+                                 is_name(d, r->kid[1], GHD_USYM_B)) ||
+                                (is_name(d, r->kid[0], GHD_USYM_B) &&
+                                 is_name(d, r->kid[1], GHD_USYM_A)));
+    int order_bound = 0;
+    if (pair && r->op == GHD_UN_BINARY) {
+        switch (r->sub) {
+        case '-': case '/': case '%': case '<': case '>':
+        case GHD_UTOK_LE: case GHD_UTOK_GE: case GHD_UTOK_SHL: case GHD_UTOK_SHR:
+            order_bound = 1;
+            break;
+        case GHD_UTOK_EQ: case GHD_UTOK_NE: /* xnor and xor on bools only */
+            order_bound = d->acc_ph || d->acc_type != GHD_UT_BOOL;
+            break;
+        }
+    } else if (pair && r->op == GHD_UN_CALL) {
+        order_bound = r->sub == GHD_UFN_POW || r->sub == GHD_UFN_ATAN2 ||
+                      r->sub == GHD_UFN_FMOD || r->sub == GHD_UFN_COPYSIGN;
+    }
+    if (order_bound)
+        return ghd_uerr_at(e, GHD_UF_REDUCE, r->line, r->col,
+                           "'%.40s' depends on the order the elements are combined in: %s",
+                           src, rule);
+    return 0;
+}
+
 static int parse_reduction(json_t *def, struct ghd_udef *d, struct ghd_err *e)
 {
     const char *map, *reduce, *identity, *post, *rtype;
@@ -122,6 +178,7 @@ static int parse_reduction(json_t *def, struct ghd_udef *d, struct ghd_err *e)
     }
     if ((rc = ghd_uparse_expr(d, GHD_UF_MAP, map, &d->map, e)) ||
         (rc = ghd_uparse_expr(d, GHD_UF_REDUCE, reduce, &d->reduce, e)) ||
+        (rc = check_reduce_order_free(d, reduce, e)) ||
         (rc = ghd_uparse_expr(d, GHD_UF_IDENTITY, identity, &d->identity, e)))
         return rc;
     char dflt[48];

@@ -266,13 +266,14 @@ int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *
 
 int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant)
 {
-    return ghd_buffer_remove_match(t, id, tenant, NULL, 0, NULL);
+    return ghd_buffer_remove_match(t, id, tenant, NULL, NULL, NULL);
 }
 
 /* The version is compared under the table lock, so two conditional DELETEs
  * cannot both succeed; a write may still start until the unlink. */
 int ghd_buffer_remove_match(struct ghd_buffer_table *t, const char *id, const char *tenant,
-                            const uint64_t *versions, size_t n, uint64_t *current)
+                            int (*match)(const void *ctx, uint64_t version), const void *ctx,
+                            uint64_t *current)
 {
     int rc = 0;
     pthread_mutex_lock(&t->lock);
@@ -281,12 +282,9 @@ int ghd_buffer_remove_match(struct ghd_buffer_table *t, const char *id, const ch
         rc = GHD_ENOENT;
     } else {
         uint64_t v = atomic_load(&b->version);
-        int match = versions == NULL;
-        for (size_t i = 0; i < n; i++)
-            match |= versions[i] == v;
         if (current)
             *current = v;
-        if (match)
+        if (!match || match(ctx, v))
             unlink_locked(t, b);
         else
             rc = GHD_EPRECOND;

@@ -99,11 +99,13 @@ int ghd_buffer_find_new(struct ghd_buffer_table *t, const char *id, const char *
 /* Removes the id from the table; the memory goes back to the pool when the
  * last reference is dropped. */
 int ghd_buffer_remove(struct ghd_buffer_table *t, const char *id, const char *tenant);
-/* As ghd_buffer_remove, but only while the buffer's version is one of the
- * `n` in `versions` (versions NULL: any); GHD_EPRECOND, the buffer kept, when not.
+/* As ghd_buffer_remove, but only while match(ctx, version) holds for the
+ * buffer's version (match NULL: always); GHD_EPRECOND, the buffer kept,
+ * when not. `match` runs under the table's lock: it only compares.
  * *current (may be NULL) gets the version compared. */
 int ghd_buffer_remove_match(struct ghd_buffer_table *t, const char *id, const char *tenant,
-                            const uint64_t *versions, size_t n, uint64_t *current);
+                            int (*match)(const void *ctx, uint64_t version), const void *ctx,
+                            uint64_t *current);
 /* The version now (see struct ghd_buffer) and one step on it. */
 uint64_t ghd_buffer_version(const struct ghd_buffer *b);
 void ghd_buffer_bump(struct ghd_buffer *b);

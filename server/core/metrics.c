@@ -484,7 +484,8 @@ static void render_runs(struct text *t, const struct ghd_metrics_gauges *g)
 {
     pthread_mutex_lock(&runs_lock);
     family(t, "gpuhttpd_runs_total", "counter",
-           "Runs that ended, by kernel (\"pipeline\" for runs of steps) and outcome.");
+           "Runs that ended, by kernel (a built-in's name; \"user\" for user kernels, \"raw\" "
+           "for raw modules, \"pipeline\" for runs of steps) and outcome.");
     for (unsigned i = 0; i <= GHD_METRICS_KERNELS; i++) {
         struct run_row *row = &run_rows[i];
         if (i >= run_row_count && i != GHD_METRICS_KERNELS)

@@ -51,7 +51,8 @@ void ghd_metrics_staging_capped(int tenant);
  * client address (tenant 0) or tenant (tenant 1) held its share. */
 void ghd_metrics_staging_overlap_capped(int tenant);
 
-/* One run that ended. `kernel` is the kernel's name, or "pipeline" for runs
+/* One run that ended. `kernel` is the kernel's metric label (a built-in's
+ * name, "user" or "raw": ghd_kernel_metric_label), or "pipeline" for runs
  * submitted as steps; `outcome` is "succeeded", "failed" or "canceled";
  * `device_seconds` the device time of its steps (observed when > 0);
  * `queued_seconds` its wait for a worker (observed when >= 0; negative: no

@@ -106,7 +106,8 @@ struct collected {
 
 static void record_metrics(const struct ghd_run *run)
 {
-    const char *kernel = run->pipeline ? "pipeline" : ghd_kernel_name(run->steps[0].kernel);
+    const char *kernel =
+        run->pipeline ? "pipeline" : ghd_kernel_metric_label(run->steps[0].kernel);
     double queued_s = run->started_ms > 0 ? (run->started_ms - run->queued_at_ms) / 1e3 : -1;
     ghd_metrics_run(kernel, ghd_run_status_name(run->status), (double)run->device_ms / 1e3,
                     queued_s);

@@ -163,6 +163,16 @@ static void check_saxpy(struct rel_server *s)
         }
     }
     report(bad == 0, "saxpy: y = 2.5 x + y on %zu elements (%zu wrong)", n, bad);
+    /* Counted under kernel="raw": the function's name, which its tenant
+     * chose, stays out of /metrics. */
+    st = req(s, NULL, "GET", "/metrics", NULL, NULL, NULL, 0, &r);
+    const char *line = st == 200 && r.body
+                           ? strstr(r.body, "gpuhttpd_runs_total{kernel=\"raw\",outcome=\"succeeded\"} ")
+                           : NULL;
+    report(line && strtoull(strchr(line, '}') + 2, NULL, 10) >= 1 && !strstr(r.body, "saxpy"),
+           "the saxpy run is counted under kernel=\"raw\", its name absent from /metrics (%ld)",
+           st);
+    rel_resp_free(&r);
     /* Checks before any device work: shape and arguments (422 naming the field). */
     const char *shape_bad[][2] = {
         {"\"grid\": [1], \"block\": [2048]", "block"},

@@ -578,6 +578,102 @@ static void test_versions_and_conditions(void **state)
     harness_resp_free(&r);
 }
 
+/* A conditional write: `method` on `path` with up to two header lines; the
+ * status, and for a problem its detail in `detail`. */
+static long write_if(const char *method, const char *path, const char *h1, const char *h2,
+                     const char *body, char *detail, size_t dlen)
+{
+    struct harness_req q = {.method = method, .path = path, .body = body,
+                            .body_len = body ? strlen(body) : 0, .has_body = body != NULL};
+    int k = 0;
+    if (body)
+        q.headers[k++] = strcmp(method, "PATCH") == 0 ? "Content-Type: application/json"
+                                                      : "Content-Type: application/octet-stream";
+    q.headers[k++] = h1;
+    q.headers[k] = h2;
+    struct harness_resp r;
+    harness_do(&H, &q, &r);
+    json_t *doc = NULL;
+    long st = take_reply(&r, &doc, r.status >= 400);
+    snprintf(detail, dlen, "%s",
+             st >= 400 && doc ? json_string_value(json_object_get(doc, "detail")) : "");
+    json_decref(doc);
+    return st;
+}
+
+/* If-None-Match on the writes (PUT, PATCH, DELETE): "*" never holds for a
+ * buffer, which exists from its creation, and says so with the way to write
+ * only a never-written buffer (If-Match: "v1"); a list of tags refuses the
+ * versions it names, weak or of either representation. A refused write
+ * leaves the version; a malformed header is a 400. */
+static void test_if_none_match_on_writes(void **state)
+{
+    (void)state;
+    char id[33], path[128], meta[160], detail[512], tag[48], weak[48], npy[48], hdr[96];
+    harness_buffer_create(&H, 16, id);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(meta, sizeof(meta), "/v1/buffers/%s/meta", id);
+    assert_int_equal(version_of(id), 1);
+    const char *bytes = "0123456789abcdef";
+    assert_int_equal(write_if("PUT", path, "If-None-Match: *", NULL, bytes, detail,
+                              sizeof(detail)), 412);
+    assert_non_null(strstr(detail, "If-None-Match: * holds only for a buffer that does not exist"));
+    assert_non_null(strstr(detail, "If-Match: \"v1\""));
+    assert_int_equal(version_of(id), 1);
+    /* the way the 412 names: a write only while never written */
+    assert_int_equal(write_if("PUT", path, "If-Match: \"v1\"", NULL, bytes, detail,
+                              sizeof(detail)), 200);
+    uint64_t v = version_of(id);
+    assert_int_equal(write_if("PUT", path, "If-Match: \"v1\"", NULL, bytes, detail,
+                              sizeof(detail)), 412);
+    snprintf(tag, sizeof(tag), "If-None-Match: \"v%llu\"", (unsigned long long)v);
+    snprintf(weak, sizeof(weak), "If-None-Match: \"v1\", W/\"v%llu\"", (unsigned long long)v);
+    snprintf(npy, sizeof(npy), "If-None-Match: \"v%llu.npy\"", (unsigned long long)v);
+    const char *refusing[] = {tag, weak, npy};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(write_if("PUT", path, refusing[k], NULL, bytes, detail, sizeof(detail)),
+                         412);
+        snprintf(hdr, sizeof(hdr), "If-None-Match names the buffer's version \"v%llu\"",
+                 (unsigned long long)v);
+        assert_string_equal(detail, hdr);
+        assert_int_equal(write_if("PATCH", meta, refusing[k], NULL, "{\"dtype\": \"u8\"}", detail,
+                                  sizeof(detail)), 412);
+        assert_int_equal(write_if("DELETE", path, refusing[k], NULL, NULL, detail,
+                                  sizeof(detail)), 412);
+    }
+    assert_int_equal(write_if("DELETE", path, "If-None-Match: *", NULL, NULL, detail,
+                              sizeof(detail)), 412);
+    assert_int_equal(version_of(id), v);
+    /* If-Match is evaluated first and names its own failure. */
+    snprintf(hdr, sizeof(hdr), "If-Match: \"v%llu\"", (unsigned long long)v);
+    assert_int_equal(write_if("PUT", path, "If-Match: \"v1\"", tag, bytes, detail,
+                              sizeof(detail)), 412);
+    assert_non_null(strstr(detail, "If-Match does not name"));
+    assert_int_equal(write_if("PUT", path, hdr, tag, bytes, detail, sizeof(detail)), 412);
+    assert_int_equal(write_if("PUT", path, "If-None-Match: v1", NULL, bytes, detail,
+                              sizeof(detail)), 400);
+    assert_int_equal(version_of(id), v);
+    /* A version it does not name: the writes go ahead. */
+    assert_int_equal(write_if("PUT", path, hdr, "If-None-Match: \"v1\"", bytes, detail,
+                              sizeof(detail)), 200);
+    assert_int_equal(write_if("PATCH", meta, "If-None-Match: \"v1\"", NULL, "{\"dtype\": \"u8\"}",
+                              detail, sizeof(detail)), 200);
+    assert_int_equal(write_if("DELETE", path, "If-None-Match: \"v1\"", NULL, NULL, detail,
+                              sizeof(detail)), 204);
+    /* A buffer created by this very request had no state to be about. */
+    struct harness_req q = {.method = "POST", .path = "/v1/buffers", .body = bytes,
+                            .body_len = 16, .has_body = 1};
+    q.headers[0] = "Content-Type: application/octet-stream";
+    q.headers[1] = "If-None-Match: *";
+    struct harness_resp r;
+    harness_do(&H, &q, &r);
+    assert_int_equal(r.status, 201);
+    json_t *doc = harness_body_json(&r);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id_of(doc, id));
+    json_decref(doc);
+}
+
 /* Two clients read the same version and both write with If-Match: exactly
  * one write lands, the other gets 412 (or 409 while the first is still in
  * flight); neither is lost silently. Repeated to catch interleavings. */
@@ -1027,6 +1123,7 @@ int main(void)
         cmocka_unit_test_teardown(test_npy_refusals, harness_teardown_idle),
         cmocka_unit_test_teardown(test_patch_description, harness_teardown_idle),
         cmocka_unit_test_teardown(test_versions_and_conditions, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_if_none_match_on_writes, harness_teardown_idle),
         cmocka_unit_test_teardown(test_two_clients_conflict, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_use_descriptions, harness_teardown_idle),
         cmocka_unit_test_teardown(test_user_kernels_use_descriptions, harness_teardown_idle),

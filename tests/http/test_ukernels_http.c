@@ -361,6 +361,42 @@ static void test_definition_errors(void **state)
     free(big);
 }
 
+/* A reduction whose result depends on the order of the elements is refused
+ * at the reduce expression; a literal that does not fit its type is refused
+ * where it is checked: at definition for fixed types, at the run that binds
+ * a placeholder to the type. */
+static void test_reduction_rules(void **state)
+{
+    (void)state;
+    expect_detail(expect(ALICE, 422, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"diff\", \"kind\": \"reduction\", \"in\": \"f32 x\","
+                         " \"out\": \"f32 r\", \"map\": \"x\", \"reduce\": \"a - b\","
+                         " \"identity\": \"0\"}"),
+                  "reduce, column 3: 'a - b' depends on the order the elements are combined in");
+    expect_detail(expect(ALICE, 422, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"big\", \"kind\": \"reduction\", \"in\": \"i8 x\","
+                         " \"out\": \"i8 r\", \"map\": \"x\", \"reduce\": \"max(a, b)\","
+                         " \"identity\": \"1000\"}"),
+                  "identity, column 1: integer literal 1000 does not fit in i8 (-128 to 127)");
+    kernel_define(ALICE, "{\"name\": \"maxT\", \"kind\": \"reduction\", \"in\": \"T x\","
+                         " \"out\": \"T r\", \"map\": \"x\", \"reduce\": \"max(a, b)\","
+                         " \"identity\": \"-1000\"}");
+    int16_t x[4] = {-2000, 5, -7, 3};
+    char bx[33], br[33];
+    buffer_new(ALICE, sizeof(x), x, bx);
+    buffer_new(ALICE, 8, NULL, br);
+    run_refused(ALICE, 422, "identity, column 2: integer literal -1000 does not fit in i8",
+                "{\"kernel\": \"maxT\", \"args\": {\"T\": \"i8\", \"x\": \"%s\","
+                " \"r\": \"%s\", \"n\": 4}}", bx, br);
+    run_ok(ALICE, "{\"kernel\": \"maxT\", \"args\": {\"T\": \"i16\", \"x\": \"%s\","
+                  " \"r\": \"%s\", \"n\": 4}}", bx, br);
+    int16_t *r = buffer_get(ALICE, br, 8);
+    assert_int_equal(r[0], 5);
+    free(r);
+    DELETE_BUFFERS(ALICE, bx, br);
+    kernel_delete(ALICE, "maxT");
+}
+
 /* Kernels belong to their tenant. */
 static void test_tenants(void **state)
 {
@@ -500,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_placeholders),
         cmocka_unit_test(test_raw_stencil),
         cmocka_unit_test(test_definition_errors),
+        cmocka_unit_test(test_reduction_rules),
         cmocka_unit_test(test_tenants),
         cmocka_unit_test(test_pipeline_and_async),
     };

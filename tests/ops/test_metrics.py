@@ -238,6 +238,39 @@ def main():
         check(check_histogram(s4, "gpuhttpd_run_queue_seconds") == queued0 + 2,
               "run_queue_seconds did not move by 2 (one fill, one pipeline)")
 
+        # User kernels are counted under one label: a tenant's kernel name
+        # never shows in /metrics, and a new kernel adds no series.
+        def run_series(samples):
+            return {k for k in samples if k[0].startswith(("gpuhttpd_runs_total",
+                                                            "gpuhttpd_run_device_seconds"))}
+
+        user0 = value(s4, "gpuhttpd_runs_total", kernel="user", outcome="succeeded")
+        udev0 = value(s4, "gpuhttpd_run_device_seconds_count", kernel="user")
+        uargs = {"x": bid, "y": bid, "y_offset": 1000, "n": 100}
+        secrets = ["tenant_secret_kernel_q7z", "another_tenants_kernel_w3"]
+        series = None
+        for k, secret in enumerate(secrets):
+            kdef = {"name": secret, "in": "f32 x", "out": "f32 y", "body": "y = x * 2"}
+            status, _, doc = srv.json("POST", "/v1/kernels", kdef)
+            check(status == 201, f"define {secret}: {status} {doc}")
+            status, _, run = srv.json("POST", "/v1/runs", {"kernel": secret, "args": uargs})
+            check(status == 200 and run["status"] == "succeeded", f"{secret} run: {status} {run}")
+            wait_for(srv, lambda s, want=user0 + k + 1: value(
+                         s, "gpuhttpd_runs_total", kernel="user", outcome="succeeded") >= want,
+                     f"the run of {secret} was not counted under kernel=\"user\"")
+            text, _, s4 = scrape(srv)
+            check(secret not in text, f"the user kernel's name {secret} appears in /metrics")
+            if series is not None:
+                check(run_series(s4) == series, "a second user kernel added run series: "
+                      f"{sorted(run_series(s4) - series)}")
+            series = run_series(s4)
+            status, _, _ = srv.request("DELETE", f"/v1/kernels/{secret}")
+            check(status == 204, f"DELETE /v1/kernels/{secret}: {status}")
+        check(check_histogram(s4, "gpuhttpd_run_device_seconds", kernel="user") == udev0 + 2,
+              "run_device_seconds{user} did not move by 2")
+        kernels = {dict(lbl).get("kernel") for _, lbl in s4} - {None}
+        check("other" not in kernels, f"kernel label values {sorted(kernels)}")
+
         # Delete: the gauges come back.
         status, _, _ = srv.request("DELETE", f"/v1/buffers/{bid}")
         check(status == 204, f"DELETE answered {status}")

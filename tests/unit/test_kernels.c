@@ -91,6 +91,26 @@ static void test_counts_bounded_by_buffers(void **state)
     }
 }
 
+/* The run metrics' label: a built-in's own name (none of them the shared
+ * labels), and one value for every user kernel and one for every raw
+ * module's function, whatever names their tenants gave them. */
+static void test_metric_labels(void **state)
+{
+    (void)state;
+    static const char *const shared[] = {"user", "raw", "pipeline", "other", "unknown"};
+    for (size_t i = 0; i < ghd_kernel_count(); i++) {
+        const struct ghd_kernel *k = ghd_kernel_at(i);
+        assert_string_equal(ghd_kernel_metric_label(k), ghd_kernel_name(k));
+        for (size_t j = 0; j < sizeof(shared) / sizeof(shared[0]); j++)
+            assert_string_not_equal(ghd_kernel_name(k), shared[j]);
+    }
+    char tag; /* the label only asks whether the kernel is one */
+    struct ghd_kernel user = {.name = "tenant_secret", .user = (struct ghd_ukernel *)&tag};
+    struct ghd_kernel raw = {.name = "my_saxpy", .raw = (struct ghd_rfunc *)&tag};
+    assert_string_equal(ghd_kernel_metric_label(&user), "user");
+    assert_string_equal(ghd_kernel_metric_label(&raw), "raw");
+}
+
 static void test_dtypes(void **state)
 {
     (void)state;
@@ -1401,6 +1421,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_metric_labels),
         cmocka_unit_test(test_dtypes),
         cmocka_unit_test(test_counts_bounded_by_buffers),
         cmocka_unit_test(test_describe),

@@ -298,6 +298,62 @@ static void test_half_rounding(void **state)
     prog_free(&pr);
 }
 
+/* Every integer type takes literals from its minimum to its maximum and
+ * refuses one past either end (a literal never wraps), at the binding a
+ * run makes as well as at definition. */
+static void test_literal_ranges(void **state)
+{
+    (void)state;
+    static const struct {
+        int type;
+        const char *min, *below, *max, *above; /* above NULL: past 64 bits, the lexer's */
+    } cases[] = {
+        {GHD_UT_I8, "-128", "-129", "127", "128"},
+        {GHD_UT_I16, "-32768", "-32769", "32767", "32768"},
+        {GHD_UT_I32, "-2147483648", "-2147483649", "2147483647", "2147483648"},
+        {GHD_UT_I64, "-9223372036854775808", "-9223372036854775809", "9223372036854775807",
+         "9223372036854775808"},
+        {GHD_UT_U8, "0", "-1", "255", "256"},
+        {GHD_UT_U16, "0", "-1", "65535", "65536"},
+        {GHD_UT_U32, "0", "-1", "4294967295", "4294967296"},
+        {GHD_UT_U64, "0", "-1", "18446744073709551615", NULL},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *lits[4] = {cases[k].min, cases[k].max, cases[k].below, cases[k].above};
+        for (int j = 0; j < 4 && lits[j]; j++) {
+            char json[256], want[64];
+            snprintf(json, sizeof(json),
+                     "{\"name\": \"r\", \"in\": \"T x\", \"out\": \"T y\","
+                     " \"body\": \"y = x + (%s)\"}", lits[j]);
+            json_error_t je;
+            json_t *def = json_loads(json, 0, &je);
+            assert_non_null(def);
+            struct ghd_udef d;
+            struct ghd_err e = {0};
+            if (ghd_udef_from_json(def, &limits, &d, &e) != 0)
+                fail_msg("%s: define: %s", json, e.detail);
+            json_decref(def);
+            struct ghd_ubind b = {.scalar_mask = 0};
+            for (int t = 0; t < 26; t++)
+                b.ph_type[t] = cases[k].type;
+            struct ghd_uprog p;
+            int rc = ghd_ucheck(&d, &b, &p, &e);
+            if (j < 2) {
+                if (rc != 0)
+                    fail_msg("%s as %s: %s", lits[j], ghd_utype_name(cases[k].type), e.detail);
+                ghd_uprog_clear(&p);
+            } else {
+                snprintf(want, sizeof(want), "integer literal %s does not fit in %s", lits[j],
+                         ghd_utype_name(cases[k].type));
+                if (rc != GHD_EUNPROC || !strstr(e.detail, want))
+                    fail_msg("%s as %s was not refused (%d: %s)", lits[j],
+                             ghd_utype_name(cases[k].type), rc, e.detail);
+            }
+            ghd_udef_clear(&d);
+        }
+    }
+}
+
 /* Placeholders: the same definition under two bindings. */
 static void test_placeholder_bindings(void **state)
 {
@@ -334,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_raw_default),
         cmocka_unit_test(test_half_rounding),
         cmocka_unit_test(test_placeholder_bindings),
+        cmocka_unit_test(test_literal_ranges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
