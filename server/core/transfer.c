@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "device/hostreg.h"
 #include "metrics.h"
 #include "transfer_ring.h"
 
@@ -122,6 +123,18 @@ int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c
         return 0;
     c->pending = 0;
     return t->rt->dev.ops->event_sync(&t->rt->dev, c->done, &t->dev_err);
+}
+
+/* A download's page-locked response buffer (transfer_download.c locks it
+ * on the first direct read). Here, below both, since ghd_transfer_free
+ * unlocks it too when the network side never said it was done with it. */
+void ghd_source_release_buf(struct ghd_transfer *t)
+{
+    if (t->reg_base)
+        ghd_hostreg_release(&t->rt->dev, t->reg_base);
+    t->reg_base = NULL;
+    t->reg_buf = NULL;
+    t->direct = 0;
 }
 
 /* Waits for the device work of this transfer, then gives everything back. */

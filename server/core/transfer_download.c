@@ -93,15 +93,6 @@ static ssize_t read_direct(struct ghd_transfer *t, uint64_t pos, char *buf, size
     return (ssize_t)n;
 }
 
-void ghd_source_release_buf(struct ghd_transfer *t)
-{
-    if (t->reg_base)
-        ghd_hostreg_release(&t->rt->dev, t->reg_base);
-    t->reg_base = NULL;
-    t->reg_buf = NULL;
-    t->direct = 0;
-}
-
 static size_t window_size(const struct ghd_transfer *t)
 {
     size_t chunk = t->chunk[0]->size;
