@@ -121,22 +121,6 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
     return n;
 }
 
-/* Runs the route's handler: rep then holds its reply, or the problem for a
- * code it returned without one. */
-void ghd_http_run_handler(struct ghd_http_request *hr)
-{
-    int rc = hr->route->handle(&hr->req, &hr->rep);
-    if (rc && !hr->rep.status)
-        ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
-}
-
-int ghd_http_connection_fd(struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return ci ? ci->connect_fd : -1;
-}
-
 static void add_header(void *ctx, const char *name, const char *value)
 {
     MHD_add_response_header(ctx, name, value);

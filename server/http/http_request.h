@@ -81,7 +81,8 @@ static inline int ghd_http_replied_early(const struct ghd_http_request *hr)
  * routes flagged `probe` (probe.h). */
 int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
                    unsigned port, int probe_only, struct ghd_http **out, struct ghd_err *err);
-/* Runs the route's handler: rep then holds its reply, or the problem for a
+/* http_request.c, below http.c and socket_body.c, which both call these.
+ * Runs the route's handler: rep then holds its reply, or the problem for a
  * code it returned without one. */
 void ghd_http_run_handler(struct ghd_http_request *hr);
 /* The connection's socket, or -1. */
