@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_args.h"
 #include "registry.h"
 #include "scalar.h"
 #include "kernels/raw/module.h"
@@ -52,27 +53,6 @@ static const struct ghd_param *param_of(const struct ghd_kernel *k, const char *
     return NULL;
 }
 
-int ghd_kcall_unknown(const char *kname, const char *key, const char *const *names, size_t n,
-                      const char *const *buffers, size_t nbuf, struct ghd_err *err)
-{
-    /* The names, then the offsets: the candidates for the suggestion. */
-    char offsets[GHD_KCALL_MAX_BUFFERS][48];
-    const char *all[64 + GHD_KCALL_MAX_BUFFERS];
-    size_t nnames = n < 64 ? n : 64;
-    size_t noff = nbuf < GHD_KCALL_MAX_BUFFERS ? nbuf : GHD_KCALL_MAX_BUFFERS;
-    memcpy(all, names, nnames * sizeof(*names));
-    for (size_t i = 0; i < noff; i++) {
-        snprintf(offsets[i], sizeof(offsets[i]), "%s" OFFSET_SUFFIX, buffers[i]);
-        all[nnames + i] = offsets[i];
-    }
-    char list[320], hint[96];
-    size_t used = ghd_join_names(list, 0, sizeof(list), "", all, nnames);
-    ghd_join_names(list, used, sizeof(list), ", and ", all + nnames, noff);
-    ghd_suggest_clause(hint, sizeof(hint), ghd_suggest(key, all, nnames + noff));
-    return ghd_err_set(err, GHD_EINVAL, "unknown parameter '%.64s' for kernel %s%s (it takes %s)",
-                       key, kname, hint, list);
-}
-
 static int check_unknown(const struct ghd_kernel *k, json_t *args, struct ghd_err *err)
 {
     const char *key;
@@ -90,29 +70,6 @@ static int check_unknown(const struct ghd_kernel *k, json_t *args, struct ghd_er
         }
         return ghd_kcall_unknown(k->name, key, names, n, buffers, nbuf, err);
     }
-    return 0;
-}
-
-int ghd_kcall_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
-{
-    if (!json_is_integer(v))
-        return ghd_err_set(err, GHD_EINVAL, "%s must be a non-negative integer", name);
-    json_int_t i = json_integer_value(v);
-    if (i < 0)
-        return ghd_err_set(err, GHD_EUNPROC, "%s must be >= 0 (got %lld)", name, (long long)i);
-    *out = (uint64_t)i;
-    return 0;
-}
-
-int ghd_kcall_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name, const char *id,
-                      struct ghd_buffer_view *out, struct ghd_err *err)
-{
-    int rc = resolve(ctx, id, out);
-    if (rc)
-        return ghd_err_set(err, rc,
-                           rc == GHD_ENOENT ? "%s: no buffer '%.64s'"
-                                            : "%s: buffer '%.64s' cannot be used",
-                           name, id);
     return 0;
 }
 

@@ -85,23 +85,6 @@ struct ghd_kernel {
 /* Bit for parameter `name` in ghd_kargs.given, or 0 if k has none. */
 uint64_t ghd_kernel_param_bit(const struct ghd_kernel *k, const char *name);
 
-/* What a built-in's call (call.c) and a user kernel's (user/ucall.c) read
- * the same way. A non-negative JSON integer argument `name`: 0 and *out,
- * GHD_EINVAL when not an integer, GHD_EUNPROC when negative. */
-int ghd_kcall_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err);
-/* Buffer id `id` of parameter `name` through the resolver: 0 and *out, or
- * the resolver's code with a detail naming both. */
-int ghd_kcall_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name, const char *id,
-                      struct ghd_buffer_view *out, struct ghd_err *err);
-
-/* GHD_EINVAL for args member `key`, which kernel `kname` does not take: the
- * detail suggests the nearest of its parameters names[0..n) and of the
- * offsets of its buffer parameters buffers[0..nbuf) ("x_offset"), then
- * lists them (the first 64 names and GHD_KCALL_MAX_BUFFERS offsets, the
- * list cut with "..." where the detail would grow too long). */
-int ghd_kcall_unknown(const char *kname, const char *key, const char *const *names, size_t n,
-                      const char *const *buffers, size_t nbuf, struct ghd_err *err);
-
 /* The kernel tables of each family (defs_*.c). */
 extern const struct ghd_kernel ghd_kdefs_blas1[];
 extern const size_t ghd_kdefs_blas1_count;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ucuda.h"
+#include "kernels/call_args.h"
 #include "base/error.h"
 #include "base/suggest.h"
 

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test_kernels_util.h"
+#include "kernels/call_args.h"
 #include "kernels/registry.h"
 
 static struct tk T;
