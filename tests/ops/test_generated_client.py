@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""The contract works with a real client generator:
-openapi-python-client (PyPI) generates a client from the served
-/openapi.json with no warning at all, and that client, against the real
-server (host backend), creates a buffer, uploads into it, downloads a byte
-range, runs a kernel, and gets problems whose fields reach the caller.
+"""The contract works with a real client generator: openapi-python-client
+(PyPI) generates a client from each served document, /openapi.yaml and
+/openapi.json, read from the server's URL with the command line the README
+gives (the configuration file it names, openapi/openapi-python-client.yaml),
+with no warning at all; both give the same client; without that file it still
+generates one and warns only that it skips the application/x-npy request
+bodies. The client, against the real server (host backend), creates a buffer,
+uploads into it, downloads a byte range, runs a kernel, and gets problems
+whose fields reach the caller.
 
 Skipped (77) when openapi-python-client is not installed (install-deps.sh
 --test installs it).
 
-usage: test_generated_client.py GPUHTTPD_BINARY"""
+usage: test_generated_client.py GPUHTTPD_BINARY GENERATOR_CONFIG"""
+import filecmp
 import importlib
 import io
 import os
@@ -20,33 +25,62 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ghdtest import Server, check, skip  # noqa: E402
 
+PACKAGE = "gpuhttpd_client"
 
-def generate(srv, out_dir):
-    status, _, spec = srv.request("GET", "/openapi.json")
-    check(status == 200, f"/openapi.json: {status}")
-    spec_path = os.path.join(out_dir, "openapi.json")
-    with open(spec_path, "wb") as f:
-        f.write(spec)
-    pkg = os.path.join(out_dir, "gpuhttpd_client")
-    # NumPy's .npy bodies are bytes to a generic client, as octet-stream is.
-    config = os.path.join(out_dir, "config.yaml")
-    with open(config, "w") as f:
-        f.write("content_type_overrides:\n  application/x-npy: application/octet-stream\n")
-    res = subprocess.run([sys.executable, "-m", "openapi_python_client", "generate", "--path",
-                          spec_path, "--meta", "none", "--output-path", pkg, "--config", config],
-                         capture_output=True, timeout=180, cwd=out_dir)
-    out = (res.stdout + res.stderr).decode("utf-8", "replace")
-    check(res.returncode == 0, f"openapi-python-client failed ({res.returncode}):\n{out[-4000:]}")
-    # It prints "Warning(s) encountered while generating" and one
-    # "WARNING parsing ..." block per dropped piece.
-    check("warning" not in out.lower(), f"openapi-python-client warned:\n{out[-6000:]}")
+
+def run_generator(url, out, config=None):
+    """openapi-python-client generate --url URL [--config FILE], as a user runs
+    it (the default project layout, its post hooks); returns its output."""
+    cmd = [sys.executable, "-m", "openapi_python_client", "generate", "--url", url,
+           "--output-path", out]
+    if config:
+        cmd += ["--config", config]
+    res = subprocess.run(cmd, capture_output=True, timeout=180, cwd=os.path.dirname(out))
+    text = (res.stdout + res.stderr).decode("utf-8", "replace")
+    check(res.returncode == 0 and os.path.isdir(os.path.join(out, PACKAGE)),
+          f"{' '.join(cmd[2:])} failed ({res.returncode}):\n{text[-4000:]}")
+    return text
+
+
+def same_tree(a, b):
+    """The files of two generated packages are the same."""
+    cmp = filecmp.dircmp(a, b, ignore=["__pycache__"])
+    if cmp.left_only or cmp.right_only or cmp.diff_files or cmp.funny_files:
+        return False
+    return all(same_tree(os.path.join(a, d), os.path.join(b, d)) for d in cmp.common_dirs)
+
+
+def generate(srv, out_dir, config):
+    outs = {}
+    for doc in ("openapi.yaml", "openapi.json"):
+        out = os.path.join(out_dir, doc.replace(".", "-"))
+        text = run_generator(srv.url("/" + doc), out, config)
+        # It prints "Warning(s) encountered while generating" and one
+        # "WARNING parsing ..." block per dropped piece.
+        check("warning" not in text.lower(),
+              f"openapi-python-client warned on /{doc}:\n{text[-6000:]}")
+        outs[doc] = os.path.join(out, PACKAGE)
+    check(same_tree(outs["openapi.yaml"], outs["openapi.json"]),
+          "the clients generated from /openapi.yaml and /openapi.json differ")
+
+    # Without the configuration: a client all the same, and the warnings
+    # are only about the .npy request bodies the README says it skips.
+    text = run_generator(srv.url("/openapi.json"), os.path.join(out_dir, "no-config"))
+    warned = [line for line in text.splitlines() if line.startswith("WARNING parsing")]
+    reasons = {line.strip() for line in text.splitlines() if line.startswith("Unsupported")}
+    check(warned == ["WARNING parsing POST /v1/buffers within buffers.",
+                     "WARNING parsing PUT /v1/buffers/{id} within buffers."] and
+          reasons == {"Unsupported content type application/x-npy"},
+          f"without the configuration file, other warnings than x-npy's:\n{text[-6000:]}")
+
+    pkg = outs["openapi.json"]
     for module in ("create_buffer", "upload_buffer", "download_buffer", "get_buffer_meta"):
         check(os.path.exists(os.path.join(pkg, "api", "buffers", module + ".py")),
               f"no generated api/buffers/{module}.py")
     check(os.path.exists(os.path.join(pkg, "api", "runs", "create_run.py")),
           "no generated api/runs/create_run.py")
-    sys.path.insert(0, out_dir)
-    return importlib.import_module("gpuhttpd_client")
+    sys.path.insert(0, os.path.dirname(pkg))
+    return importlib.import_module(PACKAGE)
 
 
 def use(srv, client_pkg):
@@ -111,14 +145,14 @@ def use(srv, client_pkg):
 
 
 def main():
-    binary = sys.argv[1]
+    binary, config = sys.argv[1], os.path.abspath(sys.argv[2])
     try:
         importlib.import_module("openapi_python_client")
     except ImportError:
         skip("openapi-python-client is not installed (python3 -m pip install "
              "openapi-python-client; server/install-deps.sh --test does it)")
     with tempfile.TemporaryDirectory(prefix="ghd-gen-") as tmp, Server(binary) as srv:
-        pkg = generate(srv, tmp)
+        pkg = generate(srv, tmp, config)
         use(srv, pkg)
     print("test_generated_client: ok")
 
