@@ -33,9 +33,19 @@ int ghd_reply_json(struct ghd_reply *rep, int status, json_t *obj)
     json_decref(obj);
     if (!text)
         return GHD_ENOHOSTMEM;
+    /* A reply ends with a newline, as a line of text does: a shell prompt
+     * after `curl` then starts on a line of its own. */
+    size_t len = strlen(text);
+    char *body = realloc(text, len + 2);
+    if (!body) {
+        free(text);
+        return GHD_ENOHOSTMEM;
+    }
+    body[len] = '\n';
+    body[len + 1] = '\0';
     free(rep->body);
-    rep->body = text;
-    rep->body_len = strlen(text);
+    rep->body = body;
+    rep->body_len = len + 1;
     rep->status = status;
     rep->content_type = "application/json";
     return 0;

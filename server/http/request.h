@@ -68,7 +68,8 @@ struct ghd_reply {
     char problem_detail[256];
 };
 
-/* Reply builders; each returns 0 or GHD_ENOHOSTMEM. */
+/* Reply builders; each returns 0 or GHD_ENOHOSTMEM. A JSON body is compact
+ * JSON followed by one newline. */
 int ghd_reply_json(struct ghd_reply *rep, int status, json_t *obj /* steals */);
 int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
                    const char *text, size_t len);

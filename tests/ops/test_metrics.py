@@ -12,6 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ghdtest import BACKEND, Server, check, fail, need_module  # noqa: E402
 
 parser = need_module("prometheus_client.parser", "prometheus_client")
+# The body of GET /healthz: compact JSON and a newline.
+HEALTHZ = b'{"status":"ok"}\n'
 
 
 def scrape(srv):
@@ -156,7 +158,7 @@ def main():
             check(status == 200, "/healthz failed")
         _, s1 = wait_for(srv, lambda s: value(s, "gpuhttpd_http_requests_total", **key) >= base + n
                          and value(s, "gpuhttpd_http_response_body_bytes_total",
-                                   route="/healthz") >= (base + n) * 15,
+                                   route="/healthz") >= (base + n) * len(HEALTHZ),
                          f"requests_total{key} did not reach {base + n}")
         got = value(s1, "gpuhttpd_http_requests_total", **key)
         check(got == base + n, f"requests_total{key} moved by {got - base}, not {n}")
@@ -165,8 +167,8 @@ def main():
         check(value(s1, "gpuhttpd_http_request_duration_seconds_sum", **key) > 0,
               "duration sum for /healthz is 0")
         out = value(s1, "gpuhttpd_http_response_body_bytes_total", route="/healthz")
-        check(out == (base + n) * len(b'{"status":"ok"}'),
-              f"response bytes for /healthz: {out}, not {(base + n) * 15}")
+        check(out == (base + n) * len(HEALTHZ),
+              f"response bytes for /healthz: {out}, not {(base + n) * len(HEALTHZ)}")
 
         # Unmatched paths share one label; the raw path never shows.
         srv.request("GET", "/no/such/thing-0123456789abcdef")
