@@ -227,7 +227,9 @@ int main(int argc, char **argv)
         ghd_service_destroy(&svc);
         return 1;
     }
-    ghd_log(GHD_LOG_INFO, "gpuhttpd %s listening on %s:%u", GHD_VERSION, cfg.bind, port);
+    const char *scheme = cfg.tls_cert[0] ? "https" : "http";
+    ghd_log(GHD_LOG_INFO, "gpuhttpd %s listening on %s://%s:%u (API docs: %s://%s:%u/docs)",
+            GHD_VERSION, scheme, cfg.bind, port, scheme, cfg.bind, port);
     if (probe)
         ghd_log(GHD_LOG_INFO, "probes (health, readiness, metrics) on plain HTTP at %s:%u",
                 cfg.bind, probe_port);

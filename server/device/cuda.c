@@ -57,14 +57,40 @@ int ghd_cuda_error(struct ghd_device *dev, struct ghd_err *error, cudaError_t er
 
 static struct cuda_state the_state[64];
 
+/* Why no device is usable, in words a user can act on. Without any NVIDIA
+ * driver (no libcuda.so.1) the runtime answers cudaErrorInsufficientDriver,
+ * whose text ("driver version is insufficient") sends one looking for an
+ * update of a driver that is not there; cudaDriverGetVersion then says 0. */
+static int no_device(cudaError_t err, struct ghd_err *error)
+{
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess)
+        driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess)
+        runtime = 0;
+    (void)cudaGetLastError();
+    if (driver == 0)
+        return ghd_err_set(error, GHD_EUNAVAIL,
+                           "no NVIDIA driver found: libcuda.so.1 cannot be loaded");
+    if (err == cudaErrorInsufficientDriver)
+        return ghd_err_set(error, GHD_EUNAVAIL,
+                           "the NVIDIA driver supports CUDA up to %d.%d, this build's CUDA runtime "
+                           "is %d.%d: update the driver",
+                           driver / 1000, (driver % 1000) / 10, runtime / 1000,
+                           (runtime % 1000) / 10);
+    if (err == cudaSuccess || err == cudaErrorNoDevice)
+        return ghd_err_set(error, GHD_EUNAVAIL, "the NVIDIA driver (CUDA %d.%d) sees no GPU",
+                           driver / 1000, (driver % 1000) / 10);
+    return ghd_err_set(error, GHD_EUNAVAIL, "no CUDA device usable: %s (%s)",
+                       cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
 static int cuda_open(struct ghd_device *dev, int ordinal, struct ghd_err *error)
 {
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess || count == 0) {
-        return ghd_err_set(error, GHD_EUNAVAIL, "no CUDA device usable: %s",
-                           err != cudaSuccess ? cudaGetErrorString(err) : "no device found");
-    }
+    if (err != cudaSuccess || count == 0)
+        return no_device(err, error);
     if (ordinal < 0 || ordinal >= count || ordinal >= 64) {
         return ghd_err_set(error, GHD_EUNAVAIL, "CUDA device %d does not exist (%d present)",
                            ordinal, count);

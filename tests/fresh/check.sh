@@ -158,7 +158,7 @@ if ! start_and_wait "$work/serve.log"; then
   fail "server/serve.sh exited before /readyz answered (log above)"
 fi
 t_ready=$((SECONDS - t0))
-grep -m 3 -i 'backend\|listening' "$work/serve.log" >&2 || true
+grep -m 6 -i 'backend\|listening' "$work/serve.log" >&2 || true
 t0=$SECONDS
 python_client_check
 t_python=$((SECONDS - t0))

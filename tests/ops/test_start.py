@@ -6,7 +6,13 @@
 - --port without a value says so instead of swallowing the next option;
 - --help fits in 100 columns and shows a placeholder for every value;
 - a non-loopback --bind without tokens is refused before the backend is set
-  up, and under --log-format json the refusal is a JSON line.
+  up, and under --log-format json the refusal is a JSON line;
+- the first lines name the backend, then the URL it listens on and the URL
+  of the API docs;
+- a build with the CUDA backend, on a machine without an NVIDIA driver (no
+  libcuda.so.1), says "no NVIDIA driver found" (not the runtime's "driver
+  version is insufficient") under --backend cuda, and under auto before it
+  uses the host backend.
 
 usage: test_start.py GPUHTTPD_BINARY"""
 import json
@@ -98,8 +104,41 @@ def check_exposure(binary):
                   f"the refusal line: {recs[-1]}")
 
 
+def check_first_lines(binary):
+    with Server(binary) as srv:
+        url = f"http://127.0.0.1:{srv.port}"
+        first = lines(srv.stop().encode())[:3]
+    check(any(ln.split()[2:4] == ["backend", "host:"] for ln in first[:2]) and
+          any(f"listening on {url} (API docs: {url}/docs)" in ln for ln in first),
+          f"the first lines do not name the backend, then the URL and the docs: {first}")
+
+
+def has_nvidia_driver():
+    res = subprocess.run(["ldconfig", "-p"], capture_output=True, check=False)
+    return re.search(rb"\blibcuda\.so\.1\s", res.stdout) is not None
+
+
+def check_no_driver(binary):
+    res = run(binary, "--backend", "cuda", "--port", "0", *SMALL[2:])
+    err = res.stderr.decode("utf-8", "replace")
+    if "built without CUDA support" in err:
+        print("test_start: this binary has no CUDA backend: the no-driver message not checked")
+        return
+    if has_nvidia_driver():
+        print("test_start: an NVIDIA driver is installed: the no-driver message not checked")
+        return
+    check(res.returncode != 0 and "no NVIDIA driver found" in err and "insufficient" not in err,
+          f"--backend cuda without a driver: rc {res.returncode}: {err!r}")
+    with Server(binary, "--backend", "auto") as srv:
+        log = srv.stop()
+    check("CUDA not usable (no NVIDIA driver found" in log and "using the host backend" in log,
+          f"--backend auto without a driver:\n{log[:2000]}")
+
+
 def main():
     binary = sys.argv[1]
+    check_first_lines(binary)
+    check_no_driver(binary)
     check_taken_port(binary)
     check_port_value(binary)
     check_help(binary)
