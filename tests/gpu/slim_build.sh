@@ -27,7 +27,10 @@ bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/reliability/libghd_early_thread.so tests/bench/bench_kernels
   tests/gpu/test_ukernels_gpu tests/http/test_ukernels_http tests/bench/bench_ukernels
   tests/http/test_arrays_http tests/gpu/test_modules_gpu
-  tests/bench/bench_modules)
+  tests/bench/bench_modules
+  tests/unit/test_raw)
+# test_raw is labelled security as well as unit: run_device.sh's reliability
+# part runs it on CUDA (its real-NVRTC case compiles there, as it does here).
 # Every reliability/security test binary, found rather than listed: a new one
 # listed by hand was twice missed and then showed as "Not Run" on the H200.
 while read -r f; do bins+=("${f#"$build"/}"); done < <(
