@@ -16,6 +16,7 @@ void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_c
 {
     *out = (struct ghd_transfer_client){
         .caps = &req->svc->staging_caps,
+        .metrics = req->svc->metrics,
         .request_id = req->request_id,
         .address = req->client_address,
         .tenant = req->tenant,

@@ -1,7 +1,12 @@
 #ifndef GHD_SERVER_LOG_H
 #define GHD_SERVER_LOG_H
 
-/* Process-wide logging to stderr: text or JSON lines, filtered by level. */
+/* Process-wide logging to stderr: text or JSON lines, filtered by level.
+ * It stays process-wide, unlike the metrics (which a service owns): a log
+ * is one per process in every server, since stderr is; main sets it up
+ * before any thread or service exists, and lines come from code that has no
+ * service at hand (option parsing, the base and device layers, the last
+ * lines after the service is destroyed). */
 enum ghd_log_level { GHD_LOG_DEBUG, GHD_LOG_INFO, GHD_LOG_WARN, GHD_LOG_ERROR };
 enum ghd_log_format { GHD_LOG_TEXT, GHD_LOG_JSON };
 

@@ -8,8 +8,12 @@
 #include "device/pool.h"
 #include "device/staging.h"
 
-/* Process-wide Prometheus metrics, like the log: recorders may be called
- * from any thread at any time, before or after a service exists.
+/* One service's Prometheus metrics: the service owns a struct ghd_metrics
+ * (core/service.h) and hands it to what records into it (the HTTP layer,
+ * transfers, the run queue, the staging caps, the watchdog), so two services
+ * in one process (the tests start many) count apart. Recorders may be called
+ * from any thread while the metrics exist; a NULL one records nothing (a
+ * run queue or staging caps made without a service).
  *
  * Requests and transfers are recorded lock-free into fixed arrays of atomics
  * (indexed by route, method, status code and histogram bucket), so the
@@ -23,33 +27,42 @@
 
 enum ghd_transfer_dir { GHD_TRANSFER_UPLOAD, GHD_TRANSFER_DOWNLOAD };
 
+struct ghd_metrics; /* opaque */
+
+/* Every counter at 0. 0 or GHD_ENOHOSTMEM. */
+int ghd_metrics_new(struct ghd_metrics **out);
+/* pre: no recorder is running or will run. NULL is a no-op. */
+void ghd_metrics_free(struct ghd_metrics *m);
+
 /* The route templates requests are labelled with, set at start by the HTTP
  * layer from its route table (static strings: they are kept, not copied);
  * at most 63, the rest count as "(unmatched)". */
-void ghd_metrics_set_routes(const char *const *templates, size_t count);
+void ghd_metrics_set_routes(struct ghd_metrics *m, const char *const *templates, size_t count);
 
 /* One request, once it is done: the matched route template (NULL or any
  * string that is not one of ghd_metrics_set_routes' counts as "(unmatched)"),
  * the method, the status sent (499: the client left first), the time from
  * its first byte to its completion, and the body bytes read and sent. */
-void ghd_metrics_request(const char *route, const char *method, int status, double seconds,
-                         uint64_t bytes_in, uint64_t bytes_out);
+void ghd_metrics_request(struct ghd_metrics *m, const char *route, const char *method, int status,
+                         double seconds, uint64_t bytes_in, uint64_t bytes_out);
 
 /* One buffer transfer that moved `bytes` between the network and the device
  * in `seconds`: counted in the byte totals and, when both are positive, as
  * one throughput observation (bytes per second). */
-void ghd_metrics_transfer(enum ghd_transfer_dir dir, uint64_t bytes, double seconds);
+void ghd_metrics_transfer(struct ghd_metrics *m, enum ghd_transfer_dir dir, uint64_t bytes,
+                          double seconds);
 
 /* Bytes of one transfer that went by DMA straight between the device and the
  * network side's buffer, skipping the staging ring (and its memcpy). */
-void ghd_metrics_transfer_direct(enum ghd_transfer_dir dir, uint64_t bytes);
+void ghd_metrics_transfer_direct(struct ghd_metrics *m, enum ghd_transfer_dir dir,
+                                 uint64_t bytes);
 
 /* One transfer refused a staging chunk because its client address
  * (tenant 0) or its tenant (tenant 1) held its share of the ring. */
-void ghd_metrics_staging_capped(int tenant);
+void ghd_metrics_staging_capped(struct ghd_metrics *m, int tenant);
 /* One try for a transfer's second (overlap) chunk missed because its
  * client address (tenant 0) or tenant (tenant 1) held its share. */
-void ghd_metrics_staging_overlap_capped(int tenant);
+void ghd_metrics_staging_overlap_capped(struct ghd_metrics *m, int tenant);
 
 /* One run that ended. `kernel` is the kernel's metric label (a built-in's
  * name, "user" or "raw": ghd_kernel_metric_label), or "pipeline" for runs
@@ -59,13 +72,13 @@ void ghd_metrics_staging_overlap_capped(int tenant);
  * worker took it). At most GHD_METRICS_KERNELS distinct kernel labels are
  * kept; later ones are counted as "other". */
 #define GHD_METRICS_KERNELS 128
-void ghd_metrics_run(const char *kernel, const char *outcome, double device_seconds,
-                     double queued_seconds);
+void ghd_metrics_run(struct ghd_metrics *m, const char *kernel, const char *outcome,
+                     double device_seconds, double queued_seconds);
 
 /* A connection closed as it was accepted: its client address held
  * --per-ip-connection-limit (total 0) or --connection-limit were open
  * (total 1). */
-void ghd_metrics_connection_refused(int total);
+void ghd_metrics_connection_refused(struct ghd_metrics *m, int total);
 
 /* The live gauges at one scrape, each value collected by its owner. */
 #define GHD_METRICS_DEVICES 16
@@ -92,12 +105,13 @@ struct ghd_metrics_gauges {
 
 /* The device was lost (core/devloss.h): counted in
  * gpuhttpd_device_losses_total. */
-void ghd_metrics_device_lost(void);
+void ghd_metrics_device_lost(struct ghd_metrics *m);
 
 /* The Prometheus text exposition (format 0.0.4) of every metric, with the
  * live gauges of `g` when it is not NULL. *out is a NUL-terminated string
  * the caller frees. 0 or GHD_ENOHOSTMEM. */
-int ghd_metrics_render(const struct ghd_metrics_gauges *g, char **out, size_t *len);
+int ghd_metrics_render(struct ghd_metrics *m, const struct ghd_metrics_gauges *g, char **out,
+                       size_t *len);
 
 /* The Content-Type of the exposition. */
 #define GHD_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"

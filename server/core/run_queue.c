@@ -104,13 +104,13 @@ struct collected {
     struct ghd_run *drop;   /* forgotten: the queue's reference */
 };
 
-static void record_metrics(const struct ghd_run *run)
+static void record_metrics(struct ghd_run_queue *q, const struct ghd_run *run)
 {
     const char *kernel =
         run->pipeline ? "pipeline" : ghd_kernel_metric_label(run->steps[0].kernel);
     double queued_s = run->started_ms > 0 ? (run->started_ms - run->queued_at_ms) / 1e3 : -1;
-    ghd_metrics_run(kernel, ghd_run_status_name(run->status), (double)run->device_ms / 1e3,
-                    queued_s);
+    ghd_metrics_run(q->cfg.metrics, kernel, ghd_run_status_name(run->status),
+                    (double)run->device_ms / 1e3, queued_s);
 }
 
 /* pre: lock not held. Settles what `c` collected. */
@@ -121,7 +121,7 @@ static void settle(struct ghd_run_queue *q, struct collected *c)
      * thread touches its calls now (it holds a reference). */
     for (r = c->settle; r; r = r->settle_next) {
         ghd_run_release_calls(r);
-        record_metrics(r);
+        record_metrics(q, r);
     }
     if (c->settle) {
         pthread_mutex_lock(&q->lock);

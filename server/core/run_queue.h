@@ -21,6 +21,7 @@ struct ghd_run_queue_config {
     unsigned tenant_max_runs; /* --tenant-max-runs: per tenant; 0 = no limit */
     unsigned runs_kept;       /* --runs-kept: finished runs kept for GET */
     unsigned keep_s;          /* --run-keep-s: and for at most this long */
+    struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
 
 /* Starts cfg->workers workers, each with a stream of `rt`, which outlives

@@ -8,6 +8,7 @@
 #include "kernels/kernel.h"
 #include "kernels/user/compile.h"
 #include "base/log.h"
+#include "metrics.h"
 #include "run_queue.h"
 #include "watchdog.h"
 
@@ -79,16 +80,57 @@ static int check_exposure(const struct ghd_service *svc, struct ghd_err *err)
     return 0;
 }
 
+static int open_run_queue(struct ghd_service *svc, struct ghd_err *err)
+{
+    const struct ghd_config *cfg = &svc->cfg;
+    struct ghd_run_queue_config qc = {.workers = cfg->run_workers,
+                                      .queue_limit = cfg->run_queue_limit,
+                                      .tenant_max_runs = cfg->tenant_max_runs,
+                                      .runs_kept = cfg->runs_kept,
+                                      .keep_s = cfg->run_keep_s,
+                                      .metrics = svc->metrics};
+    int rc = ghd_run_queue_new(&qc, &svc->runtimes[0], &svc->runs);
+    if (rc)
+        return ghd_err_set(err, rc, "run queue: %s", ghd_strerror(rc));
+    return 0;
+}
+
+/* NVRTC for user kernels, on the CUDA backend only. Its absence is no
+ * reason not to start: the CUDA backend then answers 501 for them. */
+static int open_compiler(struct ghd_service *svc, struct ghd_err *err)
+{
+    const struct ghd_config *cfg = &svc->cfg;
+    if (svc->runtimes[0].dev.kind != GHD_BACKEND_CUDA)
+        return 0;
+    struct ghd_ucompiler_config cc = {.cache_dir = cfg->kernel_cache_dir,
+                                      .cache_max_bytes = cfg->kernel_cache_max,
+                                      .workers = cfg->compile_workers,
+                                      .queue = cfg->compile_queue};
+    struct ghd_err cerr = {0};
+    int rc = ghd_ucompiler_new(&cc, &svc->compiler, &cerr);
+    if (rc == GHD_ENOTSUP) {
+        ghd_log(GHD_LOG_WARN, "user kernels: %s (the CUDA backend answers 501 for them)",
+                cerr.detail);
+        return 0;
+    }
+    if (rc)
+        return ghd_err_set(err, rc, "user kernel compiler: %s", cerr.detail);
+    return 0;
+}
+
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err)
 {
     memset(svc, 0, sizeof(*svc));
     svc->cfg = *cfg;
     svc->started = time(NULL);
-    ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
-                          cfg->staging_tenant_share);
-    int rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
+    int rc = ghd_metrics_new(&svc->metrics);
     if (rc)
-        return rc;
+        return ghd_err_set(err, rc, "metrics: %s", ghd_strerror(rc));
+    ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
+                          cfg->staging_tenant_share, svc->metrics);
+    rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
+    if (rc)
+        goto destroy_metrics;
     rc = check_exposure(svc, err);
     if (rc)
         goto destroy_auth;
@@ -109,49 +151,29 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
         ghd_err_set(err, rc, "kernel library: %s", ghd_err_text(&warm, rc));
         goto destroy_buffers;
     }
-    struct ghd_run_queue_config qc = {.workers = cfg->run_workers,
-                                      .queue_limit = cfg->run_queue_limit,
-                                      .tenant_max_runs = cfg->tenant_max_runs,
-                                      .runs_kept = cfg->runs_kept,
-                                      .keep_s = cfg->run_keep_s};
-    rc = ghd_run_queue_new(&qc, &svc->runtimes[0], &svc->runs);
-    if (rc) {
-        ghd_err_set(err, rc, "run queue: %s", ghd_strerror(rc));
+    rc = open_run_queue(svc, err);
+    if (rc)
         goto destroy_buffers;
-    }
     ghd_ukernel_store_init(&svc->kernels, cfg->tenant_max_kernels);
-    if (svc->runtimes[0].dev.kind == GHD_BACKEND_CUDA) {
-        struct ghd_ucompiler_config cc = {.cache_dir = cfg->kernel_cache_dir,
-                                          .cache_max_bytes = cfg->kernel_cache_max,
-                                          .workers = cfg->compile_workers,
-                                          .queue = cfg->compile_queue};
-        struct ghd_err cerr = {0};
-        rc = ghd_ucompiler_new(&cc, &svc->compiler, &cerr);
-        if (rc == GHD_ENOTSUP) {
-            ghd_log(GHD_LOG_WARN, "user kernels: %s (the CUDA backend answers 501 for them)",
-                    cerr.detail);
-        } else if (rc) {
-            ghd_err_set(err, rc, "user kernel compiler: %s", cerr.detail);
-            ghd_run_queue_free(svc->runs);
-            ghd_ukernel_store_destroy(&svc->kernels);
-            goto destroy_buffers;
-        }
-    }
+    ghd_rmodule_store_init(&svc->modules, cfg->tenant_max_modules);
     svc->kernel_limits.max_definition = cfg->kernel_max_definition;
     svc->kernel_limits.max_depth = cfg->kernel_max_depth;
     svc->kernel_limits.max_elements = cfg->max_elements;
-    ghd_rmodule_store_init(&svc->modules, cfg->tenant_max_modules);
     ghd_devloss_init(&svc->devloss);
+    rc = open_compiler(svc, err);
+    if (rc)
+        goto destroy_stores;
     if (ghd_watchdog_start(svc) != 0) {
         rc = ghd_err_set(err, GHD_EINTERNAL, "--run-timeout: cannot start the watchdog thread");
-        ghd_run_queue_free(svc->runs);
-        ghd_rmodule_store_destroy(&svc->modules);
-        ghd_ukernel_store_destroy(&svc->kernels);
         ghd_ucompiler_free(svc->compiler);
-        goto destroy_buffers;
+        goto destroy_stores;
     }
     atomic_store(&svc->ready, 1);
     return 0;
+destroy_stores:
+    ghd_run_queue_free(svc->runs);
+    ghd_rmodule_store_destroy(&svc->modules);
+    ghd_ukernel_store_destroy(&svc->kernels);
 destroy_buffers:
     ghd_kernels_release(&svc->runtimes[0]);
     ghd_buffer_table_destroy(&svc->buffers);
@@ -160,6 +182,10 @@ destroy_runtime:
 destroy_auth:
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
+destroy_metrics:
+    ghd_staging_caps_destroy(&svc->staging_caps);
+    ghd_metrics_free(svc->metrics);
+    svc->metrics = NULL;
     return rc;
 }
 
@@ -181,6 +207,8 @@ void ghd_service_destroy(struct ghd_service *svc)
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
     ghd_staging_caps_destroy(&svc->staging_caps);
+    ghd_metrics_free(svc->metrics); /* last: everything above recorded into it */
+    svc->metrics = NULL;
 }
 
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index)

@@ -19,6 +19,7 @@
 
 struct ghd_run_queue;
 struct ghd_auth;
+struct ghd_metrics;
 
 struct ghd_service {
     struct ghd_config cfg;
@@ -33,6 +34,7 @@ struct ghd_service {
     struct ghd_staging_caps staging_caps; /* staging chunks per client address and tenant */
     struct ghd_rmodule_store modules; /* raw CUDA modules, every tenant's */
     struct ghd_devloss devloss;       /* the device, once lost, stays lost */
+    struct ghd_metrics *metrics;      /* what /metrics shows; never NULL after init */
     pthread_t watch_thread;           /* core/watchdog.c (--run-timeout) */
     pthread_mutex_t watch_lock;
     pthread_cond_t watch_cond;

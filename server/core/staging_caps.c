@@ -21,11 +21,12 @@ struct staging_holder {
 };
 
 void ghd_staging_caps_init(struct ghd_staging_caps *c, unsigned address_share,
-                           unsigned tenant_share)
+                           unsigned tenant_share, struct ghd_metrics *metrics)
 {
     memset(c, 0, sizeof(*c));
     c->address_share = address_share;
     c->tenant_share = tenant_share;
+    c->metrics = metrics;
     pthread_mutex_init(&c->lock, NULL);
     ghd_cond_init_monotonic(&c->changed);
 }
@@ -141,9 +142,9 @@ int ghd_staging_caps_take(struct ghd_staging_caps *c, const void *ring, unsigned
     }
     pthread_mutex_unlock(&c->lock);
     if (cap && timeout_ms)
-        ghd_metrics_staging_capped(cap[0] == 't');
+        ghd_metrics_staging_capped(c->metrics, cap[0] == 't');
     else if (cap) /* a try that misses (a second chunk) is no refusal: counted apart */
-        ghd_metrics_staging_overlap_capped(cap[0] == 't');
+        ghd_metrics_staging_overlap_capped(c->metrics, cap[0] == 't');
     return rc;
 }
 

@@ -15,6 +15,7 @@
  * holders are not slowed. Thread-safe. */
 
 struct staging_holder; /* private to staging_caps.c */
+struct ghd_metrics;
 
 struct ghd_staging_caps {
     pthread_mutex_t lock;
@@ -22,10 +23,11 @@ struct ghd_staging_caps {
     unsigned address_share; /* percent of a ring one address may hold; 0 = no cap */
     unsigned tenant_share;  /* percent of a ring one tenant may hold; 0 = no cap */
     struct staging_holder *holders;
+    struct ghd_metrics *metrics; /* refusals and overlap misses are counted there; may be NULL */
 };
 
 void ghd_staging_caps_init(struct ghd_staging_caps *c, unsigned address_share,
-                           unsigned tenant_share);
+                           unsigned tenant_share, struct ghd_metrics *metrics);
 /* pre: every chunk counted has been given back. */
 void ghd_staging_caps_destroy(struct ghd_staging_caps *c);
 

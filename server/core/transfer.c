@@ -27,6 +27,7 @@ int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *cli
     t->buf = b;
     t->rt = b->rt;
     t->caps = client->caps;
+    t->metrics = client->metrics;
     snprintf(t->request_id, sizeof(t->request_id), "%s", client->request_id ? client->request_id : "");
     snprintf(t->address, sizeof(t->address), "%s", client->address ? client->address : "");
     snprintf(t->tenant, sizeof(t->tenant), "%s", client->tenant ? client->tenant : "");
@@ -143,8 +144,9 @@ void ghd_transfer_free(struct ghd_transfer *t)
     if (!t)
         return;
     if (t->dir == GHD_TRANSFER_DOWNLOAD) /* an upload is counted when it completes */
-        ghd_metrics_transfer(GHD_TRANSFER_DOWNLOAD, t->sent, ghd_clock_s() - t->started_at);
-    ghd_metrics_transfer_direct(t->dir, t->direct_bytes);
+        ghd_metrics_transfer(t->metrics, GHD_TRANSFER_DOWNLOAD, t->sent,
+                             ghd_clock_s() - t->started_at);
+    ghd_metrics_transfer_direct(t->metrics, t->dir, t->direct_bytes);
     ghd_transfer_release_chunks(t);
     if (t->dir == GHD_TRANSFER_DOWNLOAD)
         ghd_source_release_buf(t);

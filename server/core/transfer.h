@@ -34,6 +34,7 @@
  * counted). Copied at open. */
 struct ghd_transfer_client {
     struct ghd_staging_caps *caps; /* NULL: no caps */
+    struct ghd_metrics *metrics;   /* the transfer is counted there; NULL: not counted */
     const char *request_id;
     const char *address;
     const char *tenant;
@@ -67,6 +68,7 @@ struct ghd_transfer {
     double chunk_since; /* upload: when its chunks were taken */
     char *slow_buf;     /* upload: too slow to hold chunks, its pieces go through here */
     struct ghd_staging_caps *caps; /* counts every chunk in chunk[] */
+    struct ghd_metrics *metrics;   /* counts the transfer; may be NULL */
     char request_id[72];
     char address[48];
     char tenant[GHD_TENANT_MAX + 1];

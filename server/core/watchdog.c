@@ -25,7 +25,7 @@ void ghd_service_device_lost(struct ghd_service *svc, const char *reason)
             svc->runtimes[0].dev.ordinal, reason,
             svc->cfg.on_device_loss[0] == 'e' ? " and the server exits (--on-device-loss exit)"
                                               : " (--on-device-loss stay)");
-    ghd_metrics_device_lost();
+    ghd_metrics_device_lost(svc->metrics);
     ghd_run_queue_device_lost(svc->runs, reason);
 }
 

@@ -55,6 +55,7 @@ int ghd_cuda_error(struct ghd_device *dev, struct ghd_err *error, cudaError_t er
 /* Threads come and go with connections; each must bind the device first. */
 #define CUDA_ENTER(dev, error) GHD_CUDA_CHECK((dev), (error), cudaSetDevice((dev)->ordinal))
 
+/* Per process and ordinal, as the primary context it describes (device.h). */
 static struct cuda_state the_state[64];
 
 /* Why no device is usable, in words a user can act on. Without any NVIDIA

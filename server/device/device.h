@@ -99,6 +99,10 @@ const char *ghd_backend_name(enum ghd_backend_kind kind);
 
 extern const struct ghd_device_ops ghd_host_ops;
 #ifdef GHD_HAVE_CUDA
+/* The CUDA backend keeps its state (whether a sticky error poisoned the
+ * device) in a process-wide table indexed by ordinal, not per open: what it
+ * describes, the device's primary context, is one per process and device,
+ * shared by every opener in the process, and poisoned for all of them. */
 extern const struct ghd_device_ops ghd_cuda_ops;
 #endif
 

@@ -30,9 +30,11 @@ struct ghd_conn_limit {
     unsigned per_address;
     struct ghd_idmap addresses; /* of struct address_count, only those holding one or more */
     struct refusal_log by_address, by_total;
+    struct ghd_metrics *metrics;
 };
 
-int ghd_conn_limit_new(unsigned per_address, struct ghd_conn_limit **out)
+int ghd_conn_limit_new(unsigned per_address, struct ghd_metrics *metrics,
+                       struct ghd_conn_limit **out)
 {
     struct ghd_conn_limit *cl = calloc(1, sizeof(*cl));
     if (!cl || ghd_idmap_init(&cl->addresses, 64) != 0) {
@@ -41,6 +43,7 @@ int ghd_conn_limit_new(unsigned per_address, struct ghd_conn_limit **out)
     }
     pthread_mutex_init(&cl->lock, NULL);
     cl->per_address = per_address;
+    cl->metrics = metrics;
     cl->by_address.last_s = cl->by_total.last_s = -1;
     *out = cl;
     return 0;
@@ -83,7 +86,7 @@ static void refuse(struct ghd_conn_limit *cl, int total, const char *address)
     if (due)
         r->last_s = now;
     pthread_mutex_unlock(&cl->lock);
-    ghd_metrics_connection_refused(total);
+    ghd_metrics_connection_refused(cl->metrics, total);
     if (!due)
         return;
     char why[128];

@@ -18,10 +18,13 @@
 #define GHD_CONN_LIMIT_LOG_EVERY_S 10
 
 struct ghd_conn_limit;
+struct ghd_metrics;
 
 /* per_address 0: no cap (connections are still counted as refused by the
- * total limit). 0, or GHD_ENOHOSTMEM. */
-int ghd_conn_limit_new(unsigned per_address, struct ghd_conn_limit **out);
+ * total limit). Refusals are counted in `metrics` (NULL: not counted), which
+ * outlives the limit. 0, or GHD_ENOHOSTMEM. */
+int ghd_conn_limit_new(unsigned per_address, struct ghd_metrics *metrics,
+                       struct ghd_conn_limit **out);
 void ghd_conn_limit_free(struct ghd_conn_limit *cl);
 
 /* Whether a connection from `address` (dotted IPv4; "" when unknown, never

@@ -298,7 +298,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     }
     char client[64];
     peer_name(conn, client, sizeof(client));
-    ghd_http_log_request(hr, client, status);
+    ghd_http_log_request(hr, http->svc->metrics, client, status);
     http_request_unref(hr);
     atomic_fetch_sub(&http->in_flight, 1); /* last: the request is wholly gone */
 }
@@ -353,7 +353,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     /* The per-address cap is ours (on_accept): this is the total one. */
     if (strstr(msg, "Server reached connection limit"))
         ghd_conn_limit_refused_total(http->limit);
-    ghd_http_log_refusal(msg);
+    ghd_http_log_refusal(http->svc->metrics, msg);
 }
 
 int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
@@ -368,14 +368,14 @@ int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
 }
 
 /* The metrics count requests by the routes' templates. */
-static int label_metrics(const struct ghd_routes *routes)
+static int label_metrics(struct ghd_metrics *m, const struct ghd_routes *routes)
 {
     const char **labels = calloc(routes->count ? routes->count : 1, sizeof(*labels));
     if (!labels)
         return GHD_ENOHOSTMEM;
     for (size_t i = 0; i < routes->count; i++)
         labels[i] = routes->table[i].pattern;
-    ghd_metrics_set_routes(labels, routes->count);
+    ghd_metrics_set_routes(m, labels, routes->count);
     free(labels);
     return 0;
 }
@@ -383,7 +383,7 @@ static int label_metrics(const struct ghd_routes *routes)
 int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
                       unsigned port, struct ghd_http **out, struct ghd_err *err)
 {
-    if (label_metrics(routes) != 0)
+    if (label_metrics(svc->metrics, routes) != 0)
         return ghd_err_set(err, GHD_ENOHOSTMEM, "route metrics: out of host memory");
     return ghd_http_serve(svc, routes, listen_fd, port, 0, out, err);
 }
@@ -405,7 +405,8 @@ int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int
     if (rc == 0 && (rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
                                        cfg->transfer_rate_window_s, &http->guard)) != 0)
         ghd_err_set(err, rc, "connection guard: %s", ghd_strerror(rc));
-    if (rc == 0 && (rc = ghd_conn_limit_new(cfg->per_ip_connection_limit, &http->limit)) != 0)
+    if (rc == 0 && (rc = ghd_conn_limit_new(cfg->per_ip_connection_limit, svc->metrics,
+                                            &http->limit)) != 0)
         ghd_err_set(err, rc, "connection limits: %s", ghd_strerror(rc));
     if (rc) {
         ghd_guard_free(http->guard);

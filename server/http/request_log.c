@@ -24,7 +24,8 @@ static const char *resource_of(const struct ghd_http_request *hr)
     return NULL;
 }
 
-void ghd_http_log_request(const struct ghd_http_request *hr, const char *client, int status)
+void ghd_http_log_request(const struct ghd_http_request *hr, struct ghd_metrics *m,
+                          const char *client, int status)
 {
     struct ghd_access_record rec = {
         .request_id = hr->req.request_id,
@@ -41,15 +42,15 @@ void ghd_http_log_request(const struct ghd_http_request *hr, const char *client,
         .tenant = hr->req.tenant,
     };
     ghd_log_access(&rec);
-    ghd_metrics_request(rec.route, rec.method, rec.status, rec.duration_ms / 1e3, rec.bytes_in,
-                        rec.bytes_out);
+    ghd_metrics_request(m, rec.route, rec.method, rec.status, rec.duration_ms / 1e3,
+                        rec.bytes_in, rec.bytes_out);
 }
 
 /* libmicrohttpd refuses malformed HTTP itself (its problem+json, see
  * server/mhd/gpuhttpd.patch) before any request reaches on_request; its log
  * message is then the only trace, so it becomes the request's access line
  * (route "(unparsed)", a fresh request id), as every request gets one. */
-void ghd_http_log_refusal(const char *msg)
+void ghd_http_log_refusal(struct ghd_metrics *m, const char *msg)
 {
     static const char mark[] = "Error processing request (HTTP response code is ";
     const char *p = strstr(msg, mark);
@@ -83,5 +84,5 @@ void ghd_http_log_refusal(const char *msg)
         .detail = text,
     };
     ghd_log_access(&rec);
-    ghd_metrics_request(rec.route, rec.method, rec.status, 0, 0, 0);
+    ghd_metrics_request(m, rec.route, rec.method, rec.status, 0, 0, 0);
 }

@@ -171,7 +171,7 @@ static void check_lost(struct rel_server *s, const char *id, const char *reason,
     rel_json(s, "GET", "/v1/kernels", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     rel_resp_free(&r);
-    /* Process-wide, like every metric: one more than before. */
+    /* Counted once in this server's metrics: one more than before. */
     assert_int_equal(rel_metric(s, "gpuhttpd_device_losses_total"), losses);
 }
 

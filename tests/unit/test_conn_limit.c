@@ -16,11 +16,13 @@
 #include "core/metrics.h"
 #include "http/conn_limit.h"
 
+static struct ghd_metrics *metrics; /* what the limits count into */
+
 static unsigned long long refused(const char *limit)
 {
     char *text;
     size_t len;
-    assert_int_equal(ghd_metrics_render(NULL, &text, &len), 0);
+    assert_int_equal(ghd_metrics_render(metrics, NULL, &text, &len), 0);
     char key[96];
     snprintf(key, sizeof(key), "gpuhttpd_connections_refused_total{limit=\"%s\"} ", limit);
     const char *p = strstr(text, key);
@@ -42,7 +44,7 @@ static void test_cap_per_address(void **state)
 {
     (void)state;
     struct ghd_conn_limit *cl;
-    assert_int_equal(ghd_conn_limit_new(2, &cl), 0);
+    assert_int_equal(ghd_conn_limit_new(2, metrics, &cl), 0);
     unsigned long long before = refused("address");
     assert_true(connect_one(cl, "10.0.0.1"));
     assert_true(connect_one(cl, "10.0.0.1"));
@@ -73,7 +75,7 @@ static void test_no_cap(void **state)
 {
     (void)state;
     struct ghd_conn_limit *cl;
-    assert_int_equal(ghd_conn_limit_new(0, &cl), 0);
+    assert_int_equal(ghd_conn_limit_new(0, metrics, &cl), 0);
     for (int i = 0; i < 1000; i++)
         assert_true(connect_one(cl, "10.0.0.1"));
     unsigned long long before = refused("total");
@@ -82,11 +84,24 @@ static void test_no_cap(void **state)
     ghd_conn_limit_free(cl);
 }
 
+static int setup(void **state)
+{
+    (void)state;
+    return ghd_metrics_new(&metrics);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ghd_metrics_free(metrics);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap_per_address),
         cmocka_unit_test(test_no_cap),
     };
-    return cmocka_run_group_tests_name("conn_limit", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("conn_limit", tests, setup, teardown);
 }

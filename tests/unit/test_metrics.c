@@ -1,6 +1,8 @@
 /* Metrics are a leaf (server/core/metrics.c): the exposition is rendered
  * from what was fed to the recorders and from a gauge snapshot alone, with
- * no service, buffer table, run queue or router behind it. */
+ * no service, buffer table, run queue or router behind it. Each struct
+ * ghd_metrics counts apart (a service owns one), and a NULL one takes
+ * records and keeps nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,11 +15,11 @@
 
 #include "core/metrics.h"
 
-static char *render(const struct ghd_metrics_gauges *g)
+static char *render(struct ghd_metrics *m, const struct ghd_metrics_gauges *g)
 {
     char *text = NULL;
     size_t len = 0;
-    assert_int_equal(ghd_metrics_render(g, &text, &len), 0);
+    assert_int_equal(ghd_metrics_render(m, g, &text, &len), 0);
     assert_non_null(text);
     assert_int_equal(strlen(text), len);
     return text;
@@ -35,17 +37,17 @@ static void assert_line(const char *text, const char *line)
 
 static void test_counters_from_fed_values(void **state)
 {
-    (void)state;
+    struct ghd_metrics *m = *state;
     static const char *const routes[] = {"/v1/buffers", "/v1/buffers/{id}"};
-    ghd_metrics_set_routes(routes, 2);
-    ghd_metrics_request("/v1/buffers/{id}", "GET", 200, 0.002, 0, 100);
-    ghd_metrics_request("/v1/buffers/{id}", "GET", 200, 0.003, 0, 50);
-    ghd_metrics_request("/nowhere", "POST", 404, 0.001, 7, 0);
-    ghd_metrics_transfer(GHD_TRANSFER_UPLOAD, 1000, 0.5);
-    ghd_metrics_run("fill", "succeeded", 0.25, 0.001);
-    ghd_metrics_run("pipeline", "canceled", 0, -1); /* never started: no queue time */
+    ghd_metrics_set_routes(m, routes, 2);
+    ghd_metrics_request(m, "/v1/buffers/{id}", "GET", 200, 0.002, 0, 100);
+    ghd_metrics_request(m, "/v1/buffers/{id}", "GET", 200, 0.003, 0, 50);
+    ghd_metrics_request(m, "/nowhere", "POST", 404, 0.001, 7, 0);
+    ghd_metrics_transfer(m, GHD_TRANSFER_UPLOAD, 1000, 0.5);
+    ghd_metrics_run(m, "fill", "succeeded", 0.25, 0.001);
+    ghd_metrics_run(m, "pipeline", "canceled", 0, -1); /* never started: no queue time */
 
-    char *text = render(NULL);
+    char *text = render(m, NULL);
     assert_line(text, "gpuhttpd_http_requests_total{route=\"/v1/buffers/{id}\",method=\"GET\","
                       "code=\"200\"} 2");
     assert_line(text, "gpuhttpd_http_requests_total{route=\"(unmatched)\",method=\"POST\","
@@ -66,7 +68,7 @@ static void test_counters_from_fed_values(void **state)
 
 static void test_gauges_from_snapshot(void **state)
 {
-    (void)state;
+    struct ghd_metrics *m = *state;
     struct ghd_metrics_gauges g = {
         .runs_active = 3,
         .run_workers = 4,
@@ -88,7 +90,7 @@ static void test_gauges_from_snapshot(void **state)
     g.devices[1].have_util = 1;
     g.devices[1].util_percent = 25;
 
-    char *text = render(&g);
+    char *text = render(m, &g);
     assert_line(text, "gpuhttpd_runs_active 3");
     assert_line(text, "gpuhttpd_run_workers 4");
     assert_line(text, "gpuhttpd_buffers 5");
@@ -108,11 +110,51 @@ static void test_gauges_from_snapshot(void **state)
     free(text);
 }
 
+/* Two services in one process (as in the tests) count apart; before the
+ * metrics hung off the service, every recorder wrote one process-wide set. */
+static void test_each_counts_apart(void **state)
+{
+    struct ghd_metrics *a = *state, *b;
+    assert_int_equal(ghd_metrics_new(&b), 0);
+    ghd_metrics_transfer(a, GHD_TRANSFER_DOWNLOAD, 4096, 0.5);
+    ghd_metrics_device_lost(a);
+    ghd_metrics_run(a, "fill", "failed", 0.1, 0.001);
+    /* NULL records nothing (a run queue made without a service). */
+    ghd_metrics_transfer(NULL, GHD_TRANSFER_DOWNLOAD, 1, 1);
+    ghd_metrics_device_lost(NULL);
+    char *ta = render(a, NULL), *tb = render(b, NULL);
+    assert_line(ta, "gpuhttpd_transfer_bytes_total{direction=\"download\"} 4096");
+    assert_line(ta, "gpuhttpd_device_losses_total 1");
+    assert_line(ta, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"failed\"} 1");
+    assert_line(tb, "gpuhttpd_transfer_bytes_total{direction=\"download\"} 0");
+    assert_line(tb, "gpuhttpd_device_losses_total 0");
+    assert_null(strstr(tb, "kernel=\"fill\""));
+    free(ta);
+    free(tb);
+    ghd_metrics_free(b);
+}
+
+static int setup(void **state)
+{
+    struct ghd_metrics *m;
+    if (ghd_metrics_new(&m) != 0)
+        return -1;
+    *state = m;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    ghd_metrics_free(*state);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counters_from_fed_values),
-        cmocka_unit_test(test_gauges_from_snapshot),
+        cmocka_unit_test_setup_teardown(test_counters_from_fed_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gauges_from_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_each_counts_apart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
