@@ -125,7 +125,7 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     rc = ghd_source_open(b, first, len, &client, &d->t, &err);
     if (rc) {
         free(d);
-        return ghd_transfer_reply_problem(req, rep, rc, &err);
+        return ghd_transfer_reply_problem(rep, req, rc, &err);
     }
     rc = ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
                           prefix_len + len, ghd_source_block(d->t),

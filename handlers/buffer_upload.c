@@ -91,7 +91,7 @@ int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_b
     ghd_transfer_client_of(req, &client);
     int rc = ghd_sink_open(b, created ? &req->svc->buffers : NULL, &client, &t, &err);
     if (rc)
-        return ghd_transfer_reply_problem(req, rep, rc, &err);
+        return ghd_transfer_reply_problem(rep, req, rc, &err);
     if (extent) {
         offset = extent[0];
         length = extent[1];
@@ -171,7 +171,7 @@ int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct g
     /* A busy ring is a 503 written mid-body (http.c refuse_mid_body). */
     struct ghd_err err = {0};
     int rc = ghd_sink_reserve(t, space, len, &err);
-    return rc ? ghd_transfer_reply_problem(req, rep, rc, &err) : 0;
+    return rc ? ghd_transfer_reply_problem(rep, req, rc, &err) : 0;
 }
 
 int ghd_upload_commit(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
@@ -179,7 +179,7 @@ int ghd_upload_commit(struct ghd_transfer *t, struct ghd_request *req, struct gh
 {
     struct ghd_err err = {0};
     int rc = ghd_sink_commit(t, n, &err);
-    return rc ? ghd_transfer_reply_problem(req, rep, rc, &err) : 0;
+    return rc ? ghd_transfer_reply_problem(rep, req, rc, &err) : 0;
 }
 
 int ghd_upload_write(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
@@ -187,7 +187,7 @@ int ghd_upload_write(struct ghd_transfer *t, struct ghd_request *req, struct ghd
 {
     struct ghd_err err = {0};
     int rc = ghd_sink_write(t, data, len, &err);
-    return rc ? ghd_transfer_reply_problem(req, rep, rc, &err) : 0;
+    return rc ? ghd_transfer_reply_problem(rep, req, rc, &err) : 0;
 }
 
 static int put_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
@@ -227,7 +227,7 @@ int ghd_upload_finish(struct ghd_transfer *t, struct ghd_request *req, struct gh
     struct ghd_err err = {0};
     int rc = ghd_sink_flush(t, &err);
     if (rc)
-        return ghd_transfer_reply_problem(req, rep, rc, &err);
+        return ghd_transfer_reply_problem(rep, req, rc, &err);
     /* A chunked body must fill its Content-Range, as a Content-Length must. */
     if (!t->created && t->received != t->length && ghd_request_header(req, "Content-Range"))
         return ghd_reply_problem(rep, req, GHD_EINVAL,

@@ -88,7 +88,7 @@ int ghd_if_match_ok(const struct ghd_if_match *m, uint64_t version)
     return 0;
 }
 
-int ghd_reply_precondition(struct ghd_request *req, struct ghd_reply *rep, uint64_t version)
+int ghd_reply_precondition(struct ghd_reply *rep, struct ghd_request *req, uint64_t version)
 {
     ghd_reply_etag(rep, version, 0);
     return ghd_reply_problem(rep, req, GHD_EPRECOND,
@@ -132,7 +132,7 @@ int ghd_reply_write_precondition(struct ghd_request *req, struct ghd_reply *rep,
                                  const struct ghd_write_conds *c, uint64_t version)
 {
     if (!ghd_if_match_ok(&c->match, version))
-        return ghd_reply_precondition(req, rep, version);
+        return ghd_reply_precondition(rep, req, version);
     ghd_reply_etag(rep, version, 0);
     if (c->none.any)
         return ghd_reply_problem(rep, req, GHD_EPRECOND,

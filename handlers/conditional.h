@@ -26,7 +26,7 @@ int ghd_etag_list_parse(const char *value, struct ghd_if_match *out);
 /* Whether `version` satisfies *m (always, when no header was sent). */
 int ghd_if_match_ok(const struct ghd_if_match *m, uint64_t version);
 /* The 412 reply for If-Match naming a version that moved; returns GHD_EPRECOND. */
-int ghd_reply_precondition(struct ghd_request *req, struct ghd_reply *rep, uint64_t version);
+int ghd_reply_precondition(struct ghd_reply *rep, struct ghd_request *req, uint64_t version);
 
 /* The preconditions of a write to a buffer (PUT, PATCH, DELETE), evaluated
  * in RFC 9110 section 13.2.2's order: If-Match, then If-None-Match. A

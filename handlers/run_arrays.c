@@ -266,7 +266,7 @@ static int if_match_entry(struct ghd_request *req, struct ghd_reply *rep, json_t
     for (unsigned i = 0; i < out->nheld && json_is_string(id); i++)
         if (strcmp(out->held[i]->id, json_string_value(id)) == 0)
             b = out->held[i];
-    if (!b || out->ncond == GHD_KCALL_MAX_BUFFERS)
+    if (!b || out->ncond == GHD_KERNEL_CALL_MAX_BUFFERS)
         return ghd_reply_problem(rep, req, GHD_EUNPROC,
                                  "%sif_match names '%.64s', which is not a buffer argument of "
                                  "this step (give the argument that names the buffer, as in "

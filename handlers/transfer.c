@@ -4,7 +4,7 @@
 #include "base/error.h"
 #include "core/service.h"
 
-int ghd_transfer_reply_problem(struct ghd_request *req, struct ghd_reply *rep, int rc,
+int ghd_transfer_reply_problem(struct ghd_reply *rep, struct ghd_request *req, int rc,
                                const struct ghd_err *err)
 {
     if (rc == GHD_ETIMEDOUT || rc == GHD_ELIMIT) /* chunks come back within seconds */

@@ -14,7 +14,7 @@ void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_c
 /* Replies with the problem for code `rc` and its detail `err` from the
  * transfer engine, with Retry-After when the code means "retry later" (the
  * staging ring stayed busy, or the client's share of it). Returns rc. */
-int ghd_transfer_reply_problem(struct ghd_request *req, struct ghd_reply *rep, int rc,
+int ghd_transfer_reply_problem(struct ghd_reply *rep, struct ghd_request *req, int rc,
                                const struct ghd_err *err);
 
 #endif

@@ -28,7 +28,7 @@ struct ghd_kernel_call {
     uint64_t len[GHD_KARG_BUFFERS];
 };
 
-_Static_assert(GHD_KARG_BUFFERS <= GHD_KCALL_MAX_BUFFERS, "kernel.h bounds a call's buffers");
+_Static_assert(GHD_KARG_BUFFERS <= GHD_KERNEL_CALL_MAX_BUFFERS, "kernel.h bounds a call's buffers");
 
 #define OFFSET_SUFFIX "_offset"
 
@@ -61,14 +61,14 @@ static int check_unknown(const struct ghd_kernel *k, json_t *args, struct ghd_er
         int is_offset;
         if (param_of(k, key, &is_offset))
             continue;
-        const char *names[2 * GHD_KCALL_MAX_BUFFERS], *buffers[GHD_KCALL_MAX_BUFFERS];
+        const char *names[2 * GHD_KERNEL_CALL_MAX_BUFFERS], *buffers[GHD_KERNEL_CALL_MAX_BUFFERS];
         size_t n = 0, nbuf = 0;
         for (size_t i = 0; i < k->nparams && n < GHD_COUNT_OF(names); i++) {
             names[n++] = k->params[i].name;
             if (k->params[i].kind == GHD_PK_BUFFER && nbuf < GHD_COUNT_OF(buffers))
                 buffers[nbuf++] = k->params[i].name;
         }
-        return ghd_kcall_unknown(k->name, key, names, n, buffers, nbuf, err);
+        return ghd_kernel_call_unknown(k->name, key, names, n, buffers, nbuf, err);
     }
     return 0;
 }
@@ -80,7 +80,7 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
     switch (p->kind) {
     case GHD_PK_COUNT: {
         uint64_t c = 0;
-        int rc = ghd_kcall_count(v, p->name, &c, err);
+        int rc = ghd_kernel_call_count(v, p->name, &c, err);
         if (rc)
             return rc;
         memcpy(field, &c, sizeof(c));
@@ -187,12 +187,12 @@ static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
             return ghd_err_set(err, GHD_EINVAL, "%s must be a buffer id (a string)", p->name);
         uint64_t offset = 0;
         if (off) {
-            int rc = ghd_kcall_count(off, offname, &offset, err);
+            int rc = ghd_kernel_call_count(off, offname, &offset, err);
             if (rc)
                 return rc;
         }
         struct ghd_buffer_view b = {0};
-        int rc = ghd_kcall_resolve(resolve, ctx, p->name, json_string_value(v), &b, err);
+        int rc = ghd_kernel_call_resolve(resolve, ctx, p->name, json_string_value(v), &b, err);
         if (rc)
             return rc;
         call->buf[p->slot] = b;

@@ -11,14 +11,14 @@
 
 #define OFFSET_SUFFIX "_offset"
 
-int ghd_kcall_unknown(const char *kname, const char *key, const char *const *names, size_t n,
-                      const char *const *buffers, size_t nbuf, struct ghd_err *err)
+int ghd_kernel_call_unknown(const char *kname, const char *key, const char *const *names, size_t n,
+                            const char *const *buffers, size_t nbuf, struct ghd_err *err)
 {
     /* The names, then the offsets: the candidates for the suggestion. */
-    char offsets[GHD_KCALL_MAX_BUFFERS][48];
-    const char *all[64 + GHD_KCALL_MAX_BUFFERS];
+    char offsets[GHD_KERNEL_CALL_MAX_BUFFERS][48];
+    const char *all[64 + GHD_KERNEL_CALL_MAX_BUFFERS];
     size_t nnames = n < 64 ? n : 64;
-    size_t noff = nbuf < GHD_KCALL_MAX_BUFFERS ? nbuf : GHD_KCALL_MAX_BUFFERS;
+    size_t noff = nbuf < GHD_KERNEL_CALL_MAX_BUFFERS ? nbuf : GHD_KERNEL_CALL_MAX_BUFFERS;
     memcpy(all, names, nnames * sizeof(*names));
     for (size_t i = 0; i < noff; i++) {
         snprintf(offsets[i], sizeof(offsets[i]), "%s" OFFSET_SUFFIX, buffers[i]);
@@ -32,7 +32,7 @@ int ghd_kcall_unknown(const char *kname, const char *key, const char *const *nam
                        key, kname, hint, list);
 }
 
-int ghd_kcall_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
+int ghd_kernel_call_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
 {
     if (!json_is_integer(v))
         return ghd_err_set(err, GHD_EINVAL, "%s must be a non-negative integer", name);
@@ -43,8 +43,8 @@ int ghd_kcall_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *
     return 0;
 }
 
-int ghd_kcall_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name, const char *id,
-                      struct ghd_buffer_view *out, struct ghd_err *err)
+int ghd_kernel_call_resolve(ghd_buffer_resolver resolve, void *ctx, const char *name,
+                            const char *id, struct ghd_buffer_view *out, struct ghd_err *err)
 {
     int rc = resolve(ctx, id, out);
     if (rc)

@@ -84,7 +84,7 @@ struct ghd_buffer_view {
 };
 
 /* Buffers one call may name (the most parameters a kernel has). */
-#define GHD_KCALL_MAX_BUFFERS 16
+#define GHD_KERNEL_CALL_MAX_BUFFERS 16
 
 /* Fills *out for a buffer id, or returns GHD_ENOENT (or another GHD_E* code
  * when the buffer cannot be used). */

@@ -69,7 +69,7 @@ int ghd_rcall_prepare_new(struct ghd_rfunc *f, json_t *launch, ghd_buffer_resolv
             rc = ghd_err_set(err, r == GHD_EINTERNAL ? GHD_EUNPROC : r,
                              "args[%u]: buffer '%.64s' cannot be used (at most %d buffers in a "
                              "call)",
-                             i, a->buffer, GHD_KCALL_MAX_BUFFERS);
+                             i, a->buffer, GHD_KERNEL_CALL_MAX_BUFFERS);
             break;
         }
         if (a->byte_offset > v.size) {

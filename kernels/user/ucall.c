@@ -27,7 +27,7 @@ struct ghd_ucall {
     uint64_t start[GHD_U_MAX_PARAMS], len[GHD_U_MAX_PARAMS]; /* byte range used */
 };
 
-_Static_assert(GHD_U_MAX_PARAMS <= GHD_KCALL_MAX_BUFFERS, "kernel.h bounds a call's buffers");
+_Static_assert(GHD_U_MAX_PARAMS <= GHD_KERNEL_CALL_MAX_BUFFERS, "kernel.h bounds a call's buffers");
 
 #define OFFSET_SUFFIX "_offset"
 
@@ -63,7 +63,7 @@ static int unknown_key(const struct ghd_udef *d, const char *key, struct ghd_err
         names[n++] = letters[i];
     }
     names[n++] = "n";
-    return ghd_kcall_unknown(d->name, key, names, n, buffers, nbuf, err);
+    return ghd_kernel_call_unknown(d->name, key, names, n, buffers, nbuf, err);
 }
 
 /* A JSON scalar as a value of type t, refusing what t cannot hold. */
@@ -161,10 +161,10 @@ static int resolve_param(struct ghd_ucall *c, int k, json_t *v, json_t *off, int
                            !q->is_out && !q->is_raw ? " or a number" : "");
     char offname[48];
     snprintf(offname, sizeof(offname), "%s" OFFSET_SUFFIX, q->name);
-    if (off && (rc = ghd_kcall_count(off, offname, &offset, err)) != 0)
+    if (off && (rc = ghd_kernel_call_count(off, offname, &offset, err)) != 0)
         return rc;
     struct ghd_buffer_view *b = &c->buf[k];
-    if ((rc = ghd_kcall_resolve(resolve, ctx, q->name, json_string_value(v), b, err)) != 0)
+    if ((rc = ghd_kernel_call_resolve(resolve, ctx, q->name, json_string_value(v), b, err)) != 0)
         return rc;
     uint64_t count = q->is_raw ? 0 : elem_count ? 1 : c->n;
     if (__builtin_mul_overflow(offset, es, &start) || __builtin_add_overflow(offset, count, &end) ||
@@ -267,7 +267,7 @@ int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolv
                          d->name);
         goto out;
     }
-    if ((rc = ghd_kcall_count(nv, "n", &c->n, err)) != 0 ||
+    if ((rc = ghd_kernel_call_count(nv, "n", &c->n, err)) != 0 ||
         (rc = read_binding(d, args, &b, err)) != 0)
         goto out;
     struct ghd_err e = {0};

@@ -56,7 +56,7 @@ static int resolve_view(void *ctx, const char *id, struct ghd_buffer_view *out)
         i++;
     if (i < step->nheld) {
         ghd_buffer_unref(b); /* held already: not the last reference */
-    } else if (step->nheld == GHD_KCALL_MAX_BUFFERS) {
+    } else if (step->nheld == GHD_KERNEL_CALL_MAX_BUFFERS) {
         ghd_buffer_unref(b);
         return GHD_EINTERNAL; /* kernel.h bounds the buffers of a call */
     } else {

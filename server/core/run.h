@@ -45,9 +45,9 @@ struct ghd_run_step {
     /* The buffers the call names, one reference each (a buffer named twice
      * is held once): the run, not the kernel, keeps them alive and orders
      * them on its stream. */
-    struct ghd_buffer *held[GHD_KCALL_MAX_BUFFERS];
+    struct ghd_buffer *held[GHD_KERNEL_CALL_MAX_BUFFERS];
     unsigned nheld;
-    struct ghd_run_cond cond[GHD_KCALL_MAX_BUFFERS];
+    struct ghd_run_cond cond[GHD_KERNEL_CALL_MAX_BUFFERS];
     unsigned ncond;
     json_t *result;
     float device_ms;

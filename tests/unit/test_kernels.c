@@ -262,7 +262,7 @@ static void test_validation(void **state)
         }
         names[n++] = "n";
         T.err = (struct ghd_err){0};
-        assert_int_equal(ghd_kcall_unknown("big", "p07_ofset", names, n, names, 16, &T.err),
+        assert_int_equal(ghd_kernel_call_unknown("big", "p07_ofset", names, n, names, 16, &T.err),
                          GHD_EINVAL);
         assert_detail_has("unknown parameter 'p07_ofset' for kernel big: did you mean "
                           "'p07_offset'? (it takes p00, p01,");
