@@ -33,7 +33,8 @@ int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep)
     ghd_staging_get_stats(&rt->staging, &ss);
     return ghd_reply_json(
         rep, 200,
-        json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I}, s:{s:i, s:I, s:i}}", "status", "ready",
+        json_pack("{s:s, s:i, s:s, s:s, s:s, s:{s:I, s:I, s:I}, s:{s:i, s:I, s:i}}", "status",
+                  "ready", "instance", (int)svc->owner.instance, "boot", svc->owner.boot,
                   "backend", ghd_backend_name(rt->dev.kind), "device", rt->dev.name, "pool",
                   "reserved", (json_int_t)ps.reserved, "in_use", (json_int_t)ps.in_use, "limit",
                   (json_int_t)ps.limit, "staging", "chunks", (int)ss.chunks, "chunk_size",

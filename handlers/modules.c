@@ -30,7 +30,7 @@ int ghd_handle_module_create(struct ghd_request *req, struct ghd_reply *rep)
     if (!json_is_object(req->json))
         return ghd_reply_problem(rep, req, GHD_EJSON, "the body must be a JSON object");
     /* The same module again: the one there is (no compile). */
-    rc = ghd_rmodule_id(req->json, id, &err);
+    rc = ghd_rmodule_id(req->json, svc->owner.prefix, id, &err);
     if (rc == 0 && ghd_rmodule_store_find_new(&svc->modules, req->tenant, id, &have) == 0) {
         ghd_reply_header(rep, "Location", "/v1/modules/%s", have->id);
         rc = ghd_reply_json(rep, 200, ghd_rmodule_describe_new(have));
@@ -45,8 +45,8 @@ int ghd_handle_module_create(struct ghd_request *req, struct ghd_reply *rep)
                                  svc->modules.tenant_max);
     }
     if (rc == 0)
-        rc = ghd_rmodule_new(req->json, svc->cfg.module_max_source, req->tenant, svc->compiler,
-                             ghd_service_runtime(svc, 0), &m, &err);
+        rc = ghd_rmodule_new(req->json, svc->cfg.module_max_source, svc->owner.prefix,
+                             req->tenant, svc->compiler, ghd_service_runtime(svc, 0), &m, &err);
     if (rc) {
         if (rc == GHD_ELIMIT)
             ghd_reply_header(rep, "Retry-After", "1");

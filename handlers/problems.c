@@ -58,6 +58,12 @@ static const char *const when[] = {
                      "100-continue, the only expectation the server meets.",
     [-GHD_EVERSION] = "The request line names an HTTP version other than HTTP/1.0 and "
                       "HTTP/1.1.",
+    [-GHD_EGONE] = "The id was made by an earlier start of the instance that answers (its "
+                   "prefix names this instance and another boot): what it named did not "
+                   "survive the restart.",
+    [-GHD_EMISDIRECTED] = "The id belongs to another instance (its prefix names the owner): "
+                          "send the request there, or through a proxy that routes on the "
+                          "prefix.",
 };
 
 static const int codes[] = {

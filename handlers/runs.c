@@ -174,7 +174,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     if (wait && !json_is_boolean(wait))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
     struct ghd_run *run;
-    int rc = ghd_run_new(req->tenant, &run);
+    int rc = ghd_run_new(req->svc->owner.prefix, req->tenant, &run);
     if (rc)
         return ghd_reply_problem(rep, req, rc, NULL);
     rc = prepare_run(req, rep, run);

@@ -95,13 +95,15 @@ static char *body_key(const struct body *b)
     return key;
 }
 
-static void key_id(const char *key, char id[GHD_RMODULE_ID_LEN + 1])
+static void key_id(const char *prefix, const char *key, char id[GHD_RMODULE_ID_LEN + 1])
 {
     uint64_t h = fnv1a(1469598103934665603ULL, key, strlen(key));
-    snprintf(id, GHD_RMODULE_ID_LEN + 1, "%016llx", (unsigned long long)h);
+    snprintf(id, GHD_RMODULE_ID_LEN + 1, "%.*s%016llx", GHD_OWNER_PREFIX_LEN, prefix,
+             (unsigned long long)h);
 }
 
-int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], struct ghd_err *err)
+int ghd_rmodule_id(json_t *body, const char *id_prefix, char id[GHD_RMODULE_ID_LEN + 1],
+                   struct ghd_err *err)
 {
     struct body b;
     int rc = parse_body(body, (size_t)-1, &b, err);
@@ -110,12 +112,12 @@ int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], struct ghd_err
     char *key = body_key(&b);
     if (!key)
         return GHD_ENOHOSTMEM;
-    key_id(key, id);
+    key_id(id_prefix, key, id);
     free(key);
     return 0;
 }
 
-int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
+int ghd_rmodule_new(json_t *body, size_t max_source, const char *id_prefix, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_runtime *rt,
                     struct ghd_rmodule **out, struct ghd_err *err)
 {
@@ -138,7 +140,7 @@ int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
         return GHD_ENOHOSTMEM;
     }
     atomic_init(&m->refs, 1);
-    key_id(m->key, m->id);
+    key_id(id_prefix, m->key, m->id);
     snprintf(m->tenant, sizeof(m->tenant), "%s", tenant ? tenant : "");
     m->options = b.options ? json_incref(b.options) : json_array();
     m->names = b.names ? json_incref(b.names) : json_array();

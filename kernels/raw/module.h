@@ -12,11 +12,13 @@
 #include "raw.h"
 #include "base/list.h"
 #include "base/tenant.h"
+#include "base/owner.h"
 #include "kernels/kernel.h"
 #include "device/runtime.h"
 #include "kernels/registry.h"
 
-#define GHD_RMODULE_ID_LEN 16
+/* The owner prefix (base/owner.h), then 16 hex digits of the content hash. */
+#define GHD_RMODULE_ID_LEN (GHD_OWNER_PREFIX_LEN + 16)
 
 struct ghd_rmodule;
 struct ghd_ucompiler;
@@ -53,19 +55,21 @@ struct ghd_rmodule {
 };
 
 /* Validates a POST /v1/modules body ({source, options, name_expressions}),
- * compiles it for rt's device through `compiler` and loads it: *out is a new
+ * compiles it for rt's device through `compiler` and loads it (its id starts
+ * with id_prefix, GHD_OWNER_PREFIX_LEN characters): *out is a new
  * reference owned by `tenant` (NULL: none). GHD_EINVAL (wrong types, unknown
  * fields), GHD_ETOOBIG (source over max_source), GHD_EUNPROC (option not
  * allowed, include, compile error: the log in the detail, a name expression
  * naming nothing), GHD_ELIMIT (compile queue), GHD_ENOTSUP (no NVRTC or
  * not the CUDA backend), GHD_EDEVICE (loading). */
-int ghd_rmodule_new(json_t *body, size_t max_source, const char *tenant,
+int ghd_rmodule_new(json_t *body, size_t max_source, const char *id_prefix, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_runtime *rt,
                     struct ghd_rmodule **out, struct ghd_err *err);
 /* The id a body would get (a hash of source, options and names), for
  * finding a module that exists already; 0, or what ghd_rmodule_new would
  * say about the body's form. */
-int ghd_rmodule_id(json_t *body, char id[GHD_RMODULE_ID_LEN + 1], struct ghd_err *err);
+int ghd_rmodule_id(json_t *body, const char *id_prefix, char id[GHD_RMODULE_ID_LEN + 1],
+                   struct ghd_err *err);
 void ghd_rmodule_ref(struct ghd_rmodule *m);
 void ghd_rmodule_unref(struct ghd_rmodule *m);
 /* The function named `name` (its name expression or symbol); borrowed. */

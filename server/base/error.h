@@ -32,7 +32,9 @@
     X(EFORBIDDEN, 24, "Forbidden")                  \
     X(EDEVLOST, 25, "Device lost")                  \
     X(EEXPECT, 26, "Expectation failed")            \
-    X(EVERSION, 27, "HTTP version not supported")
+    X(EVERSION, 27, "HTTP version not supported")  \
+    X(EGONE, 28, "Gone")                            \
+    X(EMISDIRECTED, 29, "Misdirected request")
 
 enum ghd_error {
 #define GHD_ERROR_ENUM(name, num, title) GHD_##name = -(num),

@@ -45,9 +45,9 @@ static void tenant_release_locked(struct ghd_buffer_table *t, const char *name, 
     u->bytes -= size;
 }
 
-int ghd_random_id(char out[GHD_BUFFER_ID_LEN + 1])
+int ghd_random_id(char out[GHD_RANDOM_ID_LEN + 1])
 {
-    unsigned char raw[GHD_BUFFER_ID_LEN / 2];
+    unsigned char raw[GHD_RANDOM_ID_LEN / 2];
     size_t got = 0;
     while (got < sizeof(raw)) {
         ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
@@ -60,8 +60,15 @@ int ghd_random_id(char out[GHD_BUFFER_ID_LEN + 1])
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 15];
     }
-    out[GHD_BUFFER_ID_LEN] = '\0';
+    out[GHD_RANDOM_ID_LEN] = '\0';
     return 0;
+}
+
+int ghd_owned_id(const char *prefix, char out[GHD_BUFFER_ID_LEN + 1])
+{
+    GHD_ASSERT(strlen(prefix) == GHD_OWNER_PREFIX_LEN);
+    memcpy(out, prefix, GHD_OWNER_PREFIX_LEN);
+    return ghd_random_id(out + GHD_OWNER_PREFIX_LEN);
 }
 
 static struct ghd_buffer *buffer_of(struct ghd_list_node *n)
@@ -69,9 +76,11 @@ static struct ghd_buffer *buffer_of(struct ghd_list_node *n)
     return ghd_list_entry(n, struct ghd_buffer, link);
 }
 
-int ghd_buffer_table_init(struct ghd_buffer_table *t)
+int ghd_buffer_table_init(struct ghd_buffer_table *t, const char *id_prefix)
 {
     memset(t, 0, sizeof(*t));
+    GHD_ASSERT(strlen(id_prefix) == GHD_OWNER_PREFIX_LEN);
+    memcpy(t->id_prefix, id_prefix, sizeof(t->id_prefix));
     int rc = ghd_idmap_init(&t->by_id, INITIAL_SLOTS);
     if (rc != 0)
         return rc;
@@ -169,7 +178,7 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     struct ghd_buffer *b = calloc(1, sizeof(*b));
     if (!b)
         return GHD_ENOHOSTMEM;
-    int rc = ghd_random_id(b->id);
+    int rc = ghd_owned_id(t->id_prefix, b->id);
     if (rc)
         goto fail;
     snprintf(b->tenant, sizeof(b->tenant), "%s", spec->tenant ? spec->tenant : "");

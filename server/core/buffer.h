@@ -9,17 +9,20 @@
 
 #include "base/idmap.h"
 #include "base/list.h"
+#include "base/owner.h"
 #include "base/tenant.h"
 #include "device/runtime.h"
 #include "npy.h"
 
 /* Buffers: named regions of device memory, reference counted so that a
  * transfer or a run keeps its buffer alive while a DELETE arrives. The table
- * maps unguessable ids (128 bits from the kernel's CSPRNG, 32 hex digits) to
- * buffers. A deleted buffer leaves the table at once and frees its memory
- * when the last reference goes. */
+ * maps unguessable ids (the instance's owner prefix, base/owner.h, then 128
+ * bits from the kernel's CSPRNG as 32 hex digits) to buffers. A deleted
+ * buffer leaves the table at once and frees its memory when the last
+ * reference goes. Run ids have the same form. */
 
-#define GHD_BUFFER_ID_LEN 32
+#define GHD_RANDOM_ID_LEN 32
+#define GHD_BUFFER_ID_LEN (GHD_OWNER_PREFIX_LEN + GHD_RANDOM_ID_LEN)
 #define GHD_LABEL_MAX 128
 
 struct ghd_buffer {
@@ -69,9 +72,11 @@ struct ghd_buffer_table {
     size_t tenant_max_bytes;
     size_t tenant_max_buffers;
     struct buffer_tenant *tenants;
+    char id_prefix[GHD_OWNER_PREFIX_LEN + 1]; /* every id starts so; set once before use */
 };
 
-int ghd_buffer_table_init(struct ghd_buffer_table *t);
+/* id_prefix: the owner prefix every id starts with (base/owner.h). */
+int ghd_buffer_table_init(struct ghd_buffer_table *t, const char *id_prefix);
 /* Frees every buffer still in the table. */
 void ghd_buffer_table_destroy(struct ghd_buffer_table *t);
 
@@ -170,6 +175,9 @@ void ghd_buffer_table_totals(struct ghd_buffer_table *t, size_t *count, size_t *
 size_t ghd_buffer_expire(struct ghd_buffer_table *t, time_t now);
 
 /* Fills `out` with 32 hex digits of CSPRNG output and a NUL. */
-int ghd_random_id(char out[GHD_BUFFER_ID_LEN + 1]);
+int ghd_random_id(char out[GHD_RANDOM_ID_LEN + 1]);
+/* Fills `out` with `prefix` (GHD_OWNER_PREFIX_LEN characters, base/owner.h)
+ * and ghd_random_id's digits: a buffer's or a run's id. */
+int ghd_owned_id(const char *prefix, char out[GHD_BUFFER_ID_LEN + 1]);
 
 #endif

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "base/log.h"
+#include "base/owner.h"
 #include "base/parse.h"
 
 enum opt_type { OPT_UINT, OPT_SIZE, OPT_SIZE_OR_PERCENT, OPT_STRING, OPT_BACKEND, OPT_FLAG };
@@ -30,6 +32,9 @@ static const struct option_spec specs[] = {
     {"probe-port", OPT_UINT, OFF(probe_port), 0, 0, 65535, "0",
      "plain-HTTP port on --bind serving only /healthz, /readyz and /metrics (its token as on "
      "--port), without TLS: for health checks and probes when --tls-cert is set (0 = none)"},
+    {"instance", OPT_STRING, OFF(instance_text), STR_MAX(instance_text), 0, 0, "auto",
+     "this instance's number, 0..9999, which every id it makes starts with so that a proxy "
+     "can route by owner (auto: the hostname's trailing number, gpuhttpd-3 -> 3, else 0)"},
     {"bind", OPT_STRING, OFF(bind), STR_MAX(bind), 0, 0, "127.0.0.1", "IPv4 address to listen on"},
     {"backend", OPT_BACKEND, OFF(backend), 0, 0, 0, "auto", "auto, cuda or host"},
     {"device", OPT_UINT, OFF(device), 0, 0, 63, "0", "CUDA device ordinal"},
@@ -280,6 +285,26 @@ void ghd_config_defaults(struct ghd_config *cfg)
             abort(); /* a default that does not parse is a programming error */
 }
 
+/* --instance auto is the hostname's trailing number (a StatefulSet's pod
+ * ordinal); anything else a number in range. */
+static int resolve_instance(struct ghd_config *cfg, FILE *err)
+{
+    uint64_t v;
+    if (strcmp(cfg->instance_text, "auto") == 0) {
+        char host[256] = "";
+        gethostname(host, sizeof(host) - 1);
+        cfg->instance = ghd_owner_from_hostname(host);
+        return 0;
+    }
+    if (ghd_parse_u64(cfg->instance_text, &v) != 0 || v > GHD_OWNER_INSTANCE_MAX) {
+        fprintf(err, "gpuhttpd: --instance must be auto or a number 0..%d\n",
+                GHD_OWNER_INSTANCE_MAX);
+        return -1;
+    }
+    cfg->instance = (unsigned)v;
+    return 0;
+}
+
 /* Cross-option checks that a single value cannot express. */
 static int validate(const struct ghd_config *cfg, FILE *err)
 {
@@ -318,7 +343,7 @@ static const char *placeholder(const struct option_spec *sp)
     static const struct {
         const char *flag, *arg;
     } strings[] = {
-        {"bind", "ADDR"},       {"log-level", "LEVEL"}, {"log-format", "text|json"},
+        {"bind", "ADDR"},  {"instance", "auto|N"},     {"log-level", "LEVEL"}, {"log-format", "text|json"},
         {"port-file", "FILE"},  {"docs-dir", "DIR"},    {"tokens-file", "FILE"},
         {"tokens", "LIST"},     {"metrics-token", "TOKEN"}, {"tls-cert", "FILE"},
         {"tls-key", "FILE"},    {"on-device-loss", "exit|stay"},
@@ -457,5 +482,7 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
         fprintf(err, "gpuhttpd: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
+    if (resolve_instance(cfg, err) != 0)
+        return -1;
     return validate(cfg, err);
 }

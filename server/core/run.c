@@ -14,12 +14,12 @@ const char *ghd_run_status_name(enum ghd_run_status s)
     return names[s];
 }
 
-int ghd_run_new(const char *tenant, struct ghd_run **out)
+int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
 {
     struct ghd_run *run = calloc(1, sizeof(*run));
     if (!run)
         return GHD_ENOHOSTMEM;
-    if (ghd_random_id(run->id) != 0) {
+    if (ghd_owned_id(id_prefix, run->id) != 0) {
         free(run);
         return GHD_EINTERNAL;
     }

@@ -79,7 +79,7 @@ struct ghd_run {
 };
 
 /* A new, empty run for `tenant` (may be NULL); a new reference. */
-int ghd_run_new(const char *tenant, struct ghd_run **out);
+int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out);
 void ghd_run_ref(struct ghd_run *run);
 void ghd_run_unref(struct ghd_run *run);
 

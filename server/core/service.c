@@ -123,6 +123,8 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     memset(svc, 0, sizeof(*svc));
     svc->cfg = *cfg;
     svc->started = time(NULL);
+    if (ghd_owner_init(&svc->owner, cfg->instance) != 0)
+        return ghd_err_set(err, GHD_EINTERNAL, "cannot draw a boot id (getrandom failed)");
     int rc = ghd_metrics_new(&svc->metrics);
     if (rc)
         return ghd_err_set(err, rc, "metrics: %s", ghd_strerror(rc));
@@ -138,7 +140,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     if (rc)
         goto destroy_auth;
     svc->runtime_count = 1;
-    rc = ghd_buffer_table_init(&svc->buffers);
+    rc = ghd_buffer_table_init(&svc->buffers, svc->owner.prefix);
     if (rc) {
         ghd_err_set(err, rc, "buffer table: %s", ghd_strerror(rc));
         goto destroy_runtime;

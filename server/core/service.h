@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "base/owner.h"
 #include "buffer.h"
 #include "config.h"
 #include "staging_caps.h"
@@ -40,6 +41,7 @@ struct ghd_service {
     pthread_cond_t watch_cond;
     int watch_stop, watch_started;
     time_t started;
+    struct ghd_owner owner; /* --instance and this start's boot: every id's prefix */
     atomic_int ready;
 };
 

@@ -27,7 +27,7 @@ const char *ghd_request_query(const struct ghd_request *req, const char *name)
 /* 16 hex digits of CSPRNG output, or "unknown". */
 void ghd_http_random_request_id(char out[GHD_REQUEST_ID_MAX + 1])
 {
-    char id[GHD_BUFFER_ID_LEN + 1];
+    char id[GHD_RANDOM_ID_LEN + 1];
     if (ghd_random_id(id) == 0)
         snprintf(out, GHD_REQUEST_ID_MAX + 1, "%.16s", id);
     else

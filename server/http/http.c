@@ -78,6 +78,12 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
     rc = ghd_http_parse_content_length(req);
     if (rc)
         return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
+    /* An id another instance, or an earlier start of this one, made: 421 or
+     * 410 rather than the 404 of an id that never existed. */
+    struct ghd_err owner = {0};
+    if (strstr(route->pattern, "/{id}") &&
+        (rc = ghd_owner_check(&req->svc->owner, req->params[0], &owner)) != 0)
+        return ghd_reply_problem(&hr->rep, req, rc, "%s", owner.detail);
     struct ghd_err lost = {0};
     if (route->needs_device && ghd_devloss_get(&req->svc->devloss, &lost))
         return ghd_reply_problem(&hr->rep, req, GHD_EDEVLOST,
@@ -153,7 +159,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
         return MHD_NO;
     hr->state = early ? GHD_HS_REPLIED_EARLY : GHD_HS_REPLIED;
     ghd_guard_send(hr->http->guard, hr->guard); /* the response goes out */
-    ghd_reply_each_header(rep, hr->req.request_id, add_header, resp);
+    ghd_reply_each_header(rep, &hr->req, add_header, resp);
     /* Close after a refused body (its rest is not worth reading) or while draining. */
     if (early || atomic_load(&hr->http->draining))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");

@@ -36,7 +36,9 @@
     X(EFORBIDDEN, 403, "forbidden")                   \
     X(EDEVLOST, 503, "device-lost")           \
     X(EEXPECT, 417, "expectation-failed")     \
-    X(EVERSION, 505, "http-version-not-supported")
+    X(EVERSION, 505, "http-version-not-supported") \
+    X(EGONE, 410, "gone")                     \
+    X(EMISDIRECTED, 421, "misdirected-request")
 
 /* HTTP status for an error code (500 for unknown codes). */
 int ghd_error_status(int code);

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/json_text.h"
+#include "core/service.h"
 #include "problem_map.h"
 
 int ghd_reply_text(struct ghd_reply *rep, int status, const char *content_type,
@@ -170,13 +171,18 @@ void ghd_reply_reset(struct ghd_reply *rep)
     memset(rep, 0, sizeof(*rep));
 }
 
-void ghd_reply_each_header(const struct ghd_reply *rep, const char *request_id,
+void ghd_reply_each_header(const struct ghd_reply *rep, const struct ghd_request *req,
                            void (*emit)(void *ctx, const char *name, const char *value),
                            void *ctx)
 {
     if (rep->content_type)
         emit(ctx, "Content-Type", rep->content_type);
-    emit(ctx, "X-Request-Id", request_id);
+    emit(ctx, "X-Request-Id", req->request_id);
+    if (req->svc) {
+        char instance[16];
+        snprintf(instance, sizeof(instance), "%u", req->svc->owner.instance);
+        emit(ctx, "Gpuhttpd-Instance", instance);
+    }
     for (unsigned i = 0; i < rep->header_count; i++)
         emit(ctx, rep->header_names[i], rep->header_values[i]);
 }

@@ -94,10 +94,11 @@ int ghd_reply_stream(struct ghd_reply *rep, int status, const char *content_type
 /* Drops everything the reply owns (also the stream context). */
 void ghd_reply_reset(struct ghd_reply *rep);
 /* The header fields of the reply's head, the same whoever writes it
- * (libmicrohttpd, or the socket path): Content-Type, X-Request-Id, then the
+ * (libmicrohttpd, or the socket path): Content-Type, X-Request-Id,
+ * Gpuhttpd-Instance (the instance that answers, base/owner.h), then the
  * reply's own, each passed to `emit`. The transport adds the framing ones
  * (Date, Content-Length, Connection). */
-void ghd_reply_each_header(const struct ghd_reply *rep, const char *request_id,
+void ghd_reply_each_header(const struct ghd_reply *rep, const struct ghd_request *req,
                            void (*emit)(void *ctx, const char *name, const char *value),
                            void *ctx);
 

@@ -40,7 +40,7 @@ static void reply_on_socket(struct ghd_http_request *hr, int fd, int early)
     hr->state = early ? GHD_HS_REPLIED_EARLY : GHD_HS_REPLIED;
     ghd_guard_send(hr->http->guard, hr->guard); /* the reply goes out */
     const char *reason = MHD_get_reason_phrase_for((unsigned)rep->status);
-    if (ghd_socket_send_head(fd, rep, reason, hr->req.request_id, rep->body_len, timeout_ms) != 0)
+    if (ghd_socket_send_head(fd, rep, reason, &hr->req, rep->body_len, timeout_ms) != 0)
         return;
     if (rep->body_len && ghd_socket_send(fd, rep->body, rep->body_len, timeout_ms) != 0)
         return;

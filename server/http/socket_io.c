@@ -88,7 +88,7 @@ static void put_header(void *ctx, const char *name, const char *value)
 }
 
 int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason,
-                         const char *request_id, uint64_t content_length, int timeout_ms)
+                         const struct ghd_request *req, uint64_t content_length, int timeout_ms)
 {
     char *head = NULL;
     size_t head_len = 0;
@@ -102,7 +102,7 @@ int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason
     fprintf(f, "HTTP/1.1 %d %s\r\nDate: %s\r\nConnection: close\r\nContent-Length: %llu\r\n",
             rep->status, reason && *reason ? reason : "Unknown", date,
             (unsigned long long)content_length);
-    ghd_reply_each_header(rep, request_id, put_header, f);
+    ghd_reply_each_header(rep, req, put_header, f);
     fputs("\r\n", f);
     if (fclose(f) != 0) {
         free(head);

@@ -22,7 +22,7 @@ ssize_t ghd_socket_recv(int fd, char *buf, size_t len, int timeout_ms);
  * libmicrohttpd's responses carry them).
  * Returns 0, or -1 when the peer is gone or stalls past `timeout_ms`. */
 int ghd_socket_send_head(int fd, const struct ghd_reply *rep, const char *reason,
-                         const char *request_id, uint64_t content_length, int timeout_ms);
+                         const struct ghd_request *req, uint64_t content_length, int timeout_ms);
 
 /* A reply has gone out before its request's body was read: half-closes the
  * socket and reads and drops what the client still sends, until it closes,

@@ -47,7 +47,7 @@ static double build(struct ghd_ucompiler *c, struct ghd_rmodule **out, char cach
     json_t *body = json_pack("{s:s, s:[s]}", "source", saxpy_src, "options", "-std=c++17");
     struct ghd_err err = {0};
     double t0 = ghd_clock_s();
-    if (ghd_rmodule_new(body, 1 << 20, NULL, c, &B.d.rt, out, &err)) {
+    if (ghd_rmodule_new(body, 1 << 20, "i0000-00000000-", NULL, c, &B.d.rt, out, &err)) {
         fprintf(stderr, "module: %s\n", err.detail);
         exit(1);
     }

@@ -365,7 +365,7 @@ void harness_expect_problem(const struct harness_resp *resp, long status)
 
 /* ---- buffers ---------------------------------------------------------- */
 
-void harness_buffer_create(struct harness *h, size_t size, char id[33])
+void harness_buffer_create(struct harness *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1])
 {
     char body[64];
     int n = snprintf(body, sizeof(body), "{\"size\": %zu}", size);
@@ -377,8 +377,8 @@ void harness_buffer_create(struct harness *h, size_t size, char id[33])
     assert_non_null(doc);
     const char *s = json_string_value(json_object_get(doc, "id"));
     assert_non_null(s);
-    assert_int_equal(strlen(s), 32);
-    memcpy(id, s, 33);
+    assert_int_equal(strlen(s), GHD_BUFFER_ID_LEN);
+    memcpy(id, s, GHD_BUFFER_ID_LEN + 1);
     assert_int_equal(json_integer_value(json_object_get(doc, "size")), size);
     json_decref(doc);
     harness_resp_free(&r);

@@ -133,8 +133,8 @@ void harness_expect_problem(const struct harness_resp *resp, long status);
 
 /* ---- buffers ---------------------------------------------------------- */
 
-/* POST /v1/buffers {"size": size}; returns the new id in id (33 bytes). */
-void harness_buffer_create(struct harness *h, size_t size, char id[33]);
+/* POST /v1/buffers {"size": size}; returns the new id in id (GHD_BUFFER_ID_LEN + 1 bytes). */
+void harness_buffer_create(struct harness *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1]);
 /* PUT the whole body at offset 0; expects 200. */
 void harness_buffer_put(struct harness *h, const char *id, const void *data, size_t len);
 /* GET the whole buffer into a malloc'd array; expects 200. */

@@ -40,7 +40,7 @@ int harness_await_flag(atomic_int *flag, unsigned timeout_ms)
     return atomic_load(flag);
 }
 
-int harness_buffer_post_try(struct harness *h, const void *data, size_t len, char id[33],
+int harness_buffer_post_try(struct harness *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
                             struct harness_resp *r)
 {
     struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
@@ -53,7 +53,7 @@ int harness_buffer_post_try(struct harness *h, const void *data, size_t len, cha
         json_decref(doc);
         return -1;
     }
-    snprintf(id, 33, "%s", s);
+    snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", s);
     json_decref(doc);
     harness_resp_free(r);
     return 0;

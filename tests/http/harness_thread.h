@@ -35,7 +35,7 @@ int harness_await_flag(atomic_int *flag, unsigned timeout_ms);
 /* POSTs `len` bytes as a new buffer (application/octet-stream). Returns 0
  * with the new id in id (r freed), or -1 with the reply left in r for the
  * caller to describe and free. No assertion: safe on any thread. */
-int harness_buffer_post_try(struct harness *h, const void *data, size_t len, char id[33],
+int harness_buffer_post_try(struct harness *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
                             struct harness_resp *r);
 
 #endif

@@ -70,9 +70,9 @@ static void get_with(const char *path, const char *h1, const char *h2, struct ha
     harness_do(&H, &q, r);
 }
 
-static const char *id_of(json_t *doc, char id[33])
+static const char *id_of(json_t *doc, char id[GHD_BUFFER_ID_LEN + 1])
 {
-    snprintf(id, 33, "%s", json_string_value(json_object_get(doc, "id")));
+    snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", json_string_value(json_object_get(doc, "id")));
     return id;
 }
 
@@ -91,7 +91,7 @@ static void test_create_with_dtype_shape(void **state)
     json_t *doc = create_json("{\"dtype\": \"f32\", \"shape\": [1024, 768]}", 201);
     assert_int_equal(json_integer_value(json_object_get(doc, "size")), 1024 * 768 * 4);
     expect_shape(doc, "f32", 2, (uint64_t[]){1024, 768});
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     id_of(doc, id);
     json_decref(doc);
     /* Metadata and listings show it. */
@@ -162,7 +162,7 @@ static void npy_roundtrip(const char *dtype, unsigned ndim, const uint64_t *shap
     json_t *doc = harness_body_json(&r);
     expect_shape(doc, dtype, ndim, shape);
     assert_int_equal(json_integer_value(json_object_get(doc, "size")), data_len);
-    char id[33], path[128], etag[64], etag_npy[64];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], etag[64], etag_npy[64];
     id_of(doc, id);
     json_decref(doc);
     assert_non_null(harness_header(&r, "ETag", etag, sizeof(etag)));
@@ -222,7 +222,7 @@ static void test_npy_download_takes_the_raw_path(void **state)
 {
     (void)state;
     const size_t n = 10 << 20, size = n * 4; /* 40 MiB of f32: past the direct minimum */
-    char json[96], id[33], path[128];
+    char json[96], id[GHD_BUFFER_ID_LEN + 1], path[128];
     snprintf(json, sizeof(json), "{\"dtype\": \"f32\", \"shape\": [%zu]}", n);
     json_t *doc = create_json(json, 201);
     id_of(doc, id);
@@ -298,7 +298,7 @@ static void test_npy_header_in_pieces(void **state)
         }
         assert_int_equal(r.status, 201);
         json_t *doc = harness_body_json(&r);
-        char id[33];
+        char id[GHD_BUFFER_ID_LEN + 1];
         id_of(doc, id);
         json_decref(doc);
         harness_resp_free(&r);
@@ -373,7 +373,7 @@ static void test_npy_refusals(void **state)
     expect_npy_refused(buf, n, 413, "10000");
     /* bf16 has no NumPy name; a raw buffer has no description: 406. */
     json_t *doc = create_json("{\"dtype\": \"bf16\", \"shape\": [4]}", 201);
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id_of(doc, id));
     json_decref(doc);
     struct harness_resp r;
@@ -451,7 +451,7 @@ static long patch(const char *id, const char *json, const char *if_match, json_t
 static void test_patch_description(void **state)
 {
     (void)state;
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     harness_buffer_create(&H, 96, id);
     json_t *doc;
     assert_int_equal(patch(id, "{\"shape\": [4]}", NULL, NULL), 422); /* no dtype yet */
@@ -520,7 +520,7 @@ static long put_if(const char *id, const char *if_match, const void *data, size_
 static void test_versions_and_conditions(void **state)
 {
     (void)state;
-    char id[33], path[128], tag[64], hdr[96];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], tag[64], hdr[96];
     harness_buffer_create(&H, 4096, id);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     uint64_t v0 = version_of(id);
@@ -609,7 +609,7 @@ static long write_if(const char *method, const char *path, const char *h1, const
 static void test_if_none_match_on_writes(void **state)
 {
     (void)state;
-    char id[33], path[128], meta[160], detail[512], tag[48], weak[48], npy[48], hdr[96];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], meta[160], detail[512], tag[48], weak[48], npy[48], hdr[96];
     harness_buffer_create(&H, 16, id);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     snprintf(meta, sizeof(meta), "/v1/buffers/%s/meta", id);
@@ -696,7 +696,7 @@ static void *race_put(void *arg)
 static void test_two_clients_conflict(void **state)
 {
     (void)state;
-    char id[33];
+    char id[GHD_BUFFER_ID_LEN + 1];
     harness_buffer_create(&H, 64, id);
     for (int round = 0; round < 20; round++) {
         uint64_t v = version_of(id);
@@ -740,7 +740,7 @@ static long run(const char *json, json_t **out)
 static void test_runs_use_descriptions(void **state)
 {
     (void)state;
-    char x[33], y[33], a[33], b[33], c[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], a[GHD_BUFFER_ID_LEN + 1], b[GHD_BUFFER_ID_LEN + 1], c[GHD_BUFFER_ID_LEN + 1];
     json_t *doc = create_json("{\"dtype\": \"f32\", \"shape\": [1000]}", 201);
     id_of(doc, x);
     json_decref(doc);
@@ -800,7 +800,7 @@ static void test_runs_use_descriptions(void **state)
                "{\"kernel\": \"gemm\", \"args\": {\"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\"}}", a, b, b);
     /* Buffers typed by dtype that disagree, dtype omitted: they are named,
      * and dtype is not said to be given. */
-    char d64[33], flags[33];
+    char d64[GHD_BUFFER_ID_LEN + 1], flags[GHD_BUFFER_ID_LEN + 1];
     doc = create_json("{\"dtype\": \"f64\", \"shape\": [1000]}", 201);
     id_of(doc, d64);
     json_decref(doc);
@@ -826,7 +826,7 @@ static void test_runs_use_descriptions(void **state)
                "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"u8\"}, \"reinterpret\": true}",
                flags);
     /* NumPy's name for a type, in a run as at creation: 422, ours suggested */
-    char raw[33];
+    char raw[GHD_BUFFER_ID_LEN + 1];
     harness_buffer_create(&H, 64, raw);
     expect_run(422, "sum: dtype 'float32' is not an element type kernel sum takes: did you mean "
                     "'f32'? (it takes f32, f64, i32, u32, i64, u8)",
@@ -876,7 +876,7 @@ static json_int_t run_n(const char *json)
     return n;
 }
 
-static void new_described(const char *dtype, unsigned count, char id[33])
+static void new_described(const char *dtype, unsigned count, char id[GHD_BUFFER_ID_LEN + 1])
 {
     char json[96];
     snprintf(json, sizeof(json), "{\"dtype\": \"%s\", \"shape\": [%u]}", dtype, count);
@@ -901,7 +901,7 @@ static void test_user_kernels_use_descriptions(void **state)
                   " \"identity\": \"0\"}");
     define_kernel("{\"name\": \"nbrT\", \"in\": \"raw T w = 0, T x\", \"out\": \"T y\","
                   " \"body\": \"y = x + w[i + 1]\"}");
-    char x[33], y[33], z[33], yi[33], w[33], big[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1], yi[GHD_BUFFER_ID_LEN + 1], w[GHD_BUFFER_ID_LEN + 1], big[GHD_BUFFER_ID_LEN + 1];
     char *const f32_1000[] = {x, y, z};
     for (size_t i = 0; i < 3; i++)
         new_described("f32", 1000, f32_1000[i]);
@@ -998,7 +998,7 @@ static void test_run_write_moves_version_at_end(void **state)
      * CUDA (4096^2 was 507 on the H200), where 16 gemms take tens of ms. */
     unsigned side = cuda ? 2048 : 96, max_side = cuda ? 2560 : 768;
     for (int attempt = 0; attempt < 4; attempt++) {
-        char ids[3][33], json[4096], st[16], tag[48], hdr[96], shape[96];
+        char ids[3][GHD_BUFFER_ID_LEN + 1], json[4096], st[16], tag[48], hdr[96], shape[96];
         const char *a = ids[0], *b = ids[1], *c = ids[2];
         snprintf(shape, sizeof(shape), "{\"dtype\": \"f32\", \"shape\": [%u, %u]}", side, side);
         for (int i = 0; i < 3; i++) {
@@ -1016,7 +1016,7 @@ static void test_run_write_moves_version_at_end(void **state)
         uint64_t before = version_of(c);
         json_t *doc;
         assert_int_equal(run(json, &doc), 202);
-        char run_id[40];
+        char run_id[GHD_BUFFER_ID_LEN + 1];
         snprintf(run_id, sizeof(run_id), "%s", json_string_value(json_object_get(doc, "id")));
         json_decref(doc);
         uint64_t during = version_of(c);
@@ -1066,7 +1066,7 @@ static void test_vary_accept(void **state)
 {
     (void)state;
     json_t *doc = create_json("{\"dtype\": \"f32\", \"shape\": [4]}", 201);
-    char id[33], path[128], bare[33], bare_path[128], tag[64], tag_npy[64], hdr[96], vary[64];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], bare[GHD_BUFFER_ID_LEN + 1], bare_path[128], tag[64], tag_npy[64], hdr[96], vary[64];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id_of(doc, id));
     json_decref(doc);
     harness_buffer_create(&H, 16, bare);

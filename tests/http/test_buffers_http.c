@@ -152,7 +152,7 @@ static void test_health(void **state)
 
 static void roundtrip(size_t size, uint64_t seed)
 {
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     harness_buffer_create(&H, size, id);
     void *data = random_bytes(seed, size);
     harness_buffer_put(&H, id, data, size);
@@ -215,8 +215,8 @@ static void test_post_octet_stream_creates(void **state)
         buffer_path(want, sizeof(want), id, NULL);
         assert_non_null(harness_header(&r, "Location", loc, sizeof(loc)));
         assert_string_equal(loc, want);
-        char idc[33];
-        memcpy(idc, id, 33);
+        char idc[GHD_BUFFER_ID_LEN + 1];
+        memcpy(idc, id, GHD_BUFFER_ID_LEN + 1);
         json_decref(doc);
         harness_resp_free(&r);
 
@@ -232,7 +232,7 @@ static void test_put_ranges(void **state)
 {
     (void)state;
     const size_t size = 10000;
-    char id[33], path[160];
+    char id[GHD_BUFFER_ID_LEN + 1], path[160];
     harness_buffer_create(&H, size, id);
     unsigned char *expect = random_bytes(300, size);
     harness_buffer_put(&H, id, expect, size);
@@ -324,7 +324,7 @@ static void test_put_range_across_chunks(void **state)
 {
     (void)state;
     size_t c = chunk_size(), size = 3 * c;
-    char id[33], path[128], cr[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], cr[128];
     harness_buffer_create(&H, size, id);
     unsigned char *expect = random_bytes(400, size);
     harness_buffer_put(&H, id, expect, size);
@@ -348,7 +348,7 @@ static void test_put_range_across_chunks(void **state)
 static void test_put_too_long_content_length(void **state)
 {
     (void)state;
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     harness_buffer_create(&H, 1000, id);
     void *old = random_bytes(500, 1000);
     harness_buffer_put(&H, id, old, 1000);
@@ -406,7 +406,7 @@ static struct harness_req gen_req(const char *method, const char *path, struct g
 
 /* A new buffer of `size` bytes written from stream `seed` by one PUT
  * (expects 200); its path in path[128], the stream's sum in g->sum. */
-static void create_streamed(size_t size, uint64_t seed, char id[33], char *path,
+static void create_streamed(size_t size, uint64_t seed, char id[GHD_BUFFER_ID_LEN + 1], char *path,
                             struct gen_ctx *g)
 {
     harness_buffer_create(&H, size, id);
@@ -424,7 +424,7 @@ static void test_put_too_long_chunked(void **state)
 {
     (void)state;
     size_t c = chunk_size(), size = 2 * c + 5;
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     harness_buffer_create(&H, size, id);
     unsigned char *old = random_bytes(600, size);
     harness_buffer_put(&H, id, old, size);
@@ -493,7 +493,7 @@ static void test_get_ranges(void **state)
 {
     (void)state;
     size_t c = chunk_size(), size = 3 * c + 1000;
-    char id[33], path[128], cr[128], rg[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], cr[128], rg[128];
     harness_buffer_create(&H, size, id);
     unsigned char *data = random_bytes(700, size);
     harness_buffer_put(&H, id, data, size);
@@ -554,7 +554,7 @@ static void test_get_ranges(void **state)
 static void test_head(void **state)
 {
     (void)state;
-    char id[33], path[128], cl[64], cr[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], cl[64], cr[128];
     harness_buffer_create(&H, 123457, id);
     buffer_path(path, sizeof(path), id, NULL);
     struct harness_resp r;
@@ -593,8 +593,8 @@ static void test_meta(void **state)
     harness_simple(&H, "POST", "/v1/buffers", "application/json", body, strlen(body), &r);
     assert_int_equal(r.status, 201);
     json_t *created = harness_body_json(&r);
-    char id[33];
-    memcpy(id, json_string_value(json_object_get(created, "id")), 33);
+    char id[GHD_BUFFER_ID_LEN + 1];
+    memcpy(id, json_string_value(json_object_get(created, "id")), GHD_BUFFER_ID_LEN + 1);
     harness_resp_free(&r);
 
     char path[128];
@@ -617,7 +617,7 @@ static void test_meta(void **state)
     harness_resp_free(&r);
 
     /* Without alignment: the pool's, at least 256. */
-    char id2[33];
+    char id2[GHD_BUFFER_ID_LEN + 1];
     harness_buffer_create(&H, 10, id2);
     buffer_path(path, sizeof(path), id2, "/meta");
     harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
@@ -640,7 +640,7 @@ static void test_list_pagination(void **state)
 {
     (void)state;
     enum { N = 25, LIMIT = 7 };
-    char ids[N][33];
+    char ids[N][GHD_BUFFER_ID_LEN + 1];
     for (int i = 0; i < N; i++)
         harness_buffer_create(&H, 100 + (size_t)i, ids[i]);
 
@@ -724,7 +724,7 @@ static void test_list_pagination(void **state)
 static void test_delete(void **state)
 {
     (void)state;
-    char id[33], path[128], meta[160];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], meta[160];
     size_t before = pool_in_use();
     harness_buffer_create(&H, 300000, id);
     assert_true(pool_in_use() > before);
@@ -797,7 +797,7 @@ static void test_errors_json(void **state)
                    "{\"size\": 3}", 11, &r);
     assert_int_equal(r.status, 201);
     json_t *made = harness_body_json(&r);
-    char made_id[33];
+    char made_id[GHD_BUFFER_ID_LEN + 1];
     snprintf(made_id, sizeof(made_id), "%s", json_string_value(json_object_get(made, "id")));
     json_decref(made);
     harness_resp_free(&r);
@@ -885,7 +885,7 @@ static void test_errors_411_415(void **state)
     harness_simple(&H, "POST", "/v1/buffers", "application/jsonx", "{\"size\": 1}", 11, &r);
     harness_expect_problem(&r, 415);
     harness_resp_free(&r);
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     harness_buffer_create(&H, 16, id);
     buffer_path(path, sizeof(path), id, NULL);
     harness_simple(&H, "PUT", path, "application/json", "{\"a\": 1}", 8, &r);
@@ -924,7 +924,7 @@ static void test_errors_507(void **state)
 
     /* Filling the pool buffer by buffer ends in 507, never in a crash, and
      * the reservation never passes the limit. */
-    char ids[64][33];
+    char ids[64][GHD_BUFFER_ID_LEN + 1];
     int made = 0;
     for (; made < 64; made++) {
         n = snprintf(body, sizeof(body), "{\"size\": %zu}", (size_t)12 << 20);
@@ -936,7 +936,7 @@ static void test_errors_507(void **state)
         }
         assert_int_equal(r.status, 201);
         json_t *doc = harness_body_json(&r);
-        memcpy(ids[made], json_string_value(json_object_get(doc, "id")), 33);
+        memcpy(ids[made], json_string_value(json_object_get(doc, "id")), GHD_BUFFER_ID_LEN + 1);
         json_decref(doc);
         harness_resp_free(&r);
     }
@@ -949,7 +949,7 @@ static void test_errors_507(void **state)
     assert_int_equal(H.svc.buffers.count, count);
     assert_int_equal(pool_in_use(), before.in_use);
     /* And the pool serves again. */
-    char id[33];
+    char id[GHD_BUFFER_ID_LEN + 1];
     harness_buffer_create(&H, (size_t)12 << 20, id);
     harness_buffer_delete(&H, id);
 }
@@ -975,7 +975,7 @@ static struct gen_ctx stalled_gen;
 static struct harness_async stalled_upload;
 static char stalled_path[128];
 
-static void start_stalled_upload(size_t size, uint64_t seed, size_t pause_at, char id[33])
+static void start_stalled_upload(size_t size, uint64_t seed, size_t pause_at, char id[GHD_BUFFER_ID_LEN + 1])
 {
     harness_buffer_create(&H, size, id);
     buffer_path(stalled_path, sizeof(stalled_path), id, NULL);
@@ -997,7 +997,7 @@ static void test_409_second_writer(void **state)
 {
     (void)state;
     size_t size = 4 * chunk_size();
-    char id[33];
+    char id[GHD_BUFFER_ID_LEN + 1];
     /* The first upload holds the buffer and is stalled mid-body. */
     start_stalled_upload(size, 1000, chunk_size() + 100, id);
     assert_int_equal(writer_flag(id), 1);
@@ -1094,12 +1094,14 @@ static void test_ids(void **state)
 {
     (void)state;
     enum { N = 20 };
-    char ids[N][33];
+    char ids[N][GHD_BUFFER_ID_LEN + 1];
     for (int i = 0; i < N; i++) {
         harness_buffer_create(&H, 1, ids[i]);
-        for (int k = 0; k < 32; k++)
+        /* The owner prefix of this start, then 32 lower-case hex digits. */
+        assert_memory_equal(ids[i], H.svc.owner.prefix, GHD_OWNER_PREFIX_LEN);
+        for (int k = GHD_OWNER_PREFIX_LEN; k < GHD_BUFFER_ID_LEN; k++)
             if (!((ids[i][k] >= '0' && ids[i][k] <= '9') || (ids[i][k] >= 'a' && ids[i][k] <= 'f')))
-                fail_msg("id '%s' is not 32 lower-case hex digits", ids[i]);
+                fail_msg("id '%s' is not the prefix and 32 lower-case hex digits", ids[i]);
         for (int j = 0; j < i; j++)
             assert_string_not_equal(ids[i], ids[j]);
     }
@@ -1170,7 +1172,7 @@ static void test_abort_mid_upload(void **state)
     (void)state;
     assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
     size_t size = 4 * chunk_size() + 3;
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     harness_buffer_create(&H, size, id);
     buffer_path(path, sizeof(path), id, NULL);
     size_t resting = pool_in_use();
@@ -1227,7 +1229,7 @@ static void test_uploaded_prefix(void **state)
 {
     (void)state;
     const size_t size = 3 * chunk_size() + 5;
-    char id[33], path[128], cr[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], cr[128];
     harness_buffer_create(&H, size, id);
     buffer_path(path, sizeof(path), id, NULL);
     assert_int_equal(uploaded_of(id), 0);
@@ -1268,7 +1270,7 @@ static void test_uploaded_prefix(void **state)
     assert_int_equal(r.status, 201);
     json_t *doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "uploaded")), size);
-    memcpy(id, json_string_value(json_object_get(doc, "id")), 33);
+    memcpy(id, json_string_value(json_object_get(doc, "id")), GHD_BUFFER_ID_LEN + 1);
     json_decref(doc);
     harness_resp_free(&r);
     assert_int_equal(uploaded_of(id), size);
@@ -1301,7 +1303,7 @@ static void test_abort_mid_download(void **state)
 
 static void abort_download_of(size_t size)
 {
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     struct gen_ctx g;
     create_streamed(size, 1200, id, path, &g);
     struct harness_resp r;
@@ -1356,7 +1358,7 @@ static void test_small_transfers_skip_busy_ring(void **state)
     struct ghd_staging *ring = &rt0()->staging;
     size_t small = rt0()->staging_small.stats.chunk_size;
     assert_true(small >= 4096);
-    char id[33];
+    char id[GHD_BUFFER_ID_LEN + 1];
     harness_buffer_create(&H, small, id);
     unsigned n = ring->stats.chunks;
     struct ghd_staging_chunk **held = calloc(n, sizeof(*held));
@@ -1396,7 +1398,7 @@ static void test_keep_alive(void **state)
     assert_int_equal(r.status, 201);
     assert_int_equal(r.connects, 1);
     json_t *doc = harness_body_json(&r);
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
     harness_resp_free(&r);
@@ -1484,7 +1486,7 @@ static void test_put_body_shapes(void **state)
 {
     (void)state;
     size_t c = chunk_size(), size = 2 * c + 333;
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     harness_buffer_create(&H, size, id);
     buffer_path(path, sizeof(path), id, NULL);
     unsigned char *expect = random_bytes(1400, size);
@@ -1585,7 +1587,7 @@ static void test_put_body_shapes(void **state)
     doc = harness_body_json(&r);
     assert_int_equal(json_integer_value(json_object_get(doc, "alignment")), 4096);
     assert_string_equal(json_string_value(json_object_get(doc, "label")), "aligned");
-    char id2[33];
+    char id2[GHD_BUFFER_ID_LEN + 1];
     snprintf(id2, sizeof(id2), "%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
     harness_resp_free(&r);
@@ -1633,7 +1635,7 @@ static void test_delete_during_transfer(void **state)
     const size_t sizes[] = {(size_t)6 << 20, (size_t)40 << 20};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t size = sizes[i];
-        char id[33], path[128];
+        char id[GHD_BUFFER_ID_LEN + 1], path[128];
         struct gen_ctx g;
         create_streamed(size, 1500 + i, id, path, &g);
         struct harness_resp r;
@@ -1671,7 +1673,7 @@ static void test_delete_during_transfer(void **state)
     /* DELETE while an upload is stalled mid-body: whatever the upload's
      * answer, nothing leaks once it ends. */
     size_t size = 3 * chunk_size();
-    char id[33];
+    char id[GHD_BUFFER_ID_LEN + 1];
     start_stalled_upload(size, 1510, chunk_size() + 1, id);
     const char *path = stalled_path;
     struct gen_ctx *g = &stalled_gen;
@@ -1737,9 +1739,9 @@ static void test_create_from_body_hidden_until_complete(void **state)
     assert_non_null(strstr(reply, "HTTP/1.1 201"));
     const char *id = strstr(reply, "\"id\":\"");
     assert_non_null(id);
-    char bid[33];
-    memcpy(bid, id + 6, 32);
-    bid[32] = '\0';
+    char bid[GHD_BUFFER_ID_LEN + 1];
+    memcpy(bid, id + 6, GHD_BUFFER_ID_LEN);
+    bid[GHD_BUFFER_ID_LEN] = '\0';
     size_t len = 0;
     void *back = harness_buffer_get(&H, bid, &len);
     assert_int_equal(len, size);
@@ -1757,7 +1759,7 @@ static void test_ttl_expiry(void **state)
     harness_simple(&H, "POST", "/v1/buffers", "application/json", body, strlen(body), &r);
     assert_int_equal(r.status, 201);
     json_t *doc = harness_body_json(&r);
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
     assert_true(json_is_string(json_object_get(doc, "expires")));
     json_decref(doc);
@@ -1797,7 +1799,7 @@ static void test_ttl_expiry(void **state)
 struct client {
     int index;
     size_t size;
-    char id[33];
+    char id[GHD_BUFFER_ID_LEN + 1];
     char error[256];
 };
 

@@ -46,7 +46,7 @@ static void *client_main(void *p)
     for (int round = 0; round < c->rounds && !c->error[0]; round++) {
         harness_fill((uint64_t)(c->index * 100 + round), 0, data, size);
         struct harness_resp r;
-        char id[33];
+        char id[GHD_BUFFER_ID_LEN + 1];
         if (harness_buffer_post_try(&H, data, size, id, &r) != 0) {
             snprintf(c->error, sizeof(c->error), "round %d POST: %ld: %.150s", round, r.status,
                      r.body ? r.body : "");

@@ -106,7 +106,7 @@ static void test_large_roundtrip(void **state)
         fail_msg("upload: status %ld curl %d: %.200s", r.status, r.curl_rc, r.body ? r.body : "");
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
     assert_non_null(doc);
-    char id[33], path[128];
+    char id[GHD_BUFFER_ID_LEN + 1], path[128];
     snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
     assert_int_equal(json_integer_value(json_object_get(doc, "size")), large_bytes);
     json_decref(doc);

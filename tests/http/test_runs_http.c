@@ -84,7 +84,7 @@ static int32_t *rand_i32(size_t n)
 
 /* A new buffer of `size` bytes holding `data`, or 0xFF bytes (poison) when
  * data is NULL. */
-static void mkbuf(char id[33], size_t size, const void *data)
+static void mkbuf(char id[GHD_BUFFER_ID_LEN + 1], size_t size, const void *data)
 {
     harness_buffer_create(&H, size, id);
     if (size == 0)
@@ -279,7 +279,7 @@ static void test_fill(void **state)
 {
     (void)state;
     /* f32, 17 elements at offset 3 of a 24-element buffer. */
-    char x[33];
+    char x[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, 24 * 4, NULL);
     float *f = run_then_get(x, 24 * 4,
             "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"x_offset\":3,"
@@ -305,7 +305,7 @@ static void test_fill(void **state)
     expect_ff(&q[11], 8, "fill i64 n=1 neighbour");
     free(q);
     /* u8 over an odd count, f64 over a large one. */
-    char u[33];
+    char u[GHD_BUFFER_ID_LEN + 1];
     mkbuf(u, 1001, NULL);
     unsigned char *b = run_then_get(u, 1001,
             "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"u8\","
@@ -315,7 +315,7 @@ static void test_fill(void **state)
     assert_int_equal(b[1000], 0xFF);
     free(b);
     size_t big = 1000003;
-    char d[33];
+    char d[GHD_BUFFER_ID_LEN + 1];
     mkbuf(d, big * 8, NULL);
     double *dd = run_then_get(d, big * 8,
             "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f64\","
@@ -333,7 +333,7 @@ static void test_copy(void **state)
     rng_seed(11);
     size_t n = 1000003;
     int32_t *src = rand_i32(n + 5);
-    char x[33], y[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, (n + 5) * 4, src);
     mkbuf(y, (n + 9) * 4, NULL);
     int32_t *got = run_then_get(y, (n + 9) * 4,
@@ -349,7 +349,7 @@ static void test_copy(void **state)
     unsigned char *ref = malloc(m);
     for (size_t i = 0; i < m; i++)
         ref[i] = (unsigned char)rng_u64();
-    char z[33];
+    char z[GHD_BUFFER_ID_LEN + 1];
     mkbuf(z, m, ref);
     /* forward overlap: dst after src */
     json_decref(run_ok("{\"kernel\":\"copy\",\"args\":{\"x\":\"%s\",\"x_offset\":1,\"y\":\"%s\","
@@ -398,7 +398,7 @@ static void test_cast(void **state)
     size_t n = ns + 1000;
     float *xf = rand_f32(n, -3e9, 3e9);
     memcpy(xf, special, sizeof(special));
-    char x[33], y[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, (n + 1) * 4, NULL);
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s?offset=4", x);
@@ -417,7 +417,7 @@ static void test_cast(void **state)
     free(gi);
 
     /* f32 -> u8: negatives and NaN to 0, above 255 to 255. */
-    char u[33];
+    char u[GHD_BUFFER_ID_LEN + 1];
     mkbuf(u, n, NULL);
     unsigned char *gu = run_then_get(u, n,
             "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"x_offset\":1,\"y\":\"%s\","
@@ -432,7 +432,7 @@ static void test_cast(void **state)
 
     /* f64 -> f32 rounds to nearest (the C conversion does too). */
     double *xd = rand_f64(n, -1e6, 1e6);
-    char d[33];
+    char d[GHD_BUFFER_ID_LEN + 1];
     mkbuf(d, n * 8, xd);
     float *gf = run_then_get(y, n * 4,
             "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
@@ -473,7 +473,7 @@ static void test_axpy(void **state)
     for (size_t s = 0; s < 3; s++) {
         size_t n = sizes[s];
         float *xv = rand_f32(n, -10, 10), *yv = rand_f32(n + 2, -10, 10);
-        char x[33], y[33];
+        char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
         mkbuf(x, n * 4, xv);
         mkbuf(y, (n + 2) * 4, yv);
         float *got = run_then_get(y, (n + 2) * 4,
@@ -494,7 +494,7 @@ static void test_axpy(void **state)
     /* f64, in place (y is exactly x). */
     size_t n = 17;
     double *xv = rand_f64(n, -1, 1);
-    char x[33];
+    char x[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, n * 8, xv);
     json_decref(run_ok("{\"kernel\":\"axpy\",\"args\":{\"a\":3,\"x\":\"%s\",\"y\":\"%s\","
                        "\"dtype\":\"f64\",\"n\":%zu}}", x, x, n));
@@ -512,7 +512,7 @@ static void test_scale(void **state)
     rng_seed(14);
     size_t n = 1000003;
     float *xv = rand_f32(n, -100, 100);
-    char x[33], y[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, n * 4, xv);
     mkbuf(y, n * 4, NULL);
     /* out of place: x stays */
@@ -591,7 +591,7 @@ static void test_binary(void **state)
     for (size_t i = 0; i < n; i++)
         if (yf[i] == 0)
             yf[i] = 1;
-    char x[33], y[33], z[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, n * 4, xf);
     mkbuf(y, n * 4, yf);
     mkbuf(z, (n + 1) * 4, NULL);
@@ -613,7 +613,7 @@ static void test_binary(void **state)
     /* f64 on 17 elements at offsets, the output aliasing y exactly. */
     size_t m = 17;
     double *xd = rand_f64(m + 3, -5, 5), *yd = rand_f64(m + 3, 0.5, 5);
-    char a[33], b[33];
+    char a[GHD_BUFFER_ID_LEN + 1], b[GHD_BUFFER_ID_LEN + 1];
     mkbuf(a, (m + 3) * 8, xd);
     for (int op = 0; op < 6; op++) {
         mkbuf(b, (m + 3) * 8, yd);
@@ -665,7 +665,7 @@ static void test_unary(void **state)
     rng_seed(16);
     size_t n = 1000003;
     float *xf = rand_f32(n, -20, 20), *pf = rand_f32(n, 1e-3, 80);
-    char x[33], p[33], y[33];
+    char x[GHD_BUFFER_ID_LEN + 1], p[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, n * 4, xf);
     mkbuf(p, n * 4, pf);
     mkbuf(y, n * 4, NULL);
@@ -702,7 +702,7 @@ static void test_unary(void **state)
     /* f64 in place at an offset, and i32 abs/neg with INT_MIN. */
     size_t m = 17;
     double *xd = rand_f64(m + 1, 0.01, 30);
-    char d[33];
+    char d[GHD_BUFFER_ID_LEN + 1];
     for (int op = 2; op < 5; op++) {
         mkbuf(d, (m + 1) * 8, xd);
         double *got = run_then_get(d, (m + 1) * 8,
@@ -746,7 +746,7 @@ static void test_reduce(void **state)
     rng_seed(17);
     size_t n = 1000003;
     float *xf = rand_f32(n + 1, -1, 1), *yf = rand_f32(n + 1, -1, 1);
-    char x[33], y[33], out[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], out[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, (n + 1) * 4, xf);
     mkbuf(y, (n + 1) * 4, yf);
     mkbuf(out, 16, NULL);
@@ -896,7 +896,7 @@ static void test_scan(void **state)
     rng_seed(18);
     size_t n = 100003;
     int32_t *xi = rand_i32(n);
-    char x[33], y[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, n * 4, xi);
     mkbuf(y, (n + 1) * 4, NULL);
     for (int excl = 0; excl < 2; excl++) {
@@ -919,7 +919,7 @@ static void test_scan(void **state)
     }
     /* f64 in place, 17 elements; n = 1 exclusive gives 0. */
     double *xd = rand_f64(17, -1, 1);
-    char d[33];
+    char d[GHD_BUFFER_ID_LEN + 1];
     mkbuf(d, 17 * 8, xd);
     json_decref(run_ok("{\"kernel\":\"scan\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
                        "\"dtype\":\"f64\",\"n\":17}}", d, d));
@@ -962,7 +962,7 @@ static void test_sort(void **state)
     int32_t *ki = rand_i32(n + 1);
     for (size_t i = 0; i < n + 1; i += 3)
         ki[i] = (int32_t)(rng_u64() % 50) - 25;
-    char k[33];
+    char k[GHD_BUFFER_ID_LEN + 1];
     mkbuf(k, (n + 1) * 4, ki);
     int32_t *got = run_then_get(k, (n + 1) * 4,
             "{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"keys_offset\":1,"
@@ -991,7 +991,7 @@ static void test_sort(void **state)
     uint32_t *vals = malloc(m * 4);
     for (size_t i = 0; i < m; i++)
         vals[i] = (uint32_t)i;
-    char kk[33], ko[33], vv[33], vo[33];
+    char kk[GHD_BUFFER_ID_LEN + 1], ko[GHD_BUFFER_ID_LEN + 1], vv[GHD_BUFFER_ID_LEN + 1], vo[GHD_BUFFER_ID_LEN + 1];
     mkbuf(kk, m * 4, kf);
     mkbuf(vv, m * 4, vals);
     struct kv *r2 = malloc(m * sizeof(*r2));
@@ -1080,7 +1080,7 @@ static void gemm_case(const char *dt, int ta, int tb, size_t m, size_t n, size_t
         f64 ? (void)(((double *)hb)[i] = b[i]) : (void)(((float *)hb)[i] = (float)b[i]);
     for (size_t i = 0; i < clen; i++)
         f64 ? (void)(((double *)hc)[i] = c[i]) : (void)(((float *)hc)[i] = (float)c[i]);
-    char ia[33], ib[33], ic[33];
+    char ia[GHD_BUFFER_ID_LEN + 1], ib[GHD_BUFFER_ID_LEN + 1], ic[GHD_BUFFER_ID_LEN + 1];
     mkbuf(ia, alen * es, ha);
     mkbuf(ib, blen * es, hb);
     if (beta != 0)
@@ -1140,7 +1140,7 @@ static void test_gemm(void **state)
 static void test_run_shape(void **state)
 {
     (void)state;
-    char x[33];
+    char x[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, 64, NULL);
     char body[256];
     int len = snprintf(body, sizeof(body),
@@ -1203,7 +1203,7 @@ static void test_pipeline(void **state)
     for (size_t i = 0; i < n; i++)
         xi[i] = (int32_t)(rng_u64() % 2001) - 1000;
     double *yd = rand_f64(n, -1, 1);
-    char x[33], xf[33], y[33];
+    char x[GHD_BUFFER_ID_LEN + 1], xf[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, n * 4, xi);
     mkbuf(xf, n * 8, NULL);
     mkbuf(y, n * 8, yd);
@@ -1279,7 +1279,7 @@ static void test_async(void **state)
     rng_seed(22);
     size_t n = 300007;
     float *xv = rand_f32(n, -1, 1);
-    char x[33], out[33];
+    char x[GHD_BUFFER_ID_LEN + 1], out[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, n * 4, xv);
     mkbuf(out, 4, NULL);
     char *loc = run_async("{\"kernel\":\"sum\",\"wait\":false,\"args\":{\"x\":\"%s\","
@@ -1329,7 +1329,7 @@ static void test_async(void **state)
  * 512^3 f32 products, on the GPU fifteen of 2048^3, some milliseconds).
  * Writes the steps, each followed by a comma, into `out`; the caller frees
  * it and deletes the buffers in `ids`. */
-static char *slow_steps(char ids[3][33])
+static char *slow_steps(char ids[3][GHD_BUFFER_ID_LEN + 1])
 {
     int gpu = strcmp(harness_backend(), "cuda") == 0;
     size_t d = gpu ? 2048 : 512;
@@ -1363,7 +1363,7 @@ static char *run_status_now(const char *path)
 static void test_runs_at_once(void **state)
 {
     (void)state;
-    char g[3][33], x[33];
+    char g[3][GHD_BUFFER_ID_LEN + 1], x[GHD_BUFFER_ID_LEN + 1];
     char *steps = slow_steps(g);
     mkbuf(x, 4096, NULL); /* poisoned */
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
@@ -1393,7 +1393,7 @@ static void test_runs_sharing_a_buffer_keep_order(void **state)
 {
     (void)state;
     const size_t n = 1024;
-    char g[3][33], y[33], z[33];
+    char g[3][GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1];
     char *steps = slow_steps(g);
     harness_buffer_create(&H, n * 4, y);
     mkbuf(z, n * 4, NULL); /* poisoned */
@@ -1426,7 +1426,7 @@ static void test_validation(void **state)
     float ref[16];
     for (int i = 0; i < 16; i++)
         ref[i] = (float)i;
-    char x[33], z[33];
+    char x[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, sizeof(ref), ref);
     mkbuf(z, sizeof(ref), NULL);
     /* A refused add of x + x into z, `members` its args after the three ids. */
@@ -1530,13 +1530,13 @@ static void test_delete_during_run(void **state)
      * submission. */
     size_t d = 512;
     double *a = rand_f64(d * d, -1, 1), *b = rand_f64(d * d, -1, 1);
-    char ia[33], ib[33], ic[33];
+    char ia[GHD_BUFFER_ID_LEN + 1], ib[GHD_BUFFER_ID_LEN + 1], ic[GHD_BUFFER_ID_LEN + 1];
     mkbuf(ia, d * d * 8, a);
     mkbuf(ib, d * d * 8, b);
     mkbuf(ic, d * d * 8, NULL);
     size_t n = 2000003;
     int32_t *keys = rand_i32(n);
-    char k[33], ko[33];
+    char k[GHD_BUFFER_ID_LEN + 1], ko[GHD_BUFFER_ID_LEN + 1];
     mkbuf(k, n * 4, keys);
     mkbuf(ko, n * 4, NULL);
 
@@ -1635,7 +1635,7 @@ static void test_run_end_frees_beside_scrapes(void **state)
     for (int i = 0; i < 2; i++)
         assert_int_equal(pthread_create(&th[i], NULL, scrape_loop, &sc[i]), 0);
     for (int i = 0; i < 24; i++) {
-        char id[33];
+        char id[GHD_BUFFER_ID_LEN + 1];
         mkbuf(id, (size_t)1 << 20, NULL);
         char *loc = run_async("{\"kernel\":\"fill\",\"wait\":false,\"args\":{\"x\":\"%s\","
                               "\"dtype\":\"f32\",\"n\":%d,\"value\":1.5}}", id, 1 << 18);
@@ -1667,7 +1667,7 @@ static void test_fresh_buffer_is_zero(void **state)
     const size_t n = (size_t)16 << 20; /* 64 MiB of f32: a memset long enough to race */
     unsigned reused = 0;
     for (int round = 0; round < 6; round++) {
-        char old[33], fresh[33];
+        char old[GHD_BUFFER_ID_LEN + 1], fresh[GHD_BUFFER_ID_LEN + 1];
         mkbuf(old, n * 4, NULL); /* 0xFF bytes: NaN as f32 */
         struct ghd_buffer *b;
         assert_int_equal(ghd_buffer_find_new(&H.svc.buffers, old, NULL, &b), 0);
@@ -1739,7 +1739,7 @@ static json_int_t buffer_version(const char *id)
 static void test_refused_pipeline_moves_no_version(void **state)
 {
     (void)state;
-    char x[33], y[33];
+    char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     mkbuf(x, 64 * 4, NULL);
     mkbuf(y, 64 * 4, NULL);
     json_int_t vx = buffer_version(x), vy = buffer_version(y);

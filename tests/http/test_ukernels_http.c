@@ -43,10 +43,10 @@ static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob"
 #define run_refused(token, status, needle, ...)                                               \
     expect_detail(expect(token, status, "POST", "/v1/runs", __VA_ARGS__), needle)
 
-static void buffer_new(const char *token, size_t size, const void *data, char id[33])
+static void buffer_new(const char *token, size_t size, const void *data, char id[GHD_BUFFER_ID_LEN + 1])
 {
     json_t *doc = expect(token, 201, "POST", "/v1/buffers", "{\"size\": %zu}", size);
-    snprintf(id, 33, "%s", json_string_value(json_object_get(doc, "id")));
+    snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
     void *poison = NULL;
     if (!data) {
@@ -137,7 +137,7 @@ static void test_define_and_run_elementwise(void **state)
 
     size_t n = 1037;
     float *x = rand_f32(n, -4, 4), *y = rand_f32(n, -4, 4);
-    char bx[33], by[33], bz[33], ba[33];
+    char bx[GHD_BUFFER_ID_LEN + 1], by[GHD_BUFFER_ID_LEN + 1], bz[GHD_BUFFER_ID_LEN + 1], ba[GHD_BUFFER_ID_LEN + 1];
     buffer_new(ALICE, n * 4, x, bx);
     buffer_new(ALICE, n * 4, y, by);
     buffer_new(ALICE, (n + 3) * 4, NULL, bz);
@@ -200,7 +200,7 @@ static void test_reduction(void **state)
                          " \"identity\": \"0\", \"post\": \"r = sqrt(a)\"}");
     size_t n = 5003;
     float *x = rand_f32(n, -2, 2);
-    char bx[33], br[33];
+    char bx[GHD_BUFFER_ID_LEN + 1], br[GHD_BUFFER_ID_LEN + 1];
     buffer_new(ALICE, n * 4, x, bx);
     buffer_new(ALICE, 8, NULL, br);
     double want = 0;
@@ -248,7 +248,7 @@ static void test_placeholders(void **state)
         xi[i] = (int32_t)(uint32_t)(rng >> 3);
         yi[i] = (int32_t)(uint32_t)(rng >> 7) ^ (int32_t)i;
     }
-    char bx[33], by[33], bz[33];
+    char bx[GHD_BUFFER_ID_LEN + 1], by[GHD_BUFFER_ID_LEN + 1], bz[GHD_BUFFER_ID_LEN + 1];
     buffer_new(ALICE, sizeof(xd), xd, bx);
     buffer_new(ALICE, sizeof(yd), yd, by);
     buffer_new(ALICE, sizeof(xd), NULL, bz);
@@ -294,7 +294,7 @@ static void test_raw_stencil(void **state)
                          "y = y + d - 100\"}");
     size_t n = 257;
     float *x = rand_f32(n, -1, 1);
-    char bx[33], by[33];
+    char bx[GHD_BUFFER_ID_LEN + 1], by[GHD_BUFFER_ID_LEN + 1];
     buffer_new(ALICE, n * 4, x, bx);
     buffer_new(ALICE, n * 4, NULL, by);
     run_ok(ALICE, "{\"kernel\": \"blur\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": %zu}}",
@@ -382,7 +382,7 @@ static void test_reduction_rules(void **state)
                          " \"out\": \"T r\", \"map\": \"x\", \"reduce\": \"max(a, b)\","
                          " \"identity\": \"-1000\"}");
     int16_t x[4] = {-2000, 5, -7, 3};
-    char bx[33], br[33];
+    char bx[GHD_BUFFER_ID_LEN + 1], br[GHD_BUFFER_ID_LEN + 1];
     buffer_new(ALICE, sizeof(x), x, bx);
     buffer_new(ALICE, 8, NULL, br);
     run_refused(ALICE, 422, "identity, column 2: integer literal -1000 does not fit in i8",
@@ -405,7 +405,7 @@ static void test_tenants(void **state)
                          " \"body\": \"y = x + 1\"}");
     json_decref(expect(BOB, 404, "GET", "/v1/kernels/mine", NULL));
     json_decref(expect(BOB, 404, "DELETE", "/v1/kernels/mine", NULL));
-    char bx[33];
+    char bx[GHD_BUFFER_ID_LEN + 1];
     buffer_new(BOB, 16, NULL, bx);
     run_refused(BOB, 422, "unknown kernel 'mine'",
                 "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}", bx,
@@ -439,7 +439,7 @@ static void test_tenants(void **state)
     kernel_define(BOB, "{\"name\": \"mine\", \"in\": \"f32 x\", \"out\": \"f32 y\","
                        " \"body\": \"y = x * 3\"}");
     float four[4] = {1, 2, 3, 4};
-    char bin[33], bout[33];
+    char bin[GHD_BUFFER_ID_LEN + 1], bout[GHD_BUFFER_ID_LEN + 1];
     buffer_new(BOB, 16, four, bin);
     buffer_new(BOB, 16, NULL, bout);
     run_ok(BOB, "{\"kernel\": \"mine\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"n\": 4}}", bin,
@@ -478,7 +478,7 @@ static void test_pipeline_and_async(void **state)
                          " \"body\": \"y = a * x + y\"}");
     size_t n = 4096;
     float *x = rand_f32(n, -1, 1), *y = rand_f32(n, -1, 1);
-    char bx[33], by[33];
+    char bx[GHD_BUFFER_ID_LEN + 1], by[GHD_BUFFER_ID_LEN + 1];
     buffer_new(ALICE, n * 4, x, bx);
     buffer_new(ALICE, n * 4, y, by);
     /* scale y by 2 (built-in), y = 3x + y (user), sum y (built-in) */

@@ -3,7 +3,8 @@
 spec is a route. HEAD is implied by GET: a spec `head` needs a GET route, and
 a GET route needs no `head` in the spec. Each operation's request body lists
 exactly the media types its route reads (none: no requestBody). Each route
-that needs the device (503 device-lost once it is lost) lists a 503.
+that needs the device (503 device-lost once it is lost) lists a 503; each
+with an id in its path lists 410 and 421.
 
 usage: check_routes.py PRINT_ROUTES_BINARY OPENAPI_YAML"""
 import os
@@ -61,6 +62,13 @@ def main():
                                      .get("responses", {})})
     check(not no_503, "routes that answer 503 device-lost without a 503 in openapi.yaml: " +
           ", ".join(no_503))
+    # An id names its owner: every route with one in its path answers 410
+    # (an earlier start) and 421 (another instance).
+    no_owner = sorted(f"{m} {p}" for m, p in routes if "{id}" in p and
+                      not {"410", "421"} <= {str(k) for k in spec["paths"].get(p, {})
+                                            .get(m.lower(), {}).get("responses", {})})
+    check(not no_owner, "routes with an id in the path that lack 410 or 421 in openapi.yaml: " +
+          ", ".join(no_owner))
     print(f"check_routes: ok ({len(routes)} routes, {len(documented)} operations)")
 
 

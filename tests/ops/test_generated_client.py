@@ -99,7 +99,7 @@ def use(srv, client_pkg):
     check(resp.status_code == 201 and isinstance(resp.parsed, models.Buffer),
           f"create: {resp.status_code} {resp.parsed!r}")
     buf = resp.parsed
-    check(buf.size == 4 * n and len(buf.id) == 32, f"the created buffer: {buf!r}")
+    check(buf.size == 4 * n and len(buf.id) == 47, f"the created buffer: {buf!r}")
 
     data = struct.pack(f"<{n}f", *[float(i) for i in range(n)])
 

@@ -54,7 +54,7 @@ static char base_url[64];
 static int have_kernels;
 
 struct owned {
-    char id[33];
+    char id[GHD_BUFFER_ID_LEN + 1];
     size_t size;
     uint32_t seed;  /* the content is pattern(seed) when known */
     int known;
@@ -69,11 +69,11 @@ struct worker {
     struct owned bufs[MAX_OWNED];
     int nbufs;
     char *scratch;
-    char foreign_id[33];
+    char foreign_id[GHD_BUFFER_ID_LEN + 1];
 };
 
 static pthread_mutex_t foreign_lock = PTHREAD_MUTEX_INITIALIZER;
-static char shared_ids[2][33]; /* one recent id per tenant, for the other to try */
+static char shared_ids[2][GHD_BUFFER_ID_LEN + 1]; /* one recent id per tenant, for the other to try */
 
 static uint64_t rnd(struct worker *w)
 {
@@ -166,9 +166,9 @@ static int json_id(const struct sink *s, const char *key, char *out)
 {
     json_t *doc = json_loadb(s->buf ? s->buf : "", s->len, 0, NULL);
     const char *v = json_string_value(json_object_get(doc, key));
-    int ok = v && strlen(v) == 32;
+    int ok = v && strlen(v) == GHD_BUFFER_ID_LEN;
     if (ok)
-        memcpy(out, v, 33);
+        memcpy(out, v, GHD_BUFFER_ID_LEN + 1);
     json_decref(doc);
     return ok;
 }
@@ -176,12 +176,12 @@ static int json_id(const struct sink *s, const char *key, char *out)
 static void remember(struct worker *w, const char *id, size_t size, uint32_t seed, int known)
 {
     struct owned *o = &w->bufs[w->nbufs++];
-    memcpy(o->id, id, 33);
+    memcpy(o->id, id, GHD_BUFFER_ID_LEN + 1);
     o->size = size;
     o->seed = seed;
     o->known = known;
     pthread_mutex_lock(&foreign_lock);
-    memcpy(shared_ids[w->tenant], id, 33);
+    memcpy(shared_ids[w->tenant], id, GHD_BUFFER_ID_LEN + 1);
     pthread_mutex_unlock(&foreign_lock);
 }
 
@@ -215,7 +215,7 @@ static void one_op(struct worker *w, struct sink *s)
         snprintf(body, sizeof(body), "{\"size\": %zu, \"label\": \"soak\"}", size);
         st = http(w, "POST", "/v1/buffers", w->token, "application/json", body, strlen(body),
                   NULL, s);
-        char id[33];
+        char id[GHD_BUFFER_ID_LEN + 1];
         if (st == 201 && json_id(s, "id", id))
             remember(w, id, size, 0, 0);
         else if (st != 507)
@@ -227,7 +227,7 @@ static void one_op(struct worker *w, struct sink *s)
         fill(w, seed, 0, size);
         st = http(w, "POST", "/v1/buffers?label=octets", w->token, "application/octet-stream",
                   w->scratch, size, NULL, s);
-        char id[33];
+        char id[GHD_BUFFER_ID_LEN + 1];
         if (st == 201 && json_id(s, "id", id))
             remember(w, id, size, seed, 1);
         else if (st != 507 && st != 503)
@@ -323,7 +323,7 @@ static void one_op(struct worker *w, struct sink *s)
                   NULL, s);
         if (k != 1)
             o->known = k == 2 && o->known; /* scale by 1 keeps the bytes; fill does not */
-        char run[33];
+        char run[GHD_BUFFER_ID_LEN + 1];
         if (op == OP_RUN_POLL && st == 202 && json_id(s, "id", run)) {
             snprintf(path, sizeof(path), "/v1/runs/%s", run);
             for (int i = 0; i < 200; i++) {
@@ -352,9 +352,9 @@ static void one_op(struct worker *w, struct sink *s)
             fail_op(w, "wrong token", st);
         break;
     case OP_FOREIGN: {
-        char id[33];
+        char id[GHD_BUFFER_ID_LEN + 1];
         pthread_mutex_lock(&foreign_lock);
-        memcpy(id, shared_ids[!w->tenant], 33);
+        memcpy(id, shared_ids[!w->tenant], GHD_BUFFER_ID_LEN + 1);
         pthread_mutex_unlock(&foreign_lock);
         if (!id[0])
             break;

@@ -260,10 +260,10 @@ static void drop_others(struct rel_server *s, const char *keep)
     struct rel_resp r;
     assert_int_equal(rel_json(s, "GET", "/v1/buffers", NULL, NULL, &r), 200);
     for (char *p = r.body; (p = strstr(p, "\"id\":\"")) != NULL;) {
-        char id[33];
+        char id[GHD_BUFFER_ID_LEN + 1];
         p += 6;
-        memcpy(id, p, 32);
-        id[32] = '\0';
+        memcpy(id, p, GHD_BUFFER_ID_LEN);
+        id[GHD_BUFFER_ID_LEN] = '\0';
         if (strcmp(id, keep) != 0)
             delete_id(s, id);
     }

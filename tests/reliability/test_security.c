@@ -295,7 +295,7 @@ static void test_tenant_runs_isolated(void **state)
     assert_int_equal(rel_json(s, "POST", "/v1/runs", ALICE, body, &r), 200);
     rel_json_str(&r, "id", run_id, sizeof(run_id));
     rel_resp_free(&r);
-    assert_int_equal(strlen(run_id), 32);
+    assert_int_equal(strlen(run_id), GHD_BUFFER_ID_LEN);
 
     /* Bob cannot see, cancel or forget alice's run... */
     snprintf(path, sizeof(path), "/v1/runs/%s", run_id);

@@ -14,6 +14,8 @@
 #include "base/clock.h"
 #include "base/idmap.h"
 #include "base/list.h"
+#include "base/owner.h"
+#include "base/error.h"
 #include "base/parse.h"
 #include "base/suggest.h"
 
@@ -304,6 +306,38 @@ static void test_suggest(void **state)
     assert_string_equal(ghd_suggest_clause(buf, sizeof(buf), NULL), "");
 }
 
+/* The id prefix: its form, the hostname's ordinal, and which ids are whose. */
+static void test_owner(void **state)
+{
+    (void)state;
+    assert_int_equal(ghd_owner_from_hostname("gpuhttpd-3"), 3);
+    assert_int_equal(ghd_owner_from_hostname("gpuhttpd-1234"), 1234);
+    assert_int_equal(ghd_owner_from_hostname("gpuhttpd-12345"), 0);
+    assert_int_equal(ghd_owner_from_hostname("gpuhttpd"), 0);
+    assert_int_equal(ghd_owner_from_hostname(""), 0);
+    struct ghd_owner a, b;
+    assert_int_equal(ghd_owner_init(&a, 3), 0);
+    assert_int_equal(ghd_owner_init(&b, 3), 0);
+    assert_int_equal(strlen(a.prefix), GHD_OWNER_PREFIX_LEN);
+    assert_memory_equal(a.prefix, "i0003-", 6);
+    assert_string_not_equal(a.boot, b.boot); /* 1 in 2^32 to fail */
+    char id[64];
+    snprintf(id, sizeof(id), "%s0123456789abcdef0123456789abcdef", a.prefix);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_owner_check(&a, id, &err), 0);
+    assert_int_equal(ghd_owner_check(&b, id, &err), GHD_EGONE);
+    assert_non_null(strstr(err.detail, "earlier start of instance 3"));
+    struct ghd_owner other;
+    assert_int_equal(ghd_owner_init(&other, 12), 0);
+    assert_int_equal(ghd_owner_check(&other, id, &err), GHD_EMISDIRECTED);
+    assert_non_null(strstr(err.detail, "owned by instance 3"));
+    /* Not of the form: the caller's 404. */
+    const char *plain[] = {"nope", "", "i0003-5f2c9a1e-", "i00x3-5f2c9a1e-00", "i0003-5F2C9A1E-00",
+                           "x0003-5f2c9a1e-00", "0123456789abcdef0123456789abcdef"};
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        assert_int_equal(ghd_owner_check(&other, plain[i], &err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_idmap_same_id),
         cmocka_unit_test(test_idmap_grows),
         cmocka_unit_test(test_suggest),
+        cmocka_unit_test(test_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,7 +36,7 @@ static int setup_limit(void **state, size_t limit)
         .staging_chunks = 2,
     };
     assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
-    assert_int_equal(ghd_buffer_table_init(&f->t), 0);
+    assert_int_equal(ghd_buffer_table_init(&f->t, "i0000-00000000-"), 0);
     *state = f;
     return 0;
 }
@@ -85,7 +85,7 @@ static struct ghd_buffer *create(struct fixture *f, size_t size, const char *ten
 
 static int is_hex_id(const char *id)
 {
-    if (strlen(id) != GHD_BUFFER_ID_LEN)
+    if (strlen(id) != GHD_RANDOM_ID_LEN)
         return 0;
     for (const char *c = id; *c; c++)
         if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
@@ -97,13 +97,13 @@ static void test_random_id(void **state)
 {
     (void)state;
     enum { N = 2000 };
-    char (*ids)[GHD_BUFFER_ID_LEN + 1] = calloc(N, sizeof(*ids));
+    char (*ids)[GHD_RANDOM_ID_LEN + 1] = calloc(N, sizeof(*ids));
     assert_non_null(ids);
     unsigned counts[16] = {0};
     for (int i = 0; i < N; i++) {
         assert_int_equal(ghd_random_id(ids[i]), 0);
         assert_true(is_hex_id(ids[i]));
-        for (int k = 0; k < GHD_BUFFER_ID_LEN; k++)
+        for (int k = 0; k < GHD_RANDOM_ID_LEN; k++)
             counts[ids[i][k] <= '9' ? ids[i][k] - '0' : ids[i][k] - 'a' + 10]++;
     }
     for (int i = 0; i < N; i++)
@@ -123,7 +123,8 @@ static void test_create_find_remove(void **state)
     struct ghd_buffer_spec spec = {.size = 1000, .alignment = 4096, .label = "w"};
     struct ghd_buffer *b;
     assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &b), 0);
-    assert_true(is_hex_id(b->id));
+    assert_memory_equal(b->id, "i0000-00000000-", GHD_OWNER_PREFIX_LEN);
+    assert_true(is_hex_id(b->id + GHD_OWNER_PREFIX_LEN));
     assert_int_equal(b->size, 1000);
     assert_int_equal(b->alignment, 4096);
     assert_int_equal((uintptr_t)b->d_ptr % 4096, 0);
@@ -143,7 +144,7 @@ static void test_create_find_remove(void **state)
     /* Unknown and malformed ids. */
     char other[GHD_BUFFER_ID_LEN + 1];
     memcpy(other, b->id, sizeof(other));
-    other[0] = other[0] == 'a' ? 'b' : 'a';
+    other[GHD_BUFFER_ID_LEN - 1] = other[GHD_BUFFER_ID_LEN - 1] == 'a' ? 'b' : 'a';
     assert_int_equal(ghd_buffer_find_new(&f->t, other, NULL, &again), GHD_ENOENT);
     assert_int_equal(ghd_buffer_find_new(&f->t, "", NULL, &again), GHD_ENOENT);
     char shorter[GHD_BUFFER_ID_LEN];

@@ -37,7 +37,7 @@ static int setup(void **state)
         .staging_chunks = 2,
     };
     assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
-    assert_int_equal(ghd_buffer_table_init(&f->t), 0);
+    assert_int_equal(ghd_buffer_table_init(&f->t, "i0000-00000000-"), 0);
     struct ghd_buffer_spec spec = {.size = 64};
     assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->x), 0);
     assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->y), 0);
@@ -61,7 +61,7 @@ static struct ghd_run *prepared(struct fixture *f, const char *kernel, json_t *a
 {
     struct ghd_run *run;
     struct ghd_err err = {0};
-    assert_int_equal(ghd_run_new(NULL, &run), 0);
+    assert_int_equal(ghd_run_new("i0000-00000000-", NULL, &run), 0);
     run->step_count = 1;
     run->steps[0].kernel = ghd_kernel_find(kernel);
     assert_non_null(run->steps[0].kernel);

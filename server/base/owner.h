@@ -1,0 +1,47 @@
+#ifndef GHD_BASE_OWNER_H
+#define GHD_BASE_OWNER_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/* Who made an id. Several instances serve one API behind a proxy; each
+ * buffer, run and module lives in the memory of the one that created it, so
+ * its id starts with that instance's number and the boot (a random value
+ * drawn at each start) in a fixed-width prefix a proxy can match:
+ *
+ *     i0003-5f2c9a1e-<the rest>
+ *
+ * 'i', the instance as 4 decimal digits (0..9999), '-', the boot as 8
+ * lower-case hex digits, '-'. What follows is the id proper (128 random bits
+ * for buffers and runs), so ids stay as unguessable as before; clients treat
+ * the whole id as opaque. */
+
+#define GHD_OWNER_INSTANCE_MAX 9999
+#define GHD_OWNER_BOOT_LEN 8
+#define GHD_OWNER_PREFIX_LEN 15 /* "i0003-5f2c9a1e-" */
+
+struct ghd_owner {
+    unsigned instance;
+    char boot[GHD_OWNER_BOOT_LEN + 1];
+    char prefix[GHD_OWNER_PREFIX_LEN + 1];
+};
+
+/* Draws a boot from the kernel's CSPRNG and forms the prefix.
+ * pre: instance <= GHD_OWNER_INSTANCE_MAX. 0, or GHD_EINTERNAL when no
+ * random bytes could be read. */
+int ghd_owner_init(struct ghd_owner *o, unsigned instance);
+
+/* The instance named by the trailing decimal digits of `hostname`, as a
+ * StatefulSet names its pods (gpuhttpd-3 -> 3); 0 when there are none or the
+ * number is over GHD_OWNER_INSTANCE_MAX. */
+unsigned ghd_owner_from_hostname(const char *hostname);
+
+/* Whether `id` may be this instance's: 0 when its prefix is this instance's
+ * and boot (or it has no prefix at all, which never exists: the caller then
+ * answers 404). GHD_EGONE when it names this instance and another boot,
+ * GHD_EMISDIRECTED when it names another instance, each with a detail that
+ * says so in `err`. */
+int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *err);
+
+#endif
