@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
@@ -110,6 +110,13 @@ if has transfer; then
   bash tests/bench/run_transfer_bench.sh --backend cuda "$build" "$out/transfer" \
     >"$out/bench-transfer.log" 2>&1
   row "transfer bench" "rc=$?" "see transfer/report.md"
+fi
+
+# Where the server's CPU goes during an 8-connection upload and download
+# (perf record -g on the server; tests/bench/run_upload_profile.sh).
+if has profile; then
+  bash tests/bench/run_upload_profile.sh "$build" "$out/profile" >"$out/profile.log" 2>&1
+  row "profile (perf, ${PROFILE_CONNS:-8} conns)" "rc=$?" "see profile/profile.md"
 fi
 
 # A second transfer run with other server options, e.g. TRANSFER_B_ARGS="--socket-upload-min 0".
