@@ -5,7 +5,9 @@
 # and the packed libraries. Every binary embeds the same CUDA fatbin (~8 MiB),
 # so the slim folder holds them as one xz archive, which keeps one copy;
 # run_device.sh unpacks it there, as would
-# `tar -C SLIM -xJf SLIM/bins.tar.xz`. usage: tests/gpu/slim_build.sh BUILD SLIM
+# `tar -C SLIM -xJf SLIM/bins.tar.xz`. GHD_SLIM_XZ sets xz's options (-9 by
+# default; -1 packs in seconds where the binaries are small enough).
+# usage: tests/gpu/slim_build.sh BUILD SLIM
 set -euo pipefail
 build=$(cd "$1" && pwd)
 slim=$2
@@ -46,5 +48,5 @@ done
   done
 "$(dirname "$0")/pack_libs.sh" "$slim/devlibs" "$slim/gpuhttpd" \
   "$slim/tests/http/test_buffers_http" >/dev/null
-(cd "$slim" && XZ_OPT=-9 tar -cJf bins.tar.xz "${bins[@]}" && rm -f "${bins[@]}")
+(cd "$slim" && XZ_OPT=${GHD_SLIM_XZ:--9} tar -cJf bins.tar.xz "${bins[@]}" && rm -f "${bins[@]}")
 du -sh "$slim"
