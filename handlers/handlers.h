@@ -47,6 +47,14 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep);
 
+/* regions.c */
+int ghd_handle_region_create(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_region_get(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_region_delete(struct ghd_request *req, struct ghd_reply *rep);
+
+/* transfers.c */
+int ghd_handle_transfer_create(struct ghd_request *req, struct ghd_reply *rep);
+
 /* docs.c */
 int ghd_handle_openapi_yaml(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep);

@@ -98,3 +98,17 @@ size_t ghd_utf8_len(const unsigned char *s)
         return 0;
     return n;
 }
+
+const char *ghd_json_unknown_key(json_t *obj, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = strcmp(key, *a) == 0;
+        if (!ok)
+            return key;
+    }
+    return NULL;
+}

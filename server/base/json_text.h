@@ -18,4 +18,8 @@ size_t ghd_utf8_len(const unsigned char *s);
  * logs: a timer's last digits are noise. */
 double ghd_round_ms(double ms);
 
+/* The first key of object `obj` not in the NULL-terminated `allowed`, or
+ * NULL when every key is one of them. */
+const char *ghd_json_unknown_key(json_t *obj, const char *const *allowed);
+
 #endif

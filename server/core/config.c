@@ -146,6 +146,15 @@ static const struct option_spec specs[] = {
      "most raw CUDA modules one tenant may hold (over it: 429)"},
     {"module-max-source", OPT_SIZE, OFF(module_max_source), 0, 256, 16 << 20, "1M",
      "most bytes of CUDA source in one module (over it: 413)"},
+    {"allow-shm", OPT_FLAG, OFF(allow_shm), 0, 0, 1, "0",
+     "accept regions (POST /v1/regions): shared-memory segments and CUDA IPC memory of clients "
+     "on this host, opened by name with the server's own permissions; any tenant may then "
+     "register a segment the server's user can open (no argument; env: 1 or 0)"},
+    {"tenant-max-regions", OPT_UINT, OFF(tenant_max_regions), 0, 0, 100000, "16",
+     "most regions one tenant may register (0 = no limit; over it: 429)"},
+    {"tenant-max-pinned", OPT_SIZE, OFF(tenant_max_pinned), 0, 0, 1ULL << 46, "32G",
+     "most bytes of shared-memory regions one tenant may have page-locked (0 = no limit; "
+     "over it: 507)"},
     {"run-timeout", OPT_UINT, OFF(run_timeout_s), 0, 0, 86400 * 7, "0",
      "seconds a run may execute; one past it fails: a user kernel on the host backend is "
      "stopped and fails alone (422), any other kernel cannot be stopped, so the device is "

@@ -69,6 +69,9 @@ struct ghd_config {
     unsigned allow_raw_kernels;       /* raw CUDA modules (POST /v1/modules) at all */
     unsigned tenant_max_modules;      /* raw modules per tenant */
     size_t module_max_source;         /* bytes of CUDA source in one module */
+    unsigned allow_shm;               /* regions (POST /v1/regions) at all */
+    unsigned tenant_max_regions;      /* regions per tenant; 0 = none */
+    size_t tenant_max_pinned;         /* bytes of regions per tenant; 0 = none */
     unsigned run_timeout_s;           /* a run past it fails, the device is lost; 0 = none */
     char on_device_loss[8];           /* "exit" or "stay" */
     unsigned shutdown_grace_s;

@@ -147,6 +147,15 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     }
     svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
     svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
+    rc = ghd_region_table_init(&svc->regions);
+    if (rc) {
+        ghd_err_set(err, rc, "region table: %s", ghd_strerror(rc));
+        ghd_buffer_table_destroy(&svc->buffers);
+        goto destroy_runtime;
+    }
+    svc->regions.allowed = (int)cfg->allow_shm;
+    svc->regions.tenant_max_regions = cfg->tenant_max_regions;
+    svc->regions.tenant_max_pinned = cfg->tenant_max_pinned;
     struct ghd_err warm = {0};
     rc = ghd_kernels_warmup(&svc->runtimes[0], &warm); /* cuBLAS handle now, not on a request */
     if (rc) {
@@ -178,6 +187,7 @@ destroy_stores:
     ghd_ukernel_store_destroy(&svc->kernels);
 destroy_buffers:
     ghd_kernels_release(&svc->runtimes[0]);
+    ghd_region_table_destroy(&svc->regions);
     ghd_buffer_table_destroy(&svc->buffers);
 destroy_runtime:
     ghd_runtime_destroy(&svc->runtimes[0]);
@@ -201,6 +211,7 @@ void ghd_service_destroy(struct ghd_service *svc)
     ghd_devloss_destroy(&svc->devloss);
     ghd_ucompiler_free(svc->compiler);
     svc->compiler = NULL;
+    ghd_region_table_destroy(&svc->regions);
     ghd_buffer_table_destroy(&svc->buffers);
     for (unsigned i = 0; i < svc->runtime_count; i++) {
         ghd_kernels_release(&svc->runtimes[i]);

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "staging_caps.h"
 #include "devloss.h"
+#include "region.h"
 #include "kernels/raw/module.h"
 #include "device/runtime.h"
 #include "kernels/user/ukernel.h"
@@ -27,6 +28,7 @@ struct ghd_service {
     struct ghd_runtime runtimes[GHD_MAX_DEVICES];
     unsigned runtime_count;
     struct ghd_buffer_table buffers;
+    struct ghd_region_table regions; /* same-host clients' memory (--allow-shm) */
     struct ghd_run_queue *runs;
     struct ghd_ukernel_store kernels; /* user kernels, every tenant's */
     struct ghd_ulimits kernel_limits;

@@ -166,7 +166,7 @@ static int cuda_host_register(struct ghd_device *dev, void *h_ptr, size_t size,
                               struct ghd_err *error)
 {
     CUDA_ENTER(dev, error);
-    cudaError_t err = cudaHostRegister(h_ptr, size, cudaHostRegisterDefault);
+    cudaError_t err = cudaHostRegister(h_ptr, size, cudaHostRegisterPortable);
     if (err != cudaSuccess) {
         /* Overlapping an earlier registration is expected now and then (see
          * hostreg.c); the caller falls back to the staging ring. */
@@ -181,6 +181,33 @@ static void cuda_host_unregister(struct ghd_device *dev, void *h_ptr)
     if (cudaSetDevice(dev->ordinal) != cudaSuccess || cudaHostUnregister(h_ptr) != cudaSuccess) {
         (void)cudaGetLastError();
         ghd_log(GHD_LOG_WARN, "cuda: cudaHostUnregister(%p) failed", h_ptr);
+    }
+}
+
+static int cuda_ipc_open(struct ghd_device *dev, const void *handle, size_t handle_len,
+                         void **d_ptr, struct ghd_err *error)
+{
+    cudaIpcMemHandle_t h;
+    if (handle_len != sizeof(h))
+        return ghd_err_set(error, GHD_EUNPROC, "a cudaIpcMemHandle is %zu bytes, not %zu",
+                           sizeof(h), handle_len);
+    CUDA_ENTER(dev, error);
+    memcpy(&h, handle, sizeof(h));
+    cudaError_t err = cudaIpcOpenMemHandle(d_ptr, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+        /* A stale or foreign handle is the client's mistake, not a lost device. */
+        (void)cudaGetLastError();
+        return ghd_err_set(error, GHD_EUNPROC, "cudaIpcOpenMemHandle failed: %s",
+                           cudaGetErrorName(err));
+    }
+    return 0;
+}
+
+static void cuda_ipc_close(struct ghd_device *dev, void *d_ptr)
+{
+    if (cudaSetDevice(dev->ordinal) != cudaSuccess || cudaIpcCloseMemHandle(d_ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        ghd_log(GHD_LOG_WARN, "cuda: cudaIpcCloseMemHandle(%p) failed", d_ptr);
     }
 }
 
@@ -356,6 +383,8 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .host_free = cuda_host_free,
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
+    .ipc_open = cuda_ipc_open,
+    .ipc_close = cuda_ipc_close,
     .stream_new = cuda_stream_new,
     .stream_free = cuda_stream_free,
     .stream_sync = cuda_stream_sync,

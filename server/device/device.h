@@ -38,6 +38,12 @@ struct ghd_device_ops {
      * directly (cudaHostRegister); the host backend has nothing to lock. */
     int (*host_register)(struct ghd_device *dev, void *h_ptr, size_t size, struct ghd_err *error);
     void (*host_unregister)(struct ghd_device *dev, void *h_ptr);
+    /* Maps device memory another process exported (the 64 bytes of a
+     * cudaIpcMemHandle_t) into this one; GHD_ENOTSUP on the host backend.
+     * ipc_close unmaps what ipc_open returned. */
+    int (*ipc_open)(struct ghd_device *dev, const void *handle, size_t handle_len, void **d_ptr,
+                    struct ghd_err *error);
+    void (*ipc_close)(struct ghd_device *dev, void *d_ptr);
     int (*stream_new)(struct ghd_device *dev, struct ghd_stream **out, struct ghd_err *error);
     void (*stream_free)(struct ghd_device *dev, struct ghd_stream *s);
     int (*stream_sync)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error);

@@ -83,6 +83,24 @@ static int host_host_register(struct ghd_device *dev, void *h_ptr, size_t size,
     return 0;
 }
 
+static int host_ipc_open(struct ghd_device *dev, const void *handle, size_t handle_len,
+                         void **d_ptr, struct ghd_err *error)
+{
+    (void)dev;
+    (void)handle;
+    (void)handle_len;
+    (void)d_ptr;
+    return ghd_err_set(error, GHD_ENOTSUP,
+                       "CUDA IPC regions need the CUDA backend; this server runs the host "
+                       "backend (register a POSIX shared-memory segment with \"shm\" instead)");
+}
+
+static void host_ipc_close(struct ghd_device *dev, void *d_ptr)
+{
+    (void)dev;
+    (void)d_ptr;
+}
+
 static void host_host_unregister(struct ghd_device *dev, void *h_ptr)
 {
     (void)dev;
@@ -227,6 +245,8 @@ const struct ghd_device_ops ghd_host_ops = {
     .host_free = host_mem_free,
     .host_register = host_host_register,
     .host_unregister = host_host_unregister,
+    .ipc_open = host_ipc_open,
+    .ipc_close = host_ipc_close,
     .stream_new = host_stream_new,
     .stream_free = host_stream_free,
     .stream_sync = host_stream_sync,

@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+from multiprocessing import shared_memory
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ghdtest import Server, check, need_module  # noqa: E402
@@ -351,6 +352,43 @@ def main():
         st, _, _ = c.conform("POST", "/v1/runs", srv.request(
             "POST", "/v1/runs", json.dumps(raw_run).encode(), J))
         check(st == 404, f"raw run of an unknown module: {st}")
+
+    # Regions: 403 without --allow-shm; with it, a segment made here is
+    # registered, moved into a buffer, described and unregistered.
+    seg = shared_memory.SharedMemory(create=True, size=4096)
+    try:
+        reg = {"shm": "/" + seg.name, "size": 4096}
+        with Server(binary) as srv:
+            st, _, _ = c.conform("POST", "/v1/regions", srv.request(
+                "POST", "/v1/regions", json.dumps(reg).encode(), J))
+            check(st == 403, f"a region without --allow-shm: {st}")
+        with Server(binary, "--allow-shm") as srv:
+            for body, want in [(reg, 201), ({"size": 1}, 400), (dict(reg, size=8192), 422),
+                               ({"cuda_ipc": "A" * 86 + "==", "size": 1}, 501)]:
+                st, _, rb = c.conform("POST", "/v1/regions", srv.request(
+                    "POST", "/v1/regions", json.dumps(body).encode(), J), str(body))
+                check(st == want, f"region {body}: {st}, not {want}: {rb[:200]!r}")
+                if st == 201:
+                    rid = json.loads(rb)["id"]
+            st, _, rb = srv.request("POST", "/v1/buffers", b'{"size": 4096}', J)
+            bid = json.loads(rb)["id"]
+            for body, want in [({"from": {"region": rid}, "to": {"buffer": bid}, "bytes": 4096},
+                                200),
+                               ({"from": {"buffer": bid, "offset": 1}, "to": {"region": rid},
+                                 "bytes": 4096}, 416),
+                               ({"from": {"region": rid}, "to": {"buffer": bid}}, 400),
+                               ({"from": {"region": "0" * 32}, "to": {"buffer": bid},
+                                 "bytes": 1}, 404)]:
+                st, _, rb = c.conform("POST", "/v1/transfers", srv.request(
+                    "POST", "/v1/transfers", json.dumps(body).encode(), J), str(body))
+                check(st == want, f"transfer {body}: {st}, not {want}: {rb[:200]!r}")
+            for method, want in [("GET", 200), ("DELETE", 204), ("GET", 404), ("DELETE", 404)]:
+                st, _, _ = c.conform(method, "/v1/regions/{id}", srv.request(
+                    method, f"/v1/regions/{rid}"))
+                check(st == want, f"{method} region: {st}, not {want}")
+    finally:
+        seg.close()
+        seg.unlink()
 
     every = {(m, p) for p, item in c.spec["paths"].items() for m in item if m != "parameters"}
     check(every <= c.seen, f"operations never exercised: {sorted(every - c.seen)}")

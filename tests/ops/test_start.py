@@ -79,7 +79,8 @@ def check_help(binary):
     check(len(opts) > 40, f"only {len(opts)} options in --help")
     bare = [o for o, v in opts if not v and o not in ("--help", "--version",
                                                       "--allow-unauthenticated",
-                                                      "--allow-raw-kernels")]
+                                                      "--allow-raw-kernels",
+                                                      "--allow-shm")]
     check(not bare, f"options without a value placeholder in --help: {bare}")
     check("--port=N" in text and "--bind=ADDR" in text and "--pool-limit=BYTES|N%" in text,
           "--help's placeholders")

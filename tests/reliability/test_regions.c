@@ -1,0 +1,537 @@
+/* Regions and transfers on the host backend, over real HTTP on loopback,
+ * with POSIX shared-memory segments created here in the test process:
+ * - off by default (403 naming --allow-shm); the registration rules (a bad
+ *   name, a missing segment, a size past the segment's, CUDA IPC on the host
+ *   backend: 501);
+ * - another tenant's region is 404 to GET, DELETE and transfers;
+ * - region->buffer and buffer->region byte-exact, at offsets, buffer->buffer,
+ *   ranges past an end (416 naming the field), overlap, if_match and ETags;
+ * - the tenant limits on regions (429) and page-locked bytes (507);
+ * - a segment truncated after registration: a 409 naming the region, the
+ *   server alive; the SIGBUS guard itself on a truncated mapping;
+ * - unregistering while transfers run: no crash, nothing left behind. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "base/fault_guard.h"
+#include "rel.h"
+
+struct segment {
+    char name[64];
+    int fd;
+    unsigned char *p;
+    size_t size;
+};
+
+static void segment_open(struct segment *g, size_t size)
+{
+    static int seq;
+    snprintf(g->name, sizeof(g->name), "/ghd_test_%d_%d", (int)getpid(), seq++);
+    g->fd = shm_open(g->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(g->fd >= 0);
+    assert_int_equal(ftruncate(g->fd, (off_t)size), 0);
+    g->p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
+    assert_true(g->p != MAP_FAILED);
+    g->size = size;
+    for (size_t i = 0; i < size; i++)
+        g->p[i] = (unsigned char)(i * 7 + 3);
+}
+
+static void segment_close(struct segment *g)
+{
+    munmap(g->p, g->size);
+    close(g->fd);
+    shm_unlink(g->name);
+}
+
+static void expect(struct rel_resp *r, long status, const char *needle)
+{
+    if (r->status != status || (needle && !strstr(r->body ? r->body : "", needle)))
+        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
+                 r->body ? r->body : "");
+}
+
+static long region_register(struct rel_server *s, const char *token, const char *name,
+                            size_t size, char *id, struct rel_resp *r)
+{
+    char body[256];
+    snprintf(body, sizeof(body), "{\"shm\": \"%s\", \"size\": %zu}", name, size);
+    long st = rel_json(s, "POST", "/v1/regions", token, body, r);
+    if (id)
+        rel_json_str(r, "id", id, 64);
+    return st;
+}
+
+static long region_new(struct rel_server *s, const char *token, const struct segment *g,
+                       char *id)
+{
+    struct rel_resp r;
+    long st = region_register(s, token, g->name, g->size, id, &r);
+    rel_resp_free(&r);
+    return st;
+}
+
+static long transfer(struct rel_server *s, const char *token, const char *from_kind,
+                     const char *from, uint64_t from_off, const char *to_kind, const char *to,
+                     uint64_t to_off, uint64_t bytes, const char *extra, struct rel_resp *r)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"from\": {\"%s\": \"%s\", \"offset\": %llu}, \"to\": {\"%s\": \"%s\", "
+             "\"offset\": %llu}, \"bytes\": %llu%s}",
+             from_kind, from, (unsigned long long)from_off, to_kind, to,
+             (unsigned long long)to_off, (unsigned long long)bytes, extra ? extra : "");
+    return rel_json(s, "POST", "/v1/transfers", token, body, r);
+}
+
+static void start_with(struct rel_server *s, int allow, const char *tokens)
+{
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.allow_shm = (unsigned)allow;
+    if (tokens)
+        snprintf(cfg.tokens, sizeof(cfg.tokens), "%s", tokens);
+    rel_start(s, &cfg);
+}
+
+static void test_off_by_default(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 0, NULL);
+    struct segment g;
+    segment_open(&g, 4096);
+    struct rel_resp r;
+    region_register(&s, NULL, g.name, g.size, NULL, &r);
+    expect(&r, 403, "--allow-shm");
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/v1/regions/0123456789abcdef0123456789abcdef", NULL, NULL, &r);
+    expect(&r, 403, "--allow-shm");
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+static void test_registration_rules(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct segment g;
+    segment_open(&g, 8192);
+    struct rel_resp r;
+    region_register(&s, NULL, "noslash", 4096, NULL, &r);
+    expect(&r, 422, "'shm'");
+    rel_resp_free(&r);
+    region_register(&s, NULL, "/a/b", 4096, NULL, &r);
+    expect(&r, 422, "no slash");
+    rel_resp_free(&r);
+    region_register(&s, NULL, "/ghd_test_no_such_segment", 4096, NULL, &r);
+    expect(&r, 422, "no shared-memory segment");
+    rel_resp_free(&r);
+    region_register(&s, NULL, g.name, g.size + 1, NULL, &r);
+    expect(&r, 422, "smaller than the size asked for");
+    rel_resp_free(&r);
+    region_register(&s, NULL, g.name, 0, NULL, &r);
+    expect(&r, 400, "'size'");
+    rel_resp_free(&r);
+    rel_json(&s, "POST", "/v1/regions", NULL, "{\"size\": 4096}", &r);
+    expect(&r, 400, "exactly one of");
+    rel_resp_free(&r);
+    /* 64 zero bytes in base64: a well-formed handle the host cannot open. */
+    rel_json(&s, "POST", "/v1/regions", NULL,
+             "{\"cuda_ipc\": \"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\", "
+             "\"device\": 0, \"size\": 4096}",
+             &r);
+    expect(&r, 501, "CUDA backend");
+    rel_resp_free(&r);
+    rel_json(&s, "POST", "/v1/regions", NULL, "{\"cuda_ipc\": \"not base64!\", \"size\": 1}", &r);
+    expect(&r, 422, "base64");
+    rel_resp_free(&r);
+    /* A smaller size than the segment is fine: the region is its first bytes. */
+    char id[64];
+    region_register(&s, NULL, g.name, 4096, id, &r);
+    expect(&r, 201, "\"shm\"");
+    char loc[128];
+    rel_header(&r, "Location", loc, sizeof(loc));
+    assert_non_null(strstr(loc, id));
+    rel_resp_free(&r);
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/regions/%s", id);
+    rel_json(&s, "GET", path, NULL, NULL, &r);
+    expect(&r, 200, "\"size\":4096");
+    rel_resp_free(&r);
+    rel_json(&s, "DELETE", path, NULL, NULL, &r);
+    expect(&r, 204, NULL);
+    rel_resp_free(&r);
+    rel_json(&s, "GET", path, NULL, NULL, &r);
+    expect(&r, 404, "no region");
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+static void test_other_tenant_404(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, "tokA:alice,tokB:bob");
+    struct segment g;
+    segment_open(&g, 4096);
+    char id[64], buf_b[64], path[128];
+    assert_int_equal(region_new(&s, "tokA", &g, id), 201);
+    assert_int_equal(rel_create(&s, "tokB", 4096, buf_b, sizeof(buf_b)), 201);
+    snprintf(path, sizeof(path), "/v1/regions/%s", id);
+    struct rel_resp r;
+    rel_json(&s, "GET", path, "tokB", NULL, &r);
+    expect(&r, 404, "no region");
+    rel_resp_free(&r);
+    rel_json(&s, "DELETE", path, "tokB", NULL, &r);
+    expect(&r, 404, "no region");
+    rel_resp_free(&r);
+    transfer(&s, "tokB", "region", id, 0, "buffer", buf_b, 0, 4096, NULL, &r);
+    expect(&r, 404, "'from.region'");
+    rel_resp_free(&r);
+    rel_json(&s, "GET", path, "tokA", NULL, &r);
+    expect(&r, 200, id);
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+static void get_buffer(struct rel_server *s, const char *id, struct rel_resp *r)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct rel_req rq = {.method = "GET", .path = path};
+    rel_do(s, &rq, r);
+    assert_int_equal(r->status, 200);
+}
+
+static void test_both_directions_exact(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    const size_t n = (size_t)3 << 20;
+    struct segment g;
+    segment_open(&g, n);
+    char rid[64], bid[64], etag[64];
+    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
+    assert_int_equal(rel_create(&s, NULL, n, bid, sizeof(bid)), 201);
+    uint64_t v0 = rel_buffer_version(&s, NULL, bid);
+    struct rel_resp r;
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, n, NULL, &r);
+    expect(&r, 200, "\"bytes\":3145728");
+    rel_header(&r, "ETag", etag, sizeof(etag));
+    rel_resp_free(&r);
+    uint64_t v1 = rel_buffer_version(&s, NULL, bid);
+    assert_true(v1 > v0);
+    char want[32];
+    snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v1);
+    assert_string_equal(etag, want);
+    get_buffer(&s, bid, &r);
+    assert_int_equal(r.len, n);
+    assert_memory_equal(r.body, g.p, n);
+    rel_resp_free(&r);
+    /* buffer -> region at offsets: segment bytes [1000, 1000+5000) get buffer [7, 5007). */
+    memset(g.p, 0, n);
+    transfer(&s, NULL, "buffer", bid, 7, "region", rid, 1000, 5000, NULL, &r);
+    expect(&r, 200, "\"bytes\":5000");
+    rel_resp_free(&r);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char expected = i >= 1000 && i < 6000 ? (unsigned char)((i - 1000 + 7) * 7 + 3) : 0;
+        if (g.p[i] != expected)
+            fail_msg("segment byte %zu is %u, expected %u", i, g.p[i], expected);
+    }
+    /* Region -> buffer at an offset, then buffer -> buffer. */
+    char b2[64];
+    assert_int_equal(rel_create(&s, NULL, 8192, b2, sizeof(b2)), 201);
+    transfer(&s, NULL, "region", rid, 1000, "buffer", b2, 100, 5000, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    transfer(&s, NULL, "buffer", b2, 100, "buffer", bid, 0, 5000, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    get_buffer(&s, bid, &r);
+    for (size_t i = 0; i < 5000; i++)
+        assert_int_equal((unsigned char)r.body[i], (unsigned char)((i + 7) * 7 + 3));
+    rel_resp_free(&r);
+    /* if_match: a stale tag is a 412 with the version now; the current one passes. */
+    uint64_t v = rel_buffer_version(&s, NULL, bid);
+    char extra[64];
+    snprintf(extra, sizeof(extra), ", \"if_match\": \"\\\"v%llu\\\"\"", (unsigned long long)v0);
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 16, extra, &r);
+    expect(&r, 412, "if_match");
+    rel_header(&r, "ETag", etag, sizeof(etag));
+    snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v);
+    assert_string_equal(etag, want);
+    rel_resp_free(&r);
+    assert_int_equal(rel_buffer_version(&s, NULL, bid), v);
+    snprintf(extra, sizeof(extra), ", \"if_match\": \"\\\"v%llu\\\"\"", (unsigned long long)v);
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 16, extra, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    transfer(&s, NULL, "buffer", bid, 0, "region", rid, 0, 16, extra, &r);
+    expect(&r, 422, "'if_match' is for a transfer into a buffer");
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+static void test_offsets_and_ranges(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct segment g;
+    segment_open(&g, 4096);
+    char rid[64], bid[64];
+    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
+    assert_int_equal(rel_create(&s, NULL, 2048, bid, sizeof(bid)), 201);
+    struct rel_resp r;
+    transfer(&s, NULL, "region", rid, 4097, "buffer", bid, 0, 1, NULL, &r);
+    expect(&r, 416, "'from.offset' 4097");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 2049, 1, NULL, &r);
+    expect(&r, 416, "'to.offset' 2049");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 2049, NULL, &r);
+    expect(&r, 416, "'bytes' 2049 from 'to.offset'");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "buffer", bid, 0, "region", rid, 4000, 100, NULL, &r);
+    expect(&r, 416, "'bytes' 100 from 'to.offset' 4000");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "region", rid, 0, "region", rid, 0, 100, NULL, &r);
+    expect(&r, 422, "must be a buffer");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "buffer", bid, 0, "buffer", bid, 10, 100, NULL, &r);
+    expect(&r, 422, "overlap");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 0, NULL, &r);
+    expect(&r, 400, "'bytes'");
+    rel_resp_free(&r);
+    rel_json(&s, "POST", "/v1/transfers", NULL,
+             "{\"from\": {\"region\": \"x\", \"buffer\": \"y\"}, \"to\": {\"buffer\": \"y\"}, "
+             "\"bytes\": 1}",
+             &r);
+    expect(&r, 400, "exactly one of 'region' and 'buffer'");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "region", rid, 0, "buffer", "0123456789abcdef0123456789abcdef", 0, 1,
+             NULL, &r);
+    expect(&r, 404, "'to.buffer'");
+    rel_resp_free(&r);
+    /* The exact end is in range. */
+    transfer(&s, NULL, "region", rid, 2048, "buffer", bid, 0, 2048, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+static void test_limits(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.allow_shm = 1;
+    cfg.tenant_max_regions = 2;
+    cfg.tenant_max_pinned = 12288;
+    rel_start(&s, &cfg);
+    struct segment g;
+    segment_open(&g, 16384);
+    struct rel_resp r;
+    char a[64], b[64];
+    region_register(&s, NULL, g.name, 16384, NULL, &r);
+    expect(&r, 507, "--tenant-max-pinned");
+    rel_resp_free(&r);
+    region_register(&s, NULL, g.name, 8192, a, &r);
+    expect(&r, 201, NULL);
+    rel_resp_free(&r);
+    region_register(&s, NULL, g.name, 8192, NULL, &r);
+    expect(&r, 507, "8192 bytes of regions page-locked");
+    rel_resp_free(&r);
+    region_register(&s, NULL, g.name, 4096, b, &r);
+    expect(&r, 201, NULL);
+    rel_resp_free(&r);
+    region_register(&s, NULL, g.name, 1, NULL, &r);
+    expect(&r, 429, "--tenant-max-regions");
+    rel_resp_free(&r);
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/regions/%s", a);
+    rel_json(&s, "DELETE", path, NULL, NULL, &r);
+    expect(&r, 204, NULL);
+    rel_resp_free(&r);
+    region_register(&s, NULL, g.name, 8192, NULL, &r);
+    expect(&r, 201, NULL);
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+static void test_truncated_segment(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct segment g;
+    segment_open(&g, 1 << 20);
+    char rid[64], bid[64];
+    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
+    assert_int_equal(rel_create(&s, NULL, 1 << 20, bid, sizeof(bid)), 201);
+    uint64_t v = rel_buffer_version(&s, NULL, bid);
+    munmap(g.p, g.size); /* the test's own view would fault too */
+    assert_int_equal(ftruncate(g.fd, 4096), 0);
+    struct rel_resp r;
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 1 << 20, NULL, &r);
+    expect(&r, 409, rid);
+    assert_non_null(strstr(r.body, "truncated"));
+    rel_resp_free(&r);
+    transfer(&s, NULL, "buffer", bid, 0, "region", rid, 0, 1 << 20, NULL, &r);
+    expect(&r, 409, rid);
+    rel_resp_free(&r);
+    assert_int_equal(rel_buffer_version(&s, NULL, bid), v); /* refused before the write */
+    /* The part still backed moves. */
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 4096, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/healthz", NULL, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/regions/%s", rid);
+    rel_json(&s, "DELETE", path, NULL, NULL, &r);
+    expect(&r, 204, NULL);
+    rel_resp_free(&r);
+    g.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, g.fd, 0);
+    g.size = 4096;
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+static int copy_all(void *ctx)
+{
+    struct segment *g = ctx;
+    volatile unsigned char sum = 0;
+    for (size_t i = 0; i < g->size; i += 4096)
+        sum = (unsigned char)(sum + g->p[i]);
+    return 7;
+}
+
+/* The guard itself: a copy that reaches pages past a shrunk file's end. */
+static void test_fault_guard(void **state)
+{
+    (void)state;
+    struct segment g;
+    segment_open(&g, 1 << 16);
+    int faulted = -1;
+    assert_int_equal(ghd_fault_guard_run(g.p, g.size, copy_all, &g, &faulted), 7);
+    assert_int_equal(faulted, 0);
+    assert_int_equal(ftruncate(g.fd, 4096), 0);
+    assert_int_equal(ghd_fault_guard_run(g.p, g.size, copy_all, &g, &faulted), 0);
+    assert_int_equal(faulted, 1);
+    /* And again: the guard is re-armed and the signal mask restored. */
+    faulted = -1;
+    assert_int_equal(ghd_fault_guard_run(g.p, g.size, copy_all, &g, &faulted), 0);
+    assert_int_equal(faulted, 1);
+    segment_close(&g);
+}
+
+struct mover {
+    struct rel_server *s;
+    char rid[64], bid[64];
+    size_t n;
+    int ok, gone, other;
+};
+
+static void *move_loop(void *arg)
+{
+    struct mover *m = arg;
+    for (int i = 0; i < 400 && !m->gone; i++) {
+        struct rel_resp r;
+        transfer(m->s, NULL, i % 2 ? "buffer" : "region", i % 2 ? m->bid : m->rid, 0,
+                 i % 2 ? "region" : "buffer", i % 2 ? m->rid : m->bid, 0, m->n, NULL, &r);
+        if (r.status == 200)
+            m->ok++;
+        else if (r.status == 404)
+            m->gone++;
+        else
+            m->other++;
+        rel_resp_free(&r);
+    }
+    return NULL;
+}
+
+static void test_unregister_during_transfer(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    size_t baseline = rel_pool_in_use(&s);
+    struct mover m[2] = {{.s = &s, .n = (size_t)16 << 20}, {.s = &s, .n = (size_t)16 << 20}};
+    struct segment g;
+    segment_open(&g, m[0].n);
+    char rid[64];
+    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(m[i].rid, sizeof(m[i].rid), "%s", rid);
+        assert_int_equal(rel_create(&s, NULL, m[i].n, m[i].bid, sizeof(m[i].bid)), 201);
+        pthread_create(&th[i], NULL, move_loop, &m[i]);
+    }
+    while (m[0].ok + m[1].ok < 4)
+        rel_sleep_ms(1);
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/regions/%s", rid);
+    struct rel_resp r;
+    rel_json(&s, "DELETE", path, NULL, NULL, &r);
+    expect(&r, 204, NULL);
+    rel_resp_free(&r);
+    /* Once DELETE answered, no transfer touches the segment: unmapping it
+     * and unlinking it now is safe for the client. */
+    unsigned count;
+    size_t pinned;
+    ghd_region_tenant_usage(&s.svc.regions, NULL, &count, &pinned);
+    assert_int_equal(count, 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(m[i].other, 0);
+        assert_true(m[i].gone > 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "/v1/buffers/%s", m[i].bid);
+        rel_json(&s, "DELETE", path, NULL, NULL, &r);
+        rel_resp_free(&r);
+    }
+    assert_true(rel_wait_rest(&s, baseline, 5000));
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_off_by_default),
+        cmocka_unit_test(test_registration_rules),
+        cmocka_unit_test(test_other_tenant_404),
+        cmocka_unit_test(test_both_directions_exact),
+        cmocka_unit_test(test_offsets_and_ranges),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_truncated_segment),
+        cmocka_unit_test(test_fault_guard),
+        cmocka_unit_test(test_unregister_during_transfer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
