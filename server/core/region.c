@@ -20,9 +20,11 @@ static const char *tenant_or_none(const char *tenant)
     return tenant ? tenant : "";
 }
 
-int ghd_region_table_init(struct ghd_region_table *t)
+int ghd_region_table_init(struct ghd_region_table *t, const char *id_prefix)
 {
     memset(t, 0, sizeof(*t));
+    GHD_ASSERT(strlen(id_prefix) == GHD_OWNER_PREFIX_LEN);
+    memcpy(t->id_prefix, id_prefix, sizeof(t->id_prefix));
     int rc = ghd_idmap_init(&t->by_id, 16);
     if (rc)
         return rc;
@@ -188,7 +190,7 @@ int ghd_region_register_new(struct ghd_region_table *t, struct ghd_runtime *rt,
     r->refs = 1;
     r->created = time(NULL);
     snprintf(r->tenant, sizeof(r->tenant), "%s", tenant_or_none(spec->tenant));
-    int rc = ghd_random_id(r->id);
+    int rc = ghd_owned_id(t->id_prefix, r->id);
     if (rc) {
         ghd_err_set(err, rc, "cannot draw a region id");
         goto fail;

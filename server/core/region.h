@@ -28,7 +28,7 @@
  * every transfer checks the segment's size first, and CPU copies (the host
  * backend) run under a SIGBUS guard (base/fault_guard.h). */
 
-#define GHD_REGION_ID_LEN 32
+#define GHD_REGION_ID_LEN GHD_BUFFER_ID_LEN /* the owner prefix, then 128 random bits */
 #define GHD_REGION_NAME_MAX 255
 
 enum ghd_region_kind {
@@ -59,13 +59,15 @@ struct ghd_region_table {
     pthread_cond_t released; /* a reference was dropped */
     struct ghd_idmap by_id;
     struct ghd_list all;
+    char id_prefix[GHD_OWNER_PREFIX_LEN + 1]; /* every id starts so (base/owner.h) */
     /* Set once before use. */
     int allowed;               /* --allow-shm */
     unsigned tenant_max_regions; /* 0 = no limit */
     size_t tenant_max_pinned;    /* bytes, 0 = no limit */
 };
 
-int ghd_region_table_init(struct ghd_region_table *t);
+/* id_prefix: the owner prefix every id starts with (base/owner.h). */
+int ghd_region_table_init(struct ghd_region_table *t, const char *id_prefix);
 /* Unmaps and unlocks every region still registered.
  * pre: no transfer is in flight. */
 void ghd_region_table_destroy(struct ghd_region_table *t);

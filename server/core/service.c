@@ -147,7 +147,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     }
     svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
     svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
-    rc = ghd_region_table_init(&svc->regions);
+    rc = ghd_region_table_init(&svc->regions, svc->owner.prefix);
     if (rc) {
         ghd_err_set(err, rc, "region table: %s", ghd_strerror(rc));
         ghd_buffer_table_destroy(&svc->buffers);
