@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile regions"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
@@ -117,6 +117,13 @@ fi
 if has profile; then
   bash tests/bench/run_upload_profile.sh "$build" "$out/profile" >"$out/profile.log" 2>&1
   row "profile (perf, ${PROFILE_CONNS:-8} conns)" "rc=$?" "see profile/profile.md"
+fi
+
+# Same-host regions: region <-> buffer by DMA against pinned cudaMemcpy and
+# the same bytes over HTTP (tests/bench/region_bench.py).
+if has regions; then
+  python3 tests/bench/region_bench.py "$build" ${REGION_SIZES_MIB:-} >"$out/regions.md" 2>&1
+  row "regions bench" "rc=$?" "see regions.md"
 fi
 
 # A second transfer run with other server options, e.g. TRANSFER_B_ARGS="--socket-upload-min 0".
