@@ -122,7 +122,9 @@ fi
 # Same-host regions: region <-> buffer by DMA against pinned cudaMemcpy and
 # the same bytes over HTTP (tests/bench/region_bench.py).
 if has regions; then
-  python3 tests/bench/region_bench.py "$build" ${REGION_SIZES_MIB:-} >"$out/regions.md" 2>&1
+  read -r -a region_sizes <<<"${REGION_SIZES_MIB:-}"
+  python3 tests/bench/region_bench.py "$build" ${region_sizes[@]+"${region_sizes[@]}"} \
+    >"$out/regions.md" 2>&1
   row "regions bench" "rc=$?" "see regions.md"
 fi
 
