@@ -161,7 +161,7 @@ static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
 {
     struct ghd_run_queue *q = req->svc->runs;
     if (run->status == GHD_RUN_FAILED)
-        return ghd_reply_problem(rep, req, run->error.code, "run %s failed: %s", run->id,
+        return ghd_reply_problem(rep, req, run->error_code, "run %s failed: %s", run->id,
                                  run->error.detail);
     if (run->status == GHD_RUN_SUCCEEDED)
         ghd_reply_header(rep, "Server-Timing", "device;dur=%.3f", (double)run->device_ms);

@@ -84,7 +84,7 @@ int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_
         (rc = ghd_ucompiler_compile(k->compiler, src, code->arch, &code->info, e)) != 0)
         goto out;
     if ((rc = load(code, rt, e)) != 0) {
-        ghd_err_prefix(e, "loading the cubin");
+        ghd_err_prefix(e, rc, "loading the cubin");
         goto out;
     }
     ghd_ucompiled_clear(&code->info);

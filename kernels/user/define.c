@@ -250,11 +250,10 @@ int ghd_udef_from_json(json_t *def, const struct ghd_ulimits *lim, struct ghd_ud
         return rc;
     if (!d->placeholders[0])
         return check_with(d, GHD_UT_NONE, e);
-    struct ghd_err first;
-    if (check_with(d, GHD_UT_F32, &first) == 0 || check_with(d, GHD_UT_I32, e) == 0)
+    struct ghd_err first = {0};
+    if ((rc = check_with(d, GHD_UT_F32, &first)) == 0 || check_with(d, GHD_UT_I32, e) == 0)
         return 0;
-    *e = first;
     snprintf(e->detail, sizeof(e->detail), "with every placeholder f32 (nor with i32): %.270s",
              first.detail);
-    return e->code;
+    return rc;
 }

@@ -134,11 +134,12 @@ static int find_local(const struct ghd_udef *d, const char *s, size_t len)
 
 static int parse_default(struct parser *p, struct ghd_uparam *q)
 {
+    int rc;
     int neg = 0;
     if (p->lx.tok == '-') {
         neg = 1;
-        if (next(p))
-            return p->e->code;
+        if ((rc = next(p)) != 0)
+            return rc;
     }
     if (p->lx.tok == GHD_UTOK_INT) {
         q->def_i = neg ? 0 - p->lx.ival : p->lx.ival;
@@ -159,10 +160,11 @@ static int parse_default(struct parser *p, struct ghd_uparam *q)
 
 int ghd_uparse_params(struct ghd_udef *d, const char *src, int is_out, struct ghd_err *e)
 {
+    int rc;
     struct parser p = {.d = d, .e = e};
     ghd_ulex_init(&p.lx, src, is_out ? GHD_UF_OUT : GHD_UF_IN, 0);
-    if (next(&p))
-        return e->code;
+    if ((rc = next(&p)) != 0)
+        return rc;
     if (p.lx.tok == GHD_UTOK_EOF && !is_out)
         return 0; /* no inputs: a kernel of i and n alone */
     if (p.lx.tok == GHD_UTOK_EOF)
@@ -179,15 +181,15 @@ int ghd_uparse_params(struct ghd_udef *d, const char *src, int is_out, struct gh
                                          "raw is allowed on inputs only (outputs are written "
                                          "at their own element)");
             q.is_raw = 1;
-            if (next(&p))
-                return e->code;
+            if ((rc = next(&p)) != 0)
+                return rc;
         }
         if (!token_type(&p, &q.type, &q.ph))
             return unexpected(&p, "a type (f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 "
                                   "bool, or one upper-case letter)");
         note_placeholder(d, q.ph);
-        if (next(&p))
-            return e->code;
+        if ((rc = next(&p)) != 0)
+            return rc;
         if (p.lx.tok != GHD_UTOK_NAME)
             return unexpected(&p, "a parameter name");
         const char *why;
@@ -204,23 +206,23 @@ int ghd_uparse_params(struct ghd_udef *d, const char *src, int is_out, struct gh
                                      "more than %d parameters", GHD_U_MAX_PARAMS);
         memcpy(q.name, p.lx.text, p.lx.len);
         q.name[p.lx.len] = '\0';
-        if (next(&p))
-            return e->code;
+        if ((rc = next(&p)) != 0)
+            return rc;
         if (p.lx.tok == '=') {
             if (!q.is_raw)
                 return ghd_ulex_error_at(&p.lx, p.lx.tline, p.lx.tcol, e,
                                          "only raw inputs take a default (the value read "
                                          "outside the buffer)");
-            if (next(&p) || parse_default(&p, &q))
-                return e->code;
+            if ((rc = next(&p)) != 0 || (rc = parse_default(&p, &q)) != 0)
+                return rc;
         }
         d->params[d->nparams++] = q;
         if (!is_out)
             d->nin = d->nparams;
         if (p.lx.tok == GHD_UTOK_EOF)
             return 0;
-        if (expect(&p, ',', "',' or the end"))
-            return e->code;
+        if ((rc = expect(&p, ',', "',' or the end")) != 0)
+            return rc;
     }
 }
 
@@ -323,19 +325,20 @@ static int name_symbol(struct parser *p, int *sym)
 
 static int parse_args(struct parser *p, int node, int want, const char *what)
 {
+    int rc;
     int line = p->lx.tline, col = p->lx.tcol;
-    if (expect(p, '(', "'('"))
-        return p->e->code;
+    if ((rc = expect(p, '(', "'('")) != 0)
+        return rc;
     for (int a = 0;; a++) {
         int kid = -1;
         if (a == GHD_U_MAX_CALL_ARGS)
             return ghd_ulex_error_at(&p->lx, line, col, p->e, "too many arguments to %s", what);
-        if (parse_expr(p, &kid) || add_kid(p, node, kid))
-            return p->e->code;
+        if ((rc = parse_expr(p, &kid)) != 0 || (rc = add_kid(p, node, kid)) != 0)
+            return rc;
         if (p->lx.tok == ')')
             break;
-        if (expect(p, ',', "',' or ')'"))
-            return p->e->code;
+        if ((rc = expect(p, ',', "',' or ')'")) != 0)
+            return rc;
     }
     if (p->d->nodes[node].nkid != want)
         return ghd_ulex_error_at(&p->lx, line, col, p->e, "%s takes %d argument%s, got %d",
@@ -345,24 +348,25 @@ static int parse_args(struct parser *p, int node, int want, const char *what)
 
 static int parse_primary(struct parser *p, int *out)
 {
+    int rc;
     struct ghd_udef *d = p->d;
     int line = p->lx.tline, col = p->lx.tcol, node = -1;
     switch (p->lx.tok) {
     case GHD_UTOK_INT:
-        if (new_node(p, GHD_UN_INT, line, col, &node))
-            return p->e->code;
+        if ((rc = new_node(p, GHD_UN_INT, line, col, &node)) != 0)
+            return rc;
         d->nodes[node].ival = p->lx.ival;
         *out = node;
         return next(p);
     case GHD_UTOK_FLOAT:
-        if (new_node(p, GHD_UN_FLOAT, line, col, &node))
-            return p->e->code;
+        if ((rc = new_node(p, GHD_UN_FLOAT, line, col, &node)) != 0)
+            return rc;
         d->nodes[node].fval = p->lx.fval;
         *out = node;
         return next(p);
     case '(':
-        if (next(p) || parse_expr(p, out))
-            return p->e->code;
+        if ((rc = next(p)) != 0 || (rc = parse_expr(p, out)) != 0)
+            return rc;
         return expect(p, ')', "')'");
     case GHD_UTOK_NAME:
         break;
@@ -372,8 +376,8 @@ static int parse_primary(struct parser *p, int *out)
     int type;
     char ph;
     if (token_type(p, &type, &ph)) { /* a cast: f32(x), T(x) */
-        if (new_node(p, GHD_UN_CAST, line, col, &node))
-            return p->e->code;
+        if ((rc = new_node(p, GHD_UN_CAST, line, col, &node)) != 0)
+            return rc;
         d->nodes[node].sub = type;
         d->nodes[node].ph = ph;
         if (ph && !strchr(d->placeholders, ph))
@@ -381,21 +385,21 @@ static int parse_primary(struct parser *p, int *out)
                                      "placeholder type %c is not bound by any parameter", ph);
         char what[32];
         snprintf(what, sizeof(what), "cast %.*s()", (int)p->lx.len, p->lx.text);
-        if (next(p))
-            return p->e->code;
+        if ((rc = next(p)) != 0)
+            return rc;
         *out = node;
         return parse_args(p, node, 1, what);
     }
     if (is_tok_name(p, "true") || is_tok_name(p, "false")) {
-        if (new_node(p, GHD_UN_BOOL, line, col, &node))
-            return p->e->code;
+        if ((rc = new_node(p, GHD_UN_BOOL, line, col, &node)) != 0)
+            return rc;
         d->nodes[node].ival = is_tok_name(p, "true");
         *out = node;
         return next(p);
     }
     if (is_tok_name(p, "inf") || is_tok_name(p, "nan") || is_tok_name(p, "pi")) {
-        if (new_node(p, GHD_UN_FLOAT, line, col, &node))
-            return p->e->code;
+        if ((rc = new_node(p, GHD_UN_FLOAT, line, col, &node)) != 0)
+            return rc;
         d->nodes[node].fval = is_tok_name(p, "inf") ? INFINITY
                               : is_tok_name(p, "nan") ? NAN
                                                       : 3.14159265358979323846;
@@ -407,38 +411,38 @@ static int parse_primary(struct parser *p, int *out)
         char what[32];
         snprintf(what, sizeof(what), "%.*s()", (int)p->lx.len, p->lx.text);
         if (fn < 0) { /* len(raw buffer) */
-            if (next(p) || expect(p, '(', "'('"))
-                return p->e->code;
+            if ((rc = next(p)) != 0 || (rc = expect(p, '(', "'('")) != 0)
+                return rc;
             int sym = -1;
             if (p->lx.tok != GHD_UTOK_NAME || (sym = ghd_udef_param(d, p->lx.text, p->lx.len)) < 0 ||
                 !d->params[sym].is_raw || p->lx.field == GHD_UF_REDUCE ||
                 p->lx.field == GHD_UF_IDENTITY || p->lx.field == GHD_UF_POST)
                 return unexpected(p, "the name of a raw input");
-            if (new_node(p, GHD_UN_LEN, line, col, &node))
-                return p->e->code;
+            if ((rc = new_node(p, GHD_UN_LEN, line, col, &node)) != 0)
+                return rc;
             d->nodes[node].sym = sym;
             *out = node;
-            if (next(p))
-                return p->e->code;
+            if ((rc = next(p)) != 0)
+                return rc;
             return expect(p, ')', "')'");
         }
-        if (new_node(p, GHD_UN_CALL, line, col, &node))
-            return p->e->code;
+        if ((rc = new_node(p, GHD_UN_CALL, line, col, &node)) != 0)
+            return rc;
         d->nodes[node].sub = fn;
-        if (next(p))
-            return p->e->code;
+        if ((rc = next(p)) != 0)
+            return rc;
         if (p->lx.tok != '(')
             return ghd_ulex_error_at(&p->lx, line, col, p->e, "%s is a function: call it", what);
         *out = node;
         return parse_args(p, node, ghd_ufn_table[fn].arity, what);
     }
     int sym = -1;
-    if (name_symbol(p, &sym))
-        return p->e->code;
+    if ((rc = name_symbol(p, &sym)) != 0)
+        return rc;
     char name[40];
     snprintf(name, sizeof(name), "%.*s", (int)(p->lx.len > 31 ? 31 : p->lx.len), p->lx.text);
-    if (next(p))
-        return p->e->code;
+    if ((rc = next(p)) != 0)
+        return rc;
     if (p->lx.tok == '[') {
         if (sym >= GHD_U_MAX_PARAMS || !d->params[sym].is_raw)
             return ghd_ulex_error_at(&p->lx, p->lx.tline, p->lx.tcol, p->e,
@@ -446,19 +450,20 @@ static int parse_primary(struct parser *p, int *out)
                                      name, sym < GHD_U_MAX_PARAMS ? ghd_utype_name(d->params[sym].type) : "T",
                                      name);
         int idx = -1;
-        if (new_node(p, GHD_UN_INDEX, line, col, &node))
-            return p->e->code;
+        if ((rc = new_node(p, GHD_UN_INDEX, line, col, &node)) != 0)
+            return rc;
         d->nodes[node].sym = sym;
-        if (next(p) || parse_expr(p, &idx) || add_kid(p, node, idx))
-            return p->e->code;
+        if ((rc = next(p)) != 0 || (rc = parse_expr(p, &idx)) != 0 ||
+            (rc = add_kid(p, node, idx)) != 0)
+            return rc;
         *out = node;
         return expect(p, ']', "']'");
     }
     if (sym < GHD_U_MAX_PARAMS && d->params[sym].is_raw)
         return ghd_ulex_error_at(&p->lx, line, col, p->e,
                                  "'%s' is raw: read it as %s[index]", name, name);
-    if (new_node(p, GHD_UN_NAME, line, col, &node))
-        return p->e->code;
+    if ((rc = new_node(p, GHD_UN_NAME, line, col, &node)) != 0)
+        return rc;
     d->nodes[node].sym = sym;
     *out = node;
     return 0;
@@ -467,17 +472,17 @@ static int parse_primary(struct parser *p, int *out)
 static int parse_unary(struct parser *p, int *out)
 {
     int tok = p->lx.tok, rc;
-    if (enter(p))
-        return p->e->code;
+    if ((rc = enter(p)) != 0)
+        return rc;
     if (tok == '-' || tok == '+' || tok == '!' || tok == '~') {
         int line = p->lx.tline, col = p->lx.tcol, node = -1, kid = -1;
-        if (next(p))
-            return p->e->code;
-        if (new_node(p, GHD_UN_UNARY, line, col, &node))
-            return p->e->code;
+        if ((rc = next(p)) != 0)
+            return rc;
+        if ((rc = new_node(p, GHD_UN_UNARY, line, col, &node)) != 0)
+            return rc;
         p->d->nodes[node].sub = tok;
-        if (parse_unary(p, &kid) || add_kid(p, node, kid))
-            return p->e->code;
+        if ((rc = parse_unary(p, &kid)) != 0 || (rc = add_kid(p, node, kid)) != 0)
+            return rc;
         *out = node;
         rc = 0;
     } else {
@@ -525,19 +530,21 @@ static int level_of(int tok)
 
 static int parse_binary(struct parser *p, int level, int *out)
 {
+    int rc;
     int lhs = -1;
     if (level > 10)
         return parse_unary(p, out);
-    if (parse_binary(p, level + 1, &lhs))
-        return p->e->code;
+    if ((rc = parse_binary(p, level + 1, &lhs)) != 0)
+        return rc;
     while (level_of(p->lx.tok) == level) {
         int line = p->lx.tline, col = p->lx.tcol, node = -1, rhs = -1;
         int tok = p->lx.tok;
-        if (next(p) || new_node(p, GHD_UN_BINARY, line, col, &node))
-            return p->e->code;
+        if ((rc = next(p)) != 0 || (rc = new_node(p, GHD_UN_BINARY, line, col, &node)) != 0)
+            return rc;
         p->d->nodes[node].sub = tok;
-        if (parse_binary(p, level + 1, &rhs) || add_kid(p, node, lhs) || add_kid(p, node, rhs))
-            return p->e->code;
+        if ((rc = parse_binary(p, level + 1, &rhs)) != 0 || (rc = add_kid(p, node, lhs)) != 0 ||
+            (rc = add_kid(p, node, rhs)) != 0)
+            return rc;
         lhs = node;
     }
     *out = lhs;
@@ -546,19 +553,21 @@ static int parse_binary(struct parser *p, int level, int *out)
 
 static int parse_expr(struct parser *p, int *out)
 {
+    int rc;
     int cond = 0; /* set when parse_binary succeeds; -O3 cannot see that (-Wmaybe-uninitialized) */
-    if (enter(p) || parse_binary(p, 1, &cond))
-        return p->e->code;
+    if ((rc = enter(p)) != 0 || (rc = parse_binary(p, 1, &cond)) != 0)
+        return rc;
     if (p->lx.tok != '?') {
         p->nest--;
         *out = cond;
         return 0;
     }
     int line = p->lx.tline, col = p->lx.tcol, node = -1, a = -1, b = -1;
-    if (next(p) || new_node(p, GHD_UN_COND, line, col, &node) || add_kid(p, node, cond) ||
-        parse_expr(p, &a) || add_kid(p, node, a) || expect(p, ':', "':'") ||
-        parse_expr(p, &b) || add_kid(p, node, b))
-        return p->e->code;
+    if ((rc = next(p)) != 0 || (rc = new_node(p, GHD_UN_COND, line, col, &node)) != 0 ||
+        (rc = add_kid(p, node, cond)) != 0 || (rc = parse_expr(p, &a)) != 0 ||
+        (rc = add_kid(p, node, a)) != 0 || (rc = expect(p, ':', "':'")) != 0 ||
+        (rc = parse_expr(p, &b)) != 0 || (rc = add_kid(p, node, b)) != 0)
+        return rc;
     p->nest--;
     *out = node;
     return 0;
@@ -567,10 +576,11 @@ static int parse_expr(struct parser *p, int *out)
 int ghd_uparse_expr(struct ghd_udef *d, int field, const char *src, int *root,
                     struct ghd_err *e)
 {
+    int rc;
     struct parser p = {.d = d, .e = e};
     ghd_ulex_init(&p.lx, src, field, 0);
-    if (next(&p) || parse_expr(&p, root))
-        return e->code;
+    if ((rc = next(&p)) != 0 || (rc = parse_expr(&p, root)) != 0)
+        return rc;
     if (p.lx.tok != GHD_UTOK_EOF)
         return unexpected(&p, "an operator or the end");
     return 0;
@@ -580,6 +590,7 @@ int ghd_uparse_expr(struct ghd_udef *d, int field, const char *src, int *root,
 
 static int parse_stmt(struct parser *p)
 {
+    int rc;
     struct ghd_udef *d = p->d;
     struct ghd_ustmt st = {.decl_type = GHD_UT_NONE, .line = p->lx.tline, .col = p->lx.tcol};
     int type;
@@ -590,8 +601,8 @@ static int parse_stmt(struct parser *p)
         if (ph && !strchr(d->placeholders, ph))
             return ghd_ulex_error_at(&p->lx, p->lx.tline, p->lx.tcol, p->e,
                                      "placeholder type %c is not bound by any parameter", ph);
-        if (next(p))
-            return p->e->code;
+        if ((rc = next(p)) != 0)
+            return rc;
     }
     if (p->lx.tok != GHD_UTOK_NAME)
         return unexpected(p, "a name to assign");
@@ -626,15 +637,15 @@ static int parse_stmt(struct parser *p)
         declare = 1;
         st.target = GHD_USYM_LOCAL0 + d->nlocals;
     }
-    if (next(p) || expect(p, '=', "'='"))
-        return p->e->code;
+    if ((rc = next(p)) != 0 || (rc = expect(p, '=', "'='")) != 0)
+        return rc;
     if (d->nstmts == GHD_U_MAX_STMTS)
         return ghd_ulex_error_at(&p->lx, line, col, p->e, "more than %d statements",
                                  GHD_U_MAX_STMTS);
     /* The local becomes visible after its own initialiser (t = t + 1 on a
      * new t is an unknown name, as in C). */
-    if (parse_expr(p, &st.expr))
-        return p->e->code;
+    if ((rc = parse_expr(p, &st.expr)) != 0)
+        return rc;
     if (declare) {
         memcpy(d->locals[d->nlocals], s, len);
         d->locals[d->nlocals][len] = '\0';
@@ -646,18 +657,19 @@ static int parse_stmt(struct parser *p)
 
 int ghd_uparse_stmts(struct ghd_udef *d, int field, const char *src, struct ghd_err *e)
 {
+    int rc;
     struct parser p = {.d = d, .e = e};
     ghd_ulex_init(&p.lx, src, field, 1);
-    if (next(&p))
-        return e->code;
+    if ((rc = next(&p)) != 0)
+        return rc;
     for (;;) {
         while (p.lx.tok == GHD_UTOK_SEP)
-            if (next(&p))
-                return e->code;
+            if ((rc = next(&p)) != 0)
+                return rc;
         if (p.lx.tok == GHD_UTOK_EOF)
             break;
-        if (parse_stmt(&p))
-            return e->code;
+        if ((rc = parse_stmt(&p)) != 0)
+            return rc;
         if (p.lx.tok != GHD_UTOK_EOF && p.lx.tok != GHD_UTOK_SEP)
             return unexpected(&p, "';', a line break or the end");
     }

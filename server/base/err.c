@@ -10,7 +10,6 @@ int ghd_err_set(struct ghd_err *e, int code, const char *fmt, ...)
 {
     if (!e)
         return code;
-    e->code = code;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(e->detail, sizeof(e->detail), fmt, ap);
@@ -18,17 +17,17 @@ int ghd_err_set(struct ghd_err *e, int code, const char *fmt, ...)
     return code;
 }
 
-int ghd_err_prefix(struct ghd_err *e, const char *fmt, ...)
+void ghd_err_prefix(struct ghd_err *e, int code, const char *fmt, ...)
 {
     if (!e)
-        return 0;
+        return;
     char prefix[GHD_ERR_DETAIL];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof(prefix), fmt, ap);
     va_end(ap);
     char was[GHD_ERR_DETAIL];
-    snprintf(was, sizeof(was), "%s", e->detail[0] ? e->detail : ghd_strerror(e->code));
+    snprintf(was, sizeof(was), "%s", e->detail[0] ? e->detail : ghd_strerror(code));
     /* "<prefix>: <was>", cut to the detail's bound. */
     size_t cap = sizeof(e->detail) - 1;
     size_t n = strlen(prefix);
@@ -42,7 +41,6 @@ int ghd_err_prefix(struct ghd_err *e, const char *fmt, ...)
         w = cap - n;
     memcpy(e->detail + n, was, w);
     e->detail[n + w] = '\0';
-    return e->code;
 }
 
 const char *ghd_err_text(const struct ghd_err *e, int code)

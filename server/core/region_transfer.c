@@ -130,11 +130,16 @@ static int copy_chunks(const struct ghd_xfer_end *from, const struct ghd_xfer_en
             rc = copy_run(&c);
         if (faulted)
             return truncated(seg, err);
-        if (rc)
-            return ghd_err_prefix(err, "device copy failed");
+        if (rc) {
+            ghd_err_prefix(err, rc, "device copy failed");
+            return rc;
+        }
         done += n;
     }
-    return dev->ops->stream_sync(dev, s, err) ? ghd_err_prefix(err, "device copy failed") : 0;
+    int rc = dev->ops->stream_sync(dev, s, err);
+    if (rc)
+        ghd_err_prefix(err, rc, "device copy failed");
+    return rc;
 }
 
 /* Claims the destination buffer as a PUT does: its single writer, then the

@@ -163,11 +163,8 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
         rc = dev->ops->event_sync(dev, ev[1], error);
     if (rc == 0)
         rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, error);
-    if (rc && error) { /* the code returned decides, also where a callee said nothing */
-        if (!error->detail[0])
-            ghd_err_set(error, rc, "%s", ghd_strerror(rc));
-        error->code = rc;
-    }
+    if (rc && error && !error->detail[0]) /* a detail also where a callee said nothing */
+        ghd_err_set(error, rc, "%s", ghd_strerror(rc));
     return rc;
 }
 
@@ -184,7 +181,7 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
             rc = execute_step(rt, stream, ev, &run->steps[i], error);
         run->device_ms += run->steps[i].device_ms;
         if (rc && run->step_count > 1)
-            ghd_err_prefix(error, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
+            ghd_err_prefix(error, rc, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
     }
     return rc;
 }

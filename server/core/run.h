@@ -60,7 +60,8 @@ struct ghd_run {
     struct ghd_run_step steps[GHD_RUN_MAX_STEPS];
     unsigned step_count;
     enum ghd_run_status status;
-    struct ghd_err error; /* a failed run: its GHD_E* code and detail; code 0 otherwise */
+    int error_code;           /* a failed or canceled run: its GHD_E* code; 0 otherwise */
+    struct ghd_err error;     /* with error_code: what went wrong */
     uint64_t precond_version; /* refused for an if_match (GHD_EPRECOND): the version found */
     /* An enum ghd_run_stop. The steps' calls look at it where they can stop
      * (kernel.h, ghd_kernel_call_set_stop), and so does the run between steps. */

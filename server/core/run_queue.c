@@ -245,8 +245,10 @@ static void *worker_main(void *arg)
          * server stopping) has answered its waiters with that error: the
          * late result of its kernel is dropped. */
         int reported = run->status != GHD_RUN_RUNNING;
-        if (!reported && rc)
+        if (!reported && rc) {
+            run->error_code = rc;
             run->error = err;
+        }
         pthread_mutex_unlock(&q->lock);
         if (rc)
             ghd_log(GHD_LOG_WARN, "run %s failed: %s%s", run->id, err.detail,
@@ -263,7 +265,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
         if (run->status == GHD_RUN_RUNNING) /* else it was reported failed already */
-            run->status = run->error.code ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
+            run->status = run->error_code ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
         run_ended_locked(q, run, &c);
         pthread_mutex_unlock(&q->lock);
         settle(q, &c);
@@ -282,7 +284,7 @@ static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
 {
     for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
         r->status = GHD_RUN_CANCELED;
-        r->error.code = GHD_ECANCELED;
+        r->error_code = GHD_ECANCELED;
         run_ended_locked(q, r, c);
     }
 }
@@ -301,6 +303,7 @@ static void stop_running_locked(struct ghd_run_queue *q)
 static void report_failed_locked(struct ghd_run *run, int code, const char *detail)
 {
     run->status = GHD_RUN_FAILED;
+    run->error_code = code;
     ghd_err_set(&run->error, code, "%s", detail);
     run->settled = 1; /* its buffers go when the worker is done with them */
     pthread_cond_broadcast(&run->ended);
@@ -346,6 +349,7 @@ void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason)
     q->lost = 1;
     for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
         r->status = GHD_RUN_FAILED;
+        r->error_code = GHD_EDEVLOST;
         ghd_err_set(&r->error, GHD_EDEVLOST, "%s", detail);
         run_ended_locked(q, r, &c);
     }
@@ -571,7 +575,7 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
     } else if (r && r->status == GHD_RUN_QUEUED) {
         ghd_list_remove(&q->queued, &r->queue_link);
         r->status = GHD_RUN_CANCELED;
-        r->error.code = GHD_ECANCELED;
+        r->error_code = GHD_ECANCELED;
         run_ended_locked(q, r, &c);
         rc = 0;
     } else if (r) {
@@ -622,7 +626,7 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
         json_object_set(obj, "result", last->result);
     if (status == GHD_RUN_FAILED || status == GHD_RUN_CANCELED) {
         json_object_set_new(obj, "error",
-                            json_pack("{s:s, s:s}", "title", ghd_strerror(run->error.code),
+                            json_pack("{s:s, s:s}", "title", ghd_strerror(run->error_code),
                                       "detail",
                                       run->error.detail[0] ? run->error.detail : "canceled"));
     }

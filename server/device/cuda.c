@@ -148,9 +148,7 @@ static int cuda_host_alloc(struct ghd_device *dev, size_t size, void **h_ptr, st
     cudaError_t err = cudaHostAlloc(h_ptr, size, cudaHostAllocPortable);
     if (err != cudaSuccess) {
         ghd_cuda_error(dev, error, err, "cudaHostAlloc", __FILE__, __LINE__);
-        if (error)
-            error->code = GHD_ENOHOSTMEM;
-        return GHD_ENOHOSTMEM;
+        return GHD_ENOHOSTMEM; /* whatever the error: the host is out of page-locked memory */
     }
     return 0;
 }

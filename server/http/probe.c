@@ -10,7 +10,7 @@ int ghd_probe_listen(const char *bind_ipv4, unsigned port, int *fd, unsigned *bo
 {
     int rc = ghd_listen_open(bind_ipv4, port, fd, bound, err);
     if (rc)
-        ghd_err_prefix(err, "--probe-port %u", port);
+        ghd_err_prefix(err, rc, "--probe-port %u", port);
     return rc;
 }
 
@@ -19,6 +19,6 @@ int ghd_probe_start_on(struct ghd_service *svc, const struct ghd_routes *routes,
 {
     int rc = ghd_http_serve(svc, routes, listen_fd, port, 1, out, err);
     if (rc)
-        ghd_err_prefix(err, "--probe-port");
+        ghd_err_prefix(err, rc, "--probe-port");
     return rc;
 }

@@ -25,8 +25,9 @@ static void run_binding(const struct ghd_udef *d, int ph, uint32_t scalars)
     struct ghd_err e = {0};
     for (int k = 0; k < 26; k++)
         b.ph_type[k] = ph;
-    if (ghd_ucheck(d, &b, &p, &e) != 0) {
-        CHECK(e.code == GHD_EUNPROC && e.detail[0]);
+    int rc = ghd_ucheck(d, &b, &p, &e);
+    if (rc != 0) {
+        CHECK(rc == GHD_EUNPROC && e.detail[0]);
         return;
     }
     static uint64_t mem[GHD_U_MAX_PARAMS][4]; /* 4 elements of up to 8 bytes */

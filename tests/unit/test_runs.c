@@ -232,11 +232,11 @@ static void test_late_result_is_dropped(void **state)
     ghd_run_queue_device_lost(q, "the test lost it");
     ghd_run_wait(q, run); /* answered now, its worker still inside */
     assert_int_equal(run->status, GHD_RUN_FAILED);
-    assert_int_equal(run->error.code, GHD_EDEVLOST);
+    assert_int_equal(run->error_code, GHD_EDEVLOST);
     ghd_host_fault_reset();    /* the kernel returns, with an error of its own */
     ghd_run_queue_free(q);     /* joins the worker: its result is in by now */
     assert_int_equal(run->status, GHD_RUN_FAILED);
-    assert_int_equal(run->error.code, GHD_EDEVLOST);
+    assert_int_equal(run->error_code, GHD_EDEVLOST);
     if (!strstr(run->error.detail, "the test lost it"))
         fail_msg("the reported error was overwritten: %s", run->error.detail);
     ghd_run_unref(run);
