@@ -1,6 +1,7 @@
 /* Run arguments from buffers' array descriptions (see run_arrays.h). */
 #include "run_arrays.h"
-#include "run_arrays_impl.h"
+#include "run_arrays_rules.h"
+#include "run_arrays_user.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,43 +10,6 @@
 #include "kernels/registry.h"
 #include "core/buffer.h"
 #include "base/error.h"
-#include "core/service.h"
-
-void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len)
-{
-    size_t n = (size_t)snprintf(buf, len, "%s [", d->dtype);
-    for (unsigned i = 0; i < d->ndim && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%llu", i ? ", " : "",
-                              (unsigned long long)d->shape[i]);
-    if (n < len)
-        snprintf(buf + n, len - n, "]");
-}
-
-void ghd_ra_describe(struct ghd_request *req, json_t *args, const char *name, int index,
-                     struct ghd_described *xs, size_t *count)
-{
-    json_t *id = json_object_get(args, name);
-    struct ghd_buffer *b;
-    if (!json_is_string(id) ||
-        ghd_buffer_find_new(&req->svc->buffers, json_string_value(id), req->tenant, &b) != 0)
-        return; /* the call's own check says 422 or 404 */
-    struct ghd_described *x = &xs[*count];
-    memset(x, 0, sizeof(*x));
-    x->name = name;
-    x->index = index;
-    ghd_buffer_desc_get(b, &x->d);
-    ghd_buffer_unref(b);
-    char off_key[64];
-    snprintf(off_key, sizeof(off_key), "%s_offset", name);
-    json_t *off = json_object_get(args, off_key);
-    uint64_t elements = 0, offset = json_is_integer(off) && json_integer_value(off) > 0
-                                        ? (uint64_t)json_integer_value(off)
-                                        : 0;
-    if (x->d.dtype[0] && ghd_array_nbytes(&x->d, &elements, NULL) == 0)
-        x->avail = elements > offset ? elements - offset : 0;
-    if (x->d.dtype[0])
-        (*count)++;
-}
 
 /* The buffers the step names, with their descriptions. */
 static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t *args,
@@ -66,32 +30,6 @@ static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t 
             snprintf(x->type_key, sizeof(x->type_key), "dtype");
         x->counts_n = p->count == GHD_COUNT_N;
     }
-}
-
-int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
-                         const char *arg, const char *given, const struct ghd_described *x,
-                         const char *implies)
-{
-    char s[256];
-    ghd_ra_shape_str(&x->d, s, sizeof(s));
-    return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                             "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
-                             "leave %s out, or say \"reinterpret\": true to mean it",
-                             where, arg, given, x->name, s, implies, arg);
-}
-
-int ghd_ra_disagree(struct ghd_request *req, struct ghd_reply *rep, const char *where,
-                    const char *arg, const struct ghd_described *x, const char *xv,
-                    const struct ghd_described *y, const char *yv, const char *remedy)
-{
-    char sx[256], sy[256];
-    ghd_ra_shape_str(&x->d, sx, sizeof(sx));
-    ghd_ra_shape_str(&y->d, sy, sizeof(sy));
-    return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                             "%sbuffer arguments %s (%s) and %s (%s) disagree on %s (%s vs %s), "
-                             "so it cannot be taken from them; %s, or give %s with "
-                             "\"reinterpret\": true to mean it",
-                             where, x->name, sx, y->name, sy, arg, xv, yv, remedy, arg);
 }
 
 /* A buffer typed by `dtype` whose element type the kernel does not take:
@@ -171,57 +109,6 @@ static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *arg
         if (from && !given)
             json_object_set_new(args, dims[d], json_integer((json_int_t)value));
     }
-    return 0;
-}
-
-int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char *where,
-                     json_t *args, const char *key, const struct ghd_described *xs, size_t nx,
-                     int reinterpret)
-{
-    json_t *given = json_object_get(args, key);
-    const struct ghd_described *first = NULL;
-    for (size_t i = 0; i < nx; i++) {
-        const struct ghd_described *x = &xs[i];
-        if (strcmp(x->type_key, key) != 0)
-            continue;
-        char implies[48];
-        snprintf(implies, sizeof(implies), "%s %s", key, x->d.dtype);
-        if (json_is_string(given) && !reinterpret &&
-            strcmp(json_string_value(given), x->d.dtype) != 0)
-            return ghd_ra_contradiction(req, rep, where, key, json_string_value(given), x,
-                                        implies);
-        if (!given && first && strcmp(first->d.dtype, x->d.dtype) != 0)
-            return ghd_ra_disagree(req, rep, where, key, first, first->d.dtype, x, x->d.dtype,
-                                   "give them one element type");
-        if (!first)
-            first = x;
-    }
-    if (first && !given)
-        json_object_set_new(args, key, json_string(first->d.dtype));
-    return 0;
-}
-
-int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
-                  json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret)
-{
-    json_t *n = json_object_get(args, "n");
-    const struct ghd_described *least = NULL;
-    for (size_t i = 0; i < nx; i++) {
-        const struct ghd_described *x = &xs[i];
-        if (!x->counts_n)
-            continue;
-        if (json_is_integer(n) && !reinterpret && (uint64_t)json_integer_value(n) > x->avail) {
-            char g[32], implies[64];
-            snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(n));
-            snprintf(implies, sizeof(implies), "at most %llu elements",
-                     (unsigned long long)x->avail);
-            return ghd_ra_contradiction(req, rep, where, "n", g, x, implies);
-        }
-        if (!least || x->avail < least->avail)
-            least = x;
-    }
-    if (least && !n)
-        json_object_set_new(args, "n", json_integer((json_int_t)least->avail));
     return 0;
 }
 

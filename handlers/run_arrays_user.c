@@ -4,11 +4,12 @@
  * contradict is a 422 naming both. A parameter declared with a type ("f64
  * x") given a buffer described as another type is a 422 too (the bug of a
  * meaningless result), unless the step says "reinterpret": true. */
-#include "run_arrays_impl.h"
+#include "run_arrays_user.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "run_arrays_rules.h"
 #include "base/error.h"
 #include "kernels/user/ukernel.h"
 

@@ -1,9 +1,10 @@
-#ifndef GHD_HANDLERS_RUN_ARRAYS_IMPL_H
-#define GHD_HANDLERS_RUN_ARRAYS_IMPL_H
+#ifndef GHD_HANDLERS_RUN_ARRAYS_RULES_H
+#define GHD_HANDLERS_RUN_ARRAYS_RULES_H
 
 /* What run_arrays.c (built-in kernels) and run_arrays_user.c (user kernels)
- * share: the described buffer arguments of a step and the rules that fill
- * an omitted type or n from them, or refuse an explicit one they contradict. */
+ * share (run_arrays_rules.c): the described buffer arguments of a step and
+ * the rules that fill an omitted type or n from them, or refuse an explicit
+ * one they contradict. */
 #include <jansson.h>
 
 #include "core/npy.h"
@@ -53,10 +54,5 @@ int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char 
  * reinterpret); when omitted, the fewest of them. */
 int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
                   json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret);
-
-/* Run arguments of a user kernel from the descriptions (run_arrays_user.c). */
-struct ghd_ukernel;
-int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_ukernel *k,
-                json_t *args, int reinterpret, const char *where);
 
 #endif
