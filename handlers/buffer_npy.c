@@ -17,9 +17,10 @@
 #include "http/router.h"
 #include "upload.h"
 
-struct npy_upload {
-    struct ghd_transfer *t;    /* NULL until the header has been parsed */
-    struct ghd_buffer *target; /* PUT: the buffer (a reference), until t takes it */
+/* A .npy body's part of its upload (upload.h): the header, gathered before
+ * the upload opens, and what it is for. */
+struct ghd_npy_body {
+    struct ghd_buffer *target; /* PUT: the buffer (a reference), until the upload takes it */
     int created;               /* POST: a new buffer is made from the header */
     struct ghd_buffer_spec spec;
     struct ghd_array_desc desc;
@@ -27,32 +28,43 @@ struct npy_upload {
     char hdr[12 + GHD_NPY_HEADER_MAX];
 };
 
+static void npy_cleanup(struct ghd_request *req)
+{
+    struct ghd_upload *u = req->upload;
+    if (!u)
+        return;
+    if (u->npy && u->npy->target)
+        ghd_buffer_unref(u->npy->target);
+    free(u->npy);
+    u->npy = NULL;
+    ghd_upload_cleanup(req);
+}
+
 static int npy_begin(struct ghd_request *req, struct ghd_reply *rep, int created)
 {
-    struct npy_upload *u = calloc(1, sizeof(*u));
-    if (!u)
-        return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
-    u->created = created;
-    u->need = 8;
-    int rc;
-    if (created) {
-        rc = ghd_upload_create_spec(req, rep, &u->spec);
-    } else if (ghd_request_header(req, "Content-Range") || ghd_request_query(req, "offset")) {
-        rc = ghd_reply_problem(rep, req, GHD_EINVAL,
-                               "a .npy body replaces the whole buffer: Content-Range and "
-                               "?offset= are for application/octet-stream");
-    } else if ((rc = ghd_buffer_lookup(req, rep, &u->target)) == 0) {
-        /* Refused before the body is sent; checked again once the writer is held. */
-        rc = ghd_write_conds_check(req, rep, ghd_buffer_version(u->target));
-    }
-    if (rc) {
-        if (u->target)
-            ghd_buffer_unref(u->target);
-        free(u);
+    int rc = ghd_upload_begin(req, rep);
+    if (rc)
         return rc;
+    struct ghd_npy_body *h = req->upload->npy = calloc(1, sizeof(*h));
+    if (!h) {
+        rc = ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "out of host memory");
+    } else {
+        h->created = created;
+        h->need = 8;
+        if (created) {
+            rc = ghd_upload_create_spec(req, rep, &h->spec);
+        } else if (ghd_request_header(req, "Content-Range") || ghd_request_query(req, "offset")) {
+            rc = ghd_reply_problem(rep, req, GHD_EINVAL,
+                                   "a .npy body replaces the whole buffer: Content-Range and "
+                                   "?offset= are for application/octet-stream");
+        } else if ((rc = ghd_buffer_lookup(req, rep, &h->target)) == 0) {
+            /* Refused before the body is sent; checked again once the writer is held. */
+            rc = ghd_write_conds_check(req, rep, ghd_buffer_version(h->target));
+        }
     }
-    req->state = u;
-    return 0;
+    if (rc)
+        npy_cleanup(req);
+    return rc;
 }
 
 static int npy_put_begin(struct ghd_request *req, struct ghd_reply *rep)
@@ -66,126 +78,125 @@ static int npy_create_begin(struct ghd_request *req, struct ghd_reply *rep)
 }
 
 /* The header is complete: checks the sizes agree and opens the upload. */
-static int npy_open(struct npy_upload *u, struct ghd_request *req, struct ghd_reply *rep)
+static int npy_open(struct ghd_npy_body *h, struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
-    int rc = ghd_npy_parse(u->hdr, u->have, &u->desc, &err);
+    int rc = ghd_npy_parse(h->hdr, h->have, &h->desc, &err);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
     uint64_t bytes;
-    ghd_array_nbytes(&u->desc, NULL, &bytes); /* checked by the parser */
-    if (req->has_content_length && req->content_length - u->have != bytes)
+    ghd_array_nbytes(&h->desc, NULL, &bytes); /* checked by the parser */
+    if (req->has_content_length && req->content_length - h->have != bytes)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "the .npy header describes %llu data bytes but %llu follow it",
                                  (unsigned long long)bytes,
-                                 (unsigned long long)(req->content_length - u->have));
+                                 (unsigned long long)(req->content_length - h->have));
     struct ghd_buffer *b;
-    if (u->created) {
-        u->spec.size = (size_t)bytes;
-        u->spec.desc = &u->desc;
-        if ((rc = ghd_buffer_create_for(req, rep, &u->spec, &b)) != 0)
+    if (h->created) {
+        h->spec.size = (size_t)bytes;
+        h->spec.desc = &h->desc;
+        if ((rc = ghd_buffer_create_for(req, rep, &h->spec, &b)) != 0)
             return rc;
     } else {
-        b = u->target;
-        u->target = NULL;
+        b = h->target;
+        h->target = NULL;
         if (bytes != b->size) {
             rc = ghd_reply_problem(rep, req, GHD_EUNPROC,
                                    "the %s array is %llu bytes but the buffer holds %zu; create "
                                    "a new buffer for it (POST /v1/buffers)",
-                                   u->desc.dtype, (unsigned long long)bytes, b->size);
+                                   h->desc.dtype, (unsigned long long)bytes, b->size);
             ghd_buffer_unref(b);
             return rc;
         }
     }
     uint64_t extent[2] = {0, bytes};
-    return ghd_upload_open(req, rep, b, u->created, extent, &u->t);
+    return ghd_upload_open(req, rep, b, h->created, extent);
 }
 
 /* Takes `n` header bytes just stored at hdr + have; opens the upload once
  * the header is whole. */
-static int npy_took(struct npy_upload *u, struct ghd_request *req, struct ghd_reply *rep,
-                    size_t n)
+static int npy_took(struct ghd_request *req, struct ghd_reply *rep, size_t n)
 {
-    u->have += n;
-    while (u->have == u->need && !u->t) {
+    struct ghd_npy_body *h = req->upload->npy;
+    h->have += n;
+    while (h->have == h->need && !req->upload->t) {
         struct ghd_err err = {0};
         size_t need;
-        int rc = ghd_npy_header_need(u->hdr, u->have, &need, &err);
+        int rc = ghd_npy_header_need(h->hdr, h->have, &need, &err);
         if (rc)
             return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
-        if (need == u->have)
-            return npy_open(u, req, rep);
-        u->need = need;
+        if (need == h->have)
+            return npy_open(h, req, rep);
+        h->need = need;
     }
     return 0;
 }
 
 static int npy_write(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len)
 {
-    struct npy_upload *u = req->state;
-    while (len && !u->t) {
-        size_t n = u->need - u->have < len ? u->need - u->have : len;
-        memcpy(u->hdr + u->have, data, n);
+    struct ghd_npy_body *h = req->upload->npy;
+    while (len && !req->upload->t) {
+        size_t n = h->need - h->have < len ? h->need - h->have : len;
+        memcpy(h->hdr + h->have, data, n);
         data += n;
         len -= n;
-        int rc = npy_took(u, req, rep, n);
+        int rc = npy_took(req, rep, n);
         if (rc)
             return rc;
     }
-    return len ? ghd_upload_write(u->t, req, rep, data, len) : 0;
+    return len ? ghd_upload_write(req, rep, data, len) : 0;
 }
 
 static int npy_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space, size_t *len)
 {
-    struct npy_upload *u = req->state;
-    if (u->t)
-        return ghd_upload_reserve(u->t, req, rep, space, len);
-    *space = u->hdr + u->have; /* never past the header: the data goes to pinned chunks */
-    *len = u->need - u->have;
+    struct ghd_npy_body *h = req->upload->npy;
+    if (req->upload->t)
+        return ghd_upload_reserve(req, rep, space, len);
+    *space = h->hdr + h->have; /* never past the header: the data goes to pinned chunks */
+    *len = h->need - h->have;
     return 0;
 }
 
 static int npy_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n)
 {
-    struct npy_upload *u = req->state;
-    if (u->t)
-        return ghd_upload_commit(u->t, req, rep, n);
-    return npy_took(u, req, rep, n);
+    if (req->upload->t)
+        return ghd_upload_commit(req, rep, n);
+    return npy_took(req, rep, n);
 }
 
-static void npy_cleanup(struct ghd_request *req)
+static int npy_finish(struct ghd_request *req, struct ghd_reply *rep)
 {
-    struct npy_upload *u = req->state;
-    if (!u)
-        return;
-    ghd_transfer_free(u->t);
-    if (u->target)
-        ghd_buffer_unref(u->target);
-    free(u);
-    req->state = NULL;
-}
-
-int ghd_npy_upload_finish(struct ghd_request *req, struct ghd_reply *rep)
-{
-    struct npy_upload *u = req->state;
-    if (!u->t)
+    struct ghd_npy_body *h = req->upload->npy;
+    struct ghd_transfer *t = req->upload->t;
+    if (!t)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "the body ended inside its .npy header (%zu bytes of at least "
                                  "%zu)",
-                                 u->have, u->need);
-    if (u->t->received != u->t->length)
+                                 h->have, h->need);
+    if (t->received != t->length)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "the .npy data is %llu bytes, shorter than the %llu its header "
                                  "describes",
-                                 (unsigned long long)u->t->received,
-                                 (unsigned long long)u->t->length);
-    return ghd_upload_finish(u->t, req, rep, u->created ? NULL : &u->desc);
+                                 (unsigned long long)t->received, (unsigned long long)t->length);
+    return ghd_upload_finish(req, rep, h->created ? NULL : &h->desc);
 }
 
-const struct ghd_upload_ops ghd_npy_put_upload = {npy_put_begin, npy_write,  npy_cleanup,
-                                                  npy_reserve,   npy_commit, NULL};
-const struct ghd_upload_ops ghd_npy_create_upload = {npy_create_begin, npy_write,  npy_cleanup,
-                                                     npy_reserve,      npy_commit, NULL};
+const struct ghd_upload_ops ghd_npy_put_upload = {
+    .begin = npy_put_begin,
+    .write = npy_write,
+    .reserve = npy_reserve,
+    .commit = npy_commit,
+    .finish = npy_finish,
+    .cleanup = npy_cleanup,
+};
+const struct ghd_upload_ops ghd_npy_create_upload = {
+    .begin = npy_create_begin,
+    .write = npy_write,
+    .reserve = npy_reserve,
+    .commit = npy_commit,
+    .finish = npy_finish,
+    .cleanup = npy_cleanup,
+};
 
 /* q of one media range ("type/sub;q=0.5"), or -1 when it is not `want`. */
 static double accept_q(const char *range, size_t len, const char *want)

@@ -12,8 +12,6 @@
 
 extern const struct ghd_upload_ops ghd_npy_put_upload;
 extern const struct ghd_upload_ops ghd_npy_create_upload;
-/* The route handler's part for a .npy body: replies once the body is whole. */
-int ghd_npy_upload_finish(struct ghd_request *req, struct ghd_reply *rep);
 
 /* Whether the request's Accept asks for application/x-npy (listed with a
  * q-value above 0 and at least that of application/octet-stream). */

@@ -4,29 +4,45 @@
 #include <stdint.h>
 
 #include "core/buffer.h"
-#include "http/request.h"
 #include "core/transfer.h"
+#include "http/request.h"
 
-/* The upload path (buffer_upload.c), shared by raw bodies and .npy bodies
- * (buffer_npy.c), which differ only in what precedes the bytes. */
+/* The upload path (upload.c), below the two kinds of body that use it: raw
+ * bodies (buffer_upload.c) and .npy bodies (buffer_npy.c), which differ only
+ * in what precedes the bytes. Each kind's ops (http/router.h) keep one
+ * struct ghd_upload in req->upload from their begin to their cleanup. */
 
-/* Opens an upload into `b`, stealing the reference: claims the single
- * writer, checks If-Match, and takes a staging chunk. `extent` is {offset,
- * length}, or NULL for a raw body (Content-Range / ?offset= for a PUT, the
- * whole buffer for a new one). On failure replies and frees everything. */
+struct ghd_npy_body;
+
+struct ghd_upload {
+    struct ghd_transfer *t;   /* where the bytes go; NULL until the upload opens */
+    struct ghd_npy_body *npy; /* a .npy body's header and target (buffer_npy.c), else NULL */
+};
+
+/* A new, empty upload as req->upload, or the out-of-host-memory problem. */
+int ghd_upload_begin(struct ghd_request *req, struct ghd_reply *rep);
+/* Opens the upload into `b`, stealing the reference: claims the single
+ * writer, checks If-Match and If-None-Match, and takes a staging chunk.
+ * `extent` is {offset, length}, or NULL for a raw body (Content-Range /
+ * ?offset= for a PUT, the whole buffer for a new one). On failure replies
+ * and frees the transfer (req->upload stays, for the cleanup). */
 int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
-                    int created, const uint64_t *extent, struct ghd_transfer **out);
-/* Body bytes, given (write) or received in place (reserve, then commit). */
-int ghd_upload_write(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
-                     const char *data, size_t len);
-int ghd_upload_reserve(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
-                       char **space, size_t *len);
-int ghd_upload_commit(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
-                      size_t n);
+                    int created, const uint64_t *extent);
+/* Body bytes into the open upload, given (write) or received in place
+ * (reserve, then commit): the write, reserve and commit ops of a raw body. */
+int ghd_upload_write(struct ghd_request *req, struct ghd_reply *rep, const char *data,
+                     size_t len);
+int ghd_upload_reserve(struct ghd_request *req, struct ghd_reply *rep, char **space,
+                       size_t *len);
+int ghd_upload_commit(struct ghd_request *req, struct ghd_reply *rep, size_t n);
 /* The body is complete: waits for the device, records `desc` (NULL: keep),
- * releases the writer and replies (201 for a new buffer, 200 otherwise). */
-int ghd_upload_finish(struct ghd_transfer *t, struct ghd_request *req, struct ghd_reply *rep,
+ * releases the writer, publishes a new buffer and replies (201 for a new
+ * buffer, 200 otherwise). */
+int ghd_upload_finish(struct ghd_request *req, struct ghd_reply *rep,
                       const struct ghd_array_desc *desc);
+/* Frees req->upload's transfer and the upload itself (the npy part is its
+ * owner's to free first); the cleanup op of a raw body. */
+void ghd_upload_cleanup(struct ghd_request *req);
 /* The spec of a buffer created from a body: its size is Content-Length
  * (411 without one); ttl_s, alignment and label come from the query. */
 int ghd_upload_create_spec(struct ghd_request *req, struct ghd_reply *rep,

@@ -60,11 +60,6 @@ int ghd_media_is(const char *content_type, const char *want)
            (content_type[n] == '\0' || content_type[n] == ';' || content_type[n] == ' ');
 }
 
-int ghd_request_media_is(const struct ghd_request *req, const char *want)
-{
-    return ghd_media_is(ghd_request_header(req, "Content-Type"), want);
-}
-
 /* What the head says about itself, counted in one pass. */
 struct head_census {
     unsigned content_length, transfer_encoding, host, authorization;

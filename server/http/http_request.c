@@ -5,7 +5,9 @@
 
 void ghd_http_run_handler(struct ghd_http_request *hr)
 {
-    int rc = hr->route->handle(&hr->req, &hr->rep);
+    /* An upload whose begin succeeded is answered by its own finish. */
+    int rc = hr->state == GHD_HS_BODY_UPLOAD ? hr->upload->finish(&hr->req, &hr->rep)
+                                             : hr->route->handle(&hr->req, &hr->rep);
     if (rc && !hr->rep.status)
         ghd_reply_problem(&hr->rep, &hr->req, rc, NULL);
 }

@@ -82,8 +82,9 @@ static inline int ghd_http_replied_early(const struct ghd_http_request *hr)
 int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
                    unsigned port, int probe_only, struct ghd_http **out, struct ghd_err *err);
 /* http_request.c, below http.c and socket_body.c, which both call these.
- * Runs the route's handler: rep then holds its reply, or the problem for a
- * code it returned without one. */
+ * Runs the route's handler, or the upload's finish when the body went to
+ * upload ops: rep then holds its reply, or the problem for a code it
+ * returned without one. */
 void ghd_http_run_handler(struct ghd_http_request *hr);
 /* The connection's socket, or -1. */
 int ghd_http_connection_fd(struct MHD_Connection *conn);

@@ -10,6 +10,7 @@
  * http.c fills the request and turns the reply into an HTTP response. */
 
 struct ghd_service;
+struct ghd_upload;
 
 #define GHD_MAX_PATH_PARAMS 4
 #define GHD_REQUEST_ID_MAX 64
@@ -31,14 +32,13 @@ struct ghd_request {
     uint64_t content_length;
     uint64_t bytes_in;
     void *conn;  /* http.c's connection handle, for header and query lookups */
-    void *state; /* the handler's per-request state (uploads) */
+    struct ghd_upload *upload; /* the route's upload, from its ops' begin to their cleanup
+                                * (defined by the handlers that stream bodies) */
 };
 
 /* Header and query lookups; NULL when absent. */
 const char *ghd_request_header(const struct ghd_request *req, const char *name);
 const char *ghd_request_query(const struct ghd_request *req, const char *name);
-/* Whether the body's Content-Type is `want`, parameters aside. */
-int ghd_request_media_is(const struct ghd_request *req, const char *want);
 
 /* Reads up to `max` bytes of a streamed response body starting at `pos`.
  * Returns the count (> 0), or a negative GHD_E* code to abort the response. */

@@ -21,12 +21,16 @@ enum ghd_body_kind {
 typedef int (*ghd_handler_fn)(struct ghd_request *req, struct ghd_reply *rep);
 
 /* A streamed body: begin once headers are known (it may refuse by filling
- * rep with a problem and returning its code), write for each piece, then the
- * route's handler once the body is complete. cleanup runs exactly once after
- * a successful begin, whether the request completed or the client left. */
+ * rep with a problem and returning its code; else it keeps its state in
+ * req->upload), write for each piece, then finish once the body is complete,
+ * which replies in place of the route's handler. cleanup runs exactly once
+ * after a successful begin, whether the request completed or the client
+ * left. */
 struct ghd_upload_ops {
     int (*begin)(struct ghd_request *req, struct ghd_reply *rep);
     int (*write)(struct ghd_request *req, struct ghd_reply *rep, const char *data, size_t len);
+    /* Fills rep and returns 0, or returns a GHD_E* code (as a handler does). */
+    int (*finish)(struct ghd_request *req, struct ghd_reply *rep);
     void (*cleanup)(struct ghd_request *req);
     /* Optional: receiving in place. `reserve` names where the next body bytes
      * may be written (pinned memory), `commit` says that `n` of them landed
