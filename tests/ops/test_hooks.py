@@ -71,6 +71,8 @@ def check_product_build(root, cmake):
         i = args.index("-B")
         args[i + 1] = build
         args[args.index("-S") + 1] = root
+        # What the shell would expand (a caller's extra -D's, none by default) is left out.
+        args = [a for a in args if "$" not in a]
         # The host backend: later -D's win, and the hooks are not CUDA's.
         r = subprocess.run([cmake, "-G", "Unix Makefiles"] + args + ["-DGHD_CUDA=OFF"],
                            capture_output=True, text=True)
