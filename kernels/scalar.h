@@ -203,94 +203,113 @@ GHD_HD int64_t ghd_div_i64(int64_t a, int64_t b)
     return a / b;
 }
 
-/* Converts one element of type st at src to type dt at dst, by the rules at
- * the top of this file. With constant types the switches fold away. */
-GHD_HD void ghd_cast_elem(enum ghd_dtype st, const void *src, enum ghd_dtype dt, void *dst)
+/* One element's value on its way from one type to another: integers sign-
+ * or zero-extended into i, floats exactly into f. */
+struct ghd_elem_value {
+    int64_t i;
+    double f;
+    int is_int;
+};
+
+/* The value of one element of type st at src. */
+GHD_HD struct ghd_elem_value ghd_elem_widen(enum ghd_dtype st, const void *src)
 {
-    int64_t iv = 0; /* integer sources, sign- or zero-extended */
-    double fv = 0;  /* float sources, exactly */
-    int is_int = 1;
+    struct ghd_elem_value w = {0, 0, 1};
     switch (st) {
     case GHD_DTYPE_F32: {
         float f;
         memcpy(&f, src, 4);
-        fv = f;
-        is_int = 0;
+        w.f = f;
+        w.is_int = 0;
         break;
     }
     case GHD_DTYPE_F64:
-        memcpy(&fv, src, 8);
-        is_int = 0;
+        memcpy(&w.f, src, 8);
+        w.is_int = 0;
         break;
     case GHD_DTYPE_F16:
     case GHD_DTYPE_BF16: {
         uint16_t h;
         memcpy(&h, src, 2);
-        fv = st == GHD_DTYPE_F16 ? ghd_f16_to_f32(h) : ghd_bf16_to_f32(h);
-        is_int = 0;
+        w.f = st == GHD_DTYPE_F16 ? ghd_f16_to_f32(h) : ghd_bf16_to_f32(h);
+        w.is_int = 0;
         break;
     }
     case GHD_DTYPE_I32: {
         int32_t v;
         memcpy(&v, src, 4);
-        iv = v;
+        w.i = v;
         break;
     }
     case GHD_DTYPE_U32: {
         uint32_t v;
         memcpy(&v, src, 4);
-        iv = v;
+        w.i = v;
         break;
     }
     case GHD_DTYPE_I64:
-        memcpy(&iv, src, 8);
+        memcpy(&w.i, src, 8);
         break;
     default: {
         uint8_t v;
         memcpy(&v, src, 1);
-        iv = v;
+        w.i = v;
         break;
     }
     }
+    return w;
+}
+
+/* Stores `w` at dst as type dt, by the rules at the top of this file. */
+GHD_HD void ghd_elem_narrow(struct ghd_elem_value w, enum ghd_dtype dt, void *dst)
+{
     switch (dt) {
     case GHD_DTYPE_F32: {
-        float f = is_int ? (float)iv : (float)fv;
+        float f = w.is_int ? (float)w.i : (float)w.f;
         memcpy(dst, &f, 4);
         break;
     }
     case GHD_DTYPE_F64: {
-        double d = is_int ? (double)iv : fv;
+        double d = w.is_int ? (double)w.i : w.f;
         memcpy(dst, &d, 8);
         break;
     }
     case GHD_DTYPE_F16:
     case GHD_DTYPE_BF16: {
-        float f = is_int ? (float)iv : (float)fv;
+        float f = w.is_int ? (float)w.i : (float)w.f;
         uint16_t h = dt == GHD_DTYPE_F16 ? ghd_f32_to_f16(f) : ghd_f32_to_bf16(f);
         memcpy(dst, &h, 2);
         break;
     }
     case GHD_DTYPE_I32: {
-        int32_t v = is_int ? ghd_i32_wrap((uint32_t)(uint64_t)iv) : ghd_sat_i32(fv);
+        int32_t v = w.is_int ? ghd_i32_wrap((uint32_t)(uint64_t)w.i) : ghd_sat_i32(w.f);
         memcpy(dst, &v, 4);
         break;
     }
     case GHD_DTYPE_U32: {
-        uint32_t v = is_int ? (uint32_t)(uint64_t)iv : ghd_sat_u32(fv);
+        uint32_t v = w.is_int ? (uint32_t)(uint64_t)w.i : ghd_sat_u32(w.f);
         memcpy(dst, &v, 4);
         break;
     }
     case GHD_DTYPE_I64: {
-        int64_t v = is_int ? iv : ghd_sat_i64(fv);
+        int64_t v = w.is_int ? w.i : ghd_sat_i64(w.f);
         memcpy(dst, &v, 8);
         break;
     }
     default: {
-        uint8_t v = is_int ? (uint8_t)(uint64_t)iv : ghd_sat_u8(fv);
+        uint8_t v = w.is_int ? (uint8_t)(uint64_t)w.i : ghd_sat_u8(w.f);
         memcpy(dst, &v, 1);
         break;
     }
     }
+}
+
+
+/* Converts one element of type st at src to type dt at dst, by the rules at
+ * the top of this file. With constant types the switches fold away. */
+GHD_HD void ghd_cast_elem(enum ghd_dtype st, const void *src, enum ghd_dtype dt, void *dst)
+{
+    ghd_elem_narrow(ghd_elem_widen(st, src), dt, dst);
 }
 
 /* Reductions. The accumulator (struct ghd_kexec.acc) holds:

@@ -162,6 +162,44 @@ static void cannot_start(enum ghd_log_format format, const char *why)
         fprintf(stderr, "gpuhttpd: cannot start: %s\n", why);
 }
 
+/* The process before any thread starts: memory, SIGPIPE, the signals main
+ * waits for (masked here, so every thread inherits the mask), the log's
+ * writer thread. */
+static void setup_process(sigset_t *set)
+{
+    /* Every allocation of 1 MiB or more (libmicrohttpd's per-connection
+     * memory, its response buffers) gets pages of its own, so the pages that
+     * hostreg.c locks for direct copies never overlap a neighbour's. glibc's
+     * adaptive threshold would otherwise move such buffers into shared heaps. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, set, NULL); /* before any thread starts: they inherit it */
+    route_signals_to_main(set);
+    if (ghd_log_writer_start() != 0) /* after the mask: the writer takes no signal */
+        ghd_log(GHD_LOG_WARN, "no log writer thread: lines are written as they come");
+}
+
+/* Until SIGTERM or SIGINT: SIGHUP reloads the tokens, a lost device stops
+ * the server under --on-device-loss exit, expired buffers go every second. */
+static void serve_until_stopped(struct ghd_service *svc, struct ghd_http *http,
+                                const sigset_t *set)
+{
+    for (;;) {
+        int sig = wait_signal(set, 1000);
+        if (sig == SIGTERM || sig == SIGINT)
+            break;
+        if (sig == SIGHUP)
+            reload_tokens(svc);
+        if (strcmp(svc->cfg.on_device_loss, "exit") == 0 && ghd_devloss_get(&svc->devloss, NULL))
+            exit_device_lost(svc, http);
+        ghd_buffer_expire(&svc->buffers, time(NULL));
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct ghd_config cfg;
@@ -174,21 +212,8 @@ int main(int argc, char **argv)
     ghd_log_format_parse(cfg.log_format, &format);
     ghd_log_setup(level, format);
 
-    /* Every allocation of 1 MiB or more (libmicrohttpd's per-connection
-     * memory, its response buffers) gets pages of its own, so the pages that
-     * hostreg.c locks for direct copies never overlap a neighbour's. glibc's
-     * adaptive threshold would otherwise move such buffers into shared heaps. */
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
-    signal(SIGPIPE, SIG_IGN);
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread starts: they inherit it */
-    route_signals_to_main(&set);
-    if (ghd_log_writer_start() != 0) /* after the mask: the writer takes no signal */
-        ghd_log(GHD_LOG_WARN, "no log writer thread: lines are written as they come");
+    setup_process(&set);
 
     /* The ports first: a taken one stops the start before the backend is set up. */
     struct ghd_err err = {0};
@@ -236,16 +261,7 @@ int main(int argc, char **argv)
     if (cfg.port_file[0] && write_port_file(cfg.port_file, port) != 0)
         ghd_log(GHD_LOG_WARN, "cannot write the port to %s: %s", cfg.port_file, strerror(errno));
 
-    for (;;) {
-        int sig = wait_signal(&set, 1000);
-        if (sig == SIGTERM || sig == SIGINT)
-            break;
-        if (sig == SIGHUP)
-            reload_tokens(&svc);
-        if (strcmp(cfg.on_device_loss, "exit") == 0 && ghd_devloss_get(&svc.devloss, NULL))
-            exit_device_lost(&svc, http);
-        ghd_buffer_expire(&svc.buffers, time(NULL));
-    }
+    serve_until_stopped(&svc, http, &set);
     unsigned executing = drain(&svc, http, &set);
     ghd_http_stop(http);
     ghd_http_stop(probe); /* after the drain, through which /readyz said 503 */

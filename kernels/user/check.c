@@ -367,6 +367,48 @@ static int bound(const struct checker *c, int type, char ph)
     return ph ? c->p->bind.ph_type[ph - 'A'] : type;
 }
 
+/* ! of a bool, ~ of an integer, - and + of a number; t0 is the operand's type. */
+static int check_unary(struct checker *c, int node, int t0)
+{
+    struct ghd_unode *n = &c->p->nodes[node];
+    if (n->sub == '!') {
+        if (t0 != GHD_UT_BOOL)
+            return node_error(c, node, "operator ! needs a bool, got %s%s", tname(t0), "");
+    } else if (n->sub == '~') {
+        if (!ghd_utype_is_int(t0))
+            return node_error(c, node, "operator ~ needs an integer, got %s%s", tname(t0), "");
+    } else if (!is_num(t0)) {
+        return node_error(c, node, "operator %s needs a number, got %s",
+                          n->sub == '-' ? "-" : "+", tname(t0));
+    }
+    n->type = t0;
+    return 0;
+}
+
+/* c ? a : b: a bool condition (type t0), and two bools or two numbers
+ * converted to their common type. */
+static int check_cond(struct checker *c, int node, int t0)
+{
+    struct ghd_unode *n = &c->p->nodes[node];
+    int ta = c->p->nodes[n->kid[1]].type, tb = c->p->nodes[n->kid[2]].type, rc;
+    if (t0 != GHD_UT_BOOL)
+        return node_error(c, n->kid[0], "the condition of ?: must be a bool, got %s%s",
+                          tname(t0), "");
+    if (ta == GHD_UT_BOOL || tb == GHD_UT_BOOL) {
+        if (ta != tb)
+            return node_error(c, node, "?: mixes bool and %s%s",
+                              tname(ta == GHD_UT_BOOL ? tb : ta), "");
+        n->type = GHD_UT_BOOL;
+        return 0;
+    }
+    int t = common(ta, tb);
+    if (!is_lit(t) && ((rc = coerce(c, &c->p->nodes[node].kid[1], t)) != 0 ||
+                       (rc = coerce(c, &c->p->nodes[node].kid[2], t)) != 0))
+        return rc;
+    c->p->nodes[node].type = t;
+    return 0;
+}
+
 static int check_node(struct checker *c, int node)
 {
     int rc;
@@ -411,40 +453,11 @@ static int check_node(struct checker *c, int node)
         n->ph = 0;
         return is_lit(t0) ? retype(c, n->kid[0], lit_default(c, n->kid[0])) : 0;
     case GHD_UN_UNARY:
-        if (n->sub == '!') {
-            if (t0 != GHD_UT_BOOL)
-                return node_error(c, node, "operator ! needs a bool, got %s%s", tname(t0), "");
-        } else if (n->sub == '~') {
-            if (!ghd_utype_is_int(t0))
-                return node_error(c, node, "operator ~ needs an integer, got %s%s", tname(t0),
-                                  "");
-        } else if (!is_num(t0)) {
-            return node_error(c, node, "operator %s needs a number, got %s",
-                              n->sub == '-' ? "-" : "+", tname(t0));
-        }
-        n->type = t0;
-        return 0;
+        return check_unary(c, node, t0);
     case GHD_UN_BINARY:
         return check_binary(c, node);
-    case GHD_UN_COND: {
-        int ta = c->p->nodes[n->kid[1]].type, tb = c->p->nodes[n->kid[2]].type;
-        if (t0 != GHD_UT_BOOL)
-            return node_error(c, n->kid[0], "the condition of ?: must be a bool, got %s%s",
-                              tname(t0), "");
-        if (ta == GHD_UT_BOOL || tb == GHD_UT_BOOL) {
-            if (ta != tb)
-                return node_error(c, node, "?: mixes bool and %s%s",
-                                  tname(ta == GHD_UT_BOOL ? tb : ta), "");
-            n->type = GHD_UT_BOOL;
-            return 0;
-        }
-        int t = common(ta, tb);
-        if (!is_lit(t) && ((rc = coerce(c, &c->p->nodes[node].kid[1], t)) != 0 ||
-                           (rc = coerce(c, &c->p->nodes[node].kid[2], t)) != 0))
-            return rc;
-        c->p->nodes[node].type = t;
-        return 0;
-    }
+    case GHD_UN_COND:
+        return check_cond(c, node, t0);
     case GHD_UN_CALL:
         return check_call(c, node);
     }

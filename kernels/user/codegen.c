@@ -1,393 +1,16 @@
-/* Code generation: the checked tree printed as fully parenthesised C++.
- * Every operation is written so that it computes what interp.c computes:
- * integer arithmetic in unsigned 64-bit then truncated, the corner cases
- * through uops.h's functions, f16/bf16 values held as float and rounded
- * after each operation, literals printed as exact bit patterns. The
- * program is compiled with --fmad=false so no product is contracted. */
+/* Code generation: the program around the expressions (codegen_expr.c).
+ * uops.h and a prelude of helpers, then for an elementwise kernel a
+ * per-element function and a grid-stride loop, for a reduction the map,
+ * reduce and post functions and a one-pass kernel: a block reduction in
+ * shared memory, then the last block to finish combines the partials. */
 #include "codegen.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
-
-struct out {
-    char *buf;
-    size_t len, cap;
-    int oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        size_t room = o->cap - o->len;
-        va_start(ap, fmt);
-        int n = o->buf ? vsnprintf(o->buf + o->len, room, fmt, ap) : -1;
-        va_end(ap);
-        if (n >= 0 && (size_t)n < room) {
-            o->len += (size_t)n;
-            return;
-        }
-        size_t cap = o->cap ? o->cap * 2 : 16384;
-        while (n >= 0 && cap - o->len <= (size_t)n)
-            cap *= 2;
-        char *b = realloc(o->buf, cap);
-        if (!b) {
-            o->oom = 1;
-            return;
-        }
-        o->buf = b;
-        o->cap = cap;
-    }
-}
-
-/* The C++ type computations of type t use, and the one it is stored as. */
-static const char *ctype(int t)
-{
-    static const char *const names[GHD_UT_COUNT] = {
-        [GHD_UT_BOOL] = "bool",          [GHD_UT_I8] = "signed char",
-        [GHD_UT_I16] = "short",          [GHD_UT_I32] = "int",
-        [GHD_UT_I64] = "long long",      [GHD_UT_U8] = "unsigned char",
-        [GHD_UT_U16] = "unsigned short", [GHD_UT_U32] = "unsigned int",
-        [GHD_UT_U64] = "unsigned long long", [GHD_UT_F16] = "float",
-        [GHD_UT_BF16] = "float",         [GHD_UT_F32] = "float",
-        [GHD_UT_F64] = "double"};
-    return names[t];
-}
-
-static const char *stype(int t)
-{
-    if (t == GHD_UT_BOOL)
-        return "unsigned char";
-    if (t == GHD_UT_F16 || t == GHD_UT_BF16)
-        return "unsigned short";
-    return ctype(t);
-}
-
-static int is_half(int t)
-{
-    return t == GHD_UT_F16 || t == GHD_UT_BF16;
-}
-
-/* An element loaded from storage `s` (an lvalue expression) as type t. */
-static void load(struct out *o, int t, const char *s)
-{
-    if (t == GHD_UT_F16)
-        put(o, "ghd_u_h_float(%s)", s);
-    else if (t == GHD_UT_BF16)
-        put(o, "ghd_u_bh_float(%s)", s);
-    else if (t == GHD_UT_BOOL)
-        put(o, "(%s != 0)", s);
-    else
-        put(o, "%s", s);
-}
-
-static void store_expr(struct out *o, int t, const char *v)
-{
-    if (t == GHD_UT_F16)
-        put(o, "ghd_u_h_bits(%s)", v);
-    else if (t == GHD_UT_BF16)
-        put(o, "ghd_u_bh_bits(%s)", v);
-    else if (t == GHD_UT_BOOL)
-        put(o, "(unsigned char)(%s ? 1 : 0)", v);
-    else
-        put(o, "%s", v);
-}
-
-/* A value of type t with the exact bits interp.c holds. */
-static void literal(struct out *o, int t, union ghd_uval v)
-{
-    if (t == GHD_UT_BOOL) {
-        put(o, "%s", v.u ? "true" : "false");
-    } else if (t == GHD_UT_F64) {
-        uint64_t u;
-        memcpy(&u, &v.d, 8);
-        put(o, "__longlong_as_double(0x%016llxll)", (unsigned long long)u);
-    } else if (ghd_utype_is_float(t)) {
-        uint32_t u;
-        memcpy(&u, &v.f, 4);
-        put(o, "__uint_as_float(0x%08xu)", u);
-    } else {
-        put(o, "((%s)0x%llxull)", ctype(t), (unsigned long long)v.u);
-    }
-}
-
-uint64_t ghd_ucg_scalar_word(union ghd_uval v, int type)
-{
-    if (ghd_utype_is_float(type) && type != GHD_UT_F64) {
-        uint32_t u;
-        memcpy(&u, &v.f, 4);
-        return u;
-    }
-    return v.u;
-}
-
-static void expr(struct out *o, const struct ghd_uprog *p, int node);
-
-static const char *math_name(int fn)
-{
-    static const char *const names[GHD_UFN_COUNT] = {
-        [GHD_UFN_SQRT] = "sqrt",   [GHD_UFN_CBRT] = "cbrt",   [GHD_UFN_EXP] = "exp",
-        [GHD_UFN_EXP2] = "exp2",   [GHD_UFN_EXPM1] = "expm1", [GHD_UFN_LOG] = "log",
-        [GHD_UFN_LOG2] = "log2",   [GHD_UFN_LOG10] = "log10", [GHD_UFN_LOG1P] = "log1p",
-        [GHD_UFN_SIN] = "sin",     [GHD_UFN_COS] = "cos",     [GHD_UFN_TAN] = "tan",
-        [GHD_UFN_ASIN] = "asin",   [GHD_UFN_ACOS] = "acos",   [GHD_UFN_ATAN] = "atan",
-        [GHD_UFN_SINH] = "sinh",   [GHD_UFN_COSH] = "cosh",   [GHD_UFN_TANH] = "tanh",
-        [GHD_UFN_ERF] = "erf",     [GHD_UFN_ERFC] = "erfc",   [GHD_UFN_FLOOR] = "floor",
-        [GHD_UFN_CEIL] = "ceil",   [GHD_UFN_ROUND] = "round", [GHD_UFN_TRUNC] = "trunc",
-        [GHD_UFN_POW] = "pow",     [GHD_UFN_ATAN2] = "atan2", [GHD_UFN_HYPOT] = "hypot",
-        [GHD_UFN_FMOD] = "fmod",   [GHD_UFN_COPYSIGN] = "copysign", [GHD_UFN_FMA] = "fma",
-        [GHD_UFN_MIN] = "fmin",    [GHD_UFN_MAX] = "fmax",    [GHD_UFN_ABS] = "fabs"};
-    return names[fn];
-}
-
-/* Opens a rounding of a float result to type t (closed by round_close). */
-static void round_open(struct out *o, int t)
-{
-    if (t == GHD_UT_F16)
-        put(o, "ghd_u_rh(");
-    else if (t == GHD_UT_BF16)
-        put(o, "ghd_u_rbh(");
-    else
-        put(o, "(");
-}
-
-static void args(struct out *o, const struct ghd_uprog *p, const struct ghd_unode *n)
-{
-    for (int k = 0; k < n->nkid; k++) {
-        if (k)
-            put(o, ", ");
-        expr(o, p, n->kid[k]);
-    }
-}
-
-static void call(struct out *o, const struct ghd_uprog *p, const struct ghd_unode *n)
-{
-    int t = p->nodes[n->kid[0]].type;
-    int fn = n->sub;
-    if (fn == GHD_UFN_ISNAN || fn == GHD_UFN_ISINF || fn == GHD_UFN_ISFINITE) {
-        put(o, "%s((double)(", fn == GHD_UFN_ISNAN ? "ghd_isnan" : fn == GHD_UFN_ISINF ? "ghd_isinf" : "ghd_isfinite");
-        expr(o, p, n->kid[0]);
-        put(o, "))");
-        return;
-    }
-    if (!ghd_utype_is_float(t)) { /* abs, min, max of integers */
-        if (fn == GHD_UFN_ABS && !ghd_utype_is_signed(t)) {
-            expr(o, p, n->kid[0]);
-            return;
-        }
-        /* in 64 bits, truncated back (abs of MIN wraps to MIN) */
-        put(o, "((%s)ghd_%s_%s(", ctype(t), fn == GHD_UFN_ABS ? "abs" : fn == GHD_UFN_MIN ? "min" : "max",
-            ghd_utype_is_signed(t) ? "s" : "u");
-        args(o, p, n);
-        put(o, "))");
-        return;
-    }
-    if (fn == GHD_UFN_RSQRT) { /* 1/sqrt, as the host computes it */
-        round_open(o, t);
-        put(o, t == GHD_UT_F64 ? "1.0 / sqrt(" : "1.0f / sqrtf(");
-        expr(o, p, n->kid[0]);
-        put(o, "))");
-        return;
-    }
-    round_open(o, t);
-    put(o, "%s%s(", math_name(fn), t == GHD_UT_F64 ? "" : "f");
-    args(o, p, n);
-    put(o, "))");
-}
-
-static void cast(struct out *o, const struct ghd_uprog *p, const struct ghd_unode *n)
-{
-    int from = p->nodes[n->kid[0]].type, to = n->type;
-    if (from == to) {
-        expr(o, p, n->kid[0]);
-        return;
-    }
-    if (to == GHD_UT_BOOL) {
-        put(o, "(");
-        expr(o, p, n->kid[0]);
-        put(o, " != 0)");
-    } else if (is_half(to)) {
-        put(o, "%s((float)(", to == GHD_UT_F16 ? "ghd_u_rh" : "ghd_u_rbh");
-        expr(o, p, n->kid[0]);
-        put(o, "))");
-    } else if (ghd_utype_is_float(to) || !ghd_utype_is_float(from)) {
-        put(o, "((%s)(", ctype(to));
-        expr(o, p, n->kid[0]);
-        put(o, "))");
-    } else { /* float -> integer: truncating, saturating, NaN -> 0 */
-        put(o, "((%s)ghd_u_sat_%c((double)(", ctype(to), ghd_utype_is_signed(to) ? 's' : 'u');
-        expr(o, p, n->kid[0]);
-        put(o, "), %d))", ghd_utype_bits(to));
-    }
-}
-
-static const char *op_str(int tok)
-{
-    switch (tok) {
-    case GHD_UTOK_LE: return "<=";
-    case GHD_UTOK_GE: return ">=";
-    case GHD_UTOK_EQ: return "==";
-    case GHD_UTOK_NE: return "!=";
-    case GHD_UTOK_AND: return "&&";
-    case GHD_UTOK_OR: return "||";
-    case '<': return "<";
-    case '>': return ">";
-    case '+': return "+";
-    case '-': return "-";
-    case '*': return "*";
-    case '/': return "/";
-    case '&': return "&";
-    case '|': return "|";
-    case '^': return "^";
-    }
-    return "?";
-}
-
-static void binary(struct out *o, const struct ghd_uprog *p, const struct ghd_unode *n)
-{
-    int op = n->sub, t = n->type;
-    const char *os = op_str(op);
-    if (t == GHD_UT_BOOL) { /* comparisons, && ||, and bool == != & | ^ */
-        put(o, "((bool)(");
-        expr(o, p, n->kid[0]);
-        put(o, " %s ", os);
-        expr(o, p, n->kid[1]);
-        put(o, "))");
-        return;
-    }
-    if (ghd_utype_is_float(t)) {
-        round_open(o, t);
-        if (op == '%') {
-            put(o, t == GHD_UT_F64 ? "fmod(" : "fmodf(");
-            expr(o, p, n->kid[0]);
-            put(o, ", ");
-            expr(o, p, n->kid[1]);
-            put(o, "))");
-            return;
-        }
-        expr(o, p, n->kid[0]);
-        put(o, " %s ", os);
-        expr(o, p, n->kid[1]);
-        put(o, ")");
-        return;
-    }
-    int bits = ghd_utype_bits(t), sg = ghd_utype_is_signed(t);
-    put(o, "((%s)", ctype(t));
-    switch (op) {
-    case '/':
-    case '%':
-        if (sg && op == '/')
-            put(o, "ghd_u_div_s(");
-        else
-            put(o, sg ? "ghd_u_mod_s(" : op == '/' ? "ghd_u_div_u(" : "ghd_u_mod_u(");
-        expr(o, p, n->kid[0]);
-        put(o, ", ");
-        expr(o, p, n->kid[1]);
-        if (sg && op == '/')
-            put(o, ", %d", bits);
-        put(o, "))");
-        return;
-    case GHD_UTOK_SHL:
-    case GHD_UTOK_SHR:
-        put(o, op == GHD_UTOK_SHL ? "ghd_u_shl((ghd_u64)(" : "ghd_u_shr((ghd_u64)(");
-        expr(o, p, n->kid[0]);
-        put(o, "), ");
-        expr(o, p, n->kid[1]);
-        if (op == GHD_UTOK_SHL)
-            put(o, ", %d))", bits);
-        else
-            put(o, ", %d, %d))", bits, sg);
-        return;
-    default: /* + - * & | ^ in 64-bit unsigned, then truncated */
-        put(o, "((ghd_u64)(");
-        expr(o, p, n->kid[0]);
-        put(o, ") %s (ghd_u64)(", os);
-        expr(o, p, n->kid[1]);
-        put(o, ")))");
-        return;
-    }
-}
-
-static void expr(struct out *o, const struct ghd_uprog *p, int node)
-{
-    const struct ghd_unode *n = &p->nodes[node];
-    union ghd_uval v;
-    switch (n->op) {
-    case GHD_UN_INT:
-    case GHD_UN_BOOL:
-        v.u = n->ival;
-        literal(o, n->type, ghd_uval_convert(v, GHD_UT_U64, n->type));
-        return;
-    case GHD_UN_FLOAT:
-        v.d = n->fval;
-        literal(o, n->type, ghd_uval_convert(v, GHD_UT_F64, n->type));
-        return;
-    case GHD_UN_NAME:
-        if (n->sym < GHD_U_MAX_PARAMS)
-            put(o, "p%d", n->sym);
-        else if (n->sym == GHD_USYM_I)
-            put(o, "i");
-        else if (n->sym == GHD_USYM_N)
-            put(o, "n");
-        else if (n->sym == GHD_USYM_A)
-            put(o, "a");
-        else if (n->sym == GHD_USYM_B)
-            put(o, "b");
-        else
-            put(o, "l%d", n->sym - GHD_USYM_LOCAL0);
-        return;
-    case GHD_UN_INDEX:
-        put(o, "ghd_rd%d(A, ", n->sym);
-        expr(o, p, n->kid[0]);
-        put(o, ")");
-        return;
-    case GHD_UN_LEN:
-        put(o, "((long long)A.w[%d])", GHD_UCG_W_LEN(n->sym));
-        return;
-    case GHD_UN_CAST:
-        cast(o, p, n);
-        return;
-    case GHD_UN_UNARY:
-        if (n->sub == '!') {
-            put(o, "(!");
-            expr(o, p, n->kid[0]);
-            put(o, ")");
-        } else if (n->sub == '+') {
-            expr(o, p, n->kid[0]);
-        } else if (ghd_utype_is_float(n->type)) {
-            round_open(o, n->type);
-            put(o, "-");
-            expr(o, p, n->kid[0]);
-            put(o, ")");
-        } else {
-            put(o, "((%s)(%s(ghd_u64)(", ctype(n->type), n->sub == '-' ? "0ull - " : "~");
-            expr(o, p, n->kid[0]);
-            put(o, ")))");
-        }
-        return;
-    case GHD_UN_BINARY:
-        binary(o, p, n);
-        return;
-    case GHD_UN_COND:
-        put(o, "(");
-        expr(o, p, n->kid[0]);
-        put(o, " ? ");
-        expr(o, p, n->kid[1]);
-        put(o, " : ");
-        expr(o, p, n->kid[2]);
-        put(o, ")");
-        return;
-    case GHD_UN_CALL:
-        call(o, p, n);
-        return;
-    }
-}
-
-/* ---- the program around the expressions --------------------------------- */
+#include "codegen_expr.h"
 
 static const char prelude[] =
     "typedef unsigned long long ghd_u64_t;\n"
@@ -420,19 +43,19 @@ static int is_buffer_param(const struct ghd_uprog *p, int k)
 }
 
 /* A scalar input's value, from its word. */
-static void scalar_read(struct out *o, int t, int k)
+static void scalar_read(struct ghd_strbuf *o, int t, int k)
 {
     if (t == GHD_UT_BOOL)
-        put(o, "(A.w[%d] != 0)", k);
+        ghd_strbuf_put(o, "(A.w[%d] != 0)", k);
     else if (t == GHD_UT_F64)
-        put(o, "__longlong_as_double((long long)A.w[%d])", k);
+        ghd_strbuf_put(o, "__longlong_as_double((long long)A.w[%d])", k);
     else if (ghd_utype_is_float(t))
-        put(o, "__uint_as_float((unsigned)A.w[%d])", k);
+        ghd_strbuf_put(o, "__uint_as_float((unsigned)A.w[%d])", k);
     else
-        put(o, "((%s)A.w[%d])", ctype(t), k);
+        ghd_strbuf_put(o, "((%s)A.w[%d])", ghd_ucg_ctype(t), k);
 }
 
-static void raw_readers(struct out *o, const struct ghd_uprog *p)
+static void raw_readers(struct ghd_strbuf *o, const struct ghd_uprog *p)
 {
     const struct ghd_udef *d = p->def;
     for (int k = 0; k < d->nin; k++) {
@@ -446,14 +69,14 @@ static void raw_readers(struct out *o, const struct ghd_uprog *p)
         else
             v.u = q->def_i;
         v = ghd_uval_convert(v, q->def_is_float ? GHD_UT_F64 : GHD_UT_I64, t);
-        put(o, "static __device__ __forceinline__ %s ghd_rd%d(const GhdArgs &A, long long j)\n{\n"
+        ghd_strbuf_put(o, "static __device__ __forceinline__ %s ghd_rd%d(const GhdArgs &A, long long j)\n{\n"
                "    const %s *s = (const %s *)A.w[%d];\n"
                "    if (j >= 0 && (unsigned long long)j < A.w[%d])\n        return ",
-            ctype(t), k, stype(t), stype(t), GHD_UCG_W_PARAM(k), GHD_UCG_W_LEN(k));
-        load(o, t, "s[j]");
-        put(o, ";\n    return ");
-        literal(o, t, v);
-        put(o, ";\n}\n");
+            ghd_ucg_ctype(t), k, ghd_ucg_stype(t), ghd_ucg_stype(t), GHD_UCG_W_PARAM(k), GHD_UCG_W_LEN(k));
+        ghd_ucg_load(o, t, "s[j]");
+        ghd_strbuf_put(o, ";\n    return ");
+        ghd_ucg_literal(o, t, v);
+        ghd_strbuf_put(o, ";\n}\n");
     }
 }
 
@@ -466,49 +89,49 @@ static int reads_param(const struct ghd_uprog *p, int k)
     return 0;
 }
 
-static void statements(struct out *o, const struct ghd_uprog *p)
+static void statements(struct ghd_strbuf *o, const struct ghd_uprog *p)
 {
     const struct ghd_udef *d = p->def;
     for (int l = 0; l < d->nlocals; l++)
-        put(o, "    %s l%d;\n", ctype(p->local_type[l]), l);
+        ghd_strbuf_put(o, "    %s l%d;\n", ghd_ucg_ctype(p->local_type[l]), l);
     for (int s = 0; s < d->nstmts; s++) {
         int target = d->stmts[s].target;
         if (target < GHD_U_MAX_PARAMS)
-            put(o, "    p%d = ", target);
+            ghd_strbuf_put(o, "    p%d = ", target);
         else
-            put(o, "    l%d = ", target - GHD_USYM_LOCAL0);
-        expr(o, p, p->stmt_expr[s]);
-        put(o, ";\n");
+            ghd_strbuf_put(o, "    l%d = ", target - GHD_USYM_LOCAL0);
+        ghd_ucg_expr(o, p, p->stmt_expr[s]);
+        ghd_strbuf_put(o, ";\n");
     }
 }
 
 /* The per-element function's parameter list: i, n, each non-raw input by
  * value, each output by reference (elementwise only). */
-static void elem_params(struct out *o, const struct ghd_uprog *p, int outputs)
+static void elem_params(struct ghd_strbuf *o, const struct ghd_uprog *p, int outputs)
 {
     const struct ghd_udef *d = p->def;
-    put(o, "const GhdArgs &A, long long i, long long n");
+    ghd_strbuf_put(o, "const GhdArgs &A, long long i, long long n");
     for (int k = 0; k < (outputs ? d->nparams : d->nin); k++)
         if (!d->params[k].is_raw)
-            put(o, ", %s %sp%d", ctype(p->param_type[k]), d->params[k].is_out ? "&" : "", k);
+            ghd_strbuf_put(o, ", %s %sp%d", ghd_ucg_ctype(p->param_type[k]), d->params[k].is_out ? "&" : "", k);
 }
 
 /* The call of the element function for element `idx`, its inputs taken
  * from `src(k)` (a vector lane or the buffer). */
-static void elem_call(struct out *o, const struct ghd_uprog *p, const char *fn, const char *idx,
+static void elem_call(struct ghd_strbuf *o, const struct ghd_uprog *p, const char *fn, const char *idx,
                       int vec, int outputs)
 {
     const struct ghd_udef *d = p->def;
-    put(o, "%s(A, (long long)(%s), (long long)n", fn, idx);
+    ghd_strbuf_put(o, "%s(A, (long long)(%s), (long long)n", fn, idx);
     for (int k = 0; k < (outputs ? d->nparams : d->nin); k++) {
         const struct ghd_uparam *q = &d->params[k];
         if (q->is_raw)
             continue;
         if (q->is_out) {
-            put(o, ", o%d", k);
+            ghd_strbuf_put(o, ", o%d", k);
             continue;
         }
-        put(o, ", ");
+        ghd_strbuf_put(o, ", ");
         if (!is_buffer_param(p, k)) {
             scalar_read(o, p->param_type[k], k);
             continue;
@@ -518,36 +141,36 @@ static void elem_call(struct out *o, const struct ghd_uprog *p, const char *fn, 
             snprintf(src, sizeof(src), "v%d.e[j]", k);
         else
             snprintf(src, sizeof(src), "b%d[e]", k);
-        load(o, p->param_type[k], src);
+        ghd_ucg_load(o, p->param_type[k], src);
     }
-    put(o, ")");
+    ghd_strbuf_put(o, ")");
 }
 
-static void buffer_pointers(struct out *o, const struct ghd_uprog *p, int outputs)
+static void buffer_pointers(struct ghd_strbuf *o, const struct ghd_uprog *p, int outputs)
 {
     const struct ghd_udef *d = p->def;
     for (int k = 0; k < (outputs ? d->nparams : d->nin); k++)
         if (is_buffer_param(p, k))
-            put(o, "    %s%s *b%d = (%s%s *)A.w[%d];\n", d->params[k].is_out ? "" : "const ",
-                stype(p->param_type[k]), k, d->params[k].is_out ? "" : "const ",
-                stype(p->param_type[k]), GHD_UCG_W_PARAM(k));
+            ghd_strbuf_put(o, "    %s%s *b%d = (%s%s *)A.w[%d];\n", d->params[k].is_out ? "" : "const ",
+                ghd_ucg_stype(p->param_type[k]), k, d->params[k].is_out ? "" : "const ",
+                ghd_ucg_stype(p->param_type[k]), GHD_UCG_W_PARAM(k));
 }
 
-static void ewise_kernel(struct out *o, const struct ghd_uprog *p, unsigned vec_elem)
+static void ewise_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsigned vec_elem)
 {
     const struct ghd_udef *d = p->def;
-    put(o, "extern \"C\" __global__ void __launch_bounds__(%d) " GHD_UCG_KERNEL "(const GhdArgs A)\n{\n",
+    ghd_strbuf_put(o, "extern \"C\" __global__ void __launch_bounds__(%d) " GHD_UCG_KERNEL "(const GhdArgs A)\n{\n",
         GHD_UCG_THREADS);
-    put(o, "    const unsigned long long n = A.w[%d];\n", GHD_UCG_W_N);
-    put(o, "    const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    ghd_strbuf_put(o, "    const unsigned long long n = A.w[%d];\n", GHD_UCG_W_N);
+    ghd_strbuf_put(o, "    const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
            "    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n");
     buffer_pointers(o, p, 1);
-    put(o, "    unsigned long long start = 0;\n");
+    ghd_strbuf_put(o, "    unsigned long long start = 0;\n");
     for (int pass = vec_elem ? 0 : 1; pass < 2; pass++) {
         int vec = pass == 0;
         unsigned w = vec ? 16 / vec_elem : 1;
         if (vec) {
-            put(o, "    if (A.w[%d]) {\n        const unsigned long long nv = n / %u;\n"
+            ghd_strbuf_put(o, "    if (A.w[%d]) {\n        const unsigned long long nv = n / %u;\n"
                    "        for (unsigned long long v = tid; v < nv; v += stride) {\n"
                    "            const unsigned long long e0 = v * %u;\n",
                 GHD_UCG_W_VEC, w, w);
@@ -555,14 +178,14 @@ static void ewise_kernel(struct out *o, const struct ghd_uprog *p, unsigned vec_
                 if (!is_buffer_param(p, k))
                     continue;
                 if (d->params[k].is_out && !reads_param(p, k)) /* written only: not loaded */
-                    put(o, "            GhdVec<%s, %u> v%d;\n", stype(p->param_type[k]), w, k);
+                    ghd_strbuf_put(o, "            GhdVec<%s, %u> v%d;\n", ghd_ucg_stype(p->param_type[k]), w, k);
                 else
-                    put(o, "            GhdVec<%s, %u> v%d = ((const GhdVec<%s, %u> *)b%d)[v];\n",
-                        stype(p->param_type[k]), w, k, stype(p->param_type[k]), w, k);
+                    ghd_strbuf_put(o, "            GhdVec<%s, %u> v%d = ((const GhdVec<%s, %u> *)b%d)[v];\n",
+                        ghd_ucg_stype(p->param_type[k]), w, k, ghd_ucg_stype(p->param_type[k]), w, k);
             }
-            put(o, "#pragma unroll\n            for (int j = 0; j < %u; j++) {\n", w);
+            ghd_strbuf_put(o, "#pragma unroll\n            for (int j = 0; j < %u; j++) {\n", w);
         } else {
-            put(o, "    for (unsigned long long e = start + tid; e < n; e += stride) {\n"
+            ghd_strbuf_put(o, "    for (unsigned long long e = start + tid; e < n; e += stride) {\n"
                    "        {\n");
         }
         /* declare outputs, call, store */
@@ -570,52 +193,53 @@ static void ewise_kernel(struct out *o, const struct ghd_uprog *p, unsigned vec_
             int t = p->param_type[k];
             char src[48];
             snprintf(src, sizeof(src), vec ? "v%d.e[j]" : "b%d[e]", k);
-            put(o, "                %s o%d = ", ctype(t), k);
+            ghd_strbuf_put(o, "                %s o%d = ", ghd_ucg_ctype(t), k);
             if (reads_param(p, k))
-                load(o, t, src);
+                ghd_ucg_load(o, t, src);
             else
-                put(o, "0");
-            put(o, ";\n");
+                ghd_strbuf_put(o, "0");
+            ghd_strbuf_put(o, ";\n");
         }
-        put(o, "                ");
+        ghd_strbuf_put(o, "                ");
         elem_call(o, p, "ghd_elem", vec ? "e0 + j" : "e", vec, 1);
-        put(o, ";\n");
+        ghd_strbuf_put(o, ";\n");
         for (int k = d->nin; k < d->nparams; k++) {
             char val[16], dst[48];
             snprintf(val, sizeof(val), "o%d", k);
             snprintf(dst, sizeof(dst), vec ? "v%d.e[j]" : "b%d[e]", k);
-            put(o, "                %s = ", dst);
-            store_expr(o, p->param_type[k], val);
-            put(o, ";\n");
+            ghd_strbuf_put(o, "                %s = ", dst);
+            ghd_ucg_store(o, p->param_type[k], val);
+            ghd_strbuf_put(o, ";\n");
         }
         if (vec) {
-            put(o, "            }\n");
+            ghd_strbuf_put(o, "            }\n");
             for (int k = d->nin; k < d->nparams; k++)
-                put(o, "            ((GhdVec<%s, %u> *)b%d)[v] = v%d;\n", stype(p->param_type[k]),
+                ghd_strbuf_put(o, "            ((GhdVec<%s, %u> *)b%d)[v] = v%d;\n", ghd_ucg_stype(p->param_type[k]),
                     w, k, k);
-            put(o, "        }\n        start = nv * %u;\n    }\n", w);
+            ghd_strbuf_put(o, "        }\n        start = nv * %u;\n    }\n", w);
         } else {
-            put(o, "        }\n    }\n");
+            ghd_strbuf_put(o, "        }\n    }\n");
         }
     }
-    put(o, "}\n");
+    ghd_strbuf_put(o, "}\n");
 }
 
-static void reduce_kernel(struct out *o, const struct ghd_uprog *p, unsigned vec_elem)
+/* A reduction's device functions: ghd_map (an element's value), ghd_red
+ * (two values into one) and ghd_post (the output from the reduced value). */
+static void reduce_functions(struct ghd_strbuf *o, const struct ghd_uprog *p)
 {
-    const struct ghd_udef *d = p->def;
-    const char *acc = ctype(p->acc_type);
-    int out = d->nin, tout = p->param_type[out];
-    put(o, "static __device__ __forceinline__ %s ghd_map(", acc);
+    const char *acc = ghd_ucg_ctype(p->acc_type);
+    int out = p->def->nin, tout = p->param_type[out];
+    ghd_strbuf_put(o, "static __device__ __forceinline__ %s ghd_map(", acc);
     elem_params(o, p, 0);
-    put(o, ")\n{\n    return ");
-    expr(o, p, p->map);
-    put(o, ";\n}\n");
-    put(o, "static __device__ __forceinline__ %s ghd_red(%s a, %s b)\n{\n    return ", acc, acc, acc);
-    expr(o, p, p->reduce);
-    put(o, ";\n}\n");
-    put(o, "static __device__ __forceinline__ %s ghd_post(%s a, long long n)\n{\n", ctype(tout), acc);
-    put(o, "    %s p%d = ", ctype(tout), out);
+    ghd_strbuf_put(o, ")\n{\n    return ");
+    ghd_ucg_expr(o, p, p->map);
+    ghd_strbuf_put(o, ";\n}\n");
+    ghd_strbuf_put(o, "static __device__ __forceinline__ %s ghd_red(%s a, %s b)\n{\n    return ", acc, acc, acc);
+    ghd_ucg_expr(o, p, p->reduce);
+    ghd_strbuf_put(o, ";\n}\n");
+    ghd_strbuf_put(o, "static __device__ __forceinline__ %s ghd_post(%s a, long long n)\n{\n", ghd_ucg_ctype(tout), acc);
+    ghd_strbuf_put(o, "    %s p%d = ", ghd_ucg_ctype(tout), out);
     /* the output starts as the reduced value in its type (as interp.c) */
     {
         struct ghd_unode tmp[2];
@@ -631,40 +255,47 @@ static void reduce_kernel(struct out *o, const struct ghd_uprog *p, unsigned vec
         struct ghd_uprog one = *p;
         one.nodes = tmp;
         one.nnodes = 2;
-        expr(o, &one, 1);
+        ghd_ucg_expr(o, &one, 1);
     }
-    put(o, ";\n");
+    ghd_strbuf_put(o, ";\n");
     statements(o, p);
-    put(o, "    return p%d;\n}\n", out);
+    ghd_strbuf_put(o, "    return p%d;\n}\n", out);
+}
 
-    put(o, "extern \"C\" __global__ void __launch_bounds__(%d) " GHD_UCG_KERNEL "(const GhdArgs A)\n{\n",
+static void reduce_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsigned vec_elem)
+{
+    const struct ghd_udef *d = p->def;
+    const char *acc = ghd_ucg_ctype(p->acc_type);
+    int out = d->nin, tout = p->param_type[out];
+    reduce_functions(o, p);
+    ghd_strbuf_put(o, "extern \"C\" __global__ void __launch_bounds__(%d) " GHD_UCG_KERNEL "(const GhdArgs A)\n{\n",
         GHD_UCG_THREADS);
-    put(o, "    const unsigned long long n = A.w[%d];\n", GHD_UCG_W_N);
-    put(o, "    const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    ghd_strbuf_put(o, "    const unsigned long long n = A.w[%d];\n", GHD_UCG_W_N);
+    ghd_strbuf_put(o, "    const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
            "    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n");
     buffer_pointers(o, p, 0);
-    put(o, "    %s acc = ", acc);
-    expr(o, p, p->identity);
-    put(o, ";\n    unsigned long long start = 0;\n");
+    ghd_strbuf_put(o, "    %s acc = ", acc);
+    ghd_ucg_expr(o, p, p->identity);
+    ghd_strbuf_put(o, ";\n    unsigned long long start = 0;\n");
     if (vec_elem) {
         unsigned w = 16 / vec_elem;
-        put(o, "    if (A.w[%d]) {\n        const unsigned long long nv = n / %u;\n"
+        ghd_strbuf_put(o, "    if (A.w[%d]) {\n        const unsigned long long nv = n / %u;\n"
                "        for (unsigned long long v = tid; v < nv; v += stride) {\n"
                "            const unsigned long long e0 = v * %u;\n",
             GHD_UCG_W_VEC, w, w);
         for (int k = 0; k < d->nin; k++)
             if (is_buffer_param(p, k))
-                put(o, "            GhdVec<%s, %u> v%d = ((const GhdVec<%s, %u> *)b%d)[v];\n",
-                    stype(p->param_type[k]), w, k, stype(p->param_type[k]), w, k);
-        put(o, "#pragma unroll\n            for (int j = 0; j < %u; j++)\n                acc = ghd_red(acc, ", w);
+                ghd_strbuf_put(o, "            GhdVec<%s, %u> v%d = ((const GhdVec<%s, %u> *)b%d)[v];\n",
+                    ghd_ucg_stype(p->param_type[k]), w, k, ghd_ucg_stype(p->param_type[k]), w, k);
+        ghd_strbuf_put(o, "#pragma unroll\n            for (int j = 0; j < %u; j++)\n                acc = ghd_red(acc, ", w);
         elem_call(o, p, "ghd_map", "e0 + j", 1, 0);
-        put(o, ");\n        }\n        start = nv * %u;\n    }\n", w);
+        ghd_strbuf_put(o, ");\n        }\n        start = nv * %u;\n    }\n", w);
     }
-    put(o, "    for (unsigned long long e = start + tid; e < n; e += stride)\n        acc = ghd_red(acc, ");
+    ghd_strbuf_put(o, "    for (unsigned long long e = start + tid; e < n; e += stride)\n        acc = ghd_red(acc, ");
     elem_call(o, p, "ghd_map", "e", 0, 0);
-    put(o, ");\n");
+    ghd_strbuf_put(o, ");\n");
     /* the block's partial, then the last block combines them all */
-    put(o, "    __shared__ %s sh[%d];\n    __shared__ bool last;\n"
+    ghd_strbuf_put(o, "    __shared__ %s sh[%d];\n    __shared__ bool last;\n"
            "    sh[threadIdx.x] = acc;\n    __syncthreads();\n"
            "    for (unsigned s = %d; s > 0; s >>= 1) {\n"
            "        if (threadIdx.x < s)\n            sh[threadIdx.x] = ghd_red(sh[threadIdx.x], sh[threadIdx.x + s]);\n"
@@ -676,9 +307,9 @@ static void reduce_kernel(struct out *o, const struct ghd_uprog *p, unsigned vec
            "    if (!last)\n        return;\n"
            "    __threadfence();\n",
         acc, GHD_UCG_THREADS, GHD_UCG_THREADS / 2, acc, acc, GHD_UCG_W_PARTIALS, GHD_UCG_W_COUNTER);
-    put(o, "    acc = ");
-    expr(o, p, p->identity);
-    put(o, ";\n    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)\n"
+    ghd_strbuf_put(o, "    acc = ");
+    ghd_ucg_expr(o, p, p->identity);
+    ghd_strbuf_put(o, ";\n    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)\n"
            "        acc = ghd_red(acc, ((volatile %s *)partials)[b]);\n"
            "    sh[threadIdx.x] = acc;\n    __syncthreads();\n"
            "    for (unsigned s = %d; s > 0; s >>= 1) {\n"
@@ -686,11 +317,11 @@ static void reduce_kernel(struct out *o, const struct ghd_uprog *p, unsigned vec
            "        __syncthreads();\n    }\n"
            "    if (threadIdx.x == 0) {\n        %s r = ghd_post(sh[0], (long long)n);\n"
            "        *(unsigned long long *)A.w[%d] = ghd_word(r);\n",
-        acc, GHD_UCG_THREADS / 2, ctype(tout), GHD_UCG_W_RESULT);
-    put(o, "        if (A.w[%d])\n            *(%s *)A.w[%d] = ", GHD_UCG_W_PARAM(out), stype(tout),
+        acc, GHD_UCG_THREADS / 2, ghd_ucg_ctype(tout), GHD_UCG_W_RESULT);
+    ghd_strbuf_put(o, "        if (A.w[%d])\n            *(%s *)A.w[%d] = ", GHD_UCG_W_PARAM(out), ghd_ucg_stype(tout),
         GHD_UCG_W_PARAM(out));
-    store_expr(o, tout, "r");
-    put(o, ";\n    }\n}\n");
+    ghd_ucg_store(o, tout, "r");
+    ghd_strbuf_put(o, ";\n    }\n}\n");
 }
 
 /* The vector path's element size: every buffer the loop reads or writes
@@ -714,24 +345,24 @@ static unsigned common_elem_size(const struct ghd_uprog *p)
 int ghd_ucodegen(const struct ghd_uprog *p, char **outp, unsigned *vec_elem, struct ghd_err *e)
 {
     const struct ghd_udef *d = p->def;
-    struct out o = {0};
+    struct ghd_strbuf o = {0};
     *outp = NULL;
     *vec_elem = common_elem_size(p);
-    put(&o, "// gpuhttpd user kernel '%s' (generated; do not edit)\n", d->name);
-    put(&o, "%s", (const char *)ghd_uops_source);
-    put(&o, "%s", prelude);
+    ghd_strbuf_put(&o, "// gpuhttpd user kernel '%s' (generated; do not edit)\n", d->name);
+    ghd_strbuf_put(&o, "%s", (const char *)ghd_uops_source);
+    ghd_strbuf_put(&o, "%s", prelude);
     raw_readers(&o, p);
     if (d->kind == GHD_UK_ELEMENTWISE) {
-        put(&o, "static __device__ __forceinline__ void ghd_elem(");
+        ghd_strbuf_put(&o, "static __device__ __forceinline__ void ghd_elem(");
         elem_params(&o, p, 1);
-        put(&o, ")\n{\n");
+        ghd_strbuf_put(&o, ")\n{\n");
         statements(&o, p);
-        put(&o, "}\n");
+        ghd_strbuf_put(&o, "}\n");
         ewise_kernel(&o, p, *vec_elem);
     } else {
         reduce_kernel(&o, p, *vec_elem);
     }
-    if (o.oom) {
+    if (o.failed) {
         free(o.buf);
         return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
     }

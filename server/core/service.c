@@ -80,6 +80,26 @@ static int check_exposure(const struct ghd_service *svc, struct ghd_err *err)
     return 0;
 }
 
+/* The buffer and region tables with their quotas; on failure neither. */
+static int open_tables(struct ghd_service *svc, struct ghd_err *err)
+{
+    const struct ghd_config *cfg = &svc->cfg;
+    int rc = ghd_buffer_table_init(&svc->buffers, svc->owner.prefix);
+    if (rc)
+        return ghd_err_set(err, rc, "buffer table: %s", ghd_strerror(rc));
+    svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
+    svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
+    rc = ghd_region_table_init(&svc->regions, svc->owner.prefix);
+    if (rc) {
+        ghd_buffer_table_destroy(&svc->buffers);
+        return ghd_err_set(err, rc, "region table: %s", ghd_strerror(rc));
+    }
+    svc->regions.allowed = (int)cfg->allow_shm;
+    svc->regions.tenant_max_regions = cfg->tenant_max_regions;
+    svc->regions.tenant_max_pinned = cfg->tenant_max_pinned;
+    return 0;
+}
+
 static int open_run_queue(struct ghd_service *svc, struct ghd_err *err)
 {
     const struct ghd_config *cfg = &svc->cfg;
@@ -140,22 +160,9 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     if (rc)
         goto destroy_auth;
     svc->runtime_count = 1;
-    rc = ghd_buffer_table_init(&svc->buffers, svc->owner.prefix);
-    if (rc) {
-        ghd_err_set(err, rc, "buffer table: %s", ghd_strerror(rc));
+    rc = open_tables(svc, err);
+    if (rc)
         goto destroy_runtime;
-    }
-    svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
-    svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
-    rc = ghd_region_table_init(&svc->regions, svc->owner.prefix);
-    if (rc) {
-        ghd_err_set(err, rc, "region table: %s", ghd_strerror(rc));
-        ghd_buffer_table_destroy(&svc->buffers);
-        goto destroy_runtime;
-    }
-    svc->regions.allowed = (int)cfg->allow_shm;
-    svc->regions.tenant_max_regions = cfg->tenant_max_regions;
-    svc->regions.tenant_max_pinned = cfg->tenant_max_pinned;
     struct ghd_err warm = {0};
     rc = ghd_kernels_warmup(&svc->runtimes[0], &warm); /* cuBLAS handle now, not on a request */
     if (rc) {

@@ -1,0 +1,24 @@
+#ifndef GHD_KERNELS_USER_CODEGEN_EXPR_H
+#define GHD_KERNELS_USER_CODEGEN_EXPR_H
+
+/* The half of code generation that prints values and expressions, which
+ * the program around them (codegen.c) is written with: C++ type names,
+ * loads and stores of stored elements, exact literals, and the checked tree
+ * as fully parenthesised C++ that computes what interp.c computes. Each
+ * writes into `o` (base/strbuf.h). */
+#include "base/strbuf.h"
+#include "ulang.h"
+
+/* The C++ type computations of type t use, and the one it is stored as. */
+const char *ghd_ucg_ctype(int t);
+const char *ghd_ucg_stype(int t);
+/* An element loaded from storage `s` (an lvalue expression) as type t. */
+void ghd_ucg_load(struct ghd_strbuf *o, int t, const char *s);
+/* The stored form of value `v` of type t. */
+void ghd_ucg_store(struct ghd_strbuf *o, int t, const char *v);
+/* A value of type t with the exact bits interp.c holds. */
+void ghd_ucg_literal(struct ghd_strbuf *o, int t, union ghd_uval v);
+/* Node `node` of `p` and everything under it. */
+void ghd_ucg_expr(struct ghd_strbuf *o, const struct ghd_uprog *p, int node);
+
+#endif
