@@ -21,6 +21,7 @@
  * GHD_GPU_TEST_N sets the element count (default 1000003). */
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "../unit/test_kernels_util.h"
 #include "gpu_report.h"
@@ -444,14 +445,27 @@ static void reductions(void)
     const char *l2 = "{\"name\": \"l2\", \"kind\": \"reduction\", \"in\": \"f32 x\", \"out\": \"f64 r\","
                      " \"map\": \"x * x\", \"reduce\": \"a + b\", \"identity\": \"0\", \"post\": \"r = sqrt(a)\"}";
     reduction("l2 norm (post sqrt)", l2, GHD_UT_NONE, D_SMALL, 1e-12, N, l2);
-    static const int mt[] = {GHD_UT_F32, GHD_UT_I64, GHD_UT_U8, GHD_UT_F16, GHD_UT_I32};
+    /* max and min per element type, each identity the far end of what its
+     * type holds (a literal that does not fit the type is a 422 since the
+     * definitions check literal ranges: -100000 is no u8 or f16). */
+    static const struct {
+        int type;
+        const char *lowest, *highest;
+    } mt[] = {{GHD_UT_F32, "-100000", "100000"}, {GHD_UT_I64, "-100000", "100000"},
+              {GHD_UT_U8, "0", "255"},           {GHD_UT_F16, "-65504", "65504"},
+              {GHD_UT_I32, "-100000", "100000"}};
     for (size_t i = 0; i < sizeof(mt) / sizeof(mt[0]); i++) {
-        reduction("max", "{\"name\": \"maxT\", \"kind\": \"reduction\", \"in\": \"T x\","
-                  " \"out\": \"T r\", \"map\": \"x\", \"reduce\": \"max(a, b)\", \"identity\": \"-100000\"}",
-                  mt[i], D_SMALL, 0, N, NULL);
-        reduction("min", "{\"name\": \"minT\", \"kind\": \"reduction\", \"in\": \"T x\","
-                  " \"out\": \"T r\", \"map\": \"x\", \"reduce\": \"min(a, b)\", \"identity\": \"100000\"}",
-                  mt[i], D_SMALL, 0, N, NULL);
+        char def[256];
+        snprintf(def, sizeof(def),
+                 "{\"name\": \"maxT\", \"kind\": \"reduction\", \"in\": \"T x\", \"out\": \"T r\","
+                 " \"map\": \"x\", \"reduce\": \"max(a, b)\", \"identity\": \"%s\"}",
+                 mt[i].lowest);
+        reduction("max", def, mt[i].type, D_SMALL, 0, N, NULL);
+        snprintf(def, sizeof(def),
+                 "{\"name\": \"minT\", \"kind\": \"reduction\", \"in\": \"T x\", \"out\": \"T r\","
+                 " \"map\": \"x\", \"reduce\": \"min(a, b)\", \"identity\": \"%s\"}",
+                 mt[i].highest);
+        reduction("min", def, mt[i].type, D_SMALL, 0, N, NULL);
     }
     reduction("u32 sum (wraps)", "{\"name\": \"su\", \"kind\": \"reduction\", \"in\": \"u32 x\","
               " \"out\": \"u32 r\", \"map\": \"x\", \"reduce\": \"a + b\", \"identity\": \"0\"}",
