@@ -4,26 +4,22 @@
 #include <jansson.h>
 
 #include "core/buffer.h"
+#include "core/service_buffers.h"
 #include "http/request.h"
 
-/* Shared by the buffer handlers: metadata JSON, the common lookup, and the
- * validation of creation parameters. */
-
-/* {id, size, alignment, device, created, label, expires?, version, dtype?,
- * shape?}. A new reference. */
-json_t *ghd_buffer_json_new(const struct ghd_buffer *b);
+/* Shared by the buffer handlers (buffer_json.c): the common lookup, a new
+ * buffer for the request's tenant, and reading what describes one. A
+ * buffer's JSON is the core's (ghd_buffer_json_new). */
 /* Looks up req->params[0] for the request's tenant, replying 404 if absent. */
 int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out);
-/* Longest time to live a buffer may ask for. */
-#define GHD_BUFFER_TTL_MAX ((time_t)10 * 365 * 86400)
 
 /* An optional unsigned query parameter: 0 and *out untouched when absent, 0
  * and *out set when an integer from 0 to max, else a 400 reply. */
 int ghd_buffer_query_uint(struct ghd_request *req, struct ghd_reply *rep, const char *name,
                           uint64_t max, uint64_t *out);
-/* Checks the spec against the service limits, then creates a buffer for the
- * request's tenant on the default device; replies on error (507 when the pool
- * is full). *out is a new reference. */
+/* Creates a buffer for the request's tenant (ghd_service_buffer_create:
+ * the spec's checks and the limits); replies on error (507 when the pool is
+ * full). *out is a new reference. */
 int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
 /* Reads an array description from JSON `dtype` and `shape` (NULL: one

@@ -12,7 +12,6 @@
 #include "base/error.h"
 #include "base/parse.h"
 #include "core/npy.h"
-#include "core/service.h"
 
 /* JSON Schema's integer: 4096 and 4096.0 alike, since JSON does not tell
  * them apart and some clients only have doubles. */
@@ -206,12 +205,13 @@ int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
     if (rc)
         return rc;
     uint64_t version = 0;
-    rc = ghd_buffer_remove_match(&req->svc->buffers, req->params[0], req->tenant, conds_hold, &c,
-                                 &version);
+    struct ghd_err err = {0};
+    rc = ghd_service_buffer_remove(req->svc, req->tenant, req->params[0], conds_hold, &c, &version,
+                                   &err);
     if (rc == GHD_EPRECOND)
         return ghd_reply_write_precondition(req, rep, &c, version);
     if (rc)
-        return ghd_reply_problem(rep, req, rc, "no buffer with id '%.64s'", req->params[0]);
+        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     return ghd_reply_empty(rep, 204);
 }
 
@@ -252,8 +252,8 @@ int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep)
                                  "cursor must be a value returned as next_cursor");
     struct list_page page = {json_array(), 0};
     int more = 0;
-    ghd_buffer_list(&req->svc->buffers, req->tenant, cursor, (size_t)limit, list_one, &page,
-                    &more);
+    ghd_service_buffer_list(req->svc, req->tenant, cursor, (size_t)limit, list_one, &page,
+                            &more);
     json_t *body = json_pack("{s:o}", "buffers", page.items);
     if (body && more) {
         /* The creation sequence of the last buffer listed, made opaque. */

@@ -6,15 +6,12 @@
 
 #include "base/error.h"
 #include "core/gauges.h"
-#include "core/metrics.h"
 
 int ghd_handle_metrics(struct ghd_request *req, struct ghd_reply *rep)
 {
     char *text;
     size_t len;
-    struct ghd_metrics_gauges g;
-    ghd_gauges_collect(req->svc, &g);
-    int rc = ghd_metrics_render(req->svc->metrics, &g, &text, &len);
+    int rc = ghd_service_metrics_render(req->svc, &text, &len);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "cannot render the metrics");
     rc = ghd_reply_text(rep, 200, GHD_METRICS_CONTENT_TYPE, text, len);

@@ -2,19 +2,18 @@
  * unless --allow-raw-kernels; with tokens, the token needs the "raw"
  * permission (403 naming what is missing). A module belongs to its tenant:
  * another tenant gets 404 as if it did not exist. Only the CUDA backend
- * runs them (501 on the host backend). */
+ * runs them (501 on the host backend). The rules are the core's
+ * (core/service_modules.h); these handlers check the permission, call it
+ * and reply. */
 #include "handlers.h"
 
 #include "base/error.h"
-#include "core/auth.h"
-#include "core/service.h"
-#include "kernels/raw/module.h"
+#include "core/service_modules.h"
 
 int ghd_handle_raw_allowed(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
-    int rc = ghd_auth_raw_check(req->svc->auth, req->svc->cfg.allow_raw_kernels, req->perms,
-                                req->tenant, &err);
+    int rc = ghd_service_raw_allowed(req->svc, req->tenant, req->perms, &err);
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
 }
 
@@ -23,52 +22,19 @@ int ghd_handle_module_create(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_handle_raw_allowed(req, rep);
     if (rc)
         return rc;
-    struct ghd_service *svc = req->svc;
     struct ghd_err err = {0};
-    char id[GHD_RMODULE_ID_LEN + 1];
-    struct ghd_rmodule *m = NULL, *have = NULL;
-    if (!json_is_object(req->json))
-        return ghd_reply_problem(rep, req, GHD_EJSON, "the body must be a JSON object");
-    /* The same module again: the one there is (no compile). */
-    rc = ghd_rmodule_id(req->json, svc->owner.prefix, id, &err);
-    if (rc == 0 && ghd_rmodule_store_find_new(&svc->modules, req->tenant, id, &have) == 0) {
-        ghd_reply_header(rep, "Location", "/v1/modules/%s", have->id);
-        rc = ghd_reply_json(rep, 200, ghd_rmodule_describe_new(have));
-        ghd_rmodule_unref(have);
-        return rc;
-    }
-    if (rc == 0 && svc->modules.tenant_max &&
-        ghd_rmodule_store_count(&svc->modules, req->tenant) >= svc->modules.tenant_max) {
-        ghd_reply_header(rep, "Retry-After", "1");
-        return ghd_reply_problem(rep, req, GHD_ELIMIT, "this tenant has %u modules already "
-                                 "(--tenant-max-modules); delete some first",
-                                 svc->modules.tenant_max);
-    }
-    if (rc == 0)
-        rc = ghd_rmodule_new(req->json, svc->cfg.module_max_source, svc->owner.prefix,
-                             req->tenant, svc->compiler, ghd_service_runtime(svc, 0), &m, &err);
+    json_t *desc;
+    int created;
+    rc = ghd_service_module_create(req->svc, req->tenant, req->json, &desc, &created, &err);
     if (rc) {
-        if (rc == GHD_ELIMIT)
+        if (rc == GHD_ELIMIT) /* the tenant's limit, or the compile queue */
             ghd_reply_header(rep, "Retry-After", "1");
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     }
-    rc = ghd_rmodule_store_add(&svc->modules, m, &have);
-    if (rc == GHD_EBUSY) { /* compiled twice at once: the first one stays */
-        ghd_reply_header(rep, "Location", "/v1/modules/%s", have->id);
-        rc = ghd_reply_json(rep, 200, ghd_rmodule_describe_new(have));
-        ghd_rmodule_unref(have);
-    } else if (rc == GHD_ELIMIT) {
-        ghd_reply_header(rep, "Retry-After", "1");
-        ghd_reply_problem(rep, req, rc, "this tenant has %u modules already "
-                          "(--tenant-max-modules); delete some first", svc->modules.tenant_max);
-    } else if (rc == 0) {
-        ghd_reply_header(rep, "Location", "/v1/modules/%s", m->id);
-        rc = ghd_reply_json(rep, 201, ghd_rmodule_describe_new(m));
-    } else {
-        ghd_reply_problem(rep, req, rc, NULL);
-    }
-    ghd_rmodule_unref(m);
-    return rc;
+    const char *id = json_string_value(json_object_get(desc, "id")); /* NULL: out of memory */
+    if (id)
+        ghd_reply_header(rep, "Location", "/v1/modules/%s", id);
+    return ghd_reply_json(rep, created ? 201 : 200, desc);
 }
 
 int ghd_handle_module_list(struct ghd_request *req, struct ghd_reply *rep)
@@ -76,8 +42,7 @@ int ghd_handle_module_list(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_handle_raw_allowed(req, rep);
     if (rc)
         return rc;
-    json_t *list = json_array();
-    ghd_rmodule_store_describe(&req->svc->modules, req->tenant, list);
+    json_t *list = ghd_service_module_list_new(req->svc, req->tenant);
     return ghd_reply_json(rep, 200, json_pack("{s:o}", "modules", list));
 }
 
@@ -86,13 +51,11 @@ int ghd_handle_module_get(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_handle_raw_allowed(req, rep);
     if (rc)
         return rc;
-    struct ghd_rmodule *m;
-    if (ghd_rmodule_store_find_new(&req->svc->modules, req->tenant, req->params[0], &m) != 0)
-        return ghd_reply_problem(rep, req, GHD_ENOENT, "no module with id '%.64s'",
-                                 req->params[0]);
-    rc = ghd_reply_json(rep, 200, ghd_rmodule_describe_new(m));
-    ghd_rmodule_unref(m);
-    return rc;
+    struct ghd_err err = {0};
+    json_t *desc;
+    rc = ghd_service_module_get(req->svc, req->tenant, req->params[0], &desc, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail)
+              : ghd_reply_json(rep, 200, desc);
 }
 
 int ghd_handle_module_delete(struct ghd_request *req, struct ghd_reply *rep)
@@ -100,8 +63,7 @@ int ghd_handle_module_delete(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_handle_raw_allowed(req, rep);
     if (rc)
         return rc;
-    if (ghd_rmodule_store_remove(&req->svc->modules, req->tenant, req->params[0]) != 0)
-        return ghd_reply_problem(rep, req, GHD_ENOENT, "no module with id '%.64s'",
-                                 req->params[0]);
-    return ghd_reply_empty(rep, 204);
+    struct ghd_err err = {0};
+    rc = ghd_service_module_delete(req->svc, req->tenant, req->params[0], &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : ghd_reply_empty(rep, 204);
 }

@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/buffer.h"
-#include "core/service.h"
+#include "core/service_buffers.h"
 
 void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len)
 {
@@ -26,7 +25,7 @@ void ghd_ra_describe(struct ghd_request *req, json_t *args, const char *name, in
     json_t *id = json_object_get(args, name);
     struct ghd_buffer *b;
     if (!json_is_string(id) ||
-        ghd_buffer_find_new(&req->svc->buffers, json_string_value(id), req->tenant, &b) != 0)
+        ghd_service_buffer_find(req->svc, req->tenant, json_string_value(id), &b, NULL) != 0)
         return; /* the call's own check says 422 or 404 */
     struct ghd_described *x = &xs[*count];
     memset(x, 0, sizeof(*x));

@@ -8,9 +8,8 @@
 #include "conditional.h"
 #include "run_arrays.h"
 #include "base/error.h"
-#include "core/run_queue.h"
-#include "core/service.h"
-#include "kernels/raw/module.h"
+#include "core/service_kernels.h"
+#include "core/service_runs.h"
 
 /* Prepares one {"module": id, "function": name, "grid", "block",
  * "shared_mem", "args": [...]} step: a raw module's function (trusted
@@ -31,27 +30,9 @@ static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json
     if (json_object_get(step, "if_match")) /* its arguments are a list, without names */
         return ghd_reply_problem(rep, req, GHD_EUNPROC, "%sif_match is for kernel steps: a "
                                  "module function's arguments have no names to give it", where);
-    struct ghd_rmodule *m;
-    if (ghd_rmodule_store_find_new(&req->svc->modules, req->tenant, json_string_value(mod),
-                                   &m) != 0)
-        return ghd_reply_problem(rep, req, GHD_ENOENT, "%sno module with id '%.64s'", where,
-                                 json_string_value(mod));
-    struct ghd_rfunc *f = ghd_rmodule_function(m, json_string_value(fn));
-    if (!f) {
-        rc = ghd_reply_problem(rep, req, GHD_EUNPROC, "%smodule %s has no __global__ function "
-                               "'%.128s' (GET /v1/modules/%s lists them)", where, m->id,
-                               json_string_value(fn), m->id);
-        ghd_rmodule_unref(m);
-        return rc;
-    }
-    out->kernel = &f->base; /* the step's reference is the module's */
     struct ghd_err err = {0};
-    /* For a raw function the "args" of the call are the whole step: its
-     * launch shape and its argument list (kernels/raw/rcall.c). */
-    rc = ghd_run_step_prepare(out, step, &req->svc->buffers, req->tenant, &err);
-    if (rc)
-        return ghd_reply_problem(rep, req, rc, "%s%s: %s", where, f->name, err.detail);
-    return 0;
+    rc = ghd_service_run_step_module(req->svc, req->tenant, out, step, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s%s", where, err.detail) : 0;
 }
 
 /* Prepares one {"kernel": name, "args": {...}} step. */
@@ -64,8 +45,8 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     json_t *args = json_object_get(step, "args");
     if (!json_is_string(name))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'kernel' must be a kernel name", where);
-    if (ghd_kernel_lookup_new(&req->svc->kernels, req->tenant, json_string_value(name),
-                              &out->kernel) != 0)
+    if (ghd_service_kernel_find(req->svc, req->tenant, json_string_value(name), &out->kernel,
+                                NULL) != 0)
         return ghd_reply_problem(rep, req, GHD_EUNPROC,
                                  "%sunknown kernel '%.64s' (GET /v1/kernels lists them)", where,
                                  json_string_value(name));
@@ -81,7 +62,7 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
         json_decref(empty);
         return rc;
     }
-    rc = ghd_run_step_prepare(out, args, &req->svc->buffers, req->tenant, &err);
+    rc = ghd_service_run_step_prepare(req->svc, req->tenant, out, args, &err);
     /* The status rule (openapi.yaml, "Bad input"): the contract leaves
      * `args` open to each kernel's signature, so any mistake in them, a
      * wrong JSON type or an unknown or missing argument included, is 422
@@ -159,13 +140,12 @@ static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct gh
 static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run,
                      int status)
 {
-    struct ghd_run_queue *q = req->svc->runs;
     if (run->status == GHD_RUN_FAILED)
         return ghd_reply_problem(rep, req, run->error_code, "run %s failed: %s", run->id,
                                  run->error.detail);
     if (run->status == GHD_RUN_SUCCEEDED)
         ghd_reply_header(rep, "Server-Timing", "device;dur=%.3f", (double)run->device_ms);
-    return ghd_reply_json(rep, status, ghd_run_json_new(q, run));
+    return ghd_reply_json(rep, status, ghd_service_run_json_new(req->svc, run));
 }
 
 int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
@@ -174,35 +154,26 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     if (wait && !json_is_boolean(wait))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
     struct ghd_run *run;
-    int rc = ghd_run_new(req->svc->owner.prefix, req->tenant, &run);
+    int rc = ghd_service_run_new(req->svc, req->tenant, &run);
     if (rc)
         return ghd_reply_problem(rep, req, rc, NULL);
     rc = prepare_run(req, rep, run);
     if (rc == 0) {
-        rc = ghd_run_submit(req->svc->runs, run);
-        if (rc == GHD_ELIMIT) {
+        struct ghd_err err = {0};
+        rc = ghd_service_run_submit(req->svc, run, &err);
+        if (rc == GHD_ELIMIT)
             ghd_reply_header(rep, "Retry-After", "1");
-            if (run->error.detail[0]) /* the tenant's own limit */
-                ghd_reply_problem(rep, req, rc, "%s", run->error.detail);
-            else
-                ghd_reply_problem(rep, req, rc,
-                                  "%u runs are queued or running (--run-queue-limit)",
-                                  req->svc->cfg.run_queue_limit);
-        } else if (rc == GHD_EPRECOND) {
+        else if (rc == GHD_EPRECOND)
             ghd_reply_etag(rep, run->precond_version, 0);
-            ghd_reply_problem(rep, req, rc, "%s", run->error.detail);
-        } else if (rc == GHD_EDEVLOST) {
-            ghd_reply_problem(rep, req, rc, "the device is lost: no run is taken");
-        } else if (rc) {
-            ghd_reply_problem(rep, req, rc, "the run queue is stopping");
-        }
+        if (rc)
+            ghd_reply_problem(rep, req, rc, "%s", err.detail);
     }
     if (rc == 0) {
         ghd_reply_header(rep, "Location", "/v1/runs/%s", run->id);
         if (wait && json_is_false(wait)) {
-            rc = ghd_reply_json(rep, 202, ghd_run_json_new(req->svc->runs, run));
+            rc = ghd_reply_json(rep, 202, ghd_service_run_json_new(req->svc, run));
         } else {
-            ghd_run_wait(req->svc->runs, run);
+            ghd_service_run_wait(req->svc, run);
             rc = reply_run(req, rep, run, 200);
         }
     }
@@ -212,21 +183,21 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
 
 int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 {
+    struct ghd_err err = {0};
     struct ghd_run *run;
-    int rc = ghd_run_find_new(req->svc->runs, req->params[0], req->tenant, &run);
+    int rc = ghd_service_run_find(req->svc, req->tenant, req->params[0], &run, &err);
     if (rc)
-        return ghd_reply_problem(rep, req, rc, "no run with id '%.64s'", req->params[0]);
-    rc = ghd_reply_json(rep, 200, ghd_run_json_new(req->svc->runs, run));
+        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
+    rc = ghd_reply_json(rep, 200, ghd_service_run_json_new(req->svc, run));
     ghd_run_unref(run);
     return rc;
 }
 
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
-    int rc = ghd_run_cancel(req->svc->runs, req->params[0], req->tenant);
-    if (rc == GHD_EBUSY)
-        return ghd_reply_problem(rep, req, rc, "run %.64s is already running", req->params[0]);
+    struct ghd_err err = {0};
+    int rc = ghd_service_run_cancel(req->svc, req->tenant, req->params[0], &err);
     if (rc < 0)
-        return ghd_reply_problem(rep, req, rc, "no run with id '%.64s'", req->params[0]);
+        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     return ghd_reply_empty(rep, 204);
 }

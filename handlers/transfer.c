@@ -2,7 +2,7 @@
 #include "transfer.h"
 
 #include "base/error.h"
-#include "core/service.h"
+#include "core/service_buffers.h"
 
 int ghd_transfer_reply_problem(struct ghd_reply *rep, struct ghd_request *req, int rc,
                                const struct ghd_err *err)
@@ -14,11 +14,5 @@ int ghd_transfer_reply_problem(struct ghd_reply *rep, struct ghd_request *req, i
 
 void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_client *out)
 {
-    *out = (struct ghd_transfer_client){
-        .caps = &req->svc->staging_caps,
-        .metrics = req->svc->metrics,
-        .request_id = req->request_id,
-        .address = req->client_address,
-        .tenant = req->tenant,
-    };
+    ghd_service_transfer_client(req->svc, req->request_id, req->client_address, req->tenant, out);
 }

@@ -8,7 +8,7 @@
  * engine (core/transfer.h). */
 
 /* Whom a transfer for `req` serves: its request id, client address and
- * tenant, and the service's staging caps. */
+ * tenant (ghd_service_transfer_client). */
 void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_client *out);
 
 /* Replies with the problem for code `rc` and its detail `err` from the

@@ -9,7 +9,6 @@
 #include "conditional.h"
 #include "base/error.h"
 #include "base/parse.h"
-#include "core/service.h"
 #include "http/range.h"
 #include "transfer.h"
 
@@ -91,7 +90,7 @@ int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_b
     uint64_t offset = 0, length = b->size;
     struct ghd_transfer_client client;
     ghd_transfer_client_of(req, &client);
-    int rc = ghd_sink_open(b, created ? &req->svc->buffers : NULL, &client, &t, &err);
+    int rc = ghd_sink_open(b, created, &client, &t, &err);
     if (rc)
         return ghd_transfer_reply_problem(rep, req, rc, &err);
     if (extent) {
@@ -176,9 +175,8 @@ int ghd_upload_finish(struct ghd_request *req, struct ghd_reply *rep,
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "the body (%llu bytes) is shorter than its Content-Range (%llu bytes)",
                                  (unsigned long long)t->received, (unsigned long long)t->length);
-    ghd_sink_complete(t, desc);
+    ghd_sink_complete(t, desc); /* publishes a new buffer */
     if (t->created) {
-        ghd_buffer_publish(t->buf);
         ghd_buffer_ref(t->buf);
         return ghd_buffer_reply_created(req, rep, t->buf);
     }

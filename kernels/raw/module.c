@@ -249,6 +249,13 @@ static int owned_by(const struct ghd_rmodule *m, const char *tenant)
     return strcmp(m->tenant, tenant ? tenant : "") == 0;
 }
 
+/* The tenant's quota, which both the room asked for before a compile and
+ * the add itself go by. */
+static int full(const struct ghd_rmodule_store *s, unsigned count)
+{
+    return s->tenant_max && count >= s->tenant_max;
+}
+
 int ghd_rmodule_store_add(struct ghd_rmodule_store *s, struct ghd_rmodule *m,
                           struct ghd_rmodule **have)
 {
@@ -266,7 +273,7 @@ int ghd_rmodule_store_add(struct ghd_rmodule_store *s, struct ghd_rmodule *m,
             }
         }
     }
-    if (rc == 0 && s->tenant_max && count >= s->tenant_max)
+    if (rc == 0 && full(s, count))
         rc = GHD_ELIMIT;
     if (rc == 0) {
         ghd_rmodule_ref(m);
@@ -330,4 +337,9 @@ unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant
         n += (unsigned)owned_by(m, tenant);
     pthread_mutex_unlock(&s->lock);
     return n;
+}
+
+int ghd_rmodule_store_room(struct ghd_rmodule_store *s, const char *tenant)
+{
+    return full(s, ghd_rmodule_store_count(s, tenant)) ? GHD_ELIMIT : 0;
 }

@@ -99,6 +99,10 @@ int ghd_rmodule_store_remove(struct ghd_rmodule_store *s, const char *tenant, co
 /* Appends the tenant's modules' descriptions to `list`. */
 void ghd_rmodule_store_describe(struct ghd_rmodule_store *s, const char *tenant, json_t *list);
 unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant);
+/* 0 while the tenant may add a module, GHD_ELIMIT at tenant_max: asked
+ * before a compile, so that one at the limit costs none (the add checks
+ * again, for two at once). */
+int ghd_rmodule_store_room(struct ghd_rmodule_store *s, const char *tenant);
 
 /* ---- the device side (rcuda.c; GHD_ENOTSUP without CUDA and NVRTC) -------- */
 

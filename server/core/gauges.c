@@ -40,3 +40,10 @@ void ghd_gauges_collect(struct ghd_service *svc, struct ghd_metrics_gauges *g)
         g->device_name = dev->name;
     }
 }
+
+int ghd_service_metrics_render(struct ghd_service *svc, char **out, size_t *len)
+{
+    struct ghd_metrics_gauges g;
+    ghd_gauges_collect(svc, &g);
+    return ghd_metrics_render(svc->metrics, &g, out, len);
+}

@@ -34,6 +34,7 @@
  * counted). Copied at open. */
 struct ghd_transfer_client {
     struct ghd_staging_caps *caps; /* NULL: no caps */
+    struct ghd_buffer_table *buffers; /* where an upload's new buffer lives (ghd_sink_open) */
     struct ghd_metrics *metrics;   /* the transfer is counted there; NULL: not counted */
     const char *request_id;
     const char *address;
@@ -81,13 +82,12 @@ struct ghd_transfer {
 /* --- the upload sink -------------------------------------------------- */
 
 /* Opens an upload into `b` (stealing the reference) and claims the buffer's
- * single writer (GHD_EBUSY while another upload holds it). `created`: the
- * table of a buffer made for this upload, which is dropped from it unless
- * the upload completes; NULL for an existing buffer. On failure everything
- * is released. */
-int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created,
-                  const struct ghd_transfer_client *client, struct ghd_transfer **out,
-                  struct ghd_err *err);
+ * single writer (GHD_EBUSY while another upload holds it). `created_here`:
+ * b was made for this upload, so it is dropped from client->buffers unless
+ * the upload completes, and published when it does; 0 for an existing
+ * buffer. On failure everything is released. */
+int ghd_sink_open(struct ghd_buffer *b, int created_here, const struct ghd_transfer_client *client,
+                  struct ghd_transfer **out, struct ghd_err *err);
 /* The write begins at buffer byte `offset` and may take `length` bytes: the
  * version moves now and again when the writer lets go (a write cut short
  * moved bytes too). Before this, freeing the transfer leaves the version. */
@@ -102,8 +102,8 @@ int ghd_sink_commit(struct ghd_transfer *t, size_t n, struct ghd_err *err);
 /* Queues what is still staged and waits until every byte is on the device. */
 int ghd_sink_flush(struct ghd_transfer *t, struct ghd_err *err);
 /* The upload succeeded: records `desc` (NULL: keep) with the bytes, moves
- * the version, lets the writer go and counts the transfer in the metrics.
- * A new buffer is then the caller's to publish. */
+ * the version, lets the writer go, publishes a buffer made for it (lookups
+ * and lists see it from now on) and counts the transfer in the metrics. */
 void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc);
 
 /* --- the download source ---------------------------------------------- */

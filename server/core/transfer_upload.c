@@ -18,11 +18,11 @@
 /* Body pieces at least this large go to the device without the staging ring. */
 #define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)
 
-int ghd_sink_open(struct ghd_buffer *b, struct ghd_buffer_table *created,
-                  const struct ghd_transfer_client *client, struct ghd_transfer **out,
-                  struct ghd_err *err)
+int ghd_sink_open(struct ghd_buffer *b, int created_here, const struct ghd_transfer_client *client,
+                  struct ghd_transfer **out, struct ghd_err *err)
 {
     struct ghd_transfer *t;
+    struct ghd_buffer_table *created = created_here ? client->buffers : NULL;
     *out = NULL;
     int rc = ghd_transfer_new(b, client, &t, err);
     if (rc) {
@@ -231,4 +231,6 @@ void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc
     t->writer = 0;
     ghd_metrics_transfer(t->metrics, GHD_TRANSFER_UPLOAD, t->received,
                          ghd_clock_s() - t->started_at);
+    if (t->created)
+        ghd_buffer_publish(t->buf);
 }

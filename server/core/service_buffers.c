@@ -1,0 +1,171 @@
+/* Buffers for tenants: what a new buffer may ask for and how a refusal
+ * reads (the tenant's usage, the pool's), lookups and removal as the
+ * tenant sees them, the public JSON of a buffer, and whom a transfer
+ * serves. */
+#include "service_buffers.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "service.h"
+
+static void iso_time(time_t t, char *buf, size_t len)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *ghd_buffer_json_new(const struct ghd_buffer *b)
+{
+    char created[32];
+    iso_time(b->created, created, sizeof(created));
+    json_t *obj = json_pack("{s:s, s:I, s:I, s:i, s:s, s:s}", "id", b->id, "size",
+                            (json_int_t)b->size, "alignment", (json_int_t)b->alignment, "device",
+                            b->device, "created", created, "label", b->label);
+    if (obj && b->expires) {
+        char expires[32];
+        iso_time(b->expires, expires, sizeof(expires));
+        json_object_set_new(obj, "expires", json_string(expires));
+    }
+    if (obj) {
+        json_object_set_new(obj, "version", json_integer((json_int_t)ghd_buffer_version(b)));
+        json_object_set_new(obj, "uploaded", json_integer((json_int_t)ghd_buffer_uploaded(b)));
+        struct ghd_array_desc d;
+        ghd_buffer_desc_get(b, &d);
+        if (d.dtype[0]) {
+            json_t *shape = json_array();
+            for (unsigned i = 0; i < d.ndim; i++)
+                json_array_append_new(shape, json_integer((json_int_t)d.shape[i]));
+            json_object_set_new(obj, "dtype", json_string(d.dtype));
+            json_object_set_new(obj, "shape", shape);
+        }
+    }
+    return obj;
+}
+
+static int spec_check(const struct ghd_config *cfg, const struct ghd_buffer_spec *spec,
+                      struct ghd_err *err)
+{
+    /* The status rule (openapi.yaml, "Bad input"): what the schemas bound
+     * (BufferCreate's size >= 1, in json_spec; alignment <= 2 MiB and label
+     * <= 128 characters, body or query alike) is 400; what they cannot state
+     * is 422, such as the empty body of the octet-stream form. */
+    if (spec->size == 0)
+        return ghd_err_set(err, GHD_EUNPROC, "size must be at least 1 byte");
+    if (spec->ttl_s < 0 || spec->ttl_s > GHD_BUFFER_TTL_MAX)
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "ttl_s must be from 0 to %lld seconds (ten years)",
+                           (long long)GHD_BUFFER_TTL_MAX);
+    if (spec->alignment > ((size_t)1 << 21))
+        return ghd_err_set(err, GHD_EINVAL, "alignment must be at most 2097152");
+    if (spec->alignment & (spec->alignment - 1))
+        return ghd_err_set(err, GHD_EUNPROC, "alignment must be a power of two");
+    if (spec->label) {
+        size_t chars = 0;
+        for (const char *c = spec->label; *c; c++)
+            chars += ((unsigned char)*c & 0xc0) != 0x80; /* UTF-8 lead bytes */
+        if (chars > GHD_LABEL_MAX)
+            return ghd_err_set(err, GHD_EINVAL,
+                               "label is longer than %d characters", GHD_LABEL_MAX);
+        if (strlen(spec->label) > GHD_LABEL_MAX)
+            return ghd_err_set(err, GHD_EUNPROC, "label is longer than %d bytes",
+                               GHD_LABEL_MAX);
+        for (const char *c = spec->label; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                return ghd_err_set(err, GHD_EUNPROC,
+                                   "label must not contain control characters");
+        /* The query form brings raw bytes; a label that is not UTF-8 could
+         * never be written as JSON (the 201, meta and lists would fail). */
+        json_t *probe = json_string(spec->label);
+        if (!probe)
+            return ghd_err_set(err, GHD_EUNPROC, "label must be valid UTF-8");
+        json_decref(probe);
+    }
+    /* Last: a malformed request is a 422 whatever its size, not a 413. */
+    if (spec->size > cfg->max_buffer_size)
+        return ghd_err_set(err, GHD_ETOOBIG,
+                           "size %zu exceeds the largest buffer allowed, %zu bytes "
+                           "(--max-buffer-size)",
+                           spec->size, cfg->max_buffer_size);
+    return 0;
+}
+
+int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
+                              const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
+                              struct ghd_err *err)
+{
+    int rc = spec_check(&svc->cfg, spec, err);
+    if (rc)
+        return rc;
+    struct ghd_buffer_spec s = *spec;
+    s.tenant = tenant;
+    if (!s.ttl_s)
+        s.ttl_s = svc->cfg.default_ttl_s;
+    struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
+    rc = ghd_buffer_create_new(&svc->buffers, rt, &s, out);
+    if (rc == GHD_EQUOTA || rc == GHD_ELIMIT) {
+        size_t bytes, count;
+        ghd_buffer_tenant_usage(&svc->buffers, s.tenant, &bytes, &count);
+        const char *who = s.tenant ? s.tenant : "(none)";
+        if (rc == GHD_EQUOTA)
+            return ghd_err_set(err, rc,
+                               "tenant '%s' holds %zu bytes; %zu more would pass its "
+                               "limit of %zu bytes (--tenant-max-bytes)",
+                               who, bytes, s.size, svc->cfg.tenant_max_bytes);
+        return ghd_err_set(err, rc,
+                           "tenant '%s' holds %zu buffers, its limit "
+                           "(--tenant-max-buffers); delete some first",
+                           who, count);
+    }
+    if (rc == GHD_ENOMEM) {
+        struct ghd_pool_stats st;
+        ghd_pool_get_stats(&rt->pool, &st);
+        return ghd_err_set(err, rc,
+                           "cannot allocate %zu bytes: the device pool holds %zu bytes "
+                           "in use of a %zu-byte limit",
+                           s.size, st.in_use, st.limit);
+    }
+    if (rc)
+        return ghd_err_set(err, rc, "cannot allocate the buffer");
+    return 0;
+}
+
+int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
+                            struct ghd_buffer **out, struct ghd_err *err)
+{
+    int rc = ghd_buffer_find_new(&svc->buffers, id, tenant, out);
+    return rc ? ghd_err_set(err, rc, "no buffer with id '%.64s'", id) : 0;
+}
+
+int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,
+                              int (*match)(const void *ctx, uint64_t version), const void *ctx,
+                              uint64_t *current, struct ghd_err *err)
+{
+    int rc = ghd_buffer_remove_match(&svc->buffers, id, tenant, match, ctx, current);
+    if (rc && rc != GHD_EPRECOND)
+        return ghd_err_set(err, rc, "no buffer with id '%.64s'", id);
+    return rc;
+}
+
+size_t ghd_service_buffer_list(struct ghd_service *svc, const char *tenant, uint64_t after_seq,
+                               size_t limit, void (*fn)(const struct ghd_buffer *b, void *ctx),
+                               void *ctx, int *more)
+{
+    return ghd_buffer_list(&svc->buffers, tenant, after_seq, limit, fn, ctx, more);
+}
+
+void ghd_service_transfer_client(struct ghd_service *svc, const char *request_id,
+                                 const char *address, const char *tenant,
+                                 struct ghd_transfer_client *out)
+{
+    *out = (struct ghd_transfer_client){
+        .caps = &svc->staging_caps,
+        .buffers = &svc->buffers,
+        .metrics = svc->metrics,
+        .request_id = request_id,
+        .address = address,
+        .tenant = tenant,
+    };
+}

@@ -1,0 +1,56 @@
+#ifndef GHD_CORE_SERVICE_BUFFERS_H
+#define GHD_CORE_SERVICE_BUFFERS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "buffer.h"
+#include "transfer.h"
+
+/* Buffers as the service offers them to its tenants: the rules and limits
+ * of a new one, lookups and removal as the tenant sees them, a buffer's
+ * public JSON, and whom a transfer serves. Each call that can fail returns
+ * 0 or a GHD_E* code and fills err with the detail. */
+
+struct ghd_service;
+
+/* Longest time to live a buffer may ask for. */
+#define GHD_BUFFER_TTL_MAX ((time_t)10 * 365 * 86400)
+
+/* Checks `spec` (size at least 1 byte and at most --max-buffer-size, ttl_s
+ * up to GHD_BUFFER_TTL_MAX, alignment a power of two up to 2 MiB, a label of
+ * at most GHD_LABEL_MAX characters and bytes of UTF-8 without control
+ * characters), then creates the buffer for `tenant` on the default device,
+ * with --default-ttl when spec->ttl_s is 0; *out is a new reference.
+ * GHD_EINVAL for what the API's schemas bound and GHD_EUNPROC for what they
+ * cannot state, each naming the parameter; GHD_ETOOBIG past
+ * --max-buffer-size; GHD_EQUOTA (--tenant-max-bytes) and GHD_ELIMIT
+ * (--tenant-max-buffers) with what the tenant holds; GHD_ENOMEM with the
+ * pool's use and limit. */
+int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
+                              const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
+                              struct ghd_err *err);
+/* Buffer `id` as `tenant` sees it, a new reference; GHD_ENOENT. */
+int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
+                            struct ghd_buffer **out, struct ghd_err *err);
+/* Removes buffer `id` while match(ctx, version) holds (ghd_buffer_remove_match):
+ * GHD_EPRECOND with *current, GHD_ENOENT. */
+int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,
+                              int (*match)(const void *ctx, uint64_t version), const void *ctx,
+                              uint64_t *current, struct ghd_err *err);
+/* ghd_buffer_list over the tenant's buffers. */
+size_t ghd_service_buffer_list(struct ghd_service *svc, const char *tenant, uint64_t after_seq,
+                               size_t limit, void (*fn)(const struct ghd_buffer *b, void *ctx),
+                               void *ctx, int *more);
+/* {id, size, alignment, device, created, label, expires?, version,
+ * uploaded, dtype?, shape?}. A new reference. */
+json_t *ghd_buffer_json_new(const struct ghd_buffer *b);
+/* Whom a transfer serves (request id, client address, tenant), with the
+ * service's staging caps, buffer table and metrics. */
+void ghd_service_transfer_client(struct ghd_service *svc, const char *request_id,
+                                 const char *address, const char *tenant,
+                                 struct ghd_transfer_client *out);
+
+#endif

@@ -1,0 +1,112 @@
+/* Kernels for tenants: the catalogue (built-ins and the tenant's own), and
+ * defining a user kernel, which builds it for the default device first so
+ * that its 201 says what that cost. */
+#include "service_kernels.h"
+
+#include "base/error.h"
+#include "kernels/user/ucuda.h"
+#include "service.h"
+
+json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const char *tenant)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < ghd_kernel_count(); i++)
+        json_array_append_new(list, ghd_kernel_describe_new(ghd_kernel_at(i)));
+    ghd_ukernel_store_describe(&svc->kernels, tenant, list);
+    return list;
+}
+
+int ghd_service_kernel_find(struct ghd_service *svc, const char *tenant, const char *name,
+                            const struct ghd_kernel **out, struct ghd_err *err)
+{
+    if (ghd_kernel_lookup_new(&svc->kernels, tenant, name, out) != 0)
+        return ghd_err_set(err, GHD_ENOENT,
+                           "no kernel named '%.64s' (GET /v1/kernels lists them)", name);
+    return 0;
+}
+
+int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const char *name,
+                           json_t **desc, struct ghd_err *err)
+{
+    const struct ghd_kernel *k;
+    int rc = ghd_service_kernel_find(svc, tenant, name, &k, err);
+    if (rc)
+        return rc;
+    *desc = ghd_kernel_describe_new(k);
+    ghd_kernel_unref(k);
+    return 0;
+}
+
+/* What defining it cost on this backend: the host interprets; CUDA compiles
+ * the binding without placeholders or scalars now, so the 201 can say what
+ * the compile did (the rest compile when first run). */
+static int build_report(struct ghd_service *svc, struct ghd_ukernel *k, json_t *desc,
+                        struct ghd_err *e)
+{
+    struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
+    json_t *build = json_object();
+    json_object_set_new(desc, "build", build);
+    json_object_set_new(build, "backend", json_string(ghd_backend_name(rt->dev.kind)));
+    if (rt->dev.kind == GHD_BACKEND_HOST || k->def.placeholders[0]) {
+        json_object_set_new(build, "compiled", json_false());
+        json_object_set_new(build, "note", json_string(rt->dev.kind == GHD_BACKEND_HOST
+                                                           ? "the host backend interprets the definition"
+                                                           : "compiled per binding of its placeholder types, when first run"));
+        return 0;
+    }
+    struct ghd_ubind b = {.scalar_mask = 0};
+    struct ghd_ubinding *bd;
+    for (int t = 0; t < 26; t++)
+        b.ph_type[t] = GHD_UT_NONE;
+    int rc = ghd_ukernel_binding(k, &b, &bd, e);
+    if (rc == 0)
+        rc = ghd_ucuda_prepare(k, bd, rt, e);
+    if (rc == 0)
+        ghd_ucuda_report(bd, build);
+    return rc;
+}
+
+int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_t *def,
+                              json_t **desc, struct ghd_err *err)
+{
+    struct ghd_ukernel *k = NULL;
+    *desc = NULL;
+    int rc = ghd_ukernel_new(def, &svc->kernel_limits, tenant, svc->compiler, &k, err);
+    if (rc)
+        return rc;
+    json_t *d = ghd_ukernel_describe_new(k);
+    rc = build_report(svc, k, d, err);
+    if (rc) {
+        ghd_err_prefix(err, rc, "kernel %s", k->def.name);
+        goto out;
+    }
+    rc = ghd_ukernel_store_add(&svc->kernels, k);
+    if (rc == GHD_EBUSY)
+        ghd_err_set(err, rc,
+                    ghd_kernel_find(k->def.name)
+                    ? "'%s' is a built-in kernel: a user kernel cannot shadow it"
+                    : "a kernel named '%s' exists already (DELETE it first)",
+                    k->def.name);
+    else if (rc == GHD_ELIMIT)
+        ghd_err_set(err, rc, "this tenant has %u kernels already (--tenant-max-kernels)",
+                    svc->kernels.tenant_max);
+    if (rc == 0) {
+        *desc = d;
+        d = NULL;
+    }
+out:
+    json_decref(d);
+    ghd_ukernel_unref(k);
+    return rc;
+}
+
+int ghd_service_kernel_delete(struct ghd_service *svc, const char *tenant, const char *name,
+                              struct ghd_err *err)
+{
+    if (ghd_kernel_find(name))
+        return ghd_err_set(err, GHD_EBUSY, "'%.64s' is a built-in kernel: it cannot be deleted",
+                           name);
+    if (ghd_ukernel_store_remove(&svc->kernels, tenant, name) != 0)
+        return ghd_err_set(err, GHD_ENOENT, "no kernel named '%.64s'", name);
+    return 0;
+}

@@ -1,0 +1,86 @@
+/* Runs for tenants: where a step's kernel, module and buffers come from,
+ * and what the queue's refusals say. */
+#include "service_runs.h"
+
+#include "base/error.h"
+#include "kernels/raw/module.h"
+#include "run_queue.h"
+#include "service.h"
+#include "service_modules.h"
+
+int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out)
+{
+    return ghd_run_new(svc->owner.prefix, tenant, out);
+}
+
+int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
+                                 struct ghd_run_step *step, json_t *args, struct ghd_err *err)
+{
+    return ghd_run_step_prepare(step, args, &svc->buffers, tenant, err);
+}
+
+int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
+                                struct ghd_run_step *step, json_t *launch, struct ghd_err *err)
+{
+    json_t *mod = json_object_get(launch, "module"), *fn = json_object_get(launch, "function");
+    int rc = ghd_service_module_function(svc, tenant, json_string_value(mod),
+                                         json_string_value(fn), &step->kernel, err);
+    if (rc)
+        return rc;
+    /* For a raw function the "args" of the call are the whole step: its
+     * launch shape and its argument list (kernels/raw/rcall.c). */
+    rc = ghd_run_step_prepare(step, launch, &svc->buffers, tenant, err);
+    if (rc)
+        ghd_err_prefix(err, rc, "%s", step->kernel->raw->name);
+    return rc;
+}
+
+int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct ghd_err *err)
+{
+    int rc = ghd_run_submit(svc->runs, run);
+    if (rc == GHD_ELIMIT && run->error.detail[0]) /* the tenant's own limit */
+        return ghd_err_set(err, rc, "%s", run->error.detail);
+    if (rc == GHD_ELIMIT)
+        return ghd_err_set(err, rc, "%u runs are queued or running (--run-queue-limit)",
+                           svc->cfg.run_queue_limit);
+    if (rc == GHD_EPRECOND)
+        return ghd_err_set(err, rc, "%s", run->error.detail);
+    if (rc == GHD_EDEVLOST)
+        return ghd_err_set(err, rc, "the device is lost: no run is taken");
+    if (rc)
+        return ghd_err_set(err, rc, "the run queue is stopping");
+    return 0;
+}
+
+void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run)
+{
+    ghd_run_wait(svc->runs, run);
+}
+
+json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run)
+{
+    return ghd_run_json_new(svc->runs, run);
+}
+
+static int no_run(int rc, const char *id, struct ghd_err *err)
+{
+    return ghd_err_set(err, rc, "no run with id '%.64s'", id);
+}
+
+int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char *id,
+                         struct ghd_run **out, struct ghd_err *err)
+{
+    int rc = ghd_run_find_new(svc->runs, id, tenant, out);
+    return rc ? no_run(rc, id, err) : 0;
+}
+
+int ghd_service_run_cancel(struct ghd_service *svc, const char *tenant, const char *id,
+                           struct ghd_err *err)
+{
+    int rc = ghd_run_cancel(svc->runs, id, tenant);
+    if (rc == GHD_EBUSY)
+        return ghd_err_set(err, rc, "run %.64s is already running", id);
+    if (rc < 0)
+        return no_run(rc, id, err);
+    return rc;
+}

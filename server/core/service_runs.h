@@ -1,0 +1,47 @@
+#ifndef GHD_CORE_SERVICE_RUNS_H
+#define GHD_CORE_SERVICE_RUNS_H
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "run.h"
+
+/* Runs as the service offers them to its tenants: a new run, its steps'
+ * kernels and buffers as the tenant sees them, the queue's answer, and the
+ * tenant's runs afterwards. Each call that can fail returns 0 or a GHD_E*
+ * code and fills err with the detail. */
+
+struct ghd_service;
+
+/* A new, empty run for `tenant` (its id carries the service's owner
+ * prefix); a new reference. */
+int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out);
+/* Prepares step->kernel's call from `args`, the buffers named as `tenant`
+ * sees them (ghd_run_step_prepare: its codes and detail). */
+int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
+                                 struct ghd_run_step *step, json_t *args, struct ghd_err *err);
+/* A raw module's step ({"module", "function", "grid", "block",
+ * "shared_mem", "args"}): the tenant's module function as step->kernel and
+ * its call prepared from the whole step. GHD_ENOENT (no such module),
+ * GHD_EUNPROC (no such function), else the call's code with a detail
+ * naming the function. The caller checks the raw permission first. */
+int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
+                                struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
+/* Queues the prepared run (ghd_run_submit). GHD_ELIMIT: the tenant's own
+ * limit or --run-queue-limit, as the detail says; GHD_EPRECOND: a step's
+ * if_match does not hold (run->precond_version the version found);
+ * GHD_EDEVLOST; otherwise the queue is stopping. */
+int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct ghd_err *err);
+/* Blocks until the run has ended (ghd_run_wait). */
+void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run);
+/* The run's public JSON, a new reference. */
+json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run);
+/* Run `id` as `tenant` sees it, a new reference; GHD_ENOENT. */
+int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char *id,
+                         struct ghd_run **out, struct ghd_err *err);
+/* Cancels a queued run (0) or forgets a finished one (1); GHD_EBUSY while it
+ * runs, GHD_ENOENT. */
+int ghd_service_run_cancel(struct ghd_service *svc, const char *tenant, const char *id,
+                           struct ghd_err *err);
+
+#endif
