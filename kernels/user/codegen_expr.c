@@ -8,8 +8,6 @@
 
 #include <string.h>
 
-#include "codegen.h"
-
 const char *ghd_ucg_ctype(int t)
 {
     static const char *const names[GHD_UT_COUNT] = {

@@ -21,4 +21,19 @@ void ghd_ucg_literal(struct ghd_strbuf *o, int t, union ghd_uval v);
 /* Node `node` of `p` and everything under it. */
 void ghd_ucg_expr(struct ghd_strbuf *o, const struct ghd_uprog *p, int node);
 
+/* Words of the argument struct the generated kernel takes, which its
+ * expressions read (a raw input's count, a scalar's bits), codegen.c lays
+ * out and kernels/user/cuda.c fills. */
+#define GHD_UCG_W_PARAM(k) (k)         /* a buffer pointer, or a scalar's bits */
+#define GHD_UCG_W_LEN(k) (16 + (k))    /* a raw input's element count */
+#define GHD_UCG_W_N 32                 /* n */
+#define GHD_UCG_W_VEC 33               /* 1: every buffer is 16-byte aligned */
+#define GHD_UCG_W_PARTIALS 34          /* reductions: gridDim.x 8-byte partials */
+#define GHD_UCG_W_COUNTER 35           /* reductions: a zeroed u32 */
+#define GHD_UCG_W_RESULT 36            /* reductions: 8 bytes, the output's value */
+#define GHD_UCG_WORDS 37
+
+/* A scalar argument's word (the bits the generated code reads back). */
+uint64_t ghd_ucg_scalar_word(union ghd_uval v, int type);
+
 #endif
