@@ -109,7 +109,9 @@ static void test_ttl_starts_at_publish(void **state)
     const char *idp = strstr(buf, "\"id\":\"");
     assert_non_null(idp);
     char path[128];
-    snprintf(path, sizeof(path), "/v1/buffers/%.32s", idp + 6);
+    const char *idend = strchr(idp + 6, '"');
+    assert_non_null(idend);
+    snprintf(path, sizeof(path), "/v1/buffers/%.*s", (int)(idend - (idp + 6)), idp + 6);
     struct rel_resp r;
     assert_int_equal(rel_json(s, "GET", path, NULL, NULL, &r), 200); /* still there */
     rel_resp_free(&r);

@@ -24,7 +24,7 @@ def test_asarray_get_roundtrip(client, dtype):
     a = (rng.standard_normal((37, 11)) * 100).astype(dtype)
     with client.asarray(a) as x:
         assert x.shape == (37, 11) and x.dtype == np.dtype(dtype)
-        assert x.nbytes == a.nbytes and len(x.id) == 32 and x.device == 0
+        assert x.nbytes == a.nbytes and len(x.id) == 47 and x.device == 0  # owner prefix + 32 hex
         b = x.get()
         assert b.dtype == a.dtype and b.shape == a.shape
         np.testing.assert_array_equal(b, a)
