@@ -57,7 +57,9 @@ static void fuzz_service_start(struct ghd_service *svc, const struct ghd_config 
  * (NUL-terminated, *out_len bytes before the NUL) is the caller's to free. */
 static char *fuzz_expand_ids(const uint8_t *data, size_t size, fuzz_ids ids, size_t *out_len)
 {
-    char *s = malloc(size * (GHD_BUFFER_ID_LEN / 2) + 1), *o = s;
+    /* Two input bytes ("@N") become one id: half an id per byte, rounded up
+     * (ids are 47 characters, an odd length). */
+    char *s = malloc(size * ((GHD_BUFFER_ID_LEN + 1) / 2) + 1), *o = s;
     for (size_t i = 0; i < size; i++) {
         if (data[i] == '@' && i + 1 < size && data[i + 1] >= '0' && data[i + 1] <= '2') {
             memcpy(o, ids[data[i + 1] - '0'], GHD_BUFFER_ID_LEN);
