@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json_text.h"
 
 const char *ghd_run_status_name(enum ghd_run_status s)
 {
@@ -214,3 +215,44 @@ int ghd_runs_conflict(const struct ghd_run *a, const struct ghd_run *b)
     return 0;
 }
 
+json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status status,
+                             double started_ms)
+{
+    int ended = status >= GHD_RUN_SUCCEEDED;
+    json_t *obj = json_pack("{s:s, s:s}", "id", run->id, "status", ghd_run_status_name(status));
+    if (run->pipeline) {
+        json_t *steps = json_array();
+        for (unsigned i = 0; i < run->step_count; i++) {
+            json_t *s = json_pack("{s:s}", "kernel", ghd_kernel_name(run->steps[i].kernel));
+            if (ended) { /* the worker fills step results while it runs */
+                json_object_set_new(s, "device_ms", json_real(ghd_round_ms(run->steps[i].device_ms)));
+                if (run->steps[i].result)
+                    json_object_set(s, "result", run->steps[i].result);
+            }
+            json_array_append_new(steps, s);
+        }
+        json_object_set_new(obj, "steps", steps);
+    } else {
+        json_object_set_new(obj, "kernel", json_string(ghd_kernel_name(run->steps[0].kernel)));
+    }
+    const struct ghd_run_step *last = &run->steps[run->step_count - 1];
+    if (status == GHD_RUN_SUCCEEDED && last->result)
+        json_object_set(obj, "result", last->result);
+    if (status == GHD_RUN_FAILED || status == GHD_RUN_CANCELED) {
+        json_object_set_new(obj, "error",
+                            json_pack("{s:s, s:s}", "title", ghd_strerror(run->error_code),
+                                      "detail",
+                                      run->error.detail[0] ? run->error.detail : "canceled"));
+    }
+    json_t *timing = json_object();
+    if (started_ms > 0)
+        json_object_set_new(timing, "queued_ms",
+                            json_real(ghd_round_ms(started_ms - run->queued_at_ms)));
+    if (status == GHD_RUN_SUCCEEDED || status == GHD_RUN_FAILED) {
+        json_object_set_new(timing, "device_ms", json_real(ghd_round_ms(run->device_ms)));
+        json_object_set_new(timing, "total_ms",
+                            json_real(ghd_round_ms(run->finished_ms - run->queued_at_ms)));
+    }
+    json_object_set_new(obj, "timing", timing);
+    return obj;
+}

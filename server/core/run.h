@@ -126,5 +126,11 @@ int ghd_run_stoppable(const struct ghd_run *run, enum ghd_backend_kind kind);
  * them writes: then the later of the two must wait for the earlier. Runs that
  * only read a buffer (a shared weight matrix, say) may overlap. */
 int ghd_runs_conflict(const struct ghd_run *a, const struct ghd_run *b);
+/* The run's public JSON (id, kernel or steps, status, result, error,
+ * timing) as of `status` and `started_ms`, the two fields that change while
+ * a run is known: the caller reads them under the queue's lock
+ * (ghd_run_json_new). A new reference. */
+json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status status,
+                             double started_ms);
 
 #endif

@@ -7,37 +7,9 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/json_text.h"
 #include "base/log.h"
 #include "metrics.h"
-
-struct run_worker {
-    struct ghd_run_queue *q;
-    pthread_t thread;
-    struct ghd_run *current; /* the run it executes, under the queue's lock */
-    pthread_cond_t wake;     /* it waits here while idle */
-    int idle;                /* on the idle stack */
-    struct run_worker *idle_next;
-};
-
-struct ghd_run_queue {
-    struct ghd_run_queue_config cfg;
-    struct ghd_runtime *rt; /* every worker's streams */
-    pthread_mutex_t lock;
-    struct run_worker *idle; /* idle workers, the most recently idle on top */
-    struct ghd_list queued;              /* queued runs, oldest first */
-    struct ghd_list done;                /* finished runs kept for GET, oldest first */
-    unsigned done_count;
-    unsigned active; /* queued or running */
-    int stopping;
-    int abandoned; /* the server stops without waiting: running runs reported failed */
-    int lost;      /* the device is lost: no run is taken */
-    ghd_run_loss_fn loss_fn;
-    void *loss_ctx;
-    struct run_worker *workers;
-    unsigned worker_count;
-    struct ghd_idmap by_id; /* every known run */
-};
+#include "run_queue_internal.h"
 
 /* How far into the queue a worker looks past runs that must wait for an
  * earlier one. */
@@ -93,16 +65,7 @@ static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q)
     return NULL;
 }
 
-/* ---- collect under the lock, release after ---------------------------------
- * Dropping a run's buffer references can free a buffer (a device sync and
- * the pool's lock), dropping a kept run can free a user kernel, and metrics
- * take a lock of their own: none of it happens under the queue's lock.
- * Functions that end or forget runs under the lock collect them here; the
- * caller settles the list once it has unlocked. */
-struct collected {
-    struct ghd_run *settle; /* ended: release calls, count, wake waiters (a reference each) */
-    struct ghd_run *drop;   /* forgotten: the queue's reference */
-};
+/* ---- collect under the lock, release after (run_queue_internal.h) -------- */
 
 static void record_metrics(struct ghd_run_queue *q, const struct ghd_run *run)
 {
@@ -113,8 +76,7 @@ static void record_metrics(struct ghd_run_queue *q, const struct ghd_run *run)
                     (double)run->device_ms / 1e3, queued_s);
 }
 
-/* pre: lock not held. Settles what `c` collected. */
-static void settle(struct ghd_run_queue *q, struct collected *c)
+void ghd_run_queue_settle(struct ghd_run_queue *q, struct ghd_run_collected *c)
 {
     struct ghd_run *r, *next;
     /* An ended run's status and times no longer change, and only this
@@ -155,7 +117,7 @@ static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
 static void wake_idle_locked(struct ghd_run_queue *q, int all)
 {
     do {
-        struct run_worker *w = q->idle;
+        struct ghd_run_worker *w = q->idle;
         if (!w)
             return;
         q->idle = w->idle_next;
@@ -165,7 +127,8 @@ static void wake_idle_locked(struct ghd_run_queue *q, int all)
 }
 
 /* pre: lock held. Forgets a finished run and collects the queue's reference. */
-static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run, struct collected *c)
+static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run,
+                          struct ghd_run_collected *c)
 {
     done_unlink_locked(q, run);
     run->drop_next = c->drop;
@@ -178,7 +141,8 @@ static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run, struct c
  * reference), wakes the idle workers since a queued run may have waited for
  * it, and collects it to be settled: its buffers released and its metrics
  * recorded, then its waiters woken. */
-static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, struct collected *c)
+static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
+                             struct ghd_run_collected *c)
 {
     ghd_run_bump_writes(run);
     run->finished_ms = ghd_clock_ms();
@@ -204,7 +168,7 @@ static int timed_out(struct ghd_err *err)
 
 static void *worker_main(void *arg)
 {
-    struct run_worker *w = arg;
+    struct ghd_run_worker *w = arg;
     struct ghd_run_queue *q = w->q;
     struct ghd_runtime *rt = q->rt;
     struct ghd_device *dev = &rt->dev;
@@ -239,7 +203,7 @@ static void *worker_main(void *arg)
                        : ghd_run_execute(rt, stream, ev, run, &err);
         if (rc == GHD_ECANCELED && atomic_load(&run->stop) == GHD_RUN_STOP_TIMEOUT)
             rc = timed_out(&err);
-        struct collected c = {0};
+        struct ghd_run_collected c = {0};
         pthread_mutex_lock(&q->lock);
         /* A run reported failed already (the device lost, --run-timeout, the
          * server stopping) has answered its waiters with that error: the
@@ -268,7 +232,7 @@ static void *worker_main(void *arg)
             run->status = run->error_code ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
         run_ended_locked(q, run, &c);
         pthread_mutex_unlock(&q->lock);
-        settle(q, &c);
+        ghd_run_queue_settle(q, &c);
         pthread_mutex_lock(&q->lock);
     }
     pthread_mutex_unlock(&q->lock);
@@ -279,121 +243,37 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* pre: lock held. Cancels every queued run. */
-static void cancel_queued_locked(struct ghd_run_queue *q, struct collected *c)
+void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, enum ghd_run_status status,
+                                     int code, const char *detail,
+                                     struct ghd_run_collected *c)
 {
     for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
-        r->status = GHD_RUN_CANCELED;
-        r->error_code = GHD_ECANCELED;
+        r->status = status;
+        r->error_code = code;
+        if (detail)
+            ghd_err_set(&r->error, code, "%s", detail);
         run_ended_locked(q, r, c);
     }
 }
 
-/* pre: lock held. Asks every running run to stop where its kernel can
- * (ghd_run_stoppable): the server stops. */
-static void stop_running_locked(struct ghd_run_queue *q)
+void ghd_run_queue_stop_running_locked(struct ghd_run_queue *q)
 {
     for (unsigned i = 0; i < q->worker_count; i++)
         if (q->workers[i].current)
             atomic_store(&q->workers[i].current->stop, GHD_RUN_STOP_SERVER);
 }
 
-/* pre: lock held. Answers a running run's waiters now with `code`; its
- * worker still executes it (a kernel cannot be stopped). */
-static void report_failed_locked(struct ghd_run *run, int code, const char *detail)
-{
-    run->status = GHD_RUN_FAILED;
-    run->error_code = code;
-    ghd_err_set(&run->error, code, "%s", detail);
-    run->settled = 1; /* its buffers go when the worker is done with them */
-    pthread_cond_broadcast(&run->ended);
-}
-
-unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
-{
-    unsigned running = 0;
-    struct collected c = {0};
-    pthread_mutex_lock(&q->lock);
-    cancel_queued_locked(q, &c);
-    q->stopping = 1;
-    q->abandoned = 1;
-    stop_running_locked(q);
-    for (unsigned i = 0; i < q->worker_count; i++) {
-        struct ghd_run *run = q->workers[i].current;
-        if (!run)
-            continue;
-        /* The worker still executes it; the worker's result is not kept. */
-        if (run->status == GHD_RUN_RUNNING)
-            report_failed_locked(run, GHD_EUNAVAIL, "the server stopped before the run finished");
-        running++;
-    }
-    pthread_mutex_unlock(&q->lock);
-    settle(q, &c);
-    return running;
-}
-
-void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ctx)
-{
-    pthread_mutex_lock(&q->lock);
-    q->loss_fn = fn;
-    q->loss_ctx = ctx;
-    pthread_mutex_unlock(&q->lock);
-}
-
-void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason)
-{
-    char detail[sizeof(((struct ghd_run *)0)->error.detail)];
-    struct collected c = {0};
-    snprintf(detail, sizeof(detail), "the device was lost: %s", reason);
-    pthread_mutex_lock(&q->lock);
-    q->lost = 1;
-    for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
-        r->status = GHD_RUN_FAILED;
-        r->error_code = GHD_EDEVLOST;
-        ghd_err_set(&r->error, GHD_EDEVLOST, "%s", detail);
-        run_ended_locked(q, r, &c);
-    }
-    for (unsigned i = 0; i < q->worker_count; i++) {
-        struct ghd_run *run = q->workers[i].current;
-        if (run && run->status == GHD_RUN_RUNNING)
-            report_failed_locked(run, GHD_EDEVLOST, detail);
-    }
-    pthread_mutex_unlock(&q->lock);
-    settle(q, &c);
-}
-
-unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s)
-{
-    unsigned stuck = 0;
-    double now = ghd_clock_ms(), limit_ms = (double)limit_s * 1e3;
-    enum ghd_backend_kind kind = q->rt->dev.kind;
-    pthread_mutex_lock(&q->lock);
-    for (unsigned i = 0; i < q->worker_count; i++) {
-        struct ghd_run *run = q->workers[i].current;
-        if (!run || run->status != GHD_RUN_RUNNING || now - run->started_ms <= limit_ms)
-            continue;
-        /* One that can stop is asked to, and given as long again to do it
-         * (it looks every few thousand elements: microseconds). */
-        if (ghd_run_stoppable(run, kind) && now - run->started_ms <= 2 * limit_ms)
-            atomic_store(&run->stop, GHD_RUN_STOP_TIMEOUT);
-        else
-            stuck++;
-    }
-    pthread_mutex_unlock(&q->lock);
-    return stuck;
-}
-
 /* Cancels what is queued and stops the workers (the first `started` of them). */
 static void stop_workers(struct ghd_run_queue *q, unsigned started)
 {
-    struct collected c = {0};
+    struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
-    cancel_queued_locked(q, &c);
+    ghd_run_queue_end_queued_locked(q, GHD_RUN_CANCELED, GHD_ECANCELED, NULL, &c);
     q->stopping = 1;
-    stop_running_locked(q);
+    ghd_run_queue_stop_running_locked(q);
     wake_idle_locked(q, 1);
     pthread_mutex_unlock(&q->lock);
-    settle(q, &c);
+    ghd_run_queue_settle(q, &c);
     for (unsigned i = 0; i < started; i++)
         pthread_join(q->workers[i].thread, NULL);
 }
@@ -460,7 +340,7 @@ void ghd_run_queue_free(struct ghd_run_queue *q)
 
 /* pre: lock held. Forgets the oldest finished runs past --runs-kept or
  * --run-keep-s: only those it drops are visited. */
-static void prune_locked(struct ghd_run_queue *q, struct collected *c)
+static void prune_locked(struct ghd_run_queue *q, struct ghd_run_collected *c)
 {
     double horizon = ghd_clock_ms() - (double)q->cfg.keep_s * 1e3;
     struct ghd_run *old;
@@ -501,7 +381,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
                                run->tenant[0] ? run->tenant : "(none)", mine);
         }
     }
-    struct collected c = {0};
+    struct ghd_run_collected c = {0};
     prune_locked(q, &c);
     /* if_match and the moves it guards are one step: of runs (and PUTs)
      * naming the same version only one is taken. */
@@ -512,7 +392,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     ghd_buffer_cond_unlock();
     if (rc) {
         pthread_mutex_unlock(&q->lock);
-        settle(q, &c);
+        ghd_run_queue_settle(q, &c);
         return rc;
     }
     run->status = GHD_RUN_QUEUED;
@@ -523,7 +403,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     q->active++;
     wake_idle_locked(q, 0);
     pthread_mutex_unlock(&q->lock);
-    settle(q, &c);
+    ghd_run_queue_settle(q, &c);
     return 0;
 }
 
@@ -550,14 +430,14 @@ static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, cons
 int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant,
                      struct ghd_run **out)
 {
-    struct collected c = {0};
+    struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
     prune_locked(q, &c);
     struct ghd_run *r = find_locked(q, id, tenant);
     if (r)
         ghd_run_ref(r);
     pthread_mutex_unlock(&q->lock);
-    settle(q, &c);
+    ghd_run_queue_settle(q, &c);
     if (!r)
         return GHD_ENOENT;
     *out = r;
@@ -566,7 +446,7 @@ int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant
 
 int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
 {
-    struct collected c = {0};
+    struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
     struct ghd_run *r = find_locked(q, id, tenant);
     int rc = GHD_ENOENT;
@@ -583,7 +463,7 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
         rc = 1;
     }
     pthread_mutex_unlock(&q->lock);
-    settle(q, &c);
+    ghd_run_queue_settle(q, &c);
     return rc;
 }
 
@@ -604,41 +484,5 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)
     enum ghd_run_status status = run->status;
     double started_ms = run->started_ms;
     pthread_mutex_unlock(&q->lock);
-    int ended = status >= GHD_RUN_SUCCEEDED;
-    json_t *obj = json_pack("{s:s, s:s}", "id", run->id, "status", ghd_run_status_name(status));
-    if (run->pipeline) {
-        json_t *steps = json_array();
-        for (unsigned i = 0; i < run->step_count; i++) {
-            json_t *s = json_pack("{s:s}", "kernel", ghd_kernel_name(run->steps[i].kernel));
-            if (ended) { /* the worker fills step results while it runs */
-                json_object_set_new(s, "device_ms", json_real(ghd_round_ms(run->steps[i].device_ms)));
-                if (run->steps[i].result)
-                    json_object_set(s, "result", run->steps[i].result);
-            }
-            json_array_append_new(steps, s);
-        }
-        json_object_set_new(obj, "steps", steps);
-    } else {
-        json_object_set_new(obj, "kernel", json_string(ghd_kernel_name(run->steps[0].kernel)));
-    }
-    const struct ghd_run_step *last = &run->steps[run->step_count - 1];
-    if (status == GHD_RUN_SUCCEEDED && last->result)
-        json_object_set(obj, "result", last->result);
-    if (status == GHD_RUN_FAILED || status == GHD_RUN_CANCELED) {
-        json_object_set_new(obj, "error",
-                            json_pack("{s:s, s:s}", "title", ghd_strerror(run->error_code),
-                                      "detail",
-                                      run->error.detail[0] ? run->error.detail : "canceled"));
-    }
-    json_t *timing = json_object();
-    if (started_ms > 0)
-        json_object_set_new(timing, "queued_ms",
-                            json_real(ghd_round_ms(started_ms - run->queued_at_ms)));
-    if (status == GHD_RUN_SUCCEEDED || status == GHD_RUN_FAILED) {
-        json_object_set_new(timing, "device_ms", json_real(ghd_round_ms(run->device_ms)));
-        json_object_set_new(timing, "total_ms",
-                            json_real(ghd_round_ms(run->finished_ms - run->queued_at_ms)));
-    }
-    json_object_set_new(obj, "timing", timing);
-    return obj;
+    return ghd_run_describe_new(run, status, started_ms);
 }

@@ -1,0 +1,58 @@
+#ifndef GHD_CORE_RUN_QUEUE_INTERNAL_H
+#define GHD_CORE_RUN_QUEUE_INTERNAL_H
+
+/* The run queue's state, shared by the queue itself (run_queue.c: runs in,
+ * the workers, runs kept for GET) and the ways it stops (run_stop.c: the
+ * server stopping without waiting, the device lost, --run-timeout) alone. */
+#include "run_queue.h"
+
+struct ghd_run_worker {
+    struct ghd_run_queue *q;
+    pthread_t thread;
+    struct ghd_run *current; /* the run it executes, under the queue's lock */
+    pthread_cond_t wake;     /* it waits here while idle */
+    int idle;                /* on the idle stack */
+    struct ghd_run_worker *idle_next;
+};
+
+struct ghd_run_queue {
+    struct ghd_run_queue_config cfg;
+    struct ghd_runtime *rt; /* every worker's streams */
+    pthread_mutex_t lock;
+    struct ghd_run_worker *idle; /* idle workers, the most recently idle on top */
+    struct ghd_list queued;      /* queued runs, oldest first */
+    struct ghd_list done;        /* finished runs kept for GET, oldest first */
+    unsigned done_count;
+    unsigned active; /* queued or running */
+    int stopping;
+    int abandoned; /* the server stops without waiting: running runs reported failed */
+    int lost;      /* the device is lost: no run is taken */
+    ghd_run_loss_fn loss_fn;
+    void *loss_ctx;
+    struct ghd_run_worker *workers;
+    unsigned worker_count;
+    struct ghd_idmap by_id; /* every known run */
+};
+
+/* Collect under the lock, release after. Dropping a run's buffer references
+ * can free a buffer (a device sync and the pool's lock), dropping a kept run
+ * can free a user kernel, and metrics take a lock of their own: none of it
+ * happens under the queue's lock. Functions that end or forget runs under
+ * the lock collect them here; the caller settles the list once it has
+ * unlocked. */
+struct ghd_run_collected {
+    struct ghd_run *settle; /* ended: release calls, count, wake waiters (a reference each) */
+    struct ghd_run *drop;   /* forgotten: the queue's reference */
+};
+
+/* pre: lock held. Ends every queued run with `status` and `code` (and the
+ * error `detail` when not NULL), collecting each to be settled. */
+void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, enum ghd_run_status status, int code,
+                                     const char *detail, struct ghd_run_collected *c);
+/* pre: lock held. Asks every running run to stop where its kernel can
+ * (ghd_run_stoppable): the server stops. */
+void ghd_run_queue_stop_running_locked(struct ghd_run_queue *q);
+/* pre: lock not held. Settles what `c` collected. */
+void ghd_run_queue_settle(struct ghd_run_queue *q, struct ghd_run_collected *c);
+
+#endif
