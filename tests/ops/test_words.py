@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Words that stay true: the repository stands alone.
 
-No tracked text cites a tracker number ("issue 12": the repository carries no
-tracker, so the reason itself belongs in the comment) or a path outside the
+No tracked text cites a tracker number (the word "issue" and a number: the
+repository carries no tracker, so the reason itself belongs in the comment) or a path outside the
 tree (the sibling folders of a development machine), and every folder that
 owns a layer or a part of the product says in a README what it owns.
 usage: test_words.py SOURCE_DIR
