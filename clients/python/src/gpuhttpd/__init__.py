@@ -16,7 +16,7 @@ through http.client, and MockTransport for tests), ``progress`` (tqdm bars).
 """
 
 from ._version import __version__
-from .arrays import DeviceArray, LargeDownloadWarning, dtype_name, numpy_dtype
+from .arrays import DeviceArray, LargeDownloadWarning, TransferError, dtype_name, numpy_dtype
 from .client import Client
 from .errors import (
     BadRequest,
@@ -32,7 +32,6 @@ from .errors import (
     PreconditionFailed,
     ServerError,
     Timeout,
-    TransferError,
     Unauthorized,
     Unavailable,
 )

@@ -11,12 +11,11 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 import numpy.typing as npt
 
-from .errors import NotFound
+from ._session import Session
+from .errors import ConnectionFailed, NotFound
 
 if TYPE_CHECKING:
     from typing_extensions import Self
-
-    from .client import Client
 
 Shape = Union[int, Sequence[int]]
 
@@ -73,7 +72,7 @@ class DeviceArray:
     aliases: dropping one deletes nothing (the client's ``ttl`` bounds what
     is forgotten)."""
 
-    def __init__(self, client: Client, meta: dict[str, Any], etag: str | None = None) -> None:
+    def __init__(self, client: Session, meta: dict[str, Any], etag: str | None = None) -> None:
         self.client = client
         self.id: str = meta["id"]
         self._meta(meta, etag)
@@ -215,6 +214,19 @@ class DeviceArray:
     def __repr__(self) -> str:
         return (f"DeviceArray(id={self.id!r}, dtype={self.dtype_name}, shape={self.shape}, "
                 f"device={self.device})")
+
+
+class TransferError(ConnectionFailed):
+    """A transfer that could not be completed even after resuming. ``buffer``
+    is the handle of the buffer the upload was writing, when it was kept for
+    ``Client.upload_file(..., into=buffer)`` to continue; ``offset`` the
+    first byte the server has not acknowledged."""
+
+    def __init__(self, detail: str, *, offset: int = 0, buffer: DeviceArray | None = None
+                 ) -> None:
+        super().__init__(0, "", "Transfer failed", detail)
+        self.offset = offset
+        self.buffer = buffer
 
 
 # A file download reads through a buffer of this many bytes, all the memory it takes.

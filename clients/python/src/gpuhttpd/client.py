@@ -21,16 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._version import __version__
-from .arrays import DeviceArray, Shape, as_shape, dtype_name
-from .errors import (
-    ConnectionFailed,
-    GpuhttpdError,
-    Timeout,
-    TransferError,
-    from_response,
-)
+from .arrays import DeviceArray, Shape, TransferError, as_shape, dtype_name
+from .errors import ConnectionFailed, GpuhttpdError, Timeout, from_response
 from .progress import Progress
-from .runs import Kernel, Pipeline, RunFuture, RunResult, kernel_args
+from .runs import Kernel, Pipeline, RunFuture, RunResult, run_body, submit
 from .transport import (
     BytesLike,
     HTTPTransport,
@@ -244,15 +238,6 @@ class Client:
         r = self._request("POST", "/v1/buffers", json=body, ok=(201,), timeout=timeout)
         return DeviceArray(self, r.json(), r.headers.get("ETag"))
 
-    def _submit(self, body: dict[str, Any], wait: bool, timeout: float | None
-                ) -> RunResult | RunFuture:
-        r = self._request("POST", "/v1/runs", json=dict(body, wait=wait), ok=(200, 202),
-                          timeout=timeout)
-        run = r.json()
-        if not wait:
-            return RunFuture(self, run)
-        return dict(run.get("result", {}))
-
     # ---- arrays ---------------------------------------------------------
     def empty(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *, label: str = "",
               ttl: int | None = None, timeout: float | None = None) -> DeviceArray:
@@ -390,13 +375,9 @@ class Client:
         ``timeout``: seconds to wait for the server (None: the client's); a
         waited-for run must end within it. ``args``: arguments by name, for
         names these keywords take."""
-        body: dict[str, Any] = {"kernel": kernel,
-                                "args": kernel_args({**(args or {}), **kwargs})}
-        if reinterpret:
-            body["reinterpret"] = True
-        if if_match:
-            body["if_match"] = dict(if_match)
-        return self._submit(body, wait, timeout)
+        body = run_body(kernel, {**(args or {}), **kwargs}, reinterpret=reinterpret,
+                        if_match=if_match)
+        return submit(self, body, wait, timeout)
 
     def run_async(self, kernel: str, /, *, reinterpret: bool = False,
                   if_match: Mapping[str, str] | None = None, timeout: float | None = None,

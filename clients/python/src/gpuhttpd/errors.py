@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .arrays import DeviceArray
+from typing import Any
 
 
 class GpuhttpdError(Exception):
@@ -96,19 +93,6 @@ class Timeout(GpuhttpdError, TimeoutError):
     """The server did not answer within the timeout (``Client(timeout=...)``
     or the call's ``timeout=``), or a run did not end within ``wait(timeout)``.
     Also a built-in ``TimeoutError``."""
-
-
-class TransferError(ConnectionFailed):
-    """A transfer that could not be completed even after resuming. ``buffer``
-    is the handle of the buffer the upload was writing, when it was kept for
-    ``Client.upload_file(..., into=buffer)`` to continue; ``offset`` the
-    first byte the server has not acknowledged."""
-
-    def __init__(self, detail: str, *, offset: int = 0, buffer: DeviceArray | None = None
-                 ) -> None:
-        super().__init__(0, "", "Transfer failed", detail)
-        self.offset = offset
-        self.buffer = buffer
 
 
 # Every problem type the server sends, one row each: the status and slug of

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
+from ._session import Session
 from .arrays import DeviceArray, dtype_name
 from .errors import GpuhttpdError, NotFound, Timeout, from_run
 
 if TYPE_CHECKING:
     from typing_extensions import Self
-
-    from .client import Client
 
 RunResult = dict[str, Any]
 """What a kernel returned (``value`` for reductions, ``n``, ``m``/``k`` for gemm...)."""
@@ -40,13 +39,46 @@ def kernel_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def run_body(kernel: str, args: Mapping[str, Any], *, reinterpret: bool = False,
+             if_match: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The body of POST /v1/runs for one kernel (see :meth:`Client.run`)."""
+    body: dict[str, Any] = {"kernel": kernel, "args": kernel_args(args)}
+    if reinterpret:
+        body["reinterpret"] = True
+    if if_match:
+        body["if_match"] = dict(if_match)
+    return body
+
+
+@overload
+def submit(session: Session, body: dict[str, Any], wait: Literal[True],
+           timeout: float | None) -> RunResult: ...
+@overload
+def submit(session: Session, body: dict[str, Any], wait: Literal[False],
+           timeout: float | None) -> RunFuture: ...
+@overload
+def submit(session: Session, body: dict[str, Any], wait: bool,
+           timeout: float | None) -> RunResult | RunFuture: ...
+
+
+def submit(session: Session, body: dict[str, Any], wait: bool, timeout: float | None
+           ) -> RunResult | RunFuture:
+    """POSTs a run: its result when waited for, else a :class:`RunFuture`."""
+    r = session._request("POST", "/v1/runs", json=dict(body, wait=wait), ok=(200, 202),
+                         timeout=timeout)
+    run = r.json()
+    if not wait:
+        return RunFuture(session, run)
+    return dict(run.get("result", {}))
+
+
 class RunFuture:
     """A run queued with ``wait=False``: :meth:`wait` (or :meth:`result`)
     for its result, :meth:`cancel` it, :meth:`status` and :meth:`done` to
     look. As a context manager it waits for the run at the end of the block,
     and cancels it (if still queued) when the block raises."""
 
-    def __init__(self, client: Client, run: dict[str, Any]) -> None:
+    def __init__(self, client: Session, run: dict[str, Any]) -> None:
         self.client = client
         self.id: str = run["id"]
         self.run = run
@@ -114,7 +146,7 @@ class Pipeline:
     are run (waited for) at the end of a block that did not raise; the
     result is then in ``result``."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Session) -> None:
         self.client = client
         self.steps: list[dict[str, Any]] = []
         self.result: RunResult | None = None
@@ -136,7 +168,7 @@ class Pipeline:
         """Submits the steps: the last step's result, or a RunFuture with
         ``wait=False``. ``timeout``: seconds to wait for the server (None:
         the client's)."""
-        return self.client._submit({"steps": self.steps}, wait, timeout)
+        return submit(self.client, {"steps": self.steps}, wait, timeout)
 
     def __enter__(self) -> Self:
         return self
@@ -151,7 +183,7 @@ class Kernel:
     is ``client.run(k.name, x=..., y=...)``, waited for; :meth:`submit`
     queues it without waiting."""
 
-    def __init__(self, client: Client, name: str) -> None:
+    def __init__(self, client: Session, name: str) -> None:
         self.client = client
         self.name = name
         self.__doc__ = f"Runs kernel {name!r} (see Client.run)."
@@ -160,15 +192,17 @@ class Kernel:
                  timeout: float | None = None, args: Mapping[str, Any] | None = None,
                  **kwargs: Any) -> RunResult:
         """Runs the kernel and returns its result (see :meth:`Client.run`)."""
-        return self.client.run(self.name, wait=True, reinterpret=reinterpret,
-                               if_match=if_match, timeout=timeout, args=args, **kwargs)
+        body = run_body(self.name, {**(args or {}), **kwargs}, reinterpret=reinterpret,
+                        if_match=if_match)
+        return submit(self.client, body, True, timeout)
 
     def submit(self, *, reinterpret: bool = False, if_match: Mapping[str, str] | None = None,
                timeout: float | None = None, args: Mapping[str, Any] | None = None,
                **kwargs: Any) -> RunFuture:
         """Queues the kernel: a RunFuture (see :meth:`Client.run` with ``wait=False``)."""
-        return self.client.run(self.name, wait=False, reinterpret=reinterpret,
-                               if_match=if_match, timeout=timeout, args=args, **kwargs)
+        body = run_body(self.name, {**(args or {}), **kwargs}, reinterpret=reinterpret,
+                        if_match=if_match)
+        return submit(self.client, body, False, timeout)
 
     def delete(self) -> None:
         """Deletes a user-defined kernel (nothing when it is gone already)."""

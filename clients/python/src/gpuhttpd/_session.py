@@ -1,0 +1,42 @@
+"""What a handle needs of the client that made it.
+
+Handles (``arrays``, ``runs``) call back into their client to send requests
+and move bytes. They name it through :class:`Session`, a protocol defined
+here, below them, rather than through the ``Client`` class above them: the
+client is built from the handles' modules, so a handle module that imported
+the client would make the two depend on each other. ``Client`` is the one
+implementation (checked where it hands itself to a handle); a test may pass
+another."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Callable, Protocol
+
+from .transport import BytesLike, Pieces, Response
+
+
+class Session(Protocol):
+    """The client as its handles see it."""
+
+    array_warn_bytes: int
+    """``np.asarray(handle)`` warns when it downloads more bytes than this."""
+
+    def _request(self, method: str, path: str, *, ok: Sequence[int] = ...,
+                 json: Any = ..., content: bytes | Pieces | None = ...,
+                 headers: Mapping[str, str] | None = ..., timeout: float | None = ...,
+                 stream: bool = ...) -> Response:
+        """Sends one request; the answer when its status is in ``ok``, else
+        the status's error raised."""
+
+    def _upload(self, bid: str, total: int,
+                pieces: Callable[[int, int], Iterable[BytesLike]], if_match: str | None,
+                progress: bool, *, start: int = ..., timeout: float | None = ...) -> str:
+        """Writes bytes [start, total) of buffer ``bid`` from ``pieces(lo, hi)``;
+        the last ETag."""
+
+    def _download(self, bid: str, total: int, into: Callable[[int], memoryview],
+                  sink: Callable[[int, memoryview], None] | None, progress: bool,
+                  timeout: float | None = ...) -> None:
+        """Reads the ``total`` bytes of buffer ``bid`` into ``into(pos)``
+        (and hands each piece to ``sink``)."""
