@@ -41,9 +41,12 @@ def pinned_ceiling(build):
     best = {}
     for line in p.stdout.splitlines():
         parts = line.split()
-        # "H2D       chunk  65536 KiB:    54.21 GB/s"
+        # "h2d       chunk  65536 KiB:    54.21 GB/s"
         if len(parts) >= 6 and parts[1] == "chunk" and parts[-1] == "GB/s":
-            best[parts[0]] = max(best.get(parts[0], 0.0), float(parts[-2]))
+            path = parts[0].upper()
+            best[path] = max(best.get(path, 0.0), float(parts[-2]))
+    if "H2D" not in best or "D2H" not in best:
+        sys.exit(f"pinned_ceiling printed no h2d/d2h figures:\n{p.stdout}{p.stderr}")
     return best
 
 

@@ -8,7 +8,8 @@
 # usage: run_upload_profile.sh BUILD_DIR OUT_DIR
 # Environment: PROFILE_CONNS [8], PROFILE_BYTES per connection [1G],
 #   PROFILE_SERVER_ARGS extra gpuhttpd options [none], PROFILE_BACKEND [cuda].
-# Needs perf (exit 77 without it). Writes OUT_DIR/profile.md.
+# Needs perf (exit 77 without it; the GPU machine has none: tests/gpu/pack_tool.sh
+# carries this machine's). Samples cpu-clock: that machine has no hardware events. Writes OUT_DIR/profile.md.
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 BUILD_DIR OUT_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)
@@ -35,7 +36,7 @@ report=$out/profile.md
 } >"$report"
 start_server server "$build/gpuhttpd" --backend "$backend" ${server_args[@]+"${server_args[@]}"}
 for mode in upload download; do
-    perf record -g -F 999 -p "$server_pid" -o "$out/perf-$mode.data" 2>"$out/perf-$mode.log" &
+    perf record -e cpu-clock -g -F 999 -p "$server_pid" -o "$out/perf-$mode.data" 2>"$out/perf-$mode.log" &
     perf_pid=$!
     sleep 0.5
     line=$("$tools/loadgen" --mode "$mode" --port "$port" --conns "$conns" --bytes "$bytes" \
@@ -51,6 +52,9 @@ for mode in upload download; do
             --sort dso,symbol --percent-limit 0.7 2>/dev/null | grep -E '^ +[0-9]' | head -40
         echo
         perf report -i "$out/perf-$mode.data" --stdio --no-children -g none --sort dso \
+            --percent-limit 1 2>/dev/null | grep -E '^ +[0-9]' | head -12
+        echo
+        perf report -i "$out/perf-$mode.data" --stdio --no-children -g none --sort comm \
             --percent-limit 1 2>/dev/null | grep -E '^ +[0-9]' | head -12
         echo '```'
     } >>"$report"

@@ -18,6 +18,12 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # A slim build (tests/gpu/slim_build.sh) carries its binaries as one archive.
 [[ -f $build/bins.tar.xz ]] && tar -C "$build" -xJf "$build/bins.tar.xz"
+# Tools that machine lacks (perf, haproxy), packed by tests/gpu/pack_tool.sh
+# into BUILD_DIR/tools.
+if [[ -d $build/tools ]]; then
+  tools_bin=$(bash tests/gpu/unpack_tools.sh "$build/tools")
+  [[ -n $tools_bin ]] && export PATH=$tools_bin:$PATH
+fi
 summary=$out/summary.md
 : >"$summary"
 row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3" >>"$summary"; }
