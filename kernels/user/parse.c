@@ -1,8 +1,8 @@
 /* The parser, definitions half: parameter lists and statements into a
- * struct ghd_udef, and the token helpers both halves use (parse.h); the
- * expressions are parse_expr.c's. Names are resolved while parsing (each
- * field sees only the names its role allows), so the checker only deals
- * with types. Every error names the field, line and column of the token it
+ * struct ghd_udef; the expressions are parse_expr.c's, and the token helpers
+ * and name lookups both halves use are parse_tokens.c's (parse.h). Names are
+ * resolved while parsing (each field sees only the names its role allows),
+ * so the checker only deals with types. Every error names the field, line and column of the token it
  * stopped at. */
 #include "ulang.h"
 
@@ -13,49 +13,6 @@
 
 #include "base/error.h"
 #include "parse.h"
-
-int ghd_uparse_next(struct ghd_uparser *p)
-{
-    return ghd_ulex_next(&p->lx, p->e);
-}
-
-int ghd_uparse_is_name(const struct ghd_uparser *p, const char *s)
-{
-    return p->lx.tok == GHD_UTOK_NAME && p->lx.len == strlen(s) &&
-           memcmp(p->lx.text, s, p->lx.len) == 0;
-}
-
-int ghd_uparse_unexpected(struct ghd_uparser *p, const char *wanted)
-{
-    char got[64];
-    ghd_ulex_describe(&p->lx, got, sizeof(got));
-    return ghd_ulex_error_at(&p->lx, p->lx.tline, p->lx.tcol, p->e, "expected %s, got %s", wanted,
-                             got);
-}
-
-int ghd_uparse_expect(struct ghd_uparser *p, int tok, const char *wanted)
-{
-    if (p->lx.tok != tok)
-        return ghd_uparse_unexpected(p, wanted);
-    return ghd_uparse_next(p);
-}
-
-int ghd_uparse_type(const struct ghd_uparser *p, int *type, char *ph)
-{
-    if (p->lx.tok != GHD_UTOK_NAME)
-        return 0;
-    if (p->lx.len == 1 && p->lx.text[0] >= 'A' && p->lx.text[0] <= 'Z') {
-        *type = GHD_UT_NONE;
-        *ph = p->lx.text[0];
-        return 1;
-    }
-    int t = ghd_utype_parse(p->lx.text, p->lx.len);
-    if (t == GHD_UT_NONE)
-        return 0;
-    *type = t;
-    *ph = 0;
-    return 1;
-}
 
 static void note_placeholder(struct ghd_udef *d, char ph)
 {
@@ -97,22 +54,6 @@ static int reserved(const struct ghd_udef *d, const char *s, size_t len, const c
         return 1;
     }
     return 0;
-}
-
-int ghd_udef_param(const struct ghd_udef *d, const char *s, size_t len)
-{
-    for (int k = 0; k < d->nparams; k++)
-        if (strlen(d->params[k].name) == len && memcmp(d->params[k].name, s, len) == 0)
-            return k;
-    return -1;
-}
-
-int ghd_udef_local(const struct ghd_udef *d, const char *s, size_t len)
-{
-    for (int k = 0; k < d->nlocals; k++)
-        if (strlen(d->locals[k]) == len && memcmp(d->locals[k], s, len) == 0)
-            return k;
-    return -1;
 }
 
 /* ---- parameter lists ---------------------------------------------------- */

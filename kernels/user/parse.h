@@ -3,7 +3,7 @@
 
 /* The parser's state and the token helpers its two halves share: the
  * definitions (parse.c: parameter lists and statements) and the expressions
- * (parse_expr.c). Each error is set through the lexer, naming the field,
+ * (parse_expr.c). The helpers are parse_tokens.c's, below both. Each error is set through the lexer, naming the field,
  * line and column of the token it stopped at. */
 #include <stddef.h>
 
