@@ -49,6 +49,7 @@ int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep);
 
 /* regions.c */
 int ghd_handle_region_create(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_region_summary(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_region_get(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_region_delete(struct ghd_request *req, struct ghd_reply *rep);
 

@@ -56,6 +56,7 @@ static const struct ghd_route table[] = {
     {"DELETE", "/v1/modules/{id}", GHD_BODY_NONE, ghd_handle_module_delete, NULL,
      TENANT, DEVICE, NOPROBE},
     {"POST", "/v1/regions", GHD_BODY_JSON, ghd_handle_region_create, NULL, TENANT, DEVICE, NOPROBE},
+    {"GET", "/v1/regions", GHD_BODY_NONE, ghd_handle_region_summary, NULL, TENANT, NODEV, NOPROBE},
     {"GET", "/v1/regions/{id}", GHD_BODY_NONE, ghd_handle_region_get, NULL,
      TENANT, DEVICE, NOPROBE},
     {"DELETE", "/v1/regions/{id}", GHD_BODY_NONE, ghd_handle_region_delete, NULL,

@@ -20,11 +20,26 @@ static const char *tenant_or_none(const char *tenant)
     return tenant ? tenant : "";
 }
 
+/* The kernel's boot id, which every process of the host reads alike (in any
+ * container too), into host; "" when it cannot be read. */
+static void read_host(char *host, size_t cap)
+{
+    host[0] = '\0';
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (!f)
+        return;
+    if (!fgets(host, (int)cap, f))
+        host[0] = '\0';
+    fclose(f);
+    host[strcspn(host, "\n")] = '\0';
+}
+
 int ghd_region_table_init(struct ghd_region_table *t, const char *id_prefix)
 {
     memset(t, 0, sizeof(*t));
     GHD_ASSERT(strlen(id_prefix) == GHD_OWNER_PREFIX_LEN);
     memcpy(t->id_prefix, id_prefix, sizeof(t->id_prefix));
+    read_host(t->host, sizeof(t->host));
     int rc = ghd_idmap_init(&t->by_id, 16);
     if (rc)
         return rc;

@@ -30,6 +30,7 @@
 
 #define GHD_REGION_ID_LEN GHD_BUFFER_ID_LEN /* the owner prefix, then 128 random bits */
 #define GHD_REGION_NAME_MAX 255
+#define GHD_REGION_HOST_MAX 36 /* a boot id: a UUID's text */
 
 enum ghd_region_kind {
     GHD_REGION_SHM = 0,
@@ -60,13 +61,18 @@ struct ghd_region_table {
     struct ghd_idmap by_id;
     struct ghd_list all;
     char id_prefix[GHD_OWNER_PREFIX_LEN + 1]; /* every id starts so (base/owner.h) */
+    /* The kernel's boot id (/proc/sys/kernel/random/boot_id), "" when it
+     * cannot be read: a client that reads the same one runs on the same
+     * host, so its segments can be named here. */
+    char host[GHD_REGION_HOST_MAX + 1];
     /* Set once before use. */
     int allowed;               /* --allow-shm */
     unsigned tenant_max_regions; /* 0 = no limit */
     size_t tenant_max_pinned;    /* bytes, 0 = no limit */
 };
 
-/* id_prefix: the owner prefix every id starts with (base/owner.h). */
+/* id_prefix: the owner prefix every id starts with (base/owner.h). Reads
+ * the host's boot id into t->host. */
 int ghd_region_table_init(struct ghd_region_table *t, const char *id_prefix);
 /* Unmaps and unlocks every region still registered.
  * pre: no transfer is in flight. */

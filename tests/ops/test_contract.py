@@ -362,6 +362,9 @@ def main():
             st, _, _ = c.conform("POST", "/v1/regions", srv.request(
                 "POST", "/v1/regions", json.dumps(reg).encode(), J))
             check(st == 403, f"a region without --allow-shm: {st}")
+            st, _, rb = c.conform("GET", "/v1/regions", srv.request("GET", "/v1/regions"))
+            check(st == 200 and json.loads(rb)["shm"] == {"enabled": False},
+                  f"region summary without --allow-shm: {st} {rb[:200]!r}")
         with Server(binary, "--allow-shm") as srv:
             for body, want in [(reg, 201), ({"size": 1}, 400), (dict(reg, size=8192), 422),
                                ({"cuda_ipc": "A" * 86 + "==", "size": 1}, 501)]:
@@ -370,6 +373,12 @@ def main():
                 check(st == want, f"region {body}: {st}, not {want}: {rb[:200]!r}")
                 if st == 201:
                     rid = json.loads(rb)["id"]
+            st, _, rb = c.conform("GET", "/v1/regions", srv.request("GET", "/v1/regions"))
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                host = f.read().strip()
+            check(st == 200 and json.loads(rb) == {"shm": {"enabled": True, "host": host},
+                                                   "usage": {"regions": 1, "pinned": 4096}},
+                  f"region summary: {st} {rb[:200]!r}, this host {host}")
             st, _, rb = srv.request("POST", "/v1/buffers", b'{"size": 4096}', J)
             bid = json.loads(rb)["id"]
             for body, want in [({"from": {"region": rid}, "to": {"buffer": bid}, "bytes": 4096},

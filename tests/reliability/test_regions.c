@@ -1,8 +1,9 @@
 /* Regions and transfers on the host backend, over real HTTP on loopback,
  * with POSIX shared-memory segments created here in the test process:
- * - off by default (403 naming --allow-shm); the registration rules (a bad
- *   name, a missing segment, a size past the segment's, CUDA IPC on the host
- *   backend: 501);
+ * - off by default (403 naming --allow-shm), which GET /v1/regions says
+ *   (with the host's boot id when on, and each tenant's usage); the
+ *   registration rules (a bad name, a missing segment, a size past the
+ *   segment's, CUDA IPC on the host backend: 501);
  * - another tenant's region is 404 to GET, DELETE and transfers;
  * - region->buffer and buffer->region byte-exact, at offsets, buffer->buffer,
  *   ranges past an end (416 naming the field), overlap, if_match and ETags;
@@ -118,6 +119,42 @@ static void test_off_by_default(void **state)
     rel_resp_free(&r);
     rel_json(&s, "GET", "/v1/regions/0123456789abcdef0123456789abcdef", NULL, NULL, &r);
     expect(&r, 403, "--allow-shm");
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+/* GET /v1/regions: off or on, and the host to compare with: the kernel's
+ * boot id, as this process reads it; each tenant's usage alone. */
+static void test_summary(void **state)
+{
+    (void)state;
+    char host[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    assert_non_null(f);
+    assert_non_null(fgets(host, sizeof(host), f));
+    fclose(f);
+    host[strcspn(host, "\n")] = '\0';
+    char want[256];
+    struct rel_server s;
+    struct rel_resp r;
+    start_with(&s, 0, NULL);
+    rel_json(&s, "GET", "/v1/regions", NULL, NULL, &r);
+    expect(&r, 200, "\"shm\":{\"enabled\":false}");
+    rel_resp_free(&r);
+    rel_stop(&s);
+
+    start_with(&s, 1, "tokA:alice,tokB:bob");
+    struct segment g;
+    segment_open(&g, 8192);
+    assert_int_equal(region_new(&s, "tokA", &g, NULL), 201);
+    snprintf(want, sizeof(want), "\"shm\":{\"enabled\":true,\"host\":\"%s\"}", host);
+    rel_json(&s, "GET", "/v1/regions", "tokA", NULL, &r);
+    expect(&r, 200, want);
+    expect(&r, 200, "\"usage\":{\"regions\":1,\"pinned\":8192}");
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/v1/regions", "tokB", NULL, &r);
+    expect(&r, 200, "\"usage\":{\"regions\":0,\"pinned\":0}");
     rel_resp_free(&r);
     segment_close(&g);
     rel_stop(&s);
@@ -529,6 +566,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_off_by_default),
+        cmocka_unit_test(test_summary),
         cmocka_unit_test(test_registration_rules),
         cmocka_unit_test(test_other_tenant_404),
         cmocka_unit_test(test_both_directions_exact),

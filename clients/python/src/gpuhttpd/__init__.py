@@ -11,8 +11,9 @@ array([0., 2., 4., 6.], dtype=float32)
 
 Modules by job: ``client`` (the Client: buffers, transfers, runs),
 ``arrays`` (DeviceArray, dtypes), ``runs`` (RunFuture, Pipeline, Kernel),
-``errors`` (one exception class per kind of failure), ``transport`` (HTTP
-through http.client, and MockTransport for tests), ``progress`` (tqdm bars).
+``regions`` (SharedArray: same-host shared memory), ``errors`` (one
+exception class per kind of failure), ``transport`` (HTTP through
+http.client, and MockTransport for tests), ``progress`` (tqdm bars).
 """
 
 from ._version import __version__
@@ -36,6 +37,7 @@ from .errors import (
     Unavailable,
 )
 from .progress import ProgressUnavailable
+from .regions import SharedArray
 from .runs import Kernel, Pipeline, RunFuture, RunResult
 from .transport import HTTPTransport, MockTransport, Request, Response, Transport
 
@@ -64,6 +66,7 @@ __all__ = [
     "RunFuture",
     "RunResult",
     "ServerError",
+    "SharedArray",
     "Timeout",
     "TransferError",
     "Transport",

@@ -1,6 +1,6 @@
 """What a handle needs of the client that made it.
 
-Handles (``arrays``, ``runs``) call back into their client to send requests
+Handles (``arrays``, ``runs``, ``regions``) call back into their client to send requests
 and move bytes. They name it through :class:`Session`, a protocol defined
 here, below them, rather than through the ``Client`` class above them: the
 client is built from the handles' modules, so a handle module that imported
@@ -34,6 +34,11 @@ class Session(Protocol):
                 progress: bool, *, start: int = ..., timeout: float | None = ...) -> str:
         """Writes bytes [start, total) of buffer ``bid`` from ``pieces(lo, hi)``;
         the last ETag."""
+
+    def _transfer(self, frm: Mapping[str, Any], to: Mapping[str, Any], nbytes: int, *,
+                  if_match: str | None = ..., timeout: float | None = ...) -> Response:
+        """POST /v1/transfers: ``nbytes`` bytes from one end (a region or a
+        buffer, and an offset) to the other."""
 
     def _download(self, bid: str, total: int, into: Callable[[int], memoryview],
                   sink: Callable[[int, memoryview], None] | None, progress: bool,

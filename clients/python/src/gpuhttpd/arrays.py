@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from ._session import Session
 from .errors import ConnectionFailed, NotFound
+from .regions import SharedArray
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -146,13 +147,35 @@ class DeviceArray:
             timeout: float | None = None) -> None:
         """Uploads ``a`` (same number of bytes) into the buffer; with
         ``if_match`` (an ETag) only if nobody wrote it since (else
-        PreconditionFailed)."""
+        PreconditionFailed). A :class:`SharedArray` moves by DMA
+        (:meth:`set_from`)."""
+        if isinstance(a, SharedArray) and a.in_region:
+            self.set_from(a, if_match=if_match, timeout=timeout)
+            return
         src = np.ascontiguousarray(a)
         if src.nbytes != self.nbytes:
             raise ValueError(f"{src.nbytes} bytes do not fit a {self.nbytes}-byte buffer")
         flat = src.reshape(-1).view(np.uint8).data
         self.etag = self.client._upload(self.id, self.nbytes, lambda lo, hi: [flat[lo:hi]],
                                         if_match, progress, timeout=timeout)
+
+    def set_from(self, a: SharedArray, *, if_match: str | None = None,
+                 timeout: float | None = None) -> None:
+        """Copies a shared array (``Client.shared_array``; C-contiguous, as
+        many bytes as the buffer) into the buffer by DMA, no bytes over the
+        socket; ``if_match`` as for :meth:`set`."""
+        r = self.client._transfer(a.transfer_end(self.nbytes), {"buffer": self.id, "offset": 0},
+                                  self.nbytes, if_match=if_match, timeout=timeout)
+        self.etag = r.headers.get("ETag", self.etag)
+
+    def get_into(self, a: SharedArray, *, timeout: float | None = None) -> SharedArray:
+        """Copies the buffer into a shared array (C-contiguous, as many bytes
+        as the buffer) by DMA; returns ``a``."""
+        if not a.flags.writeable:
+            raise ValueError("get_into writes the shared array: it must be writeable")
+        self.client._transfer({"buffer": self.id, "offset": 0}, a.transfer_end(self.nbytes),
+                              self.nbytes, timeout=timeout)
+        return a
 
     def reshape(self, *shape: int | Sequence[int], dtype: npt.DTypeLike | None = None,
                 timeout: float | None = None) -> DeviceArray:

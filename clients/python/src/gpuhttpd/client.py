@@ -24,6 +24,7 @@ from ._version import __version__
 from .arrays import DeviceArray, Shape, TransferError, as_shape, dtype_name
 from .errors import ConnectionFailed, GpuhttpdError, Timeout, from_response
 from .progress import Progress
+from .regions import SameHost, SharedArray, shared_array
 from .runs import Kernel, Pipeline, RunFuture, RunResult, run_body, submit
 from .transport import (
     BytesLike,
@@ -65,6 +66,11 @@ class Client:
     :class:`HTTPTransport` to ``url`` (a :class:`MockTransport` in tests).
     ``array_warn_bytes``: ``np.asarray(handle)`` warns
     (:class:`LargeDownloadWarning`) when it downloads more than this.
+    ``shm_threshold``: transfers of this many bytes or more go through
+    shared memory when the server runs on this host with ``--allow-shm``
+    (one registered segment of ``shm_chunk`` bytes, a chunk at a time), and
+    over HTTP otherwise; None: always over HTTP. ``region_bytes`` counts the
+    bytes moved through regions, this way or with :meth:`shared_array`.
 
     Refusals raise :class:`GpuhttpdError` subclasses, one per kind
     (``NotFound``, ``InvalidArgument``...); a server that cannot be reached
@@ -76,7 +82,8 @@ class Client:
     def __init__(self, url: str, token: str | None = None, *, timeout: float | None = 120.0,
                  retries: int = 5, backoff: float = 0.1, piece: int = 64 << 20,
                  ttl: int | None = None, verify: bool | str = True,
-                 transport: Transport | None = None, array_warn_bytes: int = 256 << 20) -> None:
+                 transport: Transport | None = None, array_warn_bytes: int = 256 << 20,
+                 shm_threshold: int | None = 64 << 20, shm_chunk: int = 64 << 20) -> None:
         self.url = check_url(url)
         self.token = token
         self.timeout = timeout
@@ -92,10 +99,16 @@ class Client:
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         self.resumes: list[int] = []  # byte positions transfers resumed from
+        self.region_bytes = 0
+        self.same_host = SameHost(self, shm_threshold, shm_chunk)
 
     def close(self) -> None:
-        """Closes the connections (a later call opens new ones)."""
-        self.transport.close()
+        """Unregisters the segment of automatic same-host transfers and
+        closes the connections (a later call opens new ones)."""
+        try:
+            self.same_host.close()
+        finally:
+            self.transport.close()
 
     def __enter__(self) -> Self:
         return self
@@ -144,8 +157,22 @@ class Client:
     def _upload(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
                 if_match: str | None, progress: bool, *, start: int = 0,
                 timeout: float | None = None) -> str:
-        """PUTs [start, total) in pieces with Content-Range; returns the last ETag."""
+        """Writes bytes [start, total) of buffer ``bid`` from ``pieces(lo, hi)``:
+        through shared memory when the same-host path takes it
+        (:class:`SameHost`), else PUT in pieces with Content-Range; returns
+        the last ETag."""
         bar = Progress(total, progress, "upload", start)
+        try:
+            etag = self.same_host.upload(bid, total, pieces, if_match, bar, start=start,
+                                         timeout=timeout)
+            if etag is None:
+                etag = self._put(bid, total, pieces, if_match, bar, start, timeout)
+        finally:
+            bar.close()
+        return etag
+
+    def _put(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
+             if_match: str | None, bar: Progress, start: int, timeout: float | None) -> str:
         etag = if_match or ""
         pos = start
         failures = 0
@@ -159,76 +186,90 @@ class Client:
                     lo += len(step)
                     bar.moveto(lo)  # the step has been handed to the socket
 
-        try:
-            while pos < total:
-                end = min(pos + self.piece, total)
-                headers = {"Content-Type": "application/octet-stream",
-                           "Content-Range": f"bytes {pos}-{end - 1}/{total}"}
-                if etag and if_match:
-                    headers["If-Match"] = etag
-                try:
-                    r = self._request("PUT", f"/v1/buffers/{bid}", headers=headers,
-                                      content=Pieces(end - pos, functools.partial(body, pos, end)),
-                                      timeout=timeout)
-                except (ConnectionFailed, Timeout) as e:
-                    failures += 1
-                    bar.moveto(pos)
-                    if failures > self.retries or if_match:
-                        # A cut write moved the version: a conditional
-                        # upload cannot tell whose bytes are there now.
-                        raise TransferError(f"upload cut at byte {pos} of {total}: {e.detail}",
-                                            offset=pos) from e
-                    self.resumes.append(pos)
-                    time.sleep(self.backoff * 2 ** (failures - 1))
-                    continue
-                etag = r.headers.get("ETag", etag)
-                pos = end
+        while pos < total:
+            end = min(pos + self.piece, total)
+            headers = {"Content-Type": "application/octet-stream",
+                       "Content-Range": f"bytes {pos}-{end - 1}/{total}"}
+            if etag and if_match:
+                headers["If-Match"] = etag
+            try:
+                r = self._request("PUT", f"/v1/buffers/{bid}", headers=headers,
+                                  content=Pieces(end - pos, functools.partial(body, pos, end)),
+                                  timeout=timeout)
+            except (ConnectionFailed, Timeout) as e:
+                failures += 1
                 bar.moveto(pos)
-        finally:
-            bar.close()
+                if failures > self.retries or if_match:
+                    # A cut write moved the version: a conditional
+                    # upload cannot tell whose bytes are there now.
+                    raise TransferError(f"upload cut at byte {pos} of {total}: {e.detail}",
+                                        offset=pos) from e
+                self.resumes.append(pos)
+                time.sleep(self.backoff * 2 ** (failures - 1))
+                continue
+            etag = r.headers.get("ETag", etag)
+            pos = end
+            bar.moveto(pos)
         return etag
 
     def _download(self, bid: str, total: int, into: Callable[[int], memoryview],
                   sink: Callable[[int, memoryview], None] | None, progress: bool,
                   timeout: float | None = None) -> None:
-        """GETs the bytes, resuming with Range: into(pos) is the memory the
-        bytes from pos are read into; sink(pos, data), when given, takes
-        them from there (a file)."""
+        """Reads the ``total`` bytes of buffer ``bid``: through shared memory
+        when the same-host path takes it (:class:`SameHost`), else GET,
+        resuming with Range. into(pos) is the memory the bytes from pos are
+        read into; sink(pos, data), when given, takes them from there (a
+        file)."""
         bar = Progress(total, progress, "download")
-        pos = 0
-        failures = 0
         try:
-            while pos < total:
-                headers = {"Range": f"bytes={pos}-"} if pos else {}
-                try:
-                    with self._request("GET", f"/v1/buffers/{bid}", headers=headers, stream=True,
-                                       ok=(200, 206), timeout=timeout) as r:
-                        got = r.headers.get("Content-Range", "")
-                        if pos and not got.startswith(f"bytes {pos}-"):
-                            raise GpuhttpdError(r.status, "", "Unexpected answer",
-                                                f"asked for bytes from {pos}, got {r.status} "
-                                                f"Content-Range {got!r}")
-                        while pos < total:
-                            view = into(pos)[:min(total - pos, _STEP)]
-                            n = r.readinto(view)
-                            if not n:
-                                break
-                            if sink:
-                                sink(pos, view[:n])
-                            pos += n
-                            bar.moveto(pos)
-                    if pos < total:
-                        raise ConnectionFailed(0, "", "Connection failed",
-                                               f"the body ended at byte {pos} of {total}")
-                except (ConnectionFailed, Timeout) as e:
-                    failures += 1
-                    if failures > self.retries:
-                        raise TransferError(f"download cut at byte {pos} of {total}: {e.detail}",
-                                            offset=pos) from e
-                    self.resumes.append(pos)
-                    time.sleep(self.backoff * 2 ** (failures - 1))
+            if not self.same_host.download(bid, total, into, sink, bar, timeout):
+                self._get(bid, total, into, sink, bar, timeout)
         finally:
             bar.close()
+
+    def _get(self, bid: str, total: int, into: Callable[[int], memoryview],
+             sink: Callable[[int, memoryview], None] | None, bar: Progress,
+             timeout: float | None) -> None:
+        pos = 0
+        failures = 0
+        while pos < total:
+            headers = {"Range": f"bytes={pos}-"} if pos else {}
+            try:
+                with self._request("GET", f"/v1/buffers/{bid}", headers=headers, stream=True,
+                                   ok=(200, 206), timeout=timeout) as r:
+                    got = r.headers.get("Content-Range", "")
+                    if pos and not got.startswith(f"bytes {pos}-"):
+                        raise GpuhttpdError(r.status, "", "Unexpected answer",
+                                            f"asked for bytes from {pos}, got {r.status} "
+                                            f"Content-Range {got!r}")
+                    while pos < total:
+                        view = into(pos)[:min(total - pos, _STEP)]
+                        n = r.readinto(view)
+                        if not n:
+                            break
+                        if sink:
+                            sink(pos, view[:n])
+                        pos += n
+                        bar.moveto(pos)
+                if pos < total:
+                    raise ConnectionFailed(0, "", "Connection failed",
+                                           f"the body ended at byte {pos} of {total}")
+            except (ConnectionFailed, Timeout) as e:
+                failures += 1
+                if failures > self.retries:
+                    raise TransferError(f"download cut at byte {pos} of {total}: {e.detail}",
+                                        offset=pos) from e
+                self.resumes.append(pos)
+                time.sleep(self.backoff * 2 ** (failures - 1))
+
+    def _transfer(self, frm: Mapping[str, Any], to: Mapping[str, Any], nbytes: int, *,
+                  if_match: str | None = None, timeout: float | None = None) -> Response:
+        body: dict[str, Any] = {"from": dict(frm), "to": dict(to), "bytes": nbytes}
+        if if_match:
+            body["if_match"] = if_match
+        r = self._request("POST", "/v1/transfers", json=body, timeout=timeout)
+        self.region_bytes += nbytes
+        return r
 
     def _create(self, body: dict[str, Any], ttl: int | None, timeout: float | None
                 ) -> DeviceArray:
@@ -256,8 +297,9 @@ class Client:
     def asarray(self, a: npt.ArrayLike, *, label: str = "", ttl: int | None = None,
                 progress: bool = False, timeout: float | None = None) -> DeviceArray:
         """Uploads a NumPy array (or anything np.asarray takes); returns its
-        handle. A failed or interrupted upload deletes the new buffer."""
-        src = np.ascontiguousarray(a)
+        handle. A failed or interrupted upload deletes the new buffer. A
+        :class:`SharedArray` moves by DMA (``set_from``)."""
+        src = a if isinstance(a, SharedArray) and a.in_region else np.ascontiguousarray(a)
         if src.dtype.byteorder == ">":
             src = src.astype(src.dtype.newbyteorder("<"))
         x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, timeout=timeout)
@@ -267,6 +309,16 @@ class Client:
             _discard(x)
             raise
         return x
+
+    def shared_array(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *,
+                     timeout: float | None = None) -> SharedArray:
+        """A zeroed NumPy array in a POSIX shared-memory segment registered
+        with the server (which must run on this host with ``--allow-shm``):
+        ``handle.set_from(a)`` and ``handle.get_into(a)`` move its bytes by
+        DMA, and ``c.asarray(a)`` uploads it so. ``a.close()`` (or a
+        ``with`` block, or garbage collection) unregisters and unlinks the
+        segment."""
+        return shared_array(self, as_shape(shape), dtype, timeout=timeout)
 
     def buffer(self, bid: str, *, timeout: float | None = None) -> DeviceArray:
         """A handle on an existing buffer (its metadata read now)."""

@@ -24,6 +24,14 @@ def server() -> Iterator[Server]:
     s.stop()
 
 
+@pytest.fixture(scope="session")
+def shm_server() -> Iterator[Server]:
+    """A server that registers same-host regions (--allow-shm)."""
+    s = Server(_binary(), "--allow-shm", "--pool-limit", "1G")
+    yield s
+    s.stop()
+
+
 @pytest.fixture
 def client(server: Server) -> Iterator[gpuhttpd.Client]:
     with gpuhttpd.Client(server.url, backoff=0.05) as c:

@@ -1,11 +1,14 @@
 """A gpuhttpd in memory behind a MockTransport: buffers (create, meta,
-ranged PUT and GET, delete, list) and runs, as the API describes them, with
-the faults the client must survive (a connection cut inside a body, Ctrl-C
-inside an upload). No server binary, no socket."""
+ranged PUT and GET, delete, list), runs, and same-host regions (segments the
+client made, mapped here from /dev/shm) with transfers, as the API describes
+them, with the faults the client must survive (a connection cut inside a
+body, Ctrl-C inside an upload). No server binary, no socket."""
 
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import re
 import secrets
 from typing import Any, Callable
@@ -62,6 +65,13 @@ class FakeServer:
         self.interrupt_after = 0
         self.put_count = 0
         self.get_count = 0
+        # Regions: what GET /v1/regions says ({"enabled": False}: off), the
+        # mappings of the registered ones, the answer to give registrations
+        # instead (a problem), and every transfer's body.
+        self.shm: dict[str, Any] = {"enabled": False}
+        self.regions: dict[str, mmap.mmap] = {}
+        self.refuse_regions: Response | None = None
+        self.transfers: list[dict[str, Any]] = []
         self.run: Callable[[dict[str, Any]], Response] = \
             lambda body: Response(200, json={"id": "r" * 32, "status": "succeeded",
                                              "result": {"n": 1}, "timing": {}})
@@ -76,6 +86,8 @@ class FakeServer:
             return Response(200, json={"buffers": list(self.buffers.values())})
         if path == "/v1/runs" and req.method == "POST":
             return self.run(req.json())
+        if path.startswith("/v1/regions") or path == "/v1/transfers":
+            return self.region_request(req, path)
         if m is None or m.group(1) not in self.buffers:
             return problem(404, "not-found", f"no buffer {path}")
         bid = m.group(1)
@@ -145,6 +157,55 @@ class FakeServer:
         cut = self.cut_get.get(self.get_count)
         stream = CutStream(data[start:], cut if cut is not None else len(data))
         return Response(206 if start else 200, headers, stream=stream)
+
+    def region_request(self, req: Request, path: str) -> Response:
+        if path == "/v1/regions" and req.method == "GET":
+            return Response(200, json={"shm": self.shm, "usage": {"regions": len(self.regions),
+                                                                  "pinned": 0}})
+        if not self.shm["enabled"]:
+            return problem(403, "forbidden", "regions are off on this server")
+        if path == "/v1/regions" and req.method == "POST":
+            if self.refuse_regions is not None:
+                return self.refuse_regions
+            body = req.json()
+            fd = os.open("/dev/shm" + body["shm"], os.O_RDWR)
+            try:
+                self.regions[rid := secrets.token_hex(16)] = mmap.mmap(fd, body["size"])
+            finally:
+                os.close(fd)
+            return Response(201, json={"id": rid, "kind": "shm", "size": body["size"]})
+        if path == "/v1/transfers":
+            return self.transfer(req.json())
+        rid = path.rsplit("/", 1)[-1]
+        if rid not in self.regions:
+            return problem(404, "not-found", f"no region with id '{rid}'")
+        if req.method == "DELETE":
+            self.regions.pop(rid).close()
+            return Response(204)
+        return Response(200, json={"id": rid, "size": len(self.regions[rid])})
+
+    def transfer(self, body: dict[str, Any]) -> Response:
+        self.transfers.append(body)
+        n = body["bytes"]
+        ends = []
+        for side in ("from", "to"):
+            end = body[side]
+            kind = "region" if "region" in end else "buffer"
+            mem = (self.regions if kind == "region" else self.data).get(end[kind])
+            if mem is None:
+                return problem(404, "not-found", f"'{side}.{kind}': no {kind} with id "
+                                                 f"'{end[kind]}'")
+            ends.append((mem, end.get("offset", 0)))
+        (src, a), (dst, b) = ends
+        headers = {}
+        if "buffer" in body["to"]:
+            meta = self.buffers[body["to"]["buffer"]]
+            if body.get("if_match") not in (None, f'"v{meta["version"]}"'):
+                return problem(412, "precondition-failed", "another version")
+            meta["version"] += 2
+            headers["ETag"] = f'"v{meta["version"]}"'
+        dst[b:b + n] = src[a:a + n]
+        return Response(200, headers, json={"bytes": n, "seconds": 0.0, "gb_per_s": 0.0})
 
     def request_paths(self, method: str) -> list[str]:
         return [r.path for r in self.requests if r.method == method]

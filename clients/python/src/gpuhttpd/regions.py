@@ -1,0 +1,311 @@
+"""Same-host transfers: NumPy arrays in POSIX shared memory that the server
+maps and moves to and from buffers by DMA, no socket in between.
+
+A server started with ``--allow-shm`` registers a segment that a client on
+its host created (``POST /v1/regions``) and then moves bytes between it and
+a buffer (``POST /v1/transfers``). :class:`SharedArray` is a NumPy array in
+such a segment (``Client.shared_array``); :class:`SameHost` is a client's
+automatic use of a small registered segment for large transfers of ordinary
+arrays, when the server says it runs on this host (the kernel's boot id is
+the same on both sides)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable
+from multiprocessing import shared_memory
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from ._session import Session
+from .errors import GpuhttpdError, NotFound
+from .progress import Progress
+from .transport import BytesLike
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    _NDArray = np.ndarray[Any, np.dtype[Any]]
+else:
+    _NDArray = np.ndarray
+
+_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def host_id() -> str:
+    """This host's kernel boot id ("" where there is none to read): what the
+    server's ``GET /v1/regions`` names as its host when regions are on."""
+    try:
+        with open(_BOOT_ID, encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _release(session: Session, region: str, shm: shared_memory.SharedMemory) -> None:
+    """Unregisters a region and unlinks its segment. The mapping stays: NumPy
+    arrays keep no buffer export of the memory they were made on, so an
+    array could outlive an unmapping. It goes with the SharedMemory object,
+    which every array in it holds (through its ``segment``)."""
+    try:
+        session._request("DELETE", f"/v1/regions/{region}", ok=(204,))
+    except NotFound:
+        pass  # gone with an earlier start of the server, or unregistered already
+    except GpuhttpdError:
+        pass  # the server is away; it drops its regions when it stops
+    finally:
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class Segment:
+    """A POSIX shared-memory segment of ``size`` bytes this client created
+    (readable and writable by its user alone) and registered as a region:
+    ``region`` is the region's id, ``buf`` the memory. :meth:`close`
+    unregisters it and unlinks the segment, as garbage collection and the
+    interpreter's exit do for a segment not closed."""
+
+    def __init__(self, session: Session, size: int, *, timeout: float | None = None) -> None:
+        if size < 1:
+            raise ValueError(f"a shared segment holds at least one byte, not {size}")
+        self.size = size
+        self._shm = shared_memory.SharedMemory(create=True, size=size)
+        try:
+            r = session._request("POST", "/v1/regions", ok=(201,), timeout=timeout,
+                                 json={"shm": "/" + self._shm.name, "size": size})
+        except BaseException:
+            self._shm.close()
+            self._shm.unlink()
+            raise
+        self.region: str = r.json()["id"]
+        self._closer = weakref.finalize(self, _release, session, self.region, self._shm)
+
+    @property
+    def buf(self) -> memoryview:
+        """The segment's bytes."""
+        buf = self._shm.buf
+        assert buf is not None
+        return buf
+
+    @property
+    def closed(self) -> bool:
+        """Whether the segment was unregistered."""
+        return not self._closer.alive
+
+    def close(self) -> None:
+        """Unregisters the region (the server returns once no transfer uses
+        it) and unlinks the segment; a second call does nothing."""
+        self._closer()
+
+    def __repr__(self) -> str:
+        return f"Segment(region={self.region!r}, size={self.size})"
+
+
+class SharedArray(_NDArray):
+    """A NumPy array in a registered shared-memory segment, made by
+    ``Client.shared_array``. It is an ordinary ndarray to NumPy (its views
+    and slices stay SharedArrays in the same segment; what ufuncs compute
+    is a plain ndarray); ``handle.set_from(a)`` and ``handle.get_into(a)``
+    move its bytes to and from a buffer by DMA. ``region`` and ``offset``
+    (the bytes from the segment's start to the first element) say where it
+    is. :meth:`close` (or the end of a ``with`` block, or garbage
+    collection) unregisters the segment and unlinks it; the memory stays
+    readable until the last array in it is dropped."""
+
+    segment: Segment | None
+
+    def __array_finalize__(self, obj: npt.NDArray[Any] | None, /) -> None:
+        self.segment = getattr(obj, "segment", None)
+
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False,
+                       /) -> Any:
+        # A ufunc's result is new memory, not the segment's.
+        out = array.view(np.ndarray) if isinstance(array, np.ndarray) else array
+        return out[()] if return_scalar else out
+
+    @property
+    def region(self) -> str:
+        """The id of the region the array lives in."""
+        return self._segment().region
+
+    @property
+    def offset(self) -> int:
+        """Bytes from the start of the segment to the array's first element."""
+        seg = self._segment()
+        base = np.frombuffer(seg.buf, np.uint8).ctypes.data
+        pos = int(self.__array_interface__["data"][0]) - base
+        if self.nbytes and not 0 <= pos <= seg.size - self.nbytes:
+            raise ValueError("this array is not in its shared segment")
+        return pos
+
+    @property
+    def in_region(self) -> bool:
+        """Whether transfers can name the array: its segment is registered
+        and the array is C-contiguous."""
+        return self.segment is not None and not self.segment.closed and \
+            bool(self.flags.c_contiguous)
+
+    def _segment(self) -> Segment:
+        if self.segment is None or self.segment.closed:
+            raise ValueError("the shared array was closed (its region is unregistered)")
+        return self.segment
+
+    def transfer_end(self, nbytes: int) -> dict[str, Any]:
+        """``{"region": ..., "offset": ...}`` for a transfer of ``nbytes``
+        bytes, which must be all of this C-contiguous array's."""
+        if not self.flags.c_contiguous:
+            raise ValueError("a transfer moves a C-contiguous shared array (not a strided view)")
+        if self.nbytes != nbytes:
+            raise ValueError(f"the shared array holds {self.nbytes} bytes, the buffer {nbytes}")
+        return {"region": self.region, "offset": self.offset}
+
+    def close(self) -> None:
+        """Unregisters the segment and unlinks it (every array in it is then
+        plain memory, no longer usable in transfers)."""
+        if self.segment is not None:
+            self.segment.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def shared_array(session: Session, shape: tuple[int, ...], dtype: npt.DTypeLike, *,
+                 timeout: float | None = None) -> SharedArray:
+    """A zeroed array of ``shape`` and ``dtype`` in a new segment registered
+    with the server (see ``Client.shared_array``)."""
+    dt = np.dtype(dtype)
+    seg = Segment(session, int(np.prod(shape)) * dt.itemsize, timeout=timeout)
+    a = np.ndarray(shape, dt, buffer=seg.buf).view(SharedArray)
+    a.segment = seg
+    return a
+
+
+class SameHost:
+    """A client's automatic same-host path: transfers of ``threshold``
+    bytes or more go through one registered segment of ``chunk`` bytes
+    (copied in and moved by DMA a chunk at a time) when the server has
+    regions on and runs on this host (asked once). Where registration fails
+    (regions full, a container with its own ``/dev/shm``...) it stays off,
+    and the caller uses HTTP. One transfer at a time uses the segment; one
+    that finds it busy uses HTTP too."""
+
+    def __init__(self, session: Session, threshold: int | None, chunk: int) -> None:
+        self.session = session
+        self.threshold = threshold
+        self.chunk = chunk
+        self.why_not: str | None = None if threshold is not None else "shm_threshold is None"
+        self._asked = False
+        self._segment: Segment | None = None
+        self._lock = threading.Lock()
+
+    def available(self) -> bool:
+        """Whether the server is on this host with regions on (asks it once)."""
+        if not self._asked and self.why_not is None:
+            self._asked = True
+            try:
+                shm = self.session._request("GET", "/v1/regions").json().get("shm", {})
+            except GpuhttpdError as e:
+                self.why_not = f"the server does not say whether regions are on ({e})"
+                return False
+            if not shm.get("enabled"):
+                self.why_not = "regions are off on the server (start it with --allow-shm)"
+            elif not shm.get("host") or shm.get("host") != host_id():
+                self.why_not = "the server runs on another host"
+        return self.why_not is None
+
+    def _staging(self, timeout: float | None) -> Segment | None:
+        if self._segment is None:
+            try:
+                self._segment = Segment(self.session, self.chunk, timeout=timeout)
+            except GpuhttpdError as e:
+                self.why_not = f"registering a segment failed: {e}"
+                return None
+        return self._segment
+
+    def _run(self, total: int, timeout: float | None,
+             move: Callable[[Segment], None]) -> bool:
+        """move(segment) when the path is usable and free; False when the
+        caller should use HTTP instead (also when the region was lost)."""
+        if self.threshold is None or total < self.threshold or not self.available():
+            return False
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            seg = self._staging(timeout)
+            if seg is None:
+                return False
+            try:
+                move(seg)
+            except NotFound as e:
+                if ".region'" not in e.detail:
+                    raise
+                # The server lost the region (it restarted): register anew next time.
+                self._segment = None
+                seg.close()
+                return False
+            return True
+        finally:
+            self._lock.release()
+
+    def upload(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
+               if_match: str | None, bar: Progress, *, start: int = 0,
+               timeout: float | None = None) -> str | None:
+        """Writes bytes [start, total) of buffer ``bid`` from ``pieces``
+        through the segment; the last ETag, or None when the caller must
+        use HTTP."""
+        etag = if_match or ""
+
+        def move(seg: Segment) -> None:
+            nonlocal etag
+            buf = seg.buf
+            for lo in range(start, total, seg.size):
+                hi = min(lo + seg.size, total)
+                n = 0
+                for part in pieces(lo, hi):
+                    view = memoryview(part).cast("B")
+                    buf[n:n + len(view)] = view
+                    n += len(view)
+                r = self.session._transfer({"region": seg.region, "offset": 0},
+                                           {"buffer": bid, "offset": lo}, hi - lo,
+                                           if_match=etag if if_match else None,
+                                           timeout=timeout)
+                etag = r.headers.get("ETag", etag)
+                bar.moveto(hi)
+
+        return etag if self._run(total - start, timeout, move) else None
+
+    def download(self, bid: str, total: int, into: Callable[[int], memoryview],
+                 sink: Callable[[int, memoryview], None] | None, bar: Progress,
+                 timeout: float | None = None) -> bool:
+        """Reads the bytes of buffer ``bid`` through the segment into
+        ``into(pos)``, or hands them to ``sink(pos, data)`` when given; False
+        when the caller must use HTTP."""
+
+        def move(seg: Segment) -> None:
+            buf = seg.buf
+            for lo in range(0, total, seg.size):
+                n = min(seg.size, total - lo)
+                self.session._transfer({"buffer": bid, "offset": lo},
+                                       {"region": seg.region, "offset": 0}, n,
+                                       timeout=timeout)
+                if sink:  # a file: written from the segment itself
+                    sink(lo, buf[:n])
+                else:
+                    into(lo)[:n] = buf[:n]
+                bar.moveto(lo + n)
+
+        return self._run(total, timeout, move)
+
+    def close(self) -> None:
+        """Unregisters the segment, if one was made."""
+        seg, self._segment = self._segment, None
+        if seg is not None:
+            seg.close()
