@@ -11,14 +11,13 @@
 
 #include "base/error.h"
 #include "base/json_text.h"
-#include "core/service.h"
+#include "core/service_regions.h"
 
 static int regions_allowed(struct ghd_request *req, struct ghd_reply *rep)
 {
-    if (req->svc->regions.allowed)
-        return 0;
-    return ghd_reply_problem(rep, req, GHD_EFORBIDDEN,
-                             "regions are off on this server (start it with --allow-shm)");
+    struct ghd_err err = {0};
+    int rc = ghd_service_regions_allowed(req->svc, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc)) : 0;
 }
 
 /* Standard base64 with padding, as Python's base64.b64encode writes it.
@@ -53,38 +52,21 @@ static long base64_decode(const char *in, unsigned char *out, size_t cap)
     return (long)n;
 }
 
-static json_t *region_json_new(struct ghd_region_table *t, const struct ghd_region *r)
-{
-    char created[32];
-    struct tm tm;
-    gmtime_r(&r->created, &tm);
-    strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:b, s:s, s:f, s:I}", "id", r->id, "kind",
-                          r->kind == GHD_REGION_SHM ? "shm" : "cuda_ipc", "size",
-                          (json_int_t)r->size, "device", r->rt->dev.ordinal, "pinned",
-                          r->pinned != NULL || r->kind == GHD_REGION_CUDA_IPC, "created",
-                          created, "register_ms", r->register_s * 1e3, "transfers",
-                          (json_int_t)ghd_region_transfers(t, r));
-    if (o && r->kind == GHD_REGION_SHM)
-        json_object_set_new(o, "shm", json_string(r->name));
-    return o;
-}
-
 /* The 201 for a new region, or the problem for why there is none. */
 static int register_reply(struct ghd_request *req, struct ghd_reply *rep,
-                          const struct ghd_region_spec *spec, struct ghd_runtime *rt)
+                          const struct ghd_region_spec *spec, unsigned device)
 {
     struct ghd_err err = {0};
     struct ghd_region *r;
-    int rc = ghd_region_register_new(&req->svc->regions, rt, spec, &r, &err);
+    int rc = ghd_service_region_register(req->svc, device, spec, &r, &err);
     if (rc) {
         if (rc == GHD_ELIMIT)
             ghd_reply_header(rep, "Retry-After", "1");
         return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
     }
     ghd_reply_header(rep, "Location", "/v1/regions/%s", r->id);
-    rc = ghd_reply_json(rep, 201, region_json_new(&req->svc->regions, r));
-    ghd_region_unref(&req->svc->regions, r);
+    rc = ghd_reply_json(rep, 201, ghd_service_region_json_new(req->svc, r));
+    ghd_service_region_release(req->svc, r);
     return rc;
 }
 
@@ -119,11 +101,7 @@ int ghd_handle_region_create(struct ghd_request *req, struct ghd_reply *rep)
     if (device && shm)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "'device' is for 'cuda_ipc' regions (a segment is host memory)");
-    unsigned k = device ? (unsigned)json_integer_value(device) : 0;
-    struct ghd_runtime *rt = ghd_service_runtime(req->svc, k);
-    if (!rt)
-        return ghd_reply_problem(rep, req, GHD_EUNPROC, "'device' %u: this server has %u device%s",
-                                 k, req->svc->runtime_count, req->svc->runtime_count == 1 ? "" : "s");
+    json_int_t k = device ? json_integer_value(device) : 0;
     struct ghd_region_spec spec = {.size = (size_t)json_integer_value(size), .tenant = req->tenant};
     unsigned char handle[64];
     if (shm) {
@@ -139,7 +117,7 @@ int ghd_handle_region_create(struct ghd_request *req, struct ghd_reply *rep)
         spec.ipc_handle = handle;
         spec.ipc_handle_len = (size_t)n;
     }
-    return register_reply(req, rep, &spec, rt);
+    return register_reply(req, rep, &spec, k > 0xffff ? 0xffff : (unsigned)k);
 }
 
 /* GET /v1/regions: whether a same-host client can use regions here (also
@@ -163,12 +141,12 @@ int ghd_handle_region_get(struct ghd_request *req, struct ghd_reply *rep)
     int rc = regions_allowed(req, rep);
     if (rc)
         return rc;
+    struct ghd_err err = {0};
     struct ghd_region *r;
-    if (ghd_region_find_new(&req->svc->regions, req->params[0], req->tenant, &r) != 0)
-        return ghd_reply_problem(rep, req, GHD_ENOENT, "no region with id '%.64s'",
-                                 req->params[0]);
-    rc = ghd_reply_json(rep, 200, region_json_new(&req->svc->regions, r));
-    ghd_region_unref(&req->svc->regions, r);
+    if ((rc = ghd_service_region_find(req->svc, req->tenant, req->params[0], &r, &err)) != 0)
+        return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
+    rc = ghd_reply_json(rep, 200, ghd_service_region_json_new(req->svc, r));
+    ghd_service_region_release(req->svc, r);
     return rc;
 }
 
@@ -179,8 +157,8 @@ int ghd_handle_region_delete(struct ghd_request *req, struct ghd_reply *rep)
         return rc;
     /* Returns once no transfer touches the memory: the client may then
      * unlink or reuse its segment. */
-    if (ghd_region_remove(&req->svc->regions, req->params[0], req->tenant) != 0)
-        return ghd_reply_problem(rep, req, GHD_ENOENT, "no region with id '%.64s'",
-                                 req->params[0]);
+    struct ghd_err err = {0};
+    if ((rc = ghd_service_region_remove(req->svc, req->tenant, req->params[0], &err)) != 0)
+        return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
     return ghd_reply_empty(rep, 204);
 }

@@ -10,10 +10,10 @@
 #include "base/error.h"
 #include "base/json_text.h"
 #include "conditional.h"
-#include "core/service.h"
+#include "core/service_regions.h"
 
 /* One end, {"region": id, "offset": a} or {"buffer": id, "offset": a}; on
- * success it holds a reference the caller drops with end_release. */
+ * success it holds a reference ghd_service_xfer_end_release drops. */
 static int end_read(struct ghd_request *req, struct ghd_reply *rep, json_t *body,
                     const char *field, struct ghd_xfer_end *out)
 {
@@ -37,20 +37,10 @@ static int end_read(struct ghd_request *req, struct ghd_reply *rep, json_t *body
     if (offset && (!json_is_integer(offset) || json_integer_value(offset) < 0))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'%s.offset' must be a byte count", field);
     out->offset = offset ? (uint64_t)json_integer_value(offset) : 0;
-    const char *id = json_string_value(region ? region : buffer);
-    int rc = region ? ghd_region_find_new(&req->svc->regions, id, req->tenant, &out->region)
-                    : ghd_buffer_find_new(&req->svc->buffers, id, req->tenant, &out->buffer);
-    if (rc)
-        return ghd_reply_problem(rep, req, GHD_ENOENT, "'%s.%s': no %s with id '%.64s'", field,
-                                 region ? "region" : "buffer", region ? "region" : "buffer", id);
-    return 0;
-}
-
-static void end_release(struct ghd_request *req, struct ghd_xfer_end *e)
-{
-    ghd_region_unref(&req->svc->regions, e->region);
-    if (e->buffer)
-        ghd_buffer_unref(e->buffer);
+    struct ghd_err err = {0};
+    int rc = ghd_service_xfer_end_find(req->svc, req->tenant, field, region != NULL,
+                                       json_string_value(region ? region : buffer), out, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc)) : 0;
 }
 
 static int if_match_read(struct ghd_request *req, struct ghd_reply *rep, json_t *body,
@@ -78,8 +68,7 @@ static int transfer_reply(struct ghd_request *req, struct ghd_reply *rep,
     struct ghd_err err = {0};
     struct ghd_xfer_result res;
     uint64_t current = 0;
-    int rc = ghd_region_transfer(&req->svc->regions, from, to, bytes, if_match, &res, &current,
-                                 &err);
+    int rc = ghd_service_transfer(req->svc, from, to, bytes, if_match, &res, &current, &err);
     if (rc == GHD_EPRECOND)
         ghd_reply_etag(rep, current, 0);
     if (rc)
@@ -122,8 +111,8 @@ int ghd_handle_transfer_create(struct ghd_request *req, struct ghd_reply *rep)
         else
             rc = transfer_reply(req, rep, &from, &to, (uint64_t)json_integer_value(bytes),
                                 has_if_match ? &want : NULL);
-        end_release(req, &to);
+        ghd_service_xfer_end_release(req->svc, &to);
     }
-    end_release(req, &from);
+    ghd_service_xfer_end_release(req->svc, &from);
     return rc;
 }

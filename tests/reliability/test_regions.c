@@ -252,6 +252,39 @@ static void test_other_tenant_404(void **state)
     rel_stop(&s);
 }
 
+/* Ids in a transfer's body are checked for their owner as ids in a path
+ * are: another instance's buffer is 421 naming it, an earlier start's 410. */
+static void test_foreign_ids_in_body(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct segment g;
+    segment_open(&g, 4096);
+    char id[64], buf[64], other[64], earlier[64];
+    assert_int_equal(region_new(&s, NULL, &g, id), 201);
+    assert_int_equal(rel_create(&s, NULL, 4096, buf, sizeof(buf)), 201);
+    /* The same id under instance 7, and under this instance's other boot. */
+    snprintf(other, sizeof(other), "i0007%s", buf + 5);
+    snprintf(earlier, sizeof(earlier), "%.6s%s", buf, "00000000");
+    snprintf(earlier + 14, sizeof(earlier) - 14, "%s", buf + 14);
+    if (strncmp(earlier + 6, buf + 6, 8) == 0)
+        earlier[6] = earlier[6] == '0' ? '1' : '0';
+    struct rel_resp r;
+    transfer(&s, NULL, "region", id, 0, "buffer", other, 0, 4096, NULL, &r);
+    expect(&r, 421, "'to.buffer'");
+    assert_non_null(strstr(r.body, "instance 7"));
+    rel_resp_free(&r);
+    transfer(&s, NULL, "buffer", earlier, 0, "region", id, 0, 4096, NULL, &r);
+    expect(&r, 410, "'from.buffer'");
+    rel_resp_free(&r);
+    transfer(&s, NULL, "region", id, 0, "buffer", buf, 0, 4096, NULL, &r);
+    expect(&r, 200, "\"bytes\"");
+    rel_resp_free(&r);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
 static void get_buffer(struct rel_server *s, const char *id, struct rel_resp *r)
 {
     char path[128];
@@ -569,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_registration_rules),
         cmocka_unit_test(test_other_tenant_404),
+        cmocka_unit_test(test_foreign_ids_in_body),
         cmocka_unit_test(test_both_directions_exact),
         cmocka_unit_test(test_offsets_and_ranges),
         cmocka_unit_test(test_limits),

@@ -1,0 +1,100 @@
+/* Regions for tenants: whether they are on, on which device one registers,
+ * lookups and removal as the tenant sees them, a region's public JSON, and
+ * transfers between what a request names. */
+#include "service_regions.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "service.h"
+#include "service_buffers.h"
+
+int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *err)
+{
+    if (svc->regions.allowed)
+        return 0;
+    return ghd_err_set(err, GHD_EFORBIDDEN,
+                       "regions are off on this server (start it with --allow-shm)");
+}
+
+int ghd_service_region_register(struct ghd_service *svc, unsigned device,
+                                const struct ghd_region_spec *spec, struct ghd_region **out,
+                                struct ghd_err *err)
+{
+    struct ghd_runtime *rt = ghd_service_runtime(svc, device);
+    if (!rt)
+        return ghd_err_set(err, GHD_EUNPROC, "'device' %u: this server has %u device%s", device,
+                           svc->runtime_count, svc->runtime_count == 1 ? "" : "s");
+    return ghd_region_register_new(&svc->regions, rt, spec, out, err);
+}
+
+int ghd_service_region_find(struct ghd_service *svc, const char *tenant, const char *id,
+                            struct ghd_region **out, struct ghd_err *err)
+{
+    if (ghd_region_find_new(&svc->regions, id, tenant, out) != 0)
+        return ghd_err_set(err, GHD_ENOENT, "no region with id '%.64s'", id);
+    return 0;
+}
+
+void ghd_service_region_release(struct ghd_service *svc, struct ghd_region *r)
+{
+    ghd_region_unref(&svc->regions, r);
+}
+
+int ghd_service_region_remove(struct ghd_service *svc, const char *tenant, const char *id,
+                              struct ghd_err *err)
+{
+    if (ghd_region_remove(&svc->regions, id, tenant) != 0)
+        return ghd_err_set(err, GHD_ENOENT, "no region with id '%.64s'", id);
+    return 0;
+}
+
+json_t *ghd_service_region_json_new(struct ghd_service *svc, const struct ghd_region *r)
+{
+    char created[32];
+    struct tm tm;
+    gmtime_r(&r->created, &tm);
+    strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:b, s:s, s:f, s:I}", "id", r->id, "kind",
+                          r->kind == GHD_REGION_SHM ? "shm" : "cuda_ipc", "size",
+                          (json_int_t)r->size, "device", r->rt->dev.ordinal, "pinned",
+                          r->pinned != NULL || r->kind == GHD_REGION_CUDA_IPC, "created",
+                          created, "register_ms", r->register_s * 1e3, "transfers",
+                          (json_int_t)ghd_region_transfers(&svc->regions, r));
+    if (o && r->kind == GHD_REGION_SHM)
+        json_object_set_new(o, "shm", json_string(r->name));
+    return o;
+}
+
+int ghd_service_xfer_end_find(struct ghd_service *svc, const char *tenant, const char *field,
+                              int is_region, const char *id, struct ghd_xfer_end *end,
+                              struct ghd_err *err)
+{
+    struct ghd_err owner = {0};
+    int rc = ghd_owner_check(&svc->owner, id, &owner);
+    if (rc)
+        return ghd_err_set(err, rc, "'%s.%s' %.64s: %s", field, is_region ? "region" : "buffer",
+                           id, owner.detail);
+    rc = is_region ? ghd_region_find_new(&svc->regions, id, tenant, &end->region)
+                   : ghd_service_buffer_find(svc, tenant, id, &end->buffer, NULL);
+    if (rc)
+        return ghd_err_set(err, GHD_ENOENT, "'%s.%s': no %s with id '%.64s'", field,
+                           is_region ? "region" : "buffer", is_region ? "region" : "buffer", id);
+    return 0;
+}
+
+void ghd_service_xfer_end_release(struct ghd_service *svc, struct ghd_xfer_end *end)
+{
+    ghd_region_unref(&svc->regions, end->region);
+    if (end->buffer)
+        ghd_buffer_unref(end->buffer);
+}
+
+int ghd_service_transfer(struct ghd_service *svc, const struct ghd_xfer_end *from,
+                         const struct ghd_xfer_end *to, uint64_t bytes,
+                         const struct ghd_versions *if_match, struct ghd_xfer_result *res,
+                         uint64_t *current, struct ghd_err *err)
+{
+    return ghd_region_transfer(&svc->regions, from, to, bytes, if_match, res, current, err);
+}

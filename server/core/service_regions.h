@@ -1,0 +1,48 @@
+#ifndef GHD_CORE_SERVICE_REGIONS_H
+#define GHD_CORE_SERVICE_REGIONS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "region.h"
+
+/* Regions and transfers as the service offers them to its tenants
+ * (--allow-shm): registering on a device of the service, lookups and removal
+ * as the tenant sees them, a region's public JSON, and a transfer between
+ * the ends a request names. Each call that can fail returns 0 or a GHD_E*
+ * code and fills err with the detail. */
+
+struct ghd_service;
+
+/* 0 when regions are on, else GHD_EFORBIDDEN naming the flag. */
+int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *err);
+/* Registers `spec` for spec->tenant on device `device` of the service;
+ * *out is a new reference (ghd_service_region_release). GHD_EUNPROC for a
+ * device the service does not have; otherwise ghd_region_register_new's. */
+int ghd_service_region_register(struct ghd_service *svc, unsigned device,
+                                const struct ghd_region_spec *spec, struct ghd_region **out,
+                                struct ghd_err *err);
+/* Region `id` as `tenant` sees it, a new reference; GHD_ENOENT naming it. */
+int ghd_service_region_find(struct ghd_service *svc, const char *tenant, const char *id,
+                            struct ghd_region **out, struct ghd_err *err);
+void ghd_service_region_release(struct ghd_service *svc, struct ghd_region *r);
+/* Unregisters `id`, once no transfer holds it; GHD_ENOENT naming it. */
+int ghd_service_region_remove(struct ghd_service *svc, const char *tenant, const char *id,
+                              struct ghd_err *err);
+/* {id, kind, size, device, pinned, created, register_ms, transfers, shm?}.
+ * A new reference. */
+json_t *ghd_service_region_json_new(struct ghd_service *svc, const struct ghd_region *r);
+/* Finds what one end names (`field` says which, for the detail): a region
+ * or buffer of `tenant`, as a reference ghd_service_xfer_end_release drops. */
+int ghd_service_xfer_end_find(struct ghd_service *svc, const char *tenant, const char *field,
+                              int is_region, const char *id, struct ghd_xfer_end *end,
+                              struct ghd_err *err);
+void ghd_service_xfer_end_release(struct ghd_service *svc, struct ghd_xfer_end *end);
+/* ghd_region_transfer over the service's regions. */
+int ghd_service_transfer(struct ghd_service *svc, const struct ghd_xfer_end *from,
+                         const struct ghd_xfer_end *to, uint64_t bytes,
+                         const struct ghd_versions *if_match, struct ghd_xfer_result *res,
+                         uint64_t *current, struct ghd_err *err);
+
+#endif
