@@ -125,15 +125,7 @@ int ghd_handle_region_create(struct ghd_request *req, struct ghd_reply *rep)
  * to compare with its own, and what the tenant holds. */
 int ghd_handle_region_summary(struct ghd_request *req, struct ghd_reply *rep)
 {
-    struct ghd_region_table *t = &req->svc->regions;
-    unsigned count = 0;
-    size_t pinned = 0;
-    ghd_region_tenant_usage(t, req->tenant, &count, &pinned);
-    json_t *shm = t->allowed ? json_pack("{s:b, s:s}", "enabled", 1, "host", t->host)
-                             : json_pack("{s:b}", "enabled", 0);
-    return ghd_reply_json(rep, 200,
-                          json_pack("{s:o, s:{s:i, s:I}}", "shm", shm, "usage", "regions",
-                                    (int)count, "pinned", (json_int_t)pinned));
+    return ghd_reply_json(rep, 200, ghd_service_region_summary_new(req->svc, req->tenant));
 }
 
 int ghd_handle_region_get(struct ghd_request *req, struct ghd_reply *rep)

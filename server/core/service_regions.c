@@ -18,6 +18,18 @@ int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *e
                        "regions are off on this server (start it with --allow-shm)");
 }
 
+json_t *ghd_service_region_summary_new(struct ghd_service *svc, const char *tenant)
+{
+    struct ghd_region_table *t = &svc->regions;
+    unsigned count = 0;
+    size_t pinned = 0;
+    ghd_region_tenant_usage(t, tenant, &count, &pinned);
+    json_t *shm = t->allowed ? json_pack("{s:b, s:s}", "enabled", 1, "host", t->host)
+                             : json_pack("{s:b}", "enabled", 0);
+    return json_pack("{s:o, s:{s:i, s:I}}", "shm", shm, "usage", "regions", (int)count, "pinned",
+                     (json_int_t)pinned);
+}
+
 int ghd_service_region_register(struct ghd_service *svc, unsigned device,
                                 const struct ghd_region_spec *spec, struct ghd_region **out,
                                 struct ghd_err *err)

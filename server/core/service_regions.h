@@ -17,6 +17,10 @@ struct ghd_service;
 
 /* 0 when regions are on, else GHD_EFORBIDDEN naming the flag. */
 int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *err);
+/* {shm: {enabled, host?}, usage: {regions, pinned}}: whether a same-host
+ * client can use regions here, the host to compare with its own, and what
+ * `tenant` holds. A new reference. */
+json_t *ghd_service_region_summary_new(struct ghd_service *svc, const char *tenant);
 /* Registers `spec` for spec->tenant on device `device` of the service;
  * *out is a new reference (ghd_service_region_release). GHD_EUNPROC for a
  * device the service does not have; otherwise ghd_region_register_new's. */
