@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by the bench drivers (run_transfer_bench.sh, run_staging_cap_probe.sh):
-# one server at a time, on an ephemeral port it writes to a file. The caller
+# Sourced by the bench drivers (bench_common.sh for run_transfer_bench.sh and
+# run_gap_probe.sh; run_staging_cap_probe.sh, run_upload_profile.sh): one server at
+# a time, on an ephemeral port it writes to a file. The caller
 # sets $out, the folder for NAME.port and NAME.log, and traps stop_server on
 # exit.
 : "${out:?the sourcing script sets out}"

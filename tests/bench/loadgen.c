@@ -213,7 +213,7 @@ static int report_bulk(const struct options *opt, const struct shared *shared,
                        const struct worker *w)
 {
     struct bulk_summary sum;
-    char usage[200];
+    char usage[640];
     summarize_bulk(opt, w, &sum);
     lg_format_usage(opt, &shared->usage, sum.total, usage, sizeof usage);
     if (opt->json)

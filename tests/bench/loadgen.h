@@ -7,6 +7,7 @@
 
 #include "loadgen_http.h"
 #include "loadgen_pattern.h"
+#include "machine_usage.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -51,13 +52,17 @@ struct small_result {
     char err[320]; /* why, when failed */
 };
 
-/* The server's CPU time and peak RSS over the timed part, read from /proc. */
+/* The server's CPU time and peak RSS over the timed part, read from /proc; this
+ * process's CPU time and the whole machine's over the same part. */
 struct server_usage {
     bool cpu_ok;
     double cpu_before_s;
     double cpu_after_s;
     bool rss_reset; /* the peak was reset at the start, so it covers the timed part only */
     long peak_rss_kib;
+    double client_cpu_before_s;
+    double client_cpu_after_s;
+    struct lg_machine machine;
 };
 
 struct shared {
@@ -121,12 +126,13 @@ const struct worker *lg_first_failure(const struct worker *workers, unsigned n);
 
 /* ---- loadgen_proc.c: the server's CPU time and peak RSS, from /proc --------------- */
 
-/* Reset the server's peak RSS and read its CPU time (start), read both again (end). */
+/* Reset the server's peak RSS and read its CPU time (start), read both again (end);
+ * the same for this process's CPU time and the machine's. */
 void lg_usage_mark_start(struct shared *shared);
 void lg_usage_mark_end(struct shared *shared);
 
-/* The usage as JSON members each followed by a comma, or as a text line; empty when
- * no server pid was given. */
+/* The usage as JSON members each followed by a comma, or as text lines; the server's
+ * part only when a server pid was given. */
 void lg_format_usage(const struct options *opt, const struct server_usage *u, uint64_t bytes,
                      char *out, size_t cap);
 

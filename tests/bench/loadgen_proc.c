@@ -55,6 +55,8 @@ static bool proc_reset_peak_rss(pid_t pid)
 void lg_usage_mark_start(struct shared *shared)
 {
     pid_t pid = shared->opt->server_pid;
+    shared->usage.client_cpu_before_s = lg_process_cpu_s();
+    lg_machine_start(&shared->usage.machine);
     if (pid <= 0)
         return;
     shared->usage.rss_reset = proc_reset_peak_rss(pid);
@@ -64,6 +66,8 @@ void lg_usage_mark_start(struct shared *shared)
 void lg_usage_mark_end(struct shared *shared)
 {
     pid_t pid = shared->opt->server_pid;
+    lg_machine_stop(&shared->usage.machine);
+    shared->usage.client_cpu_after_s = lg_process_cpu_s();
     if (pid <= 0)
         return;
     shared->usage.cpu_ok =
@@ -71,11 +75,34 @@ void lg_usage_mark_end(struct shared *shared)
     shared->usage.peak_rss_kib = proc_peak_rss_kib(pid);
 }
 
-/* The server's usage as JSON members (each followed by a comma) or as a text line. */
+/* This process's CPU time and the machine's over the timed part. */
+static void format_client(const struct options *opt, const struct server_usage *u,
+                          uint64_t bytes, char *out, size_t cap)
+{
+    char machine[256];
+    double cpu = u->client_cpu_before_s >= 0 && u->client_cpu_after_s >= 0
+                     ? u->client_cpu_after_s - u->client_cpu_before_s
+                     : -1;
+    double per_gb = cpu >= 0 && bytes ? cpu / ((double)bytes / 1e9) : -1;
+    if (opt->json) {
+        lg_machine_json(&u->machine, machine, sizeof machine);
+        snprintf(out, cap, "\"client_cpu_s\":%.3f,\"client_cpu_s_per_gb\":%.4f,%s", cpu, per_gb,
+                 machine);
+    } else {
+        lg_machine_text(&u->machine, machine, sizeof machine);
+        snprintf(out, cap, "client: %.3f s CPU (%.4f s/GB); %s", cpu, per_gb, machine);
+    }
+}
+
+/* The server's usage as JSON members (each followed by a comma) or as a text line,
+ * after the client's and the machine's. */
 void lg_format_usage(const struct options *opt, const struct server_usage *u, uint64_t bytes,
                      char *out, size_t cap)
 {
-    out[0] = '\0';
+    format_client(opt, u, bytes, out, cap);
+    size_t used = strlen(out);
+    out += used;
+    cap -= used;
     if (opt->server_pid <= 0)
         return;
     double cpu = u->cpu_ok ? u->cpu_after_s - u->cpu_before_s : -1;

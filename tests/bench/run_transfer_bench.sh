@@ -30,23 +30,8 @@
 # If BUILD_DIR/devlibs exists (see tests/gpu/pack_libs.sh) it joins LD_LIBRARY_PATH.
 set -euo pipefail
 
-usage() {
-    echo "usage: $0 [--backend cuda|host] BUILD_DIR OUT_DIR" >&2
-    exit 2
-}
-
-backend=cuda
-if [[ ${1:-} == --backend ]]; then
-    [[ $# -ge 2 ]] || usage
-    backend=$2
-    shift 2
-fi
-[[ $# -eq 2 ]] || usage
-[[ $backend == cuda || $backend == host ]] || usage
-build=$(cd "$1" && pwd)
-out=$2
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+# shellcheck source-path=SCRIPTDIR source=bench_common.sh
+. "$(dirname "$0")/bench_common.sh" "$@"
 
 bytes=${BENCH_BYTES:-1G}
 read -r -a conns_list <<<"${BENCH_CONNS-1 4 8 16}"
@@ -66,34 +51,11 @@ for bin in "$server_bin" "$tools/loadgen" "$tools/tcp_ceiling" "$tools/mhd_stati
     "$tools/pinned_ceiling"; do
     [[ -x $bin ]] || { echo "missing $bin: build first" >&2; exit 2; }
 done
-if [[ -d $build/devlibs ]]; then
-    export LD_LIBRARY_PATH=$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-
-results=$out/results.jsonl
-: >"$results"
-failures=0
-# shellcheck source-path=SCRIPTDIR source=bench_server.sh
-. "$(dirname "$0")/bench_server.sh"
 trap stop_server EXIT
 
 # json_get LINE KEY: the value of a flat JSON member (quotes stripped).
 json_get() {
     sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$1"
-}
-
-# record TOOL ARGS...: runs a tool that prints JSON lines, appends them to the results
-# and counts failures (a line whose status is not ok, or a non-zero exit other than 77).
-record() {
-    local rc=0 lines
-    lines=$("$@" --json) || rc=$?
-    if [[ -n $lines ]]; then
-        echo "$lines" | tee -a "$results" >&2
-    fi
-    if [[ $rc -ne 0 && $rc -ne 77 ]] || grep -q '"status":"FAILED"' <<<"$lines"; then
-        echo "FAILED (exit $rc): $*" >&2
-        failures=$((failures + 1))
-    fi
 }
 
 loadgen() {

@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile regions"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile regions gap"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
@@ -125,6 +125,15 @@ if has profile; then
   row "profile (perf, ${PROFILE_CONNS:-8} conns)" "rc=$?" "see profile/profile.md"
 fi
 
+# Where the 8-16 connection gap goes (tests/bench/run_gap_probe.sh, about 90 s):
+# loopback TCP with the server's sizes, beside a full-speed DMA loop and with the
+# transfer's own DMA, pinned to the server/client split, the machine's CPU use, and
+# server options A/B beside the defaults. GAP_* variables pass through.
+if has gap; then
+  bash tests/bench/run_gap_probe.sh --backend cuda "$build" "$out/gap" >"$out/gap.log" 2>&1
+  row "gap probe" "rc=$?" "see gap/report.md"
+fi
+
 # Same-host regions: region <-> buffer by DMA against pinned cudaMemcpy and
 # the same bytes over HTTP (tests/bench/region_bench.py).
 if has regions; then
@@ -146,4 +155,7 @@ cat "$summary"
 for f in "$out/bench-kernels.log" "$out/transfer/report.md" "$out/transfer_b/report.md"; do
   [[ -f $f ]] && { echo; echo "## $f"; sed -n '/^| test/,/^| ceiling: pinned h2d/p;/^| kernel/,$p' "$f" | head -40; }
 done
+# The gap probe's findings (its table stays in the file: too wide for this summary).
+f=$out/gap/report.md
+[[ -f $f ]] && { echo; echo "## $f"; sed -n '/^## Findings/,/^## Table/p' "$f"; }
 exit 0

@@ -1,0 +1,48 @@
+# shellcheck shell=bash
+# Sourced, with the script's own arguments, by the bench drivers that take
+# [--backend cuda|host] BUILD_DIR OUT_DIR (run_transfer_bench.sh, run_gap_probe.sh):
+# sets backend, build and out (both absolute, out made), puts BUILD_DIR/devlibs (see
+# tests/gpu/pack_libs.sh) on LD_LIBRARY_PATH, empties $out/results.jsonl and defines
+# record; then brings in bench_server.sh (one server at a time, log and stop_server).
+
+usage() {
+    echo "usage: $0 [--backend cuda|host] BUILD_DIR OUT_DIR" >&2
+    exit 2
+}
+
+backend=cuda
+if [[ ${1:-} == --backend ]]; then
+    [[ $# -ge 2 ]] || usage
+    backend=$2
+    shift 2
+fi
+[[ $# -eq 2 ]] || usage
+[[ $backend == cuda || $backend == host ]] || usage
+build=$(cd "$1" && pwd)
+out=$2
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+if [[ -d $build/devlibs ]]; then
+    export LD_LIBRARY_PATH=$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+results=$out/results.jsonl
+: >"$results"
+failures=0
+
+# record TOOL ARGS...: runs a tool that prints JSON lines, appends them to the results
+# and counts failures (a line whose status is not ok, or a non-zero exit other than 77).
+record() {
+    local rc=0 lines
+    lines=$("$@" --json) || rc=$?
+    if [[ -n $lines ]]; then
+        echo "$lines" | tee -a "$results" >&2
+    fi
+    if [[ $rc -ne 0 && $rc -ne 77 ]] || grep -q '"status":"FAILED"' <<<"$lines"; then
+        echo "FAILED (exit $rc): $*" >&2
+        failures=$((failures + 1))
+    fi
+}
+
+# shellcheck source-path=SCRIPTDIR source=bench_server.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_server.sh"
