@@ -43,4 +43,16 @@ def readme_session(url: str) -> float:
             back: gpuhttpd.SharedArray = on_device.get_into(s)
             offset: int = back.offset
             assert offset == 0 and c.region_bytes and c.same_host.why_not is None
+        near = c.zeros(16, near=x)
+        try:
+            c.buffer(near.id)
+        except gpuhttpd.Misdirected as e:
+            owner: int | None = e.owner
+            print(owner)
+        except gpuhttpd.OwnerRestarted:
+            pass
+        m = c.module("extern \"C\" __global__ void f(float *x) {}")
+        launched: gpuhttpd.RunResult = m.launch("f", [1], [32], near)
+        queued: gpuhttpd.RunFuture = m.submit("f", [1], [32], {"buffer": near, "offset": 0})
+        assert launched is not None and queued.wait() is not None
         return value + piped

@@ -29,7 +29,9 @@ from .errors import (
     GpuhttpdError,
     InsufficientStorage,
     InvalidArgument,
+    Misdirected,
     NotFound,
+    OwnerRestarted,
     PreconditionFailed,
     ServerError,
     Timeout,
@@ -38,7 +40,7 @@ from .errors import (
 )
 from .progress import ProgressUnavailable
 from .regions import SharedArray
-from .runs import Kernel, Pipeline, RunFuture, RunResult
+from .runs import Kernel, Module, Pipeline, RunFuture, RunResult
 from .transport import HTTPTransport, MockTransport, Request, Response, Transport
 
 __all__ = [
@@ -56,8 +58,11 @@ __all__ = [
     "InvalidArgument",
     "Kernel",
     "LargeDownloadWarning",
+    "Misdirected",
     "MockTransport",
+    "Module",
     "NotFound",
+    "OwnerRestarted",
     "Pipeline",
     "PreconditionFailed",
     "ProgressUnavailable",

@@ -21,6 +21,15 @@ class Session(Protocol):
 
     array_warn_bytes: int
     """``np.asarray(handle)`` warns when it downloads more bytes than this."""
+    kernel_definitions: dict[str, dict[str, Any]]
+    """The user kernels the client defined, by name: runs send them by value
+    to an instance that does not know them."""
+    module_sources: dict[str, dict[str, Any]]
+    """The raw modules the client built, by id: ``source``, ``options`` and
+    ``name_expressions``, sent by value likewise."""
+    inline_definitions: bool
+    """Send those definitions by value always, not only after an instance
+    answered that it does not know them."""
 
     def _request(self, method: str, path: str, *, ok: Sequence[int] = ...,
                  json: Any = ..., content: bytes | Pieces | None = ...,

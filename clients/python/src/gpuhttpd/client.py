@@ -25,7 +25,7 @@ from .arrays import DeviceArray, Shape, TransferError, as_shape, dtype_name
 from .errors import ConnectionFailed, GpuhttpdError, Timeout, from_response
 from .progress import Progress
 from .regions import SameHost, SharedArray, shared_array
-from .runs import Kernel, Pipeline, RunFuture, RunResult, run_body, submit
+from .runs import Kernel, Module, Pipeline, RunFuture, RunResult, run_body, submit
 from .transport import (
     BytesLike,
     HTTPTransport,
@@ -71,6 +71,15 @@ class Client:
     (one registered segment of ``shm_chunk`` bytes, a chunk at a time), and
     over HTTP otherwise; None: always over HTTP. ``region_bytes`` counts the
     bytes moved through regions, this way or with :meth:`shared_array`.
+    ``inline_definitions``: runs send the kernels this client defined (and
+    the modules it built) by value, not by name; without it they do so only
+    when an instance answers that it does not know the name (behind a
+    proxy, another instance than the one that took the definition).
+
+    Behind a proxy that routes by owner (several instances), runs carry
+    ``Gpuhttpd-Route`` (their first buffer); an id of an instance that
+    restarted raises :class:`OwnerRestarted`, one sent to the wrong
+    instance :class:`Misdirected` (both ``NotFound``).
 
     Refusals raise :class:`GpuhttpdError` subclasses, one per kind
     (``NotFound``, ``InvalidArgument``...); a server that cannot be reached
@@ -83,7 +92,8 @@ class Client:
                  retries: int = 5, backoff: float = 0.1, piece: int = 64 << 20,
                  ttl: int | None = None, verify: bool | str = True,
                  transport: Transport | None = None, array_warn_bytes: int = 256 << 20,
-                 shm_threshold: int | None = 64 << 20, shm_chunk: int = 64 << 20) -> None:
+                 shm_threshold: int | None = 64 << 20, shm_chunk: int = 64 << 20,
+                 inline_definitions: bool = False) -> None:
         self.url = check_url(url)
         self.token = token
         self.timeout = timeout
@@ -100,6 +110,9 @@ class Client:
             self.headers["Authorization"] = f"Bearer {token}"
         self.resumes: list[int] = []  # byte positions transfers resumed from
         self.region_bytes = 0
+        self.kernel_definitions: dict[str, dict[str, Any]] = {}
+        self.module_sources: dict[str, dict[str, Any]] = {}
+        self.inline_definitions = inline_definitions
         self.same_host = SameHost(self, shm_threshold, shm_chunk)
 
     def close(self) -> None:
@@ -271,38 +284,47 @@ class Client:
         self.region_bytes += nbytes
         return r
 
-    def _create(self, body: dict[str, Any], ttl: int | None, timeout: float | None
-                ) -> DeviceArray:
+    def _create(self, body: dict[str, Any], ttl: int | None, timeout: float | None,
+                near: DeviceArray | str | None = None) -> DeviceArray:
         ttl = self.ttl if ttl is None else ttl
         if ttl is not None:
             body["ttl_s"] = int(ttl)
-        r = self._request("POST", "/v1/buffers", json=body, ok=(201,), timeout=timeout)
+        path = "/v1/buffers"
+        if near is not None:
+            path += f"?near={near.id if isinstance(near, DeviceArray) else near}"
+        r = self._request("POST", path, json=body, ok=(201,), timeout=timeout)
         return DeviceArray(self, r.json(), r.headers.get("ETag"))
 
     # ---- arrays ---------------------------------------------------------
     def empty(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *, label: str = "",
-              ttl: int | None = None, timeout: float | None = None) -> DeviceArray:
+              ttl: int | None = None, near: DeviceArray | str | None = None,
+              timeout: float | None = None) -> DeviceArray:
         """A new device array (the server zeroes new buffers, so this equals
-        zeros). ``ttl``: seconds until it expires (None: the client's)."""
+        zeros). ``ttl``: seconds until it expires (None: the client's).
+        ``near``: a handle (or id) to make it beside, on the same instance
+        behind a proxy that routes by owner (``?near=``)."""
         body: dict[str, Any] = {"dtype": dtype_name(dtype), "shape": list(as_shape(shape))}
         if label:
             body["label"] = label
-        return self._create(body, ttl, timeout)
+        return self._create(body, ttl, timeout, near)
 
     def zeros(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *, label: str = "",
-              ttl: int | None = None, timeout: float | None = None) -> DeviceArray:
+              ttl: int | None = None, near: DeviceArray | str | None = None,
+              timeout: float | None = None) -> DeviceArray:
         """A new device array of zeros (see :meth:`empty`)."""
-        return self.empty(shape, dtype, label=label, ttl=ttl, timeout=timeout)
+        return self.empty(shape, dtype, label=label, ttl=ttl, near=near, timeout=timeout)
 
     def asarray(self, a: npt.ArrayLike, *, label: str = "", ttl: int | None = None,
-                progress: bool = False, timeout: float | None = None) -> DeviceArray:
+                near: DeviceArray | str | None = None, progress: bool = False,
+                timeout: float | None = None) -> DeviceArray:
         """Uploads a NumPy array (or anything np.asarray takes); returns its
-        handle. A failed or interrupted upload deletes the new buffer. A
-        :class:`SharedArray` moves by DMA (``set_from``)."""
+        handle (``near`` as for :meth:`empty`). A failed or interrupted
+        upload deletes the new buffer. A :class:`SharedArray` moves by DMA
+        (``set_from``)."""
         src = a if isinstance(a, SharedArray) and a.in_region else np.ascontiguousarray(a)
         if src.dtype.byteorder == ">":
             src = src.astype(src.dtype.newbyteorder("<"))
-        x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, timeout=timeout)
+        x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, near=near, timeout=timeout)
         try:
             x.set(src, progress=progress, timeout=timeout)
         except BaseException:
@@ -447,13 +469,30 @@ class Client:
         ``kind``... as the API documents them; ``in_`` may stand for ``in``)
         and returns it as a callable :class:`Kernel`: ``k(x=..., y=...)`` runs it."""
         body = {("in" if k == "in_" else k): v for k, v in definition.items()}
-        self._request("POST", "/v1/kernels", json=dict(body, name=name), ok=(200, 201),
-                      timeout=timeout)
+        body["name"] = name
+        self._request("POST", "/v1/kernels", json=body, ok=(200, 201), timeout=timeout)
+        self.kernel_definitions[name] = body
         return self.kernel(name)
 
     def kernel(self, name: str) -> Kernel:
         """A kernel (built-in or user-defined) as a callable taking run()'s arguments."""
         return Kernel(self, name)
+
+    def module(self, source: str, *, options: Sequence[str] = (),
+               name_expressions: Sequence[str] = (), timeout: float | None = None) -> Module:
+        """Builds a raw CUDA module (POST /v1/modules: trusted tenants on a
+        server with ``--allow-raw-kernels``; ``options`` for NVRTC from its
+        allow-list, ``name_expressions`` for templates) and returns it:
+        ``m.launch("fn", grid, block, *args)`` runs a function."""
+        body: dict[str, Any] = {"source": source}
+        if options:
+            body["options"] = list(options)
+        if name_expressions:
+            body["name_expressions"] = list(name_expressions)
+        r = self._request("POST", "/v1/modules", json=body, ok=(200, 201), timeout=timeout)
+        m = Module(self, r.json())
+        self.module_sources[m.id] = body
+        return m
 
     def kernels(self, *, timeout: float | None = None) -> builtins.list[dict[str, Any]]:
         """The kernel catalogue: name, description and parameters of each."""

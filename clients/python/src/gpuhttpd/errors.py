@@ -10,6 +10,7 @@ server that did not answer in time a :class:`Timeout` (also a built-in
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,30 @@ class Forbidden(GpuhttpdError):
 
 class NotFound(GpuhttpdError):
     """404: no such buffer, run or kernel (or another tenant's)."""
+
+
+class OwnerRestarted(NotFound):
+    """410 ``gone``: the id was made by an earlier start of the instance that
+    owns it; what it named (a buffer and its bytes, a run, a module) did not
+    survive the restart. A :class:`NotFound` too."""
+
+
+class Misdirected(NotFound):
+    """421 ``misdirected-request``: the id belongs to another instance,
+    ``owner``; send the request there, or through a proxy that routes by the
+    id's owner. A :class:`NotFound` too."""
+
+    @property
+    def owner(self) -> int | None:
+        """The instance that owns the id, as the problem names it (None when
+        it names none)."""
+        for key in ("owner", "instance"):
+            value = self.body.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        m = re.search(r"owned by instance (\d+)", self.detail) or \
+            re.search(r"instance (\d+)", self.detail)
+        return int(m.group(1)) if m else None
 
 
 class Conflict(GpuhttpdError):
@@ -109,14 +134,14 @@ PROBLEMS: tuple[tuple[int, str, str, type[GpuhttpdError]], ...] = (
     (406, "not-acceptable", "Not acceptable", BadRequest),
     (409, "conflict", "Conflict", Conflict),
     (409, "canceled", "Canceled", Canceled),
-    (410, "gone", "Gone", NotFound),
+    (410, "gone", "Gone", OwnerRestarted),
     (411, "length-required", "Length required", BadRequest),
     (412, "precondition-failed", "Precondition failed", PreconditionFailed),
     (413, "content-too-large", "Content too large", ContentTooLarge),
     (415, "unsupported-media-type", "Unsupported media type", BadRequest),
     (416, "range-not-satisfiable", "Range not satisfiable", BadRequest),
     (417, "expectation-failed", "Expectation failed", BadRequest),
-    (421, "misdirected-request", "Misdirected request", NotFound),
+    (421, "misdirected-request", "Misdirected request", Misdirected),
     (422, "invalid-argument", "Unprocessable content", InvalidArgument),
     (429, "too-many-requests", "Too many requests", Unavailable),
     (500, "internal", "Internal server error", ServerError),

@@ -1,11 +1,19 @@
 """Runs: kernel arguments, :class:`RunFuture` for runs that were not waited
 for, :class:`Pipeline` for steps submitted together, :class:`Kernel` for a
-kernel as a callable."""
+kernel as a callable, :class:`Module` for a raw CUDA module's functions.
+
+Behind a proxy that routes by owner, a run goes where its buffers live: it
+carries ``Gpuhttpd-Route: <id>``, the first buffer id its steps name. An
+instance that has never seen a kernel the client defined (or a module it
+built) there answers ``unknown-kernel`` (or no such module): the run is sent
+once more with those definitions by value, as the client registered them
+(or always, with ``Client(inline_definitions=True)``)."""
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
@@ -39,6 +47,94 @@ def kernel_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# A buffer id as the server makes them: the owner prefix (instance and
+# boot), then 128 random bits.
+_ID = re.compile(r"i[0-9]{4}-[0-9a-f]{8}-[0-9a-f]{32}")
+
+# The C types a raw argument's scalar can have.
+_RAW_SCALARS = ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "f32", "f64")
+
+
+def raw_args(args: Sequence[Any]) -> list[dict[str, Any]]:
+    """A raw step's ``args`` as JSON, in order: a handle is ``{"buffer": id}``,
+    a NumPy scalar ``{"f32": 2.0}`` (its C type), a dict is sent as it is
+    (``{"buffer": x, "offset": 256, "access": "in"}``, ``{"u64": 7}``)."""
+    out: list[dict[str, Any]] = []
+    for i, v in enumerate(args):
+        if isinstance(v, DeviceArray):
+            out.append({"buffer": v.id})
+        elif isinstance(v, Mapping):
+            arg = dict(v)
+            if isinstance(arg.get("buffer"), DeviceArray):
+                arg["buffer"] = arg["buffer"].id
+            out.append(arg)
+        elif isinstance(v, np.generic) and v.dtype.kind in "iuf" and \
+                (name := dtype_name(v.dtype)) in _RAW_SCALARS:
+            out.append({name: v.item()})
+        else:
+            raise TypeError(f"raw argument {i} is {v!r}: give a handle, a NumPy scalar of its "
+                            "C type (np.float32(2.0)) or a dict such as {'f32': 2.0}")
+    return out
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def route_of(body: Mapping[str, Any]) -> str | None:
+    """The first buffer id a run's steps name, in order (None when there is
+    none): where a proxy that routes by owner sends the run."""
+    for step in body.get("steps", [body]):
+        for text in _strings(step.get("args")):
+            if _ID.fullmatch(text):
+                return text
+    return None
+
+
+def by_value(body: Mapping[str, Any], session: Session) -> dict[str, Any]:
+    """The run with the definitions the client registered sent by value: each
+    step's kernel name it defined as the definition, each module id it
+    built as the module's source (the rest as it is)."""
+
+    def step_by_value(step: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(step)
+        kernel, module = step.get("kernel"), step.get("module")
+        if isinstance(kernel, str) and kernel in session.kernel_definitions:
+            out["kernel"] = session.kernel_definitions[kernel]
+        if isinstance(module, str) and module in session.module_sources:
+            out["module"] = session.module_sources[module]
+        return out
+
+    if "steps" in body:
+        return dict(body, steps=[step_by_value(step) for step in body["steps"]])
+    return step_by_value(body)
+
+
+def _unknown_definition(e: GpuhttpdError) -> bool:
+    """Whether a run was refused for a kernel or module this instance does
+    not know (while another may)."""
+    slug = e.type.rstrip("/").rsplit("/", 1)[-1]
+    return slug == "unknown-kernel" or (e.status in (404, 422) and any(
+        text in e.detail for text in ("unknown kernel '", "no module with id '")))
+
+
+def _forget(session: Session, known: dict[str, dict[str, Any]], key: str, path: str) -> None:
+    """Deletes a kernel or module the client registered (nothing when it is
+    gone already) and forgets its definition."""
+    known.pop(key, None)
+    try:
+        session._request("DELETE", path, ok=(204,))
+    except NotFound:
+        pass
+
+
 def run_body(kernel: str, args: Mapping[str, Any], *, reinterpret: bool = False,
              if_match: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The body of POST /v1/runs for one kernel (see :meth:`Client.run`)."""
@@ -47,6 +143,17 @@ def run_body(kernel: str, args: Mapping[str, Any], *, reinterpret: bool = False,
         body["reinterpret"] = True
     if if_match:
         body["if_match"] = dict(if_match)
+    return body
+
+
+def raw_body(module: Module | str, function: str, grid: Sequence[int], block: Sequence[int],
+             args: Sequence[Any], shared_mem: int) -> dict[str, Any]:
+    """The body of POST /v1/runs (or a step) for a raw module's function."""
+    body: dict[str, Any] = {"module": module.id if isinstance(module, Module) else module,
+                            "function": function, "grid": list(grid), "block": list(block),
+                            "args": raw_args(args)}
+    if shared_mem:
+        body["shared_mem"] = shared_mem
     return body
 
 
@@ -63,9 +170,21 @@ def submit(session: Session, body: dict[str, Any], wait: bool,
 
 def submit(session: Session, body: dict[str, Any], wait: bool, timeout: float | None
            ) -> RunResult | RunFuture:
-    """POSTs a run: its result when waited for, else a :class:`RunFuture`."""
-    r = session._request("POST", "/v1/runs", json=dict(body, wait=wait), ok=(200, 202),
-                         timeout=timeout)
+    """POSTs a run (routed by its first buffer, definitions by value where
+    the instance lacks them): its result when waited for, else a
+    :class:`RunFuture`."""
+    route = route_of(body)
+    headers = {"Gpuhttpd-Route": route} if route else None
+    inline = by_value(body, session)
+    first = inline if session.inline_definitions else body
+    try:
+        r = session._request("POST", "/v1/runs", json=dict(first, wait=wait), ok=(200, 202),
+                             headers=headers, timeout=timeout)
+    except GpuhttpdError as e:
+        if first == inline or not _unknown_definition(e):
+            raise
+        r = session._request("POST", "/v1/runs", json=dict(inline, wait=wait), ok=(200, 202),
+                             headers=headers, timeout=timeout)
     run = r.json()
     if not wait:
         return RunFuture(session, run)
@@ -157,6 +276,13 @@ class Pipeline:
         self.steps.append({"kernel": kernel, "args": kernel_args({**(args or {}), **kwargs})})
         return self
 
+    def add_raw(self, module: Module | str, function: str, grid: Sequence[int],
+                block: Sequence[int], *args: Any, shared_mem: int = 0) -> Pipeline:
+        """Appends a raw step: a module's function with its launch shape and
+        arguments in order (see :meth:`Module.launch`)."""
+        self.steps.append(raw_body(module, function, grid, block, args, shared_mem))
+        return self
+
     @overload
     def run(self, *, wait: Literal[True] = ..., timeout: float | None = ...) -> RunResult: ...
     @overload
@@ -205,11 +331,47 @@ class Kernel:
         return submit(self.client, body, False, timeout)
 
     def delete(self) -> None:
-        """Deletes a user-defined kernel (nothing when it is gone already)."""
-        try:
-            self.client._request("DELETE", f"/v1/kernels/{self.name}", ok=(204,))
-        except NotFound:
-            pass
+        """Deletes a user-defined kernel (nothing when it is gone already);
+        runs no longer send its definition by value."""
+        _forget(self.client, self.client.kernel_definitions, self.name,
+                f"/v1/kernels/{self.name}")
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r})"
+
+
+class Module:
+    """A raw CUDA module built by the server (``Client.module``: trusted
+    tenants, ``--allow-raw-kernels``): ``id``, ``functions`` (the names a
+    launch takes) and ``meta`` (the server's description: registers, build
+    log...). :meth:`launch` runs one of its functions."""
+
+    def __init__(self, client: Session, meta: dict[str, Any]) -> None:
+        self.client = client
+        self.id: str = meta["id"]
+        self.meta = meta
+        self.functions: list[str] = [f["name"] for f in meta.get("functions", [])]
+
+    def launch(self, function: str, grid: Sequence[int], block: Sequence[int], *args: Any,
+               shared_mem: int = 0, timeout: float | None = None) -> RunResult:
+        """Runs ``function`` on a grid of ``grid`` blocks of ``block``
+        threads (1 to 3 dimensions each) with ``args`` in the order of its
+        parameters: handles (``{"buffer": x, "offset": n, "access": "in"}``
+        for more), NumPy scalars of the parameters' C types (``np.float32(2)``)
+        or dicts such as ``{"u64": n}``; waits for it."""
+        return submit(self.client, raw_body(self, function, grid, block, args, shared_mem),
+                      True, timeout)
+
+    def submit(self, function: str, grid: Sequence[int], block: Sequence[int], *args: Any,
+               shared_mem: int = 0, timeout: float | None = None) -> RunFuture:
+        """Queues a launch (see :meth:`launch`): a RunFuture."""
+        return submit(self.client, raw_body(self, function, grid, block, args, shared_mem),
+                      False, timeout)
+
+    def delete(self) -> None:
+        """Deletes the module (nothing when it is gone already); runs no
+        longer send its source by value."""
+        _forget(self.client, self.client.module_sources, self.id, f"/v1/modules/{self.id}")
+
+    def __repr__(self) -> str:
+        return f"Module({self.id!r}, functions={self.functions})"

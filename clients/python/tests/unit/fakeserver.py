@@ -2,7 +2,8 @@
 ranged PUT and GET, delete, list), runs, and same-host regions (segments the
 client made, mapped here from /dev/shm) with transfers, as the API describes
 them, with the faults the client must survive (a connection cut inside a
-body, Ctrl-C inside an upload). No server binary, no socket."""
+body, Ctrl-C inside an upload); kernels and modules are taken as they come.
+No server binary, no socket."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from typing import Any, Callable
 import numpy as np
 
 from gpuhttpd import Request, Response
+
+# Ids start with the owner prefix, as the server's do: instance 0, a boot.
+OWNER = "i0000-5f2c9a1e-"
 
 _ITEM = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4,
          "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
@@ -79,7 +83,7 @@ class FakeServer:
     def __call__(self, req: Request) -> Response:
         self.requests.append(req)
         path = req.path.split("?")[0]
-        m = re.fullmatch(r"/v1/buffers/([0-9a-f]{32})(/meta)?", path)
+        m = re.fullmatch(r"/v1/buffers/((?:i[0-9]{4}-[0-9a-f]{8}-)?[0-9a-f]{32})(/meta)?", path)
         if path == "/v1/buffers" and req.method == "POST":
             return self.create(req.json())
         if path == "/v1/buffers" and req.method == "GET":
@@ -88,6 +92,8 @@ class FakeServer:
             return self.run(req.json())
         if path.startswith("/v1/regions") or path == "/v1/transfers":
             return self.region_request(req, path)
+        if path.startswith(("/v1/kernels", "/v1/modules")):
+            return self.definition_request(req, path)
         if m is None or m.group(1) not in self.buffers:
             return problem(404, "not-found", f"no buffer {path}")
         bid = m.group(1)
@@ -110,7 +116,7 @@ class FakeServer:
         return Response(status, {"ETag": f'"v{meta["version"]}"'}, json=meta)
 
     def create(self, body: dict[str, Any]) -> Response:
-        bid = secrets.token_hex(16)
+        bid = OWNER + secrets.token_hex(16)
         size = body.get("size") or int(np.prod(body["shape"])) * _ITEM[body["dtype"]]
         meta = {"id": bid, "size": size, "alignment": 256, "device": 0,
                 "created": "2026-01-01T00:00:00Z", "label": body.get("label", ""),
@@ -157,6 +163,17 @@ class FakeServer:
         cut = self.cut_get.get(self.get_count)
         stream = CutStream(data[start:], cut if cut is not None else len(data))
         return Response(206 if start else 200, headers, stream=stream)
+
+    def definition_request(self, req: Request, path: str) -> Response:
+        """User kernels and raw modules, accepted as they come."""
+        if req.method == "DELETE":
+            return Response(204)
+        body = req.json()
+        if path == "/v1/kernels":
+            return Response(201, json=body)
+        functions = re.findall(r"__global__\s+void\s+(\w+)", body["source"])
+        return Response(201, json={"id": secrets.token_hex(8), "build": {},
+                                   "functions": [{"name": f} for f in functions]})
 
     def region_request(self, req: Request, path: str) -> Response:
         if path == "/v1/regions" and req.method == "GET":

@@ -46,6 +46,8 @@ def test_table_matches_the_servers():
     (401, "unauthorized", gpuhttpd.Unauthorized),
     (403, "forbidden", gpuhttpd.Forbidden),
     (404, "not-found", gpuhttpd.NotFound),
+    (410, "gone", gpuhttpd.OwnerRestarted),
+    (421, "misdirected-request", gpuhttpd.Misdirected),
     (409, "conflict", gpuhttpd.Conflict),
     (409, "canceled", gpuhttpd.Canceled),
     (412, "precondition-failed", gpuhttpd.PreconditionFailed),

@@ -1,0 +1,30 @@
+"""Instances that know who they are, against real servers (host backend):
+an id sent to another instance raises Misdirected naming its owner, one of
+an earlier start OwnerRestarted (both NotFounds), and the route header and
+?near= that a proxy routes by are accepted by a server reached directly."""
+import numpy as np
+import pytest
+
+import gpuhttpd
+
+
+def test_misdirected_and_restarted(make_server):
+    one, two = make_server("--instance", "1"), make_server("--instance", "2")
+    with gpuhttpd.Client(one.url) as c1, gpuhttpd.Client(two.url) as c2:
+        x = c1.asarray(np.arange(16, dtype=np.float32))
+        assert x.id.startswith("i0001-")
+        with pytest.raises(gpuhttpd.Misdirected) as wrong:
+            c2.buffer(x.id)
+        assert wrong.value.status == 421 and wrong.value.owner == 1
+        assert isinstance(wrong.value, gpuhttpd.NotFound)
+        one.stop()
+        again = make_server("--instance", "1")
+        with gpuhttpd.Client(again.url) as c3, pytest.raises(gpuhttpd.OwnerRestarted) as gone:
+            c3.buffer(x.id)
+        assert gone.value.status == 410 and "do not survive a restart" in gone.value.detail
+
+
+def test_route_and_near_reach_a_server_directly(client):
+    with client.asarray(np.arange(64, dtype=np.float32)) as x, client.zeros(64, near=x) as y:
+        assert client.run("axpy", a=2.0, x=x, y=y)["n"] == 64
+        np.testing.assert_array_equal(y.get(), 2 * np.arange(64, dtype=np.float32))
