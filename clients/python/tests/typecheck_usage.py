@@ -55,4 +55,11 @@ def readme_session(url: str) -> float:
         launched: gpuhttpd.RunResult = m.launch("f", [1], [32], near)
         queued: gpuhttpd.RunFuture = m.submit("f", [1], [32], {"buffer": near, "offset": 0})
         assert launched is not None and queued.wait() is not None
+        for d in c.devices():
+            room: int = d.memory.total - d.pool.used
+            peers: tuple[int, ...] = d.peer_access
+            assert d.ready and room and peers is not None
+        on_one = c.asarray(np.arange(4), device=1)
+        moved: gpuhttpd.DeviceArray = on_one.to(0)
+        assert moved.device == 0 and on_one.copy().device == 1
         return value + piped

@@ -10,15 +10,17 @@
 array([0., 2., 4., 6.], dtype=float32)
 
 Modules by job: ``client`` (the Client: buffers, transfers, runs),
-``arrays`` (DeviceArray, dtypes), ``runs`` (RunFuture, Pipeline, Kernel),
-``regions`` (SharedArray: same-host shared memory), ``errors`` (one
-exception class per kind of failure), ``transport`` (HTTP through
-http.client, and MockTransport for tests), ``progress`` (tqdm bars).
+``arrays`` (DeviceArray, dtypes), ``devices`` (Device), ``runs``
+(RunFuture, Pipeline, Kernel, Module), ``regions`` (SharedArray: same-host
+shared memory), ``errors`` (one exception class per kind of failure),
+``transport`` (HTTP through http.client, and MockTransport for tests),
+``progress`` (tqdm bars).
 """
 
 from ._version import __version__
 from .arrays import DeviceArray, LargeDownloadWarning, TransferError, dtype_name, numpy_dtype
 from .client import Client
+from .devices import Device, DeviceMemory, DevicePool
 from .errors import (
     BadRequest,
     Canceled,
@@ -50,7 +52,10 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "ContentTooLarge",
+    "Device",
     "DeviceArray",
+    "DeviceMemory",
+    "DevicePool",
     "Forbidden",
     "GpuhttpdError",
     "HTTPTransport",

@@ -19,6 +19,8 @@ from .transport import BytesLike, Pieces, Response
 class Session(Protocol):
     """The client as its handles see it."""
 
+    ttl: int | None
+    """Seconds until the buffers the client creates expire (None: the server's)."""
     array_warn_bytes: int
     """``np.asarray(handle)`` warns when it downloads more bytes than this."""
     kernel_definitions: dict[str, dict[str, Any]]

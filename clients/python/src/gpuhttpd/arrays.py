@@ -60,7 +60,9 @@ class DeviceArray:
 
     ``id``; ``dtype`` (a NumPy dtype, or None for raw bytes and dtypes NumPy
     lacks, such as bf16) and ``dtype_name`` (the server's); ``shape``,
-    ``ndim``, ``size`` (elements) and ``nbytes``; ``device``; ``version``
+    ``ndim``, ``size`` (elements) and ``nbytes``; ``device`` (the index
+    of the server's device that holds it: :meth:`to` copies it to another);
+    ``version``
     and ``etag`` (the version last seen); ``label``, ``expires`` (an ISO
     time, or None) and ``uploaded`` (bytes from the start that completed
     uploads have written: where an interrupted upload continues), as the
@@ -176,6 +178,25 @@ class DeviceArray:
         self.client._transfer({"buffer": self.id, "offset": 0}, a.transfer_end(self.nbytes),
                               self.nbytes, timeout=timeout)
         return a
+
+    def to(self, device: int | None = None, *, timeout: float | None = None) -> DeviceArray:
+        """A copy of the buffer on device ``device`` (an index of
+        ``Client.devices()``; None: this buffer's), made by the server
+        (``copy_of``: device to device, never through the client), with the
+        same dtype and shape; a new handle. The request carries this
+        buffer's id as its route, so a proxy takes it to the owner."""
+        body: dict[str, Any] = {"copy_of": self.id}
+        if device is not None:
+            body["device"] = int(device)
+        if self.client.ttl is not None:
+            body["ttl_s"] = int(self.client.ttl)
+        r = self.client._request("POST", "/v1/buffers", json=body, ok=(201,),
+                                 headers={"Gpuhttpd-Route": self.id}, timeout=timeout)
+        return DeviceArray(self.client, r.json(), r.headers.get("ETag"))
+
+    def copy(self, *, timeout: float | None = None) -> DeviceArray:
+        """A copy of the buffer on its own device (see :meth:`to`)."""
+        return self.to(None, timeout=timeout)
 
     def reshape(self, *shape: int | Sequence[int], dtype: npt.DTypeLike | None = None,
                 timeout: float | None = None) -> DeviceArray:

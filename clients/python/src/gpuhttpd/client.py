@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from ._version import __version__
 from .arrays import DeviceArray, Shape, TransferError, as_shape, dtype_name
+from .devices import Device
 from .errors import ConnectionFailed, GpuhttpdError, Timeout, from_response
 from .progress import Progress
 from .regions import SameHost, SharedArray, shared_array
@@ -77,7 +78,7 @@ class Client:
     proxy, another instance than the one that took the definition).
 
     Behind a proxy that routes by owner (several instances), runs carry
-    ``Gpuhttpd-Route`` (their first buffer); an id of an instance that
+    ``Gpuhttpd-Route`` (their first buffer) and copies their source's id; an id of an instance that
     restarted raises :class:`OwnerRestarted`, one sent to the wrong
     instance :class:`Misdirected` (both ``NotFound``).
 
@@ -297,34 +298,42 @@ class Client:
 
     # ---- arrays ---------------------------------------------------------
     def empty(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *, label: str = "",
-              ttl: int | None = None, near: DeviceArray | str | None = None,
-              timeout: float | None = None) -> DeviceArray:
+              ttl: int | None = None, device: int | None = None,
+              near: DeviceArray | str | None = None, timeout: float | None = None
+              ) -> DeviceArray:
         """A new device array (the server zeroes new buffers, so this equals
         zeros). ``ttl``: seconds until it expires (None: the client's).
-        ``near``: a handle (or id) to make it beside, on the same instance
-        behind a proxy that routes by owner (``?near=``)."""
+        ``device``: the index of the device to hold it (:meth:`devices`;
+        None: the server places it). ``near``: a handle (or id) to make it
+        beside, on the same instance behind a proxy that routes by owner
+        (``?near=``)."""
         body: dict[str, Any] = {"dtype": dtype_name(dtype), "shape": list(as_shape(shape))}
         if label:
             body["label"] = label
+        if device is not None:
+            body["device"] = int(device)
         return self._create(body, ttl, timeout, near)
 
     def zeros(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *, label: str = "",
-              ttl: int | None = None, near: DeviceArray | str | None = None,
-              timeout: float | None = None) -> DeviceArray:
+              ttl: int | None = None, device: int | None = None,
+              near: DeviceArray | str | None = None, timeout: float | None = None
+              ) -> DeviceArray:
         """A new device array of zeros (see :meth:`empty`)."""
-        return self.empty(shape, dtype, label=label, ttl=ttl, near=near, timeout=timeout)
+        return self.empty(shape, dtype, label=label, ttl=ttl, device=device, near=near,
+                          timeout=timeout)
 
     def asarray(self, a: npt.ArrayLike, *, label: str = "", ttl: int | None = None,
-                near: DeviceArray | str | None = None, progress: bool = False,
-                timeout: float | None = None) -> DeviceArray:
+                device: int | None = None, near: DeviceArray | str | None = None,
+                progress: bool = False, timeout: float | None = None) -> DeviceArray:
         """Uploads a NumPy array (or anything np.asarray takes); returns its
-        handle (``near`` as for :meth:`empty`). A failed or interrupted
-        upload deletes the new buffer. A :class:`SharedArray` moves by DMA
-        (``set_from``)."""
+        handle (``device`` and ``near`` as for :meth:`empty`). A failed or
+        interrupted upload deletes the new buffer. A :class:`SharedArray`
+        moves by DMA (``set_from``)."""
         src = a if isinstance(a, SharedArray) and a.in_region else np.ascontiguousarray(a)
         if src.dtype.byteorder == ">":
             src = src.astype(src.dtype.newbyteorder("<"))
-        x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, near=near, timeout=timeout)
+        x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, device=device, near=near,
+                       timeout=timeout)
         try:
             x.set(src, progress=progress, timeout=timeout)
         except BaseException:
@@ -349,7 +358,8 @@ class Client:
 
     def upload_file(self, path: str | os.PathLike[str], *, into: DeviceArray | None = None,
                     offset: int | None = None, chunk: int = 1 << 20, progress: bool = False,
-                    label: str = "", ttl: int | None = None, timeout: float | None = None
+                    label: str = "", ttl: int | None = None, device: int | None = None,
+                    near: DeviceArray | str | None = None, timeout: float | None = None
                     ) -> DeviceArray:
         """Streams a file into a buffer, ``chunk`` bytes in memory at a time:
         a .npy file becomes an array of its dtype and shape, any other file
@@ -361,17 +371,17 @@ class Client:
         that was interrupted is finished by calling again with the buffer.
         An upload cut for good (:class:`TransferError`, whose ``buffer`` is
         the handle) or stopped with Ctrl-C keeps its buffer for that;
-        another failure deletes a buffer this call created."""
+        another failure deletes a buffer this call created. ``device`` and
+        ``near`` place a new buffer as :meth:`empty` does."""
         with open(path, "rb") as f:
             start, shape, dtype = _npy_header(f)
             total = os.fstat(f.fileno()).st_size - start
             if into is None:
                 if offset:
                     raise ValueError("offset= continues an upload into= an existing buffer")
-                x = (self.empty(shape, dtype, label=label, ttl=ttl, timeout=timeout)
-                     if dtype is not None else
-                     self._create({"dtype": "u8", "shape": [total],
-                                   **({"label": label} if label else {})}, ttl, timeout))
+                x = self.empty(shape if dtype is not None else total,
+                               np.uint8 if dtype is None else dtype, label=label, ttl=ttl,
+                               device=device, near=near, timeout=timeout)
                 first = 0
             else:
                 x = into
@@ -493,6 +503,12 @@ class Client:
         m = Module(self, r.json())
         self.module_sources[m.id] = body
         return m
+
+    def devices(self, *, timeout: float | None = None) -> builtins.list[Device]:
+        """The server's devices (``GET /v1/devices``), by index: what
+        ``device=`` and ``handle.device`` name."""
+        r = self._request("GET", "/v1/devices", timeout=timeout)
+        return [Device.from_json(d) for d in r.json()["devices"]]
 
     def kernels(self, *, timeout: float | None = None) -> builtins.list[dict[str, Any]]:
         """The kernel catalogue: name, description and parameters of each."""

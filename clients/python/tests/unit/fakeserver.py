@@ -1,9 +1,9 @@
 """A gpuhttpd in memory behind a MockTransport: buffers (create, meta,
-ranged PUT and GET, delete, list), runs, and same-host regions (segments the
-client made, mapped here from /dev/shm) with transfers, as the API describes
-them, with the faults the client must survive (a connection cut inside a
-body, Ctrl-C inside an upload); kernels and modules are taken as they come.
-No server binary, no socket."""
+ranged PUT and GET, delete, list, copies) on ``ndevices`` devices, runs, and
+same-host regions (segments the client made, mapped here from /dev/shm) with
+transfers, as the API describes them, with the faults the client must
+survive (a connection cut inside a body, Ctrl-C inside an upload); kernels
+and modules are taken as they come. No server binary, no socket."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ class FakeServer:
         self.regions: dict[str, mmap.mmap] = {}
         self.refuse_regions: Response | None = None
         self.transfers: list[dict[str, Any]] = []
+        self.ndevices = 1
         self.run: Callable[[dict[str, Any]], Response] = \
             lambda body: Response(200, json={"id": "r" * 32, "status": "succeeded",
                                              "result": {"n": 1}, "timing": {}})
@@ -86,6 +87,8 @@ class FakeServer:
         m = re.fullmatch(r"/v1/buffers/((?:i[0-9]{4}-[0-9a-f]{8}-)?[0-9a-f]{32})(/meta)?", path)
         if path == "/v1/buffers" and req.method == "POST":
             return self.create(req.json())
+        if path == "/v1/devices" and req.method == "GET":
+            return Response(200, json={"devices": [self.device(k) for k in range(self.ndevices)]})
         if path == "/v1/buffers" and req.method == "GET":
             return Response(200, json={"buffers": list(self.buffers.values())})
         if path == "/v1/runs" and req.method == "POST":
@@ -115,10 +118,31 @@ class FakeServer:
     def meta_answer(self, meta: dict[str, Any], status: int) -> Response:
         return Response(status, {"ETag": f'"v{meta["version"]}"'}, json=meta)
 
+    def device(self, k: int) -> dict[str, Any]:
+        used = sum(m["size"] for m in self.buffers.values() if m["device"] == k)
+        return {"index": k, "ordinal": k, "name": f"host device {k}", "uuid": f"host-{k}",
+                "architecture": "host", "memory": {"total": 1 << 30, "free": (1 << 30) - used},
+                "pool": {"limit": 1 << 30, "used": used,
+                         "buffers": sum(m["device"] == k for m in self.buffers.values())},
+                "state": "ready", "peer_access": [i for i in range(self.ndevices) if i != k]}
+
     def create(self, body: dict[str, Any]) -> Response:
+        device = body.get("device", 0)
+        if not 0 <= device < self.ndevices:
+            return problem(422, "invalid-argument", f"'device' {device}: this server has "
+                           f"devices 0 to {self.ndevices - 1}")
+        if "copy_of" in body:
+            src = self.buffers.get(body["copy_of"])
+            if src is None:
+                return problem(404, "not-found", f"no buffer {body['copy_of']}")
+            copied = {k: src[k] for k in ("dtype", "shape", "size") if k in src}
+            made = self.create(dict(copied, device=body.get("device", src["device"]),
+                                    **({"ttl_s": body["ttl_s"]} if "ttl_s" in body else {})))
+            self.data[made.json()["id"]][:] = self.data[src["id"]]
+            return made
         bid = OWNER + secrets.token_hex(16)
         size = body.get("size") or int(np.prod(body["shape"])) * _ITEM[body["dtype"]]
-        meta = {"id": bid, "size": size, "alignment": 256, "device": 0,
+        meta = {"id": bid, "size": size, "alignment": 256, "device": device,
                 "created": "2026-01-01T00:00:00Z", "label": body.get("label", ""),
                 "version": 1, "uploaded": 0}
         if "dtype" in body:
