@@ -13,7 +13,6 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/log.h"
 
 static const char *tenant_or_none(const char *tenant)
 {
@@ -173,16 +172,39 @@ static int shm_open_map(struct ghd_region *r, const char *name, struct ghd_err *
                            r->size, name, strerror(errno));
     r->ptr = p;
     /* Locked once, here: transfers are then DMA straight from the client's
-     * pages. When locking fails (a memlock limit) copies still work, from
-     * pageable memory, more slowly; GET says so. */
+     * pages, which stay the server's to read even if the client shrinks the
+     * file. A segment that cannot be locked is refused rather than copied
+     * from pageable memory: the driver would stage those pages with CPU
+     * copies of its own, where a truncated file's SIGBUS cannot be caught
+     * (base/fault_guard.h guards only the server's own copies). */
     struct ghd_device *dev = &r->rt->dev;
     struct ghd_err lerr = {0};
-    if (dev->ops->host_register(dev, p, r->size, &lerr) == 0)
-        r->pinned = p;
-    else
-        ghd_log(GHD_LOG_WARN, "region %s: page-locking %zu bytes failed (%s); transfers copy "
-                "from pageable memory", r->id, r->size, ghd_err_text(&lerr, GHD_EDEVICE));
+    rc = dev->ops->host_register(dev, p, r->size, &lerr);
+    if (rc)
+        return ghd_err_set(err, GHD_ENOHOSTMEM,
+                           "cannot page-lock the %zu bytes of segment '%.64s' (%s); register a "
+                           "smaller region or free page-locked memory on the server's host",
+                           r->size, name, ghd_err_text(&lerr, rc));
+    r->pinned = p;
     return 0;
+}
+
+/* Device memory another process exported: mapped, and the size asked for
+ * checked against the exported allocation, since a copy past its end would
+ * reach whatever else the device holds there. */
+static int ipc_open_checked(struct ghd_region *r, const struct ghd_region_spec *spec,
+                            struct ghd_err *err)
+{
+    struct ghd_device *dev = &r->rt->dev;
+    size_t avail = 0;
+    int rc = dev->ops->ipc_open(dev, spec->ipc_handle, spec->ipc_handle_len, &r->ptr, &avail,
+                                err);
+    if (rc == 0 && avail < r->size)
+        rc = ghd_err_set(err, GHD_EUNPROC,
+                         "the exported allocation has %zu bytes from the handle's address, "
+                         "fewer than 'size' %zu",
+                         avail, r->size);
+    return rc; /* on failure region_free closes what was opened */
 }
 
 int ghd_region_register_new(struct ghd_region_table *t, struct ghd_runtime *rt,
@@ -220,8 +242,7 @@ int ghd_region_register_new(struct ghd_region_table *t, struct ghd_runtime *rt,
     if (spec->kind == GHD_REGION_SHM)
         rc = shm_open_map(r, spec->shm_name, err);
     else
-        rc = rt->dev.ops->ipc_open(&rt->dev, spec->ipc_handle, spec->ipc_handle_len, &r->ptr,
-                                   err);
+        rc = ipc_open_checked(r, spec, err);
     if (rc)
         goto fail;
     r->register_s = ghd_clock_s() - t0;

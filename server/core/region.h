@@ -45,7 +45,7 @@ struct ghd_region {
     size_t size;
     void *ptr;    /* the mapping (SHM) or the device pointer (CUDA IPC) */
     int fd;       /* the segment, for fstat before each transfer; -1 for IPC */
-    void *pinned; /* what host_unregister takes; NULL when not page-locked */
+    void *pinned; /* what host_unregister takes (SHM); NULL for IPC */
     double register_s; /* how long mapping and page-locking took */
     struct ghd_runtime *rt;
     time_t created;
@@ -89,10 +89,12 @@ struct ghd_region_spec {
 
 /* Registers a region on rt's device; *out is a new reference (the table
  * keeps its own). GHD_EFORBIDDEN when regions are off, GHD_EUNPROC for a name
- * or size that does not fit (a segment smaller than `size`, a name that is
- * not "/x"), GHD_ENOENT when no segment has that name, GHD_ELIMIT or
- * GHD_EQUOTA past the tenant's region count or pinned bytes, GHD_ENOTSUP for
- * CUDA IPC on the host backend. *err says which and why. */
+ * or size that does not fit (a segment or an exported allocation smaller
+ * than `size`, a name that is not "/x", a CUDA IPC handle that opens
+ * nothing), GHD_ENOENT when no segment has that name, GHD_ENOHOSTMEM when a
+ * segment cannot be mapped or page-locked, GHD_ELIMIT or GHD_EQUOTA past the
+ * tenant's region count or pinned bytes, GHD_ENOTSUP for CUDA IPC on the
+ * host backend. *err says which and why. */
 int ghd_region_register_new(struct ghd_region_table *t, struct ghd_runtime *rt,
                             const struct ghd_region_spec *spec, struct ghd_region **out,
                             struct ghd_err *err);

@@ -70,7 +70,9 @@ static int segment_check(const struct ghd_xfer_end *e, uint64_t end, struct ghd_
     if (!r || r->kind != GHD_REGION_SHM)
         return 0;
     struct stat st;
-    if (fstat(r->fd, &st) != 0 || (uint64_t)st.st_size < end)
+    if (fstat(r->fd, &st) != 0)
+        st.st_size = 0; /* the descriptor is the server's own: not expected */
+    if ((uint64_t)st.st_size < end)
         return ghd_err_set(err, GHD_EBUSY,
                            "region %s: segment '%.64s' is now %lld bytes, shorter than the "
                            "transfer's end at byte %llu (it was truncated after registration; "
@@ -116,6 +118,11 @@ static int copy_chunks(const struct ghd_xfer_end *from, const struct ghd_xfer_en
     struct ghd_device *dev = &rt->dev;
     /* The shared segment, whose pages may vanish under a CPU copy. */
     const struct ghd_xfer_end *seg = vf->kind == END_HOST ? from : vt->kind == END_HOST ? to : NULL;
+    /* Only the host backend's copies are the CPU's own, and only they are
+     * guarded: a DMA backend reads the segment's page-locked pages, which a
+     * truncated file does not take away (and a jump out of a driver call
+     * would leave its locks held). */
+    int guarded = seg && dev->kind == GHD_BACKEND_HOST;
     for (uint64_t done = 0; done < bytes;) {
         size_t n = bytes - done < GHD_XFER_CHUNK ? (size_t)(bytes - done) : GHD_XFER_CHUNK;
         int rc = seg ? segment_check(seg, seg->offset + done + n, err) : 0;
@@ -124,7 +131,7 @@ static int copy_chunks(const struct ghd_xfer_end *from, const struct ghd_xfer_en
         struct copy_call c = {dev, s, vf->kind, vt->kind, vt->base + to->offset + done,
                               vf->base + from->offset + done, n, err};
         int faulted = 0;
-        if (seg)
+        if (guarded)
             rc = ghd_fault_guard_run(seg->region->ptr, seg->region->size, copy_run, &c, &faulted);
         else
             rc = copy_run(&c);

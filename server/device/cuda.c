@@ -4,6 +4,7 @@
 #include "device.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +14,8 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "cuda_check.h"
+
+#include <cudaTypedefs.h>
 
 struct cuda_state {
     int lost; /* a sticky error was seen: the context is unusable */
@@ -182,8 +185,39 @@ static void cuda_host_unregister(struct ghd_device *dev, void *h_ptr)
     }
 }
 
+static void cuda_ipc_close(struct ghd_device *dev, void *d_ptr)
+{
+    if (cudaSetDevice(dev->ordinal) != cudaSuccess || cudaIpcCloseMemHandle(d_ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        ghd_log(GHD_LOG_WARN, "cuda: cudaIpcCloseMemHandle(%p) failed", d_ptr);
+    }
+}
+
+/* The bytes of the allocation holding d_ptr that lie at and after it:
+ * cuMemGetAddressRange, a driver call, reached through the runtime's entry
+ * point (the server links the runtime only). */
+static int allocation_tail(struct ghd_device *dev, void *d_ptr, size_t *bytes,
+                           struct ghd_err *error)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    GHD_CUDA_CHECK(dev, error,
+                   cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020,
+                                                    cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !fn)
+        return ghd_err_set(error, GHD_EDEVICE, "the driver has no cuMemGetAddressRange");
+    CUdeviceptr base = 0, at = (CUdeviceptr)(uintptr_t)d_ptr;
+    size_t size = 0;
+    CUresult cr = ((PFN_cuMemGetAddressRange_v3020)fn)(&base, &size, at);
+    if (cr != CUDA_SUCCESS)
+        return ghd_err_set(error, GHD_EDEVICE, "cuMemGetAddressRange failed: CUresult %d",
+                           (int)cr);
+    *bytes = at >= base && at - base <= size ? size - (size_t)(at - base) : 0;
+    return 0;
+}
+
 static int cuda_ipc_open(struct ghd_device *dev, const void *handle, size_t handle_len,
-                         void **d_ptr, struct ghd_err *error)
+                         void **d_ptr, size_t *bytes, struct ghd_err *error)
 {
     cudaIpcMemHandle_t h;
     if (handle_len != sizeof(h))
@@ -191,22 +225,21 @@ static int cuda_ipc_open(struct ghd_device *dev, const void *handle, size_t hand
                            sizeof(h), handle_len);
     CUDA_ENTER(dev, error);
     memcpy(&h, handle, sizeof(h));
-    cudaError_t err = cudaIpcOpenMemHandle(d_ptr, h, cudaIpcMemLazyEnablePeerAccess);
+    void *p = NULL; /* *d_ptr only once the mapping exists: the caller closes it */
+    cudaError_t err = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
         /* A stale or foreign handle is the client's mistake, not a lost device. */
         (void)cudaGetLastError();
         return ghd_err_set(error, GHD_EUNPROC, "cudaIpcOpenMemHandle failed: %s",
                            cudaGetErrorName(err));
     }
-    return 0;
-}
-
-static void cuda_ipc_close(struct ghd_device *dev, void *d_ptr)
-{
-    if (cudaSetDevice(dev->ordinal) != cudaSuccess || cudaIpcCloseMemHandle(d_ptr) != cudaSuccess) {
-        (void)cudaGetLastError();
-        ghd_log(GHD_LOG_WARN, "cuda: cudaIpcCloseMemHandle(%p) failed", d_ptr);
+    int rc = allocation_tail(dev, p, bytes, error);
+    if (rc) {
+        cuda_ipc_close(dev, p);
+        return rc;
     }
+    *d_ptr = p;
+    return 0;
 }
 
 static int cuda_stream_new(struct ghd_device *dev, struct ghd_stream **out, struct ghd_err *error)

@@ -39,10 +39,14 @@ struct ghd_device_ops {
     int (*host_register)(struct ghd_device *dev, void *h_ptr, size_t size, struct ghd_err *error);
     void (*host_unregister)(struct ghd_device *dev, void *h_ptr);
     /* Maps device memory another process exported (the 64 bytes of a
-     * cudaIpcMemHandle_t) into this one; GHD_ENOTSUP on the host backend.
-     * ipc_close unmaps what ipc_open returned. */
+     * cudaIpcMemHandle_t) into this one: *d_ptr, and in *bytes how many
+     * bytes of the exported allocation lie from *d_ptr on (what a copy may
+     * reach; past them is other memory of the device). GHD_EUNPROC for a
+     * handle that opens nothing, GHD_ENOTSUP on the host backend. ipc_close
+     * unmaps what ipc_open returned; a handle opened twice is mapped once
+     * and closed twice. */
     int (*ipc_open)(struct ghd_device *dev, const void *handle, size_t handle_len, void **d_ptr,
-                    struct ghd_err *error);
+                    size_t *bytes, struct ghd_err *error);
     void (*ipc_close)(struct ghd_device *dev, void *d_ptr);
     int (*stream_new)(struct ghd_device *dev, struct ghd_stream **out, struct ghd_err *error);
     void (*stream_free)(struct ghd_device *dev, struct ghd_stream *s);

@@ -14,6 +14,7 @@ static int lost;
 #define INJECTED "cudaErrorIllegalAddress (injected by ghd_host_fault_nth_sync)"
 
 static unsigned long generation; /* bumped by reset: stalled syncs return */
+static long register_countdown;
 
 void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault)
 {
@@ -27,6 +28,7 @@ void ghd_host_fault_reset(void)
 {
     pthread_mutex_lock(&lock);
     countdown = 0;
+    register_countdown = 0;
     armed = GHD_HOST_FAULT_NONE;
     lost = 0;
     generation++;
@@ -68,5 +70,23 @@ int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error)
     (void)dev;
     if (l)
         return ghd_err_set(error, GHD_EDEVICE, INJECTED);
+    return 0;
+}
+
+void ghd_host_fault_nth_register(long n)
+{
+    pthread_mutex_lock(&lock);
+    register_countdown = n;
+    pthread_mutex_unlock(&lock);
+}
+
+int ghd_host_fault_register(struct ghd_err *error)
+{
+    pthread_mutex_lock(&lock);
+    int fail = register_countdown > 0 && --register_countdown == 0;
+    pthread_mutex_unlock(&lock);
+    if (fail)
+        return ghd_err_set(error, GHD_EDEVICE,
+                           "cudaErrorMemoryAllocation (injected by ghd_host_fault_nth_register)");
     return 0;
 }

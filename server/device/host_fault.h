@@ -17,6 +17,9 @@ enum ghd_host_fault {
 
 /* The n-th stream sync from now (1 = the next) does `fault`. */
 void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault);
+/* The n-th host_register from now (1 = the next) fails, as cudaHostRegister
+ * does when the host cannot page-lock the range. */
+void ghd_host_fault_nth_register(long n);
 /* Clears every fault: stalled syncs return (with an error), health is good again. */
 void ghd_host_fault_reset(void);
 
@@ -25,6 +28,7 @@ struct ghd_device;
 struct ghd_err;
 int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error);
 int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error);
+int ghd_host_fault_register(struct ghd_err *error);
 
 #endif /* GHD_TESTABLE */
 

@@ -294,6 +294,26 @@ void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t c
     json_decref(doc);
 }
 
+void rel_base64(const void *data, size_t n, char *out)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
+        out[o++] = alphabet[v >> 18 & 63];
+        out[o++] = alphabet[v >> 12 & 63];
+        out[o++] = i + 1 < n ? alphabet[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? alphabet[v & 63] : '=';
+    }
+    out[o] = '\0';
+}
+
 uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id)
 {
     char path[128];

@@ -74,6 +74,9 @@ long rel_json(const struct rel_server *s, const char *method, const char *path, 
 void rel_header(const struct rel_resp *r, const char *name, char *out, size_t cap);
 /* A string member of a JSON body, copied; "" if absent. */
 void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t cap);
+/* `n` bytes as standard base64 with padding (what "cuda_ipc" takes) into
+ * out, which holds 4 * ((n + 2) / 3) + 1 bytes. */
+void rel_base64(const void *data, size_t n, char *out);
 /* A buffer's version (GET /v1/buffers/<id>/meta as `token`). */
 uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id);
 /* The value of an unlabelled line of GET /metrics ("\n<name> <value>"), or -1. */

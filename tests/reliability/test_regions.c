@@ -10,7 +10,12 @@
  * - the tenant limits on regions (429) and page-locked bytes (507);
  * - a segment truncated after registration: a 409 naming the region, the
  *   server alive; the SIGBUS guard itself on a truncated mapping;
- * - unregistering while transfers run: no crash, nothing left behind. */
+ * - unregistering while transfers run: no crash, nothing left behind;
+ * - CUDA IPC regions through the host backend's simulated export (test
+ *   builds): the size checked against the exported allocation, both
+ *   directions at offsets, the same handle twice, a handle whose allocation
+ *   is gone, unregistering during transfers, every mapping closed;
+ * - a segment that cannot be page-locked: refused (500), nothing kept. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -26,6 +31,8 @@
 #include <cmocka.h>
 
 #include "base/fault_guard.h"
+#include "device/host_fault.h"
+#include "device/host_ipc.h"
 #include "rel.h"
 
 struct segment {
@@ -549,21 +556,17 @@ static void *move_loop(void *arg)
     return NULL;
 }
 
-static void test_unregister_during_transfer(void **state)
+/* Two threads move m->n bytes between region `rid` and buffers of their own
+ * until DELETE removes it: every transfer succeeds or finds no region, and
+ * DELETE returns only once none touches the memory. */
+static void unregister_during(struct rel_server *s, const char *rid, size_t n)
 {
-    (void)state;
-    struct rel_server s;
-    start_with(&s, 1, NULL);
-    size_t baseline = rel_pool_in_use(&s);
-    struct mover m[2] = {{.s = &s, .n = (size_t)16 << 20}, {.s = &s, .n = (size_t)16 << 20}};
-    struct segment g;
-    segment_open(&g, m[0].n);
-    char rid[64];
-    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
+    size_t baseline = rel_pool_in_use(s);
+    struct mover m[2] = {{.s = s, .n = n}, {.s = s, .n = n}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++) {
         snprintf(m[i].rid, sizeof(m[i].rid), "%s", rid);
-        assert_int_equal(rel_create(&s, NULL, m[i].n, m[i].bid, sizeof(m[i].bid)), 201);
+        assert_int_equal(rel_create(s, NULL, m[i].n, m[i].bid, sizeof(m[i].bid)), 201);
         pthread_create(&th[i], NULL, move_loop, &m[i]);
     }
     while (m[0].ok + m[1].ok < 4)
@@ -571,15 +574,16 @@ static void test_unregister_during_transfer(void **state)
     char path[128];
     snprintf(path, sizeof(path), "/v1/regions/%s", rid);
     struct rel_resp r;
-    rel_json(&s, "DELETE", path, NULL, NULL, &r);
+    rel_json(s, "DELETE", path, NULL, NULL, &r);
     expect(&r, 204, NULL);
     rel_resp_free(&r);
-    /* Once DELETE answered, no transfer touches the segment: unmapping it
-     * and unlinking it now is safe for the client. */
+    /* Once DELETE answered, no transfer touches the memory: unmapping it
+     * and unlinking (or freeing) it now is safe for the client. */
     unsigned count;
     size_t pinned;
-    ghd_region_tenant_usage(&s.svc.regions, NULL, &count, &pinned);
+    ghd_region_tenant_usage(&s->svc.regions, NULL, &count, &pinned);
     assert_int_equal(count, 0);
+    assert_int_equal(ghd_host_ipc_open_count(), 0);
     for (int i = 0; i < 2; i++) {
         pthread_join(th[i], NULL);
         assert_int_equal(m[i].other, 0);
@@ -587,10 +591,219 @@ static void test_unregister_during_transfer(void **state)
     }
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof(path), "/v1/buffers/%s", m[i].bid);
-        rel_json(&s, "DELETE", path, NULL, NULL, &r);
+        rel_json(s, "DELETE", path, NULL, NULL, &r);
         rel_resp_free(&r);
     }
-    assert_true(rel_wait_rest(&s, baseline, 5000));
+    assert_true(rel_wait_rest(s, baseline, 5000));
+}
+
+static void test_unregister_during_transfer(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    const size_t n = (size_t)16 << 20;
+    struct segment g;
+    segment_open(&g, n);
+    char rid[64];
+    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
+    unregister_during(&s, rid, n);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+/* --- CUDA IPC, with the host backend's simulated export (device/host_ipc.h):
+ * the test process owns the memory, as the client process would. */
+
+struct exported {
+    unsigned char *p;
+    size_t size;
+    unsigned char handle[GHD_HOST_IPC_HANDLE_LEN];
+    char b64[96];
+};
+
+static void export_new(struct exported *x, size_t size)
+{
+    x->p = malloc(size);
+    assert_non_null(x->p);
+    x->size = size;
+    for (size_t i = 0; i < size; i++)
+        x->p[i] = (unsigned char)(i * 13 + 5);
+    ghd_host_ipc_export(x->p, size, x->handle);
+    rel_base64(x->handle, sizeof(x->handle), x->b64);
+}
+
+static void export_free(struct exported *x)
+{
+    ghd_host_ipc_revoke(x->handle);
+    free(x->p);
+}
+
+static long ipc_register(struct rel_server *s, const char *b64, size_t size, char *id,
+                         struct rel_resp *r)
+{
+    char body[256];
+    snprintf(body, sizeof(body), "{\"cuda_ipc\": \"%s\", \"device\": 0, \"size\": %zu}", b64,
+             size);
+    long st = rel_json(s, "POST", "/v1/regions", NULL, body, r);
+    if (id)
+        rel_json_str(r, "id", id, 64);
+    return st;
+}
+
+/* A region over all of x; its id in id. */
+static void ipc_region_new(struct rel_server *s, const struct exported *x, char *id)
+{
+    struct rel_resp r;
+    ipc_register(s, x->b64, x->size, id, &r);
+    expect(&r, 201, "\"kind\":\"cuda_ipc\"");
+    rel_resp_free(&r);
+}
+
+static void delete_region(struct rel_server *s, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/v1/regions/%s", id);
+    struct rel_resp r;
+    rel_json(s, "DELETE", path, NULL, NULL, &r);
+    expect(&r, 204, NULL);
+    rel_resp_free(&r);
+}
+
+/* A copy past the exported allocation would reach other device memory: the
+ * size is checked against it at registration. */
+static void test_ipc_size_checked(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct exported x;
+    export_new(&x, ((size_t)1 << 20) + 3);
+    struct rel_resp r;
+    ipc_register(&s, x.b64, x.size + 1, NULL, &r);
+    expect(&r, 422, "fewer than 'size'");
+    rel_resp_free(&r);
+    assert_int_equal(ghd_host_ipc_open_count(), 0); /* the refused mapping is closed */
+    char rid[64];
+    ipc_region_new(&s, &x, rid);
+    delete_region(&s, rid);
+    assert_int_equal(ghd_host_ipc_open_count(), 0);
+    export_free(&x);
+    rel_stop(&s);
+}
+
+static void test_ipc_both_directions(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct exported x;
+    export_new(&x, ((size_t)1 << 20) + 3);
+    char rid[64], bid[64];
+    struct rel_resp r;
+    ipc_region_new(&s, &x, rid);
+    assert_int_equal(rel_create(&s, NULL, x.size, bid, sizeof(bid)), 201);
+    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, x.size, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    get_buffer(&s, bid, &r);
+    assert_int_equal(r.len, x.size);
+    assert_memory_equal(r.body, x.p, x.size);
+    rel_resp_free(&r);
+    /* buffer [7, 5007) -> region [1000, 6000); nothing else of the region moves. */
+    memset(x.p, 0, x.size);
+    transfer(&s, NULL, "buffer", bid, 7, "region", rid, 1000, 5000, NULL, &r);
+    expect(&r, 200, "\"bytes\":5000");
+    rel_resp_free(&r);
+    for (size_t i = 0; i < x.size; i++) {
+        unsigned char want = i >= 1000 && i < 6000 ? (unsigned char)((i - 1000 + 7) * 13 + 5) : 0;
+        if (x.p[i] != want)
+            fail_msg("region byte %zu is %u, expected %u", i, x.p[i], want);
+    }
+    transfer(&s, NULL, "region", rid, x.size - 10, "buffer", bid, 0, 11, NULL, &r);
+    expect(&r, 416, "'bytes' 11 from 'from.offset'");
+    rel_resp_free(&r);
+    delete_region(&s, rid);
+    export_free(&x);
+    rel_stop(&s);
+}
+
+/* The same handle twice is two regions over one mapping (CUDA counts the
+ * opens): unregistering one leaves the other working; a handle whose
+ * allocation is gone is refused. */
+static void test_ipc_same_handle_twice(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct exported x;
+    export_new(&x, 65536);
+    char a[64], b[64], bid[64];
+    struct rel_resp r;
+    ipc_region_new(&s, &x, a);
+    ipc_register(&s, x.b64, 4096, b, &r);
+    expect(&r, 201, NULL);
+    rel_resp_free(&r);
+    assert_string_not_equal(a, b);
+    assert_int_equal(ghd_host_ipc_open_count(), 2);
+    delete_region(&s, a);
+    assert_int_equal(ghd_host_ipc_open_count(), 1);
+    assert_int_equal(rel_create(&s, NULL, 4096, bid, sizeof(bid)), 201);
+    transfer(&s, NULL, "region", b, 0, "buffer", bid, 0, 4096, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    get_buffer(&s, bid, &r);
+    assert_memory_equal(r.body, x.p, 4096);
+    rel_resp_free(&r);
+    transfer(&s, NULL, "region", a, 0, "buffer", bid, 0, 4096, NULL, &r);
+    expect(&r, 404, "'from.region'");
+    rel_resp_free(&r);
+    delete_region(&s, b);
+    assert_int_equal(ghd_host_ipc_open_count(), 0);
+    export_free(&x); /* the exporter frees it: its handle opens nothing now */
+    ipc_register(&s, x.b64, 4096, NULL, &r);
+    expect(&r, 422, "cudaIpcOpenMemHandle");
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    rel_stop(&s);
+}
+
+static void test_ipc_unregister_during_transfer(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct exported x;
+    export_new(&x, (size_t)16 << 20);
+    char rid[64];
+    ipc_region_new(&s, &x, rid);
+    unregister_during(&s, rid, x.size);
+    export_free(&x);
+    rel_stop(&s);
+}
+
+/* A segment the host cannot page-lock is refused: copying it from pageable
+ * memory would leave the driver's own CPU copies unguarded. */
+static void test_page_lock_refused(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, NULL);
+    struct segment g;
+    segment_open(&g, 8192);
+    struct rel_resp r;
+    ghd_host_fault_nth_register(1);
+    region_register(&s, NULL, g.name, g.size, NULL, &r);
+    ghd_host_fault_reset();
+    expect(&r, 500, "cannot page-lock");
+    rel_resp_free(&r);
+    unsigned count;
+    size_t pinned;
+    ghd_region_tenant_usage(&s.svc.regions, NULL, &count, &pinned);
+    assert_int_equal(count, 0);
+    assert_int_equal(region_new(&s, NULL, &g, NULL), 201);
     segment_close(&g);
     rel_stop(&s);
 }
@@ -609,6 +822,11 @@ int main(void)
         cmocka_unit_test(test_truncated_segment),
         cmocka_unit_test(test_fault_guard),
         cmocka_unit_test(test_unregister_during_transfer),
+        cmocka_unit_test(test_ipc_size_checked),
+        cmocka_unit_test(test_ipc_both_directions),
+        cmocka_unit_test(test_ipc_same_handle_twice),
+        cmocka_unit_test(test_ipc_unregister_during_transfer),
+        cmocka_unit_test(test_page_lock_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
