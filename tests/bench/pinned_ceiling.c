@@ -37,22 +37,14 @@ int main(int argc, char **argv)
 
 #include <cuda_runtime_api.h>
 
+#include "tool_cuda.h"
+
 struct options {
     size_t bytes;
     int repeat;
     int device;
     bool json;
 };
-
-#define CHECK(expr)                                                                                \
-    do {                                                                                           \
-        cudaError_t err_ = (expr);                                                                 \
-        if (err_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "pinned_ceiling: %s failed at %s:%d: %s\n", #expr, __FILE__, __LINE__, \
-                    cudaGetErrorString(err_));                                                     \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 enum direction { H2D, D2H, D2D };
 static const char *const DIRECTION_NAMES[] = {"h2d", "d2h", "d2d"};
