@@ -67,12 +67,16 @@ test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
 test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda
 test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda
 test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 --report-api-errors=no
+test_regions_gpu tests/gpu/test_regions_gpu GHD_BIN=$PWD/$build/gpuhttpd GHD_REGIONS_GPU_MEMCHECK=1
 LIST
   # test_modules_gpu: a module's parameter layout is read by asking
   # cudaFuncGetParamInfo for indices until it answers cudaErrorInvalidValue
   # (CUDA 13.0 has no cudaFuncGetParamCount); memcheck counts each of those
   # answers, and the cudaGetLastError that clears it, as an API error (8 in
   # the 2026-12-01 run, nothing else). Memory errors are still reported.
+  # test_regions_gpu: the server it starts is a child of the test, checked
+  # too (--target-processes all); GHD_REGIONS_GPU_MEMCHECK leaves out the
+  # handles cudaIpcOpenMemHandle refuses on purpose.
 fi
 
 # The reliability and security tests with the CUDA backend (test_auth parses
@@ -135,7 +139,8 @@ if has gap; then
 fi
 
 # Same-host regions: region <-> buffer by DMA against pinned cudaMemcpy and
-# the same bytes over HTTP (tests/bench/region_bench.py).
+# the same bytes over HTTP, and CUDA IPC regions against the exporting
+# process's own D2D copy (tests/bench/region_bench.py).
 if has regions; then
   read -r -a region_sizes <<<"${REGION_SIZES_MIB:-}"
   python3 tests/bench/region_bench.py "$build" ${region_sizes[@]+"${region_sizes[@]}"} \
