@@ -80,7 +80,19 @@ int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_buffer_create(req->svc, req->tenant, spec, out, &err);
+    /* ?near=<id>: next to that buffer. A proxy routes the request to its
+     * owner; here it must exist for this tenant (421 or 410 for an id this
+     * start did not make, 404 otherwise), and the new buffer is made on the
+     * same device. */
+    const char *near = ghd_request_query(req, "near");
+    int rc;
+    if (near) {
+        struct ghd_buffer *beside;
+        if ((rc = ghd_service_buffer_find(req->svc, req->tenant, near, &beside, &err)) != 0)
+            return ghd_reply_problem(rep, req, rc, "near: %s", err.detail);
+        ghd_buffer_unref(beside); /* one device: every buffer is beside it */
+    }
+    rc = ghd_service_buffer_create(req->svc, req->tenant, spec, out, &err);
     if (rc == GHD_ELIMIT) /* --tenant-max-buffers */
         ghd_reply_header(rep, "Retry-After", "1");
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;

@@ -18,8 +18,9 @@ int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd
 int ghd_buffer_query_uint(struct ghd_request *req, struct ghd_reply *rep, const char *name,
                           uint64_t max, uint64_t *out);
 /* Creates a buffer for the request's tenant (ghd_service_buffer_create:
- * the spec's checks and the limits); replies on error (507 when the pool is
- * full). *out is a new reference. */
+ * the spec's checks and the limits), beside buffer ?near=<id> when the query
+ * names one (which must then be the tenant's: 404, 410 or 421 otherwise);
+ * replies on error (507 when the pool is full). *out is a new reference. */
 int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
 /* Reads an array description from JSON `dtype` and `shape` (NULL: one

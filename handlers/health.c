@@ -12,21 +12,13 @@ int ghd_handle_healthz(struct ghd_request *req, struct ghd_reply *rep)
 int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_service *svc = req->svc;
-    struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
-    if (!atomic_load(&svc->ready) || !rt) {
-        ghd_reply_header(rep, "Retry-After", "1");
-        return ghd_reply_problem(rep, req, GHD_EUNAVAIL, "the service is starting or stopping");
-    }
-    struct ghd_err lost = {0};
-    if (ghd_devloss_get(&svc->devloss, &lost))
-        return ghd_reply_problem(rep, req, GHD_EDEVLOST, "device %d is lost: %s", rt->dev.ordinal,
-                                 lost.detail);
     struct ghd_err err = {0};
-    int rc = ghd_runtime_health(rt, &err);
-    if (rc != 0) {
-        return ghd_reply_problem(rep, req, GHD_EUNAVAIL, "device %d is not usable: %s",
-                                 rt->dev.ordinal, ghd_err_text(&err, rc));
-    }
+    int rc = ghd_service_readiness(svc, &err);
+    if (rc == GHD_EUNAVAIL && !atomic_load(&svc->ready))
+        ghd_reply_header(rep, "Retry-After", "1");
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
+    struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
     struct ghd_pool_stats ps;
     struct ghd_staging_stats ss;
     ghd_pool_get_stats(&rt->pool, &ps);

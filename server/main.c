@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "handlers/handlers.h"
+#include "http/agent.h"
 #include "http/http.h"
 #include "http/listen.h"
 #include "http/probe.h"
@@ -200,6 +201,75 @@ static void serve_until_stopped(struct ghd_service *svc, struct ghd_http *http,
     }
 }
 
+/* The listening sockets, opened before the backend is set up so that a
+ * taken port stops the start at once; -1 where none is asked for, or once
+ * a server took it. */
+struct listeners {
+    int fd, probe_fd, agent_fd;
+    unsigned port, probe_port, agent_port;
+};
+
+static void close_listeners(struct listeners *l)
+{
+    int *fds[] = {&l->fd, &l->probe_fd, &l->agent_fd};
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+}
+
+static int open_listeners(const struct ghd_config *cfg, struct listeners *l, struct ghd_err *err)
+{
+    *l = (struct listeners){-1, -1, -1, 0, 0, 0};
+    int rc = ghd_listen_open(cfg->bind, cfg->port, &l->fd, &l->port, err);
+    if (rc == 0 && cfg->probe_port)
+        rc = ghd_probe_listen(cfg->bind, cfg->probe_port, &l->probe_fd, &l->probe_port, err);
+    if (rc == 0 && cfg->agent_port)
+        rc = ghd_agent_listen(cfg->bind, cfg->agent_port, &l->agent_fd, &l->agent_port, err);
+    if (rc)
+        close_listeners(l);
+    return rc;
+}
+
+/* What serves the listeners: HTTP, the probes and the agent check. */
+struct servers {
+    struct ghd_http *http, *probe;
+    struct ghd_agent *agent;
+};
+
+static void stop_servers(struct servers *s)
+{
+    ghd_http_stop(s->http);
+    ghd_http_stop(s->probe); /* after the drain, through which /readyz said 503 */
+    ghd_agent_stop(s->agent); /* and the agent "drain" */
+    *s = (struct servers){0};
+}
+
+/* Starts a server on each listener, which takes it over; on failure stops
+ * those started and closes the rest. */
+static int start_servers(struct ghd_service *svc, struct listeners *l, struct servers *s,
+                         struct ghd_err *err)
+{
+    *s = (struct servers){0};
+    int rc = ghd_http_start_on(svc, &ghd_routes, l->fd, l->port, &s->http, err);
+    if (rc == 0)
+        l->fd = -1;
+    if (rc == 0 && l->probe_fd >= 0 &&
+        (rc = ghd_probe_start_on(svc, &ghd_routes, l->probe_fd, l->probe_port, &s->probe,
+                                 err)) == 0)
+        l->probe_fd = -1;
+    if (rc == 0 && l->agent_fd >= 0) {
+        rc = ghd_agent_start_on(svc, l->agent_fd, &s->agent, err);
+        l->agent_fd = -1; /* taken, or closed by the failed start */
+    }
+    if (rc) {
+        stop_servers(s);
+        close_listeners(l);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct ghd_config cfg;
@@ -215,56 +285,39 @@ int main(int argc, char **argv)
     sigset_t set;
     setup_process(&set);
 
-    /* The ports first: a taken one stops the start before the backend is set up. */
     struct ghd_err err = {0};
-    int listen_fd;
-    unsigned port;
-    rc = ghd_listen_open(cfg.bind, cfg.port, &listen_fd, &port, &err);
-    int probe_fd = -1;
-    unsigned probe_port = 0;
-    if (rc == 0 && cfg.probe_port &&
-        (rc = ghd_probe_listen(cfg.bind, cfg.probe_port, &probe_fd, &probe_port, &err)) != 0)
-        close(listen_fd);
-    if (rc) {
+    struct listeners l;
+    if ((rc = open_listeners(&cfg, &l, &err)) != 0) {
         cannot_start(format, ghd_err_text(&err, rc));
         return 1;
     }
     static struct ghd_service svc;
     rc = ghd_service_init(&svc, &cfg, &err);
     if (rc) {
-        close(listen_fd);
-        if (probe_fd >= 0)
-            close(probe_fd);
+        close_listeners(&l);
         cannot_start(format, ghd_err_text(&err, rc));
         return 1;
     }
-    struct ghd_http *http, *probe = NULL;
-    rc = ghd_http_start_on(&svc, &ghd_routes, listen_fd, port, &http, &err);
-    if (rc)
-        close(listen_fd);
-    else if (probe_fd >= 0 &&
-             (rc = ghd_probe_start_on(&svc, &ghd_routes, probe_fd, probe_port, &probe, &err)) != 0)
-        ghd_http_stop(http);
-    if (rc) {
-        if (probe_fd >= 0) /* the probe listener never took it */
-            close(probe_fd);
+    struct servers srv;
+    if ((rc = start_servers(&svc, &l, &srv, &err)) != 0) {
         cannot_start(format, ghd_err_text(&err, rc));
         ghd_service_destroy(&svc);
         return 1;
     }
     const char *scheme = cfg.tls_cert[0] ? "https" : "http";
     ghd_log(GHD_LOG_INFO, "gpuhttpd %s listening on %s://%s:%u (API docs: %s://%s:%u/docs)",
-            GHD_VERSION, scheme, cfg.bind, port, scheme, cfg.bind, port);
-    if (probe)
+            GHD_VERSION, scheme, cfg.bind, l.port, scheme, cfg.bind, l.port);
+    if (srv.probe)
         ghd_log(GHD_LOG_INFO, "probes (health, readiness, metrics) on plain HTTP at %s:%u",
-                cfg.bind, probe_port);
-    if (cfg.port_file[0] && write_port_file(cfg.port_file, port) != 0)
+                cfg.bind, l.probe_port);
+    if (srv.agent)
+        ghd_log(GHD_LOG_INFO, "HAProxy agent check on %s:%u", cfg.bind, l.agent_port);
+    if (cfg.port_file[0] && write_port_file(cfg.port_file, l.port) != 0)
         ghd_log(GHD_LOG_WARN, "cannot write the port to %s: %s", cfg.port_file, strerror(errno));
 
-    serve_until_stopped(&svc, http, &set);
-    unsigned executing = drain(&svc, http, &set);
-    ghd_http_stop(http);
-    ghd_http_stop(probe); /* after the drain, through which /readyz said 503 */
+    serve_until_stopped(&svc, srv.http, &set);
+    unsigned executing = drain(&svc, srv.http, &set);
+    stop_servers(&srv);
     if (executing) {
         /* Their workers are inside kernels that cannot be stopped; the
          * device (CUDA: the context) is torn down by the process exit. */

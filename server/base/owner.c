@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <jansson.h>
+
 #include "error.h"
 
 int ghd_owner_init(struct ghd_owner *o, unsigned instance)
@@ -39,17 +41,23 @@ static int is_digits(const char *s, size_t n, const char *set)
     return 1;
 }
 
-int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *err)
+/* The instance an id names, or -1 when it has no owner prefix. */
+static int prefix_instance(const char *id)
 {
-    /* Not of the prefix's form: an id no instance made. */
     if (strlen(id) <= GHD_OWNER_PREFIX_LEN || id[0] != 'i' || id[5] != '-' || id[14] != '-' ||
         !is_digits(id + 1, 4, "0123456789") ||
         !is_digits(id + 6, GHD_OWNER_BOOT_LEN, "0123456789abcdef"))
+        return -1;
+    return (id[1] - '0') * 1000 + (id[2] - '0') * 100 + (id[3] - '0') * 10 + (id[4] - '0');
+}
+
+int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *err)
+{
+    int named = prefix_instance(id);
+    /* Not of the prefix's form: an id no instance made. */
+    if (named < 0 || memcmp(id, o->prefix, GHD_OWNER_PREFIX_LEN) == 0)
         return 0;
-    if (memcmp(id, o->prefix, GHD_OWNER_PREFIX_LEN) == 0)
-        return 0;
-    unsigned instance = (unsigned)((id[1] - '0') * 1000 + (id[2] - '0') * 100 +
-                                   (id[3] - '0') * 10 + (id[4] - '0'));
+    unsigned instance = (unsigned)named;
     if (instance == o->instance)
         return ghd_err_set(err, GHD_EGONE,
                            "created by an earlier start of instance %u (boot %.8s; this is boot "
@@ -57,6 +65,80 @@ int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *e
                            instance, id + 6, o->boot);
     return ghd_err_set(err, GHD_EMISDIRECTED,
                        "owned by instance %u, and this is instance %u: send it to instance %u "
-                       "(a proxy routes on the id's prefix i%04u-)",
+                       "(a proxy routes on the id's prefix i%04u- in the path, in ?near= or "
+                       "in the Gpuhttpd-Route header)",
                        instance, o->instance, instance, instance);
+}
+
+/* The ids of one request body: every string of the id form (an owner
+ * prefix, then hex digits), the first two instances they name, and the
+ * first that ghd_owner_check refuses, named by where it is in the body
+ * (to.buffer, steps[1].args.x). */
+struct owner_walk {
+    const struct ghd_owner *o;
+    int instances[2];
+    unsigned ninstances; /* 0, 1 or 2 */
+    int refused;
+    struct ghd_err *err;
+    char path[128]; /* where the walk is */
+};
+
+static void walk_ids(struct owner_walk *w, const json_t *v, unsigned depth);
+
+/* Walks `item` with ".key" or "[i]" appended to the path (cut, not
+ * overflowed, past its room). */
+static void walk_into(struct owner_walk *w, const json_t *item, const char *key, size_t index,
+                      unsigned depth)
+{
+    size_t len = strlen(w->path);
+    if (key)
+        snprintf(w->path + len, sizeof(w->path) - len, "%s%s", len ? "." : "", key);
+    else
+        snprintf(w->path + len, sizeof(w->path) - len, "[%zu]", index);
+    walk_ids(w, item, depth + 1);
+    w->path[len] = '\0';
+}
+
+static void walk_ids(struct owner_walk *w, const json_t *v, unsigned depth)
+{
+    if (depth > 64) /* deeper than any request the server takes */
+        return;
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        int rc;
+        int named = prefix_instance(s);
+        if (named < 0 || !is_digits(s + GHD_OWNER_PREFIX_LEN, strlen(s + GHD_OWNER_PREFIX_LEN),
+                                    "0123456789abcdef"))
+            return;
+        if (w->ninstances == 0 || (w->ninstances == 1 && w->instances[0] != named))
+            w->instances[w->ninstances++] = named;
+        if (!w->refused && (rc = ghd_owner_check(w->o, s, w->err)) != 0) {
+            ghd_err_prefix(w->err, rc, "'%s' %.64s", w->path, s);
+            w->refused = rc;
+        }
+        return;
+    }
+    size_t i;
+    const char *key;
+    json_t *item;
+    if (json_is_array(v))
+        json_array_foreach((json_t *)v, i, item) walk_into(w, item, NULL, i, depth);
+    else if (json_is_object(v))
+        json_object_foreach((json_t *)v, key, item) {
+            if (strcmp(key, "label") != 0) /* a client's own text, whatever it says */
+                walk_into(w, item, key, 0, depth);
+        }
+}
+
+int ghd_owner_check_json(const struct ghd_owner *o, const json_t *body, struct ghd_err *err)
+{
+    struct owner_walk w = {.o = o, .err = err};
+    walk_ids(&w, body, 0);
+    if (w.ninstances > 1)
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "the request names ids of instances %d and %d: what one request "
+                           "works on must live on one instance; copy the data to one instance "
+                           "first (download it and upload it there)",
+                           w.instances[0], w.instances[1]);
+    return w.refused;
 }

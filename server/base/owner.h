@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "err.h"
 
 /* Who made an id. Several instances serve one API behind a proxy; each
@@ -43,5 +45,14 @@ unsigned ghd_owner_from_hostname(const char *hostname);
  * GHD_EMISDIRECTED when it names another instance, each with a detail that
  * says so in `err`. */
 int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *err);
+
+/* ghd_owner_check over a request body that names ids anywhere in it (a
+ * run's arguments, a copy's source): every string of the id form (an owner
+ * prefix, then lower-case hex digits) counts, but for the values of
+ * "label" members (a client's own text). GHD_EUNPROC when they name
+ * more than one instance (a run over buffers of two instances cannot run on
+ * either), else the first refusal of ghd_owner_check (421 naming the owner,
+ * 410), else 0. */
+int ghd_owner_check_json(const struct ghd_owner *o, const json_t *body, struct ghd_err *err);
 
 #endif

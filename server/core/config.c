@@ -32,6 +32,10 @@ static const struct option_spec specs[] = {
     {"probe-port", OPT_UINT, OFF(probe_port), 0, 0, 65535, "0",
      "plain-HTTP port on --bind serving only /healthz, /readyz and /metrics (its token as on "
      "--port), without TLS: for health checks and probes when --tls-cert is set (0 = none)"},
+    {"agent-port", OPT_UINT, OFF(agent_port), 0, 0, 65535, "0",
+     "TCP port on --bind answering HAProxy's agent check with one line: 'up N%' (N: the "
+     "device pool's free share, the proxy's weight for new buffers), 'drain' while stopping, "
+     "'down' without a usable device (0 = none)"},
     {"instance", OPT_STRING, OFF(instance_text), STR_MAX(instance_text), 0, 0, "auto",
      "this instance's number, 0..9999, which every id it makes starts with so that a proxy "
      "can route by owner (auto: the hostname's trailing number, gpuhttpd-3 -> 3, else 0)"},
@@ -337,6 +341,10 @@ static int validate(const struct ghd_config *cfg, FILE *err)
     }
     if (cfg->probe_port && cfg->probe_port == cfg->port) {
         fprintf(err, "gpuhttpd: --probe-port must differ from --port\n");
+        return -1;
+    }
+    if (cfg->agent_port && (cfg->agent_port == cfg->port || cfg->agent_port == cfg->probe_port)) {
+        fprintf(err, "gpuhttpd: --agent-port must differ from --port and --probe-port\n");
         return -1;
     }
     if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {

@@ -13,6 +13,7 @@ enum ghd_backend_choice { GHD_CHOICE_AUTO, GHD_CHOICE_CUDA, GHD_CHOICE_HOST };
 struct ghd_config {
     unsigned port;
     unsigned probe_port; /* plain-HTTP probe listener on `bind`; 0 = none */
+    unsigned agent_port; /* HAProxy agent-check listener on `bind`; 0 = none */
     char instance_text[8]; /* --instance as given: "auto" or a number */
     unsigned instance;     /* resolved: the number every id this instance makes carries */
     char bind[64];

@@ -55,4 +55,12 @@ void ghd_service_destroy(struct ghd_service *svc);
 /* The runtime of device `index` of this service (index 0 is the default). */
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index);
 
+/* service_ready.c. Whether the service takes new work: 0, or GHD_EUNAVAIL
+ * while it starts or stops (svc->ready is 0) or its device does not answer,
+ * GHD_EDEVLOST once the device is lost; `err` says which. */
+int ghd_service_readiness(struct ghd_service *svc, struct ghd_err *err);
+/* The share of the device pools' limits not in use, 0..100 (rounded down;
+ * 100 for pools without a limit or reservation). */
+unsigned ghd_service_free_percent(struct ghd_service *svc);
+
 #endif

@@ -135,7 +135,10 @@ int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
 int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
                             struct ghd_buffer **out, struct ghd_err *err)
 {
-    int rc = ghd_buffer_find_new(&svc->buffers, id, tenant, out);
+    int rc = ghd_owner_check(&svc->owner, id, err); /* 421 or 410 rather than 404 */
+    if (rc)
+        return rc;
+    rc = ghd_buffer_find_new(&svc->buffers, id, tenant, out);
     return rc ? ghd_err_set(err, rc, "no buffer with id '%.64s'", id) : 0;
 }
 

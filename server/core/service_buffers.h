@@ -32,7 +32,9 @@ struct ghd_service;
 int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
                               const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                               struct ghd_err *err);
-/* Buffer `id` as `tenant` sees it, a new reference; GHD_ENOENT. */
+/* Buffer `id` as `tenant` sees it, a new reference; GHD_ENOENT, or
+ * ghd_owner_check's GHD_EMISDIRECTED or GHD_EGONE for an id this start of
+ * the instance did not make. */
 int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
                             struct ghd_buffer **out, struct ghd_err *err);
 /* Removes buffer `id` while match(ctx, version) holds (ghd_buffer_remove_match):

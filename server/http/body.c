@@ -93,6 +93,15 @@ int ghd_body_parse_json(struct ghd_http_request *hr)
         json_decref(doc);
         return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "the body must be a JSON object");
     }
+    /* Ids the body names (a run's buffers, a copy's source) are checked as
+     * the path's are: another instance's is 421 naming it, an earlier
+     * start's 410, and ids of two instances 422 (no instance has both). */
+    struct ghd_err owner = {0};
+    int rc = ghd_owner_check_json(&hr->req.svc->owner, doc, &owner);
+    if (rc) {
+        json_decref(doc);
+        return ghd_reply_problem(&hr->rep, &hr->req, rc, "%s", owner.detail);
+    }
     hr->req.json = doc;
     return 0;
 }

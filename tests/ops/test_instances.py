@@ -3,7 +3,9 @@
 buffer and run id. Two servers (instances 1 and 2) over real HTTP: each
 answers an id of the other 421 naming the owner, an id of an earlier start
 of itself (after a restart) 410, and an id that never existed 404, each as
-problem+json."""
+problem+json; ids in a request body (a run's buffers, a copy's source)
+and in ?near= get the same answers, and a run over buffers of both
+instances is 422."""
 import json
 import os
 import re
@@ -74,6 +76,29 @@ def main():
         problem(one, "/v1/buffers/nope", 404, "not-found")
         problem(one, f"/v1/buffers/i0001-{boots[1]}-{'0' * 32}", 404, "not-found")
 
+        # Ids in a body and in ?near= are checked as the path's are: a run
+        # on another instance's buffer is 421 naming it, one over buffers of
+        # two instances 422, a copy of another's buffer 421; near= another
+        # instance's buffer 421, a never-made one 404.
+        fill = {"kernel": "fill", "args": {"x": a, "n": 3, "dtype": "u8", "value": 1}}
+        st, hdrs, body = two.json("POST", "/v1/runs", fill)
+        check(st == 421 and "owned by instance 1" in body["detail"], f"run elsewhere: {st} {body}")
+        mixed = {"steps": [fill, {"kernel": "fill", "args": {"x": b, "n": 3, "dtype": "u8",
+                                                            "value": 2}}]}
+        for srv in (one, two):
+            st, _, body = srv.json("POST", "/v1/runs", mixed)
+            check(st == 422 and "instances 1 and 2" in body["detail"], f"mixed: {st} {body}")
+        st, _, body = two.json("POST", "/v1/buffers", {"copy_of": a})
+        check(st == 421 and "owned by instance 1" in body["detail"], f"copy_of: {st} {body}")
+        st, _, body = two.json("POST", f"/v1/buffers?near={a}", {"size": 8})
+        check(st == 421 and "near" in body["detail"], f"near elsewhere: {st} {body}")
+        st, _, body = one.json("POST", f"/v1/buffers?near=i0001-{boots[1]}-{'0' * 32}", {"size": 8})
+        check(st == 404 and "near" in body["detail"], f"near never made: {st} {body}")
+        st, _, body = one.json("POST", f"/v1/buffers?near={a}", {"size": 8})
+        check(st == 201 and body["id"].startswith(f"i0001-{boots[1]}-"), f"near: {st} {body}")
+        st, _, raw = one.request("POST", f"/v1/buffers?near={a}", b"beside", OCTETS)
+        check(st == 201, f"near, octet-stream: {st} {raw[:200]!r}")
+
         # A restart of instance 1: a new boot, its old ids 410.
         one.stop()
         one.dir.cleanup()
@@ -82,6 +107,10 @@ def main():
         check(ready["instance"] == 1 and ready["boot"] != boots[1], f"restart: {ready}")
         for path in (f"/v1/buffers/{a}", f"/v1/runs/{rid}"):
             problem(one, path, 410, "earlier start of instance 1", "do not survive a restart")
+        st, _, body = one.json("POST", "/v1/runs", fill)
+        check(st == 410 and "earlier start" in body["detail"], f"run, old id: {st} {body}")
+        st, _, body = one.json("POST", f"/v1/buffers?near={a}", {"size": 8})
+        check(st == 410, f"near, old id: {st} {body}")
         problem(two, f"/v1/buffers/{a}", 421, "instance 1")
         st, _, data = two.request("GET", f"/v1/buffers/{b}")
         check(st == 200 and data == b"instance two", f"instance 2 serves on: {st} {data!r}")

@@ -278,9 +278,14 @@ static void test_foreign_ids_in_body(void **state)
     if (strncmp(earlier + 6, buf + 6, 8) == 0)
         earlier[6] = earlier[6] == '0' ? '1' : '0';
     struct rel_resp r;
-    transfer(&s, NULL, "region", id, 0, "buffer", other, 0, 4096, NULL, &r);
-    expect(&r, 421, "'to.buffer'");
+    /* Both ends on instance 7: send it there. */
+    transfer(&s, NULL, "buffer", other, 0, "buffer", other, 8, 8, NULL, &r);
+    expect(&r, 421, "'from.buffer'");
     assert_non_null(strstr(r.body, "instance 7"));
+    rel_resp_free(&r);
+    /* This instance's region and instance 7's buffer: no instance has both. */
+    transfer(&s, NULL, "region", id, 0, "buffer", other, 0, 4096, NULL, &r);
+    expect(&r, 422, "instances 0 and 7");
     rel_resp_free(&r);
     transfer(&s, NULL, "buffer", earlier, 0, "region", id, 0, 4096, NULL, &r);
     expect(&r, 410, "'from.buffer'");

@@ -338,6 +338,48 @@ static void test_owner(void **state)
         assert_int_equal(ghd_owner_check(&other, plain[i], &err), 0);
 }
 
+/* Ids anywhere in a request body: one other instance is 421, an earlier
+ * start 410, two instances 422; labels and non-id strings do not count. */
+static void test_owner_json(void **state)
+{
+    (void)state;
+    struct ghd_owner self, two, self_before;
+    assert_int_equal(ghd_owner_init(&self, 1), 0);
+    assert_int_equal(ghd_owner_init(&two, 2), 0);
+    assert_int_equal(ghd_owner_init(&self_before, 1), 0);
+    char mine[64], theirs[64], old[64], body[512];
+    snprintf(mine, sizeof(mine), "%s0123456789abcdef0123456789abcdef", self.prefix);
+    snprintf(theirs, sizeof(theirs), "%s0123456789abcdef0123456789abcdef", two.prefix);
+    snprintf(old, sizeof(old), "%s0123456789abcdef0123456789abcdef", self_before.prefix);
+    struct {
+        const char *fmt, *a, *b;
+        int want;
+        const char *words;
+    } cases[] = {
+        {"{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"dtype\": \"%s\"}}", mine, "u8",
+         0, NULL},
+        {"{\"args\": {\"x\": \"%s\", \"y\": \"%s\"}}", theirs, theirs, GHD_EMISDIRECTED,
+         "owned by instance 2"},
+        {"{\"steps\": [{\"args\": {\"x\": \"%s\"}}, {\"args\": {\"y\": [\"%s\"]}}]}", mine,
+         theirs, GHD_EUNPROC, "instances 1 and 2"},
+        {"{\"copy_of\": \"%s\", \"x\": \"%s\"}", old, mine, GHD_EGONE, "earlier start"},
+        {"{\"size\": 4, \"label\": \"%s\", \"x\": \"%s\"}", theirs, mine, 0, NULL},
+        {"{\"x\": \"%s-not-hex\", \"y\": \"%s\"}", theirs, "i0002-zzzz", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(body, sizeof(body), cases[i].fmt, cases[i].a, cases[i].b);
+        json_t *doc = json_loads(body, 0, NULL);
+        assert_non_null(doc);
+        struct ghd_err err = {0};
+        int rc = ghd_owner_check_json(&self, doc, &err);
+        if (rc != cases[i].want)
+            fail_msg("case %zu: %d, not %d (%s)", i, rc, cases[i].want, err.detail);
+        if (cases[i].words && !strstr(err.detail, cases[i].words))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.detail, cases[i].words);
+        json_decref(doc);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_idmap_grows),
         cmocka_unit_test(test_suggest),
         cmocka_unit_test(test_owner),
+        cmocka_unit_test(test_owner_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
