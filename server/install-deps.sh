@@ -16,6 +16,10 @@ test_pkgs=(libcmocka-dev libcurl4-openssl-dev curl python3 python3-pip python3-y
   shellcheck chromium docker-compose clang libclang-rt-14-dev gnutls-bin valgrind openssl)
 # CI's fresh-machine check (tests/fresh) and container image check (tests/container).
 test_pkgs+=(debootstrap podman runc)
+# The cluster: HAProxy for ops_cluster (docker/cluster/local.sh), kubectl for ops_k8s
+# (Debian's kubernetes-client, unless a kubectl is there already).
+test_pkgs+=(haproxy)
+command -v kubectl >/dev/null 2>&1 || test_pkgs+=(kubernetes-client)
 
 missing=()
 pkgs=("${build_pkgs[@]}")
@@ -43,7 +47,8 @@ pip_install() {
 python3 -m pip show -q flask-swagger-ui >/dev/null 2>&1 || pip_install --no-deps flask-swagger-ui
 
 if [ "$want_tests" = 1 ]; then
-  py_pkgs=(prometheus_client openapi-spec-validator schemathesis openapi-python-client websocket-client)
+  py_pkgs=(prometheus_client openapi-spec-validator schemathesis openapi-python-client websocket-client
+    kubernetes-validate)
   py_missing=()
   for p in "${py_pkgs[@]}"; do
     python3 -m pip show -q "$p" >/dev/null 2>&1 || py_missing+=("$p")

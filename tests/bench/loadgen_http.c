@@ -106,15 +106,18 @@ int lg_conn_send_head(struct lg_conn *conn, const char *method, const char *path
 }
 
 int lg_conn_send_request(struct lg_conn *conn, const char *method, const char *path,
-                         const char *content_type, const void *body, size_t body_len)
+                         const char *content_type, const char *extra_headers, const void *body,
+                         size_t body_len)
 {
     char msg[2048 + LG_SMALL_BODY_MAX];
     if (body_len > LG_SMALL_BODY_MAX)
-        return lg_conn_send_head(conn, method, path, (int64_t)body_len, content_type, NULL) ||
+        return lg_conn_send_head(conn, method, path, (int64_t)body_len, content_type,
+                                 extra_headers) ||
                        lg_conn_send_all(conn, body, body_len)
                    ? -1
                    : 0;
-    int n = format_head(conn, msg, 2048, method, path, (int64_t)body_len, content_type, NULL);
+    int n = format_head(conn, msg, 2048, method, path, (int64_t)body_len, content_type,
+                        extra_headers);
     if (n < 0)
         return fail(conn, "request head too long");
     if (body_len)

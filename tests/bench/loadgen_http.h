@@ -46,12 +46,13 @@ int lg_conn_send_all(struct lg_conn *conn, const void *data, size_t len);
 int lg_conn_send_head(struct lg_conn *conn, const char *method, const char *path, int64_t body_len,
                       const char *content_type, const char *extra_headers);
 
-/* Writes a whole request with a body of body_len bytes (content_type may be NULL). A
- * body of at most LG_SMALL_BODY_MAX bytes goes out in the same send() as the head, as a
- * real client's small request would. */
+/* Writes a whole request with a body of body_len bytes (content_type and extra_headers,
+ * as for lg_conn_send_head, may be NULL). A body of at most LG_SMALL_BODY_MAX bytes goes
+ * out in the same send() as the head, as a real client's small request would. */
 #define LG_SMALL_BODY_MAX (16 * 1024)
 int lg_conn_send_request(struct lg_conn *conn, const char *method, const char *path,
-                         const char *content_type, const void *body, size_t body_len);
+                         const char *content_type, const char *extra_headers, const void *body,
+                         size_t body_len);
 
 /* Reads the next final response head (after any 1xx). */
 int lg_conn_read_head(struct lg_conn *conn, struct lg_response *resp);

@@ -40,19 +40,21 @@ static int small_put(struct worker *w)
 }
 
 /* A kernel run on 4 KiB (axpy, 1024 f32, x and y the same buffer), waited for: the HTTP
- * round trip of a small run. */
+ * round trip of a small run. Gpuhttpd-Route names the buffer for a proxy in front of
+ * several instances (the server ignores it). */
 static int small_run_axpy(struct worker *w)
 {
-    char body[256], reply[2048];
+    char body[256], route[192], reply[2048];
     struct lg_text text = {reply, sizeof reply, 0};
     struct lg_response resp;
     int n = snprintf(body, sizeof body,
                      "{\"kernel\":\"axpy\",\"args\":{\"a\":2.0,\"x\":\"%s\",\"y\":\"%s\","
                      "\"dtype\":\"f32\",\"n\":%d}}",
                      w->small_id, w->small_id, (int)(SMALL_BYTES / 4));
+    snprintf(route, sizeof route, "Gpuhttpd-Route: %s\r\n", w->small_id);
     if (lg_worker_connect(w) != 0)
         return -1;
-    if (lg_conn_send_request(&w->conn, "POST", "/v1/runs", "application/json", body,
+    if (lg_conn_send_request(&w->conn, "POST", "/v1/runs", "application/json", route, body,
                              (size_t)n) != 0)
         return lg_worker_fail(w, "POST /v1/runs");
     return lg_expect_status(w, "POST /v1/runs", 200, 200, &resp, &text);

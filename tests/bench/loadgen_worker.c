@@ -51,7 +51,7 @@ int lg_create_buffer(struct worker *w, uint64_t size, char *id, size_t id_cap)
     reply[0] = '\0';
     if (lg_worker_connect(w) != 0)
         return -1;
-    if (lg_conn_send_request(&w->conn, "POST", "/v1/buffers", "application/json", body,
+    if (lg_conn_send_request(&w->conn, "POST", "/v1/buffers", "application/json", NULL, body,
                              (size_t)n) != 0)
         return lg_worker_fail(w, "POST /v1/buffers");
     if (lg_expect_status(w, "POST /v1/buffers", 200, 201, &resp, &text) != 0)
@@ -92,7 +92,7 @@ static int put_small(struct worker *w, const char *path, struct lg_stream *strea
         memcpy(body + got, piece, n);
         got += n;
     }
-    if (lg_conn_send_request(&w->conn, "PUT", path, "application/octet-stream", body,
+    if (lg_conn_send_request(&w->conn, "PUT", path, "application/octet-stream", NULL, body,
                              (size_t)length) != 0)
         return lg_worker_fail(w, "PUT");
     return lg_expect_status(w, "PUT", 200, 299, &resp, &text);

@@ -52,11 +52,8 @@ for bin in "$server_bin" "$tools/loadgen" "$tools/tcp_ceiling" "$tools/mhd_stati
     [[ -x $bin ]] || { echo "missing $bin: build first" >&2; exit 2; }
 done
 trap stop_server EXIT
-
-# json_get LINE KEY: the value of a flat JSON member (quotes stripped).
-json_get() {
-    sed -n "s/.*\"$2\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$1"
-}
+# shellcheck source-path=SCRIPTDIR source=bench_results.sh
+. "$(dirname "$0")/bench_results.sh"
 
 loadgen() {
     record "$tools/loadgen" --port "$port" --timeout "$timeout_s" "$@"
@@ -123,32 +120,6 @@ measure_http_layer() {
     stop_server
 }
 
-# matches LINE KEY=VALUE...: whether a result line holds all the given members.
-matches() {
-    local line=$1 pattern key value
-    shift
-    for pattern in "$@"; do
-        key=${pattern%%=*}
-        value=${pattern#*=}
-        [[ $line == *"\"$key\":$value,"* || $line == *"\"$key\":\"$value\""* ]] || return 1
-    done
-}
-
-# find_line KEY=VALUE...: of the result lines holding all the given members, the one
-# with the highest gbps (or rps): the best of the repeated runs.
-find_line() {
-    local line best="" best_rate=-1 rate
-    while IFS= read -r line; do
-        matches "$line" "$@" || continue
-        rate=$(json_get "$line" gbps)
-        rate=${rate:-$(json_get "$line" rps)}
-        if awk -v a="${rate:-0}" -v b="$best_rate" 'BEGIN { exit !(a + 0 > b + 0) }'; then
-            best=$line
-            best_rate=${rate:-0}
-        fi
-    done <"$results"
-    echo "$best"
-}
 
 # failed_mark KEY=VALUE...: " FAILED" when any matching run failed.
 failed_mark() {
@@ -201,9 +172,7 @@ round_ratio() {
         }' "$results"
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 minimum() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print a; else print (a + 0 < b + 0 ? a : b) }'; }
-fmt() { awk -v a="$1" -v d="$2" 'BEGIN { if (a == "" || a + 0 < 0) print "-"; else printf "%." d "f", a }'; }
 
 table_bulk_row() {
     local mode=$1 c=$2 pinned=$3 line tcp http ceiling gbps

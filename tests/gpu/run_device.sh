@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile regions gap"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile regions gap proxy"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
@@ -148,6 +148,15 @@ if has regions; then
   row "regions bench" "rc=$?" "see regions.md"
 fi
 
+# Four instances on the one GPU behind HAProxy against one instance direct
+# (tests/bench/run_proxy_bench.sh; tests/gpu/slim_build.sh packs haproxy into
+# BUILD_DIR/tools, on PATH from above).
+if has proxy; then
+  bash tests/bench/run_proxy_bench.sh --backend cuda "$build" "$out/proxy" \
+    >"$out/bench-proxy.log" 2>&1
+  row "proxy bench (${BENCH_INSTANCES:-4} instances)" "rc=$?" "see proxy/report.md"
+fi
+
 # A second transfer run with other server options, e.g. TRANSFER_B_ARGS="--socket-upload-min 0".
 if has transfer_b; then
   BENCH_SERVER_ARGS=${TRANSFER_B_ARGS:-} bash tests/bench/run_transfer_bench.sh --backend cuda \
@@ -157,7 +166,8 @@ fi
 
 echo "## summary"
 cat "$summary"
-for f in "$out/bench-kernels.log" "$out/transfer/report.md" "$out/transfer_b/report.md"; do
+for f in "$out/bench-kernels.log" "$out/transfer/report.md" "$out/transfer_b/report.md" \
+  "$out/proxy/report.md"; do
   [[ -f $f ]] && { echo; echo "## $f"; sed -n '/^| test/,/^| ceiling: pinned h2d/p;/^| kernel/,$p' "$f" | head -40; }
 done
 # The gap probe's findings (its table stays in the file: too wide for this summary).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Copies what the GPU machine needs from a build folder into a slim one (the
 # device tool carries at most 64 MiB): the server, the gpu-labelled test and
-# bench binaries, the reliability tests, their CTest files (paths rewritten)
-# and the packed libraries. Every binary embeds the same CUDA fatbin (~8 MiB),
+# bench binaries, the reliability tests, their CTest files (paths rewritten),
+# the packed libraries and the tools that machine lacks (haproxy).
+# Every binary embeds the same CUDA fatbin (~8 MiB),
 # so the slim folder holds them as one xz archive, which keeps one copy;
 # run_device.sh unpacks it there, as would
 # `tar -C SLIM -xJf SLIM/bins.tar.xz`. GHD_SLIM_XZ sets xz's options (-9 by
@@ -48,5 +49,17 @@ done
   done
 "$(dirname "$0")/pack_libs.sh" "$slim/devlibs" "$slim/gpuhttpd" \
   "$slim/tests/http/test_buffers_http" >/dev/null
+# Tools that machine lacks, where this one has them (GHD_SLIM_TOOLS: haproxy by
+# default, 4.9 MB, for run_device.sh's part "proxy"; "haproxy perf" for the part
+# "profile" too, 7.2 MB more), packed in one archive by pack_tool.sh (a second
+# pack_tool.sh into SLIM/tools would replace it); run_device.sh puts them first on PATH.
+tools=()
+for t in ${GHD_SLIM_TOOLS-haproxy}; do
+  p=$(command -v "$t" || true)
+  if [[ -n $p ]]; then tools+=("$p"); fi
+done
+if [[ ${#tools[@]} -gt 0 ]]; then
+  "$(dirname "$0")/pack_tool.sh" "$slim/tools" "${tools[@]}" >/dev/null
+fi
 (cd "$slim" && XZ_OPT=${GHD_SLIM_XZ:--9} tar -cJf bins.tar.xz "${bins[@]}" && rm -f "${bins[@]}")
 du -sh "$slim"

@@ -9,11 +9,12 @@
   TLS on GHD_PORT (it asks the plain-HTTP probe port) and without a probe
   port; .dockerignore keeps every build folder out;
 - compose.yaml reserves a GPU and keeps the image's probe port; the
-  Kubernetes Deployment limits nvidia.com/gpu and probes /healthz (startup,
-  liveness) and /readyz (readiness) on the probe port, the Service selects its
-  pods, kustomization.yaml lists the manifests (and `kubectl kustomize`
-  renders them, where kubectl exists);
-- README.md, docker/README.md, the Dockerfile, compose and the Deployment
+  Kubernetes StatefulSet limits nvidia.com/gpu and probes /healthz (startup,
+  liveness) and /readyz (readiness) on the probe port, one Service (the
+  headless one) selects its pods, kustomization.yaml lists the manifests
+  (and `kubectl kustomize` renders them, where kubectl exists); the cluster
+  around it (proxy, routing) is ops_k8s's;
+- README.md, docker/README.md, the Dockerfile, compose and the StatefulSet
   name one image tag, gpuhttpd:<VERSION>;
 - every GHD_* variable these files set is an option `gpuhttpd --help` lists.
 
@@ -201,14 +202,14 @@ def k8s_docs(folder):
 
 def k8s_checks(folder):
     docs = k8s_docs(folder)
-    deps = [d for d in docs if d["kind"] == "Deployment"]
-    svcs = [d for d in docs if d["kind"] == "Service"]
-    check(len(deps) == 1 and len(svcs) == 1, "want one Deployment and one Service")
-    pod = deps[0]["spec"]["template"]
-    check(deps[0]["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items(),
-          "the Deployment's selector does not match its pods")
-    check(svcs[0]["spec"]["selector"].items() <= pod["metadata"]["labels"].items(),
-          "the Service does not select the pods")
+    sets = [d for d in docs if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "gpuhttpd"]
+    check(len(sets) == 1, "want one StatefulSet gpuhttpd")
+    pod = sets[0]["spec"]["template"]
+    check(sets[0]["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items(),
+          "the StatefulSet's selector does not match its pods")
+    svcs = [d for d in docs if d["kind"] == "Service"
+            and d["spec"]["selector"].items() <= pod["metadata"]["labels"].items()]
+    check(len(svcs) == 1, "want one Service that selects the gpuhttpd pods")
     c = pod["spec"]["containers"][0]
     check(str(c["resources"]["limits"].get("nvidia.com/gpu")) == "1", "no nvidia.com/gpu limit")
     probes = {k: c.get(k, {}).get("httpGet", {}).get("path")
@@ -247,11 +248,11 @@ def commands(text):
 
 def tag_checks(root, compose_path, k8s_image):
     """One image tag everywhere a user meets it: what the READMEs and the
-    Dockerfile build and run is what compose and the Deployment name."""
+    Dockerfile build and run is what compose and the StatefulSet name."""
     want = f"gpuhttpd:{project_version(root)}"
     compose = yaml.safe_load(read_text(compose_path))
     named = {"compose.yaml": compose["services"]["gpuhttpd"]["image"],
-             "k8s/deployment.yaml": k8s_image}
+             "k8s/statefulset.yaml": k8s_image}
     for rel in ("README.md", "docker/README.md", "docker/Dockerfile"):
         found = 0
         for cmd in commands(read_text(os.path.join(root, rel))):

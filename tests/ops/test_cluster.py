@@ -1,0 +1,354 @@
+#!/usr/bin/env python3
+"""The cluster model on loopback: three host-backend instances behind a real
+HAProxy, started by docker/cluster/local.sh (the routing rules the
+Kubernetes ConfigMap has too). Checks that
+- new buffers spread over the instances by the agents' weights (free pool
+  memory: a fuller instance gets fewer);
+- every id routes to its owner, through curl and through the Python client,
+  bytes exact; a create with Gpuhttpd-Route or ?near= lands on that owner;
+- a run with the route header runs on its buffers' owner; without it the
+  others answer 421 naming the owner; buffers of two owners are 422;
+- a copy_of another instance's buffer is 421 naming the owner;
+- one instance killed: its ids answer 503 problem+json from the proxy,
+  the others serve on, byte-exact, and new buffers go to them; started
+  again by local.sh (a new boot), its old ids answer 410;
+- SIGTERM stops local.sh and all it started, with status 0.
+Skipped (77) where haproxy is not installed.
+
+usage: test_cluster.py GPUHTTPD_BINARY REPO_ROOT"""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ghdtest import check, fail, need_module, skip  # noqa: E402
+
+requests = need_module("requests", "requests")
+np = need_module("numpy", "numpy")
+
+N = 3
+ID = re.compile(r"^i(\d{4})-[0-9a-f]{8}-[0-9a-f]{32}$")
+OCTETS = {"Content-Type": "application/octet-stream"}
+LIMIT = 64 << 20  # each instance's pool limit
+
+
+def free_base(count):
+    """A port P with P..P+count-1 all free on 127.0.0.1, below the ephemeral
+    range (where outgoing connections keep taking ports)."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 32000 - count)
+        socks = []
+        try:
+            for p in range(base, base + count):
+                t = socket.socket()
+                socks.append(t)
+                t.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for t in socks:
+                t.close()
+    fail(f"no run of {count} free ports on 127.0.0.1")
+
+
+class Cluster:
+    """local.sh in the background; its lines read as they come."""
+
+    def __init__(self, root, binary, port, workdir):
+        self.port = port
+        self.dir = workdir
+        self.lines = []
+        self.cond = threading.Condition()
+        args = ["bash", os.path.join(root, "docker/cluster/local.sh"), "--instances", str(N),
+                "--port", str(port), "--gpuhttpd", binary, "--dir", workdir,
+                "--restart-after", "5", "--", "--backend", "host", "--pool-initial", "0",
+                "--pool-slab", "4M", "--pool-limit", str(LIMIT), "--staging-chunks", "4",
+                "--staging-chunk", "256K", "--shutdown-grace", "2", "--log-level", "warn"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+
+    def wait_line(self, pattern, after=0, timeout=30):
+        """The first line from index `after` on that matches; (index, match)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for i in range(after, len(self.lines)):
+                    m = re.search(pattern, self.lines[i])
+                    if m:
+                        return i, m
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    fail(f"local.sh printed no line like {pattern!r}:\n" + "\n".join(self.lines))
+                self.cond.wait(left)
+
+    def pid(self, k, after=0):
+        return self.wait_line(rf"instance {k}: pid (\d+)", after)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def stats(self):
+        """{server: (status, weight)} of the balanced backend, from HAProxy's socket."""
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(os.path.join(self.dir, "haproxy.sock"))
+        s.sendall(b"show stat\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        s.close()
+        out = {}
+        for row in data.decode().splitlines():
+            f = row.split(",")
+            if len(f) > 18 and f[0] == "balanced" and f[1].startswith("i"):
+                out[f[1]] = (f[17], int(f[18] or 0))
+        return out
+
+    def wait_stats(self, want, timeout=20):
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.stats()
+            if want(st):
+                return st
+            if time.monotonic() > deadline:
+                fail(f"HAProxy's servers never got there: {st}")
+            time.sleep(0.2)
+
+
+def owner(bid):
+    m = ID.match(bid)
+    check(m, f"not an owned id: {bid!r}")
+    return int(m.group(1))
+
+
+def create(cl, size=None, data=None, route=None, near=None):
+    """A new buffer through the proxy: (id, the instance that answered)."""
+    headers = {"Gpuhttpd-Route": route} if route else {}
+    params = {"near": near} if near else None
+    if data is None:
+        r = requests.post(cl.url("/v1/buffers"), json={"size": size}, headers=headers,
+                          params=params, timeout=30)
+    else:
+        r = requests.post(cl.url("/v1/buffers"), data=data, headers={**headers, **OCTETS},
+                          params=params, timeout=30)
+    check(r.status_code == 201, f"create: {r.status_code} {r.text[:300]}")
+    bid = r.json()["id"]
+    served = int(r.headers["Gpuhttpd-Instance"])
+    check(owner(bid) == served, f"{bid} made by instance {served}")
+    return bid, served
+
+
+def problem(r, status, *words):
+    check(r.status_code == status, f"{r.request.method} {r.url}: {r.status_code}, not {status}: "
+          f"{r.text[:300]}")
+    check(r.headers.get("Content-Type") == "application/problem+json", f"{r.url}: {r.headers}")
+    body = r.json()
+    check(body.get("status") == status, f"problem: {body}")
+    for w in words:
+        check(w in body.get("detail", ""), f"{r.url}: {w!r} not in {body}")
+    return r
+
+
+def curl_get(cl, bid):
+    out = subprocess.run(["curl", "-sS", "-f", "-D", "-", "-o", "-", cl.url(f"/v1/buffers/{bid}")],
+                         capture_output=True, timeout=30, check=False)
+    check(out.returncode == 0, f"curl GET {bid}: {out.returncode} {out.stderr.decode()}")
+    head, _, body = out.stdout.partition(b"\r\n\r\n")
+    served = re.search(rb"(?im)^gpuhttpd-instance: (\d+)", head)
+    check(served and int(served.group(1)) == owner(bid), f"curl GET {bid} answered by {head!r}")
+    return body
+
+
+def spread(cl):
+    """Instance 0 three quarters full: its agent says so and it gets fewer."""
+    big, served = create(cl, size=48 << 20, route="i0000")
+    check(served == 0, f"Gpuhttpd-Route: i0000 went to instance {served}")
+    with socket.create_connection(("127.0.0.1", cl.port + 1 + N)) as s:
+        line = s.recv(64).decode()
+    check(re.fullmatch(r"up 2[45]%\n", line), f"instance 0's agent says {line!r}")
+    cl.wait_stats(lambda st: st["i0000"][1] <= 25 and st["i0001"][1] >= 99
+                  and st["i0002"][1] >= 99)
+    counts = [0] * N
+    for _ in range(30):
+        counts[create(cl, size=4096)[1]] += 1
+    check(0 < counts[0] < min(counts[1], counts[2]),
+          f"30 new buffers over weights 25/100/100: {counts}")
+    print(f"test_cluster: 30 creations over agent weights 25/100/100 went {counts}")
+    return big
+
+
+def routes_by_owner(cl):
+    """Data buffers on every instance; every id reaches its owner."""
+    rng = np.random.default_rng(7)
+    data = {}
+    for k in range(N):
+        for size in (1000, 3 << 20):  # curl sends Expect: 100-continue for the larger
+            raw = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+            bid, served = create(cl, data=raw, route=f"i{k:04d}")
+            check(served == k, f"route i{k:04d} went to {served}")
+            data[bid] = raw
+    for bid, raw in data.items():
+        check(curl_get(cl, bid) == raw, f"curl GET {bid}: other bytes")
+        r = requests.get(cl.url(f"/v1/buffers/{bid}/meta"), timeout=30)
+        check(r.status_code == 200 and int(r.headers["Gpuhttpd-Instance"]) == owner(bid),
+              f"meta {bid}: {r.status_code} {r.headers}")
+    # PUT and DELETE reach the owner too.
+    bid = next(iter(data))
+    new = bytes(reversed(data[bid]))
+    r = requests.put(cl.url(f"/v1/buffers/{bid}"), data=new, headers=OCTETS, timeout=30)
+    check(r.status_code in (200, 204), f"PUT {bid}: {r.status_code} {r.text[:200]}")
+    data[bid] = new
+    check(curl_get(cl, bid) == new, "PUT then GET: other bytes")
+    gone, _ = create(cl, size=64, route="i0002")
+    r = requests.delete(cl.url(f"/v1/buffers/{gone}"), timeout=30)
+    check(r.status_code == 204, f"DELETE: {r.status_code}")
+    problem(requests.get(cl.url(f"/v1/buffers/{gone}/meta"), timeout=30), 404)
+    return data
+
+
+def python_client(cl, root, data):
+    """Plain calls of the Python client through the proxy."""
+    sys.path.insert(0, os.path.join(root, "clients", "python", "src"))
+    import gpuhttpd  # noqa: E402
+    with gpuhttpd.Client(cl.url("")) as c:
+        for bid, raw in data.items():
+            check(c.buffer(bid).get().tobytes() == raw, f"client: {bid} other bytes")
+        made = [c.asarray(np.arange(1000, dtype=np.float32) + k) for k in range(6)]
+        owners = {owner(x.id) for x in made}
+        check(len(owners) >= 2, f"six client uploads all on {owners}")
+        for k, x in enumerate(made):
+            check(np.array_equal(x.get(), np.arange(1000, dtype=np.float32) + k),
+                  f"client round trip {x.id}")
+            x.delete()
+
+
+def runs(cl, data):
+    ids = {owner(b): b for b in data}
+    x, y = ids[1], ids[2]
+    body = {"kernel": "fill", "args": {"x": x, "n": 16, "dtype": "u8", "value": 7}}
+    r = requests.post(cl.url("/v1/runs"), json=body, headers={"Gpuhttpd-Route": x}, timeout=30)
+    check(r.status_code == 200 and r.headers["Gpuhttpd-Instance"] == "1",
+          f"run with the route header: {r.status_code} {r.headers} {r.text[:300]}")
+    rid = r.json()["id"]
+    check(owner(rid) == 1, f"run id {rid}")
+    r = requests.get(cl.url(f"/v1/runs/{rid}"), timeout=30)
+    check(r.status_code == 200 and r.json()["status"] == "succeeded", f"GET run: {r.text[:200]}")
+    check(curl_get(cl, x)[:16] == b"\x07" * 16, "the run wrote elsewhere")
+    data[x] = b"\x07" * 16 + data[x][16:]
+    seen = set()
+    for _ in range(6):  # without the header: balanced, so mostly elsewhere
+        r = requests.post(cl.url("/v1/runs"), json=body, timeout=30)
+        if r.status_code == 200:
+            check(r.headers["Gpuhttpd-Instance"] == "1", f"ran on {r.headers}")
+        else:
+            problem(r, 421, "owned by instance 1")
+        seen.add(r.status_code)
+    check(421 in seen, f"six runs without the header: statuses {seen}")
+    mixed = {"kernel": "add", "args": {"x": x, "y": y, "out": x, "n": 16, "dtype": "u8"}}
+    r = requests.post(cl.url("/v1/runs"), json=mixed, headers={"Gpuhttpd-Route": x}, timeout=30)
+    problem(r, 422, "instances 1 and 2")
+
+
+def near_and_copies(cl, data):
+    ids = {owner(b): b for b in data}
+    bid, served = create(cl, size=64, near=ids[2])
+    check(served == 2 and owner(bid) == 2, f"near: {bid} on {served}")
+    boot = ids[2].split("-")[1]
+    r = requests.post(cl.url("/v1/buffers"), params={"near": f"i0002-{boot}-{'0' * 32}"},
+                      json={"size": 64}, timeout=30)
+    problem(r, 404, "near")
+    check(r.headers.get("Gpuhttpd-Instance") == "2", f"near 404 from {r.headers}")
+    r = requests.post(cl.url("/v1/buffers"), params={"near": f"i0009-{boot}-{'0' * 32}"},
+                      json={"size": 64}, timeout=30)
+    problem(r, 421, "owned by instance 9")
+    # A copy of another instance's buffer is refused, naming the owner.
+    r = requests.post(cl.url("/v1/buffers"), json={"copy_of": ids[2]},
+                      headers={"Gpuhttpd-Route": ids[1]}, timeout=30)
+    problem(r, 421, "owned by instance 2")
+    check(r.headers.get("Gpuhttpd-Instance") == "1", f"copy_of answered by {r.headers}")
+
+
+def kill_and_restart(cl, data):
+    _, m = cl.pid(1)
+    idx = len(cl.lines)
+    os.kill(int(m.group(1)), signal.SIGKILL)
+    lost = [b for b in data if owner(b) == 1]
+    # Until local.sh starts it again (5 s) the proxy answers for it: 502 for a
+    # kept connection the kill cut, 503 once it cannot connect.
+    for bid in lost:
+        r = requests.get(cl.url(f"/v1/buffers/{bid}"), timeout=30)
+        problem(r, 503 if r.status_code != 502 else 502)
+        check("Gpuhttpd-Instance" not in r.headers, f"{r.status_code} from an instance? {r.headers}")
+    cl.wait_stats(lambda st: st["i0001"][0].startswith("DOWN"), timeout=10)
+    r = problem(requests.get(cl.url(f"/v1/buffers/{lost[0]}/meta"), timeout=30), 503,
+                "instance 1")
+    for bid, raw in data.items():
+        if owner(bid) != 1:
+            check(curl_get(cl, bid) == raw, f"{bid} after instance 1 died: other bytes")
+    for _ in range(6):
+        check(create(cl, size=64)[1] != 1, "a new buffer went to the dead instance")
+    # local.sh starts it again: a new boot, whose answer for the old ids is 410.
+    cl.pid(1, after=idx)
+    cl.wait_stats(lambda st: st["i0001"][0] == "UP", timeout=20)
+    for bid in lost:
+        r = requests.get(cl.url(f"/v1/buffers/{bid}/meta"), timeout=30)
+        problem(r, 410, "earlier start of instance 1", "do not survive a restart")
+        check(r.headers.get("Gpuhttpd-Instance") == "1", f"410 from {r.headers}")
+    body = {"kernel": "fill", "args": {"x": lost[0], "n": 4, "dtype": "u8", "value": 1}}
+    problem(requests.post(cl.url("/v1/runs"), json=body, headers={"Gpuhttpd-Route": lost[0]},
+                          timeout=30), 410)
+
+
+def main():
+    binary, root = sys.argv[1], sys.argv[2]
+    if not shutil.which("haproxy") and not os.access("/usr/sbin/haproxy", os.X_OK):
+        skip("haproxy is not installed (Debian: apt-get install haproxy)")
+    if not shutil.which("curl"):
+        skip("curl is not installed")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ghd-cluster-") as workdir:
+        cl = Cluster(root, binary, free_base(1 + 2 * N), workdir)
+        try:
+            cl.wait_line(r"local\.sh: ready")
+            cl.wait_stats(lambda st: len(st) == N and all(s == "UP" for s, _ in st.values()))
+            spread(cl)
+            data = routes_by_owner(cl)
+            python_client(cl, root, data)
+            runs(cl, data)
+            near_and_copies(cl, data)
+            kill_and_restart(cl, data)
+            pids = [int(cl.pid(k)[1].group(1)) for k in (0, 2)]
+            cl.proc.send_signal(signal.SIGTERM)
+            rc = cl.proc.wait(timeout=30)
+            check(rc == 0, f"local.sh exited with {rc} after SIGTERM:\n" + "\n".join(cl.lines))
+            for p in pids:
+                check(not os.path.exists(f"/proc/{p}"), f"instance pid {p} outlived local.sh")
+        finally:
+            if cl.proc.poll() is None:
+                cl.proc.send_signal(signal.SIGTERM)
+                try:
+                    cl.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    cl.proc.kill()
+    print(f"test_cluster: ok ({time.monotonic() - start:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
