@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -70,8 +71,14 @@ static void *serve(void *arg)
         if (!(fds[0].revents & POLLIN))
             continue;
         int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0)
+        if (fd >= 0) {
             answer(a, fd);
+        } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            /* The connection stays queued and poll says so again at once:
+             * wait a little rather than spin. */
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
     return NULL;
 }
