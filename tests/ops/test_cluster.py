@@ -6,6 +6,9 @@ Kubernetes ConfigMap has too). Checks that
   memory: a fuller instance gets fewer);
 - every id routes to its owner, through curl and through the Python client,
   bytes exact; a create with Gpuhttpd-Route or ?near= lands on that owner;
+  the Python client's runs route by their buffers and its near= creations
+  land beside them; an instance reached directly raises Misdirected naming
+  the owner;
 - a run with the route header runs on its buffers' owner; without it the
   others answer 421 naming the owner; buffers of two owners are 422;
 - a copy_of another instance's buffer is 421 naming the owner;
@@ -224,7 +227,9 @@ def routes_by_owner(cl):
 
 
 def python_client(cl, root, data):
-    """Plain calls of the Python client through the proxy."""
+    """The Python client through the proxy: plain calls, and runs routed by
+    their buffers (Gpuhttpd-Route) on every owner, creations near a buffer,
+    and an instance reached directly with another's id (Misdirected)."""
     sys.path.insert(0, os.path.join(root, "clients", "python", "src"))
     import gpuhttpd  # noqa: E402
     with gpuhttpd.Client(cl.url("")) as c:
@@ -236,6 +241,21 @@ def python_client(cl, root, data):
         for k, x in enumerate(made):
             check(np.array_equal(x.get(), np.arange(1000, dtype=np.float32) + k),
                   f"client round trip {x.id}")
+            y = c.zeros(1000, np.float32, near=x)
+            check(owner(y.id) == owner(x.id), f"near {x.id} made {y.id}")
+            c.run("axpy", a=2.0, x=x, y=y)  # routed by x; unrouted, most would be 421
+            check(np.array_equal(y.get(), 2 * (np.arange(1000, dtype=np.float32) + k)),
+                  f"client run on {x.id}")
+            y.delete()
+        x = made[0]
+        elsewhere = (owner(x.id) + 1) % N
+        with gpuhttpd.Client(f"http://127.0.0.1:{cl.port + 1 + elsewhere}") as direct:
+            try:
+                direct.buffer(x.id)
+                fail(f"instance {elsewhere} answered for {x.id}")
+            except gpuhttpd.Misdirected as e:
+                check(e.owner == owner(x.id), f"421 names instance {e.owner}: {e.detail}")
+        for x in made:
             x.delete()
 
 

@@ -1,7 +1,9 @@
 """Instances that know who they are, against real servers (host backend):
-an id sent to another instance raises Misdirected naming its owner, one of
-an earlier start OwnerRestarted (both NotFounds), and the route header and
-?near= that a proxy routes by are accepted by a server reached directly."""
+an id sent to another instance (in the path, in a run's arguments, as
+near=) raises Misdirected naming its owner, one of an earlier start
+OwnerRestarted (both NotFounds), and the route header and ?near= that a
+proxy routes by are accepted by a server reached directly. Through a real
+proxy: tests/ops/test_cluster.py."""
 import numpy as np
 import pytest
 
@@ -17,6 +19,12 @@ def test_misdirected_and_restarted(make_server):
             c2.buffer(x.id)
         assert wrong.value.status == 421 and wrong.value.owner == 1
         assert isinstance(wrong.value, gpuhttpd.NotFound)
+        with pytest.raises(gpuhttpd.Misdirected) as wrong:  # a run's buffer, in its body
+            c2.run("fill", x=x, value=1.0)
+        assert wrong.value.owner == 1
+        with pytest.raises(gpuhttpd.Misdirected) as wrong:
+            c2.zeros(4, near=x)
+        assert wrong.value.owner == 1
         one.stop()
         again = make_server("--instance", "1")
         with gpuhttpd.Client(again.url) as c3, pytest.raises(gpuhttpd.OwnerRestarted) as gone:
