@@ -125,8 +125,10 @@ int ghd_kernel_lookup_new(struct ghd_ukernel_store *s, const char *tenant, const
 
 void ghd_kernel_unref(const struct ghd_kernel *k)
 {
+    /* k lives inside what it names: nothing of it is read once that may be
+     * freed */
     if (k && k->user)
         ghd_ukernel_unref(k->user);
-    if (k && k->raw) /* a run step's hold on a raw function is one on its module */
+    else if (k && k->raw) /* a run step's hold on a raw function is one on its module */
         ghd_rmodule_unref(k->raw->module);
 }
