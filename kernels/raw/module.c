@@ -9,15 +9,8 @@
 
 #include "base/err.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "kernels/user/compile.h"
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-}
 
 struct body {
     const char *source;
@@ -97,7 +90,7 @@ static char *body_key(const struct body *b)
 
 static void key_id(const char *prefix, const char *key, char id[GHD_RMODULE_ID_LEN + 1])
 {
-    uint64_t h = fnv1a(1469598103934665603ULL, key, strlen(key));
+    uint64_t h = ghd_fnv1a(GHD_FNV_INIT, key, strlen(key));
     snprintf(id, GHD_RMODULE_ID_LEN + 1, "%.*s%016llx", GHD_OWNER_PREFIX_LEN, prefix,
              (unsigned long long)h);
 }

@@ -2,18 +2,15 @@
  * compile.h for the contract. */
 #include "compile.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/list.h"
+#include "diskcache.h"
 
 struct mem_entry {
     uint64_t hash;
@@ -43,22 +40,11 @@ struct ghd_ucompiler {
     unsigned nthreads;
     struct ghd_list mem;
     unsigned nmem;
-    char dir[256];
-    size_t dir_max;
+    struct ghd_diskcache disk;
     char version[16];
 };
 
-/* ---- keys and checksums ------------------------------------------------ */
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-}
-
-#define FNV_INIT 1469598103934665603ULL
+/* ---- keys ---------------------------------------------------------------- */
 
 /* Everything the cubin depends on: NVRTC's version, the architecture, the
  * options (fixed and the job's), the name expressions and the source. */
@@ -149,150 +135,32 @@ static void mem_add_locked(struct ghd_ucompiler *c, uint64_t h, const char *key,
     }
 }
 
-/* ---- disk: "GHDK2\n", checksum (8), key length (8), cubin length (8),
- * lowered names' length (8), key, cubin, lowered names; the checksum covers
- * everything after it. ---------------------------------------------------- */
+/* ---- disk: the cubin and the lowered names under the whole key ----------- */
 
-#define MAGIC "GHDK2\n"
-
-static void entry_path(const struct ghd_ucompiler *c, uint64_t h, char *buf, size_t len)
+static int disk_find(struct ghd_ucompiler *c, const char *key, struct ghd_ucompiled *out)
 {
-    snprintf(buf, len, "%s/%016llx.cubin", c->dir, (unsigned long long)h);
-}
-
-static int disk_find(struct ghd_ucompiler *c, uint64_t h, const char *key,
-                     struct ghd_ucompiled *out)
-{
-    char path[320];
-    entry_path(c, h, path, sizeof(path));
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    void *parts[2];
+    size_t lens[2];
+    if (!ghd_diskcache_get(&c->disk, "cubin", key, parts, lens, 2))
         return 0;
-    int found = 0;
-    char magic[6];
-    uint64_t sum, klen, clen, llen;
-    char *k = NULL, *lowered = NULL;
-    unsigned char *cubin = NULL;
-    if (fread(magic, 1, 6, f) != 6 || memcmp(magic, MAGIC, 6) != 0 || fread(&sum, 8, 1, f) != 1 ||
-        fread(&klen, 8, 1, f) != 1 || fread(&clen, 8, 1, f) != 1 || fread(&llen, 8, 1, f) != 1 ||
-        klen != strlen(key) || clen == 0 || clen > (256u << 20) || llen > (1u << 20))
-        goto out;
-    k = malloc(klen + 1);
-    cubin = malloc(clen);
-    lowered = malloc(llen + 1);
-    if (!k || !cubin || !lowered || fread(k, 1, klen, f) != klen ||
-        fread(cubin, 1, clen, f) != clen || fread(lowered, 1, llen, f) != llen)
-        goto out;
-    uint64_t check = fnv1a(FNV_INIT, &klen, 8);
-    check = fnv1a(check, &clen, 8);
-    check = fnv1a(check, &llen, 8);
-    check = fnv1a(check, k, klen);
-    check = fnv1a(check, cubin, clen);
-    check = fnv1a(check, lowered, llen);
-    if (check != sum || memcmp(k, key, klen) != 0)
-        goto out; /* corrupt, or another key with this hash: compile again */
-    lowered[llen] = '\0';
-    out->cubin = cubin;
-    out->size = clen;
-    out->lowered = llen ? lowered : NULL;
-    cubin = NULL;
-    if (llen)
-        lowered = NULL;
-    found = 1;
-out:
-    fclose(f);
-    free(k);
-    free(cubin);
-    free(lowered);
-    return found;
-}
-
-struct dir_file {
-    char name[64];
-    time_t mtime;
-    off_t size;
-};
-
-static int by_age(const void *a, const void *b)
-{
-    const struct dir_file *x = a, *y = b;
-    return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
-}
-
-/* Removes the oldest entries until the folder holds at most dir_max bytes. */
-static void disk_trim(struct ghd_ucompiler *c)
-{
-    DIR *d = opendir(c->dir);
-    if (!d)
-        return;
-    struct dir_file *files = NULL;
-    size_t n = 0, cap = 0;
-    off_t total = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        if (len != 22 || strcmp(de->d_name + 16, ".cubin") != 0)
-            continue;
-        char path[340];
-        struct stat st;
-        snprintf(path, sizeof(path), "%s/%s", c->dir, de->d_name);
-        if (stat(path, &st) != 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            struct dir_file *nf = realloc(files, cap * sizeof(*nf));
-            if (!nf)
-                break;
-            files = nf;
-        }
-        snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
-        files[n].mtime = st.st_mtime;
-        files[n].size = st.st_size;
-        total += st.st_size;
-        n++;
+    if (lens[0] == 0) { /* no cubin is no entry */
+        free(parts[0]);
+        free(parts[1]);
+        return 0;
     }
-    closedir(d);
-    qsort(files, n, sizeof(*files), by_age);
-    for (size_t i = 0; i < n && (size_t)total > c->dir_max; i++) {
-        char path[340];
-        snprintf(path, sizeof(path), "%s/%s", c->dir, files[i].name);
-        if (unlink(path) == 0)
-            total -= files[i].size;
-    }
-    free(files);
+    out->cubin = parts[0];
+    out->size = lens[0];
+    out->lowered = lens[1] ? parts[1] : NULL;
+    if (!lens[1])
+        free(parts[1]);
+    return 1;
 }
 
-static void disk_store(struct ghd_ucompiler *c, uint64_t h, const char *key,
-                       const struct ghd_ucompiled *r)
+static void disk_store(struct ghd_ucompiler *c, const char *key, const struct ghd_ucompiled *r)
 {
-    char path[320], tmp[340];
-    entry_path(c, h, path, sizeof(path));
-    snprintf(tmp, sizeof(tmp), "%s/.tmp-XXXXXX", c->dir);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return;
-    uint64_t klen = strlen(key), clen = r->size, llen = r->lowered ? strlen(r->lowered) : 0;
-    uint64_t sum = fnv1a(FNV_INIT, &klen, 8);
-    sum = fnv1a(sum, &clen, 8);
-    sum = fnv1a(sum, &llen, 8);
-    sum = fnv1a(sum, key, klen);
-    sum = fnv1a(sum, r->cubin, clen);
-    sum = fnv1a(sum, r->lowered ? r->lowered : "", llen);
-    FILE *f = fdopen(fd, "wb");
-    int ok = f && fwrite(MAGIC, 1, 6, f) == 6 && fwrite(&sum, 8, 1, f) == 1 &&
-             fwrite(&klen, 8, 1, f) == 1 && fwrite(&clen, 8, 1, f) == 1 &&
-             fwrite(&llen, 8, 1, f) == 1 && fwrite(key, 1, klen, f) == klen &&
-             fwrite(r->cubin, 1, clen, f) == clen &&
-             (llen == 0 || fwrite(r->lowered, 1, llen, f) == llen) && fflush(f) == 0 &&
-             fsync(fd) == 0;
-    if (f)
-        ok &= fclose(f) == 0;
-    else
-        close(fd);
-    if (ok && rename(tmp, path) == 0)
-        disk_trim(c);
-    else
-        unlink(tmp);
+    const void *parts[2] = {r->cubin, r->lowered ? r->lowered : ""};
+    size_t lens[2] = {r->size, r->lowered ? strlen(r->lowered) : 0};
+    ghd_diskcache_put(&c->disk, "cubin", key, parts, lens, 2);
 }
 
 /* ---- the pool ------------------------------------------------------------ */
@@ -335,14 +203,9 @@ int ghd_ucompiler_new(const struct ghd_ucompiler_config *cfg, struct ghd_ucompil
     pthread_cond_init(&c->work, NULL);
     pthread_cond_init(&c->done, NULL);
     c->queue_max = cfg->queue;
-    c->dir_max = cfg->cache_max_bytes;
-    if (cfg->cache_dir && cfg->cache_dir[0]) {
-        snprintf(c->dir, sizeof(c->dir), "%s", cfg->cache_dir);
-        if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
-            ghd_err_set(err, GHD_EINVAL, "--kernel-cache-dir %s: %s", c->dir, strerror(errno));
-            ghd_ucompiler_free(c);
-            return GHD_EINVAL;
-        }
+    if ((rc = ghd_diskcache_open(&c->disk, cfg->cache_dir, cfg->cache_max_bytes, err)) != 0) {
+        ghd_ucompiler_free(c);
+        return rc;
     }
     c->threads = calloc(cfg->workers ? cfg->workers : 1, sizeof(*c->threads));
     for (unsigned i = 0; c->threads && i < (cfg->workers ? cfg->workers : 1); i++) {
@@ -393,7 +256,7 @@ int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile
     char *key = make_key(c, job);
     if (!key)
         return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
-    uint64_t h = fnv1a(FNV_INIT, key, strlen(key));
+    uint64_t h = ghd_fnv1a(GHD_FNV_INIT, key, strlen(key));
     int rc = 0;
     pthread_mutex_lock(&c->lock);
     int hit = mem_find_locked(c, h, key, out);
@@ -406,7 +269,7 @@ int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile
         out->cache = "memory";
         goto out;
     }
-    if (c->dir[0] && disk_find(c, h, key, out)) {
+    if (disk_find(c, key, out)) {
         out->cache = "disk";
         pthread_mutex_lock(&c->lock);
         mem_add_locked(c, h, key, out);
@@ -435,8 +298,7 @@ int ghd_ucompiler_compile_job(struct ghd_ucompiler *c, const struct ghd_ucompile
         goto out;
     }
     out->cache = "miss";
-    if (c->dir[0])
-        disk_store(c, h, key, out);
+    disk_store(c, key, out);
 out:
     free(key);
     return rc;

@@ -9,10 +9,10 @@
  *   only when it matches, so a hash collision compiles instead of loading
  *   another program's code.
  * - In memory: the most recent GHD_UCACHE_MEMORY entries. On disk (when a
- *   folder is given): one file per key, written to a temporary file and
- *   renamed (atomic), with a checksum over its contents; an entry that does
- *   not verify is compiled again and rewritten. The folder is kept under
- *   max_bytes by removing the oldest entries after each write.
+ *   folder is given): one entry per key in the cache folder (diskcache.h:
+ *   written whole or not at all, checksummed, the oldest removed past
+ *   max_bytes); an entry that does not verify is compiled again and
+ *   rewritten.
  * - Compiles run on `workers` threads; at most `queue` compiles wait for one
  *   (beyond that GHD_ELIMIT: the caller answers 429). */
 #include <pthread.h>

@@ -17,6 +17,7 @@
 #include "base/owner.h"
 #include "base/error.h"
 #include "base/parse.h"
+#include "base/hash.h"
 #include "base/suggest.h"
 
 #define SENTINEL 0xdeadbeefULL
@@ -380,6 +381,38 @@ static void test_owner_json(void **state)
     }
 }
 
+/* FIPS 180-4's examples, a message of exactly one padded block (55 bytes)
+ * and one of 56 (the length spills into a second block), and a million
+ * bytes fed in pieces that straddle blocks. */
+static void test_sha256(void **state)
+{
+    (void)state;
+    char name[GHD_SHA256_NAME_LEN + 1];
+    ghd_sha256_name("", 0, name);
+    assert_string_equal(name, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    ghd_sha256_name("abc", 3, name);
+    assert_string_equal(name, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    ghd_sha256_name(two, strlen(two), name);
+    assert_string_equal(name, "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    char a[1000];
+    memset(a, 'a', sizeof(a));
+    ghd_sha256_name(a, 55, name);
+    assert_string_equal(name, "sha256:9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+    ghd_sha256_name(a, 56, name);
+    assert_string_equal(name, "sha256:b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+    struct ghd_sha256 s;
+    unsigned char d[GHD_SHA256_LEN];
+    ghd_sha256_init(&s);
+    for (size_t done = 0, step = 1; done < 1000000; done += step, step = step % 997 + 1)
+        ghd_sha256_update(&s, a, done + step > 1000000 ? 1000000 - done : step);
+    ghd_sha256_final(&s, d);
+    static const unsigned char million[GHD_SHA256_LEN] = {
+        0xcd, 0xc7, 0x6e, 0x5c, 0x99, 0x14, 0xfb, 0x92, 0x81, 0xa1, 0xc7, 0xe2, 0x84, 0xd7, 0x3e, 0x67,
+        0xf1, 0x80, 0x9a, 0x48, 0xa4, 0x97, 0x20, 0x0e, 0x04, 0x6d, 0x39, 0xcc, 0xc7, 0x11, 0x2c, 0xd0};
+    assert_memory_equal(d, million, GHD_SHA256_LEN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_suggest),
         cmocka_unit_test(test_owner),
         cmocka_unit_test(test_owner_json),
+        cmocka_unit_test(test_sha256),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
