@@ -29,7 +29,7 @@ static const char *const when[] = {
     [-GHD_ERANGE] = "A byte range or offset lies outside the buffer, or the total in "
                     "Content-Range is not the buffer's size.",
     [-GHD_EUNPROC] = "The request matches the API document but its values cannot be carried "
-                     "out: an unknown kernel, kernel arguments that do not fit the kernel's "
+                     "out: kernel arguments that do not fit the kernel's "
                      "signature (GET /v1/kernels), or values the document cannot bound (an "
                      "alignment that is not a power of two, a label with control characters).",
     [-GHD_ELIMIT] = "Too many runs queued or running, a tenant's run or buffer limit, or a "
@@ -64,6 +64,11 @@ static const char *const when[] = {
     [-GHD_EMISDIRECTED] = "The id belongs to another instance (its prefix names the owner): "
                           "send the request there, or through a proxy that routes on the "
                           "prefix.",
+    [-GHD_ENOKERNEL] = "A run names a kernel that neither the built-ins nor the tenant's own "
+                       "user kernels on this instance have (user kernels are defined per "
+                       "instance): define it here, or send its definition by value in the "
+                       "step (\"kernel\": {\"name\": ..., \"in\": ..., \"out\": ..., "
+                       "\"body\": ...}).",
 };
 
 static const int codes[] = {

@@ -8,12 +8,24 @@
 #include "conditional.h"
 #include "run_arrays.h"
 #include "base/error.h"
+#include "core/service_inline.h"
 #include "core/service_kernels.h"
 #include "core/service_runs.h"
 
-/* Prepares one {"module": id, "function": name, "grid", "block",
- * "shared_mem", "args": [...]} step: a raw module's function (trusted
- * tenants only, like POST /v1/modules). */
+/* Where field `field` of the step at `where` ("" or "steps[1]: ") sits in
+ * the request: "kernel", "steps[1].kernel". */
+static void field_path(const char *where, const char *field, char *out, size_t len)
+{
+    size_t n = strlen(where);
+    if (n > 2)
+        snprintf(out, len, "%.*s.%s", (int)(n - 2), where, field);
+    else
+        snprintf(out, len, "%s", field);
+}
+
+/* Prepares one {"module": id or {source, options, name_expressions},
+ * "function": name, "grid", "block", "shared_mem", "args": [...]} step: a
+ * raw module's function (trusted tenants only, like POST /v1/modules). */
 static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
                             const char *where, struct ghd_run_step *out)
 {
@@ -21,9 +33,10 @@ static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json
     if (rc)
         return rc;
     json_t *mod = json_object_get(step, "module"), *fn = json_object_get(step, "function");
-    if (!json_is_string(mod) || !json_is_string(fn))
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'module' (an id) and 'function' (a "
-                                 "name) must be strings", where);
+    if ((!json_is_string(mod) && !json_is_object(mod)) || !json_is_string(fn))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'module' (an id, or the module "
+                                 "itself: {\"source\": ...}) and 'function' (a name) are "
+                                 "required", where);
     if (json_object_get(step, "kernel"))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%sgive either 'kernel' or 'module'",
                                  where);
@@ -31,25 +44,51 @@ static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json
         return ghd_reply_problem(rep, req, GHD_EUNPROC, "%sif_match is for kernel steps: a "
                                  "module function's arguments have no names to give it", where);
     struct ghd_err err = {0};
+    if (json_is_object(mod)) {
+        char path[48];
+        field_path(where, "module", path, sizeof(path));
+        rc = ghd_service_run_step_inline_module(req->svc, req->tenant, out, step, path, &err);
+        return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
+    }
     rc = ghd_service_run_step_module(req->svc, req->tenant, out, step, &err);
     return rc ? ghd_reply_problem(rep, req, rc, "%s%s", where, err.detail) : 0;
 }
 
-/* Prepares one {"kernel": name, "args": {...}} step. */
+/* The step's kernel: a name (a built-in, or the tenant's user kernel on
+ * this instance), or a user kernel's definition by value. */
+static int step_kernel(struct ghd_request *req, struct ghd_reply *rep, json_t *kernel,
+                       const char *where, struct ghd_run_step *out)
+{
+    if (json_is_object(kernel)) {
+        char path[48];
+        struct ghd_err err = {0};
+        field_path(where, "kernel", path, sizeof(path));
+        int rc = ghd_service_kernel_inline(req->svc, req->tenant, kernel, path, &out->kernel,
+                                           &err);
+        return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
+    }
+    if (!json_is_string(kernel))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'kernel' must be a kernel name or a "
+                                 "kernel definition", where);
+    if (ghd_service_kernel_find(req->svc, req->tenant, json_string_value(kernel), &out->kernel,
+                                NULL) != 0)
+        return ghd_reply_problem(rep, req, GHD_ENOKERNEL,
+                                 "%sunknown kernel '%.64s' (GET /v1/kernels lists them; a user "
+                                 "kernel can be sent by value instead)", where,
+                                 json_string_value(kernel));
+    return 0;
+}
+
+/* Prepares one {"kernel": name or definition, "args": {...}} step. */
 static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
                         const char *where, struct ghd_run_step *out)
 {
     if (json_object_get(step, "module"))
         return prepare_raw_step(req, rep, step, where, out);
-    json_t *name = json_object_get(step, "kernel");
     json_t *args = json_object_get(step, "args");
-    if (!json_is_string(name))
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'kernel' must be a kernel name", where);
-    if (ghd_service_kernel_find(req->svc, req->tenant, json_string_value(name), &out->kernel,
-                                NULL) != 0)
-        return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                 "%sunknown kernel '%.64s' (GET /v1/kernels lists them)", where,
-                                 json_string_value(name));
+    int rc = step_kernel(req, rep, json_object_get(step, "kernel"), where, out);
+    if (rc)
+        return rc;
     if (args && !json_is_object(args))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'args' must be an object", where);
     json_t *empty = NULL;
@@ -57,7 +96,7 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
         args = empty = json_object();
     struct ghd_err err = {0};
     /* dtype, n, gemm's m/n/k from described buffers. */
-    int rc = ghd_run_args_from_arrays(req, rep, out->kernel, step, args, where);
+    rc = ghd_run_args_from_arrays(req, rep, out->kernel, step, args, where);
     if (rc) {
         json_decref(empty);
         return rc;

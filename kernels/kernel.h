@@ -67,6 +67,11 @@ const char *ghd_kernel_name(const struct ghd_kernel *k);
  * those names, so they stay out of /metrics (which any reader sees), and
  * the label's values stay as few as the built-ins. */
 const char *ghd_kernel_metric_label(const struct ghd_kernel *k);
+/* For a kernel a run step sent by value (a user kernel's definition, or a
+ * raw function's module): the content address it was built from
+ * ("sha256:<hex>"), and in *field the name a run's JSON gives it
+ * ("kernel_hash", "module_hash"); NULL for every other kernel. */
+const char *ghd_kernel_content_hash(const struct ghd_kernel *k, const char **field);
 /* The kernel's public description: name, description, parameters with
  * kind/role/types/required/default. A new reference. */
 json_t *ghd_kernel_describe_new(const struct ghd_kernel *k);

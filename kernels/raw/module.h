@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "raw.h"
+#include "base/hash.h"
 #include "base/list.h"
 #include "base/tenant.h"
 #include "base/owner.h"
@@ -41,6 +42,9 @@ struct ghd_rmodule {
     char id[GHD_RMODULE_ID_LEN + 1];
     char tenant[GHD_TENANT_MAX + 1];
     char *key;             /* source, options and names: what the id hashes */
+    /* A module sent by value in a run step: its content address
+     * ("sha256:<hex>"); "" for one of POST /v1/modules. */
+    char hash[GHD_SHA256_NAME_LEN + 1];
     json_t *options, *names; /* as given (arrays), for GET */
     size_t source_bytes;
     char arch[16], nvrtc[16], cache[8];

@@ -132,3 +132,10 @@ void ghd_kernel_unref(const struct ghd_kernel *k)
     else if (k && k->raw) /* a run step's hold on a raw function is one on its module */
         ghd_rmodule_unref(k->raw->module);
 }
+
+const char *ghd_kernel_content_hash(const struct ghd_kernel *k, const char **field)
+{
+    const char *h = k->user ? k->user->hash : k->raw ? k->raw->module->hash : "";
+    *field = k->raw ? "module_hash" : "kernel_hash";
+    return h[0] ? h : NULL;
+}

@@ -7,19 +7,10 @@
 
 #include "base/error.h"
 
-int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
-                    struct ghd_ucompiler *compiler, struct ghd_ukernel **out,
-                    struct ghd_err *e)
+/* The kernel around k->def, checked already. */
+static void assemble(struct ghd_ukernel *k, json_t *def, const struct ghd_ulimits *lim,
+                     const char *tenant, struct ghd_ucompiler *compiler)
 {
-    struct ghd_ukernel *k = calloc(1, sizeof(*k));
-    if (!k)
-        return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
-    int rc = ghd_udef_from_json(def, lim, &k->def, e);
-    if (rc) {
-        ghd_udef_clear(&k->def);
-        free(k);
-        return rc;
-    }
     atomic_init(&k->refs, 1);
     k->compiler = compiler;
     k->max_elements = lim->max_elements;
@@ -35,6 +26,38 @@ int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tena
                              ? "n, value (the output's value) and value_dtype"
                              : "n";
     k->base.user = k;
+}
+
+int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
+                    struct ghd_ucompiler *compiler, struct ghd_ukernel **out,
+                    struct ghd_err *e)
+{
+    struct ghd_ukernel *k = calloc(1, sizeof(*k));
+    if (!k)
+        return ghd_err_set(e, GHD_ENOHOSTMEM, "out of host memory");
+    int rc = ghd_udef_from_json(def, lim, &k->def, e);
+    if (rc) {
+        ghd_udef_clear(&k->def);
+        free(k);
+        return rc;
+    }
+    assemble(k, def, lim, tenant, compiler);
+    *out = k;
+    return 0;
+}
+
+int ghd_ukernel_new_checked(struct ghd_udef *d, json_t *def, const struct ghd_ulimits *lim,
+                            const char *tenant, struct ghd_ucompiler *compiler,
+                            struct ghd_ukernel **out)
+{
+    struct ghd_ukernel *k = calloc(1, sizeof(*k));
+    if (!k) {
+        ghd_udef_clear(d);
+        return GHD_ENOHOSTMEM;
+    }
+    k->def = *d;
+    memset(d, 0, sizeof(*d));
+    assemble(k, def, lim, tenant, compiler);
     *out = k;
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "kernels/registry.h"
 #include "define.h"
+#include "base/hash.h"
 #include "base/list.h"
 #include "base/tenant.h"
 
@@ -30,6 +31,9 @@ struct ghd_ukernel {
     struct ghd_udef def;
     uint64_t max_elements; /* struct ghd_ulimits', at definition */
     json_t *definition; /* as the client gave it */
+    /* A definition sent by value in a run: the content address it is
+     * cached by ("sha256:<hex>"); "" for a named one. */
+    char hash[GHD_SHA256_NAME_LEN + 1];
     char describe_doc[1100];
     pthread_mutex_t lock; /* the bindings */
     struct ghd_ubinding *bindings[GHD_U_MAX_BINDINGS];
@@ -44,6 +48,12 @@ struct ghd_ucompiler;
 int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,
                     struct ghd_ucompiler *compiler, struct ghd_ukernel **out,
                     struct ghd_err *e);
+/* The same for `def` checked before into *d (ghd_udef_load), which it
+ * steals (cleared, also on failure): nothing is parsed. 0 or
+ * GHD_ENOHOSTMEM. */
+int ghd_ukernel_new_checked(struct ghd_udef *d, json_t *def, const struct ghd_ulimits *lim,
+                            const char *tenant, struct ghd_ucompiler *compiler,
+                            struct ghd_ukernel **out);
 void ghd_ukernel_ref(struct ghd_ukernel *k);
 void ghd_ukernel_unref(struct ghd_ukernel *k);
 

@@ -34,7 +34,8 @@
     X(EEXPECT, 26, "Expectation failed")            \
     X(EVERSION, 27, "HTTP version not supported")  \
     X(EGONE, 28, "Gone")                            \
-    X(EMISDIRECTED, 29, "Misdirected request")
+    X(EMISDIRECTED, 29, "Misdirected request")    \
+    X(ENOKERNEL, 30, "Unknown kernel")
 
 enum ghd_error {
 #define GHD_ERROR_ENUM(name, num, title) GHD_##name = -(num),

@@ -135,13 +135,18 @@ static const struct option_spec specs[] = {
      "largest n of a user kernel run where no buffer argument holds the n elements (a "
      "reduction of numbers or raw buffers with its output left out; over it: 422)"},
     {"kernel-cache-dir", OPT_STRING, OFF(kernel_cache_dir), STR_MAX(kernel_cache_dir), 0, 0, "",
-     "folder for compiled user kernels (kept across restarts; none = memory only)"},
+     "folder for compiled user kernels and raw modules and for the checked definitions runs "
+     "send by value (kept across restarts; none = memory only)"},
     {"kernel-cache-max", OPT_SIZE, OFF(kernel_cache_max), 0, 1 << 20, 1ULL << 40, "256M",
      "most bytes --kernel-cache-dir may hold (the oldest entries go first)"},
     {"compile-workers", OPT_UINT, OFF(compile_workers), 0, 1, 64, "2",
      "threads compiling user kernels with NVRTC"},
     {"compile-queue", OPT_UINT, OFF(compile_queue), 0, 1, 10000, "16",
      "user kernel compiles that may wait for a compile thread (over it: 429)"},
+    {"inline-cache", OPT_UINT, OFF(inline_cache), 0, 1, 65536, "256",
+     "user kernels and raw modules sent by value in runs that are kept built in memory, "
+     "shared by content (the least recently used go first; a tenant's share is "
+     "--tenant-max-kernels and --tenant-max-modules)"},
     {"allow-raw-kernels", OPT_FLAG, OFF(allow_raw_kernels), 0, 0, 1, "0",
      "accept raw CUDA modules (POST /v1/modules) from tenants whose token has the 'raw' "
      "permission (every client without tokens); their code can read and write all device "

@@ -67,6 +67,7 @@ struct ghd_config {
     size_t kernel_cache_max;          /* bytes the folder may hold */
     unsigned compile_workers;         /* NVRTC threads */
     unsigned compile_queue;           /* compiles that may wait for one */
+    unsigned inline_cache;            /* definitions by value kept built in memory */
     unsigned allow_raw_kernels;       /* raw CUDA modules (POST /v1/modules) at all */
     unsigned tenant_max_modules;      /* raw modules per tenant */
     size_t module_max_source;         /* bytes of CUDA source in one module */

@@ -120,6 +120,7 @@ struct ghd_metrics {
 
     counter device_losses;
     counter connections_refused[2]; /* [0] per address, [1] total */
+    counter inline_defs[2][3];      /* [kernel, module][miss, memory, disk] */
 };
 
 int ghd_metrics_new(struct ghd_metrics **out)
@@ -284,6 +285,18 @@ void ghd_metrics_connection_refused(struct ghd_metrics *m, int total)
         add(&m->connections_refused[total != 0], 1);
 }
 
+static const char *const inline_from[3] = {"miss", "memory", "disk"};
+
+void ghd_metrics_inline(struct ghd_metrics *m, int module, const char *from)
+{
+    unsigned i = 0; /* "miss" unless it names another */
+    for (unsigned f = 1; f < 3; f++)
+        if (strcmp(from, inline_from[f]) == 0)
+            i = f;
+    if (m)
+        add(&m->inline_defs[module != 0][i], 1);
+}
+
 /* ---- the exposition of what was recorded ------------------------------------ */
 
 /* One histogram's series; `labels` is what comes before le, e.g. route="/x",
@@ -442,6 +455,20 @@ static void render_connections_refused(struct ghd_metrics *m, struct ghd_strbuf 
              "limit", limits, m->connections_refused);
 }
 
+static void render_inline(struct ghd_metrics *m, struct ghd_strbuf *t)
+{
+    static const char *const kinds[2] = {"kernel", "module"};
+    ghd_prom_family(t, "gpuhttpd_inline_definitions_total", "counter",
+                    "User kernels and raw modules that run steps sent by value, by where "
+                    "their built form came from: memory, disk (the cache folder: nothing "
+                    "parsed or compiled) or miss (built for the request).");
+    for (int k = 0; k < 2; k++)
+        for (int f = 0; f < 3; f++)
+            ghd_strbuf_put(t, "gpuhttpd_inline_definitions_total{kind=\"%s\",cache=\"%s\"} "
+                           "%llu\n", kinds[k], inline_from[f],
+                           (unsigned long long)get(&m->inline_defs[k][f]));
+}
+
 static void render_runs(struct ghd_metrics *m, struct ghd_strbuf *t,
                         const struct ghd_metrics_gauges *g)
 {
@@ -500,6 +527,7 @@ int ghd_metrics_render(struct ghd_metrics *m, const struct ghd_metrics_gauges *g
     render_transfers(m, &t);
     render_device_losses(m, &t);
     render_connections_refused(m, &t);
+    render_inline(m, &t);
     render_runs(m, &t, g);
     if (g)
         ghd_metrics_snapshot_render(&t, g);

@@ -80,6 +80,11 @@ void ghd_metrics_run(struct ghd_metrics *m, const char *kernel, const char *outc
  * (total 1). */
 void ghd_metrics_connection_refused(struct ghd_metrics *m, int total);
 
+/* One kernel (module 0) or raw module (module 1) a run step sent by value,
+ * by where its built form came from (core/inline_defs.h): "memory", "disk"
+ * or "miss" (anything else counts as "miss"). */
+void ghd_metrics_inline(struct ghd_metrics *m, int module, const char *from);
+
 /* The live gauges at one scrape, each value collected by its owner. */
 #define GHD_METRICS_DEVICES 16
 struct ghd_metrics_device {

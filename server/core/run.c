@@ -215,6 +215,16 @@ int ghd_runs_conflict(const struct ghd_run *a, const struct ghd_run *b)
     return 0;
 }
 
+/* A step's kernel: its name and, for one sent by value, its content
+ * address (a raw function's names its module). */
+static void put_kernel(json_t *obj, const struct ghd_kernel *k)
+{
+    json_object_set_new(obj, "kernel", json_string(ghd_kernel_name(k)));
+    const char *field, *hash = ghd_kernel_content_hash(k, &field);
+    if (hash)
+        json_object_set_new(obj, field, json_string(hash));
+}
+
 json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status status,
                              double started_ms)
 {
@@ -223,7 +233,8 @@ json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status stat
     if (run->pipeline) {
         json_t *steps = json_array();
         for (unsigned i = 0; i < run->step_count; i++) {
-            json_t *s = json_pack("{s:s}", "kernel", ghd_kernel_name(run->steps[i].kernel));
+            json_t *s = json_object();
+            put_kernel(s, run->steps[i].kernel);
             if (ended) { /* the worker fills step results while it runs */
                 json_object_set_new(s, "device_ms", json_real(ghd_round_ms(run->steps[i].device_ms)));
                 if (run->steps[i].result)
@@ -233,7 +244,7 @@ json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status stat
         }
         json_object_set_new(obj, "steps", steps);
     } else {
-        json_object_set_new(obj, "kernel", json_string(ghd_kernel_name(run->steps[0].kernel)));
+        put_kernel(obj, run->steps[0].kernel);
     }
     const struct ghd_run_step *last = &run->steps[run->step_count - 1];
     if (status == GHD_RUN_SUCCEEDED && last->result)

@@ -138,6 +138,19 @@ static int open_compiler(struct ghd_service *svc, struct ghd_err *err)
     return 0;
 }
 
+/* Definitions that runs send by value, kept in memory and beside the
+ * compiler's entries in --kernel-cache-dir. */
+static int open_inline_defs(struct ghd_service *svc, struct ghd_err *err)
+{
+    const struct ghd_config *cfg = &svc->cfg;
+    struct ghd_inline_config ic = {.max = cfg->inline_cache,
+                                   .tenant_max_kernels = cfg->tenant_max_kernels,
+                                   .tenant_max_modules = cfg->tenant_max_modules,
+                                   .cache_dir = cfg->kernel_cache_dir,
+                                   .cache_max_bytes = cfg->kernel_cache_max};
+    return ghd_inline_defs_init(&svc->inline_defs, &ic, err);
+}
+
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err)
 {
     memset(svc, 0, sizeof(*svc));
@@ -181,8 +194,13 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     rc = open_compiler(svc, err);
     if (rc)
         goto destroy_stores;
+    if ((rc = open_inline_defs(svc, err)) != 0) {
+        ghd_ucompiler_free(svc->compiler);
+        goto destroy_stores;
+    }
     if (ghd_watchdog_start(svc) != 0) {
         rc = ghd_err_set(err, GHD_EINTERNAL, "--run-timeout: cannot start the watchdog thread");
+        ghd_inline_defs_destroy(&svc->inline_defs);
         ghd_ucompiler_free(svc->compiler);
         goto destroy_stores;
     }
@@ -215,6 +233,7 @@ void ghd_service_destroy(struct ghd_service *svc)
     ghd_run_queue_free(svc->runs);
     ghd_ukernel_store_destroy(&svc->kernels); /* after the runs that held kernels */
     ghd_rmodule_store_destroy(&svc->modules);
+    ghd_inline_defs_destroy(&svc->inline_defs);
     ghd_devloss_destroy(&svc->devloss);
     ghd_ucompiler_free(svc->compiler);
     svc->compiler = NULL;

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "staging_caps.h"
 #include "devloss.h"
+#include "inline_defs.h"
 #include "region.h"
 #include "kernels/raw/module.h"
 #include "device/runtime.h"
@@ -36,6 +37,7 @@ struct ghd_service {
     struct ghd_auth *auth; /* bearer tokens; never NULL after init */
     struct ghd_staging_caps staging_caps; /* staging chunks per client address and tenant */
     struct ghd_rmodule_store modules; /* raw CUDA modules, every tenant's */
+    struct ghd_inline_defs inline_defs; /* kernels and modules runs send by value */
     struct ghd_devloss devloss;       /* the device, once lost, stays lost */
     struct ghd_metrics *metrics;      /* what /metrics shows; never NULL after init */
     pthread_t watch_thread;           /* core/watchdog.c (--run-timeout) */

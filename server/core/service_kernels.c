@@ -37,15 +37,10 @@ int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const ch
     return 0;
 }
 
-/* What defining it cost on this backend: the host interprets; CUDA compiles
- * the binding without placeholders or scalars now, so the 201 can say what
- * the compile did (the rest compile when first run). */
-static int build_report(struct ghd_service *svc, struct ghd_ukernel *k, json_t *desc,
-                        struct ghd_err *e)
+int ghd_service_kernel_build(struct ghd_service *svc, struct ghd_ukernel *k, json_t *build,
+                             struct ghd_err *e)
 {
     struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
-    json_t *build = json_object();
-    json_object_set_new(desc, "build", build);
     json_object_set_new(build, "backend", json_string(ghd_backend_name(rt->dev.kind)));
     if (rt->dev.kind == GHD_BACKEND_HOST || k->def.placeholders[0]) {
         json_object_set_new(build, "compiled", json_false());
@@ -74,8 +69,9 @@ int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_
     int rc = ghd_ukernel_new(def, &svc->kernel_limits, tenant, svc->compiler, &k, err);
     if (rc)
         return rc;
-    json_t *d = ghd_ukernel_describe_new(k);
-    rc = build_report(svc, k, d, err);
+    json_t *d = ghd_ukernel_describe_new(k), *build = json_object();
+    json_object_set_new(d, "build", build);
+    rc = ghd_service_kernel_build(svc, k, build, err);
     if (rc) {
         ghd_err_prefix(err, rc, "kernel %s", k->def.name);
         goto out;

@@ -29,6 +29,13 @@ int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const ch
  * --tenant-max-kernels; else what the definition or its compile says. */
 int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_t *def,
                               json_t **desc, struct ghd_err *err);
+/* What defining k costs on this backend, done now and said in `build`
+ * (the 201's "build" object): the host interprets; CUDA compiles and loads
+ * the binding without placeholder types or scalars (its "cache" says
+ * whether NVRTC ran), the rest when first run. */
+struct ghd_ukernel;
+int ghd_service_kernel_build(struct ghd_service *svc, struct ghd_ukernel *k, json_t *build,
+                             struct ghd_err *err);
 /* GHD_EBUSY for a built-in (it cannot be deleted), GHD_ENOENT. */
 int ghd_service_kernel_delete(struct ghd_service *svc, const char *tenant, const char *name,
                               struct ghd_err *err);

@@ -25,11 +25,15 @@ int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
     json_t *mod = json_object_get(launch, "module"), *fn = json_object_get(launch, "function");
     int rc = ghd_service_module_function(svc, tenant, json_string_value(mod),
                                          json_string_value(fn), &step->kernel, err);
-    if (rc)
-        return rc;
+    return rc ? rc : ghd_service_run_step_function(svc, tenant, step, launch, err);
+}
+
+int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
+                                  struct ghd_run_step *step, json_t *launch, struct ghd_err *err)
+{
     /* For a raw function the "args" of the call are the whole step: its
      * launch shape and its argument list (kernels/raw/rcall.c). */
-    rc = ghd_run_step_prepare(step, launch, &svc->buffers, tenant, err);
+    int rc = ghd_run_step_prepare(step, launch, &svc->buffers, tenant, err);
     if (rc)
         ghd_err_prefix(err, rc, "%s", step->kernel->raw->name);
     return rc;

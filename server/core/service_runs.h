@@ -27,6 +27,11 @@ int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
  * naming the function. The caller checks the raw permission first. */
 int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
                                 struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
+/* The call of step->kernel, a raw module's function, prepared from the
+ * whole step (its launch shape and argument list); the detail names the
+ * function. */
+int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
+                                  struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
 /* Queues the prepared run (ghd_run_submit). GHD_ELIMIT: the tenant's own
  * limit or --run-queue-limit, as the detail says; GHD_EPRECOND: a step's
  * if_match does not hold (run->precond_version the version found);

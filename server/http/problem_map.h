@@ -38,7 +38,8 @@
     X(EEXPECT, 417, "expectation-failed")     \
     X(EVERSION, 505, "http-version-not-supported") \
     X(EGONE, 410, "gone")                     \
-    X(EMISDIRECTED, 421, "misdirected-request")
+    X(EMISDIRECTED, 421, "misdirected-request") \
+    X(ENOKERNEL, 422, "unknown-kernel")
 
 /* HTTP status for an error code (500 for unknown codes). */
 int ghd_error_status(int code);

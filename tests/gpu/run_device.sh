@@ -68,8 +68,10 @@ test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda
 test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda
 test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 --report-api-errors=no
 test_regions_gpu tests/gpu/test_regions_gpu GHD_BIN=$PWD/$build/gpuhttpd GHD_REGIONS_GPU_MEMCHECK=1
+test_inline_http tests/http/test_inline_http GHD_TEST_BACKEND=cuda --report-api-errors=no
 LIST
-  # test_modules_gpu: a module's parameter layout is read by asking
+  # test_modules_gpu (and test_inline_http, which runs a raw module sent by
+  # value): a module's parameter layout is read by asking
   # cudaFuncGetParamInfo for indices until it answers cudaErrorInvalidValue
   # (CUDA 13.0 has no cudaFuncGetParamCount); memcheck counts each of those
   # answers, and the cudaGetLastError that clears it, as an API error (8 in

@@ -90,6 +90,8 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *socket_min = getenv("GHD_TEST_SOCKET_BODY_MIN");
     if (socket_min && *socket_min)
         cfg.socket_upload_min = strtoull(socket_min, NULL, 10);
+    if (opts->configure)
+        opts->configure(&cfg);
 
     struct ghd_err err = {0};
     int rc = ghd_service_init(&h->svc, &cfg, &err);

@@ -42,6 +42,8 @@ struct harness_opts {
     size_t connection_memory;
     const char *tokens;          /* "token:tenant,..." (--tokens): /v1 then needs a token */
     unsigned tenant_max_kernels; /* --tenant-max-kernels */
+    /* Called last on the configuration, for anything else a suite sets. */
+    void (*configure)(struct ghd_config *cfg);
 };
 
 /* Starts the service and the HTTP server; fails the test (exit 1) on any

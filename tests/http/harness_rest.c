@@ -112,3 +112,48 @@ void harness_free_all(void *const *ptrs, size_t n)
     for (size_t i = 0; i < n; i++)
         free(ptrs[i]);
 }
+
+void harness_tenant_buffer_at(const char *file, int line, struct harness *h, const char *token,
+                              size_t size, const void *data, char id[GHD_BUFFER_ID_LEN + 1])
+{
+    json_t *doc = harness_expect_at(file, line, h, token, 201, "POST", "/v1/buffers",
+                                    "{\"size\": %zu}", size);
+    snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", json_string_value(json_object_get(doc, "id")));
+    json_decref(doc);
+    void *poison = NULL;
+    if (!data) {
+        poison = malloc(size);
+        memset(poison, 0xFF, size);
+        data = poison;
+    }
+    char path[96], auth[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+    struct harness_req req = {.method = "PUT", .path = path, .body = data, .body_len = size,
+                              .has_body = 1};
+    req.headers[0] = auth;
+    req.headers[1] = "Content-Type: application/octet-stream";
+    struct harness_resp r;
+    harness_do(h, &req, &r);
+    if (r.status != 200)
+        fail_msg("%s:%d: PUT %s: status %ld, want 200", file, line, path, r.status);
+    harness_resp_free(&r);
+    free(poison);
+}
+
+void *harness_tenant_buffer_get_at(const char *file, int line, struct harness *h,
+                                   const char *token, const char *id, size_t len)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct harness_resp r;
+    harness_call(h, token, "GET", path, NULL, &r);
+    if (r.status != 200 || r.body_len != len)
+        fail_msg("%s:%d: GET %s: status %ld and %zu bytes, want 200 and %zu", file, line, path,
+                 r.status, r.body_len, len);
+    char *p = malloc(len + 1);
+    memcpy(p, r.body, len);
+    p[len] = 0;
+    harness_resp_free(&r);
+    return p;
+}

@@ -47,6 +47,20 @@ json_t *harness_run_poll_at(const char *file, int line, struct harness *h, const
                             const char *path);
 #define harness_run_poll(...) harness_run_poll_at(__FILE__, __LINE__, __VA_ARGS__)
 
+/* ---- a tenant's buffers --------------------------------------------------- */
+
+/* POST /v1/buffers {"size": size} as `token`, then PUT `data` into it (or
+ * 0xFF bytes when data is NULL, so that a kernel that writes nothing cannot
+ * pass); the new id in id. */
+void harness_tenant_buffer_at(const char *file, int line, struct harness *h, const char *token,
+                              size_t size, const void *data, char id[GHD_BUFFER_ID_LEN + 1]);
+#define harness_tenant_buffer(...) harness_tenant_buffer_at(__FILE__, __LINE__, __VA_ARGS__)
+/* GET the whole buffer as `token`, which must be len bytes: a malloc'd
+ * copy (len + 1 bytes, the last 0). */
+void *harness_tenant_buffer_get_at(const char *file, int line, struct harness *h,
+                                   const char *token, const char *id, size_t len);
+#define harness_tenant_buffer_get(...) harness_tenant_buffer_get_at(__FILE__, __LINE__, __VA_ARGS__)
+
 /* ---- clean-up ----------------------------------------------------------- */
 
 /* DELETE /v1/buffers/<id> for each of the n ids, in order, expecting 204. */

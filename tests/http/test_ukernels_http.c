@@ -43,44 +43,8 @@ static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob"
 #define run_refused(token, status, needle, ...)                                               \
     expect_detail(expect(token, status, "POST", "/v1/runs", __VA_ARGS__), needle)
 
-static void buffer_new(const char *token, size_t size, const void *data, char id[GHD_BUFFER_ID_LEN + 1])
-{
-    json_t *doc = expect(token, 201, "POST", "/v1/buffers", "{\"size\": %zu}", size);
-    snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", json_string_value(json_object_get(doc, "id")));
-    json_decref(doc);
-    void *poison = NULL;
-    if (!data) {
-        poison = malloc(size);
-        memset(poison, 0xFF, size);
-        data = poison;
-    }
-    char path[96], auth[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    struct harness_req req = {.method = "PUT", .path = path, .body = data, .body_len = size,
-                              .has_body = 1};
-    req.headers[0] = auth;
-    req.headers[1] = "Content-Type: application/octet-stream";
-    struct harness_resp r;
-    harness_do(&H, &req, &r);
-    assert_int_equal(r.status, 200);
-    harness_resp_free(&r);
-    free(poison);
-}
-
-static void *buffer_get(const char *token, const char *id, size_t len)
-{
-    char path[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct harness_resp r;
-    harness_call(&H, token, "GET", path, NULL, &r);
-    assert_int_equal(r.status, 200);
-    assert_int_equal(r.body_len, len);
-    void *p = malloc(len + 1);
-    memcpy(p, r.body, len);
-    harness_resp_free(&r);
-    return p;
-}
+#define buffer_new(token, size, data, id) harness_tenant_buffer(&H, token, size, data, id)
+#define buffer_get(token, id, len) harness_tenant_buffer_get(&H, token, id, len)
 
 /* DELETE_BUFFERS(token, x, y, ...) deletes each of the tenant's buffers. */
 #define DELETE_BUFFERS(token, ...) HARNESS_DELETE_BUFFERS(&H, token, __VA_ARGS__)

@@ -136,7 +136,7 @@ def use(srv, client_pkg):
     resp = create_run.sync_detailed(client=client, body=bad)
     p = resp.parsed
     check(resp.status_code == 422 and isinstance(p, models.Problem) and
-          p.type_ == "/problems/invalid-argument" and "no-such-kernel" in p.detail,
+          p.type_ == "/problems/unknown-kernel" and "no-such-kernel" in p.detail,
           f"an unknown kernel: {resp.status_code} {p!r}")
     # The type is dereferenceable on the server itself.
     status, hdrs, page = srv.request("GET", p.type_)

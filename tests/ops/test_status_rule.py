@@ -36,6 +36,17 @@ def run_cases(x):
         ("no steps", {"steps": []}, 400),
         ("a step's unknown member", {"steps": [{"kernel": "sum", "args": args, "x": 1}]}, 400),
         ("unknown kernel", {"kernel": "no-such", "args": args}, 422),
+        # A user kernel by value: its definition is KernelDefinition's to shape
+        # (400 past it), the language's to judge (422).
+        ("definition by value, its name missing",
+         {"kernel": {"in": "f32 x", "out": "f32 z", "body": "z = x"}, "args": args}, 400),
+        ("definition by value, a body not a string",
+         {"kernel": {"name": "k", "in": "f32 x", "out": "f32 z", "body": 5}, "args": args}, 400),
+        ("definition by value, an unknown field",
+         {"kernel": {"name": "k", "in": "f32 x", "out": "f32 z", "bodi": "z = x"}}, 400),
+        ("definition by value, an unknown name in its body",
+         {"kernel": {"name": "k", "in": "f32 x", "out": "f32 z", "body": "z = q"},
+          "args": args}, 422),
         ("n missing", {"kernel": "sum", "args": {"x": x, "dtype": "f32"}}, 422),
         ("unknown argument", {"kernel": "sum", "args": {**args, "bogus": 1}}, 422),
         ("n a string", {"kernel": "sum", "args": {**args, "n": "16"}}, 422),
@@ -98,7 +109,9 @@ def main():
                 if status != want or hdrs.get("content-type") != "application/problem+json":
                     wrong.append(f"{path} {what}: {status}, not {want}: {problem}")
                 elif want == 422:
-                    check(problem["type"] == "/problems/invalid-argument", f"{what}: {problem}")
+                    # a kernel name the server does not know has a type of its own
+                    ptype = "unknown-kernel" if what == "unknown kernel" else "invalid-argument"
+                    check(problem["type"] == f"/problems/{ptype}", f"{what}: {problem}")
         # A query parameter outside its schema's bounds: 400 as well.
         status, _, _ = srv.json("GET", "/v1/buffers?limit=0")
         if status != 400:

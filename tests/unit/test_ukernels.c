@@ -105,6 +105,67 @@ static void test_valid_definitions(void **state)
     for_each_case("valid", valid_case);
 }
 
+/* A checked definition saved and read back (kernels/user/saved.c) is the
+ * same tree; bytes that are not one this build wrote are refused. */
+static void saved_case(const char *dir, const char *name)
+{
+    char path[900];
+    snprintf(path, sizeof(path), "%s/input.json", dir);
+    json_t *def = json_load_file(path, JSON_ALLOW_NUL, NULL);
+    struct ghd_udef d, head, back;
+    struct ghd_err e = {0};
+    if (ghd_udef_from_json(def, &limits, &d, &e) != 0)
+        fail_msg("valid/%s: %s", name, e.detail);
+    json_decref(def);
+    ghd_udef_save(&d, &head);
+    size_t nodes_len = (size_t)d.nnodes * sizeof(*d.nodes);
+    assert_int_equal(ghd_udef_load(&head, sizeof(head), d.nodes, nodes_len, &back), 0);
+    assert_int_equal(back.nnodes, d.nnodes);
+    assert_memory_equal(back.nodes, d.nodes, nodes_len);
+    assert_memory_equal(back.params, d.params, sizeof(d.params));
+    assert_memory_equal(back.stmts, d.stmts, sizeof(d.stmts));
+    assert_string_equal(back.name, d.name);
+    assert_string_equal(back.placeholders, d.placeholders);
+    ghd_udef_clear(&back);
+    /* the wrong sizes; a kid out of range; a node its own kid (a walk
+     * that never ends); an operation, a statement's target and a
+     * placeholder out of range */
+    assert_int_equal(ghd_udef_load(&head, sizeof(head) - 1, d.nodes, nodes_len, &back),
+                     GHD_EINVAL);
+    assert_int_equal(ghd_udef_load(&head, sizeof(head), d.nodes, nodes_len - 1, &back),
+                     GHD_EINVAL);
+    struct ghd_unode *nodes = malloc(nodes_len);
+    int parent = -1;
+    for (int i = 0; i < d.nnodes && parent < 0; i++)
+        if (d.nodes[i].nkid)
+            parent = i;
+    assert_true(parent >= 0);
+    int bad_kids[3] = {d.nnodes, -1, parent};
+    for (int k = 0; k < 3; k++) {
+        memcpy(nodes, d.nodes, nodes_len);
+        nodes[parent].kid[0] = bad_kids[k];
+        assert_int_equal(ghd_udef_load(&head, sizeof(head), nodes, nodes_len, &back), GHD_EINVAL);
+    }
+    memcpy(nodes, d.nodes, nodes_len);
+    nodes[0].op = 99;
+    assert_int_equal(ghd_udef_load(&head, sizeof(head), nodes, nodes_len, &back), GHD_EINVAL);
+    free(nodes);
+    struct ghd_udef odd = head;
+    odd.stmts[0].target = -5;
+    odd.nstmts = odd.nstmts ? odd.nstmts : 1;
+    assert_int_equal(ghd_udef_load(&odd, sizeof(odd), d.nodes, nodes_len, &back), GHD_EINVAL);
+    odd = head;
+    odd.placeholders[0] = 'a';
+    assert_int_equal(ghd_udef_load(&odd, sizeof(odd), d.nodes, nodes_len, &back), GHD_EINVAL);
+    ghd_udef_clear(&d);
+}
+
+static void test_saved_definitions(void **state)
+{
+    (void)state;
+    for_each_case("valid", saved_case);
+}
+
 static void test_invalid_definitions(void **state)
 {
     (void)state;
@@ -382,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_definitions),
         cmocka_unit_test(test_invalid_definitions),
+        cmocka_unit_test(test_saved_definitions),
         cmocka_unit_test(test_elementwise_f32),
         cmocka_unit_test(test_interp_stops_when_asked),
         cmocka_unit_test(test_reduction_l2),

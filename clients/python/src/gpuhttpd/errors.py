@@ -143,6 +143,7 @@ PROBLEMS: tuple[tuple[int, str, str, type[GpuhttpdError]], ...] = (
     (417, "expectation-failed", "Expectation failed", BadRequest),
     (421, "misdirected-request", "Misdirected request", Misdirected),
     (422, "invalid-argument", "Unprocessable content", InvalidArgument),
+    (422, "unknown-kernel", "Unknown kernel", InvalidArgument),
     (429, "too-many-requests", "Too many requests", Unavailable),
     (500, "internal", "Internal server error", ServerError),
     (500, "device-error", "Device error", ServerError),
