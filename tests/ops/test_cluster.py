@@ -6,9 +6,10 @@ Kubernetes ConfigMap has too). Checks that
   memory: a fuller instance gets fewer);
 - every id routes to its owner, through curl and through the Python client,
   bytes exact; a create with Gpuhttpd-Route or ?near= lands on that owner;
-  the Python client's runs route by their buffers and its near= creations
-  land beside them; an instance reached directly raises Misdirected naming
-  the owner;
+  the Python client's runs route by their buffers (a kernel it defined on
+  one instance runs on the others by value) and its near= creations land
+  beside them; an instance reached directly raises Misdirected naming the
+  owner;
 - a run with the route header runs on its buffers' owner; without it the
   others answer 421 naming the owner; buffers of two owners are 422;
 - a copy_of another instance's buffer is 421 naming the owner;
@@ -238,14 +239,17 @@ def python_client(cl, root, data):
         made = [c.asarray(np.arange(1000, dtype=np.float32) + k) for k in range(6)]
         owners = {owner(x.id) for x in made}
         check(len(owners) >= 2, f"six client uploads all on {owners}")
+        # Defined on the one instance the proxy picks: the others get it by value.
+        thrice = c.define("thrice", in_="f32 x", out="f32 y", body="y = 3 * x")
         for k, x in enumerate(made):
-            check(np.array_equal(x.get(), np.arange(1000, dtype=np.float32) + k),
-                  f"client round trip {x.id}")
+            a = np.arange(1000, dtype=np.float32) + k
+            check(np.array_equal(x.get(), a), f"client round trip {x.id}")
             y = c.zeros(1000, np.float32, near=x)
             check(owner(y.id) == owner(x.id), f"near {x.id} made {y.id}")
             c.run("axpy", a=2.0, x=x, y=y)  # routed by x; unrouted, most would be 421
-            check(np.array_equal(y.get(), 2 * (np.arange(1000, dtype=np.float32) + k)),
-                  f"client run on {x.id}")
+            check(np.array_equal(y.get(), 2 * a), f"client run on {x.id}")
+            thrice(x=x, y=y)
+            check(np.array_equal(y.get(), 3 * a), f"user kernel on {x.id}")
             y.delete()
         x = made[0]
         elsewhere = (owner(x.id) + 1) % N
