@@ -85,14 +85,23 @@ int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
      * start did not make, 404 otherwise), and the new buffer is made on the
      * same device. */
     const char *near = ghd_request_query(req, "near");
+    struct ghd_buffer_spec s = *spec;
     int rc;
     if (near) {
         struct ghd_buffer *beside;
         if ((rc = ghd_service_buffer_find(req->svc, req->tenant, near, &beside, &err)) != 0)
             return ghd_reply_problem(rep, req, rc, "near: %s", err.detail);
-        ghd_buffer_unref(beside); /* one device: every buffer is beside it */
+        unsigned dev = beside->device;
+        ghd_buffer_unref(beside);
+        if (s.has_device && s.device != (long long)dev)
+            return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                     "'device' %lld and near=%.64s (on device %u) disagree; give "
+                                     "one of them",
+                                     s.device, near, dev);
+        s.has_device = 1;
+        s.device = dev;
     }
-    rc = ghd_service_buffer_create(req->svc, req->tenant, spec, out, &err);
+    rc = ghd_service_buffer_create(req->svc, req->tenant, &s, out, &err);
     if (rc == GHD_ELIMIT) /* --tenant-max-buffers */
         ghd_reply_header(rep, "Retry-After", "1");
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/parse.h"
 #include "core/npy.h"
+#include "core/service_buffers.h"
 
 /* JSON Schema's integer: 4096 and 4096.0 alike, since JSON does not tell
  * them apart and some clients only have doubles. */
@@ -28,6 +29,20 @@ static int json_uint(json_t *v, uint64_t *out)
             return 1;
         }
     }
+    return 0;
+}
+
+/* "device": k, in a create's body or a copy's. */
+static int json_device(struct ghd_request *req, struct ghd_reply *rep, json_t *value,
+                       struct ghd_buffer_spec *spec)
+{
+    uint64_t u;
+    if (!json_uint(value, &u) || u > (uint64_t)INT64_MAX)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "'device' must be a non-negative integer (GET /v1/devices lists "
+                                 "the devices)");
+    spec->has_device = 1;
+    spec->device = (long long)u;
     return 0;
 }
 
@@ -59,10 +74,14 @@ static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
             if (!json_is_string(value))
                 return ghd_reply_problem(rep, req, GHD_EINVAL, "'label' must be a string");
             spec->label = json_string_value(value);
+        } else if (strcmp(key, "device") == 0) {
+            int rc = json_device(req, rep, value, spec);
+            if (rc)
+                return rc;
         } else if (strcmp(key, "dtype") != 0 && strcmp(key, "shape") != 0) {
             return ghd_reply_problem(rep, req, GHD_EINVAL,
                                      "unknown field '%.64s' (allowed: size, alignment, label, "
-                                     "ttl_s, dtype, shape)",
+                                     "ttl_s, dtype, shape, device, copy_of)",
                                      key);
         }
     }
@@ -88,16 +107,71 @@ static int json_spec(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
     return 0;
 }
 
+/* {"copy_of": id, "device"?, "label"?, "ttl_s"?}: a new buffer with the
+ * source's bytes, dtype and shape, on `device` (the source's without it). */
+static int copy_create(struct ghd_request *req, struct ghd_reply *rep, json_t *copy_of)
+{
+    struct ghd_buffer_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    if (!json_is_string(copy_of))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "'copy_of' must be a buffer id");
+    const char *key;
+    json_t *value;
+    json_object_foreach(req->json, key, value) {
+        uint64_t u;
+        int rc = 0;
+        if (strcmp(key, "device") == 0) {
+            rc = json_device(req, rep, value, &spec);
+        } else if (strcmp(key, "label") == 0) {
+            if (!json_is_string(value))
+                return ghd_reply_problem(rep, req, GHD_EINVAL, "'label' must be a string");
+            spec.label = json_string_value(value);
+        } else if (strcmp(key, "ttl_s") == 0) {
+            if (!json_uint(value, &u) || u > (uint64_t)INT64_MAX)
+                return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                         "'ttl_s' must be a non-negative integer");
+            spec.ttl_s = (time_t)u;
+        } else if (strcmp(key, "copy_of") != 0) {
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "'%.64s' does not go with 'copy_of' (a copy keeps the "
+                                     "source's size, dtype and shape; allowed: copy_of, device, "
+                                     "label, ttl_s)",
+                                     key);
+        }
+        if (rc)
+            return rc;
+    }
+    struct ghd_buffer *b;
+    uint64_t version = 0;
+    struct ghd_err err = {0};
+    int rc = ghd_service_buffer_copy(req->svc, req->tenant, json_string_value(copy_of), &spec, &b,
+                                     &version, &err);
+    if (rc == GHD_ELIMIT)
+        ghd_reply_header(rep, "Retry-After", "1");
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
+    json_t *body = ghd_buffer_json_new(b);
+    json_object_set_new(body, "copy_of", json_string(json_string_value(copy_of)));
+    json_object_set_new(body, "source_version", json_integer((json_int_t)version));
+    ghd_reply_header(rep, "Location", "/v1/buffers/%s", b->id);
+    ghd_reply_etag(rep, ghd_buffer_version(b), 0);
+    ghd_buffer_unref(b);
+    return ghd_reply_json(rep, 201, body);
+}
+
 int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     /* A JSON body carries these itself; silently ignoring them would lose them. */
-    static const char *const octet_only[] = {"label", "ttl_s", "alignment"};
+    static const char *const octet_only[] = {"label", "ttl_s", "alignment", "device"};
     for (size_t i = 0; i < sizeof(octet_only) / sizeof(octet_only[0]); i++)
         if (ghd_request_query(req, octet_only[i]))
             return ghd_reply_problem(rep, req, GHD_EINVAL,
                                      "query parameter '%s' is for the octet-stream form; give "
                                      "it in the JSON body",
                                      octet_only[i]);
+    json_t *copy_of = json_object_get(req->json, "copy_of");
+    if (copy_of)
+        return copy_create(req, rep, copy_of);
     struct ghd_buffer_spec spec;
     struct ghd_array_desc desc;
     int rc = json_spec(req, rep, &spec, &desc);

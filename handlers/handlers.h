@@ -11,6 +11,7 @@ extern const struct ghd_routes ghd_routes;
 /* health.c */
 int ghd_handle_healthz(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_device_list(struct ghd_request *req, struct ghd_reply *rep);
 
 /* buffers.c */
 int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep);

@@ -29,7 +29,9 @@ static const struct ghd_route table[] = {
      PUBLIC, NODEV, NOPROBE},
     /* --metrics-token when that is set, else anyone. */
     {"GET", "/metrics", GHD_BODY_NONE, ghd_handle_metrics, NULL, GHD_ACCESS_METRICS, NODEV, PROBE},
-    /* The rest: a tenant's token when tokens are configured. */
+    /* The rest: a tenant's token when tokens are configured. The device
+     * list answers also when every device is lost (each one says so). */
+    {"GET", "/v1/devices", GHD_BODY_NONE, ghd_handle_device_list, NULL, TENANT, NODEV, NOPROBE},
     {"POST", "/v1/buffers", GHD_BODY_UPLOAD, ghd_handle_buffer_create, &ghd_buffer_create_upload,
      TENANT, DEVICE, NOPROBE},
     {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL, TENANT, DEVICE, NOPROBE},

@@ -122,10 +122,12 @@ int ghd_upload_create_spec(struct ghd_request *req, struct ghd_reply *rep,
     if (!req->has_content_length)
         return ghd_reply_problem(rep, req, GHD_ELENGTH,
                                  "creating a buffer from a body needs Content-Length");
-    uint64_t ttl = 0, align = 0; /* "false" or "-1" is a 400, not a silent 0 */
+    uint64_t ttl = 0, align = 0, device = 0; /* "false" or "-1" is a 400, not a silent 0 */
     int rc = ghd_buffer_query_uint(req, rep, "ttl_s", (uint64_t)INT64_MAX, &ttl);
     if (rc == 0)
         rc = ghd_buffer_query_uint(req, rep, "alignment", (uint64_t)INT64_MAX, &align);
+    if (rc == 0)
+        rc = ghd_buffer_query_uint(req, rep, "device", (uint64_t)INT64_MAX, &device);
     if (rc)
         return rc;
     *spec = (struct ghd_buffer_spec){
@@ -134,6 +136,8 @@ int ghd_upload_create_spec(struct ghd_request *req, struct ghd_reply *rep,
         .alignment = (size_t)align,
         .label = ghd_request_query(req, "label"),
         .ttl_s = (time_t)ttl,
+        .has_device = ghd_request_query(req, "device") != NULL,
+        .device = (long long)device,
     };
     return 0;
 }

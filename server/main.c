@@ -22,6 +22,7 @@
 #include "base/log_writer.h"
 #include "core/run_queue.h"
 #include "core/service.h"
+#include "core/service_devices.h"
 
 static pthread_t main_thread;
 
@@ -117,7 +118,7 @@ static unsigned drain(struct ghd_service *svc, struct ghd_http *http, const sigs
     }
 }
 
-/* --on-device-loss exit: the device is lost (a kernel faulted, or a run
+/* --on-device-loss exit: a device is lost (a kernel faulted, or a run
  * passed --run-timeout). No new connections; the replies in flight (their
  * runs were reported failed, device routes answer 503) get up to two
  * seconds to go out, then the process exits with GHD_EXIT_DEVICE_LOST for
@@ -126,7 +127,7 @@ static unsigned drain(struct ghd_service *svc, struct ghd_http *http, const sigs
 static _Noreturn void exit_device_lost(struct ghd_service *svc, struct ghd_http *http)
 {
     struct ghd_err lost = {0};
-    ghd_devloss_get(&svc->devloss, &lost);
+    ghd_service_devices_lost(svc, &lost);
     atomic_store(&svc->ready, 0);
     ghd_http_quiesce(http);
     for (int i = 0; i < 40 && ghd_http_requests_in_flight(http) > 0; i++) {
@@ -195,8 +196,8 @@ static void serve_until_stopped(struct ghd_service *svc, struct ghd_http *http,
             break;
         if (sig == SIGHUP)
             reload_tokens(svc);
-        if (strcmp(svc->cfg.on_device_loss, "exit") == 0 && ghd_devloss_get(&svc->devloss, NULL))
-            exit_device_lost(svc, http);
+        if (strcmp(svc->cfg.on_device_loss, "exit") == 0 && ghd_service_devices_lost(svc, NULL))
+            exit_device_lost(svc, http); /* one device is enough: a supervisor restarts all */
         ghd_buffer_expire(&svc->buffers, time(NULL));
     }
 }

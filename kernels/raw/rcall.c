@@ -94,9 +94,15 @@ int ghd_rcall_execute(struct ghd_rcall *c, struct ghd_runtime *rt, struct ghd_st
                       struct ghd_err *err)
 {
     const struct ghd_device_ops *ops = rt->dev.ops;
-    if (c->f->module->rt != rt)
-        return ghd_err_set(err, GHD_EUNPROC, "module %s was loaded on another device",
-                           c->f->module->id);
+    /* A library is loaded into every device's context (cudaLibraryLoadData
+     * is context-independent): it runs where the cubin's architecture is
+     * the device's. */
+    const struct ghd_rmodule *m = c->f->module;
+    if (m->rt != rt && strcmp(m->rt->dev.arch, rt->dev.arch) != 0)
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "module %s was compiled for %s, and device %u is %s: a raw module "
+                           "runs on devices of the architecture it was compiled for",
+                           m->id, m->rt->dev.arch, rt->index, rt->dev.arch);
     /* The first failure's detail wins: the sync after it must not overwrite it. */
     struct ghd_err e = {0}, sync_err = {0};
     int rc = 0;

@@ -60,11 +60,13 @@ int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_
     int rc = 0;
     char *src = NULL;
     struct ucuda_code *code = NULL;
-    pthread_mutex_lock(&k->lock); /* one build per binding, however many runs ask */
-    if (b->device_code) {
-        struct ucuda_code *have = b->device_code;
+    GHD_ASSERT(rt->index < GHD_MAX_DEVICES);
+    pthread_mutex_lock(&k->lock); /* one build per binding and device, however many runs ask */
+    if (b->device_code[rt->index]) {
+        struct ucuda_code *have = b->device_code[rt->index];
         if (have->rt != rt)
-            rc = ghd_err_set(e, GHD_ENOTSUP, "kernel %s was built for another device", k->def.name);
+            rc = ghd_err_set(e, GHD_ENOTSUP, "kernel %s was built for another service's device",
+                             k->def.name);
         goto out;
     }
     if (!k->compiler) {
@@ -89,7 +91,7 @@ int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_
     }
     ghd_ucompiled_clear(&code->info);
     code->rt = rt;
-    b->device_code = code;
+    b->device_code[rt->index] = code;
     code = NULL;
 out:
     pthread_mutex_unlock(&k->lock);
@@ -103,7 +105,9 @@ out:
 
 void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build)
 {
-    const struct ucuda_code *code = b->device_code;
+    const struct ucuda_code *code = NULL;
+    for (unsigned i = 0; i < GHD_MAX_DEVICES && !code; i++)
+        code = b->device_code[i];
     if (!code)
         return;
     json_object_set_new(build, "compiled", json_true());
@@ -123,20 +127,22 @@ void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build)
 
 void ghd_ubinding_device_free(struct ghd_ubinding *b)
 {
-    struct ucuda_code *code = b->device_code;
-    if (!code)
-        return;
-    (void)cudaSetDevice(code->rt->dev.ordinal);
-    (void)cudaLibraryUnload(code->lib);
-    free(code);
-    b->device_code = NULL;
+    for (unsigned i = 0; i < GHD_MAX_DEVICES; i++) {
+        struct ucuda_code *code = b->device_code[i];
+        if (!code)
+            continue;
+        (void)cudaSetDevice(code->rt->dev.ordinal);
+        (void)cudaLibraryUnload(code->lib);
+        free(code);
+        b->device_code[i] = NULL;
+    }
 }
 
 int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
                      const struct ghd_uarg *args, uint64_t n, struct ghd_ucuda_run *run,
                      struct ghd_err *e)
 {
-    struct ucuda_code *code = b->device_code;
+    struct ucuda_code *code = b->device_code[rt->index];
     const struct ghd_udef *d = b->prog.def;
     struct ghd_device *dev = &rt->dev;
     uint64_t w[GHD_UCG_WORDS];

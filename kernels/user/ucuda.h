@@ -16,15 +16,17 @@ struct ghd_ucuda_run {
 };
 
 #ifdef GHD_HAVE_NVRTC
-/* Builds and loads the binding's code for rt's device once (under k's lock). */
+/* Builds and loads the binding's code for rt's device once (under k's
+ * lock): compiled for the device's architecture on its first use there (a
+ * second device of the same architecture finds the compile in the cache). */
 int ghd_ucuda_prepare(struct ghd_ukernel *k, struct ghd_ubinding *b, struct ghd_runtime *rt,
                       struct ghd_err *e);
 /* Enqueues the kernel on `stream`. */
 int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
                      const struct ghd_uarg *args, uint64_t n, struct ghd_ucuda_run *run,
                      struct ghd_err *e);
-/* The binding's build in a 201's "build" object: compile log, seconds,
- * registers, shared memory, cache hit. */
+/* The binding's build (on the first device that has it) in a 201's
+ * "build" object: compile log, seconds, registers, shared memory, cache hit. */
 void ghd_ucuda_report(const struct ghd_ubinding *b, json_t *build);
 /* After the stream has synchronized: a reduction's value. */
 int ghd_ucuda_result(struct ghd_ucuda_run *run, struct ghd_runtime *rt, union ghd_uval *acc,

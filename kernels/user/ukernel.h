@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "device/runtime.h"
 #include "kernels/registry.h"
 #include "define.h"
 #include "base/hash.h"
@@ -21,7 +22,10 @@
 struct ghd_ubinding {
     struct ghd_ubind key;
     struct ghd_uprog prog;
-    void *device_code; /* the backend's compiled form (CUDA: kernels/user/cuda), or NULL */
+    /* The backend's compiled form per device (CUDA: kernels/user/cuda), by
+     * the runtime's index; NULL until the binding first runs there. Devices
+     * of one architecture share the compile (the cache), not the load. */
+    void *device_code[GHD_MAX_DEVICES];
 };
 
 struct ghd_ukernel {
@@ -64,7 +68,7 @@ void ghd_ukernel_unref(struct ghd_ukernel *k);
 int ghd_ukernel_binding(struct ghd_ukernel *k, const struct ghd_ubind *b,
                         struct ghd_ubinding **out, struct ghd_err *e);
 
-/* Drops a binding's device code (no-op when it has none). */
+/* Drops a binding's device code on every device (no-op where it has none). */
 void ghd_ubinding_device_free(struct ghd_ubinding *b);
 
 /* GET /v1/kernels/{name} for a user kernel: as built-ins describe

@@ -172,6 +172,12 @@ int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s, struct ghd_err 
     return rc;
 }
 
+void ghd_buffer_mark_written(struct ghd_buffer *b)
+{
+    GHD_ASSERT(atomic_load(&b->pending) && !b->zeroed);
+    atomic_store_explicit(&b->zero_done, 1, memory_order_release);
+}
+
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
 {
@@ -212,7 +218,7 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     b->size = spec->size;
     b->alignment = spec->alignment > rt->pool.cfg.alignment ? spec->alignment
                                                             : rt->pool.cfg.alignment;
-    b->device = rt->dev.ordinal;
+    b->device = rt->index;
     b->created = time(NULL);
     b->ttl_s = spec->ttl_s;
     b->expires = spec->ttl_s && !spec->pending ? b->created + spec->ttl_s : 0;

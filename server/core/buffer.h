@@ -29,7 +29,7 @@ struct ghd_buffer {
     char id[GHD_BUFFER_ID_LEN + 1];
     size_t size;
     size_t alignment;
-    int device;
+    unsigned device; /* rt->index: the device as the API names it */
     time_t created;
     time_t expires; /* 0 = never; a pending buffer's clock starts at publish */
     time_t ttl_s;   /* as asked for at creation, 0 = never */
@@ -88,6 +88,10 @@ struct ghd_buffer_spec {
     time_t ttl_s;       /* 0 = never expires */
     int pending;        /* hidden from lookups and lists until ghd_buffer_publish */
     const struct ghd_array_desc *desc; /* may be NULL; its bytes must equal size */
+    /* The device (core/service_devices.h) when the client named one; without
+     * it the service places the buffer (--placement). */
+    int has_device;
+    long long device;
 };
 
 /* Allocates device memory from rt's pool (zeroed by its first use, see
@@ -157,6 +161,10 @@ void ghd_buffer_discard(struct ghd_buffer_table *t, struct ghd_buffer *b);
  * for that zeroing on the device (the host does not wait). A device failure
  * fills *error (NULL: the code is enough). */
 int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s, struct ghd_err *error);
+/* Every byte of b was written by its first user (a copy) before anyone else
+ * could see it: b needs no zeroing, and later users no wait for one.
+ * pre: b is pending and nothing called ghd_buffer_order on it. */
+void ghd_buffer_mark_written(struct ghd_buffer *b);
 void ghd_buffer_ref(struct ghd_buffer *b);
 void ghd_buffer_unref(struct ghd_buffer *b);
 

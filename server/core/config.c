@@ -41,9 +41,20 @@ static const struct option_spec specs[] = {
      "can route by owner (auto: the hostname's trailing number, gpuhttpd-3 -> 3, else 0)"},
     {"bind", OPT_STRING, OFF(bind), STR_MAX(bind), 0, 0, "127.0.0.1", "IPv4 address to listen on"},
     {"backend", OPT_BACKEND, OFF(backend), 0, 0, 0, "auto", "auto, cuda or host"},
-    {"device", OPT_UINT, OFF(device), 0, 0, 63, "0", "CUDA device ordinal"},
+    {"devices", OPT_STRING, OFF(devices), STR_MAX(devices), 0, 0, "all",
+     "the devices to serve: all (every visible one), or CUDA ordinals and GPU UUIDs separated "
+     "by commas (0,1,3 or GPU-...); on the host backend 0 to N-1 or host-N of --host-devices"},
+    {"device", OPT_STRING, OFF(device), STR_MAX(device), 0, 0, "",
+     "one CUDA device ordinal: the same as --devices N"},
+    {"host-devices", OPT_UINT, OFF(host_devices), 0, 1, 16, "1",
+     "devices the host backend simulates, each with a pool and limit of its own"},
+    {"placement", OPT_STRING, OFF(placement), STR_MAX(placement), 0, 0, "most-free",
+     "where a buffer or run goes when the request names no device: most-free (the device "
+     "with the most free pool, the lowest index on a tie) or round-robin"},
+    {"ready-needs", OPT_STRING, OFF(ready_needs), STR_MAX(ready_needs), 0, 0, "any",
+     "the devices /readyz needs ready to answer 200: any (at least one) or all"},
     {"pool-limit", OPT_SIZE_OR_PERCENT, OFF(pool_limit), OFF(pool_limit_percent), 0, 0, "90%",
-     "most device memory the pool may reserve: bytes (K/M/G/T) or N% of the device"},
+     "most memory each device's pool may reserve: bytes (K/M/G/T) or N% of each device"},
     {"pool-alignment", OPT_SIZE, OFF(pool_alignment), 0, 256, 1 << 20, "256",
      "alignment of every buffer, a power of two >= 256"},
     {"pool-slab", OPT_SIZE, OFF(pool_slab), 0, 2 << 20, 1ULL << 40, "256M",
@@ -53,11 +64,12 @@ static const struct option_spec specs[] = {
     {"staging-chunk", OPT_SIZE, OFF(staging_chunk), 0, 64 << 10, 1 << 30, "8M",
      "size of one pinned staging chunk"},
     {"staging-chunks", OPT_UINT, OFF(staging_chunks), 0, 2, 4096, "32",
-     "number of pinned staging chunks (allocated once at start)"},
+     "number of pinned staging chunks of each device (allocated once at start)"},
     {"staging-small-chunk", OPT_SIZE, OFF(staging_small_chunk), 0, 4 << 10, 16 << 20, "64K",
      "size of one small pinned staging chunk, for transfers that fit in one"},
     {"staging-small-chunks", OPT_UINT, OFF(staging_small_chunks), 0, 0, 65536, "256",
-     "number of small pinned staging chunks (0 = small transfers use the main ring)"},
+     "number of small pinned staging chunks of each device (0 = small transfers use the main "
+     "ring)"},
     {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
      "how long a transfer waits for a free staging chunk before 503"},
     {"staging-hold", OPT_UINT, OFF(staging_hold_s), 0, 0, 3600, "10",
@@ -96,8 +108,8 @@ static const struct option_spec specs[] = {
     {"run-queue-limit", OPT_UINT, OFF(run_queue_limit), 0, 1, 1000000, "1024",
      "most runs queued or running at once"},
     {"run-workers", OPT_UINT, OFF(run_workers), 0, 1, 64, "4",
-     "runs executed at once, each on a stream of its own; runs that share a buffer one of "
-     "them writes still run in the order they were submitted"},
+     "runs executed at once on each device, each on a stream of its own; runs that share a "
+     "buffer one of them writes still run in the order they were submitted"},
     {"default-ttl", OPT_UINT, OFF(default_ttl_s), 0, 0, 86400 * 365, "0",
      "default buffer time to live in seconds (0 = none)"},
     {"log-level", OPT_STRING, OFF(log_level), STR_MAX(log_level), 0, 0, "info",
@@ -170,8 +182,8 @@ static const struct option_spec specs[] = {
      "treated as lost (0 = no limit)"},
     {"on-device-loss", OPT_STRING, OFF(on_device_loss), STR_MAX(on_device_loss), 0, 0, "stay",
      "what a lost device (a faulting kernel, a run past --run-timeout) does: exit (after the "
-     "replies in flight, with status 3, for a supervisor to restart) or stay (device routes "
-     "answer 503)"},
+     "replies in flight, with status 3, for a supervisor to restart) or stay (its buffers, runs "
+     "and modules answer 503, the other devices serve)"},
     {"shutdown-grace", OPT_UINT, OFF(shutdown_grace_s), 0, 0, 3600, "30",
      "seconds SIGTERM waits for transfers and runs in flight before closing"},
     {"header-timeout", OPT_UINT, OFF(header_timeout_s), 0, 0, 86400, "30",
@@ -323,6 +335,57 @@ static int resolve_instance(struct ghd_config *cfg, FILE *err)
     return 0;
 }
 
+/* --devices: "all", or at most 16 distinct ordinals (0..63) and UUIDs;
+ * --device N is the one-device list it always was. Which of them exist is
+ * the backend's to say (core/service.c). */
+static int resolve_devices(struct ghd_config *cfg, FILE *err)
+{
+    if (cfg->device[0]) {
+        uint64_t v;
+        if (ghd_parse_u64(cfg->device, &v) != 0 || v > 63) {
+            fprintf(err, "gpuhttpd: --device must be a CUDA ordinal 0..63\n");
+            return -1;
+        }
+        if (strcmp(cfg->devices, "all") != 0 && strcmp(cfg->devices, cfg->device) != 0) {
+            fprintf(err, "gpuhttpd: give --devices or --device, not both\n");
+            return -1;
+        }
+        snprintf(cfg->devices, sizeof(cfg->devices), "%s", cfg->device);
+    }
+    if (strcmp(cfg->devices, "all") == 0)
+        return 0;
+    char items[16][64];
+    unsigned n = 0;
+    for (const char *p = cfg->devices;; p++) {
+        size_t len = strcspn(p, ",");
+        uint64_t v;
+        char item[64];
+        snprintf(item, sizeof(item), "%.*s", (int)(len < 63 ? len : 63), p);
+        int number = ghd_parse_u64(item, &v) == 0 && v <= 63;
+        int uuid = len > 4 && len < 48 && (strncmp(p, "GPU-", 4) == 0 ||
+                                           strncmp(p, "MIG-", 4) == 0 ||
+                                           strncmp(p, "host-", 5) == 0);
+        if (!number && !uuid) {
+            fprintf(err, "gpuhttpd: --devices: '%s' is neither an ordinal 0..63 nor a device "
+                         "UUID (GPU-..., host-N); give all or a list like 0,1,3\n", item);
+            return -1;
+        }
+        for (unsigned i = 0; i < n; i++)
+            if (strcmp(items[i], item) == 0) {
+                fprintf(err, "gpuhttpd: --devices names '%s' twice\n", item);
+                return -1;
+            }
+        if (n == 16) {
+            fprintf(err, "gpuhttpd: --devices names more than 16 devices\n");
+            return -1;
+        }
+        snprintf(items[n++], sizeof(items[0]), "%s", item);
+        if (!p[len])
+            return 0;
+        p += len;
+    }
+}
+
 /* Cross-option checks that a single value cannot express. */
 static int validate(const struct ghd_config *cfg, FILE *err)
 {
@@ -342,6 +405,14 @@ static int validate(const struct ghd_config *cfg, FILE *err)
     }
     if (strcmp(cfg->on_device_loss, "exit") != 0 && strcmp(cfg->on_device_loss, "stay") != 0) {
         fprintf(err, "gpuhttpd: --on-device-loss must be exit or stay\n");
+        return -1;
+    }
+    if (strcmp(cfg->placement, "most-free") != 0 && strcmp(cfg->placement, "round-robin") != 0) {
+        fprintf(err, "gpuhttpd: --placement must be most-free or round-robin\n");
+        return -1;
+    }
+    if (strcmp(cfg->ready_needs, "any") != 0 && strcmp(cfg->ready_needs, "all") != 0) {
+        fprintf(err, "gpuhttpd: --ready-needs must be any or all\n");
         return -1;
     }
     if (cfg->probe_port && cfg->probe_port == cfg->port) {
@@ -368,7 +439,8 @@ static const char *placeholder(const struct option_spec *sp)
         {"bind", "ADDR"},  {"instance", "auto|N"},     {"log-level", "LEVEL"}, {"log-format", "text|json"},
         {"port-file", "FILE"},  {"docs-dir", "DIR"},    {"tokens-file", "FILE"},
         {"tokens", "LIST"},     {"metrics-token", "TOKEN"}, {"tls-cert", "FILE"},
-        {"tls-key", "FILE"},    {"on-device-loss", "exit|stay"},
+        {"tls-key", "FILE"},    {"on-device-loss", "exit|stay"}, {"devices", "all|LIST"},
+        {"device", "N"},        {"placement", "most-free|round-robin"}, {"ready-needs", "any|all"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         if (strcmp(sp->flag, strings[i].flag) == 0)
@@ -504,7 +576,7 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
         fprintf(err, "gpuhttpd: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
-    if (resolve_instance(cfg, err) != 0)
+    if (resolve_instance(cfg, err) != 0 || resolve_devices(cfg, err) != 0)
         return -1;
     return validate(cfg, err);
 }

@@ -18,7 +18,11 @@ struct ghd_config {
     unsigned instance;     /* resolved: the number every id this instance makes carries */
     char bind[64];
     enum ghd_backend_choice backend;
-    unsigned device;
+    char device[8];     /* --device N as given ("": not given); folded into `devices` */
+    char devices[1024]; /* "all", or ordinals and UUIDs separated by commas */
+    unsigned host_devices; /* devices the host backend simulates */
+    char placement[16];    /* "most-free" or "round-robin" */
+    char ready_needs[8];   /* "any" or "all": the devices /readyz needs ready */
     size_t pool_limit;           /* bytes; 0 = none */
     unsigned pool_limit_percent; /* when the limit was given as N% */
     size_t pool_alignment;

@@ -12,7 +12,7 @@ _Static_assert(GHD_METRICS_DEVICES >= GHD_MAX_DEVICES, "a gauge row for every ru
 static void collect_device(struct ghd_runtime *rt, struct ghd_metrics_device *d)
 {
     struct ghd_device *dev = &rt->dev;
-    d->ordinal = dev->ordinal;
+    d->index = rt->index;
     ghd_pool_get_stats(&rt->pool, &d->pool);
     ghd_staging_get_stats(&rt->staging, &d->staging);
     ghd_staging_get_stats(&rt->staging_small, &d->staging_small);

@@ -91,6 +91,7 @@ static const char *const outcome_names[] = {"succeeded", "failed", "canceled"};
 
 struct run_row {
     char kernel[64];
+    unsigned index; /* the device's */
     uint64_t outcomes[OUTCOME_COUNT];
     struct histogram device; /* only touched under runs_lock; atomics regardless */
 };
@@ -107,18 +108,24 @@ struct ghd_metrics {
     const char *route_labels[MAX_ROUTES];
     atomic_size_t route_label_count;
 
-    counter transfer_bytes[2];
-    counter transfer_direct_bytes[2];
+    /* Per device: [device][direction]. */
+    counter transfer_bytes[GHD_METRICS_DEVICES][2];
+    counter transfer_direct_bytes[GHD_METRICS_DEVICES][2];
+    struct histogram transfer_throughput[GHD_METRICS_DEVICES][2];
     counter staging_capped[2];         /* [0] address, [1] tenant */
     counter staging_overlap_capped[2]; /* the same, for second chunks */
-    struct histogram transfer_throughput[2];
 
     pthread_mutex_t runs_lock;
-    struct histogram run_queue_wait;                  /* atomics: observed without runs_lock */
-    struct run_row run_rows[GHD_METRICS_KERNELS + 1]; /* + "other" */
+    /* atomics: observed without runs_lock */
+    struct histogram run_queue_wait[GHD_METRICS_DEVICES];
+    /* Rows by (kernel, device); the last one is "other". */
+    struct run_row run_rows[GHD_METRICS_KERNELS + 1];
     unsigned run_row_count;
 
-    counter device_losses;
+    counter device_losses[GHD_METRICS_DEVICES];
+    /* One more than the highest device index recorded: the devices rendered
+     * (with at least the snapshot's, and device 0). */
+    atomic_uint devices_seen;
     counter connections_refused[2]; /* [0] per address, [1] total */
     counter inline_defs[2][3];      /* [kernel, module][miss, memory, disk] */
 };
@@ -208,22 +215,35 @@ void ghd_metrics_request(struct ghd_metrics *m, const char *route, const char *m
     add(&m->requests_dropped, 1);
 }
 
-void ghd_metrics_transfer(struct ghd_metrics *m, enum ghd_transfer_dir dir, uint64_t bytes,
-                          double seconds)
+/* The row of device `device`, remembered as seen. */
+static unsigned device_slot(struct ghd_metrics *m, unsigned device)
 {
-    if (!m)
-        return;
-    unsigned d = dir == GHD_TRANSFER_DOWNLOAD;
-    add(&m->transfer_bytes[d], bytes);
-    if (bytes > 0 && seconds > 0)
-        observe(&m->transfer_throughput[d], &throughput_spec, (double)bytes / seconds);
+    unsigned d = device < GHD_METRICS_DEVICES ? device : GHD_METRICS_DEVICES - 1;
+    unsigned seen = atomic_load_explicit(&m->devices_seen, memory_order_relaxed);
+    while (seen < d + 1 &&
+           !atomic_compare_exchange_weak_explicit(&m->devices_seen, &seen, d + 1,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+    return d;
 }
 
-void ghd_metrics_transfer_direct(struct ghd_metrics *m, enum ghd_transfer_dir dir, uint64_t bytes)
+void ghd_metrics_transfer(struct ghd_metrics *m, unsigned device, enum ghd_transfer_dir dir,
+                          uint64_t bytes, double seconds)
 {
     if (!m)
         return;
-    add(&m->transfer_direct_bytes[dir == GHD_TRANSFER_DOWNLOAD], bytes);
+    unsigned d = dir == GHD_TRANSFER_DOWNLOAD, dev = device_slot(m, device);
+    add(&m->transfer_bytes[dev][d], bytes);
+    if (bytes > 0 && seconds > 0)
+        observe(&m->transfer_throughput[dev][d], &throughput_spec, (double)bytes / seconds);
+}
+
+void ghd_metrics_transfer_direct(struct ghd_metrics *m, unsigned device,
+                                 enum ghd_transfer_dir dir, uint64_t bytes)
+{
+    if (!m)
+        return;
+    add(&m->transfer_direct_bytes[device_slot(m, device)][dir == GHD_TRANSFER_DOWNLOAD], bytes);
 }
 
 void ghd_metrics_staging_capped(struct ghd_metrics *m, int tenant)
@@ -240,11 +260,12 @@ void ghd_metrics_staging_overlap_capped(struct ghd_metrics *m, int tenant)
     add(&m->staging_overlap_capped[tenant != 0], 1);
 }
 
-void ghd_metrics_run(struct ghd_metrics *m, const char *kernel, const char *outcome,
-                     double device_seconds, double queued_seconds)
+void ghd_metrics_run(struct ghd_metrics *m, unsigned device, const char *kernel,
+                     const char *outcome, double device_seconds, double queued_seconds)
 {
     if (!m)
         return;
+    unsigned dev = device_slot(m, device);
     unsigned o = 0;
     while (o < OUTCOME_COUNT && strcmp(outcome, outcome_names[o]) != 0)
         o++;
@@ -255,14 +276,17 @@ void ghd_metrics_run(struct ghd_metrics *m, const char *kernel, const char *outc
     pthread_mutex_lock(&m->runs_lock);
     struct run_row *row = NULL;
     for (unsigned i = 0; i < m->run_row_count && !row; i++)
-        if (strcmp(m->run_rows[i].kernel, kernel) == 0)
+        if (m->run_rows[i].index == dev && strcmp(m->run_rows[i].kernel, kernel) == 0)
             row = &m->run_rows[i];
     if (!row && m->run_row_count < GHD_METRICS_KERNELS && strlen(kernel) < sizeof(row->kernel)) {
         row = &m->run_rows[m->run_row_count++];
         snprintf(row->kernel, sizeof(row->kernel), "%s", kernel);
+        row->index = dev;
     }
-    if (!row) {
+    if (!row) { /* "other" keeps the device of its first run */
         row = &m->run_rows[GHD_METRICS_KERNELS];
+        if (!row->kernel[0])
+            row->index = dev;
         snprintf(row->kernel, sizeof(row->kernel), "other");
     }
     row->outcomes[o]++;
@@ -270,13 +294,13 @@ void ghd_metrics_run(struct ghd_metrics *m, const char *kernel, const char *outc
         observe(&row->device, &device_spec, device_seconds);
     pthread_mutex_unlock(&m->runs_lock);
     if (queued_seconds >= 0)
-        observe(&m->run_queue_wait, &duration_spec, queued_seconds);
+        observe(&m->run_queue_wait[dev], &duration_spec, queued_seconds);
 }
 
-void ghd_metrics_device_lost(struct ghd_metrics *m)
+void ghd_metrics_device_lost(struct ghd_metrics *m, unsigned device)
 {
     if (m)
-        add(&m->device_losses, 1);
+        add(&m->device_losses[device_slot(m, device)], 1);
 }
 
 void ghd_metrics_connection_refused(struct ghd_metrics *m, int total)
@@ -404,25 +428,38 @@ static void put_pair(struct ghd_strbuf *t, const char *name, const char *help, c
                        (unsigned long long)get(&c[i]));
 }
 
-static void render_transfers(struct ghd_metrics *m, struct ghd_strbuf *t)
+/* A counter family by direction and device. */
+static void put_directions(struct ghd_strbuf *t, const char *name, const char *help,
+                           counter c[][2], unsigned ndev)
 {
     static const char *const dirs[2] = {"upload", "download"};
-    put_pair(t, "gpuhttpd_transfer_bytes_total",
-             "Buffer bytes moved by uploads (network to device) and downloads (device to "
-             "network).",
-             "direction", dirs, m->transfer_bytes);
+    ghd_prom_family(t, name, "counter", help);
+    for (unsigned dev = 0; dev < ndev; dev++)
+        for (int i = 0; i < 2; i++)
+            ghd_strbuf_put(t, "%s{direction=\"%s\",device=\"%u\"} %llu\n", name, dirs[i], dev,
+                           (unsigned long long)get(&c[dev][i]));
+}
+
+static void render_transfers(struct ghd_metrics *m, struct ghd_strbuf *t, unsigned ndev)
+{
+    static const char *const dirs[2] = {"upload", "download"};
+    put_directions(t, "gpuhttpd_transfer_bytes_total",
+                   "Buffer bytes moved by uploads (network to device) and downloads (device to "
+                   "network), by device.",
+                   m->transfer_bytes, ndev);
     ghd_prom_family(t, "gpuhttpd_transfer_throughput_bytes_per_second", "histogram",
                     "Throughput of each buffer transfer, in bytes per second.");
-    for (int d = 0; d < 2; d++) {
-        char label[32];
-        snprintf(label, sizeof(label), "direction=\"%s\"", dirs[d]);
-        put_histogram(t, "gpuhttpd_transfer_throughput_bytes_per_second", label,
-                      &m->transfer_throughput[d], &throughput_spec);
-    }
-    put_pair(t, "gpuhttpd_transfer_direct_bytes_total",
-             "Of those, the bytes copied by DMA straight between the device and the network "
-             "side's buffer, skipping the staging ring (--direct-copy).",
-             "direction", dirs, m->transfer_direct_bytes);
+    for (unsigned dev = 0; dev < ndev; dev++)
+        for (int d = 0; d < 2; d++) {
+            char label[48];
+            snprintf(label, sizeof(label), "direction=\"%s\",device=\"%u\"", dirs[d], dev);
+            put_histogram(t, "gpuhttpd_transfer_throughput_bytes_per_second", label,
+                          &m->transfer_throughput[dev][d], &throughput_spec);
+        }
+    put_directions(t, "gpuhttpd_transfer_direct_bytes_total",
+                   "Of those, the bytes copied by DMA straight between the device and the network "
+                   "side's buffer, skipping the staging ring (--direct-copy).",
+                   m->transfer_direct_bytes, ndev);
     static const char *const caps[2] = {"address", "tenant"};
     put_pair(t, "gpuhttpd_staging_capped_total",
              "Transfers refused a staging chunk (429) because their client address or tenant "
@@ -436,14 +473,15 @@ static void render_transfers(struct ghd_metrics *m, struct ghd_strbuf *t)
              "cap", caps, m->staging_overlap_capped);
 }
 
-static void render_device_losses(struct ghd_metrics *m, struct ghd_strbuf *t)
+static void render_device_losses(struct ghd_metrics *m, struct ghd_strbuf *t, unsigned ndev)
 {
     ghd_prom_family(
         t, "gpuhttpd_device_losses_total", "counter",
-        "Times the device was lost: a kernel faulted or a run passed --run-timeout (device "
-        "routes then answer 503).");
-    ghd_strbuf_put(t, "gpuhttpd_device_losses_total %llu\n",
-                   (unsigned long long)get(&m->device_losses));
+        "Times a device was lost: a kernel faulted or a run passed --run-timeout (its buffers, "
+        "runs and modules then answer 503).");
+    for (unsigned dev = 0; dev < ndev; dev++)
+        ghd_strbuf_put(t, "gpuhttpd_device_losses_total{device=\"%u\"} %llu\n", dev,
+                       (unsigned long long)get(&m->device_losses[dev]));
 }
 
 static void render_connections_refused(struct ghd_metrics *m, struct ghd_strbuf *t)
@@ -470,12 +508,13 @@ static void render_inline(struct ghd_metrics *m, struct ghd_strbuf *t)
 }
 
 static void render_runs(struct ghd_metrics *m, struct ghd_strbuf *t,
-                        const struct ghd_metrics_gauges *g)
+                        const struct ghd_metrics_gauges *g, unsigned ndev)
 {
     pthread_mutex_lock(&m->runs_lock);
     ghd_prom_family(t, "gpuhttpd_runs_total", "counter",
                     "Runs that ended, by kernel (a built-in's name; \"user\" for user kernels, "
-                    "\"raw\" for raw modules, \"pipeline\" for runs of steps) and outcome.");
+                    "\"raw\" for raw modules, \"pipeline\" for runs of steps), outcome and "
+                    "device.");
     for (unsigned i = 0; i <= GHD_METRICS_KERNELS; i++) {
         struct run_row *row = &m->run_rows[i];
         if (i >= m->run_row_count && i != GHD_METRICS_KERNELS)
@@ -485,12 +524,12 @@ static void render_runs(struct ghd_metrics *m, struct ghd_strbuf *t,
         for (unsigned o = 0; o < OUTCOME_COUNT; o++) {
             ghd_strbuf_put(t, "gpuhttpd_runs_total{kernel=\"");
             ghd_prom_label(t, row->kernel);
-            ghd_strbuf_put(t, "\",outcome=\"%s\"} %llu\n", outcome_names[o],
-                           (unsigned long long)row->outcomes[o]);
+            ghd_strbuf_put(t, "\",outcome=\"%s\",device=\"%u\"} %llu\n", outcome_names[o],
+                           row->index, (unsigned long long)row->outcomes[o]);
         }
     }
     ghd_prom_family(t, "gpuhttpd_run_device_seconds", "histogram",
-                    "Device time of each run that reached the device, by kernel.");
+                    "Device time of each run that reached the device, by kernel and device.");
     for (unsigned i = 0; i <= GHD_METRICS_KERNELS; i++) {
         struct run_row *row = &m->run_rows[i];
         if ((i >= m->run_row_count && i != GHD_METRICS_KERNELS) || !row->kernel[0])
@@ -498,7 +537,7 @@ static void render_runs(struct ghd_metrics *m, struct ghd_strbuf *t,
         struct ghd_strbuf label = {0};
         ghd_strbuf_put(&label, "kernel=\"");
         ghd_prom_label(&label, row->kernel);
-        ghd_strbuf_put(&label, "\"");
+        ghd_strbuf_put(&label, "\",device=\"%u\"", row->index);
         if (!label.failed)
             put_histogram(t, "gpuhttpd_run_device_seconds", label.buf, &row->device, &device_spec);
         else
@@ -507,8 +546,13 @@ static void render_runs(struct ghd_metrics *m, struct ghd_strbuf *t,
     }
     pthread_mutex_unlock(&m->runs_lock);
     ghd_prom_family(t, "gpuhttpd_run_queue_seconds", "histogram",
-                    "Time from a run's submission until a worker started it.");
-    put_histogram(t, "gpuhttpd_run_queue_seconds", "", &m->run_queue_wait, &duration_spec);
+                    "Time from a run's submission until a worker of its device started it.");
+    for (unsigned dev = 0; dev < ndev; dev++) {
+        char label[24];
+        snprintf(label, sizeof(label), "device=\"%u\"", dev);
+        put_histogram(t, "gpuhttpd_run_queue_seconds", label, &m->run_queue_wait[dev],
+                      &duration_spec);
+    }
     if (g) {
         ghd_prom_family(t, "gpuhttpd_runs_active", "gauge", "Runs queued or running now.");
         ghd_strbuf_put(t, "gpuhttpd_runs_active %u\n", g->runs_active);
@@ -522,13 +566,18 @@ int ghd_metrics_render(struct ghd_metrics *m, const struct ghd_metrics_gauges *g
                        size_t *len)
 {
     struct ghd_strbuf t = {0};
+    unsigned ndev = atomic_load_explicit(&m->devices_seen, memory_order_relaxed);
+    if (g && g->device_count > ndev)
+        ndev = g->device_count < GHD_METRICS_DEVICES ? g->device_count : GHD_METRICS_DEVICES;
+    if (ndev == 0)
+        ndev = 1;
     ghd_metrics_process_render(&t);
     render_requests(m, &t);
-    render_transfers(m, &t);
-    render_device_losses(m, &t);
+    render_transfers(m, &t, ndev);
+    render_device_losses(m, &t, ndev);
     render_connections_refused(m, &t);
     render_inline(m, &t);
-    render_runs(m, &t, g);
+    render_runs(m, &t, g, ndev);
     if (g)
         ghd_metrics_snapshot_render(&t, g);
     if (t.failed || !t.buf) {

@@ -23,7 +23,8 @@
  * gauges that their owners collected (struct ghd_metrics_gauges, filled by
  * core/gauges.c); they read no other module's state and take no other
  * module's lock. Labels carry route templates, kernel names and device
- * ordinals, never buffer, run or request ids. */
+ * indices (the `device` of the API: a device's position in the service's
+ * table), never buffer, run or request ids. */
 
 enum ghd_transfer_dir { GHD_TRANSFER_UPLOAD, GHD_TRANSFER_DOWNLOAD };
 
@@ -46,16 +47,20 @@ void ghd_metrics_set_routes(struct ghd_metrics *m, const char *const *templates,
 void ghd_metrics_request(struct ghd_metrics *m, const char *route, const char *method, int status,
                          double seconds, uint64_t bytes_in, uint64_t bytes_out);
 
-/* One buffer transfer that moved `bytes` between the network and the device
- * in `seconds`: counted in the byte totals and, when both are positive, as
- * one throughput observation (bytes per second). */
-void ghd_metrics_transfer(struct ghd_metrics *m, enum ghd_transfer_dir dir, uint64_t bytes,
-                          double seconds);
+/* The devices recorders tell apart (indices 0 to 15); an index past them
+ * counts as the last. */
+#define GHD_METRICS_DEVICES 16
+
+/* One buffer transfer that moved `bytes` between the network and device
+ * `device` in `seconds`: counted in the byte totals and, when both are
+ * positive, as one throughput observation (bytes per second). */
+void ghd_metrics_transfer(struct ghd_metrics *m, unsigned device, enum ghd_transfer_dir dir,
+                          uint64_t bytes, double seconds);
 
 /* Bytes of one transfer that went by DMA straight between the device and the
  * network side's buffer, skipping the staging ring (and its memcpy). */
-void ghd_metrics_transfer_direct(struct ghd_metrics *m, enum ghd_transfer_dir dir,
-                                 uint64_t bytes);
+void ghd_metrics_transfer_direct(struct ghd_metrics *m, unsigned device,
+                                 enum ghd_transfer_dir dir, uint64_t bytes);
 
 /* One transfer refused a staging chunk because its client address
  * (tenant 0) or its tenant (tenant 1) held its share of the ring. */
@@ -64,7 +69,7 @@ void ghd_metrics_staging_capped(struct ghd_metrics *m, int tenant);
  * client address (tenant 0) or tenant (tenant 1) held its share. */
 void ghd_metrics_staging_overlap_capped(struct ghd_metrics *m, int tenant);
 
-/* One run that ended. `kernel` is the kernel's metric label (a built-in's
+/* One run that ended on device `device`. `kernel` is the kernel's metric label (a built-in's
  * name, "user" or "raw": ghd_kernel_metric_label), or "pipeline" for runs
  * submitted as steps; `outcome` is "succeeded", "failed" or "canceled";
  * `device_seconds` the device time of its steps (observed when > 0);
@@ -72,8 +77,8 @@ void ghd_metrics_staging_overlap_capped(struct ghd_metrics *m, int tenant);
  * worker took it). At most GHD_METRICS_KERNELS distinct kernel labels are
  * kept; later ones are counted as "other". */
 #define GHD_METRICS_KERNELS 128
-void ghd_metrics_run(struct ghd_metrics *m, const char *kernel, const char *outcome,
-                     double device_seconds, double queued_seconds);
+void ghd_metrics_run(struct ghd_metrics *m, unsigned device, const char *kernel,
+                     const char *outcome, double device_seconds, double queued_seconds);
 
 /* A connection closed as it was accepted: its client address held
  * --per-ip-connection-limit (total 0) or --connection-limit were open
@@ -86,9 +91,8 @@ void ghd_metrics_connection_refused(struct ghd_metrics *m, int total);
 void ghd_metrics_inline(struct ghd_metrics *m, int module, const char *from);
 
 /* The live gauges at one scrape, each value collected by its owner. */
-#define GHD_METRICS_DEVICES 16
 struct ghd_metrics_device {
-    int ordinal;
+    unsigned index; /* the `device` label */
     struct ghd_pool_stats pool;
     struct ghd_staging_stats staging, staging_small;
     int have_mem; /* the backend reported mem_free and mem_total */
@@ -108,9 +112,9 @@ struct ghd_metrics_gauges {
     struct ghd_metrics_device devices[GHD_METRICS_DEVICES];
 };
 
-/* The device was lost (core/devloss.h): counted in
+/* Device `device` was lost (core/devloss.h): counted in
  * gpuhttpd_device_losses_total. */
-void ghd_metrics_device_lost(struct ghd_metrics *m);
+void ghd_metrics_device_lost(struct ghd_metrics *m, unsigned device);
 
 /* The Prometheus text exposition (format 0.0.4) of every metric, with the
  * live gauges of `g` when it is not NULL. *out is a NUL-terminated string

@@ -41,7 +41,7 @@ static void render_staging(struct ghd_strbuf *t, const struct ghd_metrics_gauges
                  gauges[k].help);
         ghd_prom_family(t, name, gauges[k].type, help);
         for (unsigned i = 0; i < nrt; i++)
-            ghd_strbuf_put(t, "%s{device=\"%d\"} %llu\n", name, g->devices[i].ordinal,
+            ghd_strbuf_put(t, "%s{device=\"%u\"} %llu\n", name, g->devices[i].index,
                            (unsigned long long)v[i][k]);
     }
 }
@@ -54,7 +54,7 @@ static void render_devices(struct ghd_strbuf *t, const struct ghd_metrics_gauges
     do {                                                                                           \
         ghd_prom_family(t, name, type, help);                                                      \
         for (unsigned i = 0; i < nrt; i++)                                                         \
-            ghd_strbuf_put(t, name "{device=\"%d\"} %llu\n", d[i].ordinal,                         \
+            ghd_strbuf_put(t, name "{device=\"%u\"} %llu\n", d[i].index,                         \
                            (unsigned long long)d[i].pool.field);                                   \
     } while (0)
     POOL_GAUGE("gpuhttpd_pool_reserved_bytes", "gauge",
@@ -79,7 +79,7 @@ static void render_devices(struct ghd_strbuf *t, const struct ghd_metrics_gauges
         ghd_prom_family(t, mem_names[k], "gauge", mem_helps[k]);
         for (unsigned i = 0; i < nrt; i++)
             if (d[i].have_mem)
-                ghd_strbuf_put(t, "%s{device=\"%d\"} %zu\n", mem_names[k], d[i].ordinal,
+                ghd_strbuf_put(t, "%s{device=\"%u\"} %zu\n", mem_names[k], d[i].index,
                                k ? d[i].mem_free : d[i].mem_total);
     }
     ghd_prom_family(t, "gpuhttpd_device_utilization_ratio", "gauge",
@@ -87,7 +87,7 @@ static void render_devices(struct ghd_strbuf *t, const struct ghd_metrics_gauges
                     "(NVML; absent on the host backend or without the driver's NVML).");
     for (unsigned i = 0; i < nrt; i++)
         if (d[i].have_util) {
-            ghd_strbuf_put(t, "gpuhttpd_device_utilization_ratio{device=\"%d\"} ", d[i].ordinal);
+            ghd_strbuf_put(t, "gpuhttpd_device_utilization_ratio{device=\"%u\"} ", d[i].index);
             ghd_prom_number(t, d[i].util_percent / 100.0);
             ghd_strbuf_put(t, "\n");
         }

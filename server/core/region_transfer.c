@@ -196,12 +196,19 @@ static int ends_check(const struct ghd_xfer_end *from, const struct ghd_xfer_end
                            "'from' and 'to' overlap in buffer %s; copy through a second buffer",
                            from->buffer->id);
     struct ghd_runtime *rt = to->buffer ? to->buffer->rt : from->buffer->rt;
-    const struct ghd_xfer_end *reg = from->region ? from : to->region ? to : NULL;
-    if (reg && reg->region->rt != rt)
+    if (from->buffer && to->buffer && from->buffer->rt != to->buffer->rt)
         return ghd_err_set(err, GHD_EUNPROC,
-                           "region %s is on device %d, buffer %s on device %d",
-                           reg->region->id, reg->region->rt->dev.ordinal,
-                           to->buffer ? to->buffer->id : from->buffer->id, rt->dev.ordinal);
+                           "buffer %s is on device %u, buffer %s on device %u: a transfer "
+                           "between buffers stays on one device (POST /v1/buffers "
+                           "{\"copy_of\": id, \"device\": k} copies across devices)",
+                           from->buffer->id, from->buffer->device, to->buffer->id,
+                           to->buffer->device);
+    const struct ghd_xfer_end *reg = from->region ? from : to->region ? to : NULL;
+    if (reg && reg->region->kind == GHD_REGION_CUDA_IPC && reg->region->rt != rt)
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "region %s is on device %u, buffer %s on device %u",
+                           reg->region->id, reg->region->rt->index,
+                           to->buffer ? to->buffer->id : from->buffer->id, rt->index);
     return 0;
 }
 

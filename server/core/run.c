@@ -246,6 +246,8 @@ json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status stat
     } else {
         put_kernel(obj, run->steps[0].kernel);
     }
+    if (run->rt)
+        json_object_set_new(obj, "device", json_integer(run->rt->index));
     const struct ghd_run_step *last = &run->steps[run->step_count - 1];
     if (status == GHD_RUN_SUCCEEDED && last->result)
         json_object_set(obj, "result", last->result);

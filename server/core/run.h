@@ -57,6 +57,9 @@ struct ghd_run {
     char id[GHD_BUFFER_ID_LEN + 1];
     char tenant[GHD_TENANT_MAX + 1];
     int pipeline; /* submitted as "steps" */
+    /* The device it executes on, set before it is submitted (the device of
+     * its buffers, or the placement's choice); NULL: the queue's first. */
+    struct ghd_runtime *rt;
     struct ghd_run_step steps[GHD_RUN_MAX_STEPS];
     unsigned step_count;
     enum ghd_run_status status;

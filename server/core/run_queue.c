@@ -51,14 +51,24 @@ static int must_wait_locked(const struct ghd_run_queue *q, const struct ghd_run 
     return 0;
 }
 
-/* pre: lock held. Takes the first queued run that may start now, or NULL. */
-static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q)
+struct ghd_runtime *ghd_run_queue_rt_of(const struct ghd_run_queue *q, const struct ghd_run *run)
+{
+    return run->rt ? run->rt : &q->rts[0];
+}
+
+/* pre: lock held. Takes the first queued run of `rt`'s device that may start
+ * now, or NULL. Runs of other devices are passed over without counting
+ * against the lookahead: they are other workers' to take. */
+static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt)
 {
     struct ghd_run *run = queued_run(q->queued.first);
-    for (unsigned seen = 0; run && seen < GHD_RUN_LOOKAHEAD; seen++) {
-        if (!must_wait_locked(q, run)) {
-            ghd_list_remove(&q->queued, &run->queue_link);
-            return run;
+    for (unsigned seen = 0; run && seen < GHD_RUN_LOOKAHEAD;) {
+        if (ghd_run_queue_rt_of(q, run) == rt) {
+            if (!must_wait_locked(q, run)) {
+                ghd_list_remove(&q->queued, &run->queue_link);
+                return run;
+            }
+            seen++;
         }
         run = queued_run(run->queue_link.next);
     }
@@ -72,8 +82,8 @@ static void record_metrics(struct ghd_run_queue *q, const struct ghd_run *run)
     const char *kernel =
         run->pipeline ? "pipeline" : ghd_kernel_metric_label(run->steps[0].kernel);
     double queued_s = run->started_ms > 0 ? (run->started_ms - run->queued_at_ms) / 1e3 : -1;
-    ghd_metrics_run(q->cfg.metrics, kernel, ghd_run_status_name(run->status),
-                    (double)run->device_ms / 1e3, queued_s);
+    ghd_metrics_run(q->cfg.metrics, ghd_run_queue_rt_of(q, run)->index, kernel,
+                    ghd_run_status_name(run->status), (double)run->device_ms / 1e3, queued_s);
 }
 
 void ghd_run_queue_settle(struct ghd_run_queue *q, struct ghd_run_collected *c)
@@ -112,18 +122,23 @@ static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
     q->done_count--;
 }
 
-/* pre: lock held. Wakes the most recently idle worker (its thread and core
- * are the likeliest still warm), or with `all` every idle one. */
-static void wake_idle_locked(struct ghd_run_queue *q, int all)
+/* pre: lock held. Wakes the most recently idle worker of `rt`'s device (its
+ * thread and core are the likeliest still warm), or with `all` every idle
+ * one of it; rt NULL: of every device. */
+static void wake_idle_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt, int all)
 {
-    do {
-        struct ghd_run_worker *w = q->idle;
-        if (!w)
-            return;
-        q->idle = w->idle_next;
-        w->idle = 0;
-        pthread_cond_signal(&w->wake);
-    } while (all);
+    for (unsigned d = 0; d < q->nrt; d++) {
+        if (rt && rt != &q->rts[d])
+            continue;
+        do {
+            struct ghd_run_worker *w = q->idle[d];
+            if (!w)
+                break;
+            q->idle[d] = w->idle_next;
+            w->idle = 0;
+            pthread_cond_signal(&w->wake);
+        } while (all);
+    }
 }
 
 /* pre: lock held. Forgets a finished run and collects the queue's reference. */
@@ -153,7 +168,7 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
     run->settle_next = c->settle;
     c->settle = run;
     if (!ghd_list_empty(&q->queued))
-        wake_idle_locked(q, 1);
+        wake_idle_locked(q, NULL, 1);
 }
 
 /* The error of a run stopped for --run-timeout: the request asked for more
@@ -170,7 +185,7 @@ static void *worker_main(void *arg)
 {
     struct ghd_run_worker *w = arg;
     struct ghd_run_queue *q = w->q;
-    struct ghd_runtime *rt = q->rt;
+    struct ghd_runtime *rt = w->rt;
     struct ghd_device *dev = &rt->dev;
     struct ghd_stream *stream = NULL;
     struct ghd_event *ev[2] = {NULL, NULL};
@@ -183,11 +198,11 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&q->lock);
     for (;;) {
         struct ghd_run *run;
-        while (!(run = take_runnable_locked(q)) && !q->stopping) {
+        while (!(run = take_runnable_locked(q, rt)) && !q->stopping) {
             if (!w->idle) {
                 w->idle = 1;
-                w->idle_next = q->idle;
-                q->idle = w;
+                w->idle_next = q->idle[rt->index];
+                q->idle[rt->index] = w;
             }
             pthread_cond_wait(&w->wake, &q->lock);
         }
@@ -224,7 +239,7 @@ static void *worker_main(void *arg)
             if (run->status == GHD_RUN_RUNNING)
                 run->status = GHD_RUN_FAILED;
             pthread_mutex_unlock(&q->lock);
-            q->loss_fn(q->loss_ctx, err.detail);
+            q->loss_fn(q->loss_ctx, rt->index, err.detail);
         }
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
@@ -243,11 +258,15 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, enum ghd_run_status status,
-                                     int code, const char *detail,
+void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, const struct ghd_runtime *only,
+                                     enum ghd_run_status status, int code, const char *detail,
                                      struct ghd_run_collected *c)
 {
-    for (struct ghd_run *r; (r = queued_run(ghd_list_pop_front(&q->queued)));) {
+    for (struct ghd_run *r = queued_run(q->queued.first), *next; r; r = next) {
+        next = queued_run(r->queue_link.next);
+        if (only && ghd_run_queue_rt_of(q, r) != only)
+            continue;
+        ghd_list_remove(&q->queued, &r->queue_link);
         r->status = status;
         r->error_code = code;
         if (detail)
@@ -268,10 +287,10 @@ static void stop_workers(struct ghd_run_queue *q, unsigned started)
 {
     struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
-    ghd_run_queue_end_queued_locked(q, GHD_RUN_CANCELED, GHD_ECANCELED, NULL, &c);
+    ghd_run_queue_end_queued_locked(q, NULL, GHD_RUN_CANCELED, GHD_ECANCELED, NULL, &c);
     q->stopping = 1;
     ghd_run_queue_stop_running_locked(q);
-    wake_idle_locked(q, 1);
+    wake_idle_locked(q, NULL, 1);
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
     for (unsigned i = 0; i < started; i++)
@@ -293,11 +312,12 @@ static void queue_destroy(struct ghd_run_queue *q)
     free(q);
 }
 
-int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rt,
-                      struct ghd_run_queue **out)
+int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rts,
+                      unsigned nrt, struct ghd_run_queue **out)
 {
+    GHD_ASSERT(nrt >= 1 && nrt <= GHD_MAX_DEVICES);
     struct ghd_run_queue *q = calloc(1, sizeof(*q));
-    unsigned count = cfg->workers ? cfg->workers : 1;
+    unsigned per_device = cfg->workers ? cfg->workers : 1, count = per_device * nrt;
     /* About two slots per run that can be known at once, at most 64Ki. */
     size_t slots = 64, known = (size_t)cfg->queue_limit + cfg->runs_kept;
     while (slots < 2 * known && slots < ((size_t)1 << 16))
@@ -312,13 +332,15 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
     ghd_list_init(&q->queued);
     ghd_list_init(&q->done);
     q->cfg = *cfg;
-    q->rt = rt;
+    q->rts = rts;
+    q->nrt = nrt;
     q->worker_count = count;
     pthread_mutex_init(&q->lock, NULL);
     for (unsigned i = 0; i < count; i++)
         pthread_cond_init(&q->workers[i].wake, NULL);
     for (unsigned i = 0; i < count; i++) {
         q->workers[i].q = q;
+        q->workers[i].rt = &rts[i / per_device];
         if (pthread_create(&q->workers[i].thread, NULL, worker_main, &q->workers[i]) != 0) {
             ghd_log(GHD_LOG_ERROR, "cannot start run worker %u of %u", i + 1, count);
             stop_workers(q, i);
@@ -352,7 +374,8 @@ static void prune_locked(struct ghd_run_queue *q, struct ghd_run_collected *c)
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
 {
     pthread_mutex_lock(&q->lock);
-    if (q->lost) {
+    struct ghd_runtime *rt = ghd_run_queue_rt_of(q, run);
+    if (q->lost & (1u << rt->index)) {
         pthread_mutex_unlock(&q->lock);
         return GHD_EDEVLOST;
     }
@@ -401,7 +424,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     index_add_locked(q, run);
     ghd_list_push_back(&q->queued, &run->queue_link);
     q->active++;
-    wake_idle_locked(q, 0);
+    wake_idle_locked(q, rt, 0);
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
     return 0;

@@ -5,8 +5,12 @@
 
 #include "run.h"
 
-/* Kernel runs: validated calls queued to --run-workers workers, each of
- * which runs a run's steps in order on a stream of its own. Runs that share
+/* Kernel runs: validated calls queued to --run-workers workers per device,
+ * each of which runs a run's steps in order on a stream of its own on its
+ * device. A run executes on the device of its runtime (run->rt, set before
+ * it is submitted; NULL: the first device), so one busy device never holds
+ * the workers of another; the queue, its limits and its ids are shared.
+ * Runs that share
  * a buffer one of them writes run one after the other in the order they
  * were submitted; others (readers of a common input among them) may run at
  * once. Finished runs are kept for a bounded time and count so
@@ -24,10 +28,10 @@ struct ghd_run_queue_config {
     struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
 
-/* Starts cfg->workers workers, each with a stream of `rt`, which outlives
- * the queue. */
-int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rt,
-                      struct ghd_run_queue **out);
+/* Starts cfg->workers workers on each of the `count` runtimes rts[0..count),
+ * each worker with a stream of its runtime; the runtimes outlive the queue. */
+int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rts,
+                      unsigned count, struct ghd_run_queue **out);
 /* Cancels what is queued, asks what runs to stop (where it can:
  * ghd_run_stoppable) and waits for it, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
@@ -58,22 +62,24 @@ unsigned ghd_run_queue_active(struct ghd_run_queue *q);
  * caller exits instead. */
 unsigned ghd_run_queue_abandon(struct ghd_run_queue *q);
 
-/* A lost device (core/devloss.h). `fn(ctx, reason)` is called from a worker,
- * without the queue's lock, when a run failed and left the device unusable
- * (its health check fails): the run itself keeps its own error (the CUDA
- * error). Set once, before runs are submitted. */
-typedef void (*ghd_run_loss_fn)(void *ctx, const char *reason);
+/* A lost device (core/devloss.h). `fn(ctx, device, reason)` is called from a
+ * worker, without the queue's lock, when a run failed and left its device
+ * (the runtime's index) unusable (its health check fails): the run itself
+ * keeps its own error (the CUDA error). Set once, before runs are submitted. */
+typedef void (*ghd_run_loss_fn)(void *ctx, unsigned device, const char *reason);
 void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ctx);
-/* The device is lost: queued runs fail at once with GHD_EDEVLOST, running
- * ones are reported failed (their workers go on; what they bring back is
- * dropped) and the queue takes no new run (submit: GHD_EDEVLOST). */
-void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason);
+/* Device `device` (a runtime's index) is lost: its queued runs fail at once
+ * with GHD_EDEVLOST, its running ones are reported failed (their workers go
+ * on; what they bring back is dropped) and the queue takes no new run for
+ * it (submit: GHD_EDEVLOST). The other devices' runs go on. */
+void ghd_run_queue_device_lost(struct ghd_run_queue *q, unsigned device, const char *reason);
 /* --run-timeout: every run executing for more than limit_s seconds that can
  * stop (ghd_run_stoppable: a user kernel on the host backend) is asked to;
  * it then fails alone, 422 naming --run-timeout. Returns how many overdue
  * runs cannot stop (CUDA, the host's built-ins), or were asked and still run
- * after twice limit_s: their kernels run on, so the caller treats the device
- * as lost. */
-unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s);
+ * after twice limit_s: their kernels run on, so the caller treats their
+ * devices as lost; *stuck (may be NULL) gets bit i set for each such run's
+ * device i. */
+unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s, unsigned *stuck);
 
 #endif

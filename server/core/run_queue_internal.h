@@ -8,6 +8,7 @@
 
 struct ghd_run_worker {
     struct ghd_run_queue *q;
+    struct ghd_runtime *rt; /* the device it runs on */
     pthread_t thread;
     struct ghd_run *current; /* the run it executes, under the queue's lock */
     pthread_cond_t wake;     /* it waits here while idle */
@@ -17,16 +18,18 @@ struct ghd_run_worker {
 
 struct ghd_run_queue {
     struct ghd_run_queue_config cfg;
-    struct ghd_runtime *rt; /* every worker's streams */
+    struct ghd_runtime *rts; /* the devices, rts[0..nrt): each worker's is one of them */
+    unsigned nrt;
     pthread_mutex_t lock;
-    struct ghd_run_worker *idle; /* idle workers, the most recently idle on top */
+    /* Idle workers per device, the most recently idle on top. */
+    struct ghd_run_worker *idle[GHD_MAX_DEVICES];
     struct ghd_list queued;      /* queued runs, oldest first */
     struct ghd_list done;        /* finished runs kept for GET, oldest first */
     unsigned done_count;
     unsigned active; /* queued or running */
     int stopping;
     int abandoned; /* the server stops without waiting: running runs reported failed */
-    int lost;      /* the device is lost: no run is taken */
+    unsigned lost; /* bit i: device i is lost, no run is taken for it */
     ghd_run_loss_fn loss_fn;
     void *loss_ctx;
     struct ghd_run_worker *workers;
@@ -45,10 +48,14 @@ struct ghd_run_collected {
     struct ghd_run *drop;   /* forgotten: the queue's reference */
 };
 
-/* pre: lock held. Ends every queued run with `status` and `code` (and the
- * error `detail` when not NULL), collecting each to be settled. */
-void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, enum ghd_run_status status, int code,
-                                     const char *detail, struct ghd_run_collected *c);
+/* pre: lock held. Ends every queued run (of runtime `only`; NULL: of every
+ * device) with `status` and `code` (and the error `detail` when not NULL),
+ * collecting each to be settled. */
+void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, const struct ghd_runtime *only,
+                                     enum ghd_run_status status, int code, const char *detail,
+                                     struct ghd_run_collected *c);
+/* pre: lock held. The runtime run `run` executes on. */
+struct ghd_runtime *ghd_run_queue_rt_of(const struct ghd_run_queue *q, const struct ghd_run *run);
 /* pre: lock held. Asks every running run to stop where its kernel can
  * (ghd_run_stoppable): the server stops. */
 void ghd_run_queue_stop_running_locked(struct ghd_run_queue *q);

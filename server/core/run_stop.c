@@ -24,7 +24,7 @@ unsigned ghd_run_queue_abandon(struct ghd_run_queue *q)
     unsigned running = 0;
     struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
-    ghd_run_queue_end_queued_locked(q, GHD_RUN_CANCELED, GHD_ECANCELED, NULL, &c);
+    ghd_run_queue_end_queued_locked(q, NULL, GHD_RUN_CANCELED, GHD_ECANCELED, NULL, &c);
     q->stopping = 1;
     q->abandoned = 1;
     ghd_run_queue_stop_running_locked(q);
@@ -50,28 +50,32 @@ void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ct
     pthread_mutex_unlock(&q->lock);
 }
 
-void ghd_run_queue_device_lost(struct ghd_run_queue *q, const char *reason)
+void ghd_run_queue_device_lost(struct ghd_run_queue *q, unsigned device, const char *reason)
 {
     char detail[sizeof(((struct ghd_run *)0)->error.detail)];
     struct ghd_run_collected c = {0};
-    snprintf(detail, sizeof(detail), "the device was lost: %s", reason);
+    GHD_ASSERT(device < q->nrt);
+    const struct ghd_runtime *rt = &q->rts[device];
+    if (q->nrt == 1)
+        snprintf(detail, sizeof(detail), "the device was lost: %s", reason);
+    else
+        snprintf(detail, sizeof(detail), "device %u was lost: %s", device, reason);
     pthread_mutex_lock(&q->lock);
-    q->lost = 1;
-    ghd_run_queue_end_queued_locked(q, GHD_RUN_FAILED, GHD_EDEVLOST, detail, &c);
+    q->lost |= 1u << device;
+    ghd_run_queue_end_queued_locked(q, rt, GHD_RUN_FAILED, GHD_EDEVLOST, detail, &c);
     for (unsigned i = 0; i < q->worker_count; i++) {
         struct ghd_run *run = q->workers[i].current;
-        if (run && run->status == GHD_RUN_RUNNING)
+        if (run && q->workers[i].rt == rt && run->status == GHD_RUN_RUNNING)
             report_failed_locked(run, GHD_EDEVLOST, detail);
     }
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
 }
 
-unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s)
+unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s, unsigned *stuck_on)
 {
-    unsigned stuck = 0;
+    unsigned stuck = 0, mask = 0;
     double now = ghd_clock_ms(), limit_ms = (double)limit_s * 1e3;
-    enum ghd_backend_kind kind = q->rt->dev.kind;
     pthread_mutex_lock(&q->lock);
     for (unsigned i = 0; i < q->worker_count; i++) {
         struct ghd_run *run = q->workers[i].current;
@@ -79,11 +83,16 @@ unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s)
             continue;
         /* One that can stop is asked to, and given as long again to do it
          * (it looks every few thousand elements: microseconds). */
-        if (ghd_run_stoppable(run, kind) && now - run->started_ms <= 2 * limit_ms)
+        const struct ghd_runtime *rt = q->workers[i].rt;
+        if (ghd_run_stoppable(run, rt->dev.kind) && now - run->started_ms <= 2 * limit_ms) {
             atomic_store(&run->stop, GHD_RUN_STOP_TIMEOUT);
-        else
+        } else {
             stuck++;
+            mask |= 1u << rt->index;
+        }
     }
     pthread_mutex_unlock(&q->lock);
+    if (stuck_on)
+        *stuck_on = mask;
     return stuck;
 }

@@ -10,14 +10,15 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "run_queue.h"
+#include "service_devices.h"
 #include "watchdog.h"
 
-static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind,
+static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind, int ordinal,
                            struct ghd_runtime_config *rc)
 {
     memset(rc, 0, sizeof(*rc));
     rc->backend = kind;
-    rc->ordinal = (int)cfg->device;
+    rc->ordinal = ordinal;
     rc->pool.alignment = cfg->pool_alignment;
     rc->pool.slab_size = cfg->pool_slab;
     rc->pool.limit = cfg->pool_limit;
@@ -33,31 +34,140 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->direct_copy = (int)cfg->direct_copy;
 }
 
-static int open_runtime(struct ghd_service *svc, struct ghd_err *err)
+static void close_runtimes(struct ghd_service *svc)
 {
-    struct ghd_runtime_config rc;
-    struct ghd_runtime *rt = &svc->runtimes[0];
-    int rc_cuda = GHD_ENOTSUP;
+    for (unsigned i = svc->runtime_count; i-- > 0;)
+        ghd_runtime_destroy(&svc->runtimes[i]);
+    svc->runtime_count = 0;
+}
+
+/* Opens one runtime per device of `ordinals`, in that order (index i is
+ * ordinals[i]); on failure none stays open. */
+static int open_devices(struct ghd_service *svc, enum ghd_backend_kind kind, const int *ordinals,
+                        unsigned n, struct ghd_err *err)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct ghd_runtime_config rc;
+        struct ghd_runtime *rt = &svc->runtimes[i];
+        runtime_config(&svc->cfg, kind, ordinals[i], &rc);
+        int code = ghd_runtime_init(rt, &rc, err);
+        if (code) {
+            ghd_err_prefix(err, code, "device %d", ordinals[i]);
+            close_runtimes(svc);
+            return code;
+        }
+        rt->index = i;
+        svc->runtime_count = i + 1;
+    }
+    return 0;
+}
+
+/* Peer access for every pair that supports it, as Triton enables it at
+ * start: a copy between two GPUs then goes device to device. A pair
+ * without it copies through pinned staging (core/buffer_copy.c). */
+static void enable_peers(struct ghd_service *svc)
+{
+    for (unsigned i = 0; i < svc->runtime_count; i++) {
+        struct ghd_runtime *a = &svc->runtimes[i];
+        for (unsigned j = 0; j < svc->runtime_count; j++) {
+            struct ghd_runtime *b = &svc->runtimes[j];
+            int on = 0;
+            struct ghd_err e = {0};
+            if (i == j || a->dev.ordinal == b->dev.ordinal)
+                continue;
+            int code = a->dev.ops->peer_enable(&a->dev, &b->dev, &on, &e);
+            if (code)
+                ghd_log(GHD_LOG_WARN, "device %u -> %u: no peer access (%s); copies go through "
+                        "pinned staging", i, j, ghd_err_text(&e, code));
+            else if (on)
+                a->peer_mask |= 1u << j;
+        }
+    }
+}
+
+/* The devices `kind` offers that --devices selects, as ordinals in the
+ * order given ("all": every one, by ordinal). */
+static int select_devices(struct ghd_service *svc, enum ghd_backend_kind kind, int *ordinals,
+                          unsigned *n, struct ghd_err *err)
+{
+    struct ghd_device_id ids[GHD_DEVICE_LIST_MAX];
+    unsigned count = 0;
+    int rc = ghd_device_list(kind, svc->cfg.host_devices, ids, &count, err);
+    if (rc)
+        return rc;
+    *n = 0;
+    const char *sel = svc->cfg.devices;
+    if (strcmp(sel, "all") == 0) {
+        for (unsigned i = 0; i < count && *n < GHD_MAX_DEVICES; i++)
+            ordinals[(*n)++] = ids[i].ordinal;
+        return 0;
+    }
+    for (const char *p = sel;; p++) {
+        size_t len = strcspn(p, ",");
+        unsigned i = 0;
+        while (i < count && !(strncmp(ids[i].uuid, p, len) == 0 && ids[i].uuid[len] == '\0') &&
+               !(len < 3 && atoi(p) == ids[i].ordinal && p[0] >= '0' && p[0] <= '9'))
+            i++;
+        if (i == count)
+            return ghd_err_set(err, GHD_EUNAVAIL,
+                               "--devices: no %s device '%.*s' (%u present: ordinals 0 to %u)",
+                               ghd_backend_name(kind), (int)len, p, count, count - 1);
+        for (unsigned k = 0; k < *n; k++)
+            if (ordinals[k] == ids[i].ordinal)
+                return ghd_err_set(err, GHD_EINVAL, "--devices names device %d twice (as '%.*s')",
+                                   ids[i].ordinal, (int)len, p);
+        ordinals[(*n)++] = ids[i].ordinal;
+        if (!p[len])
+            return 0;
+        p += len;
+    }
+}
+
+static void log_devices(const struct ghd_service *svc)
+{
+    for (unsigned i = 0; i < svc->runtime_count; i++) {
+        const struct ghd_device *dev = &svc->runtimes[i].dev;
+        if (dev->kind == GHD_BACKEND_CUDA)
+            ghd_log(GHD_LOG_INFO, "backend cuda: device %u is CUDA device %d %s (%s, %s), "
+                    "%.1f GiB, CUDA runtime %s", i, dev->ordinal, dev->name, dev->uuid, dev->arch,
+                    (double)dev->total_memory / (1 << 30), dev->runtime_version);
+    }
+    if (svc->runtimes[0].dev.kind == GHD_BACKEND_HOST)
+        ghd_log(GHD_LOG_INFO, "backend host: reference kernels in host memory (%u simulated "
+                "device%s)", svc->runtime_count, svc->runtime_count == 1 ? "" : "s");
+}
+
+/* A backend's selected devices, opened, with peer access between them. */
+static int open_backend(struct ghd_service *svc, enum ghd_backend_kind kind, struct ghd_err *err)
+{
+    int ordinals[GHD_MAX_DEVICES];
+    unsigned n = 0;
+    int rc = select_devices(svc, kind, ordinals, &n, err);
+    if (rc == 0)
+        rc = open_devices(svc, kind, ordinals, n, err);
+    if (rc)
+        return rc;
+    enable_peers(svc);
+    log_devices(svc);
+    return 0;
+}
+
+static int open_runtimes(struct ghd_service *svc, struct ghd_err *err)
+{
     struct ghd_err dev = {0};
     if (svc->cfg.backend != GHD_CHOICE_HOST) {
-        runtime_config(&svc->cfg, GHD_BACKEND_CUDA, &rc);
-        rc_cuda = ghd_runtime_init(rt, &rc, &dev);
-        if (rc_cuda == 0) {
-            ghd_log(GHD_LOG_INFO, "backend cuda: device %u %s, %.1f GiB, CUDA runtime %s",
-                    svc->cfg.device, rt->dev.name, (double)rt->dev.total_memory / (1 << 30),
-                    rt->dev.runtime_version);
+        int rc_cuda = open_backend(svc, GHD_BACKEND_CUDA, &dev);
+        if (rc_cuda == 0)
             return 0;
-        }
         if (svc->cfg.backend == GHD_CHOICE_CUDA)
             return ghd_err_set(err, rc_cuda, "--backend cuda: %s", ghd_err_text(&dev, rc_cuda));
         ghd_log(GHD_LOG_INFO, "backend auto: CUDA not usable (%s); using the host backend",
                 ghd_err_text(&dev, rc_cuda));
     }
-    runtime_config(&svc->cfg, GHD_BACKEND_HOST, &rc);
-    int rc_host = ghd_runtime_init(rt, &rc, NULL);
+    memset(&dev, 0, sizeof(dev));
+    int rc_host = open_backend(svc, GHD_BACKEND_HOST, &dev);
     if (rc_host)
-        return ghd_err_set(err, rc_host, "host backend: %s", ghd_strerror(rc_host));
-    ghd_log(GHD_LOG_INFO, "backend host: reference kernels in host memory");
+        return ghd_err_set(err, rc_host, "host backend: %s", ghd_err_text(&dev, rc_host));
     return 0;
 }
 
@@ -109,7 +219,7 @@ static int open_run_queue(struct ghd_service *svc, struct ghd_err *err)
                                       .runs_kept = cfg->runs_kept,
                                       .keep_s = cfg->run_keep_s,
                                       .metrics = svc->metrics};
-    int rc = ghd_run_queue_new(&qc, &svc->runtimes[0], &svc->runs);
+    int rc = ghd_run_queue_new(&qc, svc->runtimes, svc->runtime_count, &svc->runs);
     if (rc)
         return ghd_err_set(err, rc, "run queue: %s", ghd_strerror(rc));
     return 0;
@@ -151,6 +261,34 @@ static int open_inline_defs(struct ghd_service *svc, struct ghd_err *err)
     return ghd_inline_defs_init(&svc->inline_defs, &ic, err);
 }
 
+/* cuBLAS handles now, one per device, not on a request. */
+static int warm_kernels(struct ghd_service *svc, struct ghd_err *err)
+{
+    for (unsigned i = 0; i < svc->runtime_count; i++) {
+        struct ghd_err warm = {0};
+        int rc = ghd_kernels_warmup(&svc->runtimes[i], &warm);
+        if (rc)
+            return ghd_err_set(err, rc, "kernel library on device %u: %s", i,
+                               ghd_err_text(&warm, rc));
+    }
+    return 0;
+}
+
+/* The service's loss (every device) and each device's. */
+static void losses_init(struct ghd_service *svc)
+{
+    ghd_devloss_init(&svc->devloss);
+    for (unsigned i = 0; i < GHD_MAX_DEVICES; i++)
+        ghd_devloss_init(&svc->device_loss[i]);
+}
+
+static void losses_destroy(struct ghd_service *svc)
+{
+    ghd_devloss_destroy(&svc->devloss);
+    for (unsigned i = 0; i < GHD_MAX_DEVICES; i++)
+        ghd_devloss_destroy(&svc->device_loss[i]);
+}
+
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err)
 {
     memset(svc, 0, sizeof(*svc));
@@ -169,19 +307,14 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     rc = check_exposure(svc, err);
     if (rc)
         goto destroy_auth;
-    rc = open_runtime(svc, err);
+    rc = open_runtimes(svc, err);
     if (rc)
         goto destroy_auth;
-    svc->runtime_count = 1;
     rc = open_tables(svc, err);
     if (rc)
         goto destroy_runtime;
-    struct ghd_err warm = {0};
-    rc = ghd_kernels_warmup(&svc->runtimes[0], &warm); /* cuBLAS handle now, not on a request */
-    if (rc) {
-        ghd_err_set(err, rc, "kernel library: %s", ghd_err_text(&warm, rc));
+    if ((rc = warm_kernels(svc, err)) != 0)
         goto destroy_buffers;
-    }
     rc = open_run_queue(svc, err);
     if (rc)
         goto destroy_buffers;
@@ -190,7 +323,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     svc->kernel_limits.max_definition = cfg->kernel_max_definition;
     svc->kernel_limits.max_depth = cfg->kernel_max_depth;
     svc->kernel_limits.max_elements = cfg->max_elements;
-    ghd_devloss_init(&svc->devloss);
+    losses_init(svc);
     rc = open_compiler(svc, err);
     if (rc)
         goto destroy_stores;
@@ -208,14 +341,17 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     return 0;
 destroy_stores:
     ghd_run_queue_free(svc->runs);
+    svc->runs = NULL;
     ghd_rmodule_store_destroy(&svc->modules);
     ghd_ukernel_store_destroy(&svc->kernels);
+    losses_destroy(svc);
 destroy_buffers:
-    ghd_kernels_release(&svc->runtimes[0]);
+    for (unsigned i = 0; i < svc->runtime_count; i++)
+        ghd_kernels_release(&svc->runtimes[i]);
     ghd_region_table_destroy(&svc->regions);
     ghd_buffer_table_destroy(&svc->buffers);
 destroy_runtime:
-    ghd_runtime_destroy(&svc->runtimes[0]);
+    close_runtimes(svc);
 destroy_auth:
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
@@ -234,15 +370,14 @@ void ghd_service_destroy(struct ghd_service *svc)
     ghd_ukernel_store_destroy(&svc->kernels); /* after the runs that held kernels */
     ghd_rmodule_store_destroy(&svc->modules);
     ghd_inline_defs_destroy(&svc->inline_defs);
-    ghd_devloss_destroy(&svc->devloss);
+    losses_destroy(svc);
     ghd_ucompiler_free(svc->compiler);
     svc->compiler = NULL;
     ghd_region_table_destroy(&svc->regions);
     ghd_buffer_table_destroy(&svc->buffers);
-    for (unsigned i = 0; i < svc->runtime_count; i++) {
+    for (unsigned i = 0; i < svc->runtime_count; i++)
         ghd_kernels_release(&svc->runtimes[i]);
-        ghd_runtime_destroy(&svc->runtimes[i]);
-    }
+    close_runtimes(svc);
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
     ghd_staging_caps_destroy(&svc->staging_caps);

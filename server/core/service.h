@@ -1,6 +1,7 @@
 #ifndef GHD_SERVER_SERVICE_H
 #define GHD_SERVER_SERVICE_H
 
+#include <jansson.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -17,8 +18,6 @@
 
 /* The service: configuration, one runtime per device, the buffer table and
  * the run queue. Handlers reach it through req->svc. */
-
-#define GHD_MAX_DEVICES 16
 
 struct ghd_run_queue;
 struct ghd_auth;
@@ -38,7 +37,12 @@ struct ghd_service {
     struct ghd_staging_caps staging_caps; /* staging chunks per client address and tenant */
     struct ghd_rmodule_store modules; /* raw CUDA modules, every tenant's */
     struct ghd_inline_defs inline_defs; /* kernels and modules runs send by value */
-    struct ghd_devloss devloss;       /* the device, once lost, stays lost */
+    /* Every device is lost: the routes that need one answer 503 (http.c). */
+    struct ghd_devloss devloss;
+    /* Each device, once lost, stays lost (core/service_devices.h). */
+    struct ghd_devloss device_loss[GHD_MAX_DEVICES];
+    atomic_uint devices_lost;
+    atomic_uint place_next; /* --placement round-robin: the next device to try */
     struct ghd_metrics *metrics;      /* what /metrics shows; never NULL after init */
     pthread_t watch_thread;           /* core/watchdog.c (--run-timeout) */
     pthread_mutex_t watch_lock;
@@ -54,13 +58,15 @@ struct ghd_service {
  * failure sets `err` to the code and a one-line reason. */
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err);
 void ghd_service_destroy(struct ghd_service *svc);
-/* The runtime of device `index` of this service (index 0 is the default). */
+/* The runtime of device `index` of this service; NULL past the last. */
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index);
 
 /* service_ready.c. Whether the service takes new work: 0, or GHD_EUNAVAIL
- * while it starts or stops (svc->ready is 0) or its device does not answer,
- * GHD_EDEVLOST once the device is lost; `err` says which. */
-int ghd_service_readiness(struct ghd_service *svc, struct ghd_err *err);
+ * while it starts or stops (svc->ready is 0), GHD_EDEVLOST when the devices
+ * --ready-needs asks for are not ready (ghd_service_devices_ready: a device
+ * whose health check fails is lost); `err` says which. *devices (may be
+ * NULL) gets each device's state once the service runs, a new reference. */
+int ghd_service_readiness(struct ghd_service *svc, json_t **devices, struct ghd_err *err);
 /* The share of the device pools' limits not in use, 0..100 (rounded down;
  * 100 for pools without a limit or reservation). */
 unsigned ghd_service_free_percent(struct ghd_service *svc);

@@ -4,11 +4,14 @@
  * serves. */
 #include "service_buffers.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/error.h"
 #include "service.h"
+#include "buffer_copy.h"
+#include "service_devices.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
 {
@@ -23,7 +26,7 @@ json_t *ghd_buffer_json_new(const struct ghd_buffer *b)
     iso_time(b->created, created, sizeof(created));
     json_t *obj = json_pack("{s:s, s:I, s:I, s:i, s:s, s:s}", "id", b->id, "size",
                             (json_int_t)b->size, "alignment", (json_int_t)b->alignment, "device",
-                            b->device, "created", created, "label", b->label);
+                            (int)b->device, "created", created, "label", b->label);
     if (obj && b->expires) {
         char expires[32];
         iso_time(b->expires, expires, sizeof(expires));
@@ -92,6 +95,54 @@ static int spec_check(const struct ghd_config *cfg, const struct ghd_buffer_spec
     return 0;
 }
 
+/* Creates the buffer on rt's device and says why not in the tenant's and
+ * the pool's terms. */
+static int create_on(struct ghd_service *svc, struct ghd_runtime *rt,
+                     const struct ghd_buffer_spec *s, struct ghd_buffer **out,
+                     struct ghd_err *err)
+{
+    int rc = ghd_buffer_create_new(&svc->buffers, rt, s, out);
+    if (rc == GHD_EQUOTA || rc == GHD_ELIMIT) {
+        size_t bytes, count;
+        ghd_buffer_tenant_usage(&svc->buffers, s->tenant, &bytes, &count);
+        const char *who = s->tenant ? s->tenant : "(none)";
+        if (rc == GHD_EQUOTA)
+            return ghd_err_set(err, rc,
+                               "tenant '%s' holds %zu bytes; %zu more would pass its "
+                               "limit of %zu bytes (--tenant-max-bytes)",
+                               who, bytes, s->size, svc->cfg.tenant_max_bytes);
+        return ghd_err_set(err, rc,
+                           "tenant '%s' holds %zu buffers, its limit "
+                           "(--tenant-max-buffers); delete some first",
+                           who, count);
+    }
+    if (rc == GHD_ENOMEM) {
+        struct ghd_pool_stats st;
+        ghd_pool_get_stats(&rt->pool, &st);
+        return ghd_err_set(err, rc,
+                           "cannot allocate %zu bytes on device %u: its pool holds %zu bytes "
+                           "in use of a %zu-byte limit",
+                           s->size, rt->index, st.in_use, st.limit);
+    }
+    if (rc)
+        return ghd_err_set(err, rc, "cannot allocate the buffer");
+    return 0;
+}
+
+/* The device a new buffer goes to: the one it names, else the source's
+ * (a copy), else the placement's. */
+static int device_for(struct ghd_service *svc, const struct ghd_buffer_spec *s,
+                      struct ghd_runtime *source, struct ghd_runtime **rt, struct ghd_err *err)
+{
+    if (s->has_device)
+        return ghd_service_device(svc, s->device, rt, err);
+    if (source) {
+        *rt = source;
+        return 0;
+    }
+    return ghd_service_place(svc, rt, err);
+}
+
 int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
                               const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                               struct ghd_err *err)
@@ -103,43 +154,86 @@ int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
     s.tenant = tenant;
     if (!s.ttl_s)
         s.ttl_s = svc->cfg.default_ttl_s;
-    struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
-    rc = ghd_buffer_create_new(&svc->buffers, rt, &s, out);
-    if (rc == GHD_EQUOTA || rc == GHD_ELIMIT) {
-        size_t bytes, count;
-        ghd_buffer_tenant_usage(&svc->buffers, s.tenant, &bytes, &count);
-        const char *who = s.tenant ? s.tenant : "(none)";
-        if (rc == GHD_EQUOTA)
-            return ghd_err_set(err, rc,
-                               "tenant '%s' holds %zu bytes; %zu more would pass its "
-                               "limit of %zu bytes (--tenant-max-bytes)",
-                               who, bytes, s.size, svc->cfg.tenant_max_bytes);
-        return ghd_err_set(err, rc,
-                           "tenant '%s' holds %zu buffers, its limit "
-                           "(--tenant-max-buffers); delete some first",
-                           who, count);
-    }
-    if (rc == GHD_ENOMEM) {
-        struct ghd_pool_stats st;
-        ghd_pool_get_stats(&rt->pool, &st);
-        return ghd_err_set(err, rc,
-                           "cannot allocate %zu bytes: the device pool holds %zu bytes "
-                           "in use of a %zu-byte limit",
-                           s.size, st.in_use, st.limit);
-    }
-    if (rc)
-        return ghd_err_set(err, rc, "cannot allocate the buffer");
-    return 0;
+    struct ghd_runtime *rt = NULL;
+    rc = device_for(svc, &s, NULL, &rt, err);
+    return rc ? rc : create_on(svc, rt, &s, out, err);
 }
 
-int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
-                            struct ghd_buffer **out, struct ghd_err *err)
+/* The source is read as a download reads it: the bytes as they are when
+ * the copy runs. A write to it meanwhile (an upload, a run, a PATCH) moves
+ * its version, and the copy is refused rather than given a state that the
+ * source never had as a whole. */
+int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const char *source_id,
+                            const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
+                            uint64_t *source_version, struct ghd_err *err)
+{
+    struct ghd_buffer *src = NULL, *dst = NULL;
+    int rc = ghd_service_buffer_find(svc, tenant, source_id, &src, err);
+    if (rc)
+        return rc;
+    struct ghd_buffer_spec s = {.size = src->size,
+                                .alignment = src->alignment,
+                                .label = spec->label,
+                                .tenant = tenant,
+                                .ttl_s = spec->ttl_s ? spec->ttl_s : svc->cfg.default_ttl_s,
+                                .pending = 1, /* invisible until every byte is there */
+                                .has_device = spec->has_device,
+                                .device = spec->device};
+    struct ghd_array_desc desc;
+    ghd_buffer_desc_get(src, &desc);
+    s.desc = desc.dtype[0] ? &desc : NULL;
+    uint64_t v = ghd_buffer_version(src);
+    struct ghd_runtime *rt = NULL;
+    if ((rc = spec_check(&svc->cfg, &s, err)) != 0 ||
+        (rc = device_for(svc, &s, src->rt, &rt, err)) != 0 ||
+        (rc = create_on(svc, rt, &s, &dst, err)) != 0)
+        goto out;
+    if (atomic_load(&src->writing))
+        rc = ghd_err_set(err, GHD_EBUSY, "buffer %s is being written (an upload is in "
+                         "progress); copy it once that is done", src->id);
+    if (rc == 0)
+        rc = ghd_buffer_copy_bytes(dst, src, err);
+    if (rc == 0 && ghd_buffer_version(src) != v)
+        rc = ghd_err_set(err, GHD_EBUSY, "buffer %s was written during the copy (version "
+                         "\"v%llu\" became \"v%llu\"); copy it again", src->id,
+                         (unsigned long long)v, (unsigned long long)ghd_buffer_version(src));
+    if (rc) {
+        ghd_buffer_discard(&svc->buffers, dst);
+        ghd_buffer_unref(dst);
+        goto out;
+    }
+    ghd_buffer_publish(dst);
+    *out = dst;
+    *source_version = v;
+out:
+    ghd_buffer_unref(src);
+    return rc;
+}
+
+int ghd_service_buffer_find_host(struct ghd_service *svc, const char *tenant, const char *id,
+                                 struct ghd_buffer **out, struct ghd_err *err)
 {
     int rc = ghd_owner_check(&svc->owner, id, err); /* 421 or 410 rather than 404 */
     if (rc)
         return rc;
     rc = ghd_buffer_find_new(&svc->buffers, id, tenant, out);
     return rc ? ghd_err_set(err, rc, "no buffer with id '%.64s'", id) : 0;
+}
+
+int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
+                            struct ghd_buffer **out, struct ghd_err *err)
+{
+    int rc = ghd_service_buffer_find_host(svc, tenant, id, out, err);
+    if (rc)
+        return rc;
+    char what[GHD_BUFFER_ID_LEN + 16];
+    snprintf(what, sizeof(what), "buffer %s", id);
+    rc = ghd_service_device_usable(svc, (*out)->rt, what, err);
+    if (rc) {
+        ghd_buffer_unref(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,

@@ -22,21 +22,36 @@ struct ghd_service;
 /* Checks `spec` (size at least 1 byte and at most --max-buffer-size, ttl_s
  * up to GHD_BUFFER_TTL_MAX, alignment a power of two up to 2 MiB, a label of
  * at most GHD_LABEL_MAX characters and bytes of UTF-8 without control
- * characters), then creates the buffer for `tenant` on the default device,
- * with --default-ttl when spec->ttl_s is 0; *out is a new reference.
+ * characters), then creates the buffer for `tenant` on spec's device or,
+ * without one, where --placement puts it, with --default-ttl when
+ * spec->ttl_s is 0; *out is a new reference.
  * GHD_EINVAL for what the API's schemas bound and GHD_EUNPROC for what they
- * cannot state, each naming the parameter; GHD_ETOOBIG past
- * --max-buffer-size; GHD_EQUOTA (--tenant-max-bytes) and GHD_ELIMIT
- * (--tenant-max-buffers) with what the tenant holds; GHD_ENOMEM with the
- * pool's use and limit. */
+ * cannot state, each naming the parameter (a device that does not exist);
+ * GHD_EDEVLOST for a lost device; GHD_ETOOBIG past --max-buffer-size;
+ * GHD_EQUOTA (--tenant-max-bytes) and GHD_ELIMIT (--tenant-max-buffers)
+ * with what the tenant holds; GHD_ENOMEM with the device's pool use and
+ * limit. */
 int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
                               const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                               struct ghd_err *err);
+/* A new buffer for `tenant` with the bytes, dtype and shape of its buffer
+ * `source_id`, on spec's device (the source's without one) with spec's
+ * label and ttl_s (the rest of spec is not read); *source_version is the
+ * source's version that was copied, the new buffer's is 1. The codes of
+ * ghd_service_buffer_create and ghd_service_buffer_find, and GHD_EBUSY
+ * when the source was written during the copy (nothing is created). */
+int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const char *source_id,
+                            const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
+                            uint64_t *source_version, struct ghd_err *err);
 /* Buffer `id` as `tenant` sees it, a new reference; GHD_ENOENT, or
  * ghd_owner_check's GHD_EMISDIRECTED or GHD_EGONE for an id this start of
- * the instance did not make. */
+ * the instance did not make, and GHD_EDEVLOST when its device is lost. */
 int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
                             struct ghd_buffer **out, struct ghd_err *err);
+/* As ghd_service_buffer_find, also when its device is lost: for what the
+ * host keeps of a buffer (its description), never for its bytes. */
+int ghd_service_buffer_find_host(struct ghd_service *svc, const char *tenant, const char *id,
+                                 struct ghd_buffer **out, struct ghd_err *err);
 /* Removes buffer `id` while match(ctx, version) holds (ghd_buffer_remove_match):
  * GHD_EPRECOND with *current, GHD_ENOENT. */
 int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,

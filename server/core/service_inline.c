@@ -10,6 +10,7 @@
 #include "inline_defs.h"
 #include "metrics.h"
 #include "service.h"
+#include "service_devices.h"
 #include "service_kernels.h"
 #include "service_runs.h"
 
@@ -78,14 +79,19 @@ int ghd_service_run_step_inline_module(struct ghd_service *svc, const char *tena
                                        struct ghd_run_step *step, json_t *launch,
                                        const char *path, struct ghd_err *err)
 {
+    /* Built with a ready device; it runs on every device of its architecture. */
+    struct ghd_runtime *rt;
+    int rc = ghd_service_place(svc, &rt, err);
+    if (rc)
+        return rc;
     const struct ghd_inline_module_ctx ctx = {.max_source = svc->cfg.module_max_source,
                                               .id_prefix = svc->owner.prefix,
                                               .compiler = svc->compiler,
-                                              .rt = ghd_service_runtime(svc, 0)};
+                                              .rt = rt};
     struct ghd_rmodule *m;
     const char *from;
-    int rc = ghd_inline_module(&svc->inline_defs, json_object_get(launch, "module"), &ctx,
-                               tenant, &m, &from, err);
+    rc = ghd_inline_module(&svc->inline_defs, json_object_get(launch, "module"), &ctx, tenant,
+                           &m, &from, err);
     if (rc) {
         at_path(err, rc, path, module_fields);
         return rc;

@@ -1,11 +1,12 @@
 /* Kernels for tenants: the catalogue (built-ins and the tenant's own), and
- * defining a user kernel, which builds it for the default device first so
- * that its 201 says what that cost. */
+ * defining a user kernel, which builds it for one device (the placement's)
+ * first so that its 201 says what that cost. */
 #include "service_kernels.h"
 
 #include "base/error.h"
 #include "kernels/user/ucuda.h"
 #include "service.h"
+#include "service_devices.h"
 
 json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const char *tenant)
 {
@@ -40,7 +41,10 @@ int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const ch
 int ghd_service_kernel_build(struct ghd_service *svc, struct ghd_ukernel *k, json_t *build,
                              struct ghd_err *e)
 {
-    struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
+    struct ghd_runtime *rt;
+    int rc = ghd_service_place(svc, &rt, e); /* another device compiles when first run there */
+    if (rc)
+        return rc;
     json_object_set_new(build, "backend", json_string(ghd_backend_name(rt->dev.kind)));
     if (rt->dev.kind == GHD_BACKEND_HOST || k->def.placeholders[0]) {
         json_object_set_new(build, "compiled", json_false());
@@ -53,7 +57,7 @@ int ghd_service_kernel_build(struct ghd_service *svc, struct ghd_ukernel *k, jso
     struct ghd_ubinding *bd;
     for (int t = 0; t < 26; t++)
         b.ph_type[t] = GHD_UT_NONE;
-    int rc = ghd_ukernel_binding(k, &b, &bd, e);
+    rc = ghd_ukernel_binding(k, &b, &bd, e);
     if (rc == 0)
         rc = ghd_ucuda_prepare(k, bd, rt, e);
     if (rc == 0)

@@ -3,10 +3,13 @@
  * already, and the lookups a run step makes. */
 #include "service_modules.h"
 
+#include <stdio.h>
+
 #include "auth.h"
 #include "base/error.h"
 #include "kernels/raw/module.h"
 #include "service.h"
+#include "service_devices.h"
 
 int ghd_service_raw_allowed(struct ghd_service *svc, const char *tenant, unsigned perms,
                             struct ghd_err *err)
@@ -47,8 +50,13 @@ int ghd_service_module_create(struct ghd_service *svc, const char *tenant, json_
     }
     if (ghd_rmodule_store_room(&svc->modules, tenant) != 0)
         return at_limit(svc, err);
+    /* Compiled for and loaded with one device; its library serves every
+     * device of that architecture (kernels/raw/rcall.c). */
+    struct ghd_runtime *rt;
+    if ((rc = ghd_service_place(svc, &rt, err)) != 0)
+        return rc;
     rc = ghd_rmodule_new(body, svc->cfg.module_max_source, svc->owner.prefix, tenant,
-                         svc->compiler, ghd_service_runtime(svc, 0), &m, err);
+                         svc->compiler, rt, &m, err);
     if (rc)
         return rc;
     rc = ghd_rmodule_store_add(&svc->modules, m, &have);
@@ -77,12 +85,30 @@ static int no_module(const char *id, struct ghd_err *err)
     return ghd_err_set(err, GHD_ENOENT, "no module with id '%.64s'", id);
 }
 
+/* The tenant's module `id`, a new reference, while the device it was
+ * loaded with is ready. */
+static int module_find(struct ghd_service *svc, const char *tenant, const char *id,
+                       struct ghd_rmodule **out, struct ghd_err *err)
+{
+    if (ghd_rmodule_store_find_new(&svc->modules, tenant, id, out) != 0)
+        return no_module(id, err);
+    char what[GHD_RMODULE_ID_LEN + 16];
+    snprintf(what, sizeof(what), "module %s", id);
+    int rc = ghd_service_device_usable(svc, (*out)->rt, what, err);
+    if (rc) {
+        ghd_rmodule_unref(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int ghd_service_module_get(struct ghd_service *svc, const char *tenant, const char *id,
                            json_t **desc, struct ghd_err *err)
 {
     struct ghd_rmodule *m;
-    if (ghd_rmodule_store_find_new(&svc->modules, tenant, id, &m) != 0)
-        return no_module(id, err);
+    int rc = module_find(svc, tenant, id, &m, err);
+    if (rc)
+        return rc;
     *desc = ghd_rmodule_describe_new(m);
     ghd_rmodule_unref(m);
     return 0;
@@ -101,11 +127,12 @@ int ghd_service_module_function(struct ghd_service *svc, const char *tenant, con
                                 struct ghd_err *err)
 {
     struct ghd_rmodule *m;
-    if (ghd_rmodule_store_find_new(&svc->modules, tenant, id, &m) != 0)
-        return no_module(id, err);
+    int rc = module_find(svc, tenant, id, &m, err);
+    if (rc)
+        return rc;
     struct ghd_rfunc *f = ghd_rmodule_function(m, name);
     if (!f) {
-        int rc = ghd_err_set(err, GHD_EUNPROC,
+        rc = ghd_err_set(err, GHD_EUNPROC,
                              "module %s has no __global__ function '%.128s' (GET /v1/modules/%s "
                              "lists them)",
                              m->id, name, m->id);

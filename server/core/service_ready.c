@@ -3,22 +3,15 @@
 #include "service.h"
 
 #include "base/error.h"
+#include "service_devices.h"
 
-int ghd_service_readiness(struct ghd_service *svc, struct ghd_err *err)
+int ghd_service_readiness(struct ghd_service *svc, json_t **devices, struct ghd_err *err)
 {
-    struct ghd_runtime *rt = ghd_service_runtime(svc, 0);
-    if (!atomic_load(&svc->ready) || !rt)
+    if (devices)
+        *devices = NULL;
+    if (!atomic_load(&svc->ready) || !ghd_service_runtime(svc, 0))
         return ghd_err_set(err, GHD_EUNAVAIL, "the service is starting or stopping");
-    struct ghd_err lost = {0};
-    if (ghd_devloss_get(&svc->devloss, &lost))
-        return ghd_err_set(err, GHD_EDEVLOST, "device %d is lost: %s", rt->dev.ordinal,
-                           lost.detail);
-    struct ghd_err why = {0};
-    int rc = ghd_runtime_health(rt, &why);
-    if (rc)
-        return ghd_err_set(err, GHD_EUNAVAIL, "device %d is not usable: %s", rt->dev.ordinal,
-                           ghd_err_text(&why, rc));
-    return 0;
+    return ghd_service_devices_ready(svc, devices, err);
 }
 
 unsigned ghd_service_free_percent(struct ghd_service *svc)

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "service.h"
 #include "service_buffers.h"
+#include "service_devices.h"
 
 int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *err)
 {
@@ -34,11 +35,9 @@ int ghd_service_region_register(struct ghd_service *svc, unsigned device,
                                 const struct ghd_region_spec *spec, struct ghd_region **out,
                                 struct ghd_err *err)
 {
-    struct ghd_runtime *rt = ghd_service_runtime(svc, device);
-    if (!rt)
-        return ghd_err_set(err, GHD_EUNPROC, "'device' %u: this server has %u device%s", device,
-                           svc->runtime_count, svc->runtime_count == 1 ? "" : "s");
-    return ghd_region_register_new(&svc->regions, rt, spec, out, err);
+    struct ghd_runtime *rt;
+    int rc = ghd_service_device(svc, device, &rt, err);
+    return rc ? rc : ghd_region_register_new(&svc->regions, rt, spec, out, err);
 }
 
 int ghd_service_region_find(struct ghd_service *svc, const char *tenant, const char *id,
@@ -70,7 +69,7 @@ json_t *ghd_service_region_json_new(struct ghd_service *svc, const struct ghd_re
     strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
     json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:b, s:s, s:f, s:I}", "id", r->id, "kind",
                           r->kind == GHD_REGION_SHM ? "shm" : "cuda_ipc", "size",
-                          (json_int_t)r->size, "device", r->rt->dev.ordinal, "pinned",
+                          (json_int_t)r->size, "device", (int)r->rt->index, "pinned",
                           r->pinned != NULL || r->kind == GHD_REGION_CUDA_IPC, "created",
                           created, "register_ms", r->register_s * 1e3, "transfers",
                           (json_int_t)ghd_region_transfers(&svc->regions, r));
@@ -85,8 +84,11 @@ int ghd_service_xfer_end_find(struct ghd_service *svc, const char *tenant, const
 {
     /* An id of another instance or start never gets here: http/body.c
      * answered it 421 or 410, naming where in the body it was. */
+    struct ghd_err lost = {0};
     int rc = is_region ? ghd_region_find_new(&svc->regions, id, tenant, &end->region)
-                   : ghd_service_buffer_find(svc, tenant, id, &end->buffer, NULL);
+                       : ghd_service_buffer_find(svc, tenant, id, &end->buffer, &lost);
+    if (rc == GHD_EDEVLOST)
+        return ghd_err_set(err, rc, "'%s.buffer': %s", field, lost.detail);
     if (rc)
         return ghd_err_set(err, GHD_ENOENT, "'%s.%s': no %s with id '%.64s'", field,
                            is_region ? "region" : "buffer", is_region ? "region" : "buffer", id);

@@ -2,10 +2,14 @@
  * and what the queue's refusals say. */
 #include "service_runs.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "base/error.h"
 #include "kernels/raw/module.h"
 #include "run_queue.h"
 #include "service.h"
+#include "service_devices.h"
 #include "service_modules.h"
 
 int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out)
@@ -39,9 +43,51 @@ int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
     return rc;
 }
 
+/* The device that holds every buffer of the run, or, for a run without
+ * buffers, the placement's. Buffers on different devices are refused: a
+ * kernel reads and writes its own device's memory, and a silent copy would
+ * hide what the run costs. */
+static int run_device(struct ghd_service *svc, struct ghd_run *run, struct ghd_err *err)
+{
+    struct ghd_runtime *rt = NULL;
+    int mixed = 0;
+    for (unsigned i = 0; i < run->step_count; i++)
+        for (unsigned j = 0; j < run->steps[i].nheld; j++) {
+            struct ghd_runtime *b = run->steps[i].held[j]->rt;
+            mixed |= rt && b != rt;
+            rt = rt ? rt : b;
+        }
+    if (mixed) {
+        char list[GHD_ERR_DETAIL] = "";
+        size_t used = 0;
+        for (unsigned i = 0; i < run->step_count; i++)
+            for (unsigned j = 0; j < run->steps[i].nheld && used < sizeof(list); j++) {
+                const struct ghd_buffer *b = run->steps[i].held[j];
+                if (strstr(list, b->id)) /* named by an earlier step */
+                    continue;
+                int w = snprintf(list + used, sizeof(list) - used, "%sbuffer %s on device %u",
+                                 used ? ", " : "", b->id, b->device);
+                used += w > 0 ? (size_t)w : 0;
+            }
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "the run's buffers are on different devices (%s): a run executes on "
+                           "one device; copy a buffer to the other's device first (POST "
+                           "/v1/buffers {\"copy_of\": id, \"device\": k})",
+                           list);
+    }
+    int rc = rt ? ghd_service_device_usable(svc, rt, "the run's buffers", err)
+                : ghd_service_place(svc, &rt, err);
+    if (rc == 0)
+        run->rt = rt;
+    return rc;
+}
+
 int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct ghd_err *err)
 {
-    int rc = ghd_run_submit(svc->runs, run);
+    int rc = run_device(svc, run, err);
+    if (rc)
+        return rc;
+    rc = ghd_run_submit(svc->runs, run);
     if (rc == GHD_ELIMIT && run->error.detail[0]) /* the tenant's own limit */
         return ghd_err_set(err, rc, "%s", run->error.detail);
     if (rc == GHD_ELIMIT)
@@ -50,7 +96,7 @@ int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct 
     if (rc == GHD_EPRECOND)
         return ghd_err_set(err, rc, "%s", run->error.detail);
     if (rc == GHD_EDEVLOST)
-        return ghd_err_set(err, rc, "the device is lost: no run is taken");
+        return ghd_err_set(err, rc, "device %u is lost: no run is taken for it", run->rt->index);
     if (rc)
         return ghd_err_set(err, rc, "the run queue is stopping");
     return 0;
@@ -75,7 +121,16 @@ int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char
                          struct ghd_run **out, struct ghd_err *err)
 {
     int rc = ghd_run_find_new(svc->runs, id, tenant, out);
-    return rc ? no_run(rc, id, err) : 0;
+    if (rc)
+        return no_run(rc, id, err);
+    char what[GHD_BUFFER_ID_LEN + 16];
+    snprintf(what, sizeof(what), "run %s", id);
+    rc = (*out)->rt ? ghd_service_device_usable(svc, (*out)->rt, what, err) : 0;
+    if (rc) {
+        ghd_run_unref(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int ghd_service_run_cancel(struct ghd_service *svc, const char *tenant, const char *id,

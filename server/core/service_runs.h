@@ -32,7 +32,10 @@ int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
  * function. */
 int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
                                   struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
-/* Queues the prepared run (ghd_run_submit). GHD_ELIMIT: the tenant's own
+/* Queues the prepared run (ghd_run_submit) on the device that holds its
+ * buffers (run->rt; a run without buffers goes where --placement puts it).
+ * GHD_EUNPROC naming each buffer and its device when they are on more than
+ * one; GHD_EDEVLOST when that device is lost. GHD_ELIMIT: the tenant's own
  * limit or --run-queue-limit, as the detail says; GHD_EPRECOND: a step's
  * if_match does not hold (run->precond_version the version found);
  * GHD_EDEVLOST; otherwise the queue is stopping. */
@@ -41,7 +44,8 @@ int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct 
 void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run);
 /* The run's public JSON, a new reference. */
 json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run);
-/* Run `id` as `tenant` sees it, a new reference; GHD_ENOENT. */
+/* Run `id` as `tenant` sees it, a new reference; GHD_ENOENT, and
+ * GHD_EDEVLOST when the device it ran on is lost. */
 int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char *id,
                          struct ghd_run **out, struct ghd_err *err);
 /* Cancels a queued run (0) or forgets a finished one (1); GHD_EBUSY while it

@@ -144,9 +144,9 @@ void ghd_transfer_free(struct ghd_transfer *t)
     if (!t)
         return;
     if (t->dir == GHD_TRANSFER_DOWNLOAD) /* an upload is counted when it completes */
-        ghd_metrics_transfer(t->metrics, GHD_TRANSFER_DOWNLOAD, t->sent,
+        ghd_metrics_transfer(t->metrics, t->rt->index, GHD_TRANSFER_DOWNLOAD, t->sent,
                              ghd_clock_s() - t->started_at);
-    ghd_metrics_transfer_direct(t->metrics, t->dir, t->direct_bytes);
+    ghd_metrics_transfer_direct(t->metrics, t->rt->index, t->dir, t->direct_bytes);
     ghd_transfer_release_chunks(t);
     if (t->dir == GHD_TRANSFER_DOWNLOAD)
         ghd_source_release_buf(t);

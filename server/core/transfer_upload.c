@@ -229,7 +229,7 @@ void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc
     ghd_buffer_bump(t->buf);
     atomic_store(&t->buf->writing, 0);
     t->writer = 0;
-    ghd_metrics_transfer(t->metrics, GHD_TRANSFER_UPLOAD, t->received,
+    ghd_metrics_transfer(t->metrics, t->rt->index, GHD_TRANSFER_UPLOAD, t->received,
                          ghd_clock_s() - t->started_at);
     if (t->created)
         ghd_buffer_publish(t->buf);

@@ -16,22 +16,11 @@
 #include "metrics.h"
 #include "run_queue.h"
 #include "service.h"
+#include "service_devices.h"
 
-void ghd_service_device_lost(struct ghd_service *svc, const char *reason)
+static void on_loss(void *ctx, unsigned device, const char *reason)
 {
-    if (!ghd_devloss_mark(&svc->devloss, "%s", reason))
-        return;
-    ghd_log(GHD_LOG_ERROR, "device %d lost: %s; device routes answer 503 from now on%s",
-            svc->runtimes[0].dev.ordinal, reason,
-            svc->cfg.on_device_loss[0] == 'e' ? " and the server exits (--on-device-loss exit)"
-                                              : " (--on-device-loss stay)");
-    ghd_metrics_device_lost(svc->metrics);
-    ghd_run_queue_device_lost(svc->runs, reason);
-}
-
-static void on_loss(void *ctx, const char *reason)
-{
-    ghd_service_device_lost(ctx, reason);
+    ghd_service_device_lost(ctx, device, reason);
 }
 
 static void *watch(void *arg)
@@ -46,11 +35,14 @@ static void *watch(void *arg)
         /* The loss is marked before the overdue run's waiter is answered
          * (ghd_run_queue_device_lost, from ghd_service_device_lost): a client
          * that reads /readyz after that reply sees the loss. */
-        if (ghd_run_queue_stop_overdue(svc->runs, svc->cfg.run_timeout_s) > 0) {
+        unsigned stuck = 0;
+        if (ghd_run_queue_stop_overdue(svc->runs, svc->cfg.run_timeout_s, &stuck) > 0) {
             char reason[160];
             snprintf(reason, sizeof(reason), "a run passed --run-timeout (%u s); its kernel "
                      "cannot be stopped", svc->cfg.run_timeout_s);
-            ghd_service_device_lost(svc, reason);
+            for (unsigned i = 0; i < svc->runtime_count; i++)
+                if (stuck & (1u << i))
+                    ghd_service_device_lost(svc, i, reason);
         }
         pthread_mutex_lock(&svc->watch_lock);
     }

@@ -2,7 +2,8 @@
 #define GHD_CORE_WATCHDOG_H
 
 /* Device-loss containment: the run queue's loss hook and the
- * --run-timeout watchdog, both ending in ghd_service_device_lost. */
+ * --run-timeout watchdog, both ending in ghd_service_device_lost
+ * (core/service_devices.h) for the device concerned. */
 struct ghd_service;
 
 /* Hooks the run queue and, with --run-timeout, starts the thread that fails
@@ -10,8 +11,5 @@ struct ghd_service;
 int ghd_watchdog_start(struct ghd_service *svc);
 /* Stops the thread; NULL-safe on a service whose start failed. */
 void ghd_watchdog_stop(struct ghd_service *svc);
-/* Marks the device lost (once; later calls keep the first reason): logs it,
- * counts it in /metrics and fails the runs queued and running. */
-void ghd_service_device_lost(struct ghd_service *svc, const char *reason);
 
 #endif

@@ -89,6 +89,40 @@ static int no_device(cudaError_t err, struct ghd_err *error)
                        cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
+/* "GPU-" and the 16 bytes as nvidia-smi and CUDA_VISIBLE_DEVICES write them. */
+static void format_uuid(const cudaUUID_t *u, char *out, size_t len)
+{
+    const unsigned char *b = (const unsigned char *)u->bytes;
+    snprintf(out, len,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+             b[13], b[14], b[15]);
+}
+
+int ghd_cuda_device_list(struct ghd_device_id ids[GHD_DEVICE_LIST_MAX], unsigned *count,
+                         struct ghd_err *error)
+{
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess || n == 0)
+        return no_device(err, error);
+    if (n > GHD_DEVICE_LIST_MAX)
+        n = GHD_DEVICE_LIST_MAX;
+    for (int i = 0; i < n; i++) {
+        struct cudaDeviceProp prop;
+        err = cudaGetDeviceProperties(&prop, i);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            return ghd_err_set(error, GHD_EUNAVAIL, "CUDA device %d: cudaGetDeviceProperties: %s",
+                               i, cudaGetErrorName(err));
+        }
+        ids[i].ordinal = i;
+        format_uuid(&prop.uuid, ids[i].uuid, sizeof(ids[i].uuid));
+    }
+    *count = (unsigned)n;
+    return 0;
+}
+
 static int cuda_open(struct ghd_device *dev, int ordinal, struct ghd_err *error)
 {
     int count = 0;
@@ -113,6 +147,8 @@ static int cuda_open(struct ghd_device *dev, int ordinal, struct ghd_err *error)
     GHD_CUDA_CHECK(dev, error, cudaGetDeviceProperties(&prop, ordinal));
     snprintf(dev->name, sizeof(dev->name), "%.127s", prop.name);
     dev->total_memory = prop.totalGlobalMem;
+    format_uuid(&prop.uuid, dev->uuid, sizeof(dev->uuid));
+    snprintf(dev->arch, sizeof(dev->arch), "sm_%d%d", prop.major, prop.minor);
     if (cudaDeviceGetPCIBusId(dev->pci_bus_id, (int)sizeof(dev->pci_bus_id), ordinal) !=
         cudaSuccess)
     {
@@ -377,6 +413,36 @@ static int cuda_copy_d2d(struct ghd_device *dev, void *d_dst, const void *d_src,
     return cuda_copy(dev, d_dst, d_src, n, cudaMemcpyDeviceToDevice, s, error);
 }
 
+static int cuda_peer_enable(struct ghd_device *dev, struct ghd_device *peer, int *enabled,
+                            struct ghd_err *error)
+{
+    int can = 0;
+    *enabled = 0;
+    GHD_CUDA_CHECK(dev, error, cudaDeviceCanAccessPeer(&can, dev->ordinal, peer->ordinal));
+    if (!can)
+        return 0;
+    CUDA_ENTER(dev, error);
+    cudaError_t err = cudaDeviceEnablePeerAccess(peer->ordinal, 0);
+    if (err == cudaErrorPeerAccessAlreadyEnabled) /* another service of this process did */
+        (void)cudaGetLastError();
+    else
+        GHD_CUDA_CHECK(dev, error, err);
+    *enabled = 1;
+    return 0;
+}
+
+static int cuda_copy_peer(struct ghd_device *dev, struct ghd_device *peer, void *d_dst,
+                          const void *d_src, size_t n, struct ghd_stream *s,
+                          struct ghd_err *error)
+{
+    if (n == 0)
+        return 0;
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaMemcpyPeerAsync(d_dst, peer->ordinal, d_src, dev->ordinal, n,
+                                                   (cudaStream_t)s));
+    return 0;
+}
+
 static int cuda_memset(struct ghd_device *dev, void *d_dst, int value, size_t n,
                        struct ghd_stream *s, struct ghd_err *error)
 {
@@ -429,6 +495,8 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .copy_h2d = cuda_copy_h2d,
     .copy_d2h = cuda_copy_d2h,
     .copy_d2d = cuda_copy_d2d,
+    .peer_enable = cuda_peer_enable,
+    .copy_peer = cuda_copy_peer,
     .memset = cuda_memset,
     .mem_info = cuda_mem_info,
     .health = cuda_health,

@@ -42,3 +42,17 @@ void ghd_device_close(struct ghd_device *dev)
         dev->ops->close(dev);
     dev->ops = NULL;
 }
+
+int ghd_device_list(enum ghd_backend_kind kind, unsigned host_devices,
+                    struct ghd_device_id ids[GHD_DEVICE_LIST_MAX], unsigned *count,
+                    struct ghd_err *error)
+{
+    *count = 0;
+    if (kind == GHD_BACKEND_HOST)
+        return ghd_host_device_list(host_devices, ids, count, error);
+#ifdef GHD_HAVE_CUDA
+    return ghd_cuda_device_list(ids, count, error);
+#else
+    return ghd_err_set(error, GHD_ENOTSUP, "this binary was built without CUDA support");
+#endif
+}

@@ -72,6 +72,16 @@ struct ghd_device_ops {
                     struct ghd_stream *s, struct ghd_err *error);
     int (*copy_d2d)(struct ghd_device *dev, void *d_dst, const void *d_src, size_t n,
                     struct ghd_stream *s, struct ghd_err *error);
+    /* Whether dev's kernels and copies can reach `peer`'s memory directly;
+     * when they can, turns that on (cudaDeviceEnablePeerAccess) and sets
+     * *enabled to 1. The host backend's devices have no peer access: copies
+     * between them take the staged path that GPUs without it take. */
+    int (*peer_enable)(struct ghd_device *dev, struct ghd_device *peer, int *enabled,
+                       struct ghd_err *error);
+    /* Copies n bytes from d_src on dev to d_dst on `peer`, on stream s of
+     * either (cudaMemcpyPeerAsync). pre: peer_enable said 1 for the pair. */
+    int (*copy_peer)(struct ghd_device *dev, struct ghd_device *peer, void *d_dst,
+                     const void *d_src, size_t n, struct ghd_stream *s, struct ghd_err *error);
     int (*memset)(struct ghd_device *dev, void *d_dst, int value, size_t n,
                   struct ghd_stream *s, struct ghd_err *error);
     int (*mem_info)(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes,
@@ -90,6 +100,11 @@ struct ghd_device {
     /* The PCI bus id ("0000:3b:00.0") for NVML's utilisation; "" on the
      * host backend. */
     char pci_bus_id[32];
+    /* "GPU-" and the device's UUID as nvidia-smi writes it; the host
+     * backend's simulated devices are "host-N", stable across starts. */
+    char uuid[48];
+    /* The compute capability as NVRTC names it ("sm_90"); "host". */
+    char arch[16];
     /* stream_sync and event_sync poll for up to this long (yielding the CPU
      * between polls) before they sleep until the device signals: a short
      * copy completes in microseconds, while a sleeping wait costs a wake-up. */
@@ -103,17 +118,39 @@ struct ghd_device {
 int ghd_device_open(struct ghd_device *dev, enum ghd_backend_kind kind, int ordinal,
                     struct ghd_err *error);
 void ghd_device_close(struct ghd_device *dev);
+
+/* One device a backend offers, before it is opened. */
+#define GHD_DEVICE_LIST_MAX 64
+struct ghd_device_id {
+    int ordinal;
+    char uuid[48]; /* as struct ghd_device's */
+};
+/* The devices `kind` offers: CUDA's visible ones (CUDA_VISIBLE_DEVICES
+ * applies), or the host backend's `host_devices` simulated ones, at most
+ * GHD_DEVICE_LIST_MAX into ids[]. GHD_EUNAVAIL (the reason in *error) when
+ * there is none, GHD_ENOTSUP when the backend is not compiled in. */
+int ghd_device_list(enum ghd_backend_kind kind, unsigned host_devices,
+                    struct ghd_device_id ids[GHD_DEVICE_LIST_MAX], unsigned *count,
+                    struct ghd_err *error);
 /* Whether the CUDA backend was compiled into this binary. */
 int ghd_device_cuda_compiled(void);
 const char *ghd_backend_name(enum ghd_backend_kind kind);
 
 extern const struct ghd_device_ops ghd_host_ops;
+/* The most devices the host backend simulates (--host-devices). */
+#define GHD_HOST_DEVICES_MAX 16
+/* ghd_device_list for the host backend (host.c). */
+int ghd_host_device_list(unsigned count, struct ghd_device_id ids[GHD_DEVICE_LIST_MAX],
+                         unsigned *out, struct ghd_err *error);
 #ifdef GHD_HAVE_CUDA
 /* The CUDA backend keeps its state (whether a sticky error poisoned the
  * device) in a process-wide table indexed by ordinal, not per open: what it
  * describes, the device's primary context, is one per process and device,
  * shared by every opener in the process, and poisoned for all of them. */
 extern const struct ghd_device_ops ghd_cuda_ops;
+/* ghd_device_list for CUDA (cuda.c). */
+int ghd_cuda_device_list(struct ghd_device_id ids[GHD_DEVICE_LIST_MAX], unsigned *count,
+                         struct ghd_err *error);
 #endif
 
 #endif

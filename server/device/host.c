@@ -25,15 +25,36 @@ struct ghd_event {
     double t_ms;
 };
 
+/* Each simulated device (--host-devices) is plain memory of the machine:
+ * one name, one size, a pool and a limit of its own. */
 static int host_open(struct ghd_device *dev, int ordinal, struct ghd_err *error)
 {
-    if (ordinal != 0)
-        return ghd_err_set(error, GHD_EUNAVAIL, "the host backend has only device 0");
+    if (ordinal < 0 || ordinal >= GHD_HOST_DEVICES_MAX)
+        return ghd_err_set(error, GHD_EUNAVAIL,
+                           "the host backend simulates devices 0 to %d (--host-devices)",
+                           GHD_HOST_DEVICES_MAX - 1);
     long pages = sysconf(_SC_PHYS_PAGES);
     long page_size = sysconf(_SC_PAGESIZE);
     dev->total_memory = (size_t)pages * (size_t)page_size;
     snprintf(dev->name, sizeof(dev->name), "host memory (reference backend)");
     snprintf(dev->runtime_version, sizeof(dev->runtime_version), "none");
+    snprintf(dev->uuid, sizeof(dev->uuid), "host-%d", ordinal);
+    snprintf(dev->arch, sizeof(dev->arch), "host");
+    return 0;
+}
+
+int ghd_host_device_list(unsigned count, struct ghd_device_id ids[GHD_DEVICE_LIST_MAX],
+                         unsigned *out, struct ghd_err *error)
+{
+    if (count == 0 || count > GHD_HOST_DEVICES_MAX)
+        return ghd_err_set(error, GHD_EUNAVAIL,
+                           "the host backend simulates 1 to %d devices (--host-devices %u)",
+                           GHD_HOST_DEVICES_MAX, count);
+    for (unsigned i = 0; i < count; i++) {
+        ids[i].ordinal = (int)i;
+        snprintf(ids[i].uuid, sizeof(ids[i].uuid), "host-%u", i);
+    }
+    *out = count;
     return 0;
 }
 
@@ -220,6 +241,24 @@ static int host_copy(struct ghd_device *dev, void *dst, const void *src, size_t 
     return 0;
 }
 
+static int host_peer_enable(struct ghd_device *dev, struct ghd_device *peer, int *enabled,
+                            struct ghd_err *error)
+{
+    (void)error;
+    (void)dev;
+    (void)peer;
+    *enabled = 0; /* copies between simulated devices go through pinned staging */
+    return 0;
+}
+
+static int host_copy_peer(struct ghd_device *dev, struct ghd_device *peer, void *d_dst,
+                          const void *d_src, size_t n, struct ghd_stream *s,
+                          struct ghd_err *error)
+{
+    (void)peer;
+    return host_copy(dev, d_dst, d_src, n, s, error);
+}
+
 static int host_memset(struct ghd_device *dev, void *d_dst, int value, size_t n,
                        struct ghd_stream *s, struct ghd_err *error)
 {
@@ -277,6 +316,8 @@ const struct ghd_device_ops ghd_host_ops = {
     .copy_h2d = host_copy,
     .copy_d2h = host_copy,
     .copy_d2d = host_copy,
+    .peer_enable = host_peer_enable,
+    .copy_peer = host_copy_peer,
     .memset = host_memset,
     .mem_info = host_mem_info,
     .health = host_health,

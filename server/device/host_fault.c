@@ -4,24 +4,32 @@
 
 #include "base/err.h"
 #include "base/error.h"
+#include "device.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
 static long countdown;
 static enum ghd_host_fault armed;
-static int lost;
+static int armed_on = -1; /* the ordinal whose syncs count; -1: every device's */
+static int lost[GHD_HOST_DEVICES_MAX];
 /* What a lost device's detail says (a test looks for the CUDA error's name). */
 #define INJECTED "cudaErrorIllegalAddress (injected by ghd_host_fault_nth_sync)"
 
 static unsigned long generation; /* bumped by reset: stalled syncs return */
 static long register_countdown;
 
-void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault)
+void ghd_host_fault_nth_sync_on(int ordinal, long n, enum ghd_host_fault fault)
 {
     pthread_mutex_lock(&lock);
     countdown = n;
     armed = fault;
+    armed_on = ordinal;
     pthread_mutex_unlock(&lock);
+}
+
+void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault)
+{
+    ghd_host_fault_nth_sync_on(-1, n, fault);
 }
 
 void ghd_host_fault_reset(void)
@@ -30,23 +38,33 @@ void ghd_host_fault_reset(void)
     countdown = 0;
     register_countdown = 0;
     armed = GHD_HOST_FAULT_NONE;
-    lost = 0;
+    armed_on = -1;
+    for (int i = 0; i < GHD_HOST_DEVICES_MAX; i++)
+        lost[i] = 0;
     generation++;
     pthread_cond_broadcast(&released);
     pthread_mutex_unlock(&lock);
 }
 
+/* The host backend opens ordinals 0 to GHD_HOST_DEVICES_MAX - 1 only. */
+static int slot(const struct ghd_device *dev)
+{
+    GHD_ASSERT(dev->ordinal >= 0 && dev->ordinal < GHD_HOST_DEVICES_MAX);
+    return dev->ordinal;
+}
+
 int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error)
 {
-    int rc = 0;
+    int rc = 0, d = slot(dev);
     pthread_mutex_lock(&lock);
-    if (lost) {
+    if (lost[d]) {
         rc = GHD_EDEVICE; /* sticky, as a poisoned CUDA context is */
-    } else if (armed != GHD_HOST_FAULT_NONE && --countdown == 0) {
+    } else if (armed != GHD_HOST_FAULT_NONE && (armed_on < 0 || armed_on == d) &&
+               --countdown == 0) {
         enum ghd_host_fault f = armed;
         armed = GHD_HOST_FAULT_NONE;
         if (f == GHD_HOST_FAULT_LOSE) {
-            lost = 1;
+            lost[d] = 1;
             rc = GHD_EDEVICE;
         } else {
             unsigned long g = generation;
@@ -56,7 +74,6 @@ int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error)
         }
     }
     pthread_mutex_unlock(&lock);
-    (void)dev;
     if (rc)
         ghd_err_set(error, rc, INJECTED);
     return rc;
@@ -64,10 +81,10 @@ int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error)
 
 int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error)
 {
+    int d = slot(dev);
     pthread_mutex_lock(&lock);
-    int l = lost;
+    int l = lost[d];
     pthread_mutex_unlock(&lock);
-    (void)dev;
     if (l)
         return ghd_err_set(error, GHD_EDEVICE, INJECTED);
     return 0;

@@ -3,7 +3,9 @@
 
 /* Test-only fault injection for the host backend, like ghd_pool_fail_nth:
  * it lets the device-loss path (core/devloss.h) run where no kernel can
- * fault. Process-wide (the host backend has one device). Compiled into test
+ * fault. Process-wide, as a CUDA context is per process and device: a
+ * fault armed for one simulated device (--host-devices) loses that device
+ * alone, whichever service in the process opened it. Compiled into test
  * builds only (GHD_TESTABLE, as ghd_pool_fail_nth): the product's host
  * backend syncs and checks its health without asking it. */
 
@@ -15,11 +17,14 @@ enum ghd_host_fault {
     GHD_HOST_FAULT_STALL, /* the stream sync blocks until ghd_host_fault_reset (a spinning kernel) */
 };
 
-/* The n-th stream sync from now (1 = the next) does `fault`. */
+/* The n-th stream sync from now (1 = the next) on any device does `fault`
+ * (LOSE: to the device that sync was on). */
 void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault);
 /* The n-th host_register from now (1 = the next) fails, as cudaHostRegister
  * does when the host cannot page-lock the range. */
 void ghd_host_fault_nth_register(long n);
+/* The same, counting only the syncs on simulated device `ordinal`. */
+void ghd_host_fault_nth_sync_on(int ordinal, long n, enum ghd_host_fault fault);
 /* Clears every fault: stalled syncs return (with an error), health is good again. */
 void ghd_host_fault_reset(void);
 

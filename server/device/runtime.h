@@ -8,8 +8,14 @@
 #include "staging.h"
 
 /* Everything the service holds for one device: the backend context, its
- * memory pool, its pinned staging ring and free lists of streams and events.
- * The service keeps a small table of these indexed by device number. */
+ * memory pool, its pinned staging rings and free lists of streams and
+ * events. The service keeps a table of these, one per device it serves,
+ * indexed by the device's position in that table (its `index`, what every
+ * API field named `device` means), not by its CUDA ordinal. */
+
+/* The most devices one service serves. */
+#define GHD_MAX_DEVICES 16
+_Static_assert(GHD_HOST_DEVICES_MAX == GHD_MAX_DEVICES, "each simulated device fits the table");
 
 struct ghd_runtime_config {
     enum ghd_backend_kind backend;
@@ -35,6 +41,8 @@ struct ghd_idle_list {
 
 struct ghd_runtime {
     struct ghd_device dev;
+    unsigned index;      /* the position in the service's table (set by the service) */
+    unsigned peer_mask;  /* bit j: peer access to the table's device j is on */
     struct ghd_pool pool;
     struct ghd_staging staging;
     /* Chunks for transfers that fit one small chunk (a 4 KiB upload need not

@@ -38,7 +38,7 @@ void ghd_agent_line(struct ghd_service *svc, char *buf, size_t len)
         snprintf(buf, len, "drain\n");
         return;
     }
-    if (ghd_service_readiness(svc, NULL) != 0) {
+    if (ghd_service_readiness(svc, NULL, NULL) != 0) {
         snprintf(buf, len, "down\n");
         return;
     }

@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules transfer transfer_b profile regions gap proxy"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules devices transfer transfer_b profile regions gap proxy"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
@@ -60,15 +60,16 @@ if has sanitizer; then
     row "memcheck $name" "rc=$rc" "${verdict:-no summary}"
   done <<LIST
 test_kernels_gpu tests/gpu/test_kernels_gpu GHD_GPU_TEST_N=20011
-test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda
-test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_SOCKET_BODY_MIN=1
-test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda
+test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
+test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all GHD_TEST_SOCKET_BODY_MIN=1
+test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
 test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
-test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda
-test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda
-test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 --report-api-errors=no
-test_regions_gpu tests/gpu/test_regions_gpu GHD_BIN=$PWD/$build/gpuhttpd GHD_REGIONS_GPU_MEMCHECK=1
-test_inline_http tests/http/test_inline_http GHD_TEST_BACKEND=cuda --report-api-errors=no
+test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
+test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
+test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 REL_DEVICES=all --report-api-errors=no
+test_regions_gpu tests/gpu/test_regions_gpu GHD_BIN=$PWD/$build/gpuhttpd GHD_REGIONS_GPU_MEMCHECK=1 REL_DEVICES=all
+test_devices_gpu tests/gpu/test_devices_gpu GHD_TEST_DEVICES=all
+test_inline_http tests/http/test_inline_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all --report-api-errors=no
 LIST
   # test_modules_gpu (and test_inline_http, which runs a raw module sent by
   # value): a module's parameter layout is read by asking
@@ -84,7 +85,7 @@ fi
 # The reliability and security tests with the CUDA backend (test_auth parses
 # tokens only and is not carried), then the soak under memcheck.
 if has reliability; then
-  REL_BACKEND=cuda ctest --test-dir "$build" -L "reliability|security" -E "test_auth|soak_valgrind" \
+  REL_BACKEND=cuda REL_DEVICES=all ctest --test-dir "$build" -L "reliability|security" -E "test_auth|soak_valgrind" \
     --output-on-failure --timeout 300 >"$out/reliability.log" 2>&1
   rc=$?
   line=$(grep -E "tests passed|tests failed" "$out/reliability.log" | tail -1)
@@ -111,6 +112,17 @@ if has modules; then
   row "test_modules_gpu" "rc=$?" "$(tail -1 "$out/test-modules-gpu.log")"
   "$build/tests/bench/bench_modules" >"$out/bench-modules.log" 2>&1
   row "bench_modules" "rc=$?" "see bench-modules.log"
+fi
+
+# Devices (--devices all): the list, placement, copies and runs on each GPU
+# (tests/gpu/test_devices_gpu.c), then a 1 GiB copy_of within device 0 against
+# cudaMemcpyAsync D2D measured in the same run (tests/bench/bench_copies.c).
+if has devices; then
+  GHD_TEST_DEVICES=all "$build/tests/gpu/test_devices_gpu" >"$out/test-devices-gpu.log" 2>&1
+  row "test_devices_gpu" "rc=$?" "$(grep -E "PASSED|FAILED" "$out/test-devices-gpu.log" | tail -1)"
+  "$build/tests/bench/bench_copies" >"$out/bench-copies.log" 2>&1
+  row "bench_copies (1 GiB within device 0)" "rc=$?" \
+    "$(grep -E "^copy ratio" "$out/bench-copies.log" | tail -1)"
 fi
 
 if has ukernels; then
@@ -168,6 +180,7 @@ fi
 
 echo "## summary"
 cat "$summary"
+[[ -f $out/bench-copies.log ]] && { echo; echo "## $out/bench-copies.log"; cat "$out/bench-copies.log"; }
 for f in "$out/bench-kernels.log" "$out/transfer/report.md" "$out/transfer_b/report.md" \
   "$out/proxy/report.md"; do
   [[ -f $f ]] && { echo; echo "## $f"; sed -n '/^| test/,/^| ceiling: pinned h2d/p;/^| kernel/,$p' "$f" | head -40; }

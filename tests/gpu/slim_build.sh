@@ -31,6 +31,7 @@ bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/gpu/test_ukernels_gpu tests/http/test_ukernels_http tests/bench/bench_ukernels
   tests/http/test_arrays_http tests/gpu/test_modules_gpu tests/http/test_inline_http
   tests/bench/bench_modules tests/gpu/test_regions_gpu tests/bench/ipc_peer
+  tests/gpu/test_devices_gpu tests/bench/bench_copies
   tests/unit/test_raw)
 # test_raw is labelled security as well as unit: run_device.sh's reliability
 # part runs it on CUDA (its real-NVRTC case compiles there, as it does here).

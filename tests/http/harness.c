@@ -31,6 +31,29 @@ const char *harness_backend(void)
     return b && *b ? b : "host";
 }
 
+/* The defaults, with `flags` (space-separated; NULL: the defaults alone,
+ * no environment) parsed over them as gpuhttpd parses its own; a flag it
+ * refuses fails the test. */
+static void config_from_flags(struct ghd_config *cfg, const char *flags)
+{
+    if (!flags) {
+        ghd_config_defaults(cfg);
+        return;
+    }
+    char copy[1024], *argv[64];
+    int argc = 0;
+    argv[argc++] = (char *)"gpuhttpd";
+    snprintf(copy, sizeof(copy), "%s", flags ? flags : "");
+    for (char *save = NULL, *tok = strtok_r(copy, " ", &save); tok && argc < 63;
+         tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = tok;
+    argv[argc] = NULL;
+    if (ghd_config_parse(cfg, argc, argv, stdout, stderr) != 0) {
+        fprintf(stderr, "harness: gpuhttpd refuses the flags '%s'\n", flags);
+        exit(1);
+    }
+}
+
 void harness_start(struct harness *h, const struct harness_opts *opts)
 {
     static const struct harness_opts none;
@@ -47,9 +70,13 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     ghd_log_setup(level, GHD_LOG_TEXT);
 
     struct ghd_config cfg;
-    ghd_config_defaults(&cfg);
+    config_from_flags(&cfg, opts->flags);
     cfg.port = 0;
     snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1");
+    /* GHD_TEST_DEVICES=all|0,1 selects the devices (--devices). */
+    const char *devices = getenv("GHD_TEST_DEVICES");
+    if (devices && *devices)
+        snprintf(cfg.devices, sizeof(cfg.devices), "%s", devices);
     const char *backend = harness_backend();
     if (strcmp(backend, "host") == 0) {
         cfg.backend = GHD_CHOICE_HOST;
@@ -474,17 +501,21 @@ uint64_t harness_sum(uint64_t sum, const void *data, size_t len)
 
 int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
 {
-    struct ghd_runtime *rt = ghd_service_runtime(&h->svc, 0);
     for (unsigned waited = 0;; waited += 5) {
-        struct ghd_pool_stats ps;
-        unsigned busy = ghd_runtime_staging_busy(rt);
-        ghd_pool_get_stats(&rt->pool, &ps);
-        if (busy == 0 && (in_use == (size_t)-1 || ps.in_use == in_use))
+        unsigned busy = 0;
+        size_t used = 0;
+        for (unsigned i = 0; i < h->svc.runtime_count; i++) {
+            struct ghd_pool_stats ps;
+            busy += ghd_runtime_staging_busy(&h->svc.runtimes[i]);
+            ghd_pool_get_stats(&h->svc.runtimes[i].pool, &ps);
+            used += ps.in_use;
+        }
+        if (busy == 0 && (in_use == (size_t)-1 || used == in_use))
             return 0;
         if (waited >= timeout_ms) {
             fprintf(stderr, "harness: not idle after %u ms: staging busy %u, pool in_use %zu "
                             "(want %zu)\n",
-                    timeout_ms, busy, ps.in_use, in_use);
+                    timeout_ms, busy, used, in_use);
             return -1;
         }
         struct timespec ts = {0, 5 * 1000000L};

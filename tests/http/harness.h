@@ -10,7 +10,8 @@
  * With "cuda" and no usable device, harness_start prints
  * "skipped: no CUDA device" and exits 77 (ctest's skip code).
  * GHD_TEST_DIRECT_COPY=0 turns --direct-copy off (every byte through the
- * staging ring); GHD_TEST_LOG=debug|info|warn shows the server's log. */
+ * staging ring); GHD_TEST_DEVICES sets --devices (the GPU variants run
+ * with all); GHD_TEST_LOG=debug|info|warn shows the server's log. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,10 @@ struct harness_opts {
     unsigned tenant_max_kernels; /* --tenant-max-kernels */
     /* Called last on the configuration, for anything else a suite sets. */
     void (*configure)(struct ghd_config *cfg);
+    /* More gpuhttpd flags, separated by spaces ("--host-devices 3"), parsed
+     * as gpuhttpd parses its command line; the harness's own settings above
+     * apply over them. NULL: none. */
+    const char *flags;
 };
 
 /* Starts the service and the HTTP server; fails the test (exit 1) on any
@@ -152,9 +157,9 @@ void harness_fill(uint64_t seed, uint64_t pos, void *buf, size_t len);
 #define HARNESS_SUM_INIT 0xcbf29ce484222325ULL
 uint64_t harness_sum(uint64_t sum, const void *data, size_t len);
 
-/* Polls until the staging ring has no busy chunk and the pool's in_use is
- * `in_use` (pass (size_t)-1 to skip that check), for up to `timeout_ms`.
- * Returns 0 when reached. */
+/* Polls until no staging ring has a busy chunk and the pools' in_use (of
+ * every device, summed) is `in_use` (pass (size_t)-1 to skip that check),
+ * for up to `timeout_ms`. Returns 0 when reached. */
 int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms);
 
 /* A raw TCP connection to the server (for aborts mid-body). */

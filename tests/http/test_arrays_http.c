@@ -204,7 +204,7 @@ static unsigned long long direct_download_bytes(void)
     struct harness_resp r;
     harness_simple(&H, "GET", "/metrics", NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    const char *key = "gpuhttpd_transfer_direct_bytes_total{direction=\"download\"} ";
+    const char *key = "gpuhttpd_transfer_direct_bytes_total{direction=\"download\",device=\"0\"} ";
     const char *p = strstr(r.body, key);
     if (!p)
         fail_msg("/metrics has no %s", key);

@@ -116,6 +116,24 @@ def main():
                                                            b"\x01" * 1024, O))
         check(st == 201 and "expires" in json.loads(body), f"create with octets: {st} {body!r}")
         bid2 = json.loads(body)["id"]
+        # Devices: the list, a buffer on a named device, a copy, what is refused.
+        st, _, body = c.conform("GET", "/v1/devices", R("GET", "/v1/devices"))
+        devices = json.loads(body)["devices"]
+        check(st == 200 and devices and devices[0]["index"] == 0, f"devices: {st} {body!r}")
+        st, _, body = c.conform("POST", "/v1/buffers", R(
+            "POST", "/v1/buffers", json.dumps({"copy_of": bid2, "device": 0}).encode(), J))
+        copy = json.loads(body)
+        check(st == 201 and copy["device"] == 0 and copy["source_version"] >= 1 and
+              copy["size"] == 1024, f"copy: {st} {body!r}")
+        check(c.conform("DELETE", "/v1/buffers/{id}", R("DELETE", f"/v1/buffers/{copy['id']}"))[0]
+              == 204, "delete the copy")
+        for payload, want in [({"size": 16, "device": len(devices)}, 422),
+                              ({"size": 16, "device": "0"}, 400),
+                              ({"copy_of": bid2, "size": 16}, 400),
+                              ({"copy_of": "nope"}, 404)]:
+            st, _, body = c.conform("POST", "/v1/buffers", R(
+                "POST", "/v1/buffers", json.dumps(payload).encode(), J), repr(payload))
+            check(st == want, f"create {payload!r}: {st}, not {want}: {body[:200]!r}")
         for payload, headers, want in [
                 (b"{}", J, 400), (b'{"size": 0}', J, 400), (b'{"size": 2097152}', J, 413),
                 (b'{"size": 1', J, 400), (b'{"size": 16, "bogus": 1}', J, 400),

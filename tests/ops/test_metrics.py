@@ -180,10 +180,10 @@ def main():
                          "the unmatched 404 or the HEAD was not counted")
 
         # Uploads and downloads count their bytes exactly.
-        up0 = value(s2, "gpuhttpd_transfer_bytes_total", direction="upload")
-        down0 = value(s2, "gpuhttpd_transfer_bytes_total", direction="download")
+        up0 = value(s2, "gpuhttpd_transfer_bytes_total", direction="upload", device="0")
+        down0 = value(s2, "gpuhttpd_transfer_bytes_total", direction="download", device="0")
         tput_up0 = value(s2, "gpuhttpd_transfer_throughput_bytes_per_second_count",
-                         direction="upload")
+                         direction="upload", device="0")
         bufs0 = value(s2, "gpuhttpd_buffers")
         payload = os.urandom(300000)
         status, hdrs, body = srv.request("POST", "/v1/buffers", payload,
@@ -199,14 +199,14 @@ def main():
         status, _, body = srv.request("GET", f"/v1/buffers/{bid}", headers={"Range": "bytes=0-99"})
         check(status == 206 and len(body) == 100, f"range download answered {status}")
         _, s3 = wait_for(srv, lambda s: value(s, "gpuhttpd_transfer_bytes_total",
-                                              direction="download") >= down0 + 300100,
+                                              direction="download", device="0") >= down0 + 300100,
                          "download bytes did not reach +300100")
-        up = value(s3, "gpuhttpd_transfer_bytes_total", direction="upload") - up0
-        down = value(s3, "gpuhttpd_transfer_bytes_total", direction="download") - down0
+        up = value(s3, "gpuhttpd_transfer_bytes_total", direction="upload", device="0") - up0
+        down = value(s3, "gpuhttpd_transfer_bytes_total", direction="download", device="0") - down0
         check(up == 301000, f"upload bytes moved by {up}, not 301000")
         check(down == 300100, f"download bytes moved by {down}, not 300100")
         tput = check_histogram(s3, "gpuhttpd_transfer_throughput_bytes_per_second",
-                               direction="upload")
+                               direction="upload", device="0")
         check(tput == tput_up0 + 2, f"upload throughput observations moved by {tput - tput_up0}")
         check(value(s3, "gpuhttpd_buffers") == bufs0 + 1, "buffers gauge did not grow by 1")
         check(value(s3, "gpuhttpd_buffer_bytes") >= 300000, "buffer_bytes below 300000")
@@ -218,10 +218,10 @@ def main():
         check(inb >= 1000, f"request body bytes for /v1/buffers/{{id}} = {inb}")
 
         # Runs: by kernel and outcome, with device time.
-        runs0 = value(s3, "gpuhttpd_runs_total", kernel="fill", outcome="succeeded")
-        dev0 = value(s3, "gpuhttpd_run_device_seconds_count", kernel="fill")
-        pipe0 = value(s3, "gpuhttpd_runs_total", kernel="pipeline", outcome="succeeded")
-        queued0 = check_histogram(s3, "gpuhttpd_run_queue_seconds")
+        runs0 = value(s3, "gpuhttpd_runs_total", kernel="fill", outcome="succeeded", device="0")
+        dev0 = value(s3, "gpuhttpd_run_device_seconds_count", kernel="fill", device="0")
+        pipe0 = value(s3, "gpuhttpd_runs_total", kernel="pipeline", outcome="succeeded", device="0")
+        queued0 = check_histogram(s3, "gpuhttpd_run_queue_seconds", device="0")
         check(value(s3, "gpuhttpd_run_workers") == 4, "run_workers is not the default 4")
         args = {"x": bid, "n": 1000, "dtype": "f32", "value": 1.5}
         status, _, run = srv.json("POST", "/v1/runs", {"kernel": "fill", "args": args})
@@ -231,13 +231,13 @@ def main():
                                                                         "dtype": "f32"}}]})
         check(status == 200 and run["status"] == "succeeded", f"pipeline run: {status} {run}")
         _, s4 = wait_for(srv, lambda s: value(s, "gpuhttpd_runs_total", kernel="pipeline",
-                                              outcome="succeeded") >= pipe0 + 1,
+                                              outcome="succeeded", device="0") >= pipe0 + 1,
                          "the pipeline run was not counted")
-        check(value(s4, "gpuhttpd_runs_total", kernel="fill", outcome="succeeded") == runs0 + 1,
-              "runs_total{fill,succeeded} did not move by 1")
-        check(check_histogram(s4, "gpuhttpd_run_device_seconds", kernel="fill") == dev0 + 1,
-              "run_device_seconds{fill} did not move by 1")
-        check(check_histogram(s4, "gpuhttpd_run_queue_seconds") == queued0 + 2,
+        check(value(s4, "gpuhttpd_runs_total", kernel="fill", outcome="succeeded",
+                    device="0") == runs0 + 1, "runs_total{fill,succeeded} did not move by 1")
+        check(check_histogram(s4, "gpuhttpd_run_device_seconds", kernel="fill",
+                              device="0") == dev0 + 1, "run_device_seconds{fill} did not move by 1")
+        check(check_histogram(s4, "gpuhttpd_run_queue_seconds", device="0") == queued0 + 2,
               "run_queue_seconds did not move by 2 (one fill, one pipeline)")
 
         # User kernels are counted under one label: a tenant's kernel name
@@ -246,8 +246,8 @@ def main():
             return {k for k in samples if k[0].startswith(("gpuhttpd_runs_total",
                                                             "gpuhttpd_run_device_seconds"))}
 
-        user0 = value(s4, "gpuhttpd_runs_total", kernel="user", outcome="succeeded")
-        udev0 = value(s4, "gpuhttpd_run_device_seconds_count", kernel="user")
+        user0 = value(s4, "gpuhttpd_runs_total", kernel="user", outcome="succeeded", device="0")
+        udev0 = value(s4, "gpuhttpd_run_device_seconds_count", kernel="user", device="0")
         uargs = {"x": bid, "y": bid, "y_offset": 1000, "n": 100}
         secrets = ["tenant_secret_kernel_q7z", "another_tenants_kernel_w3"]
         series = None
@@ -258,7 +258,8 @@ def main():
             status, _, run = srv.json("POST", "/v1/runs", {"kernel": secret, "args": uargs})
             check(status == 200 and run["status"] == "succeeded", f"{secret} run: {status} {run}")
             wait_for(srv, lambda s, want=user0 + k + 1: value(
-                         s, "gpuhttpd_runs_total", kernel="user", outcome="succeeded") >= want,
+                         s, "gpuhttpd_runs_total", kernel="user", outcome="succeeded",
+                         device="0") >= want,
                      f"the run of {secret} was not counted under kernel=\"user\"")
             text, _, s4 = scrape(srv)
             check(secret not in text, f"the user kernel's name {secret} appears in /metrics")
@@ -268,7 +269,7 @@ def main():
             series = run_series(s4)
             status, _, _ = srv.request("DELETE", f"/v1/kernels/{secret}")
             check(status == 204, f"DELETE /v1/kernels/{secret}: {status}")
-        check(check_histogram(s4, "gpuhttpd_run_device_seconds", kernel="user") == udev0 + 2,
+        check(check_histogram(s4, "gpuhttpd_run_device_seconds", kernel="user", device="0") == udev0 + 2,
               "run_device_seconds{user} did not move by 2")
         kernels = {dict(lbl).get("kernel") for _, lbl in s4} - {None}
         check("other" not in kernels, f"kernel label values {sorted(kernels)}")

@@ -78,6 +78,11 @@ BUFFER_CASES = [
     ("dtype not a string", {"dtype": 4, "shape": [4]}, 400),
     ("dtype float32", {"dtype": "float32", "shape": [4]}, 422),
     ("dtype f33", {"dtype": "f33", "shape": [4]}, 422),
+    # Which devices exist is the server's to know; the schema says an index.
+    ("device not an integer", {"size": 16, "device": "0"}, 400),
+    ("device negative", {"size": 16, "device": -1}, 400),
+    ("device past the last", {"size": 16, "device": 7}, 422),
+    ("copy_of with a size", {"copy_of": "x", "size": 16}, 400),
 ]
 
 

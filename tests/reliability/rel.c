@@ -67,6 +67,10 @@ void rel_config(struct ghd_config *cfg)
     cfg->backend = be && strcmp(be, "cuda") == 0   ? GHD_CHOICE_CUDA
                    : be && strcmp(be, "auto") == 0 ? GHD_CHOICE_AUTO
                                                    : GHD_CHOICE_HOST;
+    /* REL_DEVICES sets --devices (all by default). */
+    const char *devices = getenv("REL_DEVICES");
+    if (devices && *devices)
+        snprintf(cfg->devices, sizeof(cfg->devices), "%s", devices);
     cfg->port = 0;
     cfg->pool_initial = 0;
     cfg->pool_slab = 4 << 20;

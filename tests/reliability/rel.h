@@ -79,7 +79,8 @@ void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t c
 void rel_base64(const void *data, size_t n, char *out);
 /* A buffer's version (GET /v1/buffers/<id>/meta as `token`). */
 uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id);
-/* The value of an unlabelled line of GET /metrics ("\n<name> <value>"), or -1. */
+/* The value of a line of GET /metrics ("\n<name> <value>"; the name with its labels, as
+ * written: name{device="0"}), or -1. */
 long rel_metric(const struct rel_server *s, const char *name);
 /* Creates a buffer of `size` bytes (JSON) and copies its id; returns the status. */
 long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap);

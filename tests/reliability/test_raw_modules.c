@@ -172,7 +172,7 @@ static void check_lost(struct rel_server *s, const char *id, const char *reason,
     assert_int_equal(r.status, 200);
     rel_resp_free(&r);
     /* Counted once in this server's metrics: one more than before. */
-    assert_int_equal(rel_metric(s, "gpuhttpd_device_losses_total"), losses);
+    assert_int_equal(rel_metric(s, "gpuhttpd_device_losses_total{device=\"0\"}"), losses);
 }
 
 /* Two 4 KiB buffers and an axpy run on them (x's id in x). */
@@ -192,7 +192,7 @@ static void test_fault_loses_device(void **state)
     struct ghd_config cfg;
     rel_config(&cfg);
     rel_start(&s, &cfg);
-    long before = rel_metric(&s, "gpuhttpd_device_losses_total");
+    long before = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
     char x[64], run[512];
     axpy_setup(&s, x, run, sizeof(run));
     struct rel_resp r;
@@ -217,7 +217,7 @@ static void test_run_timeout_loses_device(void **state)
     cfg.run_timeout_s = 1;
     cfg.run_workers = 2;
     rel_start(&s, &cfg);
-    long before = rel_metric(&s, "gpuhttpd_device_losses_total");
+    long before = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
     char x[64], run[512];
     axpy_setup(&s, x, run, sizeof(run));
     /* The run's kernel never ends (a spinning kernel): past 1 s its waiter
@@ -234,13 +234,12 @@ static void test_run_timeout_loses_device(void **state)
     rel_stop(&s);
 }
 
-/* --on-device-loss exit, on the real binary: a host gemm that takes
+/* --on-device-loss exit, on the real binary started with `args`: a host
+ * gemm on `device` (the buffers' JSON "device" member, or none) that takes
  * seconds passes --run-timeout 1; its waiter gets its 503, then the process
  * exits with status 3. */
-static void test_exit_mode(void **state)
+static void exit_mode(const char *const *args, int device)
 {
-    (void)state;
-    const char *args[] = {"--run-timeout", "1", "--on-device-loss", "exit", NULL};
     struct rel_proc p;
     if (rel_spawn(&p, args, NULL, 20000) < 0)
         fail_msg("gpuhttpd did not start");
@@ -249,7 +248,10 @@ static void test_exit_mode(void **state)
     for (int i = 0; i < 3; i++) {
         char body[64];
         struct rel_resp r;
-        snprintf(body, sizeof(body), "{\"size\": %zu}", bytes);
+        if (device >= 0)
+            snprintf(body, sizeof(body), "{\"size\": %zu, \"device\": %d}", bytes, device);
+        else
+            snprintf(body, sizeof(body), "{\"size\": %zu}", bytes);
         struct rel_req rq = {.method = "POST", .path = "/v1/buffers", .ctype = "application/json",
                              .body = body, .len = strlen(body), .base = p.base};
         rel_do(NULL, &rq, &r);
@@ -279,6 +281,22 @@ static void test_exit_mode(void **state)
     unlink(p.log_path);
 }
 
+static void test_exit_mode(void **state)
+{
+    (void)state;
+    const char *args[] = {"--run-timeout", "1", "--on-device-loss", "exit", NULL};
+    exit_mode(args, -1);
+}
+
+/* One device of three lost is enough: a supervisor restarts the process. */
+static void test_exit_mode_one_device_of_three(void **state)
+{
+    (void)state;
+    const char *args[] = {"--run-timeout", "1", "--on-device-loss", "exit", "--host-devices",
+                          "3", NULL};
+    exit_mode(args, 2);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -289,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_fault_loses_device),
         cmocka_unit_test(test_run_timeout_loses_device),
         cmocka_unit_test(test_exit_mode),
+        cmocka_unit_test(test_exit_mode_one_device_of_three),
     };
     if (!getenv("GHD_BIN")) {
         printf("SKIP: GHD_BIN does not name the gpuhttpd binary\n");

@@ -144,7 +144,7 @@ static void test_host_run_timeout_fails_alone(void **state)
     cfg.run_workers = 2;
     rel_start(&s, &cfg);
     define(&s, count_def);
-    long losses = rel_metric(&s, "gpuhttpd_device_losses_total");
+    long losses = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
     struct rel_resp r;
     long t0 = rel_now_ms();
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}");
@@ -157,7 +157,7 @@ static void test_host_run_timeout_fails_alone(void **state)
     rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
     expect(&r, 200, NULL);
     rel_resp_free(&r);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_device_losses_total"), losses);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}"), losses);
     run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}");
     expect(&r, 200, "\"value\":1000");
     rel_resp_free(&r);

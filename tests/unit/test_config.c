@@ -90,7 +90,11 @@ static void test_defaults(void **state)
     assert_int_equal(d.port, 8080);
     assert_string_equal(d.bind, "127.0.0.1");
     assert_int_equal(d.backend, GHD_CHOICE_AUTO);
-    assert_int_equal(d.device, 0);
+    assert_string_equal(d.device, "");
+    assert_string_equal(d.devices, "all");
+    assert_int_equal(d.host_devices, 1);
+    assert_string_equal(d.placement, "most-free");
+    assert_string_equal(d.ready_needs, "any");
     assert_int_equal(d.pool_limit, 0);
     assert_int_equal(d.pool_limit_percent, 90);
     assert_int_equal(d.pool_alignment, 256);
@@ -363,6 +367,48 @@ static void test_bad_flag_values(void **state)
     expect_refusal(&r, "stray");
 }
 
+/* --devices takes all or a list of ordinals and UUIDs; --device N is the
+ * one-device list; the placement and readiness flags take their words. */
+static void test_devices(void **state)
+{
+    (void)state;
+    struct ghd_config c;
+    struct parse_result r = PARSE(&c, "--devices", "0,1,3");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(c.devices, "0,1,3");
+    result_free(&r);
+    r = PARSE(&c, "--devices", "GPU-8f2e1a3c-0000-1111-2222-333344445555,2");
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    r = PARSE(&c, "--device", "2");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(c.devices, "2");
+    result_free(&r);
+    r = PARSE(&c, "--host-devices", "3", "--placement", "round-robin", "--ready-needs", "all");
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(c.host_devices, 3);
+    assert_string_equal(c.placement, "round-robin");
+    assert_string_equal(c.ready_needs, "all");
+    result_free(&r);
+    static const char *const bad[][3] = {
+        {"--devices", "0,0", "twice"},
+        {"--devices", "0,,1", "neither an ordinal"},
+        {"--devices", "sixty", "neither an ordinal"},
+        {"--devices", "64", "neither an ordinal"},
+        {"--device", "x", "--device"},
+        {"--placement", "random", "--placement"},
+        {"--ready-needs", "most", "--ready-needs"},
+        {"--host-devices", "17", "--host-devices"},
+        {"--host-devices", "0", "--host-devices"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r = PARSE(&c, bad[i][0], bad[i][1]);
+        expect_refusal(&r, bad[i][2]);
+    }
+    r = PARSE(&c, "--devices", "0,1", "--device", "1");
+    expect_refusal(&r, "not both");
+}
+
 static void test_bad_env_values(void **state)
 {
     (void)state;
@@ -453,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup(test_size_suffixes, clear_env),
         cmocka_unit_test_setup(test_pool_limit_percent, clear_env),
         cmocka_unit_test_setup(test_bad_flag_values, clear_env),
+        cmocka_unit_test_setup(test_devices, clear_env),
         cmocka_unit_test_setup(test_bad_env_values, clear_env),
         cmocka_unit_test_setup(test_help_and_version, clear_env),
         cmocka_unit_test_setup(test_reparse_is_independent, clear_env),

@@ -113,9 +113,9 @@ static void test_open_failure_says_why(void **state)
     (void)state;
     struct ghd_device dev;
     struct ghd_err err = {0};
-    int rc = ghd_device_open(&dev, GHD_BACKEND_HOST, 3, &err);
+    int rc = ghd_device_open(&dev, GHD_BACKEND_HOST, 16, &err);
     assert_int_equal(rc, GHD_EUNAVAIL);
-    assert_string_equal(err.detail, "the host backend has only device 0");
+    assert_string_equal(err.detail, "the host backend simulates devices 0 to 15 (--host-devices)");
 }
 
 int main(void)

@@ -43,9 +43,9 @@ static void test_counters_from_fed_values(void **state)
     ghd_metrics_request(m, "/v1/buffers/{id}", "GET", 200, 0.002, 0, 100);
     ghd_metrics_request(m, "/v1/buffers/{id}", "GET", 200, 0.003, 0, 50);
     ghd_metrics_request(m, "/nowhere", "POST", 404, 0.001, 7, 0);
-    ghd_metrics_transfer(m, GHD_TRANSFER_UPLOAD, 1000, 0.5);
-    ghd_metrics_run(m, "fill", "succeeded", 0.25, 0.001);
-    ghd_metrics_run(m, "pipeline", "canceled", 0, -1); /* never started: no queue time */
+    ghd_metrics_transfer(m, 0, GHD_TRANSFER_UPLOAD, 1000, 0.5);
+    ghd_metrics_run(m, 0, "fill", "succeeded", 0.25, 0.001);
+    ghd_metrics_run(m, 0, "pipeline", "canceled", 0, -1); /* never started: no queue time */
 
     char *text = render(m, NULL);
     assert_line(text, "gpuhttpd_http_requests_total{route=\"/v1/buffers/{id}\",method=\"GET\","
@@ -54,11 +54,12 @@ static void test_counters_from_fed_values(void **state)
                       "code=\"404\"} 1");
     assert_line(text, "gpuhttpd_http_response_body_bytes_total{route=\"/v1/buffers/{id}\"} 150");
     assert_line(text, "gpuhttpd_http_request_body_bytes_total{route=\"(unmatched)\"} 7");
-    assert_line(text, "gpuhttpd_transfer_bytes_total{direction=\"upload\"} 1000");
-    assert_line(text, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"succeeded\"} 1");
-    assert_line(text, "gpuhttpd_runs_total{kernel=\"pipeline\",outcome=\"canceled\"} 1");
-    assert_line(text, "gpuhttpd_run_device_seconds_count{kernel=\"fill\"} 1");
-    assert_line(text, "gpuhttpd_run_queue_seconds_count 1");
+    assert_line(text, "gpuhttpd_transfer_bytes_total{direction=\"upload\",device=\"0\"} 1000");
+    assert_line(text, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"succeeded\",device=\"0\"} 1");
+    assert_line(text,
+                "gpuhttpd_runs_total{kernel=\"pipeline\",outcome=\"canceled\",device=\"0\"} 1");
+    assert_line(text, "gpuhttpd_run_device_seconds_count{kernel=\"fill\",device=\"0\"} 1");
+    assert_line(text, "gpuhttpd_run_queue_seconds_count{device=\"0\"} 1");
     /* no snapshot: no live gauges */
     assert_null(strstr(text, "gpuhttpd_buffers "));
     assert_null(strstr(text, "gpuhttpd_runs_active"));
@@ -79,13 +80,13 @@ static void test_gauges_from_snapshot(void **state)
         .device_name = "a \"quoted\" name",
         .device_count = 2,
     };
-    g.devices[0].ordinal = 0;
+    g.devices[0].index = 0;
     g.devices[0].pool.in_use = 1234;
     g.devices[0].staging.chunks = 8;
     g.devices[0].staging_small.busy = 2;
     g.devices[0].have_mem = 1;
     g.devices[0].mem_total = 1 << 20;
-    g.devices[1].ordinal = 3;
+    g.devices[1].index = 3;
     g.devices[1].pool.failures = 9;
     g.devices[1].have_util = 1;
     g.devices[1].util_percent = 25;
@@ -116,18 +117,18 @@ static void test_each_counts_apart(void **state)
 {
     struct ghd_metrics *a = *state, *b;
     assert_int_equal(ghd_metrics_new(&b), 0);
-    ghd_metrics_transfer(a, GHD_TRANSFER_DOWNLOAD, 4096, 0.5);
-    ghd_metrics_device_lost(a);
-    ghd_metrics_run(a, "fill", "failed", 0.1, 0.001);
+    ghd_metrics_transfer(a, 0, GHD_TRANSFER_DOWNLOAD, 4096, 0.5);
+    ghd_metrics_device_lost(a, 0);
+    ghd_metrics_run(a, 0, "fill", "failed", 0.1, 0.001);
     /* NULL records nothing (a run queue made without a service). */
-    ghd_metrics_transfer(NULL, GHD_TRANSFER_DOWNLOAD, 1, 1);
-    ghd_metrics_device_lost(NULL);
+    ghd_metrics_transfer(NULL, 0, GHD_TRANSFER_DOWNLOAD, 1, 1);
+    ghd_metrics_device_lost(NULL, 0);
     char *ta = render(a, NULL), *tb = render(b, NULL);
-    assert_line(ta, "gpuhttpd_transfer_bytes_total{direction=\"download\"} 4096");
-    assert_line(ta, "gpuhttpd_device_losses_total 1");
-    assert_line(ta, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"failed\"} 1");
-    assert_line(tb, "gpuhttpd_transfer_bytes_total{direction=\"download\"} 0");
-    assert_line(tb, "gpuhttpd_device_losses_total 0");
+    assert_line(ta, "gpuhttpd_transfer_bytes_total{direction=\"download\",device=\"0\"} 4096");
+    assert_line(ta, "gpuhttpd_device_losses_total{device=\"0\"} 1");
+    assert_line(ta, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"failed\",device=\"0\"} 1");
+    assert_line(tb, "gpuhttpd_transfer_bytes_total{direction=\"download\",device=\"0\"} 0");
+    assert_line(tb, "gpuhttpd_device_losses_total{device=\"0\"} 0");
     assert_null(strstr(tb, "kernel=\"fill\""));
     free(ta);
     free(tb);

@@ -185,7 +185,7 @@ static void test_queue_from_settings(void **state)
     struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 1,
                                       .keep_s = 3600};
     struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, &q), 0);
+    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
     int rc;
     struct ghd_run *a = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
@@ -220,16 +220,16 @@ static void test_late_result_is_dropped(void **state)
     struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 4,
                                       .keep_s = 3600};
     struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, &q), 0);
+    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
     int rc;
     struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* its kernel never ends */
     assert_int_equal(ghd_run_submit(q, run), 0);
-    for (int i = 0; i < 500 && ghd_run_queue_stop_overdue(q, 0) == 0; i++)
+    for (int i = 0; i < 500 && ghd_run_queue_stop_overdue(q, 0, NULL) == 0; i++)
         usleep(10 * 1000);
-    assert_int_equal(ghd_run_queue_stop_overdue(q, 0), 1);
-    ghd_run_queue_device_lost(q, "the test lost it");
+    assert_int_equal(ghd_run_queue_stop_overdue(q, 0, NULL), 1);
+    ghd_run_queue_device_lost(q, 0, "the test lost it");
     ghd_run_wait(q, run); /* answered now, its worker still inside */
     assert_int_equal(run->status, GHD_RUN_FAILED);
     assert_int_equal(run->error_code, GHD_EDEVLOST);

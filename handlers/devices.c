@@ -1,0 +1,9 @@
+/* GET /v1/devices: every device this server serves, with its state. */
+#include "handlers.h"
+
+#include "core/service_devices.h"
+
+int ghd_handle_device_list(struct ghd_request *req, struct ghd_reply *rep)
+{
+    return ghd_reply_json(rep, 200, ghd_service_devices_json_new(req->svc));
+}
