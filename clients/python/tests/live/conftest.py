@@ -32,6 +32,14 @@ def shm_server() -> Iterator[Server]:
     s.stop()
 
 
+@pytest.fixture(scope="session")
+def three() -> Iterator[Server]:
+    """A server with three host devices (--host-devices 3)."""
+    s = Server(_binary(), "--host-devices", "3", "--pool-limit", "256M")
+    yield s
+    s.stop()
+
+
 @pytest.fixture
 def client(server: Server) -> Iterator[gpuhttpd.Client]:
     with gpuhttpd.Client(server.url, backoff=0.05) as c:
