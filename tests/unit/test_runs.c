@@ -242,6 +242,69 @@ static void test_late_result_is_dropped(void **state)
     ghd_run_unref(run);
 }
 
+/* Workers belong to a device: a run whose kernel never ends on device 0
+ * holds device 0's worker alone, device 1's runs go on; device 0 lost fails
+ * its runs and takes no more for it, device 1 keeps taking them. */
+static void test_workers_per_device(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_runtime rts[2]; /* two simulated devices beside the fixture's */
+    struct ghd_runtime_config cfg = {
+        .backend = GHD_BACKEND_HOST,
+        .pool = {.alignment = 256, .slab_size = 4 << 20},
+        .staging_chunk = 64 << 10,
+        .staging_chunks = 2,
+    };
+    for (int d = 0; d < 2; d++) {
+        cfg.ordinal = d;
+        assert_int_equal(ghd_runtime_init(&rts[d], &cfg, NULL), 0);
+        rts[d].index = (unsigned)d;
+    }
+    struct ghd_buffer *x[2], *y[2];
+    struct ghd_buffer_spec spec = {.size = 64};
+    for (int d = 0; d < 2; d++) {
+        assert_int_equal(ghd_buffer_create_new(&f->t, &rts[d], &spec, &x[d]), 0);
+        assert_int_equal(ghd_buffer_create_new(&f->t, &rts[d], &spec, &y[d]), 0);
+    }
+    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 8, .runs_kept = 8,
+                                      .keep_s = 3600};
+    struct ghd_run_queue *q;
+    assert_int_equal(ghd_run_queue_new(&qc, rts, 2, &q), 0);
+    int rc;
+    struct ghd_run *stuck = axpy(f, x[0], y[0]->id, &rc), *other = axpy(f, x[1], y[1]->id, &rc);
+    stuck->rt = &rts[0];
+    other->rt = &rts[1];
+    ghd_host_fault_nth_sync_on(0, 1, GHD_HOST_FAULT_STALL); /* device 0's kernel never ends */
+    assert_int_equal(ghd_run_submit(q, stuck), 0);
+    assert_int_equal(ghd_run_submit(q, other), 0);
+    ghd_run_wait(q, other); /* before per-device workers: behind the stuck run for ever */
+    assert_int_equal(other->status, GHD_RUN_SUCCEEDED);
+    ghd_run_queue_device_lost(q, 0, "the test lost device 0");
+    ghd_run_wait(q, stuck);
+    assert_int_equal(stuck->error_code, GHD_EDEVLOST);
+    struct ghd_run *again = axpy(f, x[0], y[0]->id, &rc), *more = axpy(f, x[1], y[1]->id, &rc);
+    again->rt = &rts[0];
+    more->rt = &rts[1];
+    assert_int_equal(ghd_run_submit(q, again), GHD_EDEVLOST);
+    assert_int_equal(ghd_run_submit(q, more), 0);
+    ghd_run_wait(q, more);
+    assert_int_equal(more->status, GHD_RUN_SUCCEEDED);
+    ghd_host_fault_reset(); /* the stalled kernel returns */
+    ghd_run_queue_free(q);
+    struct ghd_run *runs[] = {stuck, other, again, more};
+    for (int i = 0; i < 4; i++) {
+        ghd_run_release_calls(runs[i]);
+        ghd_run_unref(runs[i]);
+    }
+    for (int d = 0; d < 2; d++) {
+        ghd_buffer_discard(&f->t, x[d]);
+        ghd_buffer_discard(&f->t, y[d]);
+        ghd_buffer_unref(x[d]);
+        ghd_buffer_unref(y[d]);
+        ghd_runtime_destroy(&rts[d]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -250,6 +313,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_execute_orders_buffers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_from_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_result_is_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_workers_per_device, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
