@@ -12,7 +12,8 @@ Kubernetes ConfigMap has too). Checks that
   owner;
 - a run with the route header runs on its buffers' owner; without it the
   others answer 421 naming the owner; buffers of two owners are 422;
-- a copy_of another instance's buffer is 421 naming the owner;
+- a copy_of another instance's buffer is 421 naming the owner, and one routed
+  by its source (Gpuhttpd-Route) is made there, byte-exact;
 - one instance killed: its ids answer 503 problem+json from the proxy,
   the others serve on, byte-exact, and new buffers go to them; started
   again by local.sh (a new boot), its old ids answer 410;
@@ -307,6 +308,13 @@ def near_and_copies(cl, data):
                       headers={"Gpuhttpd-Route": ids[1]}, timeout=30)
     problem(r, 421, "owned by instance 2")
     check(r.headers.get("Gpuhttpd-Instance") == "1", f"copy_of answered by {r.headers}")
+    # Routed by its source, the copy is made there, byte-exact.
+    r = requests.post(cl.url("/v1/buffers"), json={"copy_of": ids[2]},
+                      headers={"Gpuhttpd-Route": ids[2]}, timeout=30)
+    check(r.status_code == 201 and r.headers.get("Gpuhttpd-Instance") == "2",
+          f"copy_of routed by its source: {r.status_code} {r.headers} {r.text[:300]}")
+    copy = r.json()["id"]
+    check(owner(copy) == 2 and curl_get(cl, copy) == data[ids[2]], f"copy {copy}: other bytes")
 
 
 def kill_and_restart(cl, data):
