@@ -51,7 +51,7 @@ static unsigned create_at(int line, struct harness *h, const char *json,
 static void delete_buffer(struct harness *h, const char *id)
 {
     char path[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
     json_decref(harness_expect(h, NULL, 204, "DELETE", path, NULL));
 }
 
@@ -59,7 +59,7 @@ static void delete_buffer(struct harness *h, const char *id)
 static unsigned meta_device(struct harness *h, const char *id)
 {
     char path[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
+    snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", id);
     json_t *doc = harness_expect(h, NULL, 200, "GET", path, NULL);
     unsigned d = (unsigned)json_integer_value(json_object_get(doc, "device"));
     json_decref(doc);
@@ -115,7 +115,7 @@ static void test_placement_named(void **state)
     assert_int_equal(meta_device(&H, b), 1);
     /* ?near=<id> puts it on that buffer's device; a device that disagrees is refused. */
     char path[160], d[GHD_BUFFER_ID_LEN + 1];
-    snprintf(path, sizeof(path), "/v1/buffers?near=%s", a);
+    snprintf(path, sizeof(path), "/v1/buffers?near=%.64s", a);
     json_t *near = harness_expect(&H, NULL, 201, "POST", path, "{\"size\": 64}");
     assert_int_equal(json_integer_value(json_object_get(near, "device")), 2);
     snprintf(d, sizeof(d), "%s", json_string_value(json_object_get(near, "id")));
@@ -219,7 +219,7 @@ static void copy_at(int line, const char *src, const char *extra, unsigned want_
                     char out[GHD_BUFFER_ID_LEN + 1])
 {
     char path[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", src);
+    snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", src);
     json_t *meta = harness_expect(&H, NULL, 200, "GET", path, NULL);
     json_t *doc = harness_expect_at(__FILE__, line, &H, NULL, 201, "POST", "/v1/buffers",
                                     "{\"copy_of\": \"%s\"%s}", src, extra);
@@ -280,7 +280,7 @@ static void test_copies(void **state)
     copy(arr, ", \"device\": 0", 0, arr2);
     expect_bytes(arr2, data, 128 * 3 * 8);
     char path[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s/meta", arr2);
+    snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", arr2);
     json_t *meta = harness_expect(&H, NULL, 200, "GET", path, NULL);
     assert_string_equal(json_string_value(json_object_get(meta, "dtype")), "f64");
     assert_int_equal(json_integer_value(json_array_get(json_object_get(meta, "shape"), 0)), 128);
