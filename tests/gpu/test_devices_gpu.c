@@ -165,8 +165,8 @@ static void test_copy_across_devices(void **state)
     expect_bytes(b, data, len);
     expect_bytes(c, data, len);
     harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/runs",
-                                         "{\"kernel\": \"copy\", \"args\": {\"x\": \"%s\", \"y\": "
-                                         "\"%s\", \"n\": 16, \"dtype\": \"u8\"}}",
+                                         "{\"kernel\": \"axpy\", \"args\": {\"a\": 1, \"x\": \"%s\", "
+                                         "\"y\": \"%s\", \"n\": 16, \"dtype\": \"f32\"}}",
                                          a, b),
                           "on different devices");
     HARNESS_DELETE_BUFFERS(&H, NULL, a, b, c);
