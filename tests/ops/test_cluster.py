@@ -8,8 +8,9 @@ Kubernetes ConfigMap has too). Checks that
   bytes exact; a create with Gpuhttpd-Route or ?near= lands on that owner;
   the Python client's runs route by their buffers (a kernel it defined on
   one instance runs on the others by value) and its near= creations land
-  beside them; an instance reached directly raises Misdirected naming the
-  owner;
+  beside them; with regions on, its transfers go through shared memory
+  registered with each buffer's owner; an instance reached directly raises
+  Misdirected naming the owner;
 - a run with the route header runs on its buffers' owner; without it the
   others answer 421 naming the owner; buffers of two owners are 422;
 - a copy_of another instance's buffer is 421 naming the owner, and one routed
@@ -79,7 +80,8 @@ class Cluster:
                 "--port", str(port), "--gpuhttpd", binary, "--dir", workdir,
                 "--restart-after", "5", "--", "--backend", "host", "--pool-initial", "0",
                 "--pool-slab", "4M", "--pool-limit", str(LIMIT), "--staging-chunks", "4",
-                "--staging-chunk", "256K", "--shutdown-grace", "2", "--log-level", "warn"]
+                "--staging-chunk", "256K", "--shutdown-grace", "2", "--log-level", "warn",
+                "--allow-shm"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
         threading.Thread(target=self._read, daemon=True).start()
@@ -252,6 +254,17 @@ def python_client(cl, root, data):
             thrice(x=x, y=y)
             check(np.array_equal(y.get(), 3 * a), f"user kernel on {x.id}")
             y.delete()
+        # Same host: transfers through shared memory, a segment per owner.
+        with gpuhttpd.Client(cl.url(""), shm_threshold=1024, shm_chunk=4096) as near_c:
+            for k, x in enumerate(made):
+                a = np.arange(1000, dtype=np.float32) + k
+                check(np.array_equal(near_c.buffer(x.id).get(), a), f"shm download {x.id}")
+                with near_c.shared_array(1000, np.float32, near=x) as s:
+                    near_c.buffer(x.id).get_into(s)
+                    check(np.array_equal(s, a), f"shared array of {x.id}")
+            check(near_c.region_bytes == 2 * 4000 * len(made) and
+                  near_c.same_host.why_not is None,
+                  f"through regions: {near_c.region_bytes} bytes, {near_c.same_host.why_not}")
         x = made[0]
         elsewhere = (owner(x.id) + 1) % N
         with gpuhttpd.Client(f"http://127.0.0.1:{cl.port + 1 + elsewhere}") as direct:

@@ -281,7 +281,9 @@ class Client:
         body: dict[str, Any] = {"from": dict(frm), "to": dict(to), "bytes": nbytes}
         if if_match:
             body["if_match"] = if_match
-        r = self._request("POST", "/v1/transfers", json=body, timeout=timeout)
+        route = to.get("buffer") or frm.get("buffer")  # a proxy takes it to the buffer's owner
+        r = self._request("POST", "/v1/transfers", json=body, timeout=timeout,
+                          headers={"Gpuhttpd-Route": route} if route else None)
         self.region_bytes += nbytes
         return r
 
@@ -342,14 +344,19 @@ class Client:
         return x
 
     def shared_array(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *,
-                     timeout: float | None = None) -> SharedArray:
+                     near: DeviceArray | str | None = None, timeout: float | None = None
+                     ) -> SharedArray:
         """A zeroed NumPy array in a POSIX shared-memory segment registered
         with the server (which must run on this host with ``--allow-shm``):
         ``handle.set_from(a)`` and ``handle.get_into(a)`` move its bytes by
         DMA, and ``c.asarray(a)`` uploads it so. ``a.close()`` (or a
         ``with`` block, or garbage collection) unregisters and unlinks the
-        segment."""
-        return shared_array(self, as_shape(shape), dtype, timeout=timeout)
+        segment. Behind a proxy that routes by owner, a transfer's region
+        and buffer must be of one instance: ``near`` (a handle or id)
+        registers the segment with that buffer's."""
+        return shared_array(self, as_shape(shape), dtype,
+                            near=near.id if isinstance(near, DeviceArray) else near,
+                            timeout=timeout)
 
     def buffer(self, bid: str, *, timeout: float | None = None) -> DeviceArray:
         """A handle on an existing buffer (its metadata read now)."""

@@ -68,16 +68,21 @@ class Segment:
     (readable and writable by its user alone) and registered as a region:
     ``region`` is the region's id, ``buf`` the memory. :meth:`close`
     unregisters it and unlinks the segment, as garbage collection and the
-    interpreter's exit do for a segment not closed."""
+    interpreter's exit do for a segment not closed. ``near``: a buffer id
+    whose instance registers it, behind a proxy that routes by owner."""
 
-    def __init__(self, session: Session, size: int, *, timeout: float | None = None) -> None:
+    def __init__(self, session: Session, size: int, *, near: str | None = None,
+                 timeout: float | None = None) -> None:
         if size < 1:
             raise ValueError(f"a shared segment holds at least one byte, not {size}")
         self.size = size
         self._shm = shared_memory.SharedMemory(create=True, size=size)
         try:
+            # Behind a proxy, the region is registered with the instance of
+            # the buffer `near` (a transfer's two ends must be of one owner).
             r = session._request("POST", "/v1/regions", ok=(201,), timeout=timeout,
-                                 json={"shm": "/" + self._shm.name, "size": size})
+                                 json={"shm": "/" + self._shm.name, "size": size},
+                                 headers={"Gpuhttpd-Route": near} if near else None)
         except BaseException:
             self._shm.close()
             self._shm.unlink()
@@ -178,11 +183,11 @@ class SharedArray(_NDArray):
 
 
 def shared_array(session: Session, shape: tuple[int, ...], dtype: npt.DTypeLike, *,
-                 timeout: float | None = None) -> SharedArray:
+                 near: str | None = None, timeout: float | None = None) -> SharedArray:
     """A zeroed array of ``shape`` and ``dtype`` in a new segment registered
     with the server (see ``Client.shared_array``)."""
     dt = np.dtype(dtype)
-    seg = Segment(session, int(np.prod(shape)) * dt.itemsize, timeout=timeout)
+    seg = Segment(session, int(np.prod(shape)) * dt.itemsize, near=near, timeout=timeout)
     a = np.ndarray(shape, dt, buffer=seg.buf).view(SharedArray)
     a.segment = seg
     return a
@@ -190,12 +195,13 @@ def shared_array(session: Session, shape: tuple[int, ...], dtype: npt.DTypeLike,
 
 class SameHost:
     """A client's automatic same-host path: transfers of ``threshold``
-    bytes or more go through one registered segment of ``chunk`` bytes
+    bytes or more go through a registered segment of ``chunk`` bytes
     (copied in and moved by DMA a chunk at a time) when the server has
-    regions on and runs on this host (asked once). Where registration fails
-    (regions full, a container with its own ``/dev/shm``...) it stays off,
-    and the caller uses HTTP. One transfer at a time uses the segment; one
-    that finds it busy uses HTTP too."""
+    regions on and runs on this host (asked once); behind a proxy, one
+    segment per instance, registered with the instance of the buffers it
+    serves. Where registration fails (regions full, a container with its own
+    ``/dev/shm``...) it stays off, and the caller uses HTTP. One transfer at
+    a time uses the path; one that finds it busy uses HTTP too."""
 
     def __init__(self, session: Session, threshold: int | None, chunk: int) -> None:
         self.session = session
@@ -203,7 +209,7 @@ class SameHost:
         self.chunk = chunk
         self.why_not: str | None = None if threshold is not None else "shm_threshold is None"
         self._asked = False
-        self._segment: Segment | None = None
+        self._segments: dict[str, Segment] = {}  # by owner: the id's prefix
         self._lock = threading.Lock()
 
     def available(self) -> bool:
@@ -221,16 +227,12 @@ class SameHost:
                 self.why_not = "the server runs on another host"
         return self.why_not is None
 
-    def _staging(self, timeout: float | None) -> Segment | None:
-        if self._segment is None:
-            try:
-                self._segment = Segment(self.session, self.chunk, timeout=timeout)
-            except GpuhttpdError as e:
-                self.why_not = f"registering a segment failed: {e}"
-                return None
-        return self._segment
+    def segment(self, bid: str) -> Segment | None:
+        """The segment registered with the instance of buffer ``bid``, if
+        one was."""
+        return self._segments.get(_owner(bid))
 
-    def _run(self, total: int, timeout: float | None,
+    def _run(self, bid: str, total: int, timeout: float | None,
              move: Callable[[Segment], None]) -> bool:
         """move(segment) when the path is usable and free; False when the
         caller should use HTTP instead (also when the region was lost)."""
@@ -239,16 +241,22 @@ class SameHost:
         if not self._lock.acquire(blocking=False):
             return False
         try:
-            seg = self._staging(timeout)
+            owner = _owner(bid)
+            seg = self._segments.get(owner)
             if seg is None:
-                return False
+                try:
+                    seg = self._segments[owner] = Segment(self.session, self.chunk, near=bid,
+                                                          timeout=timeout)
+                except GpuhttpdError as e:
+                    self.why_not = f"registering a segment failed: {e}"
+                    return False
             try:
                 move(seg)
             except NotFound as e:
                 if ".region'" not in e.detail:
                     raise
                 # The server lost the region (it restarted): register anew next time.
-                self._segment = None
+                del self._segments[owner]
                 seg.close()
                 return False
             return True
@@ -280,7 +288,7 @@ class SameHost:
                 etag = r.headers.get("ETag", etag)
                 bar.moveto(hi)
 
-        return etag if self._run(total - start, timeout, move) else None
+        return etag if self._run(bid, total - start, timeout, move) else None
 
     def download(self, bid: str, total: int, into: Callable[[int], memoryview],
                  sink: Callable[[int, memoryview], None] | None, bar: Progress,
@@ -302,10 +310,15 @@ class SameHost:
                     into(lo)[:n] = buf[:n]
                 bar.moveto(lo + n)
 
-        return self._run(total, timeout, move)
+        return self._run(bid, total, timeout, move)
 
     def close(self) -> None:
-        """Unregisters the segment, if one was made."""
-        seg, self._segment = self._segment, None
-        if seg is not None:
+        """Unregisters the segments made so far."""
+        segments, self._segments = self._segments, {}
+        for seg in segments.values():
             seg.close()
+
+
+def _owner(bid: str) -> str:
+    """The instance part of an id's owner prefix ("i0003"; "" without one)."""
+    return bid[:5] if len(bid) > 15 and bid[0] == "i" and bid[5] == "-" else ""

@@ -54,7 +54,8 @@ def test_automatic_path_above_the_threshold(shm_server, tmp_path):
             assert c.region_bytes == n
             np.testing.assert_array_equal(x.get(), data)
             assert c.region_bytes == 2 * n and c.same_host.why_not is None
-            staging = c.same_host._segment
+            staging = c.same_host.segment(x.id)
+            assert staging is not None
             assert _region(c, staging.region)["transfers"] == 18  # 9 up, 9 down
             x.download_to(tmp_path / "x.npy")  # from the segment into the file
             np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), data)

@@ -77,6 +77,7 @@ class FakeServer:
         self.refuse_regions: Response | None = None
         self.transfers: list[dict[str, Any]] = []
         self.ndevices = 1
+        self.owner = OWNER  # the prefix of the ids it makes
         self.run: Callable[[dict[str, Any]], Response] = \
             lambda body: Response(200, json={"id": "r" * 32, "status": "succeeded",
                                              "result": {"n": 1}, "timing": {}})
@@ -140,7 +141,7 @@ class FakeServer:
                                     **({"ttl_s": body["ttl_s"]} if "ttl_s" in body else {})))
             self.data[made.json()["id"]][:] = self.data[src["id"]]
             return made
-        bid = OWNER + secrets.token_hex(16)
+        bid = self.owner + secrets.token_hex(16)
         size = body.get("size") or int(np.prod(body["shape"])) * _ITEM[body["dtype"]]
         meta = {"id": bid, "size": size, "alignment": 256, "device": device,
                 "created": "2026-01-01T00:00:00Z", "label": body.get("label", ""),

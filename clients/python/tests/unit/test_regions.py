@@ -173,3 +173,20 @@ def test_a_lost_region_is_registered_again(auto, same_host):
     assert len(_byte_requests(same_host)) == 1
     np.testing.assert_array_equal(x.get(), data)
     assert len(same_host.regions) == 1 and first not in same_host.regions
+
+
+def test_behind_a_proxy_one_segment_per_owner(auto, same_host):
+    data = np.arange(2048, dtype=np.float32)
+    x = auto.asarray(data)
+    same_host.owner = "i0001-5f2c9a1e-"  # the proxy's other instance
+    y = auto.asarray(data)
+    np.testing.assert_array_equal(y.get(), data)
+    regs = [r for r in same_host.requests if r.method == "POST" and r.path == "/v1/regions"]
+    assert [r.headers["Gpuhttpd-Route"] for r in regs] == [x.id, y.id]  # one each, by owner
+    assert auto.same_host.segment(x.id) is not auto.same_host.segment(y.id)
+    moves = [r for r in same_host.requests if r.path == "/v1/transfers"]
+    assert {r.headers["Gpuhttpd-Route"] for r in moves} == {x.id, y.id}
+    with auto.shared_array(2048, np.float32, near=y) as a:
+        assert same_host.requests[-1].headers["Gpuhttpd-Route"] == y.id
+        y.get_into(a)
+        np.testing.assert_array_equal(a, data)
