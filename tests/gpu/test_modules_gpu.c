@@ -167,7 +167,8 @@ static void check_saxpy(struct rel_server *s)
      * chose, stays out of /metrics. */
     st = req(s, NULL, "GET", "/metrics", NULL, NULL, NULL, 0, &r);
     const char *line = st == 200 && r.body
-                           ? strstr(r.body, "gpuhttpd_runs_total{kernel=\"raw\",outcome=\"succeeded\"} ")
+                           ? strstr(r.body, "gpuhttpd_runs_total{kernel=\"raw\",outcome=\"succeeded\","
+                                          "device=\"0\"} ")
                            : NULL;
     report(line && strtoull(strchr(line, '}') + 2, NULL, 10) >= 1 && !strstr(r.body, "saxpy"),
            "the saxpy run is counted under kernel=\"raw\", its name absent from /metrics (%ld)",
@@ -433,7 +434,7 @@ static void check_lost_routes(struct rel_proc *p, const char *bid, const char *w
     report(st == 200, "%s: /healthz still 200 (%ld)", what, st);
     rel_resp_free(&r);
     st = jreq(NULL, p->base, "GET", "/metrics", NULL, &r);
-    report(st == 200 && strstr(r.body, "\ngpuhttpd_device_losses_total 1"),
+    report(st == 200 && strstr(r.body, "\ngpuhttpd_device_losses_total{device=\"0\"} 1"),
            "%s: /metrics counts the loss", what);
     rel_resp_free(&r);
 }
