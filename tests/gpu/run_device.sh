@@ -120,9 +120,12 @@ fi
 if has devices; then
   GHD_TEST_DEVICES=all "$build/tests/gpu/test_devices_gpu" >"$out/test-devices-gpu.log" 2>&1
   row "test_devices_gpu" "rc=$?" "$(grep -E "PASSED|FAILED" "$out/test-devices-gpu.log" | tail -1)"
-  "$build/tests/bench/bench_copies" >"$out/bench-copies.log" 2>&1
-  row "bench_copies (1 GiB within device 0)" "rc=$?" \
-    "$(grep -E "^copy ratio" "$out/bench-copies.log" | tail -1)"
+  # 1 GiB, where a request's fixed cost still shows, and 8 GiB.
+  for mib in ${COPY_SIZES_MIB:-1024 8192}; do
+    BENCH_COPY_MIB=$mib "$build/tests/bench/bench_copies" >"$out/bench-copies-$mib.log" 2>&1
+    row "bench_copies ($mib MiB within device 0)" "rc=$?" \
+      "$(grep -E "^copy ratio" "$out/bench-copies-$mib.log" | tail -1)"
+  done
 fi
 
 if has ukernels; then
