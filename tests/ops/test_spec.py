@@ -176,6 +176,26 @@ def main():
                 for name, ex in media.get("examples", {}).items():
                     validate_example(f"{where} {code} example {name}", ptr, ex["value"])
 
+    # Every id the server makes carries the owner prefix (server/base/owner.h:
+    # i<instance>-<boot>-), so every `id` path parameter with a pattern
+    # accepts one, and every `id` property pattern of a schema too.
+    owner_id = "i0003-5f2c9a1e-"
+    for path, method, item, op in operations(spec):
+        for p in op.get("parameters", []):
+            p = deref(spec, p)
+            pattern = p.get("schema", {}).get("pattern")
+            if p.get("in") == "path" and p["name"] == "id" and pattern:
+                check(re.search(pattern, owner_id + "0" * 16) or
+                      re.search(pattern, owner_id + "0" * 32),
+                      f"{method.upper()} {path}: the id pattern {pattern} refuses owner-prefixed "
+                      "ids")
+    for name, schema in spec["components"]["schemas"].items():
+        pattern = schema.get("properties", {}).get("id", {}).get("pattern")
+        if pattern:
+            check(re.search(pattern, owner_id + "0" * 16) or
+                  re.search(pattern, owner_id + "0" * 32),
+                  f"{name}.id's pattern {pattern} refuses owner-prefixed ids")
+
     # Every problem type of the error table is described by some operation,
     # but 405 (any path, described in info) and 501 (no route sends it).
     for slug in sorted(set(slugs) - {"method-not-allowed", "not-implemented"}):
