@@ -59,6 +59,12 @@ void rel_sleep_ms(long ms)
         ;
 }
 
+const char *rel_backend_name(void)
+{
+    const char *be = getenv("REL_BACKEND");
+    return be ? be : "host";
+}
+
 void rel_config(struct ghd_config *cfg)
 {
     ghd_config_defaults(cfg);

@@ -23,6 +23,8 @@ struct rel_server {
     char probe_base[64];    /* "http://127.0.0.1:PROBE_PORT" */
 };
 
+/* REL_BACKEND as given, "host" when it is not set. */
+const char *rel_backend_name(void);
 /* Defaults for tests: host backend (REL_BACKEND=cuda or auto to change it),
  * port 0, 64 KiB staging chunks x 8, warn-level logs. */
 void rel_config(struct ghd_config *cfg);

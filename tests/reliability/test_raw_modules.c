@@ -315,9 +315,9 @@ int main(void)
     }
     /* Host only: it expects 501 for modules and injects host-backend faults
      * (tests/gpu/test_modules_gpu.c is its CUDA half). */
-    if (getenv("REL_BACKEND") && strcmp(getenv("REL_BACKEND"), "host") != 0) {
+    if (strcmp(rel_backend_name(), "host") != 0) {
         printf("SKIP: the host backend's half of the raw-module tests (REL_BACKEND=%s)\n",
-               getenv("REL_BACKEND"));
+               rel_backend_name());
         return 77;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -683,8 +683,8 @@ static void delete_region(struct rel_server *s, const char *id)
  * cmocka reports them skipped there, not passed. */
 static int host_fakes_unavailable(void)
 {
-    const char *b = getenv("REL_BACKEND");
-    if (b && strcmp(b, "host") != 0) {
+    const char *b = rel_backend_name();
+    if (strcmp(b, "host") != 0) {
         printf("SKIP: host backend fakes (REL_BACKEND=%s)\n", b);
         return 1;
     }
