@@ -79,6 +79,14 @@ class Contract:
         return reply
 
 
+    def request_errors(self, method, template, payload):
+        """What the operation's JSON request schema says of payload: [] when it fits."""
+        esc = template.replace("~", "~0").replace("/", "~1")
+        ptr = f"/paths/{esc}/{method.lower()}/requestBody/content/application~1json/schema"
+        validator = OAS31Validator({"$ref": f"urn:spec#{ptr}"}, registry=self.registry)
+        return [e.message for e in validator.iter_errors(payload)]
+
+
 def main():
     binary = sys.argv[1]
     with Server(binary, "--max-buffer-size", "1M") as srv:
@@ -267,6 +275,21 @@ def main():
             st, hdrs, body = c.conform("POST", "/v1/kernels", R("POST", "/v1/kernels",
                                                                  json.dumps(d).encode(), J))
             check(st == want, f"define {d['name']}: {st}, not {want}: {body[:200]!r}")
+        # A definition missing what its kind needs is a 400 that the schema
+        # predicts: a client validating against the spec never sends it.
+        red = {"name": "contract_red", "kind": "reduction", "in": "f32 x", "out": "f32 s",
+               "map": "x", "reduce": "a + b", "identity": "0"}
+        check(not c.request_errors("POST", "/v1/kernels", sq), "the spec refuses a valid kernel")
+        check(not c.request_errors("POST", "/v1/kernels", red),
+              "the spec refuses a valid reduction")
+        for d in [{k: v for k, v in sq.items() if k != "body"},
+                  {k: v for k, v in red.items() if k != "identity"},
+                  {k: v for k, v in red.items() if k != "map"}]:
+            st, _, body = c.conform("POST", "/v1/kernels", R("POST", "/v1/kernels",
+                                                             json.dumps(d).encode(), J))
+            check(st == 400, f"define without a field: {st}, not 400: {body[:200]!r}")
+            check(c.request_errors("POST", "/v1/kernels", d),
+                  f"the spec accepts a definition the server refuses (400 {body[:120]!r}): {d}")
         c.conform("GET", "/v1/kernels/{name}", R("GET", "/v1/kernels/contract_sq"))
         user_run = {"kernel": "contract_sq", "args": {"x": bid, "y": bid, "n": 8}}
         st, _, body = c.conform("POST", "/v1/runs", R("POST", "/v1/runs",
