@@ -99,6 +99,12 @@ static const struct option_spec specs[] = {
     {"socket-upload-min", OPT_SIZE, OFF(socket_upload_min), 0, 0, 1ULL << 46, "16M",
      "plain-HTTP upload bodies this large are received from the socket straight into pinned "
      "chunks, past libmicrohttpd; their reply closes the connection (0 = never)"},
+    {"socket-recv-max", OPT_SIZE, OFF(socket_recv_max), 0, 0, 1 << 30, "8M",
+     "most bytes one recv() of such an upload asks for, into its pinned chunk (0 = the chunk's "
+     "free space)"},
+    {"download-block", OPT_SIZE, OFF(download_block), 0, 64 << 10, 64 << 20, "4M",
+     "most bytes of a download handed to the network at once (one send's worth; at most a "
+     "staging chunk)"},
     {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "4M",
      "kernel send and receive buffer of each connection's socket (0 = the kernel's "
      "autotuning)"},

@@ -32,6 +32,7 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->staging_timeout_ms = cfg->staging_timeout_ms;
     rc->staging_hold_s = cfg->staging_hold_s;
     rc->direct_copy = (int)cfg->direct_copy;
+    rc->download_block = cfg->download_block;
 }
 
 static void close_runtimes(struct ghd_service *svc)

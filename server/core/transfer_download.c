@@ -23,7 +23,8 @@
  * (run 17): the kernel's send path, not the device copy, limits one connection. */
 #define GHD_DOWNLOAD_WINDOW ((size_t)2 << 20)
 
-/* The pieces the network side asks for: at most 4 MiB, at most a chunk. */
+/* The pieces the network side asks for: at most --download-block (4 MiB
+ * unless set), at most a chunk. */
 #define GHD_DOWNLOAD_BLOCK ((size_t)4 << 20)
 
 int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
@@ -53,7 +54,8 @@ int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
 size_t ghd_source_block(const struct ghd_transfer *t)
 {
     size_t chunk = t->chunk[0]->size;
-    return chunk < GHD_DOWNLOAD_BLOCK ? chunk : GHD_DOWNLOAD_BLOCK;
+    size_t block = t->rt->download_block ? t->rt->download_block : GHD_DOWNLOAD_BLOCK;
+    return chunk < block ? chunk : block;
 }
 
 /* Copies the next piece straight from the device into buf + head, where

@@ -30,6 +30,7 @@ struct ghd_runtime_config {
     unsigned staging_timeout_ms; /* see ghd_runtime.staging_timeout_ms */
     unsigned staging_hold_s;
     int direct_copy;
+    size_t download_block;
 };
 
 /* Idle backend handles (streams or events), reused across requests. */
@@ -57,6 +58,7 @@ struct ghd_runtime {
     unsigned staging_timeout_ms;
     unsigned staging_hold_s;
     int direct_copy;
+    size_t download_block; /* most bytes a download hands the network at once */
 };
 
 /* Opens the device and allocates the pool's first slab and the staging rings;

@@ -68,6 +68,7 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
     int timeout_ms = socket_timeout_ms(hr);
     const struct ghd_upload_ops *ops = hr->upload;
     uint64_t left = req->content_length - req->bytes_in;
+    size_t recv_max = req->svc->cfg.socket_recv_max;
     int rc = 0;
     while (left && rc == 0) {
         char *space;
@@ -75,6 +76,8 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
         rc = ops->reserve(req, &hr->rep, &space, &room);
         if (rc)
             break;
+        if (recv_max && room > recv_max)
+            room = recv_max;
         ssize_t n = ghd_socket_recv(fd, space, room < left ? room : (size_t)left, timeout_ms);
         if (n <= 0) {
             ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",

@@ -48,7 +48,10 @@
 #   GAP_TCP_CASES    which tcp cases, by name [all of the above]
 #   GAP_VARIANTS     gpuhttpd option sets separated by ';', "|upload" after one limits
 #                    it to uploads ["--staging-chunk 2M; --sync-spin-us 0;
-#                    --socket-buffer 16M"], "" for none
+#                    --socket-buffer 16M"], "" for none; a set starting with
+#                    bin=PATH runs that gpuhttpd binary (e.g. an earlier commit's
+#                    build) with the options that follow, so that two builds are
+#                    compared on the same machine in alternation
 #   GAP_PINNED_MIB   pinned_ceiling bytes in MiB, 0 to skip it [1024]
 #   GAP_TIMEOUT      seconds before any one tool run is aborted [120]
 #   GAP_SERVER_ARGS  options for every gpuhttpd of the run [none]
@@ -163,15 +166,15 @@ tcp_run() {
 }
 
 # start_named NAME CPUS -- OPTIONS...: a gpuhttpd with these options (on those CPUs
-# unless CPUS is empty).
+# unless CPUS is empty); the binary is $named_bin when set, else $server_bin.
 start_named() {
-    local name=$1 cpus=$2
+    local name=$1 cpus=$2 bin=${named_bin:-$server_bin}
     shift 3
     if [[ -n $cpus ]]; then
-        start_server "$name" pinned "$cpus" "$server_bin" --backend "$backend" \
+        start_server "$name" pinned "$cpus" "$bin" --backend "$backend" \
             --bind 127.0.0.1 --log-level warn ${common_args[@]+"${common_args[@]}"} "$@"
     else
-        start_server "$name" "$server_bin" --backend "$backend" --bind 127.0.0.1 \
+        start_server "$name" "$bin" --backend "$backend" --bind 127.0.0.1 \
             --log-level warn ${common_args[@]+"${common_args[@]}"} "$@"
     fi
     pids[$name]=$server_pid
@@ -292,7 +295,13 @@ measure_variants() {
         i=$((i + 1))
         meta "\"variant\":\"V$i\",\"args\":\"$args\",\"modes\":\"$modes\""
         read -r -a variant_args <<<"$args"
-        start_named "V$i" "" -- "${variant_args[@]}"
+        local named_bin=
+        if [[ ${variant_args[0]} == bin=* ]]; then
+            named_bin=${variant_args[0]#bin=}
+            [[ -x $named_bin ]] || { echo "variant V$i: no binary $named_bin" >&2; exit 2; }
+            variant_args=("${variant_args[@]:1}")
+        fi
+        start_named "V$i" "" -- ${variant_args[@]+"${variant_args[@]}"}
         [[ $modes == *download* ]] && download_buffer "V$i"
         for c in "${conns_list[@]}"; do
             for r in $(seq "$ab_rounds"); do

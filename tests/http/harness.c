@@ -117,6 +117,15 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *socket_min = getenv("GHD_TEST_SOCKET_BODY_MIN");
     if (socket_min && *socket_min)
         cfg.socket_upload_min = strtoull(socket_min, NULL, 10);
+    /* GHD_TEST_SOCKET_RECV_MAX and GHD_TEST_DOWNLOAD_BLOCK: odd and small
+     * pieces (--socket-recv-max, --download-block), so that every body's
+     * pieces straddle the pinned chunks' ends. */
+    const char *recv_max = getenv("GHD_TEST_SOCKET_RECV_MAX");
+    if (recv_max && *recv_max)
+        cfg.socket_recv_max = strtoull(recv_max, NULL, 10);
+    const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
+    if (block && *block)
+        cfg.download_block = strtoull(block, NULL, 10);
     if (opts->configure)
         opts->configure(&cfg);
 

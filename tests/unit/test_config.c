@@ -109,6 +109,8 @@ static void test_defaults(void **state)
     assert_int_equal(d.connection_timeout_s, 60);
     assert_int_equal(d.connection_memory, (size_t)64 << 10);
     assert_int_equal(d.socket_buffer, (size_t)4 << 20);
+    assert_int_equal(d.socket_recv_max, (size_t)8 << 20);
+    assert_int_equal(d.download_block, (size_t)4 << 20);
     assert_int_equal(d.sync_spin_us, 50);
     assert_int_equal(d.default_ttl_s, 0);
     assert_string_equal(d.log_level, "info");
@@ -261,8 +263,11 @@ static void test_size_suffixes(void **state)
     struct ghd_config c;
     setenv("GHD_MAX_BUFFER_SIZE", "3G", 1);
     struct parse_result r = PARSE(&c, "--pool-slab", "64M", "--staging-chunk=512K",
-                                  "--max-json-body", "2KiB");
+                                  "--max-json-body", "2KiB", "--socket-recv-max", "1M",
+                                  "--download-block", "1M");
     assert_int_equal(r.rc, 0);
+    assert_int_equal(c.socket_recv_max, (size_t)1 << 20);
+    assert_int_equal(c.download_block, (size_t)1 << 20);
     assert_int_equal(c.pool_slab, (size_t)64 << 20);
     assert_int_equal(c.staging_chunk, (size_t)512 << 10);
     assert_int_equal(c.max_json_body, 2048);
@@ -338,6 +343,10 @@ static void test_bad_flag_values(void **state)
     expect_refusal(&r, "--staging-chunk");
     r = PARSE(&c, "--staging-chunk", "2G"); /* above 1G */
     expect_refusal(&r, "--staging-chunk");
+    r = PARSE(&c, "--download-block", "4K"); /* below 64K */
+    expect_refusal(&r, "--download-block");
+    r = PARSE(&c, "--socket-recv-max", "2G"); /* above 1G */
+    expect_refusal(&r, "--socket-recv-max");
     r = PARSE(&c, "--pool-slab", "1M");
     expect_refusal(&r, "--pool-slab");
     r = PARSE(&c, "--pool-alignment", "128");
