@@ -1,31 +1,57 @@
 #!/bin/bash
 # What the proxy costs: the same loadgen runs against one gpuhttpd directly and against
-# BENCH_INSTANCES instances (on the same device) behind HAProxy, started by
-# docker/cluster/local.sh with the routing rules of the Kubernetes ConfigMap. Uploads and
-# downloads at each of BENCH_CONNS connections (each connection creates its buffer
-# through the proxy, which places it by the agents' weights, then moves its bytes to that
-# buffer's owner), and small requests (healthz, alloc/delete, 4 KiB PUT, 4 KiB run with
-# Gpuhttpd-Route). Both sides run with the per-address caps off
+# BENCH_INSTANCES instances (on the same device) behind HAProxy, in one or more proxy
+# configurations (PROXY_VARIANTS). docker/cluster/local.sh starts the instances; each
+# variant is a HAProxy of its own in front of them, its configuration written by
+# docker/cluster/haproxy_config.py (the routing rules of the Kubernetes ConfigMap) with
+# that variant's tuning. The direct server, the instances and every variant's proxy run
+# side by side, and each round measures direct, then every variant in turn, so that all
+# see the same machine. Uploads and downloads at each of BENCH_CONNS connections (each
+# connection creates its buffer through the proxy, which places it by the agents'
+# weights, then moves its bytes to that buffer's owner), and small requests (healthz,
+# alloc/delete, 4 KiB PUT, 4 KiB run with Gpuhttpd-Route), direct and through the first
+# variant only. Both sides run with the per-address caps off
 # (--per-ip-connection-limit 0 --staging-address-share 0), as behind a proxy every
 # client has the proxy's address.
 #
 # usage: run_proxy_bench.sh [--haproxy PATH] [--backend cuda|host] BUILD_DIR OUT_DIR
 #
-# Raw results go to OUT_DIR/results.jsonl, the table (with the ratios proxy / direct) to
-# OUT_DIR/report.md and stdout; the cluster's logs to OUT_DIR/cluster/. Exits 1 when any
-# run failed or moved wrong bytes.
+# Raw results go to OUT_DIR/results.jsonl, the table (per variant the ratios proxy /
+# direct and HAProxy's CPU per GB) to OUT_DIR/report.md and stdout; the cluster's logs to
+# OUT_DIR/cluster/, each variant's configuration and log to OUT_DIR/proxy-NAME/. Exits 1
+# when any run failed or moved wrong bytes.
+#
+# PROXY_VARIANTS: names separated by ';' ["default"]. "default" is the generated
+# configuration as local.sh and the ConfigMap have it; any other name is tokens joined by
+# '+', each OPTION-VALUE for haproxy_config.py's tuning option --OPTION VALUE:
+#   splice-auto, splice-forced, splice-off   --splice (HAProxy's heuristic, always, never)
+#   bufsize-256k, pipesize-1m                --bufsize, --pipesize (K/M suffixes)
+#   maxpipes-N, nbthread-N                   --maxpipes, --nbthread
+#   http-reuse-always (never/safe/aggressive) --http-reuse
+# e.g. PROXY_VARIANTS="default; splice-forced; splice-forced+pipesize-1m; nbthread-4".
+#
+# Time: each bulk measurement is one loadgen run (buffer creation, BENCH_BYTES per
+# connection, the upload's verification after the timed part); a round is
+# 2 modes x |BENCH_CONNS| of them for direct and for each variant, BENCH_REPEAT rounds.
+# Small requests: 4 tests x |BENCH_SMALL_CONNS|, each at most BENCH_SMALL_SECONDS, for
+# direct and the first variant. Setup (the servers, the proxies' first health checks)
+# takes about 5 s, the end of the report says how long the whole run took. On the H200
+# (16 cores) at 1G the bulk runs take about 1-2 s each: 5 variants, 2 rounds, small
+# requests at 3 s: about 2 x 6 x 4 x 1.5 + 2 x 8 x 3 + 10 = 130 s.
 #
 # Environment (defaults in brackets):
+#   PROXY_VARIANTS        the proxy configurations, above ["default"]
 #   BENCH_INSTANCES       instances behind the proxy [4]
 #   BENCH_BYTES           bytes per connection for bulk runs [1G]
-#   BENCH_REPEAT          runs of each bulk measurement; the table shows the best [3]
+#   BENCH_REPEAT          rounds of the bulk measurements; the table shows the best [3]
 #   BENCH_CONNS           connection counts for bulk runs ["1 8"]
-#   BENCH_SMALL_CONNS     connection counts for small requests ["1 64"]
+#   BENCH_SMALL_CONNS     connection counts for small requests ["1 64"]; "" skips them
 #   BENCH_SMALL_REQUESTS  requests per connection per small test [20000]
 #   BENCH_SMALL_SECONDS   time bound per small test [5]
 #   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
 #   BENCH_SERVER_ARGS     gpuhttpd options for every instance and the direct one
-#                         ["--pool-limit 20%": four instances share one GPU]
+#                         ["--pool-limit 20%": four instances and the direct one share
+#                         one GPU, each holding only its own loadgen's buffers]
 #   BENCH_SERVER_BIN      the gpuhttpd binary [BUILD_DIR/gpuhttpd]
 #   HAPROXY               the haproxy binary, as --haproxy [haproxy on PATH, else
 #                         /usr/sbin/haproxy; on the GPU machine run_device.sh puts the
@@ -66,8 +92,15 @@ for bin in "$server_bin" "$tools/loadgen" "$haproxy"; do
     [[ -x $bin ]] || { echo "missing $bin (build first; haproxy: --haproxy PATH)" >&2; exit 2; }
 done
 cluster_pid=
+proxy_pids=()
 
 stop_cluster() {
+    local p
+    for p in "${proxy_pids[@]}"; do
+        kill -TERM "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    proxy_pids=()
     [[ -n $cluster_pid ]] || return 0
     kill -TERM "$cluster_pid" 2>/dev/null || true
     wait "$cluster_pid" 2>/dev/null || true
@@ -75,19 +108,62 @@ stop_cluster() {
 }
 trap 'stop_server; stop_cluster' EXIT
 
-# measure LABEL PORT PID: the bulk rounds and the small requests against one address;
-# PID is the process whose CPU time per GB loadgen reports (the server, or the proxy).
-measure() {
+# The variants: names and each one's haproxy_config.py options.
+variant_names=()
+variant_opts=()
+IFS=';' read -r -a wanted <<<"${PROXY_VARIANTS:-default}"
+for v in "${wanted[@]}"; do
+    v=$(echo "$v" | tr -d '[:space:]')
+    [[ -n $v ]] || continue
+    opts=""
+    if [[ $v != default ]]; then
+        IFS='+' read -r -a tokens <<<"$v"
+        for t in "${tokens[@]}"; do
+            [[ $t =~ ^([a-z-]+)-([0-9a-zA-Z]+)$ ]] || {
+                echo "PROXY_VARIANTS: '$t' in '$v' is not OPTION-VALUE" >&2
+                exit 2
+            }
+            opts+=" --${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+        done
+    fi
+    variant_names+=("$v")
+    variant_opts+=("$opts")
+done
+[[ ${#variant_names[@]} -gt 0 ]] || { echo "PROXY_VARIANTS names no variant" >&2; exit 2; }
+
+# variant_config I PORT BIND DIR: writes variant I's configuration for the instances of
+# the cluster on PORT, the proxy on 127.0.0.1:BIND.
+variant_config() {
+    # shellcheck disable=SC2086 # the options are words
+    python3 "$root/docker/cluster/haproxy_config.py" local --instances "$instances" \
+        --port "$2" --bind-port "$3" --dir "$4" ${variant_opts[$1]}
+}
+
+# Every variant's options, checked before anything starts.
+check_dir=$out/variants-check
+for i in "${!variant_names[@]}"; do
+    variant_config "$i" 20000 20000 "$check_dir" ||
+        { echo "PROXY_VARIANTS: haproxy_config.py refuses '${variant_names[$i]}'" >&2; exit 2; }
+    "$haproxy" -c -q -f "$check_dir/haproxy.cfg" ||
+        { echo "PROXY_VARIANTS: haproxy refuses '${variant_names[$i]}'" >&2; exit 2; }
+done
+rm -rf "$check_dir"
+
+# bulk LABEL PORT PID: one round of the bulk runs against one address; PID is the
+# process whose CPU time per GB loadgen reports (the server, or the proxy).
+bulk() {
     local label=$1 p=$2 pid=$3 c mode
     for c in "${conns_list[@]}"; do
-        for round in $(seq "$repeat"); do
-            log "$label: round $round at $c connections, upload and download"
-            for mode in upload download; do
-                record "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode "$mode" \
-                    --conns "$c" --bytes "$bytes" --server-pid "$pid" --label "$label"
-            done
+        for mode in upload download; do
+            record "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode "$mode" \
+                --conns "$c" --bytes "$bytes" --server-pid "$pid" --label "$label"
         done
     done
+}
+
+# small LABEL PORT: the small requests against one address.
+small() {
+    local label=$1 p=$2 c
     for c in "${small_conns_list[@]}"; do
         log "$label: small requests, $c connections"
         record "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode small --conns "$c" \
@@ -95,31 +171,34 @@ measure() {
     done
 }
 
-measure_direct() {
-    start_server direct "$server_bin" --bind 127.0.0.1 "${server_args[@]}"
-    measure direct "$port" "$server_pid"
-    stop_server
+# Whether 127.0.0.1:$1 accepts a connection.
+listening() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# A free base port P with P..P+2N free (the proxy, N instances and their agents).
+# A free base port P with P..P+2N+V free (the cluster's proxy, N instances and their
+# agents, then one port per variant).
 free_base() {
     local p q ok
     for _ in $(seq 100); do
         p=$((20000 + RANDOM % 10000))
         ok=1
-        for ((q = p; q <= p + 2 * instances; q++)); do
-            if (exec 3<>"/dev/tcp/127.0.0.1/$q") 2>/dev/null; then ok=0; break; fi
+        for ((q = p; q <= p + 2 * instances + ${#variant_names[@]}; q++)); do
+            if listening "$q"; then ok=0; break; fi
         done
         [[ $ok == 1 ]] && { echo "$p"; return 0; }
     done
     return 1
 }
 
-measure_proxy() {
-    local p lines hpid=
-    p=$(free_base) || { echo "no free ports" >&2; return 1; }
+# start_cluster: the instances (local.sh, whose own proxy stays idle), then one HAProxy
+# per variant on base+2N+1+i; sets variant_ports and variant_pids.
+variant_ports=()
+start_cluster() {
+    local lines i dir vport
+    base=$(free_base) || { echo "no free ports" >&2; return 1; }
     lines=$out/cluster.out
-    bash "$root/docker/cluster/local.sh" --instances "$instances" --port "$p" \
+    bash "$root/docker/cluster/local.sh" --instances "$instances" --port "$base" \
         --gpuhttpd "$server_bin" --haproxy "$haproxy" --dir "$out/cluster" -- \
         "${server_args[@]}" >"$lines" 2>&1 &
     cluster_pid=$!
@@ -129,65 +208,104 @@ measure_proxy() {
         sleep 0.1
     done
     grep -q "local.sh: ready" "$lines" || { cat "$lines" >&2; return 1; }
-    sleep 3 # the proxy's health and agent checks (every second) see every instance
-    hpid=$(sed -n 's/^local.sh: haproxy: pid \([0-9]*\).*/\1/p' "$lines")
-    log "proxy: $instances instances behind haproxy (pid $hpid) on 127.0.0.1:$p"
-    measure proxy "$p" "$hpid"
-    stop_cluster
+    for i in "${!variant_names[@]}"; do
+        vport=$((base + 2 * instances + 1 + i))
+        dir=$out/proxy-${variant_names[$i]}
+        variant_config "$i" "$base" "$vport" "$dir"
+        "$haproxy" -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
+        proxy_pids+=($!)
+        variant_ports+=("$vport")
+        log "proxy ${variant_names[$i]}: haproxy (pid $!) on 127.0.0.1:$vport:${variant_opts[$i]:- the generated default}"
+    done
+    for vport in "${variant_ports[@]}"; do
+        for _ in $(seq 100); do
+            listening "$vport" && break
+            sleep 0.1
+        done
+        listening "$vport" || { echo "no proxy listens on $vport" >&2; return 1; }
+    done
+    sleep 3 # the proxies' health and agent checks (every second) see every instance
+}
+
+# measure_all: the rounds (direct, then each variant), then the small requests.
+measure_all() {
+    local round i
+    for round in $(seq "$repeat"); do
+        log "round $round of $repeat: direct"
+        bulk direct "$port" "$server_pid"
+        for i in "${!variant_names[@]}"; do
+            log "round $round of $repeat: proxy ${variant_names[$i]}"
+            bulk "proxy:${variant_names[$i]}" "${variant_ports[$i]}" "${proxy_pids[$i]}"
+        done
+    done
+    small direct "$port"
+    small "proxy:${variant_names[0]}" "${variant_ports[0]}"
 }
 
 bulk_row() {
-    local mode=$1 c=$2 d p dg pg
+    local v=$1 mode=$2 c=$3 d p dg pg
     d=$(find_line label=direct tool=loadgen mode="$mode" conns="$c")
-    p=$(find_line label=proxy tool=loadgen mode="$mode" conns="$c")
+    p=$(find_line label="proxy:$v" tool=loadgen mode="$mode" conns="$c")
     dg=$(json_get "$d" gbps)
     pg=$(json_get "$p" gbps)
-    printf '| %s | %s | %s GB/s | %s GB/s | %s | %s | %s |\n' "$mode" "$c" "$(fmt "$dg" 2)" \
-        "$(fmt "$pg" 2)" "$(ratio "$pg" "$dg")" \
+    printf '| %s | %s | %s | %s GB/s | %s GB/s | %s | %s | %s |\n' "$v" "$mode" "$c" \
+        "$(fmt "$dg" 2)" "$(fmt "$pg" 2)" "$(ratio "$pg" "$dg")" \
         "$(fmt "$(json_get "$p" server_cpu_s_per_gb)" 3)" \
         "$( [[ $d == *'"checksum_ok":false'* || $p == *'"checksum_ok":false'* ]] && echo no || echo yes)"
 }
 
 small_row() {
-    local test=$1 c=$2 d p
+    local v=$1 test=$2 c=$3 d p
     d=$(find_line label=direct mode=small test="$test" conns="$c")
-    p=$(find_line label=proxy mode=small test="$test" conns="$c")
+    p=$(find_line label="proxy:$v" mode=small test="$test" conns="$c")
     [[ -n $d || -n $p ]] || return 0
-    printf '| %s | %s | %s req/s (p50 %s us, p99 %s us) | %s req/s (p50 %s us, p99 %s us) | %s | - | - |\n' \
-        "$test" "$c" "$(fmt "$(json_get "$d" rps)" 0)" "$(fmt "$(json_get "$d" p50_us)" 0)" \
+    printf '| %s | %s | %s | %s req/s (p50 %s us, p99 %s us) | %s req/s (p50 %s us, p99 %s us) | %s | - | - |\n' \
+        "$v" "$test" "$c" "$(fmt "$(json_get "$d" rps)" 0)" "$(fmt "$(json_get "$d" p50_us)" 0)" \
         "$(fmt "$(json_get "$d" p99_us)" 0)" "$(fmt "$(json_get "$p" rps)" 0)" \
         "$(fmt "$(json_get "$p" p50_us)" 0)" "$(fmt "$(json_get "$p" p99_us)" 0)" \
         "$(ratio "$(json_get "$p" rps)" "$(json_get "$d" rps)")"
 }
 
 print_table() {
-    local c mode test
+    local c mode test i
     echo "# gpuhttpd behind HAProxy: $instances instances vs one, direct"
     echo
-    echo "backend $backend, $bytes per connection, best of $repeat runs," \
+    echo "backend $backend, $bytes per connection, best of $repeat rounds," \
         "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores," \
         "$("$haproxy" -v 2>/dev/null | head -n 1 | cut -d' ' -f1-3)," \
         "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)"
     echo
     echo "ratio = through the proxy / direct (the issue asks >= 0.8 for bulk); proxy CPU s/GB" \
-        "is HAProxy's own CPU time per GB moved. GB/s = 10^9 bytes/s."
+        "is HAProxy's own CPU time per GB moved. GB/s = 10^9 bytes/s. Proxy configurations" \
+        "(haproxy_config.py options):"
     echo
-    echo "| test | conns | direct | through the proxy | ratio | proxy CPU s/GB | checksum ok |"
-    echo "|---|---|---|---|---|---|---|"
-    for mode in upload download; do
-        for c in "${conns_list[@]}"; do
-            bulk_row "$mode" "$c"
+    for i in "${!variant_names[@]}"; do
+        echo "- ${variant_names[$i]}:${variant_opts[$i]:- the generated default}"
+    done
+    echo
+    echo "| proxy config | test | conns | direct | through the proxy | ratio | proxy CPU s/GB | checksum ok |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for i in "${!variant_names[@]}"; do
+        for mode in upload download; do
+            for c in "${conns_list[@]}"; do
+                bulk_row "${variant_names[$i]}" "$mode" "$c"
+            done
         done
     done
     for test in healthz alloc_delete_4k put_4k run_axpy_4k; do
         for c in "${small_conns_list[@]}"; do
-            small_row "$test" "$c"
+            small_row "${variant_names[0]}" "$test" "$c"
         done
     done
+    echo
+    echo "The whole run took $SECONDS s."
 }
 
-measure_direct
-measure_proxy
+start_server direct "$server_bin" --bind 127.0.0.1 "${server_args[@]}"
+start_cluster
+measure_all
+stop_cluster
+stop_server
 print_table | tee "$out/report.md"
 if [[ $failures -gt 0 ]]; then
     echo "$failures run(s) FAILED; see $results" >&2
