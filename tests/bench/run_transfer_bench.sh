@@ -7,6 +7,11 @@
 # In order: pinned_ceiling (PCIe and HBM copies); gpuhttpd, in rounds at each connection
 # count of tcp_ceiling (loopback TCP) then loadgen upload and download (with the server's
 # CPU time per GB and peak RSS over the timed part); then small requests;
+# downloads are timed with a client that, like tcp_ceiling's readers, does nothing with
+# the bytes (--verify none), and each connection count gets one more download that
+# compares every byte as it arrives (label gpuhttpd_checked: its rate and its
+# verdict are the table's "checked" and "checksum ok"; uploads are checked after
+# their timed part in every run);
 # and mhd_static (libmicrohttpd alone, same daemon flags: healthz, body-discarding
 # uploads and static downloads; healthz again with libmicrohttpd's default 32 KiB
 # connection memory). Raw results go to OUT_DIR/results.jsonl, the table
@@ -74,12 +79,17 @@ measure_service() {
             log "round $round at $c connections: tcp_ceiling, gpuhttpd upload and download"
             record "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" --timeout "$timeout_s" \
                 --label "tcp"
-            for mode in upload download; do
-                loadgen --mode "$mode" --conns "$c" --bytes "$bytes" \
-                    --server-pid "$server_pid" --label gpuhttpd \
-                    ${loadgen_args[@]+"${loadgen_args[@]}"}
-            done
+            loadgen --mode upload --conns "$c" --bytes "$bytes" \
+                --server-pid "$server_pid" --label gpuhttpd \
+                ${loadgen_args[@]+"${loadgen_args[@]}"}
+            loadgen --mode download --verify none --conns "$c" --bytes "$bytes" \
+                --server-pid "$server_pid" --label gpuhttpd \
+                ${loadgen_args[@]+"${loadgen_args[@]}"}
         done
+        log "gpuhttpd download at $c connections, every byte compared"
+        loadgen --mode download --conns "$c" --bytes "$bytes" \
+            --server-pid "$server_pid" --label gpuhttpd_checked \
+            ${loadgen_args[@]+"${loadgen_args[@]}"}
     done
     for c in "${small_conns_list[@]}"; do
         log "gpuhttpd small requests, $c connections"
@@ -102,7 +112,7 @@ measure_http_layer() {
             loadgen --mode upload --put-path /discard --conns "$c" --bytes "$bytes" \
                 --server-pid "$server_pid" --label mhd_static \
                 ${loadgen_args[@]+"${loadgen_args[@]}"}
-            loadgen --mode download --get-path "/bytes?n=$bytes" --conns "$c" \
+            loadgen --mode download --verify none --get-path "/bytes?n=$bytes" --conns "$c" \
                 --bytes "$bytes" --server-pid "$server_pid" --label mhd_static \
                 ${loadgen_args[@]+"${loadgen_args[@]}"}
         done
@@ -175,18 +185,23 @@ round_ratio() {
 minimum() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print a; else print (a + 0 < b + 0 ? a : b) }'; }
 
 table_bulk_row() {
-    local mode=$1 c=$2 pinned=$3 line tcp http ceiling gbps
+    local mode=$1 c=$2 pinned=$3 line tcp http ceiling gbps checked=- verdict
     line=$(find_line tool=loadgen mode="$mode" label=gpuhttpd conns="$c")
     [[ -n $line ]] || return 0
     tcp=$(json_get "$(find_line tool=tcp_ceiling conns="$c")" gbps)
     http=$(json_get "$(find_line tool=loadgen mode="$mode" label=mhd_static conns="$c")" gbps)
     ceiling=$(minimum "$tcp" "$pinned")
     gbps=$(json_get "$line" gbps)
-    printf '| %s | %s | %s GB/s%s | %s GB/s | %s | %s | %s | %s | %s | %s |\n' "$mode" "$c" \
+    verdict=$(checksums_ok tool=loadgen mode="$mode" label=gpuhttpd conns="$c")
+    if [[ $mode == download ]]; then
+        checked="$(fmt "$(json_get "$(find_line tool=loadgen mode=download \
+            label=gpuhttpd_checked conns="$c")" gbps)" 2) GB/s"
+        verdict=$(checksums_ok tool=loadgen mode=download label=gpuhttpd_checked conns="$c")
+    fi
+    printf '| %s | %s | %s GB/s%s | %s | %s GB/s | %s | %s | %s | %s | %s | %s |\n' "$mode" "$c" \
         "$(fmt "$gbps" 2)" "$(failed_mark tool=loadgen mode="$mode" label=gpuhttpd conns="$c")" \
-        "$(fmt "$ceiling" 2)" "$(ratio "$gbps" "$ceiling")" "$(round_ratio "$mode" "$c")" \
-        "$(ratio "$gbps" "$http")" \
-        "$(checksums_ok tool=loadgen mode="$mode" label=gpuhttpd conns="$c")" \
+        "$checked" "$(fmt "$ceiling" 2)" "$(ratio "$gbps" "$ceiling")" \
+        "$(round_ratio "$mode" "$c")" "$(ratio "$gbps" "$http")" "${verdict:-false}" \
         "$(fmt "$(json_get "$line" server_cpu_s_per_gb)" 3)" \
         "$(fmt "$(json_get "$line" server_peak_rss_mib)" 0)"
 }
@@ -203,7 +218,7 @@ table_small_row() {
     fi
     rps=$(json_get "$line" rps)
     # The ceiling of a small request is libmicrohttpd alone: ratio and vs HTTP agree.
-    printf '| %s (p50 %s us, p99 %s us) | %s | %s req/s%s | %s | %s | - | %s | - | - | - |\n' \
+    printf '| %s (p50 %s us, p99 %s us) | %s | %s req/s%s | - | %s | %s | - | %s | - | - | - |\n' \
         "$test" "$(fmt "$(json_get "$line" p50_us)" 0)" "$(fmt "$(json_get "$line" p99_us)" 0)" \
         "$c" "$(fmt "$rps" 0)" \
         "$(failed_mark tool=loadgen mode=small label=gpuhttpd test="$test" conns="$c")" \
@@ -217,7 +232,7 @@ small_ceiling_rows() {
         for c in "${small_conns_list[@]}"; do
             line=$(find_line mode=small label="$label" test=healthz conns="$c")
             if [[ -n $line ]]; then
-                printf '| ceiling: %s healthz (p50 %s us, p99 %s us) | %s | %s req/s | | | | | | - | |\n' \
+                printf '| ceiling: %s healthz (p50 %s us, p99 %s us) | %s | %s req/s | | | | | | | - | |\n' \
                     "$label" "$(fmt "$(json_get "$line" p50_us)" 0)" \
                     "$(fmt "$(json_get "$line" p99_us)" 0)" "$c" "$(fmt "$(json_get "$line" rps)" 0)"
             fi
@@ -227,7 +242,7 @@ small_ceiling_rows() {
 
 # ceiling_row NAME CONNS GBPS [CPU_S_PER_GB]
 ceiling_row() {
-    printf '| ceiling: %s | %s | %s GB/s | | | | | | %s | |\n' "$1" "$2" "$(fmt "$3" 2)" \
+    printf '| ceiling: %s | %s | %s GB/s | | | | | | | %s | |\n' "$1" "$2" "$(fmt "$3" 2)" \
         "$(fmt "${4:-}" 3)"
 }
 
@@ -274,10 +289,12 @@ print_table() {
     echo "ceiling = min(loopback TCP at the same connection count, best pinned copy in that" \
         "direction); ratio = best result over best ceiling; round ratio = median over rounds" \
         "of the result over the TCP ceiling measured just before it; vs HTTP = against mhd_static (libmicrohttpd alone, same flags);" \
-        "CPU and RSS are the server's over the timed part. GB/s = 10^9 bytes/s."
+        "CPU and RSS are the server's over the timed part. GB/s = 10^9 bytes/s. Downloads are" \
+        "timed unchecked, as the ceilings' readers are; checked = one more download comparing every" \
+        "byte on arrival (its verdict is the download's checksum ok)."
     echo
-    echo "| test | conns | result | ceiling | ratio | round ratio | vs HTTP | checksum ok | CPU s/GB | peak RSS MiB |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "| test | conns | result | checked | ceiling | ratio | round ratio | vs HTTP | checksum ok | CPU s/GB | peak RSS MiB |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
     for c in "${conns_list[@]}"; do
         table_bulk_row upload "$c" "$h2d"
     done
