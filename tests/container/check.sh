@@ -8,6 +8,8 @@
 # serve with them, run as uid and gid 10001 (both named), pass its own
 # HEALTHCHECK, and stop on SIGTERM with status 0; with TLS on, serve HTTPS on
 # its port and still pass the HEALTHCHECK (through the plain-HTTP probe port).
+# Then the Kubernetes manifests of docker/k8s on that image, played with
+# `podman kube play` (kube_play.sh).
 #
 # usage: tests/container/check.sh [COMMIT]   (default HEAD; run as root)
 set -euo pipefail
@@ -18,25 +20,29 @@ ref=${1:-HEAD}
 fail() { echo "container: FAIL: $*" >&2; exit 1; }
 say() { echo "container: $*" >&2; }
 [ "$(id -u)" = 0 ] || fail "needs root"
-for t in podman runc debootstrap curl openssl; do
+for t in podman runc debootstrap curl openssl kubectl; do
   command -v "$t" >/dev/null || fail "no $t: run server/install-deps.sh --test"
 done
 
 # shellcheck source-path=SCRIPTDIR source=../fresh/lib.sh
 . "$repo/tests/fresh/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=kube_play.sh
+. "$here/kube_play.sh"
 commit=$(git -C "$repo" rev-parse --verify "$ref^{commit}")
 t_start=$SECONDS
 base=$(fresh_base_root)
 
 work=$(mktemp -d /var/tmp/gpuhttpd-container.XXXXXX)
-# Storage of our own, so nothing here touches other podman users' images.
+# Storage and network configuration of our own, so nothing here touches
+# other podman users' images or networks.
 pm=(podman --root "$work/storage" --runroot "$work/run" --storage-driver
   "${GHD_CONTAINER_STORAGE:-overlay}" --cgroup-manager cgroupfs --events-backend file
-  --runtime runc)
+  --runtime runc --network-config-dir "$work/cni")
 ctr=gpuhttpd-ci-$$
 cleanup() {
   local rc=$?
   "${pm[@]}" rm -f -t 0 "$ctr" "$ctr-tls" >/dev/null 2>&1 || true
+  kube_cleanup
   fresh_remove "$work" || true
   exit "$rc"
 }
@@ -74,10 +80,13 @@ t_build=$((SECONDS - t0))
 grep 'runtime-deps:' "$work/build.log" >&2 || true
 
 # Two free ports (host network: the image's 8080 and 8081 may be taken here).
-read -r port probe_port < <(python3 -c 'import socket
+free_ports() {
+  python3 -c 'import socket
 a, b = socket.socket(), socket.socket()
 a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
-print(a.getsockname()[1], b.getsockname()[1])')
+print(a.getsockname()[1], b.getsockname()[1])'
+}
+read -r port probe_port < <(free_ports)
 run=("${pm[@]}" run "${limits[@]}" --network host -e GHD_PORT="$port"
   -e GHD_PROBE_PORT="$probe_port")
 
@@ -163,4 +172,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$work/tls/cert.pem" \
 "${pm[@]}" stop -t 30 "$ctr-tls" >/dev/null 2>"$work/stop.err" ||
   { cat "$work/stop.err" >&2; fail "podman stop (TLS) failed"; }
 say "with TLS: HTTPS on its port, HEALTHCHECK passes through the probe port"
-say "ok: base image $t_import s, build $t_build s, total $((SECONDS - t_start)) s"
+
+# 7. docker/k8s with podman kube play, on this image.
+t0=$SECONDS
+kube_play_check
+t_kube=$((SECONDS - t0))
+say "ok: base image $t_import s, build $t_build s, kube play $t_kube s, total $((SECONDS - t_start)) s"
