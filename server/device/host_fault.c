@@ -1,6 +1,7 @@
 #include "host_fault.h"
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "base/err.h"
 #include "base/error.h"
@@ -97,13 +98,53 @@ void ghd_host_fault_nth_register(long n)
     pthread_mutex_unlock(&lock);
 }
 
-int ghd_host_fault_register(struct ghd_err *error)
+/* The ranges registered now, as the CUDA driver keeps them. */
+#define REGISTERED_MAX 4096
+static struct {
+    uintptr_t base, end;
+} registered[REGISTERED_MAX];
+static unsigned registered_count;
+static long register_overlaps;
+
+int ghd_host_fault_register(const void *h_ptr, size_t size, struct ghd_err *error)
 {
+    uintptr_t a = (uintptr_t)h_ptr, b = a + size;
     pthread_mutex_lock(&lock);
     int fail = register_countdown > 0 && --register_countdown == 0;
+    int overlap = 0;
+    for (unsigned i = 0; i < registered_count && !fail && !overlap; i++)
+        overlap = a < registered[i].end && registered[i].base < b;
+    if (overlap)
+        register_overlaps++;
+    else if (!fail && registered_count < REGISTERED_MAX) {
+        registered[registered_count].base = a;
+        registered[registered_count++].end = b;
+    }
     pthread_mutex_unlock(&lock);
     if (fail)
         return ghd_err_set(error, GHD_EDEVICE,
                            "cudaErrorMemoryAllocation (injected by ghd_host_fault_nth_register)");
+    if (overlap)
+        return ghd_err_set(error, GHD_EDEVICE, "cudaErrorHostMemoryAlreadyRegistered (the "
+                                               "host backend refuses overlaps as CUDA does)");
     return 0;
+}
+
+void ghd_host_fault_unregister(const void *h_ptr)
+{
+    pthread_mutex_lock(&lock);
+    for (unsigned i = 0; i < registered_count; i++)
+        if (registered[i].base == (uintptr_t)h_ptr) {
+            registered[i] = registered[--registered_count];
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+long ghd_host_fault_register_overlaps(void)
+{
+    pthread_mutex_lock(&lock);
+    long n = register_overlaps;
+    pthread_mutex_unlock(&lock);
+    return n;
 }

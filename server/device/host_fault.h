@@ -11,6 +11,8 @@
 
 #ifdef GHD_TESTABLE
 
+#include <stddef.h>
+
 enum ghd_host_fault {
     GHD_HOST_FAULT_NONE,
     GHD_HOST_FAULT_LOSE,  /* the stream sync fails like a sticky CUDA error; health fails after */
@@ -33,7 +35,13 @@ struct ghd_device;
 struct ghd_err;
 int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error);
 int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error);
-int ghd_host_fault_register(struct ghd_err *error);
+/* host_register and host_unregister: like cudaHostRegister, a range that
+ * overlaps one registered before is refused (as
+ * cudaErrorHostMemoryAlreadyRegistered), and counted. */
+int ghd_host_fault_register(const void *h_ptr, size_t size, struct ghd_err *error);
+void ghd_host_fault_unregister(const void *h_ptr);
+/* Registrations refused for overlapping a registered range, since the start. */
+long ghd_host_fault_register_overlaps(void);
 
 #endif /* GHD_TESTABLE */
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/err.h"
 #include "base/error.h"
 
 #define THREAD_REGIONS 4
@@ -23,6 +24,68 @@ struct thread_regions {
 static pthread_key_t regions_key;
 static pthread_once_t regions_once = PTHREAD_ONCE_INIT;
 
+/* Every range locked here or being locked, of all threads. Page rounding
+ * can put two connections' buffers in one page, and the driver refuses a
+ * range that overlaps one it holds (cudaErrorHostMemoryAlreadyRegistered):
+ * such a lock is not even asked for, the caller stages instead. */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct held_range {
+    uintptr_t base, end;
+} *held;
+static unsigned held_count, held_cap;
+
+static void held_drop_locked(uintptr_t base)
+{
+    for (unsigned i = 0; i < held_count; i++)
+        if (held[i].base == base) {
+            held[i] = held[--held_count];
+            return;
+        }
+}
+
+/* Page-locks [base, end) unless it overlaps a range locked here already.
+ * The range is claimed before the backend's call, so that two threads
+ * cannot both ask for overlapping ones, and released if the call fails. */
+static int lock_range(struct ghd_device *dev, uintptr_t base, uintptr_t end,
+                      struct ghd_err *error)
+{
+    pthread_mutex_lock(&held_lock);
+    for (unsigned i = 0; i < held_count; i++)
+        if (base < held[i].end && held[i].base < end) {
+            pthread_mutex_unlock(&held_lock);
+            return ghd_err_set(error, GHD_EBUSY,
+                               "a page of it is locked already for another buffer");
+        }
+    if (held_count == held_cap) {
+        unsigned cap = held_cap ? 2 * held_cap : 64;
+        struct held_range *grown = realloc(held, cap * sizeof(*held));
+        if (!grown) {
+            pthread_mutex_unlock(&held_lock);
+            return ghd_err_set(error, GHD_ENOHOSTMEM, "out of host memory");
+        }
+        held = grown;
+        held_cap = cap;
+    }
+    held[held_count].base = base;
+    held[held_count++].end = end;
+    pthread_mutex_unlock(&held_lock);
+    int rc = dev->ops->host_register(dev, (void *)base, end - base, error);
+    if (rc) {
+        pthread_mutex_lock(&held_lock);
+        held_drop_locked(base);
+        pthread_mutex_unlock(&held_lock);
+    }
+    return rc;
+}
+
+static void unlock_range(struct ghd_device *dev, uintptr_t base)
+{
+    dev->ops->host_unregister(dev, (void *)base);
+    pthread_mutex_lock(&held_lock);
+    held_drop_locked(base);
+    pthread_mutex_unlock(&held_lock);
+}
+
 /* Runs as the thread exits: libmicrohttpd joins a connection's thread before
  * it frees the connection's memory, so the pages are still mapped here. */
 static void regions_release(void *arg)
@@ -30,7 +93,7 @@ static void regions_release(void *arg)
     struct thread_regions *tr = arg;
     for (unsigned i = 0; i < tr->count; i++)
         if (tr->r[i].locked)
-            tr->r[i].dev->ops->host_unregister(tr->r[i].dev, (void *)tr->r[i].base);
+            unlock_range(tr->r[i].dev, tr->r[i].base);
     free(tr);
 }
 
@@ -84,7 +147,7 @@ int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n)
      * then fail. A piece reaching past the locked pages re-locks the union. */
     struct region *r = grow;
     if (r) {
-        dev->ops->host_unregister(dev, (void *)r->base);
+        unlock_range(dev, r->base);
         a = a < r->base ? a : r->base;
         b = b > r->end ? b : r->end;
     } else if (tr->count < THREAD_REGIONS) {
@@ -95,7 +158,7 @@ int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n)
     }
     r->base = page_down(a);
     r->end = page_up(b);
-    r->locked = dev->ops->host_register(dev, (void *)r->base, r->end - r->base, NULL) == 0;
+    r->locked = lock_range(dev, r->base, r->end, NULL) == 0;
     return r->locked;
 }
 
@@ -104,7 +167,7 @@ int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base,
 {
     uintptr_t a = page_down((uintptr_t)p);
     uintptr_t b = page_up((uintptr_t)p + n);
-    int rc = dev->ops->host_register(dev, (void *)a, b - a, error);
+    int rc = lock_range(dev, a, b, error);
     if (rc == 0)
         *base = (void *)a;
     return rc;
@@ -113,5 +176,5 @@ int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base,
 void ghd_hostreg_release(struct ghd_device *dev, void *base)
 {
     if (base)
-        dev->ops->host_unregister(dev, base);
+        unlock_range(dev, (uintptr_t)base);
 }
