@@ -176,8 +176,8 @@ def main():
     count = manifests(text, files, proxy_dir, cfg) if text is not None else 0
     missing.append(validated(k8s_dir, text))
     missing = [m for m in missing if m]
-    # podman kube play needs both images (gpuhttpd's, built with CUDA, and
-    # haproxy:2.6) and a GPU: not where this runs.
+    # podman kube play runs them too, as root with images built here:
+    # tests/container/kube_play.sh, part of the container check.
     if missing:
         print(f"SKIPPED: not installed: {', '.join(missing)} (the other checks passed)")
         sys.exit(SKIP)
