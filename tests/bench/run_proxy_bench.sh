@@ -10,7 +10,7 @@
 # connection creates its buffer through the proxy, which places it by the agents'
 # weights, then moves its bytes to that buffer's owner), and small requests (healthz,
 # alloc/delete, 4 KiB PUT, 4 KiB run with Gpuhttpd-Route), direct and through the first
-# variant only. Both sides run with the per-address caps off
+# BENCH_SMALL_VARIANTS variants. Both sides run with the per-address caps off
 # (--per-ip-connection-limit 0 --staging-address-share 0), as behind a proxy every
 # client has the proxy's address.
 #
@@ -28,16 +28,21 @@
 #   bufsize-256k, pipesize-1m                --bufsize, --pipesize (K/M suffixes)
 #   maxpipes-N, nbthread-N                   --maxpipes, --nbthread
 #   http-reuse-always (never/safe/aggressive) --http-reuse
-# e.g. PROXY_VARIANTS="default; splice-forced; splice-forced+pipesize-1m; nbthread-4".
+# e.g. PROXY_VARIANTS="default; splice-auto+pipesize-0+maxpipes-0; nbthread-4": the
+# generated default (bodies spliced always, 1 MiB pipes, maxpipes = maxconn), the default
+# before it (HAProxy's splice heuristic, the kernel's 64 KiB pipes, HAProxy's maxpipes),
+# and the default on 4 threads.
 #
 # Time: each bulk measurement is one loadgen run (buffer creation, BENCH_BYTES per
 # connection, the upload's verification after the timed part); a round is
 # 2 modes x |BENCH_CONNS| of them for direct and for each variant, BENCH_REPEAT rounds.
 # Small requests: 4 tests x |BENCH_SMALL_CONNS|, each at most BENCH_SMALL_SECONDS, for
-# direct and the first variant. Setup (the servers, the proxies' first health checks)
-# takes about 5 s, the end of the report says how long the whole run took. On the H200
-# (16 cores) at 1G the bulk runs take about 1-2 s each: 5 variants, 2 rounds, small
-# requests at 3 s: about 2 x 6 x 4 x 1.5 + 2 x 8 x 3 + 10 = 130 s.
+# direct and each of the first BENCH_SMALL_VARIANTS variants. Setup (the servers, the
+# proxies' first health checks) takes about 5-10 s; the log gives each round's length and
+# the report the whole run's. Roughly, with T seconds a bulk run (2-core host backend at
+# 512M: ~5 s; H200 at 1G: ~1.5 s, an estimate) and V variants:
+#   BENCH_REPEAT x (V + 1) x 4 x T + (1 + BENCH_SMALL_VARIANTS) x 8 x BENCH_SMALL_SECONDS + 10
+# e.g. V = 4, 2 rounds, small at 3 s on the H200: 2 x 5 x 4 x 1.5 + 2 x 8 x 3 + 10 = 118 s.
 #
 # Environment (defaults in brackets):
 #   PROXY_VARIANTS        the proxy configurations, above ["default"]
@@ -48,6 +53,7 @@
 #   BENCH_SMALL_CONNS     connection counts for small requests ["1 64"]; "" skips them
 #   BENCH_SMALL_REQUESTS  requests per connection per small test [20000]
 #   BENCH_SMALL_SECONDS   time bound per small test [5]
+#   BENCH_SMALL_VARIANTS  how many variants, from the first, run the small requests [1]
 #   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
 #   BENCH_SERVER_ARGS     gpuhttpd options for every instance and the direct one
 #                         ["--pool-limit 20%": four instances and the direct one share
@@ -78,6 +84,8 @@ read -r -a conns_list <<<"${BENCH_CONNS-1 8}"
 read -r -a small_conns_list <<<"${BENCH_SMALL_CONNS-1 64}"
 small_requests=${BENCH_SMALL_REQUESTS:-20000}
 small_seconds=${BENCH_SMALL_SECONDS:-5}
+small_variants=${BENCH_SMALL_VARIANTS:-1}
+[[ $small_variants =~ ^[0-9]+$ ]] || { echo "BENCH_SMALL_VARIANTS is a count" >&2; exit 2; }
 repeat=${BENCH_REPEAT:-3}
 timeout_s=${BENCH_TIMEOUT:-300}
 read -r -a server_args <<<"${BENCH_SERVER_ARGS-"--pool-limit 20%"}"
@@ -230,7 +238,10 @@ start_cluster() {
 # measure_all: the rounds (direct, then each variant), then the small requests.
 measure_all() {
     local round i
+    local t0=$SECONDS
     for round in $(seq "$repeat"); do
+        [[ $round == 1 ]] || log "round $((round - 1)) took $((SECONDS - t0)) s"
+        t0=$SECONDS
         log "round $round of $repeat: direct"
         bulk direct "$port" "$server_pid"
         for i in "${!variant_names[@]}"; do
@@ -238,8 +249,12 @@ measure_all() {
             bulk "proxy:${variant_names[$i]}" "${variant_ports[$i]}" "${proxy_pids[$i]}"
         done
     done
+    log "round $repeat took $((SECONDS - t0)) s"
     small direct "$port"
-    small "proxy:${variant_names[0]}" "${variant_ports[0]}"
+    for i in "${!variant_names[@]}"; do
+        [[ $i -lt $small_variants ]] || break
+        small "proxy:${variant_names[$i]}" "${variant_ports[$i]}"
+    done
 }
 
 bulk_row() {
@@ -292,9 +307,12 @@ print_table() {
             done
         done
     done
-    for test in healthz alloc_delete_4k put_4k run_axpy_4k; do
-        for c in "${small_conns_list[@]}"; do
-            small_row "${variant_names[0]}" "$test" "$c"
+    for i in "${!variant_names[@]}"; do
+        [[ $i -lt $small_variants ]] || break
+        for test in healthz alloc_delete_4k put_4k run_axpy_4k; do
+            for c in "${small_conns_list[@]}"; do
+                small_row "${variant_names[$i]}" "$test" "$c"
+            done
         done
     done
     echo

@@ -2,7 +2,9 @@
 """The proxy's tuning as docker/cluster/haproxy_config.py writes it:
 - the default configuration (local.sh's and the Kubernetes ConfigMap's
   docker/k8s/proxy/haproxy.cfg) holds the default tuning lines, the same in
-  both;
+  both: bodies spliced always (splice-auto's heuristic never starts for our
+  bodies), through 1 MiB pipes, and a pipe for every connection (HAProxy
+  2.6 stalls a spliced transfer that finds none);
 - every tuning option (--splice, --bufsize, --pipesize, --maxpipes,
   --nbthread, --http-reuse) writes its HAProxy line and nothing else
   changes, and HAProxy accepts each such configuration (`haproxy -c`);
@@ -22,16 +24,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ghdtest import SKIP, check  # noqa: E402
 
 # What the generated files hold: global tuning, then the defaults' body handling.
-DEFAULT_GLOBAL = ["tune.bufsize 65536"]
-DEFAULT_DEFAULTS = ["option splice-auto"]
+DEFAULT_GLOBAL = ["tune.bufsize 65536", "tune.pipesize 1048576", "maxpipes 4096"]
+DEFAULT_DEFAULTS = ["option splice-request", "option splice-response"]
+SPLICED = ["option splice-request", "option splice-response"]
 # option -> (the lines it adds, the lines it takes out)
 OPTIONS = {
-    "--splice forced": (["option splice-request", "option splice-response"],
-                        ["option splice-auto"]),
-    "--splice off": ([], ["option splice-auto"]),
+    "--splice auto": (["option splice-auto"], SPLICED),
+    "--splice off": ([], SPLICED),
     "--bufsize 256k": (["tune.bufsize 262144"], ["tune.bufsize 65536"]),
-    "--pipesize 1m": (["tune.pipesize 1048576"], []),
-    "--maxpipes 64": (["maxpipes 64"], []),
+    "--pipesize 512k": (["tune.pipesize 524288"], ["tune.pipesize 1048576"]),
+    "--pipesize 0": ([], ["tune.pipesize 1048576"]),
+    "--maxpipes 64": (["maxpipes 64"], ["maxpipes 4096"]),
+    "--maxpipes 0": ([], ["maxpipes 4096"]),
     "--nbthread 4": (["nbthread 4"], []),
     "--http-reuse always": (["http-reuse always"], []),
 }
@@ -82,6 +86,10 @@ def main():
             in_k8s = section(k8s, name)
             check(got == in_k8s, f"{name}: local.sh's configuration has {got}, "
                   f"docker/k8s/proxy/haproxy.cfg {in_k8s}")
+        glob = dict(line.split(" ", 1) for line in section(default, "global"))
+        check(int(glob.get("maxpipes", 0)) >= int(glob["maxconn"]),
+              f"maxpipes {glob.get('maxpipes')} < maxconn {glob['maxconn']}: a spliced "
+              "transfer that finds no pipe stalls")
         if have_haproxy:
             haproxy_check(haproxy, os.path.join(base, "haproxy.cfg"), "the default")
 
