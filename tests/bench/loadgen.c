@@ -228,7 +228,8 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: loadgen --mode upload|download|small [options]\n"
                  "  --host ADDR        server address (default 127.0.0.1)\n"
-                 "  --port N           server port (required)\n"
+                 "  --port N[,N...]    server port (required); with several, connection i\n"
+                 "                     talks to the i-th modulo their count (one server each)\n"
                  "  --conns N          connections, one thread each (default 1)\n"
                  "  --bytes N[KMG]     bytes per connection, upload/download (default 64M)\n"
                  "  --verify MODE      compare|hash|both|none (default: both for upload, where\n"
@@ -303,12 +304,29 @@ static int set_token(const char *token, struct options *opt)
     return 0;
 }
 
+/* "P" or "P1,P2,...": the servers the connections take in turn. */
+static int parse_ports(const char *arg, struct options *opt)
+{
+    opt->nports = 0;
+    for (const char *p = arg; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v <= 0 || v >= 65536 || opt->nports == LG_PORTS_MAX ||
+            (*end && *end != ','))
+            return -1;
+        opt->ports[opt->nports++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    opt->port = opt->nports ? opt->ports[0] : 0;
+    return opt->nports ? 0 : -1;
+}
+
 static int parse_option(int c, const char *arg, struct options *opt)
 {
     uint64_t v = 0;
     switch (c) {
     case 'h': opt->host = arg; return 0;
-    case 'p': opt->port = atoi(arg); return opt->port > 0 && opt->port < 65536 ? 0 : -1;
+    case 'p': return parse_ports(arg, opt);
     case 'c':
         opt->conns = (unsigned)atoi(arg);
         return opt->conns > 0 && opt->conns <= 4096 ? 0 : -1;

@@ -20,7 +20,8 @@ int lg_worker_connect(struct worker *w)
     if (w->conn_open)
         lg_conn_close(&w->conn);
     w->conn_open = true;
-    if (lg_conn_open(&w->conn, opt->host, opt->port, opt->sockbuf, opt->recv_buf) != 0)
+    int port = opt->ports[w->index % opt->nports];
+    if (lg_conn_open(&w->conn, opt->host, port, opt->sockbuf, opt->recv_buf) != 0)
         return lg_worker_fail(w, "connect");
     w->conn.default_headers = opt->auth_header[0] ? opt->auth_header : NULL;
     return 0;

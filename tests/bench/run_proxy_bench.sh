@@ -5,8 +5,10 @@
 # variant is a HAProxy of its own in front of them, its configuration written by
 # docker/cluster/haproxy_config.py (the routing rules of the Kubernetes ConfigMap) with
 # that variant's tuning. The direct server, the instances and every variant's proxy run
-# side by side, and each round measures direct, then every variant in turn, so that all
-# see the same machine. Uploads and downloads at each of BENCH_CONNS connections (each
+# side by side, and each round measures direct, the instances driven directly (loadgen's
+# connections spread over their own ports: what sharing the device among that many
+# processes costs, without the proxy), then every variant in turn, so that all see the
+# same machine. Uploads and downloads at each of BENCH_CONNS connections (each
 # connection creates its buffer through the proxy, which places it by the agents'
 # weights, then moves its bytes to that buffer's owner), and small requests (healthz,
 # alloc/delete, 4 KiB PUT, 4 KiB run with Gpuhttpd-Route), direct and through the first
@@ -35,7 +37,7 @@
 #
 # Time: each bulk measurement is one loadgen run (buffer creation, BENCH_BYTES per
 # connection, the upload's verification after the timed part); a round is
-# 2 modes x |BENCH_CONNS| of them for direct and for each variant, BENCH_REPEAT rounds.
+# 2 modes x |BENCH_CONNS| of them for direct, the instances and each variant, BENCH_REPEAT rounds.
 # Small requests: 4 tests x |BENCH_SMALL_CONNS|, each at most BENCH_SMALL_SECONDS, for
 # direct and each of the first BENCH_SMALL_VARIANTS variants. Setup (the servers, the
 # proxies' first health checks) takes about 5-10 s; the log gives each round's length and
@@ -157,14 +159,17 @@ for i in "${!variant_names[@]}"; do
 done
 rm -rf "$check_dir"
 
-# bulk LABEL PORT PID: one round of the bulk runs against one address; PID is the
-# process whose CPU time per GB loadgen reports (the server, or the proxy).
+# bulk LABEL PORT PID: one round of the bulk runs against one address (or, PORT a
+# comma-separated list, connection i against the i-th modulo their count); PID is the
+# process whose CPU time per GB loadgen reports (the server, or the proxy; "" for none).
 bulk() {
     local label=$1 p=$2 pid=$3 c mode
+    local -a cpu=()
+    [[ -n $pid ]] && cpu=(--server-pid "$pid")
     for c in "${conns_list[@]}"; do
         for mode in upload download; do
             record "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode "$mode" \
-                --conns "$c" --bytes "$bytes" --server-pid "$pid" --label "$label"
+                --conns "$c" --bytes "$bytes" ${cpu[@]+"${cpu[@]}"} --label "$label"
         done
     done
 }
@@ -205,6 +210,7 @@ variant_ports=()
 start_cluster() {
     local lines i dir vport
     base=$(free_base) || { echo "no free ports" >&2; return 1; }
+    instance_ports=$(seq -s, $((base + 1)) $((base + instances)))
     lines=$out/cluster.out
     bash "$root/docker/cluster/local.sh" --instances "$instances" --port "$base" \
         --gpuhttpd "$server_bin" --haproxy "$haproxy" --dir "$out/cluster" -- \
@@ -244,6 +250,8 @@ measure_all() {
         t0=$SECONDS
         log "round $round of $repeat: direct"
         bulk direct "$port" "$server_pid"
+        log "round $round of $repeat: the $instances instances, each driven directly"
+        bulk instances "$instance_ports" ""
         for i in "${!variant_names[@]}"; do
             log "round $round of $repeat: proxy ${variant_names[$i]}"
             bulk "proxy:${variant_names[$i]}" "${variant_ports[$i]}" "${proxy_pids[$i]}"
@@ -258,15 +266,18 @@ measure_all() {
 }
 
 bulk_row() {
-    local v=$1 mode=$2 c=$3 d p dg pg
+    local v=$1 mode=$2 c=$3 d p n dg pg ng
     d=$(find_line label=direct tool=loadgen mode="$mode" conns="$c")
     p=$(find_line label="proxy:$v" tool=loadgen mode="$mode" conns="$c")
+    n=$(find_line label=instances tool=loadgen mode="$mode" conns="$c")
     dg=$(json_get "$d" gbps)
     pg=$(json_get "$p" gbps)
-    printf '| %s | %s | %s | %s GB/s | %s GB/s | %s | %s | %s |\n' "$v" "$mode" "$c" \
+    ng=$(json_get "$n" gbps)
+    printf '| %s | %s | %s | %s GB/s | %s GB/s | %s | %s | %s | %s GB/s | %s |\n' "$v" "$mode" "$c" \
         "$(fmt "$dg" 2)" "$(fmt "$pg" 2)" "$(ratio "$pg" "$dg")" \
         "$(fmt "$(json_get "$p" server_cpu_s_per_gb)" 3)" \
-        "$( [[ $d == *'"checksum_ok":false'* || $p == *'"checksum_ok":false'* ]] && echo no || echo yes)"
+        "$( [[ "$d$p$n" == *'"checksum_ok":false'* ]] && echo no || echo yes)" \
+        "$(fmt "$ng" 2)" "$(ratio "$pg" "$ng")"
 }
 
 small_row() {
@@ -274,7 +285,7 @@ small_row() {
     d=$(find_line label=direct mode=small test="$test" conns="$c")
     p=$(find_line label="proxy:$v" mode=small test="$test" conns="$c")
     [[ -n $d || -n $p ]] || return 0
-    printf '| %s | %s | %s | %s req/s (p50 %s us, p99 %s us) | %s req/s (p50 %s us, p99 %s us) | %s | - | - |\n' \
+    printf '| %s | %s | %s | %s req/s (p50 %s us, p99 %s us) | %s req/s (p50 %s us, p99 %s us) | %s | - | - | - | - |\n' \
         "$v" "$test" "$c" "$(fmt "$(json_get "$d" rps)" 0)" "$(fmt "$(json_get "$d" p50_us)" 0)" \
         "$(fmt "$(json_get "$d" p99_us)" 0)" "$(fmt "$(json_get "$p" rps)" 0)" \
         "$(fmt "$(json_get "$p" p50_us)" 0)" "$(fmt "$(json_get "$p" p99_us)" 0)" \
@@ -291,15 +302,17 @@ print_table() {
         "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)"
     echo
     echo "ratio = through the proxy / direct (the issue asks >= 0.8 for bulk); proxy CPU s/GB" \
-        "is HAProxy's own CPU time per GB moved. GB/s = 10^9 bytes/s. Proxy configurations" \
-        "(haproxy_config.py options):"
+        "is HAProxy's own CPU time per GB moved; the instances direct = the same loadgen with" \
+        "its connections spread over the $instances instances' own ports (no proxy: what" \
+        "sharing the device among $instances processes costs), and proxy / instances = the" \
+        "proxy's own cost. GB/s = 10^9 bytes/s. Proxy configurations (haproxy_config.py options):"
     echo
     for i in "${!variant_names[@]}"; do
         echo "- ${variant_names[$i]}:${variant_opts[$i]:- the generated default}"
     done
     echo
-    echo "| proxy config | test | conns | direct | through the proxy | ratio | proxy CPU s/GB | checksum ok |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| proxy config | test | conns | direct | through the proxy | ratio | proxy CPU s/GB | checksum ok | the instances direct | proxy / instances |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     for i in "${!variant_names[@]}"; do
         for mode in upload download; do
             for c in "${conns_list[@]}"; do
