@@ -32,19 +32,26 @@ static void agent_says(unsigned port, const char *want)
     assert_string_equal(line, want);
 }
 
+/* A service (a 64 MiB pool) and its agent on a port of its own. */
+static struct ghd_agent *agent_on(struct rel_server *s, unsigned *port)
+{
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    rel_start(s, &cfg);
+    struct ghd_err err = {0};
+    int fd;
+    assert_int_equal(ghd_agent_listen("127.0.0.1", 0, &fd, port, &err), 0);
+    struct ghd_agent *a;
+    assert_int_equal(ghd_agent_start_on(&s->svc, fd, &a, &err), 0);
+    return a;
+}
+
 static void test_agent_lines(void **state)
 {
     (void)state;
-    struct ghd_config cfg;
-    rel_config(&cfg); /* a 64 MiB pool */
     struct rel_server s;
-    rel_start(&s, &cfg);
-    struct ghd_err err = {0};
-    int fd;
     unsigned port;
-    assert_int_equal(ghd_agent_listen("127.0.0.1", 0, &fd, &port, &err), 0);
-    struct ghd_agent *a;
-    assert_int_equal(ghd_agent_start_on(&s.svc, fd, &a, &err), 0);
+    struct ghd_agent *a = agent_on(&s, &port);
 
     agent_says(port, "up 100%\n");
     char id[128];
@@ -78,16 +85,9 @@ static double cpu_seconds(void)
 static void test_agent_out_of_fds(void **state)
 {
     (void)state;
-    struct ghd_config cfg;
-    rel_config(&cfg);
     struct rel_server s;
-    rel_start(&s, &cfg);
-    struct ghd_err err = {0};
-    int fd;
     unsigned port;
-    assert_int_equal(ghd_agent_listen("127.0.0.1", 0, &fd, &port, &err), 0);
-    struct ghd_agent *a;
-    assert_int_equal(ghd_agent_start_on(&s.svc, fd, &a, &err), 0);
+    struct ghd_agent *a = agent_on(&s, &port);
 
     struct rlimit was;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
