@@ -317,7 +317,6 @@ static int parse_ports(const char *arg, struct options *opt)
         opt->ports[opt->nports++] = (int)v;
         p = *end ? end + 1 : end;
     }
-    opt->port = opt->nports ? opt->ports[0] : 0;
     return opt->nports ? 0 : -1;
 }
 
@@ -411,7 +410,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
         fprintf(stderr, "loadgen: unusable GHD_BENCH_TOKEN\n");
         return -1;
     }
-    if (!have_mode || opt->port == 0 || optind != argc) {
+    if (!have_mode || opt->nports == 0 || optind != argc) {
         fprintf(stderr, "loadgen: --mode and --port are required\n");
         return -1;
     }

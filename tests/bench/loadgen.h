@@ -21,7 +21,6 @@ enum small_test { SMALL_HEALTHZ, SMALL_ALLOC, SMALL_PUT, SMALL_RUN, SMALL_COUNT 
 
 struct options {
     const char *host;
-    int port;       /* the first of ports */
 #define LG_PORTS_MAX 16
     int ports[LG_PORTS_MAX]; /* connection i talks to ports[i % nports] */
     unsigned nports;
