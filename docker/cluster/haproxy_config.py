@@ -48,6 +48,10 @@ and tests/bench/run_proxy_bench.sh's PROXY_VARIANTS measures others):
   --nbthread N              nbthread (0: HAProxy's default, one per CPU)
   --http-reuse MODE         http-reuse never|safe|aggressive|always (the
                             default: HAProxy's, safe)
+  --sockbuf SIZE            tune.rcvbuf/sndbuf .client and .server: every
+                            socket's kernel buffers (0: the kernel's autotuning)
+  --busy-polling on|off     busy-polling: threads spin instead of sleeping
+                            in the poller (lower wake-up latency, a core each)
 """
 import argparse
 import json
@@ -71,7 +75,7 @@ MAXCONN = 4096
 # nothing). 1 MiB is the largest pipe an unprivileged process may ask for
 # (fs.pipe-max-size).
 TUNING = {"splice": "forced", "bufsize": 65536, "pipesize": 1 << 20, "maxpipes": MAXCONN,
-          "nbthread": 0, "http_reuse": None}
+          "nbthread": 0, "http_reuse": None, "sockbuf": 0, "busy_polling": "off"}
 # The generated files' comments on the default tuning's lines.
 TUNING_NOTES = {
     "bufsize": ["# Headers and what is not spliced: 64 KiB per read and write (the default",
@@ -138,6 +142,11 @@ def tuning_lines(tune):
     for key, line in (("pipesize", "tune.pipesize"), ("maxpipes", "maxpipes"),
                       ("nbthread", "nbthread")):
         out += noted(tune, key, [f"{line} {tune[key]}"] if tune[key] else [])
+    if tune["sockbuf"]:
+        out += [f"tune.{way}.{side} {tune['sockbuf']}" for way in ("rcvbuf", "sndbuf")
+                for side in ("client", "server")]
+    if tune["busy_polling"] == "on":
+        out.append("busy-polling")
     return out
 
 
@@ -293,6 +302,8 @@ def tuning_parser():
     g.add_argument("--nbthread", type=count, default=TUNING["nbthread"])
     g.add_argument("--http-reuse", choices=("never", "safe", "aggressive", "always"),
                    default=TUNING["http_reuse"])
+    g.add_argument("--sockbuf", type=size, default=TUNING["sockbuf"])
+    g.add_argument("--busy-polling", choices=("on", "off"), default=TUNING["busy_polling"])
     return tp
 
 

@@ -22,6 +22,8 @@ TCP_CASES = {
     "span_up": ("c", "TCP, readers fill two 8 MiB chunks in turn, reads of up to 8 MiB (an "
                      "upload's staging chunks)"),
     "span_up_1m": ("c", "span_up, reads of at most 1 MiB"),
+    "span_up_2m": ("c", "TCP, readers fill two 1 MiB chunks in turn, 1 MiB reads (a span "
+                        "that stays in the caches)"),
     "span_down": ("c", "TCP, writers send a 4 MiB block in 4 MiB sends (a download's "
                        "response buffer)"),
     "span_down_1m": ("c", "span_down in 1 MiB sends"),
@@ -29,6 +31,7 @@ TCP_CASES = {
     "bg_h2d": ("a", "TCP beside a full-speed pinned H2D copy loop"),
     "bg_d2h": ("a", "TCP beside a full-speed pinned D2H copy loop"),
     "dma_up": ("d", "span_up + each full chunk copied to the device: TCP + an upload's DMA"),
+    "dma_up_2m": ("d", "span_up_2m + each full 1 MiB chunk copied to the device"),
     "dma_down": ("d", "TCP + a download's DMA: each 4 MiB chunk copied from the device, then sent"),
     "tcp_ref": ("drift", "tcp again, right before gpuhttpd A's runs"),
 }
@@ -241,7 +244,10 @@ class Report:
         f.append(f"- (c) TCP with gpuhttpd's sizes and calls, over TCP: {knobs}. Smaller "
                  f"pieces on the same spans: span_up_1m over span_up "
                  f"{self.per_conns(self.case_ratio('span_up_1m', 'span_up'))}, span_down_1m "
-                 f"over span_down {self.per_conns(self.case_ratio('span_down_1m', 'span_down'))}.")
+                 f"over span_down {self.per_conns(self.case_ratio('span_down_1m', 'span_down'))}. "
+                 f"Cache-sized spans (two 1 MiB chunks): span_up_2m = "
+                 f"{self.per_conns(self.case_ratio('span_up_2m'))} of TCP, dma_up_2m = "
+                 f"{self.per_conns(self.case_ratio('dma_up_2m'))}.")
         moved = []
         for v in self.variants:
             for mode in v["modes"].split():

@@ -140,7 +140,37 @@ struct bulk_summary {
     uint64_t checksum;        /* the connections' checksums folded into one */
     const struct worker *bad; /* the first connection that failed, if any */
     bool ok;
+    char owners[256]; /* "i0000:2 i0001:3": connections per owner prefix of their buffer */
 };
+
+/* How many connections' buffers each instance owns: ids start "iNNNN-" (the
+ * owner prefix); behind a proxy this shows how its balancing placed them. */
+static void count_owners(const struct worker *w, unsigned n, char *out, size_t cap)
+{
+    char names[64][6];
+    unsigned counts[64], kinds = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const char *id = w[i].id;
+        if (id[0] != 'i' || strlen(id) < 6 || id[5] != '-')
+            continue;
+        unsigned k = 0;
+        while (k < kinds && memcmp(names[k], id, 5) != 0)
+            k++;
+        if (k == kinds) {
+            if (kinds == 64)
+                continue;
+            memcpy(names[k], id, 5);
+            names[k][5] = '\0';
+            counts[kinds++] = 0;
+        }
+        counts[k]++;
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (unsigned k = 0; k < kinds && used < cap; k++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%s:%u", k ? " " : "", names[k],
+                                 counts[k]);
+}
 
 static void summarize_bulk(const struct options *opt, const struct worker *w,
                            struct bulk_summary *sum)
@@ -166,6 +196,7 @@ static void summarize_bulk(const struct options *opt, const struct worker *w,
     sum->fastest_gbps = fast / 1e9;
     sum->bad = lg_first_failure(w, opt->conns);
     sum->ok = sum->bad == NULL && sum->bytes_ok;
+    count_owners(w, opt->conns, sum->owners, sizeof sum->owners);
 }
 
 static void print_bulk_json(const struct options *opt, const struct bulk_summary *sum,
@@ -179,14 +210,15 @@ static void print_bulk_json(const struct options *opt, const struct bulk_summary
     printf("{\"tool\":\"loadgen\",\"mode\":\"%s\",\"label\":\"%s\",\"conns\":%u,"
            "\"bytes_per_conn\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"seconds\":%.6f,"
            "\"gbps\":%.3f,\"min_conn_gbps\":%.3f,\"max_conn_gbps\":%.3f,\"verify\":\"%s\","
-           "\"checksum\":%s,\"checksum_ok\":%s,%s\"status\":\"%s\",\"error\":\"%s\"}\n",
+           "\"checksum\":%s,\"checksum_ok\":%s,\"owners\":\"%s\",%s\"status\":\"%s\","
+           "\"error\":\"%s\"}\n",
            mode_name(opt->mode), opt->label, opt->conns, opt->bytes, sum->total, sum->seconds,
            sum->gbps, sum->slowest_gbps, sum->fastest_gbps, verify_name(opt, sum->checked),
            checksum,
            !sum->checked   ? "null"
            : sum->bytes_ok ? "true"
                            : "false",
-           usage, sum->ok ? "ok" : "FAILED", err);
+           sum->owners, usage, sum->ok ? "ok" : "FAILED", err);
 }
 
 static void print_bulk_text(const struct options *opt, const struct bulk_summary *sum,

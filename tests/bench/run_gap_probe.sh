@@ -16,6 +16,8 @@
 #     (c) span_up           readers fill two 8 MiB chunks in turn (an upload's staging
 #                           chunks: cold memory), reads of up to 8 MiB as the server's
 #     (c) span_up_1m        the same with reads of at most 1 MiB
+#     (c) span_up_2m        two 1 MiB chunks in turn, 1 MiB reads: a span small enough
+#                           to stay in the CPU's caches (16 connections: 32 MiB)
 #     (c) span_down         writers send from a 4 MiB block in 4 MiB sends (a download's
 #                           response buffer and block)
 #     (c) span_down_1m      the same in 1 MiB sends
@@ -24,6 +26,7 @@
 #     (a) bg_h2d bg_d2h     a pinned 64 MiB copy loop at full speed beside the transfer
 #     (d) dma_up            span_up, each full chunk copied to the device (the DMA an
 #                           upload adds: the fair upload ceiling)
+#     (d) dma_up_2m         span_up_2m, each full 1 MiB chunk copied to the device
 #     (d) dma_down          writers copy each 4 MiB chunk from the device before sending
 #                           it, the next fetched meanwhile (the fair download ceiling)
 #   gpuhttpd A (defaults)   in rounds: tcp again (tcp_ref, the drift), upload, download,
@@ -67,8 +70,8 @@ bytes=${GAP_BYTES:-1G}
 read -r -a conns_list <<<"${GAP_CONNS-8 16}"
 rounds=${GAP_ROUNDS:-2}
 ab_rounds=${GAP_AB_ROUNDS:-2}
-all_cases="tcp io64k io8m sockbuf0 sockbuf16m nonblock span_up span_up_1m span_down span_down_1m"
-all_cases+=" split bg_h2d bg_d2h dma_up dma_down"
+all_cases="tcp io64k io8m sockbuf0 sockbuf16m nonblock span_up span_up_1m span_up_2m span_down"
+all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_down"
 read -r -a tcp_cases <<<"${GAP_TCP_CASES-$all_cases}"
 variants_text=${GAP_VARIANTS---staging-chunk 2M; --sync-spin-us 0; --socket-buffer 16M}
 pinned_mib=${GAP_PINNED_MIB:-1024}
@@ -135,12 +138,14 @@ tcp_args() {
     nonblock) echo --poll ;;
     span_up) echo --recv-span 16M --io-size 8M ;;
     span_up_1m) echo --recv-span 16M --io-size 1M ;;
+    span_up_2m) echo --recv-span 2M --io-size 1M ;;
     span_down) echo --send-span 4M --io-size 4M ;;
     span_down_1m) echo --send-span 4M --io-size 1M ;;
     split) echo --writer-cpus "$low_cpus" --reader-cpus "$high_cpus" ;;
     bg_h2d) echo --background-dma h2d ;;
     bg_d2h) echo --background-dma d2h ;;
     dma_up) echo --dma h2d --recv-span 16M --io-size 8M ;;
+    dma_up_2m) echo --dma h2d --recv-span 2M --io-size 1M ;;
     dma_down) echo --dma d2h --send-span 8M --io-size 4M ;;
     *) echo "unknown tcp case $1" >&2; return 1 ;;
     esac

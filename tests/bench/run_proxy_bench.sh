@@ -265,6 +265,27 @@ measure_all() {
     done
 }
 
+# rates LABEL MODE CONNS: the gbps of each round's run, in round order.
+rates() {
+    local line
+    while IFS= read -r line; do
+        matches "$line" label="$1" tool=loadgen mode="$2" conns="$3" && json_get "$line" gbps
+    done <"$results"
+}
+
+# paired_median A B MODE CONNS: the median over rounds of B's rate / A's in that round
+# (both saw the same machine then; the best-of ratio mixes rounds).
+paired_median() {
+    paste <(rates "$1" "$3" "$4") <(rates "$2" "$3" "$4") |
+        awk '$1 > 0 && $2 > 0 { r[n++] = $2 / $1 }
+             END { if (!n) { print "-"; exit }
+                   for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
+                       if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+                   printf "%.2f", n % 2 ? r[(n - 1) / 2] : (r[n / 2 - 1] + r[n / 2]) / 2 }'
+}
+
+busy() { fmt "$(awk -v b="$(json_get "$1" machine_busy)" 'BEGIN { if (b != "") print b * 100 }')" 0; }
+
 bulk_row() {
     local v=$1 mode=$2 c=$3 d p n dg pg ng
     d=$(find_line label=direct tool=loadgen mode="$mode" conns="$c")
@@ -273,11 +294,13 @@ bulk_row() {
     dg=$(json_get "$d" gbps)
     pg=$(json_get "$p" gbps)
     ng=$(json_get "$n" gbps)
-    printf '| %s | %s | %s | %s GB/s | %s GB/s | %s | %s | %s | %s GB/s | %s |\n' "$v" "$mode" "$c" \
-        "$(fmt "$dg" 2)" "$(fmt "$pg" 2)" "$(ratio "$pg" "$dg")" \
+    printf '| %s | %s | %s | %s GB/s | %s GB/s | %s | %s | %s | %s | %s GB/s | %s | %s | %s / %s / %s | %s |\n' \
+        "$v" "$mode" "$c" "$(fmt "$dg" 2)" "$(fmt "$pg" 2)" "$(ratio "$pg" "$dg")" \
+        "$(paired_median direct "proxy:$v" "$mode" "$c")" \
         "$(fmt "$(json_get "$p" server_cpu_s_per_gb)" 3)" \
         "$( [[ "$d$p$n" == *'"checksum_ok":false'* ]] && echo no || echo yes)" \
-        "$(fmt "$ng" 2)" "$(ratio "$pg" "$ng")"
+        "$(fmt "$ng" 2)" "$(ratio "$pg" "$ng")" "$(paired_median instances "proxy:$v" "$mode" "$c")" \
+        "$(busy "$d")" "$(busy "$n")" "$(busy "$p")" "$(json_get "$p" owners)"
 }
 
 small_row() {
@@ -285,7 +308,7 @@ small_row() {
     d=$(find_line label=direct mode=small test="$test" conns="$c")
     p=$(find_line label="proxy:$v" mode=small test="$test" conns="$c")
     [[ -n $d || -n $p ]] || return 0
-    printf '| %s | %s | %s | %s req/s (p50 %s us, p99 %s us) | %s req/s (p50 %s us, p99 %s us) | %s | - | - | - | - |\n' \
+    printf '| %s | %s | %s | %s req/s (p50 %s us, p99 %s us) | %s req/s (p50 %s us, p99 %s us) | %s | - | - | - | - | - | - | - | - |\n' \
         "$v" "$test" "$c" "$(fmt "$(json_get "$d" rps)" 0)" "$(fmt "$(json_get "$d" p50_us)" 0)" \
         "$(fmt "$(json_get "$d" p99_us)" 0)" "$(fmt "$(json_get "$p" rps)" 0)" \
         "$(fmt "$(json_get "$p" p50_us)" 0)" "$(fmt "$(json_get "$p" p99_us)" 0)" \
@@ -305,14 +328,18 @@ print_table() {
         "is HAProxy's own CPU time per GB moved; the instances direct = the same loadgen with" \
         "its connections spread over the $instances instances' own ports (no proxy: what" \
         "sharing the device among $instances processes costs), and proxy / instances = the" \
-        "proxy's own cost. GB/s = 10^9 bytes/s. Proxy configurations (haproxy_config.py options):"
+        "proxy's own cost; each ratio as best / best and as the median over rounds of the" \
+        "ratio within a round (paired: both runs saw the same machine). Machine busy = the" \
+        "share of all cores busy over the timed part (direct / the instances / the proxy);" \
+        "placement = the proxy run's connections per owning instance (its balancing)." \
+        "GB/s = 10^9 bytes/s. Proxy configurations (haproxy_config.py options):"
     echo
     for i in "${!variant_names[@]}"; do
         echo "- ${variant_names[$i]}:${variant_opts[$i]:- the generated default}"
     done
     echo
-    echo "| proxy config | test | conns | direct | through the proxy | ratio | proxy CPU s/GB | checksum ok | the instances direct | proxy / instances |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "| proxy config | test | conns | direct | through the proxy | ratio | ratio, paired median | proxy CPU s/GB | checksum ok | the instances direct | proxy / instances | proxy / instances, paired median | machine busy % | placement |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for i in "${!variant_names[@]}"; do
         for mode in upload download; do
             for c in "${conns_list[@]}"; do
