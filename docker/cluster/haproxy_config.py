@@ -52,6 +52,8 @@ and tests/bench/run_proxy_bench.sh's PROXY_VARIANTS measures others):
                             socket's kernel buffers (0: the kernel's autotuning)
   --busy-polling on|off     busy-polling: threads spin instead of sleeping
                             in the poller (lower wake-up latency, a core each)
+  --cpu-map on|off          cpu-map: thread k bound to CPU k-1 of the machine
+                            that writes the file (local use and benchmarks)
 """
 import argparse
 import json
@@ -75,7 +77,8 @@ MAXCONN = 4096
 # nothing). 1 MiB is the largest pipe an unprivileged process may ask for
 # (fs.pipe-max-size).
 TUNING = {"splice": "forced", "bufsize": 65536, "pipesize": 1 << 20, "maxpipes": MAXCONN,
-          "nbthread": 0, "http_reuse": None, "sockbuf": 0, "busy_polling": "off"}
+          "nbthread": 0, "http_reuse": None, "sockbuf": 0, "busy_polling": "off",
+          "cpu_map": "off"}
 # The generated files' comments on the default tuning's lines.
 TUNING_NOTES = {
     "bufsize": ["# Headers and what is not spliced: 64 KiB per read and write (the default",
@@ -147,6 +150,9 @@ def tuning_lines(tune):
                 for side in ("client", "server")]
     if tune["busy_polling"] == "on":
         out.append("busy-polling")
+    if tune["cpu_map"] == "on":
+        n = tune["nbthread"] or os.cpu_count() or 1
+        out.append(f"cpu-map auto:1/1-{n} 0-{n - 1}" if n > 1 else "cpu-map 1/1 0")
     return out
 
 
@@ -304,6 +310,7 @@ def tuning_parser():
                    default=TUNING["http_reuse"])
     g.add_argument("--sockbuf", type=size, default=TUNING["sockbuf"])
     g.add_argument("--busy-polling", choices=("on", "off"), default=TUNING["busy_polling"])
+    g.add_argument("--cpu-map", choices=("on", "off"), default=TUNING["cpu_map"])
     return tp
 
 

@@ -30,6 +30,8 @@
 #   bufsize-256k, pipesize-1m                --bufsize, --pipesize (K/M suffixes)
 #   maxpipes-N, nbthread-N                   --maxpipes, --nbthread
 #   http-reuse-always (never/safe/aggressive) --http-reuse
+#   sockbuf-4M                               --sockbuf (every socket's kernel buffers)
+#   busy-polling-on, cpu-map-on              --busy-polling, --cpu-map
 # e.g. PROXY_VARIANTS="default; splice-auto+pipesize-0+maxpipes-0; nbthread-4": the
 # generated default (bodies spliced always, 1 MiB pipes, maxpipes = maxconn), the default
 # before it (HAProxy's splice heuristic, the kernel's 64 KiB pipes, HAProxy's maxpipes),
