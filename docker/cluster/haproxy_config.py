@@ -50,10 +50,6 @@ and tests/bench/run_proxy_bench.sh's PROXY_VARIANTS measures others):
                             default: HAProxy's, safe)
   --sockbuf SIZE            tune.rcvbuf/sndbuf .client and .server: every
                             socket's kernel buffers (0: the kernel's autotuning)
-  --busy-polling on|off     busy-polling: threads spin instead of sleeping
-                            in the poller (lower wake-up latency, a core each)
-  --cpu-map on|off          cpu-map: thread k bound to CPU k-1 of the machine
-                            that writes the file (local use and benchmarks)
 """
 import argparse
 import json
@@ -77,8 +73,7 @@ MAXCONN = 4096
 # nothing). 1 MiB is the largest pipe an unprivileged process may ask for
 # (fs.pipe-max-size).
 TUNING = {"splice": "forced", "bufsize": 65536, "pipesize": 1 << 20, "maxpipes": MAXCONN,
-          "nbthread": 0, "http_reuse": None, "sockbuf": 0, "busy_polling": "off",
-          "cpu_map": "off"}
+          "nbthread": 0, "http_reuse": None, "sockbuf": 0}
 # The generated files' comments on the default tuning's lines.
 TUNING_NOTES = {
     "bufsize": ["# Headers and what is not spliced: 64 KiB per read and write (the default",
@@ -148,11 +143,6 @@ def tuning_lines(tune):
     if tune["sockbuf"]:
         out += [f"tune.{way}.{side} {tune['sockbuf']}" for way in ("rcvbuf", "sndbuf")
                 for side in ("client", "server")]
-    if tune["busy_polling"] == "on":
-        out.append("busy-polling")
-    if tune["cpu_map"] == "on":
-        n = tune["nbthread"] or os.cpu_count() or 1
-        out.append(f"cpu-map auto:1/1-{n} 0-{n - 1}" if n > 1 else "cpu-map 1/1 0")
     return out
 
 
@@ -309,8 +299,6 @@ def tuning_parser():
     g.add_argument("--http-reuse", choices=("never", "safe", "aggressive", "always"),
                    default=TUNING["http_reuse"])
     g.add_argument("--sockbuf", type=size, default=TUNING["sockbuf"])
-    g.add_argument("--busy-polling", choices=("on", "off"), default=TUNING["busy_polling"])
-    g.add_argument("--cpu-map", choices=("on", "off"), default=TUNING["cpu_map"])
     return tp
 
 

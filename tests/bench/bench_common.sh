@@ -3,7 +3,8 @@
 # [--backend cuda|host] BUILD_DIR OUT_DIR (run_transfer_bench.sh, run_gap_probe.sh):
 # sets backend, build and out (both absolute, out made), puts BUILD_DIR/devlibs (see
 # tests/gpu/pack_libs.sh) on LD_LIBRARY_PATH, empties $out/results.jsonl and defines
-# record; then brings in bench_server.sh (one server at a time, log and stop_server).
+# record, pinned and cpus_other_than; then brings in bench_server.sh (one server at a
+# time, log and stop_server).
 
 usage() {
     echo "usage: $0 [--backend cuda|host] BUILD_DIR OUT_DIR" >&2
@@ -42,6 +43,36 @@ record() {
         echo "FAILED (exit $rc): $*" >&2
         failures=$((failures + 1))
     fi
+}
+
+# pinned CPUS CMD...: runs CMD on those CPUs (taskset, else Python's sched_setaffinity;
+# either way CMD keeps the pid).
+pinned() {
+    local cpus=$1
+    shift
+    if command -v taskset >/dev/null; then
+        exec taskset -c "$cpus" "$@"
+    fi
+    exec python3 -c '
+import os, sys
+cpus = set()
+for part in sys.argv[1].split(","):
+    lo, _, hi = part.partition("-")
+    cpus.update(range(int(lo), int(hi or lo) + 1))
+os.sched_setaffinity(0, cpus)
+os.execvp(sys.argv[2], sys.argv[2:])' "$cpus" "$@"
+}
+
+# cpus_other_than LIST: this machine's CPUs not in LIST, as a list for pinned.
+cpus_other_than() {
+    python3 -c '
+import os, sys
+given = set()
+for part in sys.argv[1].split(","):
+    lo, _, hi = part.partition("-")
+    given.update(range(int(lo), int(hi or lo) + 1))
+rest = sorted(set(range(os.cpu_count())) - given)
+print(",".join(map(str, rest)))' "$1"
 }
 
 # shellcheck source-path=SCRIPTDIR source=bench_server.sh

@@ -106,24 +106,6 @@ half=$((cores / 2))
 low_cpus=0-$((half - 1))
 high_cpus=$half-$((cores - 1))
 
-# pinned CPUS CMD...: runs CMD on those CPUs (taskset, else Python's sched_setaffinity;
-# either way CMD keeps the pid).
-pinned() {
-    local cpus=$1
-    shift
-    if command -v taskset >/dev/null; then
-        exec taskset -c "$cpus" "$@"
-    fi
-    exec python3 -c '
-import os, sys
-cpus = set()
-for part in sys.argv[1].split(","):
-    lo, _, hi = part.partition("-")
-    cpus.update(range(int(lo), int(hi or lo) + 1))
-os.sched_setaffinity(0, cpus)
-os.execvp(sys.argv[2], sys.argv[2:])' "$cpus" "$@"
-}
-
 meta() {
     echo "{\"tool\":\"meta\",$1}" >>"$results"
 }

@@ -31,7 +31,6 @@
 #   maxpipes-N, nbthread-N                   --maxpipes, --nbthread
 #   http-reuse-always (never/safe/aggressive) --http-reuse
 #   sockbuf-4M                               --sockbuf (every socket's kernel buffers)
-#   busy-polling-on, cpu-map-on              --busy-polling, --cpu-map
 # e.g. PROXY_VARIANTS="default; splice-auto+pipesize-0+maxpipes-0; nbthread-4": the
 # generated default (bodies spliced always, 1 MiB pipes, maxpipes = maxconn), the default
 # before it (HAProxy's splice heuristic, the kernel's 64 KiB pipes, HAProxy's maxpipes),
@@ -63,6 +62,12 @@
 #                         ["--pool-limit 20%": four instances and the direct one share
 #                         one GPU, each holding only its own loadgen's buffers]
 #   BENCH_SERVER_BIN      the gpuhttpd binary [BUILD_DIR/gpuhttpd]
+#   BENCH_PROXY_CPUS      a CPU list (e.g. "12-15") for every variant's HAProxy, and
+#                         the other CPUs for everything else (the direct server, the
+#                         instances, loadgen): the proxy on cores of its own, as a
+#                         proxy Deployment is on a node's cores of its own, and direct
+#                         and the instances on the same cores as each other [none: all
+#                         share all CPUs]
 #   HAPROXY               the haproxy binary, as --haproxy [haproxy on PATH, else
 #                         /usr/sbin/haproxy; on the GPU machine run_device.sh puts the
 #                         one tests/gpu/slim_build.sh packed first on PATH]
@@ -94,6 +99,18 @@ repeat=${BENCH_REPEAT:-3}
 timeout_s=${BENCH_TIMEOUT:-300}
 read -r -a server_args <<<"${BENCH_SERVER_ARGS-"--pool-limit 20%"}"
 server_args+=(--backend "$backend" --per-ip-connection-limit 0 --staging-address-share 0)
+
+if [[ -n ${BENCH_PROXY_CPUS:-} ]]; then
+    proxy_cpus=$BENCH_PROXY_CPUS
+    rest_cpus=$(cpus_other_than "$proxy_cpus") ||
+        { echo "BENCH_PROXY_CPUS: '$proxy_cpus' is not a CPU list" >&2; exit 2; }
+    [[ -n $rest_cpus ]] || { echo "BENCH_PROXY_CPUS leaves no CPU for the rest" >&2; exit 2; }
+    cpus_note="HAProxy on CPUs $proxy_cpus, everything else on $rest_cpus"
+else
+    proxy_cpus=0-$(($(nproc) - 1))
+    rest_cpus=$proxy_cpus
+    cpus_note="every process on all CPUs"
+fi
 
 tools=$build/tests/bench
 server_bin=${BENCH_SERVER_BIN:-$build/gpuhttpd}
@@ -170,7 +187,7 @@ bulk() {
     [[ -n $pid ]] && cpu=(--server-pid "$pid")
     for c in "${conns_list[@]}"; do
         for mode in upload download; do
-            record "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode "$mode" \
+            record pinned "$rest_cpus" "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode "$mode" \
                 --conns "$c" --bytes "$bytes" ${cpu[@]+"${cpu[@]}"} --label "$label"
         done
     done
@@ -181,7 +198,7 @@ small() {
     local label=$1 p=$2 c
     for c in "${small_conns_list[@]}"; do
         log "$label: small requests, $c connections"
-        record "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode small --conns "$c" \
+        record pinned "$rest_cpus" "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode small --conns "$c" \
             --requests "$small_requests" --duration "$small_seconds" --label "$label"
     done
 }
@@ -214,7 +231,7 @@ start_cluster() {
     base=$(free_base) || { echo "no free ports" >&2; return 1; }
     instance_ports=$(seq -s, $((base + 1)) $((base + instances)))
     lines=$out/cluster.out
-    bash "$root/docker/cluster/local.sh" --instances "$instances" --port "$base" \
+    pinned "$rest_cpus" bash "$root/docker/cluster/local.sh" --instances "$instances" --port "$base" \
         --gpuhttpd "$server_bin" --haproxy "$haproxy" --dir "$out/cluster" -- \
         "${server_args[@]}" >"$lines" 2>&1 &
     cluster_pid=$!
@@ -228,7 +245,7 @@ start_cluster() {
         vport=$((base + 2 * instances + 1 + i))
         dir=$out/proxy-${variant_names[$i]}
         variant_config "$i" "$base" "$vport" "$dir"
-        "$haproxy" -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
+        (pinned "$proxy_cpus" "$haproxy" -db -f "$dir/haproxy.cfg") >"$dir/haproxy.log" 2>&1 &
         proxy_pids+=($!)
         variant_ports+=("$vport")
         log "proxy ${variant_names[$i]}: haproxy (pid $!) on 127.0.0.1:$vport:${variant_opts[$i]:- the generated default}"
@@ -322,7 +339,7 @@ print_table() {
     echo "# gpuhttpd behind HAProxy: $instances instances vs one, direct"
     echo
     echo "backend $backend, $bytes per connection, best of $repeat rounds," \
-        "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores," \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores ($cpus_note)," \
         "$("$haproxy" -v 2>/dev/null | head -n 1 | cut -d' ' -f1-3)," \
         "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)"
     echo
@@ -361,7 +378,7 @@ print_table() {
     echo "The whole run took $SECONDS s."
 }
 
-start_server direct "$server_bin" --bind 127.0.0.1 "${server_args[@]}"
+start_server direct pinned "$rest_cpus" "$server_bin" --bind 127.0.0.1 "${server_args[@]}"
 start_cluster
 measure_all
 stop_cluster
