@@ -32,6 +32,8 @@ TCP_CASES = {
     "bg_d2h": ("a", "TCP beside a full-speed pinned D2H copy loop"),
     "dma_up": ("d", "span_up + each full chunk copied to the device: TCP + an upload's DMA"),
     "dma_up_2m": ("d", "span_up_2m + each full 1 MiB chunk copied to the device"),
+    "dma_up_wc": ("d", "dma_up with write-combined chunks (not cached, not snooped)"),
+    "dma_up_2m_wc": ("d", "dma_up_2m with write-combined chunks"),
     "dma_down": ("d", "TCP + a download's DMA: each 4 MiB chunk copied from the device, then sent"),
     "tcp_ref": ("drift", "tcp again, right before gpuhttpd A's runs"),
 }
@@ -247,7 +249,9 @@ class Report:
                  f"over span_down {self.per_conns(self.case_ratio('span_down_1m', 'span_down'))}. "
                  f"Cache-sized spans (two 1 MiB chunks): span_up_2m = "
                  f"{self.per_conns(self.case_ratio('span_up_2m'))} of TCP, dma_up_2m = "
-                 f"{self.per_conns(self.case_ratio('dma_up_2m'))}.")
+                 f"{self.per_conns(self.case_ratio('dma_up_2m'))}; write-combined chunks: "
+                 f"dma_up_wc = {self.per_conns(self.case_ratio('dma_up_wc'))}, dma_up_2m_wc = "
+                 f"{self.per_conns(self.case_ratio('dma_up_2m_wc'))}.")
         moved = []
         for v in self.variants:
             for mode in v["modes"].split():

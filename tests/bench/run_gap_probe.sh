@@ -27,6 +27,8 @@
 #     (d) dma_up            span_up, each full chunk copied to the device (the DMA an
 #                           upload adds: the fair upload ceiling)
 #     (d) dma_up_2m         span_up_2m, each full 1 MiB chunk copied to the device
+#     (d) dma_up_wc dma_up_2m_wc   dma_up, dma_up_2m with write-combined chunks (the CPU's
+#                           writes bypass its caches; the device's reads are not snooped)
 #     (d) dma_down          writers copy each 4 MiB chunk from the device before sending
 #                           it, the next fetched meanwhile (the fair download ceiling)
 #   gpuhttpd A (defaults)   in rounds: tcp again (tcp_ref, the drift), upload, download,
@@ -71,7 +73,7 @@ read -r -a conns_list <<<"${GAP_CONNS-8 16}"
 rounds=${GAP_ROUNDS:-2}
 ab_rounds=${GAP_AB_ROUNDS:-2}
 all_cases="tcp io64k io8m sockbuf0 sockbuf16m nonblock span_up span_up_1m span_up_2m span_down"
-all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_down"
+all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_up_wc dma_up_2m_wc dma_down"
 read -r -a tcp_cases <<<"${GAP_TCP_CASES-$all_cases}"
 variants_text=${GAP_VARIANTS---staging-chunk 2M; --sync-spin-us 0; --socket-buffer 16M}
 pinned_mib=${GAP_PINNED_MIB:-1024}
@@ -128,6 +130,8 @@ tcp_args() {
     bg_d2h) echo --background-dma d2h ;;
     dma_up) echo --dma h2d --recv-span 16M --io-size 8M ;;
     dma_up_2m) echo --dma h2d --recv-span 2M --io-size 1M ;;
+    dma_up_wc) echo --dma h2d --recv-span 16M --io-size 8M --write-combined ;;
+    dma_up_2m_wc) echo --dma h2d --recv-span 2M --io-size 1M --write-combined ;;
     dma_down) echo --dma d2h --send-span 8M --io-size 4M ;;
     *) echo "unknown tcp case $1" >&2; return 1 ;;
     esac

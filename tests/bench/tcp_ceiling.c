@@ -13,6 +13,9 @@
  *   --dma h2d                       each reader's span is pinned and split in two chunks;
  *                                   a full chunk is copied to the device while the other
  *                                   fills (what an upload adds to the socket)
+ *   --write-combined                with --dma h2d: the readers' spans are write-combined
+ *                                   (cudaHostAllocWriteCombined: the CPU's writes bypass
+ *                                   its caches, the device's reads are not snooped)
  *   --dma d2h                       each writer's span is pinned, two chunks; each is
  *                                   copied from the device before it is sent, the next one
  *                                   fetched while one is sent (what a download adds)
@@ -70,6 +73,7 @@ struct options {
     cpu_set_t writer_set;
     cpu_set_t reader_set;
     bool poll; /* non-blocking sockets and poll() */
+    bool write_combined; /* --dma h2d spans write-combined */
     unsigned timeout_s;
     bool json;
     const char *label;
@@ -377,8 +381,9 @@ static int skip(const struct options *opt, const char *why)
     return 77;
 }
 
-/* The span of one side: pinned with a lane when this side does the DMA. */
-static int side_alloc(struct side *s, size_t span, bool dma, char *err, size_t cap)
+/* The span of one side: pinned (write-combined if wc) with a lane when this side
+ * does the DMA. */
+static int side_alloc(struct side *s, size_t span, bool dma, bool wc, char *err, size_t cap)
 {
     s->span = span;
     if (!dma) {
@@ -387,7 +392,7 @@ static int side_alloc(struct side *s, size_t span, bool dma, char *err, size_t c
             memset(s->buf, 0xA5, span);
         return s->buf ? 0 : (snprintf(err, cap, "out of memory"), -1);
     }
-    s->buf = td_host_alloc(span, err, cap);
+    s->buf = td_host_alloc(span, wc, err, cap);
     return s->buf ? td_lane_new(span, &s->lane, err, cap) : -1;
 }
 
@@ -407,8 +412,9 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
     size_t recv_span = opt->recv_span ? opt->recv_span : opt->io_size;
     size_t send_span = opt->send_span ? opt->send_span : opt->io_size;
     for (unsigned i = 0; i < opt->conns; i++)
-        if (side_alloc(&st->writers[i], send_span, opt->dma == DMA_D2H, err, cap) ||
-            side_alloc(&st->readers[i], recv_span, opt->dma == DMA_H2D, err, cap))
+        if (side_alloc(&st->writers[i], send_span, opt->dma == DMA_D2H, false, err, cap) ||
+            side_alloc(&st->readers[i], recv_span, opt->dma == DMA_H2D, opt->write_combined, err,
+                       cap))
             return 1;
     for (int d = TD_H2D; d <= TD_D2H; d++) {
         if (opt->background != DMA_BOTH && opt->background != (d == TD_H2D ? DMA_H2D : DMA_D2H))
@@ -416,7 +422,7 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
         struct copier *c = &st->copiers[st->ncopiers++];
         c->dir = (enum td_dir)d;
         c->stop = &st->stop;
-        c->host = td_host_alloc(2 * BACKGROUND_CHUNK, err, cap);
+        c->host = td_host_alloc(2 * BACKGROUND_CHUNK, false, err, cap);
         if (!c->host || td_lane_new(2 * BACKGROUND_CHUNK, &c->lane, err, cap))
             return 1;
     }
@@ -460,11 +466,13 @@ static int report(const struct options *opt, struct run_state *st)
         printf("{\"tool\":\"tcp_ceiling\",\"label\":\"%s\",\"conns\":%u,\"bytes_per_conn\":%" PRIu64
                ",\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"gbps\":%.3f,\"io_size\":%zu,"
                "\"sockbuf\":%d,\"recv_span\":%zu,\"send_span\":%zu,\"dma\":\"%s\","
-               "\"background_dma\":\"%s\",\"background_dma_gbps\":%.3f,\"poll\":%s,%s%s"
+               "\"background_dma\":\"%s\",\"background_dma_gbps\":%.3f,\"poll\":%s,"
+               "\"write_combined\":%s,%s%s"
                "\"send_cpu_s\":%.3f,\"recv_cpu_s\":%.3f,%s\"status\":\"%s\",\"error\":\"%s\"}\n",
                opt->label, opt->conns, opt->bytes, total, secs, gbps, opt->io_size, opt->sockbuf,
                st->readers[0].span, st->writers[0].span, DMA_NAMES[opt->dma],
-               DMA_NAMES[opt->background], bg_gbps, opt->poll ? "true" : "false", wcpus, rcpus,
+               DMA_NAMES[opt->background], bg_gbps, opt->poll ? "true" : "false",
+               opt->write_combined ? "true" : "false", wcpus, rcpus,
                send_cpu, recv_cpu, machine,
                err ? "FAILED" : "ok", err ? err : "");
     } else {
@@ -556,11 +564,13 @@ static void usage(void)
             "usage: tcp_ceiling [--conns N] [--bytes N[KMG]] [--sockbuf N[KMG]] [--io-size N]\n"
             "                   [--recv-span N] [--send-span N] [--dma h2d|d2h]\n"
             "                   [--background-dma h2d|d2h|both] [--writer-cpus LIST]\n"
-            "                   [--reader-cpus LIST] [--poll] [--timeout S] [--label TEXT]\n"
+            "                   [--reader-cpus LIST] [--poll] [--write-combined] [--timeout S]\n"
+            "                   [--label TEXT]\n"
             "                   [--json]\n"
             "  defaults: 1 connection, 1G per connection, 4M socket buffers (0 = autotuning),\n"
             "  1M read()/send() size, spans of the read()/send() size, no DMA, not pinned,\n"
-            "  300 s timeout. A --dma span is split in two chunks (at least 8K).\n"
+            "  300 s timeout. A --dma span is split in two chunks (at least 8K);\n"
+            "  --write-combined needs --dma h2d.\n"
             "  LIST: CPU numbers and ranges, e.g. 0-7 or 0,2,4-6\n");
 }
 
@@ -630,6 +640,7 @@ static int parse_option(int c, const char *arg, struct options *opt)
     case 'W': opt->writer_cpus = arg; return parse_cpus(arg, &opt->writer_set);
     case 'r': opt->reader_cpus = arg; return parse_cpus(arg, &opt->reader_set);
     case 'P': opt->poll = true; return 0;
+    case 'w': opt->write_combined = true; return 0;
     case 't': opt->timeout_s = (unsigned)atoi(arg); return 0;
     case 'j': opt->json = true; return 0;
     case 'l': opt->label = arg; return 0;
@@ -645,6 +656,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"dma", 1, 0, 'D'},            {"background-dma", 1, 0, 'B'},
         {"writer-cpus", 1, 0, 'W'},    {"reader-cpus", 1, 0, 'r'},  {"timeout", 1, 0, 't'},
         {"poll", 0, 0, 'P'},           {"json", 0, 0, 'j'},         {"label", 1, 0, 'l'},
+        {"write-combined", 0, 0, 'w'},
         {0, 0, 0, 0}};
     *opt = (struct options){.conns = 1,
                             .bytes = 1ULL << 30,
@@ -659,7 +671,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
     size_t dma_span = opt->dma == DMA_H2D   ? (opt->recv_span ? opt->recv_span : opt->io_size)
                       : opt->dma == DMA_D2H ? (opt->send_span ? opt->send_span : opt->io_size)
                                             : 8192;
-    return optind == argc && dma_span >= 8192 ? 0 : -1;
+    bool wc_ok = !opt->write_combined || opt->dma == DMA_H2D; /* only the readers' spans */
+    return optind == argc && dma_span >= 8192 && wc_ok ? 0 : -1;
 }
 
 int main(int argc, char **argv)

@@ -12,9 +12,10 @@ int td_init(char *err, size_t cap)
     return -1;
 }
 
-void *td_host_alloc(size_t n, char *err, size_t cap)
+void *td_host_alloc(size_t n, bool write_combined, char *err, size_t cap)
 {
     (void)n;
+    (void)write_combined;
     snprintf(err, cap, "built without CUDA");
     return NULL;
 }
@@ -93,10 +94,11 @@ int td_init(char *err, size_t cap)
     return 0;
 }
 
-void *td_host_alloc(size_t n, char *err, size_t cap)
+void *td_host_alloc(size_t n, bool write_combined, char *err, size_t cap)
 {
     void *p = NULL;
-    if (failed(cudaHostAlloc(&p, n, cudaHostAllocDefault), "cudaHostAlloc", err, cap))
+    unsigned flags = write_combined ? cudaHostAllocWriteCombined : cudaHostAllocDefault;
+    if (failed(cudaHostAlloc(&p, n, flags), "cudaHostAlloc", err, cap))
         return NULL;
     memset(p, 0xA5, n); /* every page touched before the timed part */
     return p;

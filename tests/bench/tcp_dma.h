@@ -14,6 +14,7 @@
 #ifndef GHD_TESTS_BENCH_TCP_DMA_H
 #define GHD_TESTS_BENCH_TCP_DMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum td_dir { TD_H2D, TD_D2H };
@@ -23,8 +24,10 @@ struct td_lane;
 /* Selects the device and creates its context. */
 int td_init(char *err, size_t cap);
 
-/* Page-locked host memory of n bytes, touched once; NULL with err on failure. */
-void *td_host_alloc(size_t n, char *err, size_t cap);
+/* Page-locked host memory of n bytes, touched once; NULL with err on failure.
+ * write_combined: cudaHostAllocWriteCombined (not cached by the CPU, not snooped
+ * by the device's reads: for memory the CPU only writes). */
+void *td_host_alloc(size_t n, bool write_combined, char *err, size_t cap);
 void td_host_free(void *p);
 
 /* A lane with a device buffer of dev_bytes bytes. */
