@@ -221,6 +221,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         hr = calloc(1, sizeof(*hr));
         if (!hr)
             return MHD_NO;
+        *req_cls = hr; /* from here on the connection holds it (and a leak checker sees it) */
         atomic_init(&hr->refs, 1);
         hr->started_ms = ghd_clock_ms();
         hr->http = http;
@@ -234,7 +235,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         hr->req.path = url;
         hr->req.conn = conn;
         peer_address(conn, hr->req.client_address); /* for the per-address staging cap */
-        *req_cls = hr;
         if (start_request(hr, method, url, version, nul) != 0) {
             /* Answer before the body: the client is spared sending it. */
             return send_reply(conn, hr, hr->req.has_body);
@@ -287,9 +287,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 {
     struct ghd_http *http = cls;
     struct ghd_http_request *hr = request_of(*req_cls);
-    *req_cls = NULL;
-    if (!hr)
+    if (!hr) {
+        *req_cls = NULL;
         return;
+    }
     ghd_guard_idle(http->guard, hr->guard);
     ghd_body_end_upload(hr); /* a client gone before the reply */
     if (hr->req.has_body && ghd_http_replied_early(hr))
@@ -305,6 +306,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     char client[64];
     peer_name(conn, client, sizeof(client));
     ghd_http_log_request(hr, http->svc->metrics, client, status);
+    /* Cleared only now: while the linger and the log run, the connection still
+     * points at the request. fuzz_http's leak check between inputs (CI, once,
+     * not reproduced in 47 runs) reported a request no pointer reached: a
+     * request held only in locals of a connection thread would look so. */
+    *req_cls = NULL;
     http_request_unref(hr);
     atomic_fetch_sub(&http->in_flight, 1); /* last: the request is wholly gone */
 }
