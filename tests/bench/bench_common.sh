@@ -45,33 +45,36 @@ record() {
     fi
 }
 
+# cpu_set(text), in Python: the CPUs of a list such as "0-7" or "0,2,4-6".
+cpu_set_py='
+def cpu_set(text):
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+'
+
 # pinned CPUS CMD...: runs CMD on those CPUs (taskset, else Python's sched_setaffinity;
-# either way CMD keeps the pid).
+# either way CMD keeps the pid); CPUS "" runs CMD as it is.
 pinned() {
     local cpus=$1
     shift
+    [[ -n $cpus ]] || exec "$@"
     if command -v taskset >/dev/null; then
         exec taskset -c "$cpus" "$@"
     fi
-    exec python3 -c '
+    exec python3 -c "$cpu_set_py"'
 import os, sys
-cpus = set()
-for part in sys.argv[1].split(","):
-    lo, _, hi = part.partition("-")
-    cpus.update(range(int(lo), int(hi or lo) + 1))
-os.sched_setaffinity(0, cpus)
+os.sched_setaffinity(0, cpu_set(sys.argv[1]))
 os.execvp(sys.argv[2], sys.argv[2:])' "$cpus" "$@"
 }
 
 # cpus_other_than LIST: this machine's CPUs not in LIST, as a list for pinned.
 cpus_other_than() {
-    python3 -c '
+    python3 -c "$cpu_set_py"'
 import os, sys
-given = set()
-for part in sys.argv[1].split(","):
-    lo, _, hi = part.partition("-")
-    given.update(range(int(lo), int(hi or lo) + 1))
-rest = sorted(set(range(os.cpu_count())) - given)
+rest = sorted(set(range(os.cpu_count())) - cpu_set(sys.argv[1]))
 print(",".join(map(str, rest)))' "$1"
 }
 

@@ -36,5 +36,12 @@ find_line() {
     echo "$best"
 }
 
+# median: the median of the numbers on standard input, one a line, as %.2f ("-" for none).
+median() {
+    sort -g | awk '{ r[n++] = $1 }
+        END { if (!n) { print "-"; exit }
+              printf "%.2f", n % 2 ? r[(n - 1) / 2] : (r[n / 2 - 1] + r[n / 2]) / 2 }'
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 fmt() { awk -v a="$1" -v d="$2" 'BEGIN { if (a == "" || a + 0 < 0) print "-"; else printf "%." d "f", a }'; }

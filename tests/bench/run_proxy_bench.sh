@@ -107,8 +107,8 @@ if [[ -n ${BENCH_PROXY_CPUS:-} ]]; then
     [[ -n $rest_cpus ]] || { echo "BENCH_PROXY_CPUS leaves no CPU for the rest" >&2; exit 2; }
     cpus_note="HAProxy on CPUs $proxy_cpus, everything else on $rest_cpus"
 else
-    proxy_cpus=0-$(($(nproc) - 1))
-    rest_cpus=$proxy_cpus
+    proxy_cpus="" # pinned runs its command as it is
+    rest_cpus=""
     cpus_note="every process on all CPUs"
 fi
 
@@ -296,11 +296,7 @@ rates() {
 # (both saw the same machine then; the best-of ratio mixes rounds).
 paired_median() {
     paste <(rates "$1" "$3" "$4") <(rates "$2" "$3" "$4") |
-        awk '$1 > 0 && $2 > 0 { r[n++] = $2 / $1 }
-             END { if (!n) { print "-"; exit }
-                   for (i = 0; i < n; i++) for (j = i + 1; j < n; j++)
-                       if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-                   printf "%.2f", n % 2 ? r[(n - 1) / 2] : (r[n / 2 - 1] + r[n / 2]) / 2 }'
+        awk '$1 > 0 && $2 > 0 { printf "%.17g\n", $2 / $1 }' | median
 }
 
 busy() { fmt "$(awk -v b="$(json_get "$1" machine_busy)" 'BEGIN { if (b != "") print b * 100 }')" 0; }

@@ -173,13 +173,8 @@ round_ratio() {
         num("conns") != conns { next }
         /"tool":"tcp_ceiling"/ { tcp = num("gbps"); next }
         /"tool":"loadgen"/ && /"label":"gpuhttpd"/ && index($0, "\"mode\":\"" mode "\"") {
-            if (tcp + 0 > 0 && /"status":"ok"/) r[n++] = num("gbps") / tcp
-        }
-        END {
-            if (n == 0) { print "-"; exit }
-            for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-            printf "%.2f", n % 2 ? r[(n - 1) / 2] : (r[n / 2 - 1] + r[n / 2]) / 2
-        }' "$results"
+            if (tcp + 0 > 0 && /"status":"ok"/) printf "%.17g\n", num("gbps") / tcp
+        }' "$results" | median
 }
 
 minimum() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "") print a; else print (a + 0 < b + 0 ? a : b) }'; }
