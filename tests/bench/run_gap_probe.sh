@@ -29,6 +29,9 @@
 #     (d) dma_up_2m         span_up_2m, each full 1 MiB chunk copied to the device
 #     (d) dma_up_wc dma_up_2m_wc   dma_up, dma_up_2m with write-combined chunks (the CPU's
 #                           writes bypass its caches; the device's reads are not snooped)
+#     (d) dma_up_spare dma_up_2m_spare   dma_up, dma_up_2m with each copy reading a spare
+#                           span no thread writes (the same calls, waits and device
+#                           traffic; the device never reads what the reader just wrote)
 #     (d) dma_down          writers copy each 4 MiB chunk from the device before sending
 #                           it, the next fetched meanwhile (the fair download ceiling)
 #   gpuhttpd A (defaults)   in rounds: tcp again (tcp_ref, the drift), upload, download,
@@ -61,6 +64,11 @@
 #   GAP_TIMEOUT      seconds before any one tool run is aborted [120]
 #   GAP_SERVER_ARGS  options for every gpuhttpd of the run [none]
 #   GAP_SERVER_BIN   the gpuhttpd binary [BUILD_DIR/gpuhttpd]
+#   GAP_PERF         1: the first round's tcp cases run under `perf record -g` (cpu-clock,
+#                    the whole tcp_ceiling process: writers, readers and their CUDA calls),
+#                    and OUT_DIR/profile.md gets each one's flat profile by symbol and by
+#                    shared object (needs perf: tests/gpu/pack_tool.sh; the data files
+#                    stay in a temporary directory) [0]
 # If BUILD_DIR/devlibs exists (see tests/gpu/pack_libs.sh) it joins LD_LIBRARY_PATH.
 set -euo pipefail
 
@@ -73,11 +81,18 @@ read -r -a conns_list <<<"${GAP_CONNS-8 16}"
 rounds=${GAP_ROUNDS:-2}
 ab_rounds=${GAP_AB_ROUNDS:-2}
 all_cases="tcp io64k io8m sockbuf0 sockbuf16m nonblock span_up span_up_1m span_up_2m span_down"
-all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_up_wc dma_up_2m_wc dma_down"
+all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_up_wc dma_up_2m_wc"
+all_cases+=" dma_up_spare dma_up_2m_spare dma_down"
 read -r -a tcp_cases <<<"${GAP_TCP_CASES-$all_cases}"
 variants_text=${GAP_VARIANTS---staging-chunk 2M; --sync-spin-us 0; --socket-buffer 16M}
 pinned_mib=${GAP_PINNED_MIB:-1024}
 timeout_s=${GAP_TIMEOUT:-120}
+perf_on=${GAP_PERF:-0}
+if [[ $perf_on == 1 ]] && ! command -v perf >/dev/null; then
+    echo "GAP_PERF=1 but no perf here (tests/gpu/pack_tool.sh packs one)" >&2
+    exit 2
+fi
+perf_dir=
 read -r -a common_args <<<"${GAP_SERVER_ARGS:-}"
 
 tools=$build/tests/bench
@@ -132,6 +147,8 @@ tcp_args() {
     dma_up_2m) echo --dma h2d --recv-span 2M --io-size 1M ;;
     dma_up_wc) echo --dma h2d --recv-span 16M --io-size 8M --write-combined ;;
     dma_up_2m_wc) echo --dma h2d --recv-span 2M --io-size 1M --write-combined ;;
+    dma_up_spare) echo --dma h2d --recv-span 16M --io-size 8M --dma-from-spare ;;
+    dma_up_2m_spare) echo --dma h2d --recv-span 2M --io-size 1M --dma-from-spare ;;
     dma_down) echo --dma d2h --send-span 8M --io-size 4M ;;
     *) echo "unknown tcp case $1" >&2; return 1 ;;
     esac
@@ -151,9 +168,50 @@ tcp_run() {
             tee -a "$results" >&2
         return 0
     fi
+    local -a under=()
+    if [[ -n $perf_dir && $label == "$name" ]]; then
+        under=(perf record -e cpu-clock -g -F 999 -q -o "$perf_dir/$name-$c.data" --)
+    fi
     # shellcheck disable=SC2086 # the case's options are words
-    record "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" --timeout "$timeout_s" \
-        --label "$label" $args
+    record ${under[@]+"${under[@]}"} "$tools/tcp_ceiling" --conns "$c" --bytes "$bytes" \
+        --timeout "$timeout_s" --label "$label" $args
+}
+
+# tcp_summary LABEL CONNS: that tcp case's first result, in words.
+tcp_summary() {
+    python3 - "$results" "$1" "$2" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("tool") == "tcp_ceiling" and r.get("label") == sys.argv[2] \
+            and r.get("conns") == int(sys.argv[3]):
+        print(f"{r.get('gbps')} GB/s, reader CPU {r.get('recv_cpu_s')} s, "
+              f"writer CPU {r.get('send_cpu_s')} s, machine busy {r.get('machine_busy')}")
+        break
+EOF
+}
+
+# profile_tcp: each profiled tcp case's flat profile, by symbol and by thread (writers,
+# readers, the driver's own threads) and shared object.
+profile_tcp() {
+    local data name
+    {
+        echo "# tcp_ceiling cases under perf (cpu-clock, 999 Hz, the whole process)"
+        for data in "$perf_dir"/*.data; do
+            [[ -e $data ]] || continue
+            name=$(basename "$data" .data)
+            echo
+            echo "## $name: $(tcp_summary "${name%-*}" "${name##*-}")"
+            echo
+            echo '```'
+            perf report -i "$data" --stdio --no-children -g none --sort dso,symbol \
+                --percent-limit 0.7 2>/dev/null | grep -E '^ +[0-9]' | head -30
+            echo
+            perf report -i "$data" --stdio --no-children -g none --sort comm,dso \
+                --percent-limit 1 2>/dev/null | grep -E '^ +[0-9]' | head -12
+            echo '```'
+        done
+    } >"$out/profile.md"
 }
 
 # start_named NAME CPUS -- OPTIONS...: a gpuhttpd with these options (on those CPUs
@@ -230,6 +288,7 @@ measure_pinned() {
 
 measure_tcp() {
     local r c name
+    [[ $perf_on == 1 ]] && perf_dir=$(mktemp -d)
     for r in $(seq "$rounds"); do
         for c in "${conns_list[@]}"; do
             log "tcp round $r, $c connections: ${tcp_cases[*]}"
@@ -237,6 +296,11 @@ measure_tcp() {
                 tcp_run "$name" "$c"
             done
         done
+        if [[ -n $perf_dir ]]; then # the first round only
+            profile_tcp
+            rm -rf "$perf_dir"
+            perf_dir=
+        fi
     done
 }
 

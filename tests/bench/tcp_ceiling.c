@@ -16,6 +16,10 @@
  *   --write-combined                with --dma h2d: the readers' spans are write-combined
  *                                   (cudaHostAllocWriteCombined: the CPU's writes bypass
  *                                   its caches, the device's reads are not snooped)
+ *   --dma-from-spare                with --dma h2d: each copy reads a spare pinned span of
+ *                                   the same size that no thread writes, not the chunk just
+ *                                   filled (the same calls, waits and device traffic, but
+ *                                   the device never reads what the CPU just wrote)
  *   --dma d2h                       each writer's span is pinned, two chunks; each is
  *                                   copied from the device before it is sent, the next one
  *                                   fetched while one is sent (what a download adds)
@@ -74,6 +78,7 @@ struct options {
     cpu_set_t reader_set;
     bool poll; /* non-blocking sockets and poll() */
     bool write_combined; /* --dma h2d spans write-combined */
+    bool dma_from_spare; /* --dma h2d copies read a spare span, not the filled chunk */
     unsigned timeout_s;
     bool json;
     const char *label;
@@ -86,6 +91,7 @@ struct side {
     pthread_t thread;
     int fd;
     unsigned char *buf; /* the span: malloc'ed, or pinned with a lane for --dma */
+    unsigned char *spare; /* --dma-from-spare: what the copies read instead of buf */
     size_t span;
     struct td_lane *lane;
     double t_start;
@@ -212,6 +218,7 @@ static void write_dma(struct side *s, uint64_t left)
 static void *writer_main(void *arg)
 {
     struct side *s = arg;
+    pthread_setname_np(pthread_self(), "tcp-writer"); /* what a profile sorts by */
     pin_self(s, s->opt->writer_cpus, &s->opt->writer_set);
     s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     lg_set_sockbuf(s->fd, s->opt->sockbuf);
@@ -283,7 +290,8 @@ static void read_dma(struct side *s)
         fill += got;
         if (fill < chunk && s->moved < s->opt->bytes)
             continue;
-        if (td_copy(s->lane, TD_H2D, (size_t)slot * chunk, s->buf + (size_t)slot * chunk, fill,
+        unsigned char *src = s->spare ? s->spare : s->buf;
+        if (td_copy(s->lane, TD_H2D, (size_t)slot * chunk, src + (size_t)slot * chunk, fill,
                     slot, s->err, sizeof s->err))
             return;
         slot ^= 1;
@@ -297,6 +305,7 @@ static void read_dma(struct side *s)
 static void *reader_main(void *arg)
 {
     struct side *s = arg;
+    pthread_setname_np(pthread_self(), "tcp-reader");
     pin_self(s, s->opt->reader_cpus, &s->opt->reader_set);
     if (s->opt->poll)
         set_nonblocking(s->fd);
@@ -318,6 +327,7 @@ static void *copier_main(void *arg)
 {
     struct copier *c = arg;
     int inflight = 0, slot = 0;
+    pthread_setname_np(pthread_self(), "tcp-copier");
     pthread_barrier_wait(c->barrier);
     c->t_start = lg_now_s();
     while (!atomic_load(c->stop) && !c->err[0]) {
@@ -399,6 +409,7 @@ static int side_alloc(struct side *s, size_t span, bool dma, bool wc, char *err,
 static void side_free(struct side *s, bool dma)
 {
     td_lane_free(s->lane);
+    td_host_free(s->spare);
     if (dma)
         td_host_free(s->buf);
     else
@@ -414,7 +425,9 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
     for (unsigned i = 0; i < opt->conns; i++)
         if (side_alloc(&st->writers[i], send_span, opt->dma == DMA_D2H, false, err, cap) ||
             side_alloc(&st->readers[i], recv_span, opt->dma == DMA_H2D, opt->write_combined, err,
-                       cap))
+                       cap) ||
+            (opt->dma_from_spare &&
+             !(st->readers[i].spare = td_host_alloc(recv_span, false, err, cap))))
             return 1;
     for (int d = TD_H2D; d <= TD_D2H; d++) {
         if (opt->background != DMA_BOTH && opt->background != (d == TD_H2D ? DMA_H2D : DMA_D2H))
@@ -467,12 +480,13 @@ static int report(const struct options *opt, struct run_state *st)
                ",\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"gbps\":%.3f,\"io_size\":%zu,"
                "\"sockbuf\":%d,\"recv_span\":%zu,\"send_span\":%zu,\"dma\":\"%s\","
                "\"background_dma\":\"%s\",\"background_dma_gbps\":%.3f,\"poll\":%s,"
-               "\"write_combined\":%s,%s%s"
+               "\"write_combined\":%s,\"dma_from_spare\":%s,%s%s"
                "\"send_cpu_s\":%.3f,\"recv_cpu_s\":%.3f,%s\"status\":\"%s\",\"error\":\"%s\"}\n",
                opt->label, opt->conns, opt->bytes, total, secs, gbps, opt->io_size, opt->sockbuf,
                st->readers[0].span, st->writers[0].span, DMA_NAMES[opt->dma],
                DMA_NAMES[opt->background], bg_gbps, opt->poll ? "true" : "false",
-               opt->write_combined ? "true" : "false", wcpus, rcpus,
+               opt->write_combined ? "true" : "false", opt->dma_from_spare ? "true" : "false",
+               wcpus, rcpus,
                send_cpu, recv_cpu, machine,
                err ? "FAILED" : "ok", err ? err : "");
     } else {
@@ -564,13 +578,14 @@ static void usage(void)
             "usage: tcp_ceiling [--conns N] [--bytes N[KMG]] [--sockbuf N[KMG]] [--io-size N]\n"
             "                   [--recv-span N] [--send-span N] [--dma h2d|d2h]\n"
             "                   [--background-dma h2d|d2h|both] [--writer-cpus LIST]\n"
-            "                   [--reader-cpus LIST] [--poll] [--write-combined] [--timeout S]\n"
+            "                   [--reader-cpus LIST] [--poll] [--write-combined]\n"
+            "                   [--dma-from-spare] [--timeout S]\n"
             "                   [--label TEXT]\n"
             "                   [--json]\n"
             "  defaults: 1 connection, 1G per connection, 4M socket buffers (0 = autotuning),\n"
             "  1M read()/send() size, spans of the read()/send() size, no DMA, not pinned,\n"
             "  300 s timeout. A --dma span is split in two chunks (at least 8K);\n"
-            "  --write-combined needs --dma h2d.\n"
+            "  --write-combined and --dma-from-spare need --dma h2d.\n"
             "  LIST: CPU numbers and ranges, e.g. 0-7 or 0,2,4-6\n");
 }
 
@@ -641,6 +656,7 @@ static int parse_option(int c, const char *arg, struct options *opt)
     case 'r': opt->reader_cpus = arg; return parse_cpus(arg, &opt->reader_set);
     case 'P': opt->poll = true; return 0;
     case 'w': opt->write_combined = true; return 0;
+    case 'F': opt->dma_from_spare = true; return 0;
     case 't': opt->timeout_s = (unsigned)atoi(arg); return 0;
     case 'j': opt->json = true; return 0;
     case 'l': opt->label = arg; return 0;
@@ -656,7 +672,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"dma", 1, 0, 'D'},            {"background-dma", 1, 0, 'B'},
         {"writer-cpus", 1, 0, 'W'},    {"reader-cpus", 1, 0, 'r'},  {"timeout", 1, 0, 't'},
         {"poll", 0, 0, 'P'},           {"json", 0, 0, 'j'},         {"label", 1, 0, 'l'},
-        {"write-combined", 0, 0, 'w'},
+        {"write-combined", 0, 0, 'w'}, {"dma-from-spare", 0, 0, 'F'},
         {0, 0, 0, 0}};
     *opt = (struct options){.conns = 1,
                             .bytes = 1ULL << 30,
@@ -671,7 +687,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
     size_t dma_span = opt->dma == DMA_H2D   ? (opt->recv_span ? opt->recv_span : opt->io_size)
                       : opt->dma == DMA_D2H ? (opt->send_span ? opt->send_span : opt->io_size)
                                             : 8192;
-    bool wc_ok = !opt->write_combined || opt->dma == DMA_H2D; /* only the readers' spans */
+    /* only the readers' spans */
+    bool wc_ok = (!opt->write_combined && !opt->dma_from_spare) || opt->dma == DMA_H2D;
     return optind == argc && dma_span >= 8192 && wc_ok ? 0 : -1;
 }
 
