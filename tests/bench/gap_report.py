@@ -34,6 +34,15 @@ TCP_CASES = {
     "dma_up_2m": ("d", "span_up_2m + each full 1 MiB chunk copied to the device"),
     "dma_up_wc": ("d", "dma_up with write-combined chunks (not cached, not snooped)"),
     "dma_up_2m_wc": ("d", "dma_up_2m with write-combined chunks"),
+    "dma_up_spare": ("d", "dma_up, each copy reading a spare span no thread writes"),
+    "dma_up_2m_spare": ("d", "dma_up_2m, each copy reading a spare span no thread writes"),
+    "dma_up_2m_bounce": ("d", "dma_up_2m, reads into one hot 1 MiB buffer, then memcpy'd in"),
+    "dma_up_2m_nt": ("d", "dma_up_2m, reads into one hot 1 MiB buffer, then copied in by "
+                          "non-temporal stores"),
+    "dma_up_1m": ("d", "dma_up with reads of at most 1 MiB"),
+    "dma_up_1m_nt": ("d", "dma_up_1m through a hot 1 MiB buffer and non-temporal stores"),
+    "dma_up_256k_nt": ("d", "dma_up through a hot 256 KiB buffer (256 KiB reads) and "
+                            "non-temporal stores"),
     "dma_down": ("d", "TCP + a download's DMA: each 4 MiB chunk copied from the device, then sent"),
     "tcp_ref": ("drift", "tcp again, right before gpuhttpd A's runs"),
 }

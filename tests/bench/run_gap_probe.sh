@@ -32,6 +32,12 @@
 #     (d) dma_up_spare dma_up_2m_spare   dma_up, dma_up_2m with each copy reading a spare
 #                           span no thread writes (the same calls, waits and device
 #                           traffic; the device never reads what the reader just wrote)
+#     (d) dma_up_2m_bounce dma_up_2m_nt   dma_up_2m with each read() into one hot 1 MiB
+#                           buffer, then copied into the chunk by memcpy / by non-temporal
+#                           stores (no read for ownership, nothing cached to snoop)
+#     (d) dma_up_1m dma_up_1m_nt dma_up_256k_nt   two 8 MiB chunks filled by 1 MiB reads
+#                           (span_up_1m's shape with the DMA), the same through a hot 1 MiB
+#                           buffer and non-temporal stores, and through a 256 KiB one
 #     (d) dma_down          writers copy each 4 MiB chunk from the device before sending
 #                           it, the next fetched meanwhile (the fair download ceiling)
 #   gpuhttpd A (defaults)   in rounds: tcp again (tcp_ref, the drift), upload, download,
@@ -82,7 +88,8 @@ rounds=${GAP_ROUNDS:-2}
 ab_rounds=${GAP_AB_ROUNDS:-2}
 all_cases="tcp io64k io8m sockbuf0 sockbuf16m nonblock span_up span_up_1m span_up_2m span_down"
 all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_up_wc dma_up_2m_wc"
-all_cases+=" dma_up_spare dma_up_2m_spare dma_down"
+all_cases+=" dma_up_spare dma_up_2m_spare dma_up_2m_bounce dma_up_2m_nt dma_up_1m dma_up_1m_nt"
+all_cases+=" dma_up_256k_nt dma_down"
 read -r -a tcp_cases <<<"${GAP_TCP_CASES-$all_cases}"
 variants_text=${GAP_VARIANTS---staging-chunk 2M; --sync-spin-us 0; --socket-buffer 16M}
 pinned_mib=${GAP_PINNED_MIB:-1024}
@@ -149,6 +156,11 @@ tcp_args() {
     dma_up_2m_wc) echo --dma h2d --recv-span 2M --io-size 1M --write-combined ;;
     dma_up_spare) echo --dma h2d --recv-span 16M --io-size 8M --dma-from-spare ;;
     dma_up_2m_spare) echo --dma h2d --recv-span 2M --io-size 1M --dma-from-spare ;;
+    dma_up_2m_bounce) echo --dma h2d --recv-span 2M --io-size 1M --bounce memcpy ;;
+    dma_up_2m_nt) echo --dma h2d --recv-span 2M --io-size 1M --bounce nt ;;
+    dma_up_1m) echo --dma h2d --recv-span 16M --io-size 1M ;;
+    dma_up_1m_nt) echo --dma h2d --recv-span 16M --io-size 1M --bounce nt ;;
+    dma_up_256k_nt) echo --dma h2d --recv-span 16M --io-size 256K --bounce nt ;;
     dma_down) echo --dma d2h --send-span 8M --io-size 4M ;;
     *) echo "unknown tcp case $1" >&2; return 1 ;;
     esac

@@ -16,6 +16,10 @@
  *   --write-combined                with --dma h2d: the readers' spans are write-combined
  *                                   (cudaHostAllocWriteCombined: the CPU's writes bypass
  *                                   its caches, the device's reads are not snooped)
+ *   --bounce memcpy|nt              with --dma h2d: each read() goes into one hot buffer
+ *                                   of --io-size bytes, then is copied into the chunk by
+ *                                   memcpy or by non-temporal stores (nt_copy.h: no read
+ *                                   for ownership, no cached line for the device to snoop)
  *   --dma-from-spare                with --dma h2d: each copy reads a spare pinned span of
  *                                   the same size that no thread writes, not the chunk just
  *                                   filled (the same calls, waits and device traffic, but
@@ -34,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include "machine_usage.h"
+#include "nt_copy.h"
 #include "tcp_dma.h"
 #include "tool_util.h"
 
@@ -60,6 +65,9 @@
 enum dma_mode { DMA_NONE, DMA_H2D, DMA_D2H, DMA_BOTH };
 static const char *const DMA_NAMES[] = {"none", "h2d", "d2h", "both"};
 
+enum bounce_mode { BOUNCE_NONE, BOUNCE_MEMCPY, BOUNCE_NT };
+static const char *const BOUNCE_NAMES[] = {"none", "memcpy", "nt"};
+
 /* The background copy loop's chunk: pinned_ceiling's fastest on the H200. */
 #define BACKGROUND_CHUNK ((size_t)64 << 20)
 
@@ -79,6 +87,7 @@ struct options {
     bool poll; /* non-blocking sockets and poll() */
     bool write_combined; /* --dma h2d spans write-combined */
     bool dma_from_spare; /* --dma h2d copies read a spare span, not the filled chunk */
+    enum bounce_mode bounce; /* --dma h2d reads go through a hot buffer */
     unsigned timeout_s;
     bool json;
     const char *label;
@@ -92,6 +101,7 @@ struct side {
     int fd;
     unsigned char *buf; /* the span: malloc'ed, or pinned with a lane for --dma */
     unsigned char *spare; /* --dma-from-spare: what the copies read instead of buf */
+    unsigned char *bounce; /* --bounce: the hot buffer each read() fills */
     size_t span;
     struct td_lane *lane;
     double t_start;
@@ -285,8 +295,13 @@ static void read_dma(struct side *s)
         size_t room = chunk - fill < s->opt->io_size ? chunk - fill : s->opt->io_size;
         uint64_t left = s->opt->bytes - s->moved;
         room = left < room ? (size_t)left : room;
-        if (!recv_some(s, s->buf + (size_t)slot * chunk + fill, room, &got))
+        unsigned char *at = s->buf + (size_t)slot * chunk + fill;
+        if (!recv_some(s, s->bounce ? s->bounce : at, room, &got))
             return;
+        if (s->opt->bounce == BOUNCE_NT)
+            nt_copy(at, s->bounce, got);
+        else if (s->opt->bounce == BOUNCE_MEMCPY)
+            memcpy(at, s->bounce, got);
         fill += got;
         if (fill < chunk && s->moved < s->opt->bytes)
             continue;
@@ -410,6 +425,7 @@ static void side_free(struct side *s, bool dma)
 {
     td_lane_free(s->lane);
     td_host_free(s->spare);
+    free(s->bounce);
     if (dma)
         td_host_free(s->buf);
     else
@@ -422,13 +438,17 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
         return 77;
     size_t recv_span = opt->recv_span ? opt->recv_span : opt->io_size;
     size_t send_span = opt->send_span ? opt->send_span : opt->io_size;
-    for (unsigned i = 0; i < opt->conns; i++)
+    for (unsigned i = 0; i < opt->conns; i++) {
+        struct side *r = &st->readers[i];
         if (side_alloc(&st->writers[i], send_span, opt->dma == DMA_D2H, false, err, cap) ||
-            side_alloc(&st->readers[i], recv_span, opt->dma == DMA_H2D, opt->write_combined, err,
-                       cap) ||
-            (opt->dma_from_spare &&
-             !(st->readers[i].spare = td_host_alloc(recv_span, false, err, cap))))
+            side_alloc(r, recv_span, opt->dma == DMA_H2D, opt->write_combined, err, cap) ||
+            (opt->dma_from_spare && !(r->spare = td_host_alloc(recv_span, false, err, cap))))
             return 1;
+        if (opt->bounce != BOUNCE_NONE && !(r->bounce = calloc(1, opt->io_size))) {
+            snprintf(err, cap, "out of memory");
+            return 1;
+        }
+    }
     for (int d = TD_H2D; d <= TD_D2H; d++) {
         if (opt->background != DMA_BOTH && opt->background != (d == TD_H2D ? DMA_H2D : DMA_D2H))
             continue;
@@ -480,13 +500,13 @@ static int report(const struct options *opt, struct run_state *st)
                ",\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"gbps\":%.3f,\"io_size\":%zu,"
                "\"sockbuf\":%d,\"recv_span\":%zu,\"send_span\":%zu,\"dma\":\"%s\","
                "\"background_dma\":\"%s\",\"background_dma_gbps\":%.3f,\"poll\":%s,"
-               "\"write_combined\":%s,\"dma_from_spare\":%s,%s%s"
+               "\"write_combined\":%s,\"dma_from_spare\":%s,\"bounce\":\"%s\",%s%s"
                "\"send_cpu_s\":%.3f,\"recv_cpu_s\":%.3f,%s\"status\":\"%s\",\"error\":\"%s\"}\n",
                opt->label, opt->conns, opt->bytes, total, secs, gbps, opt->io_size, opt->sockbuf,
                st->readers[0].span, st->writers[0].span, DMA_NAMES[opt->dma],
                DMA_NAMES[opt->background], bg_gbps, opt->poll ? "true" : "false",
                opt->write_combined ? "true" : "false", opt->dma_from_spare ? "true" : "false",
-               wcpus, rcpus,
+               BOUNCE_NAMES[opt->bounce], wcpus, rcpus,
                send_cpu, recv_cpu, machine,
                err ? "FAILED" : "ok", err ? err : "");
     } else {
@@ -579,13 +599,13 @@ static void usage(void)
             "                   [--recv-span N] [--send-span N] [--dma h2d|d2h]\n"
             "                   [--background-dma h2d|d2h|both] [--writer-cpus LIST]\n"
             "                   [--reader-cpus LIST] [--poll] [--write-combined]\n"
-            "                   [--dma-from-spare] [--timeout S]\n"
+            "                   [--dma-from-spare] [--bounce memcpy|nt] [--timeout S]\n"
             "                   [--label TEXT]\n"
             "                   [--json]\n"
             "  defaults: 1 connection, 1G per connection, 4M socket buffers (0 = autotuning),\n"
             "  1M read()/send() size, spans of the read()/send() size, no DMA, not pinned,\n"
             "  300 s timeout. A --dma span is split in two chunks (at least 8K);\n"
-            "  --write-combined and --dma-from-spare need --dma h2d.\n"
+            "  --write-combined, --dma-from-spare and --bounce need --dma h2d.\n"
             "  LIST: CPU numbers and ranges, e.g. 0-7 or 0,2,4-6\n");
 }
 
@@ -615,14 +635,27 @@ static int parse_cpus(const char *s, cpu_set_t *set)
     return CPU_COUNT(set) ? 0 : -1;
 }
 
+/* The index of s among names[first..last], or -1. */
+static int name_index(const char *s, const char *const *names, int first, int last)
+{
+    for (int m = first; m <= last; m++)
+        if (strcmp(s, names[m]) == 0)
+            return m;
+    return -1;
+}
+
 static int parse_dma(const char *s, enum dma_mode *out, bool both_allowed)
 {
-    for (int m = DMA_H2D; m <= (both_allowed ? DMA_BOTH : DMA_D2H); m++)
-        if (strcmp(s, DMA_NAMES[m]) == 0) {
-            *out = (enum dma_mode)m;
-            return 0;
-        }
-    return -1;
+    int m = name_index(s, DMA_NAMES, DMA_H2D, both_allowed ? DMA_BOTH : DMA_D2H);
+    *out = m < 0 ? *out : (enum dma_mode)m;
+    return m < 0 ? -1 : 0;
+}
+
+static int parse_bounce(const char *s, enum bounce_mode *out)
+{
+    int m = name_index(s, BOUNCE_NAMES, BOUNCE_MEMCPY, BOUNCE_NT);
+    *out = m < 0 ? *out : (enum bounce_mode)m;
+    return m < 0 ? -1 : 0;
 }
 
 static int parse_size_opt(const char *arg, uint64_t max, size_t *out)
@@ -657,6 +690,7 @@ static int parse_option(int c, const char *arg, struct options *opt)
     case 'P': opt->poll = true; return 0;
     case 'w': opt->write_combined = true; return 0;
     case 'F': opt->dma_from_spare = true; return 0;
+    case 'X': return parse_bounce(arg, &opt->bounce);
     case 't': opt->timeout_s = (unsigned)atoi(arg); return 0;
     case 'j': opt->json = true; return 0;
     case 'l': opt->label = arg; return 0;
@@ -672,7 +706,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"dma", 1, 0, 'D'},            {"background-dma", 1, 0, 'B'},
         {"writer-cpus", 1, 0, 'W'},    {"reader-cpus", 1, 0, 'r'},  {"timeout", 1, 0, 't'},
         {"poll", 0, 0, 'P'},           {"json", 0, 0, 'j'},         {"label", 1, 0, 'l'},
-        {"write-combined", 0, 0, 'w'}, {"dma-from-spare", 0, 0, 'F'},
+        {"write-combined", 0, 0, 'w'}, {"dma-from-spare", 0, 0, 'F'}, {"bounce", 1, 0, 'X'},
         {0, 0, 0, 0}};
     *opt = (struct options){.conns = 1,
                             .bytes = 1ULL << 30,
@@ -688,7 +722,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
                       : opt->dma == DMA_D2H ? (opt->send_span ? opt->send_span : opt->io_size)
                                             : 8192;
     /* only the readers' spans */
-    bool wc_ok = (!opt->write_combined && !opt->dma_from_spare) || opt->dma == DMA_H2D;
+    bool wc_ok = (!opt->write_combined && !opt->dma_from_spare && opt->bounce == BOUNCE_NONE) ||
+                 opt->dma == DMA_H2D;
     return optind == argc && dma_span >= 8192 && wc_ok ? 0 : -1;
 }
 
