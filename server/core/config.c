@@ -102,6 +102,10 @@ static const struct option_spec specs[] = {
     {"socket-recv-max", OPT_SIZE, OFF(socket_recv_max), 0, 0, 1 << 30, "8M",
      "most bytes one recv() of such an upload asks for, into its pinned chunk (0 = the chunk's "
      "free space)"},
+    {"socket-bounce", OPT_SIZE, OFF(socket_bounce), 0, 0, 64 << 20, "256K",
+     "such an upload's recv()s go into a buffer of this size, which stays in the CPU's caches, "
+     "and are copied into the pinned chunk by streaming stores (0 = recv() straight into the "
+     "chunk); --socket-recv-max still bounds each recv()"},
     {"download-block", OPT_SIZE, OFF(download_block), 0, 64 << 10, 64 << 20, "4M",
      "most bytes of a download handed to the network at once (one send's worth; at most a "
      "staging chunk)"},

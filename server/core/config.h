@@ -45,6 +45,7 @@ struct ghd_config {
     unsigned direct_copy; /* 1: DMA body pieces straight from the read buffer */
     size_t socket_upload_min;   /* upload bodies this large skip libmicrohttpd; 0 = never */
     size_t socket_recv_max;     /* most bytes one recv() of that path asks for; 0 = a chunk */
+    size_t socket_bounce;       /* that path's recv()s go through a cached buffer this big; 0 = none */
     size_t download_block;      /* most bytes of a download handed to the network at once */
     size_t socket_buffer;       /* SO_SNDBUF and SO_RCVBUF of each connection; 0 = autotuning */
     unsigned runs_kept;

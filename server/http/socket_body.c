@@ -4,10 +4,12 @@
 #include "socket_body.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/stream_copy.h"
 #include "body.h"
 #include "conn_guard.h"
 #include "core/service.h"
@@ -56,6 +58,36 @@ int ghd_socket_upload_wanted(const struct ghd_http_request *hr)
                                req->content_length - req->bytes_in);
 }
 
+/* With --socket-bounce, the small buffer an upload's recv()s go into: it
+ * stays in the CPU's caches, and streaming stores copy each piece into the
+ * chunk. Received straight into the chunks, the device's reads of a chunk
+ * the kernel's copy had just written cost the next writes into it their
+ * cache hits (an upload's socket reads then ran at 0.6-0.8 of plain TCP at 8
+ * connections on the H200 machine; tests/bench/RESULTS.md, run 40). NULL
+ * when off, or (logged) without memory; *recv_max is the most one recv()
+ * then asks for (0: a chunk's free space). */
+static char *bounce_buffer(const struct ghd_request *req, size_t *recv_max)
+{
+    size_t size = req->svc->cfg.socket_bounce, max = req->svc->cfg.socket_recv_max;
+    char *bounce = size ? malloc(size) : NULL;
+    *recv_max = bounce && (!max || size < max) ? size : max;
+    if (size && !bounce)
+        ghd_log(GHD_LOG_WARN, "request %s: no memory for a %zu-byte receive buffer; receiving "
+                "straight into the chunks", req->request_id, size);
+    return bounce;
+}
+
+/* recv() of up to n bytes into space, through bounce when there is one. */
+static ssize_t recv_into_chunk(int fd, char *bounce, char *space, size_t n, int timeout_ms)
+{
+    if (!bounce)
+        return ghd_socket_recv(fd, space, n, timeout_ms);
+    ssize_t got = ghd_socket_recv(fd, bounce, n, timeout_ms);
+    if (got > 0)
+        ghd_stream_copy(space, bounce, (size_t)got);
+    return got;
+}
+
 /* Receives the rest of a large upload into the upload's pinned chunks, runs
  * the handler and writes its reply on the socket. */
 enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
@@ -68,7 +100,8 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
     int timeout_ms = socket_timeout_ms(hr);
     const struct ghd_upload_ops *ops = hr->upload;
     uint64_t left = req->content_length - req->bytes_in;
-    size_t recv_max = req->svc->cfg.socket_recv_max;
+    size_t recv_max;
+    char *bounce = bounce_buffer(req, &recv_max);
     int rc = 0;
     while (left && rc == 0) {
         char *space;
@@ -78,18 +111,21 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
             break;
         if (recv_max && room > recv_max)
             room = recv_max;
-        ssize_t n = ghd_socket_recv(fd, space, room < left ? room : (size_t)left, timeout_ms);
+        ssize_t n = recv_into_chunk(fd, bounce, space, room < left ? room : (size_t)left,
+                                    timeout_ms);
         if (n <= 0) {
             ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",
                     req->request_id, (unsigned long long)req->bytes_in,
                     (unsigned long long)req->content_length,
                     n == 0 ? "closed by the client" : strerror(errno));
+            free(bounce);
             return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
         }
         req->bytes_in += (uint64_t)n;
         left -= (uint64_t)n;
         rc = ops->commit(req, &hr->rep, (size_t)n);
     }
+    free(bounce);
     if (rc == 0) { /* else rep holds the problem */
         ghd_guard_handling(hr->http->guard, hr->guard);
         ghd_http_run_handler(hr);

@@ -43,6 +43,8 @@ TCP_CASES = {
     "dma_up_1m_nt": ("d", "dma_up_1m through a hot 1 MiB buffer and non-temporal stores"),
     "dma_up_256k_nt": ("d", "dma_up through a hot 256 KiB buffer (256 KiB reads) and "
                             "non-temporal stores"),
+    "dma_up_256k_bounce": ("d", "dma_up through a hot 256 KiB buffer, then memcpy'd in"),
+    "dma_up_64k_nt": ("d", "dma_up through a hot 64 KiB buffer and non-temporal stores"),
     "dma_down": ("d", "TCP + a download's DMA: each 4 MiB chunk copied from the device, then sent"),
     "tcp_ref": ("drift", "tcp again, right before gpuhttpd A's runs"),
 }

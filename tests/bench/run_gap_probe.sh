@@ -38,6 +38,8 @@
 #     (d) dma_up_1m dma_up_1m_nt dma_up_256k_nt   two 8 MiB chunks filled by 1 MiB reads
 #                           (span_up_1m's shape with the DMA), the same through a hot 1 MiB
 #                           buffer and non-temporal stores, and through a 256 KiB one
+#     (d) dma_up_256k_bounce dma_up_64k_nt   dma_up through a hot 256 KiB buffer by memcpy;
+#                           through a 64 KiB one by non-temporal stores
 #     (d) dma_down          writers copy each 4 MiB chunk from the device before sending
 #                           it, the next fetched meanwhile (the fair download ceiling)
 #   gpuhttpd A (defaults)   in rounds: tcp again (tcp_ref, the drift), upload, download,
@@ -89,7 +91,7 @@ ab_rounds=${GAP_AB_ROUNDS:-2}
 all_cases="tcp io64k io8m sockbuf0 sockbuf16m nonblock span_up span_up_1m span_up_2m span_down"
 all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_up_wc dma_up_2m_wc"
 all_cases+=" dma_up_spare dma_up_2m_spare dma_up_2m_bounce dma_up_2m_nt dma_up_1m dma_up_1m_nt"
-all_cases+=" dma_up_256k_nt dma_down"
+all_cases+=" dma_up_256k_nt dma_up_256k_bounce dma_up_64k_nt dma_down"
 read -r -a tcp_cases <<<"${GAP_TCP_CASES-$all_cases}"
 variants_text=${GAP_VARIANTS---staging-chunk 2M; --sync-spin-us 0; --socket-buffer 16M}
 pinned_mib=${GAP_PINNED_MIB:-1024}
@@ -161,6 +163,8 @@ tcp_args() {
     dma_up_1m) echo --dma h2d --recv-span 16M --io-size 1M ;;
     dma_up_1m_nt) echo --dma h2d --recv-span 16M --io-size 1M --bounce nt ;;
     dma_up_256k_nt) echo --dma h2d --recv-span 16M --io-size 256K --bounce nt ;;
+    dma_up_256k_bounce) echo --dma h2d --recv-span 16M --io-size 256K --bounce memcpy ;;
+    dma_up_64k_nt) echo --dma h2d --recv-span 16M --io-size 64K --bounce nt ;;
     dma_down) echo --dma d2h --send-span 8M --io-size 4M ;;
     *) echo "unknown tcp case $1" >&2; return 1 ;;
     esac

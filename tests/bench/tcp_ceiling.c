@@ -18,8 +18,9 @@
  *                                   its caches, the device's reads are not snooped)
  *   --bounce memcpy|nt              with --dma h2d: each read() goes into one hot buffer
  *                                   of --io-size bytes, then is copied into the chunk by
- *                                   memcpy or by non-temporal stores (nt_copy.h: no read
- *                                   for ownership, no cached line for the device to snoop)
+ *                                   memcpy or by non-temporal stores (base/stream_copy.h:
+ *                                   no read for ownership, no cached line for the device
+ *                                   to snoop)
  *   --dma-from-spare                with --dma h2d: each copy reads a spare pinned span of
  *                                   the same size that no thread writes, not the chunk just
  *                                   filled (the same calls, waits and device traffic, but
@@ -37,8 +38,8 @@
  * built without CUDA or when no device is present.
  */
 #define _GNU_SOURCE
+#include "base/stream_copy.h"
 #include "machine_usage.h"
-#include "nt_copy.h"
 #include "tcp_dma.h"
 #include "tool_util.h"
 
@@ -299,7 +300,7 @@ static void read_dma(struct side *s)
         if (!recv_some(s, s->bounce ? s->bounce : at, room, &got))
             return;
         if (s->opt->bounce == BOUNCE_NT)
-            nt_copy(at, s->bounce, got);
+            ghd_stream_copy(at, s->bounce, got);
         else if (s->opt->bounce == BOUNCE_MEMCPY)
             memcpy(at, s->bounce, got);
         fill += got;

@@ -123,6 +123,11 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *recv_max = getenv("GHD_TEST_SOCKET_RECV_MAX");
     if (recv_max && *recv_max)
         cfg.socket_recv_max = strtoull(recv_max, NULL, 10);
+    /* GHD_TEST_SOCKET_BOUNCE: --socket-bounce (0 = recv() straight into
+     * the chunks). */
+    const char *bounce = getenv("GHD_TEST_SOCKET_BOUNCE");
+    if (bounce && *bounce)
+        cfg.socket_bounce = strtoull(bounce, NULL, 10);
     const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
     if (block && *block)
         cfg.download_block = strtoull(block, NULL, 10);

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/parse.h"
 #include "base/hash.h"
+#include "base/stream_copy.h"
 #include "base/suggest.h"
 
 #define SENTINEL 0xdeadbeefULL
@@ -413,6 +414,41 @@ static void test_sha256(void **state)
     assert_memory_equal(d, million, GHD_SHA256_LEN);
 }
 
+/* Streaming stores: every length and alignment of source and destination
+ * (the head before dst's 16-byte boundary, 64-byte steps, the tail) copies
+ * exactly those bytes, and not one byte around them. */
+static void test_stream_copy(void **state)
+{
+    (void)state;
+    enum { SPAN = 4096, POISON = 0xEE };
+    unsigned char *src = malloc(SPAN), *dst = malloc(SPAN), *want = malloc(SPAN);
+    assert_non_null(src);
+    assert_non_null(dst);
+    assert_non_null(want);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < SPAN; i++) {
+        x = x * 1103515245u + 12345u;
+        src[i] = (unsigned char)(x >> 16);
+    }
+    for (size_t n = 0; n <= 300; n += n < 70 ? 1 : 23)
+        for (size_t so = 0; so < 17; so++)
+            for (size_t dof = 0; dof < 17; dof++) {
+                memset(dst, POISON, SPAN);
+                memset(want, POISON, SPAN);
+                memcpy(want + 64 + dof, src + so, n);
+                ghd_stream_copy(dst + 64 + dof, src + so, n);
+                assert_memory_equal(dst, want, SPAN);
+            }
+    memset(dst, POISON, SPAN);
+    ghd_stream_copy(dst + 3, src + 5, SPAN - 8); /* a long one, both unaligned */
+    assert_memory_equal(dst + 3, src + 5, SPAN - 8);
+    assert_int_equal(dst[2], POISON);
+    assert_int_equal(dst[SPAN - 5], POISON);
+    free(src);
+    free(dst);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_owner),
         cmocka_unit_test(test_owner_json),
         cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_stream_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

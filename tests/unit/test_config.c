@@ -110,6 +110,7 @@ static void test_defaults(void **state)
     assert_int_equal(d.connection_memory, (size_t)64 << 10);
     assert_int_equal(d.socket_buffer, (size_t)4 << 20);
     assert_int_equal(d.socket_recv_max, (size_t)8 << 20);
+    assert_int_equal(d.socket_bounce, (size_t)256 << 10);
     assert_int_equal(d.download_block, (size_t)4 << 20);
     assert_int_equal(d.sync_spin_us, 50);
     assert_int_equal(d.default_ttl_s, 0);
@@ -264,8 +265,9 @@ static void test_size_suffixes(void **state)
     setenv("GHD_MAX_BUFFER_SIZE", "3G", 1);
     struct parse_result r = PARSE(&c, "--pool-slab", "64M", "--staging-chunk=512K",
                                   "--max-json-body", "2KiB", "--socket-recv-max", "1M",
-                                  "--download-block", "1M");
+                                  "--download-block", "1M", "--socket-bounce", "64K");
     assert_int_equal(r.rc, 0);
+    assert_int_equal(c.socket_bounce, (size_t)64 << 10);
     assert_int_equal(c.socket_recv_max, (size_t)1 << 20);
     assert_int_equal(c.download_block, (size_t)1 << 20);
     assert_int_equal(c.pool_slab, (size_t)64 << 20);
@@ -347,6 +349,8 @@ static void test_bad_flag_values(void **state)
     expect_refusal(&r, "--download-block");
     r = PARSE(&c, "--socket-recv-max", "2G"); /* above 1G */
     expect_refusal(&r, "--socket-recv-max");
+    r = PARSE(&c, "--socket-bounce", "128M"); /* above 64M */
+    expect_refusal(&r, "--socket-bounce");
     r = PARSE(&c, "--pool-slab", "1M");
     expect_refusal(&r, "--pool-slab");
     r = PARSE(&c, "--pool-alignment", "128");

@@ -1,4 +1,6 @@
-#include "nt_copy.h"
+/* Streaming stores in 64-byte steps once dst is 16-byte aligned; the head
+ * and tail by memcpy. */
+#include "stream_copy.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -6,7 +8,7 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 
-void nt_copy(void *dst, const void *src, size_t n)
+void ghd_stream_copy(void *dst, const void *src, size_t n)
 {
     unsigned char *d = dst;
     const unsigned char *s = src;
@@ -34,7 +36,7 @@ void nt_copy(void *dst, const void *src, size_t n)
 
 #else
 
-void nt_copy(void *dst, const void *src, size_t n)
+void ghd_stream_copy(void *dst, const void *src, size_t n)
 {
     memcpy(dst, src, n);
 }
