@@ -16,9 +16,10 @@ instance that holds what it names:
      up, in proportion to its weight, which each instance's agent check sets
      from its free device memory ("up 73%"; "drain" takes it out of the
      balance while it stops, "down" when its device is lost).
-An owner that is down (not answering, or its agent says "down") gets a 503
-problem+json from the proxy naming it, never another instance: its buffers
-live nowhere else. The proxy's own errors (400, 408, 500, 502, 503, 504) are
+An owner that is down (no 200 from GET /healthz within a second: dead,
+hung or still starting; or its agent says "down") gets a 503 problem+json
+from the proxy naming it, never another instance: its buffers live nowhere
+else. The proxy's own errors (400, 408, 500, 502, 503, 504) are
 problem+json too (errorfile).
 
 Slots: one server line per instance number, 0..N-1, so that slot k is
@@ -84,6 +85,23 @@ TUNING_NOTES = {
                  "# no free pipe (the default, maxconn / 4, runs out under load)."],
     "splice": ["# Splice every body: splice-auto's heuristic never starts here."],
 }
+# The server checks: the agent check (on the server lines) weighs an instance
+# and says "drain" or "down", but HAProxy counts none of its timeouts as a
+# failure; this HTTP check (on the balanced backend) fails one that does not
+# answer in time.
+HEALTH_CHECK = (
+    "# Up while GET /healthz answers 200 within a second on the port requests go",
+    "# to. A TCP check would not do: a process that hangs (SIGSTOP, wedged) or is",
+    "# still starting has its connections accepted by the kernel all the same, and",
+    f"# its requests would wait out the {SERVER_TIMEOUT_S} s server timeout. /healthz, not",
+    "# /readyz: readiness is the agent check's (\"down\" without a usable device,",
+    "# and then the instance is down here too: its ids get the 503 naming it), so",
+    "# this one asks only whether the process answers. A public route: no token.",
+    "option httpchk",
+    "http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host gpuhttpd",
+    "http-check expect status 200",
+    "timeout check 1s",
+)
 SPLICE = {"auto": ("option splice-auto",),
           "forced": ("option splice-request", "option splice-response"),
           "off": ()}
@@ -181,7 +199,9 @@ def config(slots, bind, servers, errors_dir, tune, extra_global=(), resolvers=No
             "    default_backend balanced", ""]
     # Balanced: weighted round robin over the agents' weights; a request
     # whose server fails to connect may go to another one (it names no id).
-    out += ["backend balanced", "    balance roundrobin", "    option redispatch"]
+    # Its checks are the owned backend's too (its servers track these).
+    out += ["backend balanced", "    balance roundrobin", "    option redispatch",
+            *(f"    {line}" for line in HEALTH_CHECK)]
     for k, addr, resolve, checks in servers:
         out.append(f"    server {slot_name(k)} {addr} weight 100{resolve} {checks}")
     out.append("")

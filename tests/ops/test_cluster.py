@@ -15,6 +15,11 @@ Kubernetes ConfigMap has too). Checks that
   others answer 421 naming the owner; buffers of two owners are 422;
 - a copy_of another instance's buffer is 421 naming the owner, and one routed
   by its source (Gpuhttpd-Route) is made there, byte-exact;
+- one instance stopped (SIGSTOP: it hangs, while its kernel still accepts
+  connections): within HANG_BOUND s its ids answer the proxy's 503
+  problem+json naming it, new buffers go to the others; continued
+  (SIGCONT), its ids answer 200 again within HANG_BOUND s; every request
+  has a short timeout, and the instance is continued whatever happens;
 - one instance killed: its ids answer 503 problem+json from the proxy,
   the others serve on, byte-exact, and new buffers go to them; started
   again by local.sh (a new boot), its old ids answer 410;
@@ -45,6 +50,10 @@ N = 3
 ID = re.compile(r"^i(\d{4})-[0-9a-f]{8}-[0-9a-f]{32}$")
 OCTETS = {"Content-Type": "application/octet-stream"}
 LIMIT = 64 << 20  # each instance's pool limit
+# Seconds a hung instance may take to be marked down, and to be up again
+# once it continues: the proxy's checks (inter 1s, timeout check 1s, fall 1,
+# rise 1 in local.sh's configuration) take about 2 s and 1 s.
+HANG_BOUND = 8
 
 
 def free_base(count):
@@ -145,16 +154,16 @@ def owner(bid):
     return int(m.group(1))
 
 
-def create(cl, size=None, data=None, route=None, near=None):
+def create(cl, size=None, data=None, route=None, near=None, timeout=30):
     """A new buffer through the proxy: (id, the instance that answered)."""
     headers = {"Gpuhttpd-Route": route} if route else {}
     params = {"near": near} if near else None
     if data is None:
         r = requests.post(cl.url("/v1/buffers"), json={"size": size}, headers=headers,
-                          params=params, timeout=30)
+                          params=params, timeout=timeout)
     else:
         r = requests.post(cl.url("/v1/buffers"), data=data, headers={**headers, **OCTETS},
-                          params=params, timeout=30)
+                          params=params, timeout=timeout)
     check(r.status_code == 201, f"create: {r.status_code} {r.text[:300]}")
     bid = r.json()["id"]
     served = int(r.headers["Gpuhttpd-Instance"])
@@ -330,6 +339,62 @@ def near_and_copies(cl, data):
     check(owner(copy) == 2 and curl_get(cl, copy) == data[ids[2]], f"copy {copy}: other bytes")
 
 
+def bounded_get(cl, path):
+    """GET through the proxy that gives up after a second: the response, or
+    the error (a timeout above all) as text."""
+    try:
+        return requests.get(cl.url(path), timeout=1)
+    except requests.RequestException as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def until(what, ok, bound):
+    """Calls what() until ok(its result) or bound s have passed: (the last
+    result, the seconds it took); fails with the last result."""
+    start = time.monotonic()
+    while True:
+        got = what()
+        took = time.monotonic() - start
+        if ok(got):
+            return got, took
+        if took > bound:
+            shown = got if isinstance(got, str) else f"{got.status_code} {got.text[:200]}"
+            fail(f"not within {bound} s: {shown}")
+        time.sleep(0.1)
+
+
+def hang_and_resume(cl, data):
+    """Instance 2 stopped, not dead: its listening socket still accepts, so
+    only a check that waits for an HTTP answer finds it out."""
+    _, m = cl.pid(2)
+    pid = int(m.group(1))
+    hung = [b for b in data if owner(b) == 2]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        r, down_s = until(lambda: bounded_get(cl, f"/v1/buffers/{hung[0]}/meta"),
+                          lambda r: not isinstance(r, str) and r.status_code == 503, HANG_BOUND)
+        for bid in hung:
+            r = bounded_get(cl, f"/v1/buffers/{bid}/meta")
+            check(not isinstance(r, str), f"GET {bid} of the hung instance: {r}")
+            problem(r, 503, "instance 2")
+            check("Gpuhttpd-Instance" not in r.headers, f"503 from an instance? {r.headers}")
+        check(cl.stats()["i0002"][0].startswith("DOWN"), f"instance 2 hung: {cl.stats()}")
+        for _ in range(6):
+            try:
+                served = create(cl, size=64, timeout=5)[1]
+            except requests.RequestException as e:
+                fail(f"a new buffer while instance 2 hangs: {type(e).__name__}: {e}")
+            check(served != 2, "a new buffer went to the hung instance")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    r, up_s = until(lambda: bounded_get(cl, f"/v1/buffers/{hung[0]}"),
+                    lambda r: not isinstance(r, str) and r.status_code == 200, HANG_BOUND)
+    check(r.content == data[hung[0]], f"{hung[0]} after SIGCONT: other bytes")
+    cl.wait_stats(lambda st: st["i0002"][0] == "UP", timeout=HANG_BOUND)
+    print(f"test_cluster: instance 2 stopped: its ids answered 503 after {down_s:.1f} s; "
+          f"continued: 200 after {up_s:.1f} s")
+
+
 def kill_and_restart(cl, data):
     _, m = cl.pid(1)
     idx = len(cl.lines)
@@ -378,6 +443,7 @@ def main():
             python_client(cl, root, data)
             runs(cl, data)
             near_and_copies(cl, data)
+            hang_and_resume(cl, data)
             kill_and_restart(cl, data)
             pids = [int(cl.pid(k)[1].group(1)) for k in (0, 2)]
             cl.proc.send_signal(signal.SIGTERM)
