@@ -62,10 +62,12 @@ int ghd_socket_upload_wanted(const struct ghd_http_request *hr)
  * stays in the CPU's caches, and streaming stores copy each piece into the
  * chunk. Received straight into the chunks, the device's reads of a chunk
  * the kernel's copy had just written cost the next writes into it their
- * cache hits (an upload's socket reads then ran at 0.6-0.8 of plain TCP at 8
- * connections on the H200 machine; tests/bench/RESULTS.md, run 40). NULL
- * when off, or (logged) without memory; *recv_max is the most one recv()
- * then asks for (0: a chunk's free space). */
+ * cache hits (tcp_ceiling's copy+DMA pair read 0.6-0.8 of plain TCP at 8
+ * connections on the H200 machine, 0.94-1.08 through 256 KiB and streaming
+ * stores; tests/bench/RESULTS.md, run 40). Off by default: in the server the
+ * streaming copy's CPU (about 0.07 s/GB) is missed at 16 connections on 16
+ * cores (run 41). NULL when off, or (logged) without memory; *recv_max is the
+ * most one recv() then asks for (0: a chunk's free space). */
 static char *bounce_buffer(const struct ghd_request *req, size_t *recv_max)
 {
     size_t size = req->svc->cfg.socket_bounce, max = req->svc->cfg.socket_recv_max;

@@ -62,7 +62,7 @@ if has sanitizer; then
 test_kernels_gpu tests/gpu/test_kernels_gpu GHD_GPU_TEST_N=20011
 test_buffers_http tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
 test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all GHD_TEST_SOCKET_BODY_MIN=1 GHD_TEST_SOCKET_RECV_MAX=4097 GHD_TEST_DOWNLOAD_BLOCK=65536
-test_buffers_http_socket_direct tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all GHD_TEST_SOCKET_BODY_MIN=1 GHD_TEST_SOCKET_RECV_MAX=4097 GHD_TEST_DOWNLOAD_BLOCK=65536 GHD_TEST_SOCKET_BOUNCE=0
+test_buffers_http_socket_bounce tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all GHD_TEST_SOCKET_BODY_MIN=1 GHD_TEST_SOCKET_RECV_MAX=4097 GHD_TEST_DOWNLOAD_BLOCK=65536 GHD_TEST_SOCKET_BOUNCE=262144
 test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
 test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
 test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all

@@ -110,7 +110,7 @@ static void test_defaults(void **state)
     assert_int_equal(d.connection_memory, (size_t)64 << 10);
     assert_int_equal(d.socket_buffer, (size_t)4 << 20);
     assert_int_equal(d.socket_recv_max, (size_t)8 << 20);
-    assert_int_equal(d.socket_bounce, (size_t)256 << 10);
+    assert_int_equal(d.socket_bounce, 0);
     assert_int_equal(d.download_block, (size_t)4 << 20);
     assert_int_equal(d.sync_spin_us, 50);
     assert_int_equal(d.default_ttl_s, 0);
