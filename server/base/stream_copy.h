@@ -10,7 +10,7 @@
  * of loopback TCP at 8 connections, against 0.61-0.82 for the reads straight
  * into the chunks (tests/bench/RESULTS.md, run 40); in the server
  * (--socket-bounce) the copy's CPU is missed at 16 connections on 16 cores
- * (run 41). Without SSE2 it is memcpy. */
+ * (runs 41-42). Without SSE2 it is memcpy. */
 #include <stddef.h>
 
 /* Copies n bytes from src to dst and fences the stores: when it returns the

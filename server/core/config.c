@@ -106,7 +106,7 @@ static const struct option_spec specs[] = {
      "such an upload's recv()s go into a buffer of this size, which stays in the CPU's caches, "
      "and are copied into the pinned chunk by streaming stores (0 = recv() straight into the "
      "chunk); --socket-recv-max still bounds each recv(). 256K read 1.07x at 8 connections "
-     "on the H200 machine and 0.74x at 16, where its copy's CPU is missed"},
+     "on the H200 machine and 0.74-0.84x at 16, where its copy's CPU is missed"},
     {"download-block", OPT_SIZE, OFF(download_block), 0, 64 << 10, 64 << 20, "4M",
      "most bytes of a download handed to the network at once (one send's worth; at most a "
      "staging chunk)"},

@@ -66,7 +66,7 @@ int ghd_socket_upload_wanted(const struct ghd_http_request *hr)
  * connections on the H200 machine, 0.94-1.08 through 256 KiB and streaming
  * stores; tests/bench/RESULTS.md, run 40). Off by default: in the server the
  * streaming copy's CPU (about 0.07 s/GB) is missed at 16 connections on 16
- * cores (run 41). NULL when off, or (logged) without memory; *recv_max is the
+ * cores (runs 41-42). NULL when off, or (logged) without memory; *recv_max is the
  * most one recv() then asks for (0: a chunk's free space). */
 static char *bounce_buffer(const struct ghd_request *req, size_t *recv_max)
 {

@@ -722,10 +722,11 @@ static int parse_options(int argc, char **argv, struct options *opt)
     size_t dma_span = opt->dma == DMA_H2D   ? (opt->recv_span ? opt->recv_span : opt->io_size)
                       : opt->dma == DMA_D2H ? (opt->send_span ? opt->send_span : opt->io_size)
                                             : 8192;
-    /* only the readers' spans */
-    bool wc_ok = (!opt->write_combined && !opt->dma_from_spare && opt->bounce == BOUNCE_NONE) ||
-                 opt->dma == DMA_H2D;
-    return optind == argc && dma_span >= 8192 && wc_ok ? 0 : -1;
+    /* the options of the readers' DMA need it */
+    bool reader_dma_ok =
+        (!opt->write_combined && !opt->dma_from_spare && opt->bounce == BOUNCE_NONE) ||
+        opt->dma == DMA_H2D;
+    return optind == argc && dma_span >= 8192 && reader_dma_ok ? 0 : -1;
 }
 
 int main(int argc, char **argv)

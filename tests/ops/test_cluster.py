@@ -138,14 +138,8 @@ class Cluster:
         return out
 
     def wait_stats(self, want, timeout=20):
-        deadline = time.monotonic() + timeout
-        while True:
-            st = self.stats()
-            if want(st):
-                return st
-            if time.monotonic() > deadline:
-                fail(f"HAProxy's servers never got there: {st}")
-            time.sleep(0.2)
+        return until(self.stats, want, timeout,
+                     show=lambda st: f"HAProxy's servers never got there: {st}")[0]
 
 
 def owner(bid):
@@ -348,9 +342,14 @@ def bounded_get(cl, path):
         return f"{type(e).__name__}: {e}"
 
 
-def until(what, ok, bound):
+def shown_reply(got):
+    """A bounded_get result as text."""
+    return got if isinstance(got, str) else f"{got.status_code} {got.text[:200]}"
+
+
+def until(what, ok, bound, show=shown_reply):
     """Calls what() until ok(its result) or bound s have passed: (the last
-    result, the seconds it took); fails with the last result."""
+    result, the seconds it took); fails with show(the last result)."""
     start = time.monotonic()
     while True:
         got = what()
@@ -358,8 +357,7 @@ def until(what, ok, bound):
         if ok(got):
             return got, took
         if took > bound:
-            shown = got if isinstance(got, str) else f"{got.status_code} {got.text[:200]}"
-            fail(f"not within {bound} s: {shown}")
+            fail(f"not within {bound} s: {show(got)}")
         time.sleep(0.1)
 
 
