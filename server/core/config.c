@@ -70,6 +70,10 @@ static const struct option_spec specs[] = {
     {"staging-small-chunks", OPT_UINT, OFF(staging_small_chunks), 0, 0, 65536, "256",
      "number of small pinned staging chunks of each device (0 = small transfers use the main "
      "ring)"},
+    {"staging-huge-pages", OPT_UINT, OFF(staging_huge_pages), 0, 0, 1, "0",
+     "1: each staging ring is one mapping in transparent huge pages, page-locked once (the "
+     "kernel's socket copies into it take a TLB miss per 2 MiB, not per 4 KiB); 0: each chunk "
+     "from cudaHostAlloc"},
     {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
      "how long a transfer waits for a free staging chunk before 503"},
     {"staging-hold", OPT_UINT, OFF(staging_hold_s), 0, 0, 3600, "10",

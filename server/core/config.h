@@ -30,6 +30,7 @@ struct ghd_config {
     size_t pool_initial;
     size_t staging_chunk;
     unsigned staging_chunks;
+    unsigned staging_huge_pages; /* 1: staging rings in transparent huge pages */
     size_t staging_small_chunk;
     unsigned staging_small_chunks;
     unsigned staging_timeout_ms;

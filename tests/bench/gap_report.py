@@ -46,6 +46,12 @@ TCP_CASES = {
     "dma_up_256k_bounce": ("d", "dma_up through a hot 256 KiB buffer, then memcpy'd in"),
     "dma_up_64k_nt": ("d", "dma_up through a hot 64 KiB buffer and non-temporal stores"),
     "dma_down": ("d", "TCP + a download's DMA: each 4 MiB chunk copied from the device, then sent"),
+    "tcp_huge": ("e", "tcp with both sides' buffers in transparent huge pages"),
+    "span_up_huge": ("e", "span_up with the readers' chunks in huge pages (a TLB miss per "
+                          "2 MiB, not per 4 KiB)"),
+    "dma_up_huge": ("e", "dma_up with the readers' pinned chunks in huge pages"),
+    "span_down_huge": ("e", "span_down with the writers' blocks in huge pages"),
+    "dma_down_huge": ("e", "dma_down with the writers' pinned chunks in huge pages"),
     "tcp_ref": ("drift", "tcp again, right before gpuhttpd A's runs"),
 }
 
@@ -285,6 +291,15 @@ class Report:
                  f"the DMA, the same spans (span_up, span_down): gpuhttpd upload = "
                  f"{self.per_conns(self.gpuhttpd_over('upload', 'span_up'))}, download = "
                  f"{self.per_conns(self.gpuhttpd_over('download', 'span_down'))} of them.")
+
+        f.append(f"- (e) huge pages: tcp_huge = {self.per_conns(self.case_ratio('tcp_huge'))} of "
+                 f"TCP; span_up_huge over span_up "
+                 f"{self.per_conns(self.case_ratio('span_up_huge', 'span_up'))}, dma_up_huge over "
+                 f"dma_up {self.per_conns(self.case_ratio('dma_up_huge', 'dma_up'))}, "
+                 f"span_down_huge over span_down "
+                 f"{self.per_conns(self.case_ratio('span_down_huge', 'span_down'))}, "
+                 f"dma_down_huge over dma_down "
+                 f"{self.per_conns(self.case_ratio('dma_down_huge', 'dma_down'))}.")
 
         def check(c):
             a = self.best(self.a_runs(c, "download"))

@@ -42,6 +42,11 @@
 #                           through a 64 KiB one by non-temporal stores
 #     (d) dma_down          writers copy each 4 MiB chunk from the device before sending
 #                           it, the next fetched meanwhile (the fair download ceiling)
+#     (e) tcp_huge          tcp with both sides' buffers in transparent huge pages
+#     (e) span_up_huge dma_up_huge   span_up, dma_up with the readers' chunks in huge pages
+#                           (the kernel's copy takes a TLB miss per 2 MiB, not per 4 KiB)
+#     (e) span_down_huge dma_down_huge   span_down, dma_down with the writers' chunks in
+#                           huge pages
 #   gpuhttpd A (defaults)   in rounds: tcp again (tcp_ref, the drift), upload, download,
 #                           and the download again with loadgen checking every byte as it
 #                           arrives (what the transfer bench's client pays)
@@ -63,11 +68,13 @@
 #   GAP_AB_ROUNDS    A/B alternations per variant, mode and connection count [2]
 #   GAP_TCP_CASES    which tcp cases, by name [all of the above]
 #   GAP_VARIANTS     gpuhttpd option sets separated by ';', "|upload" after one limits
-#                    it to uploads ["--staging-chunk 2M; --sync-spin-us 0;
-#                    --socket-buffer 16M"], "" for none; a set starting with
-#                    bin=PATH runs that gpuhttpd binary (e.g. an earlier commit's
-#                    build) with the options that follow, so that two builds are
-#                    compared on the same machine in alternation
+#                    it to uploads ("|download" to downloads) ["--staging-chunk 2M;
+#                    --sync-spin-us 0; --socket-buffer 16M"], "" for none; a set
+#                    starting with bin=PATH runs that gpuhttpd binary (e.g. an earlier
+#                    commit's build) with the options that follow, so that two builds
+#                    are compared on the same machine in alternation; env=NAME=VALUE
+#                    words before it (or before the options) set its environment
+#                    (e.g. env=GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
 #   GAP_PINNED_MIB   pinned_ceiling bytes in MiB, 0 to skip it [1024]
 #   GAP_TIMEOUT      seconds before any one tool run is aborted [120]
 #   GAP_SERVER_ARGS  options for every gpuhttpd of the run [none]
@@ -91,7 +98,8 @@ ab_rounds=${GAP_AB_ROUNDS:-2}
 all_cases="tcp io64k io8m sockbuf0 sockbuf16m nonblock span_up span_up_1m span_up_2m span_down"
 all_cases+=" span_down_1m split bg_h2d bg_d2h dma_up dma_up_2m dma_up_wc dma_up_2m_wc"
 all_cases+=" dma_up_spare dma_up_2m_spare dma_up_2m_bounce dma_up_2m_nt dma_up_1m dma_up_1m_nt"
-all_cases+=" dma_up_256k_nt dma_up_256k_bounce dma_up_64k_nt dma_down"
+all_cases+=" dma_up_256k_nt dma_up_256k_bounce dma_up_64k_nt dma_down tcp_huge span_up_huge"
+all_cases+=" dma_up_huge span_down_huge dma_down_huge"
 read -r -a tcp_cases <<<"${GAP_TCP_CASES-$all_cases}"
 variants_text=${GAP_VARIANTS---staging-chunk 2M; --sync-spin-us 0; --socket-buffer 16M}
 pinned_mib=${GAP_PINNED_MIB:-1024}
@@ -166,6 +174,11 @@ tcp_args() {
     dma_up_256k_bounce) echo --dma h2d --recv-span 16M --io-size 256K --bounce memcpy ;;
     dma_up_64k_nt) echo --dma h2d --recv-span 16M --io-size 64K --bounce nt ;;
     dma_down) echo --dma d2h --send-span 8M --io-size 4M ;;
+    tcp_huge) echo --huge-pages both ;;
+    span_up_huge) echo --recv-span 16M --io-size 8M --huge-pages recv ;;
+    dma_up_huge) echo --dma h2d --recv-span 16M --io-size 8M --huge-pages recv ;;
+    span_down_huge) echo --send-span 4M --io-size 4M --huge-pages send ;;
+    dma_down_huge) echo --dma d2h --send-span 8M --io-size 4M --huge-pages send ;;
     *) echo "unknown tcp case $1" >&2; return 1 ;;
     esac
 }
@@ -231,15 +244,17 @@ profile_tcp() {
 }
 
 # start_named NAME CPUS -- OPTIONS...: a gpuhttpd with these options (on those CPUs
-# unless CPUS is empty); the binary is $named_bin when set, else $server_bin.
+# unless CPUS is empty); the binary is $named_bin when set, else $server_bin, run with
+# the NAME=VALUE settings of $named_env added to its environment.
 start_named() {
     local name=$1 cpus=$2 bin=${named_bin:-$server_bin}
     shift 3
+    local -a envs=(env ${named_env[@]+"${named_env[@]}"})
     if [[ -n $cpus ]]; then
-        start_server "$name" pinned "$cpus" "$bin" --backend "$backend" \
+        start_server "$name" pinned "$cpus" "${envs[@]}" "$bin" --backend "$backend" \
             --bind 127.0.0.1 --log-level warn ${common_args[@]+"${common_args[@]}"} "$@"
     else
-        start_server "$name" "$bin" --backend "$backend" --bind 127.0.0.1 \
+        start_server "$name" "${envs[@]}" "$bin" --backend "$backend" --bind 127.0.0.1 \
             --log-level warn ${common_args[@]+"${common_args[@]}"} "$@"
     fi
     pids[$name]=$server_pid
@@ -363,11 +378,17 @@ measure_variants() {
         [[ -n $args ]] || continue
         modes="upload download"
         [[ $spec == *"|upload"* ]] && modes=upload
+        [[ $spec == *"|download"* ]] && modes=download
         i=$((i + 1))
         meta "\"variant\":\"V$i\",\"args\":\"$args\",\"modes\":\"$modes\""
         read -r -a variant_args <<<"$args"
         local named_bin=
-        if [[ ${variant_args[0]} == bin=* ]]; then
+        local -a named_env=()
+        while [[ ${variant_args[0]:-} == env=* ]]; do
+            named_env+=("${variant_args[0]#env=}")
+            variant_args=("${variant_args[@]:1}")
+        done
+        if [[ ${variant_args[0]:-} == bin=* ]]; then
             named_bin=${variant_args[0]#bin=}
             [[ -x $named_bin ]] || { echo "variant V$i: no binary $named_bin" >&2; exit 2; }
             variant_args=("${variant_args[@]:1}")

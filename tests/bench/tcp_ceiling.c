@@ -21,6 +21,13 @@
  *                                   memcpy or by non-temporal stores (base/stream_copy.h:
  *                                   no read for ownership, no cached line for the device
  *                                   to snoop)
+ *   --huge-pages recv|send|both     the readers' (writers', both sides') spans, pinned or
+ *                                   not, are 2 MiB-aligned anonymous memory advised for
+ *                                   transparent huge pages (base/huge_pages.h), pinned with
+ *                                   cudaHostRegister where a DMA uses them: one TLB miss per
+ *                                   2 MiB the kernel's copy walks, not per 4 KiB; the report
+ *                                   says how much of the process the kernel backed with
+ *                                   huge pages
  *   --dma-from-spare                with --dma h2d: each copy reads a spare pinned span of
  *                                   the same size that no thread writes, not the chunk just
  *                                   filled (the same calls, waits and device traffic, but
@@ -38,6 +45,7 @@
  * built without CUDA or when no device is present.
  */
 #define _GNU_SOURCE
+#include "base/huge_pages.h"
 #include "base/stream_copy.h"
 #include "machine_usage.h"
 #include "tcp_dma.h"
@@ -67,6 +75,9 @@ enum dma_mode { DMA_NONE, DMA_H2D, DMA_D2H, DMA_BOTH };
 static const char *const DMA_NAMES[] = {"none", "h2d", "d2h", "both"};
 
 enum bounce_mode { BOUNCE_NONE, BOUNCE_MEMCPY, BOUNCE_NT };
+/* Which sides' spans are in huge pages: a bit each. */
+enum huge_sides { HUGE_NONE = 0, HUGE_RECV = 1, HUGE_SEND = 2, HUGE_BOTH = 3 };
+static const char *const HUGE_NAMES[] = {"none", "recv", "send", "both"};
 static const char *const BOUNCE_NAMES[] = {"none", "memcpy", "nt"};
 
 /* The background copy loop's chunk: pinned_ceiling's fastest on the H200. */
@@ -88,6 +99,7 @@ struct options {
     bool poll; /* non-blocking sockets and poll() */
     bool write_combined; /* --dma h2d spans write-combined */
     bool dma_from_spare; /* --dma h2d copies read a spare span, not the filled chunk */
+    enum huge_sides huge_pages; /* whose spans are in transparent huge pages */
     enum bounce_mode bounce; /* --dma h2d reads go through a hot buffer */
     unsigned timeout_s;
     bool json;
@@ -394,6 +406,7 @@ struct run_state {
     unsigned ncopiers;
     atomic_bool stop;
     struct lg_machine machine;
+    long huge_kib; /* AnonHugePages once every span is made */
 };
 
 static int skip(const struct options *opt, const char *why)
@@ -407,28 +420,54 @@ static int skip(const struct options *opt, const char *why)
     return 77;
 }
 
-/* The span of one side: pinned (write-combined if wc) with a lane when this side
- * does the DMA. */
-static int side_alloc(struct side *s, size_t span, bool dma, bool wc, char *err, size_t cap)
+/* How one side's spans are made: in huge pages, pinned (write-combined if wc) when
+ * the side does the DMA. */
+struct span_kind {
+    bool huge;
+    bool dma;
+    bool wc;
+};
+
+static enum td_host_kind pinned_kind(struct span_kind k)
+{
+    return k.huge ? TD_HOST_HUGE_PAGES : k.wc ? TD_HOST_WRITE_COMBINED : TD_HOST_PINNED;
+}
+
+static struct span_kind reader_kind(const struct options *opt)
+{
+    return (struct span_kind){(opt->huge_pages & HUGE_RECV) != 0, opt->dma == DMA_H2D,
+                              opt->write_combined};
+}
+
+static struct span_kind writer_kind(const struct options *opt)
+{
+    return (struct span_kind){(opt->huge_pages & HUGE_SEND) != 0, opt->dma == DMA_D2H, false};
+}
+
+/* The span of one side, with a lane when this side does the DMA. */
+static int side_alloc(struct side *s, size_t span, struct span_kind k, char *err, size_t cap)
 {
     s->span = span;
-    if (!dma) {
-        s->buf = malloc(span);
+    if (!k.dma) {
+        s->buf = k.huge ? ghd_huge_alloc(span) : malloc(span);
         if (s->buf)
             memset(s->buf, 0xA5, span);
         return s->buf ? 0 : (snprintf(err, cap, "out of memory"), -1);
     }
-    s->buf = td_host_alloc(span, wc, err, cap);
+    s->buf = td_host_alloc(span, pinned_kind(k), err, cap);
     return s->buf ? td_lane_new(span, &s->lane, err, cap) : -1;
 }
 
-static void side_free(struct side *s, bool dma)
+static void side_free(struct side *s, struct span_kind k)
 {
+    struct span_kind spare = {k.huge, true, false};
     td_lane_free(s->lane);
-    td_host_free(s->spare);
+    td_host_free(s->spare, s->span, pinned_kind(spare));
     free(s->bounce);
-    if (dma)
-        td_host_free(s->buf);
+    if (k.dma)
+        td_host_free(s->buf, s->span, pinned_kind(k));
+    else if (k.huge)
+        ghd_huge_free(s->buf, s->span);
     else
         free(s->buf);
 }
@@ -441,9 +480,11 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
     size_t send_span = opt->send_span ? opt->send_span : opt->io_size;
     for (unsigned i = 0; i < opt->conns; i++) {
         struct side *r = &st->readers[i];
-        if (side_alloc(&st->writers[i], send_span, opt->dma == DMA_D2H, false, err, cap) ||
-            side_alloc(r, recv_span, opt->dma == DMA_H2D, opt->write_combined, err, cap) ||
-            (opt->dma_from_spare && !(r->spare = td_host_alloc(recv_span, false, err, cap))))
+        struct span_kind spare = {reader_kind(opt).huge, true, false};
+        if (side_alloc(&st->writers[i], send_span, writer_kind(opt), err, cap) ||
+            side_alloc(r, recv_span, reader_kind(opt), err, cap) ||
+            (opt->dma_from_spare &&
+             !(r->spare = td_host_alloc(recv_span, pinned_kind(spare), err, cap))))
             return 1;
         if (opt->bounce != BOUNCE_NONE && !(r->bounce = calloc(1, opt->io_size))) {
             snprintf(err, cap, "out of memory");
@@ -456,10 +497,11 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
         struct copier *c = &st->copiers[st->ncopiers++];
         c->dir = (enum td_dir)d;
         c->stop = &st->stop;
-        c->host = td_host_alloc(2 * BACKGROUND_CHUNK, false, err, cap);
+        c->host = td_host_alloc(2 * BACKGROUND_CHUNK, TD_HOST_PINNED, err, cap);
         if (!c->host || td_lane_new(2 * BACKGROUND_CHUNK, &c->lane, err, cap))
             return 1;
     }
+    st->huge_kib = ghd_huge_backed_kib();
     return 0;
 }
 
@@ -501,13 +543,15 @@ static int report(const struct options *opt, struct run_state *st)
                ",\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"gbps\":%.3f,\"io_size\":%zu,"
                "\"sockbuf\":%d,\"recv_span\":%zu,\"send_span\":%zu,\"dma\":\"%s\","
                "\"background_dma\":\"%s\",\"background_dma_gbps\":%.3f,\"poll\":%s,"
-               "\"write_combined\":%s,\"dma_from_spare\":%s,\"bounce\":\"%s\",%s%s"
+               "\"write_combined\":%s,\"dma_from_spare\":%s,\"bounce\":\"%s\",\"huge_pages\":\"%s\","
+               "\"anon_huge_kib\":%ld,%s%s"
                "\"send_cpu_s\":%.3f,\"recv_cpu_s\":%.3f,%s\"status\":\"%s\",\"error\":\"%s\"}\n",
                opt->label, opt->conns, opt->bytes, total, secs, gbps, opt->io_size, opt->sockbuf,
                st->readers[0].span, st->writers[0].span, DMA_NAMES[opt->dma],
                DMA_NAMES[opt->background], bg_gbps, opt->poll ? "true" : "false",
                opt->write_combined ? "true" : "false", opt->dma_from_spare ? "true" : "false",
-               BOUNCE_NAMES[opt->bounce], wcpus, rcpus,
+               BOUNCE_NAMES[opt->bounce], HUGE_NAMES[opt->huge_pages], st->huge_kib,
+               wcpus, rcpus,
                send_cpu, recv_cpu, machine,
                err ? "FAILED" : "ok", err ? err : "");
     } else {
@@ -515,6 +559,9 @@ static int report(const struct options *opt, struct run_state *st)
         printf("tcp loopback: %u conns x %" PRIu64 " B in %.3f s: %.2f GB/s%s%s\n", opt->conns,
                opt->bytes, secs, gbps, err ? "  FAILED: " : "", err ? err : "");
         printf("CPU s: writers %.3f, readers %.3f; %s", send_cpu, recv_cpu, machine);
+        if (opt->huge_pages)
+            printf("huge pages (%s): %ld KiB of the process\n", HUGE_NAMES[opt->huge_pages],
+                   st->huge_kib);
         if (st->ncopiers)
             printf("background DMA %s: %.2f GB/s\n", DMA_NAMES[opt->background], bg_gbps);
     }
@@ -581,12 +628,12 @@ static int run(const struct options *opt)
     rc = report(opt, &st);
     pthread_barrier_destroy(&barrier);
     for (unsigned i = 0; i < opt->conns; i++) {
-        side_free(&st.writers[i], opt->dma == DMA_D2H);
-        side_free(&st.readers[i], opt->dma == DMA_H2D);
+        side_free(&st.writers[i], writer_kind(opt));
+        side_free(&st.readers[i], reader_kind(opt));
     }
     for (unsigned i = 0; i < st.ncopiers; i++) {
         td_lane_free(st.copiers[i].lane);
-        td_host_free(st.copiers[i].host);
+        td_host_free(st.copiers[i].host, 2 * BACKGROUND_CHUNK, TD_HOST_PINNED);
     }
     free(st.writers);
     free(st.readers);
@@ -600,13 +647,15 @@ static void usage(void)
             "                   [--recv-span N] [--send-span N] [--dma h2d|d2h]\n"
             "                   [--background-dma h2d|d2h|both] [--writer-cpus LIST]\n"
             "                   [--reader-cpus LIST] [--poll] [--write-combined]\n"
-            "                   [--dma-from-spare] [--bounce memcpy|nt] [--timeout S]\n"
+            "                   [--dma-from-spare] [--bounce memcpy|nt]\n"
+            "                   [--huge-pages recv|send|both] [--timeout S]\n"
             "                   [--label TEXT]\n"
             "                   [--json]\n"
             "  defaults: 1 connection, 1G per connection, 4M socket buffers (0 = autotuning),\n"
             "  1M read()/send() size, spans of the read()/send() size, no DMA, not pinned,\n"
             "  300 s timeout. A --dma span is split in two chunks (at least 8K);\n"
-            "  --write-combined, --dma-from-spare and --bounce need --dma h2d.\n"
+            "  --write-combined, --dma-from-spare and --bounce need --dma h2d;\n"
+            "  --huge-pages and --write-combined exclude each other.\n"
             "  LIST: CPU numbers and ranges, e.g. 0-7 or 0,2,4-6\n");
 }
 
@@ -659,6 +708,13 @@ static int parse_bounce(const char *s, enum bounce_mode *out)
     return m < 0 ? -1 : 0;
 }
 
+static int parse_huge(const char *s, enum huge_sides *out)
+{
+    int m = name_index(s, HUGE_NAMES, HUGE_RECV, HUGE_BOTH);
+    *out = m < 0 ? *out : (enum huge_sides)m;
+    return m < 0 ? -1 : 0;
+}
+
 static int parse_size_opt(const char *arg, uint64_t max, size_t *out)
 {
     uint64_t v;
@@ -691,6 +747,7 @@ static int parse_option(int c, const char *arg, struct options *opt)
     case 'P': opt->poll = true; return 0;
     case 'w': opt->write_combined = true; return 0;
     case 'F': opt->dma_from_spare = true; return 0;
+    case 'H': return parse_huge(arg, &opt->huge_pages);
     case 'X': return parse_bounce(arg, &opt->bounce);
     case 't': opt->timeout_s = (unsigned)atoi(arg); return 0;
     case 'j': opt->json = true; return 0;
@@ -708,7 +765,7 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"writer-cpus", 1, 0, 'W'},    {"reader-cpus", 1, 0, 'r'},  {"timeout", 1, 0, 't'},
         {"poll", 0, 0, 'P'},           {"json", 0, 0, 'j'},         {"label", 1, 0, 'l'},
         {"write-combined", 0, 0, 'w'}, {"dma-from-spare", 0, 0, 'F'}, {"bounce", 1, 0, 'X'},
-        {0, 0, 0, 0}};
+        {"huge-pages", 1, 0, 'H'},     {0, 0, 0, 0}};
     *opt = (struct options){.conns = 1,
                             .bytes = 1ULL << 30,
                             .sockbuf = 4 << 20,
@@ -726,7 +783,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
     bool reader_dma_ok =
         (!opt->write_combined && !opt->dma_from_spare && opt->bounce == BOUNCE_NONE) ||
         opt->dma == DMA_H2D;
-    return optind == argc && dma_span >= 8192 && reader_dma_ok ? 0 : -1;
+    bool one_kind = !((opt->huge_pages & HUGE_RECV) && opt->write_combined); /* of pinned memory */
+    return optind == argc && dma_span >= 8192 && reader_dma_ok && one_kind ? 0 : -1;
 }
 
 int main(int argc, char **argv)

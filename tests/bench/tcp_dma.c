@@ -1,5 +1,6 @@
 #include "tcp_dma.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,17 +13,19 @@ int td_init(char *err, size_t cap)
     return -1;
 }
 
-void *td_host_alloc(size_t n, bool write_combined, char *err, size_t cap)
+void *td_host_alloc(size_t n, enum td_host_kind kind, char *err, size_t cap)
 {
     (void)n;
-    (void)write_combined;
+    (void)kind;
     snprintf(err, cap, "built without CUDA");
     return NULL;
 }
 
-void td_host_free(void *p)
+void td_host_free(void *p, size_t n, enum td_host_kind kind)
 {
     (void)p;
+    (void)n;
+    (void)kind;
 }
 
 int td_lane_new(size_t dev_bytes, struct td_lane **out, char *err, size_t cap)
@@ -63,6 +66,8 @@ int td_wait(struct td_lane *lane, int slot, char *err, size_t cap)
 
 #include <cuda_runtime_api.h>
 
+#include "base/huge_pages.h"
+
 struct td_lane {
     cudaStream_t stream;
     unsigned char *d_buf;
@@ -94,20 +99,39 @@ int td_init(char *err, size_t cap)
     return 0;
 }
 
-void *td_host_alloc(size_t n, bool write_combined, char *err, size_t cap)
+void *td_host_alloc(size_t n, enum td_host_kind kind, char *err, size_t cap)
 {
     void *p = NULL;
-    unsigned flags = write_combined ? cudaHostAllocWriteCombined : cudaHostAllocDefault;
-    if (failed(cudaHostAlloc(&p, n, flags), "cudaHostAlloc", err, cap))
-        return NULL;
+    if (kind == TD_HOST_HUGE_PAGES) {
+        if (!(p = ghd_huge_alloc(n))) {
+            snprintf(err, cap, "mmap of %zu bytes: %s", n, strerror(errno));
+            return NULL;
+        }
+        if (failed(cudaHostRegister(p, ghd_huge_span(n), cudaHostRegisterDefault),
+                   "cudaHostRegister", err, cap)) {
+            ghd_huge_free(p, n);
+            return NULL;
+        }
+    } else {
+        unsigned flags = kind == TD_HOST_WRITE_COMBINED ? cudaHostAllocWriteCombined
+                                                        : cudaHostAllocDefault;
+        if (failed(cudaHostAlloc(&p, n, flags), "cudaHostAlloc", err, cap))
+            return NULL;
+    }
     memset(p, 0xA5, n); /* every page touched before the timed part */
     return p;
 }
 
-void td_host_free(void *p)
+void td_host_free(void *p, size_t n, enum td_host_kind kind)
 {
-    if (p)
+    if (!p)
+        return;
+    if (kind != TD_HOST_HUGE_PAGES) {
         cudaFreeHost(p);
+        return;
+    }
+    cudaHostUnregister(p);
+    ghd_huge_free(p, n);
 }
 
 int td_lane_new(size_t dev_bytes, struct td_lane **out, char *err, size_t cap)

@@ -24,11 +24,16 @@ struct td_lane;
 /* Selects the device and creates its context. */
 int td_init(char *err, size_t cap);
 
-/* Page-locked host memory of n bytes, touched once; NULL with err on failure.
- * write_combined: cudaHostAllocWriteCombined (not cached by the CPU, not snooped
- * by the device's reads: for memory the CPU only writes). */
-void *td_host_alloc(size_t n, bool write_combined, char *err, size_t cap);
-void td_host_free(void *p);
+/* How page-locked host memory is made: cudaHostAlloc (the driver's 4 KiB pages);
+ * cudaHostAllocWriteCombined (not cached by the CPU, not snooped by the device's
+ * reads: for memory the CPU only writes); or 2 MiB-aligned anonymous memory advised
+ * for transparent huge pages, then cudaHostRegister (base/huge_pages.h). */
+enum td_host_kind { TD_HOST_PINNED, TD_HOST_WRITE_COMBINED, TD_HOST_HUGE_PAGES };
+
+/* Page-locked host memory of n bytes, touched once; NULL with err on failure. */
+void *td_host_alloc(size_t n, enum td_host_kind kind, char *err, size_t cap);
+/* Frees what td_host_alloc(n, kind) returned; NULL does nothing. */
+void td_host_free(void *p, size_t n, enum td_host_kind kind);
 
 /* A lane with a device buffer of dev_bytes bytes. */
 int td_lane_new(size_t dev_bytes, struct td_lane **out, char *err, size_t cap);
