@@ -70,10 +70,6 @@ static const struct option_spec specs[] = {
     {"staging-small-chunks", OPT_UINT, OFF(staging_small_chunks), 0, 0, 65536, "256",
      "number of small pinned staging chunks of each device (0 = small transfers use the main "
      "ring)"},
-    {"staging-huge-pages", OPT_UINT, OFF(staging_huge_pages), 0, 0, 1, "0",
-     "1: each staging ring is one mapping in transparent huge pages, page-locked once (the "
-     "kernel's socket copies into it take a TLB miss per 2 MiB, not per 4 KiB); 0: each chunk "
-     "from cudaHostAlloc"},
     {"staging-timeout-ms", OPT_UINT, OFF(staging_timeout_ms), 0, 1, 600000, "10000",
      "how long a transfer waits for a free staging chunk before 503"},
     {"staging-hold", OPT_UINT, OFF(staging_hold_s), 0, 0, 3600, "10",
@@ -111,6 +107,10 @@ static const struct option_spec specs[] = {
      "and are copied into the pinned chunk by streaming stores (0 = recv() straight into the "
      "chunk); --socket-recv-max still bounds each recv(). 256K read 1.07x at 8 connections "
      "on the H200 machine and 0.74-0.84x at 16, where its copy's CPU is missed"},
+    {"socket-bounce-uploads", OPT_UINT, OFF(socket_bounce_uploads), 0, 0, 100000, "0",
+     "with --socket-bounce: the buffer is used only while at most this many socket uploads "
+     "are receiving; past that their pieces go straight into the chunks, sparing the copy's "
+     "CPU for the kernel's (0 = half the CPUs the server may run on)"},
     {"download-block", OPT_SIZE, OFF(download_block), 0, 64 << 10, 64 << 20, "4M",
      "most bytes of a download handed to the network at once (one send's worth; at most a "
      "staging chunk)"},

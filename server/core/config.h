@@ -30,7 +30,6 @@ struct ghd_config {
     size_t pool_initial;
     size_t staging_chunk;
     unsigned staging_chunks;
-    unsigned staging_huge_pages; /* 1: staging rings in transparent huge pages */
     size_t staging_small_chunk;
     unsigned staging_small_chunks;
     unsigned staging_timeout_ms;
@@ -47,6 +46,7 @@ struct ghd_config {
     size_t socket_upload_min;   /* upload bodies this large skip libmicrohttpd; 0 = never */
     size_t socket_recv_max;     /* most bytes one recv() of that path asks for; 0 = a chunk */
     size_t socket_bounce;       /* that path's recv()s go through a cached buffer this big; 0 = none */
+    unsigned socket_bounce_uploads; /* ... while at most this many receive; 0 = half the CPUs */
     size_t download_block;      /* most bytes of a download handed to the network at once */
     size_t socket_buffer;       /* SO_SNDBUF and SO_RCVBUF of each connection; 0 = autotuning */
     unsigned runs_kept;

@@ -26,7 +26,6 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->pool_limit_percent = cfg->pool_limit_percent;
     rc->staging_chunk = cfg->staging_chunk;
     rc->staging_chunks = cfg->staging_chunks;
-    rc->staging_huge_pages = (int)cfg->staging_huge_pages;
     rc->staging_small_chunk = cfg->staging_small_chunk;
     rc->staging_small_chunks = cfg->staging_small_chunks;
     rc->sync_spin_us = cfg->sync_spin_us;

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/huge_pages.h"
 #include "base/log.h"
 
 static void idle_init(struct ghd_idle_list *l)
@@ -85,25 +84,19 @@ int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cf
         ghd_err_set(error, rc, "device pool: %s", ghd_strerror(rc));
         goto close_device;
     }
-    enum ghd_staging_pages pages =
-        cfg->staging_huge_pages ? GHD_STAGING_HUGE_PAGES : GHD_STAGING_BACKEND_PAGES;
-    rc = ghd_staging_init(&rt->staging, &rt->dev, cfg->staging_chunk, cfg->staging_chunks, pages);
+    rc = ghd_staging_init(&rt->staging, &rt->dev, cfg->staging_chunk, cfg->staging_chunks);
     if (rc) {
         ghd_err_set(error, rc, "staging ring: %s", ghd_strerror(rc));
         goto destroy_pool;
     }
     if (cfg->staging_small_chunks) {
         rc = ghd_staging_init(&rt->staging_small, &rt->dev, cfg->staging_small_chunk,
-                              cfg->staging_small_chunks, pages);
+                              cfg->staging_small_chunks);
         if (rc) {
             ghd_err_set(error, rc, "small staging ring: %s", ghd_strerror(rc));
             goto destroy_staging;
         }
     }
-    if (pages == GHD_STAGING_HUGE_PAGES)
-        ghd_log(GHD_LOG_INFO, "device %d: staging rings in huge pages (the process holds %ld KiB "
-                              "of anonymous memory in huge pages)",
-                cfg->ordinal, ghd_huge_backed_kib());
     idle_init(&rt->streams);
     idle_init(&rt->events);
     return 0;

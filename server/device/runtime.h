@@ -26,7 +26,6 @@ struct ghd_runtime_config {
     unsigned staging_chunks;
     size_t staging_small_chunk;
     unsigned staging_small_chunks; /* 0: small transfers use the main ring too */
-    int staging_huge_pages; /* 1: the rings are cut from mappings in huge pages */
     unsigned sync_spin_us; /* see ghd_device.sync_spin_ns */
     unsigned staging_timeout_ms; /* see ghd_runtime.staging_timeout_ms */
     unsigned staging_hold_s;

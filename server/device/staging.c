@@ -6,76 +6,33 @@
 #include <time.h>
 
 #include "base/clock.h"
-#include "base/huge_pages.h"
 #include "base/error.h"
 
-/* The one mapping every chunk is cut from, page-locked by the backend. */
-static int slab_new(struct ghd_staging *st, size_t size)
-{
-    void *p = ghd_huge_alloc(size);
-    if (!p)
-        return GHD_ENOHOSTMEM;
-    if (st->dev->ops->host_register(st->dev, p, ghd_huge_span(size), NULL) != 0) {
-        ghd_huge_free(p, size);
-        return GHD_ENOHOSTMEM; /* as a failed cudaHostAlloc: out of page-locked memory */
-    }
-    st->slab = p;
-    st->slab_size = size;
-    return 0;
-}
-
-static void slab_free(struct ghd_staging *st)
-{
-    if (!st->slab)
-        return;
-    st->dev->ops->host_unregister(st->dev, st->slab);
-    ghd_huge_free(st->slab, st->slab_size);
-    st->slab = NULL;
-}
-
-/* The chunk's memory: cut from the slab, or its own from the backend. */
-static int chunk_memory_new(struct ghd_staging *st, struct ghd_staging_chunk *c)
-{
-    if (st->slab) {
-        c->h_ptr = (char *)st->slab + (size_t)c->index * c->size;
-        return 0;
-    }
-    return st->dev->ops->host_alloc(st->dev, c->size, &c->h_ptr, NULL);
-}
-
-static void chunk_memory_free(struct ghd_staging *st, struct ghd_staging_chunk *c)
-{
-    if (!st->slab)
-        st->dev->ops->host_free(st->dev, c->h_ptr);
-}
-
 int ghd_staging_init(struct ghd_staging *st, struct ghd_device *dev, size_t chunk_size,
-                     unsigned count, enum ghd_staging_pages pages)
+                     unsigned count)
 {
     GHD_ASSERT(count > 0 && chunk_size > 0);
     memset(st, 0, sizeof(*st));
     st->dev = dev;
     st->chunks = calloc(count, sizeof(*st->chunks));
     st->free_list = calloc(count, sizeof(*st->free_list));
-    int rc = st->chunks && st->free_list ? 0 : GHD_ENOHOSTMEM;
-    if (!rc && pages == GHD_STAGING_HUGE_PAGES)
-        rc = slab_new(st, chunk_size * count);
-    if (rc) {
+    if (!st->chunks || !st->free_list) {
         free(st->chunks);
         free(st->free_list);
-        return rc;
+        return GHD_ENOHOSTMEM;
     }
+    int rc = 0;
     unsigned made = 0;
     for (; made < count; made++) {
         struct ghd_staging_chunk *c = &st->chunks[made];
         c->index = made;
         c->size = chunk_size;
-        rc = chunk_memory_new(st, c);
+        rc = dev->ops->host_alloc(dev, chunk_size, &c->h_ptr, NULL);
         if (rc)
             break;
         rc = dev->ops->event_new(dev, &c->done, NULL);
         if (rc) {
-            chunk_memory_free(st, c);
+            dev->ops->host_free(dev, c->h_ptr);
             break;
         }
         st->free_list[st->free_count++] = c;
@@ -83,9 +40,8 @@ int ghd_staging_init(struct ghd_staging *st, struct ghd_device *dev, size_t chun
     if (rc) {
         while (made-- > 0) {
             dev->ops->event_free(dev, st->chunks[made].done);
-            chunk_memory_free(st, &st->chunks[made]);
+            dev->ops->host_free(dev, st->chunks[made].h_ptr);
         }
-        slab_free(st);
         free(st->chunks);
         free(st->free_list);
         return rc;
@@ -105,9 +61,8 @@ void ghd_staging_destroy(struct ghd_staging *st)
         if (c->pending)
             (void)st->dev->ops->event_sync(st->dev, c->done, NULL);
         st->dev->ops->event_free(st->dev, c->done);
-        chunk_memory_free(st, c);
+        st->dev->ops->host_free(st->dev, c->h_ptr);
     }
-    slab_free(st);
     free(st->chunks);
     free(st->free_list);
     pthread_cond_destroy(&st->available);

@@ -34,9 +34,6 @@ struct ghd_staging_stats {
 
 struct ghd_staging {
     struct ghd_device *dev;
-    /* With huge pages: every chunk lies in this one registered mapping. */
-    void *slab;
-    size_t slab_size;
     struct ghd_staging_chunk *chunks;
     struct ghd_staging_chunk **free_list;
     unsigned free_count;
@@ -48,16 +45,9 @@ struct ghd_staging {
 #endif
 };
 
-/* How a ring's chunks are page-locked: each allocated by the backend
- * (cudaHostAlloc: 4 KiB pages), or all of them cut from one mapping in
- * transparent huge pages (base/huge_pages.h) that the backend page-locks once
- * (cudaHostRegister): the kernel's socket copies into and out of the chunks
- * then take one TLB miss per 2 MiB instead of per 4 KiB. */
-enum ghd_staging_pages { GHD_STAGING_BACKEND_PAGES, GHD_STAGING_HUGE_PAGES };
-
 /* Allocates `count` chunks of `chunk_size` pinned bytes. */
 int ghd_staging_init(struct ghd_staging *st, struct ghd_device *dev, size_t chunk_size,
-                     unsigned count, enum ghd_staging_pages pages);
+                     unsigned count);
 /* pre: every chunk has been released. */
 void ghd_staging_destroy(struct ghd_staging *st);
 

@@ -410,6 +410,7 @@ int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int
     http->svc = svc;
     http->routes = routes;
     http->probe_only = probe_only;
+    http->bounce_uploads_max = ghd_socket_bounce_uploads_max(cfg);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     struct MHD_OptionItem tls_opts[GHD_TLS_OPTIONS] = {{MHD_OPTION_END, 0, NULL}};

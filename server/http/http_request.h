@@ -29,6 +29,8 @@ struct ghd_http {
     struct ghd_guard *guard; /* header deadline and minimum transfer rate */
     struct ghd_conn_limit *limit; /* connections per client address */
     int probe_only; /* the probe listener (probe.h): plain HTTP, probe routes only */
+    atomic_uint socket_uploads; /* uploads receiving on their socket now (socket_body.c) */
+    unsigned bounce_uploads_max; /* --socket-bounce-uploads, 0 resolved to half the CPUs */
 };
 
 /* Where a request stands: how its body is being read, then how it was

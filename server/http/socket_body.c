@@ -1,9 +1,11 @@
 /* The socket upload path: a large upload body's rest received by us on the
  * connection's socket, past libmicrohttpd, and the replies that must then
  * go out on the socket too (also a refusal in the middle of a body). */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "socket_body.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +70,15 @@ int ghd_socket_upload_wanted(const struct ghd_http_request *hr)
  * streaming copy's CPU (about 0.07 s/GB) is missed at 16 connections on 16
  * cores (runs 41-42). NULL when off, or (logged) without memory; *recv_max is the
  * most one recv() then asks for (0: a chunk's free space). */
+unsigned ghd_socket_bounce_uploads_max(const struct ghd_config *cfg)
+{
+    if (cfg->socket_bounce_uploads)
+        return cfg->socket_bounce_uploads;
+    cpu_set_t set;
+    unsigned cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 2;
+    return cpus >= 2 ? cpus / 2 : 1;
+}
+
 static char *bounce_buffer(const struct ghd_request *req, size_t *recv_max)
 {
     size_t size = req->svc->cfg.socket_bounce, max = req->svc->cfg.socket_recv_max;
@@ -79,10 +90,14 @@ static char *bounce_buffer(const struct ghd_request *req, size_t *recv_max)
     return bounce;
 }
 
-/* recv() of up to n bytes into space, through bounce when there is one. */
-static ssize_t recv_into_chunk(int fd, char *bounce, char *space, size_t n, int timeout_ms)
+/* recv() of up to n bytes into space, through bounce when there is one and
+ * no more socket uploads are receiving than --socket-bounce-uploads: past
+ * that the cores are busy with the kernel's copies, and the streaming copy's
+ * CPU costs more than its cache hits give back (runs 41-42). */
+static ssize_t recv_into_chunk(const struct ghd_http *http, int fd, char *bounce, char *space,
+                               size_t n, int timeout_ms)
 {
-    if (!bounce)
+    if (!bounce || atomic_load(&http->socket_uploads) > http->bounce_uploads_max)
         return ghd_socket_recv(fd, space, n, timeout_ms);
     ssize_t got = ghd_socket_recv(fd, bounce, n, timeout_ms);
     if (got > 0)
@@ -104,6 +119,7 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
     uint64_t left = req->content_length - req->bytes_in;
     size_t recv_max;
     char *bounce = bounce_buffer(req, &recv_max);
+    atomic_fetch_add(&hr->http->socket_uploads, 1);
     int rc = 0;
     while (left && rc == 0) {
         char *space;
@@ -113,13 +129,14 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
             break;
         if (recv_max && room > recv_max)
             room = recv_max;
-        ssize_t n = recv_into_chunk(fd, bounce, space, room < left ? room : (size_t)left,
-                                    timeout_ms);
+        ssize_t n = recv_into_chunk(hr->http, fd, bounce, space,
+                                    room < left ? room : (size_t)left, timeout_ms);
         if (n <= 0) {
             ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",
                     req->request_id, (unsigned long long)req->bytes_in,
                     (unsigned long long)req->content_length,
                     n == 0 ? "closed by the client" : strerror(errno));
+            atomic_fetch_sub(&hr->http->socket_uploads, 1);
             free(bounce);
             return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
         }
@@ -127,6 +144,7 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
         left -= (uint64_t)n;
         rc = ops->commit(req, &hr->rep, (size_t)n);
     }
+    atomic_fetch_sub(&hr->http->socket_uploads, 1);
     free(bounce);
     if (rc == 0) { /* else rep holds the problem */
         ghd_guard_handling(hr->http->guard, hr->guard);

@@ -23,7 +23,7 @@
  *                                   to snoop)
  *   --huge-pages recv|send|both     the readers' (writers', both sides') spans, pinned or
  *                                   not, are 2 MiB-aligned anonymous memory advised for
- *                                   transparent huge pages (base/huge_pages.h), pinned with
+ *                                   transparent huge pages (tool_huge.h), pinned with
  *                                   cudaHostRegister where a DMA uses them: one TLB miss per
  *                                   2 MiB the kernel's copy walks, not per 4 KiB; the report
  *                                   says how much of the process the kernel backed with
@@ -45,10 +45,10 @@
  * built without CUDA or when no device is present.
  */
 #define _GNU_SOURCE
-#include "base/huge_pages.h"
 #include "base/stream_copy.h"
 #include "machine_usage.h"
 #include "tcp_dma.h"
+#include "tool_huge.h"
 #include "tool_util.h"
 
 #include <arpa/inet.h>
@@ -449,7 +449,7 @@ static int side_alloc(struct side *s, size_t span, struct span_kind k, char *err
 {
     s->span = span;
     if (!k.dma) {
-        s->buf = k.huge ? ghd_huge_alloc(span) : malloc(span);
+        s->buf = k.huge ? lg_huge_alloc(span) : malloc(span);
         if (s->buf)
             memset(s->buf, 0xA5, span);
         return s->buf ? 0 : (snprintf(err, cap, "out of memory"), -1);
@@ -467,7 +467,7 @@ static void side_free(struct side *s, struct span_kind k)
     if (k.dma)
         td_host_free(s->buf, s->span, pinned_kind(k));
     else if (k.huge)
-        ghd_huge_free(s->buf, s->span);
+        lg_huge_free(s->buf, s->span);
     else
         free(s->buf);
 }
@@ -501,7 +501,7 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
         if (!c->host || td_lane_new(2 * BACKGROUND_CHUNK, &c->lane, err, cap))
             return 1;
     }
-    st->huge_kib = ghd_huge_backed_kib();
+    st->huge_kib = lg_huge_backed_kib();
     return 0;
 }
 

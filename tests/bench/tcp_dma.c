@@ -66,7 +66,7 @@ int td_wait(struct td_lane *lane, int slot, char *err, size_t cap)
 
 #include <cuda_runtime_api.h>
 
-#include "base/huge_pages.h"
+#include "tool_huge.h"
 
 struct td_lane {
     cudaStream_t stream;
@@ -103,13 +103,13 @@ void *td_host_alloc(size_t n, enum td_host_kind kind, char *err, size_t cap)
 {
     void *p = NULL;
     if (kind == TD_HOST_HUGE_PAGES) {
-        if (!(p = ghd_huge_alloc(n))) {
+        if (!(p = lg_huge_alloc(n))) {
             snprintf(err, cap, "mmap of %zu bytes: %s", n, strerror(errno));
             return NULL;
         }
-        if (failed(cudaHostRegister(p, ghd_huge_span(n), cudaHostRegisterDefault),
+        if (failed(cudaHostRegister(p, lg_huge_span(n), cudaHostRegisterDefault),
                    "cudaHostRegister", err, cap)) {
-            ghd_huge_free(p, n);
+            lg_huge_free(p, n);
             return NULL;
         }
     } else {
@@ -131,7 +131,7 @@ void td_host_free(void *p, size_t n, enum td_host_kind kind)
         return;
     }
     cudaHostUnregister(p);
-    ghd_huge_free(p, n);
+    lg_huge_free(p, n);
 }
 
 int td_lane_new(size_t dev_bytes, struct td_lane **out, char *err, size_t cap)

@@ -27,7 +27,7 @@ int td_init(char *err, size_t cap);
 /* How page-locked host memory is made: cudaHostAlloc (the driver's 4 KiB pages);
  * cudaHostAllocWriteCombined (not cached by the CPU, not snooped by the device's
  * reads: for memory the CPU only writes); or 2 MiB-aligned anonymous memory advised
- * for transparent huge pages, then cudaHostRegister (base/huge_pages.h). */
+ * for transparent huge pages, then cudaHostRegister (tool_huge.h). */
 enum td_host_kind { TD_HOST_PINNED, TD_HOST_WRITE_COMBINED, TD_HOST_HUGE_PAGES };
 
 /* Page-locked host memory of n bytes, touched once; NULL with err on failure. */

@@ -18,7 +18,6 @@
 #include "base/error.h"
 #include "base/parse.h"
 #include "base/hash.h"
-#include "base/huge_pages.h"
 #include "base/stream_copy.h"
 #include "base/suggest.h"
 
@@ -450,32 +449,6 @@ static void test_stream_copy(void **state)
     free(want);
 }
 
-/* Huge-page spans: rounded up to 2 MiB, mapped at a 2 MiB boundary, zeroed
- * and writable to the last byte; the kernel's count of huge pages is a number
- * (or -1 where it says none). */
-static void test_huge_pages(void **state)
-{
-    (void)state;
-    const size_t two_mib = (size_t)2 << 20;
-    assert_int_equal(ghd_huge_span(1), two_mib);
-    assert_int_equal(ghd_huge_span(two_mib), two_mib);
-    assert_int_equal(ghd_huge_span(two_mib + 1), 2 * two_mib);
-    for (size_t size = 4096; size <= 3 * two_mib + 5; size = size * 3 + 1) {
-        unsigned char *p = ghd_huge_alloc(size);
-        assert_non_null(p);
-        assert_int_equal((uintptr_t)p % two_mib, 0);
-        size_t span = ghd_huge_span(size);
-        for (size_t i = 0; i < span; i += 4096)
-            assert_int_equal(p[i], 0);
-        assert_int_equal(p[span - 1], 0);
-        memset(p, 0x5A, span);
-        assert_int_equal(p[span - 1], 0x5A);
-        ghd_huge_free(p, size);
-    }
-    ghd_huge_free(NULL, 1);
-    assert_true(ghd_huge_backed_kib() >= -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -493,7 +466,6 @@ int main(void)
         cmocka_unit_test(test_owner_json),
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_stream_copy),
-        cmocka_unit_test(test_huge_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

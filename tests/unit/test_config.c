@@ -111,6 +111,7 @@ static void test_defaults(void **state)
     assert_int_equal(d.socket_buffer, (size_t)4 << 20);
     assert_int_equal(d.socket_recv_max, (size_t)8 << 20);
     assert_int_equal(d.socket_bounce, 0);
+    assert_int_equal(d.socket_bounce_uploads, 0);
     assert_int_equal(d.download_block, (size_t)4 << 20);
     assert_int_equal(d.sync_spin_us, 50);
     assert_int_equal(d.default_ttl_s, 0);
@@ -265,9 +266,11 @@ static void test_size_suffixes(void **state)
     setenv("GHD_MAX_BUFFER_SIZE", "3G", 1);
     struct parse_result r = PARSE(&c, "--pool-slab", "64M", "--staging-chunk=512K",
                                   "--max-json-body", "2KiB", "--socket-recv-max", "1M",
-                                  "--download-block", "1M", "--socket-bounce", "64K");
+                                  "--download-block", "1M", "--socket-bounce", "64K",
+                                  "--socket-bounce-uploads", "3");
     assert_int_equal(r.rc, 0);
     assert_int_equal(c.socket_bounce, (size_t)64 << 10);
+    assert_int_equal(c.socket_bounce_uploads, 3);
     assert_int_equal(c.socket_recv_max, (size_t)1 << 20);
     assert_int_equal(c.download_block, (size_t)1 << 20);
     assert_int_equal(c.pool_slab, (size_t)64 << 20);

@@ -1,7 +1,7 @@
 /* The pinned staging ring on the host backend: every chunk can be taken and
  * given back, a full ring makes acquire wait and then give up, a release from
  * another thread wakes a waiter, statistics follow, and the fail-nth hook
- * fails exactly the nth acquire; a ring in huge pages is one locked mapping. */
+ * fails exactly the nth acquire. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +16,6 @@
 
 #include "base/clock.h"
 #include "device/device.h"
-#include "device/host_fault.h"
 #include "device/staging.h"
 #include "base/error.h"
 
@@ -33,7 +32,7 @@ static int setup(void **state)
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     assert_int_equal(ghd_device_open(&f->dev, GHD_BACKEND_HOST, 0, NULL), 0);
-    assert_int_equal(ghd_staging_init(&f->st, &f->dev, CHUNK_SIZE, CHUNKS, GHD_STAGING_BACKEND_PAGES), 0);
+    assert_int_equal(ghd_staging_init(&f->st, &f->dev, CHUNK_SIZE, CHUNKS), 0);
     *state = f;
     return 0;
 }
@@ -347,41 +346,6 @@ static void test_threads_churn(void **state)
     assert_int_equal(s.timeouts, 0);
 }
 
-/* A ring in huge pages: every chunk is cut in order from one 2 MiB-aligned
- * mapping, each writable to its last byte, the mapping page-locked once (a
- * second lock of any part of it is refused as an overlap) and unlocked when
- * the ring goes; a lock that fails leaves no ring and nothing locked. */
-static void test_huge_pages_ring(void **state)
-{
-    (void)state;
-    struct ghd_device dev;
-    struct ghd_staging st;
-    assert_int_equal(ghd_device_open(&dev, GHD_BACKEND_HOST, 0, NULL), 0);
-    ghd_host_fault_nth_register(1);
-    assert_int_equal(ghd_staging_init(&st, &dev, CHUNK_SIZE, CHUNKS, GHD_STAGING_HUGE_PAGES),
-                     GHD_ENOHOSTMEM);
-    assert_int_equal(ghd_staging_init(&st, &dev, CHUNK_SIZE, CHUNKS, GHD_STAGING_HUGE_PAGES), 0);
-    char *base = st.chunks[0].h_ptr;
-    assert_int_equal((uintptr_t)base % ((uintptr_t)2 << 20), 0);
-    for (unsigned i = 0; i < CHUNKS; i++) {
-        assert_ptr_equal(st.chunks[i].h_ptr, base + (size_t)i * CHUNK_SIZE);
-        memset(st.chunks[i].h_ptr, (int)i, CHUNK_SIZE);
-    }
-    for (unsigned i = 0; i < CHUNKS; i++)
-        assert_int_equal(((char *)st.chunks[i].h_ptr)[CHUNK_SIZE - 1], (char)i);
-    long overlaps = ghd_host_fault_register_overlaps();
-    assert_int_not_equal(ghd_host_fault_register(base + CHUNK_SIZE, 4096, NULL), 0);
-    assert_int_equal(ghd_host_fault_register_overlaps(), overlaps + 1);
-    struct ghd_staging_chunk *c;
-    assert_int_equal(ghd_staging_acquire(&st, 1000, &c), 0);
-    ghd_staging_release(&st, c);
-    ghd_staging_destroy(&st);
-    /* unlocked with the ring: the same range may be locked again */
-    assert_int_equal(ghd_host_fault_register(base, 4096, NULL), 0);
-    ghd_host_fault_unregister(base);
-    ghd_device_close(&dev);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,7 +357,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_several_waiters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fail_nth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_churn, setup, teardown),
-        cmocka_unit_test(test_huge_pages_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

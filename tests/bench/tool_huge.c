@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "huge_pages.h"
+#include "tool_huge.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -8,14 +8,14 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-size_t ghd_huge_span(size_t size)
+size_t lg_huge_span(size_t size)
 {
     return (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 }
 
-void *ghd_huge_alloc(size_t size)
+void *lg_huge_alloc(size_t size)
 {
-    size_t span = ghd_huge_span(size);
+    size_t span = lg_huge_span(size);
     /* One huge page more than needed, then the unaligned head and tail
      * unmapped: what stays starts at a 2 MiB boundary. */
     unsigned char *raw = mmap(NULL, span + HUGE_PAGE, PROT_READ | PROT_WRITE,
@@ -36,13 +36,13 @@ void *ghd_huge_alloc(size_t size)
     return p;
 }
 
-void ghd_huge_free(void *p, size_t size)
+void lg_huge_free(void *p, size_t size)
 {
     if (p)
-        munmap(p, ghd_huge_span(size));
+        munmap(p, lg_huge_span(size));
 }
 
-long ghd_huge_backed_kib(void)
+long lg_huge_backed_kib(void)
 {
     FILE *f = fopen("/proc/self/smaps_rollup", "r");
     if (!f)
