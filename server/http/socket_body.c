@@ -60,16 +60,6 @@ int ghd_socket_upload_wanted(const struct ghd_http_request *hr)
                                req->content_length - req->bytes_in);
 }
 
-/* With --socket-bounce, the small buffer an upload's recv()s go into: it
- * stays in the CPU's caches, and streaming stores copy each piece into the
- * chunk. Received straight into the chunks, the device's reads of a chunk
- * the kernel's copy had just written cost the next writes into it their
- * cache hits (tcp_ceiling's copy+DMA pair read 0.6-0.8 of plain TCP at 8
- * connections on the H200 machine, 0.94-1.08 through 256 KiB and streaming
- * stores; tests/bench/RESULTS.md, run 40). Off by default: in the server the
- * streaming copy's CPU (about 0.07 s/GB) is missed at 16 connections on 16
- * cores (runs 41-42). NULL when off, or (logged) without memory; *recv_max is the
- * most one recv() then asks for (0: a chunk's free space). */
 unsigned ghd_socket_bounce_uploads_max(const struct ghd_config *cfg)
 {
     if (cfg->socket_bounce_uploads)
@@ -79,25 +69,40 @@ unsigned ghd_socket_bounce_uploads_max(const struct ghd_config *cfg)
     return cpus >= 2 ? cpus / 2 : 1;
 }
 
-static char *bounce_buffer(const struct ghd_request *req, size_t *recv_max)
+/* With --socket-bounce, the small buffer an upload's recv()s go into: it
+ * stays in the CPU's caches, and streaming stores copy each piece into the
+ * chunk. Received straight into the chunks, the device's reads of a chunk
+ * the kernel's copy had just written cost the next writes into it their
+ * cache hits (tcp_ceiling's copy+DMA pair read 0.6-0.8 of plain TCP at 8
+ * connections on the H200 machine, 0.94-1.08 through 256 KiB and streaming
+ * stores; tests/bench/RESULTS.md, run 40). Off by default: in the server the
+ * streaming copy's CPU (about 0.07 s/GB) is missed at 16 connections on 16
+ * cores (runs 41-42). NULL when off, or (logged) without memory; *bounce_max
+ * is the most one recv() into it asks for. */
+static char *bounce_buffer(const struct ghd_request *req, size_t *bounce_max)
 {
     size_t size = req->svc->cfg.socket_bounce, max = req->svc->cfg.socket_recv_max;
     char *bounce = size ? malloc(size) : NULL;
-    *recv_max = bounce && (!max || size < max) ? size : max;
+    *bounce_max = max && max < size ? max : size;
     if (size && !bounce)
         ghd_log(GHD_LOG_WARN, "request %s: no memory for a %zu-byte receive buffer; receiving "
                 "straight into the chunks", req->request_id, size);
     return bounce;
 }
 
-/* recv() of up to n bytes into space, through bounce when there is one and
- * no more socket uploads are receiving than --socket-bounce-uploads: past
- * that the cores are busy with the kernel's copies, and the streaming copy's
- * CPU costs more than its cache hits give back (runs 41-42). */
-static ssize_t recv_into_chunk(const struct ghd_http *http, int fd, char *bounce, char *space,
-                               size_t n, int timeout_ms)
+/* Whether the next piece goes through the bounce buffer: only while no more
+ * socket uploads are receiving than --socket-bounce-uploads. Past that the
+ * cores are busy with the kernel's copies, and the streaming copy's CPU
+ * costs more than its cache hits give back (runs 41-42). */
+static int bounce_now(const struct ghd_http *http, const char *bounce)
 {
-    if (!bounce || atomic_load(&http->socket_uploads) > http->bounce_uploads_max)
+    return bounce && atomic_load(&http->socket_uploads) <= http->bounce_uploads_max;
+}
+
+/* recv() of up to n bytes into space, through bounce when it is not NULL. */
+static ssize_t recv_into_chunk(int fd, char *bounce, char *space, size_t n, int timeout_ms)
+{
+    if (!bounce)
         return ghd_socket_recv(fd, space, n, timeout_ms);
     ssize_t got = ghd_socket_recv(fd, bounce, n, timeout_ms);
     if (got > 0)
@@ -117,8 +122,8 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
     int timeout_ms = socket_timeout_ms(hr);
     const struct ghd_upload_ops *ops = hr->upload;
     uint64_t left = req->content_length - req->bytes_in;
-    size_t recv_max;
-    char *bounce = bounce_buffer(req, &recv_max);
+    size_t bounce_max, straight_max = req->svc->cfg.socket_recv_max; /* 0: no bound */
+    char *bounce = bounce_buffer(req, &bounce_max);
     atomic_fetch_add(&hr->http->socket_uploads, 1);
     int rc = 0;
     while (left && rc == 0) {
@@ -127,10 +132,12 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
         rc = ops->reserve(req, &hr->rep, &space, &room);
         if (rc)
             break;
-        if (recv_max && room > recv_max)
-            room = recv_max;
-        ssize_t n = recv_into_chunk(hr->http, fd, bounce, space,
-                                    room < left ? room : (size_t)left, timeout_ms);
+        char *through = bounce_now(hr->http, bounce) ? bounce : NULL;
+        size_t max = through ? bounce_max : straight_max;
+        if (max && room > max)
+            room = max;
+        ssize_t n = recv_into_chunk(fd, through, space, room < left ? room : (size_t)left,
+                                    timeout_ms);
         if (n <= 0) {
             ghd_log(GHD_LOG_INFO, "request %s: body cut off after %llu of %llu bytes (%s)",
                     req->request_id, (unsigned long long)req->bytes_in,
