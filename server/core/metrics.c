@@ -114,6 +114,7 @@ struct ghd_metrics {
     struct histogram transfer_throughput[GHD_METRICS_DEVICES][2];
     counter staging_capped[2];         /* [0] address, [1] tenant */
     counter staging_overlap_capped[2]; /* the same, for second chunks */
+    counter socket_upload_bytes[2];    /* [0] straight into the chunks, [1] bounced */
 
     pthread_mutex_t runs_lock;
     /* atomics: observed without runs_lock */
@@ -244,6 +245,12 @@ void ghd_metrics_transfer_direct(struct ghd_metrics *m, unsigned device,
     if (!m)
         return;
     add(&m->transfer_direct_bytes[device_slot(m, device)][dir == GHD_TRANSFER_DOWNLOAD], bytes);
+}
+
+void ghd_metrics_socket_upload(struct ghd_metrics *m, int bounced, uint64_t bytes)
+{
+    if (m)
+        add(&m->socket_upload_bytes[bounced != 0], bytes);
 }
 
 void ghd_metrics_staging_capped(struct ghd_metrics *m, int tenant)
@@ -460,6 +467,12 @@ static void render_transfers(struct ghd_metrics *m, struct ghd_strbuf *t, unsign
                    "Of those, the bytes copied by DMA straight between the device and the network "
                    "side's buffer, skipping the staging ring (--direct-copy).",
                    m->transfer_direct_bytes, ndev);
+    static const char *const into[2] = {"chunk", "bounce"};
+    put_pair(t, "gpuhttpd_socket_upload_bytes_total",
+             "Upload body bytes received on the socket past libmicrohttpd "
+             "(--socket-upload-min): straight into the pinned chunks, or through the "
+             "--socket-bounce buffer (while at most --socket-bounce-uploads receive).",
+             "into", into, m->socket_upload_bytes);
     static const char *const caps[2] = {"address", "tenant"};
     put_pair(t, "gpuhttpd_staging_capped_total",
              "Transfers refused a staging chunk (429) because their client address or tenant "

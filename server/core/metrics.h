@@ -62,6 +62,11 @@ void ghd_metrics_transfer(struct ghd_metrics *m, unsigned device, enum ghd_trans
 void ghd_metrics_transfer_direct(struct ghd_metrics *m, unsigned device,
                                  enum ghd_transfer_dir dir, uint64_t bytes);
 
+/* Bytes of an upload's body received on its socket past libmicrohttpd
+ * (--socket-upload-min): through the --socket-bounce buffer (bounced 1) or
+ * straight into the pinned chunks (0). */
+void ghd_metrics_socket_upload(struct ghd_metrics *m, int bounced, uint64_t bytes);
+
 /* One transfer refused a staging chunk because its client address
  * (tenant 0) or its tenant (tenant 1) held its share of the ring. */
 void ghd_metrics_staging_capped(struct ghd_metrics *m, int tenant);

@@ -14,6 +14,7 @@
 #include "base/stream_copy.h"
 #include "body.h"
 #include "conn_guard.h"
+#include "core/metrics.h"
 #include "core/service.h"
 #include "socket_io.h"
 
@@ -147,6 +148,7 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
             free(bounce);
             return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
         }
+        ghd_metrics_socket_upload(req->svc->metrics, through != NULL, (uint64_t)n);
         req->bytes_in += (uint64_t)n;
         left -= (uint64_t)n;
         rc = ops->commit(req, &hr->rep, (size_t)n);

@@ -128,6 +128,10 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *bounce = getenv("GHD_TEST_SOCKET_BOUNCE");
     if (bounce && *bounce)
         cfg.socket_bounce = strtoull(bounce, NULL, 10);
+    /* GHD_TEST_SOCKET_BOUNCE_UPLOADS: --socket-bounce-uploads. */
+    const char *bounce_uploads = getenv("GHD_TEST_SOCKET_BOUNCE_UPLOADS");
+    if (bounce_uploads && *bounce_uploads)
+        cfg.socket_bounce_uploads = (unsigned)strtoul(bounce_uploads, NULL, 10);
     const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
     if (block && *block)
         cfg.download_block = strtoull(block, NULL, 10);

@@ -1138,6 +1138,21 @@ static int open_upload(const char *method, const char *path, size_t declared)
     return fd;
 }
 
+/* Reads a reply on the socket until its head and the first byte of a JSON
+ * body (or the end of the stream), into reply (cap bytes, NUL-terminated). */
+static void read_reply(int fd, char *reply, size_t cap)
+{
+    size_t got = 0;
+    reply[0] = '\0';
+    while (got < cap - 1 && !strstr(reply, "\r\n\r\n{")) {
+        ssize_t k = recv(fd, reply + got, cap - 1 - got, 0);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        reply[got] = '\0';
+    }
+}
+
 /* Sends the head of an upload and `send_bytes` of a `declared`-byte body,
  * then closes the connection (with a reset when `reset`). */
 static void abort_upload(const char *method, const char *path, size_t declared,
@@ -1726,15 +1741,8 @@ static void test_create_from_body_hidden_until_complete(void **state)
     harness_resp_free(&r);
 
     send_all(fd, body + size / 2, size - size / 2);
-    char reply[2048] = "";
-    size_t got = 0;
-    while (got < sizeof(reply) - 1 && !strstr(reply, "\r\n\r\n{")) {
-        ssize_t k = recv(fd, reply + got, sizeof(reply) - 1 - got, 0);
-        if (k <= 0)
-            break;
-        got += (size_t)k;
-        reply[got] = '\0';
-    }
+    char reply[2048];
+    read_reply(fd, reply, sizeof(reply));
     close(fd);
     assert_non_null(strstr(reply, "HTTP/1.1 201"));
     const char *id = strstr(reply, "\"id\":\"");
@@ -1749,6 +1757,89 @@ static void test_create_from_body_hidden_until_complete(void **state)
     free(back);
     free(body);
     harness_buffer_delete(&H, bid);
+}
+
+/* gpuhttpd_socket_upload_bytes_total{into="chunk"|"bounce"} now. */
+static unsigned long long socket_upload_bytes(const char *into)
+{
+    struct harness_resp r;
+    harness_simple(&H, "GET", "/metrics", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    char key[96];
+    snprintf(key, sizeof(key), "gpuhttpd_socket_upload_bytes_total{into=\"%s\"} ", into);
+    const char *p = strstr(r.body, key);
+    if (!p)
+        fail_msg("/metrics has no %s", key);
+    unsigned long long v = strtoull(p + strlen(key), NULL, 10);
+    harness_resp_free(&r);
+    return v;
+}
+
+/* Waits until the bounced bytes have reached at least `least` over `from`
+ * and stopped growing (what was sent has all arrived); returns them. */
+static unsigned long long await_bounced(unsigned long long from, unsigned long long least)
+{
+    unsigned long long last = 0;
+    for (int i = 0; i < 500; i++) {
+        unsigned long long now = socket_upload_bytes("bounce") - from;
+        if (now >= least && now == last)
+            return now;
+        last = now;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("bounced bytes stayed at %llu, expected at least %llu", last, least);
+    return 0;
+}
+
+/* --socket-bounce-uploads 1 (the bounce variant): an upload receiving alone
+ * goes through the bounce buffer; while it waits in the middle of its body,
+ * a second upload's pieces go straight into its chunks (two receive at once);
+ * once the second is done the first's rest is bounced again. Both land
+ * byte-exact. */
+static void test_socket_bounce_limit(void **state)
+{
+    (void)state;
+    const struct ghd_config *cfg = &H.svc.cfg;
+    if (!cfg->socket_upload_min || cfg->socket_upload_min > 4096 || !cfg->socket_bounce ||
+        cfg->socket_bounce_uploads != 1)
+        skip(); /* the bounce variant's settings only */
+    const size_t size = (size_t)4 << 20, half = size / 2, first_piece_max = cfg->connection_memory;
+    char a[GHD_BUFFER_ID_LEN + 1], b[GHD_BUFFER_ID_LEN + 1], path_a[128], path_b[128];
+    harness_buffer_create(&H, size, a);
+    harness_buffer_create(&H, half, b);
+    buffer_path(path_a, sizeof(path_a), a, NULL);
+    buffer_path(path_b, sizeof(path_b), b, NULL);
+    void *data_a = random_bytes(1500, size), *data_b = random_bytes(1501, half);
+    unsigned long long bounce0 = socket_upload_bytes("bounce");
+
+    int fd_a = open_upload("PUT", path_a, size);
+    send_all(fd_a, data_a, half); /* A alone: bounced, then it waits for the rest */
+    unsigned long long bounced_a = await_bounced(bounce0, half - first_piece_max);
+    unsigned long long chunk0 = socket_upload_bytes("chunk");
+
+    int fd_b = open_upload("PUT", path_b, half); /* two receiving: B goes straight */
+    send_all(fd_b, data_b, half);
+    char reply[2048];
+    read_reply(fd_b, reply, sizeof(reply));
+    close(fd_b);
+    assert_non_null(strstr(reply, "HTTP/1.1 200"));
+    unsigned long long straight_b = socket_upload_bytes("chunk") - chunk0;
+    assert_true(straight_b >= half - first_piece_max && straight_b <= half);
+    assert_int_equal(socket_upload_bytes("bounce") - bounce0, bounced_a); /* none bounced */
+
+    send_all(fd_a, (char *)data_a + half, size - half); /* A alone again: bounced */
+    read_reply(fd_a, reply, sizeof(reply));
+    close(fd_a);
+    assert_non_null(strstr(reply, "HTTP/1.1 200"));
+    assert_int_equal(socket_upload_bytes("bounce") - bounce0, bounced_a + (size - half));
+    assert_int_equal(socket_upload_bytes("chunk") - chunk0, straight_b);
+    expect_buffer(a, data_a, size);
+    expect_buffer(b, data_b, half);
+    free(data_a);
+    free(data_b);
+    harness_buffer_delete(&H, a);
+    harness_buffer_delete(&H, b);
 }
 
 static void test_ttl_expiry(void **state)
@@ -1897,6 +1988,7 @@ int main(void)
         cmocka_unit_test_teardown(test_delete_during_transfer, harness_teardown_idle),
         cmocka_unit_test_teardown(test_create_from_body_hidden_until_complete,
                                   harness_teardown_idle),
+        cmocka_unit_test_teardown(test_socket_bounce_limit, harness_teardown_idle),
         cmocka_unit_test_teardown(test_ttl_expiry, harness_teardown_idle),
         cmocka_unit_test_teardown(test_concurrent_uploads, harness_teardown_idle),
     };
