@@ -356,6 +356,26 @@ const char *harness_header(const struct harness_resp *resp, const char *name, ch
     return NULL;
 }
 
+double harness_metric_in(const char *text, const char *series)
+{
+    char key[256];
+    snprintf(key, sizeof(key), "\n%s ", series);
+    const char *at = text ? strstr(text, key) : NULL;
+    if (!at)
+        fail_msg("/metrics has no series %s", series);
+    return strtod(at + strlen(key), NULL);
+}
+
+double harness_metric(struct harness *h, const char *series)
+{
+    struct harness_resp r;
+    harness_simple(h, "GET", "/metrics", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    double v = harness_metric_in(r.body, series);
+    harness_resp_free(&r);
+    return v;
+}
+
 void harness_simple(struct harness *h, const char *method, const char *path,
                     const char *content_type, const void *body, size_t body_len,
                     struct harness_resp *resp)

@@ -129,6 +129,12 @@ void harness_simple(struct harness *h, const char *method, const char *path,
                     const char *content_type, const void *body, size_t body_len,
                     struct harness_resp *resp);
 
+/* The value of one series ("name{labels}", as the exposition writes it) in
+ * a /metrics text, or of a fresh GET /metrics; fails the test when the
+ * series is not there. */
+double harness_metric_in(const char *text, const char *series);
+double harness_metric(struct harness *h, const char *series);
+
 /* The response body parsed as JSON (the caller owns it); fails the test
  * when it is not JSON. */
 json_t *harness_body_json(const struct harness_resp *resp);

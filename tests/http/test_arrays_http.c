@@ -201,16 +201,8 @@ static void test_npy_roundtrip(void **state)
 
 static unsigned long long direct_download_bytes(void)
 {
-    struct harness_resp r;
-    harness_simple(&H, "GET", "/metrics", NULL, NULL, 0, &r);
-    assert_int_equal(r.status, 200);
-    const char *key = "gpuhttpd_transfer_direct_bytes_total{direction=\"download\",device=\"0\"} ";
-    const char *p = strstr(r.body, key);
-    if (!p)
-        fail_msg("/metrics has no %s", key);
-    unsigned long long v = strtoull(p + strlen(key), NULL, 10);
-    harness_resp_free(&r);
-    return v;
+    return (unsigned long long)harness_metric(
+        &H, "gpuhttpd_transfer_direct_bytes_total{direction=\"download\",device=\"0\"}");
 }
 
 /* Regression: the .npy download of a large array must move its data the way

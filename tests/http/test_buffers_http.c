@@ -1762,17 +1762,9 @@ static void test_create_from_body_hidden_until_complete(void **state)
 /* gpuhttpd_socket_upload_bytes_total{into="chunk"|"bounce"} now. */
 static unsigned long long socket_upload_bytes(const char *into)
 {
-    struct harness_resp r;
-    harness_simple(&H, "GET", "/metrics", NULL, NULL, 0, &r);
-    assert_int_equal(r.status, 200);
-    char key[96];
-    snprintf(key, sizeof(key), "gpuhttpd_socket_upload_bytes_total{into=\"%s\"} ", into);
-    const char *p = strstr(r.body, key);
-    if (!p)
-        fail_msg("/metrics has no %s", key);
-    unsigned long long v = strtoull(p + strlen(key), NULL, 10);
-    harness_resp_free(&r);
-    return v;
+    char series[96];
+    snprintf(series, sizeof(series), "gpuhttpd_socket_upload_bytes_total{into=\"%s\"}", into);
+    return (unsigned long long)harness_metric(&H, series);
 }
 
 /* Waits until the bounced bytes have reached at least `least` over `from`

@@ -399,16 +399,6 @@ static void test_limit_per_device(void **state)
 }
 
 /* The value of the exposition line that starts with `series` ("name{labels}"). */
-static double metric(const char *text, const char *series)
-{
-    char key[256];
-    snprintf(key, sizeof(key), "\n%s ", series);
-    const char *at = strstr(text, key);
-    if (!at)
-        fail_msg("/metrics has no series %s", series);
-    return strtod(at + strlen(key), NULL);
-}
-
 static void test_metrics_per_device(void **state)
 {
     (void)state;
@@ -423,20 +413,20 @@ static void test_metrics_per_device(void **state)
     struct harness_resp r;
     harness_simple(&H, "GET", "/metrics", NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    assert_true(metric(r.body, "gpuhttpd_transfer_bytes_total{direction=\"upload\",device=\"2\"}")
+    assert_true(harness_metric_in(r.body, "gpuhttpd_transfer_bytes_total{direction=\"upload\",device=\"2\"}")
                 >= 65536);
-    assert_true(metric(r.body, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"succeeded\","
+    assert_true(harness_metric_in(r.body, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"succeeded\","
                                "device=\"1\"}") >= 1);
-    assert_true(metric(r.body, "gpuhttpd_run_queue_seconds_count{device=\"1\"}") >= 1);
-    assert_true(metric(r.body, "gpuhttpd_pool_in_use_bytes{device=\"2\"}") >= 65536);
+    assert_true(harness_metric_in(r.body, "gpuhttpd_run_queue_seconds_count{device=\"1\"}") >= 1);
+    assert_true(harness_metric_in(r.body, "gpuhttpd_pool_in_use_bytes{device=\"2\"}") >= 65536);
     for (int d = 0; d < DEVICES; d++) {
         char s[128];
         snprintf(s, sizeof(s), "gpuhttpd_staging_chunks{device=\"%d\"}", d);
-        assert_true(metric(r.body, s) == 40); /* each device has its own ring */
+        assert_true(harness_metric_in(r.body, s) == 40); /* each device has its own ring */
         snprintf(s, sizeof(s), "gpuhttpd_device_losses_total{device=\"%d\"}", d);
-        assert_true(metric(r.body, s) == 0);
+        assert_true(harness_metric_in(r.body, s) == 0);
         snprintf(s, sizeof(s), "gpuhttpd_pool_limit_bytes{device=\"%d\"}", d);
-        assert_true(metric(r.body, s) == 32.0 * MIB);
+        assert_true(harness_metric_in(r.body, s) == 32.0 * MIB);
     }
     harness_resp_free(&r);
     delete_buffer(&H, up);
@@ -520,8 +510,8 @@ static void test_one_device_lost(void **state)
     snprintf(s.svc.cfg.ready_needs, sizeof(s.svc.cfg.ready_needs), "any");
     struct harness_resp r;
     harness_simple(&s, "GET", "/metrics", NULL, NULL, 0, &r);
-    assert_true(metric(r.body, "gpuhttpd_device_losses_total{device=\"1\"}") == 1);
-    assert_true(metric(r.body, "gpuhttpd_device_losses_total{device=\"0\"}") == 0);
+    assert_true(harness_metric_in(r.body, "gpuhttpd_device_losses_total{device=\"1\"}") == 1);
+    assert_true(harness_metric_in(r.body, "gpuhttpd_device_losses_total{device=\"0\"}") == 0);
     harness_resp_free(&r);
     /* Its buffers can still be deleted. */
     delete_buffer(&s, b[1]);

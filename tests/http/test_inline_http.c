@@ -83,19 +83,10 @@ static void problem_starts(json_t *doc, const char *type, const char *start)
 /* gpuhttpd_inline_definitions_total{kind, cache} as /metrics has it now. */
 static long inline_count(const char *kind, const char *cache)
 {
-    struct harness_resp r;
-    harness_call(&H, NULL, "GET", "/metrics", NULL, &r);
-    assert_int_equal(r.status, 200);
-    char line[160];
-    snprintf(line, sizeof(line), "\ngpuhttpd_inline_definitions_total{kind=\"%s\",cache=\"%s\"} ",
+    char series[160];
+    snprintf(series, sizeof(series), "gpuhttpd_inline_definitions_total{kind=\"%s\",cache=\"%s\"}",
              kind, cache);
-    const char *at = r.body ? strstr(r.body, line) : NULL;
-    long v = at ? strtol(at + strlen(line), NULL, 10) : -1;
-    harness_resp_free(&r);
-    if (v < 0)
-        fail_msg("/metrics has no gpuhttpd_inline_definitions_total{kind=\"%s\",cache=\"%s\"}",
-                 kind, cache);
-    return v;
+    return (long)harness_metric(&H, series);
 }
 
 /* ---- buffers ----------------------------------------------------------------- */
