@@ -9,8 +9,9 @@
  * copy into two 8 MiB chunks that are then copied to the device read 0.95-1.08
  * of loopback TCP at 8 connections, against 0.61-0.82 for the reads straight
  * into the chunks (tests/bench/RESULTS.md, run 40); in the server
- * (--socket-bounce) the copy's CPU is missed at 16 connections on 16 cores
- * (runs 41-42). Without SSE2 it is memcpy. */
+ * (--socket-bounce) 1.01-1.07x at 8 connections, and its CPU is missed at 16
+ * connections on 16 cores unless --socket-bounce-uploads turns it off there
+ * (runs 41-45). Without SSE2 it is memcpy. */
 #include <stddef.h>
 
 /* Copies n bytes from src to dst and fences the stores: when it returns the

@@ -105,8 +105,9 @@ static const struct option_spec specs[] = {
     {"socket-bounce", OPT_SIZE, OFF(socket_bounce), 0, 0, 64 << 20, "0",
      "such an upload's recv()s go into a buffer of this size, which stays in the CPU's caches, "
      "and are copied into the pinned chunk by streaming stores (0 = recv() straight into the "
-     "chunk); --socket-recv-max still bounds each recv(). 256K read 1.07x at 8 connections "
-     "on the H200 machine and 0.74-0.84x at 16, where its copy's CPU is missed"},
+     "chunk); --socket-recv-max still bounds each recv(). 256K read 1.01-1.07x at 8 "
+     "connections on the H200 machine; at 16 on its 16 cores, where the copy's CPU is missed, "
+     "0.74-0.90x unbounded and 1.05x past --socket-bounce-uploads"},
     {"socket-bounce-uploads", OPT_UINT, OFF(socket_bounce_uploads), 0, 0, 100000, "0",
      "with --socket-bounce: the buffer is used only while at most this many socket uploads "
      "are receiving; past that their pieces go straight into the chunks, sparing the copy's "

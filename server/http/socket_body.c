@@ -76,9 +76,11 @@ unsigned ghd_socket_bounce_uploads_max(const struct ghd_config *cfg)
  * the kernel's copy had just written cost the next writes into it their
  * cache hits (tcp_ceiling's copy+DMA pair read 0.6-0.8 of plain TCP at 8
  * connections on the H200 machine, 0.94-1.08 through 256 KiB and streaming
- * stores; tests/bench/RESULTS.md, run 40). Off by default: in the server the
- * streaming copy's CPU (about 0.07 s/GB) is missed at 16 connections on 16
- * cores (runs 41-42). NULL when off, or (logged) without memory; *bounce_max
+ * stores; tests/bench/RESULTS.md, run 40). Off by default: in the server it
+ * reads 1.01-1.07x at 8 connections (runs 42-45), and its streaming copy's
+ * CPU (about 0.07 s/GB) is missed at 16 connections on 16 cores unless
+ * --socket-bounce-uploads turns it off there. NULL when off, or (logged)
+ * without memory; *bounce_max
  * is the most one recv() into it asks for. */
 static char *bounce_buffer(const struct ghd_request *req, size_t *bounce_max)
 {
