@@ -80,8 +80,7 @@ unsigned ghd_socket_bounce_uploads_max(const struct ghd_config *cfg)
  * reads 1.01-1.07x at 8 connections (runs 42-45), and its streaming copy's
  * CPU (about 0.07 s/GB) is missed at 16 connections on 16 cores unless
  * --socket-bounce-uploads turns it off there. NULL when off, or (logged)
- * without memory; *bounce_max
- * is the most one recv() into it asks for. */
+ * without memory; *bounce_max is the most one recv() into it asks for. */
 static char *bounce_buffer(const struct ghd_request *req, size_t *bounce_max)
 {
     size_t size = req->svc->cfg.socket_bounce, max = req->svc->cfg.socket_recv_max;
@@ -96,7 +95,7 @@ static char *bounce_buffer(const struct ghd_request *req, size_t *bounce_max)
 /* Whether the next piece goes through the bounce buffer: only while no more
  * socket uploads are receiving than --socket-bounce-uploads. Past that the
  * cores are busy with the kernel's copies, and the streaming copy's CPU
- * costs more than its cache hits give back (runs 41-42). */
+ * costs more than its cache hits give back (runs 41-45). */
 static int bounce_now(const struct ghd_http *http, const char *bounce)
 {
     return bounce && atomic_load(&http->socket_uploads) <= http->bounce_uploads_max;
