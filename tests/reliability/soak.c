@@ -463,7 +463,12 @@ static void test_soak(void **state)
     const char *args[] = {"--pool-initial", "48M", "--pool-limit", "64M", "--pool-slab", "16M",
                           "--staging-chunk", "64K", "--staging-chunks", "16",
                           "--staging-timeout-ms", "5000", "--log-level", "warn",
-                          "--connection-timeout", "30", "--runs-kept", "64", NULL};
+                          "--connection-timeout", "30", "--runs-kept", "1024", NULL};
+    /* --runs-kept: finished runs past it are forgotten (GET 404). 12 connections
+     * finish about 2000 runs a second here, so 64 turned over in ~30 ms and a
+     * poller descheduled that long on a busy 2-core machine found its own run
+     * gone (CI, 2026-12-02: 1 of 31,182 polls). 1024 gives a poll half a
+     * second and still forgets runs all through the soak. */
     const char *env[] = {"GHD_TOKENS=" TOK_A ":alice," TOK_B ":bob", NULL};
     if (rel_spawn(&proc, args, env, wrapped ? 240000 : 20000) < 0)
         fail_msg("gpuhttpd did not start");
