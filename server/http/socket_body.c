@@ -127,7 +127,7 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
     size_t bounce_max, straight_max = req->svc->cfg.socket_recv_max; /* 0: no bound */
     char *bounce = bounce_buffer(req, &bounce_max);
     atomic_fetch_add(&hr->http->socket_uploads, 1);
-    int rc = 0;
+    int rc = 0, cut_off = 0;
     while (left && rc == 0) {
         char *space;
         size_t room;
@@ -145,9 +145,8 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
                     req->request_id, (unsigned long long)req->bytes_in,
                     (unsigned long long)req->content_length,
                     n == 0 ? "closed by the client" : strerror(errno));
-            atomic_fetch_sub(&hr->http->socket_uploads, 1);
-            free(bounce);
-            return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
+            cut_off = 1;
+            break;
         }
         ghd_metrics_socket_upload(req->svc->metrics, through != NULL, (uint64_t)n);
         req->bytes_in += (uint64_t)n;
@@ -156,6 +155,8 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
     }
     atomic_fetch_sub(&hr->http->socket_uploads, 1);
     free(bounce);
+    if (cut_off)
+        return MHD_NO; /* as for a client gone mid-body: cleanup drops the upload */
     if (rc == 0) { /* else rep holds the problem */
         ghd_guard_handling(hr->http->guard, hr->guard);
         ghd_http_run_handler(hr);

@@ -439,6 +439,13 @@ static struct span_kind reader_kind(const struct options *opt)
                               opt->write_combined};
 }
 
+/* The readers' spare spans (--dma-from-spare): pinned, in huge pages as the readers'
+ * spans are, never write-combined. */
+static struct span_kind spare_kind(const struct options *opt)
+{
+    return (struct span_kind){reader_kind(opt).huge, true, false};
+}
+
 static struct span_kind writer_kind(const struct options *opt)
 {
     return (struct span_kind){(opt->huge_pages & HUGE_SEND) != 0, opt->dma == DMA_D2H, false};
@@ -458,9 +465,8 @@ static int side_alloc(struct side *s, size_t span, struct span_kind k, char *err
     return s->buf ? td_lane_new(span, &s->lane, err, cap) : -1;
 }
 
-static void side_free(struct side *s, struct span_kind k)
+static void side_free(struct side *s, struct span_kind k, struct span_kind spare)
 {
-    struct span_kind spare = {k.huge, true, false};
     td_lane_free(s->lane);
     td_host_free(s->spare, s->span, pinned_kind(spare));
     free(s->bounce);
@@ -480,11 +486,10 @@ static int prepare(const struct options *opt, struct run_state *st, char *err, s
     size_t send_span = opt->send_span ? opt->send_span : opt->io_size;
     for (unsigned i = 0; i < opt->conns; i++) {
         struct side *r = &st->readers[i];
-        struct span_kind spare = {reader_kind(opt).huge, true, false};
         if (side_alloc(&st->writers[i], send_span, writer_kind(opt), err, cap) ||
             side_alloc(r, recv_span, reader_kind(opt), err, cap) ||
             (opt->dma_from_spare &&
-             !(r->spare = td_host_alloc(recv_span, pinned_kind(spare), err, cap))))
+             !(r->spare = td_host_alloc(recv_span, pinned_kind(spare_kind(opt)), err, cap))))
             return 1;
         if (opt->bounce != BOUNCE_NONE && !(r->bounce = calloc(1, opt->io_size))) {
             snprintf(err, cap, "out of memory");
@@ -628,8 +633,8 @@ static int run(const struct options *opt)
     rc = report(opt, &st);
     pthread_barrier_destroy(&barrier);
     for (unsigned i = 0; i < opt->conns; i++) {
-        side_free(&st.writers[i], writer_kind(opt));
-        side_free(&st.readers[i], reader_kind(opt));
+        side_free(&st.writers[i], writer_kind(opt), spare_kind(opt)); /* (no spare) */
+        side_free(&st.readers[i], reader_kind(opt), spare_kind(opt));
     }
     for (unsigned i = 0; i < st.ncopiers; i++) {
         td_lane_free(st.copiers[i].lane);
