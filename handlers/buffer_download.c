@@ -20,35 +20,21 @@ struct download {
     char prefix[GHD_NPY_FORMAT_MAX];
 };
 
-static ssize_t download_read(void *ctx, uint64_t pos, char *buf, size_t max)
+static ssize_t download_read(void *ctx, uint64_t pos, const char **data, size_t max)
 {
     struct download *d = ctx;
-    return ghd_source_read(d->t, pos, buf, 0, max);
+    (void)max; /* a window is never more than the rest of the body */
+    return ghd_source_read(d->t, pos, data);
 }
 
-static void download_buffers_done(void *ctx)
-{
-    struct download *d = ctx;
-    ghd_source_release_buf(d->t);
-}
-
-/* .npy: the header, then the bytes as above. The header and the first data
- * bytes fill the first piece together, so the network side sees the same
- * sequence of full pieces from the same buffer as for a raw download, and
- * the first one page-locks that buffer as a raw download's does (a piece
- * holding only the 128-byte header made the .npy download a different
- * pattern of reads and sends from the first byte on). */
-static ssize_t npy_read(void *ctx, uint64_t pos, char *buf, size_t max)
+/* .npy: the header, then the bytes as above. */
+static ssize_t npy_read(void *ctx, uint64_t pos, const char **data, size_t max)
 {
     struct download *d = ctx;
     if (pos >= d->prefix_len)
-        return ghd_source_read(d->t, pos - d->prefix_len, buf, 0, max);
-    size_t n = d->prefix_len - (size_t)pos < max ? d->prefix_len - (size_t)pos : max;
-    memcpy(buf, d->prefix + pos, n);
-    if (n == max || d->t->length == 0)
-        return (ssize_t)n;
-    ssize_t data = ghd_source_read(d->t, 0, buf, n, max);
-    return data < 0 ? data : (ssize_t)n + data;
+        return download_read(ctx, pos - d->prefix_len, data, max);
+    *data = d->prefix + pos;
+    return (ssize_t)(d->prefix_len - (size_t)pos);
 }
 
 static void download_free(void *ctx)
@@ -110,7 +96,7 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
         /* Headers only: no staging, no device work. */
         ghd_buffer_unref(b);
         return ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
-                                prefix_len + len, 0, NULL, NULL, NULL);
+                                prefix_len + len, NULL, NULL, NULL);
     }
     struct download *d = calloc(1, sizeof(*d));
     if (!d) {
@@ -127,9 +113,6 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
         free(d);
         return ghd_transfer_reply_problem(rep, req, rc, &err);
     }
-    rc = ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
-                          prefix_len + len, ghd_source_block(d->t),
-                          npy ? npy_read : download_read, d, download_free);
-    rep->reader_buffers_done = download_buffers_done;
-    return rc;
+    return ghd_reply_stream(rep, status, npy ? "application/x-npy" : "application/octet-stream",
+                            prefix_len + len, npy ? npy_read : download_read, d, download_free);
 }

@@ -113,8 +113,9 @@ static const struct option_spec specs[] = {
      "are receiving; past that their pieces go straight into the chunks, sparing the copy's "
      "CPU for the kernel's (0 = half the CPUs the server may run on)"},
     {"download-block", OPT_SIZE, OFF(download_block), 0, 64 << 10, 64 << 20, "4M",
-     "most bytes of a download handed to the network at once (one send's worth; at most a "
-     "staging chunk)"},
+     "most bytes of a download's window: each is copied by DMA into one half of a staging "
+     "chunk and sent from there while the next is copied into the other (at most half a "
+     "chunk)"},
     {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "4M",
      "kernel send and receive buffer of each connection's socket (0 = the kernel's "
      "autotuning)"},

@@ -8,7 +8,6 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "device/hostreg.h"
 #include "metrics.h"
 #include "transfer_ring.h"
 
@@ -126,18 +125,6 @@ int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c
     return t->rt->dev.ops->event_sync(&t->rt->dev, c->done, &t->dev_err);
 }
 
-/* A download's page-locked response buffer (transfer_download.c locks it
- * on the first direct read). Here, below both, since ghd_transfer_free
- * unlocks it too when the network side never said it was done with it. */
-void ghd_source_release_buf(struct ghd_transfer *t)
-{
-    if (t->reg_base)
-        ghd_hostreg_release(&t->rt->dev, t->reg_base);
-    t->reg_base = NULL;
-    t->reg_buf = NULL;
-    t->direct = 0;
-}
-
 /* Waits for the device work of this transfer, then gives everything back. */
 void ghd_transfer_free(struct ghd_transfer *t)
 {
@@ -147,9 +134,9 @@ void ghd_transfer_free(struct ghd_transfer *t)
         ghd_metrics_transfer(t->metrics, t->rt->index, GHD_TRANSFER_DOWNLOAD, t->sent,
                              ghd_clock_s() - t->started_at);
     ghd_metrics_transfer_direct(t->metrics, t->rt->index, t->dir, t->direct_bytes);
-    ghd_transfer_release_chunks(t);
-    if (t->dir == GHD_TRANSFER_DOWNLOAD)
-        ghd_source_release_buf(t);
+    ghd_transfer_release_chunks(t); /* the stream is idle from here on */
+    if (t->half_done)
+        t->rt->dev.ops->event_free(&t->rt->dev, t->half_done);
     free(t->slow_buf);
     ghd_runtime_stream_release(t->rt, t->stream);
     if (t->writer) {

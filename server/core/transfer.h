@@ -12,8 +12,9 @@
 
 /* The transfer engine: moves a buffer's bytes between host memory that the
  * network side fills or drains and the device, through the runtime's pinned
- * staging ring, or by DMA straight to host memory the caller owns when that
- * memory can be page-locked. It queues the device copies, records their
+ * staging ring (a download is sent straight from its chunk), or for an
+ * upload by DMA straight from host memory the caller owns when that memory
+ * can be page-locked. It queues the device copies, records their
  * events, flips the chunks' state and page-locks memory; its callers (the
  * HTTP handlers) parse extents and reply, and never touch the device.
  *
@@ -62,9 +63,9 @@ struct ghd_transfer {
     int started;   /* upload: the write began (the version moved), see ghd_sink_start */
     struct ghd_buffer_table *created; /* upload into a new buffer: dropped on failure */
     int completed; /* the upload completed (ghd_sink_complete) */
-    int64_t window[2]; /* download: window index held by each chunk, -1 = none */
+    int64_t window[2]; /* download: window index held by each half of chunk[0], -1 = none */
     uint64_t sent;     /* download: bytes handed to the network */
-    uint64_t direct_bytes; /* bytes that skipped the staging ring (direct DMA) */
+    uint64_t direct_bytes; /* upload: bytes that skipped the staging ring (direct DMA) */
     double started_at;  /* ghd_clock_s() at the start, for the throughput metric */
     double chunk_since; /* upload: when its chunks were taken */
     char *slow_buf;     /* upload: too slow to hold chunks, its pieces go through here */
@@ -73,10 +74,8 @@ struct ghd_transfer {
     char request_id[72];
     char address[48];
     char tenant[GHD_TENANT_MAX + 1];
-    int direct;       /* download: try DMA into the caller's buffer */
-    char *reg_buf;    /* that buffer, once page-locked */
-    size_t reg_len;
-    void *reg_base;   /* what to unlock */
+    struct ghd_event *half_done; /* download: the copy into chunk[0]'s second half */
+    int half_pending;            /* half_done must complete before that half is read */
 };
 
 /* --- the upload sink -------------------------------------------------- */
@@ -114,19 +113,13 @@ void ghd_sink_complete(struct ghd_transfer *t, const struct ghd_array_desc *desc
 int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
                     const struct ghd_transfer_client *client, struct ghd_transfer **out,
                     struct ghd_err *err);
-/* The size of the pieces the reader prefers. */
-size_t ghd_source_block(const struct ghd_transfer *t);
-/* Fills buf[head, max) with the bytes from download position `pos` on;
- * buf[0, head) already holds the caller's own bytes (a .npy header before
- * the data). By DMA when the download is large and `buf` (all `max` bytes
- * of it) can be page-locked, else from a staging chunk. Returns the count of
- * download bytes (> 0) or a GHD_E* code. `buf` and `max` are expected to be
- * the same memory on every call (the network side's send buffer): it is
- * locked on the first call and stays locked until ghd_source_release_buf. */
-ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, char *buf, size_t head,
-                        size_t max);
-/* The caller is about to free the memory it passed to ghd_source_read. */
-void ghd_source_release_buf(struct ghd_transfer *t);
+/* Names the download's bytes from position `pos` (< its length) on: sets
+ * *data to them in the pinned staging chunk their DMA wrote and returns
+ * their count (> 0), or a GHD_E* code. They stay unchanged until the next
+ * call or ghd_transfer_free; the call has queued the next window's copy,
+ * which runs while they are sent. Positions come in order, each call's at
+ * the end of the bytes the previous one named. */
+ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, const char **data);
 
 /* --- both ------------------------------------------------------------- */
 

@@ -58,7 +58,7 @@ struct ghd_runtime {
     unsigned staging_timeout_ms;
     unsigned staging_hold_s;
     int direct_copy;
-    size_t download_block; /* most bytes a download hands the network at once */
+    size_t download_block; /* most bytes of a download's window */
 };
 
 /* Opens the device and allocates the pool's first slab and the staging rings;

@@ -102,22 +102,21 @@ static void http_request_unref(struct ghd_http_request *hr)
     free(hr);
 }
 
-/* MHD is done with a streamed response: the buffers it handed to the reader
- * are about to be freed. */
+/* MHD is done with a streamed response. */
 static void stream_done(void *cls)
 {
-    struct ghd_http_request *hr = cls;
-    if (hr->rep.reader_buffers_done)
-        hr->rep.reader_buffers_done(hr->rep.reader_ctx);
-    http_request_unref(hr);
+    http_request_unref(cls);
 }
 
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+/* MHD sends each piece straight from the reader's memory (gpuhttpd.patch:
+ * MHD_create_response_from_pointer_callback), and asks for the next once
+ * it has sent all of it. */
+static ssize_t stream_reader(void *cls, uint64_t pos, const char **data, size_t max)
 {
     struct ghd_http_request *hr = cls;
     if (!hr->rep.reader) /* HEAD: MHD sends headers only and never reads */
         return MHD_CONTENT_READER_END_WITH_ERROR;
-    ssize_t n = hr->rep.reader(hr->rep.reader_ctx, pos, buf, max);
+    ssize_t n = hr->rep.reader(hr->rep.reader_ctx, pos, data, max);
     if (n < 0) {
         ghd_log(GHD_LOG_WARN, "request %s: download aborted at byte %llu: %s",
                 hr->req.request_id, (unsigned long long)pos, ghd_strerror((int)n));
@@ -142,9 +141,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
     struct MHD_Response *resp;
     if (rep->reader || rep->stream_len) {
         /* The reader context stays with hr, which the response references. */
-        size_t block = rep->stream_block ? rep->stream_block : (size_t)1 << 20;
-        resp = MHD_create_response_from_callback(rep->stream_len, block, stream_reader, hr,
-                                                 stream_done);
+        resp = MHD_create_response_from_pointer_callback(rep->stream_len, stream_reader, hr,
+                                                         stream_done);
         if (resp)
             atomic_fetch_add(&hr->refs, 1);
     } else {

@@ -146,13 +146,12 @@ int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int 
 }
 
 int ghd_reply_stream(struct ghd_reply *rep, int status, const char *content_type,
-                     uint64_t len, size_t block, ghd_reply_reader reader, void *ctx,
+                     uint64_t len, ghd_reply_reader reader, void *ctx,
                      ghd_reply_free reader_free)
 {
     rep->status = status;
     rep->content_type = content_type;
     rep->stream_len = len;
-    rep->stream_block = block;
     rep->reader = reader;
     rep->reader_ctx = ctx;
     rep->reader_free = reader_free;

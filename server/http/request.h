@@ -40,9 +40,12 @@ struct ghd_request {
 const char *ghd_request_header(const struct ghd_request *req, const char *name);
 const char *ghd_request_query(const struct ghd_request *req, const char *name);
 
-/* Reads up to `max` bytes of a streamed response body starting at `pos`.
- * Returns the count (> 0), or a negative GHD_E* code to abort the response. */
-typedef ssize_t (*ghd_reply_reader)(void *ctx, uint64_t pos, char *buf, size_t max);
+/* Names the streamed response body's bytes from `pos` on: sets *data to
+ * memory the reader owns and returns their count (> 0, at most `max`), or
+ * a negative GHD_E* code to abort the response. The HTTP layer sends them
+ * from there: they stay unchanged until the reader's next call (at the end
+ * of them) or its ghd_reply_free. */
+typedef ssize_t (*ghd_reply_reader)(void *ctx, uint64_t pos, const char **data, size_t max);
 typedef void (*ghd_reply_free)(void *ctx);
 
 #define GHD_REPLY_MAX_HEADERS 12
@@ -59,11 +62,7 @@ struct ghd_reply {
     ghd_reply_reader reader;
     ghd_reply_free reader_free;
     void *reader_ctx;
-    /* Optional: the HTTP layer has let go of every buffer it passed to the
-     * reader, just before freeing them (the reader context is still alive). */
-    ghd_reply_free reader_buffers_done;
     uint64_t stream_len;
-    size_t stream_block; /* preferred block size for the reader */
     /* The detail of the last problem set on this reply, for the access log. */
     char problem_detail[256];
 };
@@ -89,7 +88,7 @@ int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int 
 /* A streamed body of `len` bytes produced by `reader`; `reader_free(ctx)` runs
  * once when the response is done or abandoned. */
 int ghd_reply_stream(struct ghd_reply *rep, int status, const char *content_type,
-                     uint64_t len, size_t block, ghd_reply_reader reader, void *ctx,
+                     uint64_t len, ghd_reply_reader reader, void *ctx,
                      ghd_reply_free reader_free);
 /* Drops everything the reply owns (also the stream context). */
 void ghd_reply_reset(struct ghd_reply *rep);
