@@ -116,6 +116,9 @@ static const struct option_spec specs[] = {
      "most bytes of a download's window: each is copied by DMA into one half of a staging "
      "chunk and sent from there while the next is copied into the other (at most half a "
      "chunk)"},
+    {"download-overlap", OPT_UINT, OFF(download_overlap), 0, 0, 1, "1",
+     "1: a download's next window is copied by DMA while one is sent; 0: each window is "
+     "copied, then sent, from one chunk, while the DMA's bytes are still in the CPU's cache"},
     {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "4M",
      "kernel send and receive buffer of each connection's socket (0 = the kernel's "
      "autotuning)"},

@@ -33,6 +33,7 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->staging_hold_s = cfg->staging_hold_s;
     rc->direct_copy = (int)cfg->direct_copy;
     rc->download_block = cfg->download_block;
+    rc->download_overlap = (int)cfg->download_overlap;
 }
 
 static void close_runtimes(struct ghd_service *svc)

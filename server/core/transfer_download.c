@@ -37,20 +37,29 @@ int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
     return 0;
 }
 
-/* One window for a download that fits in a block (or in its chunk, when
- * that is smaller); else two per chunk. */
-static size_t window_size(const struct ghd_transfer *t)
+/* How many windows chunk[0] holds at once: two when the next one's copy
+ * overlaps the send (--download-overlap) and the download needs more than
+ * one, else one. */
+static size_t download_block(const struct ghd_transfer *t)
 {
     size_t chunk = t->chunk[0]->size;
     size_t block = t->rt->download_block ? t->rt->download_block : GHD_DOWNLOAD_BLOCK;
-    if (block > chunk)
-        block = chunk;
-    if (t->length <= block)
-        return chunk;
-    return block < chunk / 2 ? block : chunk / 2;
+    return block < chunk ? block : chunk;
 }
 
-/* Window w goes into half w % 2 of the chunk; the first half's copy is
+static int window_slots(const struct ghd_transfer *t)
+{
+    return t->rt->download_overlap && t->length > download_block(t) ? 2 : 1;
+}
+
+static size_t window_size(const struct ghd_transfer *t)
+{
+    size_t block = download_block(t);
+    size_t share = t->chunk[0]->size / (size_t)window_slots(t);
+    return block < share ? block : share;
+}
+
+/* Window w goes into slot w % slots of the chunk; the first slot's copy is
  * signalled by the chunk's event, the second's by one the download makes
  * when it first needs it. */
 static struct ghd_event *slot_event(struct ghd_transfer *t, int slot, int **pending)
@@ -75,11 +84,11 @@ static int slot_wait(struct ghd_transfer *t, int slot)
 
 /* Queues the copy of window `w` into its half, unless it is there already
  * or past the end. */
-static int fetch_window(struct ghd_transfer *t, size_t window, int64_t w)
+static int fetch_window(struct ghd_transfer *t, size_t window, int slots, int64_t w)
 {
     if ((uint64_t)w * window >= t->length)
         return 0;
-    int slot = (int)(w % 2);
+    int slot = (int)(w % slots);
     if (t->window[slot] == w)
         return 0;
     struct ghd_device *dev = &t->rt->dev;
@@ -108,19 +117,21 @@ ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, const char **data)
 {
     GHD_ASSERT(pos < t->length);
     size_t window = window_size(t);
+    int slots = window_slots(t);
     int64_t w = (int64_t)(pos / window);
-    int rc = fetch_window(t, window, w);
-    if (rc == 0) /* the next window is copied while this one is sent */
-        rc = fetch_window(t, window, w + 1);
+    int slot = (int)(w % slots);
+    int rc = fetch_window(t, window, slots, w);
+    if (rc == 0 && slots == 2) /* the next window is copied while this one is sent */
+        rc = fetch_window(t, window, slots, w + 1);
     if (rc == 0)
-        rc = slot_wait(t, (int)(w % 2));
+        rc = slot_wait(t, slot);
     if (rc)
         return rc;
     size_t in_window = (size_t)(pos % window);
     uint64_t avail = window - in_window;
     if (avail > t->length - pos)
         avail = t->length - pos;
-    *data = (const char *)t->chunk[0]->h_ptr + (size_t)(w % 2) * window + in_window;
+    *data = (const char *)t->chunk[0]->h_ptr + (size_t)slot * window + in_window;
     t->sent += avail;
     return (ssize_t)avail;
 }

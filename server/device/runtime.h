@@ -31,6 +31,7 @@ struct ghd_runtime_config {
     unsigned staging_hold_s;
     int direct_copy;
     size_t download_block;
+    int download_overlap;
 };
 
 /* Idle backend handles (streams or events), reused across requests. */
@@ -59,6 +60,7 @@ struct ghd_runtime {
     unsigned staging_hold_s;
     int direct_copy;
     size_t download_block; /* most bytes of a download's window */
+    int download_overlap;  /* its next window's DMA runs while one is sent */
 };
 
 /* Opens the device and allocates the pool's first slab and the staging rings;
