@@ -47,7 +47,7 @@ struct ghd_config {
     size_t socket_recv_max;     /* most bytes one recv() of that path asks for; 0 = a chunk */
     size_t socket_bounce;       /* that path's recv()s go through a cached buffer this big; 0 = none */
     unsigned socket_bounce_uploads; /* ... while at most this many receive; 0 = half the CPUs */
-    size_t download_block;      /* most bytes of a download's window (half a chunk at most) */
+    size_t download_block;      /* most bytes of a download's window */
     unsigned download_overlap;  /* 1: the next window's DMA runs while one is sent */
     size_t socket_buffer;       /* SO_SNDBUF and SO_RCVBUF of each connection; 0 = autotuning */
     unsigned runs_kept;

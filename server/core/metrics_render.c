@@ -149,8 +149,9 @@ static void render_transfers(struct ghd_metrics *m, struct ghd_strbuf *t, unsign
                           &m->transfer_throughput[dev][d], &throughput_spec);
         }
     put_directions(t, "gpuhttpd_transfer_direct_bytes_total",
-                   "Of those, the bytes copied by DMA straight between the device and the network "
-                   "side's buffer, skipping the staging ring (--direct-copy).",
+                   "Of those, the bytes copied by DMA straight from the network side's read "
+                   "buffer to the device, skipping the staging ring (uploads, --direct-copy; "
+                   "downloads are sent straight from their staging chunk, and count 0 here).",
                    m->transfer_direct_bytes, ndev);
     static const char *const into[2] = {"chunk", "bounce"};
     put_pair(t, "gpuhttpd_socket_upload_bytes_total",

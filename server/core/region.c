@@ -98,6 +98,33 @@ void ghd_region_tenant_usage(struct ghd_region_table *t, const char *tenant, uns
     pthread_mutex_unlock(&t->lock);
 }
 
+int ghd_region_tenant_list_new(struct ghd_region_table *t, const char *tenant,
+                               struct ghd_region ***out, unsigned *n)
+{
+    tenant = tenant_or_none(tenant);
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&t->lock);
+    unsigned count;
+    size_t pinned;
+    usage_locked(t, tenant, &count, &pinned);
+    struct ghd_region **list = count ? calloc(count, sizeof(*list)) : NULL;
+    if (count && !list) {
+        pthread_mutex_unlock(&t->lock);
+        return GHD_ENOHOSTMEM;
+    }
+    for (struct ghd_list_node *node = t->all.first; node; node = node->next) {
+        struct ghd_region *r = ghd_container_of(node, struct ghd_region, link);
+        if (strcmp(r->tenant, tenant) == 0) {
+            r->refs++;
+            list[(*n)++] = r;
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    *out = list;
+    return 0;
+}
+
 /* The room the tenant has for one more region of `size` page-locked bytes. */
 static int limits_locked(struct ghd_region_table *t, const struct ghd_region *r,
                          struct ghd_err *err)
@@ -109,7 +136,8 @@ static int limits_locked(struct ghd_region_table *t, const struct ghd_region *r,
     if (t->tenant_max_regions && count >= t->tenant_max_regions)
         return ghd_err_set(err, GHD_ELIMIT,
                            "tenant '%s' has %u regions registered, its limit "
-                           "(--tenant-max-regions); unregister some first",
+                           "(--tenant-max-regions); unregister some first "
+                           "(GET /v1/regions lists them)",
                            who, count);
     size_t add = r->kind == GHD_REGION_SHM ? r->size : 0;
     size_t max = t->tenant_max_pinned;

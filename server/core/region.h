@@ -109,6 +109,11 @@ void ghd_region_unref(struct ghd_region_table *t, struct ghd_region *r);
 /* What `tenant` holds now: regions and page-locked bytes. */
 void ghd_region_tenant_usage(struct ghd_region_table *t, const char *tenant, unsigned *count,
                              size_t *pinned);
+/* `tenant`'s regions, oldest first: *out is a malloc'd array of *n new
+ * references (NULL when none), each for ghd_region_unref. GHD_ENOHOSTMEM
+ * when the array cannot be allocated. */
+int ghd_region_tenant_list_new(struct ghd_region_table *t, const char *tenant,
+                               struct ghd_region ***out, unsigned *n);
 /* Completed transfers that named r. */
 uint64_t ghd_region_transfers(struct ghd_region_table *t, const struct ghd_region *r);
 

@@ -3,6 +3,7 @@
  * transfers between what a request names. */
 #include "service_regions.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -22,13 +23,23 @@ int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *e
 json_t *ghd_service_region_summary_new(struct ghd_service *svc, const char *tenant)
 {
     struct ghd_region_table *t = &svc->regions;
-    unsigned count = 0;
+    struct ghd_region **list;
+    unsigned n;
+    if (ghd_region_tenant_list_new(t, tenant, &list, &n) != 0)
+        return NULL;
+    /* `usage` counts what `regions` lists. */
     size_t pinned = 0;
-    ghd_region_tenant_usage(t, tenant, &count, &pinned);
+    json_t *regions = json_array();
+    for (unsigned i = 0; i < n; i++) {
+        pinned += list[i]->kind == GHD_REGION_SHM ? list[i]->size : 0;
+        json_array_append_new(regions, ghd_service_region_json_new(svc, list[i]));
+        ghd_region_unref(t, list[i]);
+    }
+    free(list);
     json_t *shm = t->allowed ? json_pack("{s:b, s:s}", "enabled", 1, "host", t->host)
                              : json_pack("{s:b}", "enabled", 0);
-    return json_pack("{s:o, s:{s:i, s:I}}", "shm", shm, "usage", "regions", (int)count, "pinned",
-                     (json_int_t)pinned);
+    return json_pack("{s:o, s:{s:i, s:I}, s:o}", "shm", shm, "usage", "regions", (int)n,
+                     "pinned", (json_int_t)pinned, "regions", regions);
 }
 
 int ghd_service_region_register(struct ghd_service *svc, unsigned device,

@@ -54,8 +54,9 @@ struct ghd_runtime {
     struct ghd_idle_list events;
     /* How transfers use the rings, set at start (server/core/transfer.h):
      * how long one waits for a free chunk before it gives up, how long an
-     * upload may hold chunks (0 = no bound), and whether large pieces are
-     * copied by DMA straight from or to page-locked network buffers. */
+     * upload may hold chunks (0 = no bound), whether large upload pieces are
+     * copied by DMA straight from page-locked network buffers, and how a
+     * download uses its chunk. */
     unsigned staging_timeout_ms;
     unsigned staging_hold_s;
     int direct_copy;

@@ -135,6 +135,10 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
     if (block && *block)
         cfg.download_block = strtoull(block, NULL, 10);
+    /* GHD_TEST_DOWNLOAD_OVERLAP: --download-overlap. */
+    const char *overlap = getenv("GHD_TEST_DOWNLOAD_OVERLAP");
+    if (overlap && *overlap)
+        cfg.download_overlap = (unsigned)strtoul(overlap, NULL, 10);
     if (opts->configure)
         opts->configure(&cfg);
 

@@ -132,7 +132,8 @@ static void test_off_by_default(void **state)
 }
 
 /* GET /v1/regions: off or on, and the host to compare with: the kernel's
- * boot id, as this process reads it; each tenant's usage alone. */
+ * boot id, as this process reads it; each tenant's usage and regions
+ * alone (the ids a tenant whose client died can unregister). */
 static void test_summary(void **state)
 {
     (void)state;
@@ -154,14 +155,17 @@ static void test_summary(void **state)
     start_with(&s, 1, "tokA:alice,tokB:bob");
     struct segment g;
     segment_open(&g, 8192);
-    assert_int_equal(region_new(&s, "tokA", &g, NULL), 201);
+    char id[64];
+    assert_int_equal(region_new(&s, "tokA", &g, id), 201);
     snprintf(want, sizeof(want), "\"shm\":{\"enabled\":true,\"host\":\"%s\"}", host);
     rel_json(&s, "GET", "/v1/regions", "tokA", NULL, &r);
     expect(&r, 200, want);
     expect(&r, 200, "\"usage\":{\"regions\":1,\"pinned\":8192}");
+    snprintf(want, sizeof(want), "\"regions\":[{\"id\":\"%s\",\"kind\":\"shm\",\"size\":8192", id);
+    expect(&r, 200, want);
     rel_resp_free(&r);
     rel_json(&s, "GET", "/v1/regions", "tokB", NULL, &r);
-    expect(&r, 200, "\"usage\":{\"regions\":0,\"pinned\":0}");
+    expect(&r, 200, "\"usage\":{\"regions\":0,\"pinned\":0},\"regions\":[]");
     rel_resp_free(&r);
     segment_close(&g);
     rel_stop(&s);
@@ -454,7 +458,14 @@ static void test_limits(void **state)
     expect(&r, 201, NULL);
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, 1, NULL, &r);
-    expect(&r, 429, "--tenant-max-regions");
+    expect(&r, 429, "--tenant-max-regions); unregister some first (GET /v1/regions lists them)");
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/v1/regions", NULL, NULL, &r); /* both, oldest first */
+    char both[160];
+    snprintf(both, sizeof(both), "\"regions\":[{\"id\":\"%s\"", a);
+    expect(&r, 200, both);
+    snprintf(both, sizeof(both), "},{\"id\":\"%s\"", b);
+    expect(&r, 200, both);
     rel_resp_free(&r);
     char path[128];
     snprintf(path, sizeof(path), "/v1/regions/%s", a);

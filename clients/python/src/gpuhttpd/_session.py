@@ -36,8 +36,9 @@ class Session(Protocol):
     def _request(self, method: str, path: str, *, ok: Sequence[int] = ...,
                  json: Any = ..., content: bytes | Pieces | None = ...,
                  headers: Mapping[str, str] | None = ..., timeout: float | None = ...,
-                 stream: bool = ...) -> Response:
-        """Sends one request; the answer when its status is in ``ok``, else
+                 stream: bool = ..., retries: int | None = ...) -> Response:
+        """Sends one request (a 429/503 with Retry-After retried at most
+        ``retries`` times); the answer when its status is in ``ok``, else
         the status's error raised."""
 
     def _upload(self, bid: str, total: int,

@@ -151,7 +151,7 @@ class DeviceArray:
         ``if_match`` (an ETag) only if nobody wrote it since (else
         PreconditionFailed). A :class:`SharedArray` moves by DMA
         (:meth:`set_from`)."""
-        if isinstance(a, SharedArray) and a.in_region:
+        if isinstance(a, SharedArray) and a.in_region_of(self.client):
             self.set_from(a, if_match=if_match, timeout=timeout)
             return
         src = np.ascontiguousarray(a)
@@ -166,7 +166,8 @@ class DeviceArray:
         """Copies a shared array (``Client.shared_array``; C-contiguous, as
         many bytes as the buffer) into the buffer by DMA, no bytes over the
         socket; ``if_match`` as for :meth:`set`."""
-        r = self.client._transfer(a.transfer_end(self.nbytes), {"buffer": self.id, "offset": 0},
+        r = self.client._transfer(a.transfer_end(self.nbytes, self.client),
+                                  {"buffer": self.id, "offset": 0},
                                   self.nbytes, if_match=if_match, timeout=timeout)
         self.etag = r.headers.get("ETag", self.etag)
 
@@ -175,8 +176,9 @@ class DeviceArray:
         as the buffer) by DMA; returns ``a``."""
         if not a.flags.writeable:
             raise ValueError("get_into writes the shared array: it must be writeable")
-        self.client._transfer({"buffer": self.id, "offset": 0}, a.transfer_end(self.nbytes),
-                              self.nbytes, timeout=timeout)
+        self.client._transfer({"buffer": self.id, "offset": 0},
+                              a.transfer_end(self.nbytes, self.client), self.nbytes,
+                              timeout=timeout)
         return a
 
     def to(self, device: int | None = None, *, timeout: float | None = None) -> DeviceArray:

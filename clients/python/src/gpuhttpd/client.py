@@ -137,10 +137,11 @@ class Client:
     def _request(self, method: str, path: str, *, ok: Sequence[int] = (200, 201),
                  json: Any = None, content: bytes | Pieces | None = None,
                  headers: Mapping[str, str] | None = None, timeout: float | None = None,
-                 stream: bool = False) -> Response:
-        """Sends one request, retrying a 429/503 with Retry-After; returns
-        the answer when its status is in ``ok`` (any 2xx when 200 is),
-        raises the status's error class otherwise."""
+                 stream: bool = False, retries: int | None = None) -> Response:
+        """Sends one request, retrying a 429/503 with Retry-After (at most
+        ``retries`` times, the client's ``retries`` when None); returns the
+        answer when its status is in ``ok`` (any 2xx when 200 is), raises the
+        status's error class otherwise."""
         h = dict(self.headers)
         if json is not None:
             content = jsonlib.dumps(json).encode()
@@ -151,14 +152,15 @@ class Client:
             h["Content-Length"] = str(len(content))
         req = Request(method, path, h, content, self.timeout if timeout is None else timeout,
                       stream)
-        for attempt in range(self.retries + 1):
+        tries = self.retries if retries is None else retries
+        for attempt in range(tries + 1):
             r = self.transport.handle(req)
             if r.status in ok or (r.status < 300 and 200 in ok):
                 return r
             body = r.content
             r.close()
             retry_after = r.headers.get("Retry-After")
-            if r.status in (429, 503) and retry_after is not None and attempt < self.retries:
+            if r.status in (429, 503) and retry_after is not None and attempt < tries:
                 try:
                     wait = float(retry_after)
                 except ValueError:
@@ -331,7 +333,7 @@ class Client:
         handle (``device`` and ``near`` as for :meth:`empty`). A failed or
         interrupted upload deletes the new buffer. A :class:`SharedArray`
         moves by DMA (``set_from``)."""
-        src = a if isinstance(a, SharedArray) and a.in_region else np.ascontiguousarray(a)
+        src = a if isinstance(a, SharedArray) and a.in_region_of(self) else np.ascontiguousarray(a)
         if src.dtype.byteorder == ">":
             src = src.astype(src.dtype.newbyteorder("<"))
         x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, device=device, near=near,

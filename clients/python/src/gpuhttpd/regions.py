@@ -69,20 +69,24 @@ class Segment:
     ``region`` is the region's id, ``buf`` the memory. :meth:`close`
     unregisters it and unlinks the segment, as garbage collection and the
     interpreter's exit do for a segment not closed. ``near``: a buffer id
-    whose instance registers it, behind a proxy that routes by owner."""
+    whose instance registers it, behind a proxy that routes by owner;
+    ``retries``: for a refused registration (429), None for the client's
+    own. ``session`` is the client it is registered with."""
 
     def __init__(self, session: Session, size: int, *, near: str | None = None,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None, retries: int | None = None) -> None:
         if size < 1:
             raise ValueError(f"a shared segment holds at least one byte, not {size}")
         self.size = size
+        self.session = session
         self._shm = shared_memory.SharedMemory(create=True, size=size)
         try:
             # Behind a proxy, the region is registered with the instance of
             # the buffer `near` (a transfer's two ends must be of one owner).
             r = session._request("POST", "/v1/regions", ok=(201,), timeout=timeout,
                                  json={"shm": "/" + self._shm.name, "size": size},
-                                 headers={"Gpuhttpd-Route": near} if near else None)
+                                 headers={"Gpuhttpd-Route": near} if near else None,
+                                 retries=retries)
         except BaseException:
             self._shm.close()
             self._shm.unlink()
@@ -155,14 +159,27 @@ class SharedArray(_NDArray):
         return self.segment is not None and not self.segment.closed and \
             bool(self.flags.c_contiguous)
 
+    def in_region_of(self, session: Session) -> bool:
+        """Whether ``session``'s transfers can name the array: it is
+        :attr:`in_region`, registered with that client (another client's
+        server, or tenant, knows nothing of the region: its uploads send the
+        bytes over HTTP instead)."""
+        return self.in_region and self.segment is not None and self.segment.session is session
+
     def _segment(self) -> Segment:
         if self.segment is None or self.segment.closed:
             raise ValueError("the shared array was closed (its region is unregistered)")
         return self.segment
 
-    def transfer_end(self, nbytes: int) -> dict[str, Any]:
+    def transfer_end(self, nbytes: int, session: Session | None = None) -> dict[str, Any]:
         """``{"region": ..., "offset": ...}`` for a transfer of ``nbytes``
-        bytes, which must be all of this C-contiguous array's."""
+        bytes, which must be all of this C-contiguous array's, by
+        ``session`` (when given: the client the array is registered with)."""
+        if session is not None and self.segment is not None and \
+                self.segment.session is not session:
+            raise ValueError("the shared array is registered with another Client (its server "
+                             "or tenant knows nothing of the region); make it with this "
+                             "client's shared_array(), or upload it with set()")
         if not self.flags.c_contiguous:
             raise ValueError("a transfer moves a C-contiguous shared array (not a strided view)")
         if self.nbytes != nbytes:
@@ -245,8 +262,9 @@ class SameHost:
             seg = self._segments.get(owner)
             if seg is None:
                 try:
+                    # A refusal (regions full) is not waited out: HTTP at once.
                     seg = self._segments[owner] = Segment(self.session, self.chunk, near=bid,
-                                                          timeout=timeout)
+                                                          timeout=timeout, retries=0)
                 except GpuhttpdError as e:
                     self.why_not = f"registering a segment failed: {e}"
                     return False

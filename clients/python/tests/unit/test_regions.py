@@ -140,12 +140,15 @@ def test_automatic_conditional_upload(auto, same_host):
         x.set(np.ones(4096, np.uint8), if_match='"v1"')
 
 
-@pytest.mark.parametrize("why", ["off", "elsewhere", "refused", "no answer"])
+@pytest.mark.parametrize("why", ["off", "elsewhere", "refused", "full", "no answer"])
 def test_automatic_path_falls_back_to_http(fake, why):
     fake.shm = {"enabled": why != "off", "host": "another-host" if why == "elsewhere"
                 else host_id()}
     if why == "refused":  # a container with its own /dev/shm: no such segment there
         fake.refuse_regions = problem(422, "invalid-argument", "no shared-memory segment")
+    if why == "full":  # --tenant-max-regions: not waited out, HTTP at once
+        fake.refuse_regions = problem(429, "too-many-requests", "tenant '(none)' has 16 "
+                                      "regions registered", **{"Retry-After": "1"})
     c = gpuhttpd.Client("http://fake", transport=MockTransport(fake), shm_threshold=1024,
                         shm_chunk=4096)
     if why == "no answer":  # a server older than GET /v1/regions
@@ -161,7 +164,8 @@ def test_automatic_path_falls_back_to_http(fake, why):
     assert len(_byte_requests(fake)) == 4
     # Asked once (the old server's 404 never reaches the fake), registered at most once.
     asked = [r for r in fake.requests if r.path.startswith("/v1/regions")]
-    assert len(asked) == {"off": 1, "elsewhere": 1, "refused": 2, "no answer": 0}[why]
+    assert len(asked) == {"off": 1, "elsewhere": 1, "refused": 2, "full": 2,
+                          "no answer": 0}[why]
 
 
 def test_a_lost_region_is_registered_again(auto, same_host):
@@ -190,3 +194,25 @@ def test_behind_a_proxy_one_segment_per_owner(auto, same_host):
         assert same_host.requests[-1].headers["Gpuhttpd-Route"] == y.id
         y.get_into(a)
         np.testing.assert_array_equal(a, data)
+
+
+def test_shared_array_of_another_client(client, same_host):
+    """A shared array registered with one client, given to another (another
+    server, or tenant, that knows nothing of its region): its bytes go over
+    HTTP; set_from / get_into say why they cannot name it."""
+    other_fake = FakeServer()
+    other_fake.shm = {"enabled": True, "host": host_id()}
+    with gpuhttpd.Client("http://other", transport=MockTransport(other_fake),
+                         backoff=0.0) as other, client.shared_array(3000, np.int32) as a:
+        a[:] = np.arange(3000, dtype=np.int32)
+        assert a.in_region and a.in_region_of(client) and not a.in_region_of(other)
+        x = other.asarray(a)  # over HTTP
+        np.testing.assert_array_equal(x.get(), a)
+        x.set(a[::-1].copy())
+        x.set(a)  # set() too
+        np.testing.assert_array_equal(x.get(), a)
+        assert not other_fake.transfers and not same_host.transfers
+        with pytest.raises(ValueError, match="registered with another Client"):
+            x.set_from(a)
+        with pytest.raises(ValueError, match="registered with another Client"):
+            x.get_into(a)
