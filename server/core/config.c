@@ -113,12 +113,10 @@ static const struct option_spec specs[] = {
      "are receiving; past that their pieces go straight into the chunks, sparing the copy's "
      "CPU for the kernel's (0 = half the CPUs the server may run on)"},
     {"download-block", OPT_SIZE, OFF(download_block), 0, 64 << 10, 64 << 20, "4M",
-     "most bytes of a download's window: each is copied by DMA into its staging chunk and "
-     "sent straight from there (at most a chunk; half a chunk with --download-overlap 1)"},
+     "most bytes of a download's window (copied by DMA into its chunk, sent from there)"},
     {"download-overlap", OPT_UINT, OFF(download_overlap), 0, 0, 1, "0",
-     "0: each window of a download is copied by DMA, then sent while those bytes are still "
-     "in the CPU's cache; 1: the next window is copied into the chunk's other half while one "
-     "is sent (1.13x slower at 16 connections on the H200, tests/bench/RESULTS.md run 48)"},
+     "0: a download window is sent right after its DMA, still in the CPU's cache; 1: the next "
+     "window's DMA overlaps the send (half a chunk each; 1.13x slower at 16 conns, run 48)"},
     {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "4M",
      "kernel send and receive buffer of each connection's socket (0 = the kernel's "
      "autotuning)"},

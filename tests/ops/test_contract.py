@@ -417,8 +417,10 @@ def main():
             st, _, rb = c.conform("GET", "/v1/regions", srv.request("GET", "/v1/regions"))
             with open("/proc/sys/kernel/random/boot_id") as f:
                 host = f.read().strip()
-            check(st == 200 and json.loads(rb) == {"shm": {"enabled": True, "host": host},
-                                                   "usage": {"regions": 1, "pinned": 4096}},
+            summary = json.loads(rb)
+            check(st == 200 and summary["shm"] == {"enabled": True, "host": host}
+                  and summary["usage"] == {"regions": 1, "pinned": 4096}
+                  and [r["id"] for r in summary["regions"]] == [rid],
                   f"region summary: {st} {rb[:200]!r}, this host {host}")
             st, _, rb = srv.request("POST", "/v1/buffers", b'{"size": 4096}', J)
             bid = json.loads(rb)["id"]
