@@ -30,9 +30,12 @@ static int upload_extent(struct ghd_request *req, struct ghd_reply *rep, uint64_
     if (cr) {
         uint64_t first, last, total;
         int total_known;
-        if (ghd_content_range_parse(cr, &first, &last, &total, &total_known))
-            return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                     "Content-Range must look like 'bytes a-b/N' or 'bytes a-b/*'");
+        int rc = ghd_content_range_parse(cr, &first, &last, &total, &total_known);
+        if (rc == GHD_EINVAL)
+            return ghd_reply_problem(rep, req, rc,
+                                     "Content-Range '%.64s' must look like 'bytes a-b/N' or "
+                                     "'bytes a-b/*', with a <= b",
+                                     cr);
         if (total_known && total != size)
             return ghd_reply_problem(rep, req, GHD_ERANGE,
                                      "Content-Range total %llu differs from the buffer size %llu",

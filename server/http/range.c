@@ -70,8 +70,8 @@ int ghd_content_range_parse(const char *h, uint64_t *first, uint64_t *last, uint
     if (strcmp(s, "*") == 0)
         return 0;
     s = read_u64(s, total, &ok);
-    if (!ok || *s || *last >= *total)
+    if (!ok || *s)
         return GHD_EINVAL;
     *total_known = 1;
-    return 0;
+    return *last < *total ? 0 : GHD_ERANGE;
 }

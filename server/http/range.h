@@ -14,7 +14,9 @@ int ghd_range_parse(const char *header, uint64_t size, uint64_t *first, uint64_t
 /* Parses a Content-Range header of a request ("bytes a-b/N", or with an
  * asterisk for an unknown total). *total_known is 0 for "*" (*total is then
  * 0), 1 with *total = N for any N, UINT64_MAX too: no value of N stands for
- * "unknown". GHD_EINVAL when malformed or b < a. */
+ * "unknown". GHD_EINVAL when malformed or b < a; GHD_ERANGE, with every
+ * output set, when well formed but b >= N (the range ends past the length
+ * it names itself). */
 int ghd_content_range_parse(const char *header, uint64_t *first, uint64_t *last,
                             uint64_t *total, int *total_known);
 

@@ -287,6 +287,12 @@ static void test_put_ranges(void **state)
     put_with(path, "Content-Range: bytes 9995-10004/*", NULL, patch, 10, &r); /* past the end */
     harness_expect_problem(&r, 416);
     harness_resp_free(&r);
+    /* The same with the buffer's size as its total: past the end too, not
+     * malformed (it was a 400 saying "must look like 'bytes a-b/N'"). */
+    put_with(path, "Content-Range: bytes 9995-10004/10000", NULL, patch, 10, &r);
+    harness_expect_problem(&r, 416);
+    assert_non_null(strstr(r.body, "ends at byte 10004"));
+    harness_resp_free(&r);
     put_with(path, "Content-Range: bytes 0-9/10000", NULL, patch, 11, &r); /* length mismatch */
     harness_expect_problem(&r, 400);
     harness_resp_free(&r);
