@@ -155,7 +155,10 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
     }
     if (!resp)
         return MHD_NO;
-    hr->state = early ? GHD_HS_REPLIED_EARLY : GHD_HS_REPLIED;
+    /* A 304 says nothing of the body's length (RFC 9110 8.6): libmicrohttpd
+     * would add this empty reply's "Content-Length: 0". */
+    if (rep->status == 304)
+        MHD_set_response_options(resp, MHD_RF_HEAD_ONLY_RESPONSE, MHD_RO_END);
     ghd_guard_send(hr->http->guard, hr->guard); /* the response goes out */
     ghd_reply_each_header(rep, &hr->req, add_header, resp);
     /* Close after a refused body (its rest is not worth reading) or while draining. */

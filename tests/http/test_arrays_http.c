@@ -516,11 +516,16 @@ static void test_versions_and_conditions(void **state)
     get_with(path, hdr, NULL, &r);
     assert_int_equal(r.status, 304);
     assert_int_equal(r.body_len, 0);
+    /* RFC 9110 8.6: no Content-Length in a 304 (it was "0", which a cache
+     * may read as the representation's length). */
+    char cl[32];
+    assert_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
     harness_resp_free(&r);
     struct harness_req q = {.method = "HEAD", .path = path};
     q.headers[0] = hdr;
     harness_do(&H, &q, &r);
     assert_int_equal(r.status, 304);
+    assert_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
     harness_resp_free(&r);
     get_with(path, "If-None-Match: \"v1\", W/\"x\"", NULL, &r);
     assert_int_equal(r.status, 200);
