@@ -88,7 +88,7 @@ int ghd_npy_header_need(const void *p, size_t len, size_t *need, struct ghd_err 
     }
     unsigned major = b[6], minor = b[7];
     if (minor != 0 || major < 1 || major > 3)
-        return ghd_err_set(err, GHD_ENOTSUP,
+        return ghd_err_set(err, GHD_EUNPROC,
                            ".npy format version %u.%u is not supported (1.0, 2.0 and 3.0 are)",
                            major, minor);
     size_t prefix = major == 1 ? 10 : 12;

@@ -56,7 +56,7 @@ np.save(good, a)
 g = good.getvalue()
 raw("bad_truncated.npy", g[:40], "EINVAL", "incomplete")
 raw("bad_magic.npy", b"PK\x03\x04" + g[4:80], "EINVAL", "magic")
-raw("bad_version.npy", g[:6] + b"\x04\x00" + g[8:80], "ENOTSUP", "4.0")
+raw("bad_version.npy", g[:6] + b"\x04\x00" + g[8:80], "EUNPROC", "4.0")
 raw("bad_not_dict.npy", g[:8] + b"\x10\x00" + b"[1, 2, 3]      \n", "EINVAL", "malformed")
 
 with open("cases.txt", "w") as f:
