@@ -1,6 +1,6 @@
 /* The request head: header and query lookups, the request id, the checks
- * that refuse a head which can be read more than one way, and the body's
- * declared length. */
+ * that refuse a head which can be read more than one way (the query's
+ * names too), and the body's declared length. */
 #define _GNU_SOURCE
 #include "head.h"
 
@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/parse.h"
+#include "base/suggest.h"
 #include "core/buffer.h"
 
 const char *ghd_request_header(const struct ghd_request *req, const char *name)
@@ -22,6 +23,68 @@ const char *ghd_request_header(const struct ghd_request *req, const char *name)
 const char *ghd_request_query(const struct ghd_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+#define GHD_QUERY_MAX 8 /* more names than any route takes */
+
+struct query_names {
+    const char *name[GHD_QUERY_MAX];
+    size_t n;
+    int more; /* past GHD_QUERY_MAX */
+};
+
+static enum MHD_Result collect_name(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    (void)value;
+    struct query_names *q = cls;
+    if (q->n == GHD_QUERY_MAX) {
+        q->more = 1;
+        return MHD_NO;
+    }
+    q->name[q->n++] = key;
+    return MHD_YES;
+}
+
+int ghd_http_check_query(struct ghd_request *req, const char *const *allowed, char *detail,
+                         size_t len)
+{
+    struct query_names q = {.n = 0};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, collect_name, &q);
+    size_t takes = 0;
+    while (allowed && allowed[takes])
+        takes++;
+    if (q.more) {
+        snprintf(detail, len, "more than %d query parameters", GHD_QUERY_MAX);
+        return GHD_EINVAL;
+    }
+    for (size_t i = 0; i < q.n; i++) {
+        size_t k = 0;
+        while (k < takes && strcmp(q.name[i], allowed[k]) != 0)
+            k++;
+        if (k == takes && !takes) {
+            snprintf(detail, len, "query parameter '%.64s': this operation takes none",
+                     q.name[i]);
+            return GHD_EINVAL;
+        }
+        if (k == takes) {
+            char hint[96];
+            const char *near = ghd_suggest(q.name[i], allowed, takes);
+            int used = snprintf(detail, len, "unknown query parameter '%.64s'%s", q.name[i],
+                                ghd_suggest_clause(hint, sizeof(hint), near));
+            if (used > 0 && (size_t)used < len)
+                ghd_join_names(detail, (size_t)used, len, "; this operation takes ", allowed,
+                               takes);
+            return GHD_EINVAL;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(q.name[i], q.name[j]) == 0) {
+                snprintf(detail, len, "query parameter '%.64s' is given twice", q.name[i]);
+                return GHD_EINVAL;
+            }
+    }
+    return 0;
 }
 
 /* 16 hex digits of CSPRNG output, or "unknown". */

@@ -19,6 +19,13 @@ int ghd_media_is(const char *content_type, const char *want);
  * 100-continue. */
 const char *ghd_http_head_refusal(struct ghd_request *req, const char *version,
                                   int nul_in_target, int *code);
+/* The query parameters of the target against `allowed` (the route's
+ * names, NULL for none): 0, or GHD_EINVAL with `detail` (of `len` bytes)
+ * naming one it does not take (with what it takes and a "did you mean"),
+ * one given twice, or more than it could take. A misspelt ?ttl_s would
+ * otherwise make a buffer that never expires. */
+int ghd_http_check_query(struct ghd_request *req, const char *const *allowed, char *detail,
+                         size_t len);
 /* Fills has_body, has_content_length and content_length from the head.
  * GHD_EINVAL when Content-Length is not a number. */
 int ghd_http_parse_content_length(struct ghd_request *req);

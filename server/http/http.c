@@ -75,6 +75,10 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
                                  allow);
     }
     hr->route = route;
+    char query_detail[256];
+    if (strncmp(route->pattern, "/v1/", 4) == 0 &&
+        (rc = ghd_http_check_query(req, route->query, query_detail, sizeof(query_detail))) != 0)
+        return ghd_reply_problem(&hr->rep, req, rc, "%s", query_detail);
     rc = ghd_http_parse_content_length(req);
     if (rc)
         return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
@@ -159,6 +163,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, struct ghd_http_r
      * would add this empty reply's "Content-Length: 0". */
     if (rep->status == 304)
         MHD_set_response_options(resp, MHD_RF_HEAD_ONLY_RESPONSE, MHD_RO_END);
+    hr->state = early ? GHD_HS_REPLIED_EARLY : GHD_HS_REPLIED;
     ghd_guard_send(hr->http->guard, hr->guard); /* the response goes out */
     ghd_reply_each_header(rep, &hr->req, add_header, resp);
     /* Close after a refused body (its rest is not worth reading) or while draining. */

@@ -62,6 +62,9 @@ struct ghd_route {
     /* 1: also served on --probe-port (probe.h), in plain HTTP beside TLS,
      * with the same access; that port answers every other route 404. */
     int probe;
+    /* The query parameters a /v1/ route takes, NULL-terminated; NULL: none.
+     * Any other, or one given twice, is a 400 (head.h). */
+    const char *const *query;
 };
 
 struct ghd_routes {

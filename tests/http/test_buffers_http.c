@@ -226,6 +226,47 @@ static void test_post_octet_stream_creates(void **state)
     }
 }
 
+/* A query parameter the operation does not take, or one given twice, is a
+ * 400 naming it: ?ttl=60 for ?ttl_s=60 made a buffer that never expired,
+ * and ?offset=1&offset=3 wrote at offset 1 (found by an outside test). */
+static void test_query_names_checked(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *method, *path, *needle;
+    } bad[] = {
+        {"POST", "/v1/buffers?ttl=60", "unknown query parameter 'ttl'; this operation takes "
+                                       "label, ttl_s, alignment, near, device"},
+        {"POST", "/v1/buffers?lable=x", "'lable': did you mean 'label'?"},
+        {"POST", "/v1/buffers?label=a&label=b", "query parameter 'label' is given twice"},
+        {"GET", "/v1/buffers?limit=1&limit=2", "'limit' is given twice"},
+        {"GET", "/v1/devices?x=1", "query parameter 'x': this operation takes none"},
+        {"POST", "/v1/buffers?a&b&c&d&e&f&g&h&i", "more than 8 query parameters"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct harness_resp r;
+        harness_simple(&H, bad[i].method, bad[i].path, "application/octet-stream", "abcd", 4, &r);
+        if (r.status != 400 || !r.body || !strstr(r.body, bad[i].needle))
+            fail_msg("%s %s: %ld %.300s", bad[i].method, bad[i].path, r.status,
+                     r.body ? r.body : "");
+        harness_expect_problem(&r, 400);
+        harness_resp_free(&r);
+    }
+    char id[GHD_BUFFER_ID_LEN + 1], path[160];
+    harness_buffer_create(&H, 16, id);
+    snprintf(path, sizeof(path), "/v1/buffers/%s?offset=1&offset=3", id);
+    struct harness_resp r;
+    harness_simple(&H, "PUT", path, "application/octet-stream", "ab", 2, &r);
+    harness_expect_problem(&r, 400);
+    assert_non_null(strstr(r.body, "'offset' is given twice"));
+    harness_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buffers/%s?offset=3", id); /* one is fine */
+    harness_simple(&H, "PUT", path, "application/octet-stream", "ab", 2, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+}
+
 /* ---- ranged writes ------------------------------------------------------- */
 
 static void test_put_ranges(void **state)
@@ -1961,6 +2002,7 @@ int main(void)
         cmocka_unit_test_teardown(test_health, harness_teardown_idle),
         cmocka_unit_test_teardown(test_roundtrip_sizes, harness_teardown_idle),
         cmocka_unit_test_teardown(test_post_octet_stream_creates, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_query_names_checked, harness_teardown_idle),
         cmocka_unit_test_teardown(test_put_ranges, harness_teardown_idle),
         cmocka_unit_test_teardown(test_put_range_across_chunks, harness_teardown_idle),
         cmocka_unit_test_teardown(test_put_too_long_content_length, harness_teardown_idle),
