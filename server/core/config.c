@@ -1,4 +1,5 @@
 #include "config.h"
+#include "config_spec.h"
 
 #include <ctype.h>
 #include <getopt.h>
@@ -11,18 +12,6 @@
 #include "base/log.h"
 #include "base/owner.h"
 #include "base/parse.h"
-
-enum opt_type { OPT_UINT, OPT_SIZE, OPT_SIZE_OR_PERCENT, OPT_STRING, OPT_BACKEND, OPT_FLAG };
-
-struct option_spec {
-    const char *flag; /* long flag without dashes; env is GHD_ + upper-cased flag */
-    enum opt_type type;
-    size_t offset;
-    size_t aux_offset; /* OPT_SIZE_OR_PERCENT: where the percent goes */
-    unsigned long long min, max;
-    const char *def;
-    const char *help;
-};
 
 #define OFF(f) offsetof(struct ghd_config, f)
 #define STR_MAX(f) (sizeof(((struct ghd_config *)0)->f))
@@ -219,6 +208,9 @@ static const struct option_spec specs[] = {
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
 
+const struct option_spec *const ghd_config_specs = specs;
+const size_t ghd_config_spec_count = SPEC_COUNT;
+
 /* Values never echoed in error messages. */
 static int is_secret(const struct option_spec *sp)
 {
@@ -249,7 +241,7 @@ int ghd_parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static void env_name(const char *flag, char *buf, size_t len)
+void ghd_config_env_name(const char *flag, char *buf, size_t len)
 {
     size_t i = 0;
     i += (size_t)snprintf(buf, len, "GHD_");
@@ -448,80 +440,6 @@ static int validate(const struct ghd_config *cfg, FILE *err)
     return 0;
 }
 
-/* --help's placeholder for an option's value. */
-static const char *placeholder(const struct option_spec *sp)
-{
-    static const struct {
-        const char *flag, *arg;
-    } strings[] = {
-        {"bind", "ADDR"},  {"instance", "auto|N"},     {"log-level", "LEVEL"}, {"log-format", "text|json"},
-        {"port-file", "FILE"},  {"docs-dir", "DIR"},    {"tokens-file", "FILE"},
-        {"tokens", "LIST"},     {"metrics-token", "TOKEN"}, {"tls-cert", "FILE"},
-        {"tls-key", "FILE"},    {"on-device-loss", "exit|stay"}, {"devices", "all|LIST"},
-        {"device", "N"},        {"placement", "most-free|round-robin"}, {"ready-needs", "any|all"},
-    };
-    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
-        if (strcmp(sp->flag, strings[i].flag) == 0)
-            return strings[i].arg;
-    switch (sp->type) {
-    case OPT_UINT: return "N";
-    case OPT_SIZE: return "BYTES";
-    case OPT_SIZE_OR_PERCENT: return "BYTES|N%";
-    case OPT_BACKEND: return "auto|cuda|host";
-    case OPT_FLAG: return NULL;
-    case OPT_STRING: break;
-    }
-    return "TEXT";
-}
-
-#define USAGE_WIDTH 100
-#define USAGE_INDENT 30
-
-/* Writes `text` from column USAGE_INDENT, wrapped at USAGE_WIDTH; `col` is
- * the column the line is at now. */
-static void usage_wrapped(FILE *out, int col, const char *text)
-{
-    if (col > USAGE_INDENT - 1) {
-        fputc('\n', out);
-        col = 0;
-    }
-    fprintf(out, "%*s", USAGE_INDENT - col, "");
-    col = USAGE_INDENT;
-    while (*text) {
-        size_t word = strcspn(text, " ");
-        if (col > USAGE_INDENT && col + 1 + (int)word > USAGE_WIDTH) {
-            fprintf(out, "\n%*s", USAGE_INDENT, "");
-            col = USAGE_INDENT;
-        } else if (col > USAGE_INDENT) {
-            fputc(' ', out);
-            col++;
-        }
-        fwrite(text, 1, word, out);
-        col += (int)word;
-        text += word;
-        text += strspn(text, " ");
-    }
-    fputc('\n', out);
-}
-
-void ghd_config_usage(FILE *out)
-{
-    fprintf(out, "usage: gpuhttpd [options]\n\nEvery option also reads the environment "
-                 "variable shown; a flag wins.\n\n");
-    for (size_t i = 0; i < SPEC_COUNT; i++) {
-        const struct option_spec *sp = &specs[i];
-        char env[64], text[512];
-        env_name(sp->flag, env, sizeof(env));
-        const char *arg = placeholder(sp);
-        int col = fprintf(out, "  --%s%s%s", sp->flag, arg ? "=" : "", arg ? arg : "");
-        snprintf(text, sizeof(text), "%s (default: %s; env: %s)", sp->help,
-                 *sp->def ? sp->def : "none", env);
-        usage_wrapped(out, col, text);
-    }
-    usage_wrapped(out, fprintf(out, "  --help"), "print this help and exit");
-    usage_wrapped(out, fprintf(out, "  --version"), "print the version and exit");
-}
-
 /* getopt takes the next argument as an option's value even when it is
  * another option ("--port --port-file x"); none of our values starts with
  * "--", so such a value means the option was given without one. */
@@ -530,7 +448,7 @@ static int value_missing(const struct option_spec *sp, const char *value, FILE *
     if (sp->type == OPT_FLAG || strncmp(value, "--", 2) != 0)
         return 0;
     fprintf(err, "gpuhttpd: --%s needs a value (%s) before '%s' (see --help)\n", sp->flag,
-            placeholder(sp), value);
+            ghd_config_placeholder(sp), value);
     return 1;
 }
 
@@ -539,7 +457,7 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
     ghd_config_defaults(cfg);
     for (size_t i = 0; i < SPEC_COUNT; i++) {
         char env[64];
-        env_name(specs[i].flag, env, sizeof(env));
+        ghd_config_env_name(specs[i].flag, env, sizeof(env));
         const char *v = getenv(env);
         if (v && *v && apply(cfg, &specs[i], v) != 0) {
             fprintf(err, "gpuhttpd: invalid value '%s' for %s (--%s: %s)\n",
@@ -575,7 +493,7 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
                 if (strncmp(bad, "--", 2) == 0 && strcmp(bad + 2, specs[i].flag) == 0 &&
                     specs[i].type != OPT_FLAG) {
                     fprintf(err, "gpuhttpd: %s needs a value (%s) (see --help)\n", bad,
-                            placeholder(&specs[i]));
+                            ghd_config_placeholder(&specs[i]));
                     return -1;
                 }
             fprintf(err, "gpuhttpd: unknown option '%s' (see --help)\n", bad);
