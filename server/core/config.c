@@ -103,9 +103,6 @@ static const struct option_spec specs[] = {
      "CPU for the kernel's (0 = half the CPUs the server may run on)"},
     {"download-block", OPT_SIZE, OFF(download_block), 0, 64 << 10, 64 << 20, "4M",
      "most bytes of a download's window (copied by DMA into its chunk, sent from there)"},
-    {"upload-dma-piece", OPT_SIZE, OFF(upload_dma_piece), 0, 0, 64 << 20, "0",
-     "an upload's bytes are copied by DMA from its staging chunk every this many bytes, while "
-     "they are still in the CPU's cache (0 = each chunk once it is full)"},
     {"download-overlap", OPT_UINT, OFF(download_overlap), 0, 0, 1, "0",
      "0: a download window is sent right after its DMA, still in the CPU's cache; 1: the next "
      "window's DMA overlaps the send (half a chunk each; 1.13x slower at 16 conns, run 48)"},

@@ -49,7 +49,6 @@ struct ghd_config {
     unsigned socket_bounce_uploads; /* ... while at most this many receive; 0 = half the CPUs */
     size_t download_block;      /* most bytes of a download's window */
     unsigned download_overlap;  /* 1: the next window's DMA runs while one is sent */
-    size_t upload_dma_piece;    /* 0: a chunk's DMA once it is full; else every N bytes */
     size_t socket_buffer;       /* SO_SNDBUF and SO_RCVBUF of each connection; 0 = autotuning */
     unsigned runs_kept;
     unsigned run_keep_s;

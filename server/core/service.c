@@ -34,7 +34,6 @@ static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind k
     rc->direct_copy = (int)cfg->direct_copy;
     rc->download_block = cfg->download_block;
     rc->download_overlap = (int)cfg->download_overlap;
-    rc->upload_dma_piece = cfg->upload_dma_piece;
 }
 
 static void close_runtimes(struct ghd_service *svc)

@@ -56,8 +56,7 @@ struct ghd_transfer {
     uint64_t length;   /* bytes the transfer may move */
     uint64_t received; /* upload: body bytes taken so far */
     uint64_t flushed;  /* upload: bytes handed to the device */
-    size_t fill;       /* upload: bytes in chunk[cur] */
-    size_t queued;     /* upload: of those, bytes already queued to the device */
+    size_t fill;       /* upload: bytes waiting in chunk[cur] */
     int cur;
     int nchunks;   /* staging chunks held: 1, or 2 to overlap copies and the network */
     int writer;    /* holds the buffer's single-writer flag */

@@ -56,22 +56,6 @@ static char *device_at(const struct ghd_transfer *t)
     return (char *)t->buf->d_ptr + t->offset + t->flushed;
 }
 
-/* Queues the current chunk's bytes not yet queued (its copy may go in
- * pieces, --upload-dma-piece). */
-static int queue_filled(struct ghd_transfer *t)
-{
-    struct ghd_device *dev = &t->rt->dev;
-    size_t n = t->fill - t->queued;
-    if (n == 0)
-        return 0;
-    int rc = dev->ops->copy_h2d(dev, device_at(t) + t->queued,
-                                (char *)t->chunk[t->cur]->h_ptr + t->queued, n, t->stream,
-                                &t->dev_err);
-    if (rc == 0)
-        t->queued = t->fill;
-    return rc;
-}
-
 /* Queues the filled part of the current chunk to the device and switches to
  * the other chunk, waiting for that one's previous copy. */
 static int flush_chunk(struct ghd_transfer *t)
@@ -80,7 +64,7 @@ static int flush_chunk(struct ghd_transfer *t)
     struct ghd_staging_chunk *c = t->chunk[t->cur];
     if (t->fill == 0)
         return 0;
-    int rc = queue_filled(t);
+    int rc = dev->ops->copy_h2d(dev, device_at(t), c->h_ptr, t->fill, t->stream, &t->dev_err);
     if (rc)
         return rc;
     rc = dev->ops->event_record(dev, c->done, t->stream, &t->dev_err);
@@ -89,7 +73,6 @@ static int flush_chunk(struct ghd_transfer *t)
     c->pending = 1;
     t->flushed += t->fill;
     t->fill = 0;
-    t->queued = 0;
     ghd_transfer_take_second_chunk(t);
     t->cur = (t->cur + 1) % t->nchunks;
     return ghd_transfer_chunk_ready(t, t->chunk[t->cur]);
@@ -138,13 +121,14 @@ static int copy_failed(const struct ghd_transfer *t, int rc, struct ghd_err *err
  * waited for at once. Slow, but the ring is never held by a slow client. */
 static int go_slow(struct ghd_transfer *t, struct ghd_err *err)
 {
+    struct ghd_device *dev = &t->rt->dev;
     if (t->fill) {
-        int rc = queue_filled(t);
+        int rc = dev->ops->copy_h2d(dev, device_at(t), t->chunk[t->cur]->h_ptr, t->fill,
+                                    t->stream, &t->dev_err);
         if (rc)
             return copy_failed(t, rc, err);
         t->flushed += t->fill;
         t->fill = 0;
-        t->queued = 0;
     }
     ghd_transfer_release_chunks(t);
     t->slow_buf = malloc(SLOW_PIECE);
@@ -194,11 +178,9 @@ int ghd_sink_commit(struct ghd_transfer *t, size_t n, struct ghd_err *err)
         return rc ? copy_failed(t, rc, err) : 0;
     }
     t->fill += n;
-    int rc = 0;
-    if (t->fill >= t->chunk[t->cur]->size)
-        rc = flush_chunk(t);
-    else if (t->rt->upload_dma_piece && t->fill - t->queued >= t->rt->upload_dma_piece)
-        rc = queue_filled(t); /* while the bytes are in the CPU's cache */
+    if (t->fill < t->chunk[t->cur]->size)
+        return 0;
+    int rc = flush_chunk(t);
     return rc ? copy_failed(t, rc, err) : 0;
 }
 

@@ -75,7 +75,6 @@ int ghd_runtime_init(struct ghd_runtime *rt, const struct ghd_runtime_config *cf
     rt->direct_copy = cfg->direct_copy;
     rt->download_block = cfg->download_block;
     rt->download_overlap = cfg->download_overlap;
-    rt->upload_dma_piece = cfg->upload_dma_piece;
     struct ghd_pool_config pool_cfg = cfg->pool;
     if (cfg->pool_limit_percent)
         pool_cfg.limit = rt->dev.total_memory / 100 * cfg->pool_limit_percent;

@@ -32,7 +32,6 @@ struct ghd_runtime_config {
     int direct_copy;
     size_t download_block;
     int download_overlap;
-    size_t upload_dma_piece;
 };
 
 /* Idle backend handles (streams or events), reused across requests. */
@@ -63,7 +62,6 @@ struct ghd_runtime {
     int direct_copy;
     size_t download_block; /* most bytes of a download's window */
     int download_overlap;  /* its next window's DMA runs while one is sent */
-    size_t upload_dma_piece; /* 0: an upload chunk's DMA once it is full */
 };
 
 /* Opens the device and allocates the pool's first slab and the staging rings;

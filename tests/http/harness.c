@@ -135,10 +135,6 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
     if (block && *block)
         cfg.download_block = strtoull(block, NULL, 10);
-    /* GHD_TEST_UPLOAD_DMA_PIECE: --upload-dma-piece. */
-    const char *piece = getenv("GHD_TEST_UPLOAD_DMA_PIECE");
-    if (piece && *piece)
-        cfg.upload_dma_piece = strtoull(piece, NULL, 10);
     /* GHD_TEST_DOWNLOAD_OVERLAP: --download-overlap. */
     const char *overlap = getenv("GHD_TEST_DOWNLOAD_OVERLAP");
     if (overlap && *overlap)
