@@ -170,7 +170,7 @@ static void cannot_start(enum ghd_log_format format, const char *why)
 static void setup_process(sigset_t *set)
 {
     /* Every allocation of 1 MiB or more (libmicrohttpd's per-connection
-     * memory, its response buffers) gets pages of its own, so the pages that
+     * memory) gets pages of its own, so the pages that
      * hostreg.c locks for direct copies never overlap a neighbour's. glibc's
      * adaptive threshold would otherwise move such buffers into shared heaps. */
     mallopt(M_MMAP_THRESHOLD, 1 << 20);

@@ -161,20 +161,3 @@ int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n)
     r->locked = lock_range(dev, r->base, r->end, NULL) == 0;
     return r->locked;
 }
-
-int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base,
-                      struct ghd_err *error)
-{
-    uintptr_t a = page_down((uintptr_t)p);
-    uintptr_t b = page_up((uintptr_t)p + n);
-    int rc = lock_range(dev, a, b, error);
-    if (rc == 0)
-        *base = (void *)a;
-    return rc;
-}
-
-void ghd_hostreg_release(struct ghd_device *dev, void *base)
-{
-    if (base)
-        unlock_range(dev, (uintptr_t)base);
-}

@@ -5,9 +5,9 @@
 
 #include "device.h"
 
-/* Direct copies between the device and host memory that the HTTP layer owns
- * (libmicrohttpd's per-connection read buffer, its response buffers), so the
- * bytes skip the extra memcpy through the staging ring. The memory is
+/* Direct copies to the device from host memory that the HTTP layer owns
+ * (libmicrohttpd's per-connection read buffer), so the bytes skip the extra
+ * memcpy through the staging ring. The memory is
  * page-locked with the backend's host_register. When registration fails (for
  * example because a neighbour already locked an overlapping page) callers fall
  * back to the staging ring; nothing here is required for correctness. */
@@ -18,11 +18,5 @@
  * connection per thread: the read buffer stays put for the connection's
  * life). Returns 1 when a direct copy is possible, else 0. */
 int ghd_hostreg_thread_covers(struct ghd_device *dev, const void *p, size_t n);
-
-/* Page-locks exactly the pages holding [p, p+n); *base is what to hand to
- * ghd_hostreg_release. Returns 0 or a negative GHD_E* code (why in *error). */
-int ghd_hostreg_pages(struct ghd_device *dev, void *p, size_t n, void **base,
-                      struct ghd_err *error);
-void ghd_hostreg_release(struct ghd_device *dev, void *base);
 
 #endif

@@ -1,7 +1,6 @@
 /* Page-locking the HTTP layer's own memory (device/hostreg.h) on the host
  * backend, which refuses an overlapping registration as cudaHostRegister
- * does: two connections' buffers in one page, or a response buffer in a
- * page a connection's read buffer holds, never reach the backend as a
+ * does: two connections' buffers in one page never reach the backend as a
  * request it must refuse; the buffer just is not locked (the caller
  * stages). Locks are given back when their thread exits, and then the
  * pages can be locked again. */
@@ -14,7 +13,6 @@
 
 #include <cmocka.h>
 
-#include "base/error.h"
 #include "device/device.h"
 #include "device/host_fault.h"
 #include "device/hostreg.h"
@@ -123,14 +121,6 @@ static void test_neighbours_in_one_page(void **state)
     holder_start(&first, &t);
     assert_int_equal(first.call.covered, 1);
     assert_int_equal(covers_on_thread(&f->dev, f->mem + PAGE + 1000, 2 * PAGE), 0);
-    /* A response buffer in pages the first thread holds, and one beside them. */
-    void *base = NULL;
-    struct ghd_err err = {0};
-    assert_int_equal(ghd_hostreg_pages(&f->dev, f->mem + PAGE + 2000, 100, &base, &err), GHD_EBUSY);
-    assert_true(err.detail[0] != '\0');
-    assert_int_equal(ghd_hostreg_pages(&f->dev, f->mem + 2 * PAGE, PAGE, &base, &err), 0);
-    assert_ptr_equal(base, f->mem + 2 * PAGE);
-    ghd_hostreg_release(&f->dev, base);
     /* The backend never saw a request it had to refuse. */
     assert_int_equal(ghd_host_fault_register_overlaps(), overlaps);
     holder_finish(&first, t);
