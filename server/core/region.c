@@ -99,15 +99,14 @@ void ghd_region_tenant_usage(struct ghd_region_table *t, const char *tenant, uns
 }
 
 int ghd_region_tenant_list_new(struct ghd_region_table *t, const char *tenant,
-                               struct ghd_region ***out, unsigned *n)
+                               struct ghd_region ***out, unsigned *n, size_t *pinned)
 {
     tenant = tenant_or_none(tenant);
     *out = NULL;
     *n = 0;
     pthread_mutex_lock(&t->lock);
     unsigned count;
-    size_t pinned;
-    usage_locked(t, tenant, &count, &pinned);
+    usage_locked(t, tenant, &count, pinned);
     struct ghd_region **list = count ? calloc(count, sizeof(*list)) : NULL;
     if (count && !list) {
         pthread_mutex_unlock(&t->lock);

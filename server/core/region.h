@@ -110,10 +110,11 @@ void ghd_region_unref(struct ghd_region_table *t, struct ghd_region *r);
 void ghd_region_tenant_usage(struct ghd_region_table *t, const char *tenant, unsigned *count,
                              size_t *pinned);
 /* `tenant`'s regions, oldest first: *out is a malloc'd array of *n new
- * references (NULL when none), each for ghd_region_unref. GHD_ENOHOSTMEM
- * when the array cannot be allocated. */
+ * references (NULL when none), each for ghd_region_unref, and *pinned their
+ * page-locked bytes (as ghd_region_tenant_usage counts them, at the same
+ * moment). GHD_ENOHOSTMEM when the array cannot be allocated. */
 int ghd_region_tenant_list_new(struct ghd_region_table *t, const char *tenant,
-                               struct ghd_region ***out, unsigned *n);
+                               struct ghd_region ***out, unsigned *n, size_t *pinned);
 /* Completed transfers that named r. */
 uint64_t ghd_region_transfers(struct ghd_region_table *t, const struct ghd_region *r);
 

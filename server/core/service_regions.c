@@ -25,13 +25,12 @@ json_t *ghd_service_region_summary_new(struct ghd_service *svc, const char *tena
     struct ghd_region_table *t = &svc->regions;
     struct ghd_region **list;
     unsigned n;
-    if (ghd_region_tenant_list_new(t, tenant, &list, &n) != 0)
-        return NULL;
+    size_t pinned;
     /* `usage` counts what `regions` lists. */
-    size_t pinned = 0;
+    if (ghd_region_tenant_list_new(t, tenant, &list, &n, &pinned) != 0)
+        return NULL;
     json_t *regions = json_array();
     for (unsigned i = 0; i < n; i++) {
-        pinned += list[i]->kind == GHD_REGION_SHM ? list[i]->size : 0;
         json_array_append_new(regions, ghd_service_region_json_new(svc, list[i]));
         ghd_region_unref(t, list[i]);
     }

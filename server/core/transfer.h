@@ -116,9 +116,10 @@ int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
 /* Names the download's bytes from position `pos` (< its length) on: sets
  * *data to them in the pinned staging chunk their DMA wrote and returns
  * their count (> 0), or a GHD_E* code. They stay unchanged until the next
- * call or ghd_transfer_free; the call has queued the next window's copy,
- * which runs while they are sent. Positions come in order, each call's at
- * the end of the bytes the previous one named. */
+ * call or ghd_transfer_free; with --download-overlap 1 the call has also
+ * queued the next window's copy, which runs while they are sent. Positions
+ * come in order, each call's at the end of the bytes the previous one
+ * named. */
 ssize_t ghd_source_read(struct ghd_transfer *t, uint64_t pos, const char **data);
 
 /* --- both ------------------------------------------------------------- */
