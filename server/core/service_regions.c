@@ -77,10 +77,13 @@ json_t *ghd_service_region_json_new(struct ghd_service *svc, const struct ghd_re
     struct tm tm;
     gmtime_r(&r->created, &tm);
     strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* Device memory, or a segment the CUDA backend page-locked; the host
+     * backend's host_register locks nothing. */
+    int pinned = r->kind == GHD_REGION_CUDA_IPC ||
+                 (r->pinned != NULL && r->rt->dev.kind != GHD_BACKEND_HOST);
     json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:b, s:s, s:f, s:I}", "id", r->id, "kind",
                           r->kind == GHD_REGION_SHM ? "shm" : "cuda_ipc", "size",
-                          (json_int_t)r->size, "device", (int)r->rt->index, "pinned",
-                          r->pinned != NULL || r->kind == GHD_REGION_CUDA_IPC, "created",
+                          (json_int_t)r->size, "device", (int)r->rt->index, "pinned", pinned, "created",
                           created, "register_ms", r->register_s * 1e3, "transfers",
                           (json_int_t)ghd_region_transfers(&svc->regions, r));
     if (o && r->kind == GHD_REGION_SHM)

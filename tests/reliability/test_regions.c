@@ -163,6 +163,8 @@ static void test_summary(void **state)
     expect(&r, 200, "\"usage\":{\"regions\":1,\"pinned\":8192}");
     snprintf(want, sizeof(want), "\"regions\":[{\"id\":\"%s\",\"kind\":\"shm\",\"size\":8192", id);
     expect(&r, 200, want);
+    /* Page-locked only where a device DMAs from it: the host backend locks nothing. */
+    expect(&r, 200, strcmp(rel_backend_name(), "cuda") == 0 ? "\"pinned\":true" : "\"pinned\":false");
     rel_resp_free(&r);
     rel_json(&s, "GET", "/v1/regions", "tokB", NULL, &r);
     expect(&r, 200, "\"usage\":{\"regions\":0,\"pinned\":0},\"regions\":[]");
