@@ -125,7 +125,7 @@ int ghd_media_is(const char *content_type, const char *want)
 
 /* What the head says about itself, counted in one pass. */
 struct head_census {
-    unsigned content_length, transfer_encoding, host, authorization;
+    unsigned content_length, transfer_encoding, host, authorization, range, content_range;
     unsigned expect_other; /* an Expect that is not 100-continue */
 };
 
@@ -146,6 +146,10 @@ static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char
         c->host++;
     else if (strcasecmp(key, "Authorization") == 0)
         c->authorization++;
+    else if (strcasecmp(key, "Range") == 0)
+        c->range++;
+    else if (strcasecmp(key, "Content-Range") == 0)
+        c->content_range++;
     else if (strcasecmp(key, "Expect") == 0 && (!value || strcasecmp(value, "100-continue") != 0))
         c->expect_other++;
     return MHD_YES;
@@ -155,7 +159,8 @@ static enum MHD_Result count_head(void *cls, enum MHD_ValueKind kind, const char
  * two Content-Lengths, or one together with Transfer-Encoding, may be framed
  * differently by a proxy in front of us (request smuggling, RFC 9112 section
  * 6.3); two Hosts (section 3.2) or two Authorizations may be routed or
- * authorised by one and served by the other; a NUL in the target is cut off
+ * authorised by one and served by the other, two Ranges or Content-Ranges
+ * (neither is a list) read or written by one a proxy did not check; a NUL in the target is cut off
  * by every C string of the path and query, so a proxy that checks the path
  * sees another than we serve. A version we do not speak (libmicrohttpd
  * passes HTTP/1.2 to 1.9 on as 1.1) and an expectation we cannot meet
@@ -179,6 +184,8 @@ const char *ghd_http_head_refusal(struct ghd_request *req, const char *version,
         return "an HTTP/1.1 request needs exactly one Host header";
     if (c.authorization > 1)
         return "more than one Authorization header";
+    if (c.range > 1 || c.content_range > 1)
+        return "more than one Range or Content-Range header (give one range per request)";
     *code = GHD_EEXPECT;
     if (c.expect_other)
         return "the only expectation served is Expect: 100-continue";

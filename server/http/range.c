@@ -14,6 +14,21 @@ static const char *read_u64(const char *s, uint64_t *out, int *ok)
     return end ? end : s;
 }
 
+/* As read_u64, but a number past 2^64 - 1 reads as UINT64_MAX: in a Range
+ * it lies past any resource's end, which is what it means (RFC 9110 asks
+ * recipients to expect large numerals), not a malformed header. */
+static const char *read_u64_saturated(const char *s, uint64_t *out, int *ok)
+{
+    const char *end = read_u64(s, out, ok);
+    if (*ok || *s < '0' || *s > '9')
+        return end;
+    while (*end >= '0' && *end <= '9')
+        end++;
+    *out = UINT64_MAX;
+    *ok = 1;
+    return end;
+}
+
 int ghd_range_parse(const char *h, uint64_t size, uint64_t *first, uint64_t *last)
 {
     if (!h || strncasecmp(h, "bytes=", 6) != 0)
@@ -24,7 +39,7 @@ int ghd_range_parse(const char *h, uint64_t size, uint64_t *first, uint64_t *las
     uint64_t a = 0, b = 0;
     int ok_a, ok_b;
     if (*s == '-') { /* suffix: the last n bytes */
-        const char *end = read_u64(s + 1, &b, &ok_b);
+        const char *end = read_u64_saturated(s + 1, &b, &ok_b);
         if (!ok_b || *end)
             return GHD_EINVAL;
         if (b == 0 || size == 0)
@@ -33,14 +48,14 @@ int ghd_range_parse(const char *h, uint64_t size, uint64_t *first, uint64_t *las
         *last = size - 1;
         return 0;
     }
-    s = read_u64(s, &a, &ok_a);
+    s = read_u64_saturated(s, &a, &ok_a);
     if (!ok_a || *s != '-')
         return GHD_EINVAL;
     s++;
     if (*s == '\0') {
         b = UINT64_MAX;
     } else {
-        s = read_u64(s, &b, &ok_b);
+        s = read_u64_saturated(s, &b, &ok_b);
         if (!ok_b || *s || b < a)
             return GHD_EINVAL;
     }

@@ -266,7 +266,8 @@ static void test_library_refusals_are_problems(void **state)
 }
 
 /* Smaller: a missing or doubled Host header on HTTP/1.1 (RFC 9112 section
- * 3.2), two Authorization headers (the first won), a NUL in a query value. */
+ * 3.2), two Authorization, Range or Content-Range headers (the first won),
+ * a NUL in a query value. */
 static void test_host_and_authorization_once(void **state)
 {
     struct rel_server *s = *state;
@@ -277,6 +278,12 @@ static void test_host_and_authorization_once(void **state)
         "Authorization: Bearer y\r\n\r\n",
         /* A NUL in a query value cut it short silently. */
         "GET /v1/buffers?limit=1%00000 HTTP/1.1\r\nHost: a\r\n\r\n",
+        /* Two Range lines (the first won; neither is a list) and two
+         * Content-Range lines (which bytes would the PUT write?). */
+        "GET /v1/buffers/b0 HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\n"
+        "Range: bytes=4-5\r\n\r\n",
+        "PUT /v1/buffers/b0 HTTP/1.1\r\nHost: a\r\nContent-Range: bytes 0-1/*\r\n"
+        "Content-Range: bytes 4-5/*\r\nContent-Length: 2\r\n\r\nab",
     };
     for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
         char buf[8192];

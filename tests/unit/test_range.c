@@ -60,6 +60,11 @@ static void test_range_last_clamped(void **state)
     expect_range("bytes=0-10", 10, 0, 9);
     expect_range("bytes=3-1000000", 10, 3, 9);
     expect_range("bytes=0-18446744073709551615", 10, 0, 9);
+    /* Numbers past 2^64 - 1 are still numbers (RFC 9110 has no bound): a
+     * last-pos that large means "to the end", a suffix that long the whole. */
+    expect_range("bytes=0-18446744073709551616", 10, 0, 9);
+    expect_range("bytes=2-99999999999999999999999999", 10, 2, 9);
+    expect_range("bytes=-99999999999999999999999999", 10, 0, 9);
     expect_range("bytes=5-5", 6, 5, 5);
     expect_range("bytes=5-6", 6, 5, 5);
 }
@@ -92,6 +97,8 @@ static void test_range_unsatisfiable(void **state)
     expect_range_error("bytes=10-20", 10, GHD_ERANGE);
     expect_range_error("bytes=11-11", 10, GHD_ERANGE);
     expect_range_error("bytes=18446744073709551615-", 10, GHD_ERANGE);
+    expect_range_error("bytes=18446744073709551616-", 10, GHD_ERANGE);
+    expect_range_error("bytes=99999999999999999999999-99999999999999999999999", 10, GHD_ERANGE);
     /* A zero-length suffix selects nothing. */
     expect_range_error("bytes=-0", 10, GHD_ERANGE);
     /* Nothing is satisfiable in an empty resource. */
@@ -131,10 +138,6 @@ static void test_range_malformed(void **state)
         "bytes=1.5-2",
         "bytes=5-4",          /* last < first is invalid, not unsatisfiable */
         "bytes=9-0",
-        "bytes=99999999999999999999-",    /* overflows 64 bits */
-        "bytes=0-99999999999999999999",
-        "bytes=-99999999999999999999",
-        "bytes=18446744073709551616-",
         "items=0-1",
         "0-1",
         "=0-1",
