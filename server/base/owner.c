@@ -61,7 +61,8 @@ int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *e
     if (instance == o->instance)
         return ghd_err_set(err, GHD_EGONE,
                            "created by an earlier start of instance %u (boot %.8s; this is boot "
-                           "%s); buffers do not survive a restart",
+                           "%s); what an instance holds (buffers, regions, runs, kernels) does "
+                           "not survive a restart",
                            instance, id + 6, o->boot);
     return ghd_err_set(err, GHD_EMISDIRECTED,
                        "owned by instance %u, and this is instance %u: send it to instance %u "

@@ -417,7 +417,7 @@ def kill_and_restart(cl, data):
     cl.wait_stats(lambda st: st["i0001"][0] == "UP", timeout=20)
     for bid in lost:
         r = requests.get(cl.url(f"/v1/buffers/{bid}/meta"), timeout=30)
-        problem(r, 410, "earlier start of instance 1", "do not survive a restart")
+        problem(r, 410, "earlier start of instance 1", "does not survive a restart")
         check(r.headers.get("Gpuhttpd-Instance") == "1", f"410 from {r.headers}")
     body = {"kernel": "fill", "args": {"x": lost[0], "n": 4, "dtype": "u8", "value": 1}}
     problem(requests.post(cl.url("/v1/runs"), json=body, headers={"Gpuhttpd-Route": lost[0]},

@@ -106,7 +106,7 @@ def main():
         st, _, ready = one.json("GET", "/readyz")
         check(ready["instance"] == 1 and ready["boot"] != boots[1], f"restart: {ready}")
         for path in (f"/v1/buffers/{a}", f"/v1/runs/{rid}"):
-            problem(one, path, 410, "earlier start of instance 1", "do not survive a restart")
+            problem(one, path, 410, "earlier start of instance 1", "does not survive a restart")
         st, _, body = one.json("POST", "/v1/runs", fill)
         check(st == 410 and "earlier start" in body["detail"], f"run, old id: {st} {body}")
         st, _, body = one.json("POST", f"/v1/buffers?near={a}", {"size": 8})

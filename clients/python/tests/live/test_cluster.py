@@ -29,7 +29,7 @@ def test_misdirected_and_restarted(make_server):
         again = make_server("--instance", "1")
         with gpuhttpd.Client(again.url) as c3, pytest.raises(gpuhttpd.OwnerRestarted) as gone:
             c3.buffer(x.id)
-        assert gone.value.status == 410 and "do not survive a restart" in gone.value.detail
+        assert gone.value.status == 410 and "does not survive a restart" in gone.value.detail
 
 
 def test_route_and_near_reach_a_server_directly(client):

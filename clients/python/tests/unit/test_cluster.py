@@ -47,7 +47,8 @@ def test_gone_and_misdirected_are_not_found_too(client, fake):
     handler = fake.__call__
     answers = {
         "gone": problem(410, "gone", "created by an earlier start of instance 3 (boot "
-                        "5f2c9a1e; this is boot 8b108b30); buffers do not survive a restart"),
+                        "5f2c9a1e; this is boot 8b108b30); what an instance holds (buffers, "
+                        "regions, runs, kernels) does not survive a restart"),
         "misdirected": problem(421, "misdirected-request", "owned by instance 2, and this is "
                                "instance 3: send it to instance 2 (a proxy routes on the id's "
                                "prefix i0002-)"),
