@@ -143,8 +143,8 @@ static void trim(const struct ghd_diskcache *c)
             continue;
         char path[340];
         struct stat st;
-        snprintf(path, sizeof(path), "%s/%s", c->dir, de->d_name);
-        if (stat(path, &st) != 0)
+        int plen = snprintf(path, sizeof(path), "%s/%s", c->dir, de->d_name);
+        if (plen < 0 || (size_t)plen >= sizeof(path) || stat(path, &st) != 0)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
@@ -153,7 +153,9 @@ static void trim(const struct ghd_diskcache *c)
                 break;
             files = nf;
         }
-        snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
+        int nlen = snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
+        if (nlen < 0 || (size_t)nlen >= sizeof(files[n].name))
+            continue;
         files[n].mtime = st.st_mtime;
         files[n].size = st.st_size;
         total += st.st_size;
