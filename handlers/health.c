@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "core/service.h"
+#include "http/access.h"
 
 int ghd_handle_healthz(struct ghd_request *req, struct ghd_reply *rep)
 {
@@ -10,7 +11,8 @@ int ghd_handle_healthz(struct ghd_request *req, struct ghd_reply *rep)
 }
 
 /* Ready while the devices --ready-needs asks for are (any: one; all: every
- * one); the body lists each device's state and sums the pools and rings. */
+ * one); the body lists each device's state and, for a caller that may read
+ * them (http/access.h), sums the pools and rings. */
 int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_service *svc = req->svc;
@@ -24,6 +26,13 @@ int ghd_handle_readyz(struct ghd_request *req, struct ghd_reply *rep)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     }
     struct ghd_runtime *first = ghd_service_runtime(svc, 0);
+    if (!ghd_http_figures_allowed(req)) /* the state alone: the pool sums every tenant's */
+        return ghd_reply_json(rep, 200,
+                              json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "status", "ready",
+                                        "instance", (int)svc->owner.instance, "boot",
+                                        svc->owner.boot, "backend",
+                                        ghd_backend_name(first->dev.kind), "device",
+                                        first->dev.name, "devices", devices));
     size_t reserved = 0, in_use = 0, limit = 0, chunk_size = 0;
     unsigned chunks = 0, busy = 0;
     for (unsigned i = 0; i < svc->runtime_count; i++) {

@@ -132,7 +132,12 @@ static const struct option_spec specs[] = {
     {"tokens", OPT_STRING, OFF(tokens), STR_MAX(tokens), 0, 0, "",
      "bearer tokens as token:tenant,token:tenant (set it in the environment: flags show in ps)"},
     {"metrics-token", OPT_STRING, OFF(metrics_token), STR_MAX(metrics_token), 0, 0, "",
-     "bearer token that /metrics then requires"},
+     "bearer token that /metrics then requires (with tokens configured and neither this nor "
+     "--metrics-public, /metrics answers 401 to everyone)"},
+    {"metrics-public", OPT_FLAG, OFF(metrics_public), 0, 0, 1, "0",
+     "serve /metrics and /readyz's figures without a token while tenant tokens are "
+     "configured: every tenant then sees the pool's use and the inline-definition cache's "
+     "hits, which tell of the others' work (no argument; env: 1 or 0)"},
     {"allow-unauthenticated", OPT_FLAG, OFF(allow_unauthenticated), 0, 0, 1, "0",
      "serve a non-loopback --bind without tokens (no argument; env: 1 or 0)"},
     {"per-ip-connection-limit", OPT_UINT, OFF(per_ip_connection_limit), 0, 0, 100000, "128",
@@ -178,6 +183,10 @@ static const struct option_spec specs[] = {
      "accept regions (POST /v1/regions): shared-memory segments and CUDA IPC memory of clients "
      "on this host, opened by name with the server's own permissions; any tenant may then "
      "register a segment the server's user can open (no argument; env: 1 or 0)"},
+    {"shm-allow-shared", OPT_FLAG, OFF(shm_allow_shared), 0, 0, 1, "0",
+     "accept segments another user owns or whose mode grants group or other access (by "
+     "default only the server's user's segments of mode 0600 or narrower; no argument; "
+     "env: 1 or 0)"},
     {"tenant-max-regions", OPT_UINT, OFF(tenant_max_regions), 0, 0, 100000, "16",
      "most regions one tenant may register (0 = no limit; over it: 429)"},
     {"tenant-max-pinned", OPT_SIZE, OFF(tenant_max_pinned), 0, 0, 1ULL << 46, "32G",

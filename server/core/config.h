@@ -63,6 +63,7 @@ struct ghd_config {
     char tokens_file[256];
     char tokens[4096];        /* "token:tenant,..." (prefer GHD_TOKENS: flags show in ps) */
     char metrics_token[257];
+    unsigned metrics_public;          /* /metrics open to anyone with tokens on */
     unsigned allow_unauthenticated;
     unsigned per_ip_connection_limit; /* 0 = none */
     size_t tenant_max_bytes;          /* 0 = none */
@@ -81,6 +82,7 @@ struct ghd_config {
     unsigned tenant_max_modules;      /* raw modules per tenant */
     size_t module_max_source;         /* bytes of CUDA source in one module */
     unsigned allow_shm;               /* regions (POST /v1/regions) at all */
+    unsigned shm_allow_shared;        /* segments of other users or of mode & 077 */
     unsigned tenant_max_regions;      /* regions per tenant; 0 = none */
     size_t tenant_max_pinned;         /* bytes of regions per tenant; 0 = none */
     unsigned run_timeout_s;           /* a run past it fails, the device is lost; 0 = none */

@@ -215,6 +215,12 @@ void ghd_metrics_connection_refused(struct ghd_metrics *m, int total)
         add(&m->connections_refused[total != 0], 1);
 }
 
+void ghd_metrics_connection_shed(struct ghd_metrics *m)
+{
+    if (m)
+        add(&m->connections_shed, 1);
+}
+
 const char *const inline_from[3] = {"miss", "memory", "disk"};
 
 void ghd_metrics_inline(struct ghd_metrics *m, int module, const char *from)

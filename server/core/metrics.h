@@ -89,6 +89,9 @@ void ghd_metrics_run(struct ghd_metrics *m, unsigned device, const char *kernel,
  * --per-ip-connection-limit (total 0) or --connection-limit were open
  * (total 1). */
 void ghd_metrics_connection_refused(struct ghd_metrics *m, int total);
+/* A connection that had not sent a complete request head, closed to make
+ * room for a new one near --connection-limit. */
+void ghd_metrics_connection_shed(struct ghd_metrics *m);
 
 /* One kernel (module 0) or raw module (module 1) a run step sent by value,
  * by where its built form came from (core/inline_defs.h): "memory", "disk"

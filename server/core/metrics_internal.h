@@ -114,6 +114,7 @@ struct ghd_metrics {
      * (with at least the snapshot's, and device 0). */
     atomic_uint devices_seen;
     counter connections_refused[2]; /* [0] per address, [1] total */
+    counter connections_shed;       /* closed to make room (http/conn_guard.h) */
     counter inline_defs[2][3];      /* [kernel, module][miss, memory, disk] */
 };
 

@@ -190,6 +190,12 @@ static void render_connections_refused(struct ghd_metrics *m, struct ghd_strbuf 
              "Connections closed as they were accepted: their client address held "
              "--per-ip-connection-limit, or --connection-limit were open.",
              "limit", limits, m->connections_refused);
+    ghd_prom_family(t, "gpuhttpd_connections_shed_total", "counter",
+                    "Connections without a complete request head (waiting for one, or idle "
+                    "between requests) closed, oldest first, to make room for new ones "
+                    "once 90% of --connection-limit were open.");
+    ghd_strbuf_put(t, "gpuhttpd_connections_shed_total %llu\n",
+                   (unsigned long long)get(&m->connections_shed));
 }
 
 static void render_inline(struct ghd_metrics *m, struct ghd_strbuf *t)

@@ -148,6 +148,26 @@ static int limits_locked(struct ghd_region_table *t, const struct ghd_region *r,
     return 0;
 }
 
+/* A segment is one tenant's while it is registered: another tenant that
+ * names it (by the same name, another link, or a name reused) is refused, so
+ * that the segment's bytes are read and written for its first tenant alone. */
+static int claimed_locked(struct ghd_region_table *t, const struct ghd_region *r,
+                          struct ghd_err *err)
+{
+    if (r->kind != GHD_REGION_SHM)
+        return 0;
+    for (struct ghd_list_node *n = t->all.first; n; n = n->next) {
+        const struct ghd_region *o = ghd_container_of(n, struct ghd_region, link);
+        if (o->kind == GHD_REGION_SHM && o->st_dev == r->st_dev && o->st_ino == r->st_ino &&
+            strcmp(o->tenant, r->tenant) != 0)
+            return ghd_err_set(err, GHD_EBUSY,
+                               "segment '%.64s' is registered by another tenant; a segment "
+                               "serves one tenant at a time (create one of your own)",
+                               r->name);
+    }
+    return 0;
+}
+
 /* "/name": one leading slash, then 1 to 254 printable characters, no slash
  * (what shm_open accepts portably). */
 static int shm_name_check(const char *name, struct ghd_err *err)
@@ -166,7 +186,33 @@ static int shm_name_check(const char *name, struct ghd_err *err)
     return 0;
 }
 
-static int shm_open_map(struct ghd_region *r, const char *name, struct ghd_err *err)
+/* Whose the segment is and who else may open it: the server's own user's,
+ * mode 0600 or narrower, unless --shm-allow-shared. A segment others can
+ * open is one another tenant (or another user's process) can read and write
+ * beside the transfers, and a root server would otherwise map any user's
+ * segment, whatever its mode, for whoever names it. */
+static int shm_owner_check(const struct stat *st, const char *name, int allow_shared,
+                           struct ghd_err *err)
+{
+    if (allow_shared)
+        return 0;
+    if (st->st_uid != geteuid())
+        return ghd_err_set(err, GHD_EFORBIDDEN,
+                           "segment '%.64s' belongs to uid %u, not to the server's user (uid %u); "
+                           "the server takes only its own user's segments (start it with "
+                           "--shm-allow-shared to take others)",
+                           name, (unsigned)st->st_uid, (unsigned)geteuid());
+    if (st->st_mode & 077)
+        return ghd_err_set(err, GHD_EFORBIDDEN,
+                           "segment '%.64s' has mode %04o, which lets other users read or write "
+                           "it; create it with mode 0600 (or start the server with "
+                           "--shm-allow-shared)",
+                           name, (unsigned)(st->st_mode & 07777));
+    return 0;
+}
+
+static int shm_open_map(struct ghd_region *r, const char *name, int allow_shared,
+                        struct ghd_err *err)
 {
     int rc = shm_name_check(name, err);
     if (rc)
@@ -189,6 +235,10 @@ static int shm_open_map(struct ghd_region *r, const char *name, struct ghd_err *
     if (fstat(r->fd, &st) != 0)
         return ghd_err_set(err, GHD_EINTERNAL, "fstat of segment '%.64s': %s", name,
                            strerror(errno));
+    r->st_dev = st.st_dev;
+    r->st_ino = st.st_ino;
+    if ((rc = shm_owner_check(&st, name, allow_shared, err)) != 0)
+        return rc;
     if ((uint64_t)st.st_size < r->size)
         return ghd_err_set(err, GHD_EUNPROC,
                            "segment '%.64s' is %lld bytes, smaller than the size asked for, %zu",
@@ -267,7 +317,7 @@ int ghd_region_register_new(struct ghd_region_table *t, struct ghd_runtime *rt,
         goto fail;
     double t0 = ghd_clock_s();
     if (spec->kind == GHD_REGION_SHM)
-        rc = shm_open_map(r, spec->shm_name, err);
+        rc = shm_open_map(r, spec->shm_name, t->allow_shared, err);
     else
         rc = ipc_open_checked(r, spec, err);
     if (rc)
@@ -275,6 +325,8 @@ int ghd_region_register_new(struct ghd_region_table *t, struct ghd_runtime *rt,
     r->register_s = ghd_clock_s() - t0;
     pthread_mutex_lock(&t->lock);
     rc = limits_locked(t, r, err); /* again: others may have registered meanwhile */
+    if (rc == 0)
+        rc = claimed_locked(t, r, err);
     if (rc == 0) {
         ghd_idmap_insert(&t->by_id, &r->by_id, r->id);
         ghd_list_push_back(&t->all, &r->link);

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "base/idmap.h"
@@ -18,6 +19,13 @@
  * mapped and page-locked once, at registration (so transfers are plain DMA);
  * a CUDA IPC region is device memory another process exported. A region
  * belongs to its tenant: no other tenant finds it.
+ *
+ * A name is no secret (anyone on the host lists /dev/shm), so what protects
+ * a segment is the segment itself: unless --shm-allow-shared, the server
+ * takes only segments its own user owns whose mode grants no group or other
+ * access, and a segment (its st_dev and st_ino) registered by one tenant
+ * cannot be registered by another while that registration lives (409). A
+ * client that unlinks the name once registered leaves nothing to name.
  *
  * Lifetimes: the table holds one reference and every transfer one more.
  * Unregistering takes the region out of the table at once (new lookups fail)
@@ -45,6 +53,8 @@ struct ghd_region {
     size_t size;
     void *ptr;    /* the mapping (SHM) or the device pointer (CUDA IPC) */
     int fd;       /* the segment, for fstat before each transfer; -1 for IPC */
+    dev_t st_dev; /* the segment's identity (SHM), whatever its name */
+    ino_t st_ino;
     void *pinned; /* what host_unregister takes (SHM); NULL for IPC */
     double register_s; /* how long mapping and page-locking took */
     struct ghd_runtime *rt;
@@ -67,6 +77,7 @@ struct ghd_region_table {
     char host[GHD_REGION_HOST_MAX + 1];
     /* Set once before use. */
     int allowed;               /* --allow-shm */
+    int allow_shared;          /* --shm-allow-shared: other owners, modes past 0600 */
     unsigned tenant_max_regions; /* 0 = no limit */
     size_t tenant_max_pinned;    /* bytes, 0 = no limit */
 };
@@ -91,7 +102,10 @@ struct ghd_region_spec {
  * keeps its own). GHD_EFORBIDDEN when regions are off, GHD_EUNPROC for a name
  * or size that does not fit (a segment or an exported allocation smaller
  * than `size`, a name that is not "/x", a CUDA IPC handle that opens
- * nothing), GHD_ENOENT when no segment has that name, GHD_ENOHOSTMEM when a
+ * nothing), GHD_ENOENT when no segment has that name, GHD_EFORBIDDEN for a
+ * segment of another user or one whose mode grants group or other access
+ * (unless allow_shared), GHD_EBUSY for a segment another tenant has
+ * registered (by st_dev and st_ino, whatever name either gave), GHD_ENOHOSTMEM when a
  * segment cannot be mapped or page-locked, GHD_ELIMIT or GHD_EQUOTA past the
  * tenant's region count or pinned bytes, GHD_ENOTSUP for CUDA IPC on the
  * host backend. *err says which and why. */

@@ -207,6 +207,7 @@ static int open_tables(struct ghd_service *svc, struct ghd_err *err)
         return ghd_err_set(err, rc, "region table: %s", ghd_strerror(rc));
     }
     svc->regions.allowed = (int)cfg->allow_shm;
+    svc->regions.allow_shared = (int)cfg->shm_allow_shared;
     svc->regions.tenant_max_regions = cfg->tenant_max_regions;
     svc->regions.tenant_max_pinned = cfg->tenant_max_pinned;
     return 0;

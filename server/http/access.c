@@ -16,10 +16,20 @@ static int deny(struct ghd_request *req, struct ghd_reply *rep, const char *auth
                                            : "this resource needs 'Authorization: Bearer <token>'");
 }
 
+int ghd_http_figures_allowed(struct ghd_request *req)
+{
+    struct ghd_auth *auth = req->svc->auth;
+    const char *authorization = ghd_request_header(req, "Authorization");
+    if (ghd_auth_metrics_guarded(auth))
+        return ghd_auth_check_metrics(auth, authorization) == 0;
+    return !ghd_auth_enabled(auth) || req->svc->cfg.metrics_public;
+}
+
 /* Default deny: with tokens configured every route but the public ones, and
  * an unknown path, needs a tenant's token; the metrics route needs
- * --metrics-token when that is set. `route` is the path's route (any method),
- * or NULL. The token itself is never logged. */
+ * --metrics-token when that is set, and with tokens configured is closed
+ * without it unless --metrics-public opens it. `route` is the path's route
+ * (any method), or NULL. The token itself is never logged. */
 int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
                        const struct ghd_route *route, char tenant[GHD_TENANT_MAX + 1])
 {
@@ -29,9 +39,15 @@ int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
         return 0;
     const char *authorization = ghd_request_header(req, "Authorization");
     if (access == GHD_ACCESS_METRICS) {
-        if (!ghd_auth_metrics_guarded(auth) || ghd_auth_check_metrics(auth, authorization) == 0)
+        if (ghd_http_figures_allowed(req))
             return 0;
-        return deny(req, rep, authorization);
+        if (ghd_auth_metrics_guarded(auth))
+            return deny(req, rep, authorization);
+        ghd_reply_header(rep, "WWW-Authenticate", "Bearer realm=\"gpuhttpd\"");
+        return ghd_reply_problem(rep, req, GHD_EUNAUTH,
+                                 "/metrics is closed while tenant tokens are configured: its "
+                                 "figures tell of every tenant's work (start the server with "
+                                 "--metrics-token, or --metrics-public to open it)");
     }
     if (!ghd_auth_enabled(auth))
         return 0;

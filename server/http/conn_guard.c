@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/list.h"
 #include "base/log.h"
+#include "core/metrics.h"
 
 #define TICK_MS 200
 
@@ -43,6 +44,10 @@ struct ghd_guard {
     unsigned header_timeout_s;
     uint64_t min_rate;
     unsigned window_s;
+    unsigned shed_at; /* 0: no shedding */
+    unsigned open;    /* connections in `conns` */
+    unsigned closing; /* of those, dropped and not yet closed by their thread */
+    struct ghd_metrics *metrics;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     struct ghd_list conns;
@@ -93,12 +98,12 @@ static uint64_t counted(int fd, enum phase p)
 static void drop_locked(struct ghd_guard *g, struct ghd_guard_conn *c, const char *why)
 {
     c->dropped = 1;
+    g->closing++;
     ghd_log(GHD_LOG_WARN, "connection from %s dropped: %s", c->peer, why);
     /* The connection's thread sees EOF or EPIPE and closes it itself; the fd
      * stays valid because ghd_guard_close runs, under this lock, before it
      * is closed. */
     shutdown(c->fd, SHUT_RDWR);
-    (void)g;
 }
 
 /* pre: the guard's lock and c->lock held. */
@@ -166,8 +171,16 @@ static void *guard_main(void *arg)
     return NULL;
 }
 
+unsigned ghd_guard_shed_at(unsigned limit)
+{
+    if (limit < 2)
+        return 0;
+    unsigned room = limit / 10 ? limit / 10 : 1;
+    return limit - room;
+}
+
 int ghd_guard_new(unsigned header_timeout_s, uint64_t min_rate, unsigned window_s,
-                  struct ghd_guard **out)
+                  unsigned shed_at, struct ghd_metrics *metrics, struct ghd_guard **out)
 {
     struct ghd_guard *g = calloc(1, sizeof(*g));
     if (!g)
@@ -175,6 +188,8 @@ int ghd_guard_new(unsigned header_timeout_s, uint64_t min_rate, unsigned window_
     g->header_timeout_s = header_timeout_s;
     g->min_rate = min_rate;
     g->window_s = window_s ? window_s : 1;
+    g->shed_at = shed_at;
+    g->metrics = metrics;
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->wake, NULL);
     if (header_timeout_s || min_rate) {
@@ -210,9 +225,53 @@ void ghd_guard_free(struct ghd_guard *g)
     free(g);
 }
 
+/* The oldest connection (by the start of its phase) that has no request
+ * head in hand, other than `except`; NULL when every one is busy.
+ * pre: the guard's lock held. */
+static struct ghd_guard_conn *oldest_headless_locked(struct ghd_guard *g,
+                                                     const struct ghd_guard_conn *except)
+{
+    struct ghd_guard_conn *oldest = NULL;
+    double since = 0;
+    for (struct ghd_list_node *n = g->conns.first; n; n = n->next) {
+        struct ghd_guard_conn *c = ghd_container_of(n, struct ghd_guard_conn, link);
+        if (c == except)
+            continue;
+        pthread_mutex_lock(&c->lock);
+        int headless = !c->dropped && (c->phase == PHASE_HEAD || c->phase == PHASE_IDLE);
+        if (headless && (!oldest || c->since < since)) {
+            oldest = c;
+            since = c->since;
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    return oldest;
+}
+
+/* Makes room for `c`, just opened, when more than shed_at are open.
+ * pre: the guard's lock held. Returns 1 when one was shed. */
+static int shed_locked(struct ghd_guard *g, const struct ghd_guard_conn *c)
+{
+    if (!g->shed_at || g->open - g->closing <= g->shed_at)
+        return 0;
+    struct ghd_guard_conn *victim = oldest_headless_locked(g, c);
+    if (!victim)
+        return 0;
+    char why[160];
+    snprintf(why, sizeof(why),
+             "shed to make room: %u connections open, past 90%% of --connection-limit, and "
+             "this one had no request head in hand",
+             g->open - g->closing);
+    pthread_mutex_lock(&victim->lock);
+    drop_locked(g, victim, why);
+    pthread_mutex_unlock(&victim->lock);
+    g->stats.shed++;
+    return 1;
+}
+
 struct ghd_guard_conn *ghd_guard_open(struct ghd_guard *g, int fd, const char *peer)
 {
-    if (!g || !g->has_thread)
+    if (!g || (!g->has_thread && !g->shed_at))
         return NULL;
     struct ghd_guard_conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -225,7 +284,11 @@ struct ghd_guard_conn *ghd_guard_open(struct ghd_guard *g, int fd, const char *p
     pthread_mutex_lock(&g->lock);
     ghd_list_push_front(&g->conns, &c->link);
     g->stats.watched++;
+    g->open++;
+    int shed = shed_locked(g, c);
     pthread_mutex_unlock(&g->lock);
+    if (shed)
+        ghd_metrics_connection_shed(g->metrics);
     return c;
 }
 
@@ -235,6 +298,8 @@ void ghd_guard_close(struct ghd_guard *g, struct ghd_guard_conn *c)
         return;
     pthread_mutex_lock(&g->lock);
     ghd_list_remove(&g->conns, &c->link);
+    g->open--;
+    g->closing -= c->dropped ? 1u : 0u;
     pthread_mutex_unlock(&g->lock);
     pthread_mutex_destroy(&c->lock);
     free(c);

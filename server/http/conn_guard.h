@@ -19,6 +19,12 @@
  *     window_s seconds, while a body is received (bytes received) or a
  *     response is sent (bytes the client acknowledged: what it sends
  *     meanwhile does not count).
+ * Near the connection limit it also makes room: once more than `shed_at`
+ * connections are open, each new one closes the oldest connection that has
+ * not sent a complete request head (waiting for one, or idle between
+ * requests), so that clients that open connections and send nothing, or
+ * half a head, cannot fill the server for --header-timeout while everyone
+ * else is refused.
  * Time spent in a handler (a run the client waits for) is not measured. The
  * connection's own thread then sees the socket fail and cleans up exactly as
  * for a client that went away. Knows nothing of MHD: http.c drives it. */
@@ -30,12 +36,19 @@ struct ghd_guard_stats {
     uint64_t watched;          /* connections seen */
     uint64_t header_timeouts;  /* dropped for a slow request head */
     uint64_t slow_transfers;   /* dropped for a body or response below min_rate */
+    uint64_t shed;             /* closed to make room near the connection limit */
 };
 
+struct ghd_metrics;
+
 /* header_timeout_s 0 and min_rate 0 turn the checks off (the guard then
- * starts no thread). */
+ * starts no thread); shed_at 0 turns shedding off. `metrics` (may be NULL)
+ * counts the connections shed. */
 int ghd_guard_new(unsigned header_timeout_s, uint64_t min_rate, unsigned window_s,
-                  struct ghd_guard **out);
+                  unsigned shed_at, struct ghd_metrics *metrics, struct ghd_guard **out);
+/* The open connections past which a new one sheds an old one, for a
+ * connection limit of `limit`: 90% of it (0, no shedding, below 2). */
+unsigned ghd_guard_shed_at(unsigned limit);
 /* pre: every connection has been closed. */
 void ghd_guard_free(struct ghd_guard *g);
 

@@ -422,7 +422,9 @@ int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int
     struct MHD_OptionItem tls_opts[GHD_TLS_OPTIONS] = {{MHD_OPTION_END, 0, NULL}};
     int rc = probe_only ? 0 : ghd_tls_setup(&http->tls, cfg, &flags, tls_opts, err);
     if (rc == 0 && (rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
-                                       cfg->transfer_rate_window_s, &http->guard)) != 0)
+                                       cfg->transfer_rate_window_s,
+                                       ghd_guard_shed_at((unsigned)cfg->connection_limit),
+                                       svc->metrics, &http->guard)) != 0)
         ghd_err_set(err, rc, "connection guard: %s", ghd_strerror(rc));
     if (rc == 0 && (rc = ghd_conn_limit_new(cfg->per_ip_connection_limit, svc->metrics,
                                             &http->limit)) != 0)

@@ -89,7 +89,8 @@ def release(base, reg, buf):
 def shm_row(base, n, ceiling):
     name = f"/ghd_region_bench_{os.getpid()}_{n >> 20}"
     path = "/dev/shm" + name
-    with open(path, "wb") as f:
+    # Mode 0600: the server takes no segment that others may open.
+    with os.fdopen(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600), "wb") as f:
         chunk = os.urandom(1 << 20)
         f.writelines(chunk for _ in range(n >> 20))
     try:

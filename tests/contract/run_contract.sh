@@ -43,8 +43,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The metrics token shows /readyz's figures (staging busy, checked below).
+metrics_token=contract-metrics-5d2e8a61
 GHD_TOKENS="contract-alice-4b1f9e0c7d:alice,contract-bob-93ac51e27f:bob" \
-  "$bin" --backend host --port 0 --port-file "$work/port" --pool-initial 0 \
+  GHD_METRICS_TOKEN="$metrics_token" "$bin" --backend host --port 0 --port-file "$work/port" --pool-initial 0 \
   --pool-limit 256M --max-buffer-size 16M --staging-chunk 64K --staging-chunks 16 \
   --log-level warn >"$work/server.log" 2>&1 &
 pid=$!
@@ -67,7 +69,7 @@ if [ "$st_rc" -ne 0 ]; then
   echo "FAILED: schemathesis exit $st_rc"; cat "$work/st.out"; failed=1
 fi
 # The server survived it: still answers, no staging chunk left behind.
-ready=$(curl -s --max-time 5 "$base/readyz" || true)
+ready=$(curl -s --max-time 5 -H "Authorization: Bearer $metrics_token" "$base/readyz" || true)
 busy=$(printf '%s' "$ready" | python3 -c 'import json,sys; print(json.load(sys.stdin)["staging"]["busy"])' 2>/dev/null || echo "?")
 if [ "$busy" != "0" ]; then
   echo "FAILED: after the run /readyz says staging busy=$busy: $ready"; failed=1

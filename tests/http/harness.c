@@ -372,8 +372,14 @@ double harness_metric_in(const char *text, const char *series)
 
 double harness_metric(struct harness *h, const char *series)
 {
+    /* With tokens configured /metrics wants the metrics token. */
+    char auth[300] = "";
+    if (h->svc.cfg.metrics_token[0])
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", h->svc.cfg.metrics_token);
+    struct harness_req req = {.method = "GET", .path = "/metrics",
+                              .headers = {auth[0] ? auth : NULL}};
     struct harness_resp r;
-    harness_simple(h, "GET", "/metrics", NULL, NULL, 0, &r);
+    harness_do(h, &req, &r);
     assert_int_equal(r.status, 200);
     double v = harness_metric_in(r.body, series);
     harness_resp_free(&r);

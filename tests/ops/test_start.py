@@ -80,7 +80,9 @@ def check_help(binary):
     bare = [o for o, v in opts if not v and o not in ("--help", "--version",
                                                       "--allow-unauthenticated",
                                                       "--allow-raw-kernels",
-                                                      "--allow-shm")]
+                                                      "--allow-shm",
+                                                      "--shm-allow-shared",
+                                                      "--metrics-public")]
     check(not bare, f"options without a value placeholder in --help: {bare}")
     check("--port=N" in text and "--bind=ADDR" in text and "--pool-limit=BYTES|N%" in text,
           "--help's placeholders")

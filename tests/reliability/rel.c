@@ -340,7 +340,8 @@ uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const
 long rel_metric(const struct rel_server *s, const char *name)
 {
     struct rel_resp r;
-    rel_json(s, "GET", "/metrics", NULL, NULL, &r);
+    const char *token = s->svc.cfg.metrics_token; /* with tokens on, /metrics wants it */
+    rel_json(s, "GET", "/metrics", token[0] ? token : NULL, NULL, &r);
     assert_int_equal(r.status, 200);
     char line[128];
     snprintf(line, sizeof(line), "\n%s ", name);

@@ -32,6 +32,7 @@
 
 #define TOK_A "soak-token-alice-0001"
 #define TOK_B "soak-token-bob-0002"
+#define TOK_METRICS "soak-token-metrics-0003" /* /readyz's figures need it with tokens on */
 #define MAX_OWNED 6
 #define MAX_SIZE (256 << 10)
 
@@ -443,10 +444,12 @@ static int ready_stats(long long *in_use, long long *busy)
     struct rel_server s;
     rel_server_for(&s, &proc);
     struct rel_resp r;
-    long st = rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
+    long st = rel_json(&s, "GET", "/readyz", TOK_METRICS, NULL, &r);
     json_t *doc = json_loads(r.body, 0, NULL);
-    *in_use = json_integer_value(json_object_get(json_object_get(doc, "pool"), "in_use"));
-    *busy = json_integer_value(json_object_get(json_object_get(doc, "staging"), "busy"));
+    json_t *in = json_object_get(json_object_get(doc, "pool"), "in_use");
+    json_t *b = json_object_get(json_object_get(doc, "staging"), "busy");
+    *in_use = in ? json_integer_value(in) : -1; /* absent: not told, not zero */
+    *busy = b ? json_integer_value(b) : -1;
     json_decref(doc);
     rel_resp_free(&r);
     return st == 200 ? 0 : -1;
@@ -469,7 +472,8 @@ static void test_soak(void **state)
      * poller descheduled that long on a busy 2-core machine found its own run
      * gone (CI, 2026-12-02: 1 of 31,182 polls). 1024 gives a poll half a
      * second and still forgets runs all through the soak. */
-    const char *env[] = {"GHD_TOKENS=" TOK_A ":alice," TOK_B ":bob", NULL};
+    const char *env[] = {"GHD_TOKENS=" TOK_A ":alice," TOK_B ":bob",
+                         "GHD_METRICS_TOKEN=" TOK_METRICS, NULL};
     if (rel_spawn(&proc, args, env, wrapped ? 240000 : 20000) < 0)
         fail_msg("gpuhttpd did not start");
     snprintf(base_url, sizeof(base_url), "%s", proc.base);

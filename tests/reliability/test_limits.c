@@ -351,12 +351,17 @@ static void test_total_connection_limit(void **state)
     struct rel_server s;
     start_tenants(&s, total_5);
     int fds[8];
-    assert_int_equal(open_idle(s.port, fds, 8), 5);
+    /* Never more than the limit; past 90% of it a newcomer sheds the oldest
+     * idle one (test_slowloris), so a request is served while they stay. */
+    int held = open_idle(s.port, fds, 8);
+    assert_true(held >= 3 && held <= 5);
+    struct rel_resp r;
+    assert_int_equal(rel_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
+    rel_resp_free(&r);
     for (int i = 0; i < 8; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     rel_sleep_ms(300);
-    struct rel_resp r;
     assert_int_equal(rel_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
     rel_resp_free(&r);
     rel_stop(&s);

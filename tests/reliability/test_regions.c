@@ -4,7 +4,9 @@
  *   (with the host's boot id when on, and each tenant's usage); the
  *   registration rules (a bad name, a missing segment, a size past the
  *   segment's, CUDA IPC on the host backend: 501);
- * - another tenant's region is 404 to GET, DELETE and transfers;
+ * - another tenant's region is 404 to GET, DELETE and transfers; a segment
+ *   another tenant registered is 409 to a second tenant (by any name), and
+ *   one others may open or another user owns is 403;
  * - region->buffer and buffer->region byte-exact, at offsets, buffer->buffer,
  *   ranges past an end (416 naming the field), overlap, if_match and ETags;
  * - the tenant limits on regions (429) and page-locked bytes (507);
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -267,6 +270,96 @@ static void test_other_tenant_404(void **state)
 
 /* Ids in a transfer's body are checked for their owner as ids in a path
  * are: another instance's buffer is 421 naming it, an earlier start's 410. */
+/* A hostile second tenant who lists /dev/shm and names the first one's
+ * segment (by its name or by another link to it) is refused while the
+ * first registration lives, so it never reads or writes those bytes; the
+ * same tenant may register it twice, and once the first tenant has
+ * unregistered it the segment is free again. */
+static void test_segment_one_tenant(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, "tokA:alice,tokB:bob");
+    struct segment g;
+    segment_open(&g, 4096);
+    char a1[64], a2[64], path[128];
+    assert_int_equal(region_new(&s, "tokA", &g, a1), 201);
+    struct rel_resp r;
+    region_register(&s, "tokB", g.name, g.size, NULL, &r);
+    expect(&r, 409, "registered by another tenant");
+    rel_resp_free(&r);
+    char from[128], link_name[80], to[128];
+    snprintf(link_name, sizeof(link_name), "%s_link", g.name);
+    snprintf(from, sizeof(from), "/dev/shm%s", g.name);
+    snprintf(to, sizeof(to), "/dev/shm%s", link_name);
+    assert_int_equal(link(from, to), 0);
+    region_register(&s, "tokB", link_name, g.size, NULL, &r);
+    expect(&r, 409, "registered by another tenant");
+    rel_resp_free(&r);
+    assert_int_equal(region_new(&s, "tokA", &g, a2), 201);
+    snprintf(path, sizeof(path), "/v1/regions/%s", a1);
+    assert_int_equal(rel_json(&s, "DELETE", path, "tokA", NULL, &r), 204);
+    rel_resp_free(&r);
+    region_register(&s, "tokB", g.name, g.size, NULL, &r);
+    expect(&r, 409, "registered by another tenant"); /* a2 still lives */
+    rel_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/regions/%s", a2);
+    assert_int_equal(rel_json(&s, "DELETE", path, "tokA", NULL, &r), 204);
+    rel_resp_free(&r);
+    assert_int_equal(region_new(&s, "tokB", &g, NULL), 201);
+    shm_unlink(link_name);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
+/* A segment others may open (any of mode 077), or one another user owns, is
+ * refused (403 naming the mode or the owner) unless --shm-allow-shared. */
+static void test_segment_mode_and_owner(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_with(&s, 1, "tokA:alice");
+    struct segment g;
+    segment_open(&g, 4096);
+    struct rel_resp r;
+    const mode_t modes[] = {0644, 0666, 0640, 0602};
+    const char *says[] = {"mode 0644", "mode 0666", "mode 0640", "mode 0602"};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        assert_int_equal(fchmod(g.fd, modes[i]), 0);
+        region_register(&s, "tokA", g.name, g.size, NULL, &r);
+        expect(&r, 403, says[i]);
+        expect(&r, 403, "--shm-allow-shared");
+        rel_resp_free(&r);
+    }
+    assert_int_equal(fchmod(g.fd, 0400), 0); /* narrower than 0600: the server's to judge */
+    region_register(&s, "tokA", g.name, g.size, NULL, &r);
+    assert_int_not_equal(r.status, 403);
+    rel_resp_free(&r);
+    assert_int_equal(fchmod(g.fd, 0600), 0);
+    int root = geteuid() == 0;
+    if (root) { /* only root gives a segment away and still opens it */
+        assert_int_equal(fchown(g.fd, 65534, 65534), 0);
+        region_register(&s, "tokA", g.name, g.size, NULL, &r);
+        expect(&r, 403, "belongs to uid 65534");
+        rel_resp_free(&r);
+        assert_int_equal(fchmod(g.fd, 0), 0);
+        region_register(&s, "tokA", g.name, g.size, NULL, &r);
+        expect(&r, 403, "belongs to uid 65534");
+        rel_resp_free(&r);
+    }
+    rel_stop(&s);
+
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.allow_shm = 1;
+    cfg.shm_allow_shared = 1;
+    rel_start(&s, &cfg);
+    assert_int_equal(fchmod(g.fd, 0666), 0);
+    assert_int_equal(region_new(&s, NULL, &g, NULL), 201);
+    segment_close(&g);
+    rel_stop(&s);
+}
+
 static void test_foreign_ids_in_body(void **state)
 {
     (void)state;
@@ -867,6 +960,8 @@ int main(void)
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_registration_rules),
         cmocka_unit_test(test_other_tenant_404),
+        cmocka_unit_test(test_segment_one_tenant),
+        cmocka_unit_test(test_segment_mode_and_owner),
         cmocka_unit_test(test_foreign_ids_in_body),
         cmocka_unit_test(test_both_directions_exact),
         cmocka_unit_test(test_offsets_and_ranges),

@@ -1,8 +1,9 @@
 /* Tokens and tenants over HTTP: 401 with WWW-Authenticate for every missing
  * or wrong token, default deny for unknown paths, open probes and docs, the
  * metrics token, tenant isolation of buffers and runs (404 for another
- * tenant's ids, lists of one's own only), loopback-only without tokens, and
- * that no token ever reaches the log. */
+ * tenant's ids, lists of one's own only), loopback-only without tokens,
+ * probes that show no tenant's figures by default, and that no token ever
+ * reaches the log. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -392,6 +393,57 @@ static void test_tokens_never_logged(void **state)
     assert_null(strstr(buf, "wrong-secret-token"));
 }
 
+/* With tokens and default options (no --metrics-token), the probes tell no
+ * tenant of another's work: /metrics is 401 to everyone, a tenant's token
+ * included (its inline-definition cache hits would confirm a guess of
+ * another tenant's kernel), and /readyz answers the state without the pool's
+ * and staging's figures (which show another tenant's buffers to the byte).
+ * --metrics-public opens both; --metrics-token opens them to its holder. */
+static void test_default_probes_private(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
+    rel_start(&s, &cfg);
+    expect_401(&s, "GET", "/metrics", NULL, NULL, 0);
+    struct rel_resp r;
+    assert_int_equal(rel_json(&s, "GET", "/metrics", BOB, NULL, &r), 401);
+    assert_non_null(strstr(r.body, "--metrics-public"));
+    rel_resp_free(&r);
+    assert_int_equal(rel_create(&s, ALICE, 123456, NULL, 0), 201);
+    const char *who[] = {NULL, BOB, "wrong"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(rel_json(&s, "GET", "/readyz", who[i], NULL, &r), 200);
+        assert_non_null(strstr(r.body, "\"status\":\"ready\""));
+        if (strstr(r.body, "\"pool\"") || strstr(r.body, "in_use") || strstr(r.body, "staging"))
+            fail_msg("/readyz as %s shows figures: %s", who[i] ? who[i] : "(none)", r.body);
+        rel_resp_free(&r);
+    }
+    rel_stop(&s);
+
+    cfg.metrics_public = 1;
+    rel_start(&s, &cfg);
+    assert_int_equal(rel_json(&s, "GET", "/metrics", NULL, NULL, &r), 200);
+    rel_resp_free(&r);
+    assert_int_equal(rel_json(&s, "GET", "/readyz", NULL, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "\"in_use\""));
+    rel_resp_free(&r);
+    rel_stop(&s);
+
+    cfg.metrics_public = 0;
+    snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "%s", METRICS);
+    rel_start(&s, &cfg);
+    assert_int_equal(rel_json(&s, "GET", "/readyz", NULL, NULL, &r), 200);
+    assert_null(strstr(r.body, "\"in_use\""));
+    rel_resp_free(&r);
+    assert_int_equal(rel_json(&s, "GET", "/readyz", METRICS, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "\"in_use\""));
+    rel_resp_free(&r);
+    rel_stop(&s);
+}
+
 static void test_loopback_only_without_tokens(void **state)
 {
     (void)state;
@@ -425,6 +477,7 @@ int main(void)
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_tokens_never_logged),
         cmocka_unit_test(test_loopback_only_without_tokens),
+        cmocka_unit_test(test_default_probes_private),
     };
     int failed = cmocka_run_group_tests_name("security", tests, setup, rel_teardown);
     failed += cmocka_run_group_tests_name("security_alone", alone, NULL, NULL);

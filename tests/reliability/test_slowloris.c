@@ -2,7 +2,9 @@
  * connects and says nothing, one that sends its head a byte at a time, one
  * that stalls or trickles an upload body, one that does not read its
  * download. Each is dropped in bounded time, and afterwards no staging chunk
- * is held, no half-made buffer stays, and the server still answers. */
+ * is held, no half-made buffer stays, and the server still answers. Half
+ * heads that fill the connection limit are shed, oldest first, for a new
+ * client. */
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -377,6 +379,63 @@ static void test_idle_timeout_alone(void **state)
     rel_stop(&s);
 }
 
+/* Connection exhaustion by half heads: 8 loopback addresses, 8 connections
+ * each (within --per-ip-connection-limit), fill --connection-limit 64 with
+ * heads that never end, under the default 30 s --header-timeout. A full
+ * request from another address is still served at once: near the limit the
+ * server sheds the oldest connections without a head, counted in
+ * gpuhttpd_connections_shed_total, and the newest half heads stay. */
+#define FILL_ADDRESSES 8
+#define FILL_PER_ADDRESS 8
+
+static void test_half_heads_shed_near_limit(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.connection_limit = FILL_ADDRESSES * FILL_PER_ADDRESS;
+    assert_int_equal(cfg.header_timeout_s, 30); /* the default: no deadline helps here */
+    rel_start(&s, &cfg);
+    long shed0 = rel_metric(&s, "gpuhttpd_connections_shed_total");
+    assert_true(shed0 >= 0);
+    int fds[FILL_ADDRESSES * FILL_PER_ADDRESS];
+    const char half[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Never-Ends: aaaa";
+    for (int a = 0; a < FILL_ADDRESSES; a++) {
+        char src[32];
+        snprintf(src, sizeof(src), "127.0.0.%d", a + 2);
+        for (int i = 0; i < FILL_PER_ADDRESS; i++) {
+            int *fd = &fds[a * FILL_PER_ADDRESS + i];
+            *fd = rel_connect_from(s.port, src);
+            rel_send(*fd, half, sizeof(half) - 1); /* refused ones fail here or later */
+            rel_sleep_ms(5);
+        }
+    }
+    rel_sleep_ms(300);
+    struct rel_req rq = {.method = "GET", .path = "/healthz", .timeout_ms = 3000};
+    struct rel_resp r;
+    long t0 = rel_now_ms();
+    rel_do(&s, &rq, &r);
+    long took = rel_now_ms() - t0;
+    print_message("a full request among %d half heads: %ld in %ld ms\n",
+                  FILL_ADDRESSES * FILL_PER_ADDRESS, r.status, took);
+    assert_int_equal(r.status, 200);
+    rel_resp_free(&r);
+    assert_true(took < 2000);
+    long shed = rel_metric(&s, "gpuhttpd_connections_shed_total") - shed0;
+    print_message("%ld connections shed\n", shed);
+    assert_true(shed >= 1);
+    /* Oldest first: the first half head is gone, the last one still waits. */
+    assert_true(rel_wait_closed(fds[0], 2000));
+    char buf[64];
+    int closed = 0;
+    rel_recv(fds[FILL_ADDRESSES * FILL_PER_ADDRESS - 1], buf, sizeof(buf), 200, &closed);
+    assert_false(closed);
+    for (int i = 0; i < FILL_ADDRESSES * FILL_PER_ADDRESS; i++)
+        close(fds[i]);
+    rel_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +451,7 @@ int main(void)
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_idle_timeout_alone),
+        cmocka_unit_test(test_half_heads_shed_near_limit),
     };
     int failed = cmocka_run_group_tests_name("slowloris", tests, setup, rel_teardown);
     return failed + cmocka_run_group_tests_name("idle_timeout", alone, NULL, NULL);

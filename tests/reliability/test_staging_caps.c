@@ -44,6 +44,7 @@ static int setup_tenants(void **state)
     struct ghd_config cfg;
     config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
+    snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "staging-caps-metrics");
     return rel_setup_with(state, &cfg);
 }
 
@@ -105,7 +106,8 @@ static void create(struct rel_server *s, const char *token, char id[64])
 static unsigned long long cap_metric(struct rel_server *s, const char *family, const char *cap)
 {
     struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", "/metrics", NULL, NULL, &r), 200);
+    const char *token = s->svc.cfg.metrics_token;
+    assert_int_equal(rel_json(s, "GET", "/metrics", token[0] ? token : NULL, NULL, &r), 200);
     char key[128];
     snprintf(key, sizeof(key), "%s{cap=\"%s\"} ", family, cap);
     const char *p = strstr(r.body, key);

@@ -352,8 +352,9 @@ class Client:
         with the server (which must run on this host with ``--allow-shm``):
         ``handle.set_from(a)`` and ``handle.get_into(a)`` move its bytes by
         DMA, and ``c.asarray(a)`` uploads it so. ``a.close()`` (or a
-        ``with`` block, or garbage collection) unregisters and unlinks the
-        segment. Behind a proxy that routes by owner, a transfer's region
+        ``with`` block, or garbage collection) unregisters the segment
+        (whose name is unlinked at registration: ``Segment`` says what
+        protects it). Behind a proxy that routes by owner, a transfer's region
         and buffer must be of one instance: ``near`` (a handle or id)
         registers the segment with that buffer's."""
         return shared_array(self, as_shape(shape), dtype,

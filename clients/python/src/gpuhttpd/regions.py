@@ -45,33 +45,43 @@ def host_id() -> str:
         return ""
 
 
-def _release(session: Session, region: str, shm: shared_memory.SharedMemory) -> None:
-    """Unregisters a region and unlinks its segment. The mapping stays: NumPy
-    arrays keep no buffer export of the memory they were made on, so an
-    array could outlive an unmapping. It goes with the SharedMemory object,
-    which every array in it holds (through its ``segment``)."""
+def _release(session: Session, region: str) -> None:
+    """Unregisters a region (its segment's name is gone already). The
+    mapping stays: NumPy arrays keep no buffer export of the memory they
+    were made on, so an array could outlive an unmapping. It goes with the
+    SharedMemory object, which every array in it holds (through its
+    ``segment``); the memory itself goes with the last mapping."""
     try:
         session._request("DELETE", f"/v1/regions/{region}", ok=(204,))
     except NotFound:
         pass  # gone with an earlier start of the server, or unregistered already
     except GpuhttpdError:
         pass  # the server is away; it drops its regions when it stops
-    finally:
-        try:
-            shm.unlink()
-        except FileNotFoundError:
-            pass
 
 
 class Segment:
     """A POSIX shared-memory segment of ``size`` bytes this client created
-    (readable and writable by its user alone) and registered as a region:
-    ``region`` is the region's id, ``buf`` the memory. :meth:`close`
-    unregisters it and unlinks the segment, as garbage collection and the
+    and registered as a region: ``region`` is the region's id, ``buf`` the
+    memory. :meth:`close` unregisters it, as garbage collection and the
     interpreter's exit do for a segment not closed. ``near``: a buffer id
     whose instance registers it, behind a proxy that routes by owner;
     ``retries``: for a refused registration (429), None for the client's
-    own. ``session`` is the client it is registered with."""
+    own. ``session`` is the client it is registered with.
+
+    What protects it: the segment is created new (``O_CREAT | O_EXCL``, so
+    never one another process made first) with mode 0600, so only this
+    user's processes (and root) can open it; the server takes only such
+    segments, of its own user, and only for the first tenant that registers
+    one (another tenant naming it meanwhile gets 409). Its name is unlinked
+    as soon as the server has registered it, so nothing on the host can
+    name it afterwards: the memory lives on in the two mappings, the
+    server's and this one. Between creation and registration the random
+    name is visible in ``/dev/shm``; a tenant of the same server that
+    registered it first would make this registration fail (409), never
+    share it silently. Another tenant of the server running as the same
+    user could still open it during that moment without the server, as any
+    process of that user can: run tenants that must not trust each other as
+    different users, or not on the server's host."""
 
     def __init__(self, session: Session, size: int, *, near: str | None = None,
                  timeout: float | None = None, retries: int | None = None) -> None:
@@ -92,7 +102,10 @@ class Segment:
             self._shm.unlink()
             raise
         self.region: str = r.json()["id"]
-        self._closer = weakref.finalize(self, _release, session, self.region, self._shm)
+        # The server holds its own mapping now: the name has served its
+        # purpose and would only let others on the host find the segment.
+        self._shm.unlink()
+        self._closer = weakref.finalize(self, _release, session, self.region)
 
     @property
     def buf(self) -> memoryview:
@@ -108,7 +121,7 @@ class Segment:
 
     def close(self) -> None:
         """Unregisters the region (the server returns once no transfer uses
-        it) and unlinks the segment; a second call does nothing."""
+        it); a second call does nothing."""
         self._closer()
 
     def __repr__(self) -> str:
@@ -123,8 +136,9 @@ class SharedArray(_NDArray):
     move its bytes to and from a buffer by DMA. ``region`` and ``offset``
     (the bytes from the segment's start to the first element) say where it
     is. :meth:`close` (or the end of a ``with`` block, or garbage
-    collection) unregisters the segment and unlinks it; the memory stays
-    readable until the last array in it is dropped."""
+    collection) unregisters the segment (its name was unlinked at
+    registration); the memory stays readable until the last array in it is
+    dropped."""
 
     segment: Segment | None
 
@@ -187,8 +201,8 @@ class SharedArray(_NDArray):
         return {"region": self.region, "offset": self.offset}
 
     def close(self) -> None:
-        """Unregisters the segment and unlinks it (every array in it is then
-        plain memory, no longer usable in transfers)."""
+        """Unregisters the segment (every array in it is then plain memory,
+        no longer usable in transfers)."""
         if self.segment is not None:
             self.segment.close()
 

@@ -1,7 +1,11 @@
 """Same-host transfers against the real server (host backend): shared
 arrays byte-exact both ways, the automatic path above the threshold (seen
 from the client's counter and the server's own count of the region's
-transfers), and HTTP without --allow-shm."""
+transfers), the segment's name unlinked once registered, and HTTP without
+--allow-shm."""
+import os
+import stat
+
 import numpy as np
 import pytest
 
@@ -76,3 +80,22 @@ def test_http_without_allow_shm(server):
         assert c.region_bytes == 0 and "--allow-shm" in (c.same_host.why_not or "")
         with pytest.raises(gpuhttpd.Forbidden, match="--allow-shm"):
             c.shared_array(16)
+
+
+def test_segment_unlinked_once_registered(shm_server):
+    """The name is gone once the server has the segment (no other tenant can
+    name it then), the segment is the client user's alone (mode 0600), and
+    both mappings keep working: the server's DMA and the client's view."""
+    with gpuhttpd.Client(shm_server.url) as c, c.shared_array(MIB, np.uint8) as a:
+        seg = a.segment
+        assert seg is not None
+        shm = seg._shm
+        assert not os.path.exists("/dev/shm/" + shm.name)
+        st = os.fstat(shm._fd)
+        assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid()
+        a[:] = np.arange(a.size, dtype=np.uint64).astype(np.uint8)
+        with c.asarray(a) as x:
+            np.testing.assert_array_equal(x.get(), a)
+            x.set(np.full(a.shape, 7, np.uint8))
+            x.get_into(a)
+        assert (a == 7).all()
