@@ -83,6 +83,18 @@ static void check_kept(struct rel_server *s, unsigned bob_runs)
     assert_int_equal(get_status(s, BOB, bob_last), 200);
 }
 
+/* The queue's tests hold bob's runs behind a kernel that never ends, the
+ * host backend's fault hook; on another backend (REL_BACKEND=cuda) cmocka
+ * reports them skipped, not passed. */
+static int no_stall_hook(void)
+{
+    if (strcmp(rel_backend_name(), "host") == 0)
+        return 0;
+    printf("SKIP: the host backend's stalled kernel (REL_BACKEND=%s)\n", rel_backend_name());
+    skip();
+    return 1;
+}
+
 /* Bob's runs wait behind one whose kernel never ends until he has his
  * share, `share` runs queued or running: the next is 429 naming
  * --tenant-share, while alice's run is taken and runs. */
@@ -157,6 +169,8 @@ static void queue_8(struct ghd_config *cfg)
 static void test_queue_share(void **state)
 {
     (void)state;
+    if (no_stall_hook())
+        return;
     struct rel_server s;
     start_tenants(&s, queue_8);
     check_queue_share(&s, 4);
@@ -173,6 +187,8 @@ static void queue_8_runs_6(struct ghd_config *cfg)
 static void test_queue_explicit_limit(void **state)
 {
     (void)state;
+    if (no_stall_hook())
+        return;
     struct rel_server s;
     start_tenants(&s, queue_8_runs_6);
     char xb[64];
@@ -297,17 +313,28 @@ static void test_usage_is_the_callers(void **state)
 
 /* Tokens on and every tenancy option at its default (only the pool and
  * the staging ring are small, rel_config): bob's 1100 runs pass --runs-kept
- * (1024) without evicting alice's; bob's runs fill half the queue (512 of
- * 1024) and no more, alice's still runs; bob holds half the pool and no
- * more, alice gets her 1 MiB. */
+ * (1024) without evicting alice's; bob holds half the pool and no more,
+ * alice gets her 1 MiB. */
 static void test_defaults_with_tokens(void **state)
 {
     (void)state;
     struct rel_server s;
     start_tenants(&s, NULL);
     check_kept(&s, 1100);
-    check_queue_share(&s, 512);
     check_pool_share(&s, 4 << 20, 32 << 20);
+    rel_stop(&s);
+}
+
+/* The same defaults: bob's runs fill half the queue (512 of 1024) and no
+ * more, and alice's run, behind his 511 waiting ones, is still taken. */
+static void test_defaults_queue_with_tokens(void **state)
+{
+    (void)state;
+    if (no_stall_hook())
+        return;
+    struct rel_server s;
+    start_tenants(&s, NULL);
+    check_queue_share(&s, 512);
     rel_stop(&s);
 }
 
@@ -321,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_buffer_share),
         cmocka_unit_test(test_usage_is_the_callers),
         cmocka_unit_test(test_defaults_with_tokens),
+        cmocka_unit_test(test_defaults_queue_with_tokens),
     };
     return cmocka_run_group_tests_name("tenant_share", tests, NULL, NULL);
 }
