@@ -54,6 +54,9 @@ int ghd_handle_region_summary(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_region_get(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_region_delete(struct ghd_request *req, struct ghd_reply *rep);
 
+/* usage.c */
+int ghd_handle_usage(struct ghd_request *req, struct ghd_reply *rep);
+
 /* transfers.c */
 int ghd_handle_transfer_create(struct ghd_request *req, struct ghd_reply *rep);
 

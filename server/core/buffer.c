@@ -13,6 +13,7 @@
 struct buffer_tenant {
     char name[GHD_TENANT_MAX + 1];
     size_t bytes, count;
+    size_t device_bytes[GHD_MAX_DEVICES]; /* bytes by rt->index */
     struct buffer_tenant *next;
 };
 
@@ -36,13 +37,44 @@ static struct buffer_tenant *tenant_locked(struct ghd_buffer_table *t, const cha
     return u;
 }
 
-/* pre: lock held. Takes back what a buffer of `size` counted for `name`. */
-static void tenant_release_locked(struct ghd_buffer_table *t, const char *name, size_t size)
+/* pre: lock held. Takes back what a buffer of `size` on `device` counted
+ * for `name`. */
+static void tenant_release_locked(struct ghd_buffer_table *t, const char *name,
+                                  unsigned device, size_t size)
 {
     struct buffer_tenant *u = tenant_locked(t, name, 0);
-    GHD_ASSERT(u && u->count > 0 && u->bytes >= size);
+    GHD_ASSERT(u && u->count > 0 && u->bytes >= size && u->device_bytes[device] >= size);
     u->count--;
     u->bytes -= size;
+    u->device_bytes[device] -= size;
+    t->reserved--;
+}
+
+/* Whether `more` bytes on top of `held` pass `limit` (0: no limit). */
+static int past(size_t held, size_t more, size_t limit)
+{
+    return limit && (held > limit || more > limit - held);
+}
+
+/* pre: lock held. Reserves a buffer of `size` on rt's device for u, or says
+ * which limit refuses it: the table's count (GHD_ELIMIT), the tenant's count
+ * (GHD_ELIMIT), its bytes (GHD_EQUOTA) or its share of the device's pool
+ * (GHD_EQUOTA). */
+static int tenant_reserve_locked(struct ghd_buffer_table *t, struct buffer_tenant *u,
+                                 const struct ghd_runtime *rt, size_t size)
+{
+    size_t share = t->tenant_device_max[rt->index];
+    if ((t->max_buffers && t->reserved >= t->max_buffers) ||
+        (t->tenant_max_buffers && u->count >= t->tenant_max_buffers))
+        return GHD_ELIMIT;
+    if (past(u->bytes, size, t->tenant_max_bytes) ||
+        past(u->device_bytes[rt->index], size, share))
+        return GHD_EQUOTA;
+    u->count++;
+    u->bytes += size;
+    u->device_bytes[rt->index] += size;
+    t->reserved++;
+    return 0;
 }
 
 int ghd_random_id(char out[GHD_RANDOM_ID_LEN + 1])
@@ -115,7 +147,7 @@ static void unlink_locked(struct ghd_buffer_table *t, struct ghd_buffer *b)
     ghd_list_remove(&t->all, &b->link);
     t->count--;
     t->bytes -= b->size;
-    tenant_release_locked(t, b->tenant, b->size);
+    tenant_release_locked(t, b->tenant, b->device, b->size);
 }
 
 void ghd_buffer_table_destroy(struct ghd_buffer_table *t)
@@ -192,24 +224,14 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
      * the limits together. */
     pthread_mutex_lock(&t->lock);
     struct buffer_tenant *u = tenant_locked(t, b->tenant, 1);
-    if (!u)
-        rc = GHD_ENOHOSTMEM;
-    else if (t->tenant_max_buffers && u->count >= t->tenant_max_buffers)
-        rc = GHD_ELIMIT;
-    else if (t->tenant_max_bytes &&
-             (u->bytes > t->tenant_max_bytes || spec->size > t->tenant_max_bytes - u->bytes))
-        rc = GHD_EQUOTA;
-    if (rc == 0) {
-        u->count++;
-        u->bytes += spec->size;
-    }
+    rc = u ? tenant_reserve_locked(t, u, rt, spec->size) : GHD_ENOHOSTMEM;
     pthread_mutex_unlock(&t->lock);
     if (rc)
         goto fail;
     rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
     if (rc) {
         pthread_mutex_lock(&t->lock);
-        tenant_release_locked(t, b->tenant, spec->size);
+        tenant_release_locked(t, b->tenant, rt->index, spec->size);
         pthread_mutex_unlock(&t->lock);
         goto fail;
     }
@@ -440,6 +462,17 @@ void ghd_buffer_tenant_usage(struct ghd_buffer_table *t, const char *tenant, siz
     *bytes = u ? u->bytes : 0;
     *count = u ? u->count : 0;
     pthread_mutex_unlock(&t->lock);
+}
+
+size_t ghd_buffer_tenant_bytes_on(struct ghd_buffer_table *t, const char *tenant,
+                                  unsigned device)
+{
+    GHD_ASSERT(device < GHD_MAX_DEVICES);
+    pthread_mutex_lock(&t->lock);
+    struct buffer_tenant *u = tenant_locked(t, tenant ? tenant : "", 0);
+    size_t bytes = u ? u->device_bytes[device] : 0;
+    pthread_mutex_unlock(&t->lock);
+    return bytes;
 }
 
 void ghd_buffer_table_totals(struct ghd_buffer_table *t, size_t *count, size_t *bytes)

@@ -67,10 +67,13 @@ struct ghd_buffer_table {
     size_t bytes;
     uint64_t next_seq;
     struct ghd_list all; /* creation order */
-    /* Per-tenant limits (0 = none), set once before use. A buffer counts
-     * against its tenant from creation until it leaves the table. */
-    size_t tenant_max_bytes;
+    /* Limits (0 = none), set once before use. A buffer counts against the
+     * table and its tenant from creation until it leaves the table. */
+    size_t max_buffers;        /* buffers in all */
+    size_t tenant_max_bytes;   /* a tenant's bytes on all devices */
+    size_t tenant_device_max[GHD_MAX_DEVICES]; /* a tenant's bytes on device i (rt->index) */
     size_t tenant_max_buffers;
+    size_t reserved; /* buffers counted against the limits: in the table or being created */
     struct buffer_tenant *tenants;
     char id_prefix[GHD_OWNER_PREFIX_LEN + 1]; /* every id starts so; set once before use */
 };
@@ -96,9 +99,10 @@ struct ghd_buffer_spec {
 
 /* Allocates device memory from rt's pool (zeroed by its first use, see
  * ghd_buffer_order) and inserts a new
- * buffer; *out is a new reference (the table holds its own). GHD_ELIMIT when the tenant holds
- * tenant_max_buffers already, GHD_EQUOTA when the size would take it past
- * tenant_max_bytes, GHD_ENOMEM when the pool refuses. */
+ * buffer; *out is a new reference (the table holds its own). GHD_ELIMIT when the table
+ * holds max_buffers or the tenant tenant_max_buffers already, GHD_EQUOTA when the size
+ * would take the tenant past tenant_max_bytes or, on rt's device, past
+ * tenant_device_max, GHD_ENOMEM when the pool refuses. */
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out);
 /* Looks up an id visible to `tenant` (NULL sees only untenanted buffers);
@@ -177,6 +181,10 @@ size_t ghd_buffer_list(struct ghd_buffer_table *t, const char *tenant, uint64_t 
 /* What `tenant` (NULL: the untenanted) holds now: bytes and buffers. */
 void ghd_buffer_tenant_usage(struct ghd_buffer_table *t, const char *tenant, size_t *bytes,
                              size_t *count);
+/* The bytes of `tenant`'s buffers (NULL: the untenanted) on device `device`
+ * (an rt->index). */
+size_t ghd_buffer_tenant_bytes_on(struct ghd_buffer_table *t, const char *tenant,
+                                  unsigned device);
 /* What the table holds now: buffers and their bytes (the metrics' gauges). */
 void ghd_buffer_table_totals(struct ghd_buffer_table *t, size_t *count, size_t *bytes);
 /* Removes expired buffers; returns how many. */

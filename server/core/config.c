@@ -109,7 +109,8 @@ static const struct option_spec specs[] = {
     {"socket-buffer", OPT_SIZE, OFF(socket_buffer), 0, 0, 1 << 30, "4M",
      "kernel send and receive buffer of each connection's socket (0 = the kernel's "
      "autotuning)"},
-    {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024", "finished runs kept for GET"},
+    {"runs-kept", OPT_UINT, OFF(runs_kept), 0, 1, 1000000, "1024",
+     "finished runs kept for GET; when full, the tenant keeping the most forgets its oldest"},
     {"run-keep-s", OPT_UINT, OFF(run_keep_s), 0, 1, 86400 * 7, "600",
      "seconds a finished run is kept"},
     {"run-queue-limit", OPT_UINT, OFF(run_queue_limit), 0, 1, 1000000, "1024",
@@ -143,12 +144,22 @@ static const struct option_spec specs[] = {
     {"per-ip-connection-limit", OPT_UINT, OFF(per_ip_connection_limit), 0, 0, 100000, "128",
      "most concurrent connections from one IP address; more are closed as they arrive, "
      "counted and logged (0 = no limit; behind a proxy every client has its address)"},
+    {"tenant-share", OPT_UINT, OFF(tenant_share), 0, 0, 100, "50",
+     "with tokens configured: percent of each device's pool (over it: 507), of --max-buffers "
+     "and of --run-queue-limit (over them: 429) one tenant may take, where --tenant-max-bytes, "
+     "--tenant-max-buffers and --tenant-max-runs are 0 (0 = no share; without tokens there "
+     "is one tenant, unlimited)"},
     {"tenant-max-bytes", OPT_SIZE, OFF(tenant_max_bytes), 0, 0, 1ULL << 46, "0",
-     "most buffer bytes one tenant may hold (0 = no limit; over it: 507)"},
+     "most buffer bytes one tenant may hold on all devices, in place of --tenant-share of each "
+     "pool (0 = the share; over it: 507)"},
     {"tenant-max-buffers", OPT_UINT, OFF(tenant_max_buffers), 0, 0, 100000000, "0",
-     "most buffers one tenant may hold (0 = no limit; over it: 429)"},
+     "most buffers one tenant may hold, in place of --tenant-share of --max-buffers (0 = the "
+     "share; over it: 429)"},
     {"tenant-max-runs", OPT_UINT, OFF(tenant_max_runs), 0, 0, 1000000, "0",
-     "most runs one tenant may have queued or running (0 = no limit; over it: 429)"},
+     "most runs one tenant may have queued or running, in place of --tenant-share of "
+     "--run-queue-limit (0 = the share; over it: 429)"},
+    {"max-buffers", OPT_UINT, OFF(max_buffers), 0, 1, 100000000, "1048576",
+     "most buffers held at once, every tenant's (over it: 429)"},
     {"tenant-max-kernels", OPT_UINT, OFF(tenant_max_kernels), 0, 1, 256, "64",
      "most user kernels one tenant may define (POST /v1/kernels; over it: 429)"},
     {"kernel-max-definition", OPT_SIZE, OFF(kernel_max_definition), 0, 256, 1 << 20, "16K",

@@ -66,9 +66,11 @@ struct ghd_config {
     unsigned metrics_public;          /* /metrics open to anyone with tokens on */
     unsigned allow_unauthenticated;
     unsigned per_ip_connection_limit; /* 0 = none */
-    size_t tenant_max_bytes;          /* 0 = none */
-    unsigned tenant_max_buffers;      /* 0 = none */
-    unsigned tenant_max_runs;         /* queued or running; 0 = none */
+    size_t tenant_max_bytes;          /* 0 = none (or the share) */
+    unsigned tenant_max_buffers;      /* 0 = none (or the share) */
+    unsigned tenant_max_runs;         /* queued or running; 0 = none (or the share) */
+    unsigned tenant_share;            /* percent of each shared capacity, with tokens; 0 = none */
+    unsigned max_buffers;             /* buffers held at once, every tenant's */
     unsigned tenant_max_kernels;      /* user kernels per tenant */
     size_t kernel_max_definition;     /* bytes of text in one definition */
     unsigned kernel_max_depth;        /* expression nesting in a definition */

@@ -77,6 +77,9 @@ struct ghd_run {
     struct ghd_list_node queue_link; /* queued runs, in submission order */
     struct ghd_list_node done_link;  /* finished runs, in the order they ended */
     struct ghd_idmap_node by_id;     /* the queue's index by id */
+    /* Its tenant's runs in the queue (run_queue_internal.h), from submission
+     * on; NULL before. */
+    struct ghd_run_tenant *tally;
     /* The queue's lists of runs to settle or drop once its lock is released
      * (run_queue.c, "collect under the lock, release after"). */
     struct ghd_run *settle_next, *drop_next;

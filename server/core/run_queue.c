@@ -11,8 +11,8 @@
 #include "metrics.h"
 #include "run_queue_internal.h"
 
-/* How far into the queue a worker looks past runs that must wait for an
- * earlier one. */
+/* How far into the queue a worker looks past runs of one tenant that must
+ * wait for an earlier one. */
 #define GHD_RUN_LOOKAHEAD 32
 
 /* ---- the index by id: every run from submission until it is forgotten ---- */
@@ -58,21 +58,45 @@ struct ghd_runtime *ghd_run_queue_rt_of(const struct ghd_run_queue *q, const str
 
 /* pre: lock held. Takes the first queued run of `rt`'s device that may start
  * now, or NULL. Runs of other devices are passed over without counting
- * against the lookahead: they are other workers' to take. */
+ * against the lookahead: they are other workers' to take. The lookahead is
+ * each tenant's: past GHD_RUN_LOOKAHEAD of a tenant's runs that wait, its
+ * further runs are passed over without a look, and another tenant's run
+ * behind them all is still seen. */
 static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt)
 {
-    struct ghd_run *run = queued_run(q->queued.first);
-    for (unsigned seen = 0; run && seen < GHD_RUN_LOOKAHEAD;) {
-        if (ghd_run_queue_rt_of(q, run) == rt) {
-            if (!must_wait_locked(q, run)) {
-                ghd_list_remove(&q->queued, &run->queue_link);
-                return run;
-            }
-            seen++;
+    unsigned long scan = ++q->scans;
+    for (struct ghd_run *run = queued_run(q->queued.first); run;
+         run = queued_run(run->queue_link.next)) {
+        struct ghd_run_tenant *t = run->tally;
+        if (t->scan != scan) {
+            t->scan = scan;
+            t->waiting = 0;
         }
-        run = queued_run(run->queue_link.next);
+        if (ghd_run_queue_rt_of(q, run) != rt || t->waiting >= GHD_RUN_LOOKAHEAD)
+            continue;
+        if (!must_wait_locked(q, run)) {
+            ghd_list_remove(&q->queued, &run->queue_link);
+            return run;
+        }
+        t->waiting++;
     }
     return NULL;
+}
+
+/* pre: lock held. The queue's tally of `tenant`, created on first use (NULL
+ * when that allocation fails). */
+static struct ghd_run_tenant *tally_locked(struct ghd_run_queue *q, const char *tenant, int create)
+{
+    for (struct ghd_run_tenant *t = q->tenants; t; t = t->next)
+        if (strcmp(t->name, tenant) == 0)
+            return t;
+    struct ghd_run_tenant *t = create ? calloc(1, sizeof(*t)) : NULL;
+    if (!t)
+        return NULL;
+    snprintf(t->name, sizeof(t->name), "%s", tenant);
+    t->next = q->tenants;
+    q->tenants = t;
+    return t;
 }
 
 /* ---- collect under the lock, release after (run_queue_internal.h) -------- */
@@ -120,6 +144,7 @@ static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
     index_remove_locked(q, run);
     ghd_list_remove(&q->done, &run->done_link);
     q->done_count--;
+    run->tally->kept--;
 }
 
 /* pre: lock held. Wakes the most recently idle worker of `rt`'s device (its
@@ -162,8 +187,10 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
     ghd_run_bump_writes(run);
     run->finished_ms = ghd_clock_ms();
     q->active--;
+    run->tally->active--;
     ghd_list_push_back(&q->done, &run->done_link);
     q->done_count++;
+    run->tally->kept++;
     ghd_run_ref(run);
     run->settle_next = c->settle;
     c->settle = run;
@@ -304,6 +331,11 @@ static void queue_destroy(struct ghd_run_queue *q)
         done_unlink_locked(q, r);
         ghd_run_unref(r);
     }
+    while (q->tenants) {
+        struct ghd_run_tenant *t = q->tenants;
+        q->tenants = t->next;
+        free(t);
+    }
     for (unsigned i = 0; i < q->worker_count; i++)
         pthread_cond_destroy(&q->workers[i].wake);
     pthread_mutex_destroy(&q->lock);
@@ -360,14 +392,31 @@ void ghd_run_queue_free(struct ghd_run_queue *q)
     queue_destroy(q);
 }
 
-/* pre: lock held. Forgets the oldest finished runs past --runs-kept or
- * --run-keep-s: only those it drops are visited. */
+/* pre: lock held. The oldest kept run of the tenant that keeps the most
+ * (of the tenants that keep as many, the one whose oldest run is oldest). */
+static struct ghd_run *most_kept_oldest_locked(struct ghd_run_queue *q)
+{
+    unsigned most = 0;
+    for (const struct ghd_run_tenant *t = q->tenants; t; t = t->next)
+        most = t->kept > most ? t->kept : most;
+    for (struct ghd_run *r = done_run(q->done.first); r; r = done_run(r->done_link.next))
+        if (r->tally->kept == most)
+            return r;
+    return NULL;
+}
+
+/* pre: lock held. Forgets finished runs older than --run-keep-s, then, while
+ * more than --runs-kept are kept, the oldest of the tenant that keeps the
+ * most: one tenant's runs evict its own, not another's that keeps fewer.
+ * The walk for that run passes only other tenants' runs, at most
+ * --runs-kept of them. */
 static void prune_locked(struct ghd_run_queue *q, struct ghd_run_collected *c)
 {
     double horizon = ghd_clock_ms() - (double)q->cfg.keep_s * 1e3;
     struct ghd_run *old;
-    while ((old = done_run(q->done.first)) &&
-           (q->done_count > q->cfg.runs_kept || old->finished_ms < horizon))
+    while ((old = done_run(q->done.first)) && old->finished_ms < horizon)
+        forget_locked(q, old, c);
+    while (q->done_count > q->cfg.runs_kept && (old = most_kept_oldest_locked(q)))
         forget_locked(q, old, c);
 }
 
@@ -387,22 +436,16 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
         pthread_mutex_unlock(&q->lock);
         return GHD_ELIMIT;
     }
-    unsigned tenant_max = q->cfg.tenant_max_runs;
-    if (tenant_max) {
-        unsigned mine = 0;
-        for (unsigned i = 0; i < q->worker_count; i++)
-            mine += q->workers[i].current &&
-                    strcmp(q->workers[i].current->tenant, run->tenant) == 0;
-        for (struct ghd_run *r = queued_run(q->queued.first); r;
-             r = queued_run(r->queue_link.next))
-            mine += strcmp(r->tenant, run->tenant) == 0;
-        if (mine >= tenant_max) {
-            pthread_mutex_unlock(&q->lock);
-            return ghd_err_set(&run->error, GHD_ELIMIT,
-                               "tenant '%s' has %u runs queued or running, its limit "
-                               "(--tenant-max-runs)",
-                               run->tenant[0] ? run->tenant : "(none)", mine);
-        }
+    struct ghd_run_tenant *tally = tally_locked(q, run->tenant, 1);
+    if (!tally) {
+        pthread_mutex_unlock(&q->lock);
+        return GHD_ENOHOSTMEM;
+    }
+    if (q->cfg.tenant_max_runs && tally->active >= q->cfg.tenant_max_runs) {
+        pthread_mutex_unlock(&q->lock);
+        return ghd_err_set(&run->error, GHD_ELIMIT,
+                           "tenant '%s' has %u runs queued or running",
+                           run->tenant[0] ? run->tenant : "(none)", tally->active);
     }
     struct ghd_run_collected c = {0};
     prune_locked(q, &c);
@@ -424,6 +467,8 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     index_add_locked(q, run);
     ghd_list_push_back(&q->queued, &run->queue_link);
     q->active++;
+    run->tally = tally;
+    tally->active++;
     wake_idle_locked(q, rt, 0);
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
@@ -496,6 +541,16 @@ unsigned ghd_run_queue_active(struct ghd_run_queue *q)
     unsigned n = q->active;
     pthread_mutex_unlock(&q->lock);
     return n;
+}
+
+void ghd_run_queue_tenant_usage(struct ghd_run_queue *q, const char *tenant, unsigned *active,
+                                unsigned *kept)
+{
+    pthread_mutex_lock(&q->lock);
+    const struct ghd_run_tenant *t = tally_locked(q, tenant ? tenant : "", 0);
+    *active = t ? t->active : 0;
+    *kept = t ? t->kept : 0;
+    pthread_mutex_unlock(&q->lock);
 }
 
 json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run)

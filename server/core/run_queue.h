@@ -14,7 +14,11 @@
  * a buffer one of them writes run one after the other in the order they
  * were submitted; others (readers of a common input among them) may run at
  * once. Finished runs are kept for a bounded time and count so
- * that clients can fetch them. */
+ * that clients can fetch them; when --runs-kept is full, the tenant that
+ * keeps the most forgets its oldest, so that one tenant's runs never evict
+ * another's while it keeps fewer. A worker looks past at most
+ * GHD_RUN_LOOKAHEAD waiting runs of each tenant: one tenant's runs waiting
+ * on each other do not hide another's that could start. */
 
 struct ghd_run_queue;
 
@@ -22,8 +26,8 @@ struct ghd_run_queue;
 struct ghd_run_queue_config {
     unsigned workers;         /* --run-workers; 0 = 1 */
     unsigned queue_limit;     /* --run-queue-limit: runs queued or running at once */
-    unsigned tenant_max_runs; /* --tenant-max-runs: per tenant; 0 = no limit */
-    unsigned runs_kept;       /* --runs-kept: finished runs kept for GET */
+    unsigned tenant_max_runs; /* queued or running per tenant; 0 = no limit */
+    unsigned runs_kept;       /* --runs-kept: finished runs kept for GET, every tenant's */
     unsigned keep_s;          /* --run-keep-s: and for at most this long */
     struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
@@ -37,7 +41,8 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
 /* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
- * --run-queue-limit runs are already queued or running; GHD_EPRECOND, with
+ * --run-queue-limit runs are already queued or running, or, with run->error
+ * saying so, tenant_max_runs of its tenant's; GHD_EPRECOND, with
  * run->error and run->precond_version, when a step's if_match does not hold
  * (checked as the run is taken, together with the moves of its versions). */
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run);
@@ -54,6 +59,9 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant);
 json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
+/* `tenant`'s runs (NULL: the untenanted) queued or running, and kept. */
+void ghd_run_queue_tenant_usage(struct ghd_run_queue *q, const char *tenant, unsigned *active,
+                                unsigned *kept);
 /* The server stops without waiting for runs: queued ones are canceled,
  * running ones reported failed at once (their waiters wake) and asked to
  * stop where they can, while their workers go on; returns how many were

@@ -16,6 +16,19 @@ struct ghd_run_worker {
     struct ghd_run_worker *idle_next;
 };
 
+/* A tenant's runs in the queue: what its limits count (queued or running,
+ * kept for GET) and where a worker's look past waiting runs stands for it.
+ * Entries stay until the queue is freed: there are as many as tenants, which
+ * the token table bounds. Under the queue's lock. */
+struct ghd_run_tenant {
+    char name[GHD_TENANT_MAX + 1];
+    unsigned active;    /* queued or running */
+    unsigned kept;      /* finished, kept for GET */
+    unsigned long scan; /* the worker's look (take_runnable_locked) it was last seen in */
+    unsigned waiting;   /* its runs seen waiting in that look */
+    struct ghd_run_tenant *next;
+};
+
 struct ghd_run_queue {
     struct ghd_run_queue_config cfg;
     struct ghd_runtime *rts; /* the devices, rts[0..nrt): each worker's is one of them */
@@ -27,6 +40,8 @@ struct ghd_run_queue {
     struct ghd_list done;        /* finished runs kept for GET, oldest first */
     unsigned done_count;
     unsigned active; /* queued or running */
+    struct ghd_run_tenant *tenants;
+    unsigned long scans; /* looks into the queue so far */
     int stopping;
     int abandoned; /* the server stops without waiting: running runs reported failed */
     unsigned lost; /* bit i: device i is lost, no run is taken for it */

@@ -199,8 +199,13 @@ static int open_tables(struct ghd_service *svc, struct ghd_err *err)
     int rc = ghd_buffer_table_init(&svc->buffers, svc->owner.prefix);
     if (rc)
         return ghd_err_set(err, rc, "buffer table: %s", ghd_strerror(rc));
-    svc->buffers.tenant_max_bytes = cfg->tenant_max_bytes;
-    svc->buffers.tenant_max_buffers = cfg->tenant_max_buffers;
+    ghd_tenant_limits_init(&svc->limits, cfg, ghd_auth_enabled(svc->auth), svc->runtimes,
+                           svc->runtime_count);
+    svc->buffers.max_buffers = cfg->max_buffers;
+    svc->buffers.tenant_max_bytes = svc->limits.max_bytes;
+    memcpy(svc->buffers.tenant_device_max, svc->limits.device_max_bytes,
+           sizeof(svc->buffers.tenant_device_max));
+    svc->buffers.tenant_max_buffers = svc->limits.max_buffers;
     rc = ghd_region_table_init(&svc->regions, svc->owner.prefix);
     if (rc) {
         ghd_buffer_table_destroy(&svc->buffers);
@@ -218,7 +223,7 @@ static int open_run_queue(struct ghd_service *svc, struct ghd_err *err)
     const struct ghd_config *cfg = &svc->cfg;
     struct ghd_run_queue_config qc = {.workers = cfg->run_workers,
                                       .queue_limit = cfg->run_queue_limit,
-                                      .tenant_max_runs = cfg->tenant_max_runs,
+                                      .tenant_max_runs = svc->limits.max_runs,
                                       .runs_kept = cfg->runs_kept,
                                       .keep_s = cfg->run_keep_s,
                                       .metrics = svc->metrics};

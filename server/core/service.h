@@ -12,6 +12,7 @@
 #include "devloss.h"
 #include "inline_defs.h"
 #include "region.h"
+#include "service_usage.h"
 #include "kernels/raw/module.h"
 #include "device/runtime.h"
 #include "kernels/user/ukernel.h"
@@ -27,6 +28,7 @@ struct ghd_service {
     struct ghd_config cfg;
     struct ghd_runtime runtimes[GHD_MAX_DEVICES];
     unsigned runtime_count;
+    struct ghd_tenant_limits limits; /* every tenant's, from the options and whether tokens are on */
     struct ghd_buffer_table buffers;
     struct ghd_region_table regions; /* same-host clients' memory (--allow-shm) */
     struct ghd_run_queue *runs;

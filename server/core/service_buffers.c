@@ -95,6 +95,45 @@ static int spec_check(const struct ghd_config *cfg, const struct ghd_buffer_spec
     return 0;
 }
 
+/* Why the buffer table refused a new buffer (GHD_EQUOTA or GHD_ELIMIT), in
+ * the tenant's terms, naming the option: its bytes, its share of the
+ * device's pool, the server's count, its own count or its share of that. */
+static int refused(struct ghd_service *svc, const struct ghd_runtime *rt,
+                   const struct ghd_buffer_spec *s, int rc, struct ghd_err *err)
+{
+    const struct ghd_tenant_limits *l = &svc->limits;
+    size_t bytes, count;
+    ghd_buffer_tenant_usage(&svc->buffers, s->tenant, &bytes, &count);
+    const char *who = s->tenant && s->tenant[0] ? s->tenant : "(none)";
+    if (rc == GHD_EQUOTA && l->max_bytes)
+        return ghd_err_set(err, rc,
+                           "tenant '%s' holds %zu bytes; %zu more would pass its "
+                           "limit of %zu bytes (--tenant-max-bytes)",
+                           who, bytes, s->size, l->max_bytes);
+    if (rc == GHD_EQUOTA)
+        return ghd_err_set(err, rc,
+                           "tenant '%s' holds %zu bytes on device %u; %zu more would pass its "
+                           "share of that device's pool, %zu bytes (--tenant-share %u%% of "
+                           "%zu)",
+                           who, ghd_buffer_tenant_bytes_on(&svc->buffers, s->tenant, rt->index),
+                           rt->index, s->size, l->device_max_bytes[rt->index],
+                           svc->cfg.tenant_share, rt->pool.cfg.limit);
+    if (!l->max_buffers || count < l->max_buffers)
+        return ghd_err_set(err, rc,
+                           "the server holds %u buffers, its limit (--max-buffers); try again "
+                           "once some are deleted",
+                           svc->cfg.max_buffers);
+    if (l->buffers_shared)
+        return ghd_err_set(err, rc,
+                           "tenant '%s' holds %zu buffers, its share of the server's "
+                           "(--tenant-share %u%% of --max-buffers %u); delete some first",
+                           who, count, svc->cfg.tenant_share, svc->cfg.max_buffers);
+    return ghd_err_set(err, rc,
+                       "tenant '%s' holds %zu buffers, its limit "
+                       "(--tenant-max-buffers); delete some first",
+                       who, count);
+}
+
 /* Creates the buffer on rt's device and says why not in the tenant's and
  * the pool's terms. */
 static int create_on(struct ghd_service *svc, struct ghd_runtime *rt,
@@ -102,20 +141,8 @@ static int create_on(struct ghd_service *svc, struct ghd_runtime *rt,
                      struct ghd_err *err)
 {
     int rc = ghd_buffer_create_new(&svc->buffers, rt, s, out);
-    if (rc == GHD_EQUOTA || rc == GHD_ELIMIT) {
-        size_t bytes, count;
-        ghd_buffer_tenant_usage(&svc->buffers, s->tenant, &bytes, &count);
-        const char *who = s->tenant ? s->tenant : "(none)";
-        if (rc == GHD_EQUOTA)
-            return ghd_err_set(err, rc,
-                               "tenant '%s' holds %zu bytes; %zu more would pass its "
-                               "limit of %zu bytes (--tenant-max-bytes)",
-                               who, bytes, s->size, svc->cfg.tenant_max_bytes);
-        return ghd_err_set(err, rc,
-                           "tenant '%s' holds %zu buffers, its limit "
-                           "(--tenant-max-buffers); delete some first",
-                           who, count);
-    }
+    if (rc == GHD_EQUOTA || rc == GHD_ELIMIT)
+        return refused(svc, rt, s, rc, err);
     if (rc == GHD_ENOMEM) {
         struct ghd_pool_stats st;
         ghd_pool_get_stats(&rt->pool, &st);

@@ -88,8 +88,12 @@ int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct 
     if (rc)
         return rc;
     rc = ghd_run_submit(svc->runs, run);
+    if (rc == GHD_ELIMIT && run->error.detail[0] && svc->limits.runs_shared)
+        return ghd_err_set(err, rc, "%s, its share of the queue (--tenant-share %u%% of "
+                           "--run-queue-limit %u)", run->error.detail, svc->cfg.tenant_share,
+                           svc->cfg.run_queue_limit);
     if (rc == GHD_ELIMIT && run->error.detail[0]) /* the tenant's own limit */
-        return ghd_err_set(err, rc, "%s", run->error.detail);
+        return ghd_err_set(err, rc, "%s, its limit (--tenant-max-runs)", run->error.detail);
     if (rc == GHD_ELIMIT)
         return ghd_err_set(err, rc, "%u runs are queued or running (--run-queue-limit)",
                            svc->cfg.run_queue_limit);

@@ -128,6 +128,11 @@ def main():
         st, _, body = c.conform("GET", "/v1/devices", R("GET", "/v1/devices"))
         devices = json.loads(body)["devices"]
         check(st == 200 and devices and devices[0]["index"] == 0, f"devices: {st} {body!r}")
+        # Usage: the two buffers just made, on the caller's first device.
+        st, _, body = c.conform("GET", "/v1/usage", R("GET", "/v1/usage"))
+        usage = json.loads(body)
+        check(st == 200 and usage["buffers"]["count"] >= 2 and
+              usage["devices"][0]["device"] == 0, f"usage: {st} {body!r}")
         st, _, body = c.conform("POST", "/v1/buffers", R(
             "POST", "/v1/buffers", json.dumps({"copy_of": bid2, "device": 0}).encode(), J))
         copy = json.loads(body)

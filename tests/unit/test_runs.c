@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -210,6 +211,43 @@ static void test_queue_from_settings(void **state)
     assert_int_equal(refs(f->x), 2);
 }
 
+/* --runs-kept is every tenant's, and full: the tenant that keeps the most
+ * forgets its oldest. Bob's three runs after alice's one leave hers kept and
+ * his last; the tallies say so. */
+static void test_kept_per_tenant(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 2,
+                                      .keep_s = 3600};
+    struct ghd_run_queue *q;
+    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    struct ghd_run *runs[4];
+    for (int i = 0; i < 4; i++) {
+        int rc;
+        runs[i] = axpy(f, f->x, f->y->id, &rc);
+        assert_int_equal(rc, 0);
+        snprintf(runs[i]->tenant, sizeof(runs[i]->tenant), "%s", i ? "bob" : "alice");
+        assert_int_equal(ghd_run_submit(q, runs[i]), 0);
+        ghd_run_wait(q, runs[i]);
+    }
+    struct ghd_run *found;
+    assert_int_equal(ghd_run_find_new(q, runs[0]->id, "alice", &found), 0);
+    ghd_run_unref(found);
+    assert_int_equal(ghd_run_find_new(q, runs[3]->id, "bob", &found), 0);
+    ghd_run_unref(found);
+    for (int i = 1; i < 3; i++)
+        assert_int_equal(ghd_run_find_new(q, runs[i]->id, "bob", &found), GHD_ENOENT);
+    unsigned active, kept;
+    ghd_run_queue_tenant_usage(q, "alice", &active, &kept);
+    assert_int_equal(kept, 1);
+    ghd_run_queue_tenant_usage(q, "bob", &active, &kept);
+    assert_int_equal(kept, 1);
+    assert_int_equal(active, 0);
+    for (int i = 0; i < 4; i++)
+        ghd_run_unref(runs[i]);
+    ghd_run_queue_free(q);
+}
+
 /* A run reported failed while its kernel still runs (the device lost, a
  * --run-timeout, the server stopping) keeps the error its waiters were
  * given: the worker's late result, when the kernel finally returns, is
@@ -312,6 +350,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conflicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_execute_orders_buffers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_from_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kept_per_tenant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_result_is_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_workers_per_device, setup, teardown),
     };

@@ -369,7 +369,9 @@ class _Recording(gpuhttpd.Transport):
 def test_each_refusal_has_its_class(make_server, tmp_path):
     tokens = tmp_path / "tokens"
     tokens.write_text("sekrit alice\n")
-    s = make_server("--max-buffer-size", "1M", "--pool-limit", "4M", "--tokens-file", str(tokens))
+    # --tenant-share 0: the 507 below is the pool's own, full, not alice's share of it.
+    s = make_server("--max-buffer-size", "1M", "--pool-limit", "4M", "--tokens-file", str(tokens),
+                    "--tenant-share", "0")
     with pytest.raises(gpuhttpd.Unauthorized) as err:
         gpuhttpd.Client(s.url).zeros(4)
     assert err.value.status == 401

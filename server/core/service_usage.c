@@ -1,0 +1,79 @@
+/* A tenant's limits and usage. The limits are the core's to enforce (the
+ * buffer table and the run queue, given them at start); this file works
+ * them out from the options and tells a tenant where it stands. */
+#include "service_usage.h"
+
+#include "run_queue.h"
+#include "service.h"
+
+/* `percent` of `capacity`, at least 1. */
+static size_t share_of(size_t capacity, unsigned percent)
+{
+    size_t n = capacity / 100 * percent + capacity % 100 * percent / 100;
+    return n ? n : 1;
+}
+
+void ghd_tenant_limits_init(struct ghd_tenant_limits *l, const struct ghd_config *cfg, int tokens,
+                            const struct ghd_runtime *rts, unsigned count)
+{
+    unsigned share = tokens ? cfg->tenant_share : 0;
+    *l = (struct ghd_tenant_limits){.max_bytes = cfg->tenant_max_bytes,
+                                    .max_buffers = cfg->tenant_max_buffers,
+                                    .max_runs = cfg->tenant_max_runs};
+    for (unsigned i = 0; i < count && !l->max_bytes && share; i++)
+        if (rts[i].pool.cfg.limit) /* a pool without a limit has no share */
+            l->device_max_bytes[i] = share_of(rts[i].pool.cfg.limit, share);
+    if (!l->max_buffers && share) {
+        l->max_buffers = share_of(cfg->max_buffers, share);
+        l->buffers_shared = 1;
+    }
+    if (!l->max_runs && share) {
+        l->max_runs = (unsigned)share_of(cfg->run_queue_limit, share);
+        l->runs_shared = 1;
+    }
+}
+
+/* Sets obj[key] to n where n is a limit (not 0). */
+static void put_limit(json_t *obj, const char *key, size_t n)
+{
+    if (n)
+        json_object_set_new(obj, key, json_integer((json_int_t)n));
+}
+
+static json_t *devices_new(struct ghd_service *svc, const char *tenant)
+{
+    json_t *list = json_array();
+    for (unsigned i = 0; list && i < svc->runtime_count; i++) {
+        size_t bytes = ghd_buffer_tenant_bytes_on(&svc->buffers, tenant, i);
+        json_t *d = json_pack("{s:i, s:I}", "device", (int)i, "bytes", (json_int_t)bytes);
+        if (d)
+            put_limit(d, "limit", svc->limits.device_max_bytes[i]);
+        json_array_append_new(list, d);
+    }
+    return list;
+}
+
+json_t *ghd_service_usage_new(struct ghd_service *svc, const char *tenant)
+{
+    const struct ghd_tenant_limits *l = &svc->limits;
+    size_t bytes, count;
+    unsigned active, kept;
+    ghd_buffer_tenant_usage(&svc->buffers, tenant, &bytes, &count);
+    ghd_run_queue_tenant_usage(svc->runs, tenant, &active, &kept);
+    json_t *kernels = json_array();
+    if (kernels)
+        ghd_ukernel_store_describe(&svc->kernels, tenant, kernels);
+    json_t *obj = json_pack(
+        "{s:s, s:o, s:{s:I, s:I}, s:{s:i, s:i, s:i}, s:{s:I, s:i}}", "tenant",
+        tenant ? tenant : "", "devices", devices_new(svc, tenant), "buffers", "count",
+        (json_int_t)count, "bytes", (json_int_t)bytes, "runs", "active", (int)active, "kept",
+        (int)kept, "kept_limit", (int)svc->cfg.runs_kept, "kernels", "count",
+        (json_int_t)json_array_size(kernels), "limit", (int)svc->cfg.tenant_max_kernels);
+    json_decref(kernels);
+    if (!obj)
+        return NULL;
+    put_limit(json_object_get(obj, "buffers"), "limit", l->max_buffers);
+    put_limit(json_object_get(obj, "buffers"), "bytes_limit", l->max_bytes);
+    put_limit(json_object_get(obj, "runs"), "active_limit", l->max_runs);
+    return obj;
+}
