@@ -33,6 +33,35 @@ static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t 
     }
 }
 
+/* A kernel that orders one flat range (sort) given a buffer described
+ * with several rows: 422, since NumPy orders each row (its last axis) and
+ * a flat result in that shape would pass for it; "reinterpret" means the
+ * flat order. */
+static int check_rows(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
+                      const struct ghd_described *xs, size_t nx, int reinterpret,
+                      const char *where)
+{
+    for (size_t i = 0; i < nx && (k->flags & GHD_KF_FLAT_ORDER) && !reinterpret; i++) {
+        const struct ghd_array_desc *d = &xs[i].d;
+        uint64_t rows = 1;
+        for (unsigned j = 0; j + 1 < d->ndim; j++)
+            rows *= d->shape[j];
+        if (d->ndim < 2 || rows < 2 || d->shape[d->ndim - 1] == 0)
+            continue;
+        char s[256];
+        ghd_ra_shape_str(d, s, sizeof(s));
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "%s%s orders one flat range: buffer argument %s (%s) holds "
+                                 "%llu rows, which NumPy would order one by one; sort each row "
+                                 "in a step of its own (%s_offset, n), describe the buffer as "
+                                 "1-D, or say \"reinterpret\": true to order all its elements "
+                                 "as one",
+                                 where, k->name, xs[i].name, s, (unsigned long long)rows,
+                                 xs[i].name);
+    }
+    return 0;
+}
+
 /* A described buffer typed by a dtype parameter whose element type the
  * kernel does not take there: 422 naming it, unless the step gives that
  * parameter and says "reinterpret". */
@@ -154,7 +183,8 @@ int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
     int rc;
     /* Each dtype parameter: one the kernel takes, and every described
      * buffer typed by it must agree with it. */
-    if ((rc = check_takes(req, rep, k, args, xs, nx, reinterpret, where)) != 0)
+    if ((rc = check_rows(req, rep, k, xs, nx, reinterpret, where)) != 0 ||
+        (rc = check_takes(req, rep, k, args, xs, nx, reinterpret, where)) != 0)
         return rc;
     for (size_t i = 0; i < k->nparams; i++)
         if (k->params[i].kind == GHD_PK_DTYPE &&

@@ -67,6 +67,9 @@ struct ghd_kcheck {
 
 /* Kernel flags. */
 #define GHD_KF_OVERLAP_OK 1u /* outputs may overlap inputs in any way (memmove) */
+#define GHD_KF_FLAT_ORDER 2u /* orders its n elements as one flat range, where NumPy
+                                would order each row (the last axis) of a 2-D array:
+                                runs refuse buffers described with several rows */
 
 struct ghd_kernel {
     const char *name;

@@ -859,13 +859,19 @@ static json_int_t run_n(const char *json)
     return n;
 }
 
+/* A buffer created from `json` (201): its id. */
+static void new_array(const char *json, char id[GHD_BUFFER_ID_LEN + 1])
+{
+    json_t *doc = create_json(json, 201);
+    id_of(doc, id);
+    json_decref(doc);
+}
+
 static void new_described(const char *dtype, unsigned count, char id[GHD_BUFFER_ID_LEN + 1])
 {
     char json[96];
     snprintf(json, sizeof(json), "{\"dtype\": \"%s\", \"shape\": [%u]}", dtype, count);
-    json_t *doc = create_json(json, 201);
-    id_of(doc, id);
-    json_decref(doc);
+    new_array(json, id);
 }
 
 /* User (expression) kernels bind their placeholder types and n from the
@@ -1045,6 +1051,32 @@ static void test_runs_n_from_lengths(void **state)
         harness_buffer_delete(&H, ids[i]);
 }
 
+/* sort orders one flat range: a described buffer of several rows (which
+ * NumPy and CuPy would sort row by row, along the last axis) is a 422
+ * saying so, not a flat sort that keeps the shape; one row, or
+ * "reinterpret", sorts flat. */
+static void test_sort_refuses_rows(void **state)
+{
+    (void)state;
+    char m[GHD_BUFFER_ID_LEN + 1], col[GHD_BUFFER_ID_LEN + 1], row[GHD_BUFFER_ID_LEN + 1];
+    new_array("{\"dtype\": \"f32\", \"shape\": [2, 5]}", m);
+    new_array("{\"dtype\": \"i32\", \"shape\": [10, 1]}", col);
+    new_array("{\"dtype\": \"f32\", \"shape\": [1, 10]}", row);
+    expect_run(422, "sort orders one flat range: buffer argument keys (f32 [2, 5]) holds 2 rows",
+               "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\"}}", m);
+    expect_run(422, "buffer argument values (i32 [10, 1]) holds 10 rows",
+               "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\", \"values\": \"%s\"}}", row,
+               col);
+    /* one row: the flat sort is NumPy's */
+    expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}", row);
+    expect_run(200, NULL, "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\"}}", row);
+    expect_run(200, NULL, "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\"}, \"reinterpret\": "
+                          "true}", m);
+    const char *ids[] = {m, col, row};
+    for (size_t i = 0; i < 3; i++)
+        harness_buffer_delete(&H, ids[i]);
+}
+
 /* GET /v1/runs/{id}: its status, copied into st. */
 static const char *run_status(const char *id, char st[16])
 {
@@ -1206,6 +1238,7 @@ int main(void)
         cmocka_unit_test_teardown(test_user_kernels_use_descriptions, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_check_every_buffer, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_n_from_lengths, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_sort_refuses_rows, harness_teardown_idle),
         cmocka_unit_test_teardown(test_run_write_moves_version_at_end, harness_teardown_idle),
         cmocka_unit_test_teardown(test_vary_accept, harness_teardown_idle),
     };
