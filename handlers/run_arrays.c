@@ -11,12 +11,12 @@
 #include "core/buffer.h"
 #include "base/error.h"
 
-/* The buffers the step names, with their descriptions. */
+/* The buffers the step names, with their descriptions; each typed by a
+ * dtype parameter ("dtype", "dtype_out", "value_dtype") says which. */
 static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t *args,
                     struct ghd_described *out, size_t cap, size_t *count)
 {
     *count = 0;
-    int typed = ghd_kernel_param_bit(k, "dtype") != 0;
     for (size_t i = 0; i < k->nparams && *count < cap; i++) {
         const struct ghd_param *p = &k->params[i];
         size_t before = *count;
@@ -26,27 +26,53 @@ static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t 
         if (*count == before)
             continue;
         struct ghd_described *x = &out[before];
-        if (typed && p->elem == GHD_ELEM_DTYPE)
-            snprintf(x->type_key, sizeof(x->type_key), "dtype");
+        const struct ghd_param *tp = ghd_kernel_type_param(k, p);
+        if (tp)
+            snprintf(x->type_key, sizeof(x->type_key), "%s", tp->name);
         x->counts_n = p->count == GHD_COUNT_N;
     }
 }
 
-/* A buffer typed by `dtype` whose element type the kernel does not take:
- * 422 naming it, unless the step gives a dtype and says "reinterpret". */
+/* A kernel that orders one flat range (sort) given a buffer described
+ * with several rows: 422, since NumPy orders each row (its last axis) and
+ * a flat result in that shape would pass for it; "reinterpret" means the
+ * flat order. */
+static int check_rows(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
+                      const struct ghd_described *xs, size_t nx, int reinterpret,
+                      const char *where)
+{
+    for (size_t i = 0; i < nx && (k->flags & GHD_KF_FLAT_ORDER) && !reinterpret; i++) {
+        const struct ghd_array_desc *d = &xs[i].d;
+        uint64_t rows = 1;
+        for (unsigned j = 0; j + 1 < d->ndim; j++)
+            rows *= d->shape[j];
+        if (d->ndim < 2 || rows < 2 || d->shape[d->ndim - 1] == 0)
+            continue;
+        char s[256];
+        ghd_ra_shape_str(d, s, sizeof(s));
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "%s%s orders one flat range: buffer argument %s (%s) holds "
+                                 "%llu rows, which NumPy would order one by one; sort each row "
+                                 "in a step of its own (%s_offset, n), describe the buffer as "
+                                 "1-D, or say \"reinterpret\": true to order all its elements "
+                                 "as one",
+                                 where, k->name, xs[i].name, s, (unsigned long long)rows,
+                                 xs[i].name);
+    }
+    return 0;
+}
+
+/* A described buffer typed by a dtype parameter whose element type the
+ * kernel does not take there: 422 naming it, unless the step gives that
+ * parameter and says "reinterpret". */
 static int check_takes(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
                        json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret,
                        const char *where)
 {
-    const struct ghd_param *p = NULL;
-    for (size_t i = 0; i < k->nparams && !p; i++)
-        if (k->params[i].kind == GHD_PK_DTYPE && strcmp(k->params[i].name, "dtype") == 0)
-            p = &k->params[i];
-    if (!p || (reinterpret && json_object_get(args, "dtype")))
-        return 0;
     for (size_t i = 0; i < nx; i++) {
+        const struct ghd_param *p = ghd_kernel_type_param(k, &k->params[xs[i].index]);
         enum ghd_dtype t;
-        if (strcmp(xs[i].type_key, "dtype") != 0 ||
+        if (!p || (reinterpret && json_object_get(args, p->name)) ||
             (ghd_dtype_parse(xs[i].d.dtype, &t) == 0 && (p->dtypes & GHD_DT(t))))
             continue;
         char s[256], list[128];
@@ -54,9 +80,35 @@ static int check_takes(struct ghd_request *req, struct ghd_reply *rep, const str
         ghd_dtype_list(p->dtypes, list, sizeof(list));
         return ghd_reply_problem(rep, req, GHD_EUNPROC,
                                  "%sbuffer argument %s (%s) holds an element type kernel %s does "
-                                 "not take (dtype: %s); give a dtype with \"reinterpret\": true "
+                                 "not take (%s: %s); give a %s with \"reinterpret\": true "
                                  "to read its bytes as one of them",
-                                 where, xs[i].name, s, k->name, list);
+                                 where, xs[i].name, s, k->name, p->name, list, p->name);
+    }
+    return 0;
+}
+
+/* A described buffer that no dtype parameter types (a reduction's out)
+ * holds the element type the call gives it, the result type of its dtype,
+ * unless "reinterpret"; ghd_ra_fill_type checked the others. */
+static int check_types(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
+                       json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret,
+                       const char *where)
+{
+    for (size_t i = 0; i < nx && !reinterpret; i++) {
+        const struct ghd_param *p = &k->params[xs[i].index];
+        enum ghd_dtype want;
+        if (xs[i].type_key[0] || ghd_kernel_buffer_dtype(k, p, args, &want) != 0 ||
+            strcmp(xs[i].d.dtype, ghd_dtype_name(want)) == 0)
+            continue;
+        char s[256];
+        ghd_ra_shape_str(&xs[i].d, s, sizeof(s));
+        return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                 "%sbuffer argument %s (%s) is not %s, the element type %s "
+                                 "writes there for dtype %s; describe it as %s, or say "
+                                 "\"reinterpret\": true to mean it",
+                                 where, xs[i].name, s, ghd_dtype_name(want), k->name,
+                                 json_string_value(json_object_get(args, "dtype")),
+                                 ghd_dtype_name(want));
     }
     return 0;
 }
@@ -129,14 +181,21 @@ int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
     if (nx == 0)
         return 0;
     int rc;
-    /* dtype: one the kernel takes, and every described buffer typed by it
-     * must agree with it. */
-    if ((rc = check_takes(req, rep, k, args, xs, nx, reinterpret, where)) != 0 ||
-        (rc = ghd_ra_fill_type(req, rep, where, args, "dtype", xs, nx, reinterpret)) != 0)
+    /* Each dtype parameter: one the kernel takes, and every described
+     * buffer typed by it must agree with it. */
+    if ((rc = check_rows(req, rep, k, xs, nx, reinterpret, where)) != 0 ||
+        (rc = check_takes(req, rep, k, args, xs, nx, reinterpret, where)) != 0)
+        return rc;
+    for (size_t i = 0; i < k->nparams; i++)
+        if (k->params[i].kind == GHD_PK_DTYPE &&
+            (rc = ghd_ra_fill_type(req, rep, where, args, k->params[i].name, xs, nx,
+                                   reinterpret)) != 0)
+            return rc;
+    if ((rc = check_types(req, rep, k, args, xs, nx, reinterpret, where)) != 0)
         return rc;
     if (strcmp(k->name, "gemm") == 0)
         return gemm_dims(req, rep, args, xs, nx, reinterpret, where);
-    /* n: the elements the n-counted buffers hold (the fewest). */
+    /* n: the elements the n-counted buffers hold. */
     if (!ghd_kernel_param_bit(k, "n"))
         return 0;
     return ghd_ra_fill_n(req, rep, where, args, xs, nx, reinterpret);

@@ -98,11 +98,25 @@ int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char 
     return 0;
 }
 
+/* "x (f32 [10])", with ", after x_offset 5" when an offset shortens it. */
+static void counted_str(const struct ghd_described *x, json_t *args, char *buf, size_t len)
+{
+    char s[200], off_key[80];
+    ghd_ra_shape_str(&x->d, s, sizeof(s));
+    snprintf(off_key, sizeof(off_key), "%s_offset", x->name);
+    json_t *off = json_object_get(args, off_key);
+    if (json_is_integer(off) && json_integer_value(off) > 0)
+        snprintf(buf, len, "%s (%s) after %.70s %lld", x->name, s, off_key,
+                 (long long)json_integer_value(off));
+    else
+        snprintf(buf, len, "%s (%s)", x->name, s);
+}
+
 int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
                   json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret)
 {
     json_t *n = json_object_get(args, "n");
-    const struct ghd_described *least = NULL;
+    const struct ghd_described *first = NULL;
     for (size_t i = 0; i < nx; i++) {
         const struct ghd_described *x = &xs[i];
         if (!x->counts_n)
@@ -114,10 +128,26 @@ int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *wh
                      (unsigned long long)x->avail);
             return ghd_ra_contradiction(req, rep, where, "n", g, x, implies);
         }
-        if (!least || x->avail < least->avail)
-            least = x;
+        /* NumPy's x + y of 10 and 1 elements broadcasts, of 10 and 5 is an
+         * error: neither is "the first n of each", so n is not guessed. */
+        if (!n && first && x->avail != first->avail) {
+            char a[400], b[400];
+            counted_str(first, args, a, sizeof(a));
+            counted_str(x, args, b, sizeof(b));
+            return ghd_reply_problem(rep, req, GHD_EUNPROC,
+                                     "%sbuffer arguments %s and %s hold different numbers of "
+                                     "elements (%llu vs %llu), so n cannot be taken from "
+                                     "them; give n (at most %llu) to use the first n of each",
+                                     where, a, b, (unsigned long long)first->avail,
+                                     (unsigned long long)x->avail,
+                                     (unsigned long long)(x->avail < first->avail
+                                                              ? x->avail
+                                                              : first->avail));
+        }
+        if (!first)
+            first = x;
     }
-    if (least && !n)
-        json_object_set_new(args, "n", json_integer((json_int_t)least->avail));
+    if (first && !n)
+        json_object_set_new(args, "n", json_integer((json_int_t)first->avail));
     return 0;
 }

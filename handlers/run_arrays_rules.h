@@ -13,8 +13,8 @@
 struct ghd_described {
     const char *name;   /* the buffer argument */
     int index;          /* its parameter in the kernel's own table */
-    char type_key[8];   /* the argument that names its element type ("dtype",
-                         * a placeholder "T"), "" when none does */
+    char type_key[16];  /* the argument that names its element type ("dtype",
+                         * "dtype_out", a placeholder "T"), "" when none does */
     int counts_n;       /* holds n elements (so it bounds n) */
     struct ghd_array_desc d;
     uint64_t avail;     /* elements after the buffer's offset argument */
@@ -51,7 +51,8 @@ int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char 
                      int reinterpret);
 
 /* n: at most the elements of every buffer that counts n (unless
- * reinterpret); when omitted, the fewest of them. */
+ * reinterpret); when omitted, the count they all hold after their offsets
+ * (422 naming two that differ). */
 int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
                   json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret);
 

@@ -8,6 +8,7 @@
 #include "conditional.h"
 #include "run_arrays.h"
 #include "base/error.h"
+#include "base/suggest.h"
 #include "core/service_inline.h"
 #include "core/service_kernels.h"
 #include "core/service_runs.h"
@@ -37,9 +38,6 @@ static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'module' (an id, or the module "
                                  "itself: {\"source\": ...}) and 'function' (a name) are "
                                  "required", where);
-    if (json_object_get(step, "kernel"))
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "%sgive either 'kernel' or 'module'",
-                                 where);
     if (json_object_get(step, "if_match")) /* its arguments are a list, without names */
         return ghd_reply_problem(rep, req, GHD_EUNPROC, "%sif_match is for kernel steps: a "
                                  "module function's arguments have no names to give it", where);
@@ -79,15 +77,52 @@ static int step_kernel(struct ghd_request *req, struct ghd_reply *rep, json_t *k
     return 0;
 }
 
-/* Prepares one {"kernel": name or definition, "args": {...}} step. */
-static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
-                        const char *where, struct ghd_run_step *out)
+/* A member of `obj` that is not in `allowed` (nor `extra`): 400 naming it
+ * and `kind`, the member that says what obj is. */
+static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *obj,
+                      const char *const *allowed, const char *extra, const char *kind,
+                      const char *where)
 {
-    if (json_object_get(step, "module"))
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        int ok = extra && strcmp(key, extra) == 0;
+        size_t n = 0;
+        for (; allowed[n]; n++)
+            ok |= strcmp(key, allowed[n]) == 0;
+        if (ok)
+            continue;
+        char list[160];
+        size_t used = ghd_join_names(list, 0, sizeof(list), "", allowed, n);
+        ghd_join_names(list, used, sizeof(list), ", ", &extra, extra ? 1 : 0);
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "%sunknown field '%.64s' beside '%s' (with it: %s)", where, key,
+                                 kind, list);
+    }
+    return 0;
+}
+
+/* Prepares one step: {"kernel": name or definition, "args": {...},
+ * "reinterpret", "if_match"} or a raw module's launch; `extra` is the
+ * member the request may have beside them ("wait" for a run of one). A
+ * member of the other kind is refused, not ignored. */
+static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
+                        const char *where, const char *extra, struct ghd_run_step *out)
+{
+    static const char *const kernel_keys[] = {"kernel", "args", "reinterpret", "if_match", NULL};
+    static const char *const raw_keys[] = {"module", "function", "grid", "block",
+                                           "shared_mem", "args", "if_match", NULL};
+    int raw = json_object_get(step, "module") != NULL, rc;
+    if (raw && json_object_get(step, "kernel"))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "%sgive either 'kernel' or 'module'",
+                                 where);
+    if ((rc = check_keys(req, rep, step, raw ? raw_keys : kernel_keys, extra,
+                         raw ? "module" : "kernel", where)) != 0)
+        return rc;
+    if (raw)
         return prepare_raw_step(req, rep, step, where, out);
     json_t *args = json_object_get(step, "args");
-    int rc = step_kernel(req, rep, json_object_get(step, "kernel"), where, out);
-    if (rc)
+    if ((rc = step_kernel(req, rep, json_object_get(step, "kernel"), where, out)) != 0)
         return rc;
     if (args && !json_is_object(args))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'args' must be an object", where);
@@ -117,34 +152,12 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     return rc;
 }
 
-static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *obj,
-                      const char *const *allowed, const char *where)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v) {
-        int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            ok |= strcmp(key, *a) == 0;
-        if (!ok)
-            return ghd_reply_problem(rep, req, GHD_EINVAL, "%sunknown field '%.64s'", where, key);
-    }
-    return 0;
-}
-
 static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run)
 {
-    static const char *const top_keys[] = {"kernel", "args", "steps", "wait", "reinterpret",
-                                           "if_match", "module", "function", "grid", "block",
-                                           "shared_mem", NULL};
-    static const char *const step_keys[] = {"kernel", "args", "reinterpret", "if_match",
-                                            "module", "function", "grid", "block",
-                                            "shared_mem", NULL};
+    static const char *const pipeline_keys[] = {"steps", "wait", NULL};
     json_t *body = req->json;
-    int rc = check_keys(req, rep, body, top_keys, "");
-    if (rc)
-        return rc;
     json_t *steps = json_object_get(body, "steps");
+    int rc;
     if (steps && (json_object_get(body, "reinterpret") || json_object_get(body, "if_match")))
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "in a pipeline, give 'reinterpret' and 'if_match' per step");
@@ -153,8 +166,10 @@ static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct gh
                                  "give either 'kernel' (or 'module') or 'steps', not both");
     if (!steps) {
         run->step_count = 1;
-        return prepare_step(req, rep, body, "", &run->steps[0]);
+        return prepare_step(req, rep, body, "", "wait", &run->steps[0]);
     }
+    if ((rc = check_keys(req, rep, body, pipeline_keys, NULL, "steps", "")) != 0)
+        return rc;
     if (!json_is_array(steps) || json_array_size(steps) == 0 ||
         json_array_size(steps) > GHD_RUN_MAX_STEPS)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
@@ -167,10 +182,8 @@ static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct gh
         snprintf(where, sizeof(where), "steps[%zu]: ", i);
         if (!json_is_object(step))
             return ghd_reply_problem(rep, req, GHD_EINVAL, "%smust be an object", where);
-        if ((rc = check_keys(req, rep, step, step_keys, where)) != 0)
-            return rc;
         run->step_count = (unsigned)i + 1;
-        if ((rc = prepare_step(req, rep, step, where, &run->steps[i])) != 0)
+        if ((rc = prepare_step(req, rep, step, where, NULL, &run->steps[i])) != 0)
             return rc;
     }
     return 0;

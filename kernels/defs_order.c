@@ -56,9 +56,12 @@ const struct ghd_kernel ghd_kdefs_order[] = {
      .nparams = GHD_COUNT_OF(scan_params),
      .impl = GHD_IMPLS(ghd_host_scan, ghd_cuda_scan)},
     {.name = "sort",
-     .doc = "Stable radix sort of n keys, optionally carrying values. Floats: -0.0 and "
-            "+0.0 compare equal; NaNs sort by their bits (positive NaNs after +inf, "
-            "negative ones before -inf).",
+     .doc = "Stable radix sort of n keys as one flat range, optionally carrying values. "
+            "Floats: -0.0 and +0.0 compare equal; NaNs sort by their bits (positive NaNs "
+            "after +inf, negative ones before -inf). A buffer described with several rows "
+            "(shape [2, 5]; NumPy would sort each row) is refused unless \"reinterpret\": "
+            "true asks for the flat sort.",
+     .flags = GHD_KF_FLAT_ORDER,
      .result_doc = "n",
      .params = sort_params,
      .nparams = GHD_COUNT_OF(sort_params),

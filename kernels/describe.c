@@ -40,15 +40,6 @@ static const char *role_name(enum ghd_param_role r)
     return "none";
 }
 
-/* Name of the dtype parameter stored in `field`. */
-static const char *dtype_param(const struct ghd_kernel *k, size_t field)
-{
-    for (size_t i = 0; i < k->nparams; i++)
-        if (k->params[i].kind == GHD_PK_DTYPE && k->params[i].field == field)
-            return k->params[i].name;
-    return "dtype";
-}
-
 static json_t *schema_of(const struct ghd_param *p)
 {
     switch (p->kind) {
@@ -87,9 +78,8 @@ static json_t *describe_param(const struct ghd_kernel *k, const struct ghd_param
         json_object_set(d, "types", json_object_get(schema, "enum"));
     if (p->kind == GHD_PK_BUFFER) {
         json_object_set_new(d, "role", json_string(role_name(p->role)));
-        const char *et = p->elem == GHD_ELEM_DTYPE2   ? dtype_param(k, offsetof(struct ghd_kargs, dtype2))
-                         : p->elem == GHD_ELEM_RESULT ? "result type (see description)"
-                                                      : "dtype";
+        const struct ghd_param *tp = ghd_kernel_type_param(k, p);
+        const char *et = tp ? tp->name : "result type (see description)";
         const char *count = p->count == GHD_COUNT_N     ? "n"
                             : p->count == GHD_COUNT_ONE ? "1"
                                                         : "from the matrix shape and stride";

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "registry.h"
+#include "scalar.h"
 #include "base/error.h"
 
 static const struct {
@@ -60,5 +61,36 @@ uint64_t ghd_kernel_param_bit(const struct ghd_kernel *k, const char *name)
     for (size_t i = 0; i < k->nparams; i++)
         if (strcmp(k->params[i].name, name) == 0)
             return (uint64_t)1 << i;
+    return 0;
+}
+
+/* The dtype parameter of k that buffer parameter p's element type follows
+ * (a reduction's result follows dtype). */
+static const struct ghd_param *followed(const struct ghd_kernel *k, const struct ghd_param *p)
+{
+    size_t field = p->elem == GHD_ELEM_DTYPE2 ? offsetof(struct ghd_kargs, dtype2)
+                                              : offsetof(struct ghd_kargs, dtype);
+    for (size_t i = 0; i < k->nparams; i++)
+        if (k->params[i].kind == GHD_PK_DTYPE && k->params[i].field == field)
+            return &k->params[i];
+    return NULL;
+}
+
+const struct ghd_param *ghd_kernel_type_param(const struct ghd_kernel *k,
+                                              const struct ghd_param *p)
+{
+    return p->elem == GHD_ELEM_RESULT ? NULL : followed(k, p);
+}
+
+int ghd_kernel_buffer_dtype(const struct ghd_kernel *k, const struct ghd_param *p, json_t *args,
+                            enum ghd_dtype *out)
+{
+    const struct ghd_param *q = followed(k, p);
+    json_t *v = q ? json_object_get(args, q->name) : NULL;
+    enum ghd_dtype t;
+    if (!json_is_string(v) || ghd_dtype_parse(json_string_value(v), &t) != 0 ||
+        !(q->dtypes & GHD_DT(t)))
+        return GHD_ENOENT;
+    *out = p->elem == GHD_ELEM_RESULT ? ghd_reduce_out_dtype(k->op, t) : t;
     return 0;
 }

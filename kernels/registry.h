@@ -67,6 +67,9 @@ struct ghd_kcheck {
 
 /* Kernel flags. */
 #define GHD_KF_OVERLAP_OK 1u /* outputs may overlap inputs in any way (memmove) */
+#define GHD_KF_FLAT_ORDER 2u /* orders its n elements as one flat range, where NumPy
+                                would order each row (the last axis) of a 2-D array:
+                                runs refuse buffers described with several rows */
 
 struct ghd_kernel {
     const char *name;
@@ -84,6 +87,17 @@ struct ghd_kernel {
 
 /* Bit for parameter `name` in ghd_kargs.given, or 0 if k has none. */
 uint64_t ghd_kernel_param_bit(const struct ghd_kernel *k, const char *name);
+
+/* The dtype parameter that names buffer parameter p's element type
+ * ("dtype", "dtype_out", "value_dtype"), or NULL when none does (a
+ * reduction's result). */
+const struct ghd_param *ghd_kernel_type_param(const struct ghd_kernel *k,
+                                              const struct ghd_param *p);
+/* The element type buffer parameter p holds under `args`: its dtype
+ * parameter's value, or the reduction's result type for args' dtype. 0 and
+ * *out, or GHD_ENOENT while args do not name a type k takes there. */
+int ghd_kernel_buffer_dtype(const struct ghd_kernel *k, const struct ghd_param *p, json_t *args,
+                            enum ghd_dtype *out);
 
 /* The kernel tables of each family (defs_*.c). */
 extern const struct ghd_kernel ghd_kdefs_blas1[];

@@ -97,16 +97,31 @@ static int common(int a, int b)
     return ghd_utype_is_signed(a) ? b : a; /* same width: the unsigned one */
 }
 
-/* The concrete type a literal subtree takes when nothing else decides. */
+/* The concrete type a literal subtree takes when nothing else decides (a
+ * local `t = 5`, a cast's operand, a call or comparison of literals only):
+ * f64 for a float literal; an integer literal's own type, i32 when it fits,
+ * else i64, else u64; and for an expression of literals the common type of
+ * its literals, so that neither a sign (`-5`) nor arithmetic (`5 + 0`)
+ * changes it. */
 static int lit_default(const struct checker *c, int node)
 {
     const struct ghd_unode *n = &c->p->nodes[node];
     if (n->type == GHD_UT_FLTLIT)
         return GHD_UT_F64;
-    if (n->op == GHD_UN_INT && n->ival <= 2147483647u)
-        return GHD_UT_I32;
-    if (n->op == GHD_UN_INT && n->ival > 9223372036854775807u)
-        return GHD_UT_U64;
+    switch (n->op) {
+    case GHD_UN_INT:
+        return n->ival <= 2147483647u           ? GHD_UT_I32
+               : n->ival <= 9223372036854775807u ? GHD_UT_I64
+                                                 : GHD_UT_U64;
+    case GHD_UN_UNARY:
+        return lit_default(c, n->kid[0]);
+    case GHD_UN_BINARY: /* a shift's count is no literal of its type */
+        if (n->sub == GHD_UTOK_SHL || n->sub == GHD_UTOK_SHR)
+            return lit_default(c, n->kid[0]);
+        return common(lit_default(c, n->kid[0]), lit_default(c, n->kid[1]));
+    case GHD_UN_COND:
+        return common(lit_default(c, n->kid[1]), lit_default(c, n->kid[2]));
+    }
     return GHD_UT_I64;
 }
 
@@ -202,9 +217,12 @@ static int retype(struct checker *c, int node, int t)
     return retype_signed(c, node, t, 0);
 }
 
-/* A float literal (under any unary signs) that converts to the integer type
- * t: it must fit, or the conversion would saturate it silently. */
-static int float_lit_to_int(struct checker *c, int node, int t)
+/* A literal (under any unary signs) converted to type t, by a cast or to
+ * an integer type it cannot take as its own (a float literal): it must fit
+ * t, or the conversion would wrap, saturate or overflow a constant silently
+ * (`i8(1000)`, `i32(1e10)`, `f16(70000)`). An expression of literals
+ * converts by the usual rules. */
+static int cast_lit_check(struct checker *c, int node, int t)
 {
     int neg = 0;
     const struct ghd_unode *n = &c->p->nodes[node];
@@ -212,9 +230,11 @@ static int float_lit_to_int(struct checker *c, int node, int t)
         neg ^= n->sub == '-';
         n = &c->p->nodes[n->kid[0]];
     }
-    if (n->op != GHD_UN_FLOAT || !ghd_utype_is_int(t))
+    if (n->op != GHD_UN_INT && n->op != GHD_UN_FLOAT)
         return 0;
-    return lit_check(c, n->field, n->line, n->col, "float literal", t, neg, 1, 0, n->fval);
+    int is_float = n->op == GHD_UN_FLOAT;
+    return lit_check(c, n->field, n->line, n->col, is_float ? "float literal" : "integer literal",
+                     t, neg, is_float, n->ival, n->fval);
 }
 
 /* Makes `*node` have type t: retypes a literal that fits, else resolves
@@ -225,7 +245,7 @@ static int coerce(struct checker *c, int *node, int t)
     if (is_lit(have)) {
         if (t != GHD_UT_BOOL && (have == GHD_UT_INTLIT || ghd_utype_is_float(t)))
             return retype(c, *node, t);
-        if ((rc = float_lit_to_int(c, *node, t)) != 0 ||
+        if ((rc = cast_lit_check(c, *node, t)) != 0 ||
             (rc = retype(c, *node, lit_default(c, *node))) != 0)
             return rc;
         have = c->p->nodes[*node].type;
@@ -320,9 +340,8 @@ static int check_binary(struct checker *c, int node)
     t = common(ta, tb);
     int cmp = op == '<' || op == '>' || op == GHD_UTOK_LE || op == GHD_UTOK_GE ||
               op == GHD_UTOK_EQ || op == GHD_UTOK_NE;
-    if (cmp && is_lit(t)) {
-        t = t == GHD_UT_FLTLIT ? GHD_UT_F64 : GHD_UT_I64;
-    }
+    if (cmp && is_lit(t))
+        t = lit_default(c, node);
     if (!is_lit(t)) {
         if ((rc = coerce(c, &c->p->nodes[node].kid[0], t)) != 0 ||
             (rc = coerce(c, &c->p->nodes[node].kid[1], t)) != 0)
@@ -350,8 +369,11 @@ static int check_call(struct checker *c, int node)
             t = GHD_UT_F64;
     } else if (fi->family == GHD_UFF_MATH && !ghd_utype_is_float(t)) {
         t = GHD_UT_F64;
-    } else if (is_lit(t)) {
-        t = t == GHD_UT_FLTLIT ? GHD_UT_F64 : GHD_UT_I64;
+    } else if (is_lit(t)) { /* the literals' common type, as a local's */
+        int lt = lit_default(c, n->kid[0]);
+        for (int k = 1; k < n->nkid; k++)
+            lt = common(lt, lit_default(c, n->kid[k]));
+        t = lt;
     }
     if (t == GHD_UT_FLTLIT)
         t = GHD_UT_F64;
@@ -451,7 +473,11 @@ static int check_node(struct checker *c, int node)
         n->type = bound(c, n->sub, n->ph);
         n->sub = n->type;
         n->ph = 0;
-        return is_lit(t0) ? retype(c, n->kid[0], lit_default(c, n->kid[0])) : 0;
+        if (!is_lit(t0))
+            return 0;
+        if ((rc = cast_lit_check(c, n->kid[0], n->type)) != 0)
+            return rc;
+        return retype(c, c->p->nodes[node].kid[0], lit_default(c, c->p->nodes[node].kid[0]));
     case GHD_UN_UNARY:
         return check_unary(c, node, t0);
     case GHD_UN_BINARY:

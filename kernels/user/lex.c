@@ -6,6 +6,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,9 +111,22 @@ static int lex_number(struct ghd_ulex *lx, struct ghd_err *e)
     if (is_float) {
         lx->tok = GHD_UTOK_FLOAT;
         lx->fval = strtod(buf, NULL);
+        if (isinf(lx->fval)) /* past every type's range; underflow reads as 0 */
+            return ghd_ulex_error_at(lx, lx->line, lx->col, e,
+                                     "float literal %s is beyond f64's range (largest finite "
+                                     "%g; write inf for infinity)", buf, DBL_MAX);
     } else {
+        /* Python's rule: a decimal literal has no leading zero (C would
+         * read 010 as octal 8, and 09 as 0 followed by junk). Zeros alone
+         * (0, 00) are zero. */
+        size_t z = strspn(buf, "0");
+        int hex = buf[1] == 'x' || buf[1] == 'X';
+        if (!hex && z > 0 && buf[z])
+            return ghd_ulex_error_at(lx, lx->line, lx->col, e,
+                                     "integer literal %s has a leading zero (write %s; hex "
+                                     "literals start 0x)", buf, buf + z);
         lx->tok = GHD_UTOK_INT;
-        lx->ival = strtoull(buf, NULL, 0);
+        lx->ival = strtoull(buf, NULL, hex ? 16 : 10);
         if (errno == ERANGE)
             return ghd_ulex_error_at(lx, lx->line, lx->col, e,
                                      "integer literal %s does not fit 64 bits", buf);

@@ -64,9 +64,17 @@ int ghd_service_kernel_inline(struct ghd_service *svc, const char *tenant, json_
     const char *from;
     int rc = ghd_inline_kernel(&svc->inline_defs, def, &svc->kernel_limits, svc->compiler,
                                tenant, &k, &from, err);
-    if (rc == 0 && strcmp(from, "memory") != 0 && (rc = build(svc, k, &from, err)) != 0)
-        ghd_ukernel_unref(k);
     if (rc) {
+        at_path(err, rc, path, kernel_fields);
+        return rc;
+    }
+    /* A run records the name: a built-in's is refused as POST /v1/kernels
+     * refuses it. */
+    if ((rc = ghd_service_kernel_not_builtin(k->def.name, err)) == 0 &&
+        strcmp(from, "memory") != 0)
+        rc = build(svc, k, &from, err);
+    if (rc) {
+        ghd_ukernel_unref(k);
         at_path(err, rc, path, kernel_fields);
         return rc;
     }

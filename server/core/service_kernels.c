@@ -65,6 +65,14 @@ int ghd_service_kernel_build(struct ghd_service *svc, struct ghd_ukernel *k, jso
     return rc;
 }
 
+int ghd_service_kernel_not_builtin(const char *name, struct ghd_err *err)
+{
+    if (ghd_kernel_find(name))
+        return ghd_err_set(err, GHD_EBUSY,
+                           "'%.64s' is a built-in kernel: a user kernel cannot shadow it", name);
+    return 0;
+}
+
 int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_t *def,
                               json_t **desc, struct ghd_err *err)
 {
@@ -81,11 +89,8 @@ int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_
         goto out;
     }
     rc = ghd_ukernel_store_add(&svc->kernels, k);
-    if (rc == GHD_EBUSY)
-        ghd_err_set(err, rc,
-                    ghd_kernel_find(k->def.name)
-                    ? "'%s' is a built-in kernel: a user kernel cannot shadow it"
-                    : "a kernel named '%s' exists already (DELETE it first)",
+    if (rc == GHD_EBUSY && ghd_service_kernel_not_builtin(k->def.name, err) == 0)
+        ghd_err_set(err, rc, "a kernel named '%s' exists already (DELETE it first)",
                     k->def.name);
     else if (rc == GHD_ELIMIT)
         ghd_err_set(err, rc, "this tenant has %u kernels already (--tenant-max-kernels)",

@@ -29,6 +29,9 @@ int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const ch
  * --tenant-max-kernels; else what the definition or its compile says. */
 int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_t *def,
                               json_t **desc, struct ghd_err *err);
+/* GHD_EBUSY (409) with the detail when `name` is a built-in kernel's,
+ * which no user kernel may take (defined or by value); else 0. */
+int ghd_service_kernel_not_builtin(const char *name, struct ghd_err *err);
 /* What defining k costs on this backend, done now and said in `build`
  * (the 201's "build" object): the host interprets; CUDA compiles and loads
  * the binding without placeholder types or scalars (its "cache" says

@@ -859,13 +859,19 @@ static json_int_t run_n(const char *json)
     return n;
 }
 
+/* A buffer created from `json` (201): its id. */
+static void new_array(const char *json, char id[GHD_BUFFER_ID_LEN + 1])
+{
+    json_t *doc = create_json(json, 201);
+    id_of(doc, id);
+    json_decref(doc);
+}
+
 static void new_described(const char *dtype, unsigned count, char id[GHD_BUFFER_ID_LEN + 1])
 {
     char json[96];
     snprintf(json, sizeof(json), "{\"dtype\": \"%s\", \"shape\": [%u]}", dtype, count);
-    json_t *doc = create_json(json, 201);
-    id_of(doc, id);
-    json_decref(doc);
+    new_array(json, id);
 }
 
 /* User (expression) kernels bind their placeholder types and n from the
@@ -900,10 +906,16 @@ static void test_user_kernels_use_descriptions(void **state)
              z);
     assert_int_equal(run_n(json), 1000);
     assert_true(run_value("{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\"}}", z) == 5000.0);
-    /* n: the fewest elements after the offsets; a smaller n is a part */
+    /* n: the count they all hold after their offsets (x's 100 after
+     * x_offset 900 is not y's 1000: a 422, not the fewest); a smaller n is a
+     * part */
+    expect_run(422, "buffer arguments x (f32 [1000]) after x_offset 900 and y (f32 [1000]) hold "
+                    "different numbers of elements (100 vs 1000)",
+               "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
+               " \"x_offset\": 900}}", x, y, z);
     snprintf(json, sizeof(json),
              "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
-             " \"x_offset\": 900}}", x, y, z);
+             " \"x_offset\": 900, \"n\": 100}}", x, y, z);
     assert_int_equal(run_n(json), 100);
     expect_run(200, NULL,
                "{\"kernel\": \"addT\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\","
@@ -949,6 +961,120 @@ static void test_user_kernels_use_descriptions(void **state)
     delete_kernel("twice64");
     delete_kernel("sumsqT");
     delete_kernel("nbrT");
+}
+
+/* Every described buffer argument is checked against the element type the
+ * call gives it, not only those typed by `dtype`: a reduction's `out` (the
+ * result type), cast's `y` (`dtype_out`) and sort's `values`
+ * (`value_dtype`), which are filled from the buffer when omitted; 422
+ * naming the buffer unless "reinterpret". Before, a sum of f32 into an out
+ * described f64 answered 200 with f32 bits in it. */
+static void test_runs_check_every_buffer(void **state)
+{
+    (void)state;
+    char x[GHD_BUFFER_ID_LEN + 1], o64[GHD_BUFFER_ID_LEN + 1], o32[GHD_BUFFER_ID_LEN + 1],
+        yi[GHD_BUFFER_ID_LEN + 1], vi[GHD_BUFFER_ID_LEN + 1];
+    new_described("f32", 4, x);
+    new_described("f64", 1, o64);
+    new_described("f32", 1, o32);
+    new_described("i32", 4, yi);
+    new_described("i32", 4, vi);
+    expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 2.5}}", x);
+    expect_run(422, "buffer argument out (f64 [1]) is not f32, the element type sum writes "
+                    "there for dtype f32",
+               "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"out\": \"%s\"}}", x, o64);
+    expect_run(422, "buffer argument out (f32 [1]) is not f64, the element type mean writes "
+                    "there for dtype i32",
+               "{\"kernel\": \"mean\", \"args\": {\"x\": \"%s\", \"out\": \"%s\"}}", yi, o32);
+    expect_run(200, NULL, "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"out\": \"%s\"}}", x,
+               o32);
+    expect_run(200, NULL,
+               "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"out\": \"%s\"}, \"reinterpret\": "
+               "true}", x, o64);
+    /* cast: dtype_out contradicting y is refused; omitted, it is y's */
+    expect_run(422, "dtype_out f32 contradicts buffer argument y (i32 [4]), which implies "
+                    "dtype_out i32",
+               "{\"kernel\": \"cast\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"dtype_out\": "
+               "\"f32\"}}", x, yi);
+    expect_run(200, NULL, "{\"kernel\": \"cast\", \"args\": {\"x\": \"%s\", \"y\": \"%s\"}}", x, yi);
+    size_t len;
+    int32_t *got = harness_buffer_get(&H, yi, &len);
+    assert_int_equal(len, 16);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(got[i], 2); /* 2.5 truncated, not the bits of 2.5f */
+    free(got);
+    /* sort: value_dtype likewise */
+    expect_run(422, "value_dtype f32 contradicts buffer argument values (i32 [4])",
+               "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\", \"values\": \"%s\", "
+               "\"value_dtype\": \"f32\"}}", x, vi);
+    expect_run(200, NULL, "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\", \"values\": \"%s\"}}",
+               x, vi);
+    const char *ids[] = {x, o64, o32, yi, vi};
+    for (size_t i = 0; i < 5; i++)
+        harness_buffer_delete(&H, ids[i]);
+}
+
+/* n, omitted, is the count every n-counted buffer holds after its offset:
+ * buffers that hold different counts are a 422 naming both (before, the
+ * fewest won: add of x[10] and y[1] into z[10] wrote one element). An
+ * explicit n within all of them uses a part. */
+static void test_runs_n_from_lengths(void **state)
+{
+    (void)state;
+    char x[GHD_BUFFER_ID_LEN + 1], y1[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1],
+        y5[GHD_BUFFER_ID_LEN + 1];
+    new_described("f32", 10, x);
+    new_described("f32", 1, y1);
+    new_described("f32", 10, z);
+    new_described("f32", 5, y5);
+    expect_run(422, "buffer arguments x (f32 [10]) and y (f32 [1]) hold different numbers of "
+                    "elements (10 vs 1), so n cannot be taken from them",
+               "{\"kernel\": \"add\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\"}}", x,
+               y1, z);
+    expect_run(422, "buffer arguments x (f32 [10]) and y (f32 [5]) hold different numbers",
+               "{\"kernel\": \"axpy\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"a\": 2}}", x, y5);
+    expect_run(422, "buffer arguments x (f32 [10]) after x_offset 5 and z (f32 [10]) hold "
+                    "different numbers of elements (5 vs 10)",
+               "{\"kernel\": \"add\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\", "
+               "\"x_offset\": 5}}", z, y5, x);
+    char json[256];
+    snprintf(json, sizeof(json),
+             "{\"kernel\": \"add\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"z\": \"%s\", "
+             "\"x_offset\": 5}}", x, y5, y5);
+    assert_int_equal(run_n(json), 5); /* the counts agree after the offset */
+    snprintf(json, sizeof(json),
+             "{\"kernel\": \"axpy\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"a\": 2, \"n\": 5}}",
+             x, y5);
+    assert_int_equal(run_n(json), 5);
+    const char *ids[] = {x, y1, z, y5};
+    for (size_t i = 0; i < 4; i++)
+        harness_buffer_delete(&H, ids[i]);
+}
+
+/* sort orders one flat range: a described buffer of several rows (which
+ * NumPy and CuPy would sort row by row, along the last axis) is a 422
+ * saying so, not a flat sort that keeps the shape; one row, or
+ * "reinterpret", sorts flat. */
+static void test_sort_refuses_rows(void **state)
+{
+    (void)state;
+    char m[GHD_BUFFER_ID_LEN + 1], col[GHD_BUFFER_ID_LEN + 1], row[GHD_BUFFER_ID_LEN + 1];
+    new_array("{\"dtype\": \"f32\", \"shape\": [2, 5]}", m);
+    new_array("{\"dtype\": \"i32\", \"shape\": [10, 1]}", col);
+    new_array("{\"dtype\": \"f32\", \"shape\": [1, 10]}", row);
+    expect_run(422, "sort orders one flat range: buffer argument keys (f32 [2, 5]) holds 2 rows",
+               "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\"}}", m);
+    expect_run(422, "buffer argument values (i32 [10, 1]) holds 10 rows",
+               "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\", \"values\": \"%s\"}}", row,
+               col);
+    /* one row: the flat sort is NumPy's */
+    expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}", row);
+    expect_run(200, NULL, "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\"}}", row);
+    expect_run(200, NULL, "{\"kernel\": \"sort\", \"args\": {\"keys\": \"%s\"}, \"reinterpret\": "
+                          "true}", m);
+    const char *ids[] = {m, col, row};
+    for (size_t i = 0; i < 3; i++)
+        harness_buffer_delete(&H, ids[i]);
 }
 
 /* GET /v1/runs/{id}: its status, copied into st. */
@@ -1110,6 +1236,9 @@ int main(void)
         cmocka_unit_test_teardown(test_two_clients_conflict, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_use_descriptions, harness_teardown_idle),
         cmocka_unit_test_teardown(test_user_kernels_use_descriptions, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_check_every_buffer, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_n_from_lengths, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_sort_refuses_rows, harness_teardown_idle),
         cmocka_unit_test_teardown(test_run_write_moves_version_at_end, harness_teardown_idle),
         cmocka_unit_test_teardown(test_vary_accept, harness_teardown_idle),
     };

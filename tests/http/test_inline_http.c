@@ -261,6 +261,31 @@ static void test_inline_refusals_name_the_path(void **state)
     HARNESS_DELETE_BUFFERS(&H, ALICE, b);
 }
 
+/* A definition by value named like a built-in is refused as POST
+ * /v1/kernels refuses it (409), in a pipeline too; before, the run
+ * answered 200 and recorded kernel=fill. */
+static void test_inline_builtin_name(void **state)
+{
+    (void)state;
+    static const char fill[] = "{\"name\": \"fill\", \"in\": \"f32 x\", \"out\": \"f32 z\","
+                               " \"body\": \"z = x\"}";
+    char b[GHD_BUFFER_ID_LEN + 1];
+    buffer_new(ALICE, 64, NULL, b);
+    problem_is(expect(ALICE, 409, "POST", "/v1/kernels", "%s", fill), "/problems/conflict",
+               "'fill' is a built-in kernel: a user kernel cannot shadow it");
+    problem_is(expect(ALICE, 409, "POST", "/v1/runs",
+                      "{\"kernel\": %s, \"args\": {\"x\": \"%s\", \"z\": \"%s\", \"n\": 4}}", fill,
+                      b, b),
+               "/problems/conflict",
+               "kernel: 'fill' is a built-in kernel: a user kernel cannot shadow it");
+    problem_is(expect(ALICE, 409, "POST", "/v1/runs",
+                      "{\"steps\": [{\"kernel\": %s, \"args\": {\"x\": \"%s\", \"z\": \"%s\","
+                      " \"n\": 4}}]}", fill, b, b),
+               "/problems/conflict",
+               "steps[0].kernel: 'fill' is a built-in kernel: a user kernel cannot shadow it");
+    HARNESS_DELETE_BUFFERS(&H, ALICE, b);
+}
+
 /* A definition whose body nests `levels` negations: "z = - - ... - x". */
 static char *nested(int levels)
 {
@@ -590,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_inline_same_bytes_as_named),
         cmocka_unit_test(test_inline_spellings_share_one_entry),
         cmocka_unit_test(test_inline_refusals_name_the_path),
+        cmocka_unit_test(test_inline_builtin_name),
         cmocka_unit_test(test_inline_limits),
         cmocka_unit_test(test_inline_at_once),
         cmocka_unit_test(test_unknown_kernel_type),

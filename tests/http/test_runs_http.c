@@ -1515,6 +1515,45 @@ static void test_validation(void **state)
     DELETE_BUFFERS(x, z);
 }
 
+/* Fields that belong to another kind of request are refused (400 naming
+ * the field), not ignored: a raw launch's grid, block, function and
+ * shared_mem beside a kernel's name, args beside steps, a kernel's
+ * reinterpret beside a module. Before, each answered 200 as if absent. */
+static void test_fields_of_another_kind(void **state)
+{
+    (void)state;
+    char z[GHD_BUFFER_ID_LEN + 1];
+    mkbuf(z, 64, NULL);
+#define FILL_ARGS "\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":16,\"value\":1}"
+    static const char *const launch[] = {"\"grid\":[1]", "\"block\":[32]", "\"function\":\"f\"",
+                                         "\"shared_mem\":0"};
+    for (size_t i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "unknown field '%.*s' beside 'kernel'",
+                 (int)(strchr(launch[i] + 1, '"') - launch[i] - 1), launch[i] + 1);
+        run_problem(400, name, "{\"kernel\":\"fill\",%s," FILL_ARGS "}", launch[i], z);
+        run_problem(400, name, "{\"steps\":[{\"kernel\":\"fill\",%s," FILL_ARGS "}]}", launch[i],
+                    z);
+    }
+    run_problem(400, "unknown field 'args' beside 'steps'",
+                "{\"args\":{},\"steps\":[{\"kernel\":\"fill\"," FILL_ARGS "}]}", z);
+    run_problem(400, "unknown field 'grid' beside 'steps'",
+                "{\"grid\":[1],\"steps\":[{\"kernel\":\"fill\"," FILL_ARGS "}]}", z);
+    run_problem(400, "unknown field 'reinterpret' beside 'module'",
+                "{\"module\":\"m\",\"function\":\"f\",\"grid\":[1],\"block\":[1],"
+                "\"reinterpret\":true}");
+    run_problem(400, "steps[0]: unknown field 'wait' beside 'kernel'",
+                "{\"steps\":[{\"kernel\":\"fill\",\"wait\":true," FILL_ARGS "}]}", z);
+    json_decref(run_ok("{\"kernel\":\"fill\",\"wait\":true,\"reinterpret\":false," FILL_ARGS "}",
+                       z));
+#undef FILL_ARGS
+    float *g = getbuf(z, 64);
+    for (int i = 0; i < 16; i++)
+        assert_true(g[i] == 1.0f);
+    free(g);
+    DELETE_BUFFERS(z);
+}
+
 /* ---- buffers deleted under a run ------------------------------------------- */
 
 static void test_delete_during_run(void **state)
@@ -1790,6 +1829,7 @@ int main(void)
         cmocka_unit_test_teardown(test_runs_at_once, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_sharing_a_buffer_keep_order, harness_teardown_idle),
         cmocka_unit_test_teardown(test_fresh_buffer_is_zero, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_fields_of_another_kind, harness_teardown_idle),
         cmocka_unit_test_teardown(test_validation, harness_teardown_idle),
         cmocka_unit_test_teardown(test_delete_during_run, harness_teardown_idle),
         cmocka_unit_test_teardown(test_run_end_frees_beside_scrapes, harness_teardown_idle),

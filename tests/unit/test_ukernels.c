@@ -325,6 +325,34 @@ static void test_literal_typing(void **state)
     prog_free(&pr);
 }
 
+/* A local takes its literal's type whatever the literal's sign or the
+ * arithmetic on it: `t = 5`, `t = -5` and `t = 5 + 0` are all i32 (so a
+ * shift by 40 is one by 40 mod 32 = 8), a literal past i32 makes it i64, and
+ * a call or comparison of literals alone does the same. */
+static void test_local_literal_types(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"lt\", \"in\": \"\", \"out\": \"i64 a, i64 b, i64 c, i64 d, i64 e, i64 f, i64 g\","
+                  " \"body\": \"t = 5; u = -5; v = 5 + 0; w = 3000000000 - 1; m = max(5, -7)\\n"
+                  "a = t << 40; b = u << 40; c = v << 40; d = w << 40; e = m << 40\\n"
+                  "s = 1 << 40; f = s; g = 1 << 40\"}",
+             GHD_UT_NONE, 0);
+    int64_t a, b, c, d, e, f, g;
+    struct ghd_uarg args[7] = {{.ptr = &a}, {.ptr = &b}, {.ptr = &c}, {.ptr = &d},
+                               {.ptr = &e}, {.ptr = &f}, {.ptr = &g}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 1, NULL, &acc, NULL), 0);
+    assert_int_equal(a, 1280);
+    assert_int_equal(b, -1280);
+    assert_int_equal(c, 1280);
+    assert_int_equal(d, (int64_t)((uint64_t)2999999999 << 40));
+    assert_int_equal(e, 1280);
+    assert_int_equal(f, 256);              /* a local: an i32 1, shifted by 40 mod 32 */
+    assert_int_equal(g, (int64_t)1 << 40); /* an i64 output gives the literal its type */
+    prog_free(&pr);
+}
+
 /* A raw input read outside its buffer reads the declared default. */
 static void test_raw_default(void **state)
 {
@@ -449,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_reduction_l2),
         cmocka_unit_test(test_integer_rules),
         cmocka_unit_test(test_literal_typing),
+        cmocka_unit_test(test_local_literal_types),
         cmocka_unit_test(test_raw_default),
         cmocka_unit_test(test_half_rounding),
         cmocka_unit_test(test_placeholder_bindings),
