@@ -286,7 +286,12 @@ class SameHost:
                timeout: float | None = None) -> str | None:
         """Writes bytes [start, total) of buffer ``bid`` from ``pieces``
         through the segment; the last ETag, or None when the caller must
-        use HTTP."""
+        use HTTP. A conditional upload that needs more than one transfer
+        goes by HTTP, in one request: transfers would each check
+        ``if_match``, and a writer between two would leave the first ones
+        written behind a 412."""
+        if if_match and total - start > self.chunk:
+            return None
         etag = if_match or ""
 
         def move(seg: Segment) -> None:
