@@ -73,6 +73,7 @@ class FakeServer:
         # arrives, before it is answered: a write in between, say.
         self.before_put: dict[int, Callable[[], None]] = {}
         self.before_get: dict[int, Callable[[], None]] = {}
+        self.before_transfer: dict[int, Callable[[], None]] = {}
         # Regions: what GET /v1/regions says ({"enabled": False}: off), the
         # mappings of the registered ones, the answer to give registrations
         # instead (a problem), and every transfer's body.
@@ -245,6 +246,7 @@ class FakeServer:
 
     def transfer(self, body: dict[str, Any]) -> Response:
         self.transfers.append(body)
+        self.before_transfer.pop(len(self.transfers), lambda: None)()
         n = body["bytes"]
         ends = []
         for side in ("from", "to"):
