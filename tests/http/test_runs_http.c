@@ -1325,15 +1325,16 @@ static void test_async(void **state)
 /* ---- runs at once, and in order where they share a buffer --------------- */
 
 /* A run long enough to be still running while a small request or two makes a
- * round trip: gemm steps on three zeroed buffers (on the host backend two
- * 512^3 f32 products, on the GPU fifteen of 2048^3, some milliseconds).
+ * round trip: gemm steps on three zeroed buffers (on the host backend
+ * `host_steps` 512^3 f32 products, on the GPU fifteen of 2048^3, some
+ * milliseconds).
  * Writes the steps, each followed by a comma, into `out`; the caller frees
  * it and deletes the buffers in `ids`. */
-static char *slow_steps(char ids[3][GHD_BUFFER_ID_LEN + 1])
+static char *slow_steps(char ids[3][GHD_BUFFER_ID_LEN + 1], unsigned host_steps)
 {
     int gpu = strcmp(harness_backend(), "cuda") == 0;
     size_t d = gpu ? 2048 : 512;
-    unsigned steps = gpu ? 15 : 2;
+    unsigned steps = gpu ? 15 : host_steps;
     for (int i = 0; i < 3; i++)
         harness_buffer_create(&H, d * d * 4, ids[i]);
     char *out = NULL;
@@ -1364,7 +1365,7 @@ static void test_runs_at_once(void **state)
 {
     (void)state;
     char g[3][GHD_BUFFER_ID_LEN + 1], x[GHD_BUFFER_ID_LEN + 1];
-    char *steps = slow_steps(g);
+    char *steps = slow_steps(g, 2);
     mkbuf(x, 4096, NULL); /* poisoned */
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
                           "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
@@ -1394,7 +1395,7 @@ static void test_runs_sharing_a_buffer_keep_order(void **state)
     (void)state;
     const size_t n = 1024;
     char g[3][GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1];
-    char *steps = slow_steps(g);
+    char *steps = slow_steps(g, 2);
     harness_buffer_create(&H, n * 4, y);
     mkbuf(z, n * 4, NULL); /* poisoned */
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
@@ -1453,7 +1454,7 @@ static void test_copy_of_a_buffer_a_run_writes(void **state)
     const size_t n = 1024;
     char g[3][GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
     char copy_detail[512], xfer_detail[512];
-    char *steps = slow_steps(g);
+    char *steps = slow_steps(g, 8); /* two requests, on a loaded machine too */
     mkbuf(y, n * 4, NULL); /* poisoned */
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
                           "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
