@@ -71,6 +71,8 @@ int ghd_handle_buffer_get(struct ghd_request *req, struct ghd_reply *rep)
     uint64_t first = 0, last = b->size - 1;
     int partial = 0;
     const char *range = npy ? NULL : ghd_request_header(req, "Range");
+    if (range && !ghd_if_range_holds(req, version))
+        range = NULL; /* the client's earlier bytes are of another version: all of it */
     if (range) {
         rc = ghd_range_parse(range, b->size, &first, &last);
         if (rc == GHD_ERANGE) {

@@ -201,3 +201,25 @@ void ghd_reply_etag(struct ghd_reply *rep, uint64_t version, int npy)
 {
     ghd_reply_header(rep, "ETag", "\"v%llu%s\"", (unsigned long long)version, npy ? ".npy" : "");
 }
+
+/* RFC 9110 section 13.1.5: a Range is honoured only when If-Range's
+ * validator is a strong entity tag that matches the current one. We send
+ * no Last-Modified, so an HTTP-date never matches; nor does a weak tag, the
+ * .npy tag (a Range applies to the raw bytes only), or anything malformed:
+ * each gets the whole current body, which is always safe. */
+int ghd_if_range_holds(struct ghd_request *req, uint64_t version)
+{
+    const char *h = ghd_request_header(req, "If-Range");
+    if (!h)
+        return 1;
+    while (*h == ' ' || *h == '\t')
+        h++;
+    int weak;
+    uint64_t v;
+    const char *end = parse_tag(h, &weak, &v);
+    if (!end || weak || v != version || (end - h > 5 && memcmp(end - 5, ".npy\"", 5) == 0))
+        return 0;
+    while (*end == ' ' || *end == '\t')
+        end++;
+    return *end == '\0';
+}

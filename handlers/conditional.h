@@ -63,6 +63,10 @@ int ghd_write_conds_start(struct ghd_request *req, struct ghd_reply *rep, struct
 /* Whether If-None-Match matches the representation's tag (weak comparison,
  * as RFC 9110 asks for GET and HEAD): the caller answers 304. */
 int ghd_if_none_match_hit(struct ghd_request *req, uint64_t version, int npy);
+/* Whether a Range on a GET may be honoured (RFC 9110 section 13.1.5): no
+ * If-Range, or one whose strong entity tag names the raw bytes' `version`;
+ * otherwise the caller ignores the Range and sends the whole body (200). */
+int ghd_if_range_holds(struct ghd_request *req, uint64_t version);
 /* Adds the ETag header for `version`. */
 void ghd_reply_etag(struct ghd_reply *rep, uint64_t version, int npy);
 

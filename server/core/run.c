@@ -99,6 +99,16 @@ static void step_bump_writes(const struct ghd_run_step *step)
             ghd_buffer_bump(step->held[i]);
 }
 
+int ghd_run_writes(const struct ghd_run *run, const struct ghd_buffer *b)
+{
+    for (unsigned i = 0; i < run->step_count; i++) {
+        const struct ghd_run_step *step = &run->steps[i];
+        if (step->call && ghd_kernel_call_writes(step->call, b))
+            return 1;
+    }
+    return 0;
+}
+
 void ghd_run_bump_writes(struct ghd_run *run)
 {
     for (unsigned i = 0; i < run->step_count; i++)

@@ -110,6 +110,8 @@ void ghd_run_release_calls(struct ghd_run *run);
  * at a later step, or by the queue, must change nothing. At the end, call
  * it before waiters are woken, while the calls are held. */
 void ghd_run_bump_writes(struct ghd_run *run);
+/* Whether a step of the run writes (or may write) buffer b. */
+int ghd_run_writes(const struct ghd_run *run, const struct ghd_buffer *b);
 /* Whether every step's if_match holds (ghd_run_cond): 0, or GHD_EPRECOND
  * with `err` naming the first that does not and *current its version.
  * pre: ghd_buffer_cond_lock held, as it must be until the versions move. */

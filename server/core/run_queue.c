@@ -495,6 +495,24 @@ static struct ghd_run *find_locked(struct ghd_run_queue *q, const char *id, cons
     return NULL;
 }
 
+int ghd_run_queue_writer(struct ghd_run_queue *q, const struct ghd_buffer *b,
+                         char id[GHD_BUFFER_ID_LEN + 1])
+{
+    const struct ghd_run *found = NULL;
+    pthread_mutex_lock(&q->lock);
+    for (unsigned i = 0; i < q->worker_count && !found; i++)
+        if (q->workers[i].current && ghd_run_writes(q->workers[i].current, b))
+            found = q->workers[i].current;
+    for (const struct ghd_run *r = queued_run(q->queued.first); r && !found;
+         r = queued_run(r->queue_link.next))
+        if (ghd_run_writes(r, b))
+            found = r;
+    if (found)
+        memcpy(id, found->id, sizeof(found->id));
+    pthread_mutex_unlock(&q->lock);
+    return found != NULL;
+}
+
 int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant,
                      struct ghd_run **out)
 {

@@ -57,6 +57,13 @@ int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant
 int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant);
 /* The run's public JSON: id, kernel or steps, status, result, timing. */
 json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run);
+/* Whether a run queued or running now writes buffer b (ghd_run_writes):
+ * 1 with its id in `id` (the first found), else 0. A run queued after the
+ * call moves b's version as it is taken (ghd_run_bump_writes), so a reader
+ * that compares b's version before this call and after its own read knows
+ * that no run wrote b meanwhile. */
+int ghd_run_queue_writer(struct ghd_run_queue *q, const struct ghd_buffer *b,
+                         char id[GHD_BUFFER_ID_LEN + 1]);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
 /* `tenant`'s runs (NULL: the untenanted) queued or running, and kept. */

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "service.h"
 #include "buffer_copy.h"
+#include "run_queue.h"
 #include "service_devices.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
@@ -186,10 +187,39 @@ int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
     return rc ? rc : create_on(svc, rt, &s, out, err);
 }
 
+int ghd_service_source_quiet(struct ghd_service *svc, const struct ghd_buffer *src,
+                             const char *what, struct ghd_err *err)
+{
+    if (atomic_load(&src->writing))
+        return ghd_err_set(err, GHD_EBUSY, "buffer %s is being written (an upload or a "
+                           "transfer into it is in progress); %s it once that is done",
+                           src->id, what);
+    char run[GHD_BUFFER_ID_LEN + 1];
+    if (svc->runs && ghd_run_queue_writer(svc->runs, src, run))
+        return ghd_err_set(err, GHD_EBUSY, "buffer %s is written by run %s, queued or "
+                           "running; %s it once that run has ended (GET /v1/runs/%s)",
+                           src->id, run, what, run);
+    return 0;
+}
+
+int ghd_service_source_moved(const struct ghd_buffer *src, uint64_t expected, const char *what,
+                             struct ghd_err *err)
+{
+    uint64_t now = ghd_buffer_version(src);
+    if (now == expected)
+        return 0;
+    return ghd_err_set(err, GHD_EBUSY, "buffer %s was written during the %s (version "
+                       "\"v%llu\" became \"v%llu\"); %s it again", src->id, what,
+                       (unsigned long long)expected, (unsigned long long)now, what);
+}
+
 /* The source is read as a download reads it: the bytes as they are when
- * the copy runs. A write to it meanwhile (an upload, a run, a PATCH) moves
- * its version, and the copy is refused rather than given a state that the
- * source never had as a whole. */
+ * the copy runs. A writer in flight (an upload, a run queued or running
+ * that writes it) is refused before a byte moves, and a write that starts
+ * meanwhile (an upload, a run taken, a PATCH) moves its version, so the
+ * copy is refused rather than given a state that the source never had as
+ * a whole. The version is read before the runs are looked at: a run taken
+ * after that moved it, one taken before is found. */
 int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const char *source_id,
                             const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                             uint64_t *source_version, struct ghd_err *err)
@@ -215,15 +245,11 @@ int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const c
         (rc = device_for(svc, &s, src->rt, &rt, err)) != 0 ||
         (rc = create_on(svc, rt, &s, &dst, err)) != 0)
         goto out;
-    if (atomic_load(&src->writing))
-        rc = ghd_err_set(err, GHD_EBUSY, "buffer %s is being written (an upload is in "
-                         "progress); copy it once that is done", src->id);
+    rc = ghd_service_source_quiet(svc, src, "copy", err);
     if (rc == 0)
         rc = ghd_buffer_copy_bytes(dst, src, err);
-    if (rc == 0 && ghd_buffer_version(src) != v)
-        rc = ghd_err_set(err, GHD_EBUSY, "buffer %s was written during the copy (version "
-                         "\"v%llu\" became \"v%llu\"); copy it again", src->id,
-                         (unsigned long long)v, (unsigned long long)ghd_buffer_version(src));
+    if (rc == 0)
+        rc = ghd_service_source_moved(src, v, "copy", err);
     if (rc) {
         ghd_buffer_discard(&svc->buffers, dst);
         ghd_buffer_unref(dst);

@@ -43,6 +43,18 @@ int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
 int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const char *source_id,
                             const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                             uint64_t *source_version, struct ghd_err *err);
+/* Whether buffer src may be read whole now for `what` (a "copy", a
+ * "transfer"): 0, or GHD_EBUSY when a writer is in flight, an upload or a
+ * transfer into it, or a run queued or running that writes it (the detail
+ * names the run). A reader reads src's version first, then calls this,
+ * reads, and calls ghd_service_source_moved with that version: a write
+ * that started in between moved it. */
+int ghd_service_source_quiet(struct ghd_service *svc, const struct ghd_buffer *src,
+                             const char *what, struct ghd_err *err);
+/* 0 while src is at version `expected`; GHD_EBUSY saying the `what` saw it
+ * move otherwise. */
+int ghd_service_source_moved(const struct ghd_buffer *src, uint64_t expected, const char *what,
+                             struct ghd_err *err);
 /* Buffer `id` as `tenant` sees it, a new reference; GHD_ENOENT, or
  * ghd_owner_check's GHD_EMISDIRECTED or GHD_EGONE for an id this start of
  * the instance did not make, and GHD_EDEVLOST when its device is lost. */

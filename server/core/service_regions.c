@@ -115,10 +115,22 @@ void ghd_service_xfer_end_release(struct ghd_service *svc, struct ghd_xfer_end *
         ghd_buffer_unref(end->buffer);
 }
 
+/* A buffer read into a region or another buffer is read whole, as a copy
+ * reads it (ghd_service_buffer_copy): refused while a writer of it is in
+ * flight or when a write started meanwhile, never a mix of two states. A
+ * transfer within one buffer moves that buffer's version itself, twice
+ * (its start and its end, as for any write). */
 int ghd_service_transfer(struct ghd_service *svc, const struct ghd_xfer_end *from,
                          const struct ghd_xfer_end *to, uint64_t bytes,
                          const struct ghd_versions *if_match, struct ghd_xfer_result *res,
                          uint64_t *current, struct ghd_err *err)
 {
-    return ghd_region_transfer(&svc->regions, from, to, bytes, if_match, res, current, err);
+    const struct ghd_buffer *src = from->buffer;
+    uint64_t v = src ? ghd_buffer_version(src) : 0;
+    int rc = src ? ghd_service_source_quiet(svc, src, "transfer", err) : 0;
+    if (rc == 0)
+        rc = ghd_region_transfer(&svc->regions, from, to, bytes, if_match, res, current, err);
+    if (rc == 0 && src)
+        rc = ghd_service_source_moved(src, src == to->buffer ? v + 2 : v, "transfer", err);
+    return rc;
 }

@@ -598,6 +598,75 @@ static void test_get_ranges(void **state)
     free(data);
 }
 
+/* A GET with Range and If-Range (RFC 9110 section 13.1.5). */
+static void get_if_range(const char *path, const char *range, const char *if_range,
+                         struct harness_resp *r)
+{
+    char h1[128], h2[128];
+    snprintf(h1, sizeof(h1), "Range: %s", range);
+    snprintf(h2, sizeof(h2), "If-Range: %s", if_range);
+    struct harness_req req = {.method = "GET", .path = path};
+    req.headers[0] = h1;
+    req.headers[1] = h2;
+    harness_do(&H, &req, r);
+}
+
+/* If-Range: the Range is honoured only while the strong ETag it names is
+ * the buffer's; after a write, or with a weak tag, a date (the server sends
+ * no Last-Modified), the .npy tag or garbage, the answer is the whole
+ * current body with 200, so a resumed download never joins two versions. */
+static void test_get_if_range(void **state)
+{
+    (void)state;
+    size_t size = 10000;
+    char id[GHD_BUFFER_ID_LEN + 1], path[128], etag[64], stale[64], cr[128];
+    harness_buffer_create(&H, size, id);
+    unsigned char *old = random_bytes(701, size), *fresh = random_bytes(702, size);
+    harness_buffer_put(&H, id, old, size);
+    buffer_path(path, sizeof(path), id, NULL);
+    struct harness_resp r;
+    get_with("GET", path, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(harness_header(&r, "ETag", stale, sizeof(stale)));
+    harness_resp_free(&r);
+    get_if_range(path, "bytes=100-199", stale, &r); /* the tag holds: the range */
+    assert_int_equal(r.status, 206);
+    expect_same(r.body, r.body_len, old + 100, 100);
+    harness_resp_free(&r);
+
+    harness_buffer_put(&H, id, fresh, size); /* another client's write */
+    get_with("HEAD", path, NULL, &r);
+    assert_non_null(harness_header(&r, "ETag", etag, sizeof(etag)));
+    harness_resp_free(&r);
+    assert_string_not_equal(etag, stale);
+    char weak[80];
+    snprintf(weak, sizeof(weak), "W/%s", etag);
+    const char *misses[] = {stale, weak, "\"v1.npy\"", "Tue, 01 Dec 2026 10:00:00 GMT",
+                            "\"nonsense", "*"};
+    for (size_t i = 0; i < sizeof(misses) / sizeof(misses[0]); i++) {
+        get_if_range(path, "bytes=100-", misses[i], &r);
+        if (r.status != 200)
+            fail_msg("If-Range: %s after a write: status %ld, expected the whole body (200)",
+                     misses[i], r.status);
+        assert_null(harness_header(&r, "Content-Range", cr, sizeof(cr)));
+        expect_same(r.body, r.body_len, fresh, size);
+        harness_resp_free(&r);
+    }
+    /* An unsatisfiable Range with a stale If-Range is ignored too: 200. */
+    get_if_range(path, "bytes=20000-", stale, &r);
+    assert_int_equal(r.status, 200);
+    harness_resp_free(&r);
+    get_if_range(path, "bytes=100-199", etag, &r); /* the current tag: the range */
+    assert_int_equal(r.status, 206);
+    assert_non_null(harness_header(&r, "Content-Range", cr, sizeof(cr)));
+    assert_string_equal(cr, "bytes 100-199/10000");
+    expect_same(r.body, r.body_len, fresh + 100, 100);
+    harness_resp_free(&r);
+    harness_buffer_delete(&H, id);
+    free(old);
+    free(fresh);
+}
+
 static void test_head(void **state)
 {
     (void)state;
@@ -2008,6 +2077,7 @@ int main(void)
         cmocka_unit_test_teardown(test_put_too_long_content_length, harness_teardown_idle),
         cmocka_unit_test_teardown(test_put_too_long_chunked, harness_teardown_idle),
         cmocka_unit_test_teardown(test_get_ranges, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_get_if_range, harness_teardown_idle),
         cmocka_unit_test_teardown(test_head, harness_teardown_idle),
         cmocka_unit_test_teardown(test_meta, harness_teardown_idle),
         cmocka_unit_test_teardown(test_list_pagination, harness_teardown_idle),

@@ -1325,15 +1325,16 @@ static void test_async(void **state)
 /* ---- runs at once, and in order where they share a buffer --------------- */
 
 /* A run long enough to be still running while a small request or two makes a
- * round trip: gemm steps on three zeroed buffers (on the host backend two
- * 512^3 f32 products, on the GPU fifteen of 2048^3, some milliseconds).
+ * round trip: gemm steps on three zeroed buffers (on the host backend
+ * `host_steps` 512^3 f32 products, on the GPU fifteen of 2048^3, some
+ * milliseconds).
  * Writes the steps, each followed by a comma, into `out`; the caller frees
  * it and deletes the buffers in `ids`. */
-static char *slow_steps(char ids[3][GHD_BUFFER_ID_LEN + 1])
+static char *slow_steps(char ids[3][GHD_BUFFER_ID_LEN + 1], unsigned host_steps)
 {
     int gpu = strcmp(harness_backend(), "cuda") == 0;
     size_t d = gpu ? 2048 : 512;
-    unsigned steps = gpu ? 15 : 2;
+    unsigned steps = gpu ? 15 : host_steps;
     for (int i = 0; i < 3; i++)
         harness_buffer_create(&H, d * d * 4, ids[i]);
     char *out = NULL;
@@ -1364,7 +1365,7 @@ static void test_runs_at_once(void **state)
 {
     (void)state;
     char g[3][GHD_BUFFER_ID_LEN + 1], x[GHD_BUFFER_ID_LEN + 1];
-    char *steps = slow_steps(g);
+    char *steps = slow_steps(g, 2);
     mkbuf(x, 4096, NULL); /* poisoned */
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
                           "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
@@ -1394,7 +1395,7 @@ static void test_runs_sharing_a_buffer_keep_order(void **state)
     (void)state;
     const size_t n = 1024;
     char g[3][GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1];
-    char *steps = slow_steps(g);
+    char *steps = slow_steps(g, 2);
     harness_buffer_create(&H, n * 4, y);
     mkbuf(z, n * 4, NULL); /* poisoned */
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
@@ -1416,6 +1417,82 @@ static void test_runs_sharing_a_buffer_keep_order(void **state)
         close_to(got[i], 7, 0, 0, "copy after the fill it waited for", i);
     FREE_ALL(steps, loc, copy_loc, st, got);
     DELETE_BUFFERS(g[0], g[1], g[2], y, z);
+}
+
+/* The status of one request with a JSON body, its problem detail kept in
+ * `detail` (empty when there is none). */
+static long call_status(const char *path, char *detail, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static long call_status(const char *path, char *detail, size_t len, const char *fmt, ...)
+{
+    char *body = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&body, fmt, ap);
+    va_end(ap);
+    assert_true(n >= 0);
+    struct harness_resp r;
+    harness_simple(&H, "POST", path, "application/json", body, (size_t)n, &r);
+    free(body);
+    long status = r.status;
+    detail[0] = '\0';
+    json_t *doc = r.body_len ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+    const char *d = doc ? str_field(doc, "detail") : NULL;
+    snprintf(detail, len, "%s", d ? d : "");
+    json_decref(doc);
+    harness_resp_free(&r);
+    return status;
+}
+
+/* A copy (POST /v1/buffers copy_of) or a transfer (POST /v1/transfers) out
+ * of a buffer that a run in flight writes is refused, 409 naming the run,
+ * rather than answered with a mix of the bytes before and after the run;
+ * once the run has ended both go through and carry what the run wrote. */
+static void test_copy_of_a_buffer_a_run_writes(void **state)
+{
+    (void)state;
+    const size_t n = 1024;
+    char g[3][GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1];
+    char copy_detail[512], xfer_detail[512];
+    char *steps = slow_steps(g, 8); /* two requests, on a loaded machine too */
+    mkbuf(y, n * 4, NULL); /* poisoned */
+    char *loc = run_async("{\"wait\":false,\"steps\":[%s"
+                          "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
+                          "\"n\":%zu,\"value\":7}}]}", steps, g[2], n);
+    const char *run_id = strrchr(loc, '/') + 1;
+    long copy = call_status("/v1/buffers", copy_detail, sizeof(copy_detail),
+                            "{\"copy_of\":\"%s\"}", g[2]);
+    long xfer = call_status("/v1/transfers", xfer_detail, sizeof(xfer_detail),
+                            "{\"from\":{\"buffer\":\"%s\"},\"to\":{\"buffer\":\"%s\"},"
+                            "\"bytes\":%zu}", g[2], y, n * 4);
+    char *st = run_status_now(loc);
+    if (strcmp(st, "running") != 0)
+        fail_msg("the long run was '%s' when the copy and the transfer came back, not running",
+                 st);
+    if (copy != 409 || !strstr(copy_detail, run_id))
+        fail_msg("copy_of a buffer run %s writes: %ld '%s', expected 409 naming the run",
+                 run_id, copy, copy_detail);
+    if (xfer != 409 || !strstr(xfer_detail, run_id))
+        fail_msg("transfer out of a buffer run %s writes: %ld '%s', expected 409 naming the "
+                 "run", run_id, xfer, xfer_detail);
+    json_t *doc = poll_run(loc);
+    expect_run_status(doc, "succeeded");
+    json_decref(doc);
+    doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"copy_of\":\"%s\"}", g[2]);
+    char c[GHD_BUFFER_ID_LEN + 1];
+    snprintf(c, sizeof(c), "%s", str_field(doc, "id"));
+    json_decref(doc);
+    json_decref(harness_expect(&H, NULL, 200, "POST", "/v1/transfers",
+                               "{\"from\":{\"buffer\":\"%s\"},\"to\":{\"buffer\":\"%s\"},"
+                               "\"bytes\":%zu}", g[2], y, n * 4));
+    float *got_c = getbuf(c, harness_backend()[0] == 'c' ? 2048 * 2048 * 4 : 512 * 512 * 4);
+    float *got_y = getbuf(y, n * 4);
+    for (size_t i = 0; i < n; i++) {
+        close_to(got_c[i], 7, 0, 0, "copy_of after the run", i);
+        close_to(got_y[i], 7, 0, 0, "transfer after the run", i);
+    }
+    FREE_ALL(steps, loc, st, got_c, got_y);
+    DELETE_BUFFERS(g[0], g[1], g[2], y, c);
 }
 
 /* ---- validation before launch ----------------------------------------------- */
@@ -1828,6 +1905,7 @@ int main(void)
         cmocka_unit_test_teardown(test_async, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_at_once, harness_teardown_idle),
         cmocka_unit_test_teardown(test_runs_sharing_a_buffer_keep_order, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_copy_of_a_buffer_a_run_writes, harness_teardown_idle),
         cmocka_unit_test_teardown(test_fresh_buffer_is_zero, harness_teardown_idle),
         cmocka_unit_test_teardown(test_fields_of_another_kind, harness_teardown_idle),
         cmocka_unit_test_teardown(test_validation, harness_teardown_idle),

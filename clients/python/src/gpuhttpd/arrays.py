@@ -118,7 +118,9 @@ class DeviceArray:
     def get(self, *, progress: bool = False, timeout: float | None = None
             ) -> npt.NDArray[Any]:
         """Downloads the array (resuming with Range after a dropped
-        connection), read from the socket into the new array itself."""
+        connection, from the same version only: when the buffer was written
+        in between, it reads the new version whole), read from the socket
+        into the new array itself."""
         shape, dtype = self._host_layout()
         out = np.empty(shape, dtype)
         view = out.reshape(-1).view(np.uint8).data
@@ -149,7 +151,13 @@ class DeviceArray:
             timeout: float | None = None) -> None:
         """Uploads ``a`` (same number of bytes) into the buffer; with
         ``if_match`` (an ETag) only if nobody wrote it since (else
-        PreconditionFailed). A :class:`SharedArray` moves by DMA
+        PreconditionFailed, and none of ``a`` is written). A conditional
+        upload is one request whatever its size (the client's ``piece``
+        does not split it): the server checks the tag once, before the
+        first byte, so it is all or, with PreconditionFailed, nothing. A
+        connection cut inside it is not resumed (whose bytes are there is
+        unknown): TransferError, with part of ``a`` written and the
+        version moved. A :class:`SharedArray` moves by DMA
         (:meth:`set_from`)."""
         if isinstance(a, SharedArray) and a.in_region_of(self.client):
             self.set_from(a, if_match=if_match, timeout=timeout)

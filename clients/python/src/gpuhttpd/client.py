@@ -2,9 +2,11 @@
 
 Arrays move as raw bytes in pieces (``Content-Range``), so a transfer never
 needs the whole array in memory twice, a dropped connection resumes from the
-last piece the server acknowledged, an interrupted file upload continues
-later from what the server has (``upload_file(..., into=handle)``), and a
-progress bar (tqdm) can follow every step."""
+last piece the server acknowledged (a download only while the buffer keeps
+the version it started with: ``If-Range``), an interrupted file upload
+continues later from what the server acknowledged
+(``upload_file(..., into=handle, offset=...)``), and a progress bar (tqdm)
+can follow every step."""
 
 from __future__ import annotations
 
@@ -189,6 +191,11 @@ class Client:
 
     def _put(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
              if_match: str | None, bar: Progress, start: int, timeout: float | None) -> str:
+        # A conditional upload is one request: the server checks If-Match
+        # once, before it takes a byte, so a 412 never comes after some of
+        # the bytes were written (pieces would each be checked, and a writer
+        # between two of them would leave the first ones written).
+        piece = total - start if if_match else self.piece
         etag = if_match or ""
         pos = start
         failures = 0
@@ -203,7 +210,7 @@ class Client:
                     bar.moveto(lo)  # the step has been handed to the socket
 
         while pos < total:
-            end = min(pos + self.piece, total)
+            end = min(pos + piece, total)
             headers = {"Content-Type": "application/octet-stream",
                        "Content-Range": f"bytes {pos}-{end - 1}/{total}"}
             if etag and if_match:
@@ -246,15 +253,31 @@ class Client:
     def _get(self, bid: str, total: int, into: Callable[[int], memoryview],
              sink: Callable[[int, memoryview], None] | None, bar: Progress,
              timeout: float | None) -> None:
+        # A resumed GET names the version its earlier bytes are of
+        # (If-Range: the ETag of the first answer): the server sends the rest
+        # of that version (206), or, when the buffer was written since, the
+        # whole new one (200), which is read again from byte 0. The bytes
+        # returned are always of one version.
         pos = 0
         failures = 0
+        etag: str | None = None
         while pos < total:
-            headers = {"Range": f"bytes={pos}-"} if pos else {}
+            headers: dict[str, str] = {}
+            if pos:
+                if etag is None or etag.startswith("W/"):
+                    raise TransferError(f"download cut at byte {pos} of {total}, and the "
+                                        f"answer had no strong ETag to resume it against",
+                                        offset=pos)
+                headers = {"Range": f"bytes={pos}-", "If-Range": etag}
             try:
                 with self._request("GET", f"/v1/buffers/{bid}", headers=headers, stream=True,
                                    ok=(200, 206), timeout=timeout) as r:
                     got = r.headers.get("Content-Range", "")
-                    if pos and not got.startswith(f"bytes {pos}-"):
+                    if r.status == 200:  # the whole body: of the version its ETag names
+                        pos = 0
+                        bar.moveto(0)
+                        etag = r.headers.get("ETag")
+                    elif not pos or not got.startswith(f"bytes {pos}-"):
                         raise GpuhttpdError(r.status, "", "Unexpected answer",
                                             f"asked for bytes from {pos}, got {r.status} "
                                             f"Content-Range {got!r}")
@@ -376,12 +399,14 @@ class Client:
         a buffer of u8. Returns the handle.
 
         ``into``: an existing buffer of the file's size to write instead of
-        a new one; the upload continues from ``offset``, by default from the
-        bytes the server has acknowledged (``into.uploaded``), so a call
-        that was interrupted is finished by calling again with the buffer.
-        An upload cut for good (:class:`TransferError`, whose ``buffer`` is
-        the handle) or stopped with Ctrl-C keeps its buffer for that;
-        another failure deletes a buffer this call created. ``device`` and
+        a new one, the whole file, or from byte ``offset`` of the data on
+        when it is given: that continues an upload of this same file that
+        was cut, from what the server acknowledged of it
+        (``TransferError.offset``; for a buffer that upload created,
+        ``buffer.uploaded`` says the same). An upload cut for good
+        (:class:`TransferError`, whose ``buffer`` is the handle) or stopped
+        with Ctrl-C keeps its buffer for that; another failure deletes a
+        buffer this call created. ``device`` and
         ``near`` place a new buffer as :meth:`empty` does."""
         with open(path, "rb") as f:
             start, shape, dtype = _npy_header(f)
@@ -395,7 +420,7 @@ class Client:
                 first = 0
             else:
                 x = into
-                first = x.refresh(timeout=timeout).uploaded if offset is None else offset
+                first = offset or 0
             if x.nbytes != total:
                 if into is None:
                     _discard(x)
@@ -418,9 +443,13 @@ class Client:
             except (TransferError, KeyboardInterrupt) as e:
                 if isinstance(e, TransferError):
                     e.buffer = x
+                # A buffer this call created holds this call's bytes alone:
+                # its `uploaded` is what the server acknowledged of them.
+                go_on = (f"offset=client.buffer({x.id!r}).uploaded" if into is None
+                         else "offset=<TransferError.offset>, or without offset to write it whole")
                 _add_note(e, f"gpuhttpd: buffer {x.id} keeps the bytes the server acknowledged;"
                              f" continue with client.upload_file({os.fspath(path)!r}, "
-                             f"into=client.buffer({x.id!r}))")
+                             f"into=client.buffer({x.id!r}), {go_on})")
                 raise
             except BaseException:
                 if into is None:

@@ -300,7 +300,12 @@ class SameHost:
                timeout: float | None = None) -> str | None:
         """Writes bytes [start, total) of buffer ``bid`` from ``pieces``
         through the segment; the last ETag, or None when the caller must
-        use HTTP."""
+        use HTTP. A conditional upload that needs more than one transfer
+        goes by HTTP, in one request: transfers would each check
+        ``if_match``, and a writer between two would leave the first ones
+        written behind a 412."""
+        if if_match and total - start > self.chunk:
+            return None
         etag = if_match or ""
 
         def move(seg: Segment) -> None:
@@ -327,10 +332,21 @@ class SameHost:
                  timeout: float | None = None) -> bool:
         """Reads the bytes of buffer ``bid`` through the segment into
         ``into(pos)``, or hands them to ``sink(pos, data)`` when given; False
-        when the caller must use HTTP."""
+        when the caller must use HTTP. Several transfers read one version
+        only while nobody writes the buffer between them: its version is
+        read before and after, and when it moved, False (HTTP reads it in
+        one request)."""
+        moved = False
+
+        def version() -> Any:
+            return self.session._request("GET", f"/v1/buffers/{bid}/meta",
+                                         timeout=timeout).json().get("version")
 
         def move(seg: Segment) -> None:
+            nonlocal moved
             buf = seg.buf
+            several = total > seg.size
+            before = version() if several else None
             for lo in range(0, total, seg.size):
                 n = min(seg.size, total - lo)
                 self.session._transfer({"buffer": bid, "offset": lo},
@@ -341,8 +357,9 @@ class SameHost:
                 else:
                     into(lo)[:n] = buf[:n]
                 bar.moveto(lo + n)
+            moved = several and version() != before
 
-        return self._run(bid, total, timeout, move)
+        return self._run(bid, total, timeout, move) and not moved
 
     def close(self) -> None:
         """Unregisters the segments made so far."""

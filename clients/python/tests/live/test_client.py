@@ -221,6 +221,71 @@ def test_resumed_download(server):
         x.delete()
 
 
+class _WriteBefore(gpuhttpd.Transport):
+    """Passes requests on; before the first one that `when(request)` picks,
+    calls `write()` (another client's write in between)."""
+
+    def __init__(self, inner, when, write):
+        self.inner, self.when, self.write = inner, when, write
+        self.sent = []
+
+    def handle(self, request):
+        if self.write and self.when(request):
+            write, self.write = self.write, None
+            write()
+        self.sent.append(request)
+        return self.inner.handle(request)
+
+
+def test_resumed_download_after_a_write_is_of_one_version(server):
+    """A write between a cut and the resumption: the client sends If-Range
+    with the first answer's ETag, the server sends the new version whole
+    (200), and get() returns it, never half old, half new."""
+    old = np.random.default_rng(4).integers(0, 1 << 30, 1 << 21, dtype=np.int64)  # 16 MiB
+    new = -old
+    direct = gpuhttpd.Client(server.url)
+    x = direct.asarray(old)
+    proxy = DroppingProxy(server.port, {1: 5_000_000}, upstream=False)
+    c = gpuhttpd.Client(proxy.url, backoff=0.01)
+    try:
+        h = c.buffer(x.id)
+        c.transport = _WriteBefore(c.transport, lambda r: "Range" in r.headers,
+                                   lambda: direct.buffer(x.id).set(new))
+        got = h.get()
+        assert proxy.cuts == 1 and len(c.resumes) == 1
+        assert c.transport.sent[-1].headers["If-Range"] == h.etag
+        np.testing.assert_array_equal(got, new)
+    finally:
+        proxy.close()
+        x.delete()
+
+
+def test_conditional_set_is_one_request(server):
+    """set(if_match=) of many pieces' worth is one PUT, checked before its
+    first byte: another client's write before it is PreconditionFailed with
+    none of its bytes written, never a 412 after some pieces landed."""
+    c = gpuhttpd.Client(server.url, piece=1 << 16)
+    other = gpuhttpd.Client(server.url)
+    with c.asarray(np.zeros(1 << 18, np.int32)) as x:  # 16 pieces unconditionally
+        sent = []
+        c.transport = _Recording(c.transport, sent)
+        x.set(np.ones(1 << 18, np.int32), if_match=x.etag)
+        assert sent == ["bytes 0-1048575/1048576"]
+        tail = np.full(1, 7, np.int32)
+
+        def their_tail():  # another client writes the last element
+            other._request("PUT", f"/v1/buffers/{x.id}", content=tail.tobytes(),
+                           headers={"Content-Type": "application/octet-stream",
+                                    "Content-Range": "bytes 1048572-1048575/1048576"})
+
+        c.transport = _WriteBefore(c.transport, lambda r: r.method == "PUT", their_tail)
+        with pytest.raises(gpuhttpd.PreconditionFailed):
+            x.set(np.full(1 << 18, 9, np.int32), if_match=x.etag)
+        want = np.ones(1 << 18, np.int32)
+        want[-1] = 7
+        np.testing.assert_array_equal(other.buffer(x.id).get(), want)
+
+
 def test_npy_with_plain_requests(server):
     # What the issue promises a requests + numpy user: np.save and np.load just work.
     a = np.linspace(0, 1, 30, dtype=np.float64).reshape(5, 6)
@@ -328,8 +393,10 @@ def test_user_kernel_placeholders_from_handles(client):
 
 def test_upload_file_continues_after_a_cut(server, tmp_path):
     """A connection cut for good (no retries) keeps the buffer; a second
-    call with into= continues from the offset the server acknowledged
-    (its meta's `uploaded`), not from byte 0."""
+    call with into= and the error's offset continues from what the server
+    acknowledged (its meta's `uploaded` says the same), not from byte 0;
+    into= alone writes the whole file, also into a buffer written whole
+    before."""
     data = np.arange(3 << 20, dtype=np.uint32)  # 12 MiB in 4 MiB pieces
     src = tmp_path / "a.npy"
     np.save(src, data)
@@ -347,10 +414,15 @@ def test_upload_file_continues_after_a_cut(server, tmp_path):
     assert x.uploaded == 8 << 20 and x.shape == data.shape
     sent = []
     c.transport = _Recording(c.transport, sent)
-    c.upload_file(src, into=x)
+    c.upload_file(src, into=x, offset=err.value.offset)
     assert sent == ["bytes 8388608-12582911/12582912"]  # one piece: the rest
     np.testing.assert_array_equal(x.get(), data)
     assert x.refresh().uploaded == data.nbytes
+    np.save(src, data[::-1])  # another file of the same size, into the same buffer
+    c.upload_file(src, into=x)
+    assert sent[1:] == ["bytes 0-4194303/12582912", "bytes 4194304-8388607/12582912",
+                        "bytes 8388608-12582911/12582912"]
+    np.testing.assert_array_equal(x.get(), data[::-1])
     x.delete()
 
 

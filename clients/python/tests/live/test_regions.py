@@ -72,6 +72,32 @@ def test_automatic_path_above_the_threshold(shm_server, tmp_path):
         assert c._request("GET", "/v1/regions").json()["usage"]["regions"] == 0
 
 
+class _WriteBeforeTransfer(gpuhttpd.Transport):
+    """Passes requests on; before transfer number `k` (from 1), `write()`."""
+
+    def __init__(self, inner, k, write):
+        self.inner, self.k, self.write = inner, k, write
+
+    def handle(self, request):
+        if request.path == "/v1/transfers":
+            self.k -= 1
+            if self.k == 0:
+                self.write()
+        return self.inner.handle(request)
+
+
+def test_automatic_download_of_one_version(shm_server):
+    """Another client's write between two of a download's segment-sized
+    transfers: get() notices the version moved and reads the buffer again
+    over HTTP, so it returns the new version whole, never a mix."""
+    old = np.arange(MIB, dtype=np.int32)  # 4 MiB: four 1 MiB transfers
+    other = gpuhttpd.Client(shm_server.url, shm_threshold=None)
+    c = gpuhttpd.Client(shm_server.url, shm_threshold=MIB, shm_chunk=MIB)
+    with c, c.asarray(old) as x:
+        c.transport = _WriteBeforeTransfer(c.transport, 3, lambda: other.buffer(x.id).set(-old))
+        np.testing.assert_array_equal(x.get(), -old)
+
+
 def test_http_without_allow_shm(server):
     data = np.arange(2 * MIB, dtype=np.float32)
     with gpuhttpd.Client(server.url, shm_threshold=MIB) as c:

@@ -69,6 +69,11 @@ class FakeServer:
         self.interrupt_after = 0
         self.put_count = 0
         self.get_count = 0
+        # Another client's doing, called as PUT / GET number n (from 1)
+        # arrives, before it is answered: a write in between, say.
+        self.before_put: dict[int, Callable[[], None]] = {}
+        self.before_get: dict[int, Callable[[], None]] = {}
+        self.before_transfer: dict[int, Callable[[], None]] = {}
         # Regions: what GET /v1/regions says ({"enabled": False}: off), the
         # mappings of the registered ones, the answer to give registrations
         # instead (a problem), and every transfer's body.
@@ -154,9 +159,18 @@ class FakeServer:
         self.data[bid] = bytearray(size)
         return self.meta_answer(meta, 201)
 
+    def write(self, bid: str, data: bytes) -> None:
+        """Another client's PUT of the whole buffer."""
+        self.data[bid][:] = data
+        self.buffers[bid]["version"] += 2
+
     def put(self, req: Request, bid: str) -> Response:
         self.put_count += 1
+        self.before_put.pop(self.put_count, lambda: None)()
         first, last, _ = map(int, re.findall(r"\d+", req.headers["Content-Range"]))
+        now = f'"v{self.buffers[bid]["version"]}"'
+        if req.headers.get("If-Match") not in (None, now):  # before any byte is taken
+            return problem(412, "precondition-failed", "another version", ETag=now)
         cut = self.cut_put.get(self.put_count)
         interrupt = self.interrupt_put == self.put_count
         got = 0
@@ -180,9 +194,13 @@ class FakeServer:
 
     def get(self, req: Request, bid: str) -> Response:
         self.get_count += 1
+        self.before_get.pop(self.get_count, lambda: None)()
         data = bytes(self.data[bid])
+        etag = f'"v{self.buffers[bid]["version"]}"'
         start = int(re.findall(r"\d+", req.headers.get("Range", "bytes=0-"))[0])
-        headers = {"Content-Length": str(len(data) - start)}
+        if req.headers.get("If-Range") not in (None, etag):  # RFC 9110 13.1.5: all of it
+            start = 0
+        headers = {"Content-Length": str(len(data) - start), "ETag": etag}
         if start:
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
         cut = self.cut_get.get(self.get_count)
@@ -228,6 +246,7 @@ class FakeServer:
 
     def transfer(self, body: dict[str, Any]) -> Response:
         self.transfers.append(body)
+        self.before_transfer.pop(len(self.transfers), lambda: None)()
         n = body["bytes"]
         ends = []
         for side in ("from", "to"):

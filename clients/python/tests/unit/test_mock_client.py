@@ -131,6 +131,54 @@ def test_download_resumes_with_range(client, fake):
     np.testing.assert_array_equal(x.get(), data)
     assert client.resumes == [(5 << 20) + 3]
     assert fake.requests[-1].headers["Range"] == f"bytes={(5 << 20) + 3}-"
+    first = [r for r in fake.requests if r.method == "GET"][-2]
+    assert "If-Range" not in first.headers
+    assert fake.requests[-1].headers["If-Range"] == f'"v{fake.buffers[x.id]["version"]}"'
+
+
+def test_download_resumed_after_a_write_is_of_one_version(client, fake):
+    """A write between a cut and the resumption: the client names the
+    version its first bytes are of (If-Range), the server answers with the
+    whole new version (200), and the client reads it from byte 0, never
+    half old, half new."""
+    old = np.arange(3 << 18, dtype=np.int32)
+    x = client.asarray(old)
+    new = -old
+    fake.cut_get = {1: 1_000_003}
+    first = f'"v{fake.buffers[x.id]["version"]}"'
+    fake.before_get = {2: lambda: fake.write(x.id, new.tobytes())}
+    np.testing.assert_array_equal(x.get(), new)
+    assert client.resumes == [1_000_003]
+    resumed = fake.requests[-1]
+    assert resumed.headers["Range"] == "bytes=1000003-" and resumed.headers["If-Range"] == first
+
+
+def test_conditional_set_is_all_or_nothing(fake):
+    """set(if_match=) is one request, checked before its first byte: with
+    another client's write in between it is PreconditionFailed with none of
+    its bytes written, never some pieces written and then a 412."""
+    c = gpuhttpd.Client("http://fake", transport=MockTransport(fake), backoff=0.0, piece=1024)
+    x = c.asarray(np.zeros(1024, np.int32))  # four pieces unconditionally
+    assert len(fake.puts) == 4
+    ours = np.arange(1024, dtype=np.int32)
+    theirs = np.zeros(1024, np.int32)
+    theirs[-1] = 5
+
+    def their_tail() -> None:  # another client writes the last element
+        fake.data[x.id][-4:] = theirs[-1:].tobytes()
+        fake.buffers[x.id]["version"] += 2
+
+    fake.before_put = {fake.put_count + 2: their_tail}  # between two pieces, were it split
+    x.set(ours, if_match=x.etag)
+    assert fake.puts[-1] == (0, 4095)  # one request
+    assert bytes(fake.data[x.id]) == ours.tobytes()
+    seen = x.etag
+    fake.before_put = {fake.put_count + 1: their_tail}  # before our one request
+    with pytest.raises(gpuhttpd.PreconditionFailed):
+        x.set(np.full(1024, 9, np.int32), if_match=seen)
+    want = ours.copy()
+    want[-1] = 5
+    assert bytes(fake.data[x.id]) == want.tobytes()  # theirs, and none of the 9s
 
 
 def test_a_transfer_cut_for_good(fake):
@@ -154,7 +202,8 @@ def _npy(path: Path, a: np.ndarray) -> Path:
 
 def test_upload_file_interrupted_then_continued(client, fake, tmp_path):
     """Ctrl-C inside the third piece keeps the buffer (the note says how to
-    go on); upload_file(into=) continues from what the server acknowledged."""
+    go on); upload_file(into=, offset=) continues from what the server
+    acknowledged, and into= alone writes the whole file."""
     a = np.random.default_rng(3).standard_normal((5 << 20) // 8)  # 5 MiB of f64
     src = _npy(tmp_path / "a.npy", a)
     fake.interrupt_put, fake.interrupt_after = 3, 1000
@@ -163,16 +212,27 @@ def test_upload_file_interrupted_then_continued(client, fake, tmp_path):
     (bid,) = fake.buffers
     notes = getattr(err.value, "__notes__", [])
     if sys.version_info >= (3, 11):
-        assert f"into=client.buffer('{bid}')" in notes[0]
+        assert f"into=client.buffer('{bid}'), offset=client.buffer('{bid}').uploaded" \
+            in notes[0]
     assert fake.buffers[bid]["uploaded"] == 2 << 20
     done = len(fake.puts)
-    x = client.upload_file(src, into=client.buffer(bid))
+    kept = client.buffer(bid)
+    x = client.upload_file(src, into=kept, offset=kept.uploaded)
     assert x.id == bid and fake.puts[done][0] == 2 << 20  # not from byte 0
     assert len(fake.puts) - done == 3
     np.testing.assert_array_equal(x.get(), a)
-    assert client.upload_file(src, into=x) is x and len(fake.puts) - done == 3  # all there
-    client.upload_file(src, into=x, offset=0)  # from byte 0 when asked
-    assert fake.puts[-5][0] == 0
+    client.upload_file(src, into=x)  # without offset: the whole file
+    assert fake.puts[-5][0] == 0 and len(fake.puts) - done == 8
+
+
+def test_upload_file_into_a_written_buffer_writes_it_all(client, fake, tmp_path):
+    """into= a buffer that an earlier upload filled (its `uploaded` is its
+    size) writes the new file whole: nothing is skipped as if acknowledged."""
+    a = np.arange(1000, dtype=np.int32)
+    x = client.upload_file(_npy(tmp_path / "a.npy", a))
+    assert x.refresh().uploaded == a.nbytes
+    assert client.upload_file(_npy(tmp_path / "b.npy", -a), into=x) is x
+    np.testing.assert_array_equal(x.get(), -a)
 
 
 def test_upload_file_cut_for_good_keeps_the_buffer(fake, tmp_path):
@@ -186,7 +246,9 @@ def test_upload_file_cut_for_good_keeps_the_buffer(fake, tmp_path):
     e = err.value
     assert e.buffer is not None and e.buffer.id in fake.buffers and e.offset == 1 << 20
     assert e.buffer.dtype_name == "u8" and e.buffer.shape == (3 << 20,)
-    x = c.upload_file(src, into=e.buffer)
+    done = len(fake.puts)
+    x = c.upload_file(src, into=e.buffer, offset=e.offset)
+    assert fake.puts[done][0] == 1 << 20
     assert bytes(fake.data[x.id]) == src.read_bytes()
 
 

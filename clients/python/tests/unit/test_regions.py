@@ -140,6 +140,21 @@ def test_automatic_conditional_upload(auto, same_host):
         x.set(np.ones(4096, np.uint8), if_match='"v1"')
 
 
+def test_automatic_download_of_one_version(auto, same_host):
+    """A download in several segment-sized transfers that another client's
+    write interleaves is not returned as a mix: the client sees the version
+    move and reads the buffer again over HTTP, one request."""
+    old = np.arange(5000, dtype=np.int32)  # 20000 bytes: five 4 KiB transfers
+    x = auto.asarray(old)
+    new = -old
+    n = len(same_host.transfers)
+    same_host.before_transfer = {n + 3: lambda: same_host.write(x.id, new.tobytes())}
+    np.testing.assert_array_equal(x.get(), new)
+    assert _byte_requests(same_host) == [f"GET /v1/buffers/{x.id}"]
+    np.testing.assert_array_equal(x.get(), new)  # unwritten since: segments only
+    assert len(_byte_requests(same_host)) == 1
+
+
 @pytest.mark.parametrize("why", ["off", "elsewhere", "refused", "full", "no answer"])
 def test_automatic_path_falls_back_to_http(fake, why):
     fake.shm = {"enabled": why != "off", "host": "another-host" if why == "elsewhere"
