@@ -1,0 +1,2 @@
+def run_all(s, rng): pass
+def large(s, rng): pass
