@@ -89,5 +89,6 @@ def c_round(x):
     x = np.asarray(x)
     a = np.abs(x)
     f = np.floor(a)
-    r = np.where(a - f >= 0.5, f + 1, f)
+    with np.errstate(invalid="ignore"):  # inf - inf: the NaN compares false, inf stays
+        r = np.where(a - f >= 0.5, f + 1, f)
     return np.copysign(r, x).astype(x.dtype)

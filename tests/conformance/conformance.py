@@ -55,7 +55,10 @@ def main():
     ap.add_argument("--seed", type=int, default=int(os.environ.get("GHD_CF_SEED", "20261203")))
     o = ap.parse_args()
     only = set(filter(None, o.only.split(",")))
-    if o.backend == "cuda" or o.differential:
+    # GHD_CF_DIFF_BACKEND=host runs the differential host against host: a
+    # check of the test itself where there is no GPU.
+    second = os.environ.get("GHD_CF_DIFF_BACKEND", "cuda")
+    if o.backend == "cuda" or (o.differential and second == "cuda"):
         why = cuda_missing(o.binary)
         if why:
             print(f"SKIPPED: the cuda backend cannot start here: {why}")
@@ -77,8 +80,8 @@ def main():
         s.stop()
     if o.differential:
         import cf_differential
-        h = Suite(o.binary, "host", "host-vs-cuda")
-        c = Suite(o.binary, "cuda", "cuda")
+        h = Suite(o.binary, "host", f"host-vs-{second}")
+        c = Suite(o.binary, second, second)
         try:
             cf_differential.run_all(h, c, rng)
         finally:
