@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+import cf_args
 import cf_builtins
 import cf_language
 import cf_reduce
@@ -69,10 +70,12 @@ def main():
     s = Suite(o.binary, o.backend, o.backend)
     suites.append(s)
     try:
-        if not only or "builtins" in only or only - {"language", "large", "differential"}:
-            cf_builtins.run_all(s, rng, only - {"builtins", "language", "large", "differential"})
+        if not only or "builtins" in only or only - {"language", "args", "large", "differential"}:
+            cf_builtins.run_all(s, rng, only - {"builtins", "language", "args", "large", "differential"})
         if not only or "language" in only:
             cf_language.run_all(s, rng)
+        if not only or "args" in only:
+            cf_args.run_all(s, rng)
         if not only or "large" in only:
             cf_reduce.large_sums(s, rng)
             cf_language.large(s, rng)
