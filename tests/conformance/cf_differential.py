@@ -4,8 +4,9 @@ the same inputs. The contract says the CUDA code computes what the host
 interpreter does: integers and bools bit for bit; floats bit for bit for
 + - * / %, sqrt, comparisons, conversions, abs, floor, ceil, trunc, round,
 min and max (a NaN's sign is not compared, and min/max of -0.0 and +0.0 may
-give either zero); exp, log and the other functions within 4 ulps (f32,
-f64) or 1 ulp (f16, bf16, rounded from f32 after the function)."""
+give either zero); exp, log and the other functions within 6 ulps (f32,
+f64: CUDA's powf is within 4 of the true value, glibc's within 1) or 1 ulp
+(f16, bf16, rounded from f32 after the function)."""
 import numpy as np
 
 from cf_data import edges, randoms
@@ -84,12 +85,16 @@ def random_exprs(h, c, rng):
         x, y, w = inputs(t, rng)
         ins = [(t, "x", x), (t, "y", y), (t, "w", w)]
         for batch in range(EXPRS_PER_TYPE // OUTS):
-            gens = [Gen(rng, t) for _ in range(OUTS)]
-            exprs = [g.expr(3) for g in gens]
-            body = "\n".join(f"z{k} = {e}" for k, e in enumerate(exprs))
             outs = [(t, f"z{k}") for k in range(OUTS)]
             name = f"diff.{t}.{batch}"
-            gh = ukernel(h, name, ins, outs, body, {}, N)
+            for _ in range(8):  # a literal that does not fit its type (u8(-3)) is a 422: draw again
+                gens = [Gen(rng, t) for _ in range(OUTS)]
+                exprs = [g.expr(3) for g in gens]
+                body = "\n".join(f"z{k} = {e}" for k, e in enumerate(exprs))
+                gh = ukernel(h, name, ins, outs, body, {}, N, quiet=True)
+                if gh is not None:
+                    break
+            gh = gh if gh is not None else ukernel(h, name, ins, outs, body, {}, N)
             gc = ukernel(c, name, ins, outs, body, {}, N)
             if gh is None or gc is None:
                 continue
@@ -112,7 +117,7 @@ def transcendental(h, c, rng):
             gc = ukernel(c, f"diff.fn.{t}", ins, outs, body, {}, N)
             if gh is None or gc is None:
                 continue
-            ulps = 1 if t in ("f16", "bf16") else 4
+            ulps = 1 if t in ("f16", "bf16") else 6
             for f in part:
                 bad = float_diff(gc[f"o_{f}"], gh[f"o_{f}"], t, ulps)
                 g, cu = gh[f"o_{f}"], gc[f"o_{f}"]
