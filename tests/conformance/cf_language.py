@@ -10,8 +10,8 @@ import numpy as np
 
 from cf_builtins import cast_ref
 from cf_data import c_round, edges, ints_apply, pairs, randoms, trunc_div, trunc_mod, wrap
-from cf_harness import (FLOATS, INTS, NP, as_f64, bf16_to_f32, f32_to_bf16, float_diff,
-                        int_range, is_float)
+from cf_harness import (FLOATS, INTS, NP, as_f64, bf16_to_f32, f32_to_bf16, f64_to_bf16,
+                        float_diff, int_range, is_float)
 from cf_reduce import result_value
 
 TYPES = FLOATS + INTS + ("bool",)
@@ -292,8 +292,68 @@ def large(s, rng):
 
 
 def run_all(s, rng):
-    for f in (arithmetic, unary, shifts, conversions, documented, literals, reductions):
+    for f in (arithmetic, unary, shifts, conversions, documented, literals, reductions, scalars,
+              bools_and_raw, post):
         try:
             f(s, rng)
         except Exception as e:
             s.fail(f"lang.{f.__name__}", f"case raised {type(e).__name__}: {e}")
+
+
+def scalars(s, rng):
+    """A JSON number given for an input of each type (a placeholder T bound
+    per run) converts as NumPy converts a Python number: one rounding, to
+    nearest even (65519.999 as an f16 is 65504, NumPy's)."""
+    for t in FLOATS + INTS:
+        lo, hi = (-1e300, 1e300) if is_float(t) else int_range(t)
+        vals = [0, 1, -1, 7, 0.1, 65519.999, 1 + 2 ** -11 + 2 ** -30] if is_float(t) else [lo, hi, 0, 1]
+        for v in vals:
+            if not lo <= v <= hi:
+                continue
+            x = np.zeros(2, NP[t])
+            kdef = {"name": "cf_s", "in": "T x, T c", "out": "T z", "body": "z = x + c"}
+            xid, zid = s.upload(x, t, raw=True), s.upload(x, t, raw=True)
+            case = f"lang.scalar.{t}.{v!r}"
+            if s.run_ok(case, kdef, {"x": xid, "c": v, "z": zid, "n": 2, "T": t}) is not None:
+                got = s.download(zid, t)
+                if t == "bf16":
+                    want = f64_to_bf16(np.full(2, v, np.float64))
+                else:
+                    want = np.full(2, NP[t](v))
+                bad = float_diff(got, want, t) if is_float(t) else np.nonzero(got != want)[0]
+                s.check(case, len(bad) == 0, f"got {got[0]!r}, want {want[0]!r}")
+            s.delete(xid, zid)
+
+
+def bools_and_raw(s, rng):
+    """bool logic (&& || ! ^ ?:) and a raw input read past its end (the default)."""
+    x, y = rng.random(64) < 0.5, rng.random(64) < 0.5
+    got = ukernel(s, "lang.bool", [("bool", "x", x), ("bool", "y", y)],
+                  [("bool", "a"), ("bool", "o"), ("bool", "e"), ("i32", "c")],
+                  "a = x && !y\no = x || y\ne = x ^ y\nc = x ? 3 : -4", {}, 64)
+    if got is not None:
+        for nm, ref in (("a", x & ~y), ("o", x | y), ("e", x ^ y),
+                        ("c", np.where(x, 3, -4).astype(np.int32))):
+            compare(s, f"lang.bool.{nm}", got[nm], ref, "bool" if nm != "c" else "i32", [x, y])
+    w = rng.standard_normal(50).astype(np.float32)
+    wid = s.upload(w, "f32", raw=True)
+    kdef = {"name": "cf_raw", "in": "raw f32 w = -1", "out": "f32 z", "body": "z = w[i + 3] + len(w)"}
+    zid = s.upload(np.zeros(50, np.float32), "f32", raw=True)
+    if s.run_ok("lang.raw", kdef, {"w": wid, "z": zid, "n": 50}) is not None:
+        got = s.download(zid, "f32")
+        ref = np.concatenate([w[3:], np.full(3, -1, np.float32)]) + np.float32(50)
+        compare(s, "lang.raw", got, ref, "f32", [w])
+    s.delete(wid, zid)
+
+
+def post(s, rng):
+    """A reduction's post: the mean of i64 values through an f64 sum."""
+    x = np.array([2 ** 62, 2 ** 62, 2 ** 62 + 2], np.int64)
+    kdef = {"name": "cf_mean", "kind": "reduction", "in": "i64 x", "out": "f64 m", "map": "f64(x)",
+            "reduce": "a + b", "identity": "0", "post": "m = a / n", "reduce_type": "f64"}
+    xid = s.upload(x, "i64", raw=True)
+    res = s.run_ok("lang.reduce.post_mean", kdef, {"x": xid, "n": 3})
+    if res is not None:
+        v = result_value(res)
+        s.check("lang.reduce.post_mean", v == float(2 ** 62), f"value {v!r}, want {float(2 ** 62)!r}")
+    s.delete(xid)
