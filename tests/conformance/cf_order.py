@@ -115,7 +115,19 @@ def sort_2d(s, rng):
     s.delete(kid)
 
 
-def gemm_case(s, case, t, m, n, k, ta=False, tb=False, alpha=1.0, beta=0.0, poison=None, rng=None):
+def padded(a, extra, t):
+    """a with `extra` NaN columns after each row: a row stride that the
+    kernel must step over without reading the gap."""
+    if not extra:
+        return a, {}
+    nanv = f32_to_bf16(np.array([np.nan], np.float32))[0] if t == "bf16" else NP[t](np.nan)
+    p = np.full((a.shape[0], a.shape[1] + extra), nanv, a.dtype)
+    p[:, :a.shape[1]] = a
+    return p, a.shape[1] + extra
+
+
+def gemm_case(s, case, t, m, n, k, ta=False, tb=False, alpha=1.0, beta=0.0, poison=None, rng=None,
+              pad=0):
     a = randoms(t, m * k, rng, 1.0).reshape((k, m) if ta else (m, k))
     b = randoms(t, k * n, rng, 1.0).reshape((n, k) if tb else (k, n))
     c = randoms(t, m * n, rng, 1.0).reshape(m, n)
@@ -132,12 +144,23 @@ def gemm_case(s, case, t, m, n, k, ta=False, tb=False, alpha=1.0, beta=0.0, pois
     mag = np.nan_to_num(mag) if alpha == 0 else mag  # A's NaN is not read
     acc = EPS["f64"] if t == "f64" else EPS["f32"]
     bound = 2 * (k + 2) * acc * mag + EPS[t] * np.abs(ref)
-    ids = [s.upload(v, t, raw=True) for v in (a, b, c)]
+    lds = {}
+    stored = []
+    for nm, v, extra in (("lda", a, pad), ("ldb", b, pad + 1), ("ldc", c, pad + 2)):
+        p, ld = padded(v, extra if pad else 0, t)
+        stored.append(p)
+        if ld:
+            lds[nm] = ld
+    ids = [s.upload(v, t, raw=True) for v in stored]
     res = s.run_ok(case, "gemm", {"a": ids[0], "b": ids[1], "c": ids[2], "dtype": t, "m": m,
                                   "n": n, "k": k, "trans_a": ta, "trans_b": tb,
-                                  "alpha": alpha, "beta": beta})
+                                  "alpha": alpha, "beta": beta, **lds})
     if res is not None:
-        got = as_f64(s.download(ids[2], t), t).reshape(m, n)
+        full = s.download(ids[2], t).reshape(m, -1)
+        got = as_f64(full[:, :n], t)
+        if pad:
+            s.check(case + ".gap", full[:, n:].tobytes() == stored[2][:, n:].tobytes(),
+                    "wrote into the gap between C's rows")
         g, r = got.ravel(), ref.ravel()
         bad = np.nonzero(~((np.abs(g - r) <= bound.ravel()) | (np.isnan(g) & np.isnan(r))))[0]
         s.check_bad(case, bad, lambda i: f"[{i // n},{i % n}] got={g[i]} want={r[i]}")
@@ -150,6 +173,8 @@ def case_gemm(s, k, rng):
         gemm_case(s, f"builtin.gemm.{t}.trans", t, 6, 4, 33, ta=True, tb=True, alpha=0.5,
                   beta=-1.5, rng=rng)
         gemm_case(s, f"builtin.gemm.{t}.one", t, 1, 1, 1, rng=rng)
+        gemm_case(s, f"builtin.gemm.{t}.ld", t, 5, 6, 7, ta=True, alpha=1.25, beta=0.5, rng=rng,
+                  pad=2)
         gemm_case(s, f"builtin.gemm.{t}.k0", t, 3, 3, 0, beta=2.0, rng=rng)
         # BLAS: beta = 0 does not read C (NaNs in it vanish); alpha = 0 reads
         # neither A nor B (a NaN in A does not reach C), where NumPy's
