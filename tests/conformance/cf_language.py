@@ -76,27 +76,33 @@ def int_op(op, x, y, t):
     return f(x, y, dtype=NP[t])
 
 
+OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "min": "min", "max": "max",
+       "&": "and", "|": "or", "^": "xor"}
+
+
 def arithmetic(s, rng):
+    """Every operator of every type in one kernel per type (one compile on CUDA)."""
     for t in FLOATS + INTS:
         x, y = pairs(t, rng, 100)
         n = len(x)
         ops = ["+", "-", "*", "/", "%", "min", "max"] + ([] if is_float(t) else ["&", "|", "^"])
-        for op in ops:
-            body = f"z = {op}(x, y)" if op in ("min", "max") else f"z = x {op} y"
-            got = ukernel(s, f"lang.{t}.{op}", [(t, "x", x), (t, "y", y)], [(t, "z")], body, {}, n)
-            if got is not None:
-                ref = float_op(op, x, y, t) if is_float(t) else int_op(op, x, y, t)
-                compare(s, f"lang.{t}.{op}", got["z"], ref, t, [x, y],
-                        signed_zero=op not in ("min", "max"))
+        body = [f"o_{OPS[op]} = {op}(x, y)" if op in ("min", "max") else f"o_{OPS[op]} = x {op} y"
+                for op in ops]
         # comparisons give bool; a NaN compares false but for !=
-        got = ukernel(s, f"lang.{t}.compare", [(t, "x", x), (t, "y", y)],
-                      [("bool", "lt"), ("bool", "le"), ("bool", "ne"), ("bool", "eq")],
-                      "lt = x < y\nle = x <= y\nne = x != y\neq = x == y", {}, n)
-        if got is not None:
-            xv, yv = (as_f64(x, t), as_f64(y, t)) if is_float(t) else (x, y)
-            for nm, f in (("lt", np.less), ("le", np.less_equal), ("ne", np.not_equal),
-                          ("eq", np.equal)):
-                compare(s, f"lang.{t}.compare.{nm}", got[nm], f(xv, yv), "bool", [x, y])
+        body += ["lt = x < y", "le = x <= y", "ne = x != y", "eq = x == y"]
+        outs = [(t, f"o_{OPS[op]}") for op in ops] + [("bool", c) for c in ("lt", "le", "ne", "eq")]
+        got = ukernel(s, f"lang.{t}.arithmetic", [(t, "x", x), (t, "y", y)], outs, "\n".join(body),
+                      {}, n)
+        if got is None:
+            continue
+        for op in ops:
+            ref = float_op(op, x, y, t) if is_float(t) else int_op(op, x, y, t)
+            compare(s, f"lang.{t}.{op}", got[f"o_{OPS[op]}"], ref, t, [x, y],
+                    signed_zero=op not in ("min", "max"))
+        xv, yv = (as_f64(x, t), as_f64(y, t)) if is_float(t) else (x, y)
+        for nm, f in (("lt", np.less), ("le", np.less_equal), ("ne", np.not_equal),
+                      ("eq", np.equal)):
+            compare(s, f"lang.{t}.compare.{nm}", got[nm], f(xv, yv), "bool", [x, y])
 
 
 def unary(s, rng):
