@@ -86,7 +86,32 @@ def case_sort(s, k, rng):
                 s.check(case + ".values", list(gv) == perm,
                         f"not the stable permutation, first difference at {first_diff(gv, np.array(perm, np.int32))}")
             s.delete(kid, vid)
+    sort_values(s, k, rng)
     sort_2d(s, rng)
+
+
+def sort_values(s, k, rng):
+    """Every value type moves with its keys (only its size matters); n = 0
+    and n = 1 leave the buffers as they are."""
+    keys = rng.integers(-5, 5, size=100, dtype=np.int32)
+    perm = sorted(range(100), key=lambda i: int(keys[i]))
+    for vt in dtype_list(k, "value_dtype"):
+        vals = (np.arange(100) * 3 + 1).astype(NP[vt])
+        kid, vid, oid = s.upload(keys), s.upload(vals), s.upload(np.zeros(100, NP[vt]))
+        case = f"builtin.sort.values.{vt}"
+        if s.run_ok(case, "sort", {"keys": kid, "values": vid, "values_out": oid, "value_dtype": vt,
+                                   "dtype": "i32", "n": 100}) is not None:
+            got, left = s.download(oid, vt), s.download(vid, vt)
+            s.check(case, got.tobytes() == vals[perm].tobytes() and left.tobytes() == vals.tobytes(),
+                    "values_out is not the values in the keys' stable order, or values moved")
+        s.delete(kid, vid, oid)
+    for n in (0, 1):
+        x = np.array([5, -1, 3], np.int32)
+        kid = s.upload(x)
+        case = f"builtin.sort.n{n}"
+        if s.run_ok(case, "sort", {"keys": kid, "dtype": "i32", "n": n}) is not None:
+            s.check(case, s.download(kid, "i32").tolist() == x.tolist(), "sorted past n")
+        s.delete(kid)
 
 
 def first_diff(a, b):

@@ -164,9 +164,9 @@ def case_dot(s, k, rng):
             check_int(s, case + ".empty", got, 0)
 
 
-def dtype_list(k):
+def dtype_list(k, name="dtype"):
     for p in k["params"]:
-        if p["name"] == "dtype":
+        if p["name"] == name:
             return p["types"]
     return []
 
