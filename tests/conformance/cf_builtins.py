@@ -73,7 +73,10 @@ def offsets(s, name, t, x, y, ref):
     """Offsets 1, 2 and 3 elements in (no common alignment: the device's
     scalar path), the output poisoned around its window."""
     n = len(x)
-    pad = lambda a, k: np.concatenate([np.full(k, SENTINEL, a.dtype), a, np.full(2, SENTINEL, a.dtype)])
+
+    def pad(a, k):
+        return np.concatenate([np.full(k, SENTINEL, a.dtype), a, np.full(2, SENTINEL, a.dtype)])
+
     xid, yid = s.upload(pad(x, 1), t), s.upload(pad(y, 2), t)
     zid = s.upload(sentinel(t, n + 5), t)
     case = f"builtin.{name}.{t}.offsets"
