@@ -301,7 +301,7 @@ def large(s, rng):
 
 def run_all(s, rng):
     for f in (arithmetic, unary, shifts, conversions, documented, literals, reductions, scalars,
-              bools_and_raw, post):
+              bools_and_raw, post, reductions_all_types):
         try:
             f(s, rng)
         except Exception as e:
@@ -365,3 +365,45 @@ def post(s, rng):
         v = result_value(res)
         s.check("lang.reduce.post_mean", v == float(2 ** 62), f"value {v!r}, want {float(2 ** 62)!r}")
     s.delete(xid)
+
+
+def reductions_all_types(s, rng):
+    """min and max reductions (order-free) of every type against NumPy, and
+    integer sums wrapping in their type, values exact in JSON; n = 0 gives
+    the identity."""
+    for t in FLOATS + INTS:
+        x = np.concatenate([edges(t), randoms(t, 500, rng)])
+        xf = as_f64(x, t) if is_float(t) else None
+        for red in ("min", "max"):
+            if is_float(t):
+                ident = "inf" if red == "min" else "-inf"
+                f = np.nanmin if red == "min" else np.nanmax
+                want = float(f(xf))
+            else:
+                lo, hi = int_range(t)
+                ident = str(hi if red == "min" else lo)
+                want = int(min(int(v) for v in x)) if red == "min" else int(max(int(v) for v in x))
+            case = f"lang.reduce.{t}.{red}"
+            got = ureduce(s, case, t, x, reduce=f"{red}(a, b)", identity=ident)
+            if got is not None:
+                out = float(as_f64(np.array([got[1]]), t)[0]) if is_float(t) else int(got[1])
+                s.check(case, got[0] == want and out == want and
+                        (is_float(t) or isinstance(got[0], int)),
+                        f"value {got[0]!r}, out {got[1]!r}, want {want!r}")
+        if not is_float(t):
+            case = f"lang.reduce.{t}.sum_wraps"
+            got = ureduce(s, case, t, x)
+            want = wrap(sum(int(v) for v in x), t)
+            if got is not None:
+                s.check(case, got[0] == want and int(got[1]) == want,
+                        f"value {got[0]!r}, out {got[1]}, want {want} (the sum wraps in {t})")
+    xid = s.upload(np.ones(4, np.int32), "i32", raw=True)
+    res = s.run_ok("lang.reduce.n0", reduce_def("i32", identity="7", reduce="max(a, b)"),
+                   {"x": xid, "n": 0})
+    if res is not None:
+        s.check("lang.reduce.n0", result_value(res) == 7, f"value {res.get('value')!r}, want the identity 7")
+    zid = s.upload(np.full(4, 9, np.int32), "i32", raw=True)
+    kdef = {"name": "cf_e", "in": "i32 x", "out": "i32 z", "body": "z = x + 1"}
+    if s.run_ok("lang.n0", kdef, {"x": xid, "z": zid, "n": 0}) is not None:
+        s.check("lang.n0", s.download(zid, "i32").tolist() == [9] * 4, "n = 0 wrote")
+    s.delete(xid, zid)
