@@ -383,7 +383,7 @@ def reductions_all_types(s, rng):
                 lo, hi = int_range(t)
                 ident = str(hi if red == "min" else lo)
                 want = int(min(int(v) for v in x)) if red == "min" else int(max(int(v) for v in x))
-            case = f"lang.reduce.{t}.{red}"
+            case = f"lang.reduce.{t}.{red}.edges"
             got = ureduce(s, case, t, x, reduce=f"{red}(a, b)", identity=ident)
             if got is not None:
                 out = float(as_f64(np.array([got[1]]), t)[0]) if is_float(t) else int(got[1])
