@@ -71,7 +71,9 @@ static const struct ghd_param gemm_params[] = {
     GHD_P_COUNT("k", k, "Columns of op(A), rows of op(B)."),
     GHD_P_BOOL("trans_a", flag_a, "op(A) = A^T: A is stored k x m."),
     GHD_P_BOOL("trans_b", flag_b, "op(B) = B^T: B is stored n x k."),
-    GHD_P_NUMBER_DEF("alpha", a, 1.0, "Scale of op(A)*op(B)."),
+    GHD_P_NUMBER_DEF("alpha", a, 1.0,
+                     "Scale of op(A)*op(B); 0 means A and B are not read (BLAS: NaNs in them "
+                     "vanish, where NumPy's 0 * (A @ B) is NaN)."),
     GHD_P_NUMBER_DEF("beta", b, 0.0, "Scale of C; 0 means C is not read (NaNs in it vanish)."),
     GHD_P_COUNT_OPT("lda", lda, "Row stride of A in elements; default: its row length."),
     GHD_P_COUNT_OPT("ldb", ldb, "Row stride of B in elements; default: its row length."),

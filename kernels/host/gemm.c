@@ -1,5 +1,6 @@
 /* Host reference: the naive row-major gemm, accumulating in f64 whatever
- * the element type. beta == 0 never reads C, as BLAS does. */
+ * the element type. beta == 0 never reads C and alpha == 0 never reads A or
+ * B, as BLAS (cuBLAS on the device) does: their NaNs do not reach C. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -53,7 +54,7 @@ int ghd_host_gemm(struct ghd_kexec *x)
     for (uint64_t i = 0; i < a->m; i++) {
         for (uint64_t j = 0; j < a->n; j++)
             row[j] = 0;
-        for (uint64_t l = 0; l < a->k; l++) {
+        for (uint64_t l = 0; a->a != 0 && l < a->k; l++) {
             double av = load(t, A, a->flag_a ? l * a->lda + i : i * a->lda + l);
             for (uint64_t j = 0; j < a->n; j++)
                 row[j] += av * load(t, B, a->flag_b ? j * a->ldb + l : l * a->ldb + j);
