@@ -305,6 +305,20 @@ static void operators(void)
             run_case(&b, NULL, NULL);
         }
     }
+    /* Arithmetic on a value then a comparison of it (issue 39, item 14):
+     * NVRTC 13 dropped the sign extension of lanes 0, 4, 8 and 12 of a
+     * 16-byte vector of i8 after an add, so i8 compared as if its neighbour
+     * byte were its high bits; the i8 path reads element by element since. */
+    static const char *mixed =
+        "{\"name\": \"mixed\", \"in\": \"T x, T y\", \"out\": \"T m1, T m2, T m3, T m4\", \"body\":"
+        " \"m1 = max(57 + y, y); m2 = (x * y) < (x - 6) ? x + 1 : y - 1;"
+        " m3 = min((max(y, y) ^ (x << x)) + x, 5); m4 = abs(x - 100)\"}";
+    for (size_t t = 0; t < sizeof(numeric) / sizeof(numeric[0]); t++) {
+        if (ghd_utype_is_float(numeric[t]))
+            continue;
+        struct ucase m = {"arithmetic then compare", mixed, numeric[t], D_BITS, 0, 0, N, 0, 0, 0, 0};
+        run_case(&m, NULL, NULL);
+    }
     struct ucase l = {"bool logic",
                       "{\"name\": \"logic\", \"in\": \"bool x, bool y\", \"out\": \"bool a1,"
                       " bool o1, bool n1, bool x1, bool e1, i32 c\", \"body\": \"a1 = x && y;"
@@ -479,6 +493,9 @@ static void reductions(void)
     reduction("raw neighbours (i64 sum)", "{\"name\": \"rn\", \"kind\": \"reduction\", \"in\": \"raw i32 x = 5\","
               " \"out\": \"i64 r\", \"map\": \"i64(x[i + 1]) - i64(x[i - 1])\", \"reduce\": \"a + b\","
               " \"identity\": \"0\"}", GHD_UT_NONE, D_BITS, 0, N, NULL);
+    reduction("i8 max(x + 57, x) (i64 sum)", "{\"name\": \"i8m\", \"kind\": \"reduction\", \"in\": \"i8 x\","
+              " \"out\": \"i64 r\", \"map\": \"i64(max(x + 57, x))\", \"reduce\": \"a + b\", \"identity\": \"0\"}",
+              GHD_UT_NONE, D_BITS, 0, N, NULL);
     reduction("n = 1", sumsq, GHD_UT_NONE, D_SMALL, 1e-12, 1, sumsq);
     reduction("n = 0 (identity)", sumsq, GHD_UT_NONE, D_SMALL, 0, 0, NULL);
 }
