@@ -170,7 +170,7 @@ static void cast(struct ghd_strbuf *o, const struct ghd_uprog *p, const struct g
         ghd_ucg_expr(o, p, n->kid[0]);
         ghd_strbuf_put(o, " != 0)");
     } else if (is_half(to)) {
-        ghd_strbuf_put(o, "%s((float)(", to == GHD_UT_F16 ? "ghd_u_rh" : "ghd_u_rbh");
+        ghd_strbuf_put(o, "%s((double)(", to == GHD_UT_F16 ? "ghd_u_rhd" : "ghd_u_rbhd");
         ghd_ucg_expr(o, p, n->kid[0]);
         ghd_strbuf_put(o, "))");
     } else if (ghd_utype_is_float(to) || !ghd_utype_is_float(from)) {

@@ -81,7 +81,11 @@ union ghd_uval ghd_uval_convert(union ghd_uval v, int from, int to)
     if (ghd_utype_is_float(to)) {
         if (to == GHD_UT_F64)
             return dl(as_double(v, from));
-        return fl(to, as_float(v, from));
+        if (to == GHD_UT_F32)
+            return fl(to, as_float(v, from));
+        uval r; /* f16/bf16: rounded once, from the value as f64 */
+        r.f = to == GHD_UT_F16 ? ghd_u_rhd(as_double(v, from)) : ghd_u_rbhd(as_double(v, from));
+        return r;
     }
     if (!ghd_utype_is_float(from))
         return int_norm(to, v.u);

@@ -554,6 +554,23 @@ static void test_fill(void **state)
                      0);
     tk_download(&T, b, h, 16);
     assert_int_equal(((int64_t *)h)[1], INT64_MAX - 1);
+    /* f64 -> f16/bf16 rounds once (NumPy's value), not through f32
+     * (issue 39, item 7): 65519.999 is 65504, not infinity (a 422). */
+    static const struct {
+        const char *dtype;
+        double value;
+        uint16_t want;
+    } halves[] = {{"f16", 1 + 0x1p-11 + 0x1p-30, 0x3c01}, {"f16", 65519.999, 0x7bff},
+                  {"f16", 0x1p-25 + 0x1p-60, 0x0001},     {"bf16", 1 + 0x1p-8 + 0x1p-30, 0x3f81}};
+    for (size_t i = 0; i < sizeof(halves) / sizeof(halves[0]); i++) {
+        assert_int_equal(tk_run(&T, "fill", json_pack("{s:s, s:s, s:i, s:f}", "x", b->id, "dtype",
+                                                      halves[i].dtype, "n", 1, "value",
+                                                      halves[i].value),
+                                NULL),
+                         0);
+        tk_download(&T, b, h, 2);
+        assert_int_equal(((uint16_t *)h)[0], halves[i].want);
+    }
     free(h);
 }
 

@@ -359,6 +359,31 @@ static void test_half_rounding(void **state)
     prog_free(&pr);
 }
 
+/* f64 -> f16 and f64 -> bf16 round once, to nearest even, as NumPy does,
+ * not through f32 (issue 39, item 7): 1 + 2^-11 + 2^-30 is just above the
+ * midpoint of 1 and 1 + 2^-10, while in f32 it is the midpoint itself. */
+static void test_half_from_f64(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"hc\", \"in\": \"f64 x\", \"out\": \"f16 h, bf16 b\","
+                  " \"body\": \"h = f16(x); b = bf16(x)\"}", GHD_UT_NONE, 0);
+    double x[6] = {1 + ldexp(1, -11) + ldexp(1, -30), 65519.999, 65520, ldexp(1, -25) + ldexp(1, -60),
+                   1 + ldexp(1, -8) + ldexp(1, -30), -(1 + ldexp(1, -11) + ldexp(1, -30))};
+    uint16_t h[6], b[6];
+    struct ghd_uarg args[3] = {{.ptr = x}, {.ptr = h}, {.ptr = b}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 6, NULL, &acc, NULL), 0);
+    static const uint16_t want_h[6] = {0x3c01, 0x7bff, 0x7c00, 0x0001, 0x3c04, 0xbc01};
+    static const uint16_t want_b[6] = {0x3f80, 0x4780, 0x4780, 0x3300, 0x3f81, 0xbf80};
+    for (int i = 0; i < 6; i++) {
+        if (h[i] != want_h[i] || b[i] != want_b[i])
+            fail_msg("x = %.17g: f16 %#x (want %#x), bf16 %#x (want %#x)", x[i], h[i], want_h[i],
+                     b[i], want_b[i]);
+    }
+    prog_free(&pr);
+}
+
 /* Every integer type takes literals from its minimum to its maximum and
  * refuses one past either end (a literal never wraps), at the binding a
  * run makes as well as at definition. */
@@ -451,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_literal_typing),
         cmocka_unit_test(test_raw_default),
         cmocka_unit_test(test_half_rounding),
+        cmocka_unit_test(test_half_from_f64),
         cmocka_unit_test(test_placeholder_bindings),
         cmocka_unit_test(test_literal_ranges),
     };
