@@ -357,12 +357,8 @@ static json_t *reduce_value(const struct ghd_kargs *a, uint64_t acc, json_t *res
     enum ghd_dtype t = a->dtype;
     int is_float = t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
     if (ghd_reduce_is_sum(a->op)) {
-        if (a->op == GHD_KOP_MEAN) {
-            double sum = is_float ? ghd_f64_from_bits(acc)
-                         : ghd_dtype_is_signed(t) ? (double)ghd_i64_wrap(acc)
-                                                  : (double)acc;
-            return real_or_null(sum / (double)a->n, result);
-        }
+        if (a->op == GHD_KOP_MEAN)
+            return real_or_null(ghd_f64_from_bits(acc) / (double)a->n, result);
         if (is_float)
             return real_or_null(ghd_f64_from_bits(acc), result);
         return json_integer((json_int_t)ghd_i64_wrap(acc));

@@ -352,13 +352,22 @@ GHD_HD void ghd_cast_elem(enum ghd_dtype st, const void *src, enum ghd_dtype dt,
 }
 
 /* Reductions. The accumulator (struct ghd_kexec.acc) holds:
- *   sum, mean, dot: f64 bits for float inputs (f32 accumulates in f64),
+ *   mean:           f64 bits of the sum, every input type: each element
+ *                   converted to f64 and added in f64 (NumPy's rule), so
+ *                   the mean of 64-bit integers never wraps;
+ *   sum, dot:       f64 bits for float inputs (f32 accumulates in f64),
  *                   the 64-bit two's complement sum for integer inputs
  *                   (wraps modulo 2^64);
  *   min, max:       the result in the input type, zero-extended bits. */
 GHD_HD int ghd_reduce_is_sum(int op)
 {
     return op == GHD_KOP_SUM || op == GHD_KOP_MEAN || op == GHD_KOP_DOT;
+}
+
+/* Whether the accumulator holds f64 bits. */
+GHD_HD int ghd_reduce_acc_is_f64(int op, enum ghd_dtype t)
+{
+    return op == GHD_KOP_MEAN || t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
 }
 
 /* The element type a reduction writes to its "out" buffer. */
@@ -376,13 +385,9 @@ GHD_HD enum ghd_dtype ghd_reduce_out_dtype(int op, enum ghd_dtype t)
  * pre: n > 0 for mean. */
 GHD_HD void ghd_reduce_store(int op, enum ghd_dtype t, uint64_t acc, uint64_t n, void *out)
 {
-    int is_float = t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
-    int is_signed = t == GHD_DTYPE_I32 || t == GHD_DTYPE_I64;
     enum ghd_dtype ot = ghd_reduce_out_dtype(op, t);
     if (op == GHD_KOP_MEAN) {
-        double sum = is_float ? ghd_f64_from_bits(acc)
-                              : (is_signed ? (double)ghd_i64_wrap(acc) : (double)acc);
-        double mean = sum / (double)n;
+        double mean = ghd_f64_from_bits(acc) / (double)n;
         if (ot == GHD_DTYPE_F32) {
             float f = (float)mean;
             memcpy(out, &f, 4);

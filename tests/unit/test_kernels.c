@@ -1099,18 +1099,20 @@ static void test_reduce(void **state)
                                         ghd_dtype_name(t));
                 } else {
                     uint64_t acc = 0;
+                    double facc = 0; /* the mean's: in f64 */
                     int64_t mn = 0, mx = 0;
                     for (size_t i = 0; i < n; i++) {
                         int64_t v = sext(t, load_bits(x, xo + i, es));
                         int64_t w = sext(t, load_bits(y, yo + i, es));
                         acc += op == 4 ? (uint64_t)v * (uint64_t)w : (uint64_t)v;
+                        facc += sgn ? (double)v : (double)(uint64_t)v;
                         if (i == 0 || (sgn ? v < mn : (uint64_t)v < (uint64_t)mn))
                             mn = v;
                         if (i == 0 || (sgn ? v > mx : (uint64_t)v > (uint64_t)mx))
                             mx = v;
                     }
                     if (op == 3) {
-                        double want = (sgn ? (double)(int64_t)acc : (double)acc) / (double)n;
+                        double want = facc / (double)n;
                         assert_true(json_number_value(value) == want);
                         assert_true(((double *)out)[oo] == want);
                     } else if (op == 1 || op == 2) {
@@ -1128,6 +1130,30 @@ static void test_reduce(void **state)
                 json_decref(res);
             }
         }
+    }
+    /* the mean of integers adds in f64 (NumPy's rule): no 64-bit wrap
+     * (issue 39, item 1; it read -1.0 and -2^62 before) */
+    static const struct {
+        int64_t v;
+        size_t n;
+        double want;
+    } means[] = {{INT64_MAX, 1000, 0x1p63}, {(int64_t)1 << 62, 2, 0x1p62}, {INT64_MIN, 3, -0x1p63}};
+    for (size_t i = 0; i < sizeof(means) / sizeof(means[0]); i++) {
+        for (size_t k = 0; k < means[i].n; k++)
+            ((int64_t *)x)[k] = means[i].v;
+        tk_upload(&T, bx, x, 8 * means[i].n);
+        json_t *mres = NULL;
+        assert_int_equal(tk_run(&T, "mean", json_pack("{s:s, s:s, s:s, s:I}", "x", bx->id, "out",
+                                                      bo->id, "dtype", "i64", "n",
+                                                      (json_int_t)means[i].n),
+                                &mres),
+                         0);
+        double got = json_number_value(json_object_get(mres, "value")), out_v;
+        tk_download(&T, bo, &out_v, 8);
+        if (got != means[i].want || out_v != means[i].want)
+            fail_msg("mean of %zu x %lld: value %.17g, out %.17g", means[i].n, (long long)means[i].v,
+                     got, out_v);
+        json_decref(mres);
     }
     /* min/max skip NaNs; non-finite results have value null */
     float nan_in[4] = {NAN, 2.0f, -1.0f, NAN}, inf_in[2] = {INFINITY, 1.0f};
