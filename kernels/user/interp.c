@@ -54,18 +54,18 @@ static float as_float(uval v, int t)
     return (float)v.u;
 }
 
-/* A float result of type t from a float computation. */
+/* A float result of type t from a float computation (a NaN canonical). */
 static uval fl(int t, float f)
 {
     uval r;
-    r.f = t == GHD_UT_F16 ? ghd_u_rh(f) : t == GHD_UT_BF16 ? ghd_u_rbh(f) : f;
+    r.f = t == GHD_UT_F16 ? ghd_u_rhc(f) : t == GHD_UT_BF16 ? ghd_u_rbhc(f) : ghd_u_cnf(f);
     return r;
 }
 
 static uval dl(double d)
 {
     uval r;
-    r.d = d;
+    r.d = ghd_u_cnd(d);
     return r;
 }
 
@@ -84,7 +84,8 @@ union ghd_uval ghd_uval_convert(union ghd_uval v, int from, int to)
         if (to == GHD_UT_F32)
             return fl(to, as_float(v, from));
         uval r; /* f16/bf16: rounded once, from the value as f64 */
-        r.f = to == GHD_UT_F16 ? ghd_u_rhd(as_double(v, from)) : ghd_u_rbhd(as_double(v, from));
+        r.f = ghd_u_cnf(to == GHD_UT_F16 ? ghd_u_rhd(as_double(v, from))
+                                         : ghd_u_rbhd(as_double(v, from)));
         return r;
     }
     if (!ghd_utype_is_float(from))

@@ -13,7 +13,10 @@
  *   float -> integer truncates toward zero and saturates, NaN -> 0;
  *   a conversion to f16/bf16 rounds the value (as f64, exact for every
  *   f32 and every integer up to 2^53) once, to nearest even; an f16/bf16
- *   operation computes in f32 and rounds its result. */
+ *   operation computes in f32 and rounds its result;
+ *   a NaN that an operation, function or conversion makes is the positive
+ *   quiet NaN without payload (x86 makes a negative one, the GPU a
+ *   positive one with another payload; ghd_u_cnf/ghd_u_cnd). */
 #ifdef __CUDACC_RTC__
 #define GHD_UFN static __device__ __forceinline__
 typedef unsigned long long ghd_u64;
@@ -148,6 +151,10 @@ GHD_UFN float ghd_u_rbhd(double d) /* an f64 rounded once to bf16, as f32 */
 GHD_UFN unsigned short ghd_u_h_bits(float f)
 {
     unsigned short h;
+    if (f != f) { /* as the host's ghd_f32_to_f16: sign and payload top kept */
+        unsigned int u = __float_as_uint(f);
+        return (unsigned short)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x1ffu));
+    }
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
@@ -189,5 +196,35 @@ GHD_UFN float ghd_u_rbhd(double d)
     return ghd_bf16_to_f32(ghd_f64_to_bf16(d));
 }
 #endif
+
+#ifdef __CUDACC_RTC__
+#define GHD_U_F32_BITS(u) __uint_as_float(u)
+#define GHD_U_F64_BITS(u) __longlong_as_double((long long)(u))
+#else
+#define GHD_U_F32_BITS(u) ghd_f32_from_bits(u)
+#define GHD_U_F64_BITS(u) ghd_f64_from_bits(u)
+#endif
+
+/* A float result, its NaN made the positive quiet NaN without payload. */
+GHD_UFN float ghd_u_cnf(float f)
+{
+    return f != f ? GHD_U_F32_BITS(0x7fc00000u) : f;
+}
+
+GHD_UFN double ghd_u_cnd(double d)
+{
+    return d != d ? GHD_U_F64_BITS(0x7ff8000000000000ull) : d;
+}
+
+/* Rounded to f16 / bf16, then made canonical. */
+GHD_UFN float ghd_u_rhc(float f)
+{
+    return ghd_u_cnf(ghd_u_rh(f));
+}
+
+GHD_UFN float ghd_u_rbhc(float f)
+{
+    return ghd_u_cnf(ghd_u_rbh(f));
+}
 
 #endif
