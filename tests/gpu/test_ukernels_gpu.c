@@ -350,6 +350,16 @@ static void functions(void)
         int t;
         double tol;
     } fts[] = {{GHD_UT_F32, 2e-6}, {GHD_UT_F64, 1e-14}, {GHD_UT_F16, 4e-3}, {GHD_UT_BF16, 2e-2}};
+    /* the sign of a NaN that arithmetic makes: positive on both (issue 39,
+     * item 14; the host's was negative), seen through copysign */
+    static const char *ns =
+        "{\"name\": \"nansign\", \"in\": \"T x\", \"out\": \"T c\", \"body\":"
+        " \"c = copysign(1, sqrt(x)) + copysign(2, x / (x - x)) + copysign(4, -(x * 0 + sqrt(x)))"
+        " + copysign(8, f64(x) / 0 * 0)\"}";
+    for (size_t i = 0; i < sizeof(fts) / sizeof(fts[0]); i++) {
+        struct ucase z = {"NaN sign (exact)", ns, fts[i].t, D_SMALL, 0, 0, N, 0, 0, 0, 0};
+        run_case(&z, NULL, NULL);
+    }
     for (size_t i = 0; i < sizeof(fts) / sizeof(fts[0]); i++) {
         struct ucase a = {"functions A", fa, fts[i].t, D_UNIT, fts[i].tol, 1e-30, N, 0, 0, 0, 0};
         struct ucase b = {"functions B", fb, fts[i].t, D_SMALL, fts[i].tol, 1e-30, N, 0, 0, 0, 0};
