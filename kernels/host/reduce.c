@@ -1,5 +1,7 @@
 /* Host reference: reductions, into the accumulator scalar.h defines. Float
- * sums, and means of any type, add in f64, one element after another. */
+ * sums, and means of any type, add in f64, pairwise (NumPy's order: blocks
+ * of 128 one after another, then halves), so the reference's error grows
+ * with log n like the GPU's tree, not with n. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,17 +39,27 @@ static uint64_t get_u(enum ghd_dtype t, const void *p, uint64_t i)
     }
 }
 
+/* The f64 sum of elements [lo, lo + n): pairwise above 128 elements. */
+static double sum_pairwise(const struct ghd_kargs *a, uint64_t lo, uint64_t n)
+{
+    const void *xs = a->p[GHD_S_X], *ys = a->p[GHD_S_Y];
+    if (n > 128) {
+        uint64_t h = n / 2;
+        return sum_pairwise(a, lo, h) + sum_pairwise(a, lo + h, n - h);
+    }
+    double acc = 0;
+    for (uint64_t i = lo; i < lo + n; i++)
+        acc += a->op == GHD_KOP_DOT ? get_f(a->dtype, xs, i) * get_f(a->dtype, ys, i)
+                                    : get_f(a->dtype, xs, i);
+    return acc;
+}
+
 static uint64_t sum_like(const struct ghd_kargs *a, int in_f64)
 {
     const void *xs = a->p[GHD_S_X], *ys = a->p[GHD_S_Y];
     int dot = a->op == GHD_KOP_DOT;
-    if (in_f64) {
-        double acc = 0;
-        for (uint64_t i = 0; i < a->n; i++)
-            acc += dot ? get_f(a->dtype, xs, i) * get_f(a->dtype, ys, i)
-                       : get_f(a->dtype, xs, i);
-        return ghd_f64_bits(acc);
-    }
+    if (in_f64)
+        return ghd_f64_bits(sum_pairwise(a, 0, a->n));
     uint64_t acc = 0;
     for (uint64_t i = 0; i < a->n; i++)
         acc += dot ? get_u(a->dtype, xs, i) * get_u(a->dtype, ys, i) : get_u(a->dtype, xs, i);

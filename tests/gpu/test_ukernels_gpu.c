@@ -15,7 +15,7 @@
  *   other functions: f32 2e-6, f64 1e-14, f16 4e-3, bf16 2e-2 (CUDA's math
  *     library and glibc differ by a few ulp; halves round that once more),
  *     floor 1e-30;
- *   float sum reductions (the device adds in a tree, the host in order):
+ *   float sum reductions (the device adds in a tree, the host pairwise):
  *     f64 accumulator 1e-12, f32 accumulator 2e-3, both of sum |term| on
  *     the same data (the output buffer: of |host| + sum |term|).
  * GHD_GPU_TEST_N sets the element count (default 1000003). */
