@@ -15,6 +15,7 @@
 #include "kernels/raw/module.h"
 #include "kernels/user/ukernel.h"
 #include "base/error.h"
+#include "base/json_u64.h"
 #include "base/suggest.h"
 
 struct ghd_kernel_call {
@@ -87,6 +88,10 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
         return 0;
     }
     case GHD_PK_NUMBER: {
+        uint64_t big; /* 2^63 and above (base/json_u64.h): no built-in type holds it */
+        if (ghd_json_u64_big(v, &big))
+            return ghd_err_set(err, GHD_EUNPROC, "%s %" PRIu64 " is out of range for every type a "
+                               "built-in kernel takes (i64 at most)", p->name, big);
         if (!json_is_number(v))
             return ghd_err_set(err, GHD_EINVAL, "%s must be a number", p->name);
         double d = json_number_value(v);

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test_kernels_util.h"
+#include "base/json_u64.h"
 #include "kernels/call_args.h"
 #include "kernels/registry.h"
 
@@ -554,6 +555,16 @@ static void test_fill(void **state)
                      0);
     tk_download(&T, b, h, 16);
     assert_int_equal(((int64_t *)h)[1], INT64_MAX - 1);
+    /* an integer past 2^63 (the body parser keeps it, base/json_u64.h) is
+     * a 422 naming it, for a value and for a count, never read as 0 */
+    json_t *fa = json_pack("{s:s, s:s, s:i}", "x", b->id, "dtype", "i64", "n", 1);
+    json_object_set_new(fa, "value", ghd_json_u64((uint64_t)1 << 63));
+    assert_int_equal(tk_run(&T, "fill", fa, NULL), GHD_EUNPROC);
+    assert_non_null(strstr(T.err.detail, "9223372036854775808"));
+    fa = json_pack("{s:s, s:s, s:i}", "x", b->id, "dtype", "i64", "value", 1);
+    json_object_set_new(fa, "n", ghd_json_u64(UINT64_MAX));
+    assert_int_equal(tk_run(&T, "fill", fa, NULL), GHD_EUNPROC);
+    assert_non_null(strstr(T.err.detail, "18446744073709551615"));
     /* f64 -> f16/bf16 rounds once (NumPy's value), not through f32
      * (issue 39, item 7): 65519.999 is 65504, not infinity (a 422). */
     static const struct {
