@@ -528,15 +528,12 @@ static uval combine(struct frame *fr, uval a, uval b)
     return eval(fr, fr->p->reduce);
 }
 
-/* Elements a block adds one after another, from the identity, as a GPU
- * thread does; the blocks' results are then combined pairwise. */
+/* The reduced value of the map over fr->n elements: blocks of 16 one after
+ * another from the identity (as a GPU thread does), then the blocks
+ * pairwise (partial[l] holds 2^l blocks), so an f32 sum's error grows with
+ * log n, not n (one f32 accumulator stops at 2^24 for a sum of ones). The
+ * host is the reference for the GPU's tree: it must be as accurate. */
 #define PAIRWISE_BLOCK 16
-
-/* The reduced value of the map over fr->n elements, combined pairwise (a
- * binary counter of partial results: partial[l] holds 2^l blocks), so an
- * f32 sum's error grows with log n, not n: one f32 accumulator stops at
- * 2^24 for a sum of ones. The host is the reference the GPU's tree is
- * checked against, so it must be at least as accurate. */
 static int reduce_pairwise(struct frame *fr, const atomic_int *stop, uval *total,
                            struct ghd_err *e)
 {
