@@ -529,7 +529,7 @@ static void gpu_reduce(void)
     }
 }
 
-/* The mean of i64 adds in f64 and never wraps (issue 39, item 1): n
+/* The mean of i64 adds in f64 and never wraps: n
  * copies of INT64_MAX average 2^63 on both backends (-1 before). */
 static void gpu_mean_no_wrap(void)
 {

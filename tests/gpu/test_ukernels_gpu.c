@@ -305,7 +305,7 @@ static void operators(void)
             run_case(&b, NULL, NULL);
         }
     }
-    /* Arithmetic on a value then a comparison of it (issue 39, item 14):
+    /* Arithmetic on a value then a comparison of it:
      * NVRTC 13 dropped the sign extension of lanes 0, 4, 8 and 12 of a
      * 16-byte vector of i8 after an add, so i8 compared as if its neighbour
      * byte were its high bits; the i8 path reads element by element since. */
@@ -350,8 +350,8 @@ static void functions(void)
         int t;
         double tol;
     } fts[] = {{GHD_UT_F32, 2e-6}, {GHD_UT_F64, 1e-14}, {GHD_UT_F16, 4e-3}, {GHD_UT_BF16, 2e-2}};
-    /* the sign of a NaN that arithmetic makes: positive on both (issue 39,
-     * item 14; the host's was negative), seen through copysign */
+    /* the sign of a NaN that arithmetic makes: positive on both
+     * (the host's was negative), seen through copysign */
     static const char *ns =
         "{\"name\": \"nansign\", \"in\": \"T x\", \"out\": \"T c\", \"body\":"
         " \"c = copysign(1, sqrt(x)) + copysign(2, x / (x - x)) + copysign(4, -(x * 0 + sqrt(x)))"

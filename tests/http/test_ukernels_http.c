@@ -451,8 +451,8 @@ static void run_reply_has(long status, const char *needle, const char *fmt, ...)
     harness_resp_free(&r);
 }
 
-/* u64 values round-trip exactly through JSON, past 2^63 too (issue 39,
- * item 6): a reduction's value is the integer, not a double, and a u64
+/* u64 values round-trip exactly through JSON, past 2^63 too:
+ * a reduction's value is the integer, not a double, and a u64
  * scalar argument up to 2^64 - 1 is taken (it was a 400 "too big integer"). */
 static void test_u64_exact(void **state)
 {

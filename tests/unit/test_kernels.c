@@ -565,8 +565,8 @@ static void test_fill(void **state)
     json_object_set_new(fa, "n", ghd_json_u64(UINT64_MAX));
     assert_int_equal(tk_run(&T, "fill", fa, NULL), GHD_EUNPROC);
     assert_non_null(strstr(T.err.detail, "18446744073709551615"));
-    /* f64 -> f16/bf16 rounds once (NumPy's value), not through f32
-     * (issue 39, item 7): 65519.999 is 65504, not infinity (a 422). */
+    /* f64 -> f16/bf16 rounds once (NumPy's value), not through f32:
+     * 65519.999 is 65504, not infinity (a 422). */
     static const struct {
         const char *dtype;
         double value;
@@ -1145,7 +1145,7 @@ static void test_reduce(void **state)
         }
     }
     /* the mean of integers adds in f64 (NumPy's rule): no 64-bit wrap
-     * (issue 39, item 1; it read -1.0 and -2^62 before) */
+     * (it read -1.0 and -2^62 before) */
     static const struct {
         int64_t v;
         size_t n;

@@ -112,7 +112,7 @@ static void test_packing_errors(void **state)
 }
 
 /* A u64 argument past 2^63 is taken exactly, as the request body parser
- * hands it over (base/json_u64.h; issue 39, item 6); other integer kinds
+ * hands it over (base/json_u64.h); other integer kinds
  * refuse it with a 422, f64 takes it rounded. */
 static void test_packing_u64(void **state)
 {

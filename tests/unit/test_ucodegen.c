@@ -190,7 +190,7 @@ static void test_cache(void **state)
 /* i8 buffers are read and written element by element, never as 16-byte
  * vectors: NVRTC 13 lost the sign extension of lanes 0, 4, 8 and 12 of a
  * vector of i8 after arithmetic (max(57 + y, y) at y = -110 gave -110 on
- * the H200; issue 39, item 14). Other element types keep the vector path. */
+ * the H200). Other element types keep the vector path. */
 static void test_i8_not_vectorised(void **state)
 {
     (void)state;

@@ -270,7 +270,7 @@ static void test_reduction_l2(void **state)
 }
 
 /* An f32 reduction on the host adds pairwise, not one element at a time
- * into one f32 (issue 39, item 8): 2e7 ones sum to 2e7 (16777216 before),
+ * into one f32: 2e7 ones sum to 2e7 (16777216 before),
  * and 1e6 uniform values come within 1e-7 of the exact sum (1e-5 before). */
 static void test_reduction_f32_accuracy(void **state)
 {
@@ -395,7 +395,7 @@ static void test_half_rounding(void **state)
 }
 
 /* f64 -> f16 and f64 -> bf16 round once, to nearest even, as NumPy does,
- * not through f32 (issue 39, item 7): 1 + 2^-11 + 2^-30 is just above the
+ * not through f32: 1 + 2^-11 + 2^-30 is just above the
  * midpoint of 1 and 1 + 2^-10, while in f32 it is the midpoint itself. */
 static void test_half_from_f64(void **state)
 {
@@ -420,7 +420,7 @@ static void test_half_from_f64(void **state)
 }
 
 /* A NaN that arithmetic makes is the positive quiet NaN with no payload on
- * both backends (issue 39, item 14: x86 makes a negative one, CUDA a
+ * both backends (x86 makes a negative one, CUDA a
  * positive one), so copysign of it agrees. */
 static void test_nan_canonical(void **state)
 {
