@@ -15,6 +15,7 @@
 #include "kernels/raw/module.h"
 #include "kernels/user/ukernel.h"
 #include "base/error.h"
+#include "base/json_u64.h"
 #include "base/suggest.h"
 
 struct ghd_kernel_call {
@@ -87,6 +88,10 @@ static int parse_scalar(const struct ghd_param *p, json_t *v, struct ghd_kargs *
         return 0;
     }
     case GHD_PK_NUMBER: {
+        uint64_t big; /* 2^63 and above (base/json_u64.h): no built-in type holds it */
+        if (ghd_json_u64_big(v, &big))
+            return ghd_err_set(err, GHD_EUNPROC, "%s %" PRIu64 " is out of range for every type a "
+                               "built-in kernel takes (i64 at most)", p->name, big);
         if (!json_is_number(v))
             return ghd_err_set(err, GHD_EINVAL, "%s must be a number", p->name);
         double d = json_number_value(v);
@@ -357,12 +362,8 @@ static json_t *reduce_value(const struct ghd_kargs *a, uint64_t acc, json_t *res
     enum ghd_dtype t = a->dtype;
     int is_float = t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
     if (ghd_reduce_is_sum(a->op)) {
-        if (a->op == GHD_KOP_MEAN) {
-            double sum = is_float ? ghd_f64_from_bits(acc)
-                         : ghd_dtype_is_signed(t) ? (double)ghd_i64_wrap(acc)
-                                                  : (double)acc;
-            return real_or_null(sum / (double)a->n, result);
-        }
+        if (a->op == GHD_KOP_MEAN)
+            return real_or_null(ghd_f64_from_bits(acc) / (double)a->n, result);
         if (is_float)
             return real_or_null(ghd_f64_from_bits(acc), result);
         return json_integer((json_int_t)ghd_i64_wrap(acc));

@@ -3,10 +3,12 @@
  * name an unknown parameter with the same suggestion. */
 #include "call_args.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json_u64.h"
 #include "base/suggest.h"
 
 #define OFFSET_SUFFIX "_offset"
@@ -34,6 +36,10 @@ int ghd_kernel_call_unknown(const char *kname, const char *key, const char *cons
 
 int ghd_kernel_call_count(json_t *v, const char *name, uint64_t *out, struct ghd_err *err)
 {
+    uint64_t big; /* 2^63 and above (base/json_u64.h) */
+    if (ghd_json_u64_big(v, &big))
+        return ghd_err_set(err, GHD_EUNPROC, "%s %" PRIu64 " is too large (at most 2^63 - 1)",
+                           name, big);
     if (!json_is_integer(v))
         return ghd_err_set(err, GHD_EINVAL, "%s must be a non-negative integer", name);
     json_int_t i = json_integer_value(v);

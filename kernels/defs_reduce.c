@@ -68,7 +68,7 @@ const struct ghd_kernel ghd_kdefs_reduce[] = {
     RED("max", GHD_KOP_RMAX, minmax_params,
         "Largest of n elements of x. NaNs are ignored unless all are NaN.",
         "value (in dtype), value_dtype, n"),
-    RED("mean", GHD_KOP_MEAN, mean_params, "Mean of n elements of x: the sum over n, in f64.",
+    RED("mean", GHD_KOP_MEAN, mean_params, "Mean of n elements of x: the sum over n, in f64 (every element converted to f64 and added in f64, as NumPy does, so 64-bit integers never wrap).",
         "value (f64), value_dtype, n"),
     RED("dot", GHD_KOP_DOT, dot_params,
         "Sum of x[i]*y[i]. f32 products are formed and summed in f64.", SUM_RESULT),

@@ -8,8 +8,9 @@
  * bit wherever the arithmetic itself is exact.
  *
  * Conversions (the "cast" kernel, gemm's f16/bf16, fill values):
- *   float -> float   round to nearest even; f64 -> f16/bf16 goes through
- *                    f32 (rounds twice).
+ *   float -> float   round to nearest even, once: f64 -> f16/bf16 rounds
+ *                    the f64 value directly (NumPy's result), never
+ *                    through f32 (which could round twice).
  *   float -> integer truncates toward zero and saturates at the target's
  *                    range; NaN becomes 0.
  *   integer -> float round to nearest even.
@@ -126,6 +127,44 @@ GHD_HD uint16_t ghd_f32_to_bf16(float f)
         return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
+}
+
+/* binary64 -> a 16-bit float of `mb` mantissa bits and exponent bias
+ * `bias` (f16: 10, 15; bf16: 7, 127), rounded once to nearest even. NaN
+ * stays a quiet NaN with the top of its payload. */
+GHD_HD uint16_t ghd_f64_to_narrow(double d, int mb, int bias)
+{
+    uint64_t u = ghd_f64_bits(d);
+    uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
+    uint64_t a = u & 0x7fffffffffffffffull;
+    uint64_t inf = (uint64_t)(2 * bias + 1) << mb;
+    if (a > 0x7ff0000000000000ull)
+        return (uint16_t)(sign | inf | (1u << (mb - 1)) |
+                          ((a >> (52 - mb)) & ((1u << (mb - 1)) - 1u)));
+    int e = (int)(a >> 52) - 1023;
+    if (e > bias) /* at least 2^(bias + 1), infinity included */
+        return (uint16_t)(sign | inf);
+    uint64_t man = (a & 0xfffffffffffffull) | (1ull << 52);
+    /* normal: keep mb bits after the leading one; subnormal: fewer */
+    int shift = 52 - mb + (e >= 1 - bias ? 0 : 1 - bias - e);
+    if (shift > 53) /* below half the smallest subnormal (zero too) */
+        return sign;
+    uint64_t h = man >> shift, rest = man & ((1ull << shift) - 1u), half = 1ull << (shift - 1);
+    if (e >= 1 - bias)
+        h += (uint64_t)(e + bias - 1) << mb; /* the leading one lifts it to e + bias */
+    if (rest > half || (rest == half && (h & 1u)))
+        h++; /* a carry rounds up into the next binade, or to infinity */
+    return (uint16_t)(sign | h);
+}
+
+GHD_HD uint16_t ghd_f64_to_f16(double d)
+{
+    return ghd_f64_to_narrow(d, 10, 15);
+}
+
+GHD_HD uint16_t ghd_f64_to_bf16(double d)
+{
+    return ghd_f64_to_narrow(d, 7, 127);
 }
 
 /* Saturating, truncating float -> integer conversions; NaN -> 0. */
@@ -275,9 +314,9 @@ GHD_HD void ghd_elem_narrow(struct ghd_elem_value w, enum ghd_dtype dt, void *ds
         break;
     }
     case GHD_DTYPE_F16:
-    case GHD_DTYPE_BF16: {
-        float f = w.is_int ? (float)w.i : (float)w.f;
-        uint16_t h = dt == GHD_DTYPE_F16 ? ghd_f32_to_f16(f) : ghd_f32_to_bf16(f);
+    case GHD_DTYPE_BF16: { /* integers past 2^53 round twice, only for bf16 */
+        double f = w.is_int ? (double)w.i : w.f;
+        uint16_t h = dt == GHD_DTYPE_F16 ? ghd_f64_to_f16(f) : ghd_f64_to_bf16(f);
         memcpy(dst, &h, 2);
         break;
     }
@@ -313,13 +352,22 @@ GHD_HD void ghd_cast_elem(enum ghd_dtype st, const void *src, enum ghd_dtype dt,
 }
 
 /* Reductions. The accumulator (struct ghd_kexec.acc) holds:
- *   sum, mean, dot: f64 bits for float inputs (f32 accumulates in f64),
+ *   mean:           f64 bits of the sum, every input type: each element
+ *                   converted to f64 and added in f64 (NumPy's rule), so
+ *                   the mean of 64-bit integers never wraps;
+ *   sum, dot:       f64 bits for float inputs (f32 accumulates in f64),
  *                   the 64-bit two's complement sum for integer inputs
  *                   (wraps modulo 2^64);
  *   min, max:       the result in the input type, zero-extended bits. */
 GHD_HD int ghd_reduce_is_sum(int op)
 {
     return op == GHD_KOP_SUM || op == GHD_KOP_MEAN || op == GHD_KOP_DOT;
+}
+
+/* Whether the accumulator holds f64 bits. */
+GHD_HD int ghd_reduce_acc_is_f64(int op, enum ghd_dtype t)
+{
+    return op == GHD_KOP_MEAN || t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
 }
 
 /* The element type a reduction writes to its "out" buffer. */
@@ -337,13 +385,9 @@ GHD_HD enum ghd_dtype ghd_reduce_out_dtype(int op, enum ghd_dtype t)
  * pre: n > 0 for mean. */
 GHD_HD void ghd_reduce_store(int op, enum ghd_dtype t, uint64_t acc, uint64_t n, void *out)
 {
-    int is_float = t == GHD_DTYPE_F32 || t == GHD_DTYPE_F64;
-    int is_signed = t == GHD_DTYPE_I32 || t == GHD_DTYPE_I64;
     enum ghd_dtype ot = ghd_reduce_out_dtype(op, t);
     if (op == GHD_KOP_MEAN) {
-        double sum = is_float ? ghd_f64_from_bits(acc)
-                              : (is_signed ? (double)ghd_i64_wrap(acc) : (double)acc);
-        double mean = sum / (double)n;
+        double mean = ghd_f64_from_bits(acc) / (double)n;
         if (ot == GHD_DTYPE_F32) {
             float f = (float)mean;
             memcpy(out, &f, 4);

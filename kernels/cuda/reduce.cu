@@ -1,6 +1,7 @@
 /* CUDA: reductions through CUB DeviceReduce. Sums and dot products
  * accumulate in f64 (float inputs) or in 64-bit integers that wrap (integer
- * inputs), as kernels/scalar.h defines; min/max stay in the input type with
+ * inputs), means in f64 for every input type, as kernels/scalar.h defines;
+ * min/max stay in the input type with
  * fmin/fmax semantics for floats. The 8-byte accumulator and CUB's
  * temporary storage come from the pool; the accumulator is finished into
  * the "out" buffer by one thread if asked, and fetched by the caller. */
@@ -28,6 +29,12 @@ struct ToAcc {
         else
             return (uint64_t)v;
     }
+};
+
+/* An element as f64 (means of any type). */
+template <typename T>
+struct ToF64 {
+    __host__ __device__ __forceinline__ double operator()(T v) const { return (double)v; }
 };
 
 template <typename T>
@@ -94,8 +101,17 @@ static int reduce_typed(ghd_kexec *x, uint64_t **d_acc)
     cudaStream_t s = stream_of(x);
     using Acc = AccOf<T>;
     switch (a->op) {
-    case GHD_KOP_SUM:
     case GHD_KOP_MEAN:
+        return cub_twice(
+            x,
+            [&](void *temp, size_t &bytes, uint64_t *out) {
+                return cub::DeviceReduce::TransformReduce(temp, bytes, xs,
+                                                          reinterpret_cast<double *>(out), n,
+                                                          cuda::std::plus<double>{}, ToF64<T>{},
+                                                          0.0, s);
+            },
+            d_acc);
+    case GHD_KOP_SUM:
         return cub_twice(
             x,
             [&](void *temp, size_t &bytes, uint64_t *out) {

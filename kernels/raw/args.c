@@ -6,11 +6,13 @@
  * kernel that reads a misplaced value. */
 #include "raw.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
 #include "base/err.h"
 #include "base/error.h"
+#include "base/json_u64.h"
 
 static const struct {
     const char *name;
@@ -71,10 +73,12 @@ static int put_scalar(enum ghd_raw_kind k, json_t *v, unsigned i, unsigned char 
                       struct ghd_err *err)
 {
     const char *name = kinds[k].name;
+    uint64_t big; /* 2^63 .. 2^64 - 1 (base/json_u64.h) */
+    int is_big = ghd_json_u64_big(v, &big);
     if (kinds[k].is_float) {
-        if (!json_is_number(v))
+        if (!json_is_number(v) && !is_big)
             return ghd_err_set(err, GHD_EUNPROC, "args[%u]: %s takes a number", i, name);
-        double d = json_number_value(v);
+        double d = is_big ? (double)big : json_number_value(v);
         if (k == GHD_RAW_F32) {
             float f = (float)d;
             if (isinf(f) && !isinf(d))
@@ -83,6 +87,13 @@ static int put_scalar(enum ghd_raw_kind k, json_t *v, unsigned i, unsigned char 
         } else {
             memcpy(dst, &d, 8);
         }
+        return 0;
+    }
+    if (is_big) {
+        if (kinds[k].size != 8 || kinds[k].is_signed)
+            return ghd_err_set(err, GHD_EUNPROC, "args[%u]: %" PRIu64 " is out of %s's range", i,
+                               big, name);
+        memcpy(dst, &big, 8);
         return 0;
     }
     if (!json_is_integer(v))

@@ -325,7 +325,11 @@ static void reduce_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsig
 }
 
 /* The vector path's element size: every buffer the loop reads or writes
- * has it (0 when they differ, or there is none). */
+ * has it (0 when they differ, or there is none, or one is i8). i8 goes
+ * element by element: NVRTC 13 drops the sign extension of lanes 0, 4, 8
+ * and 12 of a 16-byte vector of i8 after arithmetic (the PTX adds to the
+ * 16-bit register that holds two lanes and compares it unextended), so
+ * max(57 + y, y) came out wrong on the GPU. */
 static unsigned common_elem_size(const struct ghd_uprog *p)
 {
     const struct ghd_udef *d = p->def;
@@ -335,7 +339,7 @@ static unsigned common_elem_size(const struct ghd_uprog *p)
         if (!is_buffer_param(p, k))
             continue;
         unsigned s = (unsigned)ghd_utype_size(p->param_type[k]);
-        if (size && s != size)
+        if (p->param_type[k] == GHD_UT_I8 || (size && s != size))
             return 0;
         size = s;
     }

@@ -103,15 +103,16 @@ static const char *math_name(int fn)
     return names[fn];
 }
 
-/* Opens a rounding of a float result to type t (closed by round_close). */
+/* Opens a rounding of a float result to type t, its NaN made canonical
+ * as the interpreter's (uops.h); one parenthesis closes it. */
 static void round_open(struct ghd_strbuf *o, int t)
 {
     if (t == GHD_UT_F16)
-        ghd_strbuf_put(o, "ghd_u_rh(");
+        ghd_strbuf_put(o, "ghd_u_rhc(");
     else if (t == GHD_UT_BF16)
-        ghd_strbuf_put(o, "ghd_u_rbh(");
+        ghd_strbuf_put(o, "ghd_u_rbhc(");
     else
-        ghd_strbuf_put(o, "(");
+        ghd_strbuf_put(o, t == GHD_UT_F64 ? "ghd_u_cnd(" : "ghd_u_cnf(");
 }
 
 static void args(struct ghd_strbuf *o, const struct ghd_uprog *p, const struct ghd_unode *n)
@@ -170,7 +171,12 @@ static void cast(struct ghd_strbuf *o, const struct ghd_uprog *p, const struct g
         ghd_ucg_expr(o, p, n->kid[0]);
         ghd_strbuf_put(o, " != 0)");
     } else if (is_half(to)) {
-        ghd_strbuf_put(o, "%s((float)(", to == GHD_UT_F16 ? "ghd_u_rh" : "ghd_u_rbh");
+        ghd_strbuf_put(o, "ghd_u_cnf(%s((double)(", to == GHD_UT_F16 ? "ghd_u_rhd" : "ghd_u_rbhd");
+        ghd_ucg_expr(o, p, n->kid[0]);
+        ghd_strbuf_put(o, ")))");
+    } else if (ghd_utype_is_float(to) && ghd_utype_is_float(from)) {
+        round_open(o, to);
+        ghd_strbuf_put(o, "(%s)(", ghd_ucg_ctype(to));
         ghd_ucg_expr(o, p, n->kid[0]);
         ghd_strbuf_put(o, "))");
     } else if (ghd_utype_is_float(to) || !ghd_utype_is_float(from)) {

@@ -54,18 +54,18 @@ static float as_float(uval v, int t)
     return (float)v.u;
 }
 
-/* A float result of type t from a float computation. */
+/* A float result of type t from a float computation (a NaN canonical). */
 static uval fl(int t, float f)
 {
     uval r;
-    r.f = t == GHD_UT_F16 ? ghd_u_rh(f) : t == GHD_UT_BF16 ? ghd_u_rbh(f) : f;
+    r.f = t == GHD_UT_F16 ? ghd_u_rhc(f) : t == GHD_UT_BF16 ? ghd_u_rbhc(f) : ghd_u_cnf(f);
     return r;
 }
 
 static uval dl(double d)
 {
     uval r;
-    r.d = d;
+    r.d = ghd_u_cnd(d);
     return r;
 }
 
@@ -81,7 +81,12 @@ union ghd_uval ghd_uval_convert(union ghd_uval v, int from, int to)
     if (ghd_utype_is_float(to)) {
         if (to == GHD_UT_F64)
             return dl(as_double(v, from));
-        return fl(to, as_float(v, from));
+        if (to == GHD_UT_F32)
+            return fl(to, as_float(v, from));
+        uval r; /* f16/bf16: rounded once, from the value as f64 */
+        r.f = ghd_u_cnf(to == GHD_UT_F16 ? ghd_u_rhd(as_double(v, from))
+                                         : ghd_u_rbhd(as_double(v, from)));
+        return r;
     }
     if (!ghd_utype_is_float(from))
         return int_norm(to, v.u);
@@ -516,6 +521,47 @@ static int stop_asked(const atomic_int *stop, uint64_t i, uint64_t n, struct ghd
                        (unsigned long long)i, (unsigned long long)n);
 }
 
+static uval combine(struct frame *fr, uval a, uval b)
+{
+    fr->a = a;
+    fr->b = b;
+    return eval(fr, fr->p->reduce);
+}
+
+/* The reduced value of the map over fr->n elements: blocks of 16 one after
+ * another from the identity (as a GPU thread does), then the blocks
+ * pairwise (partial[l] holds 2^l blocks), so an f32 sum's error grows with
+ * log n, not n (one f32 accumulator stops at 2^24 for a sum of ones). The
+ * host is the reference for the GPU's tree: it must be as accurate. */
+#define PAIRWISE_BLOCK 16
+static int reduce_pairwise(struct frame *fr, const atomic_int *stop, uval *total,
+                           struct ghd_err *e)
+{
+    uval partial[64];
+    uint64_t blocks = 0;
+    int rc;
+    for (uint64_t i = 0; i < fr->n;) {
+        uval r = eval(fr, fr->p->identity);
+        for (uint64_t end = i + PAIRWISE_BLOCK; i < end && i < fr->n; i++) {
+            if ((rc = stop_asked(stop, i, fr->n, e)) != 0)
+                return rc;
+            fr->i = i;
+            load_params(fr, i, 0);
+            r = combine(fr, r, eval(fr, fr->p->map));
+        }
+        int l = 0;
+        for (; blocks & ((uint64_t)1 << l); l++)
+            r = combine(fr, partial[l], r);
+        partial[l] = r;
+        blocks++;
+    }
+    *total = eval(fr, fr->p->identity);
+    for (int l = 63; l >= 0; l--)
+        if (blocks & ((uint64_t)1 << l))
+            *total = combine(fr, *total, partial[l]);
+    return 0;
+}
+
 int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint64_t n,
                     const atomic_int *stop, union ghd_uval *acc, struct ghd_err *e)
 {
@@ -539,16 +585,9 @@ int ghd_uinterp_run(const struct ghd_uprog *p, const struct ghd_uarg *args, uint
         }
         return 0;
     }
-    uval total = eval(&fr, p->identity);
-    for (uint64_t i = 0; i < n; i++) {
-        if ((rc = stop_asked(stop, i, n, e)) != 0)
-            return rc;
-        fr.i = i;
-        load_params(&fr, i, 0);
-        fr.b = eval(&fr, p->map);
-        fr.a = total;
-        total = eval(&fr, p->reduce);
-    }
+    uval total;
+    if ((rc = reduce_pairwise(&fr, stop, &total, e)) != 0)
+        return rc;
     fr.a = total;
     /* post: the output starts as the reduced value converted to its type */
     int out = d->nin;

@@ -16,6 +16,7 @@
 #include "ucuda.h"
 #include "kernels/call_args.h"
 #include "base/error.h"
+#include "base/json_u64.h"
 #include "base/suggest.h"
 
 struct ghd_ucall {
@@ -80,9 +81,18 @@ static int scalar_value(const char *name, json_t *v, int t, union ghd_uval *out,
     if (json_is_boolean(v))
         return ghd_err_set(err, GHD_EUNPROC, "%s is %s: give a number, not a bool", name,
                            ghd_utype_name(t));
+    uint64_t big; /* 2^63 .. 2^64 - 1 (base/json_u64.h) */
+    int is_big = ghd_json_u64_big(v, &big);
     if (ghd_utype_is_float(t)) {
-        x.d = json_number_value(v);
+        x.d = is_big ? (double)big : json_number_value(v);
         *out = ghd_uval_convert(x, GHD_UT_F64, t);
+        return 0;
+    }
+    if (is_big) {
+        if (t != GHD_UT_U64)
+            return ghd_err_set(err, GHD_EUNPROC, "%s: %" PRIu64 " does not fit %s", name, big,
+                               ghd_utype_name(t));
+        out->u = big;
         return 0;
     }
     if (!json_is_integer(v))
@@ -138,7 +148,8 @@ static int read_binding(const struct ghd_udef *d, json_t *args, struct ghd_ubind
     }
     for (int k = 0; k < d->nin; k++) {
         json_t *v = json_object_get(args, d->params[k].name);
-        if (v && (json_is_number(v) || json_is_boolean(v))) {
+        uint64_t big;
+        if (v && (json_is_number(v) || json_is_boolean(v) || ghd_json_u64_big(v, &big))) {
             if (d->params[k].is_raw)
                 return ghd_err_set(err, GHD_EUNPROC,
                                    "%s is raw: it must be a buffer id, not a number",
@@ -321,8 +332,7 @@ static json_t *value_json(union ghd_uval v, int t, json_t *result)
     if (t == GHD_UT_BOOL)
         return json_boolean(v.u);
     if (!ghd_utype_is_float(t))
-        return ghd_utype_is_signed(t) || v.u <= (uint64_t)INT64_MAX ? json_integer((json_int_t)v.i)
-                                                                    : json_real((double)v.u);
+        return ghd_utype_is_signed(t) ? json_integer((json_int_t)v.i) : ghd_json_u64(v.u);
     double d = t == GHD_UT_F64 ? v.d : v.f;
     if (isfinite(d))
         return json_real(d);

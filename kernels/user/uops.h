@@ -11,7 +11,12 @@
  *   integers wrap modulo 2^bits; x / 0 == 0, x % 0 == 0, MIN / -1 == MIN,
  *   MIN % -1 == 0; shift counts are taken modulo the width;
  *   float -> integer truncates toward zero and saturates, NaN -> 0;
- *   anything -> f16/bf16 goes through f32, rounding to nearest even. */
+ *   a conversion to f16/bf16 rounds the value (as f64, exact for every
+ *   f32 and every integer up to 2^53) once, to nearest even; an f16/bf16
+ *   operation computes in f32 and rounds its result;
+ *   a NaN that an operation, function or conversion makes is the positive
+ *   quiet NaN without payload (x86 makes a negative one, the GPU a
+ *   positive one with another payload; ghd_u_cnf/ghd_u_cnd). */
 #ifdef __CUDACC_RTC__
 #define GHD_UFN static __device__ __forceinline__
 typedef unsigned long long ghd_u64;
@@ -123,9 +128,33 @@ GHD_UFN float ghd_u_rbh(float f) /* round to bf16 and back */
     return __uint_as_float(u & 0xffff0000u);
 }
 
+GHD_UFN float ghd_u_rhd(double d) /* an f64 rounded once to f16, as f32 */
+{
+    unsigned short h;
+    float r;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+    return r;
+}
+
+GHD_UFN float ghd_u_rbhd(double d) /* an f64 rounded once to bf16, as f32 */
+{
+#if __CUDA_ARCH__ >= 900
+    unsigned short b;
+    asm("cvt.rn.bf16.f64 %0, %1;" : "=h"(b) : "d"(d));
+    return __uint_as_float((unsigned int)b << 16);
+#else /* no such instruction before sm_90: through f32 (may round twice) */
+    return ghd_u_rbh((float)d);
+#endif
+}
+
 GHD_UFN unsigned short ghd_u_h_bits(float f)
 {
     unsigned short h;
+    if (f != f) { /* as the host's ghd_f32_to_f16: sign and payload top kept */
+        unsigned int u = __float_as_uint(f);
+        return (unsigned short)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x1ffu));
+    }
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
@@ -156,6 +185,46 @@ GHD_UFN float ghd_u_rbh(float f)
 {
     return ghd_bf16_to_f32(ghd_f32_to_bf16(f));
 }
+
+GHD_UFN float ghd_u_rhd(double d)
+{
+    return ghd_f16_to_f32(ghd_f64_to_f16(d));
+}
+
+GHD_UFN float ghd_u_rbhd(double d)
+{
+    return ghd_bf16_to_f32(ghd_f64_to_bf16(d));
+}
 #endif
+
+#ifdef __CUDACC_RTC__
+#define GHD_U_F32_BITS(u) __uint_as_float(u)
+#define GHD_U_F64_BITS(u) __longlong_as_double((long long)(u))
+#else
+#define GHD_U_F32_BITS(u) ghd_f32_from_bits(u)
+#define GHD_U_F64_BITS(u) ghd_f64_from_bits(u)
+#endif
+
+/* A float result, its NaN made the positive quiet NaN without payload. */
+GHD_UFN float ghd_u_cnf(float f)
+{
+    return f != f ? GHD_U_F32_BITS(0x7fc00000u) : f;
+}
+
+GHD_UFN double ghd_u_cnd(double d)
+{
+    return d != d ? GHD_U_F64_BITS(0x7ff8000000000000ull) : d;
+}
+
+/* Rounded to f16 / bf16, then made canonical. */
+GHD_UFN float ghd_u_rhc(float f)
+{
+    return ghd_u_cnf(ghd_u_rh(f));
+}
+
+GHD_UFN float ghd_u_rbhc(float f)
+{
+    return ghd_u_cnf(ghd_u_rbh(f));
+}
 
 #endif

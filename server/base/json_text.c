@@ -1,5 +1,7 @@
 #include "json_text.h"
 
+#include "json_u64.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +59,14 @@ char *ghd_json_dumps(const json_t *obj, size_t flags)
             }
             out[o++] = *p++;
         } else if (*p == '"') {
+            const char *digits;
+            size_t nd, tagged = ghd_json_u64_dumped(p, &digits, &nd);
+            if (tagged) { /* a u64 past INT64_MAX: the bare integer (shorter) */
+                memcpy(out + o, digits, nd);
+                o += nd;
+                p += tagged;
+                continue;
+            }
             in_string = 1;
             out[o++] = *p++;
         } else if (*p == '-' || (*p >= '0' && *p <= '9')) {

@@ -3,7 +3,8 @@
 
 #include <jansson.h>
 
-/* json_dumps, but every real is written with the fewest significant digits
+/* json_dumps, but a tagged u64 (json_u64.h) is written as its integer, and
+ * every real is written with the fewest significant digits
  * (15 to 17) that read back as the same double, as Python's repr does:
  * Jansson alone writes 2.195 as 2.1949999999999998. Nothing is lost, since
  * the shorter text parses to the same value. Returns a string to free(), or

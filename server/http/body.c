@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/json_u64.h"
 #include "core/service.h"
 #include "head.h"
 
@@ -84,8 +85,9 @@ int ghd_body_parse_json(struct ghd_http_request *hr)
     json_error_t err;
     /* A key twice would be read as its last value here and maybe as its
      * first by whoever checked the body before us: refused. */
-    json_t *doc = json_loadb(hr->json_buf ? hr->json_buf : "", hr->json_len,
-                             JSON_REJECT_DUPLICATES, &err);
+    /* Integers up to 2^64 - 1 are read exactly (json_u64.h). */
+    json_t *doc = ghd_json_loadb_u64(hr->json_buf ? hr->json_buf : "", hr->json_len,
+                                     JSON_REJECT_DUPLICATES, &err);
     if (!doc)
         return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "line %d, column %d: %s",
                                  err.line, err.column, err.text);

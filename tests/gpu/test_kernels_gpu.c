@@ -494,7 +494,8 @@ static void gpu_reduce(void)
                     mag += fabs(elem_f(t, xs, xo + i) * (op == 4 ? elem_f(t, ys, 2 + i) : 1.0));
                 if (op == 3)
                     mag /= (double)n;
-                int exact = !is_float || op == 1 || op == 2;
+                /* an i64 mean adds in f64, in another order on each side */
+                int exact = op == 1 || op == 2 || (!is_float && (op != 3 || t != GHD_DTYPE_I64));
                 int ok = json_is_number(hv) && json_is_number(dv) && !isnan(dval) &&
                          (exact ? json_equal(hv, dv) : fabs(dval - hval) <= 1e-10 * mag);
                 /* the out buffers: exact where the value is, else one f32/f64 rounding */
@@ -506,7 +507,7 @@ static void gpu_reduce(void)
                 size_t os = ghd_dtype_size(ot);
                 int out_ok = memcmp(ho, dout, os) == 0 && memcmp(ho + 2 * os, dout + 2 * os,
                                                                sizeof(ho) - 2 * os) == 0;
-                if (exact || (op == 3 && !is_float)) {
+                if (exact) {
                     out_ok = out_ok && memcmp(ho + os, dout + os, os) == 0;
                 } else {
                     double a = elem_f(ot, ho, 1), b = elem_f(ot, dout, 1);
@@ -526,6 +527,34 @@ static void gpu_reduce(void)
         free(ys);
         pfree_all();
     }
+}
+
+/* The mean of i64 adds in f64 and never wraps: n
+ * copies of INT64_MAX average 2^63 on both backends (-1 before). */
+static void gpu_mean_no_wrap(void)
+{
+    uint64_t n = N < 1000 ? N : 1000;
+    struct pair x = pbuf(n * 8), out = pbuf(8);
+    int64_t *xs = malloc(n * 8);
+    for (uint64_t i = 0; i < n; i++)
+        xs[i] = INT64_MAX;
+    pupload(x, xs);
+    json_t *hres = NULL, *dres = NULL;
+    json_t *args = json_pack("{s:s, s:s, s:s, s:I}", "x", x.h->id, "out", out.h->id, "dtype", "i64",
+                             "n", (json_int_t)n);
+    if (prun("mean", args, &hres, &dres) == 0) {
+        double hv = json_number_value(json_object_get(hres, "value"));
+        double dv = json_number_value(json_object_get(dres, "value"));
+        double ho, dout;
+        pdownload(out, &ho, &dout);
+        int ok = hv == 0x1p63 && dv == 0x1p63 && ho == 0x1p63 && dout == 0x1p63;
+        gpu_report(&tally, ok, "%-40s value host %.17g cuda %.17g, out host %.17g cuda %.17g",
+                   "mean i64 of INT64_MAX (no wrap)", hv, dv, ho, dout);
+    }
+    json_decref(hres);
+    json_decref(dres);
+    free(xs);
+    pfree_all();
 }
 
 static void gpu_scan(void)
@@ -750,6 +779,7 @@ int main(void)
     gpu_binary();
     gpu_unary();
     gpu_reduce();
+    gpu_mean_no_wrap();
     gpu_scan();
     gpu_sort();
     gpu_gemm();

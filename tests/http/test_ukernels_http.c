@@ -433,6 +433,62 @@ static void test_tenants(void **state)
     DELETE_BUFFERS(BOB, bx, bin, bout);
 }
 
+/* POSTs a run as ALICE (the body printf-formatted), expecting `status` and
+ * `needle` in the raw reply text (JSON integers past 2^63 are read from the
+ * text: a client's parser may hold them, Jansson's does not). */
+static void run_reply_has(long status, const char *needle, const char *fmt, ...)
+{
+    char body[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    struct harness_resp r = {0};
+    harness_call(&H, ALICE, "POST", "/v1/runs", body, &r);
+    if (r.status != status || !memmem(r.body ? r.body : "", r.body_len, needle, strlen(needle)))
+        fail_msg("%s: %ld (want %ld with '%s'): %.*s", body, r.status, status, needle,
+                 (int)r.body_len, r.body);
+    harness_resp_free(&r);
+}
+
+/* u64 values round-trip exactly through JSON, past 2^63 too:
+ * a reduction's value is the integer, not a double, and a u64
+ * scalar argument up to 2^64 - 1 is taken (it was a 400 "too big integer"). */
+static void test_u64_exact(void **state)
+{
+    (void)state;
+    kernel_define(ALICE, "{\"name\": \"mx\", \"kind\": \"reduction\", \"in\": \"u64 x\","
+                         " \"out\": \"u64 r\", \"map\": \"x\", \"reduce\": \"max(a, b)\", \"identity\": \"0\"}");
+    kernel_define(ALICE, "{\"name\": \"su\", \"kind\": \"reduction\", \"in\": \"u64 x\","
+                         " \"out\": \"u64 r\", \"map\": \"x\", \"reduce\": \"a + b\", \"identity\": \"0\"}");
+    kernel_define(ALICE, "{\"name\": \"put\", \"in\": \"T x, T y\", \"out\": \"T z\", \"body\": \"z = x + y\"}");
+    uint64_t a[2] = {UINT64_MAX, 3}, b[2] = {(uint64_t)1 << 63, 1};
+    char ba[GHD_BUFFER_ID_LEN + 1], bb[GHD_BUFFER_ID_LEN + 1], bz[GHD_BUFFER_ID_LEN + 1];
+    buffer_new(ALICE, 16, a, ba);
+    buffer_new(ALICE, 16, b, bb);
+    buffer_new(ALICE, 16, NULL, bz);
+    run_reply_has(200, "\"value\":18446744073709551615,",
+                  "{\"kernel\": \"mx\", \"args\": {\"x\": \"%s\", \"n\": 2}}", ba);
+    run_reply_has(200, "\"value\":9223372036854775809,",
+                  "{\"kernel\": \"su\", \"args\": {\"x\": \"%s\", \"n\": 2}}", bb);
+    /* a scalar: 2^64 - 2 plus the 1 of b[1] */
+    run_reply_has(200, "succeeded", "{\"kernel\": \"put\", \"args\": {\"T\": \"u64\", \"x\": 18446744073709551614,"
+                  " \"y\": \"%s\", \"y_offset\": 1, \"z\": \"%s\", \"n\": 1}}", bb, bz);
+    uint64_t *z = buffer_get(ALICE, bz, 16);
+    assert_true(z[0] == UINT64_MAX);
+    free(z);
+    /* past the type's range: a 422 naming the value, not a 400 from the parser */
+    run_reply_has(422, "9223372036854775808 does not fit i64", "{\"kernel\": \"put\", \"args\": {\"T\": \"i64\","
+                  " \"x\": 9223372036854775808, \"y\": \"%s\", \"z\": \"%s\", \"n\": 1}}", bb, bz);
+    /* past 2^64 - 1: still no integer of any type */
+    run_reply_has(400, "too big integer", "{\"kernel\": \"put\", \"args\": {\"T\": \"u64\","
+                  " \"x\": 18446744073709551616, \"y\": \"%s\", \"z\": \"%s\", \"n\": 1}}", bb, bz);
+    DELETE_BUFFERS(ALICE, ba, bb, bz);
+    kernel_delete(ALICE, "mx");
+    kernel_delete(ALICE, "su");
+    kernel_delete(ALICE, "put");
+}
+
 /* Steps that mix a user kernel with built-ins on one stream; an
  * asynchronous run of a kernel deleted while the run is queued. */
 static void test_pipeline_and_async(void **state)
@@ -497,6 +553,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_define_and_run_elementwise),
         cmocka_unit_test(test_reduction),
+        cmocka_unit_test(test_u64_exact),
         cmocka_unit_test(test_placeholders),
         cmocka_unit_test(test_raw_stencil),
         cmocka_unit_test(test_definition_errors),

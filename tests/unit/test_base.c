@@ -13,6 +13,8 @@
 
 #include "base/clock.h"
 #include "base/idmap.h"
+#include "base/json_text.h"
+#include "base/json_u64.h"
 #include "base/list.h"
 #include "base/owner.h"
 #include "base/error.h"
@@ -449,6 +451,43 @@ static void test_stream_copy(void **state)
     free(want);
 }
 
+/* Integers from 2^63 to 2^64 - 1 parse and write back exactly (a tagged
+ * string inside, json_u64.h); a body's own "\u0000" is never read as the
+ * tag; smaller integers and bodies without big ones are untouched. */
+static void test_json_u64(void **state)
+{
+    (void)state;
+    static const char body[] = "{\"a\": 18446744073709551615, \"b\": [9223372036854775808, -5, 1.5e3],"
+                               " \"c\": \"18446744073709551615\"}";
+    json_error_t e;
+    json_t *doc = ghd_json_loadb_u64(body, sizeof(body) - 1, JSON_REJECT_DUPLICATES, &e);
+    if (!doc)
+        fail_msg("%s", e.text);
+    uint64_t v = 0;
+    assert_true(ghd_json_u64_big(json_object_get(doc, "a"), &v) && v == UINT64_MAX);
+    assert_true(ghd_json_u64_big(json_array_get(json_object_get(doc, "b"), 0), &v) && v == 1ull << 63);
+    assert_false(ghd_json_u64_big(json_object_get(doc, "c"), &v)); /* a string stays one */
+    char *text = ghd_json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(text, "{\"a\":18446744073709551615,\"b\":[9223372036854775808,-5,1500.0],"
+                              "\"c\":\"18446744073709551615\"}");
+    free(text);
+    json_decref(doc);
+    json_t *small = ghd_json_u64(42), *big = ghd_json_u64(UINT64_MAX - 1);
+    assert_true(json_is_integer(small) && json_integer_value(small) == 42);
+    text = ghd_json_dumps(big, JSON_ENCODE_ANY);
+    assert_string_equal(text, "18446744073709551614");
+    free(text);
+    json_decref(small);
+    json_decref(big);
+    /* refused as before: past 2^64 - 1, and a body with a NUL of its own */
+    static const char *bad[] = {"{\"a\": 18446744073709551616}",
+                                "{\"a\": 18446744073709551615, \"s\": \"\\u0000u64:5\"}"};
+    for (size_t i = 0; i < 2; i++) {
+        assert_null(ghd_json_loadb_u64(bad[i], strlen(bad[i]), 0, &e));
+        assert_int_equal(json_error_code(&e), json_error_numeric_overflow);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_owner_json),
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_stream_copy),
+        cmocka_unit_test(test_json_u64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

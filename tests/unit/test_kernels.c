@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test_kernels_util.h"
+#include "base/json_u64.h"
 #include "kernels/call_args.h"
 #include "kernels/registry.h"
 
@@ -554,6 +555,33 @@ static void test_fill(void **state)
                      0);
     tk_download(&T, b, h, 16);
     assert_int_equal(((int64_t *)h)[1], INT64_MAX - 1);
+    /* an integer past 2^63 (the body parser keeps it, base/json_u64.h) is
+     * a 422 naming it, for a value and for a count, never read as 0 */
+    json_t *fa = json_pack("{s:s, s:s, s:i}", "x", b->id, "dtype", "i64", "n", 1);
+    json_object_set_new(fa, "value", ghd_json_u64((uint64_t)1 << 63));
+    assert_int_equal(tk_run(&T, "fill", fa, NULL), GHD_EUNPROC);
+    assert_non_null(strstr(T.err.detail, "9223372036854775808"));
+    fa = json_pack("{s:s, s:s, s:i}", "x", b->id, "dtype", "i64", "value", 1);
+    json_object_set_new(fa, "n", ghd_json_u64(UINT64_MAX));
+    assert_int_equal(tk_run(&T, "fill", fa, NULL), GHD_EUNPROC);
+    assert_non_null(strstr(T.err.detail, "18446744073709551615"));
+    /* f64 -> f16/bf16 rounds once (NumPy's value), not through f32:
+     * 65519.999 is 65504, not infinity (a 422). */
+    static const struct {
+        const char *dtype;
+        double value;
+        uint16_t want;
+    } halves[] = {{"f16", 1 + 0x1p-11 + 0x1p-30, 0x3c01}, {"f16", 65519.999, 0x7bff},
+                  {"f16", 0x1p-25 + 0x1p-60, 0x0001},     {"bf16", 1 + 0x1p-8 + 0x1p-30, 0x3f81}};
+    for (size_t i = 0; i < sizeof(halves) / sizeof(halves[0]); i++) {
+        assert_int_equal(tk_run(&T, "fill", json_pack("{s:s, s:s, s:i, s:f}", "x", b->id, "dtype",
+                                                      halves[i].dtype, "n", 1, "value",
+                                                      halves[i].value),
+                                NULL),
+                         0);
+        tk_download(&T, b, h, 2);
+        assert_int_equal(((uint16_t *)h)[0], halves[i].want);
+    }
     free(h);
 }
 
@@ -1082,20 +1110,24 @@ static void test_reduce(void **state)
                                         ghd_dtype_name(t));
                 } else {
                     uint64_t acc = 0;
+                    double facc = 0, fabs_acc = 0; /* the mean's: in f64 */
                     int64_t mn = 0, mx = 0;
                     for (size_t i = 0; i < n; i++) {
                         int64_t v = sext(t, load_bits(x, xo + i, es));
                         int64_t w = sext(t, load_bits(y, yo + i, es));
                         acc += op == 4 ? (uint64_t)v * (uint64_t)w : (uint64_t)v;
+                        facc += sgn ? (double)v : (double)(uint64_t)v;
+                        fabs_acc += fabs(sgn ? (double)v : (double)(uint64_t)v);
                         if (i == 0 || (sgn ? v < mn : (uint64_t)v < (uint64_t)mn))
                             mn = v;
                         if (i == 0 || (sgn ? v > mx : (uint64_t)v > (uint64_t)mx))
                             mx = v;
                     }
                     if (op == 3) {
-                        double want = (sgn ? (double)(int64_t)acc : (double)acc) / (double)n;
-                        assert_true(json_number_value(value) == want);
-                        assert_true(((double *)out)[oo] == want);
+                        /* in f64, pairwise: within rounding of this order's sum */
+                        double want = facc / (double)n, tol = 1e-13 * fabs_acc / (double)n;
+                        assert_true(fabs(json_number_value(value) - want) <= tol);
+                        assert_true(((double *)out)[oo] == json_number_value(value));
                     } else if (op == 1 || op == 2) {
                         int64_t want = op == 1 ? mn : mx;
                         assert_int_equal(json_integer_value(value), want);
@@ -1112,6 +1144,48 @@ static void test_reduce(void **state)
             }
         }
     }
+    /* the mean of integers adds in f64 (NumPy's rule): no 64-bit wrap
+     * (it read -1.0 and -2^62 before) */
+    static const struct {
+        int64_t v;
+        size_t n;
+        double want;
+    } means[] = {{INT64_MAX, 1000, 0x1p63}, {(int64_t)1 << 62, 2, 0x1p62}, {INT64_MIN, 3, -0x1p63}};
+    for (size_t i = 0; i < sizeof(means) / sizeof(means[0]); i++) {
+        for (size_t k = 0; k < means[i].n; k++)
+            ((int64_t *)x)[k] = means[i].v;
+        tk_upload(&T, bx, x, 8 * means[i].n);
+        json_t *mres = NULL;
+        assert_int_equal(tk_run(&T, "mean", json_pack("{s:s, s:s, s:s, s:I}", "x", bx->id, "out",
+                                                      bo->id, "dtype", "i64", "n",
+                                                      (json_int_t)means[i].n),
+                                &mres),
+                         0);
+        double got = json_number_value(json_object_get(mres, "value")), out_v;
+        tk_download(&T, bo, &out_v, 8);
+        if (got != means[i].want || out_v != means[i].want)
+            fail_msg("mean of %zu x %lld: value %.17g, out %.17g", means[i].n, (long long)means[i].v,
+                     got, out_v);
+        json_decref(mres);
+    }
+    /* float sums add pairwise (NumPy's order), as accurate as the GPU's
+     * tree: a million 0.1 sum to 1e5 within 1e-9 (1.3e-6 off one at a time) */
+    enum { MILLION = 1000000 };
+    struct ghd_buffer *bm = tk_buf(&T, 8 * MILLION);
+    double *tenths = malloc(8 * MILLION);
+    for (size_t k = 0; k < MILLION; k++)
+        tenths[k] = 0.1;
+    tk_upload(&T, bm, tenths, 8 * MILLION);
+    free(tenths);
+    json_t *pres = NULL;
+    assert_int_equal(tk_run(&T, "sum", json_pack("{s:s, s:s, s:i}", "x", bm->id, "dtype", "f64",
+                                                 "n", MILLION),
+                            &pres),
+                     0);
+    double psum = json_number_value(json_object_get(pres, "value"));
+    if (!(fabs(psum - 1e5) < 1e-9))
+        fail_msg("a million 0.1: %.17g", psum);
+    json_decref(pres);
     /* min/max skip NaNs; non-finite results have value null */
     float nan_in[4] = {NAN, 2.0f, -1.0f, NAN}, inf_in[2] = {INFINITY, 1.0f};
     json_t *res = NULL;

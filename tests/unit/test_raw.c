@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "base/json_u64.h"
+
 #include "base/error.h"
 #include "kernels/raw/module.h"
 #include "kernels/raw/raw.h"
@@ -107,6 +109,35 @@ static void test_packing_errors(void **state)
             fail_msg("%s: got %d '%s'", bad[i][0], rc, d.detail);
         json_decref(a);
     }
+}
+
+/* A u64 argument past 2^63 is taken exactly, as the request body parser
+ * hands it over (base/json_u64.h); other integer kinds
+ * refuse it with a 422, f64 takes it rounded. */
+static void test_packing_u64(void **state)
+{
+    (void)state;
+    struct ghd_raw_pack p;
+    struct ghd_err d = {0};
+    static const char body[] = "{\"args\": [{\"u64\": 18446744073709551615}, {\"f64\": 9223372036854775808}]}";
+    json_error_t je;
+    json_t *doc = ghd_json_loadb_u64(body, sizeof(body) - 1, 0, &je);
+    if (!doc)
+        fail_msg("body: %s", je.text);
+    assert_int_equal(ghd_raw_args_parse(json_object_get(doc, "args"), &p, &d), 0);
+    uint64_t u;
+    double f;
+    memcpy(&u, p.bytes, 8);
+    memcpy(&f, p.bytes + 8, 8);
+    assert_true(u == UINT64_MAX);
+    assert_true(f == 0x1p63);
+    json_decref(doc);
+    static const char bad[] = "{\"args\": [{\"i64\": 9223372036854775808}]}";
+    doc = ghd_json_loadb_u64(bad, sizeof(bad) - 1, 0, &je);
+    assert_non_null(doc);
+    assert_int_equal(ghd_raw_args_parse(json_object_get(doc, "args"), &p, &d), GHD_EUNPROC);
+    assert_non_null(strstr(d.detail, "9223372036854775808 is out of i64's range"));
+    json_decref(doc);
 }
 
 static void test_layout_match(void **state)
@@ -543,6 +574,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packing_offsets),  cmocka_unit_test(test_packing_errors),
+        cmocka_unit_test(test_packing_u64),
         cmocka_unit_test(test_layout_match),     cmocka_unit_test(test_shape),
         cmocka_unit_test(test_options_and_source), cmocka_unit_test(test_source_bypasses),
         cmocka_unit_test(test_source_check_linear),

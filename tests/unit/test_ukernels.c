@@ -269,6 +269,41 @@ static void test_reduction_l2(void **state)
     prog_free(&pr);
 }
 
+/* An f32 reduction on the host adds pairwise, not one element at a time
+ * into one f32: 2e7 ones sum to 2e7 (16777216 before),
+ * and 1e6 uniform values come within 1e-7 of the exact sum (1e-5 before). */
+static void test_reduction_f32_accuracy(void **state)
+{
+    (void)state;
+    struct prog ones, sum;
+    prog_new(&ones, "{\"name\": \"ones\", \"kind\": \"reduction\", \"in\": \"\", \"out\": \"f32 r\","
+                    " \"map\": \"1\", \"reduce\": \"a + b\", \"identity\": \"0\"}", GHD_UT_NONE, 0);
+    struct ghd_uarg none[1] = {{0}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&ones.p, none, 20000000, NULL, &acc, NULL), 0);
+    if (acc.f != 2e7f)
+        fail_msg("2e7 ones: %.9g", acc.f);
+    prog_new(&sum, "{\"name\": \"s\", \"kind\": \"reduction\", \"in\": \"f32 x\", \"out\": \"f32 r\","
+                   " \"map\": \"x\", \"reduce\": \"a + b\", \"identity\": \"0\"}", GHD_UT_NONE, 0);
+    enum { N = 1000000 };
+    float *x = malloc(N * sizeof(float));
+    uint64_t seed = 88172645463325252ull;
+    double exact = 0;
+    for (int i = 0; i < N; i++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        x[i] = (float)((double)(seed >> 40) / (double)(1ull << 24));
+        exact += x[i];
+    }
+    struct ghd_uarg args[2] = {{.ptr = x}, {0}};
+    assert_int_equal(ghd_uinterp_run(&sum.p, args, N, NULL, &acc, NULL), 0);
+    double rel = fabs(acc.f - exact) / exact;
+    if (!(rel < 1e-7))
+        fail_msg("1e6 uniform: %.9g vs %.9g, relative error %.2e", acc.f, exact, rel);
+    free(x);
+    prog_free(&ones);
+    prog_free(&sum);
+}
+
 /* Integer corner cases: wrap-around, x/0, MIN/-1, shifts modulo the
  * width, saturating float -> int. */
 static void test_integer_rules(void **state)
@@ -387,6 +422,71 @@ static void test_half_rounding(void **state)
     prog_free(&pr);
 }
 
+/* f64 -> f16 and f64 -> bf16 round once, to nearest even, as NumPy does,
+ * not through f32: 1 + 2^-11 + 2^-30 is just above the
+ * midpoint of 1 and 1 + 2^-10, while in f32 it is the midpoint itself. */
+static void test_half_from_f64(void **state)
+{
+    (void)state;
+    struct prog pr;
+    prog_new(&pr, "{\"name\": \"hc\", \"in\": \"f64 x\", \"out\": \"f16 h, bf16 b\","
+                  " \"body\": \"h = f16(x); b = bf16(x)\"}", GHD_UT_NONE, 0);
+    double x[6] = {1 + ldexp(1, -11) + ldexp(1, -30), 65519.999, 65520, ldexp(1, -25) + ldexp(1, -60),
+                   1 + ldexp(1, -8) + ldexp(1, -30), -(1 + ldexp(1, -11) + ldexp(1, -30))};
+    uint16_t h[6], b[6];
+    struct ghd_uarg args[3] = {{.ptr = x}, {.ptr = h}, {.ptr = b}};
+    union ghd_uval acc;
+    assert_int_equal(ghd_uinterp_run(&pr.p, args, 6, NULL, &acc, NULL), 0);
+    static const uint16_t want_h[6] = {0x3c01, 0x7bff, 0x7c00, 0x0001, 0x3c04, 0xbc01};
+    static const uint16_t want_b[6] = {0x3f80, 0x4780, 0x4780, 0x3300, 0x3f81, 0xbf80};
+    for (int i = 0; i < 6; i++) {
+        if (h[i] != want_h[i] || b[i] != want_b[i])
+            fail_msg("x = %.17g: f16 %#x (want %#x), bf16 %#x (want %#x)", x[i], h[i], want_h[i],
+                     b[i], want_b[i]);
+    }
+    prog_free(&pr);
+}
+
+/* A NaN that arithmetic makes is the positive quiet NaN with no payload on
+ * both backends (x86 makes a negative one, CUDA a
+ * positive one), so copysign of it agrees. */
+static void test_nan_canonical(void **state)
+{
+    (void)state;
+    static const int types[] = {GHD_UT_F32, GHD_UT_F64, GHD_UT_F16};
+    static const uint64_t canon[] = {0x7fc00000u, 0x7ff8000000000000ull, 0x7e00};
+    for (int k = 0; k < 3; k++) {
+        struct prog pr;
+        prog_new(&pr, "{\"name\": \"nan\", \"in\": \"T x\", \"out\": \"T s, T q, T c, T m\","
+                      " \"body\": \"s = sqrt(x); q = x / x - x * 0; c = copysign(1, sqrt(x)) + copysign(2, x / x);"
+                      " m = -(x * 0)\"}", types[k], 0);
+        size_t es = ghd_utype_size(types[k]);
+        uint8_t x[2 * 8], out[4][2 * 8];
+        union ghd_uval v[2] = {{.d = -1.0}, {.d = INFINITY}};
+        for (int i = 0; i < 2; i++)
+            ghd_uval_store(x + i * es, types[k], ghd_uval_convert(v[i], GHD_UT_F64, types[k]));
+        struct ghd_uarg args[5] = {{.ptr = x}, {.ptr = out[0]}, {.ptr = out[1]}, {.ptr = out[2]}, {.ptr = out[3]}};
+        union ghd_uval acc;
+        assert_int_equal(ghd_uinterp_run(&pr.p, args, 2, NULL, &acc, NULL), 0);
+        for (int i = 0; i < 2; i++) {
+            uint64_t bits[4] = {0};
+            for (int o = 0; o < 4; o++)
+                memcpy(&bits[o], out[o] + i * es, es);
+            if (i == 0 && bits[0] != canon[k])
+                fail_msg("%s sqrt(-1): %#llx", ghd_utype_name(types[k]), (unsigned long long)bits[0]);
+            if (i == 1 && (bits[1] != canon[k] || bits[3] != canon[k]))
+                fail_msg("%s x = %g: x / x %#llx, -(x * 0) %#llx", ghd_utype_name(types[k]), v[i].d,
+                         (unsigned long long)bits[1], (unsigned long long)bits[3]);
+            double c = ghd_uval_load(out[2] + i * es, types[k]).d;
+            if (types[k] != GHD_UT_F64)
+                c = ghd_uval_load(out[2] + i * es, types[k]).f;
+            if (c != 3.0) /* copysign(1, +NaN or inf) + copysign(2, 1 or +NaN) */
+                fail_msg("%s x = %g: copysign sum %g", ghd_utype_name(types[k]), v[i].d, c);
+        }
+        prog_free(&pr);
+    }
+}
+
 /* Every integer type takes literals from its minimum to its maximum and
  * refuses one past either end (a literal never wraps), at the binding a
  * run makes as well as at definition. */
@@ -475,11 +575,14 @@ int main(void)
         cmocka_unit_test(test_elementwise_f32),
         cmocka_unit_test(test_interp_stops_when_asked),
         cmocka_unit_test(test_reduction_l2),
+        cmocka_unit_test(test_reduction_f32_accuracy),
         cmocka_unit_test(test_integer_rules),
         cmocka_unit_test(test_literal_typing),
         cmocka_unit_test(test_local_literal_types),
         cmocka_unit_test(test_raw_default),
         cmocka_unit_test(test_half_rounding),
+        cmocka_unit_test(test_half_from_f64),
+        cmocka_unit_test(test_nan_canonical),
         cmocka_unit_test(test_placeholder_bindings),
         cmocka_unit_test(test_literal_ranges),
     };
