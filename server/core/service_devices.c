@@ -132,7 +132,9 @@ unsigned ghd_service_devices_lost(struct ghd_service *svc, struct ghd_err *err)
     return lost;
 }
 
-static json_t *device_json_new(struct ghd_service *svc, unsigned i)
+/* `figures`: the pool's sums and the free memory, which every tenant's
+ * buffers move; without it a device says what it is and its limits. */
+static json_t *device_json_new(struct ghd_service *svc, unsigned i, int figures)
 {
     struct ghd_runtime *rt = &svc->runtimes[i];
     struct ghd_device *dev = &rt->dev;
@@ -156,14 +158,19 @@ static json_t *device_json_new(struct ghd_service *svc, unsigned i)
                           "peer_access", peers);
     if (o && lost)
         json_object_set_new(o, "reason", json_string(why.detail));
+    if (o && !figures) {
+        json_object_del(json_object_get(o, "memory"), "free");
+        json_object_del(json_object_get(o, "pool"), "used");
+        json_object_del(json_object_get(o, "pool"), "buffers");
+    }
     return o;
 }
 
-json_t *ghd_service_devices_json_new(struct ghd_service *svc)
+json_t *ghd_service_devices_json_new(struct ghd_service *svc, int figures)
 {
     json_t *list = json_array();
     for (unsigned i = 0; i < svc->runtime_count; i++)
-        json_array_append_new(list, device_json_new(svc, i));
+        json_array_append_new(list, device_json_new(svc, i, figures));
     return json_pack("{s:o}", "devices", list);
 }
 

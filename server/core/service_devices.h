@@ -39,9 +39,10 @@ void ghd_service_device_lost(struct ghd_service *svc, unsigned index, const char
  * one's reason when there is one. */
 unsigned ghd_service_devices_lost(struct ghd_service *svc, struct ghd_err *err);
 /* GET /v1/devices: {"devices": [{index, ordinal, name, uuid, architecture,
- * memory, pool, state, peer_access}]}. A device whose health check fails is
+ * memory, pool, state, peer_access}]}; memory.free, pool.used and pool.buffers
+ * only with `figures`. A device whose health check fails is
  * marked lost first. A new reference. */
-json_t *ghd_service_devices_json_new(struct ghd_service *svc);
+json_t *ghd_service_devices_json_new(struct ghd_service *svc, int figures);
 /* 0 when the devices --ready-needs asks for are ready (any: at least one;
  * all: every one), else GHD_EDEVLOST with a detail naming the lost ones
  * (ghd_service_readiness, for /readyz and the agent check). *devices (may

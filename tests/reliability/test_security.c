@@ -421,6 +421,13 @@ static void test_default_probes_private(void **state)
             fail_msg("/readyz as %s shows figures: %s", who[i] ? who[i] : "(none)", r.body);
         rel_resp_free(&r);
     }
+    /* GET /v1/devices is a tenant route: bob sees the devices, not the pool's
+     * sums or the free memory that alice's buffer moved. */
+    assert_int_equal(rel_json(&s, "GET", "/v1/devices", BOB, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "\"state\":\"ready\""));
+    if (strstr(r.body, "\"used\"") || strstr(r.body, "\"buffers\"") || strstr(r.body, "\"free\""))
+        fail_msg("/v1/devices as bob shows every tenant's figures: %s", r.body);
+    rel_resp_free(&r);
     rel_stop(&s);
 
     cfg.metrics_public = 1;
@@ -429,6 +436,9 @@ static void test_default_probes_private(void **state)
     rel_resp_free(&r);
     assert_int_equal(rel_json(&s, "GET", "/readyz", NULL, NULL, &r), 200);
     assert_non_null(strstr(r.body, "\"in_use\""));
+    rel_resp_free(&r);
+    assert_int_equal(rel_json(&s, "GET", "/v1/devices", BOB, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "\"used\""));
     rel_resp_free(&r);
     rel_stop(&s);
 

@@ -56,7 +56,8 @@ def readme_session(url: str) -> float:
         queued: gpuhttpd.RunFuture = m.submit("f", [1], [32], {"buffer": near, "offset": 0})
         assert launched is not None and queued.wait() is not None
         for d in c.devices():
-            room: int = d.memory.total - d.pool.used
+            used: int | None = d.pool.used  # None where tokens keep it private
+            room: int = d.memory.total - (used or 0)
             peers: tuple[int, ...] = d.peer_access
             assert d.ready and room and peers is not None
         on_one = c.asarray(np.arange(4), device=1)

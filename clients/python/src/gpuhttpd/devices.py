@@ -8,22 +8,29 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def _count(d: dict[str, Any], key: str) -> int | None:
+    return int(d[key]) if key in d else None
+
+
 @dataclass(frozen=True)
 class DeviceMemory:
-    """The device's memory, in bytes."""
+    """The device's memory, in bytes. ``free`` is None where the server
+    keeps it to whom may read its metrics (tenant tokens configured)."""
 
     total: int
-    free: int
+    free: int | None
 
 
 @dataclass(frozen=True)
 class DevicePool:
     """The server's pool on the device: its ``limit`` and ``used`` bytes,
-    and the ``buffers`` in it."""
+    and the ``buffers`` in it. ``used`` and ``buffers`` sum every tenant's
+    buffers: None where the server keeps them to whom may read its metrics
+    (tenant tokens configured; a tenant's own figures: ``GET /v1/usage``)."""
 
     limit: int
-    used: int
-    buffers: int
+    used: int | None
+    buffers: int | None
 
 
 @dataclass(frozen=True)
@@ -56,8 +63,8 @@ class Device:
         return cls(index=int(d["index"]), ordinal=int(d.get("ordinal", d["index"])),
                    name=str(d.get("name", "")), uuid=str(d.get("uuid", "")),
                    architecture=str(d.get("architecture", "")),
-                   memory=DeviceMemory(int(memory.get("total", 0)), int(memory.get("free", 0))),
-                   pool=DevicePool(int(pool.get("limit", 0)), int(pool.get("used", 0)),
-                                   int(pool.get("buffers", 0))),
+                   memory=DeviceMemory(int(memory.get("total", 0)), _count(memory, "free")),
+                   pool=DevicePool(int(pool.get("limit", 0)), _count(pool, "used"),
+                                   _count(pool, "buffers")),
                    state=str(d.get("state", "ready")),
                    peer_access=tuple(int(k) for k in d.get("peer_access", [])))
