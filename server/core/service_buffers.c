@@ -241,7 +241,11 @@ int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const c
     s.desc = desc.dtype[0] ? &desc : NULL;
     uint64_t v = ghd_buffer_version(src);
     struct ghd_runtime *rt = NULL;
-    if ((rc = spec_check(&svc->cfg, &s, err)) != 0 ||
+    /* A busy source is the answer before the room for its copy is (409
+     * naming the writer, not 507 while the writer holds the pool); checked
+     * again once the copy is allocated, as a writer may start meanwhile. */
+    if ((rc = ghd_service_source_quiet(svc, src, "copy", err)) != 0 ||
+        (rc = spec_check(&svc->cfg, &s, err)) != 0 ||
         (rc = device_for(svc, &s, src->rt, &rt, err)) != 0 ||
         (rc = create_on(svc, rt, &s, &dst, err)) != 0)
         goto out;
