@@ -72,7 +72,7 @@ int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *
 int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_buffer_find(req->svc, req->tenant, req->params[0], out, &err);
+    int rc = ghd_service_buffer_find(req->svc, req->caller.tenant, req->params[0], out, &err);
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
 }
 
@@ -89,7 +89,7 @@ int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
     int rc;
     if (near) {
         struct ghd_buffer *beside;
-        if ((rc = ghd_service_buffer_find(req->svc, req->tenant, near, &beside, &err)) != 0)
+        if ((rc = ghd_service_buffer_find(req->svc, req->caller.tenant, near, &beside, &err)) != 0)
             return ghd_reply_problem(rep, req, rc, "near: %s", err.detail);
         unsigned dev = beside->device;
         ghd_buffer_unref(beside);
@@ -101,7 +101,7 @@ int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
         s.has_device = 1;
         s.device = dev;
     }
-    rc = ghd_service_buffer_create(req->svc, req->tenant, &s, out, &err);
+    rc = ghd_service_buffer_create(req->svc, req->caller.tenant, &s, out, &err);
     if (rc == GHD_ELIMIT) /* --tenant-max-buffers */
         ghd_reply_header(rep, "Retry-After", "1");
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;

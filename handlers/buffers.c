@@ -144,7 +144,7 @@ static int copy_create(struct ghd_request *req, struct ghd_reply *rep, json_t *c
     struct ghd_buffer *b;
     uint64_t version = 0;
     struct ghd_err err = {0};
-    int rc = ghd_service_buffer_copy(req->svc, req->tenant, json_string_value(copy_of), &spec, &b,
+    int rc = ghd_service_buffer_copy(req->svc, req->caller.tenant, json_string_value(copy_of), &spec, &b,
                                      &version, &err);
     if (rc == GHD_ELIMIT)
         ghd_reply_header(rep, "Retry-After", "1");
@@ -280,7 +280,7 @@ int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
         return rc;
     uint64_t version = 0;
     struct ghd_err err = {0};
-    rc = ghd_service_buffer_remove(req->svc, req->tenant, req->params[0], conds_hold, &c, &version,
+    rc = ghd_service_buffer_remove(req->svc, req->caller.tenant, req->params[0], conds_hold, &c, &version,
                                    &err);
     if (rc == GHD_EPRECOND)
         return ghd_reply_write_precondition(req, rep, &c, version);
@@ -321,18 +321,18 @@ int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep)
     if (parse_uint_query(req, "limit", 1000, &limit) < 0 || limit == 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL, "limit must be an integer from 1 to 1000");
     const char *given = ghd_request_query(req, "cursor");
-    if (given && ghd_cursor_decode(req->tenant, given, &cursor) != 0)
+    if (given && ghd_cursor_decode(req->caller.tenant, given, &cursor) != 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "cursor must be a value returned as next_cursor");
     struct list_page page = {json_array(), 0};
     int more = 0;
-    ghd_service_buffer_list(req->svc, req->tenant, cursor, (size_t)limit, list_one, &page,
+    ghd_service_buffer_list(req->svc, req->caller.tenant, cursor, (size_t)limit, list_one, &page,
                             &more);
     json_t *body = json_pack("{s:o}", "buffers", page.items);
     if (body && more) {
         /* The creation sequence of the last buffer listed, made opaque. */
         char c[GHD_CURSOR_LEN + 1];
-        ghd_cursor_encode(req->tenant, page.last_seq, c);
+        ghd_cursor_encode(req->caller.tenant, page.last_seq, c);
         json_object_set_new(body, "next_cursor", json_string(c));
     }
     return ghd_reply_json(rep, 200, body);

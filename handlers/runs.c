@@ -13,45 +13,6 @@
 #include "core/service_kernels.h"
 #include "core/service_runs.h"
 
-/* Where field `field` of the step at `where` ("" or "steps[1]: ") sits in
- * the request: "kernel", "steps[1].kernel". */
-static void field_path(const char *where, const char *field, char *out, size_t len)
-{
-    size_t n = strlen(where);
-    if (n > 2)
-        snprintf(out, len, "%.*s.%s", (int)(n - 2), where, field);
-    else
-        snprintf(out, len, "%s", field);
-}
-
-/* Prepares one {"module": id or {source, options, name_expressions},
- * "function": name, "grid", "block", "shared_mem", "args": [...]} step: a
- * raw module's function (trusted tenants only, like POST /v1/modules). */
-static int prepare_raw_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
-                            const char *where, struct ghd_run_step *out)
-{
-    int rc = ghd_handle_raw_allowed(req, rep);
-    if (rc)
-        return rc;
-    json_t *mod = json_object_get(step, "module"), *fn = json_object_get(step, "function");
-    if ((!json_is_string(mod) && !json_is_object(mod)) || !json_is_string(fn))
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'module' (an id, or the module "
-                                 "itself: {\"source\": ...}) and 'function' (a name) are "
-                                 "required", where);
-    if (json_object_get(step, "if_match")) /* its arguments are a list, without names */
-        return ghd_reply_problem(rep, req, GHD_EUNPROC, "%sif_match is for kernel steps: a "
-                                 "module function's arguments have no names to give it", where);
-    struct ghd_err err = {0};
-    if (json_is_object(mod)) {
-        char path[48];
-        field_path(where, "module", path, sizeof(path));
-        rc = ghd_service_run_step_inline_module(req->svc, req->tenant, out, step, path, &err);
-        return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
-    }
-    rc = ghd_service_run_step_module(req->svc, req->tenant, out, step, &err);
-    return rc ? ghd_reply_problem(rep, req, rc, "%s%s", where, err.detail) : 0;
-}
-
 /* The step's kernel: a name (a built-in, or the tenant's user kernel on
  * this instance), or a user kernel's definition by value. */
 static int step_kernel(struct ghd_request *req, struct ghd_reply *rep, json_t *kernel,
@@ -60,15 +21,15 @@ static int step_kernel(struct ghd_request *req, struct ghd_reply *rep, json_t *k
     if (json_is_object(kernel)) {
         char path[48];
         struct ghd_err err = {0};
-        field_path(where, "kernel", path, sizeof(path));
-        int rc = ghd_service_kernel_inline(req->svc, req->tenant, kernel, path, &out->kernel,
+        ghd_run_field_path(where, "kernel", path, sizeof(path));
+        int rc = ghd_service_kernel_inline(req->svc, req->caller.tenant, kernel, path, &out->kernel,
                                            &err);
         return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
     }
     if (!json_is_string(kernel))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'kernel' must be a kernel name or a "
                                  "kernel definition", where);
-    if (ghd_service_kernel_find(req->svc, req->tenant, json_string_value(kernel), &out->kernel,
+    if (ghd_service_kernel_find(req->svc, req->caller.tenant, json_string_value(kernel), &out->kernel,
                                 NULL) != 0)
         return ghd_reply_problem(rep, req, GHD_ENOKERNEL,
                                  "%sunknown kernel '%.64s' (GET /v1/kernels lists them; a user "
@@ -119,8 +80,11 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     if ((rc = check_keys(req, rep, step, raw ? raw_keys : kernel_keys, extra,
                          raw ? "module" : "kernel", where)) != 0)
         return rc;
-    if (raw)
-        return prepare_raw_step(req, rep, step, where, out);
+    struct ghd_err err = {0};
+    if (raw) { /* a raw module's launch (trusted tenants only, like POST /v1/modules) */
+        rc = ghd_service_run_step_raw(req->svc, &req->caller, out, step, where, &err);
+        return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
+    }
     json_t *args = json_object_get(step, "args");
     if ((rc = step_kernel(req, rep, json_object_get(step, "kernel"), where, out)) != 0)
         return rc;
@@ -129,14 +93,13 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
-    struct ghd_err err = {0};
     /* dtype, n, gemm's m/n/k from described buffers. */
     rc = ghd_run_args_from_arrays(req, rep, out->kernel, step, args, where);
     if (rc) {
         json_decref(empty);
         return rc;
     }
-    rc = ghd_service_run_step_prepare(req->svc, req->tenant, out, args, &err);
+    rc = ghd_service_run_step_prepare(req->svc, req->caller.tenant, out, args, &err);
     /* The status rule (openapi.yaml, "Bad input"): the contract leaves
      * `args` open to each kernel's signature, so any mistake in them, a
      * wrong JSON type or an unknown or missing argument included, is 422
@@ -206,7 +169,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     if (wait && !json_is_boolean(wait))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
     struct ghd_run *run;
-    int rc = ghd_service_run_new(req->svc, req->tenant, &run);
+    int rc = ghd_service_run_new(req->svc, req->caller.tenant, &run);
     if (rc)
         return ghd_reply_problem(rep, req, rc, NULL);
     rc = prepare_run(req, rep, run);
@@ -237,7 +200,7 @@ int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
     struct ghd_run *run;
-    int rc = ghd_service_run_find(req->svc, req->tenant, req->params[0], &run, &err);
+    int rc = ghd_service_run_find(req->svc, req->caller.tenant, req->params[0], &run, &err);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     rc = ghd_reply_json(rep, 200, ghd_service_run_json_new(req->svc, run));
@@ -248,7 +211,7 @@ int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_run_cancel(req->svc, req->tenant, req->params[0], &err);
+    int rc = ghd_service_run_cancel(req->svc, req->caller.tenant, req->params[0], &err);
     if (rc < 0)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     return ghd_reply_empty(rep, 204);

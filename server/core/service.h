@@ -7,6 +7,7 @@
 
 #include "base/owner.h"
 #include "buffer.h"
+#include "caller.h"
 #include "config.h"
 #include "staging_caps.h"
 #include "devloss.h"
@@ -69,6 +70,16 @@ struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index)
  * whose health check fails is lost); `err` says which. *devices (may be
  * NULL) gets each device's state once the service runs, a new reference. */
 int ghd_service_readiness(struct ghd_service *svc, json_t **devices, struct ghd_err *err);
+/* The /readyz body, for a service that is ready (ghd_service_readiness's
+ * codes otherwise): {status, instance, boot, backend, device, devices}, and
+ * the pools' and staging rings' sums ("pool", "staging") for a caller with
+ * GHD_PERM_FIGURES alone: they sum every tenant's use. A new reference. */
+int ghd_service_ready_json(struct ghd_service *svc, const struct ghd_caller *caller,
+                           json_t **body, struct ghd_err *err);
+/* Whether the service takes new work (0 while it starts or stops), and
+ * the switch main.c turns. */
+int ghd_service_is_ready(struct ghd_service *svc);
+void ghd_service_set_ready(struct ghd_service *svc, int ready);
 /* The share of the device pools' limits not in use, 0..100 (rounded down;
  * 100 for pools without a limit or reservation). */
 unsigned ghd_service_free_percent(struct ghd_service *svc);

@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "caller.h"
 #include "run.h"
 
 /* Runs as the service offers them to its tenants: a new run, its steps'
@@ -20,13 +21,20 @@ int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_
  * sees them (ghd_run_step_prepare: its codes and detail). */
 int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
                                  struct ghd_run_step *step, json_t *args, struct ghd_err *err);
-/* A raw module's step ({"module", "function", "grid", "block",
- * "shared_mem", "args"}): the tenant's module function as step->kernel and
- * its call prepared from the whole step. GHD_ENOENT (no such module),
- * GHD_EUNPROC (no such function), else the call's code with a detail
- * naming the function. The caller checks the raw permission first. */
-int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
-                                struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
+/* Where field `field` of the step at `where` ("" or "steps[1]: ") sits in
+ * the request: "kernel", "steps[1].kernel". */
+void ghd_run_field_path(const char *where, const char *field, char *out, size_t len);
+/* A raw module's step ({"module": an id or the module itself, "function",
+ * "grid", "block", "shared_mem", "args"}) at `where` ("" or "steps[1]: ",
+ * which starts the detail): GHD_EFORBIDDEN without the raw permission
+ * (ghd_service_raw_allowed), GHD_EINVAL without a module and a function
+ * name, GHD_EUNPROC for an if_match; then the caller's module function as
+ * step->kernel and its call prepared from the whole step. GHD_ENOENT (no
+ * such module), GHD_EUNPROC (no such function), else the call's code with a
+ * detail naming the function. */
+int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *caller,
+                             struct ghd_run_step *step, json_t *launch, const char *where,
+                             struct ghd_err *err);
 /* The call of step->kernel, a raw module's function, prepared from the
  * whole step (its launch shape and argument list); the detail names the
  * function. */
