@@ -258,7 +258,7 @@ int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
     /* After the body's own checks: a malformed request is a 400 or 422
      * whatever its tags. */
     struct desc_write w = {b, clear ? NULL : &next};
-    if ((rc = ghd_write_conds_start(req, rep, b, 0, write_desc, &w)) != 0)
+    if ((rc = ghd_conditional_start(req, rep, b, 0, write_desc, &w)) != 0)
         goto out;
     ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
@@ -267,26 +267,14 @@ out:
     return rc;
 }
 
-static int conds_hold(const void *conds, uint64_t version)
-{
-    return ghd_write_conds_ok(conds, version);
-}
-
 int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
-    struct ghd_write_conds c;
-    int rc = ghd_write_conds_read(req, rep, &c);
-    if (rc)
-        return rc;
     uint64_t version = 0;
     struct ghd_err err = {0};
-    rc = ghd_service_buffer_remove(req->svc, req->caller.tenant, req->params[0], conds_hold, &c, &version,
-                                   &err);
-    if (rc == GHD_EPRECOND)
-        return ghd_reply_write_precondition(req, rep, &c, version);
-    if (rc)
-        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
-    return ghd_reply_empty(rep, 204);
+    int rc = ghd_service_buffer_remove(req->svc, req->caller.tenant, req->params[0],
+                                       ghd_request_header(req, "If-Match"),
+                                       ghd_request_header(req, "If-None-Match"), &version, &err);
+    return rc ? ghd_reply_write_refused(rep, req, rc, &err, version) : ghd_reply_empty(rep, 204);
 }
 
 struct list_page {

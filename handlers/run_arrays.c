@@ -218,18 +218,14 @@ static int if_match_entry(struct ghd_request *req, struct ghd_reply *rep, json_t
                                  "this step (give the argument that names the buffer, as in "
                                  "{\"y\": \"\\\"v7\\\"\"})",
                                  where, key);
-    struct ghd_if_match m;
-    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), &m) != 0)
+    struct ghd_run_cond *c = &out->cond[out->ncond];
+    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), &c->want) != 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "%sif_match.%.64s must be an entity tag like \"\\\"v3\\\"\"",
                                  where, key);
-    _Static_assert(GHD_IF_MATCH_MAX <= GHD_VERSIONS_MAX, "core/buffer.h holds every tag");
-    struct ghd_run_cond *c = &out->cond[out->ncond++];
+    out->ncond++;
     c->b = b;
     snprintf(c->arg, sizeof(c->arg), "%s", key);
-    c->want.any = m.any;
-    c->want.n = m.n;
-    memcpy(c->want.versions, m.versions, m.n * sizeof(m.versions[0]));
     return 0;
 }
 

@@ -50,14 +50,9 @@ static int if_match_read(struct ghd_request *req, struct ghd_reply *rep, json_t 
     *present = tag != NULL;
     if (!tag)
         return 0;
-    struct ghd_if_match m;
-    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), &m) != 0)
+    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), out) != 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "'if_match' must be entity tags like \"\\\"v3\\\"\" or \"*\"");
-    _Static_assert(GHD_IF_MATCH_MAX <= GHD_VERSIONS_MAX, "core/buffer.h holds every tag");
-    out->any = m.any;
-    out->n = m.n;
-    memcpy(out->versions, m.versions, m.n * sizeof(m.versions[0]));
     return 0;
 }
 

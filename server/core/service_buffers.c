@@ -13,6 +13,7 @@
 #include "buffer_copy.h"
 #include "run_queue.h"
 #include "service_devices.h"
+#include "write_conds.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
 {
@@ -289,14 +290,25 @@ int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const c
     return rc;
 }
 
+static int conds_hold(const void *conds, uint64_t version)
+{
+    return ghd_write_conds_ok(conds, version);
+}
+
 int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,
-                              int (*match)(const void *ctx, uint64_t version), const void *ctx,
+                              const char *if_match, const char *if_none_match,
                               uint64_t *current, struct ghd_err *err)
 {
-    int rc = ghd_buffer_remove_match(&svc->buffers, id, tenant, match, ctx, current);
-    if (rc && rc != GHD_EPRECOND)
+    struct ghd_write_conds c;
+    int rc = ghd_write_conds_parse(if_match, if_none_match, &c, err);
+    if (rc)
+        return rc;
+    rc = ghd_buffer_remove_match(&svc->buffers, id, tenant, conds_hold, &c, current);
+    if (rc == GHD_EPRECOND)
+        return ghd_write_conds_refuse(&c, *current, err);
+    if (rc)
         return ghd_err_set(err, rc, "no buffer with id '%.64s'", id);
-    return rc;
+    return 0;
 }
 
 size_t ghd_service_buffer_list(struct ghd_service *svc, const char *tenant, uint64_t after_seq,

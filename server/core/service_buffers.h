@@ -64,10 +64,11 @@ int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const c
  * host keeps of a buffer (its description), never for its bytes. */
 int ghd_service_buffer_find_host(struct ghd_service *svc, const char *tenant, const char *id,
                                  struct ghd_buffer **out, struct ghd_err *err);
-/* Removes buffer `id` while match(ctx, version) holds (ghd_buffer_remove_match):
- * GHD_EPRECOND with *current, GHD_ENOENT. */
+/* Removes buffer `id` while its version passes the If-Match and
+ * If-None-Match values (NULL when absent; ghd_buffer_remove_match):
+ * GHD_EINVAL for a malformed one, GHD_EPRECOND with *current, GHD_ENOENT. */
 int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,
-                              int (*match)(const void *ctx, uint64_t version), const void *ctx,
+                              const char *if_match, const char *if_none_match,
                               uint64_t *current, struct ghd_err *err);
 /* ghd_buffer_list over the tenant's buffers. */
 size_t ghd_service_buffer_list(struct ghd_service *svc, const char *tenant, uint64_t after_seq,
