@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "service.h"
+#include "service_internal.h"
 #include "buffer_copy.h"
 #include "run_queue.h"
 #include "service_devices.h"

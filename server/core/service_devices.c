@@ -9,7 +9,7 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "run_queue.h"
-#include "service.h"
+#include "service_internal.h"
 
 /* The device's state now: 0 ready, or 1 lost with the reason in *why (may
  * be NULL). A device whose context no longer answers is lost for good (a

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "kernels/user/ucuda.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
 
 json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const char *tenant)

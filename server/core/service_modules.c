@@ -8,7 +8,7 @@
 #include "auth.h"
 #include "base/error.h"
 #include "kernels/raw/module.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
 
 int ghd_service_raw_allowed(struct ghd_service *svc, const struct ghd_caller *caller,

@@ -1,6 +1,6 @@
 /* Whether the service takes new work, and how much room it has: what
  * /readyz answers and what the proxy's agent check weighs new buffers by. */
-#include "service.h"
+#include "service_internal.h"
 
 #include "base/error.h"
 #include "service_devices.h"

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_buffers.h"
 #include "region_request.h"
 #include "service_devices.h"

@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "kernels/raw/module.h"
 #include "run_queue.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
 #include "service_inline.h"
 #include "service_modules.h"

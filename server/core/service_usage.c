@@ -4,7 +4,7 @@
 #include "service_usage.h"
 
 #include "run_queue.h"
-#include "service.h"
+#include "service_internal.h"
 
 /* `percent` of `capacity`, at least 1. */
 static size_t share_of(size_t capacity, unsigned percent)

@@ -23,11 +23,11 @@ static int deny(struct ghd_request *req, struct ghd_reply *rep, const char *auth
  * the others' buffers and runs. */
 static int figures_allowed(struct ghd_request *req)
 {
-    struct ghd_auth *auth = req->svc->auth;
+    struct ghd_auth *auth = ghd_service_auth(req->svc);
     const char *authorization = ghd_request_header(req, "Authorization");
     if (ghd_auth_metrics_guarded(auth))
         return ghd_auth_check_metrics(auth, authorization) == 0;
-    return !ghd_auth_enabled(auth) || req->svc->cfg.metrics_public;
+    return !ghd_auth_enabled(auth) || ghd_service_config(req->svc)->metrics_public;
 }
 
 /* Default deny: with tokens configured every route but the public ones, and
@@ -38,7 +38,7 @@ static int figures_allowed(struct ghd_request *req)
 int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
                        const struct ghd_route *route, char tenant[GHD_TENANT_MAX + 1])
 {
-    struct ghd_auth *auth = req->svc->auth;
+    struct ghd_auth *auth = ghd_service_auth(req->svc);
     enum ghd_route_access access = route ? route->access : GHD_ACCESS_TENANT;
     req->caller = (struct ghd_caller){NULL, figures_allowed(req) ? GHD_PERM_FIGURES : 0};
     if (access == GHD_ACCESS_PUBLIC)
