@@ -14,6 +14,22 @@
 
 struct ghd_service;
 
+/* POST /v1/runs as the HTTP layer parsed it. */
+struct ghd_run_request {
+    json_t *body; /* the JSON object: one step's members and "wait", or "steps" (borrowed) */
+};
+
+/* The one operation of POST /v1/runs (run_create.c): every step read and
+ * checked as `caller` may (its tenant's kernels and buffers; raw steps only
+ * with the raw permission, ghd_service_run_step_raw), omitted arguments
+ * filled from the buffers' descriptions, then queued (ghd_service_run_submit:
+ * the queue's limits and the steps' if_match, *current (may be NULL) the
+ * version found for GHD_EPRECOND). *out is the queued run, a new
+ * reference; on failure NULL, nothing queued and nothing moved. */
+int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *caller,
+                           const struct ghd_run_request *rq, struct ghd_run **out,
+                           uint64_t *current, struct ghd_err *err);
+
 /* A new, empty run for `tenant` (its id carries the service's owner
  * prefix); a new reference. */
 int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out);
