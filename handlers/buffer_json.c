@@ -72,7 +72,7 @@ int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *
 int ghd_buffer_lookup(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer **out)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_buffer_find(req->svc, req->caller.tenant, req->params[0], out, &err);
+    int rc = ghd_service_buffer_find(req->svc, &req->caller, req->params[0], out, &err);
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;
 }
 
@@ -80,28 +80,9 @@ int ghd_buffer_create_for(struct ghd_request *req, struct ghd_reply *rep,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
 {
     struct ghd_err err = {0};
-    /* ?near=<id>: next to that buffer. A proxy routes the request to its
-     * owner; here it must exist for this tenant (421 or 410 for an id this
-     * start did not make, 404 otherwise), and the new buffer is made on the
-     * same device. */
-    const char *near = ghd_request_query(req, "near");
     struct ghd_buffer_spec s = *spec;
-    int rc;
-    if (near) {
-        struct ghd_buffer *beside;
-        if ((rc = ghd_service_buffer_find(req->svc, req->caller.tenant, near, &beside, &err)) != 0)
-            return ghd_reply_problem(rep, req, rc, "near: %s", err.detail);
-        unsigned dev = beside->device;
-        ghd_buffer_unref(beside);
-        if (s.has_device && s.device != (long long)dev)
-            return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                     "'device' %lld and near=%.64s (on device %u) disagree; give "
-                                     "one of them",
-                                     s.device, near, dev);
-        s.has_device = 1;
-        s.device = dev;
-    }
-    rc = ghd_service_buffer_create(req->svc, req->caller.tenant, &s, out, &err);
+    s.near = ghd_request_query(req, "near"); /* the core places it beside that buffer */
+    int rc = ghd_service_buffer_create(req->svc, &req->caller, &s, out, &err);
     if (rc == GHD_ELIMIT) /* --tenant-max-buffers */
         ghd_reply_header(rep, "Retry-After", "1");
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : 0;

@@ -8,7 +8,6 @@
 
 #include "buffer_json.h"
 #include "conditional.h"
-#include "core/cursor.h"
 #include "base/error.h"
 #include "base/parse.h"
 #include "core/npy.h"
@@ -144,7 +143,7 @@ static int copy_create(struct ghd_request *req, struct ghd_reply *rep, json_t *c
     struct ghd_buffer *b;
     uint64_t version = 0;
     struct ghd_err err = {0};
-    int rc = ghd_service_buffer_copy(req->svc, req->caller.tenant, json_string_value(copy_of), &spec, &b,
+    int rc = ghd_service_buffer_copy(req->svc, &req->caller, json_string_value(copy_of), &spec, &b,
                                      &version, &err);
     if (rc == GHD_ELIMIT)
         ghd_reply_header(rep, "Retry-After", "1");
@@ -271,22 +270,10 @@ int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
     uint64_t version = 0;
     struct ghd_err err = {0};
-    int rc = ghd_service_buffer_remove(req->svc, req->caller.tenant, req->params[0],
+    int rc = ghd_service_buffer_remove(req->svc, &req->caller, req->params[0],
                                        ghd_request_header(req, "If-Match"),
                                        ghd_request_header(req, "If-None-Match"), &version, &err);
     return rc ? ghd_reply_write_refused(rep, req, rc, &err, version) : ghd_reply_empty(rep, 204);
-}
-
-struct list_page {
-    json_t *items;
-    uint64_t last_seq;
-};
-
-static void list_one(const struct ghd_buffer *b, void *ctx)
-{
-    struct list_page *page = ctx;
-    json_array_append_new(page->items, ghd_buffer_json_new(b));
-    page->last_seq = b->seq;
 }
 
 static int parse_uint_query(struct ghd_request *req, const char *name, unsigned long long max,
@@ -305,23 +292,11 @@ static int parse_uint_query(struct ghd_request *req, const char *name, unsigned 
 int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep)
 {
     unsigned long long limit = 100;
-    uint64_t cursor = 0;
     if (parse_uint_query(req, "limit", 1000, &limit) < 0 || limit == 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL, "limit must be an integer from 1 to 1000");
-    const char *given = ghd_request_query(req, "cursor");
-    if (given && ghd_cursor_decode(req->caller.tenant, given, &cursor) != 0)
-        return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                 "cursor must be a value returned as next_cursor");
-    struct list_page page = {json_array(), 0};
-    int more = 0;
-    ghd_service_buffer_list(req->svc, req->caller.tenant, cursor, (size_t)limit, list_one, &page,
-                            &more);
-    json_t *body = json_pack("{s:o}", "buffers", page.items);
-    if (body && more) {
-        /* The creation sequence of the last buffer listed, made opaque. */
-        char c[GHD_CURSOR_LEN + 1];
-        ghd_cursor_encode(req->caller.tenant, page.last_seq, c);
-        json_object_set_new(body, "next_cursor", json_string(c));
-    }
-    return ghd_reply_json(rep, 200, body);
+    struct ghd_err err = {0};
+    json_t *body;
+    int rc = ghd_service_buffer_list(req->svc, &req->caller, ghd_request_query(req, "cursor"),
+                                     (size_t)limit, &body, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : ghd_reply_json(rep, 200, body);
 }

@@ -52,7 +52,7 @@ int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
     struct ghd_run *run;
-    int rc = ghd_service_run_find(req->svc, req->caller.tenant, req->params[0], &run, &err);
+    int rc = ghd_service_run_find(req->svc, &req->caller, req->params[0], &run, &err);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     rc = ghd_reply_json(rep, 200, ghd_service_run_json_new(req->svc, run));
@@ -63,7 +63,7 @@ int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_run_cancel(req->svc, req->caller.tenant, req->params[0], &err);
+    int rc = ghd_service_run_cancel(req->svc, &req->caller, req->params[0], &err);
     if (rc < 0)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     return ghd_reply_empty(rep, 204);

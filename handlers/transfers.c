@@ -38,7 +38,7 @@ static int end_read(struct ghd_request *req, struct ghd_reply *rep, json_t *body
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'%s.offset' must be a byte count", field);
     out->offset = offset ? (uint64_t)json_integer_value(offset) : 0;
     struct ghd_err err = {0};
-    int rc = ghd_service_xfer_end_find(req->svc, req->caller.tenant, field, region != NULL,
+    int rc = ghd_service_xfer_end_find(req->svc, &req->caller, field, region != NULL,
                                        json_string_value(region ? region : buffer), out, &err);
     return rc ? ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc)) : 0;
 }

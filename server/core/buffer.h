@@ -95,6 +95,9 @@ struct ghd_buffer_spec {
      * it the service places the buffer (--placement). */
     int has_device;
     long long device;
+    /* The id of a buffer of the tenant to place it beside (?near=): its
+     * device (service_buffers.h); NULL for none. */
+    const char *near;
 };
 
 /* Allocates device memory from rt's pool (zeroed by its first use, see

@@ -25,7 +25,7 @@ void ghd_ra_describe(const struct ghd_ra_ctx *cx, json_t *args, const char *name
     json_t *id = json_object_get(args, name);
     struct ghd_buffer *b;
     if (!json_is_string(id) ||
-        ghd_service_buffer_find_host(cx->svc, cx->tenant, json_string_value(id), &b, NULL) != 0)
+        ghd_service_buffer_find_host(cx->svc, cx->caller, json_string_value(id), &b, NULL) != 0)
         return; /* the call's own check says 422 or 404 */
     struct ghd_described *x = &xs[*count];
     memset(x, 0, sizeof(*x));

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "caller.h"
 #include "npy.h"
 
 struct ghd_service;
@@ -16,7 +17,7 @@ struct ghd_service;
  * they name, and the detail of a refusal (each function returns its code). */
 struct ghd_ra_ctx {
     struct ghd_service *svc;
-    const char *tenant;
+    const struct ghd_caller *caller;
     struct ghd_err *err;
 };
 

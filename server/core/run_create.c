@@ -40,18 +40,18 @@ static int check_keys(json_t *obj, const char *const *allowed, const char *extra
 
 /* The step's kernel: a name (a built-in, or the tenant's user kernel on
  * this instance), or a user kernel's definition by value. */
-static int step_kernel(struct ghd_service *svc, const char *tenant, json_t *kernel,
+static int step_kernel(struct ghd_service *svc, const struct ghd_caller *caller, json_t *kernel,
                        const char *where, struct ghd_run_step *out, struct ghd_err *err)
 {
     if (json_is_object(kernel)) {
         char path[48];
         ghd_run_field_path(where, "kernel", path, sizeof(path));
-        return ghd_service_kernel_inline(svc, tenant, kernel, path, &out->kernel, err);
+        return ghd_service_kernel_inline(svc, caller->tenant, kernel, path, &out->kernel, err);
     }
     if (!json_is_string(kernel))
         return ghd_err_set(err, GHD_EINVAL, "%s'kernel' must be a kernel name or a kernel "
                            "definition", where);
-    if (ghd_service_kernel_find(svc, tenant, json_string_value(kernel), &out->kernel, NULL) != 0)
+    if (ghd_service_kernel_find(svc, caller, json_string_value(kernel), &out->kernel, NULL) != 0)
         return ghd_err_set(err, GHD_ENOKERNEL,
                            "%sunknown kernel '%.64s' (GET /v1/kernels lists them; a user kernel "
                            "can be sent by value instead)",
@@ -62,16 +62,17 @@ static int step_kernel(struct ghd_service *svc, const char *tenant, json_t *kern
 /* A kernel step's arguments, once its kernel is known: filled from the
  * described buffers, validated against the kernel's signature, and its
  * if_match read once its buffers are held. */
-static int step_args(struct ghd_service *svc, const char *tenant, json_t *step, json_t *args,
-                     const char *where, struct ghd_run_step *out, struct ghd_err *err)
+static int step_args(struct ghd_service *svc, const struct ghd_caller *caller, json_t *step,
+                     json_t *args, const char *where, struct ghd_run_step *out,
+                     struct ghd_err *err)
 {
-    const struct ghd_ra_ctx cx = {svc, tenant, err};
+    const struct ghd_ra_ctx cx = {svc, caller, err};
     /* dtype, n, gemm's m/n/k from described buffers. */
     int rc = ghd_run_args_from_arrays(&cx, out->kernel, step, args, where);
     if (rc)
         return rc;
     struct ghd_err call = {0};
-    rc = ghd_service_run_step_prepare(svc, tenant, out, args, &call);
+    rc = ghd_service_run_step_prepare(svc, caller->tenant, out, args, &call);
     /* The status rule (openapi.yaml, "Bad input"): the contract leaves
      * `args` open to each kernel's signature, so any mistake in them, a
      * wrong JSON type or an unknown or missing argument included, is 422
@@ -104,15 +105,14 @@ static int prepare_step(struct ghd_service *svc, const struct ghd_caller *caller
     if (raw) /* a raw module's launch: trusted tenants only, like POST /v1/modules */
         return ghd_service_run_step_raw(svc, caller, out, step, where, err);
     json_t *args = json_object_get(step, "args");
-    if ((rc = step_kernel(svc, caller->tenant, json_object_get(step, "kernel"), where, out,
-                          err)) != 0)
+    if ((rc = step_kernel(svc, caller, json_object_get(step, "kernel"), where, out, err)) != 0)
         return rc;
     if (args && !json_is_object(args))
         return ghd_err_set(err, GHD_EINVAL, "%s'args' must be an object", where);
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
-    rc = step_args(svc, caller->tenant, step, args, where, out, err);
+    rc = step_args(svc, caller, step, args, where, out, err);
     json_decref(empty);
     return rc;
 }

@@ -108,15 +108,17 @@ json_t *ghd_service_region_json_new(struct ghd_service *svc, const struct ghd_re
     return o;
 }
 
-int ghd_service_xfer_end_find(struct ghd_service *svc, const char *tenant, const char *field,
+int ghd_service_xfer_end_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *field,
                               int is_region, const char *id, struct ghd_xfer_end *end,
                               struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     /* An id of another instance or start never gets here: http/body.c
      * answered it 421 or 410, naming where in the body it was. */
     struct ghd_err lost = {0};
     int rc = is_region ? ghd_region_find_new(&svc->regions, id, tenant, &end->region)
-                       : ghd_service_buffer_find(svc, tenant, id, &end->buffer, &lost);
+                       : ghd_service_buffer_find(svc, caller, id, &end->buffer, &lost);
     if (rc == GHD_EDEVLOST)
         return ghd_err_set(err, rc, "'%s.buffer': %s", field, lost.detail);
     if (rc)

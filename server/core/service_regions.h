@@ -41,7 +41,8 @@ int ghd_service_region_remove(struct ghd_service *svc, const struct ghd_caller *
 json_t *ghd_service_region_json_new(struct ghd_service *svc, const struct ghd_region *r);
 /* Finds what one end names (`field` says which, for the detail): a region
  * or buffer of `tenant`, as a reference ghd_service_xfer_end_release drops. */
-int ghd_service_xfer_end_find(struct ghd_service *svc, const char *tenant, const char *field,
+int ghd_service_xfer_end_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *field,
                               int is_region, const char *id, struct ghd_xfer_end *end,
                               struct ghd_err *err);
 void ghd_service_xfer_end_release(struct ghd_service *svc, struct ghd_xfer_end *end);

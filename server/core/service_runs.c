@@ -157,9 +157,10 @@ static int no_run(int rc, const char *id, struct ghd_err *err)
     return ghd_err_set(err, rc, "no run with id '%.64s'", id);
 }
 
-int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                          struct ghd_run **out, struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     int rc = ghd_run_find_new(svc->runs, id, tenant, out);
     if (rc)
         return no_run(rc, id, err);
@@ -173,9 +174,10 @@ int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char
     return rc;
 }
 
-int ghd_service_run_cancel(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_cancel(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                            struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     int rc = ghd_run_cancel(svc->runs, id, tenant);
     if (rc == GHD_EBUSY)
         return ghd_err_set(err, rc, "run %.64s is already running", id);

@@ -70,11 +70,11 @@ void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run);
 json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run);
 /* Run `id` as `tenant` sees it, a new reference; GHD_ENOENT, and
  * GHD_EDEVLOST when the device it ran on is lost. */
-int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                          struct ghd_run **out, struct ghd_err *err);
 /* Cancels a queued run (0) or forgets a finished one (1); GHD_EBUSY while it
  * runs, GHD_ENOENT. */
-int ghd_service_run_cancel(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_cancel(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                            struct ghd_err *err);
 
 #endif

@@ -53,8 +53,9 @@ static json_t *devices_new(struct ghd_service *svc, const char *tenant)
     return list;
 }
 
-json_t *ghd_service_usage_new(struct ghd_service *svc, const char *tenant)
+json_t *ghd_service_usage_new(struct ghd_service *svc, const struct ghd_caller *caller)
 {
+    const char *tenant = caller->tenant;
     const struct ghd_tenant_limits *l = &svc->limits;
     size_t bytes, count;
     unsigned active, kept;
