@@ -46,6 +46,15 @@ int ghd_service_xfer_end_find(struct ghd_service *svc, const struct ghd_caller *
                               int is_region, const char *id, struct ghd_xfer_end *end,
                               struct ghd_err *err);
 void ghd_service_xfer_end_release(struct ghd_service *svc, struct ghd_xfer_end *end);
+/* POST /v1/transfers as one operation (transfer_request.c): `body`'s
+ * {"from", "to", "bytes", "if_match"} read (GHD_EJSON, GHD_EINVAL naming
+ * the field), each end found as the caller's tenant sees it
+ * (ghd_service_xfer_end_find), then ghd_service_transfer. *res->version is
+ * the destination buffer's version after the write (0 for a region);
+ * *current the version found for GHD_EPRECOND. */
+int ghd_service_transfer_create(struct ghd_service *svc, const struct ghd_caller *caller,
+                                json_t *body, struct ghd_xfer_result *res, uint64_t *current,
+                                struct ghd_err *err);
 /* ghd_region_transfer over the service's regions. */
 int ghd_service_transfer(struct ghd_service *svc, const struct ghd_xfer_end *from,
                          const struct ghd_xfer_end *to, uint64_t bytes,

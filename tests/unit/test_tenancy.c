@@ -284,6 +284,18 @@ static void test_regions(void **state)
             GHD_ENOENT, id);
     refused(ghd_service_xfer_end_find(f->svc, &bob, "to", 0, f->x->id, &end, &err), &err,
             GHD_ENOENT, f->x->id);
+    /* The whole transfer, as POST /v1/transfers makes it. */
+    snprintf(body, sizeof(body),
+             "{\"from\": {\"region\": \"%s\"}, \"to\": {\"buffer\": \"%s\"}, \"bytes\": 16}", id,
+             f->x->id);
+    j = parse(body);
+    struct ghd_xfer_result res;
+    uint64_t current = 0;
+    refused(ghd_service_transfer_create(f->svc, &bob, j, &res, &current, &err), &err, GHD_ENOENT,
+            id);
+    assert_int_equal(ghd_service_transfer_create(f->svc, &alice, j, &res, &current, &err), 0);
+    assert_int_equal(res.bytes, 16);
+    json_decref(j);
     json_t *summary = ghd_service_region_summary_new(f->svc, &bob);
     assert_int_equal(json_array_size(json_object_get(summary, "regions")), 0);
     json_decref(summary);
