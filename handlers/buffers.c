@@ -199,20 +199,8 @@ int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep)
     return rc;
 }
 
-/* PATCH: sets, changes or clears the array description. The bytes stay as
- * they are, so this is how a reshape or a reinterpretation is made explicit;
- * the new description must cover exactly the buffer's size. */
-struct desc_write {
-    struct ghd_buffer *b;
-    const struct ghd_array_desc *desc;
-};
-
-static void write_desc(void *ctx)
-{
-    struct desc_write *w = ctx;
-    ghd_buffer_desc_set(w->b, w->desc);
-}
-
+/* PATCH: sets, changes or clears the array description; the core writes
+ * it (ghd_service_buffer_describe). */
 int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
 {
     const char *key;
@@ -222,46 +210,18 @@ int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
             return ghd_reply_problem(rep, req, GHD_EINVAL,
                                      "unknown field '%.64s' (allowed: dtype, shape)", key);
     }
-    json_t *dtype = json_object_get(req->json, "dtype");
-    json_t *shape = json_object_get(req->json, "shape");
-    if (!dtype && !shape)
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "give 'dtype', 'shape' or both");
+    const struct ghd_describe_request rq = {
+        json_object_get(req->json, "dtype"), json_object_get(req->json, "shape"),
+        ghd_request_header(req, "If-Match"), ghd_request_header(req, "If-None-Match")};
+    struct ghd_err err = {0};
     struct ghd_buffer *b;
-    int rc = ghd_buffer_lookup(req, rep, &b);
+    uint64_t version = 0;
+    int rc = ghd_service_buffer_describe(req->svc, &req->caller, req->params[0], &rq, &b,
+                                         &version, &err);
     if (rc)
-        return rc;
-    struct ghd_array_desc now, next;
-    ghd_buffer_desc_get(b, &now);
-    int clear = json_is_null(dtype);
-    if (clear) { /* back to raw bytes */
-        if (shape && !json_is_null(shape)) {
-            rc = ghd_reply_problem(rep, req, GHD_EUNPROC, "a 'shape' needs a dtype, not null");
-            goto out;
-        }
-    } else {
-        json_t *current = NULL;
-        if (!dtype) { /* a reshape keeps the element type */
-            if (!now.dtype[0]) {
-                rc = ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                       "the buffer has no dtype yet; give 'dtype' with 'shape'");
-                goto out;
-            }
-            current = json_string(now.dtype);
-        }
-        rc = ghd_array_desc_json(req, rep, dtype ? dtype : current, json_is_null(shape) ? NULL : shape,
-                                 b->size, &next);
-        json_decref(current);
-        if (rc)
-            goto out;
-    }
-    /* After the body's own checks: a malformed request is a 400 or 422
-     * whatever its tags. */
-    struct desc_write w = {b, clear ? NULL : &next};
-    if ((rc = ghd_conditional_start(req, rep, b, 0, write_desc, &w)) != 0)
-        goto out;
+        return ghd_reply_write_refused(rep, req, rc, &err, version);
     ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
-out:
     ghd_buffer_unref(b);
     return rc;
 }

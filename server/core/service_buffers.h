@@ -77,6 +77,22 @@ int ghd_service_buffer_remove(struct ghd_service *svc, const struct ghd_caller *
                               const char *id,
                               const char *if_match, const char *if_none_match,
                               uint64_t *current, struct ghd_err *err);
+/* PATCH /v1/buffers/{id}/meta as the HTTP layer parsed it: the body's
+ * "dtype" and "shape" (NULL when absent, JSON null to clear), the
+ * If-Match and If-None-Match values (NULL when absent). */
+struct ghd_describe_request {
+    json_t *dtype, *shape;
+    const char *if_match, *if_none_match;
+};
+/* Sets, changes (a reshape keeps the dtype) or clears (dtype null) the
+ * array description of the caller's buffer `id` (buffer_describe.c), a
+ * conditional write: *out is the buffer, a new reference, once written.
+ * GHD_EINVAL without dtype and shape, ghd_service_buffer_find's codes,
+ * ghd_array_desc_from_json's, GHD_EUNPROC for a shape without a dtype, and
+ * ghd_buffer_write_start_if's (GHD_EPRECOND with *current). */
+int ghd_service_buffer_describe(struct ghd_service *svc, const struct ghd_caller *caller,
+                                const char *id, const struct ghd_describe_request *rq,
+                                struct ghd_buffer **out, uint64_t *current, struct ghd_err *err);
 /* GET /v1/buffers: {"buffers": [...], "next_cursor"?}, up to `limit` of
  * the caller's tenant's buffers in creation order from `cursor` (NULL: the
  * first; else a next_cursor this tenant was given, GHD_EINVAL otherwise).

@@ -109,6 +109,10 @@ static void test_buffers(void **state)
     refused(ghd_service_buffer_create(f->svc, &bob, &spec, &b, &err), &err, GHD_ENOENT, "near");
     refused(ghd_service_buffer_remove(f->svc, &bob, id, NULL, NULL, &v, &err), &err, GHD_ENOENT,
             id);
+    json_t *u8 = json_string("u8");
+    struct ghd_describe_request rq = {u8, NULL, NULL, NULL};
+    refused(ghd_service_buffer_describe(f->svc, &bob, id, &rq, &b, &v, &err), &err, GHD_ENOENT,
+            id);
     json_t *list = NULL;
     assert_int_equal(ghd_service_buffer_list(f->svc, &bob, NULL, 100, &list, &err), 0);
     assert_int_equal(json_array_size(json_object_get(list, "buffers")), 0);
@@ -141,6 +145,15 @@ static void test_buffers(void **state)
     assert_int_equal(v, 1);
     refused(ghd_service_buffer_remove(f->svc, &alice, id, "v7", NULL, &v, &err), &err,
             GHD_EINVAL, "If-Match");
+    /* Her PATCH, conditional: a stale tag refused, the version it names taken. */
+    rq.if_match = "\"v9\"";
+    refused(ghd_service_buffer_describe(f->svc, &alice, id, &rq, &b, &v, &err), &err,
+            GHD_EPRECOND, "If-Match");
+    rq.if_match = "\"v1\"";
+    assert_int_equal(ghd_service_buffer_describe(f->svc, &alice, id, &rq, &b, &v, &err), 0);
+    assert_int_equal(ghd_buffer_version(b), 2);
+    ghd_buffer_unref(b);
+    json_decref(u8);
 }
 
 /* Bob's usage holds nothing of alice's. */
