@@ -5,6 +5,7 @@
 
 #include "base/err.h"
 #include "buffer.h" /* GHD_TENANT_MAX */
+#include "caller.h"   /* GHD_PERM_*: the bits a token's permissions set */
 
 /* Bearer tokens (RFC 6750) mapped to tenants and their permissions. Tokens
  * come from a file of "token tenant [permission ...]" lines (--tokens-file,
@@ -16,11 +17,6 @@
  * lookups run concurrently with a reload. */
 
 #define GHD_TOKEN_MAX 256
-
-/* Permissions a token may carry beyond its tenant's own resources. */
-enum ghd_perm {
-    GHD_PERM_RAW = 1u << 0, /* "raw": raw CUDA modules (--allow-raw-kernels) */
-};
 
 /* Parses one line of a tokens file: "token tenant [permission ...]",
  * separated by blanks (permissions: "raw");
