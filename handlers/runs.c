@@ -210,7 +210,9 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     if (rc)
         return ghd_reply_problem(rep, req, rc, NULL);
     rc = prepare_run(req, rep, run);
-    if (rc == 0) {
+    if (rc == 0) { /* the access line names its kernels, and its device time once known */
+        ghd_run_kernel_label(run, req->run_kernel, sizeof(req->run_kernel));
+        req->run_device_ms = -1;
         struct ghd_err err = {0};
         rc = ghd_service_run_submit(req->svc, run, &err);
         if (rc == GHD_ELIMIT)
@@ -226,6 +228,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
             rc = ghd_reply_json(rep, 202, ghd_service_run_json_new(req->svc, run));
         } else {
             ghd_service_run_wait(req->svc, run);
+            req->run_device_ms = run->device_ms;
             rc = reply_run(req, rep, run, 200);
         }
     }
