@@ -58,20 +58,22 @@ static int wait_signal(const sigset_t *set, long ms)
     return sig > 0 ? sig : 0;
 }
 
-static void reload_tokens(struct ghd_service *svc)
+/* `why`: "SIGHUP", or "the file changed". The buffers, runs and
+ * connections stay: only the token table is swapped. */
+static void reload_tokens(struct ghd_service *svc, const char *why)
 {
     struct ghd_err err = {0};
     size_t count = 0;
     if (!svc->cfg.tokens_file[0]) {
-        ghd_log(GHD_LOG_INFO, "SIGHUP: no --tokens-file to re-read");
+        ghd_log(GHD_LOG_INFO, "%s: no --tokens-file to re-read", why);
         return;
     }
     int rc = ghd_auth_reload(svc->auth, &count, &err);
     if (rc == 0)
-        ghd_log(GHD_LOG_INFO, "SIGHUP: tokens re-read from %s: %zu tokens", svc->cfg.tokens_file,
-                count);
+        ghd_log(GHD_LOG_INFO, "%s: tokens re-read from %s: %zu tokens", why,
+                svc->cfg.tokens_file, count);
     else
-        ghd_log(GHD_LOG_WARN, "SIGHUP: keeping the tokens in force: %s", ghd_err_text(&err, rc));
+        ghd_log(GHD_LOG_WARN, "%s: keeping the tokens in force: %s", why, ghd_err_text(&err, rc));
 }
 
 /* The wait for runs is over (grace or second signal): runs still executing
@@ -185,8 +187,10 @@ static void setup_process(sigset_t *set)
         ghd_log(GHD_LOG_WARN, "no log writer thread: lines are written as they come");
 }
 
-/* Until SIGTERM or SIGINT: SIGHUP reloads the tokens, a lost device stops
- * the server under --on-device-loss exit, expired buffers go every second. */
+/* Until SIGTERM or SIGINT: SIGHUP reloads the tokens, and so does a change
+ * of the tokens file (looked at every second: a Kubernetes Secret volume is
+ * updated in place, and nobody sends a signal), a lost device stops the
+ * server under --on-device-loss exit, expired buffers go every second. */
 static void serve_until_stopped(struct ghd_service *svc, struct ghd_http *http,
                                 const sigset_t *set)
 {
@@ -195,7 +199,9 @@ static void serve_until_stopped(struct ghd_service *svc, struct ghd_http *http,
         if (sig == SIGTERM || sig == SIGINT)
             break;
         if (sig == SIGHUP)
-            reload_tokens(svc);
+            reload_tokens(svc, "SIGHUP");
+        else if (ghd_auth_file_changed(svc->auth))
+            reload_tokens(svc, "the tokens file changed");
         if (strcmp(svc->cfg.on_device_loss, "exit") == 0 && ghd_service_devices_lost(svc, NULL))
             exit_device_lost(svc, http); /* one device is enough: a supervisor restarts all */
         ghd_buffer_expire(&svc->buffers, time(NULL));
