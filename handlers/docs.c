@@ -72,6 +72,28 @@ int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep)
                           ghd_openapi_json_len);
 }
 
+/* The guide: the contract's x-guide, taken out of the embedded JSON once. */
+static char *guide;
+static size_t guide_len;
+
+static void load_guide(void)
+{
+    json_t *spec = json_loadb((const char *)ghd_openapi_json, ghd_openapi_json_len, 0, NULL);
+    const char *text = json_string_value(json_object_get(spec, "x-guide"));
+    if (text && (guide = strdup(text)))
+        guide_len = strlen(guide);
+    json_decref(spec);
+}
+
+int ghd_handle_docs_guide(struct ghd_request *req, struct ghd_reply *rep)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, load_guide);
+    if (!guide)
+        return ghd_reply_problem(rep, req, GHD_EINTERNAL, "the embedded contract has no x-guide");
+    return ghd_reply_text(rep, 200, "text/plain; charset=utf-8", guide, guide_len);
+}
+
 /* ---- where the assets are ---------------------------------------------------- */
 
 static int has_assets(const char *dir)

@@ -61,6 +61,7 @@ int ghd_handle_openapi_yaml(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_openapi_json(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_docs(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_docs_asset(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_docs_guide(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_root(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_docs_slash(struct ghd_request *req, struct ghd_reply *rep);
 

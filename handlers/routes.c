@@ -30,6 +30,8 @@ static const struct ghd_route table[] = {
     {"GET", "/openapi.json", GHD_BODY_NONE, ghd_handle_openapi_json, NULL, PUBLIC, NODEV, NOPROBE,
      NOQUERY},
     {"GET", "/docs", GHD_BODY_NONE, ghd_handle_docs, NULL, PUBLIC, NODEV, NOPROBE, NOQUERY},
+    {"GET", "/docs/guide", GHD_BODY_NONE, ghd_handle_docs_guide, NULL, PUBLIC, NODEV, NOPROBE,
+     NOQUERY}, /* before /docs/{asset}, which its path matches too */
     {"GET", "/docs/{asset}", GHD_BODY_NONE, ghd_handle_docs_asset, NULL, PUBLIC, NODEV, NOPROBE,
      NOQUERY},
     {"GET", "/docs/", GHD_BODY_NONE, ghd_handle_docs_slash, NULL, PUBLIC, NODEV, NOPROBE, NOQUERY},

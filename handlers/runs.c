@@ -37,11 +37,15 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
             ghd_reply_etag(rep, current, 0);
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     }
+    /* the access line names its kernels, and its device time once known */
+    ghd_run_kernel_label(run, req->run_kernel, sizeof(req->run_kernel));
+    req->run_device_ms = -1;
     ghd_reply_header(rep, "Location", "/v1/runs/%s", run->id);
     if (wait && json_is_false(wait)) {
         rc = ghd_reply_json(rep, 202, ghd_service_run_json_new(req->svc, run));
     } else {
         ghd_service_run_wait(req->svc, run);
+        req->run_device_ms = run->device_ms;
         rc = reply_run(req, rep, run, 200);
     }
     ghd_run_unref(run);

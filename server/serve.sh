@@ -42,8 +42,8 @@ sed -n 's/^-- gpuhttpd: /serve: /p' "$build/configure.log"
 if grep -q '^-- gpuhttpd: CUDA backend ON' "$build/configure.log" &&
   ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
   echo "serve: no NVIDIA driver here (no libcuda.so.1): gpuhttpd will use the host backend;" \
-    "the CUDA kernels are compiled all the same (minutes); server/serve.sh -DGHD_CUDA=OFF" \
-    "leaves them out"
+    "the CUDA kernels are compiled all the same (minutes), since GHD_CUDA=ON was asked for;" \
+    "server/serve.sh -DGHD_CUDA=AUTO leaves them out where no driver is"
 fi
 cmake --build "$build" -j "$(nproc)" --target gpuhttpd ghd_swagger_ui
 exec "$build/gpuhttpd" "$@"

@@ -136,6 +136,7 @@ void ghd_log_access(const struct ghd_access_record *r)
     timestamp(ts, sizeof(ts));
     int text = format != GHD_LOG_JSON;
     char method[64], route[160], path[640], id[160], client[80], detail[1100], tenant[160];
+    char kernel[200], device[40] = "";
     escape(r->method, text, method, sizeof(method));
     escape(r->route, text, route, sizeof(route));
     escape(r->path, text, path, sizeof(path));
@@ -143,6 +144,10 @@ void ghd_log_access(const struct ghd_access_record *r)
     escape(r->client, text, client, sizeof(client));
     escape(r->detail, text, detail, sizeof(detail));
     escape(r->tenant, text, tenant, sizeof(tenant));
+    escape(r->kernel, text, kernel, sizeof(kernel));
+    int has_device = r->kernel && r->device_ms >= 0;
+    if (has_device)
+        snprintf(device, sizeof(device), " device_ms=%.3f", ghd_round_ms(r->device_ms));
     double ms = ghd_round_ms(r->duration_ms);
     if (!text) {
         json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f}", "ts", ts,
@@ -156,15 +161,19 @@ void ghd_log_access(const struct ghd_access_record *r)
             json_object_set_new(obj, "client", json_string(client));
         if (obj && r->tenant)
             json_object_set_new(obj, "tenant", json_string(tenant));
+        if (obj && r->kernel)
+            json_object_set_new(obj, "kernel", json_string(kernel));
+        if (obj && has_device)
+            json_object_set_new(obj, "device_ms", json_real(ghd_round_ms(r->device_ms)));
         if (obj && detail[0])
             json_object_set_new(obj, "detail", json_string(detail));
         emit_json(obj);
         return;
     }
     emit_text("%s info  request id=%s %s %s path=%s status=%d in=%llu out=%llu ms=%.3f%s%s%s%s%s%s"
-              "%s%s%s",
+              "%s%s%s%s%s%s",
               ts, r->request_id, method, route, path, r->status, r->bytes_in, r->bytes_out, ms,
               r->tenant ? " tenant=" : "", tenant, id[0] ? " resource=" : "", id,
-              client[0] ? " client=" : "", client, detail[0] ? " detail=\"" : "", detail,
-              detail[0] ? "\"" : "");
+              client[0] ? " client=" : "", client, r->kernel ? " kernel=" : "", kernel, device,
+              detail[0] ? " detail=\"" : "", detail, detail[0] ? "\"" : "");
 }

@@ -32,6 +32,11 @@ struct ghd_access_record {
     const char *resource; /* the buffer or run id the request named or made; may be NULL */
     const char *client;   /* "address:port"; may be NULL */
     const char *detail;   /* the problem's detail when the reply is one; may be NULL or "" */
+    /* A run's request: its kernels (core/run.h ghd_run_kernel_label), NULL
+     * for every other request; and its device time, when the reply waited
+     * for the run's end (< 0: not known, as for a run answered 202). */
+    const char *kernel;
+    double device_ms;
 };
 
 /* One line per request, whatever bytes its fields hold: text that is not

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -28,10 +29,24 @@ struct table {
     size_t n, cap;
 };
 
+/* What tells a version of the tokens file from another, as stat() sees it
+ * through symbolic links. Zeroed before it is filled, so that memcmp
+ * compares it. */
+struct stamp {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    int missing;
+};
+
 struct ghd_auth {
     pthread_rwlock_t lock;
     struct table tab;
     char *file; /* NULL when there is none */
+    /* The file's version last read (or tried), and the one the watch saw
+     * last (ghd_auth_file_changed); the main loop's alone. */
+    struct stamp loaded, seen;
     char *list;
     int enabled;
     struct entry metrics; /* len 0 = /metrics is open */
@@ -292,10 +307,13 @@ static int load_file(struct table *t, const char *path, struct ghd_err *err)
     FILE *f = fopen(path, "rb");
     if (!f)
         return ghd_err_set(err, GHD_EINVAL, "--tokens-file %s: %s", path, strerror(errno));
+    /* Group read is fine for the server's own group: a Kubernetes Secret
+     * volume with fsGroup gives its files that group and its read bit. */
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
-        ghd_log(GHD_LOG_WARN, "--tokens-file %s is readable by group or others (chmod 600)",
-                path);
+    if (fstat(fileno(f), &st) == 0 &&
+        ((st.st_mode & 007) || ((st.st_mode & 070) && st.st_gid != getegid())))
+        ghd_log(GHD_LOG_WARN, "--tokens-file %s is readable by other users (chmod 600, or 640 "
+                              "with the server's own group)", path);
     char *data = malloc(TOKENS_FILE_MAX);
     if (!data) {
         fclose(f);
@@ -332,6 +350,25 @@ static int load_file(struct table *t, const char *path, struct ghd_err *err)
     memset(data, 0, len);
     free(data);
     return rc < 0 ? GHD_EINVAL : 0;
+}
+
+static void stamp_of(const char *path, struct stamp *s)
+{
+    struct stat st;
+    memset(s, 0, sizeof(*s));
+    if (stat(path, &st) != 0) {
+        s->missing = 1;
+        return;
+    }
+    s->dev = st.st_dev;
+    s->ino = st.st_ino;
+    s->size = st.st_size;
+    s->mtime = st.st_mtim;
+}
+
+static int stamp_equal(const struct stamp *a, const struct stamp *b)
+{
+    return memcmp(a, b, sizeof(*a)) == 0;
 }
 
 static int build(const char *file, const char *list, struct table *out, struct ghd_err *err)
@@ -372,6 +409,9 @@ int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *m
         goto fail;
     if (tokens_list && *tokens_list && !(a->list = strdup(tokens_list)))
         goto fail;
+    if (a->file)
+        stamp_of(a->file, &a->loaded); /* before the read: a change meanwhile is seen later */
+    a->seen = a->loaded;
     rc = build(a->file, a->list, &a->tab, err);
     if (rc)
         goto fail;
@@ -407,6 +447,8 @@ void ghd_auth_free(struct ghd_auth *a)
 int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err)
 {
     struct table t;
+    if (a->file) /* tried, whatever comes of it: the watch waits for the next change */
+        stamp_of(a->file, &a->loaded);
     int rc = build(a->file, a->list, &t, err);
     if (rc)
         return rc;
@@ -417,6 +459,17 @@ int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err)
     table_free(&old);
     *count = t.n;
     return 0;
+}
+
+int ghd_auth_file_changed(struct ghd_auth *a)
+{
+    if (!a || !a->file)
+        return 0;
+    struct stamp now;
+    stamp_of(a->file, &now);
+    int settled = stamp_equal(&now, &a->seen);
+    a->seen = now;
+    return !stamp_equal(&now, &a->loaded) && settled;
 }
 
 int ghd_auth_enabled(const struct ghd_auth *a)

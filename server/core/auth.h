@@ -9,7 +9,7 @@
 
 /* Bearer tokens (RFC 6750) mapped to tenants and their permissions. Tokens
  * come from a file of "token tenant [permission ...]" lines (--tokens-file,
- * re-read on SIGHUP) and from "token:tenant[:permission...],..." (--tokens /
+ * re-read on SIGHUP and when it changes) and from "token:tenant[:permission...],..." (--tokens /
  * GHD_TOKENS); both add up. A
  * presented token is compared with every known token in constant time, so
  * neither the position of a mismatch nor which entry matched shows in the
@@ -46,9 +46,19 @@ int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *m
                  struct ghd_auth **out, struct ghd_err *err);
 void ghd_auth_free(struct ghd_auth *a);
 
-/* Re-reads the tokens file. On failure the old table stays in force.
- * Returns 0 with the new entry count in *count, or GHD_EINVAL. */
+/* Re-reads the tokens file and swaps the table in at once (under the lock
+ * that lookups take to read it: a request sees the old table or the new,
+ * never a mix). On failure the old table stays in force. Returns 0 with the
+ * new entry count in *count, or GHD_EINVAL. */
 int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err);
+/* Whether the tokens file changed since it was last read or tried (its
+ * device and inode, size or modification time, through symbolic links: a
+ * Kubernetes Secret volume swaps a link to a new directory, an editor may
+ * write a new file) and has stayed the same since the previous call, so
+ * that a file being written in place is not read half-way. Then 1, once per
+ * change; 0 otherwise and without a tokens file. Called once a second by
+ * the main loop, and only there (with ghd_auth_reload, in the same thread). */
+int ghd_auth_file_changed(struct ghd_auth *a);
 
 /* Whether tenant tokens are configured (a tokens file, even empty, or a list).
  * NULL is accepted (no authentication). */

@@ -129,7 +129,7 @@ static const struct option_spec specs[] = {
      "folder with the Swagger UI assets for /docs"},
     {"tokens-file", OPT_STRING, OFF(tokens_file), STR_MAX(tokens_file), 0, 0, "",
      "file of 'token tenant' lines (# comments); /v1 then needs a bearer token; "
-     "re-read on SIGHUP"},
+     "re-read on SIGHUP and when it changes"},
     {"tokens", OPT_STRING, OFF(tokens), STR_MAX(tokens), 0, 0, "",
      "bearer tokens as token:tenant,token:tenant (set it in the environment: flags show in ps)"},
     {"metrics-token", OPT_STRING, OFF(metrics_token), STR_MAX(metrics_token), 0, 0, "",

@@ -279,3 +279,22 @@ json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status stat
     json_object_set_new(obj, "timing", timing);
     return obj;
 }
+
+void ghd_run_kernel_label(const struct ghd_run *run, char *out, size_t len)
+{
+    char tail[32];
+    snprintf(tail, sizeof(tail), "+...(%u steps)", run->step_count);
+    size_t used = 0;
+    out[0] = '\0';
+    for (unsigned i = 0; i < run->step_count; i++) {
+        const char *label = ghd_kernel_metric_label(run->steps[i].kernel);
+        size_t n = strlen(label) + (i > 0);
+        /* The last step needs no room for the tail after it. */
+        size_t room = i + 1 == run->step_count ? len : len - strlen(tail);
+        if (used + n >= room) {
+            snprintf(out + used, len - used, "%s", tail);
+            return;
+        }
+        used += (size_t)snprintf(out + used, len - used, "%s%s", i > 0 ? "+" : "", label);
+    }
+}

@@ -141,5 +141,11 @@ int ghd_runs_conflict(const struct ghd_run *a, const struct ghd_run *b);
  * (ghd_run_json_new). A new reference. */
 json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status status,
                              double started_ms);
+/* The run's kernels for its request's access line, in `out` (`len` bytes,
+ * at least 32): each step's ghd_kernel_metric_label (a built-in's name,
+ * "user", "raw"; tenants' names stay out of the log as out of /metrics),
+ * joined by '+' for a pipeline, cut to "a+b+...(N steps)" where they do not
+ * fit. pre: the steps are prepared (they no longer change). */
+void ghd_run_kernel_label(const struct ghd_run *run, char *out, size_t len);
 
 #endif

@@ -32,6 +32,7 @@
 #include "request_log.h"
 #include "socket_body.h"
 #include "socket_io.h"
+#include "tls_sniff.h"
 
 /* 1.0's request parser refuses what 0.9 let through: see
  * server/mhd/install-mhd.sh. */
@@ -346,6 +347,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (fd >= 0)
         ghd_socket_set_buffers(fd, ghd_service_config(http->svc)->socket_buffer);
     *socket_context = fd >= 0 ? ghd_guard_open(http->guard, fd, peer) : NULL;
+    if (ghd_tls_on(&http->tls))
+        ghd_tls_sniff(conn, fd);
 }
 
 /* The accept policy: a connection over its address's cap is closed here,

@@ -35,6 +35,11 @@ struct ghd_request {
     void *conn;  /* http.c's connection handle, for header and query lookups */
     struct ghd_upload *upload; /* the route's upload, from its ops' begin to their cleanup
                                 * (defined by the handlers that stream bodies) */
+    /* A run's request, for its access line: its kernels (the run's
+     * ghd_run_kernel_label; "" for every other request) and its device time
+     * when the reply waited for its end (< 0 otherwise). */
+    char run_kernel[64];
+    double run_device_ms;
 };
 
 /* Header and query lookups; NULL when absent. */

@@ -40,6 +40,8 @@ void ghd_http_log_request(const struct ghd_http_request *hr, struct ghd_metrics 
         .bytes_out = hr->bytes_out,
         .duration_ms = ghd_clock_ms() - hr->started_ms,
         .tenant = hr->req.caller.tenant,
+        .kernel = hr->req.run_kernel[0] ? hr->req.run_kernel : NULL,
+        .device_ms = hr->req.run_device_ms,
     };
     ghd_log_access(&rec);
     ghd_metrics_request(m, rec.route, rec.method, rec.status, rec.duration_ms / 1e3,

@@ -84,21 +84,28 @@ EOF
   "${kpm[@]}" network create --disable-dns "$net" >/dev/null || fail "kube: no network"
   gw=$("${kpm[@]}" network inspect -f '{{range .Subnets}}{{.Gateway}}{{end}}' "$net")
 
-  # The token Secret the StatefulSet reads (secretKeyRef gpuhttpd-tokens,
-  # key tokens). Podman 4.3 reads a secretKeyRef from a podman secret holding
-  # a JSON object of base64 values; a Secret document given to kube play is
-  # stored as YAML, which the same kube play then fails to read ("secret
-  # gpuhttpd-tokens is not valid JSON").
+  # The token Secret the StatefulSet reads: its key tokens as a file in a
+  # Secret volume (GHD_TOKENS_FILE), which kube_render.py makes a hostPath of
+  # this folder, laid out as the kubelet lays a Secret volume out with
+  # fsGroup (root:10001, group read); its optional key metrics-token through
+  # a secretKeyRef. Podman 4.3 reads a secretKeyRef from a podman secret
+  # holding a JSON object of base64 values; a Secret document given to kube
+  # play is stored as YAML, which the same kube play then fails to read
+  # ("secret gpuhttpd-tokens is not valid JSON").
   ktoken=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-  python3 -c 'import base64, json, sys
-print(json.dumps({"tokens": base64.b64encode(sys.argv[1].encode()).decode()}))' "$ktoken:ci" |
-    "${kpm[@]}" secret create gpuhttpd-tokens - >/dev/null || fail "kube: no secret"
+  mkdir -p "$kdir/secret"
+  echo "$ktoken ci" >"$kdir/secret/tokens"
+  chown -R 0:10001 "$kdir/secret"
+  chmod 0750 "$kdir/secret"
+  chmod 0440 "$kdir/secret/tokens"
+  echo '{}' | "${kpm[@]}" secret create gpuhttpd-tokens - >/dev/null || fail "kube: no secret"
 
   local proxy_port stats_port
   read -r proxy_port stats_port < <(free_ports)
   python3 "$here/kube_render.py" "$kdir" --instances "$kube_instances" \
     --gpuhttpd-image localhost/gpuhttpd:ci --haproxy-image localhost/gpuhttpd-haproxy:ci \
     --dns "$gw" --proxy-port "$proxy_port" --stats-port "$stats_port" \
+    --tokens-dir "$kdir/secret" \
     <"$kdir/rendered.yaml" >&2 || fail "kube: kube_render.py failed"
 
   t0=$SECONDS

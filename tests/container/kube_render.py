@@ -24,6 +24,11 @@ Every change to what the manifests say, and why:
     127.0.0.1 at the given ports: podman 4.3 publishes every containerPort
     on the host at the same number (hostPort defaults to it), which N pods
     cannot all take; the pod network reaches every port regardless;
+  - the instances' Secret volume (the tokens file) becomes a hostPath of the
+    folder kube_play.sh writes (--tokens-dir): a Secret is not played here
+    (given to podman 4.3's kube play it is stored as YAML, which the same
+    kube play then fails to read, see kube_play.sh), and a hostPath is
+    mounted as it is, a file of the server's group as with fsGroup;
   - each instance pod's emptyDir volumes get the pod's name in theirs:
     podman 4.3 makes an emptyDir a named volume of the volume's name ("tmp"),
     which every pod naming it would share (Kubernetes gives each pod its own);
@@ -35,7 +40,8 @@ Every change to what the manifests say, and why:
     DNS the proxy's resolvers expect.
 
 usage: kube_render.py OUT_DIR --instances N --gpuhttpd-image IMG --haproxy-image IMG
-                      --dns IP --proxy-port P --stats-port P < rendered.yaml
+                      --dns IP --proxy-port P --stats-port P --tokens-dir DIR
+                      < rendered.yaml
 """
 import argparse
 import copy
@@ -67,6 +73,13 @@ def own_empty_dirs(spec, pod):
             mount["name"] = renamed.get(mount["name"], mount["name"])
 
 
+def host_secrets(spec, folder):
+    for volume in spec.get("volumes", []):
+        if "secret" in volume:
+            del volume["secret"]
+            volume["hostPath"] = {"path": folder, "type": "Directory"}
+
+
 def set_env(container, name, value):
     for env in container["env"]:
         if env["name"] == name:
@@ -83,7 +96,7 @@ def only(docs, kind):
     return found[0]
 
 
-def instance_pods(statefulset, instances, image):
+def instance_pods(statefulset, instances, image, tokens_dir):
     template = statefulset["spec"]["template"]
     name = statefulset["metadata"]["name"]
     pods = []
@@ -95,6 +108,7 @@ def instance_pods(statefulset, instances, image):
         number_probe_ports(container)
         del container["ports"]
         own_empty_dirs(spec, f"{name}-{n}")
+        host_secrets(spec, tokens_dir)
         labels = dict(template["metadata"].get("labels", {}))
         labels["statefulset.kubernetes.io/pod-name"] = f"{name}-{n}"
         pods.append({"apiVersion": "v1", "kind": "Pod",
@@ -130,9 +144,11 @@ def main():
     ap.add_argument("--dns", required=True)
     ap.add_argument("--proxy-port", type=int, required=True)
     ap.add_argument("--stats-port", type=int, required=True)
+    ap.add_argument("--tokens-dir", required=True)
     args = ap.parse_args()
     docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
-    pods = instance_pods(only(docs, "StatefulSet"), args.instances, args.gpuhttpd_image)
+    pods = instance_pods(only(docs, "StatefulSet"), args.instances, args.gpuhttpd_image,
+                         args.tokens_dir)
     for name, out in (("pods.yaml", pods), ("proxy.yaml", proxy_docs(docs, args))):
         with open(os.path.join(args.out_dir, name), "w", encoding="utf-8") as f:
             yaml.safe_dump_all(out, f, sort_keys=False)

@@ -72,6 +72,8 @@ for f in /etc/ld.so.conf.d/*.conf; do
   [ -f "$f" ] && grep -q '^/usr/local/cuda' "$f" && cp "$f" "$root/etc/ld.so.conf.d/"
 done
 [ "$cuda" = 1 ] || fresh_log "no CUDA toolkit here: the build will have the host backend only"
+# With the toolkit, the start command's GHD_CUDA=AUTO still builds the host
+# backend alone where no NVIDIA driver is (checked below).
 
 mkdir -p "$root/root/gpuhttpd"
 git -C "$repo" archive --format=tar "$commit" | tar -x -C "$root/root/gpuhttpd"
@@ -159,6 +161,15 @@ if ! start_and_wait "$work/serve.log"; then
 fi
 t_ready=$((SECONDS - t0))
 grep -m 6 -i 'backend\|listening' "$work/serve.log" >&2 || true
+# The toolkit without a driver (CI's machine): GHD_CUDA=AUTO builds the host
+# backend alone, and says how to force the CUDA one. (The test command,
+# tests/run.sh, compiles the CUDA code with -DGHD_CUDA=ON.)
+if [ "$cuda" = 1 ] && [ ! -e /proc/driver/nvidia/version ] &&
+  ! chroot "$root" ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+  grep -q '^serve: CUDA backend OFF (GHD_CUDA=AUTO, no NVIDIA driver here.*-DGHD_CUDA=ON' \
+    "$work/serve.log" || fail "nvcc without a driver: the start command did not build the host" \
+    "backend alone, saying how to force CUDA (log: $work/serve.log)"
+fi
 t0=$SECONDS
 python_client_check
 t_python=$((SECONDS - t0))

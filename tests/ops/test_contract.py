@@ -98,7 +98,8 @@ def main():
         O = {"Content-Type": "application/octet-stream"}
 
         for path in ["/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/docs",
-                     "/docs/swagger-ui.css", "/docs/nope.js", "/metrics", "/", "/docs/"]:
+                     "/docs/guide", "/docs/swagger-ui.css", "/docs/nope.js", "/metrics", "/",
+                     "/docs/"]:
             c.conform("GET", path if "swagger" not in path and "nope" not in path
                       else "/docs/{asset}", R("GET", path))
         st, hdrs, _ = c.conform("GET", "/openapi.yaml", R("GET", "/openapi.yaml", headers={

@@ -55,9 +55,10 @@ def dockerfile_checks(path):
 
     build_img = expand(froms[0].split()[1])
     run_img = expand(froms[1].split()[1])
-    check(re.fullmatch(r"nvidia/cuda:13\.0\.\d+-devel-ubuntu24\.04", build_img),
+    # Fully qualified: podman and CRI-O refuse short names.
+    check(re.fullmatch(r"docker\.io/nvidia/cuda:13\.0\.\d+-devel-ubuntu24\.04", build_img),
           f"build stage image {build_img}")
-    check(re.fullmatch(r"nvidia/cuda:13\.0\.\d+-runtime-ubuntu24\.04", run_img),
+    check(re.fullmatch(r"docker\.io/nvidia/cuda:13\.0\.\d+-runtime-ubuntu24\.04", run_img),
           f"runtime image {run_img}")
     check(froms[0].split()[-2:] == ["AS", "build"], "the build stage is not named 'build'")
     check(any(ln.startswith("COPY --from=build ") for ln in instr), "nothing is copied from build")
@@ -209,7 +210,9 @@ def k8s_checks(folder):
           "the StatefulSet's selector does not match its pods")
     svcs = [d for d in docs if d["kind"] == "Service"
             and d["spec"]["selector"].items() <= pod["metadata"]["labels"].items()]
-    check(len(svcs) == 1, "want one Service that selects the gpuhttpd pods")
+    check(sorted(s["metadata"]["name"] for s in svcs) == ["gpuhttpd-metrics", "gpuhttpd-pods"],
+          "want two Services that select the gpuhttpd pods: the headless gpuhttpd-pods and "
+          f"gpuhttpd-metrics, not {[s['metadata']['name'] for s in svcs]}")
     c = pod["spec"]["containers"][0]
     check(str(c["resources"]["limits"].get("nvidia.com/gpu")) == "1", "no nvidia.com/gpu limit")
     probes = {k: c.get(k, {}).get("httpGet", {}).get("path")
@@ -226,7 +229,7 @@ def k8s_checks(folder):
               f"({env.get('GHD_PROBE_PORT')}) in plain HTTP: it fails once TLS is on")
     ports = {p["name"] for p in c["ports"]}
     check(all(p["targetPort"] in ports or isinstance(p["targetPort"], int)
-              for p in svcs[0]["spec"]["ports"]), "the Service targets an unknown port")
+              for s in svcs for p in s["spec"]["ports"]), "a Service targets an unknown port")
     sec = pod["spec"].get("securityContext", {})
     check(sec.get("runAsNonRoot") is True, "pods may run as root")
     return set(e["name"] for e in c.get("env", []) if e["name"].startswith("GHD_")), c["image"]
@@ -251,8 +254,11 @@ def tag_checks(root, compose_path, k8s_image):
     Dockerfile build and run is what compose and the StatefulSet name."""
     want = f"gpuhttpd:{project_version(root)}"
     compose = yaml.safe_load(read_text(compose_path))
-    named = {"compose.yaml": compose["services"]["gpuhttpd"]["image"],
-             "k8s/statefulset.yaml": k8s_image}
+    # The StatefulSet's is fully qualified (CRI-O refuses short names): the
+    # name podman gives what `podman build -t gpuhttpd:VERSION` builds.
+    check(k8s_image == "localhost/" + want, f"the StatefulSet's image is {k8s_image}, not "
+          f"localhost/{want}")
+    named = {"compose.yaml": compose["services"]["gpuhttpd"]["image"]}
     for rel in ("README.md", "docker/README.md", "docker/Dockerfile"):
         found = 0
         for cmd in commands(read_text(os.path.join(root, rel))):

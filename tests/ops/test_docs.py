@@ -101,12 +101,34 @@ def run_chromium(chromium, args, timeout=60):
                               env=dict(os.environ, HOME=profile))
 
 
+# The landing text (info.description, at the top of /docs) fits one screen:
+# Swagger UI sets it about 110 characters a line, and a laptop's window shows
+# some 25 lines of it under the title. The rest is the guide it links.
+LANDING_MAX_CHARS, LANDING_MAX_LINES = 1600, 24
+
+
+def check_landing(srv, spec):
+    desc = spec["info"]["description"]
+    lines = desc.rstrip("\n").count("\n") + 1
+    check(len(desc) <= LANDING_MAX_CHARS and lines <= LANDING_MAX_LINES,
+          f"the /docs landing text is {len(desc)} characters in {lines} lines: more than one "
+          f"screen ({LANDING_MAX_CHARS}, {LANDING_MAX_LINES}); move the rest to x-guide")
+    check("(/docs/guide)" in desc, "the landing text does not link the guide")
+    status, hdrs, body = srv.request("GET", "/docs/guide")
+    check(status == 200 and hdrs["content-type"] == "text/plain; charset=utf-8",
+          f"/docs/guide: {status} {hdrs.get('content-type')}")
+    check(body.decode() == spec["x-guide"], "/docs/guide is not the contract's x-guide")
+    for section in ["Errors", "Bad input: 400 or 422", "Versions", "Authentication", "Devices"]:
+        check(f"**{section}.**" in spec["x-guide"], f"the guide has no '{section}' section")
+
+
 def main():
     binary, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     check_missing_assets(binary)
     with Server(binary) as srv:
         spec = check_contract(srv)
+        check_landing(srv, spec)
         status, _, body = srv.request("GET", "/docs")
         if status == 503:
             skip("the Swagger UI assets are not installed (python3 -m pip install --no-deps "
@@ -134,6 +156,7 @@ def main():
         check(not missing, "the page does not list: " + ", ".join(missing))
         check("Unable to render" not in dom and "Failed to load API definition" not in dom,
               "Swagger UI reports an error loading the spec")
+        check('href="/docs/guide"' in dom, "the rendered landing text has no link to the guide")
 
         shot = os.path.join(out_dir, "docs.png")
         if os.path.exists(shot):

@@ -128,10 +128,69 @@ def check_fields(binary):
     check("detail" not in access(records, "f-create"), "a 201 has a detail")
 
 
+def post_run(srv, body, rid):
+    status, hdrs, data = srv.request("POST", "/v1/runs", json.dumps(body).encode(), {
+        "Content-Type": "application/json", "X-Request-Id": rid})
+    check(status in (200, 202), f"run {rid}: {status} {data[:200]!r}")
+    return hdrs, json.loads(data)
+
+
+def check_run_lines(binary):
+    """A run's access line names its kernels (a built-in's name, "user" or
+    "raw" for the rest, a pipeline's steps joined by '+', cut past what
+    fits) and the device time of a run the reply waited for, the figure its
+    Server-Timing header and its JSON give; nothing of either on other lines."""
+    with Server(binary, "--log-format", "json") as srv:
+        status, _, buf = srv.json("POST", "/v1/buffers", {"size": 4096})
+        check(status == 201, f"create: {status}")
+        x = buf["id"]
+        fill = {"kernel": "fill", "args": {"x": x, "n": 1024, "dtype": "f32", "value": 2}}
+        total = {"kernel": "sum", "args": {"x": x, "n": 1024, "dtype": "f32"}}
+        square = {"kernel": {"name": "tenant_secret_sq", "in": "f32 x", "out": "f32 y",
+                             "body": "y = x * x"}, "args": {"x": x, "y": x, "n": 8}}
+        hdrs, one = post_run(srv, fill, "run-fill")
+        timing = re.fullmatch(r"device;dur=([0-9.]+)", hdrs.get("server-timing", ""))
+        check(timing, f"no Server-Timing on a waited run: {hdrs}")
+        post_run(srv, {"steps": [fill, total, square]}, "run-pipe")
+        post_run(srv, {"steps": [fill] * 16}, "run-long")
+        post_run(srv, square, "run-user")
+        _, late = post_run(srv, dict(fill, wait=False), "run-async")
+        log = srv.stop()
+    records = json_lines(log)
+    rec = access(records, "run-fill")
+    check(rec.get("kernel") == "fill", f"the fill run's access line: {rec}")
+    check(rec.get("device_ms") == round(float(timing.group(1)), 3) ==
+          one["timing"]["device_ms"], f"device_ms {rec.get('device_ms')}, Server-Timing "
+          f"{timing.group(1)}, the run's {one['timing']}")
+    check(access(records, "run-pipe").get("kernel") == "fill+sum+user",
+          f"pipeline: {access(records, 'run-pipe')}")
+    long_label = access(records, "run-long").get("kernel", "")
+    check(long_label.startswith("fill+fill+") and long_label.endswith("+...(16 steps)") and
+          len(long_label) < 64, f"16 steps: {long_label!r}")
+    check(access(records, "run-user").get("kernel") == "user", "a user kernel is 'user'")
+    check("tenant_secret_sq" not in log, "a tenant's kernel name reached the log")
+    rec = access(records, "run-async")
+    check(rec.get("kernel") == "fill" and "device_ms" not in rec and rec["status"] == 202,
+          f"a run answered 202 has no device time yet: {rec} ({late['status']})")
+    others = [r for r in records if "request_id" in r and not r["request_id"].startswith("run-")]
+    check(others and not any("kernel" in r or "device_ms" in r for r in others),
+          f"kernel or device_ms on other lines: {others}")
+
+    with Server(binary, "--log-format", "text") as srv:
+        _, _, buf = srv.json("POST", "/v1/buffers", {"size": 4096})
+        post_run(srv, {"kernel": "fill", "args": {"x": buf["id"], "n": 4, "dtype": "u8",
+                                                   "value": 1}}, "run-text")
+        log = srv.stop()
+    lines = [ln for ln in log.splitlines() if "id=run-text " in ln]
+    check(len(lines) == 1 and re.search(r" kernel=fill device_ms=[0-9]+\.[0-9]{3}( |$)",
+                                        lines[0]), f"text run line: {lines}")
+
+
 def main():
     binary = sys.argv[1]
     check_odd_methods(binary)
     check_fields(binary)
+    check_run_lines(binary)
     with Server(binary, "--log-format", "json") as srv:
         status, hdrs, body = srv.request("GET", "/healthz", headers={"X-Request-Id": "abc"})
         check(status == 200, f"/healthz answered {status}")

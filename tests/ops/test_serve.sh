@@ -39,4 +39,18 @@ out=$(GHD_BUILD_DIR=$build "$src/server/serve.sh" --version 2>&1) ||
   fail "server/serve.sh --version:"$'\n'"$out"
 expect "serve.sh --version (the second time)" \
   'serve: CUDA backend OFF (GHD_CUDA=OFF): the host backend only' 'gpuhttpd [0-9][0-9.]*'
+
+# GHD_CUDA=AUTO (the default) with nvcc but no NVIDIA driver: the host backend
+# alone, saying how to force the CUDA one; configured only, nothing built.
+if { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; } &&
+  [ ! -e /proc/driver/nvidia/version ] && ! /sbin/ldconfig -p | grep -q 'libcuda\.so\.1 '; then
+  auto=$(mktemp -d)
+  out=$(cmake -S "$src" -B "$auto" -DBUILD_TESTING=OFF "${launcher[@]}" 2>&1) ||
+    fail "cmake with GHD_CUDA=AUTO:"$'\n'"$out"
+  rm -rf "$auto"
+  grep -q '^-- gpuhttpd: CUDA backend OFF (GHD_CUDA=AUTO, no NVIDIA driver here: .*-DGHD_CUDA=ON builds' \
+    <<<"$out" || fail "GHD_CUDA=AUTO with nvcc and no driver did not leave CUDA out:"$'\n'"$out"
+else
+  echo "test_serve: nvcc missing or a driver present: the AUTO without a driver case not run"
+fi
 echo "test_serve: ok"

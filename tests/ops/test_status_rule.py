@@ -91,8 +91,10 @@ def main():
     with Server(binary) as srv:
         status, _, body = srv.request("GET", "/openapi.json")
         spec = json.loads(body)
-        desc = spec["info"]["description"]
-        check("**Bad input: 400 or 422.**" in desc, "the API description states no status rule")
+        status, _, guide = srv.request("GET", "/docs/guide")
+        check(status == 200 and guide.decode() == spec["x-guide"], "/docs/guide: not x-guide")
+        check("**Bad input: 400 or 422.**" in spec["x-guide"],
+              "the API's guide states no status rule")
         registry = Registry().with_resource("urn:spec", Resource.from_contents(
             spec, default_specification=DRAFT202012))
 

@@ -6,7 +6,10 @@
  * off mid-body. Meanwhile it samples the server's RSS and open descriptors.
  * At the end every buffer is deleted and it checks that pool bytes in use
  * and staging chunks are back at zero, descriptors back at their baseline,
- * RSS flat between the first and last third, and that SIGTERM exits 0.
+ * RSS flat between the first and last third, and that SIGTERM exits 0. It
+ * reports RSS after warm-up every 20 s and its growth per minute (a leak
+ * grows steadily, a plateau flattens). SOAK_THREADS, SOAK_MAX_SIZE (the
+ * largest buffer, 256 KiB by default) and SOAK_POOL_LIMIT (64M) vary it.
  *
  * Under REL_WRAPPER="valgrind ..." (ctest soak_valgrind) the same runs
  * shorter; valgrind's exit code then reports memory errors and leaks. */
@@ -34,7 +37,8 @@
 #define TOK_B "soak-token-bob-0002"
 #define TOK_METRICS "soak-token-metrics-0003" /* /readyz's figures need it with tokens on */
 #define MAX_OWNED 6
-#define MAX_SIZE (256 << 10)
+/* The largest buffer: SOAK_MAX_SIZE bytes, 256 KiB by default. */
+static size_t max_size = 256 << 10;
 
 enum op {
     OP_CREATE, OP_CREATE_OCTETS, OP_PUT, OP_PUT_RANGE, OP_GET, OP_GET_RANGE, OP_HEAD, OP_META,
@@ -208,7 +212,7 @@ static void one_op(struct worker *w, struct sink *s)
     if (!have_kernels && (op == OP_RUN_WAIT || op == OP_RUN_POLL))
         op = OP_GET;
     struct owned *o = w->nbufs ? &w->bufs[rnd(w) % (unsigned)w->nbufs] : NULL;
-    size_t size = 4 + (rnd(w) % (MAX_SIZE - 4)) / 4 * 4;
+    size_t size = 4 + (rnd(w) % (max_size - 4)) / 4 * 4;
     long st;
     atomic_fetch_add(&op_count[op], 1);
     switch (op) {
@@ -371,10 +375,10 @@ static void one_op(struct worker *w, struct sink *s)
             break;
         snprintf(body, sizeof(body),
                  "POST /v1/buffers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                 "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n",
-                 w->token, MAX_SIZE);
+                 "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                 w->token, max_size);
         rel_send(fd, body, strlen(body));
-        rel_send(fd, w->scratch, rnd(w) % (MAX_SIZE - 1));
+        rel_send(fd, w->scratch, rnd(w) % (max_size - 1));
         close(fd);
         break;
     }
@@ -393,7 +397,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct sink s = {NULL, 0, 0};
     w->curl = curl_easy_init();
-    w->scratch = malloc(MAX_SIZE);
+    w->scratch = malloc(max_size);
     while (!atomic_load(&stop_flag))
         one_op(w, &s);
     /* Leave nothing behind. */
@@ -438,6 +442,36 @@ static int proc_fds(int pid)
     return n;
 }
 
+/* glibc's malloc arenas besides the main heap: each is a 64 MiB reservation,
+ * mapped as one read-write part and the PROT_NONE rest after it. */
+static int proc_arenas(int pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    FILE *f = fopen(path, "r");
+    unsigned long lo, hi, prev_lo = 0, prev_hi = 0;
+    char perms[8], prev_perms[8] = "";
+    int n = 0, fields;
+    while (f && fgets(line, sizeof(line), f)) {
+        char name[256] = "";
+        fields = sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms, name);
+        if (fields < 3)
+            continue;
+        int anon = fields == 3 || name[0] == '\0';
+        if (anon && strcmp(perms, "---p") == 0 && strncmp(prev_perms, "rw", 2) == 0 &&
+            prev_hi == lo && hi - prev_lo == 64UL << 20)
+            n++;
+        else if (anon && strncmp(perms, "rw", 2) == 0 && hi - lo == 64UL << 20)
+            n++;
+        prev_lo = lo;
+        prev_hi = hi;
+        snprintf(prev_perms, sizeof(prev_perms), "%s", anon ? perms : "");
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
 /* pool.in_use and staging.busy from /readyz. */
 static int ready_stats(long long *in_use, long long *busy)
 {
@@ -455,6 +489,29 @@ static int ready_stats(long long *in_use, long long *busy)
     return st == 200 ? 0 : -1;
 }
 
+/* RSS after warm-up (samples a second apart from `warm` on): every 20 s,
+ * and its growth per minute, the least-squares slope over those samples
+ * (what tells a leak, steady, from a plateau, flattening). */
+static void report_rss(const long *rss, int n, int warm)
+{
+    char line[1024];
+    int used = 0;
+    for (int i = warm; i < n && used < (int)sizeof(line) - 16; i += 20)
+        used += snprintf(line + used, sizeof(line) - (size_t)used, " %.1f", rss[i] / 1024.0);
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int m = 0;
+    for (int i = warm; i < n; i++, m++) {
+        sx += i;
+        sy += (double)rss[i];
+        sxx += (double)i * i;
+        sxy += (double)i * (double)rss[i];
+    }
+    double slope = m > 1 ? (m * sxy - sx * sy) / (m * sxx - sx * sx) : 0; /* kB per s */
+    print_message("soak: RSS after warm-up (%d s), MiB every 20 s:%s\n", warm, line);
+    print_message("soak: RSS growth after warm-up: %.2f MiB per minute over %d s\n",
+                  slope * 60 / 1024, m);
+}
+
 static void test_soak(void **state)
 {
     (void)state;
@@ -463,7 +520,11 @@ static void test_soak(void **state)
     int seconds = env_secs ? atoi(env_secs) : 45;
     int threads = env_threads ? atoi(env_threads) : 12;
     int wrapped = getenv("REL_WRAPPER") != NULL;
-    const char *args[] = {"--pool-initial", "48M", "--pool-limit", "64M", "--pool-slab", "16M",
+    if (getenv("SOAK_MAX_SIZE") && atol(getenv("SOAK_MAX_SIZE")) >= 64)
+        max_size = (size_t)atol(getenv("SOAK_MAX_SIZE"));
+    /* SOAK_POOL_LIMIT: a larger pool for larger buffers (more of them fit). */
+    const char *pool = getenv("SOAK_POOL_LIMIT") ? getenv("SOAK_POOL_LIMIT") : "64M";
+    const char *args[] = {"--pool-initial", "48M", "--pool-limit", pool, "--pool-slab", "16M",
                           "--staging-chunk", "64K", "--staging-chunks", "16",
                           "--staging-timeout-ms", "5000", "--log-level", "warn",
                           "--connection-timeout", "30", "--runs-kept", "1024", NULL};
@@ -530,6 +591,12 @@ static void test_soak(void **state)
         rss_early = rss[i] > rss_early ? rss[i] : rss_early;
     for (int i = n - third; i < n; i++)
         rss_late = rss[i] > rss_late ? rss[i] : rss_late;
+    report_rss(rss, n, warm);
+    int arenas = proc_arenas(proc.pid);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int arena_cap = cpus * 2 > 8 ? (int)cpus * 2 : 8;
+    print_message("soak: %d malloc arenas (the server caps them at %d on %ld CPUs)\n", arenas,
+                  arena_cap, cpus);
     int fd_base = fds[warm > 0 ? warm - 1 : 0], fd_end;
     t0 = rel_now_ms();
     while ((fd_end = proc_fds(proc.pid)) > fd_start && rel_now_ms() - t0 < 10000)
@@ -551,8 +618,10 @@ static void test_soak(void **state)
     assert_int_equal(in_use, 0);
     assert_int_equal(busy, 0);
     assert_true(fd_end <= fd_start);
-    if (!wrapped) /* valgrind's own allocator makes RSS meaningless */
+    if (!wrapped) { /* valgrind's own allocator makes RSS meaningless */
         assert_true(rss_late <= rss_early + rss_early / 10 + 16384);
+        assert_true(arenas <= arena_cap); /* each arena holds its peak: RSS creeps up */
+    }
     assert_int_equal(code, 0);
     unlink(proc.log_path);
     free(ws);

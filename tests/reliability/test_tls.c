@@ -134,10 +134,11 @@ static void test_refusals(void **state)
     /* An unknown issuer: the client refuses (the server presents its cert). */
     healthz(s, (struct rel_req){0}, &e);
     assert_int_not_equal(e, CURLE_OK);
-    /* Plain HTTP to the TLS port gets no HTTP answer. */
+    /* Plain HTTP to the TLS port: a 400 saying to use https (test_plain_http
+     * looks closer). */
     char plain[64];
     snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
-    assert_int_not_equal(healthz(s, (struct rel_req){.base = plain, .timeout_ms = 3000}, &e), 200);
+    assert_int_equal(healthz(s, (struct rel_req){.base = plain, .timeout_ms = 3000}, &e), 400);
     /* TLS 1.1 at most: refused (the server speaks TLS 1.2 and 1.3 only). */
     struct rel_req old = {.cainfo = cert,
                           .sslversion = CURL_SSLVERSION_TLSv1_0 | CURL_SSLVERSION_MAX_TLSv1_1};
@@ -148,6 +149,50 @@ static void test_refusals(void **state)
                           .sslversion = CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2};
     assert_int_equal(healthz(s, v12, &e), 200);
     /* The server still serves after all that. */
+    assert_int_equal(healthz(s, (struct rel_req){.cainfo = cert}, &e), 200);
+    assert_true(rel_wait_rest(s, 0, 2000));
+}
+
+/* Plain HTTP on the HTTPS port, over loopback: a problem+json 400 that says
+ * to use https, also with a body still coming, and the port keeps serving
+ * TLS. */
+static void test_plain_http(void **state)
+{
+    struct rel_server *s = *state;
+    char plain[64];
+    snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
+    struct rel_req rq = {.method = "GET", .path = "/v1/buffers", .base = plain,
+                         .token = "tls-token-123", .timeout_ms = 3000};
+    struct rel_resp r;
+    rel_do(s, &rq, &r);
+    assert_int_equal(r.curl_error, CURLE_OK);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.headers, "application/problem+json"));
+    assert_non_null(strstr(r.body, "\"status\":400"));
+    assert_non_null(strstr(r.body, "use https://"));
+    assert_non_null(strstr(r.body, "\"instance\":\"/v1/buffers\""));
+    rel_resp_free(&r);
+
+    /* An upload's head and part of its body, the rest never sent: the
+     * reply comes all the same, then the close. */
+    int fd = rel_connect(s->port);
+    assert_true(fd >= 0);
+    const char head[] = "POST /v1/buffers HTTP/1.1\r\nHost: x\r\n"
+                        "Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n";
+    char body[4096];
+    memset(body, 'x', sizeof(body));
+    assert_int_equal(rel_send(fd, head, sizeof(head) - 1), 0);
+    assert_int_equal(rel_send(fd, body, sizeof(body)), 0);
+    char got[2048];
+    int closed = 0;
+    long n = rel_recv(fd, got, sizeof(got) - 1, 5000, &closed);
+    assert_true(n > 0);
+    assert_true(closed);
+    assert_int_equal(rel_status_of(got), 400);
+    assert_non_null(strstr(got, "use https://"));
+    close(fd);
+
+    int e;
     assert_int_equal(healthz(s, (struct rel_req){.cainfo = cert}, &e), 200);
     assert_true(rel_wait_rest(s, 0, 2000));
 }
@@ -281,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_https_verified),
         cmocka_unit_test(test_transfer_over_tls),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_plain_http),
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_bad_files_refused),

@@ -1,0 +1,166 @@
+/* Tokens rotated without a restart, as a Kubernetes Secret volume rotates
+ * them: the tokens file is a link through "..data" to a directory of the
+ * version, and an update makes a new directory and swaps "..data" to it in
+ * one rename. Nobody sends SIGHUP: the server sees the file change (within
+ * two seconds: it waits until the file is still for one), swaps its token
+ * table, and keeps everything else. The new token is accepted, the old one
+ * refused, another tenant's stays, and the buffer the tenant made under the
+ * old token is there under the new one with its bytes. A broken version is
+ * refused once, and the tokens in force stay. No token reaches the log. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "rel.h"
+
+static char dir[64];
+
+/* dir/<version>/tokens with `text`, then dir/..data -> <version> in one
+ * rename, as the kubelet's atomic writer does; the old version goes. */
+static void publish(const char *version, const char *old, const char *text)
+{
+    char path[256], tmp[256], data[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, version);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s/%s/tokens", dir, version);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, 0600), 0);
+    snprintf(tmp, sizeof(tmp), "%s/..data_tmp", dir);
+    snprintf(data, sizeof(data), "%s/..data", dir);
+    assert_int_equal(symlink(version, tmp), 0);
+    assert_int_equal(rename(tmp, data), 0);
+    if (old) {
+        snprintf(path, sizeof(path), "%s/%s/tokens", dir, old);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/%s", dir, old);
+        rmdir(path);
+    }
+}
+
+static long status_with(struct rel_server *s, const char *path, const char *token)
+{
+    struct rel_resp r;
+    long st = rel_json(s, "GET", path, token, NULL, &r);
+    rel_resp_free(&r);
+    return st;
+}
+
+/* The change is seen within about two seconds; poll up to ten. */
+static long await_status(struct rel_server *s, const char *token, long want)
+{
+    long st = 0;
+    for (int i = 0; i < 200 && (st = status_with(s, "/v1/buffers", token)) != want; i++)
+        rel_sleep_ms(50);
+    return st;
+}
+
+static int count_in_log(const struct rel_proc *p, const char *text)
+{
+    FILE *f = fopen(p->log_path, "r");
+    if (!f)
+        return -1;
+    char line[2048];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, text) != NULL;
+    fclose(f);
+    return n;
+}
+
+static void test_secret_volume_rotation(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/ghd-secret-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    publish("..2026_01", NULL, "first-token-aaaa alice\nbob-token-zzzz bob\n");
+    char link[256];
+    snprintf(link, sizeof(link), "%s/tokens", dir);
+    assert_int_equal(symlink("..data/tokens", link), 0);
+
+    const char *args[] = {"--tokens-file", link, NULL};
+    struct rel_proc p;
+    if (rel_spawn(&p, args, NULL, 20000) < 0)
+        fail_msg("gpuhttpd did not start");
+    struct rel_server s;
+    rel_server_for(&s, &p);
+
+    char id[80], path[128];
+    unsigned char data[4096];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (unsigned char)(i * 7 + 3);
+    assert_int_equal(rel_create(&s, "first-token-aaaa", sizeof(data), id, sizeof(id)), 201);
+    assert_int_equal(rel_put(&s, "first-token-aaaa", id, data, sizeof(data)), 200);
+    assert_int_equal(status_with(&s, "/v1/buffers", "second-token-bbbb"), 401);
+
+    publish("..2026_02", "..2026_01", "second-token-bbbb alice\nbob-token-zzzz bob\n");
+    assert_int_equal(await_status(&s, "second-token-bbbb", 200), 200);
+    assert_int_equal(status_with(&s, "/v1/buffers", "first-token-aaaa"), 401);
+    assert_int_equal(status_with(&s, "/v1/buffers", "bob-token-zzzz"), 200);
+    /* Nothing lost: alice's buffer, its bytes, under her new token. */
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    struct rel_req get = {.method = "GET", .path = path, .token = "second-token-bbbb"};
+    struct rel_resp r;
+    rel_do(&s, &get, &r);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, sizeof(data));
+    assert_memory_equal(r.body, data, sizeof(data));
+    rel_resp_free(&r);
+    assert_int_equal(status_with(&s, path, "first-token-aaaa"), 401);
+    assert_int_equal(count_in_log(&p, "the tokens file changed: tokens re-read"), 1);
+
+    /* A broken version: refused, once; the tokens in force stay. */
+    publish("..2026_03", "..2026_02", "second-token-bbbb alice\nthird-token-cccc\n");
+    for (int i = 0; i < 100 && count_in_log(&p, "keeping the tokens in force") < 1; i++)
+        rel_sleep_ms(50);
+    rel_sleep_ms(2500); /* two more looks at the file: no second warning */
+    assert_int_equal(count_in_log(&p, "keeping the tokens in force"), 1);
+    assert_int_equal(status_with(&s, "/v1/buffers", "second-token-bbbb"), 200);
+    assert_int_equal(status_with(&s, "/v1/buffers", "third-token-cccc"), 401);
+
+    /* Mended: read again. */
+    publish("..2026_04", "..2026_03", "third-token-cccc alice\n");
+    assert_int_equal(await_status(&s, "third-token-cccc", 200), 200);
+    assert_int_equal(status_with(&s, "/v1/buffers", "second-token-bbbb"), 401);
+    assert_int_equal(status_with(&s, "/v1/buffers", "bob-token-zzzz"), 401);
+
+    const char *secrets[] = {"token-aaaa", "token-bbbb", "token-cccc", "token-zzzz"};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        assert_false(rel_log_contains(&p, secrets[i]));
+    rel_signal(&p, SIGTERM);
+    assert_int_equal(rel_wait_exit_or_kill(&p, 10000), 0);
+    unlink(p.log_path);
+    publish("..2026_05", "..2026_04", "");
+    unlink(link);
+    char data_link[256], last[256];
+    snprintf(data_link, sizeof(data_link), "%s/..data", dir);
+    unlink(data_link);
+    snprintf(last, sizeof(last), "%s/..2026_05/tokens", dir);
+    unlink(last);
+    snprintf(last, sizeof(last), "%s/..2026_05", dir);
+    rmdir(last);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    if (!getenv("GHD_BIN")) {
+        printf("SKIP: GHD_BIN does not name the gpuhttpd binary\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_secret_volume_rotation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
