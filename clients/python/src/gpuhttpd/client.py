@@ -117,11 +117,13 @@ class Client:
         self.module_sources: dict[str, dict[str, Any]] = {}
         self.inline_definitions = inline_definitions
         self.same_host = SameHost(self, shm_threshold, shm_chunk)
+        self._garbage: builtins.list[str] = []  # buffers whose owning handles are gone
 
     def close(self) -> None:
         """Unregisters the segment of automatic same-host transfers and
         closes the connections (a later call opens new ones)."""
         try:
+            self._collect()
             self.same_host.close()
         finally:
             self.transport.close()
@@ -144,6 +146,8 @@ class Client:
         ``retries`` times, the client's ``retries`` when None); returns the
         answer when its status is in ``ok`` (any 2xx when 200 is), raises the
         status's error class otherwise."""
+        if self._garbage:
+            self._collect()
         h = dict(self.headers)
         if json is not None:
             content = jsonlib.dumps(json).encode()
@@ -171,6 +175,23 @@ class Client:
                 continue
             raise from_response(r.status, r.headers, body, r.reason)
         raise AssertionError("unreachable")
+
+    def _release(self, bid: str) -> None:
+        # Called by a finalizer, wherever the garbage collector runs: the
+        # DELETE waits for the next request, on this client's own thread.
+        self._garbage.append(bid)
+
+    def _collect(self) -> None:
+        """Deletes the buffers whose owning handles were collected."""
+        while self._garbage:
+            bid = self._garbage.pop()
+            try:
+                self._request("DELETE", f"/v1/buffers/{bid}", ok=(204, 404), retries=0)
+            except GpuhttpdError as e:
+                warnings.warn(f"could not delete buffer {bid}: {e}", stacklevel=2)
+
+    def _run(self, body: dict[str, Any], timeout: float | None = None) -> RunResult:
+        return submit(self, body, True, timeout)
 
     def _upload(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
                 if_match: str | None, progress: bool, *, start: int = 0,

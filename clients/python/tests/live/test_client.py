@@ -55,13 +55,16 @@ def test_empty_zeros_and_delete(client):
 
 
 def test_reshape_and_reinterpret(client):
-    with client.asarray(np.arange(12, dtype=np.float32)) as x:
-        x.reshape(3, 4)
-        np.testing.assert_array_equal(x.get(), np.arange(12, dtype=np.float32).reshape(3, 4))
-        x.reshape(dtype=np.uint8)
-        np.testing.assert_array_equal(x.get(), np.arange(12, dtype=np.float32).view(np.uint8))
+    a = np.arange(12, dtype=np.float32)
+    with client.asarray(a) as x:
+        m = x.reshape(3, 4)  # a view: x and the server's description unchanged
+        np.testing.assert_array_equal(m.get(), a.reshape(3, 4))
+        assert x.shape == (12,) and client.buffer(x.id).shape == (12,)
+        np.testing.assert_array_equal(x.view(np.uint8).get(), a.view(np.uint8))
+        x.describe(dtype=np.uint8)  # the server's description changes
+        np.testing.assert_array_equal(client.buffer(x.id).get(), a.view(np.uint8))
         with pytest.raises(gpuhttpd.InvalidArgument) as err:
-            x.reshape(5, 5)
+            x.describe((5, 5))
         assert err.value.status == 422 and "bytes" in err.value.detail
 
 

@@ -286,14 +286,20 @@ def test_handles_are_arrays(client, fake):
     client.array_warn_bytes = 40
     with pytest.warns(gpuhttpd.LargeDownloadWarning, match="48 bytes"):
         np.asarray(x)
-    x.reshape(12)
+    before = len(fake.requests)
+    y = x.reshape(12)  # a view: nothing sent, the original unchanged
+    assert (y.shape, x.shape, y.id, len(fake.requests)) == ((12,), (3, 4), x.id, before)
+    assert x.reshape(-1, 6).shape == (2, 6) and x.reshape((4, 3)).shape == (4, 3)
+    with pytest.raises(ValueError, match="size 12 into shape"):
+        x.reshape(5, 5)
     with pytest.raises(TypeError, match="0-d"):
-        len(x.reshape(()))
-    assert [r.json() for r in fake.requests if r.method == "PATCH"] == [{"shape": [12]},
-                                                                       {"shape": []}]
-    x.reshape(2, 6)
-    x.reshape((6, 2), dtype=np.uint8)
-    assert fake.requests[-1].json() == {"shape": [6, 2], "dtype": "u8"}
+        len(x[1][2])
+    np.testing.assert_array_equal(y.get(), a.reshape(12))
+    x.describe(12)  # the server's description changes
+    x.describe((6, 2), dtype=np.uint8)
+    assert [r.json() for r in fake.requests if r.method == "PATCH"] == [
+        {"shape": [12]}, {"shape": [6, 2], "dtype": "u8"}]
+    assert (x.shape, x.dtype) == ((6, 2), np.uint8)
 
 
 def test_dtypes_numpy_lacks_come_back_as_bytes(client, fake):
