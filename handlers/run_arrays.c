@@ -173,6 +173,7 @@ int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
         return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'reinterpret' must be true or false",
                                  where);
     int reinterpret = json_is_true(reinterpret_v);
+    ghd_dtype_args_canonical(args);
     if (k->user)
         return ghd_ra_user(req, rep, k->user, args, reinterpret, where);
     struct ghd_described xs[GHD_KARG_BUFFERS];

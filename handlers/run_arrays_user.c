@@ -21,10 +21,11 @@ static int declared_type_differs(struct ghd_request *req, struct ghd_reply *rep,
     ghd_ra_shape_str(&x->d, s, sizeof(s));
     return ghd_reply_problem(rep, req, GHD_EUNPROC,
                              "%sbuffer argument %s (%s) is not %s, the type kernel %s declares "
-                             "for %s; describe the buffer as %s, or say \"reinterpret\": true "
-                             "to mean it",
+                             "for %s; convert it (kernel cast, dtype_out %s; astype in the "
+                             "Python client), or say \"reinterpret\": true to read its bytes "
+                             "as %s",
                              where, x->name, s, ghd_utype_name(type), k->def.name, x->name,
-                             ghd_utype_name(type));
+                             ghd_utype_name(type), ghd_utype_name(type));
 }
 
 int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_ukernel *k,

@@ -240,7 +240,7 @@ static void test_placeholders(void **state)
                 "{\"kernel\": \"addT\", \"args\": {\"T\": \"f128\", \"x\": \"%s\","
                 " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
     run_refused(ALICE, 422, "T must be a type name: did you mean 'f64'? (f16",
-                "{\"kernel\": \"addT\", \"args\": {\"T\": \"float64\", \"x\": \"%s\","
+                "{\"kernel\": \"addT\", \"args\": {\"T\": \"flaot64\", \"x\": \"%s\","
                 " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
     run_refused(ALICE, 422, "unknown parameter 't' for kernel addT: did you mean 'T'?",
                 "{\"kernel\": \"addT\", \"args\": {\"t\": \"f32\", \"x\": \"%s\","

@@ -47,7 +47,13 @@ class LargeDownloadWarning(UserWarning):
 
 
 def dtype_name(dtype: npt.DTypeLike) -> str:
-    """The server's name for a NumPy dtype (``np.float32`` -> ``"f32"``)."""
+    """The server's name for a dtype as NumPy names it (``np.float32``,
+    ``"float32"``, ``np.dtype("<f4")`` -> ``"f32"``) or as the server does
+    (``"f32"``, ``"bf16"``). A string that is a server name is one, as on
+    the server: ``"i8"`` and ``"u8"`` are one-byte integers (NumPy's
+    eight-byte ones are ``"<i8"``, ``"int64"``)."""
+    if isinstance(dtype, str) and (dtype in _NUMPY or dtype == "bf16"):
+        return dtype
     dt = np.dtype(dtype)
     name = _NAMES.get((dt.kind, dt.itemsize))
     if name is None or (dt.itemsize > 1 and dt.byteorder == ">"):
@@ -55,10 +61,11 @@ def dtype_name(dtype: npt.DTypeLike) -> str:
     return name
 
 
-def numpy_dtype(name: str) -> np.dtype[Any]:
-    """The NumPy dtype for a server dtype name (``"f32"`` -> ``float32``)."""
+def numpy_dtype(name: npt.DTypeLike) -> np.dtype[Any]:
+    """The NumPy dtype for a server dtype name (``"f32"`` -> ``float32``),
+    or for anything :func:`dtype_name` takes."""
     try:
-        return _NUMPY[name]
+        return _NUMPY[name if isinstance(name, str) and name in _NUMPY else dtype_name(name)]
     except KeyError:
         raise TypeError(f"dtype {name!r} has no NumPy equivalent") from None
 

@@ -31,7 +31,9 @@ RunResult = dict[str, Any]
 
 def kernel_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """A run's ``args`` as JSON: handles become their ids, NumPy scalars
-    Python numbers, and a dtype given for a ``dtype...`` argument its name."""
+    Python numbers, and a dtype given for a ``dtype...`` argument or a
+    placeholder type (``T``) the server's name (``np.float32``,
+    ``"float32"``, ``"<f4"`` -> ``"f32"``)."""
     out: dict[str, Any] = {}
     for k, v in args.items():
         if isinstance(v, DeviceArray):
@@ -41,10 +43,20 @@ def kernel_args(args: Mapping[str, Any]) -> dict[str, Any]:
                             "pass the handle")
         elif isinstance(v, np.generic):
             v = v.item()
-        elif isinstance(v, (np.dtype, type)) and k.startswith("dtype"):
-            v = dtype_name(v)
+        elif (k.startswith(("dtype", "value_dtype")) or (len(k) == 1 and k.isupper())) and \
+                isinstance(v, (np.dtype, type, str)):
+            v = _type_name(v)  # a dtype or placeholder type, however NumPy names it: ours
         out[k] = v
     return out
+
+
+def _type_name(v: Any) -> Any:
+    """A dtype argument's server name; a string nobody knows goes as it is
+    (the server says what it takes)."""
+    try:
+        return dtype_name(v)
+    except TypeError:
+        return v
 
 
 # A buffer id as the server makes them: the owner prefix (instance and

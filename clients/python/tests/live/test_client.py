@@ -90,7 +90,7 @@ def test_gemm_from_shapes(client):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((5, 7)).astype(np.float32)
     b = rng.standard_normal((7, 3)).astype(np.float32)
-    with client.asarray(a) as da, client.asarray(b) as db, client.zeros((5, 3)) as dc:
+    with client.asarray(a) as da, client.asarray(b) as db, client.zeros((5, 3), np.float32) as dc:
         res = client.run("gemm", a=da, b=db, c=dc)
         assert (res["m"], res["n"], res["k"]) == (5, 3, 7)
         np.testing.assert_allclose(dc.get(), a @ b, rtol=1e-5, atol=1e-5)
@@ -364,7 +364,7 @@ def test_user_kernel_as_callable(client):
     sqdiff = client.define("py_sqdiff", in_="f32 x, f32 y, f32 a", out="f32 z",
                            body="z = a * (x - y) * (x - y)")
     try:
-        with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(100) as z:
+        with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(100, np.float32) as z:
             assert sqdiff(x=x, y=y, a=np.float32(2), z=z)["n"] == 100  # n from the handles
             np.testing.assert_allclose(z.get(), 2 * (xa - ya) ** 2)
             want = float(np.sum(2 * (xa - ya) ** 2))
@@ -384,7 +384,7 @@ def test_user_kernel_placeholders_from_handles(client):
             with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(50, dt) as z:
                 add(x=x, y=y, z=z)
                 np.testing.assert_array_equal(z.get(), xa + ya * 2)
-        with client.asarray(np.zeros(8, np.float64)) as x, client.zeros(8) as y, \
+        with client.asarray(np.zeros(8, np.float64)) as x, client.zeros(8, np.float32) as y, \
                 client.zeros(8, np.float64) as z:
             with pytest.raises(gpuhttpd.InvalidArgument) as err:
                 add(x=x, y=y, z=z)

@@ -164,3 +164,12 @@ def test_numpy_functions_do_not_download(client):
     with pytest.raises(TypeError, match="upload the array"):
         np.arange(4, dtype=np.float32) + x
     assert np.sum(x).item() == 6.0 and np.mean(x).item() == 1.5
+
+
+def test_numpy_names_reach_the_server_and_wrong_types_suggest_astype(client):
+    x = client.asarray(np.arange(4, dtype=np.float64))
+    with pytest.raises(gpuhttpd.InvalidArgument, match="astype"):
+        client.run("sum", x=x, dtype="float32")
+    r = client._request("POST", "/v1/buffers", json={"dtype": "<f4", "shape": [2]})
+    assert r.json()["dtype"] == "f32"
+    assert client.run("sum", x=x.astype("float32"), dtype=np.float32)["value"] == 6.0

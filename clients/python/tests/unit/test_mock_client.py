@@ -191,7 +191,7 @@ def test_a_transfer_cut_for_good(fake):
     assert not fake.buffers  # asarray deletes what it created
     x = c.zeros(4)
     fake.cut_get = {1: 3, 2: 3}
-    with pytest.raises(gpuhttpd.TransferError, match="download cut at byte 6 of 16"):
+    with pytest.raises(gpuhttpd.TransferError, match="download cut at byte 6 of 32"):
         x.get()
 
 
@@ -260,7 +260,7 @@ def test_upload_file_refusals(client, fake, tmp_path):
         client.upload_file(src)
     assert not fake.buffers  # the buffer it made is deleted
     other = client.zeros(3)
-    with pytest.raises(ValueError, match="holds 12"):
+    with pytest.raises(ValueError, match="holds 24"):
         client.upload_file(src, into=other)
     assert other.id in fake.buffers  # not the call's to delete
     with pytest.raises(ValueError, match="into="):
@@ -398,3 +398,18 @@ def test_readme_installs_the_progress_extra():
     lines = [line for line in readme.read_text().splitlines() if "pip install" in line
              and "clients/python" in line]
     assert lines and all("clients/python[progress]" in line for line in lines), lines
+
+
+def test_numpy_dtype_names_everywhere(client, fake):
+    """np.float32, "float32", np.dtype("<f4") and the server's "f32" all
+    name f32; a new array is float64 by default, as NumPy's."""
+    assert {gpuhttpd.dtype_name(d) for d in (np.float32, "float32", np.dtype("<f4"), "f32",
+                                             "<f4")} == {"f32"}
+    assert gpuhttpd.dtype_name("i8") == "i8" and gpuhttpd.dtype_name("int64") == "i64"
+    assert gpuhttpd.numpy_dtype("float16") == np.float16 == gpuhttpd.numpy_dtype("f16")
+    assert client.zeros(3).dtype == np.float64 and client.empty(2, "float32").dtype == np.float32
+    x = client.zeros(4, np.dtype("<f4"))
+    client.run("fill", x=x, value=1, dtype="float32")
+    client.run("mine", x=x, T=np.float32, dtype_out=np.dtype("<i4"))
+    sent = [r.json()["args"] for r in fake.requests if r.path == "/v1/runs"]
+    assert sent[0]["dtype"] == "f32" and (sent[1]["T"], sent[1]["dtype_out"]) == ("f32", "i32")
