@@ -49,28 +49,17 @@ int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const c
                          const char *arg, const char *given, const struct ghd_described *x,
                          const char *implies)
 {
-    char s[256];
+    char s[256], convert[128] = "";
     ghd_ra_shape_str(&x->d, s, sizeof(s));
+    /* A buffer of another element type than the one given: converting it
+     * is what a user means far more often than reading its bytes so. */
+    if (strstr(arg, "dtype") || (arg[0] >= 'A' && arg[0] <= 'Z' && !arg[1]))
+        snprintf(convert, sizeof(convert),
+                 "convert it (kernel cast, dtype_out %s; astype in the Python client), ", given);
     return ghd_reply_problem(rep, req, GHD_EUNPROC,
                              "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
-                             "leave %s out, or say \"reinterpret\": true to mean it",
-                             where, arg, given, x->name, s, implies, arg);
-}
-
-/* A buffer of another element type than the one given: converting it is
- * what a user means far more often than reading its bytes as another type. */
-static int type_contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
-                              const char *arg, const char *given, const struct ghd_described *x,
-                              const char *implies)
-{
-    char s[256];
-    ghd_ra_shape_str(&x->d, s, sizeof(s));
-    return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                             "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
-                             "convert it (kernel cast, dtype_out %s; astype in the Python "
-                             "client), leave %s out, or say \"reinterpret\": true to read its "
-                             "bytes as %s",
-                             where, arg, given, x->name, s, implies, given, arg, given);
+                             "%sleave %s out, or say \"reinterpret\": true to mean it",
+                             where, arg, given, x->name, s, implies, convert, arg);
 }
 
 int ghd_ra_disagree(struct ghd_request *req, struct ghd_reply *rep, const char *where,
@@ -101,8 +90,8 @@ int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char 
         snprintf(implies, sizeof(implies), "%s %s", key, x->d.dtype);
         if (json_is_string(given) && !reinterpret &&
             strcmp(json_string_value(given), x->d.dtype) != 0)
-            return type_contradiction(req, rep, where, key, json_string_value(given), x,
-                                      implies);
+            return ghd_ra_contradiction(req, rep, where, key, json_string_value(given), x,
+                                        implies);
         if (!given && first && strcmp(first->d.dtype, x->d.dtype) != 0)
             return ghd_ra_disagree(req, rep, where, key, first, first->d.dtype, x, x->d.dtype,
                                    "give them one element type: convert one (kernel cast; "
