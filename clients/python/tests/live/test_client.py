@@ -488,3 +488,18 @@ def test_handles_as_numpy_arrays(client):
         assert b.dtype == np.int16 and b.shape == (2, 3, 4) and len(x) == 2
         np.testing.assert_array_equal(b, a)
         assert float(np.sum(x)) == float(a.sum())
+
+
+def test_define_runs_again(client):
+    """A cell that defines a kernel runs again: the same definition is the
+    same kernel; another under that name is a Conflict naming the change."""
+    k = client.define("py_again", in_="f32 x", out="f32 y", body="y = x + 1")
+    try:
+        assert client.define("py_again", in_="f32 x", out="f32 y", body="y = x + 1").name == \
+            k.name
+        with pytest.raises(gpuhttpd.Conflict, match=r"its body is 'y = x [+] 1', this one's "
+                                                    r"'y = x [+] 2'"):
+            client.define("py_again", in_="f32 x", out="f32 y", body="y = x + 2")
+        assert client.kernel_definitions["py_again"]["body"] == "y = x + 1"
+    finally:
+        k.delete()
