@@ -29,7 +29,7 @@ from .devices import Device
 from .errors import ConnectionFailed, GpuhttpdError, Timeout, from_response
 from .progress import Progress
 from .regions import SameHost, SharedArray, shared_array
-from .runs import Kernel, Module, Pipeline, RunFuture, RunResult, run_body, submit
+from .runs import Kernel, Kernels, Module, Pipeline, RunFuture, RunResult, run_body, submit
 from .transport import (
     BytesLike,
     HTTPTransport,
@@ -119,6 +119,8 @@ class Client:
         self.inline_definitions = inline_definitions
         self.same_host = SameHost(self, shm_threshold, shm_chunk)
         self._garbage: builtins.list[str] = []  # buffers whose owning handles are gone
+        self.kernels = Kernels(self)
+        """The catalogue: ``c.kernels()`` lists it, ``c.kernels.axpy`` is a kernel."""
 
     def close(self) -> None:
         """Unregisters the segment of automatic same-host transfers and
@@ -571,12 +573,6 @@ class Client:
         ``device=`` and ``handle.device`` name."""
         r = self._request("GET", "/v1/devices", timeout=timeout)
         return [Device.from_json(d) for d in r.json()["devices"]]
-
-    def kernels(self, *, timeout: float | None = None) -> builtins.list[dict[str, Any]]:
-        """The kernel catalogue: name, description and parameters of each."""
-        found: builtins.list[dict[str, Any]] = self._request("GET", "/v1/kernels",
-                                                    timeout=timeout).json()["kernels"]
-        return found
 
 
 def _discard(x: DeviceArray) -> None:

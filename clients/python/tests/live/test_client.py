@@ -503,3 +503,30 @@ def test_define_runs_again(client):
         assert client.kernel_definitions["py_again"]["body"] == "y = x + 1"
     finally:
         k.delete()
+
+
+def test_kernels_tell_their_parameters_and_near_names(client):
+    """help(c.kernels.axpy) shows the catalogue's parameters; an unknown
+    kernel name, as an attribute or in a run, gets the nearest one."""
+    import pydoc
+    axpy = client.kernels.axpy
+    text = pydoc.render_doc(axpy, renderer=pydoc.plaintext)
+    assert "y = a*x + y" in text and "x_offset (integer; default 0)" in text
+    assert "dtype (dtype; required; one of f32, f64)" in text
+    assert "axpy" in dir(client.kernels) and isinstance(client.kernels(), list)
+    with pytest.raises(AttributeError, match="did you mean 'axpy'"):
+        client.kernels.axpi  # noqa: B018
+    with client.asarray(np.ones(4, np.float32)) as x:
+        with pytest.raises(gpuhttpd.InvalidArgument, match="did you mean 'axpy'"):
+            client.run("axpi", x=x, y=x, a=1.0)
+        with pytest.raises(gpuhttpd.InvalidArgument, match="did you mean 'dtype'"):
+            client.run("sum", x=x, dtpye="f32")
+
+
+def test_version_and_etag_agree_after_every_write(client):
+    with client.zeros(4, np.float32) as x:
+        x.set(np.ones(4, np.float32))
+        assert x.etag == f'"v{x.version}"'
+        assert client.buffer(x.id).version == x.version
+        x.refresh()
+        assert x.etag == f'"v{x.version}"'
