@@ -43,6 +43,15 @@ def _unwrap(value: Any) -> Any:
     return value._target if isinstance(value, _Async) else value
 
 
+async def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                     ) -> Any:
+    """fn(*args, **kwargs) on a worker thread, async handles given as theirs,
+    what it returns wrapped."""
+    args = tuple(_unwrap(a) for a in args)
+    kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+    return _wrap(await asyncio.to_thread(fn, *args, **kwargs))
+
+
 class _Async:
     """An object whose methods become coroutines run on a worker thread;
     its other attributes read through."""
@@ -57,16 +66,20 @@ class _Async:
 
         @functools.wraps(attr)
         async def call(*args: Any, **kwargs: Any) -> Any:
-            args = tuple(_unwrap(a) for a in args)
-            kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
-            return _wrap(await asyncio.to_thread(attr, *args, **kwargs))
+            return await _in_thread(attr, args, kwargs)
         return call
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """A callable target (a Kernel) called on a worker thread."""
-        args = tuple(_unwrap(a) for a in args)
-        kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
-        return _wrap(await asyncio.to_thread(self._target, *args, **kwargs))
+        return await _in_thread(self._target, args, kwargs)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Closes the target (a handle deletes its buffer; the client its
+        connections)."""
+        await asyncio.to_thread(self._target.close)
 
     def __repr__(self) -> str:
         return f"Async{self._target!r}"
@@ -85,12 +98,6 @@ class AsyncArray(_Async):
         target: DeviceArray = self._target
         return target
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self._target.close)
-
 
 class AsyncClient(_Async):
     """The :class:`~gpuhttpd.Client` surface, awaited: ``await
@@ -107,13 +114,7 @@ class AsyncClient(_Async):
         target: Client = self._target
         return target
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self._target.close)
-
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Runs any blocking call on a worker thread: ``await
         c.call(lambda: (x.sync * 2).sum().item())``."""
-        return _wrap(await asyncio.to_thread(fn, *args, **kwargs))
+        return await _in_thread(fn, args, kwargs)
