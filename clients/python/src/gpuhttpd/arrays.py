@@ -177,6 +177,13 @@ class DeviceArray(ArrayOperators):
                     timeout: float | None = None) -> None:
         """Streams the array into a .npy file (raw bytes for a buffer without
         a NumPy dtype), a piece at a time."""
+        if self._partial:  # a part of the buffer: copied out by the server, then read
+            part: DeviceArray = _ops().copy(self)
+            try:
+                part.download_to(path, progress=progress, timeout=timeout)
+            finally:
+                part.close()
+            return
         with open(path, "wb") as f:
             if self.dtype is not None:
                 np.lib.format.write_array_header_1_0(
@@ -233,7 +240,7 @@ class DeviceArray(ArrayOperators):
         many bytes as the buffer) into the buffer by DMA, no bytes over the
         socket; ``if_match`` as for :meth:`set`."""
         r = self.client._transfer(a.transfer_end(self.nbytes, self.client),
-                                  {"buffer": self.id, "offset": 0},
+                                  {"buffer": self.id, "offset": self._byte_offset},
                                   self.nbytes, if_match=if_match, timeout=timeout)
         self._tag(r.headers.get("ETag", self.etag))
 
@@ -242,7 +249,7 @@ class DeviceArray(ArrayOperators):
         as the buffer) by DMA; returns ``a``."""
         if not a.flags.writeable:
             raise ValueError("get_into writes the shared array: it must be writeable")
-        self.client._transfer({"buffer": self.id, "offset": 0},
+        self.client._transfer({"buffer": self.id, "offset": self._byte_offset},
                               a.transfer_end(self.nbytes, self.client), self.nbytes,
                               timeout=timeout)
         return a
@@ -253,6 +260,14 @@ class DeviceArray(ArrayOperators):
         (``copy_of``: device to device, never through the client), with the
         same dtype and shape; a new handle. The request carries this
         buffer's id as its route, so a proxy takes it to the owner."""
+        if self._partial or self.reinterprets:  # a view: its elements, described as it is
+            part: DeviceArray = _ops().copy(self)
+            try:
+                return part.to(device, timeout=timeout) if device is not None and \
+                    device != self.device else part.keep()
+            finally:
+                if device is not None and device != self.device:
+                    part.close()
         body: dict[str, Any] = {"copy_of": self.id}
         if device is not None:
             body["device"] = int(device)
@@ -323,6 +338,10 @@ class DeviceArray(ArrayOperators):
         v.dtype, v.dtype_name = dtype, (dtype_name(dtype) if dtype is not None else None)
         v.nbytes = int(np.prod(shape)) * (dtype.itemsize if dtype is not None else 1)
         return v
+
+    @property
+    def _byte_offset(self) -> int:
+        return self.offset * (self.dtype.itemsize if self.dtype is not None else 1)
 
     @property
     def _partial(self) -> bool:

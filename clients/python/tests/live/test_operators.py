@@ -173,3 +173,14 @@ def test_numpy_names_reach_the_server_and_wrong_types_suggest_astype(client):
     r = client._request("POST", "/v1/buffers", json={"dtype": "<f4", "shape": [2]})
     assert r.json()["dtype"] == "f32"
     assert client.run("sum", x=x.astype("float32"), dtype=np.float32)["value"] == 6.0
+
+
+def test_views_download_copy_and_move_only_their_elements(client, tmp_path):
+    a = np.arange(12, dtype=np.float32)
+    x = client.asarray(a)
+    x[4:8].download_to(tmp_path / "part.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "part.npy"), a[4:8])
+    moved = x[4:8].to()
+    assert (moved.shape, moved.dtype) == ((4,), np.float32)
+    np.testing.assert_array_equal(moved.get(), a[4:8])
+    assert client.buffer(moved.id).shape == (4,)
