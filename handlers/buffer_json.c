@@ -14,6 +14,7 @@
 #include "core/array_json.h"
 #include "core/npy.h"
 #include "core/service_buffers.h"
+#include "kernels/kernel.h"
 
 int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *dtype,
                         json_t *shape, uint64_t size, struct ghd_array_desc *out)

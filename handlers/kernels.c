@@ -26,13 +26,14 @@ int ghd_handle_kernel_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
     json_t *desc;
-    int rc = ghd_service_kernel_create(req->svc, &req->caller, req->json, &desc, &err);
+    int created;
+    int rc = ghd_service_kernel_define(req->svc, &req->caller, req->json, &desc, &created, &err);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     const char *name = json_string_value(json_object_get(desc, "name")); /* NULL: out of memory */
     if (name)
         ghd_reply_header(rep, "Location", "/v1/kernels/%s", name);
-    return ghd_reply_json(rep, 201, desc);
+    return ghd_reply_json(rep, created ? 201 : 200, desc);
 }
 
 int ghd_handle_kernel_delete(struct ghd_request *req, struct ghd_reply *rep)

@@ -29,6 +29,7 @@ const char *ghd_dtype_name(enum ghd_dtype t)
 
 int ghd_dtype_parse(const char *name, enum ghd_dtype *out)
 {
+    name = ghd_dtype_canonical(name);
     for (int t = 0; t < GHD_DTYPE_COUNT; t++) {
         if (name && strcmp(name, dtypes[t].name) == 0) {
             *out = (enum ghd_dtype)t;
@@ -50,7 +51,8 @@ int ghd_dtype_is_signed(enum ghd_dtype t)
 
 /* NumPy's names (numpy.dtype(...).name and the scalar types' names) for the
  * element types a buffer may have (core/npy.c), and the "fp32" of machine
- * learning code; ours on the right. */
+ * learning code; ours on the right. Requests may name a type either way
+ * (ghd_dtype_canonical); openapi.yaml lists these. */
 static const struct {
     const char *from, *to;
 } aliases[] = {
@@ -62,6 +64,46 @@ static const struct {
     {"bfloat16", "bf16"}, {"complex64", "c64"}, {"complex128", "c128"},
 };
 #define ALIAS_COUNT (sizeof(aliases) / sizeof(aliases[0]))
+
+/* NumPy's array-interface type strings (numpy.dtype(...).str, "<f4"), with
+ * or without their byte-order mark, which is '<' or '|' here: the server
+ * keeps little-endian numbers only. */
+static const struct {
+    const char *code, *to;
+} typestrs[] = {
+    {"b1", "bool"}, {"i1", "i8"},  {"u1", "u8"},  {"i2", "i16"},  {"u2", "u16"},
+    {"i4", "i32"},  {"u4", "u32"}, {"i8", "i64"}, {"u8", "u64"},  {"f2", "f16"},
+    {"f4", "f32"},  {"f8", "f64"}, {"c8", "c64"}, {"c16", "c128"},
+};
+
+const char *ghd_dtype_canonical(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < ALIAS_COUNT; i++)
+        if (strcmp(name, aliases[i].from) == 0)
+            return aliases[i].to;
+    /* "i8" and "u8" are our names (one byte) before NumPy's codes (eight):
+     * only "<i8" and "|u1" forms reach NumPy's meaning for those two. */
+    const char *code = name[0] == '<' || name[0] == '|' ? name + 1 : name;
+    for (size_t i = 0; i < sizeof(typestrs) / sizeof(typestrs[0]); i++)
+        if (strcmp(code, typestrs[i].code) == 0 &&
+            (code != name || (strcmp(code, "i8") != 0 && strcmp(code, "u8") != 0)))
+            return typestrs[i].to;
+    return name;
+}
+
+void ghd_dtype_args_canonical(json_t *args)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v) {
+        int placeholder = key[0] >= 'A' && key[0] <= 'Z' && !key[1];
+        if (json_is_string(v) && (placeholder || strstr(key, "dtype")) &&
+            ghd_dtype_canonical(json_string_value(v)) != json_string_value(v))
+            json_object_set_new(args, key, json_string(ghd_dtype_canonical(json_string_value(v))));
+    }
+}
 
 /* Whether a and b have the same digits in the same order ("float32" and
  * "f32"): a type's width is never a typo worth guessing at. */

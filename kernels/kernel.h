@@ -27,6 +27,15 @@ size_t ghd_dtype_size(enum ghd_dtype t);
 const char *ghd_dtype_name(enum ghd_dtype t);
 /* 0 and *out set, or GHD_EINVAL for an unknown name. */
 int ghd_dtype_parse(const char *name, enum ghd_dtype *out);
+/* Our name for one of NumPy's ("float32", "bool_", "<f4", "f4", "|u1"...:
+ * the aliases openapi.yaml lists), else `name` itself (NULL for NULL). The
+ * one place that maps them: buffer descriptions and run arguments both
+ * pass through it. */
+const char *ghd_dtype_canonical(const char *name);
+/* Replaces NumPy's names by ours in a run's args: the string values of
+ * members whose key names a dtype ("dtype", "dtype_out", "value_dtype")
+ * or a placeholder type ("T"). */
+void ghd_dtype_args_canonical(json_t *args);
 /* f32, f64, f16 and bf16. */
 int ghd_dtype_is_float(enum ghd_dtype t);
 /* The float types, i32 and i64. */

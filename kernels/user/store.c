@@ -139,3 +139,29 @@ const char *ghd_kernel_content_hash(const struct ghd_kernel *k, const char **fie
     *field = k->raw ? "module_hash" : "kernel_hash";
     return h[0] ? h : NULL;
 }
+
+/* The members of a definition, in the order a reader compares them. */
+static const char *const def_members[] = {"kind", "in",       "out",         "body",
+                                          "map",  "reduce",   "identity",    "post",
+                                          "reduce_type",      "description", "name"};
+
+/* A member's value as a definition means it: kind defaults to elementwise. */
+static const json_t *def_member(const json_t *def, const char *key, json_t *elementwise)
+{
+    const json_t *v = json_object_get(def, key);
+    return !v && strcmp(key, "kind") == 0 ? elementwise : v;
+}
+
+const char *ghd_ukernel_definition_diff(const json_t *stored, const json_t *given)
+{
+    json_t *ew = json_string("elementwise");
+    const char *first = NULL;
+    for (size_t i = 0; !first && i < sizeof(def_members) / sizeof(def_members[0]); i++) {
+        const json_t *a = def_member(stored, def_members[i], ew);
+        const json_t *b = def_member(given, def_members[i], ew);
+        if ((a || b) && !(a && b && json_equal(a, b)))
+            first = def_members[i];
+    }
+    json_decref(ew);
+    return first;
+}

@@ -89,6 +89,10 @@ void ghd_ukernel_store_destroy(struct ghd_ukernel_store *s);
  * a kernel of that name or it names a built-in, GHD_ELIMIT at tenant_max. */
 int ghd_ukernel_store_add(struct ghd_ukernel_store *s, struct ghd_ukernel *k);
 /* The tenant's kernel `name`, a new reference; GHD_ENOENT otherwise. */
+/* The first member in which two definitions differ ("kind", "in", "out",
+ * "body"... in that order; an absent kind is elementwise), or NULL when
+ * they define the same kernel: a define that is run again. */
+const char *ghd_ukernel_definition_diff(const json_t *stored, const json_t *given);
 int ghd_ukernel_store_find_new(struct ghd_ukernel_store *s, const char *tenant,
                                const char *name, struct ghd_ukernel **out);
 /* GHD_ENOENT when the tenant has no such kernel. */

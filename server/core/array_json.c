@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/suggest.h"
+#include "kernels/kernel.h"
 
 int ghd_array_desc_from_json(json_t *dtype, json_t *shape, uint64_t size,
                              struct ghd_array_desc *out, struct ghd_err *err)
@@ -18,14 +19,16 @@ int ghd_array_desc_from_json(json_t *dtype, json_t *shape, uint64_t size,
     if (!json_is_string(dtype))
         return ghd_err_set(err, GHD_EINVAL, "'dtype' must be a string, one of %s",
                            ghd_array_dtype_names());
-    if (!ghd_array_itemsize(json_string_value(dtype))) {
+    /* NumPy's names ("float32", "<f4") describe it by ours. */
+    const char *name = ghd_dtype_canonical(json_string_value(dtype));
+    if (!ghd_array_itemsize(name)) {
         char hint[96];
         ghd_suggest_clause(hint, sizeof(hint), ghd_array_dtype_suggest(json_string_value(dtype)));
         return ghd_err_set(err, GHD_EUNPROC,
                            "'dtype': '%.32s' is not an element type%s (one of %s)",
                            json_string_value(dtype), hint, ghd_array_dtype_names());
     }
-    snprintf(out->dtype, sizeof(out->dtype), "%s", json_string_value(dtype));
+    snprintf(out->dtype, sizeof(out->dtype), "%s", name);
     size_t item = ghd_array_itemsize(out->dtype);
     if (!shape) { /* one dimension, as many elements as the bytes hold */
         if (!size || size % item)

@@ -172,6 +172,7 @@ int ghd_run_args_from_arrays(const struct ghd_ra_ctx *cx, const struct ghd_kerne
         return ghd_err_set(cx->err, GHD_EINVAL, "%s'reinterpret' must be true or false",
                            where);
     int reinterpret = json_is_true(reinterpret_v);
+    ghd_dtype_args_canonical(args);
     if (k->user)
         return ghd_ra_user(cx, k->user, args, reinterpret, where);
     struct ghd_described xs[GHD_KARG_BUFFERS];

@@ -49,12 +49,17 @@ int ghd_ra_contradiction(const struct ghd_ra_ctx *cx, const char *where,
                          const char *arg, const char *given, const struct ghd_described *x,
                          const char *implies)
 {
-    char s[256];
+    char s[256], convert[128] = "";
     ghd_ra_shape_str(&x->d, s, sizeof(s));
+    /* A buffer of another element type than the one given: converting it
+     * is what a user means far more often than reading its bytes so. */
+    if (strstr(arg, "dtype") || (arg[0] >= 'A' && arg[0] <= 'Z' && !arg[1]))
+        snprintf(convert, sizeof(convert),
+                 "convert it (kernel cast, dtype_out %s; astype in the Python client), ", given);
     return ghd_err_set(cx->err, GHD_EUNPROC,
                        "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
-                       "leave %s out, or say \"reinterpret\": true to mean it",
-                       where, arg, given, x->name, s, implies, arg);
+                       "%sleave %s out, or say \"reinterpret\": true to mean it",
+                       where, arg, given, x->name, s, implies, convert, arg);
 }
 
 int ghd_ra_disagree(const struct ghd_ra_ctx *cx, const char *where,
@@ -89,7 +94,8 @@ int ghd_ra_fill_type(const struct ghd_ra_ctx *cx, const char *where,
                                         implies);
         if (!given && first && strcmp(first->d.dtype, x->d.dtype) != 0)
             return ghd_ra_disagree(cx, where, key, first, first->d.dtype, x, x->d.dtype,
-                                   "give them one element type");
+                                   "give them one element type: convert one (kernel cast; "
+                                   "astype in the Python client)");
         if (!first)
             first = x;
     }

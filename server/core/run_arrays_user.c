@@ -20,10 +20,11 @@ static int declared_type_differs(const struct ghd_ra_ctx *cx, const char *where,
     ghd_ra_shape_str(&x->d, s, sizeof(s));
     return ghd_err_set(cx->err, GHD_EUNPROC,
                        "%sbuffer argument %s (%s) is not %s, the type kernel %s declares "
-                       "for %s; describe the buffer as %s, or say \"reinterpret\": true "
-                       "to mean it",
+                       "for %s; convert it (kernel cast, dtype_out %s; astype in the "
+                       "Python client), or say \"reinterpret\": true to read its bytes "
+                       "as %s",
                        where, x->name, s, ghd_utype_name(type), k->def.name, x->name,
-                       ghd_utype_name(type));
+                       ghd_utype_name(type), ghd_utype_name(type));
 }
 
 int ghd_ra_user(const struct ghd_ra_ctx *cx, const struct ghd_ukernel *k,

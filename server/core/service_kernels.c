@@ -3,6 +3,8 @@
  * first so that its 201 says what that cost. */
 #include "service_kernels.h"
 
+#include <stdio.h>
+
 #include "base/error.h"
 #include "kernels/user/ucuda.h"
 #include "service_internal.h"
@@ -121,4 +123,63 @@ int ghd_service_kernel_delete(struct ghd_service *svc, const struct ghd_caller *
     if (ghd_ukernel_store_remove(&svc->kernels, tenant, name) != 0)
         return ghd_err_set(err, GHD_ENOENT, "no kernel named '%.64s'", name);
     return 0;
+}
+
+/* The tenant's kernel named as `def`: 0 with its description when `def`
+ * defines the same kernel, GHD_EBUSY naming the first difference when
+ * another, GHD_ENOENT when the tenant has none of that name. */
+static int kernel_same(struct ghd_service *svc, const char *tenant, json_t *def, json_t **desc,
+                       struct ghd_err *err)
+{
+    const char *name = json_string_value(json_object_get(def, "name"));
+    struct ghd_ukernel *o = NULL;
+    if (!name || ghd_ukernel_store_find_new(&svc->kernels, tenant, name, &o) != 0)
+        return GHD_ENOENT;
+    int rc = 0;
+    const char *diff = ghd_ukernel_definition_diff(o->definition, def);
+    if (diff) {
+        const json_t *a = json_object_get(o->definition, diff), *b = json_object_get(def, diff);
+        char was[80] = "absent", now[80] = "absent";
+        if (a)
+            snprintf(was, sizeof(was), "'%.60s'", json_is_string(a) ? json_string_value(a) : "?");
+        if (b)
+            snprintf(now, sizeof(now), "'%.60s'", json_is_string(b) ? json_string_value(b) : "?");
+        rc = ghd_err_set(err, GHD_EBUSY,
+                         "a kernel named '%.64s' exists already with another definition: its "
+                         "%s is %s, this one's %s (DELETE it first, or choose another name)",
+                         name, diff, was, now);
+    } else {
+        *desc = ghd_ukernel_describe_new(o);
+    }
+    ghd_ukernel_unref(o);
+    return rc;
+}
+
+int ghd_service_kernel_define(struct ghd_service *svc, const struct ghd_caller *caller,
+                              json_t *def, json_t **desc, int *created, struct ghd_err *err)
+{
+    const char *tenant = caller->tenant;
+    *created = 0;
+    *desc = NULL;
+    /* Checked first (what is malformed is said as such), compared before
+     * building: a cell run again compiles nothing. */
+    struct ghd_ukernel *k = NULL;
+    int rc = ghd_ukernel_new(def, &svc->kernel_limits, tenant, svc->compiler, &k, err);
+    if (rc)
+        return rc;
+    ghd_ukernel_unref(k);
+    rc = kernel_same(svc, tenant, def, desc, err);
+    if (rc != GHD_ENOENT)
+        return rc;
+    rc = ghd_service_kernel_create(svc, caller, def, desc, err);
+    *created = rc == 0;
+    if (rc == GHD_EBUSY) { /* defined meanwhile by another request, or a built-in's name */
+        struct ghd_err again = {0};
+        int same = kernel_same(svc, tenant, def, desc, &again);
+        if (same != GHD_ENOENT) {
+            *err = again;
+            return same;
+        }
+    }
+    return rc;
 }

@@ -32,6 +32,14 @@ int ghd_service_kernel_get(struct ghd_service *svc, const struct ghd_caller *cal
  * --tenant-max-kernels; else what the definition or its compile says. */
 int ghd_service_kernel_create(struct ghd_service *svc, const struct ghd_caller *caller, json_t *def,
                               json_t **desc, struct ghd_err *err);
+/* POST /v1/kernels: ghd_service_kernel_create, unless the tenant has a
+ * kernel of that name already: then a definition that is the same (every
+ * member equal, members in any order) is that kernel (0, *created 0, its
+ * description in *desc: defining is idempotent, a notebook cell may run
+ * again), and another is GHD_EBUSY naming the first member that differs.
+ * *created is 1 when a kernel was defined. */
+int ghd_service_kernel_define(struct ghd_service *svc, const struct ghd_caller *caller,
+                              json_t *def, json_t **desc, int *created, struct ghd_err *err);
 /* GHD_EBUSY (409) with the detail when `name` is a built-in kernel's,
  * which no user kernel may take (defined or by value); else 0. */
 int ghd_service_kernel_not_builtin(const char *name, struct ghd_err *err);

@@ -131,17 +131,17 @@ static void test_create_with_dtype_shape(void **state)
     assert_non_null(strstr(r.body, "15"));
     harness_resp_free(&r);
     /* What the schema states is a 400, what depends on the size a 422. The
-     * element type names are the server's, not the schema's: a name that
-     * is none is a 422 as in a run, with NumPy's spelling or a near miss
-     * answered by ours. */
+     * element type names are the server's (NumPy's are aliases of them,
+     * test_dtype_names_http), not the schema's: a name that is none is a
+     * 422 as in a run, a near miss answered by ours. */
     create_json("{\"dtype\": 4, \"shape\": [4]}", 400);
     create_json("{\"dtype\": \"f33\", \"shape\": [4]}", 422);
     harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/buffers",
-                                         "{\"dtype\": \"float32\", \"shape\": [4]}"),
-                          "'dtype': 'float32' is not an element type: did you mean 'f32'? (one "
+                                         "{\"dtype\": \"flaot32\", \"shape\": [4]}"),
+                          "'dtype': 'flaot32' is not an element type: did you mean 'f32'? (one "
                           "of bool, i8, u8,");
     harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/buffers",
-                                         "{\"dtype\": \"bool_\", \"shape\": [4]}"),
+                                         "{\"dtype\": \"Bool\", \"shape\": [4]}"),
                           "did you mean 'bool'?");
     create_json("{\"shape\": [4]}", 422);
     create_json("{\"dtype\": \"f32\", \"shape\": [4, -1]}", 400);
@@ -789,8 +789,9 @@ static void test_runs_use_descriptions(void **state)
     json_decref(doc);
     expect_run(422,
                "buffer arguments x (f32 [1000]) and y (f64 [1000]) disagree on dtype (f32 vs "
-               "f64), so it cannot be taken from them; give them one element type, or give dtype "
-               "with \"reinterpret\": true to mean it",
+               "f64), so it cannot be taken from them; give them one element type: convert one "
+               "(kernel cast; astype in the Python client), or give dtype with \"reinterpret\": "
+               "true to mean it",
                "{\"kernel\": \"axpy\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"a\": 2}}", x, d64);
     /* A buffer of an element type the kernel does not take (bool for sum)
      * says so, with what it takes, whether or not a dtype is given; with
@@ -808,12 +809,12 @@ static void test_runs_use_descriptions(void **state)
     expect_run(200, NULL,
                "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"u8\"}, \"reinterpret\": true}",
                flags);
-    /* NumPy's name for a type, in a run as at creation: 422, ours suggested */
+    /* A near miss of a type's name, in a run as at creation: 422, ours suggested */
     char raw[GHD_BUFFER_ID_LEN + 1];
     harness_buffer_create(&H, 64, raw);
-    expect_run(422, "sum: dtype 'float32' is not an element type kernel sum takes: did you mean "
+    expect_run(422, "sum: dtype 'flaot32' is not an element type kernel sum takes: did you mean "
                     "'f32'? (it takes f32, f64, i32, u32, i64, u8)",
-               "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"float32\", \"n\": 4}}",
+               "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"flaot32\", \"n\": 4}}",
                raw);
     harness_buffer_delete(&H, raw);
     harness_buffer_delete(&H, d64);

@@ -1546,8 +1546,8 @@ static void test_validation(void **state)
                 "{\"kernel\":\"sort\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":16}}", x);
     add_problem(422, "unknown parameter 'dtpye' for kernel add: did you mean 'dtype'?",
                 "\"dtpye\":\"f32\",\"n\":16");
-    add_problem(422, "dtype 'float32' is not an element type kernel add takes: did you mean 'f32'?",
-                "\"dtype\":\"float32\",\"n\":16");
+    add_problem(422, "dtype 'flaot32' is not an element type kernel add takes: did you mean 'f32'?",
+                "\"dtype\":\"flaot32\",\"n\":16");
     add_problem(422, "n must", "\"dtype\":\"f32\",\"n\":\"16\"");
     run_problem(422, "a must be a number",
                 "{\"kernel\":\"scale\",\"args\":{\"x\":\"%s\",\"y\":\"%s\",\"a\":\"2\","

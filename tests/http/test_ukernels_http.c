@@ -240,7 +240,7 @@ static void test_placeholders(void **state)
                 "{\"kernel\": \"addT\", \"args\": {\"T\": \"f128\", \"x\": \"%s\","
                 " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
     run_refused(ALICE, 422, "T must be a type name: did you mean 'f64'? (f16",
-                "{\"kernel\": \"addT\", \"args\": {\"T\": \"float64\", \"x\": \"%s\","
+                "{\"kernel\": \"addT\", \"args\": {\"T\": \"flaot64\", \"x\": \"%s\","
                 " \"y\": \"%s\", \"z\": \"%s\", \"n\": 4}}", bx, by, bz);
     run_refused(ALICE, 422, "unknown parameter 't' for kernel addT: did you mean 'T'?",
                 "{\"kernel\": \"addT\", \"args\": {\"t\": \"f32\", \"x\": \"%s\","
@@ -306,10 +306,27 @@ static void test_definition_errors(void **state)
                   "unknown field 'source'");
     kernel_define(ALICE, "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
                          " \"body\": \"y = x\"}");
+    /* The same definition again (a notebook cell run twice): 200, the same
+     * kernel, members in any order; another under that name: 409 naming
+     * the first member that differs, both values. */
+    json_t *again = expect(ALICE, 200, "POST", "/v1/kernels", "%s",
+                           "{\"body\": \"y = x\", \"name\": \"twice\", \"out\": \"f32 y\","
+                           " \"in\": \"f32 x\", \"kind\": \"elementwise\"}");
+    assert_string_equal(json_string_value(json_object_get(again, "name")), "twice");
+    json_decref(again);
     expect_detail(expect(ALICE, 409, "POST", "/v1/kernels", "%s",
                          "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
-                         " \"body\": \"y = x\"}"),
-                  "exists already");
+                         " \"body\": \"y = 2 * x\"}"),
+                  "a kernel named 'twice' exists already with another definition: its body is "
+                  "'y = x', this one's 'y = 2 * x'");
+    expect_detail(expect(ALICE, 409, "POST", "/v1/kernels", "%s",
+                         "{\"name\": \"twice\", \"in\": \"f32 x\", \"out\": \"f32 y\","
+                         " \"body\": \"y = x\", \"description\": \"copies\"}"),
+                  "its description is absent, this one's 'copies'");
+    /* Bob's kernel of that name is his own: no conflict with Alice's. */
+    kernel_define(BOB, "{\"name\": \"twice\", \"in\": \"f64 x\", \"out\": \"f64 y\","
+                       " \"body\": \"y = x + x\"}");
+    kernel_delete(BOB, "twice");
     expect_detail(expect(ALICE, 409, "DELETE", "/v1/kernels/axpy", NULL), "built-in");
     kernel_delete(ALICE, "twice");
     expect_detail(expect(ALICE, 404, "DELETE", "/v1/kernels/twice", NULL), "no kernel");

@@ -50,7 +50,7 @@ def run_cases(x):
         ("n missing", {"kernel": "sum", "args": {"x": x, "dtype": "f32"}}, 422),
         ("unknown argument", {"kernel": "sum", "args": {**args, "bogus": 1}}, 422),
         ("n a string", {"kernel": "sum", "args": {**args, "n": "16"}}, 422),
-        ("dtype float32", {"kernel": "sum", "args": {**args, "dtype": "float32"}}, 422),
+        ("dtype flaot32", {"kernel": "sum", "args": {**args, "dtype": "flaot32"}}, 422),
         ("dtype not a string", {"kernel": "sum", "args": {**args, "dtype": 4}}, 422),
         ("x not an id string", {"kernel": "sum", "args": {**args, "x": 5}}, 422),
         ("n negative", {"kernel": "sum", "args": {**args, "n": -1}}, 422),
@@ -76,7 +76,7 @@ BUFFER_CASES = [
     ("ttl over ten years", {"size": 16, "ttl_s": 315360001}, 422),
     # An element type name is the server's to know, as in a run's args.
     ("dtype not a string", {"dtype": 4, "shape": [4]}, 400),
-    ("dtype float32", {"dtype": "float32", "shape": [4]}, 422),
+    ("dtype flaot32", {"dtype": "flaot32", "shape": [4]}, 422),
     ("dtype f33", {"dtype": "f33", "shape": [4]}, 422),
     # Which devices exist is the server's to know; the schema says an index.
     ("device not an integer", {"size": 16, "device": "0"}, 400),

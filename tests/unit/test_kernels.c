@@ -322,12 +322,12 @@ static void test_validation(void **state)
                                             Y, "dtype", "i32", "n", 1)),
                      GHD_EUNPROC);
     assert_detail_has("dtype 'i32' is not an element type kernel axpy takes (it takes f32, f64)");
-    /* NumPy's names and near misses suggest ours; a type of no kernel's
+    /* NumPy's names are ours (ghd_dtype_canonical); near misses suggest ours; a type of no kernel's
      * (bool) says what this one takes, like one it does not take */
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", X, "y",
-                                            Y, "dtype", "float32", "n", 1)),
+                                            Y, "dtype", "flaot32", "n", 1)),
                      GHD_EUNPROC);
-    assert_detail_has("dtype 'float32' is not an element type kernel axpy takes: did you mean "
+    assert_detail_has("dtype 'flaot32' is not an element type kernel axpy takes: did you mean "
                       "'f32'? (it takes f32, f64)");
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", X, "y",
                                             Y, "dtype", "F64", "n", 1)),
@@ -337,9 +337,15 @@ static void test_validation(void **state)
                      GHD_EUNPROC);
     assert_detail_has("dtype 'bool' is not an element type kernel sum takes (it takes f32, f64, "
                       "i32, u32, i64, u8)");
-    assert_int_equal(prep("sum", json_pack("{s:s, s:s, s:i}", "x", X, "dtype", "uint8", "n", 1)),
+    assert_int_equal(prep("sum", json_pack("{s:s, s:s, s:i}", "x", X, "dtype", "unit8", "n", 1)),
                      GHD_EUNPROC);
     assert_detail_has("did you mean 'u8'?");
+    /* NumPy's own names are ours */
+    assert_int_equal(prep("sum", json_pack("{s:s, s:s, s:i}", "x", X, "dtype", "uint8", "n", 1)),
+                     0);
+    assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", X, "y",
+                                            Y, "dtype", "<f4", "n", 1)),
+                     0);
     /* unknown buffer */
     assert_int_equal(prep("axpy", json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x",
                                             "0123456789abcdef0123456789abcdef", "y", Y,

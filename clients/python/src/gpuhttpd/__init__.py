@@ -14,10 +14,12 @@ Modules by job: ``client`` (the Client: buffers, transfers, runs),
 (RunFuture, Pipeline, Kernel, Module), ``regions`` (SharedArray: same-host
 shared memory), ``errors`` (one exception class per kind of failure),
 ``transport`` (HTTP through http.client, and MockTransport for tests),
-``progress`` (tqdm bars).
+``progress`` (tqdm bars), ``ops`` (the array operators), ``aio``
+(AsyncClient: the Client's calls awaited), ``cli`` (python -m gpuhttpd).
 """
 
 from ._version import __version__
+from .aio import AsyncArray, AsyncClient
 from .arrays import DeviceArray, LargeDownloadWarning, TransferError, dtype_name, numpy_dtype
 from .client import Client
 from .devices import Device, DeviceMemory, DevicePool
@@ -46,6 +48,8 @@ from .runs import Kernel, Module, Pipeline, RunFuture, RunResult
 from .transport import HTTPTransport, MockTransport, Request, Response, Transport
 
 __all__ = [
+    "AsyncArray",
+    "AsyncClient",
     "BadRequest",
     "Canceled",
     "Client",

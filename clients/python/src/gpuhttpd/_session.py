@@ -11,9 +11,14 @@ another."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+import numpy.typing as npt
 
 from .transport import BytesLike, Pieces, Response
+
+if TYPE_CHECKING:
+    from .arrays import DeviceArray
 
 
 class Session(Protocol):
@@ -57,3 +62,28 @@ class Session(Protocol):
                   timeout: float | None = ...) -> None:
         """Reads the ``total`` bytes of buffer ``bid`` into ``into(pos)``
         (and hands each piece to ``sink``)."""
+
+    def _run(self, body: dict[str, Any], timeout: float | None = ...) -> dict[str, Any]:
+        """POST /v1/runs of ``body``, waited for (routed by its first
+        buffer); the run's result."""
+
+    def _release(self, bid: str) -> None:
+        """Deletes buffer ``bid`` before the next request (its owning
+        handle was garbage collected)."""
+
+    def empty(self, shape: Any, dtype: npt.DTypeLike = ..., *, label: str = ...,
+              ttl: int | None = ..., device: int | None = ...,
+              near: DeviceArray | str | None = ..., timeout: float | None = ...
+              ) -> DeviceArray:
+        """A new buffer (see ``Client.empty``)."""
+
+    def asarray(self, a: npt.ArrayLike, *, label: str = ..., ttl: int | None = ...,
+                device: int | None = ..., near: DeviceArray | str | None = ...,
+                progress: bool = ..., timeout: float | None = ...) -> DeviceArray:
+        """An uploaded array (see ``Client.asarray``)."""
+
+    def zeros(self, shape: Any, dtype: npt.DTypeLike = ..., *, label: str = ...,
+              ttl: int | None = ..., device: int | None = ...,
+              near: DeviceArray | str | None = ..., timeout: float | None = ...
+              ) -> DeviceArray:
+        """A new buffer of zeros (see ``Client.zeros``)."""

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 import warnings
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import numpy.typing as npt
 
+from ._operators import ArrayOperators
 from ._session import Session
 from .errors import ConnectionFailed, NotFound
 from .regions import SharedArray
@@ -27,6 +31,15 @@ _NUMPY = {v: np.dtype(f"{'?' if k[0] == 'b' else k[0]}{'' if k[0] == 'b' else k[
           for k, v in _NAMES.items()}
 
 
+_VERSION_TAG = re.compile(r'"v([0-9]+)"')
+
+
+def _ops() -> Any:
+    """The operators (``ops``), which build on this module."""
+    from . import ops
+    return ops
+
+
 class LargeDownloadWarning(UserWarning):
     """``np.asarray(handle)`` (or any implicit conversion) downloads a large
     buffer: call ``handle.get()`` to say so, or raise the client's
@@ -34,7 +47,13 @@ class LargeDownloadWarning(UserWarning):
 
 
 def dtype_name(dtype: npt.DTypeLike) -> str:
-    """The server's name for a NumPy dtype (``np.float32`` -> ``"f32"``)."""
+    """The server's name for a dtype as NumPy names it (``np.float32``,
+    ``"float32"``, ``np.dtype("<f4")`` -> ``"f32"``) or as the server does
+    (``"f32"``, ``"bf16"``). A string that is a server name is one, as on
+    the server: ``"i8"`` and ``"u8"`` are one-byte integers (NumPy's
+    eight-byte ones are ``"<i8"``, ``"int64"``)."""
+    if isinstance(dtype, str) and (dtype in _NUMPY or dtype == "bf16"):
+        return dtype
     dt = np.dtype(dtype)
     name = _NAMES.get((dt.kind, dt.itemsize))
     if name is None or (dt.itemsize > 1 and dt.byteorder == ">"):
@@ -42,10 +61,11 @@ def dtype_name(dtype: npt.DTypeLike) -> str:
     return name
 
 
-def numpy_dtype(name: str) -> np.dtype[Any]:
-    """The NumPy dtype for a server dtype name (``"f32"`` -> ``float32``)."""
+def numpy_dtype(name: npt.DTypeLike) -> np.dtype[Any]:
+    """The NumPy dtype for a server dtype name (``"f32"`` -> ``float32``),
+    or for anything :func:`dtype_name` takes."""
     try:
-        return _NUMPY[name]
+        return _NUMPY[name if isinstance(name, str) and name in _NUMPY else dtype_name(name)]
     except KeyError:
         raise TypeError(f"dtype {name!r} has no NumPy equivalent") from None
 
@@ -55,7 +75,7 @@ def as_shape(shape: Shape) -> tuple[int, ...]:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
 
 
-class DeviceArray:
+class DeviceArray(ArrayOperators):
     """A handle on a buffer in the server's device memory.
 
     ``id``; ``dtype`` (a NumPy dtype, or None for raw bytes and dtypes NumPy
@@ -78,20 +98,39 @@ class DeviceArray:
     def __init__(self, client: Session, meta: dict[str, Any], etag: str | None = None) -> None:
         self.client = client
         self.id: str = meta["id"]
+        self.offset = 0
+        """Elements (of ``dtype``) before a view's first one."""
+        self.base: DeviceArray | None = None
+        """The handle a view was made from (kept alive by the view)."""
+        self._finalizer: weakref.finalize[Any, Any] | None = None
         self._meta(meta, etag)
 
     def _meta(self, meta: dict[str, Any], etag: str | None) -> None:
         self.nbytes: int = int(meta["size"])
+        self.buffer_bytes = self.nbytes
+        """The size of the whole buffer (a view's ``nbytes`` may be less)."""
         self.device: int = int(meta.get("device", 0))
         name = meta.get("dtype")
         self.dtype: np.dtype[Any] | None = _NUMPY.get(name) if name else None
         self.dtype_name: str | None = name
         self.shape: tuple[int, ...] = tuple(meta["shape"]) if "shape" in meta else (self.nbytes,)
-        self.version: int = int(meta.get("version", 0))
-        self.etag: str = etag or f'"v{self.version}"'
+        self._described = (self.dtype_name, self.shape)
+        self._reshaped = False
+        self._tag(etag, int(meta.get("version", 0)))
         self.label: str = str(meta.get("label", ""))
         self.expires: str | None = meta.get("expires")
         self.uploaded: int = int(meta.get("uploaded", 0))
+
+    def _tag(self, etag: str | None, version: int | None = None) -> None:
+        """Records the version a write or a read answered with: ``version``
+        and ``etag`` always name the same one (``"v7"`` is version 7)."""
+        m = _VERSION_TAG.fullmatch(etag or "")
+        if m:
+            version = int(m.group(1))
+        elif version is None:
+            version = self.version
+        self.version: int = version
+        self.etag: str = etag or f'"v{version}"'
 
     @property
     def size(self) -> int:
@@ -121,6 +160,12 @@ class DeviceArray:
         connection, from the same version only: when the buffer was written
         in between, it reads the new version whole), read from the socket
         into the new array itself."""
+        if self._partial:  # a part of the buffer: copied out by the server, then read
+            part: DeviceArray = _ops().copy(self)
+            try:
+                return part.get(progress=progress, timeout=timeout)
+            finally:
+                part.close()
         shape, dtype = self._host_layout()
         out = np.empty(shape, dtype)
         view = out.reshape(-1).view(np.uint8).data
@@ -132,6 +177,13 @@ class DeviceArray:
                     timeout: float | None = None) -> None:
         """Streams the array into a .npy file (raw bytes for a buffer without
         a NumPy dtype), a piece at a time."""
+        if self._partial:  # a part of the buffer: copied out by the server, then read
+            part: DeviceArray = _ops().copy(self)
+            try:
+                part.download_to(path, progress=progress, timeout=timeout)
+            finally:
+                part.close()
+            return
         with open(path, "wb") as f:
             if self.dtype is not None:
                 np.lib.format.write_array_header_1_0(
@@ -166,8 +218,21 @@ class DeviceArray:
         if src.nbytes != self.nbytes:
             raise ValueError(f"{src.nbytes} bytes do not fit a {self.nbytes}-byte buffer")
         flat = src.reshape(-1).view(np.uint8).data
-        self.etag = self.client._upload(self.id, self.nbytes, lambda lo, hi: [flat[lo:hi]],
-                                        if_match, progress, timeout=timeout)
+        if self._partial:
+            self._set_part(src, timeout)
+            return
+        self._tag(self.client._upload(self.id, self.nbytes, lambda lo, hi: [flat[lo:hi]],
+                                      if_match, progress, timeout=timeout))
+
+    def _set_part(self, a: npt.NDArray[Any], timeout: float | None) -> None:
+        # A part of a buffer: the bytes go to a buffer of their own, which
+        # the server copies into place.
+        part = self.client.asarray(a.reshape(self.shape), device=self.device, near=self,
+                                   timeout=timeout)
+        try:
+            _ops().assign(self, part)
+        finally:
+            part.close()
 
     def set_from(self, a: SharedArray, *, if_match: str | None = None,
                  timeout: float | None = None) -> None:
@@ -175,16 +240,16 @@ class DeviceArray:
         many bytes as the buffer) into the buffer by DMA, no bytes over the
         socket; ``if_match`` as for :meth:`set`."""
         r = self.client._transfer(a.transfer_end(self.nbytes, self.client),
-                                  {"buffer": self.id, "offset": 0},
+                                  {"buffer": self.id, "offset": self._byte_offset},
                                   self.nbytes, if_match=if_match, timeout=timeout)
-        self.etag = r.headers.get("ETag", self.etag)
+        self._tag(r.headers.get("ETag", self.etag))
 
     def get_into(self, a: SharedArray, *, timeout: float | None = None) -> SharedArray:
         """Copies the buffer into a shared array (C-contiguous, as many bytes
         as the buffer) by DMA; returns ``a``."""
         if not a.flags.writeable:
             raise ValueError("get_into writes the shared array: it must be writeable")
-        self.client._transfer({"buffer": self.id, "offset": 0},
+        self.client._transfer({"buffer": self.id, "offset": self._byte_offset},
                               a.transfer_end(self.nbytes, self.client), self.nbytes,
                               timeout=timeout)
         return a
@@ -195,6 +260,14 @@ class DeviceArray:
         (``copy_of``: device to device, never through the client), with the
         same dtype and shape; a new handle. The request carries this
         buffer's id as its route, so a proxy takes it to the owner."""
+        if self._partial or self.reinterprets:  # a view: its elements, described as it is
+            part: DeviceArray = _ops().copy(self)
+            try:
+                return part.to(device, timeout=timeout) if device is not None and \
+                    device != self.device else part.keep()
+            finally:
+                if device is not None and device != self.device:
+                    part.close()
         body: dict[str, Any] = {"copy_of": self.id}
         if device is not None:
             body["device"] = int(device)
@@ -205,26 +278,97 @@ class DeviceArray:
         return DeviceArray(self.client, r.json(), r.headers.get("ETag"))
 
     def copy(self, *, timeout: float | None = None) -> DeviceArray:
-        """A copy of the buffer on its own device (see :meth:`to`)."""
+        """A copy of the buffer on its own device (see :meth:`to`); of a
+        view, a new buffer of the view's elements (owned: see :meth:`own`)."""
+        if self.base is not None:
+            copied: DeviceArray = _ops().copy(self)
+            return copied
         return self.to(None, timeout=timeout)
 
-    def reshape(self, *shape: int | Sequence[int], dtype: npt.DTypeLike | None = None,
-                timeout: float | None = None) -> DeviceArray:
-        """Changes the description (same bytes): a reshape or, with ``dtype``,
-        a reinterpretation (``x.reshape(3, 4)``, ``x.reshape((3, 4))``)."""
+    def describe(self, shape: Shape | None = None, dtype: npt.DTypeLike | None = None, *,
+                 timeout: float | None = None) -> DeviceArray:
+        """Changes the server's description of the buffer (same bytes:
+        PATCH .../meta), for every handle that reads it from now on: a new
+        ``shape``, or with ``dtype`` a reinterpretation. Returns this handle,
+        updated. (:meth:`reshape` and :meth:`view` make views instead, and
+        change nothing on the server.)"""
         body: dict[str, Any] = {}
-        if len(shape) == 1:
-            body["shape"] = list(as_shape(shape[0]))
-        elif shape:
-            dims = [n for n in shape if isinstance(n, (int, np.integer))]
-            if len(dims) != len(shape):
-                raise TypeError(f"reshape takes ints or one sequence of ints, not {shape!r}")
-            body["shape"] = list(as_shape(dims))
+        if shape is not None:
+            body["shape"] = list(as_shape(shape))
         if dtype is not None:
             body["dtype"] = dtype_name(dtype)
         r = self.client._request("PATCH", f"/v1/buffers/{self.id}/meta", json=body,
                                  timeout=timeout)
         self._meta(r.json(), r.headers.get("ETag"))
+        return self
+
+    def reshape(self, *shape: int | Sequence[int]) -> DeviceArray:
+        """A view of the same elements in another shape, as NumPy's
+        (``x.reshape(3, 4)``, ``x.reshape((3, -1))``): a new handle on the
+        same buffer; this one is left as it was and nothing is sent."""
+        dims = as_shape(shape[0]) if len(shape) == 1 and not isinstance(
+            shape[0], (int, np.integer)) else as_shape([int(n) for n in shape])  # type: ignore
+        known = int(np.prod([n for n in dims if n != -1]))
+        if dims.count(-1) == 1 and known:
+            dims = tuple(self.size // known if n == -1 else n for n in dims)
+        if int(np.prod(dims)) != self.size or dims.count(-1):
+            raise ValueError(f"cannot reshape array of size {self.size} into shape {dims}")
+        v = self._view(dims, self.dtype, self.offset)
+        v._reshaped = self._reshaped or dims != self.shape
+        return v
+
+    def view(self, dtype: npt.DTypeLike) -> DeviceArray:
+        """The same bytes read as another dtype (NumPy's ``x.view``): a new
+        handle; the last dimension scales with the item size."""
+        dt = numpy_dtype(dtype_name(dtype))
+        old = self.dtype.itemsize if self.dtype is not None else 1
+        start, last = self.offset * old, (self.shape[-1] if self.shape else 1) * old
+        if start % dt.itemsize or last % dt.itemsize:
+            raise ValueError(f"a view of {self!r} as {dt} does not fall on its item size")
+        shape = (*self.shape[:-1], last // dt.itemsize) if self.shape else ()
+        if not self.shape and dt.itemsize != old:
+            raise ValueError("a 0-d view keeps its item size")
+        return self._view(shape, dt, start // dt.itemsize)
+
+    def _view(self, shape: tuple[int, ...], dtype: np.dtype[Any] | None, offset: int
+              ) -> DeviceArray:
+        v = copy.copy(self)
+        v.shape, v.offset, v._finalizer = shape, offset, None
+        v.base = self.base if self.base is not None else self
+        v.dtype, v.dtype_name = dtype, (dtype_name(dtype) if dtype is not None else None)
+        v.nbytes = int(np.prod(shape)) * (dtype.itemsize if dtype is not None else 1)
+        return v
+
+    @property
+    def _byte_offset(self) -> int:
+        return self.offset * (self.dtype.itemsize if self.dtype is not None else 1)
+
+    @property
+    def _partial(self) -> bool:
+        """Whether the handle is a view of part of its buffer."""
+        return self.offset != 0 or self.nbytes != self.buffer_bytes
+
+    @property
+    def reinterprets(self) -> bool:
+        """Whether a view reads the buffer as another dtype than the
+        server's description, or in another shape (:meth:`reshape`): runs on
+        it then say ``reinterpret`` (an offset alone needs nothing)."""
+        return self.dtype_name != self._described[0] or self._reshaped
+
+    def own(self) -> DeviceArray:
+        """Deletes the buffer once this handle and its views are garbage
+        collected (at the client's next request), as the handles that
+        operators return do; :meth:`keep` undoes it. Returns the handle."""
+        if self._finalizer is None:
+            self._finalizer = weakref.finalize(self, self.client._release, self.id)
+        return self
+
+    def keep(self) -> DeviceArray:
+        """Keeps the buffer after its handle is gone (undoes :meth:`own`;
+        the client's ``ttl`` still applies). Returns the handle."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
         return self
 
     def delete(self, *, if_match: str | None = None, timeout: float | None = None) -> None:
@@ -233,6 +377,7 @@ class DeviceArray:
         headers = {"If-Match": if_match} if if_match else None
         self.client._request("DELETE", f"/v1/buffers/{self.id}", headers=headers, ok=(204,),
                              timeout=timeout)
+        (self.base if self.base is not None else self).keep()
 
     def close(self) -> None:
         """Deletes the buffer unless it is gone already (expired, or deleted

@@ -17,18 +17,19 @@ import os
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Literal, overload
+from typing import TYPE_CHECKING, Any, Callable, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
 
+from ._files import add_note, npy_header
 from ._version import __version__
 from .arrays import DeviceArray, Shape, TransferError, as_shape, dtype_name
 from .devices import Device
 from .errors import ConnectionFailed, GpuhttpdError, Timeout, from_response
 from .progress import Progress
 from .regions import SameHost, SharedArray, shared_array
-from .runs import Kernel, Module, Pipeline, RunFuture, RunResult, run_body, submit
+from .runs import Kernel, Kernels, Module, Pipeline, RunFuture, RunResult, run_body, submit
 from .transport import (
     BytesLike,
     HTTPTransport,
@@ -117,11 +118,15 @@ class Client:
         self.module_sources: dict[str, dict[str, Any]] = {}
         self.inline_definitions = inline_definitions
         self.same_host = SameHost(self, shm_threshold, shm_chunk)
+        self._garbage: builtins.list[str] = []  # buffers whose owning handles are gone
+        self.kernels = Kernels(self)
+        """The catalogue: ``c.kernels()`` lists it, ``c.kernels.axpy`` is a kernel."""
 
     def close(self) -> None:
         """Unregisters the segment of automatic same-host transfers and
         closes the connections (a later call opens new ones)."""
         try:
+            self._collect()
             self.same_host.close()
         finally:
             self.transport.close()
@@ -144,6 +149,8 @@ class Client:
         ``retries`` times, the client's ``retries`` when None); returns the
         answer when its status is in ``ok`` (any 2xx when 200 is), raises the
         status's error class otherwise."""
+        if self._garbage:
+            self._collect()
         h = dict(self.headers)
         if json is not None:
             content = jsonlib.dumps(json).encode()
@@ -171,6 +178,23 @@ class Client:
                 continue
             raise from_response(r.status, r.headers, body, r.reason)
         raise AssertionError("unreachable")
+
+    def _release(self, bid: str) -> None:
+        # Called by a finalizer, wherever the garbage collector runs: the
+        # DELETE waits for the next request, on this client's own thread.
+        self._garbage.append(bid)
+
+    def _collect(self) -> None:
+        """Deletes the buffers whose owning handles were collected."""
+        while self._garbage:
+            bid = self._garbage.pop()
+            try:
+                self._request("DELETE", f"/v1/buffers/{bid}", ok=(204, 404), retries=0)
+            except GpuhttpdError as e:
+                warnings.warn(f"could not delete buffer {bid}: {e}", stacklevel=2)
+
+    def _run(self, body: dict[str, Any], timeout: float | None = None) -> RunResult:
+        return submit(self, body, True, timeout)
 
     def _upload(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
                 if_match: str | None, progress: bool, *, start: int = 0,
@@ -324,16 +348,17 @@ class Client:
         return DeviceArray(self, r.json(), r.headers.get("ETag"))
 
     # ---- arrays ---------------------------------------------------------
-    def empty(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *, label: str = "",
+    def empty(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *, label: str = "",
               ttl: int | None = None, device: int | None = None,
               near: DeviceArray | str | None = None, timeout: float | None = None
               ) -> DeviceArray:
-        """A new device array (the server zeroes new buffers, so this equals
-        zeros). ``ttl``: seconds until it expires (None: the client's).
-        ``device``: the index of the device to hold it (:meth:`devices`;
-        None: the server places it). ``near``: a handle (or id) to make it
-        beside, on the same instance behind a proxy that routes by owner
-        (``?near=``)."""
+        """A new device array, float64 unless ``dtype`` says otherwise (as
+        NumPy; ``np.float32``, ``"float32"``, ``"f32"`` all name f32). The
+        server zeroes new buffers, so this equals zeros. ``ttl``: seconds
+        until it expires (None: the client's). ``device``: the index of the
+        device to hold it (:meth:`devices`; None: the server places it).
+        ``near``: a handle (or id) to make it beside, on the same instance
+        behind a proxy that routes by owner (``?near=``)."""
         body: dict[str, Any] = {"dtype": dtype_name(dtype), "shape": list(as_shape(shape))}
         if label:
             body["label"] = label
@@ -341,7 +366,7 @@ class Client:
             body["device"] = int(device)
         return self._create(body, ttl, timeout, near)
 
-    def zeros(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *, label: str = "",
+    def zeros(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *, label: str = "",
               ttl: int | None = None, device: int | None = None,
               near: DeviceArray | str | None = None, timeout: float | None = None
               ) -> DeviceArray:
@@ -368,7 +393,7 @@ class Client:
             raise
         return x
 
-    def shared_array(self, shape: Shape, dtype: npt.DTypeLike = np.float32, *,
+    def shared_array(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *,
                      near: DeviceArray | str | None = None, timeout: float | None = None
                      ) -> SharedArray:
         """A zeroed NumPy array in a POSIX shared-memory segment registered
@@ -409,7 +434,7 @@ class Client:
         buffer this call created. ``device`` and
         ``near`` place a new buffer as :meth:`empty` does."""
         with open(path, "rb") as f:
-            start, shape, dtype = _npy_header(f)
+            start, shape, dtype = npy_header(f)
             total = os.fstat(f.fileno()).st_size - start
             if into is None:
                 if offset:
@@ -447,7 +472,7 @@ class Client:
                 # its `uploaded` is what the server acknowledged of them.
                 go_on = (f"offset=client.buffer({x.id!r}).uploaded" if into is None
                          else "offset=<TransferError.offset>, or without offset to write it whole")
-                _add_note(e, f"gpuhttpd: buffer {x.id} keeps the bytes the server acknowledged;"
+                add_note(e, f"gpuhttpd: buffer {x.id} keeps the bytes the server acknowledged;"
                              f" continue with client.upload_file({os.fspath(path)!r}, "
                              f"into=client.buffer({x.id!r}), {go_on})")
                 raise
@@ -549,12 +574,6 @@ class Client:
         r = self._request("GET", "/v1/devices", timeout=timeout)
         return [Device.from_json(d) for d in r.json()["devices"]]
 
-    def kernels(self, *, timeout: float | None = None) -> builtins.list[dict[str, Any]]:
-        """The kernel catalogue: name, description and parameters of each."""
-        found: builtins.list[dict[str, Any]] = self._request("GET", "/v1/kernels",
-                                                    timeout=timeout).json()["kernels"]
-        return found
-
 
 def _discard(x: DeviceArray) -> None:
     """Deletes a buffer whose creation failed on the way, keeping quiet when
@@ -563,25 +582,3 @@ def _discard(x: DeviceArray) -> None:
         x.close()
     except GpuhttpdError as e:
         warnings.warn(f"could not delete {x!r} after a failed upload: {e}", stacklevel=3)
-
-
-def _add_note(e: BaseException, note: str) -> None:
-    if hasattr(e, "add_note"):  # Python 3.11 on: shown under the traceback
-        e.add_note(note)
-    else:
-        warnings.warn(note, stacklevel=3)
-
-
-def _npy_header(f: BinaryIO) -> tuple[int, tuple[int, ...], np.dtype[Any] | None]:
-    """(data offset, shape, dtype) of a .npy file; (0, (), None) for other files."""
-    magic = f.read(6)
-    f.seek(0)
-    if magic != b"\x93NUMPY":
-        return 0, (), None
-    fmt = np.lib.format
-    version = fmt.read_magic(f)
-    read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-    shape, fortran, dtype = read(f)
-    if fortran and len(shape) > 1:
-        raise ValueError("Fortran-order .npy files are not supported; save np.ascontiguousarray(a)")
-    return f.tell(), tuple(shape), dtype

@@ -11,6 +11,7 @@ once more with those definitions by value, as the client registered them
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +32,9 @@ RunResult = dict[str, Any]
 
 def kernel_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """A run's ``args`` as JSON: handles become their ids, NumPy scalars
-    Python numbers, and a dtype given for a ``dtype...`` argument its name."""
+    Python numbers, and a dtype given for a ``dtype...`` argument or a
+    placeholder type (``T``) the server's name (``np.float32``,
+    ``"float32"``, ``"<f4"`` -> ``"f32"``)."""
     out: dict[str, Any] = {}
     for k, v in args.items():
         if isinstance(v, DeviceArray):
@@ -41,10 +44,20 @@ def kernel_args(args: Mapping[str, Any]) -> dict[str, Any]:
                             "pass the handle")
         elif isinstance(v, np.generic):
             v = v.item()
-        elif isinstance(v, (np.dtype, type)) and k.startswith("dtype"):
-            v = dtype_name(v)
+        elif (k.startswith(("dtype", "value_dtype")) or (len(k) == 1 and k.isupper())) and \
+                isinstance(v, (np.dtype, type, str)):
+            v = _type_name(v)  # a dtype or placeholder type, however NumPy names it: ours
         out[k] = v
     return out
+
+
+def _type_name(v: Any) -> Any:
+    """A dtype argument's server name; a string nobody knows goes as it is
+    (the server says what it takes)."""
+    try:
+        return dtype_name(v)
+    except TypeError:
+        return v
 
 
 # A buffer id as the server makes them: the owner prefix (instance and
@@ -125,6 +138,18 @@ def _unknown_definition(e: GpuhttpdError) -> bool:
         text in e.detail for text in ("unknown kernel '", "no module with id '")))
 
 
+def _note_nearest(session: Session, e: GpuhttpdError, name: str) -> None:
+    """Adds the nearest kernel name to an unknown-kernel error."""
+    try:
+        names = [k["name"] for k in session._request("GET", "/v1/kernels").json()["kernels"]]
+    except (GpuhttpdError, ValueError, KeyError, TypeError):
+        return  # the error as the server said it is enough
+    near = suggest(name, names)
+    if near:
+        e.detail += near
+        e.args = (str(e),) if not e.args else (f"{e.args[0]}{near}", *e.args[1:])
+
+
 def _forget(session: Session, known: dict[str, dict[str, Any]], key: str, path: str) -> None:
     """Deletes a kernel or module the client registered (nothing when it is
     gone already) and forgets its definition."""
@@ -178,13 +203,18 @@ def submit(session: Session, body: dict[str, Any], wait: bool, timeout: float | 
     inline = by_value(body, session)
     first = inline if session.inline_definitions else body
     try:
-        r = session._request("POST", "/v1/runs", json=dict(first, wait=wait), ok=(200, 202),
-                             headers=headers, timeout=timeout)
+        try:
+            r = session._request("POST", "/v1/runs", json=dict(first, wait=wait),
+                                 ok=(200, 202), headers=headers, timeout=timeout)
+        except GpuhttpdError as e:
+            if first == inline or not _unknown_definition(e):
+                raise
+            r = session._request("POST", "/v1/runs", json=dict(inline, wait=wait),
+                                 ok=(200, 202), headers=headers, timeout=timeout)
     except GpuhttpdError as e:
-        if first == inline or not _unknown_definition(e):
-            raise
-        r = session._request("POST", "/v1/runs", json=dict(inline, wait=wait), ok=(200, 202),
-                             headers=headers, timeout=timeout)
+        if _unknown_definition(e) and isinstance(body.get("kernel"), str):
+            _note_nearest(session, e, body["kernel"])
+        raise
     run = r.json()
     if not wait:
         return RunFuture(session, run)
@@ -375,3 +405,60 @@ class Module:
 
     def __repr__(self) -> str:
         return f"Module({self.id!r}, functions={self.functions})"
+
+
+def _doc(desc: Mapping[str, Any]) -> str:
+    """A kernel's help text from its catalogue entry."""
+    lines = [f"{desc['name']}: {desc.get('description', '')}", "",
+             "Keyword arguments (see Client.run; handles for buffers):"]
+    for p in desc.get("params", []):
+        what = [str(p.get("kind", ""))]
+        if p.get("required"):
+            what.append("required")
+        if "default" in p:
+            what.append(f"default {p['default']!r}")
+        if p.get("types"):
+            what.append("one of " + ", ".join(p["types"]))
+        lines.append(f"  {p['name']} ({'; '.join(w for w in what if w)}): "
+                     f"{p.get('description', '')}")
+    if desc.get("result"):
+        lines += ["", f"Result: {desc['result']}"]
+    return "\n".join(lines)
+
+
+def suggest(name: str, names: Sequence[str]) -> str:
+    """", did you mean 'x'?" for the nearest of ``names``, or ""."""
+    near = difflib.get_close_matches(name, names, n=1)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
+class Kernels:
+    """The kernel catalogue of a client: ``c.kernels()`` lists the kernels
+    (name, description, parameters); ``c.kernels.axpy`` is the kernel as a
+    callable :class:`Kernel` whose ``help()`` shows its parameters from the
+    catalogue; an unknown name is an AttributeError with the nearest one."""
+
+    def __init__(self, client: Session) -> None:
+        self._client = client
+
+    def __call__(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._client._request(
+            "GET", "/v1/kernels", timeout=timeout).json()["kernels"]
+        return found
+
+    def __getattr__(self, name: str) -> Kernel:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        names = [k["name"] for k in self()]
+        if name not in names:
+            raise AttributeError(f"no kernel {name!r}{suggest(name, names)} "
+                                 "(c.kernels() lists them)")
+        desc = self._client._request("GET", f"/v1/kernels/{name}").json()
+        # help() reads a class's documentation: one class per kernel.
+        kind = type(name, (Kernel,), {"__doc__": _doc(desc), "__module__": __name__})
+        k: Kernel = kind(self._client, name)
+        k.__doc__ = kind.__doc__
+        return k
+
+    def __dir__(self) -> list[str]:
+        return [k["name"] for k in self()]

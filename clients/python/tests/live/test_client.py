@@ -55,13 +55,16 @@ def test_empty_zeros_and_delete(client):
 
 
 def test_reshape_and_reinterpret(client):
-    with client.asarray(np.arange(12, dtype=np.float32)) as x:
-        x.reshape(3, 4)
-        np.testing.assert_array_equal(x.get(), np.arange(12, dtype=np.float32).reshape(3, 4))
-        x.reshape(dtype=np.uint8)
-        np.testing.assert_array_equal(x.get(), np.arange(12, dtype=np.float32).view(np.uint8))
+    a = np.arange(12, dtype=np.float32)
+    with client.asarray(a) as x:
+        m = x.reshape(3, 4)  # a view: x and the server's description unchanged
+        np.testing.assert_array_equal(m.get(), a.reshape(3, 4))
+        assert x.shape == (12,) and client.buffer(x.id).shape == (12,)
+        np.testing.assert_array_equal(x.view(np.uint8).get(), a.view(np.uint8))
+        x.describe(dtype=np.uint8)  # the server's description changes
+        np.testing.assert_array_equal(client.buffer(x.id).get(), a.view(np.uint8))
         with pytest.raises(gpuhttpd.InvalidArgument) as err:
-            x.reshape(5, 5)
+            x.describe((5, 5))
         assert err.value.status == 422 and "bytes" in err.value.detail
 
 
@@ -87,7 +90,7 @@ def test_gemm_from_shapes(client):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((5, 7)).astype(np.float32)
     b = rng.standard_normal((7, 3)).astype(np.float32)
-    with client.asarray(a) as da, client.asarray(b) as db, client.zeros((5, 3)) as dc:
+    with client.asarray(a) as da, client.asarray(b) as db, client.zeros((5, 3), np.float32) as dc:
         res = client.run("gemm", a=da, b=db, c=dc)
         assert (res["m"], res["n"], res["k"]) == (5, 3, 7)
         np.testing.assert_allclose(dc.get(), a @ b, rtol=1e-5, atol=1e-5)
@@ -361,7 +364,7 @@ def test_user_kernel_as_callable(client):
     sqdiff = client.define("py_sqdiff", in_="f32 x, f32 y, f32 a", out="f32 z",
                            body="z = a * (x - y) * (x - y)")
     try:
-        with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(100) as z:
+        with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(100, np.float32) as z:
             assert sqdiff(x=x, y=y, a=np.float32(2), z=z)["n"] == 100  # n from the handles
             np.testing.assert_allclose(z.get(), 2 * (xa - ya) ** 2)
             want = float(np.sum(2 * (xa - ya) ** 2))
@@ -381,7 +384,7 @@ def test_user_kernel_placeholders_from_handles(client):
             with client.asarray(xa) as x, client.asarray(ya) as y, client.zeros(50, dt) as z:
                 add(x=x, y=y, z=z)
                 np.testing.assert_array_equal(z.get(), xa + ya * 2)
-        with client.asarray(np.zeros(8, np.float64)) as x, client.zeros(8) as y, \
+        with client.asarray(np.zeros(8, np.float64)) as x, client.zeros(8, np.float32) as y, \
                 client.zeros(8, np.float64) as z:
             with pytest.raises(gpuhttpd.InvalidArgument) as err:
                 add(x=x, y=y, z=z)
@@ -485,3 +488,45 @@ def test_handles_as_numpy_arrays(client):
         assert b.dtype == np.int16 and b.shape == (2, 3, 4) and len(x) == 2
         np.testing.assert_array_equal(b, a)
         assert float(np.sum(x)) == float(a.sum())
+
+
+def test_define_runs_again(client):
+    """A cell that defines a kernel runs again: the same definition is the
+    same kernel; another under that name is a Conflict naming the change."""
+    k = client.define("py_again", in_="f32 x", out="f32 y", body="y = x + 1")
+    try:
+        assert client.define("py_again", in_="f32 x", out="f32 y", body="y = x + 1").name == \
+            k.name
+        with pytest.raises(gpuhttpd.Conflict, match=r"its body is 'y = x [+] 1', this one's "
+                                                    r"'y = x [+] 2'"):
+            client.define("py_again", in_="f32 x", out="f32 y", body="y = x + 2")
+        assert client.kernel_definitions["py_again"]["body"] == "y = x + 1"
+    finally:
+        k.delete()
+
+
+def test_kernels_tell_their_parameters_and_near_names(client):
+    """help(c.kernels.axpy) shows the catalogue's parameters; an unknown
+    kernel name, as an attribute or in a run, gets the nearest one."""
+    import pydoc
+    axpy = client.kernels.axpy
+    text = pydoc.render_doc(axpy, renderer=pydoc.plaintext)
+    assert "y = a*x + y" in text and "x_offset (integer; default 0)" in text
+    assert "dtype (dtype; required; one of f32, f64)" in text
+    assert "axpy" in dir(client.kernels) and isinstance(client.kernels(), list)
+    with pytest.raises(AttributeError, match="did you mean 'axpy'"):
+        client.kernels.axpi  # noqa: B018
+    with client.asarray(np.ones(4, np.float32)) as x:
+        with pytest.raises(gpuhttpd.InvalidArgument, match="did you mean 'axpy'"):
+            client.run("axpi", x=x, y=x, a=1.0)
+        with pytest.raises(gpuhttpd.InvalidArgument, match="did you mean 'dtype'"):
+            client.run("sum", x=x, dtpye="f32")
+
+
+def test_version_and_etag_agree_after_every_write(client):
+    with client.zeros(4, np.float32) as x:
+        x.set(np.ones(4, np.float32))
+        assert x.etag == f'"v{x.version}"'
+        assert client.buffer(x.id).version == x.version
+        x.refresh()
+        assert x.etag == f'"v{x.version}"'

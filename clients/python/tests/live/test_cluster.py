@@ -33,7 +33,8 @@ def test_misdirected_and_restarted(make_server):
 
 
 def test_route_and_near_reach_a_server_directly(client):
-    with client.asarray(np.arange(64, dtype=np.float32)) as x, client.zeros(64, near=x) as y:
+    with client.asarray(np.arange(64, dtype=np.float32)) as x, \
+            client.zeros(64, np.float32, near=x) as y:
         assert client.run("axpy", a=2.0, x=x, y=y)["n"] == 64
         np.testing.assert_array_equal(y.get(), 2 * np.arange(64, dtype=np.float32))
 
@@ -43,7 +44,7 @@ def test_definitions_by_value_on_another_instance(make_server):
     with gpuhttpd.Client(one.url) as c:
         k = c.define("twice", in_="f32 x", out="f32 y", body="y = 2 * x")
         c.transport = gpuhttpd.HTTPTransport(two.url)  # as a proxy sends a run elsewhere
-        with c.asarray(np.arange(8, dtype=np.float32)) as x, c.zeros(8) as y:
+        with c.asarray(np.arange(8, dtype=np.float32)) as x, c.zeros(8, np.float32) as y:
             assert k(x=x, y=y) == {"n": 8}  # unknown-kernel there, then by value
             np.testing.assert_array_equal(y.get(), 2 * np.arange(8, dtype=np.float32))
             with pytest.raises(gpuhttpd.InvalidArgument, match="unknown kernel 'nope'"):
@@ -51,6 +52,6 @@ def test_definitions_by_value_on_another_instance(make_server):
     with gpuhttpd.Client(two.url, inline_definitions=True) as c:
         c.kernel_definitions["thrice"] = {"name": "thrice", "in": "f32 x", "out": "f32 y",
                                           "body": "y = 3 * x"}
-        with c.asarray(np.ones(4, np.float32)) as x, c.zeros(4) as y:
+        with c.asarray(np.ones(4, np.float32)) as x, c.zeros(4, np.float32) as y:
             c.run("thrice", x=x, y=y)  # by value from the start: never defined here
             np.testing.assert_array_equal(y.get(), np.full(4, 3, np.float32))

@@ -125,3 +125,15 @@ def test_segment_unlinked_once_registered(shm_server):
             x.set(np.full(a.shape, 7, np.uint8))
             x.get_into(a)
         assert (a == 7).all()
+
+
+def test_views_move_their_own_bytes_by_dma(shm_server):
+    """x[4:8].set_from(a) and .get_into(a) move the view's elements, at its
+    offset in the buffer, not the buffer's first bytes."""
+    with gpuhttpd.Client(shm_server.url) as c, c.shared_array(4, np.float32) as a, \
+            c.asarray(np.arange(12, dtype=np.float32)) as x:
+        x[4:8].get_into(a)
+        np.testing.assert_array_equal(a, [4, 5, 6, 7])
+        a[:] = -1
+        x[8:12].set_from(a)
+        np.testing.assert_array_equal(x.get(), [0, 1, 2, 3, 4, 5, 6, 7, -1, -1, -1, -1])

@@ -191,7 +191,7 @@ def test_a_transfer_cut_for_good(fake):
     assert not fake.buffers  # asarray deletes what it created
     x = c.zeros(4)
     fake.cut_get = {1: 3, 2: 3}
-    with pytest.raises(gpuhttpd.TransferError, match="download cut at byte 6 of 16"):
+    with pytest.raises(gpuhttpd.TransferError, match="download cut at byte 6 of 32"):
         x.get()
 
 
@@ -260,7 +260,7 @@ def test_upload_file_refusals(client, fake, tmp_path):
         client.upload_file(src)
     assert not fake.buffers  # the buffer it made is deleted
     other = client.zeros(3)
-    with pytest.raises(ValueError, match="holds 12"):
+    with pytest.raises(ValueError, match="holds 24"):
         client.upload_file(src, into=other)
     assert other.id in fake.buffers  # not the call's to delete
     with pytest.raises(ValueError, match="into="):
@@ -286,14 +286,20 @@ def test_handles_are_arrays(client, fake):
     client.array_warn_bytes = 40
     with pytest.warns(gpuhttpd.LargeDownloadWarning, match="48 bytes"):
         np.asarray(x)
-    x.reshape(12)
+    before = len(fake.requests)
+    y = x.reshape(12)  # a view: nothing sent, the original unchanged
+    assert (y.shape, x.shape, y.id, len(fake.requests)) == ((12,), (3, 4), x.id, before)
+    assert x.reshape(-1, 6).shape == (2, 6) and x.reshape((4, 3)).shape == (4, 3)
+    with pytest.raises(ValueError, match="size 12 into shape"):
+        x.reshape(5, 5)
     with pytest.raises(TypeError, match="0-d"):
-        len(x.reshape(()))
-    assert [r.json() for r in fake.requests if r.method == "PATCH"] == [{"shape": [12]},
-                                                                       {"shape": []}]
-    x.reshape(2, 6)
-    x.reshape((6, 2), dtype=np.uint8)
-    assert fake.requests[-1].json() == {"shape": [6, 2], "dtype": "u8"}
+        len(x[1][2])
+    np.testing.assert_array_equal(y.get(), a.reshape(12))
+    x.describe(12)  # the server's description changes
+    x.describe((6, 2), dtype=np.uint8)
+    assert [r.json() for r in fake.requests if r.method == "PATCH"] == [
+        {"shape": [12]}, {"shape": [6, 2], "dtype": "u8"}]
+    assert (x.shape, x.dtype) == ((6, 2), np.uint8)
 
 
 def test_dtypes_numpy_lacks_come_back_as_bytes(client, fake):
@@ -392,3 +398,18 @@ def test_readme_installs_the_progress_extra():
     lines = [line for line in readme.read_text().splitlines() if "pip install" in line
              and "clients/python" in line]
     assert lines and all("clients/python[progress]" in line for line in lines), lines
+
+
+def test_numpy_dtype_names_everywhere(client, fake):
+    """np.float32, "float32", np.dtype("<f4") and the server's "f32" all
+    name f32; a new array is float64 by default, as NumPy's."""
+    assert {gpuhttpd.dtype_name(d) for d in (np.float32, "float32", np.dtype("<f4"), "f32",
+                                             "<f4")} == {"f32"}
+    assert gpuhttpd.dtype_name("i8") == "i8" and gpuhttpd.dtype_name("int64") == "i64"
+    assert gpuhttpd.numpy_dtype("float16") == np.float16 == gpuhttpd.numpy_dtype("f16")
+    assert client.zeros(3).dtype == np.float64 and client.empty(2, "float32").dtype == np.float32
+    x = client.zeros(4, np.dtype("<f4"))
+    client.run("fill", x=x, value=1, dtype="float32")
+    client.run("mine", x=x, T=np.float32, dtype_out=np.dtype("<i4"))
+    sent = [r.json()["args"] for r in fake.requests if r.path == "/v1/runs"]
+    assert sent[0]["dtype"] == "f32" and (sent[1]["T"], sent[1]["dtype_out"]) == ("f32", "i32")
