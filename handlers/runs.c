@@ -80,21 +80,23 @@ static int step_kernel(struct ghd_request *req, struct ghd_reply *rep, json_t *k
 /* A member of `obj` that is not in `allowed` (nor `extra`): 400 naming it
  * and `kind`, the member that says what obj is. */
 static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *obj,
-                      const char *const *allowed, const char *extra, const char *kind,
+                      const char *const *allowed, const char *const *extra, const char *kind,
                       const char *where)
 {
     const char *key;
     json_t *v;
     json_object_foreach(obj, key, v) {
-        int ok = extra && strcmp(key, extra) == 0;
-        size_t n = 0;
+        int ok = 0;
+        size_t n = 0, nextra = 0;
         for (; allowed[n]; n++)
             ok |= strcmp(key, allowed[n]) == 0;
+        for (; extra && extra[nextra]; nextra++)
+            ok |= strcmp(key, extra[nextra]) == 0;
         if (ok)
             continue;
         char list[160];
         size_t used = ghd_join_names(list, 0, sizeof(list), "", allowed, n);
-        ghd_join_names(list, used, sizeof(list), ", ", &extra, extra ? 1 : 0);
+        ghd_join_names(list, used, sizeof(list), ", ", extra, nextra);
         return ghd_reply_problem(rep, req, GHD_EINVAL,
                                  "%sunknown field '%.64s' beside '%s' (with it: %s)", where, key,
                                  kind, list);
@@ -103,11 +105,11 @@ static int check_keys(struct ghd_request *req, struct ghd_reply *rep, json_t *ob
 }
 
 /* Prepares one step: {"kernel": name or definition, "args": {...},
- * "reinterpret", "if_match"} or a raw module's launch; `extra` is the
- * member the request may have beside them ("wait" for a run of one). A
+ * "reinterpret", "if_match"} or a raw module's launch; `extra` lists the
+ * members the request may have beside them (the run's own for a run of one). A
  * member of the other kind is refused, not ignored. */
 static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
-                        const char *where, const char *extra, struct ghd_run_step *out)
+                        const char *where, const char *const *extra, struct ghd_run_step *out)
 {
     static const char *const kernel_keys[] = {"kernel", "args", "reinterpret", "if_match", NULL};
     static const char *const raw_keys[] = {"module", "function", "grid", "block",
@@ -154,7 +156,8 @@ static int prepare_step(struct ghd_request *req, struct ghd_reply *rep, json_t *
 
 static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run)
 {
-    static const char *const pipeline_keys[] = {"steps", "wait", NULL};
+    static const char *const pipeline_keys[] = {"steps", "wait", "timeout_s", NULL};
+    static const char *const run_keys[] = {"wait", "timeout_s", NULL};
     json_t *body = req->json;
     json_t *steps = json_object_get(body, "steps");
     int rc;
@@ -166,7 +169,7 @@ static int prepare_run(struct ghd_request *req, struct ghd_reply *rep, struct gh
                                  "give either 'kernel' (or 'module') or 'steps', not both");
     if (!steps) {
         run->step_count = 1;
-        return prepare_step(req, rep, body, "", "wait", &run->steps[0]);
+        return prepare_step(req, rep, body, "", run_keys, &run->steps[0]);
     }
     if ((rc = check_keys(req, rep, body, pipeline_keys, NULL, "steps", "")) != 0)
         return rc;
@@ -203,12 +206,18 @@ static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
 int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     json_t *wait = json_object_get(req->json, "wait");
+    json_t *timeout = json_object_get(req->json, "timeout_s");
     if (wait && !json_is_boolean(wait))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
+    if (timeout && !json_is_number(timeout))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "'timeout_s' must be a number of seconds");
+    if (timeout && !(json_number_value(timeout) > 0))
+        return ghd_reply_problem(rep, req, GHD_EUNPROC, "'timeout_s' must be above 0");
     struct ghd_run *run;
     int rc = ghd_service_run_new(req->svc, req->tenant, &run);
     if (rc)
         return ghd_reply_problem(rep, req, rc, NULL);
+    run->timeout_s = timeout ? json_number_value(timeout) : 0;
     rc = prepare_run(req, rep, run);
     if (rc == 0) {
         struct ghd_err err = {0};
@@ -248,8 +257,11 @@ int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_run_cancel(req->svc, req->tenant, req->params[0], &err);
+    json_t *stopping = NULL;
+    int rc = ghd_service_run_cancel(req->svc, req->tenant, req->params[0], &stopping, &err);
     if (rc < 0)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
+    if (stopping) /* running: it stops at its next stop point */
+        return ghd_reply_json(rep, 202, stopping);
     return ghd_reply_empty(rep, 204);
 }

@@ -164,6 +164,98 @@ static void test_host_run_timeout_fails_alone(void **state)
     rel_stop(&s);
 }
 
+/* A pipeline of a built-in step and a slow user kernel past --run-timeout 1
+ * fails alone with the documented 422 naming the step it was stopped in;
+ * the device stays usable: another buffer reads back, a new run succeeds,
+ * no loss is counted (before, the built-in step made the whole run
+ * "unstoppable": the device was lost and every device route answered 503). */
+static void test_pipeline_timeout_keeps_device(void **state)
+{
+    (void)state;
+    const char *be = getenv("REL_BACKEND");
+    if (be && strcmp(be, "cuda") == 0)
+        skip();
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.run_timeout_s = 1;
+    cfg.max_elements = 4000000000u;
+    cfg.run_workers = 2;
+    rel_start(&s, &cfg);
+    define(&s, count_def);
+    char x[64], y[64], other[64];
+    assert_int_equal(rel_create(&s, NULL, 4096, x, sizeof(x)), 201);
+    assert_int_equal(rel_create(&s, NULL, 4096, y, sizeof(y)), 201);
+    assert_int_equal(rel_create(&s, NULL, 64, other, sizeof(other)), 201);
+    long losses = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
+    struct rel_resp r;
+    run(&s, &r, 30000, "{\"steps\": [{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", "
+                       "\"n\": 1024, \"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}, "
+                       "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}]}", x, y);
+    expect(&r, 422, "--run-timeout");
+    assert_non_null(strstr(r.body, "step 1 (count)"));
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", other);
+    rel_json(&s, "GET", path, NULL, NULL, &r);
+    expect(&r, 200, NULL);
+    assert_int_equal(r.len, 64);
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", \"n\": 1024, "
+                   "\"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}", x, y);
+    expect(&r, 200, "\"status\":\"succeeded\"");
+    rel_resp_free(&r);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}"), losses);
+    rel_stop(&s);
+}
+
+/* --run-timeout is 60 s unless told, and bounds a run's own timeout_s:
+ * above it 422 naming the bound, nothing queued; a wrong type 400, 0 422.
+ * A run that asks for 1 s is stopped after it and fails alone (422 naming
+ * its timeout) while the server's bound is a minute; the run's JSON says
+ * its deadline. */
+static void test_per_run_timeout(void **state)
+{
+    (void)state;
+    const char *be = getenv("REL_BACKEND");
+    if (be && strcmp(be, "cuda") == 0)
+        skip();
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    assert_int_equal(cfg.run_timeout_s, 60); /* the documented default */
+    cfg.max_elements = 4000000000u;
+    rel_start(&s, &cfg);
+    define(&s, count_def);
+    struct rel_resp r;
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 61}");
+    expect(&r, 422, "--run-timeout 60");
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": \"1\"}");
+    expect(&r, 400, "timeout_s");
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"steps\": [{\"kernel\": \"count\", \"args\": {\"n\": 10}}], "
+                   "\"timeout_s\": 0}");
+    expect(&r, 422, "timeout_s");
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}}");
+    expect(&r, 200, "\"timeout_s\":60");
+    rel_resp_free(&r);
+    run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, "
+                       "\"timeout_s\": 1}");
+    expect(&r, 422, "timeout of 1 s");
+    assert_non_null(strstr(r.body, "stopped after"));
+    rel_resp_free(&r);
+    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 0.5}");
+    expect(&r, 200, "\"timeout_s\":0.5");
+    rel_resp_free(&r);
+    assert_int_equal(ghd_run_queue_active(s.svc.runs), 0);
+    rel_stop(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -171,6 +263,8 @@ int main(void)
         cmocka_unit_test(test_unbounded_n_refused),
         cmocka_unit_test(test_raw_input_bounds_n),
         cmocka_unit_test(test_host_run_timeout_fails_alone),
+        cmocka_unit_test(test_pipeline_timeout_keeps_device),
+        cmocka_unit_test(test_per_run_timeout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
