@@ -8,7 +8,10 @@
  * - on the host backend, a user kernel run past --run-timeout is stopped by
  *   its interpreter and fails alone (422 naming --run-timeout): the device
  *   stays ready and the next run succeeds (before, the device was lost and
- *   every device route answered 503 until a restart). */
+ *   every device route answered 503 until a restart), a pipeline with a
+ *   built-in step too;
+ * - --run-timeout defaults to 60 s and bounds a run's timeout_s;
+ * - DELETE of a running run stops it (202, then canceled), not 409. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -256,6 +259,82 @@ static void test_per_run_timeout(void **state)
     rel_stop(&s);
 }
 
+/* The run's status as `token` sees it, polled while it is `while_status`
+ * (at most 20 s); the last reply in *r. */
+static void poll_run(struct rel_server *s, const char *token, const char *id,
+                     const char *while_status, struct rel_resp *r)
+{
+    char path[96], needle[48];
+    snprintf(path, sizeof(path), "/v1/runs/%s", id);
+    snprintf(needle, sizeof(needle), "\"status\":\"%s\"", while_status);
+    for (int i = 0; i < 2000; i++) {
+        rel_json(s, "GET", path, token, NULL, r);
+        if (r->status != 200 || !strstr(r->body, needle))
+            return;
+        rel_resp_free(r);
+        rel_sleep_ms(10);
+    }
+    fail_msg("run %s still %s after 20 s", id, while_status);
+}
+
+/* DELETE of a running run: 202, the run stops at its next stop point (the
+ * interpreter's flag) and reads canceled; another tenant's DELETE is 404
+ * and stops nothing; the device stays ready (before: 409, the run ran on). */
+static void test_cancel_running_run(void **state)
+{
+    (void)state;
+    const char *be = getenv("REL_BACKEND");
+    if (be && strcmp(be, "cuda") == 0)
+        skip();
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.max_elements = 4000000000u;
+    cfg.run_workers = 2;
+    snprintf(cfg.tokens, sizeof(cfg.tokens), "tokA:alice,tokB:bob");
+    rel_start(&s, &cfg);
+    struct rel_resp r;
+    rel_json(&s, "POST", "/v1/kernels", "tokA", count_def, &r);
+    expect(&r, 201, NULL);
+    rel_resp_free(&r);
+    rel_json(&s, "POST", "/v1/runs", "tokA",
+             "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, \"wait\": false}", &r);
+    expect(&r, 202, NULL);
+    char id[96], path[128];
+    rel_json_str(&r, "id", id, sizeof(id));
+    rel_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/runs/%s", id);
+    poll_run(&s, "tokA", id, "queued", &r);
+    expect(&r, 200, "\"status\":\"running\"");
+    rel_resp_free(&r);
+    rel_json(&s, "DELETE", path, "tokB", NULL, &r); /* bob's: not found, nothing stops */
+    expect(&r, 404, NULL);
+    rel_resp_free(&r);
+    rel_json(&s, "GET", path, "tokA", NULL, &r);
+    expect(&r, 200, "\"status\":\"running\"");
+    assert_null(strstr(r.body, "stopping"));
+    rel_resp_free(&r);
+    rel_json(&s, "DELETE", path, "tokA", NULL, &r);
+    expect(&r, 202, "\"stopping\":\"cancel\"");
+    rel_resp_free(&r);
+    poll_run(&s, "tokA", id, "running", &r);
+    expect(&r, 200, "\"status\":\"canceled\"");
+    assert_non_null(strstr(r.body, "canceled while it ran"));
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
+    expect(&r, 200, NULL);
+    rel_resp_free(&r);
+    rel_json(&s, "POST", "/v1/runs", "tokA", "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}",
+             &r);
+    expect(&r, 200, "\"value\":1000");
+    rel_resp_free(&r);
+    rel_json(&s, "DELETE", path, "tokA", NULL, &r); /* ended: forgotten */
+    expect(&r, 204, NULL);
+    rel_resp_free(&r);
+    assert_int_equal(ghd_run_queue_active(s.svc.runs), 0);
+    rel_stop(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -265,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_host_run_timeout_fails_alone),
         cmocka_unit_test(test_pipeline_timeout_keeps_device),
         cmocka_unit_test(test_per_run_timeout),
+        cmocka_unit_test(test_cancel_running_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
