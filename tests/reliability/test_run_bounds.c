@@ -255,6 +255,13 @@ static void test_per_run_timeout(void **state)
     run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 0.5}");
     expect(&r, 200, "\"timeout_s\":0.5");
     rel_resp_free(&r);
+    /* The catalogue says which kernels stop within their step. */
+    rel_json(&s, "GET", "/v1/kernels/count", NULL, NULL, &r);
+    expect(&r, 200, "\"stoppable\":true");
+    rel_resp_free(&r);
+    rel_json(&s, "GET", "/v1/kernels/gemm", NULL, NULL, &r);
+    expect(&r, 200, "\"stoppable\":false");
+    rel_resp_free(&r);
     assert_int_equal(ghd_run_queue_active(s.svc.runs), 0);
     rel_stop(&s);
 }
