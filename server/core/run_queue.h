@@ -36,8 +36,8 @@ struct ghd_run_queue_config {
  * each worker with a stream of its runtime; the runtimes outlive the queue. */
 int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rts,
                       unsigned count, struct ghd_run_queue **out);
-/* Cancels what is queued, asks what runs to stop (where it can:
- * ghd_run_stoppable) and waits for it, stops the workers. */
+/* Cancels what is queued, asks what runs to stop (ghd_run_ask_stop: at its
+ * next stop point) and waits for it, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
 /* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
