@@ -342,6 +342,56 @@ static void test_cancel_running_run(void **state)
     rel_stop(&s);
 }
 
+/* DELETE while a pipeline's first step runs a kernel that cannot be stopped
+ * (a host gemm of 1024^3, seconds): 202, the step runs to its end, the
+ * next step never starts (its output keeps its bytes) and the run reads
+ * canceled, naming the step it stopped before. */
+static void test_cancel_pipeline_at_step(void **state)
+{
+    (void)state;
+    const char *be = getenv("REL_BACKEND");
+    if (be && strcmp(be, "cuda") == 0)
+        skip();
+    struct rel_server s;
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    rel_start(&s, &cfg);
+    const size_t n = 1024, bytes = n * n * 4;
+    char a[64], b[64], c[64], y[64];
+    assert_int_equal(rel_create(&s, NULL, bytes, a, sizeof(a)), 201);
+    assert_int_equal(rel_create(&s, NULL, bytes, b, sizeof(b)), 201);
+    assert_int_equal(rel_create(&s, NULL, bytes, c, sizeof(c)), 201);
+    assert_int_equal(rel_create(&s, NULL, 64, y, sizeof(y)), 201);
+    struct rel_resp r;
+    run(&s, &r, 0, "{\"steps\": [{\"kernel\": \"gemm\", \"args\": {\"dtype\": \"f32\", \"m\": %zu, "
+                   "\"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\"}}, "
+                   "{\"kernel\": \"fill\", \"args\": {\"dtype\": \"f32\", \"n\": 16, \"value\": 3, "
+                   "\"x\": \"%s\"}}], \"wait\": false}", n, n, n, a, b, c, y);
+    expect(&r, 202, NULL);
+    char id[96], path[128];
+    rel_json_str(&r, "id", id, sizeof(id));
+    rel_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/runs/%s", id);
+    poll_run(&s, NULL, id, "queued", &r);
+    expect(&r, 200, "\"status\":\"running\"");
+    rel_resp_free(&r);
+    rel_json(&s, "DELETE", path, NULL, NULL, &r);
+    expect(&r, 202, "\"stopping\":\"cancel\"");
+    rel_resp_free(&r);
+    poll_run(&s, NULL, id, "running", &r);
+    expect(&r, 200, "\"status\":\"canceled\"");
+    assert_non_null(strstr(r.body, "step 1 (fill)"));
+    rel_resp_free(&r);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", y);
+    rel_json(&s, "GET", path, NULL, NULL, &r);
+    expect(&r, 200, NULL);
+    static const char zeros[64];
+    assert_int_equal(r.len, 64);
+    assert_memory_equal(r.body, zeros, 64); /* fill never ran */
+    rel_resp_free(&r);
+    rel_stop(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -352,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_timeout_keeps_device),
         cmocka_unit_test(test_per_run_timeout),
         cmocka_unit_test(test_cancel_running_run),
+        cmocka_unit_test(test_cancel_pipeline_at_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
