@@ -67,8 +67,11 @@ int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_run_cancel(req->svc, &req->caller, req->params[0], &err);
+    json_t *stopping = NULL;
+    int rc = ghd_service_run_cancel(req->svc, &req->caller, req->params[0], &stopping, &err);
     if (rc < 0)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
+    if (stopping) /* running: it stops at its next stop point */
+        return ghd_reply_json(rep, 202, stopping);
     return ghd_reply_empty(rep, 204);
 }

@@ -459,9 +459,15 @@ void ghd_kernel_call_set_stop(struct ghd_kernel_call *call, const atomic_int *st
     call->stop = stop;
 }
 
+void ghd_kernel_call_signal_stop(struct ghd_kernel_call *call)
+{
+    if (call->ucall)
+        ghd_ucall_signal_stop(call->ucall);
+}
+
 int ghd_kernel_call_stoppable(const struct ghd_kernel_call *call, enum ghd_backend_kind kind)
 {
-    return call->ucall && kind == GHD_BACKEND_HOST;
+    return call->ucall && ghd_ucall_stoppable(kind);
 }
 
 int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner)

@@ -138,7 +138,8 @@ json_t *ghd_kernel_describe_new(const struct ghd_kernel *k)
     }
     json_t *schema = json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props,
                                "required", required, "additionalProperties", 0);
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "name", k->name, "description", k->doc,
-                     "result", k->result_doc, "backends", backends, "params", params,
-                     "args_schema", schema);
+    /* A built-in runs to its end once started (kernel.h, ghd_kernel_call_stoppable). */
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:b}", "name", k->name, "description",
+                     k->doc, "result", k->result_doc, "backends", backends, "params", params,
+                     "args_schema", schema, "stoppable", 0);
 }

@@ -126,13 +126,20 @@ int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt
 int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                                   struct ghd_stream *stream, struct ghd_event *start,
                                   struct ghd_event *end, json_t *result, struct ghd_err *err);
-/* The flag the call's execution looks at where it can stop early (a user
- * kernel on the host backend, every few thousand elements): once it is
- * nonzero the execution fails with GHD_ECANCELED, its outputs partly
+/* The flag the call's execution looks at where it can stop early: once it
+ * is nonzero the execution fails with GHD_ECANCELED, its outputs partly
  * written. NULL (the default): never. The flag outlives the call. */
 void ghd_kernel_call_set_stop(struct ghd_kernel_call *call, const atomic_int *stop);
-/* Whether executing the call on a `kind` backend looks at that flag; where
- * it does not (CUDA, built-in kernels), a call runs to its end once started. */
+/* The flag was set while the call may be executing: tells a kernel that
+ * cannot read the host's flag itself (a CUDA user kernel reads a word of
+ * mapped host memory). Safe from any thread while the call is alive. */
+void ghd_kernel_call_signal_stop(struct ghd_kernel_call *call);
+/* Whether executing the call on a `kind` backend stops early once the flag
+ * is set. Per kind of kernel: a user kernel stops (on the host, its
+ * interpreter every few thousand elements; on CUDA, each thread of the
+ * generated grid-stride loop about every millisecond); a built-in kernel
+ * (either backend, cuBLAS's gemm included) and a raw module's function run
+ * to their end once started. */
 int ghd_kernel_call_stoppable(const struct ghd_kernel_call *call, enum ghd_backend_kind kind);
 /* Whether the call writes the buffer whose view has `owner` (an out or
  * inout parameter names it). */

@@ -80,7 +80,7 @@ static void reload_tokens(struct ghd_service *svc, const char *why)
 /* The wait for runs is over (grace or second signal): runs still executing
  * are reported failed, so that the clients waiting for them get their reply
  * (for up to a second) before the connections close. Returns how many were
- * executing: their workers cannot be stopped (a kernel runs to its end), so
+ * executing: their workers may be inside a step that cannot be stopped, so
  * the caller then exits without the orderly teardown that would wait. */
 static unsigned abandon_runs(struct ghd_service *svc, struct ghd_http *http)
 {

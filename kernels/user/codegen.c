@@ -12,9 +12,12 @@
 #include "base/error.h"
 #include "codegen_expr.h"
 
+#define GHD_UCG_STR_(x) #x
+#define GHD_UCG_STR(x) GHD_UCG_STR_(x)
+
 static const char prelude[] =
     "typedef unsigned long long ghd_u64_t;\n"
-    "struct GhdArgs { unsigned long long w[" "37" "]; };\n"
+    "struct GhdArgs { unsigned long long w[" GHD_UCG_STR(GHD_UCG_WORDS) "]; };\n"
     "template <typename S, int W> struct alignas(16) GhdVec { S e[W]; };\n"
     "static __device__ __forceinline__ bool ghd_isnan(double v) { return v != v; }\n"
     "static __device__ __forceinline__ bool ghd_isinf(double v) { return v == v && v - v != 0; }\n"
@@ -34,7 +37,16 @@ static const char prelude[] =
     "static __device__ __forceinline__ unsigned long long ghd_word(short v) { return (unsigned long long)(long long)v; }\n"
     "static __device__ __forceinline__ unsigned long long ghd_word(unsigned short v) { return v; }\n"
     "static __device__ __forceinline__ unsigned long long ghd_word(signed char v) { return (unsigned long long)(long long)v; }\n"
-    "static __device__ __forceinline__ unsigned long long ghd_word(unsigned char v) { return v; }\n";
+    "static __device__ __forceinline__ unsigned long long ghd_word(unsigned char v) { return v; }\n"
+    /* The stop word (codegen.h): 1 asks to stop; the thread that sees it
+     * writes 2, which tells the host the outputs are partly written. */
+    "static __device__ __forceinline__ bool ghd_stopped(const GhdArgs &A, long long &next)\n{\n"
+    "    const long long now = clock64();\n"
+    "    if (now < next)\n        return false;\n"
+    "    next = now + " GHD_UCG_STR(GHD_UCG_STOP_CYCLES) "ll;\n"
+    "    volatile int *f = (volatile int *)A.w[" GHD_UCG_STR(GHD_UCG_W_STOP) "];\n"
+    "    if (!f || *f == 0)\n        return false;\n"
+    "    *f = 2;\n    return true;\n}\n";
 
 static int is_buffer_param(const struct ghd_uprog *p, int k)
 {
@@ -165,13 +177,15 @@ static void ewise_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsign
     ghd_strbuf_put(o, "    const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
            "    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n");
     buffer_pointers(o, p, 1);
-    ghd_strbuf_put(o, "    unsigned long long start = 0;\n");
+    ghd_strbuf_put(o, "    unsigned long long start = 0;\n"
+                      "    long long ghd_next = clock64() + " GHD_UCG_STR(GHD_UCG_STOP_CYCLES) "ll;\n");
     for (int pass = vec_elem ? 0 : 1; pass < 2; pass++) {
         int vec = pass == 0;
         unsigned w = vec ? 16 / vec_elem : 1;
         if (vec) {
             ghd_strbuf_put(o, "    if (A.w[%d]) {\n        const unsigned long long nv = n / %u;\n"
                    "        for (unsigned long long v = tid; v < nv; v += stride) {\n"
+                   "            if (ghd_stopped(A, ghd_next))\n                goto ghd_end;\n"
                    "            const unsigned long long e0 = v * %u;\n",
                 GHD_UCG_W_VEC, w, w);
             for (int k = 0; k < d->nparams; k++) {
@@ -186,6 +200,7 @@ static void ewise_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsign
             ghd_strbuf_put(o, "#pragma unroll\n            for (int j = 0; j < %u; j++) {\n", w);
         } else {
             ghd_strbuf_put(o, "    for (unsigned long long e = start + tid; e < n; e += stride) {\n"
+                   "        if (ghd_stopped(A, ghd_next))\n            goto ghd_end;\n"
                    "        {\n");
         }
         /* declare outputs, call, store */
@@ -221,7 +236,7 @@ static void ewise_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsign
             ghd_strbuf_put(o, "        }\n    }\n");
         }
     }
-    ghd_strbuf_put(o, "}\n");
+    ghd_strbuf_put(o, "ghd_end:;\n}\n");
 }
 
 /* A reduction's device functions: ghd_map (an element's value), ghd_red
@@ -276,11 +291,13 @@ static void reduce_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsig
     buffer_pointers(o, p, 0);
     ghd_strbuf_put(o, "    %s acc = ", acc);
     ghd_ucg_expr(o, p, p->identity);
-    ghd_strbuf_put(o, ";\n    unsigned long long start = 0;\n");
+    ghd_strbuf_put(o, ";\n    unsigned long long start = 0;\n"
+                      "    long long ghd_next = clock64() + " GHD_UCG_STR(GHD_UCG_STOP_CYCLES) "ll;\n");
     if (vec_elem) {
         unsigned w = 16 / vec_elem;
         ghd_strbuf_put(o, "    if (A.w[%d]) {\n        const unsigned long long nv = n / %u;\n"
                "        for (unsigned long long v = tid; v < nv; v += stride) {\n"
+               "            if (ghd_stopped(A, ghd_next))\n                goto ghd_end;\n"
                "            const unsigned long long e0 = v * %u;\n",
             GHD_UCG_W_VEC, w, w);
         for (int k = 0; k < d->nin; k++)
@@ -291,9 +308,11 @@ static void reduce_kernel(struct ghd_strbuf *o, const struct ghd_uprog *p, unsig
         elem_call(o, p, "ghd_map", "e0 + j", 1, 0);
         ghd_strbuf_put(o, ");\n        }\n        start = nv * %u;\n    }\n", w);
     }
-    ghd_strbuf_put(o, "    for (unsigned long long e = start + tid; e < n; e += stride)\n        acc = ghd_red(acc, ");
+    ghd_strbuf_put(o, "    for (unsigned long long e = start + tid; e < n; e += stride) {\n"
+                      "        if (ghd_stopped(A, ghd_next))\n            goto ghd_end;\n"
+                      "        acc = ghd_red(acc, ");
     elem_call(o, p, "ghd_map", "e", 0, 0);
-    ghd_strbuf_put(o, ");\n");
+    ghd_strbuf_put(o, ");\n    }\nghd_end:;\n");
     /* the block's partial, then the last block combines them all */
     ghd_strbuf_put(o, "    __shared__ %s sh[%d];\n    __shared__ bool last;\n"
            "    sh[threadIdx.x] = acc;\n    __syncthreads();\n"

@@ -31,7 +31,8 @@ void ghd_ucg_expr(struct ghd_strbuf *o, const struct ghd_uprog *p, int node);
 #define GHD_UCG_W_PARTIALS 34          /* reductions: gridDim.x 8-byte partials */
 #define GHD_UCG_W_COUNTER 35           /* reductions: a zeroed u32 */
 #define GHD_UCG_W_RESULT 36            /* reductions: 8 bytes, the output's value */
-#define GHD_UCG_WORDS 37
+#define GHD_UCG_W_STOP 37              /* the stop word (ucuda.h), or 0 */
+#define GHD_UCG_WORDS 38
 
 /* A scalar argument's word (the bits the generated code reads back). */
 uint64_t ghd_ucg_scalar_word(union ghd_uval v, int type);

@@ -6,6 +6,7 @@
 #include "ucuda.h"
 
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +139,53 @@ void ghd_ubinding_device_free(struct ghd_ubinding *b)
     }
 }
 
+/* Stop words. Why mapped host memory: the flag must change while the
+ * kernel runs, and the host can write it with a plain store, no stream and
+ * no copy engine involved (a device int set by cudaMemsetAsync would need a
+ * stream of its own and, as a memset kernel, SMs the running kernel holds).
+ * Why it costs nothing measurable: each thread reads it at most once per
+ * GHD_UCG_STOP_CYCLES of its own execution (about a millisecond: a volatile
+ * load over PCIe per warp, one transaction for the 32 lanes, against a
+ * millisecond of work) and never in a kernel that ends sooner. One page of
+ * words for every device (portable), one word per launch in flight. */
+#define STOP_WORDS 1024
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int *stop_page; /* host address = device address (UVA) */
+static unsigned char stop_used[STOP_WORDS];
+
+volatile int *ghd_ucuda_stop_word_acquire(void)
+{
+    volatile int *w = NULL;
+    pthread_mutex_lock(&stop_lock);
+    if (!stop_page) {
+        void *p = NULL;
+        if (cudaHostAlloc(&p, STOP_WORDS * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) ==
+            cudaSuccess)
+            stop_page = p;
+        else
+            (void)cudaGetLastError(); /* not sticky: the launch goes on, unstoppable */
+    }
+    for (unsigned i = 0; stop_page && i < STOP_WORDS && !w; i++)
+        if (!stop_used[i]) {
+            stop_used[i] = 1;
+            w = &stop_page[i];
+        }
+    pthread_mutex_unlock(&stop_lock);
+    return w;
+}
+
+void ghd_ucuda_stop_word_release(volatile int *word)
+{
+    if (!word)
+        return;
+    pthread_mutex_lock(&stop_lock);
+    stop_used[word - stop_page] = 0;
+    pthread_mutex_unlock(&stop_lock);
+}
+
 int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_stream *stream,
-                     const struct ghd_uarg *args, uint64_t n, struct ghd_ucuda_run *run,
-                     struct ghd_err *e)
+                     const struct ghd_uarg *args, uint64_t n, volatile int *stop_word,
+                     struct ghd_ucuda_run *run, struct ghd_err *e)
 {
     struct ucuda_code *code = b->device_code[rt->index];
     const struct ghd_udef *d = b->prog.def;
@@ -160,6 +205,11 @@ int ghd_ucuda_launch(struct ghd_ubinding *b, struct ghd_runtime *rt, struct ghd_
     }
     w[GHD_UCG_W_N] = n;
     w[GHD_UCG_W_VEC] = (uint64_t)vec;
+    if (stop_word) { /* mapped and portable: its device address on every device */
+        void *d_word = NULL;
+        GHD_CUDA_CHECK(dev, e, cudaHostGetDevicePointer(&d_word, (void *)stop_word, 0));
+        w[GHD_UCG_W_STOP] = (uint64_t)(uintptr_t)d_word;
+    }
     uint64_t items = vec ? n / (16 / code->vec_elem) + 16 : n;
     uint64_t blocks = (items + GHD_UCG_THREADS - 1) / GHD_UCG_THREADS;
     if (blocks > code->max_blocks)

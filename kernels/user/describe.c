@@ -94,9 +94,9 @@ json_t *ghd_ukernel_describe_new(const struct ghd_ukernel *k)
 #endif
     json_t *schema = json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props,
                                "required", required, "additionalProperties", 0);
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:s, s:O}", "name", d->name,
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:s, s:O, s:b}", "name", d->name,
                      "description", k->describe_doc, "result", k->base.result_doc, "backends",
                      backends, "params", params, "args_schema", schema, "user", 1, "kind",
                      d->kind == GHD_UK_REDUCTION ? "reduction" : "elementwise", "definition",
-                     k->definition);
+                     k->definition, "stoppable", 1);
 }

@@ -26,6 +26,10 @@ struct ghd_ucall {
     struct ghd_uarg args[GHD_U_MAX_PARAMS];
     struct ghd_buffer_view buf[GHD_U_MAX_PARAMS]; /* per parameter; owner NULL: none */
     uint64_t start[GHD_U_MAX_PARAMS], len[GHD_U_MAX_PARAMS]; /* byte range used */
+    /* CUDA: the launch's stop word (ucuda.h), from before the launch until
+     * the call is freed, so that a late ghd_ucall_signal_stop never writes
+     * a word another launch has taken since. */
+    _Atomic(volatile int *) stop_word;
 };
 
 _Static_assert(GHD_U_MAX_PARAMS <= GHD_KERNEL_CALL_MAX_BUFFERS, "kernel.h bounds a call's buffers");
@@ -341,6 +345,32 @@ static json_t *value_json(union ghd_uval v, int t, json_t *result)
     return json_null();
 }
 
+/* CUDA: the call's stop word, cleared, published, then set if the run was
+ * asked to stop already: ghd_ucall_signal_stop stores the flag before it
+ * reads the word, this publishes the word before it reads the flag, so one
+ * of the two sees the other. */
+static volatile int *cuda_stop_word(struct ghd_ucall *c, const atomic_int *stop)
+{
+    volatile int *w = stop ? ghd_ucuda_stop_word_acquire() : NULL;
+    if (!w)
+        return NULL;
+    *w = 0;
+    atomic_store(&c->stop_word, w);
+    if (atomic_load(stop))
+        *w = 1;
+    return w;
+}
+
+static int launch(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
+                  const atomic_int *stop, union ghd_uval *acc, struct ghd_ucuda_run *run,
+                  struct ghd_err *e)
+{
+    if (rt->dev.kind == GHD_BACKEND_HOST) /* its copies are synchronous: the buffers are ready */
+        return ghd_uinterp_run(&c->binding->prog, c->args, c->n, stop, acc, e);
+    return ghd_ucuda_launch(c->binding, rt, stream, c->args, c->n, cuda_stop_word(c, stop), run,
+                            e);
+}
+
 int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
                       struct ghd_event *start, struct ghd_event *end, const atomic_int *stop,
                       json_t *result, struct ghd_err *err)
@@ -355,12 +385,8 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
         rc = ghd_ucuda_prepare(c->k, c->binding, rt, &e);
     if (!rc && start && end)
         rc = ops->event_record(&rt->dev, start, stream, &e);
-    if (!rc && rt->dev.kind == GHD_BACKEND_HOST) {
-        /* The host backend's copies are synchronous: the buffers are ready. */
-        rc = ghd_uinterp_run(&c->binding->prog, c->args, c->n, stop, &acc, &e);
-    } else if (!rc) {
-        rc = ghd_ucuda_launch(c->binding, rt, stream, c->args, c->n, &run, &e);
-    }
+    if (!rc)
+        rc = launch(c, rt, stream, stop, &acc, &run, &e);
     if (!rc && start && end)
         rc = ops->event_record(&rt->dev, end, stream, &e);
     /* Always wait: a launch before a failure may still use the scratch. The
@@ -368,6 +394,10 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
     int sync_rc = ops->stream_sync(&rt->dev, stream, rc ? NULL : &e);
     if (!rc)
         rc = sync_rc;
+    volatile int *w = atomic_load(&c->stop_word);
+    if (!rc && w && *w == 2) /* a thread saw the flag: its outputs are partly written */
+        rc = ghd_err_set(&e, GHD_ECANCELED, "stopped on the device before its %llu elements "
+                         "were done", (unsigned long long)c->n);
     if (!rc && run.d_result)
         rc = ghd_ucuda_result(&run, rt, &acc, &e);
     ghd_ucuda_done(&run, rt);
@@ -385,6 +415,22 @@ int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_st
     return 0;
 }
 
+void ghd_ucall_signal_stop(struct ghd_ucall *c)
+{
+    volatile int *w = atomic_load(&c->stop_word);
+    if (w && *w == 0)
+        *w = 1;
+}
+
+int ghd_ucall_stoppable(enum ghd_backend_kind kind)
+{
+#ifdef GHD_HAVE_NVRTC
+    return kind == GHD_BACKEND_HOST || kind == GHD_BACKEND_CUDA;
+#else
+    return kind == GHD_BACKEND_HOST;
+#endif
+}
+
 int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner)
 {
     for (int k = c->k->def.nin; k < c->k->def.nparams; k++)
@@ -397,6 +443,7 @@ void ghd_ucall_free(struct ghd_ucall *c)
 {
     if (!c)
         return;
+    ghd_ucuda_stop_word_release(atomic_load(&c->stop_word));
     ghd_ukernel_unref(c->k);
     free(c);
 }

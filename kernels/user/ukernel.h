@@ -105,11 +105,17 @@ void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant,
 struct ghd_ucall;
 int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve,
                           void *resolve_ctx, struct ghd_ucall **out, struct ghd_err *err);
-/* On the host backend the interpreter looks at *stop (may be NULL) as it
- * goes (ulang.h); CUDA cannot stop a launched kernel and never looks. */
+/* The execution looks at *stop (may be NULL) as it goes: on the host
+ * backend the interpreter (ulang.h); on CUDA the generated kernel reads a
+ * word of mapped host memory that mirrors it (ghd_ucall_signal_stop). */
 int ghd_ucall_execute(struct ghd_ucall *c, struct ghd_runtime *rt, struct ghd_stream *stream,
                       struct ghd_event *start, struct ghd_event *end, const atomic_int *stop,
                       json_t *result, struct ghd_err *err);
+/* *stop was set: the CUDA kernel of the call, if launched, sees it at its
+ * next look (kernel.h, ghd_kernel_call_signal_stop). */
+void ghd_ucall_signal_stop(struct ghd_ucall *c);
+/* Whether a user kernel executed on a `kind` backend stops once asked. */
+int ghd_ucall_stoppable(enum ghd_backend_kind kind);
 int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner);
 void ghd_ucall_free(struct ghd_ucall *c);
 

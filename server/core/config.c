@@ -203,10 +203,12 @@ static const struct option_spec specs[] = {
     {"tenant-max-pinned", OPT_SIZE, OFF(tenant_max_pinned), 0, 0, 1ULL << 46, "32G",
      "most bytes of shared-memory regions one tenant may have page-locked (0 = no limit; "
      "over it: 507)"},
-    {"run-timeout", OPT_UINT, OFF(run_timeout_s), 0, 0, 86400 * 7, "0",
-     "seconds a run may execute; one past it fails: a user kernel on the host backend is "
-     "stopped and fails alone (422), any other kernel cannot be stopped, so the device is "
-     "treated as lost (0 = no limit)"},
+    {"run-timeout", OPT_UINT, OFF(run_timeout_s), 0, 0, 86400 * 7, "60",
+     "seconds a run may execute, and the most a run's timeout_s may ask; past its timeout a "
+     "run is stopped at its next stop point (the next step; within a user kernel) and fails "
+     "alone (422); a step that cannot be stopped (a built-in, cuBLAS, a raw module) still "
+     "running this long after the timeout loses the device (0 = no limit: runs end only "
+     "when they finish, unless they ask for a timeout_s)"},
     {"on-device-loss", OPT_STRING, OFF(on_device_loss), STR_MAX(on_device_loss), 0, 0, "stay",
      "what a lost device (a faulting kernel, a run past --run-timeout) does: exit (after the "
      "replies in flight, with status 3, for a supervisor to restart) or stay (its buffers, runs "

@@ -87,7 +87,7 @@ struct ghd_config {
     unsigned shm_allow_shared;        /* segments of other users or of mode & 077 */
     unsigned tenant_max_regions;      /* regions per tenant; 0 = none */
     size_t tenant_max_pinned;         /* bytes of regions per tenant; 0 = none */
-    unsigned run_timeout_s;           /* a run past it fails, the device is lost; 0 = none */
+    unsigned run_timeout_s;           /* a run's deadline and its bound; 0 = none (run.h) */
     char on_device_loss[8];           /* "exit" or "stay" */
     unsigned shutdown_grace_s;
     unsigned header_timeout_s;        /* 0 = none */

@@ -2,7 +2,8 @@
 #define GHD_CORE_DEVLOSS_H
 
 /* A lost device: a kernel that faulted (the CUDA context is
- * poisoned: every later call fails) or a run past --run-timeout (a kernel
+ * poisoned: every later call fails) or a run whose step could not be
+ * stopped and still ran --run-timeout after the run's deadline (a kernel
  * cannot be pre-empted, so its stream never frees). Once lost, a device
  * stays lost until the process restarts: /readyz answers 503 with the
  * reason, every route that needs the device answers 503 at once, and with

@@ -27,6 +27,7 @@ int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
     snprintf(run->tenant, sizeof(run->tenant), "%s", tenant ? tenant : "");
     atomic_init(&run->refs, 1);
     atomic_init(&run->stop, GHD_RUN_GO);
+    atomic_init(&run->step_now, 0);
     pthread_cond_init(&run->ended, NULL);
     *out = run;
     return 0;
@@ -184,6 +185,7 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
 {
     int rc = 0;
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
+        atomic_store(&run->step_now, i); /* before the flag is read: ghd_run_ask_stop */
         if (atomic_load(&run->stop) != GHD_RUN_GO)
             rc = ghd_err_set(error, GHD_ECANCELED, "stopped before this step");
         else
@@ -197,12 +199,31 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
     return rc;
 }
 
-int ghd_run_stoppable(const struct ghd_run *run, enum ghd_backend_kind kind)
+enum ghd_run_stop ghd_run_ask_stop(struct ghd_run *run, enum ghd_run_stop why)
 {
-    for (unsigned i = 0; i < run->step_count; i++)
-        if (!run->steps[i].call || !ghd_kernel_call_stoppable(run->steps[i].call, kind))
-            return 0;
-    return run->step_count > 0;
+    int go = GHD_RUN_GO;
+    if (!atomic_compare_exchange_strong(&run->stop, &go, (int)why))
+        return (enum ghd_run_stop)go;
+    /* The step executing may be one whose kernel cannot read run->stop
+     * itself (a CUDA user kernel reads a flag in host memory the device
+     * maps): tell it. A step that starts after this reads run->stop first. */
+    unsigned i = atomic_load(&run->step_now);
+    if (i < run->step_count && run->steps[i].call)
+        ghd_kernel_call_signal_stop(run->steps[i].call);
+    return why;
+}
+
+int ghd_run_step_stoppable(const struct ghd_run *run, enum ghd_backend_kind kind)
+{
+    unsigned i = atomic_load(&run->step_now);
+    return i < run->step_count && run->steps[i].call &&
+           ghd_kernel_call_stoppable(run->steps[i].call, kind);
+}
+
+const char *ghd_run_step_kernel(const struct ghd_run *run)
+{
+    unsigned i = atomic_load(&run->step_now);
+    return ghd_kernel_name(run->steps[i < run->step_count ? i : 0].kernel);
 }
 
 /* Whether the two steps touch a common buffer that one of them writes. */
@@ -258,6 +279,12 @@ json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status stat
     }
     if (run->rt)
         json_object_set_new(obj, "device", json_integer(run->rt->index));
+    if (run->timeout_s > 0)
+        json_object_set_new(obj, "timeout_s", json_real(run->timeout_s));
+    static const char *const stop_names[] = {NULL, "timeout", "server", "cancel"};
+    int stop = atomic_load(&run->stop);
+    if (status == GHD_RUN_RUNNING && stop > GHD_RUN_GO && stop <= GHD_RUN_STOP_CANCEL)
+        json_object_set_new(obj, "stopping", json_string(stop_names[stop]));
     const struct ghd_run_step *last = &run->steps[run->step_count - 1];
     if (status == GHD_RUN_SUCCEEDED && last->result)
         json_object_set(obj, "result", last->result);

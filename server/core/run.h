@@ -27,8 +27,9 @@ enum ghd_run_status {
 /* Why a running run was asked to stop (struct ghd_run's `stop`). */
 enum ghd_run_stop {
     GHD_RUN_GO,           /* not asked */
-    GHD_RUN_STOP_TIMEOUT, /* it passed --run-timeout */
+    GHD_RUN_STOP_TIMEOUT, /* it passed its timeout (timeout_s, --run-timeout) */
     GHD_RUN_STOP_SERVER,  /* the server stops */
+    GHD_RUN_STOP_CANCEL,  /* DELETE /v1/runs/{id} while it runs */
 };
 
 /* A step's if_match on one buffer: the versions it must be at when the
@@ -66,9 +67,14 @@ struct ghd_run {
     int error_code;           /* a failed or canceled run: its GHD_E* code; 0 otherwise */
     struct ghd_err error;     /* with error_code: what went wrong */
     uint64_t precond_version; /* refused for an if_match (GHD_EPRECOND): the version found */
-    /* An enum ghd_run_stop. The steps' calls look at it where they can stop
-     * (kernel.h, ghd_kernel_call_set_stop), and so does the run between steps. */
+    /* An enum ghd_run_stop, set by ghd_run_ask_stop. The steps' calls look
+     * at it where they can stop (kernel.h, ghd_kernel_call_set_stop), and so
+     * does the run between steps. */
     atomic_int stop;
+    atomic_uint step_now; /* the step executing (or last executed) */
+    /* Seconds it may execute before it is asked to stop; 0 = no limit. Set
+     * before it is submitted (timeout_s, bounded by --run-timeout). */
+    double timeout_s;
     double queued_at_ms, started_ms, finished_ms;
     float device_ms;
     atomic_int refs;
@@ -127,10 +133,18 @@ int ghd_run_conds_hold(const struct ghd_run *run, struct ghd_err *err, uint64_t 
  * step starts (GHD_ECANCELED). */
 int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                     struct ghd_run *run, struct ghd_err *error);
-/* Whether every step of the run stops early once run->stop is set, when
- * executed on a `kind` backend (ghd_kernel_call_stoppable): then a run past
- * --run-timeout can fail alone; otherwise its kernel runs on. */
-int ghd_run_stoppable(const struct ghd_run *run, enum ghd_backend_kind kind);
+/* Asks a running run to stop for `why` (not GHD_RUN_GO): no further step
+ * starts, and the step executing stops early where its kernel can
+ * (ghd_kernel_call_stoppable). The first reason asked is kept; returns it.
+ * pre: the run's calls are alive (it is running: the queue's lock held). */
+enum ghd_run_stop ghd_run_ask_stop(struct ghd_run *run, enum ghd_run_stop why);
+/* Whether the step executing now stops early once asked, when executed on a
+ * `kind` backend (ghd_kernel_call_stoppable). A step that cannot (a
+ * built-in, cuBLAS, a raw module) runs to its end; the run then stops at
+ * the next step. */
+int ghd_run_step_stoppable(const struct ghd_run *run, enum ghd_backend_kind kind);
+/* The kernel of the step executing now (its name). */
+const char *ghd_run_step_kernel(const struct ghd_run *run);
 /* Whether a step of `a` and a step of `b` touch a common buffer that one of
  * them writes: then the later of the two must wait for the earlier. Runs that
  * only read a buffer (a shared weight matrix, say) may overlap. */

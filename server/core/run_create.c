@@ -17,21 +17,23 @@
 
 /* A member of `obj` that is not in `allowed` (nor `extra`): GHD_EINVAL
  * naming it and `kind`, the member that says what obj is. */
-static int check_keys(json_t *obj, const char *const *allowed, const char *extra,
+static int check_keys(json_t *obj, const char *const *allowed, const char *const *extra,
                       const char *kind, const char *where, struct ghd_err *err)
 {
     const char *key;
     json_t *v;
     json_object_foreach(obj, key, v) {
-        int ok = extra && strcmp(key, extra) == 0;
-        size_t n = 0;
+        int ok = 0;
+        size_t n = 0, nextra = 0;
         for (; allowed[n]; n++)
             ok |= strcmp(key, allowed[n]) == 0;
+        for (; extra && extra[nextra]; nextra++)
+            ok |= strcmp(key, extra[nextra]) == 0;
         if (ok)
             continue;
         char list[160];
         size_t used = ghd_join_names(list, 0, sizeof(list), "", allowed, n);
-        ghd_join_names(list, used, sizeof(list), ", ", &extra, extra ? 1 : 0);
+        ghd_join_names(list, used, sizeof(list), ", ", extra, nextra);
         return ghd_err_set(err, GHD_EINVAL, "%sunknown field '%.64s' beside '%s' (with it: %s)",
                            where, key, kind, list);
     }
@@ -86,11 +88,11 @@ static int step_args(struct ghd_service *svc, const struct ghd_caller *caller, j
 }
 
 /* Prepares one step: {"kernel": name or definition, "args": {...},
- * "reinterpret", "if_match"} or a raw module's launch; `extra` is the
- * member the request may have beside them ("wait" for a run of one). A
+ * "reinterpret", "if_match"} or a raw module's launch; `extra` lists the
+ * members the request may have beside them (the run's own for a run of one). A
  * member of the other kind is refused, not ignored. */
 static int prepare_step(struct ghd_service *svc, const struct ghd_caller *caller, json_t *step,
-                        const char *where, const char *extra, struct ghd_run_step *out,
+                        const char *where, const char *const *extra, struct ghd_run_step *out,
                         struct ghd_err *err)
 {
     static const char *const kernel_keys[] = {"kernel", "args", "reinterpret", "if_match", NULL};
@@ -120,7 +122,8 @@ static int prepare_step(struct ghd_service *svc, const struct ghd_caller *caller
 static int prepare_run(struct ghd_service *svc, const struct ghd_caller *caller, json_t *body,
                        struct ghd_run *run, struct ghd_err *err)
 {
-    static const char *const pipeline_keys[] = {"steps", "wait", NULL};
+    static const char *const pipeline_keys[] = {"steps", "wait", "timeout_s", NULL};
+    static const char *const run_keys[] = {"wait", "timeout_s", NULL};
     json_t *steps = json_object_get(body, "steps");
     int rc;
     if (steps && (json_object_get(body, "reinterpret") || json_object_get(body, "if_match")))
@@ -131,7 +134,7 @@ static int prepare_run(struct ghd_service *svc, const struct ghd_caller *caller,
                            "give either 'kernel' (or 'module') or 'steps', not both");
     if (!steps) {
         run->step_count = 1;
-        return prepare_step(svc, caller, body, "", "wait", &run->steps[0], err);
+        return prepare_step(svc, caller, body, "", run_keys, &run->steps[0], err);
     }
     if ((rc = check_keys(body, pipeline_keys, NULL, "steps", "", err)) != 0)
         return rc;
@@ -160,9 +163,15 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
 {
     *out = NULL;
     struct ghd_run *run;
+    json_t *timeout = json_object_get(rq->body, "timeout_s");
+    if (timeout && !json_is_number(timeout))
+        return ghd_err_set(err, GHD_EINVAL, "'timeout_s' must be a number of seconds");
+    if (timeout && !(json_number_value(timeout) > 0))
+        return ghd_err_set(err, GHD_EUNPROC, "'timeout_s' must be above 0");
     int rc = ghd_service_run_new(svc, caller->tenant, &run);
     if (rc)
         return ghd_err_set(err, rc, "%s", ghd_strerror(rc));
+    run->timeout_s = timeout ? json_number_value(timeout) : 0;
     rc = prepare_run(svc, caller, rq->body, run, err);
     if (rc == 0)
         rc = ghd_service_run_submit(svc, run, err);

@@ -210,16 +210,6 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
         wake_idle_locked(q, NULL, 1);
 }
 
-/* The error of a run stopped for --run-timeout: the request asked for more
- * than the time allows, so it is the client's to change (422). */
-static int timed_out(struct ghd_err *err)
-{
-    char how[sizeof(err->detail)];
-    snprintf(how, sizeof(how), "%s", err->detail);
-    return ghd_err_set(err, GHD_EUNPROC, "the run passed --run-timeout and was stopped (%.300s); "
-                       "ask for fewer elements, or for a larger --run-timeout", how);
-}
-
 static void *worker_main(void *arg)
 {
     struct ghd_run_worker *w = arg;
@@ -255,8 +245,7 @@ static void *worker_main(void *arg)
         int rc = setup ? ghd_err_set(&err, setup, "run worker setup: %s",
                                      ghd_err_text(&setup_err, setup))
                        : ghd_run_execute(rt, stream, ev, run, &err);
-        if (rc == GHD_ECANCELED && atomic_load(&run->stop) == GHD_RUN_STOP_TIMEOUT)
-            rc = timed_out(&err);
+        rc = ghd_run_queue_stopped(run, rc, &err);
         struct ghd_run_collected c = {0};
         pthread_mutex_lock(&q->lock);
         /* A run reported failed already (the device lost, --run-timeout, the
@@ -283,7 +272,11 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&q->lock);
         w->current = NULL;
         if (run->status == GHD_RUN_RUNNING) /* else it was reported failed already */
-            run->status = run->error_code ? GHD_RUN_FAILED : GHD_RUN_SUCCEEDED;
+            run->status = !run->error_code ? GHD_RUN_SUCCEEDED
+                          : run->error_code == GHD_ECANCELED &&
+                                  atomic_load(&run->stop) == GHD_RUN_STOP_CANCEL
+                              ? GHD_RUN_CANCELED
+                              : GHD_RUN_FAILED;
         run_ended_locked(q, run, &c);
         pthread_mutex_unlock(&q->lock);
         ghd_run_queue_settle(q, &c);
@@ -318,7 +311,7 @@ void ghd_run_queue_stop_running_locked(struct ghd_run_queue *q)
 {
     for (unsigned i = 0; i < q->worker_count; i++)
         if (q->workers[i].current)
-            atomic_store(&q->workers[i].current->stop, GHD_RUN_STOP_SERVER);
+            ghd_run_ask_stop(q->workers[i].current, GHD_RUN_STOP_SERVER);
 }
 
 /* Cancels what is queued and stops the workers (the first `started` of them). */
@@ -539,14 +532,18 @@ int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant
     return 0;
 }
 
-int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant)
+int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant,
+                   struct ghd_run **running)
 {
     struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
     struct ghd_run *r = find_locked(q, id, tenant);
     int rc = GHD_ENOENT;
     if (r && r->status == GHD_RUN_RUNNING) {
-        rc = GHD_EBUSY;
+        ghd_run_ask_stop(r, GHD_RUN_STOP_CANCEL);
+        ghd_run_ref(r);
+        *running = r;
+        rc = GHD_RUN_CANCEL_ASKED;
     } else if (r && r->status == GHD_RUN_QUEUED) {
         ghd_list_remove(&q->queued, &r->queue_link);
         r->status = GHD_RUN_CANCELED;

@@ -36,8 +36,8 @@ struct ghd_run_queue_config {
  * each worker with a stream of its runtime; the runtimes outlive the queue. */
 int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime *rts,
                       unsigned count, struct ghd_run_queue **out);
-/* Cancels what is queued, asks what runs to stop (where it can:
- * ghd_run_stoppable) and waits for it, stops the workers. */
+/* Cancels what is queued, asks what runs to stop (ghd_run_ask_stop: at its
+ * next stop point) and waits for it, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
 /* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
@@ -52,9 +52,13 @@ void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run);
 /* A kept run visible to `tenant`; a new reference, or GHD_ENOENT. */
 int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant,
                      struct ghd_run **out);
-/* Cancels a queued run (0); GHD_EBUSY when it is running; forgets a
- * finished one (1); GHD_ENOENT when unknown. */
-int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant);
+/* Cancels a queued run (0); asks a running one to stop at its next stop
+ * point (GHD_RUN_CANCEL_ASKED, *running a new reference to it), after which
+ * it reads canceled unless it ended first; forgets a finished one (1);
+ * GHD_ENOENT when unknown. */
+#define GHD_RUN_CANCEL_ASKED 2
+int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant,
+                   struct ghd_run **running);
 /* The run's public JSON: id, kernel or steps, status, result, timing. */
 json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run);
 /* Whether a run queued or running now writes buffer b (ghd_run_writes):
@@ -88,13 +92,20 @@ void ghd_run_queue_on_loss(struct ghd_run_queue *q, ghd_run_loss_fn fn, void *ct
  * on; what they bring back is dropped) and the queue takes no new run for
  * it (submit: GHD_EDEVLOST). The other devices' runs go on. */
 void ghd_run_queue_device_lost(struct ghd_run_queue *q, unsigned device, const char *reason);
-/* --run-timeout: every run executing for more than limit_s seconds that can
- * stop (ghd_run_stoppable: a user kernel on the host backend) is asked to;
- * it then fails alone, 422 naming --run-timeout. Returns how many overdue
- * runs cannot stop (CUDA, the host's built-ins), or were asked and still run
- * after twice limit_s: their kernels run on, so the caller treats their
- * devices as lost; *stuck (may be NULL) gets bit i set for each such run's
- * device i. */
-unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s, unsigned *stuck);
+/* Deadlines (the watchdog calls it every tick): every run executing past
+ * its timeout_s is asked to stop (ghd_run_ask_stop): it stops at its next
+ * stop point (the next step, or within its step where the kernel can stop:
+ * ghd_kernel_call_stoppable) and fails alone, 422 naming the timeout.
+ * Returns how many runs still execute `limit_s` (--run-timeout; 0: never)
+ * after their deadline: their step could not be stopped, so the caller
+ * treats their devices as lost; *stuck (may be NULL) gets bit i set for
+ * each such run's device i, and reason[len] (may be NULL) says why, naming
+ * the first such run's kernel. */
+unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s, unsigned *stuck,
+                                    char *reason, size_t len);
+/* A run's execution ended with `rc`: when it stopped because it was asked
+ * (GHD_ECANCELED), the code and detail that say why: GHD_EUNPROC naming its
+ * timeout, GHD_ECANCELED for a cancel; otherwise rc, err untouched. */
+int ghd_run_queue_stopped(struct ghd_run *run, int rc, struct ghd_err *err);
 
 #endif

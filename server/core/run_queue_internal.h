@@ -71,8 +71,8 @@ void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, const struct ghd_r
                                      struct ghd_run_collected *c);
 /* pre: lock held. The runtime run `run` executes on. */
 struct ghd_runtime *ghd_run_queue_rt_of(const struct ghd_run_queue *q, const struct ghd_run *run);
-/* pre: lock held. Asks every running run to stop where its kernel can
- * (ghd_run_stoppable): the server stops. */
+/* pre: lock held. Asks every running run to stop (ghd_run_ask_stop): the
+ * server stops. */
 void ghd_run_queue_stop_running_locked(struct ghd_run_queue *q);
 /* pre: lock not held. Settles what `c` collected. */
 void ghd_run_queue_settle(struct ghd_run_queue *q, struct ghd_run_collected *c);

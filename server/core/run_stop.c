@@ -72,21 +72,41 @@ void ghd_run_queue_device_lost(struct ghd_run_queue *q, unsigned device, const c
     ghd_run_queue_settle(q, &c);
 }
 
-unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s, unsigned *stuck_on)
+/* pre: lock held. The run's deadline has passed: ask it to stop. Still
+ * running --run-timeout later, it is stuck (returns 1): its step could not
+ * be stopped, the device is held. A tenant's own shorter timeout_s moves
+ * when it is asked, never how long the device is given: a device is lost
+ * no sooner than --run-timeout after the run's own deadline. */
+static int overdue_locked(struct ghd_run *run, const struct ghd_runtime *rt, double now,
+                          unsigned limit_s, char *reason, size_t len)
+{
+    double ran_s = (now - run->started_ms) / 1e3;
+    if (run->timeout_s <= 0 || ran_s <= run->timeout_s)
+        return 0;
+    ghd_run_ask_stop(run, GHD_RUN_STOP_TIMEOUT);
+    if (!limit_s || ran_s <= run->timeout_s + limit_s)
+        return 0;
+    if (reason && !reason[0])
+        snprintf(reason, len, "a run passed its timeout (%g s) and its step's kernel (%.64s%s) "
+                 "still ran --run-timeout (%u s) later", run->timeout_s, ghd_run_step_kernel(run),
+                 ghd_run_step_stoppable(run, rt->dev.kind) ? "" : ", which cannot be stopped",
+                 limit_s);
+    return 1;
+}
+
+unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s, unsigned *stuck_on,
+                                    char *reason, size_t len)
 {
     unsigned stuck = 0, mask = 0;
-    double now = ghd_clock_ms(), limit_ms = (double)limit_s * 1e3;
+    double now = ghd_clock_ms();
+    if (reason && len)
+        reason[0] = 0;
     pthread_mutex_lock(&q->lock);
     for (unsigned i = 0; i < q->worker_count; i++) {
         struct ghd_run *run = q->workers[i].current;
-        if (!run || run->status != GHD_RUN_RUNNING || now - run->started_ms <= limit_ms)
-            continue;
-        /* One that can stop is asked to, and given as long again to do it
-         * (it looks every few thousand elements: microseconds). */
         const struct ghd_runtime *rt = q->workers[i].rt;
-        if (ghd_run_stoppable(run, rt->dev.kind) && now - run->started_ms <= 2 * limit_ms) {
-            atomic_store(&run->stop, GHD_RUN_STOP_TIMEOUT);
-        } else {
+        if (run && run->status == GHD_RUN_RUNNING &&
+            overdue_locked(run, rt, now, limit_s, reason, len)) {
             stuck++;
             mask |= 1u << rt->index;
         }
@@ -95,4 +115,25 @@ unsigned ghd_run_queue_stop_overdue(struct ghd_run_queue *q, unsigned limit_s, u
     if (stuck_on)
         *stuck_on = mask;
     return stuck;
+}
+
+int ghd_run_queue_stopped(struct ghd_run *run, int rc, struct ghd_err *err)
+{
+    if (rc != GHD_ECANCELED)
+        return rc;
+    char how[sizeof(err->detail)];
+    snprintf(how, sizeof(how), "%s", err->detail);
+    switch ((enum ghd_run_stop)atomic_load(&run->stop)) {
+    case GHD_RUN_STOP_TIMEOUT:
+        /* The request asked for more than its time allows: the client's to
+         * change (422). */
+        return ghd_err_set(err, GHD_EUNPROC, "the run passed its timeout of %g s (timeout_s, at "
+                           "most --run-timeout) and was stopped (%.300s); ask for fewer "
+                           "elements, or for a larger timeout_s or --run-timeout",
+                           run->timeout_s, how);
+    case GHD_RUN_STOP_CANCEL:
+        return ghd_err_set(err, GHD_ECANCELED, "canceled while it ran (%.300s)", how);
+    default:
+        return rc;
+    }
 }

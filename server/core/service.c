@@ -340,7 +340,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
         goto destroy_stores;
     }
     if (ghd_watchdog_start(svc) != 0) {
-        rc = ghd_err_set(err, GHD_EINTERNAL, "--run-timeout: cannot start the watchdog thread");
+        rc = ghd_err_set(err, GHD_EINTERNAL, "cannot start the run deadline watchdog thread");
         ghd_inline_defs_destroy(&svc->inline_defs);
         ghd_ucompiler_free(svc->compiler);
         goto destroy_stores;

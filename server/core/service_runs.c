@@ -123,6 +123,12 @@ int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct 
     int rc = run_device(svc, run, err);
     if (rc)
         return rc;
+    unsigned bound = svc->cfg.run_timeout_s;
+    if (bound && run->timeout_s > bound)
+        return ghd_err_set(err, GHD_EUNPROC, "timeout_s %g is more than this server allows: "
+                           "--run-timeout %u s", run->timeout_s, bound);
+    if (run->timeout_s <= 0) /* none asked: the server's (none when 0) */
+        run->timeout_s = bound;
     rc = ghd_run_submit(svc->runs, run);
     if (rc == GHD_ELIMIT && run->error.detail[0] && svc->limits.runs_shared)
         return ghd_err_set(err, rc, "%s, its share of the queue (--tenant-share %u%% of "
@@ -175,12 +181,15 @@ int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *calle
 }
 
 int ghd_service_run_cancel(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
-                           struct ghd_err *err)
+                           json_t **stopping, struct ghd_err *err)
 {
-    const char *tenant = caller->tenant;
-    int rc = ghd_run_cancel(svc->runs, id, tenant);
-    if (rc == GHD_EBUSY)
-        return ghd_err_set(err, rc, "run %.64s is already running", id);
+    struct ghd_run *running = NULL;
+    int rc = ghd_run_cancel(svc->runs, id, caller->tenant, &running);
+    if (rc == GHD_RUN_CANCEL_ASKED) {
+        *stopping = ghd_run_json_new(svc->runs, running);
+        ghd_run_unref(running);
+        return *stopping ? rc : ghd_err_set(err, GHD_ENOHOSTMEM, "no memory for the reply");
+    }
     if (rc < 0)
         return no_run(rc, id, err);
     return rc;

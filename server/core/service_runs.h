@@ -57,7 +57,9 @@ int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *c
 int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
                                   struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
 /* Queues the prepared run (ghd_run_submit) on the device that holds its
- * buffers (run->rt; a run without buffers goes where --placement puts it).
+ * buffers (run->rt; a run without buffers goes where --placement puts it),
+ * with its deadline: run->timeout_s as asked (GHD_EUNPROC naming
+ * --run-timeout when above it), or --run-timeout when 0.
  * GHD_EUNPROC naming each buffer and its device when they are on more than
  * one; GHD_EDEVLOST when that device is lost. GHD_ELIMIT: the tenant's own
  * limit or --run-queue-limit, as the detail says; GHD_EPRECOND: a step's
@@ -72,9 +74,10 @@ json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *
  * GHD_EDEVLOST when the device it ran on is lost. */
 int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                          struct ghd_run **out, struct ghd_err *err);
-/* Cancels a queued run (0) or forgets a finished one (1); GHD_EBUSY while it
- * runs, GHD_ENOENT. */
+/* Cancels a queued run (0) or forgets a finished one (1); asks a running
+ * one to stop at its next stop point (GHD_RUN_CANCEL_ASKED, *stopping its
+ * JSON as of now, a new reference); GHD_ENOENT. */
 int ghd_service_run_cancel(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
-                           struct ghd_err *err);
+                           json_t **stopping, struct ghd_err *err);
 
 #endif

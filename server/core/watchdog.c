@@ -1,10 +1,14 @@
-/* The --run-timeout watchdog. A run past its time whose kernel can stop (the
- * host backend's interpreter of user kernels) is asked to, and fails alone.
- * A CUDA kernel cannot be pre-empted (nor can the host's built-ins), so a
- * run of one past its time is reported failed to its waiters and the device
- * treated as lost (its stream never frees, and whatever the kernel still
- * writes is not to be trusted). It polls the running runs every 100 ms: a
- * timeout is seconds, so the poll adds at most a tenth of the smallest one. */
+/* The deadline watchdog. A run past its timeout (timeout_s, at most
+ * --run-timeout) is asked to stop: it stops at its next stop point (the
+ * next step of a pipeline, or within a user kernel, whose host interpreter
+ * and CUDA code look at a stop flag) and fails alone. A step that cannot be
+ * stopped (a built-in, cuBLAS, a raw module) runs to its end first; one
+ * that still runs --run-timeout after the deadline is stuck: its waiters
+ * are answered and the device treated as lost (its stream never frees, and
+ * whatever the kernel still writes is not to be trusted). It polls the
+ * running runs every 100 ms, with or without --run-timeout (a run may
+ * carry a timeout_s of its own): a timeout is seconds, so the poll adds at
+ * most a tenth of one. */
 #include "watchdog.h"
 
 #include <errno.h>
@@ -36,10 +40,9 @@ static void *watch(void *arg)
          * (ghd_run_queue_device_lost, from ghd_service_device_lost): a client
          * that reads /readyz after that reply sees the loss. */
         unsigned stuck = 0;
-        if (ghd_run_queue_stop_overdue(svc->runs, svc->cfg.run_timeout_s, &stuck) > 0) {
-            char reason[160];
-            snprintf(reason, sizeof(reason), "a run passed --run-timeout (%u s); its kernel "
-                     "cannot be stopped", svc->cfg.run_timeout_s);
+        char reason[256];
+        if (ghd_run_queue_stop_overdue(svc->runs, svc->cfg.run_timeout_s, &stuck, reason,
+                                       sizeof(reason)) > 0) {
             for (unsigned i = 0; i < svc->runtime_count; i++)
                 if (stuck & (1u << i))
                     ghd_service_device_lost(svc, i, reason);
@@ -57,8 +60,6 @@ int ghd_watchdog_start(struct ghd_service *svc)
     svc->watch_stop = 0;
     svc->watch_started = 0;
     ghd_run_queue_on_loss(svc->runs, on_loss, svc);
-    if (!svc->cfg.run_timeout_s)
-        return 0;
     if (pthread_create(&svc->watch_thread, NULL, watch, svc) != 0)
         return GHD_EINTERNAL;
     svc->watch_started = 1;

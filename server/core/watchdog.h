@@ -6,8 +6,8 @@
  * (core/service_devices.h) for the device concerned. */
 struct ghd_service;
 
-/* Hooks the run queue and, with --run-timeout, starts the thread that fails
- * runs executing past it. 0 or GHD_EINTERNAL. */
+/* Hooks the run queue and starts the thread that stops runs executing past
+ * their timeout (watchdog.c). 0 or GHD_EINTERNAL. */
 int ghd_watchdog_start(struct ghd_service *svc);
 /* Stops the thread; NULL-safe on a service whose start failed. */
 void ghd_watchdog_stop(struct ghd_service *svc);

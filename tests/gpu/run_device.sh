@@ -70,6 +70,7 @@ test_buffers_http_socket tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_
 test_buffers_http_socket_bounce tests/http/test_buffers_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all GHD_TEST_SOCKET_BODY_MIN=1 GHD_TEST_SOCKET_RECV_MAX=4097 GHD_TEST_DOWNLOAD_BLOCK=65536 GHD_TEST_DOWNLOAD_OVERLAP=1 GHD_TEST_SOCKET_BOUNCE=262144 GHD_TEST_SOCKET_BOUNCE_UPLOADS=1
 test_runs_http tests/http/test_runs_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
 test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
+test_ustop_gpu tests/gpu/test_ustop_gpu
 test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
 test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
 test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 REL_DEVICES=all --report-api-errors=no

@@ -28,7 +28,7 @@ bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/bench/loadgen tests/bench/tcp_ceiling
   tests/bench/mhd_static tests/bench/pinned_ceiling tests/reliability/soak
   tests/reliability/libghd_early_thread.so tests/bench/bench_kernels
-  tests/gpu/test_ukernels_gpu tests/http/test_ukernels_http tests/bench/bench_ukernels
+  tests/gpu/test_ukernels_gpu tests/gpu/test_ustop_gpu tests/http/test_ukernels_http tests/bench/bench_ukernels
   tests/http/test_arrays_http tests/gpu/test_modules_gpu tests/http/test_inline_http
   tests/bench/bench_modules tests/gpu/test_regions_gpu tests/bench/ipc_peer
   tests/gpu/test_devices_gpu tests/bench/bench_copies

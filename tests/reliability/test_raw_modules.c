@@ -236,14 +236,15 @@ static void test_run_timeout_loses_device(void **state)
 
 /* --on-device-loss exit, on the real binary started with `args`: a host
  * gemm on `device` (the buffers' JSON "device" member, or none) that takes
- * seconds passes --run-timeout 1; its waiter gets its 503, then the process
+ * many seconds passes --run-timeout 1 and, a step that cannot be stopped,
+ * still runs --run-timeout later; its waiter gets its 503, then the process
  * exits with status 3. */
 static void exit_mode(const char *const *args, int device)
 {
     struct rel_proc p;
     if (rel_spawn(&p, args, NULL, 20000) < 0)
         fail_msg("gpuhttpd did not start");
-    const size_t n = 1024, bytes = n * n * 4;
+    const size_t n = 2048, bytes = n * n * 4;
     char ids[3][64];
     for (int i = 0; i < 3; i++) {
         char body[64];
@@ -259,14 +260,13 @@ static void exit_mode(const char *const *args, int device)
         rel_json_str(&r, "id", ids[i], sizeof(ids[i]));
         rel_resp_free(&r);
     }
-    /* 16 gemms of 1024^3 (2 GFLOP each) in one run: many seconds on the host. */
-    char *big = malloc(16 * 256);
-    size_t off = (size_t)sprintf(big, "{\"steps\": [");
-    for (int i = 0; i < 16; i++)
-        off += (size_t)sprintf(big + off, "%s{\"kernel\": \"gemm\", \"args\": {\"dtype\": \"f32\", "
-                               "\"m\": %zu, \"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", "
-                               "\"c\": \"%s\"}}", i ? ", " : "", n, n, n, ids[0], ids[1], ids[2]);
-    sprintf(big + off, "]}");
+    /* One gemm of 2048^3 (17 GFLOP) in one step: the host's naive loop takes
+     * many seconds, and a built-in step cannot be stopped (a pipeline of
+     * smaller ones would stop at its next step and fail alone). */
+    char *big = malloc(512);
+    sprintf(big, "{\"kernel\": \"gemm\", \"args\": {\"dtype\": \"f32\", \"m\": %zu, "
+            "\"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\"}}", n, n, n,
+            ids[0], ids[1], ids[2]);
     struct rel_req rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
                          .body = big, .len = strlen(big), .base = p.base, .timeout_ms = 30000};
     struct rel_resp r;

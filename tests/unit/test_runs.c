@@ -263,10 +263,12 @@ static void test_late_result_is_dropped(void **state)
     struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* its kernel never ends */
+    run->timeout_s = 0.001; /* asked at once; stuck --run-timeout (1 s) later */
     assert_int_equal(ghd_run_submit(q, run), 0);
-    for (int i = 0; i < 500 && ghd_run_queue_stop_overdue(q, 0, NULL) == 0; i++)
+    for (int i = 0; i < 1000 && ghd_run_queue_stop_overdue(q, 1, NULL, NULL, 0) == 0; i++)
         usleep(10 * 1000);
-    assert_int_equal(ghd_run_queue_stop_overdue(q, 0, NULL), 1);
+    assert_int_equal(atomic_load(&run->stop), GHD_RUN_STOP_TIMEOUT);
+    assert_int_equal(ghd_run_queue_stop_overdue(q, 1, NULL, NULL, 0), 1);
     ghd_run_queue_device_lost(q, 0, "the test lost it");
     ghd_run_wait(q, run); /* answered now, its worker still inside */
     assert_int_equal(run->status, GHD_RUN_FAILED);

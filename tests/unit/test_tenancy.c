@@ -198,7 +198,9 @@ static void test_runs(void **state)
     ghd_run_unref(run);
     struct ghd_run *seen = NULL;
     refused(ghd_service_run_find(f->svc, &bob, id, &seen, &err), &err, GHD_ENOENT, id);
-    refused(ghd_service_run_cancel(f->svc, &bob, id, &err), &err, GHD_ENOENT, id);
+    json_t *stopping = NULL;
+    refused(ghd_service_run_cancel(f->svc, &bob, id, &stopping, &err), &err, GHD_ENOENT, id);
+    assert_null(stopping);
     assert_int_equal(ghd_service_run_find(f->svc, &alice, id, &seen, &err), 0);
     ghd_run_unref(seen);
 }

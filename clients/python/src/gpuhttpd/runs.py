@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -225,7 +226,7 @@ class RunFuture:
     """A run queued with ``wait=False``: :meth:`wait` (or :meth:`result`)
     for its result, :meth:`cancel` it, :meth:`status` and :meth:`done` to
     look. As a context manager it waits for the run at the end of the block,
-    and cancels it (if still queued) when the block raises."""
+    and cancels it (queued or running) when the block raises."""
 
     def __init__(self, client: Session, run: dict[str, Any]) -> None:
         self.client = client
@@ -246,14 +247,21 @@ class RunFuture:
     def wait(self, timeout: float | None = None, poll: float = 0.005) -> RunResult:
         """Waits for the run and returns its result; raises the error class of
         its failure (:class:`Canceled` when canceled), or :class:`Timeout`
-        when it has not ended within ``timeout`` seconds."""
+        when it has not ended within ``timeout`` seconds. Ctrl-C
+        (KeyboardInterrupt) while it waits cancels the run (:meth:`cancel`)
+        and says so on stderr, or says that it keeps running and how to
+        follow it, then raises the KeyboardInterrupt."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.done():
-            if deadline is not None and time.monotonic() > deadline:
-                raise Timeout(0, "", "Timed out",
-                              f"run {self.id} still {self.run['status']} after {timeout} s")
-            time.sleep(poll)
-            poll = min(poll * 2, 0.2)
+        try:
+            while not self.done():
+                if deadline is not None and time.monotonic() > deadline:
+                    raise Timeout(0, "", "Timed out",
+                                  f"run {self.id} still {self.run['status']} after {timeout} s")
+                time.sleep(poll)
+                poll = min(poll * 2, 0.2)
+        except KeyboardInterrupt:
+            self._interrupted()
+            raise
         if self.run["status"] != "succeeded":
             raise from_run(self.run)
         return dict(self.run.get("result", {}))
@@ -263,18 +271,39 @@ class RunFuture:
         return self.wait(timeout)
 
     def cancel(self) -> bool:
-        """Cancels the run if it is still queued; True when it was canceled,
-        False when it is running or has ended (its result is kept)."""
-        if self.status() != "queued":
+        """Cancels the run: a queued one at once, a running one is asked to
+        stop at its next stop point (it then reads ``canceled``, unless its
+        last step ended first; a step that cannot be stopped, such as a
+        built-in kernel, runs to its end). True when the server took the
+        cancel; False when the run had ended (its result is kept) or the
+        server cannot stop a running run (an older one answers 409)."""
+        if self.status() not in ("queued", "running"):
             return False
         try:
-            self.client._request("DELETE", f"/v1/runs/{self.id}", ok=(204,))
+            r = self.client._request("DELETE", f"/v1/runs/{self.id}", ok=(202, 204))
         except GpuhttpdError as e:
-            if e.status in (404, 409):  # started (409) or ended meanwhile
+            if e.status in (404, 409):  # ended meanwhile (404), or not stoppable (409)
                 return False
             raise
-        self.run = dict(self.run, status="canceled")
+        self.run = r.json() if r.status == 202 else dict(self.run, status="canceled")
         return True
+
+    def _interrupted(self) -> None:
+        """Ctrl-C during :meth:`wait`: cancel the run where the server can,
+        else say that it keeps running and how to reach it."""
+        try:
+            canceled = self.cancel()
+        except Exception as e:  # the server is unreachable: the run is as it was
+            canceled, why = False, f" ({e})"
+        else:
+            why = ""
+        if canceled:
+            sys.stderr.write(f"gpuhttpd: run {self.id} canceled: it stops at its next stop "
+                             "point\n")
+        elif self.run.get("status") in ("queued", "running"):
+            sys.stderr.write(f"gpuhttpd: run {self.id} could not be canceled{why} and keeps "
+                             f"running on the server: follow it with GET /v1/runs/{self.id} "
+                             "(RunFuture(client, {'id': ...}).wait()), cancel it with DELETE\n")
 
     def __enter__(self) -> Self:
         return self

@@ -1,7 +1,9 @@
 """The Python client against the real server (host backend), every call
 checked against NumPy's own results."""
+import _thread
 import hashlib
 import io
+import os
 import subprocess
 import sys
 import threading
@@ -126,6 +128,49 @@ def test_async_wait_and_cancel(client):
             assert last.wait(timeout=30) is not None
         assert not fut.cancel()  # an ended run is not canceled (nor forgotten)
         assert fut.wait()["value"] == pytest.approx(float(1 << 16))
+
+
+
+def _slow_run(client: gpuhttpd.Client, name: str) -> gpuhttpd.RunFuture:
+    """A user kernel of 2^28 elements (most of a minute on the host
+    backend's interpreter), running once this returns."""
+    name = f"{name}_{os.getpid()}"
+    client.define(name, kind="reduction", out="f64 r", map="1", reduce="a + b",
+                  identity="0", **{"in": ""})
+    fut = client.run_async(name, n=1 << 28)
+    for _ in range(2000):
+        if fut.status() != "queued":
+            break
+        time.sleep(0.01)
+    assert fut.status() == "running"
+    return fut
+
+
+def test_cancel_a_running_run(client):
+    """cancel() of a running run: the server stops it at its next stop point
+    (202), and it reads canceled; wait() raises Canceled."""
+    fut = _slow_run(client, "count_cancel")
+    assert fut.cancel()
+    with pytest.raises(gpuhttpd.Canceled):
+        fut.wait(timeout=60)
+    assert fut.status() == "canceled"
+    assert not fut.cancel()  # ended: nothing to cancel
+
+
+def test_ctrl_c_during_wait_cancels(client, capsys):
+    """Ctrl-C (KeyboardInterrupt) while wait() polls cancels the run and
+    says so; the KeyboardInterrupt goes on."""
+    fut = _slow_run(client, "count_ctrl_c")
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fut.wait(timeout=60)
+    finally:
+        timer.cancel()
+    assert f"run {fut.id} canceled" in capsys.readouterr().err
+    with pytest.raises(gpuhttpd.Canceled):
+        fut.wait(timeout=60)
 
 
 def test_errors_carry_the_problem(client):

@@ -146,3 +146,33 @@ def test_timeout_per_call_and_per_client():
         quick = gpuhttpd.Client(f"http://127.0.0.1:{s.getsockname()[1]}", timeout=0.2)
         with pytest.raises(TimeoutError):
             quick.buffer("0" * 32)
+
+
+def test_ctrl_c_when_the_server_cannot_stop_the_run(fake: FakeServer, capsys):
+    """Ctrl-C during wait() on a server that answers a running run's DELETE
+    with 409 (one before running runs could be stopped): the client says
+    the run keeps running and how to follow it, and the KeyboardInterrupt
+    goes on; nothing is forgotten on the server."""
+    run = {"id": "b" * 32, "status": "running", "timing": {}}
+    fake.run = lambda body: Response(202, json=dict(run, status="queued"))
+    calls = {"get": 0, "delete": 0}
+
+    def handler(req):
+        if req.path.startswith("/v1/runs/") and req.method == "GET":
+            calls["get"] += 1
+            if calls["get"] == 1:
+                raise KeyboardInterrupt
+            return Response(200, json=run)
+        if req.path.startswith("/v1/runs/") and req.method == "DELETE":
+            calls["delete"] += 1
+            return problem(409, "conflict", "run is already running")
+        return fake(req)
+
+    c = gpuhttpd.Client("http://fake", transport=MockTransport(handler))
+    fut = c.run("sum", x=1, wait=False)
+    with pytest.raises(KeyboardInterrupt):
+        fut.wait(timeout=5)
+    err = capsys.readouterr().err
+    assert calls["delete"] == 1
+    assert f"run {'b' * 32} could not be canceled" in err
+    assert "keeps running" in err and f"GET /v1/runs/{'b' * 32}" in err
