@@ -9,6 +9,7 @@
 #include "run_arrays.h"
 #include "base/error.h"
 #include "base/suggest.h"
+#include "core/auth.h"
 #include "core/service_inline.h"
 #include "core/service_kernels.h"
 #include "core/service_runs.h"
@@ -209,6 +210,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     int rc = ghd_service_run_new(req->svc, req->tenant, &run);
     if (rc)
         return ghd_reply_problem(rep, req, rc, NULL);
+    run->weight = ghd_perm_weight(req->perms);
     rc = prepare_run(req, rep, run);
     if (rc == 0) {
         struct ghd_err err = {0};

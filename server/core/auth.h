@@ -22,8 +22,19 @@ enum ghd_perm {
     GHD_PERM_RAW = 1u << 0, /* "raw": raw CUDA modules (--allow-raw-kernels) */
 };
 
+/* A tenant's weight in each device's share (core/run_pick.c): the word
+ * "weight=N" (1 to GHD_WEIGHT_MAX) among a token's permissions, kept in its
+ * bits from GHD_PERM_WEIGHT_SHIFT on; 1 where it gives none. */
+#define GHD_PERM_WEIGHT_SHIFT 16
+#define GHD_WEIGHT_MAX 1000
+static inline unsigned ghd_perm_weight(unsigned perms)
+{
+    unsigned w = perms >> GHD_PERM_WEIGHT_SHIFT;
+    return w ? w : 1;
+}
+
 /* Parses one line of a tokens file: "token tenant [permission ...]",
- * separated by blanks (permissions: "raw");
+ * separated by blanks (permissions: "raw", "weight=N");
  * '#' starts a comment, trailing CR/LF and blanks are ignored. Tokens use the
  * RFC 6750 b64token alphabet (letters, digits, "-._~+/", then "=" padding),
  * 1 to GHD_TOKEN_MAX characters; tenants A-Z a-z 0-9 . _ -, 1 to

@@ -29,6 +29,12 @@ struct ghd_run_queue_config {
     unsigned tenant_max_runs; /* queued or running per tenant; 0 = no limit */
     unsigned runs_kept;       /* --runs-kept: finished runs kept for GET, every tenant's */
     unsigned keep_s;          /* --run-keep-s: and for at most this long */
+    /* Tenants share each device (tokens configured): one tenant never holds
+     * every worker of a device, so another's run always finds one; with
+     * `priority` too, a run of a tenant below its share goes to the
+     * worker's high-priority stream (--run-priority). */
+    int shared;
+    int priority;
     struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
 
