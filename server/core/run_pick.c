@@ -144,5 +144,7 @@ void ghd_run_share_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, in
     if (took < 0)
         took = 0;
     t->vtime[d] += (took - run->charged_ms) / t->weight;
+    t->device_ms += took;
+    t->ended++;
     t->cost_ms = t->cost_ms > 0 ? 0.75 * t->cost_ms + 0.25 * took : took;
 }

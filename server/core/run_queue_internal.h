@@ -37,6 +37,8 @@ struct ghd_run_tenant {
     unsigned running[GHD_MAX_DEVICES];
     double vtime[GHD_MAX_DEVICES];
     double cost_ms;
+    double device_ms; /* its ended runs took, every device's */
+    uint64_t ended;   /* runs of it that a worker took and that ended */
     struct ghd_run_tenant *next;
 };
 
