@@ -59,7 +59,7 @@ static int npy_begin(struct ghd_request *req, struct ghd_reply *rep, int created
                                    "?offset= are for application/octet-stream");
         } else if ((rc = ghd_buffer_lookup(req, rep, &h->target)) == 0) {
             /* Refused before the body is sent; checked again once the writer is held. */
-            rc = ghd_write_conds_check(req, rep, ghd_buffer_version(h->target));
+            rc = ghd_conditional_check(req, rep, ghd_buffer_version(h->target));
         }
     }
     if (rc)

@@ -8,7 +8,6 @@
 
 #include "buffer_json.h"
 #include "conditional.h"
-#include "core/cursor.h"
 #include "base/error.h"
 #include "base/parse.h"
 #include "core/npy.h"
@@ -144,7 +143,7 @@ static int copy_create(struct ghd_request *req, struct ghd_reply *rep, json_t *c
     struct ghd_buffer *b;
     uint64_t version = 0;
     struct ghd_err err = {0};
-    int rc = ghd_service_buffer_copy(req->svc, req->tenant, json_string_value(copy_of), &spec, &b,
+    int rc = ghd_service_buffer_copy(req->svc, &req->caller, json_string_value(copy_of), &spec, &b,
                                      &version, &err);
     if (rc == GHD_ELIMIT)
         ghd_reply_header(rep, "Retry-After", "1");
@@ -200,20 +199,8 @@ int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep)
     return rc;
 }
 
-/* PATCH: sets, changes or clears the array description. The bytes stay as
- * they are, so this is how a reshape or a reinterpretation is made explicit;
- * the new description must cover exactly the buffer's size. */
-struct desc_write {
-    struct ghd_buffer *b;
-    const struct ghd_array_desc *desc;
-};
-
-static void write_desc(void *ctx)
-{
-    struct desc_write *w = ctx;
-    ghd_buffer_desc_set(w->b, w->desc);
-}
-
+/* PATCH: sets, changes or clears the array description; the core writes
+ * it (ghd_service_buffer_describe). */
 int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
 {
     const char *key;
@@ -223,82 +210,30 @@ int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
             return ghd_reply_problem(rep, req, GHD_EINVAL,
                                      "unknown field '%.64s' (allowed: dtype, shape)", key);
     }
-    json_t *dtype = json_object_get(req->json, "dtype");
-    json_t *shape = json_object_get(req->json, "shape");
-    if (!dtype && !shape)
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "give 'dtype', 'shape' or both");
+    const struct ghd_describe_request rq = {
+        json_object_get(req->json, "dtype"), json_object_get(req->json, "shape"),
+        ghd_request_header(req, "If-Match"), ghd_request_header(req, "If-None-Match")};
+    struct ghd_err err = {0};
     struct ghd_buffer *b;
-    int rc = ghd_buffer_lookup(req, rep, &b);
+    uint64_t version = 0;
+    int rc = ghd_service_buffer_describe(req->svc, &req->caller, req->params[0], &rq, &b,
+                                         &version, &err);
     if (rc)
-        return rc;
-    struct ghd_array_desc now, next;
-    ghd_buffer_desc_get(b, &now);
-    int clear = json_is_null(dtype);
-    if (clear) { /* back to raw bytes */
-        if (shape && !json_is_null(shape)) {
-            rc = ghd_reply_problem(rep, req, GHD_EUNPROC, "a 'shape' needs a dtype, not null");
-            goto out;
-        }
-    } else {
-        json_t *current = NULL;
-        if (!dtype) { /* a reshape keeps the element type */
-            if (!now.dtype[0]) {
-                rc = ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                       "the buffer has no dtype yet; give 'dtype' with 'shape'");
-                goto out;
-            }
-            current = json_string(now.dtype);
-        }
-        rc = ghd_array_desc_json(req, rep, dtype ? dtype : current, json_is_null(shape) ? NULL : shape,
-                                 b->size, &next);
-        json_decref(current);
-        if (rc)
-            goto out;
-    }
-    /* After the body's own checks: a malformed request is a 400 or 422
-     * whatever its tags. */
-    struct desc_write w = {b, clear ? NULL : &next};
-    if ((rc = ghd_write_conds_start(req, rep, b, 0, write_desc, &w)) != 0)
-        goto out;
+        return ghd_reply_write_refused(rep, req, rc, &err, version);
     ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
-out:
     ghd_buffer_unref(b);
     return rc;
 }
 
-static int conds_hold(const void *conds, uint64_t version)
-{
-    return ghd_write_conds_ok(conds, version);
-}
-
 int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
-    struct ghd_write_conds c;
-    int rc = ghd_write_conds_read(req, rep, &c);
-    if (rc)
-        return rc;
     uint64_t version = 0;
     struct ghd_err err = {0};
-    rc = ghd_service_buffer_remove(req->svc, req->tenant, req->params[0], conds_hold, &c, &version,
-                                   &err);
-    if (rc == GHD_EPRECOND)
-        return ghd_reply_write_precondition(req, rep, &c, version);
-    if (rc)
-        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
-    return ghd_reply_empty(rep, 204);
-}
-
-struct list_page {
-    json_t *items;
-    uint64_t last_seq;
-};
-
-static void list_one(const struct ghd_buffer *b, void *ctx)
-{
-    struct list_page *page = ctx;
-    json_array_append_new(page->items, ghd_buffer_json_new(b));
-    page->last_seq = b->seq;
+    int rc = ghd_service_buffer_remove(req->svc, &req->caller, req->params[0],
+                                       ghd_request_header(req, "If-Match"),
+                                       ghd_request_header(req, "If-None-Match"), &version, &err);
+    return rc ? ghd_reply_write_refused(rep, req, rc, &err, version) : ghd_reply_empty(rep, 204);
 }
 
 static int parse_uint_query(struct ghd_request *req, const char *name, unsigned long long max,
@@ -317,23 +252,11 @@ static int parse_uint_query(struct ghd_request *req, const char *name, unsigned 
 int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep)
 {
     unsigned long long limit = 100;
-    uint64_t cursor = 0;
     if (parse_uint_query(req, "limit", 1000, &limit) < 0 || limit == 0)
         return ghd_reply_problem(rep, req, GHD_EINVAL, "limit must be an integer from 1 to 1000");
-    const char *given = ghd_request_query(req, "cursor");
-    if (given && ghd_cursor_decode(req->tenant, given, &cursor) != 0)
-        return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                 "cursor must be a value returned as next_cursor");
-    struct list_page page = {json_array(), 0};
-    int more = 0;
-    ghd_service_buffer_list(req->svc, req->tenant, cursor, (size_t)limit, list_one, &page,
-                            &more);
-    json_t *body = json_pack("{s:o}", "buffers", page.items);
-    if (body && more) {
-        /* The creation sequence of the last buffer listed, made opaque. */
-        char c[GHD_CURSOR_LEN + 1];
-        ghd_cursor_encode(req->tenant, page.last_seq, c);
-        json_object_set_new(body, "next_cursor", json_string(c));
-    }
-    return ghd_reply_json(rep, 200, body);
+    struct ghd_err err = {0};
+    json_t *body;
+    int rc = ghd_service_buffer_list(req->svc, &req->caller, ghd_request_query(req, "cursor"),
+                                     (size_t)limit, &body, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : ghd_reply_json(rep, 200, body);
 }

@@ -4,61 +4,30 @@
 #include <stdint.h>
 
 #include "core/buffer.h"
+#include "core/write_conds.h"
 #include "http/request.h"
 
 /* Conditional requests on buffers (RFC 9110 section 13): a buffer's strong
  * ETag is its version, "v<N>" for the raw bytes and "v<N>.npy" for the .npy
- * representation (a different body, so a different tag). If-Match names
- * versions, whichever representation its tags came from. */
+ * representation (core/write_conds.h says what the tags name). A write's
+ * If-Match and If-None-Match go to the core as the client sent them: it
+ * parses, compares and starts the write in one step. */
 
-#define GHD_IF_MATCH_MAX 8
-
-struct ghd_if_match {
-    int present;  /* the header was sent */
-    int any;      /* "*": any existing buffer */
-    unsigned n;   /* versions listed (weak tags never match, so are dropped) */
-    uint64_t versions[GHD_IF_MATCH_MAX];
-};
-
-/* Parses a list of entity tags ("v3", W/"v3", "*"); GHD_EINVAL when
- * malformed or longer than GHD_IF_MATCH_MAX. */
-int ghd_etag_list_parse(const char *value, struct ghd_if_match *out);
-/* Whether `version` satisfies *m (always, when no header was sent). */
-int ghd_if_match_ok(const struct ghd_if_match *m, uint64_t version);
-/* The 412 reply for If-Match naming a version that moved; returns GHD_EPRECOND. */
-int ghd_reply_precondition(struct ghd_reply *rep, struct ghd_request *req, uint64_t version);
-
-/* The preconditions of a write to a buffer (PUT, PATCH, DELETE), evaluated
- * in RFC 9110 section 13.2.2's order: If-Match, then If-None-Match. A
- * buffer exists, zero-filled, from its creation, so If-None-Match: * never
- * holds for one (PUT cannot create a buffer); a write "only if never
- * written" is If-Match: "v1", the version every buffer starts at. Tags in
- * If-None-Match compare weakly (W/"v3" names version 3), and either
- * representation's tag names the version. */
-struct ghd_write_conds {
-    struct ghd_if_match match; /* If-Match */
-    struct ghd_if_match none;  /* If-None-Match */
-};
-/* Reads both headers into *out, replying 400 if either is malformed. */
-int ghd_write_conds_read(struct ghd_request *req, struct ghd_reply *rep,
-                         struct ghd_write_conds *out);
-/* Whether `version` passes both (headers not sent pass). */
-int ghd_write_conds_ok(const struct ghd_write_conds *c, uint64_t version);
-/* The 412 reply for `version` failing *c, saying which header failed and
- * the version now; returns GHD_EPRECOND. */
-int ghd_reply_write_precondition(struct ghd_request *req, struct ghd_reply *rep,
-                                 const struct ghd_write_conds *c, uint64_t version);
-/* Reads both headers and checks them against `version` in one step: 0, or
- * a 400 or 412 reply (a check before a body is taken; the write itself
- * starts through ghd_write_conds_start). */
-int ghd_write_conds_check(struct ghd_request *req, struct ghd_reply *rep, uint64_t version);
-/* Reads both headers and, when b's version passes them, calls start(ctx),
- * which starts the write (moves the version), in one step with the other
- * conditional writers (ghd_buffer_cond_lock): of writers naming the same
- * version exactly one starts. `if_match_only`: a buffer this request
- * creates, which had no state for If-None-Match to be about. 0, or a 400
- * or 412 reply. */
-int ghd_write_conds_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
+/* The reply to a write the core refused with `rc`: GHD_EPRECOND is a 412
+ * whose ETag is `version`, the version now; else (a malformed header's
+ * GHD_EINVAL) the problem of `rc`. Returns rc. */
+int ghd_reply_write_refused(struct ghd_reply *rep, struct ghd_request *req, int rc,
+                            const struct ghd_err *err, uint64_t version);
+/* If-Match and If-None-Match checked against `version`, before a body is
+ * taken (the write itself starts through ghd_conditional_start): 0, or a
+ * 400 or 412 reply. */
+int ghd_conditional_check(struct ghd_request *req, struct ghd_reply *rep, uint64_t version);
+/* When b's version passes the request's If-Match and If-None-Match, calls
+ * start(ctx), which starts the write, in one step with the other
+ * conditional writers (ghd_buffer_write_start_if): of writers naming the
+ * same version exactly one starts. `if_match_only`: a buffer this request
+ * creates. 0, or a 400 or 412 reply. */
+int ghd_conditional_start(struct ghd_request *req, struct ghd_reply *rep, struct ghd_buffer *b,
                           int if_match_only, void (*start)(void *ctx), void *ctx);
 /* Whether If-None-Match matches the representation's tag (weak comparison,
  * as RFC 9110 asks for GET and HEAD): the caller answers 304. */

@@ -4,9 +4,8 @@
 #include "handlers.h"
 
 #include "core/service_devices.h"
-#include "http/access.h"
 
 int ghd_handle_device_list(struct ghd_request *req, struct ghd_reply *rep)
 {
-    return ghd_reply_json(rep, 200, ghd_service_devices_json_new(req->svc, ghd_http_figures_allowed(req)));
+    return ghd_reply_json(rep, 200, ghd_service_devices_json_new(req->svc, &req->caller));
 }

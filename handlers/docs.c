@@ -115,9 +115,9 @@ static void find_default_dirs(void)
  * when neither default folder holds them. */
 static const char *docs_dir(const struct ghd_service *svc, int *ready)
 {
-    if (svc->cfg.docs_dir[0]) {
-        *ready = has_assets(svc->cfg.docs_dir);
-        return svc->cfg.docs_dir;
+    if (ghd_service_config(svc)->docs_dir[0]) {
+        *ready = has_assets(ghd_service_config(svc)->docs_dir);
+        return ghd_service_config(svc)->docs_dir;
     }
     pthread_once(&default_once, find_default_dirs);
     for (int i = 0; i < 2; i++) {

@@ -39,10 +39,6 @@ int ghd_handle_module_create(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_module_list(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_module_get(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_module_delete(struct ghd_request *req, struct ghd_reply *rep);
-/* 0 when the request may use raw modules; else the 403 problem is set on
- * rep and its code returned (--allow-raw-kernels, the token's "raw"). */
-int ghd_handle_raw_allowed(struct ghd_request *req, struct ghd_reply *rep);
-
 /* runs.c */
 int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep);

@@ -9,7 +9,7 @@
 
 int ghd_handle_kernel_list(struct ghd_request *req, struct ghd_reply *rep)
 {
-    json_t *list = ghd_service_kernel_list_new(req->svc, req->tenant);
+    json_t *list = ghd_service_kernel_list_new(req->svc, &req->caller);
     return ghd_reply_json(rep, 200, json_pack("{s:o}", "kernels", list));
 }
 
@@ -17,7 +17,7 @@ int ghd_handle_kernel_get(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
     json_t *desc;
-    int rc = ghd_service_kernel_get(req->svc, req->tenant, req->params[0], &desc, &err);
+    int rc = ghd_service_kernel_get(req->svc, &req->caller, req->params[0], &desc, &err);
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail)
               : ghd_reply_json(rep, 200, desc);
 }
@@ -26,7 +26,7 @@ int ghd_handle_kernel_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
     json_t *desc;
-    int rc = ghd_service_kernel_create(req->svc, req->tenant, req->json, &desc, &err);
+    int rc = ghd_service_kernel_create(req->svc, &req->caller, req->json, &desc, &err);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     const char *name = json_string_value(json_object_get(desc, "name")); /* NULL: out of memory */
@@ -38,6 +38,6 @@ int ghd_handle_kernel_create(struct ghd_request *req, struct ghd_reply *rep)
 int ghd_handle_kernel_delete(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
-    int rc = ghd_service_kernel_delete(req->svc, req->tenant, req->params[0], &err);
+    int rc = ghd_service_kernel_delete(req->svc, &req->caller, req->params[0], &err);
     return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : ghd_reply_empty(rep, 204);
 }

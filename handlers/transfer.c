@@ -14,5 +14,6 @@ int ghd_transfer_reply_problem(struct ghd_reply *rep, struct ghd_request *req, i
 
 void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_client *out)
 {
-    ghd_service_transfer_client(req->svc, req->request_id, req->client_address, req->tenant, out);
+    ghd_service_transfer_client(req->svc, req->request_id, req->client_address, &req->caller,
+                                out);
 }

@@ -110,7 +110,7 @@ int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_b
      * writer lets go (ghd_upload_finish, or ghd_transfer_free for one cut
      * short). */
     struct sink_start s = {t, offset, length};
-    if ((rc = ghd_write_conds_start(req, rep, b, created, start_sink, &s)) != 0)
+    if ((rc = ghd_conditional_start(req, rep, b, created, start_sink, &s)) != 0)
         goto fail;
     req->upload->t = t;
     return 0;

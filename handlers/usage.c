@@ -8,5 +8,5 @@
 
 int ghd_handle_usage(struct ghd_request *req, struct ghd_reply *rep)
 {
-    return ghd_reply_json(rep, 200, ghd_service_usage_new(req->svc, req->tenant));
+    return ghd_reply_json(rep, 200, ghd_service_usage_new(req->svc, &req->caller));
 }

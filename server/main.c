@@ -11,6 +11,7 @@
 
 #include "core/auth.h"
 #include "core/config.h"
+#include "core/devloss.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "handlers/handlers.h"
@@ -62,14 +63,14 @@ static void reload_tokens(struct ghd_service *svc)
 {
     struct ghd_err err = {0};
     size_t count = 0;
-    if (!svc->cfg.tokens_file[0]) {
+    if (!ghd_service_config(svc)->tokens_file[0]) {
         ghd_log(GHD_LOG_INFO, "SIGHUP: no --tokens-file to re-read");
         return;
     }
-    int rc = ghd_auth_reload(svc->auth, &count, &err);
+    int rc = ghd_auth_reload(ghd_service_auth(svc), &count, &err);
     if (rc == 0)
-        ghd_log(GHD_LOG_INFO, "SIGHUP: tokens re-read from %s: %zu tokens", svc->cfg.tokens_file,
-                count);
+        ghd_log(GHD_LOG_INFO, "SIGHUP: tokens re-read from %s: %zu tokens",
+                ghd_service_config(svc)->tokens_file, count);
     else
         ghd_log(GHD_LOG_WARN, "SIGHUP: keeping the tokens in force: %s", ghd_err_text(&err, rc));
 }
@@ -81,7 +82,7 @@ static void reload_tokens(struct ghd_service *svc)
  * the caller then exits without the orderly teardown that would wait. */
 static unsigned abandon_runs(struct ghd_service *svc, struct ghd_http *http)
 {
-    unsigned running = ghd_run_queue_abandon(svc->runs);
+    unsigned running = ghd_service_runs_abandon(svc);
     for (int i = 0; i < 20 && ghd_http_requests_in_flight(http) > 0; i++) {
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
@@ -95,16 +96,17 @@ static unsigned abandon_runs(struct ghd_service *svc, struct ghd_http *http)
 static unsigned drain(struct ghd_service *svc, struct ghd_http *http, const sigset_t *set)
 {
     ghd_log(GHD_LOG_INFO, "stopping: no new connections; finishing requests in flight "
-                          "(up to %u s)", svc->cfg.shutdown_grace_s);
-    atomic_store(&svc->ready, 0);
+                          "(up to %u s)", ghd_service_config(svc)->shutdown_grace_s);
+    ghd_service_set_ready(svc, 0);
     ghd_http_quiesce(http);
     double start_ms = ghd_clock_ms();
     for (;;) {
         unsigned requests = ghd_http_requests_in_flight(http);
-        unsigned runs = ghd_run_queue_active(svc->runs);
+        unsigned runs = ghd_service_runs_active(svc);
         if (requests == 0 && runs == 0)
             return 0;
-        if (ghd_clock_ms() - start_ms >= (double)svc->cfg.shutdown_grace_s * 1000) {
+        if (ghd_clock_ms() - start_ms >=
+            (double)ghd_service_config(svc)->shutdown_grace_s * 1000) {
             ghd_log(GHD_LOG_WARN, "shutdown grace over: closing %u requests and %u runs still "
                                   "in flight", requests, runs);
             return abandon_runs(svc, http);
@@ -128,7 +130,7 @@ static _Noreturn void exit_device_lost(struct ghd_service *svc, struct ghd_http 
 {
     struct ghd_err lost = {0};
     ghd_service_devices_lost(svc, &lost);
-    atomic_store(&svc->ready, 0);
+    ghd_service_set_ready(svc, 0);
     ghd_http_quiesce(http);
     for (int i = 0; i < 40 && ghd_http_requests_in_flight(http) > 0; i++) {
         struct timespec ts = {0, 50 * 1000000L};
@@ -196,9 +198,10 @@ static void serve_until_stopped(struct ghd_service *svc, struct ghd_http *http,
             break;
         if (sig == SIGHUP)
             reload_tokens(svc);
-        if (strcmp(svc->cfg.on_device_loss, "exit") == 0 && ghd_service_devices_lost(svc, NULL))
+        if (strcmp(ghd_service_config(svc)->on_device_loss, "exit") == 0 &&
+            ghd_service_devices_lost(svc, NULL))
             exit_device_lost(svc, http); /* one device is enough: a supervisor restarts all */
-        ghd_buffer_expire(&svc->buffers, time(NULL));
+        ghd_service_expire(svc, time(NULL));
     }
 }
 
@@ -292,17 +295,17 @@ int main(int argc, char **argv)
         cannot_start(format, ghd_err_text(&err, rc));
         return 1;
     }
-    static struct ghd_service svc;
-    rc = ghd_service_init(&svc, &cfg, &err);
+    struct ghd_service *svc;
+    rc = ghd_service_new(&cfg, &svc, &err);
     if (rc) {
         close_listeners(&l);
         cannot_start(format, ghd_err_text(&err, rc));
         return 1;
     }
     struct servers srv;
-    if ((rc = start_servers(&svc, &l, &srv, &err)) != 0) {
+    if ((rc = start_servers(svc, &l, &srv, &err)) != 0) {
         cannot_start(format, ghd_err_text(&err, rc));
-        ghd_service_destroy(&svc);
+        ghd_service_free(svc);
         return 1;
     }
     const char *scheme = cfg.tls_cert[0] ? "https" : "http";
@@ -316,8 +319,8 @@ int main(int argc, char **argv)
     if (cfg.port_file[0] && write_port_file(cfg.port_file, l.port) != 0)
         ghd_log(GHD_LOG_WARN, "cannot write the port to %s: %s", cfg.port_file, strerror(errno));
 
-    serve_until_stopped(&svc, srv.http, &set);
-    unsigned executing = drain(&svc, srv.http, &set);
+    serve_until_stopped(svc, srv.http, &set);
+    unsigned executing = drain(svc, srv.http, &set);
     stop_servers(&srv);
     if (executing) {
         /* Their workers are inside kernels that cannot be stopped; the
@@ -326,7 +329,7 @@ int main(int argc, char **argv)
         ghd_log_writer_stop();
         _exit(0);
     }
-    ghd_service_destroy(&svc);
+    ghd_service_free(svc);
     ghd_log(GHD_LOG_INFO, "stopped");
     ghd_log_writer_stop();
     return 0;

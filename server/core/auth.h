@@ -5,6 +5,7 @@
 
 #include "base/err.h"
 #include "buffer.h" /* GHD_TENANT_MAX */
+#include "caller.h"   /* GHD_PERM_*: the bits a token's permissions set */
 
 /* Bearer tokens (RFC 6750) mapped to tenants and their permissions. Tokens
  * come from a file of "token tenant [permission ...]" lines (--tokens-file,
@@ -16,22 +17,6 @@
  * lookups run concurrently with a reload. */
 
 #define GHD_TOKEN_MAX 256
-
-/* Permissions a token may carry beyond its tenant's own resources. */
-enum ghd_perm {
-    GHD_PERM_RAW = 1u << 0, /* "raw": raw CUDA modules (--allow-raw-kernels) */
-};
-
-/* A tenant's weight in each device's share (core/run_pick.c): the word
- * "weight=N" (1 to GHD_WEIGHT_MAX) among a token's permissions, kept in its
- * bits from GHD_PERM_WEIGHT_SHIFT on; 1 where it gives none. */
-#define GHD_PERM_WEIGHT_SHIFT 16
-#define GHD_WEIGHT_MAX 1000
-static inline unsigned ghd_perm_weight(unsigned perms)
-{
-    unsigned w = perms >> GHD_PERM_WEIGHT_SHIFT;
-    return w ? w : 1;
-}
 
 /* Parses one line of a tokens file: "token tenant [permission ...]",
  * separated by blanks (permissions: "raw", "weight=N");

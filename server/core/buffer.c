@@ -356,18 +356,6 @@ void ghd_buffer_uploaded_extend(struct ghd_buffer *b, uint64_t offset, uint64_t 
         atomic_store(&b->uploaded, offset + len);
 }
 
-static pthread_mutex_t cond_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void ghd_buffer_cond_lock(void)
-{
-    pthread_mutex_lock(&cond_lock);
-}
-
-void ghd_buffer_cond_unlock(void)
-{
-    pthread_mutex_unlock(&cond_lock);
-}
-
 int ghd_versions_has(const struct ghd_versions *s, uint64_t version)
 {
     if (s->any)

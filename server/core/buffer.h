@@ -95,6 +95,9 @@ struct ghd_buffer_spec {
      * it the service places the buffer (--placement). */
     int has_device;
     long long device;
+    /* The id of a buffer of the tenant to place it beside (?near=): its
+     * device (service_buffers.h); NULL for none. */
+    const char *near;
 };
 
 /* Allocates device memory from rt's pool (zeroed by its first use, see
@@ -123,17 +126,10 @@ int ghd_buffer_remove_match(struct ghd_buffer_table *t, const char *id, const ch
 uint64_t ghd_buffer_version(const struct ghd_buffer *b);
 void ghd_buffer_bump(struct ghd_buffer *b);
 
-/* Conditional writes (If-Match on PUT and PATCH, a run's if_match): a writer
- * compares the versions it names and, when they hold, starts its write (moves
- * them) with this process-wide lock held, so that of writers naming the same
- * version exactly one starts. Moves without a condition need not take it.
- * Nothing is locked inside it but a buffer's desc_lock. */
-void ghd_buffer_cond_lock(void);
-void ghd_buffer_cond_unlock(void);
-
 #define GHD_VERSIONS_MAX 8
 
-/* The versions a conditional write accepts. */
+/* The versions a conditional write accepts (write_conds.h compares and
+ * starts it). */
 struct ghd_versions {
     int any;    /* "*": whatever version the buffer has */
     unsigned n; /* versions[0..n) */

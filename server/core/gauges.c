@@ -6,6 +6,7 @@
 
 #include "device/nvml.h"
 #include "run_queue.h"
+#include "service_internal.h"
 
 _Static_assert(GHD_METRICS_DEVICES >= GHD_MAX_DEVICES, "a gauge row for every runtime");
 

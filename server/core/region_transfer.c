@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/fault_guard.h"
+#include "write_conds.h"
 
 enum end_kind { END_HOST, END_DEVICE };
 
@@ -149,6 +150,11 @@ static int copy_chunks(const struct ghd_xfer_end *from, const struct ghd_xfer_en
     return rc;
 }
 
+static void bump(void *ctx)
+{
+    ghd_buffer_bump(ctx);
+}
+
 /* Claims the destination buffer as a PUT does: its single writer, then the
  * version compared and moved in one step with other conditional writers. */
 static int writer_start(struct ghd_buffer *b, const struct ghd_versions *if_match,
@@ -157,13 +163,11 @@ static int writer_start(struct ghd_buffer *b, const struct ghd_versions *if_matc
     int expected = 0;
     if (!atomic_compare_exchange_strong(&b->writing, &expected, 1))
         return ghd_err_set(err, GHD_EBUSY, "another upload to buffer %s is in progress", b->id);
-    ghd_buffer_cond_lock();
-    uint64_t v = ghd_buffer_version(b);
-    int ok = !if_match || ghd_versions_has(if_match, v);
-    if (ok)
-        ghd_buffer_bump(b);
-    ghd_buffer_cond_unlock();
-    if (!ok) {
+    struct ghd_write_conds c = {.has_match = if_match != NULL};
+    if (if_match)
+        c.match = *if_match;
+    uint64_t v = 0;
+    if (ghd_buffer_write_start(b, &c, bump, b, &v) != 0) {
         atomic_store(&b->writing, 0);
         if (current)
             *current = v;

@@ -118,7 +118,8 @@ void ghd_run_bump_writes(struct ghd_run *run);
 int ghd_run_writes(const struct ghd_run *run, const struct ghd_buffer *b);
 /* Whether every step's if_match holds (ghd_run_cond): 0, or GHD_EPRECOND
  * with `err` naming the first that does not and *current its version.
- * pre: ghd_buffer_cond_lock held, as it must be until the versions move. */
+ * pre: called as ghd_buffer_cond_start's hold (write_conds.h), the versions
+ * moved by its start. */
 int ghd_run_conds_hold(const struct ghd_run *run, struct ghd_err *err, uint64_t *current);
 /* Runs the steps in order on `stream`, each after the earlier users of its
  * buffers (ghd_buffer_order), timing each between ev[0] and ev[1];

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "run_queue_internal.h"
+#include "write_conds.h"
 
 /* ---- the index by id: every run from submission until it is forgotten ---- */
 
@@ -47,6 +48,17 @@ static struct ghd_run_tenant *tally_locked(struct ghd_run_queue *q, const char *
     t->next = q->tenants;
     q->tenants = t;
     return t;
+}
+
+static int run_conds_hold(void *ctx)
+{
+    struct ghd_run *run = ctx;
+    return ghd_run_conds_hold(run, &run->error, &run->precond_version);
+}
+
+static void run_bump_writes(void *ctx)
+{
+    ghd_run_bump_writes(ctx);
 }
 
 /* ---- collect under the lock, release after (run_queue_internal.h) -------- */
@@ -425,12 +437,9 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     struct ghd_run_collected c = {0};
     prune_locked(q, &c);
     /* if_match and the moves it guards are one step: of runs (and PUTs)
-     * naming the same version only one is taken. */
-    ghd_buffer_cond_lock();
-    int rc = ghd_run_conds_hold(run, &run->error, &run->precond_version);
-    if (rc == 0)
-        ghd_run_bump_writes(run); /* taken: now, and again when it ends */
-    ghd_buffer_cond_unlock();
+     * naming the same version only one is taken; taken, the versions move
+     * now, and again when it ends. */
+    int rc = ghd_buffer_cond_start(run_conds_hold, run_bump_writes, run);
     if (rc) {
         pthread_mutex_unlock(&q->lock);
         ghd_run_queue_settle(q, &c);

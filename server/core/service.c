@@ -1,4 +1,4 @@
-#include "service.h"
+#include "service_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,66 +2,52 @@
 #define GHD_SERVER_SERVICE_H
 
 #include <jansson.h>
-#include <stdatomic.h>
 #include <time.h>
 
+#include "base/err.h"
 #include "base/owner.h"
-#include "buffer.h"
+#include "caller.h"
 #include "config.h"
-#include "staging_caps.h"
-#include "devloss.h"
-#include "inline_defs.h"
-#include "region.h"
-#include "service_usage.h"
-#include "kernels/raw/module.h"
 #include "device/runtime.h"
-#include "kernels/user/ukernel.h"
 
-/* The service: configuration, one runtime per device, the buffer table and
- * the run queue. Handlers reach it through req->svc. */
+/* The service: configuration, one runtime per device, the buffer table,
+ * the run queue, tenants' kernels, modules and regions. Opaque outside
+ * server/core (its fields are service_internal.h's, for the core alone):
+ * the layers above reach it through functions, one core operation per
+ * request (service_*.h), and the few accessors below. */
 
-struct ghd_run_queue;
+struct ghd_service;
 struct ghd_auth;
 struct ghd_metrics;
-
-struct ghd_service {
-    struct ghd_config cfg;
-    struct ghd_runtime runtimes[GHD_MAX_DEVICES];
-    unsigned runtime_count;
-    struct ghd_tenant_limits limits; /* every tenant's, from the options and whether tokens are on */
-    struct ghd_buffer_table buffers;
-    struct ghd_region_table regions; /* same-host clients' memory (--allow-shm) */
-    struct ghd_run_queue *runs;
-    struct ghd_ukernel_store kernels; /* user kernels, every tenant's */
-    struct ghd_ulimits kernel_limits;
-    struct ghd_ucompiler *compiler; /* NVRTC for user kernels; NULL without it */
-    struct ghd_auth *auth; /* bearer tokens; never NULL after init */
-    struct ghd_staging_caps staging_caps; /* staging chunks per client address and tenant */
-    struct ghd_rmodule_store modules; /* raw CUDA modules, every tenant's */
-    struct ghd_inline_defs inline_defs; /* kernels and modules runs send by value */
-    /* Every device is lost: the routes that need one answer 503 (http.c). */
-    struct ghd_devloss devloss;
-    /* Each device, once lost, stays lost (core/service_devices.h). */
-    struct ghd_devloss device_loss[GHD_MAX_DEVICES];
-    atomic_uint devices_lost;
-    atomic_uint place_next; /* --placement round-robin: the next device to try */
-    struct ghd_metrics *metrics;      /* what /metrics shows; never NULL after init */
-    pthread_t watch_thread;           /* core/watchdog.c (--run-timeout) */
-    pthread_mutex_t watch_lock;
-    pthread_cond_t watch_cond;
-    int watch_stop, watch_started;
-    time_t started;
-    struct ghd_owner owner; /* --instance and this start's boot: every id's prefix */
-    atomic_int ready;
-};
+struct ghd_devloss;
 
 /* Chooses the backend (auto: CUDA when a device is usable, else host; the
  * choice is logged), initialises the runtime, buffers and run queue. On
- * failure sets `err` to the code and a one-line reason. */
+ * failure sets `err` to the code and a one-line reason. ghd_service_new
+ * allocates the service as well (*out, for ghd_service_free);
+ * ghd_service_init fills one the caller holds (the core's own tests). */
+int ghd_service_new(const struct ghd_config *cfg, struct ghd_service **out, struct ghd_err *err);
+void ghd_service_free(struct ghd_service *svc);
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err);
 void ghd_service_destroy(struct ghd_service *svc);
 /* The runtime of device `index` of this service; NULL past the last. */
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index);
+
+/* What the layers above read of the service (service_access.c): the
+ * options it runs with, its tokens, its metrics, the owner prefix of its
+ * ids, and whether every device is lost (the routes that need one answer
+ * 503). Each is never NULL once the service is initialised. */
+const struct ghd_config *ghd_service_config(const struct ghd_service *svc);
+struct ghd_auth *ghd_service_auth(struct ghd_service *svc);
+struct ghd_metrics *ghd_service_metrics(struct ghd_service *svc);
+const struct ghd_owner *ghd_service_owner(const struct ghd_service *svc);
+struct ghd_devloss *ghd_service_devloss(struct ghd_service *svc);
+/* Runs: those queued or running, and, once the wait for them is over, the
+ * executing ones reported failed (ghd_run_queue_abandon: how many). */
+unsigned ghd_service_runs_active(struct ghd_service *svc);
+unsigned ghd_service_runs_abandon(struct ghd_service *svc);
+/* Removes the buffers whose time to live is over; returns how many. */
+size_t ghd_service_expire(struct ghd_service *svc, time_t now);
 
 /* service_ready.c. Whether the service takes new work: 0, or GHD_EUNAVAIL
  * while it starts or stops (svc->ready is 0), GHD_EDEVLOST when the devices
@@ -69,6 +55,16 @@ struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index)
  * whose health check fails is lost); `err` says which. *devices (may be
  * NULL) gets each device's state once the service runs, a new reference. */
 int ghd_service_readiness(struct ghd_service *svc, json_t **devices, struct ghd_err *err);
+/* The /readyz body, for a service that is ready (ghd_service_readiness's
+ * codes otherwise): {status, instance, boot, backend, device, devices}, and
+ * the pools' and staging rings' sums ("pool", "staging") for a caller with
+ * GHD_PERM_FIGURES alone: they sum every tenant's use. A new reference. */
+int ghd_service_ready_json(struct ghd_service *svc, const struct ghd_caller *caller,
+                           json_t **body, struct ghd_err *err);
+/* Whether the service takes new work (0 while it starts or stops), and
+ * the switch main.c turns. */
+int ghd_service_is_ready(struct ghd_service *svc);
+void ghd_service_set_ready(struct ghd_service *svc, int ready);
 /* The share of the device pools' limits not in use, 0..100 (rounded down;
  * 100 for pools without a limit or reservation). */
 unsigned ghd_service_free_percent(struct ghd_service *svc);

@@ -9,10 +9,12 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "service.h"
+#include "service_internal.h"
 #include "buffer_copy.h"
+#include "cursor.h"
 #include "run_queue.h"
 #include "service_devices.h"
+#include "write_conds.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
 {
@@ -171,15 +173,42 @@ static int device_for(struct ghd_service *svc, const struct ghd_buffer_spec *s,
     return ghd_service_place(svc, rt, err);
 }
 
-int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
+/* ?near=<id>: next to that buffer. A proxy routes the request to its
+ * owner; here it must exist for this tenant (421 or 410 for an id this
+ * start did not make, 404 otherwise), and the new buffer is made on the
+ * same device. */
+static int near_device(struct ghd_service *svc, const struct ghd_caller *caller,
+                       struct ghd_buffer_spec *s, struct ghd_err *err)
+{
+    struct ghd_buffer *beside;
+    int rc = ghd_service_buffer_find(svc, caller, s->near, &beside, err);
+    if (rc) {
+        ghd_err_prefix(err, rc, "near");
+        return rc;
+    }
+    unsigned dev = beside->device;
+    ghd_buffer_unref(beside);
+    if (s->has_device && s->device != (long long)dev)
+        return ghd_err_set(err, GHD_EUNPROC,
+                           "'device' %lld and near=%.64s (on device %u) disagree; give one of "
+                           "them",
+                           s->device, s->near, dev);
+    s->has_device = 1;
+    s->device = dev;
+    return 0;
+}
+
+int ghd_service_buffer_create(struct ghd_service *svc, const struct ghd_caller *caller,
                               const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                               struct ghd_err *err)
 {
-    int rc = spec_check(&svc->cfg, spec, err);
+    struct ghd_buffer_spec s = *spec;
+    int rc = s.near ? near_device(svc, caller, &s, err) : 0;
+    if (rc == 0)
+        rc = spec_check(&svc->cfg, &s, err);
     if (rc)
         return rc;
-    struct ghd_buffer_spec s = *spec;
-    s.tenant = tenant;
+    s.tenant = caller->tenant;
     if (!s.ttl_s)
         s.ttl_s = svc->cfg.default_ttl_s;
     struct ghd_runtime *rt = NULL;
@@ -220,18 +249,19 @@ int ghd_service_source_moved(const struct ghd_buffer *src, uint64_t expected, co
  * copy is refused rather than given a state that the source never had as
  * a whole. The version is read before the runs are looked at: a run taken
  * after that moved it, one taken before is found. */
-int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const char *source_id,
+int ghd_service_buffer_copy(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *source_id,
                             const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                             uint64_t *source_version, struct ghd_err *err)
 {
     struct ghd_buffer *src = NULL, *dst = NULL;
-    int rc = ghd_service_buffer_find(svc, tenant, source_id, &src, err);
+    int rc = ghd_service_buffer_find(svc, caller, source_id, &src, err);
     if (rc)
         return rc;
     struct ghd_buffer_spec s = {.size = src->size,
                                 .alignment = src->alignment,
                                 .label = spec->label,
-                                .tenant = tenant,
+                                .tenant = caller->tenant,
                                 .ttl_s = spec->ttl_s ? spec->ttl_s : svc->cfg.default_ttl_s,
                                 .pending = 1, /* invisible until every byte is there */
                                 .has_device = spec->has_device,
@@ -267,9 +297,11 @@ out:
     return rc;
 }
 
-int ghd_service_buffer_find_host(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_buffer_find_host(struct ghd_service *svc, const struct ghd_caller *caller,
+                                 const char *id,
                                  struct ghd_buffer **out, struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     int rc = ghd_owner_check(&svc->owner, id, err); /* 421 or 410 rather than 404 */
     if (rc)
         return rc;
@@ -277,10 +309,11 @@ int ghd_service_buffer_find_host(struct ghd_service *svc, const char *tenant, co
     return rc ? ghd_err_set(err, rc, "no buffer with id '%.64s'", id) : 0;
 }
 
-int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_buffer_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *id,
                             struct ghd_buffer **out, struct ghd_err *err)
 {
-    int rc = ghd_service_buffer_find_host(svc, tenant, id, out, err);
+    int rc = ghd_service_buffer_find_host(svc, caller, id, out, err);
     if (rc)
         return rc;
     char what[GHD_BUFFER_ID_LEN + 16];
@@ -293,25 +326,63 @@ int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const c
     return rc;
 }
 
-int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,
-                              int (*match)(const void *ctx, uint64_t version), const void *ctx,
-                              uint64_t *current, struct ghd_err *err)
+static int conds_hold(const void *conds, uint64_t version)
 {
-    int rc = ghd_buffer_remove_match(&svc->buffers, id, tenant, match, ctx, current);
-    if (rc && rc != GHD_EPRECOND)
-        return ghd_err_set(err, rc, "no buffer with id '%.64s'", id);
-    return rc;
+    return ghd_write_conds_ok(conds, version);
 }
 
-size_t ghd_service_buffer_list(struct ghd_service *svc, const char *tenant, uint64_t after_seq,
-                               size_t limit, void (*fn)(const struct ghd_buffer *b, void *ctx),
-                               void *ctx, int *more)
+int ghd_service_buffer_remove(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *id,
+                              const char *if_match, const char *if_none_match,
+                              uint64_t *current, struct ghd_err *err)
 {
-    return ghd_buffer_list(&svc->buffers, tenant, after_seq, limit, fn, ctx, more);
+    const char *tenant = caller->tenant;
+    struct ghd_write_conds c;
+    int rc = ghd_write_conds_parse(if_match, if_none_match, &c, err);
+    if (rc)
+        return rc;
+    rc = ghd_buffer_remove_match(&svc->buffers, id, tenant, conds_hold, &c, current);
+    if (rc == GHD_EPRECOND)
+        return ghd_write_conds_refuse(&c, *current, err);
+    if (rc)
+        return ghd_err_set(err, rc, "no buffer with id '%.64s'", id);
+    return 0;
+}
+
+struct list_page {
+    json_t *items;
+    uint64_t last_seq;
+};
+
+static void list_one(const struct ghd_buffer *b, void *ctx)
+{
+    struct list_page *page = ctx;
+    json_array_append_new(page->items, ghd_buffer_json_new(b));
+    page->last_seq = b->seq;
+}
+
+int ghd_service_buffer_list(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *cursor, size_t limit, json_t **body, struct ghd_err *err)
+{
+    uint64_t after = 0;
+    *body = NULL;
+    if (cursor && ghd_cursor_decode(caller->tenant, cursor, &after) != 0)
+        return ghd_err_set(err, GHD_EINVAL, "cursor must be a value returned as next_cursor");
+    struct list_page page = {json_array(), 0};
+    int more = 0;
+    ghd_buffer_list(&svc->buffers, caller->tenant, after, limit, list_one, &page, &more);
+    *body = json_pack("{s:o}", "buffers", page.items);
+    if (*body && more) {
+        /* The creation sequence of the last buffer listed, made opaque. */
+        char c[GHD_CURSOR_LEN + 1];
+        ghd_cursor_encode(caller->tenant, page.last_seq, c);
+        json_object_set_new(*body, "next_cursor", json_string(c));
+    }
+    return 0;
 }
 
 void ghd_service_transfer_client(struct ghd_service *svc, const char *request_id,
-                                 const char *address, const char *tenant,
+                                 const char *address, const struct ghd_caller *caller,
                                  struct ghd_transfer_client *out)
 {
     *out = (struct ghd_transfer_client){
@@ -320,6 +391,6 @@ void ghd_service_transfer_client(struct ghd_service *svc, const char *request_id
         .metrics = svc->metrics,
         .request_id = request_id,
         .address = address,
-        .tenant = tenant,
+        .tenant = caller->tenant,
     };
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "caller.h"
 #include "buffer.h"
 #include "transfer.h"
 
@@ -22,7 +23,9 @@ struct ghd_service;
 /* Checks `spec` (size at least 1 byte and at most --max-buffer-size, ttl_s
  * up to GHD_BUFFER_TTL_MAX, alignment a power of two up to 2 MiB, a label of
  * at most GHD_LABEL_MAX characters and bytes of UTF-8 without control
- * characters), then creates the buffer for `tenant` on spec's device or,
+ * characters), then creates the buffer for the caller's tenant on spec's
+ * device (or, with spec->near, that buffer's: GHD_EUNPROC when the two
+ * disagree, and ghd_service_buffer_find's codes with "near: " for it) or,
  * without one, where --placement puts it, with --default-ttl when
  * spec->ttl_s is 0; *out is a new reference.
  * GHD_EINVAL for what the API's schemas bound and GHD_EUNPROC for what they
@@ -31,7 +34,7 @@ struct ghd_service;
  * GHD_EQUOTA (--tenant-max-bytes) and GHD_ELIMIT (--tenant-max-buffers)
  * with what the tenant holds; GHD_ENOMEM with the device's pool use and
  * limit. */
-int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
+int ghd_service_buffer_create(struct ghd_service *svc, const struct ghd_caller *caller,
                               const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                               struct ghd_err *err);
 /* A new buffer for `tenant` with the bytes, dtype and shape of its buffer
@@ -40,7 +43,8 @@ int ghd_service_buffer_create(struct ghd_service *svc, const char *tenant,
  * source's version that was copied, the new buffer's is 1. The codes of
  * ghd_service_buffer_create and ghd_service_buffer_find, and GHD_EBUSY
  * when the source was written during the copy (nothing is created). */
-int ghd_service_buffer_copy(struct ghd_service *svc, const char *tenant, const char *source_id,
+int ghd_service_buffer_copy(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *source_id,
                             const struct ghd_buffer_spec *spec, struct ghd_buffer **out,
                             uint64_t *source_version, struct ghd_err *err);
 /* Whether buffer src may be read whole now for `what` (a "copy", a
@@ -58,28 +62,50 @@ int ghd_service_source_moved(const struct ghd_buffer *src, uint64_t expected, co
 /* Buffer `id` as `tenant` sees it, a new reference; GHD_ENOENT, or
  * ghd_owner_check's GHD_EMISDIRECTED or GHD_EGONE for an id this start of
  * the instance did not make, and GHD_EDEVLOST when its device is lost. */
-int ghd_service_buffer_find(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_buffer_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *id,
                             struct ghd_buffer **out, struct ghd_err *err);
 /* As ghd_service_buffer_find, also when its device is lost: for what the
  * host keeps of a buffer (its description), never for its bytes. */
-int ghd_service_buffer_find_host(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_buffer_find_host(struct ghd_service *svc, const struct ghd_caller *caller,
+                                 const char *id,
                                  struct ghd_buffer **out, struct ghd_err *err);
-/* Removes buffer `id` while match(ctx, version) holds (ghd_buffer_remove_match):
- * GHD_EPRECOND with *current, GHD_ENOENT. */
-int ghd_service_buffer_remove(struct ghd_service *svc, const char *tenant, const char *id,
-                              int (*match)(const void *ctx, uint64_t version), const void *ctx,
+/* Removes buffer `id` while its version passes the If-Match and
+ * If-None-Match values (NULL when absent; ghd_buffer_remove_match):
+ * GHD_EINVAL for a malformed one, GHD_EPRECOND with *current, GHD_ENOENT. */
+int ghd_service_buffer_remove(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *id,
+                              const char *if_match, const char *if_none_match,
                               uint64_t *current, struct ghd_err *err);
-/* ghd_buffer_list over the tenant's buffers. */
-size_t ghd_service_buffer_list(struct ghd_service *svc, const char *tenant, uint64_t after_seq,
-                               size_t limit, void (*fn)(const struct ghd_buffer *b, void *ctx),
-                               void *ctx, int *more);
+/* PATCH /v1/buffers/{id}/meta as the HTTP layer parsed it: the body's
+ * "dtype" and "shape" (NULL when absent, JSON null to clear), the
+ * If-Match and If-None-Match values (NULL when absent). */
+struct ghd_describe_request {
+    json_t *dtype, *shape;
+    const char *if_match, *if_none_match;
+};
+/* Sets, changes (a reshape keeps the dtype) or clears (dtype null) the
+ * array description of the caller's buffer `id` (buffer_describe.c), a
+ * conditional write: *out is the buffer, a new reference, once written.
+ * GHD_EINVAL without dtype and shape, ghd_service_buffer_find's codes,
+ * ghd_array_desc_from_json's, GHD_EUNPROC for a shape without a dtype, and
+ * ghd_buffer_write_start_if's (GHD_EPRECOND with *current). */
+int ghd_service_buffer_describe(struct ghd_service *svc, const struct ghd_caller *caller,
+                                const char *id, const struct ghd_describe_request *rq,
+                                struct ghd_buffer **out, uint64_t *current, struct ghd_err *err);
+/* GET /v1/buffers: {"buffers": [...], "next_cursor"?}, up to `limit` of
+ * the caller's tenant's buffers in creation order from `cursor` (NULL: the
+ * first; else a next_cursor this tenant was given, GHD_EINVAL otherwise).
+ * *body is a new reference. */
+int ghd_service_buffer_list(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *cursor, size_t limit, json_t **body, struct ghd_err *err);
 /* {id, size, alignment, device, created, label, expires?, version,
  * uploaded, dtype?, shape?}. A new reference. */
 json_t *ghd_buffer_json_new(const struct ghd_buffer *b);
-/* Whom a transfer serves (request id, client address, tenant), with the
+/* Whom a transfer serves (request id, client address, the caller's tenant), with the
  * service's staging caps, buffer table and metrics. */
 void ghd_service_transfer_client(struct ghd_service *svc, const char *request_id,
-                                 const char *address, const char *tenant,
+                                 const char *address, const struct ghd_caller *caller,
                                  struct ghd_transfer_client *out);
 
 #endif

@@ -9,7 +9,7 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "run_queue.h"
-#include "service.h"
+#include "service_internal.h"
 
 /* The device's state now: 0 ready, or 1 lost with the reason in *why (may
  * be NULL). A device whose context no longer answers is lost for good (a
@@ -166,8 +166,9 @@ static json_t *device_json_new(struct ghd_service *svc, unsigned i, int figures)
     return o;
 }
 
-json_t *ghd_service_devices_json_new(struct ghd_service *svc, int figures)
+json_t *ghd_service_devices_json_new(struct ghd_service *svc, const struct ghd_caller *caller)
 {
+    int figures = (caller->perms & GHD_PERM_FIGURES) != 0;
     json_t *list = json_array();
     for (unsigned i = 0; i < svc->runtime_count; i++)
         json_array_append_new(list, device_json_new(svc, i, figures));

@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "caller.h"
 #include "device/runtime.h"
 
 /* The devices of a service as requests see them: a device is its index in
@@ -40,9 +41,10 @@ void ghd_service_device_lost(struct ghd_service *svc, unsigned index, const char
 unsigned ghd_service_devices_lost(struct ghd_service *svc, struct ghd_err *err);
 /* GET /v1/devices: {"devices": [{index, ordinal, name, uuid, architecture,
  * memory, pool, state, peer_access}]}; memory.free, pool.used and pool.buffers
- * only with `figures`. A device whose health check fails is
- * marked lost first. A new reference. */
-json_t *ghd_service_devices_json_new(struct ghd_service *svc, int figures);
+ * only for a caller with GHD_PERM_FIGURES (with tokens they tell of every
+ * tenant's buffers). A device whose health check fails is marked lost
+ * first. A new reference. */
+json_t *ghd_service_devices_json_new(struct ghd_service *svc, const struct ghd_caller *caller);
 /* 0 when the devices --ready-needs asks for are ready (any: at least one;
  * all: every one), else GHD_EDEVLOST with a detail naming the lost ones
  * (ghd_service_readiness, for /readyz and the agent check). *devices (may

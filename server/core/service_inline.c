@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "inline_defs.h"
 #include "metrics.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
 #include "service_kernels.h"
 #include "service_runs.h"

@@ -25,8 +25,8 @@ int ghd_service_kernel_inline(struct ghd_service *svc, const char *tenant, json_
 /* A raw step whose "module" is {source, options, name_expressions}: its
  * function as step->kernel and its call prepared from the whole step, as
  * ghd_service_run_step_module does for a module id. GHD_EUNPROC when the
- * module has no such function. The caller checks the raw permission
- * first. */
+ * module has no such function. For ghd_service_run_step_raw, which checks
+ * the raw permission first. */
 int ghd_service_run_step_inline_module(struct ghd_service *svc, const char *tenant,
                                        struct ghd_run_step *step, json_t *launch,
                                        const char *path, struct ghd_err *err);

@@ -5,11 +5,12 @@
 
 #include "base/error.h"
 #include "kernels/user/ucuda.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
 
-json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const char *tenant)
+json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const struct ghd_caller *caller)
 {
+    const char *tenant = caller->tenant;
     json_t *list = json_array();
     for (size_t i = 0; i < ghd_kernel_count(); i++)
         json_array_append_new(list, ghd_kernel_describe_new(ghd_kernel_at(i)));
@@ -17,20 +18,23 @@ json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const char *tenant)
     return list;
 }
 
-int ghd_service_kernel_find(struct ghd_service *svc, const char *tenant, const char *name,
+int ghd_service_kernel_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *name,
                             const struct ghd_kernel **out, struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     if (ghd_kernel_lookup_new(&svc->kernels, tenant, name, out) != 0)
         return ghd_err_set(err, GHD_ENOENT,
                            "no kernel named '%.64s' (GET /v1/kernels lists them)", name);
     return 0;
 }
 
-int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const char *name,
+int ghd_service_kernel_get(struct ghd_service *svc, const struct ghd_caller *caller,
+                           const char *name,
                            json_t **desc, struct ghd_err *err)
 {
     const struct ghd_kernel *k;
-    int rc = ghd_service_kernel_find(svc, tenant, name, &k, err);
+    int rc = ghd_service_kernel_find(svc, caller, name, &k, err);
     if (rc)
         return rc;
     *desc = ghd_kernel_describe_new(k);
@@ -73,9 +77,10 @@ int ghd_service_kernel_not_builtin(const char *name, struct ghd_err *err)
     return 0;
 }
 
-int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_t *def,
+int ghd_service_kernel_create(struct ghd_service *svc, const struct ghd_caller *caller, json_t *def,
                               json_t **desc, struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     struct ghd_ukernel *k = NULL;
     *desc = NULL;
     int rc = ghd_ukernel_new(def, &svc->kernel_limits, tenant, svc->compiler, &k, err);
@@ -105,9 +110,11 @@ out:
     return rc;
 }
 
-int ghd_service_kernel_delete(struct ghd_service *svc, const char *tenant, const char *name,
+int ghd_service_kernel_delete(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *name,
                               struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     if (ghd_kernel_find(name))
         return ghd_err_set(err, GHD_EBUSY, "'%.64s' is a built-in kernel: it cannot be deleted",
                            name);

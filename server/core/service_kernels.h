@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "caller.h"
 #include "kernels/kernel.h"
 
 /* The kernels the service offers a tenant: the built-ins, and the tenant's
@@ -13,13 +14,15 @@
 struct ghd_service;
 
 /* The built-ins' descriptions, then the tenant's kernels'; a new array. */
-json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const char *tenant);
+json_t *ghd_service_kernel_list_new(struct ghd_service *svc, const struct ghd_caller *caller);
 /* Kernel `name` as the tenant sees it: a new reference that
  * ghd_kernel_unref drops, or GHD_ENOENT. */
-int ghd_service_kernel_find(struct ghd_service *svc, const char *tenant, const char *name,
+int ghd_service_kernel_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *name,
                             const struct ghd_kernel **out, struct ghd_err *err);
 /* Its description, a new reference; GHD_ENOENT. */
-int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const char *name,
+int ghd_service_kernel_get(struct ghd_service *svc, const struct ghd_caller *caller,
+                           const char *name,
                            json_t **desc, struct ghd_err *err);
 /* Defines the user kernel `def` describes for the tenant and stores it:
  * *desc is its description with what the build did on this backend ("build":
@@ -27,7 +30,7 @@ int ghd_service_kernel_get(struct ghd_service *svc, const char *tenant, const ch
  * or scalars now, the rest when first run). GHD_EBUSY when the name is a
  * built-in's or the tenant has a kernel of that name, GHD_ELIMIT at
  * --tenant-max-kernels; else what the definition or its compile says. */
-int ghd_service_kernel_create(struct ghd_service *svc, const char *tenant, json_t *def,
+int ghd_service_kernel_create(struct ghd_service *svc, const struct ghd_caller *caller, json_t *def,
                               json_t **desc, struct ghd_err *err);
 /* GHD_EBUSY (409) with the detail when `name` is a built-in kernel's,
  * which no user kernel may take (defined or by value); else 0. */
@@ -40,7 +43,8 @@ struct ghd_ukernel;
 int ghd_service_kernel_build(struct ghd_service *svc, struct ghd_ukernel *k, json_t *build,
                              struct ghd_err *err);
 /* GHD_EBUSY for a built-in (it cannot be deleted), GHD_ENOENT. */
-int ghd_service_kernel_delete(struct ghd_service *svc, const char *tenant, const char *name,
+int ghd_service_kernel_delete(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *name,
                               struct ghd_err *err);
 
 #endif

@@ -8,13 +8,14 @@
 #include "auth.h"
 #include "base/error.h"
 #include "kernels/raw/module.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
 
-int ghd_service_raw_allowed(struct ghd_service *svc, const char *tenant, unsigned perms,
+int ghd_service_raw_allowed(struct ghd_service *svc, const struct ghd_caller *caller,
                             struct ghd_err *err)
 {
-    return ghd_auth_raw_check(svc->auth, svc->cfg.allow_raw_kernels, perms, tenant, err);
+    return ghd_auth_raw_check(svc->auth, svc->cfg.allow_raw_kernels, caller->perms,
+                              caller->tenant, err);
 }
 
 static int at_limit(const struct ghd_service *svc, struct ghd_err *err)
@@ -32,15 +33,19 @@ static void found(struct ghd_rmodule *m, json_t **desc, int *created)
     ghd_rmodule_unref(m);
 }
 
-int ghd_service_module_create(struct ghd_service *svc, const char *tenant, json_t *body,
-                              json_t **desc, int *created, struct ghd_err *err)
+int ghd_service_module_create(struct ghd_service *svc, const struct ghd_caller *caller,
+                              json_t *body, json_t **desc, int *created, struct ghd_err *err)
 {
     char id[GHD_RMODULE_ID_LEN + 1];
     struct ghd_rmodule *m = NULL, *have = NULL;
+    const char *tenant = caller->tenant;
     *desc = NULL;
+    int rc = ghd_service_raw_allowed(svc, caller, err);
+    if (rc)
+        return rc;
     if (!json_is_object(body))
         return ghd_err_set(err, GHD_EJSON, "the body must be a JSON object");
-    int rc = ghd_rmodule_id(body, svc->owner.prefix, id, err);
+    rc = ghd_rmodule_id(body, svc->owner.prefix, id, err);
     if (rc)
         return rc;
     /* The same module again: the one there is (no compile). */
@@ -73,11 +78,16 @@ int ghd_service_module_create(struct ghd_service *svc, const char *tenant, json_
     return rc;
 }
 
-json_t *ghd_service_module_list_new(struct ghd_service *svc, const char *tenant)
+int ghd_service_module_list(struct ghd_service *svc, const struct ghd_caller *caller,
+                            json_t **list, struct ghd_err *err)
 {
-    json_t *list = json_array();
-    ghd_rmodule_store_describe(&svc->modules, tenant, list);
-    return list;
+    *list = NULL;
+    int rc = ghd_service_raw_allowed(svc, caller, err);
+    if (rc)
+        return rc;
+    *list = json_array();
+    ghd_rmodule_store_describe(&svc->modules, caller->tenant, *list);
+    return 0;
 }
 
 static int no_module(const char *id, struct ghd_err *err)
@@ -102,11 +112,14 @@ static int module_find(struct ghd_service *svc, const char *tenant, const char *
     return rc;
 }
 
-int ghd_service_module_get(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_module_get(struct ghd_service *svc, const struct ghd_caller *caller,
+                           const char *id,
                            json_t **desc, struct ghd_err *err)
 {
     struct ghd_rmodule *m;
-    int rc = module_find(svc, tenant, id, &m, err);
+    int rc = ghd_service_raw_allowed(svc, caller, err);
+    if (rc == 0)
+        rc = module_find(svc, caller->tenant, id, &m, err);
     if (rc)
         return rc;
     *desc = ghd_rmodule_describe_new(m);
@@ -114,10 +127,13 @@ int ghd_service_module_get(struct ghd_service *svc, const char *tenant, const ch
     return 0;
 }
 
-int ghd_service_module_delete(struct ghd_service *svc, const char *tenant, const char *id,
-                              struct ghd_err *err)
+int ghd_service_module_delete(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *id, struct ghd_err *err)
 {
-    if (ghd_rmodule_store_remove(&svc->modules, tenant, id) != 0)
+    int rc = ghd_service_raw_allowed(svc, caller, err);
+    if (rc)
+        return rc;
+    if (ghd_rmodule_store_remove(&svc->modules, caller->tenant, id) != 0)
         return no_module(id, err);
     return 0;
 }

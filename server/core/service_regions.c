@@ -8,11 +8,14 @@
 #include <time.h>
 
 #include "base/error.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_buffers.h"
+#include "region_request.h"
 #include "service_devices.h"
 
-int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *err)
+/* 0 when regions are on, else GHD_EFORBIDDEN naming the flag: the first
+ * check of every region operation a caller reaches. */
+static int regions_allowed(const struct ghd_service *svc, struct ghd_err *err)
 {
     if (svc->regions.allowed)
         return 0;
@@ -20,8 +23,9 @@ int ghd_service_regions_allowed(const struct ghd_service *svc, struct ghd_err *e
                        "regions are off on this server (start it with --allow-shm)");
 }
 
-json_t *ghd_service_region_summary_new(struct ghd_service *svc, const char *tenant)
+json_t *ghd_service_region_summary_new(struct ghd_service *svc, const struct ghd_caller *caller)
 {
+    const char *tenant = caller->tenant;
     struct ghd_region_table *t = &svc->regions;
     struct ghd_region **list;
     unsigned n;
@@ -41,19 +45,29 @@ json_t *ghd_service_region_summary_new(struct ghd_service *svc, const char *tena
                      "pinned", (json_int_t)pinned, "regions", regions);
 }
 
-int ghd_service_region_register(struct ghd_service *svc, unsigned device,
-                                const struct ghd_region_spec *spec, struct ghd_region **out,
-                                struct ghd_err *err)
+int ghd_service_region_create(struct ghd_service *svc, const struct ghd_caller *caller,
+                              json_t *body, struct ghd_region **out, struct ghd_err *err)
 {
+    *out = NULL;
+    int rc = regions_allowed(svc, err);
+    struct ghd_region_request rq;
+    if (rc == 0)
+        rc = ghd_region_request_parse(body, &rq, err);
+    if (rc)
+        return rc;
+    rq.spec.tenant = caller->tenant;
     struct ghd_runtime *rt;
-    int rc = ghd_service_device(svc, device, &rt, err);
-    return rc ? rc : ghd_region_register_new(&svc->regions, rt, spec, out, err);
+    rc = ghd_service_device(svc, rq.device, &rt, err);
+    return rc ? rc : ghd_region_register_new(&svc->regions, rt, &rq.spec, out, err);
 }
 
-int ghd_service_region_find(struct ghd_service *svc, const char *tenant, const char *id,
-                            struct ghd_region **out, struct ghd_err *err)
+int ghd_service_region_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                            const char *id, struct ghd_region **out, struct ghd_err *err)
 {
-    if (ghd_region_find_new(&svc->regions, id, tenant, out) != 0)
+    int rc = regions_allowed(svc, err);
+    if (rc)
+        return rc;
+    if (ghd_region_find_new(&svc->regions, id, caller->tenant, out) != 0)
         return ghd_err_set(err, GHD_ENOENT, "no region with id '%.64s'", id);
     return 0;
 }
@@ -63,10 +77,13 @@ void ghd_service_region_release(struct ghd_service *svc, struct ghd_region *r)
     ghd_region_unref(&svc->regions, r);
 }
 
-int ghd_service_region_remove(struct ghd_service *svc, const char *tenant, const char *id,
-                              struct ghd_err *err)
+int ghd_service_region_remove(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *id, struct ghd_err *err)
 {
-    if (ghd_region_remove(&svc->regions, id, tenant) != 0)
+    int rc = regions_allowed(svc, err);
+    if (rc)
+        return rc;
+    if (ghd_region_remove(&svc->regions, id, caller->tenant) != 0)
         return ghd_err_set(err, GHD_ENOENT, "no region with id '%.64s'", id);
     return 0;
 }
@@ -91,15 +108,17 @@ json_t *ghd_service_region_json_new(struct ghd_service *svc, const struct ghd_re
     return o;
 }
 
-int ghd_service_xfer_end_find(struct ghd_service *svc, const char *tenant, const char *field,
+int ghd_service_xfer_end_find(struct ghd_service *svc, const struct ghd_caller *caller,
+                              const char *field,
                               int is_region, const char *id, struct ghd_xfer_end *end,
                               struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     /* An id of another instance or start never gets here: http/body.c
      * answered it 421 or 410, naming where in the body it was. */
     struct ghd_err lost = {0};
     int rc = is_region ? ghd_region_find_new(&svc->regions, id, tenant, &end->region)
-                       : ghd_service_buffer_find(svc, tenant, id, &end->buffer, &lost);
+                       : ghd_service_buffer_find(svc, caller, id, &end->buffer, &lost);
     if (rc == GHD_EDEVLOST)
         return ghd_err_set(err, rc, "'%s.buffer': %s", field, lost.detail);
     if (rc)

@@ -8,8 +8,9 @@
 #include "base/error.h"
 #include "kernels/raw/module.h"
 #include "run_queue.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
+#include "service_inline.h"
 #include "service_modules.h"
 
 int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out)
@@ -23,13 +24,48 @@ int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
     return ghd_run_step_prepare(step, args, &svc->buffers, tenant, err);
 }
 
-int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
-                                struct ghd_run_step *step, json_t *launch, struct ghd_err *err)
+void ghd_run_field_path(const char *where, const char *field, char *out, size_t len)
+{
+    size_t n = strlen(where);
+    if (n > 2)
+        snprintf(out, len, "%.*s.%s", (int)(n - 2), where, field);
+    else
+        snprintf(out, len, "%s", field);
+}
+
+/* A step that names the module by id: the tenant's module's function. */
+static int run_step_module(struct ghd_service *svc, const char *tenant,
+                           struct ghd_run_step *step, json_t *launch, struct ghd_err *err)
 {
     json_t *mod = json_object_get(launch, "module"), *fn = json_object_get(launch, "function");
     int rc = ghd_service_module_function(svc, tenant, json_string_value(mod),
                                          json_string_value(fn), &step->kernel, err);
     return rc ? rc : ghd_service_run_step_function(svc, tenant, step, launch, err);
+}
+
+int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *caller,
+                             struct ghd_run_step *step, json_t *launch, const char *where,
+                             struct ghd_err *err)
+{
+    int rc = ghd_service_raw_allowed(svc, caller, err);
+    if (rc)
+        return rc;
+    json_t *mod = json_object_get(launch, "module"), *fn = json_object_get(launch, "function");
+    if ((!json_is_string(mod) && !json_is_object(mod)) || !json_is_string(fn))
+        return ghd_err_set(err, GHD_EINVAL, "%s'module' (an id, or the module itself: "
+                           "{\"source\": ...}) and 'function' (a name) are required", where);
+    if (json_object_get(launch, "if_match")) /* its arguments are a list, without names */
+        return ghd_err_set(err, GHD_EUNPROC, "%sif_match is for kernel steps: a module "
+                           "function's arguments have no names to give it", where);
+    if (json_is_object(mod)) {
+        char path[48];
+        ghd_run_field_path(where, "module", path, sizeof(path));
+        return ghd_service_run_step_inline_module(svc, caller->tenant, step, launch, path, err);
+    }
+    rc = run_step_module(svc, caller->tenant, step, launch, err);
+    if (rc && where[0]) /* "steps[1]: " */
+        ghd_err_prefix(err, rc, "%.*s", (int)strlen(where) - 2, where);
+    return rc;
 }
 
 int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
@@ -121,9 +157,10 @@ static int no_run(int rc, const char *id, struct ghd_err *err)
     return ghd_err_set(err, rc, "no run with id '%.64s'", id);
 }
 
-int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                          struct ghd_run **out, struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     int rc = ghd_run_find_new(svc->runs, id, tenant, out);
     if (rc)
         return no_run(rc, id, err);
@@ -137,9 +174,10 @@ int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char
     return rc;
 }
 
-int ghd_service_run_cancel(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_cancel(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                            struct ghd_err *err)
 {
+    const char *tenant = caller->tenant;
     int rc = ghd_run_cancel(svc->runs, id, tenant);
     if (rc == GHD_EBUSY)
         return ghd_err_set(err, rc, "run %.64s is already running", id);

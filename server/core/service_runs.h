@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "caller.h"
 #include "run.h"
 
 /* Runs as the service offers them to its tenants: a new run, its steps'
@@ -13,6 +14,22 @@
 
 struct ghd_service;
 
+/* POST /v1/runs as the HTTP layer parsed it. */
+struct ghd_run_request {
+    json_t *body; /* the JSON object: one step's members and "wait", or "steps" (borrowed) */
+};
+
+/* The one operation of POST /v1/runs (run_create.c): every step read and
+ * checked as `caller` may (its tenant's kernels and buffers; raw steps only
+ * with the raw permission, ghd_service_run_step_raw), omitted arguments
+ * filled from the buffers' descriptions, then queued (ghd_service_run_submit:
+ * the queue's limits and the steps' if_match, *current (may be NULL) the
+ * version found for GHD_EPRECOND). *out is the queued run, a new
+ * reference; on failure NULL, nothing queued and nothing moved. */
+int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *caller,
+                           const struct ghd_run_request *rq, struct ghd_run **out,
+                           uint64_t *current, struct ghd_err *err);
+
 /* A new, empty run for `tenant` (its id carries the service's owner
  * prefix); a new reference. */
 int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out);
@@ -20,13 +37,20 @@ int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_
  * sees them (ghd_run_step_prepare: its codes and detail). */
 int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
                                  struct ghd_run_step *step, json_t *args, struct ghd_err *err);
-/* A raw module's step ({"module", "function", "grid", "block",
- * "shared_mem", "args"}): the tenant's module function as step->kernel and
- * its call prepared from the whole step. GHD_ENOENT (no such module),
- * GHD_EUNPROC (no such function), else the call's code with a detail
- * naming the function. The caller checks the raw permission first. */
-int ghd_service_run_step_module(struct ghd_service *svc, const char *tenant,
-                                struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
+/* Where field `field` of the step at `where` ("" or "steps[1]: ") sits in
+ * the request: "kernel", "steps[1].kernel". */
+void ghd_run_field_path(const char *where, const char *field, char *out, size_t len);
+/* A raw module's step ({"module": an id or the module itself, "function",
+ * "grid", "block", "shared_mem", "args"}) at `where` ("" or "steps[1]: ",
+ * which starts the detail): GHD_EFORBIDDEN without the raw permission
+ * (ghd_service_raw_allowed), GHD_EINVAL without a module and a function
+ * name, GHD_EUNPROC for an if_match; then the caller's module function as
+ * step->kernel and its call prepared from the whole step. GHD_ENOENT (no
+ * such module), GHD_EUNPROC (no such function), else the call's code with a
+ * detail naming the function. */
+int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *caller,
+                             struct ghd_run_step *step, json_t *launch, const char *where,
+                             struct ghd_err *err);
 /* The call of step->kernel, a raw module's function, prepared from the
  * whole step (its launch shape and argument list); the detail names the
  * function. */
@@ -46,11 +70,11 @@ void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run);
 json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run);
 /* Run `id` as `tenant` sees it, a new reference; GHD_ENOENT, and
  * GHD_EDEVLOST when the device it ran on is lost. */
-int ghd_service_run_find(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                          struct ghd_run **out, struct ghd_err *err);
 /* Cancels a queued run (0) or forgets a finished one (1); GHD_EBUSY while it
  * runs, GHD_ENOENT. */
-int ghd_service_run_cancel(struct ghd_service *svc, const char *tenant, const char *id,
+int ghd_service_run_cancel(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                            struct ghd_err *err);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include "base/json_text.h"
 #include "run_queue.h"
-#include "service.h"
+#include "service_internal.h"
 
 /* `percent` of `capacity`, at least 1. */
 static size_t share_of(size_t capacity, unsigned percent)
@@ -54,8 +54,9 @@ static json_t *devices_new(struct ghd_service *svc, const char *tenant)
     return list;
 }
 
-json_t *ghd_service_usage_new(struct ghd_service *svc, const char *tenant)
+json_t *ghd_service_usage_new(struct ghd_service *svc, const struct ghd_caller *caller)
 {
+    const char *tenant = caller->tenant;
     const struct ghd_tenant_limits *l = &svc->limits;
     size_t bytes, count;
     struct ghd_run_tenant_usage runs;

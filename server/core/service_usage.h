@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "caller.h"
 #include "config.h"
 #include "device/runtime.h"
 
@@ -38,6 +39,6 @@ void ghd_tenant_limits_init(struct ghd_tenant_limits *l, const struct ghd_config
  * bytes_limit?}, runs: {active, active_limit?, kept, kept_limit}, kernels:
  * {count, limit}}; a limit is left out where there is none. A new
  * reference, NULL when out of memory. */
-json_t *ghd_service_usage_new(struct ghd_service *svc, const char *tenant);
+json_t *ghd_service_usage_new(struct ghd_service *svc, const struct ghd_caller *caller);
 
 #endif

@@ -15,7 +15,7 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "run_queue.h"
-#include "service.h"
+#include "service_internal.h"
 #include "service_devices.h"
 
 static void on_loss(void *ctx, unsigned device, const char *reason)

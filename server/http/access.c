@@ -16,13 +16,18 @@ static int deny(struct ghd_request *req, struct ghd_reply *rep, const char *auth
                                            : "this resource needs 'Authorization: Bearer <token>'");
 }
 
-int ghd_http_figures_allowed(struct ghd_request *req)
+/* Whether the request may read the figures that tell of every tenant's
+ * work (/metrics, the pools' use in /readyz and GET /v1/devices): always
+ * without tokens; with tokens configured, with --metrics-public, or when it
+ * carries --metrics-token. No tenant's token is enough: those figures sum
+ * the others' buffers and runs. */
+static int figures_allowed(struct ghd_request *req)
 {
-    struct ghd_auth *auth = req->svc->auth;
+    struct ghd_auth *auth = ghd_service_auth(req->svc);
     const char *authorization = ghd_request_header(req, "Authorization");
     if (ghd_auth_metrics_guarded(auth))
         return ghd_auth_check_metrics(auth, authorization) == 0;
-    return !ghd_auth_enabled(auth) || req->svc->cfg.metrics_public;
+    return !ghd_auth_enabled(auth) || ghd_service_config(req->svc)->metrics_public;
 }
 
 /* Default deny: with tokens configured every route but the public ones, and
@@ -33,13 +38,14 @@ int ghd_http_figures_allowed(struct ghd_request *req)
 int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
                        const struct ghd_route *route, char tenant[GHD_TENANT_MAX + 1])
 {
-    struct ghd_auth *auth = req->svc->auth;
+    struct ghd_auth *auth = ghd_service_auth(req->svc);
     enum ghd_route_access access = route ? route->access : GHD_ACCESS_TENANT;
+    req->caller = (struct ghd_caller){NULL, figures_allowed(req) ? GHD_PERM_FIGURES : 0};
     if (access == GHD_ACCESS_PUBLIC)
         return 0;
     const char *authorization = ghd_request_header(req, "Authorization");
     if (access == GHD_ACCESS_METRICS) {
-        if (ghd_http_figures_allowed(req))
+        if (req->caller.perms & GHD_PERM_FIGURES)
             return 0;
         if (ghd_auth_metrics_guarded(auth))
             return deny(req, rep, authorization);
@@ -51,8 +57,10 @@ int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
     }
     if (!ghd_auth_enabled(auth))
         return 0;
-    if (ghd_auth_check(auth, authorization, tenant, &req->perms) != 0)
+    unsigned perms = 0;
+    if (ghd_auth_check(auth, authorization, tenant, &perms) != 0)
         return deny(req, rep, authorization);
-    req->tenant = tenant;
+    req->caller.tenant = tenant;
+    req->caller.perms |= perms;
     return 0;
 }

@@ -5,17 +5,13 @@
 #include "router.h"
 
 /* 0 when the request may go on to `route` (the path's route, any method, or
- * NULL for an unknown path); req->tenant then points at `tenant` when a
- * tenant's token admitted it. Else `rep` holds the 401 (with its
+ * NULL for an unknown path); req->caller is who asks: its tenant points at
+ * `tenant` when a tenant's token admitted it, its perms hold the token's
+ * and GHD_PERM_FIGURES for one that may read the figures of every tenant's
+ * work (always without tokens; with them, --metrics-public or the
+ * --metrics-token). Else `rep` holds the 401 (with its
  * WWW-Authenticate) and GHD_EUNAUTH is returned. */
 int ghd_http_authorize(struct ghd_request *req, struct ghd_reply *rep,
                        const struct ghd_route *route, char tenant[GHD_TENANT_MAX + 1]);
-
-/* Whether the request may read the figures that tell of every tenant's
- * work (/metrics, /readyz's pool and staging): always without tokens; with
- * tokens configured, with --metrics-public, or when it carries
- * --metrics-token. No tenant's token is enough: those figures sum the
- * others' buffers and runs. */
-int ghd_http_figures_allowed(struct ghd_request *req);
 
 #endif

@@ -34,7 +34,7 @@ int ghd_agent_listen(const char *bind_ipv4, unsigned port, int *fd, unsigned *bo
 
 void ghd_agent_line(struct ghd_service *svc, char *buf, size_t len)
 {
-    if (!atomic_load(&svc->ready)) {
+    if (!ghd_service_is_ready(svc)) {
         snprintf(buf, len, "drain\n");
         return;
     }

@@ -32,10 +32,10 @@ int ghd_body_plan(struct ghd_http_request *hr)
     if ((kind == GHD_BODY_JSON || kind == GHD_BODY_UPLOAD) && is_json) {
         if (!req->has_body)
             return ghd_reply_problem(&hr->rep, req, GHD_EINVAL, "a JSON body is required");
-        if (req->has_content_length && req->content_length > svc->cfg.max_json_body)
+        if (req->has_content_length && req->content_length > ghd_service_config(svc)->max_json_body)
             return ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
                                      "JSON bodies are limited to %zu bytes (--max-json-body)",
-                                     svc->cfg.max_json_body);
+                                     ghd_service_config(svc)->max_json_body);
         hr->state = GHD_HS_BODY_JSON;
         return 0;
     }
@@ -61,7 +61,7 @@ int ghd_body_take(struct ghd_http_request *hr, const char *data, size_t len)
     struct ghd_request *req = &hr->req;
     req->bytes_in += len;
     if (hr->state == GHD_HS_BODY_JSON) {
-        size_t limit = req->svc->cfg.max_json_body;
+        size_t limit = ghd_service_config(req->svc)->max_json_body;
         if (hr->json_len + len > limit)
             return ghd_reply_problem(&hr->rep, req, GHD_ETOOBIG,
                                      "JSON bodies are limited to %zu bytes (--max-json-body)",
@@ -99,7 +99,7 @@ int ghd_body_parse_json(struct ghd_http_request *hr)
      * the path's are: another instance's is 421 naming it, an earlier
      * start's 410, and ids of two instances 422 (no instance has both). */
     struct ghd_err owner = {0};
-    int rc = ghd_owner_check_json(&hr->req.svc->owner, doc, &owner);
+    int rc = ghd_owner_check_json(ghd_service_owner(hr->req.svc), doc, &owner);
     if (rc) {
         json_decref(doc);
         return ghd_reply_problem(&hr->rep, &hr->req, rc, "%s", owner.detail);

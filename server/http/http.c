@@ -24,6 +24,7 @@
 #include "conn_guard.h"
 #include "conn_limit.h"
 #include "core/metrics.h"
+#include "core/devloss.h"
 #include "core/service.h"
 #include "head.h"
 #include "http_request.h"
@@ -86,10 +87,10 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
      * 410 rather than the 404 of an id that never existed. */
     struct ghd_err owner = {0};
     if (strstr(route->pattern, "/{id}") &&
-        (rc = ghd_owner_check(&req->svc->owner, req->params[0], &owner)) != 0)
+        (rc = ghd_owner_check(ghd_service_owner(req->svc), req->params[0], &owner)) != 0)
         return ghd_reply_problem(&hr->rep, req, rc, "%s", owner.detail);
     struct ghd_err lost = {0};
-    if (route->needs_device && ghd_devloss_get(&req->svc->devloss, &lost))
+    if (route->needs_device && ghd_devloss_get(ghd_service_devloss(req->svc), &lost))
         return ghd_reply_problem(&hr->rep, req, GHD_EDEVLOST,
                                  "the device is lost (%s): this server answers no device request "
                                  "until it restarts", lost.detail);
@@ -311,7 +312,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     }
     char client[64];
     peer_name(conn, client, sizeof(client));
-    ghd_http_log_request(hr, http->svc->metrics, client, status);
+    ghd_http_log_request(hr, ghd_service_metrics(http->svc), client, status);
     /* Cleared only now: while the linger and the log run, the connection still
      * points at the request. fuzz_http's leak check between inputs (CI, once,
      * not reproduced in 47 runs) reported a request no pointer reached: a
@@ -343,7 +344,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     peer_address(conn, ip);
     ghd_conn_limit_open(http->limit, ip);
     if (fd >= 0)
-        ghd_socket_set_buffers(fd, http->svc->cfg.socket_buffer);
+        ghd_socket_set_buffers(fd, ghd_service_config(http->svc)->socket_buffer);
     *socket_context = fd >= 0 ? ghd_guard_open(http->guard, fd, peer) : NULL;
 }
 
@@ -371,7 +372,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     /* The per-address cap is ours (on_accept): this is the total one. */
     if (strstr(msg, "Server reached connection limit"))
         ghd_conn_limit_refused_total(http->limit);
-    ghd_http_log_refusal(http->svc->metrics, msg);
+    ghd_http_log_refusal(ghd_service_metrics(http->svc), msg);
 }
 
 int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
@@ -379,7 +380,8 @@ int ghd_http_start(struct ghd_service *svc, const struct ghd_routes *routes,
 {
     int fd;
     unsigned port;
-    int rc = ghd_listen_open(svc->cfg.bind, svc->cfg.port, &fd, &port, err);
+    const struct ghd_config *cfg = ghd_service_config(svc);
+    int rc = ghd_listen_open(cfg->bind, cfg->port, &fd, &port, err);
     if (rc == 0 && (rc = ghd_http_start_on(svc, routes, fd, port, out, err)) != 0)
         close(fd);
     return rc;
@@ -401,7 +403,7 @@ static int label_metrics(struct ghd_metrics *m, const struct ghd_routes *routes)
 int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
                       unsigned port, struct ghd_http **out, struct ghd_err *err)
 {
-    if (label_metrics(svc->metrics, routes) != 0)
+    if (label_metrics(ghd_service_metrics(svc), routes) != 0)
         return ghd_err_set(err, GHD_ENOHOSTMEM, "route metrics: out of host memory");
     return ghd_http_serve(svc, routes, listen_fd, port, 0, out, err);
 }
@@ -409,7 +411,7 @@ int ghd_http_start_on(struct ghd_service *svc, const struct ghd_routes *routes, 
 int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int listen_fd,
                    unsigned port, int probe_only, struct ghd_http **out, struct ghd_err *err)
 {
-    const struct ghd_config *cfg = &svc->cfg;
+    const struct ghd_config *cfg = ghd_service_config(svc);
     struct ghd_http *http = calloc(1, sizeof(*http));
     if (!http)
         return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
@@ -424,10 +426,10 @@ int ghd_http_serve(struct ghd_service *svc, const struct ghd_routes *routes, int
     if (rc == 0 && (rc = ghd_guard_new(cfg->header_timeout_s, cfg->min_transfer_rate,
                                        cfg->transfer_rate_window_s,
                                        ghd_guard_shed_at((unsigned)cfg->connection_limit),
-                                       svc->metrics, &http->guard)) != 0)
+                                       ghd_service_metrics(svc), &http->guard)) != 0)
         ghd_err_set(err, rc, "connection guard: %s", ghd_strerror(rc));
-    if (rc == 0 && (rc = ghd_conn_limit_new(cfg->per_ip_connection_limit, svc->metrics,
-                                            &http->limit)) != 0)
+    if (rc == 0 && (rc = ghd_conn_limit_new(cfg->per_ip_connection_limit,
+                                            ghd_service_metrics(svc), &http->limit)) != 0)
         ghd_err_set(err, rc, "connection limits: %s", ghd_strerror(rc));
     if (rc) {
         ghd_guard_free(http->guard);

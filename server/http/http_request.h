@@ -62,7 +62,7 @@ struct ghd_http_request {
     size_t json_len;
     double started_ms; /* ghd_clock_ms() when the head was complete */
     uint64_t bytes_out;
-    char tenant[GHD_TENANT_MAX + 1]; /* req->tenant points here once authenticated */
+    char tenant[GHD_TENANT_MAX + 1]; /* req->caller.tenant points here once authenticated */
 };
 
 

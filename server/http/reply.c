@@ -179,7 +179,7 @@ void ghd_reply_each_header(const struct ghd_reply *rep, const struct ghd_request
     emit(ctx, "X-Request-Id", req->request_id);
     if (req->svc) {
         char instance[16];
-        snprintf(instance, sizeof(instance), "%u", req->svc->owner.instance);
+        snprintf(instance, sizeof(instance), "%u", ghd_service_owner(req->svc)->instance);
         emit(ctx, "Gpuhttpd-Instance", instance);
     }
     for (unsigned i = 0; i < rep->header_count; i++)

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/caller.h"
+
 /* What a handler sees: a request and a reply, never MHD or CUDA types.
  * http.c fills the request and turns the reply into an HTTP response. */
 
@@ -23,9 +25,8 @@ struct ghd_request {
     char params[GHD_MAX_PATH_PARAMS][128];
     unsigned param_count;
     char request_id[GHD_REQUEST_ID_MAX + 1];
-    const char *tenant; /* NULL without authentication */
+    struct ghd_caller caller; /* who asks, for the core to decide (http/access.c) */
     char client_address[48]; /* the client's IP address; "" when unknown */
-    unsigned perms;     /* the token's GHD_PERM_* (core/auth.h); 0 without one */
     json_t *json;       /* parsed JSON body for JSON routes */
     int has_body;
     int has_content_length;

@@ -39,7 +39,7 @@ void ghd_http_log_request(const struct ghd_http_request *hr, struct ghd_metrics 
         .bytes_in = hr->req.bytes_in,
         .bytes_out = hr->bytes_out,
         .duration_ms = ghd_clock_ms() - hr->started_ms,
-        .tenant = hr->req.tenant,
+        .tenant = hr->req.caller.tenant,
     };
     ghd_log_access(&rec);
     ghd_metrics_request(m, rec.route, rec.method, rec.status, rec.duration_ms / 1e3,

@@ -31,7 +31,7 @@ static int socket_body_allowed(const struct ghd_http_request *hr, size_t min, ui
 
 static int socket_timeout_ms(const struct ghd_http_request *hr)
 {
-    unsigned s = hr->req.svc->cfg.connection_timeout_s;
+    unsigned s = ghd_service_config(hr->req.svc)->connection_timeout_s;
     return s ? (int)s * 1000 : -1;
 }
 
@@ -57,7 +57,7 @@ int ghd_socket_upload_wanted(const struct ghd_http_request *hr)
 {
     const struct ghd_request *req = &hr->req;
     return hr->state == GHD_HS_BODY_UPLOAD && req->has_content_length && hr->upload->reserve &&
-           socket_body_allowed(hr, req->svc->cfg.socket_upload_min,
+           socket_body_allowed(hr, ghd_service_config(req->svc)->socket_upload_min,
                                req->content_length - req->bytes_in);
 }
 
@@ -83,7 +83,8 @@ unsigned ghd_socket_bounce_uploads_max(const struct ghd_config *cfg)
  * without memory; *bounce_max is the most one recv() into it asks for. */
 static char *bounce_buffer(const struct ghd_request *req, size_t *bounce_max)
 {
-    size_t size = req->svc->cfg.socket_bounce, max = req->svc->cfg.socket_recv_max;
+    const struct ghd_config *cfg = ghd_service_config(req->svc);
+    size_t size = cfg->socket_bounce, max = cfg->socket_recv_max;
     char *bounce = size ? malloc(size) : NULL;
     *bounce_max = max && max < size ? max : size;
     if (size && !bounce)
@@ -124,7 +125,8 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
     int timeout_ms = socket_timeout_ms(hr);
     const struct ghd_upload_ops *ops = hr->upload;
     uint64_t left = req->content_length - req->bytes_in;
-    size_t bounce_max, straight_max = req->svc->cfg.socket_recv_max; /* 0: no bound */
+    /* 0: no bound */
+    size_t bounce_max, straight_max = ghd_service_config(req->svc)->socket_recv_max;
     char *bounce = bounce_buffer(req, &bounce_max);
     atomic_fetch_add(&hr->http->socket_uploads, 1);
     int rc = 0, cut_off = 0;
@@ -148,7 +150,7 @@ enum MHD_Result ghd_socket_finish_upload(struct MHD_Connection *conn,
             cut_off = 1;
             break;
         }
-        ghd_metrics_socket_upload(req->svc->metrics, through != NULL, (uint64_t)n);
+        ghd_metrics_socket_upload(ghd_service_metrics(req->svc), through != NULL, (uint64_t)n);
         req->bytes_in += (uint64_t)n;
         left -= (uint64_t)n;
         rc = ops->commit(req, &hr->rep, (size_t)n);

@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "bench_stats.h"
 #include "core/service.h"
+#include "core/service_internal.h"
 #include "core/service_buffers.h"
 #include "handlers/handlers.h"
 #include "http/http.h"

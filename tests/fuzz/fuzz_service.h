@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "core/buffer.h"
 #include "core/service.h"
+#include "core/service_internal.h"
 
 typedef char fuzz_ids[3][GHD_BUFFER_ID_LEN + 1];
 

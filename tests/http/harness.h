@@ -21,6 +21,7 @@
 
 #include "http/http.h"
 #include "core/service.h"
+#include "core/service_internal.h"
 
 #define HARNESS_SKIP 77
 

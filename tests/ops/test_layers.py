@@ -3,6 +3,9 @@
 - no source of server/, kernels/ or handlers/ reaches a file through "../" or
   through the repository root ("server/..."): a header of another layer is
   named by its layer ("core/buffer.h"), a sibling by its bare name;
+- the service's fields (core/service_internal.h) are the core's own: no
+  source outside server/core/ includes that header (the tests may: they are
+  white-box);
 - with the include path a layer's code gets (its own folder in the build
   tree's layers/ and those of the layers below), a header of the layer above
   it cannot be found, while its own can.
@@ -27,8 +30,12 @@ LAYERS = [("base", "base/error.h"), ("device", "device/device.h"),
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+INTERNAL = "service_internal.h"
+
+
 def check_spelling(root):
     bad = []
+    core = os.path.join(root, "server", "core")
     for top in ("server", "kernels", "handlers"):
         for d, _, files in os.walk(os.path.join(root, top)):
             for f in files:
@@ -39,6 +46,10 @@ def check_spelling(root):
                     for inc in INCLUDE.findall(fh.read()):
                         if inc.startswith("../") or inc.startswith("server/"):
                             bad.append(f"{os.path.relpath(path, root)}: \"{inc}\"")
+                        elif os.path.basename(inc) == INTERNAL and d != core:
+                            bad.append(f"{os.path.relpath(path, root)}: \"{inc}\" (the "
+                                       "service is opaque outside server/core: use "
+                                       "core/service.h's functions)")
     check(not bad, "includes that go around the layers:\n  " + "\n  ".join(bad))
 
 

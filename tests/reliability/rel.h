@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "http/http.h"
 #include "core/service.h"
+#include "core/service_internal.h"
 
 struct rel_server {
     struct ghd_service svc;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/service_buffers.h"
+#include "service_buffers.h"
 
 void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len)
 {
@@ -19,13 +19,13 @@ void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len)
         snprintf(buf + n, len - n, "]");
 }
 
-void ghd_ra_describe(struct ghd_request *req, json_t *args, const char *name, int index,
+void ghd_ra_describe(const struct ghd_ra_ctx *cx, json_t *args, const char *name, int index,
                      struct ghd_described *xs, size_t *count)
 {
     json_t *id = json_object_get(args, name);
     struct ghd_buffer *b;
     if (!json_is_string(id) ||
-        ghd_service_buffer_find_host(req->svc, req->tenant, json_string_value(id), &b, NULL) != 0)
+        ghd_service_buffer_find_host(cx->svc, cx->caller, json_string_value(id), &b, NULL) != 0)
         return; /* the call's own check says 422 or 404 */
     struct ghd_described *x = &xs[*count];
     memset(x, 0, sizeof(*x));
@@ -45,33 +45,33 @@ void ghd_ra_describe(struct ghd_request *req, json_t *args, const char *name, in
         (*count)++;
 }
 
-int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_contradiction(const struct ghd_ra_ctx *cx, const char *where,
                          const char *arg, const char *given, const struct ghd_described *x,
                          const char *implies)
 {
     char s[256];
     ghd_ra_shape_str(&x->d, s, sizeof(s));
-    return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                             "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
-                             "leave %s out, or say \"reinterpret\": true to mean it",
-                             where, arg, given, x->name, s, implies, arg);
+    return ghd_err_set(cx->err, GHD_EUNPROC,
+                       "%s%s %s contradicts buffer argument %s (%s), which implies %s; "
+                       "leave %s out, or say \"reinterpret\": true to mean it",
+                       where, arg, given, x->name, s, implies, arg);
 }
 
-int ghd_ra_disagree(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_disagree(const struct ghd_ra_ctx *cx, const char *where,
                     const char *arg, const struct ghd_described *x, const char *xv,
                     const struct ghd_described *y, const char *yv, const char *remedy)
 {
     char sx[256], sy[256];
     ghd_ra_shape_str(&x->d, sx, sizeof(sx));
     ghd_ra_shape_str(&y->d, sy, sizeof(sy));
-    return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                             "%sbuffer arguments %s (%s) and %s (%s) disagree on %s (%s vs %s), "
-                             "so it cannot be taken from them; %s, or give %s with "
-                             "\"reinterpret\": true to mean it",
-                             where, x->name, sx, y->name, sy, arg, xv, yv, remedy, arg);
+    return ghd_err_set(cx->err, GHD_EUNPROC,
+                       "%sbuffer arguments %s (%s) and %s (%s) disagree on %s (%s vs %s), "
+                       "so it cannot be taken from them; %s, or give %s with "
+                       "\"reinterpret\": true to mean it",
+                       where, x->name, sx, y->name, sy, arg, xv, yv, remedy, arg);
 }
 
-int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_fill_type(const struct ghd_ra_ctx *cx, const char *where,
                      json_t *args, const char *key, const struct ghd_described *xs, size_t nx,
                      int reinterpret)
 {
@@ -85,10 +85,10 @@ int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char 
         snprintf(implies, sizeof(implies), "%s %s", key, x->d.dtype);
         if (json_is_string(given) && !reinterpret &&
             strcmp(json_string_value(given), x->d.dtype) != 0)
-            return ghd_ra_contradiction(req, rep, where, key, json_string_value(given), x,
+            return ghd_ra_contradiction(cx, where, key, json_string_value(given), x,
                                         implies);
         if (!given && first && strcmp(first->d.dtype, x->d.dtype) != 0)
-            return ghd_ra_disagree(req, rep, where, key, first, first->d.dtype, x, x->d.dtype,
+            return ghd_ra_disagree(cx, where, key, first, first->d.dtype, x, x->d.dtype,
                                    "give them one element type");
         if (!first)
             first = x;
@@ -112,7 +112,7 @@ static void counted_str(const struct ghd_described *x, json_t *args, char *buf, 
         snprintf(buf, len, "%s (%s)", x->name, s);
 }
 
-int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_fill_n(const struct ghd_ra_ctx *cx, const char *where,
                   json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret)
 {
     json_t *n = json_object_get(args, "n");
@@ -126,7 +126,7 @@ int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *wh
             snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(n));
             snprintf(implies, sizeof(implies), "at most %llu elements",
                      (unsigned long long)x->avail);
-            return ghd_ra_contradiction(req, rep, where, "n", g, x, implies);
+            return ghd_ra_contradiction(cx, where, "n", g, x, implies);
         }
         /* NumPy's x + y of 10 and 1 elements broadcasts, of 10 and 5 is an
          * error: neither is "the first n of each", so n is not guessed. */
@@ -134,15 +134,15 @@ int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *wh
             char a[400], b[400];
             counted_str(first, args, a, sizeof(a));
             counted_str(x, args, b, sizeof(b));
-            return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                     "%sbuffer arguments %s and %s hold different numbers of "
-                                     "elements (%llu vs %llu), so n cannot be taken from "
-                                     "them; give n (at most %llu) to use the first n of each",
-                                     where, a, b, (unsigned long long)first->avail,
-                                     (unsigned long long)x->avail,
-                                     (unsigned long long)(x->avail < first->avail
-                                                              ? x->avail
-                                                              : first->avail));
+            return ghd_err_set(cx->err, GHD_EUNPROC,
+                               "%sbuffer arguments %s and %s hold different numbers of "
+                               "elements (%llu vs %llu), so n cannot be taken from "
+                               "them; give n (at most %llu) to use the first n of each",
+                               where, a, b, (unsigned long long)first->avail,
+                               (unsigned long long)x->avail,
+                               (unsigned long long)(x->avail < first->avail
+                                                        ? x->avail
+                                                        : first->avail));
         }
         if (!first)
             first = x;

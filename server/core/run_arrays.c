@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conditional.h"
+#include "write_conds.h"
 #include "kernels/registry.h"
-#include "core/buffer.h"
+#include "buffer.h"
 #include "base/error.h"
 
 /* The buffers the step names, with their descriptions; each typed by a
  * dtype parameter ("dtype", "dtype_out", "value_dtype") says which. */
-static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t *args,
+static void collect(const struct ghd_ra_ctx *cx, const struct ghd_kernel *k, json_t *args,
                     struct ghd_described *out, size_t cap, size_t *count)
 {
     *count = 0;
@@ -22,7 +22,7 @@ static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t 
         size_t before = *count;
         if (p->kind != GHD_PK_BUFFER)
             continue;
-        ghd_ra_describe(req, args, p->name, (int)i, out, count);
+        ghd_ra_describe(cx, args, p->name, (int)i, out, count);
         if (*count == before)
             continue;
         struct ghd_described *x = &out[before];
@@ -37,7 +37,7 @@ static void collect(struct ghd_request *req, const struct ghd_kernel *k, json_t 
  * with several rows: 422, since NumPy orders each row (its last axis) and
  * a flat result in that shape would pass for it; "reinterpret" means the
  * flat order. */
-static int check_rows(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
+static int check_rows(const struct ghd_ra_ctx *cx, const struct ghd_kernel *k,
                       const struct ghd_described *xs, size_t nx, int reinterpret,
                       const char *where)
 {
@@ -50,14 +50,14 @@ static int check_rows(struct ghd_request *req, struct ghd_reply *rep, const stru
             continue;
         char s[256];
         ghd_ra_shape_str(d, s, sizeof(s));
-        return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                 "%s%s orders one flat range: buffer argument %s (%s) holds "
-                                 "%llu rows, which NumPy would order one by one; sort each row "
-                                 "in a step of its own (%s_offset, n), describe the buffer as "
-                                 "1-D, or say \"reinterpret\": true to order all its elements "
-                                 "as one",
-                                 where, k->name, xs[i].name, s, (unsigned long long)rows,
-                                 xs[i].name);
+        return ghd_err_set(cx->err, GHD_EUNPROC,
+                           "%s%s orders one flat range: buffer argument %s (%s) holds "
+                           "%llu rows, which NumPy would order one by one; sort each row "
+                           "in a step of its own (%s_offset, n), describe the buffer as "
+                           "1-D, or say \"reinterpret\": true to order all its elements "
+                           "as one",
+                           where, k->name, xs[i].name, s, (unsigned long long)rows,
+                           xs[i].name);
     }
     return 0;
 }
@@ -65,7 +65,7 @@ static int check_rows(struct ghd_request *req, struct ghd_reply *rep, const stru
 /* A described buffer typed by a dtype parameter whose element type the
  * kernel does not take there: 422 naming it, unless the step gives that
  * parameter and says "reinterpret". */
-static int check_takes(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
+static int check_takes(const struct ghd_ra_ctx *cx, const struct ghd_kernel *k,
                        json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret,
                        const char *where)
 {
@@ -78,11 +78,11 @@ static int check_takes(struct ghd_request *req, struct ghd_reply *rep, const str
         char s[256], list[128];
         ghd_ra_shape_str(&xs[i].d, s, sizeof(s));
         ghd_dtype_list(p->dtypes, list, sizeof(list));
-        return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                 "%sbuffer argument %s (%s) holds an element type kernel %s does "
-                                 "not take (%s: %s); give a %s with \"reinterpret\": true "
-                                 "to read its bytes as one of them",
-                                 where, xs[i].name, s, k->name, p->name, list, p->name);
+        return ghd_err_set(cx->err, GHD_EUNPROC,
+                           "%sbuffer argument %s (%s) holds an element type kernel %s does "
+                           "not take (%s: %s); give a %s with \"reinterpret\": true "
+                           "to read its bytes as one of them",
+                           where, xs[i].name, s, k->name, p->name, list, p->name);
     }
     return 0;
 }
@@ -90,7 +90,7 @@ static int check_takes(struct ghd_request *req, struct ghd_reply *rep, const str
 /* A described buffer that no dtype parameter types (a reduction's out)
  * holds the element type the call gives it, the result type of its dtype,
  * unless "reinterpret"; ghd_ra_fill_type checked the others. */
-static int check_types(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_kernel *k,
+static int check_types(const struct ghd_ra_ctx *cx, const struct ghd_kernel *k,
                        json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret,
                        const char *where)
 {
@@ -102,19 +102,19 @@ static int check_types(struct ghd_request *req, struct ghd_reply *rep, const str
             continue;
         char s[256];
         ghd_ra_shape_str(&xs[i].d, s, sizeof(s));
-        return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                 "%sbuffer argument %s (%s) is not %s, the element type %s "
-                                 "writes there for dtype %s; describe it as %s, or say "
-                                 "\"reinterpret\": true to mean it",
-                                 where, xs[i].name, s, ghd_dtype_name(want), k->name,
-                                 json_string_value(json_object_get(args, "dtype")),
-                                 ghd_dtype_name(want));
+        return ghd_err_set(cx->err, GHD_EUNPROC,
+                           "%sbuffer argument %s (%s) is not %s, the element type %s "
+                           "writes there for dtype %s; describe it as %s, or say "
+                           "\"reinterpret\": true to mean it",
+                           where, xs[i].name, s, ghd_dtype_name(want), k->name,
+                           json_string_value(json_object_get(args, "dtype")),
+                           ghd_dtype_name(want));
     }
     return 0;
 }
 
 /* gemm: op(A) is m x k, op(B) k x n, C m x n. */
-static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
+static int gemm_dims(const struct ghd_ra_ctx *cx, json_t *args,
                      const struct ghd_described *xs, size_t nx, int reinterpret, const char *where)
 {
     static const char *const dims[3] = {"m", "n", "k"};
@@ -144,13 +144,13 @@ static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *arg
                 (uint64_t)json_integer_value(given) != v) {
                 char g[32];
                 snprintf(g, sizeof(g), "%lld", (long long)json_integer_value(given));
-                return ghd_ra_contradiction(req, rep, where, dims[d], g, x, implies);
+                return ghd_ra_contradiction(cx, where, dims[d], g, x, implies);
             }
             if (from && value != v && !given) {
                 char fv[32], xv[32];
                 snprintf(fv, sizeof(fv), "%llu", (unsigned long long)value);
                 snprintf(xv, sizeof(xv), "%llu", (unsigned long long)v);
-                return ghd_ra_disagree(req, rep, where, dims[d], from, fv, x, xv,
+                return ghd_ra_disagree(cx, where, dims[d], from, fv, x, xv,
                                        "make the shapes agree");
             }
             if (!from) {
@@ -164,46 +164,45 @@ static int gemm_dims(struct ghd_request *req, struct ghd_reply *rep, json_t *arg
     return 0;
 }
 
-int ghd_run_args_from_arrays(struct ghd_request *req, struct ghd_reply *rep,
-                             const struct ghd_kernel *k, json_t *step, json_t *args,
-                             const char *where)
+int ghd_run_args_from_arrays(const struct ghd_ra_ctx *cx, const struct ghd_kernel *k,
+                             json_t *step, json_t *args, const char *where)
 {
     json_t *reinterpret_v = json_object_get(step, "reinterpret");
     if (reinterpret_v && !json_is_boolean(reinterpret_v))
-        return ghd_reply_problem(rep, req, GHD_EINVAL, "%s'reinterpret' must be true or false",
-                                 where);
+        return ghd_err_set(cx->err, GHD_EINVAL, "%s'reinterpret' must be true or false",
+                           where);
     int reinterpret = json_is_true(reinterpret_v);
     if (k->user)
-        return ghd_ra_user(req, rep, k->user, args, reinterpret, where);
+        return ghd_ra_user(cx, k->user, args, reinterpret, where);
     struct ghd_described xs[GHD_KARG_BUFFERS];
     size_t nx = 0;
-    collect(req, k, args, xs, GHD_KARG_BUFFERS, &nx);
+    collect(cx, k, args, xs, GHD_KARG_BUFFERS, &nx);
     if (nx == 0)
         return 0;
     int rc;
     /* Each dtype parameter: one the kernel takes, and every described
      * buffer typed by it must agree with it. */
-    if ((rc = check_rows(req, rep, k, xs, nx, reinterpret, where)) != 0 ||
-        (rc = check_takes(req, rep, k, args, xs, nx, reinterpret, where)) != 0)
+    if ((rc = check_rows(cx, k, xs, nx, reinterpret, where)) != 0 ||
+        (rc = check_takes(cx, k, args, xs, nx, reinterpret, where)) != 0)
         return rc;
     for (size_t i = 0; i < k->nparams; i++)
         if (k->params[i].kind == GHD_PK_DTYPE &&
-            (rc = ghd_ra_fill_type(req, rep, where, args, k->params[i].name, xs, nx,
+            (rc = ghd_ra_fill_type(cx, where, args, k->params[i].name, xs, nx,
                                    reinterpret)) != 0)
             return rc;
-    if ((rc = check_types(req, rep, k, args, xs, nx, reinterpret, where)) != 0)
+    if ((rc = check_types(cx, k, args, xs, nx, reinterpret, where)) != 0)
         return rc;
     if (strcmp(k->name, "gemm") == 0)
-        return gemm_dims(req, rep, args, xs, nx, reinterpret, where);
+        return gemm_dims(cx, args, xs, nx, reinterpret, where);
     /* n: the elements the n-counted buffers hold. */
     if (!ghd_kernel_param_bit(k, "n"))
         return 0;
-    return ghd_ra_fill_n(req, rep, where, args, xs, nx, reinterpret);
+    return ghd_ra_fill_n(cx, where, args, xs, nx, reinterpret);
 }
 
 /* One if_match entry: `key` must be an argument of the step that names one
  * of the buffers its call holds. */
-static int if_match_entry(struct ghd_request *req, struct ghd_reply *rep, json_t *args,
+static int if_match_entry(const struct ghd_ra_ctx *cx, json_t *args,
                           const char *key, json_t *tag, struct ghd_run_step *out,
                           const char *where)
 {
@@ -213,39 +212,35 @@ static int if_match_entry(struct ghd_request *req, struct ghd_reply *rep, json_t
         if (strcmp(out->held[i]->id, json_string_value(id)) == 0)
             b = out->held[i];
     if (!b || out->ncond == GHD_KERNEL_CALL_MAX_BUFFERS)
-        return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                                 "%sif_match names '%.64s', which is not a buffer argument of "
-                                 "this step (give the argument that names the buffer, as in "
-                                 "{\"y\": \"\\\"v7\\\"\"})",
-                                 where, key);
-    struct ghd_if_match m;
-    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), &m) != 0)
-        return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                 "%sif_match.%.64s must be an entity tag like \"\\\"v3\\\"\"",
-                                 where, key);
-    _Static_assert(GHD_IF_MATCH_MAX <= GHD_VERSIONS_MAX, "core/buffer.h holds every tag");
-    struct ghd_run_cond *c = &out->cond[out->ncond++];
+        return ghd_err_set(cx->err, GHD_EUNPROC,
+                           "%sif_match names '%.64s', which is not a buffer argument of "
+                           "this step (give the argument that names the buffer, as in "
+                           "{\"y\": \"\\\"v7\\\"\"})",
+                           where, key);
+    struct ghd_run_cond *c = &out->cond[out->ncond];
+    if (!json_is_string(tag) || ghd_etag_list_parse(json_string_value(tag), &c->want) != 0)
+        return ghd_err_set(cx->err, GHD_EINVAL,
+                           "%sif_match.%.64s must be an entity tag like \"\\\"v3\\\"\"",
+                           where, key);
+    out->ncond++;
     c->b = b;
     snprintf(c->arg, sizeof(c->arg), "%s", key);
-    c->want.any = m.any;
-    c->want.n = m.n;
-    memcpy(c->want.versions, m.versions, m.n * sizeof(m.versions[0]));
     return 0;
 }
 
-int ghd_run_if_match(struct ghd_request *req, struct ghd_reply *rep, json_t *step,
+int ghd_run_if_match(const struct ghd_ra_ctx *cx, json_t *step,
                      json_t *args, struct ghd_run_step *out, const char *where)
 {
     json_t *if_match = json_object_get(step, "if_match");
     if (!if_match)
         return 0;
     if (!json_is_object(if_match))
-        return ghd_reply_problem(rep, req, GHD_EINVAL,
-                                 "%s'if_match' must map buffer arguments to entity tags", where);
+        return ghd_err_set(cx->err, GHD_EINVAL,
+                           "%s'if_match' must map buffer arguments to entity tags", where);
     const char *key;
     json_t *tag;
     json_object_foreach(if_match, key, tag) {
-        int rc = if_match_entry(req, rep, args, key, tag, out, where);
+        int rc = if_match_entry(cx, args, key, tag, out, where);
         if (rc)
             return rc;
     }

@@ -1,5 +1,5 @@
-#ifndef GHD_HANDLERS_RUN_ARRAYS_RULES_H
-#define GHD_HANDLERS_RUN_ARRAYS_RULES_H
+#ifndef GHD_CORE_RUN_ARRAYS_RULES_H
+#define GHD_CORE_RUN_ARRAYS_RULES_H
 
 /* What run_arrays.c (built-in kernels) and run_arrays_user.c (user kernels)
  * share (run_arrays_rules.c): the described buffer arguments of a step and
@@ -7,8 +7,19 @@
  * one they contradict. */
 #include <jansson.h>
 
-#include "core/npy.h"
-#include "http/request.h"
+#include "base/err.h"
+#include "caller.h"
+#include "npy.h"
+
+struct ghd_service;
+
+/* Where a step's arguments are read: the service and tenant whose buffers
+ * they name, and the detail of a refusal (each function returns its code). */
+struct ghd_ra_ctx {
+    struct ghd_service *svc;
+    const struct ghd_caller *caller;
+    struct ghd_err *err;
+};
 
 struct ghd_described {
     const char *name;   /* the buffer argument */
@@ -23,12 +34,12 @@ struct ghd_described {
 /* Argument `name` (parameter `index`) when it names a described buffer:
  * appended to xs[*count]. An argument that is not a buffer id, or no
  * buffer, is left to the call's own checks. */
-void ghd_ra_describe(struct ghd_request *req, json_t *args, const char *name, int index,
+void ghd_ra_describe(const struct ghd_ra_ctx *cx, json_t *args, const char *name, int index,
                      struct ghd_described *xs, size_t *count);
 
 /* 422: "<arg> <given> contradicts buffer argument <x> (<dtype> [<shape>]),
  * which implies <implies>". */
-int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_contradiction(const struct ghd_ra_ctx *cx, const char *where,
                          const char *arg, const char *given, const struct ghd_described *x,
                          const char *implies);
 
@@ -36,7 +47,7 @@ int ghd_ra_contradiction(struct ghd_request *req, struct ghd_reply *rep, const c
  * <arg> (<xv> vs <yv>), so it cannot be taken from them; <remedy>, or give
  * <arg> with "reinterpret": true to mean it" (an omitted argument the
  * buffers would fill in two ways). */
-int ghd_ra_disagree(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_disagree(const struct ghd_ra_ctx *cx, const char *where,
                     const char *arg, const struct ghd_described *x, const char *xv,
                     const struct ghd_described *y, const char *yv, const char *remedy);
 
@@ -46,14 +57,14 @@ void ghd_ra_shape_str(const struct ghd_array_desc *d, char *buf, size_t len);
 /* The type argument `key`: every described buffer typed by it must agree
  * with it (unless reinterpret) and, when it is omitted, with each other;
  * then it is set from them. */
-int ghd_ra_fill_type(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_fill_type(const struct ghd_ra_ctx *cx, const char *where,
                      json_t *args, const char *key, const struct ghd_described *xs, size_t nx,
                      int reinterpret);
 
 /* n: at most the elements of every buffer that counts n (unless
  * reinterpret); when omitted, the count they all hold after their offsets
  * (422 naming two that differ). */
-int ghd_ra_fill_n(struct ghd_request *req, struct ghd_reply *rep, const char *where,
+int ghd_ra_fill_n(const struct ghd_ra_ctx *cx, const char *where,
                   json_t *args, const struct ghd_described *xs, size_t nx, int reinterpret);
 
 #endif

@@ -13,21 +13,20 @@
 #include "base/error.h"
 #include "kernels/user/ukernel.h"
 
-static int declared_type_differs(struct ghd_request *req, struct ghd_reply *rep,
-                                 const char *where, const struct ghd_ukernel *k,
+static int declared_type_differs(const struct ghd_ra_ctx *cx, const char *where, const struct ghd_ukernel *k,
                                  const struct ghd_described *x, int type)
 {
     char s[256];
     ghd_ra_shape_str(&x->d, s, sizeof(s));
-    return ghd_reply_problem(rep, req, GHD_EUNPROC,
-                             "%sbuffer argument %s (%s) is not %s, the type kernel %s declares "
-                             "for %s; describe the buffer as %s, or say \"reinterpret\": true "
-                             "to mean it",
-                             where, x->name, s, ghd_utype_name(type), k->def.name, x->name,
-                             ghd_utype_name(type));
+    return ghd_err_set(cx->err, GHD_EUNPROC,
+                       "%sbuffer argument %s (%s) is not %s, the type kernel %s declares "
+                       "for %s; describe the buffer as %s, or say \"reinterpret\": true "
+                       "to mean it",
+                       where, x->name, s, ghd_utype_name(type), k->def.name, x->name,
+                       ghd_utype_name(type));
 }
 
-int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd_ukernel *k,
+int ghd_ra_user(const struct ghd_ra_ctx *cx, const struct ghd_ukernel *k,
                 json_t *args, int reinterpret, const char *where)
 {
     const struct ghd_udef *d = &k->def;
@@ -36,7 +35,7 @@ int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd
     for (int p = 0; p < d->nparams; p++) {
         const struct ghd_uparam *q = &d->params[p];
         size_t before = nx;
-        ghd_ra_describe(req, args, q->name, p, xs, &nx);
+        ghd_ra_describe(cx, args, q->name, p, xs, &nx);
         if (nx == before)
             continue;
         struct ghd_described *x = &xs[before];
@@ -44,7 +43,7 @@ int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd
         if (q->ph && t != GHD_UT_NONE) /* c64, c128: no placeholder type holds them */
             snprintf(x->type_key, sizeof(x->type_key), "%c", q->ph);
         else if (!q->ph && !reinterpret && t != q->type)
-            return declared_type_differs(req, rep, where, k, x, q->type);
+            return declared_type_differs(cx, where, k, x, q->type);
         /* A reduction's output holds one element; a raw input any number. */
         x->counts_n = !q->is_raw && !(q->is_out && d->kind == GHD_UK_REDUCTION);
     }
@@ -52,9 +51,9 @@ int ghd_ra_user(struct ghd_request *req, struct ghd_reply *rep, const struct ghd
         return 0;
     for (const char *ph = d->placeholders; *ph; ph++) {
         char key[2] = {*ph, 0};
-        int rc = ghd_ra_fill_type(req, rep, where, args, key, xs, nx, reinterpret);
+        int rc = ghd_ra_fill_type(cx, where, args, key, xs, nx, reinterpret);
         if (rc)
             return rc;
     }
-    return ghd_ra_fill_n(req, rep, where, args, xs, nx, reinterpret);
+    return ghd_ra_fill_n(cx, where, args, xs, nx, reinterpret);
 }
