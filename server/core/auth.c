@@ -101,7 +101,22 @@ static const struct {
     {"raw", GHD_PERM_RAW},
 };
 
-/* The words after the tenant: each a known permission. */
+/* "N" of "weight=N" into the weight bits of *perms. */
+static int parse_weight(const char *s, size_t len, unsigned *perms)
+{
+    unsigned w = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || (i == 0 && s[i] == '0') || i >= 4)
+            return -1;
+        w = w * 10 + (unsigned)(s[i] - '0');
+    }
+    if (w < 1 || w > GHD_WEIGHT_MAX)
+        return -1;
+    *perms = (*perms & ((1u << GHD_PERM_WEIGHT_SHIFT) - 1)) | w << GHD_PERM_WEIGHT_SHIFT;
+    return 0;
+}
+
+/* The words after the tenant: each a known permission, or its weight. */
 static int parse_perms(const char *s, size_t len, unsigned *perms, const char **why)
 {
     *perms = 0;
@@ -113,12 +128,20 @@ static int parse_perms(const char *s, size_t len, unsigned *perms, const char **
             i++;
         if (w0 == i)
             break;
+        if (i - w0 > 7 && memcmp(s + w0, "weight=", 7) == 0) {
+            if (parse_weight(s + w0 + 7, i - w0 - 7, perms) != 0) {
+                *why = "a weight is weight=N, N from 1 to 1000";
+                return GHD_EINVAL;
+            }
+            continue;
+        }
         size_t p = 0, n = sizeof(perm_names) / sizeof(perm_names[0]);
         while (p < n && !(strlen(perm_names[p].name) == i - w0 &&
                           memcmp(perm_names[p].name, s + w0, i - w0) == 0))
             p++;
         if (p == n) {
-            *why = "expected 'token tenant [permission ...]'; the only permission is 'raw'";
+            *why = "expected 'token tenant [permission ...]'; the permissions are 'raw' and "
+                   "'weight=N'";
             return GHD_EINVAL;
         }
         *perms |= perm_names[p].bit;

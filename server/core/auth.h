@@ -19,7 +19,7 @@
 #define GHD_TOKEN_MAX 256
 
 /* Parses one line of a tokens file: "token tenant [permission ...]",
- * separated by blanks (permissions: "raw");
+ * separated by blanks (permissions: "raw", "weight=N");
  * '#' starts a comment, trailing CR/LF and blanks are ignored. Tokens use the
  * RFC 6750 b64token alphabet (letters, digits, "-._~+/", then "=" padding),
  * 1 to GHD_TOKEN_MAX characters; tenants A-Z a-z 0-9 . _ -, 1 to

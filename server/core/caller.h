@@ -17,6 +17,17 @@ enum ghd_perm {
                                  * --metrics-public, or the --metrics-token) */
 };
 
+/* A tenant's weight in each device's share (core/run_pick.c): the word
+ * "weight=N" (1 to GHD_WEIGHT_MAX) among its token's permissions, kept in
+ * the bits from GHD_PERM_WEIGHT_SHIFT on; 1 where it gives none. */
+#define GHD_PERM_WEIGHT_SHIFT 16
+#define GHD_WEIGHT_MAX 1000
+static inline unsigned ghd_perm_weight(unsigned perms)
+{
+    unsigned w = perms >> GHD_PERM_WEIGHT_SHIFT;
+    return w ? w : 1;
+}
+
 struct ghd_caller {
     const char *tenant; /* the token's tenant; NULL without authentication */
     unsigned perms;     /* GHD_PERM_* */

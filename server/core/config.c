@@ -118,6 +118,9 @@ static const struct option_spec specs[] = {
     {"run-workers", OPT_UINT, OFF(run_workers), 0, 1, 64, "4",
      "runs executed at once on each device, each on a stream of its own; runs that share a "
      "buffer one of them writes still run in the order they were submitted"},
+    {"run-priority", OPT_UINT, OFF(run_priority), 0, 0, 1, "1",
+     "with tenant tokens, 1 runs a run of a tenant below another's share of the device on a "
+     "high-priority stream, ahead of the blocks of that tenant's running kernels; 0 does not"},
     {"default-ttl", OPT_UINT, OFF(default_ttl_s), 0, 0, 86400 * 365, "0",
      "default buffer time to live in seconds (0 = none)"},
     {"log-level", OPT_STRING, OFF(log_level), STR_MAX(log_level), 0, 0, "info",

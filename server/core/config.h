@@ -54,6 +54,7 @@ struct ghd_config {
     unsigned run_keep_s;
     unsigned run_queue_limit;
     unsigned run_workers;     /* threads running kernels per device, a stream each */
+    unsigned run_priority;    /* tenants below their share on a high-priority stream */
     unsigned default_ttl_s;
     char log_level[16];
     char log_format[16];

@@ -77,6 +77,10 @@ struct ghd_run {
     double timeout_s;
     double queued_at_ms, started_ms, finished_ms;
     float device_ms;
+    /* Its tenant's weight in the devices' shares (1 when 0), and what its
+     * start charged to that share (run_pick.c). */
+    unsigned weight;
+    double charged_ms;
     atomic_int refs;
     pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
     int settled; /* under the queue's lock: ended, its buffers let go, counted */

@@ -172,6 +172,7 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
     if (rc)
         return ghd_err_set(err, rc, "%s", ghd_strerror(rc));
     run->timeout_s = timeout ? json_number_value(timeout) : 0;
+    run->weight = ghd_perm_weight(caller->perms); /* its tenant's share (run_pick.c) */
     rc = prepare_run(svc, caller, rq->body, run, err);
     if (rc == 0)
         rc = ghd_service_run_submit(svc, run, err);

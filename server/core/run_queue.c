@@ -12,10 +12,6 @@
 #include "run_queue_internal.h"
 #include "write_conds.h"
 
-/* How far into the queue a worker looks past runs of one tenant that must
- * wait for an earlier one. */
-#define GHD_RUN_LOOKAHEAD 32
-
 /* ---- the index by id: every run from submission until it is forgotten ---- */
 
 static void index_add_locked(struct ghd_run_queue *q, struct ghd_run *run)
@@ -28,60 +24,14 @@ static void index_remove_locked(struct ghd_run_queue *q, struct ghd_run *run)
     ghd_idmap_remove(&q->by_id, &run->by_id);
 }
 
-static struct ghd_run *queued_run(struct ghd_list_node *n)
-{
-    return ghd_list_entry(n, struct ghd_run, queue_link);
-}
-
 static struct ghd_run *done_run(struct ghd_list_node *n)
 {
     return ghd_list_entry(n, struct ghd_run, done_link);
 }
 
-/* pre: lock held. Whether `run` must wait: a running run, or one queued
- * before it, touches one of its buffers and one of the two writes it. */
-static int must_wait_locked(const struct ghd_run_queue *q, const struct ghd_run *run)
-{
-    for (unsigned i = 0; i < q->worker_count; i++)
-        if (q->workers[i].current && ghd_runs_conflict(q->workers[i].current, run))
-            return 1;
-    for (const struct ghd_run *r = queued_run(q->queued.first); r != run;
-         r = queued_run(r->queue_link.next))
-        if (ghd_runs_conflict(r, run))
-            return 1;
-    return 0;
-}
-
 struct ghd_runtime *ghd_run_queue_rt_of(const struct ghd_run_queue *q, const struct ghd_run *run)
 {
     return run->rt ? run->rt : &q->rts[0];
-}
-
-/* pre: lock held. Takes the first queued run of `rt`'s device that may start
- * now, or NULL. Runs of other devices are passed over without counting
- * against the lookahead: they are other workers' to take. The lookahead is
- * each tenant's: past GHD_RUN_LOOKAHEAD of a tenant's runs that wait, its
- * further runs are passed over without a look, and another tenant's run
- * behind them all is still seen. */
-static struct ghd_run *take_runnable_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt)
-{
-    unsigned long scan = ++q->scans;
-    for (struct ghd_run *run = queued_run(q->queued.first); run;
-         run = queued_run(run->queue_link.next)) {
-        struct ghd_run_tenant *t = run->tally;
-        if (t->scan != scan) {
-            t->scan = scan;
-            t->waiting = 0;
-        }
-        if (ghd_run_queue_rt_of(q, run) != rt || t->waiting >= GHD_RUN_LOOKAHEAD)
-            continue;
-        if (!must_wait_locked(q, run)) {
-            ghd_list_remove(&q->queued, &run->queue_link);
-            return run;
-        }
-        t->waiting++;
-    }
-    return NULL;
 }
 
 /* pre: lock held. The queue's tally of `tenant`, created on first use (NULL
@@ -200,6 +150,7 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
     run->finished_ms = ghd_clock_ms();
     q->active--;
     run->tally->active--;
+    ghd_run_share_ended_locked(q, run, run->started_ms > 0);
     ghd_list_push_back(&q->done, &run->done_link);
     q->done_count++;
     run->tally->kept++;
@@ -210,24 +161,50 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
         wake_idle_locked(q, NULL, 1);
 }
 
+/* A worker's streams and events. `urgent` is its high-priority stream
+ * (run_pick.c), where the queue gives priorities and the backend has them;
+ * NULL otherwise. */
+struct worker_kit {
+    struct ghd_stream *stream, *urgent;
+    struct ghd_event *ev[2];
+};
+
+static int worker_kit_open(struct ghd_run_worker *w, struct worker_kit *k, struct ghd_err *err)
+{
+    struct ghd_device *dev = &w->rt->dev;
+    int rc = ghd_runtime_stream_acquire(w->rt, &k->stream, err);
+    if (rc == 0 && w->q->cfg.shared && w->q->cfg.priority && dev->ops->stream_new_urgent)
+        rc = dev->ops->stream_new_urgent(dev, &k->urgent, err);
+    for (int i = 0; i < 2 && rc == 0; i++)
+        rc = dev->ops->event_new(dev, &k->ev[i], err);
+    return rc;
+}
+
+static void worker_kit_close(struct ghd_run_worker *w, struct worker_kit *k)
+{
+    struct ghd_device *dev = &w->rt->dev;
+    for (int i = 0; i < 2; i++)
+        if (k->ev[i])
+            dev->ops->event_free(dev, k->ev[i]);
+    if (k->urgent)
+        dev->ops->stream_free(dev, k->urgent);
+    ghd_runtime_stream_release(w->rt, k->stream);
+}
+
 static void *worker_main(void *arg)
 {
     struct ghd_run_worker *w = arg;
     struct ghd_run_queue *q = w->q;
     struct ghd_runtime *rt = w->rt;
     struct ghd_device *dev = &rt->dev;
-    struct ghd_stream *stream = NULL;
-    struct ghd_event *ev[2] = {NULL, NULL};
+    struct worker_kit kit = {0};
     struct ghd_err setup_err = {0}; /* this worker's, reported by each run it takes */
-    int setup = ghd_runtime_stream_acquire(rt, &stream, &setup_err);
-    if (setup == 0)
-        setup = dev->ops->event_new(dev, &ev[0], &setup_err);
-    if (setup == 0)
-        setup = dev->ops->event_new(dev, &ev[1], &setup_err);
+    int setup = worker_kit_open(w, &kit, &setup_err);
     pthread_mutex_lock(&q->lock);
     for (;;) {
         struct ghd_run *run;
-        while (!(run = take_runnable_locked(q, rt)) && !q->stopping) {
+        int urgent = 0;
+        while (!(run = ghd_run_pick_locked(q, rt, &urgent)) && !q->stopping) {
             if (!w->idle) {
                 w->idle = 1;
                 w->idle_next = q->idle[rt->index];
@@ -244,7 +221,8 @@ static void *worker_main(void *arg)
         struct ghd_err err = {0}; /* this worker's: the run's is shared with its waiters */
         int rc = setup ? ghd_err_set(&err, setup, "run worker setup: %s",
                                      ghd_err_text(&setup_err, setup))
-                       : ghd_run_execute(rt, stream, ev, run, &err);
+                       : ghd_run_execute(rt, urgent && kit.urgent ? kit.urgent : kit.stream,
+                                         kit.ev, run, &err);
         rc = ghd_run_queue_stopped(run, rc, &err);
         struct ghd_run_collected c = {0};
         pthread_mutex_lock(&q->lock);
@@ -283,10 +261,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&q->lock);
     }
     pthread_mutex_unlock(&q->lock);
-    for (int i = 0; i < 2; i++)
-        if (ev[i])
-            dev->ops->event_free(dev, ev[i]);
-    ghd_runtime_stream_release(rt, stream);
+    worker_kit_close(w, &kit);
     return NULL;
 }
 
@@ -294,8 +269,8 @@ void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, const struct ghd_r
                                      enum ghd_run_status status, int code, const char *detail,
                                      struct ghd_run_collected *c)
 {
-    for (struct ghd_run *r = queued_run(q->queued.first), *next; r; r = next) {
-        next = queued_run(r->queue_link.next);
+    for (struct ghd_run *r = ghd_run_queued_of(q->queued.first), *next; r; r = next) {
+        next = ghd_run_queued_of(r->queue_link.next);
         if (only && ghd_run_queue_rt_of(q, r) != only)
             continue;
         ghd_list_remove(&q->queued, &r->queue_link);
@@ -471,6 +446,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     q->active++;
     run->tally = tally;
     tally->active++;
+    ghd_run_share_submitted_locked(q, run);
     wake_idle_locked(q, rt, 0);
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
@@ -505,8 +481,8 @@ int ghd_run_queue_writer(struct ghd_run_queue *q, const struct ghd_buffer *b,
     for (unsigned i = 0; i < q->worker_count && !found; i++)
         if (q->workers[i].current && ghd_run_writes(q->workers[i].current, b))
             found = q->workers[i].current;
-    for (const struct ghd_run *r = queued_run(q->queued.first); r && !found;
-         r = queued_run(r->queue_link.next))
+    for (const struct ghd_run *r = ghd_run_queued_of(q->queued.first); r && !found;
+         r = ghd_run_queued_of(r->queue_link.next))
         if (ghd_run_writes(r, b))
             found = r;
     if (found)
@@ -567,13 +543,18 @@ unsigned ghd_run_queue_active(struct ghd_run_queue *q)
     return n;
 }
 
-void ghd_run_queue_tenant_usage(struct ghd_run_queue *q, const char *tenant, unsigned *active,
-                                unsigned *kept)
+void ghd_run_queue_tenant_usage(struct ghd_run_queue *q, const char *tenant,
+                                struct ghd_run_tenant_usage *out)
 {
+    *out = (struct ghd_run_tenant_usage){.weight = 1};
     pthread_mutex_lock(&q->lock);
     const struct ghd_run_tenant *t = tally_locked(q, tenant ? tenant : "", 0);
-    *active = t ? t->active : 0;
-    *kept = t ? t->kept : 0;
+    if (t)
+        *out = (struct ghd_run_tenant_usage){.active = t->active,
+                                             .kept = t->kept,
+                                             .weight = t->weight ? t->weight : 1,
+                                             .device_ms = t->device_ms,
+                                             .ended = t->ended};
     pthread_mutex_unlock(&q->lock);
 }
 

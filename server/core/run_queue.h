@@ -29,6 +29,12 @@ struct ghd_run_queue_config {
     unsigned tenant_max_runs; /* queued or running per tenant; 0 = no limit */
     unsigned runs_kept;       /* --runs-kept: finished runs kept for GET, every tenant's */
     unsigned keep_s;          /* --run-keep-s: and for at most this long */
+    /* Tenants share each device (tokens configured): one tenant never holds
+     * every worker of a device, so another's run always finds one; with
+     * `priority` too, a run of a tenant below its share goes to the
+     * worker's high-priority stream (--run-priority). */
+    int shared;
+    int priority;
     struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
 
@@ -70,9 +76,16 @@ int ghd_run_queue_writer(struct ghd_run_queue *q, const struct ghd_buffer *b,
                          char id[GHD_BUFFER_ID_LEN + 1]);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
-/* `tenant`'s runs (NULL: the untenanted) queued or running, and kept. */
-void ghd_run_queue_tenant_usage(struct ghd_run_queue *q, const char *tenant, unsigned *active,
-                                unsigned *kept);
+/* A tenant's runs: queued or running, kept; its weight, and the device time
+ * its ended runs took (every device's, in ms) and how many they were. */
+struct ghd_run_tenant_usage {
+    unsigned active, kept, weight;
+    double device_ms;
+    uint64_t ended;
+};
+/* `tenant`'s (NULL: the untenanted). */
+void ghd_run_queue_tenant_usage(struct ghd_run_queue *q, const char *tenant,
+                                struct ghd_run_tenant_usage *out);
 /* The server stops without waiting for runs: queued ones are canceled,
  * running ones reported failed at once (their waiters wake) and asked to
  * stop where they can, while their workers go on; returns how many were

@@ -24,8 +24,21 @@ struct ghd_run_tenant {
     char name[GHD_TENANT_MAX + 1];
     unsigned active;    /* queued or running */
     unsigned kept;      /* finished, kept for GET */
-    unsigned long scan; /* the worker's look (take_runnable_locked) it was last seen in */
+    unsigned long scan; /* the worker's look (ghd_run_pick_locked) it was last seen in */
     unsigned waiting;   /* its runs seen waiting in that look */
+    int candidate;      /* in that look: its first run that may start was seen */
+    /* Its share (run_pick.c): its weight (tokens file, 1 by default), and
+     * per device the runs it has queued or running there, those running, and
+     * its virtual time: the device time its runs took there, in ms, over its
+     * weight. `cost_ms` is what one of its runs takes, smoothed: a run is
+     * charged that much as it starts and set right when it ends. */
+    unsigned weight;
+    unsigned busy[GHD_MAX_DEVICES];
+    unsigned running[GHD_MAX_DEVICES];
+    double vtime[GHD_MAX_DEVICES];
+    double cost_ms;
+    double device_ms; /* its ended runs took, every device's */
+    uint64_t ended;   /* runs of it that a worker took and that ended */
     struct ghd_run_tenant *next;
 };
 
@@ -51,6 +64,24 @@ struct ghd_run_queue {
     unsigned worker_count;
     struct ghd_idmap by_id; /* every known run */
 };
+
+/* The queued run of a node of the queue's list `queued`. */
+static inline struct ghd_run *ghd_run_queued_of(struct ghd_list_node *n)
+{
+    return ghd_list_entry(n, struct ghd_run, queue_link);
+}
+
+/* The scheduler (run_pick.c), all with the lock held. A run is submitted to
+ * the queue: it counts as its tenant's on its device. */
+void ghd_run_share_submitted_locked(struct ghd_run_queue *q, struct ghd_run *run);
+/* Takes the queued run of `rt`'s device that a worker runs next (removed
+ * from the queue and charged to its tenant), or NULL; *urgent says whether
+ * it goes to the worker's high-priority stream. */
+struct ghd_run *ghd_run_pick_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt,
+                                    int *urgent);
+/* A taken run has ended (or a queued one was dropped: `started` 0): its
+ * tenant's share is set right with the device time it took. */
+void ghd_run_share_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, int started);
 
 /* Collect under the lock, release after. Dropping a run's buffer references
  * can free a buffer (a device sync and the pool's lock), dropping a kept run

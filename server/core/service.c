@@ -226,6 +226,8 @@ static int open_run_queue(struct ghd_service *svc, struct ghd_err *err)
                                       .tenant_max_runs = svc->limits.max_runs,
                                       .runs_kept = cfg->runs_kept,
                                       .keep_s = cfg->run_keep_s,
+                                      .shared = ghd_auth_enabled(svc->auth),
+                                      .priority = (int)cfg->run_priority,
                                       .metrics = svc->metrics};
     int rc = ghd_run_queue_new(&qc, svc->runtimes, svc->runtime_count, &svc->runs);
     if (rc)

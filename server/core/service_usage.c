@@ -3,6 +3,7 @@
  * them out from the options and tells a tenant where it stands. */
 #include "service_usage.h"
 
+#include "base/json_text.h"
 #include "run_queue.h"
 #include "service_internal.h"
 
@@ -58,17 +59,19 @@ json_t *ghd_service_usage_new(struct ghd_service *svc, const struct ghd_caller *
     const char *tenant = caller->tenant;
     const struct ghd_tenant_limits *l = &svc->limits;
     size_t bytes, count;
-    unsigned active, kept;
+    struct ghd_run_tenant_usage runs;
     ghd_buffer_tenant_usage(&svc->buffers, tenant, &bytes, &count);
-    ghd_run_queue_tenant_usage(svc->runs, tenant, &active, &kept);
+    ghd_run_queue_tenant_usage(svc->runs, tenant, &runs);
     json_t *kernels = json_array();
     if (kernels)
         ghd_ukernel_store_describe(&svc->kernels, tenant, kernels);
     json_t *obj = json_pack(
-        "{s:s, s:o, s:{s:I, s:I}, s:{s:i, s:i, s:i}, s:{s:I, s:i}}", "tenant",
+        "{s:s, s:o, s:{s:I, s:I}, s:{s:i, s:i, s:i, s:i, s:I, s:f}, s:{s:I, s:i}}", "tenant",
         tenant ? tenant : "", "devices", devices_new(svc, tenant), "buffers", "count",
-        (json_int_t)count, "bytes", (json_int_t)bytes, "runs", "active", (int)active, "kept",
-        (int)kept, "kept_limit", (int)svc->cfg.runs_kept, "kernels", "count",
+        (json_int_t)count, "bytes", (json_int_t)bytes, "runs", "active", (int)runs.active, "kept",
+        (int)runs.kept, "kept_limit", (int)svc->cfg.runs_kept, "weight", (int)runs.weight,
+        "ended", (json_int_t)runs.ended, "device_ms", ghd_round_ms(runs.device_ms), "kernels",
+        "count",
         (json_int_t)json_array_size(kernels), "limit", (int)svc->cfg.tenant_max_kernels);
     json_decref(kernels);
     if (!obj)

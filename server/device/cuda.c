@@ -287,6 +287,18 @@ static int cuda_stream_new(struct ghd_device *dev, struct ghd_stream **out, stru
     return 0;
 }
 
+static int cuda_stream_new_urgent(struct ghd_device *dev, struct ghd_stream **out,
+                                  struct ghd_err *error)
+{
+    CUDA_ENTER(dev, error);
+    int least = 0, greatest = 0;
+    GHD_CUDA_CHECK(dev, error, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t s;
+    GHD_CUDA_CHECK(dev, error, cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+    *out = (struct ghd_stream *)s;
+    return 0;
+}
+
 static void cuda_stream_free(struct ghd_device *dev, struct ghd_stream *s)
 {
     (void)dev;
@@ -483,6 +495,7 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .ipc_open = cuda_ipc_open,
     .ipc_close = cuda_ipc_close,
     .stream_new = cuda_stream_new,
+    .stream_new_urgent = cuda_stream_new_urgent,
     .stream_free = cuda_stream_free,
     .stream_sync = cuda_stream_sync,
     .event_new = cuda_event_new,

@@ -49,6 +49,11 @@ struct ghd_device_ops {
                     size_t *bytes, struct ghd_err *error);
     void (*ipc_close)(struct ghd_device *dev, void *d_ptr);
     int (*stream_new)(struct ghd_device *dev, struct ghd_stream **out, struct ghd_err *error);
+    /* A stream whose work the device schedules ahead of other streams'
+     * (CUDA's greatest stream priority); freed with stream_free. NULL where
+     * the backend has no priorities. */
+    int (*stream_new_urgent)(struct ghd_device *dev, struct ghd_stream **out,
+                             struct ghd_err *error);
     void (*stream_free)(struct ghd_device *dev, struct ghd_stream *s);
     int (*stream_sync)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error);
     int (*event_new)(struct ghd_device *dev, struct ghd_event **out, struct ghd_err *error);

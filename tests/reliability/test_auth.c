@@ -210,6 +210,18 @@ static void test_permissions(void **state)
     assert_int_equal(perms, GHD_PERM_RAW);
     assert_int_equal(ghd_auth_parse_line("abc alice admin", 15, tok, ten, &perms, &why), GHD_EINVAL);
     assert_non_null(strstr(why, "'raw'"));
+    /* A weight in the devices' shares: 1 to 1000, 1 when none is given. */
+    assert_int_equal(ghd_auth_parse_line("abc alice weight=3 raw", 22, tok, ten, &perms, &why), 1);
+    assert_int_equal(perms & GHD_PERM_RAW, GHD_PERM_RAW);
+    assert_int_equal(ghd_perm_weight(perms), 3);
+    assert_int_equal(ghd_perm_weight(GHD_PERM_RAW), 1);
+    static const char *bad_weights[] = {"abc a weight=0", "abc a weight=1001",
+                                        "abc a weight=07", "abc a weight=", "abc a weight=x"};
+    for (size_t i = 0; i < sizeof(bad_weights) / sizeof(bad_weights[0]); i++) {
+        const char *w = bad_weights[i];
+        assert_int_equal(ghd_auth_parse_line(w, strlen(w), tok, ten, &perms, &why), GHD_EINVAL);
+        assert_non_null(strstr(why, "weight=N"));
+    }
 
     struct ghd_auth *a;
     struct ghd_err err = {0};

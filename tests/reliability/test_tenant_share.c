@@ -27,7 +27,7 @@ static void start_tenants(struct rel_server *s, void (*tweak)(struct ghd_config 
 {
     struct ghd_config cfg;
     rel_config(&cfg); /* the default tenancy options, a 64 MiB pool */
-    snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
+    snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob:weight=3", ALICE, BOB);
     if (tweak)
         tweak(&cfg);
     rel_start(s, &cfg);
@@ -294,6 +294,9 @@ static void test_usage_is_the_callers(void **state)
     assert_int_equal(field(u, "runs", "kept_limit"), 1024);
     assert_int_equal(field(u, "kernels", "count"), 0);
     assert_int_equal(field(u, "kernels", "limit"), 64);
+    assert_int_equal(field(u, "runs", "weight"), 1);
+    assert_int_equal(field(u, "runs", "ended"), 1);
+    assert_true(json_is_number(json_object_get(json_object_get(u, "runs"), "device_ms")));
     if (strstr(raw, "bob") || strstr(raw, "5000") || strstr(raw, "3150728"))
         fail_msg("alice's usage shows bob's figures: %s", raw);
     json_decref(u);
@@ -304,6 +307,8 @@ static void test_usage_is_the_callers(void **state)
     assert_int_equal(field(u, "buffers", "bytes"), (3 << 20) + 5000);
     assert_int_equal(device_field(u, "bytes"), (3 << 20) + 5000);
     assert_int_equal(field(u, "runs", "kept"), 3);
+    assert_int_equal(field(u, "runs", "weight"), 3); /* the tokens' weight=3 */
+    assert_int_equal(field(u, "runs", "ended"), 3);
     if (strstr(raw, "alice"))
         fail_msg("bob's usage names alice: %s", raw);
     json_decref(u);

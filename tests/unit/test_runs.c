@@ -237,12 +237,13 @@ static void test_kept_per_tenant(void **state)
     ghd_run_unref(found);
     for (int i = 1; i < 3; i++)
         assert_int_equal(ghd_run_find_new(q, runs[i]->id, "bob", &found), GHD_ENOENT);
-    unsigned active, kept;
-    ghd_run_queue_tenant_usage(q, "alice", &active, &kept);
-    assert_int_equal(kept, 1);
-    ghd_run_queue_tenant_usage(q, "bob", &active, &kept);
-    assert_int_equal(kept, 1);
-    assert_int_equal(active, 0);
+    struct ghd_run_tenant_usage u;
+    ghd_run_queue_tenant_usage(q, "alice", &u);
+    assert_int_equal(u.kept, 1);
+    ghd_run_queue_tenant_usage(q, "bob", &u);
+    assert_int_equal(u.kept, 1);
+    assert_int_equal(u.active, 0);
+    assert_int_equal(u.ended, 3);
     for (int i = 0; i < 4; i++)
         ghd_run_unref(runs[i]);
     ghd_run_queue_free(q);

@@ -1,0 +1,165 @@
+/* Each tenant's share of a device (server/core/run_pick.c), on the run
+ * queue alone with a host-backend runtime: a tenant back from idle goes
+ * ahead of the runs another tenant queued while it was away, and with
+ * shares on (tokens configured) one tenant never holds the last worker of
+ * a device. The host backend's stalled kernel holds a worker as long as a
+ * test needs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/buffer.h"
+#include "core/run.h"
+#include "core/run_queue.h"
+#include "base/error.h"
+#include "device/host_fault.h"
+
+#define RUNS 8
+
+struct fixture {
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    struct ghd_buffer *x, *y[RUNS];
+    struct ghd_run *run[RUNS];
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    struct ghd_runtime_config cfg = {
+        .backend = GHD_BACKEND_HOST,
+        .pool = {.alignment = 256, .slab_size = 4 << 20},
+        .staging_chunk = 64 << 10,
+        .staging_chunks = 2,
+    };
+    assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
+    assert_int_equal(ghd_buffer_table_init(&f->t, "i0000-00000000-"), 0);
+    struct ghd_buffer_spec spec = {.size = 64};
+    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->x), 0);
+    for (int i = 0; i < RUNS; i++)
+        assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->y[i]), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    for (int i = 0; i < RUNS; i++) {
+        if (f->run[i]) {
+            ghd_run_release_calls(f->run[i]);
+            ghd_run_unref(f->run[i]);
+        }
+        ghd_buffer_unref(f->y[i]);
+    }
+    ghd_buffer_unref(f->x);
+    ghd_buffer_table_destroy(&f->t);
+    ghd_runtime_destroy(&f->rt);
+    free(f);
+    return 0;
+}
+
+/* Run i of `tenant` (its buffers the untenanted fixture's): y[i] = 2 x + y[i]
+ * (4 f32), so that no two runs share a
+ * buffer one of them writes and the queue may take them in any order. */
+static struct ghd_run *axpy_of(struct fixture *f, int i, const char *tenant)
+{
+    struct ghd_run *run;
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_run_new("i0000-00000000-", tenant, &run), 0);
+    run->step_count = 1;
+    run->steps[0].kernel = ghd_kernel_find("axpy");
+    json_t *args = json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", f->x->id, "y",
+                             f->y[i]->id, "dtype", "f32", "n", 4);
+    assert_int_equal(ghd_run_step_prepare(&run->steps[0], args, &f->t, NULL, &err), 0);
+    json_decref(args);
+    f->run[i] = run;
+    return run;
+}
+
+/* Alice's first run holds the only worker for 50 ms; meanwhile she queues
+ * four more and bob two. Bob was idle: his runs go before alice's queued
+ * ones, although they were queued after them (first come, first served
+ * took alice's four first). */
+static void test_back_from_idle_goes_first(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 16, .runs_kept = 16,
+                                      .keep_s = 3600};
+    struct ghd_run_queue *q;
+    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* alice's first kernel waits */
+    assert_int_equal(ghd_run_submit(q, axpy_of(f, 0, "alice")), 0);
+    for (int i = 1; i < 5; i++)
+        assert_int_equal(ghd_run_submit(q, axpy_of(f, i, "alice")), 0);
+    for (int i = 5; i < 7; i++)
+        assert_int_equal(ghd_run_submit(q, axpy_of(f, i, "bob")), 0);
+    usleep(50 * 1000);
+    ghd_host_fault_reset(); /* the held kernel returns */
+    for (int i = 0; i < 7; i++)
+        ghd_run_wait(q, f->run[i]);
+    for (int b = 5; b < 7; b++)
+        for (int a = 1; a < 5; a++)
+            if (f->run[b]->started_ms > f->run[a]->started_ms)
+                fail_msg("bob's run %d started %.3f ms after alice's queued run %d", b,
+                         f->run[b]->started_ms - f->run[a]->started_ms, a);
+    for (int i = 1; i < 7; i++)
+        assert_int_equal(f->run[i]->status, GHD_RUN_SUCCEEDED);
+    ghd_run_queue_free(q);
+}
+
+/* Whether the queue says `run` is running (its JSON, read under its lock). */
+static int is_running(struct ghd_run_queue *q, const struct ghd_run *run)
+{
+    json_t *doc = ghd_run_json_new(q, run);
+    assert_non_null(doc);
+    int running = strcmp(json_string_value(json_object_get(doc, "status")), "running") == 0;
+    json_decref(doc);
+    return running;
+}
+
+/* With shares on and two workers, bob's run that holds one worker leaves
+ * the other to someone else: his second run waits while alice's runs and
+ * ends, and starts once his first has ended. */
+static void test_last_worker_is_kept(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_queue_config qc = {.workers = 2, .queue_limit = 16, .runs_kept = 16,
+                                      .keep_s = 3600, .shared = 1};
+    struct ghd_run_queue *q;
+    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* bob's first kernel waits */
+    assert_int_equal(ghd_run_submit(q, axpy_of(f, 0, "bob")), 0);
+    for (int i = 0; i < 500 && !is_running(q, f->run[0]); i++)
+        usleep(1000);
+    assert_int_equal(ghd_run_submit(q, axpy_of(f, 1, "bob")), 0);
+    usleep(20 * 1000); /* time for an idle worker to take it, were it allowed to */
+    assert_int_equal(ghd_run_submit(q, axpy_of(f, 2, "alice")), 0);
+    ghd_run_wait(q, f->run[2]);
+    assert_int_equal(f->run[2]->status, GHD_RUN_SUCCEEDED);
+    if (f->run[1]->status != GHD_RUN_QUEUED)
+        fail_msg("bob's second run took the last worker (status %s)",
+                 ghd_run_status_name(f->run[1]->status));
+    ghd_host_fault_reset();
+    ghd_run_wait(q, f->run[1]);
+    assert_int_equal(f->run[1]->status, GHD_RUN_SUCCEEDED);
+    ghd_run_wait(q, f->run[0]);
+    ghd_run_queue_free(q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_back_from_idle_goes_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_last_worker_is_kept, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
