@@ -33,12 +33,36 @@ static void expect(struct rel_resp *r, long status, const char *needle)
                  r->body ? r->body : "");
 }
 
-static void define(struct rel_server *s, const char *json)
+/* Whether the tests run on the CUDA backend (REL_BACKEND=cuda). */
+static int on_cuda(void)
+{
+    return strcmp(rel_backend_name(), "cuda") == 0;
+}
+
+/* `method` `path` as `token` with a JSON body (or none): expects `status`
+ * and `needle` in the reply, which is freed. */
+static void json_expect(struct rel_server *s, const char *method, const char *path,
+                        const char *token, const char *json, long status, const char *needle)
 {
     struct rel_resp r;
-    rel_json(s, "POST", "/v1/kernels", NULL, json, &r);
-    expect(&r, 201, NULL);
+    rel_json(s, method, path, token, json, &r);
+    expect(&r, status, needle);
     rel_resp_free(&r);
+}
+
+static void define(struct rel_server *s, const char *token, const char *json)
+{
+    json_expect(s, "POST", "/v1/kernels", token, json, 201, NULL);
+}
+
+static void vrun(struct rel_server *s, struct rel_resp *r, long timeout_ms, const char *fmt,
+                 va_list ap)
+{
+    char body[1024];
+    vsnprintf(body, sizeof(body), fmt, ap);
+    struct rel_req rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
+                         .body = body, .len = strlen(body), .timeout_ms = timeout_ms};
+    rel_do(s, &rq, r);
 }
 
 /* POST /v1/runs of `fmt`; the reply in *r. */
@@ -46,19 +70,82 @@ static void run(struct rel_server *s, struct rel_resp *r, long timeout_ms, const
     __attribute__((format(printf, 4, 5)));
 static void run(struct rel_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
 {
-    char body[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
+    vrun(s, r, timeout_ms, fmt, ap);
     va_end(ap);
-    struct rel_req rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
-                         .body = body, .len = strlen(body), .timeout_ms = timeout_ms};
-    rel_do(s, &rq, r);
+}
+
+/* run, expecting `status` and `needle` in the reply, which is freed. */
+static void run_expect(struct rel_server *s, long timeout_ms, long status, const char *needle,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void run_expect(struct rel_server *s, long timeout_ms, long status, const char *needle,
+                       const char *fmt, ...)
+{
+    struct rel_resp r;
+    va_list ap;
+    va_start(ap, fmt);
+    vrun(s, &r, timeout_ms, fmt, ap);
+    va_end(ap);
+    expect(&r, status, needle);
+    rel_resp_free(&r);
 }
 
 static const char *const count_def =
     "{\"name\": \"count\", \"kind\": \"reduction\", \"in\": \"\", \"out\": \"f64 r\","
     " \"map\": \"1\", \"reduce\": \"a + b\", \"identity\": \"0\"}";
+
+/* rel_config with room for a run of about a minute on the host interpreter
+ * (4e9 elements) and a second worker beside it. */
+static void long_run_config(struct ghd_config *cfg)
+{
+    rel_config(cfg);
+    cfg->max_elements = 4000000000u;
+    cfg->run_workers = 2;
+}
+
+/* Starts `s` with `cfg` and defines the kernel "count" as `token`. */
+static void start_counting(struct rel_server *s, const struct ghd_config *cfg, const char *token)
+{
+    rel_start(s, cfg);
+    define(s, token, count_def);
+}
+
+/* A new buffer of `size` bytes; its id in id[64]. */
+static void new_buffer(struct rel_server *s, size_t size, char *id)
+{
+    assert_int_equal(rel_create(s, NULL, size, id, 64), 201);
+}
+
+/* GET of buffer `id`: 200 with `len` bytes; the reply in *r. */
+static void get_buffer(struct rel_server *s, const char *id, size_t len, struct rel_resp *r)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    rel_json(s, "GET", path, NULL, NULL, r);
+    expect(r, 200, NULL);
+    assert_int_equal(r->len, len);
+}
+
+static long device_losses(const struct rel_server *s)
+{
+    return rel_metric(s, "gpuhttpd_device_losses_total{device=\"0\"}");
+}
+
+/* The device is still ready and no loss was counted since device_losses
+ * read `losses`. */
+static void expect_device_kept(struct rel_server *s, long losses)
+{
+    json_expect(s, "GET", "/readyz", NULL, NULL, 200, NULL);
+    assert_int_equal(device_losses(s), losses);
+}
+
+/* No run is left active; the server stops. */
+static void stop_idle(struct rel_server *s)
+{
+    assert_int_equal(ghd_run_queue_active(s->svc.runs), 0);
+    rel_stop(s);
+}
 
 static void test_unbounded_n_refused(void **state)
 {
@@ -66,35 +153,25 @@ static void test_unbounded_n_refused(void **state)
     struct rel_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
-    rel_start(&s, &cfg);
     assert_int_equal(cfg.max_elements, 268435456u); /* the documented default */
-    define(&s, count_def);
-    struct rel_resp r;
+    start_counting(&s, &cfg, NULL);
     /* The attack: taken at once (202) before, a worker gone for good. */
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 9000000000000000000}, "
-                   "\"wait\": false}");
-    expect(&r, 422, "--max-elements");
-    rel_resp_free(&r);
+    run_expect(&s, 0, 422, "--max-elements",
+               "{\"kernel\": \"count\", \"args\": {\"n\": 9000000000000000000}, \"wait\": false}");
     /* An output buffer holds one element: it bounds nothing either. */
     char out[64];
-    assert_int_equal(rel_create(&s, NULL, 8, out, sizeof(out)), 201);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 268435457, \"r\": \"%s\"}, "
-                   "\"wait\": false}", out);
-    expect(&r, 422, "--max-elements");
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 1000, \"r\": \"%s\"}}", out);
-    expect(&r, 200, "\"value\":1000");
-    rel_resp_free(&r);
+    new_buffer(&s, 8, out);
+    run_expect(&s, 0, 422, "--max-elements",
+               "{\"kernel\": \"count\", \"args\": {\"n\": 268435457, \"r\": \"%s\"}, "
+               "\"wait\": false}", out);
+    run_expect(&s, 0, 200, "\"value\":1000",
+               "{\"kernel\": \"count\", \"args\": {\"n\": 1000, \"r\": \"%s\"}}", out);
     /* At the cap itself, where a device is fast enough (the host backend
      * would interpret for half a minute): the CUDA launch with the bound. */
-    const char *be = getenv("REL_BACKEND");
-    if (be && strcmp(be, "cuda") == 0) {
-        run(&s, &r, 60000, "{\"kernel\": \"count\", \"args\": {\"n\": 268435456}}");
-        expect(&r, 200, "\"value\":268435456");
-        rel_resp_free(&r);
-    }
-    assert_int_equal(ghd_run_queue_active(s.svc.runs), 0);
-    rel_stop(&s);
+    if (on_cuda())
+        run_expect(&s, 60000, 200, "\"value\":268435456",
+                   "{\"kernel\": \"count\", \"args\": {\"n\": 268435456}}");
+    stop_idle(&s);
 }
 
 /* With --max-elements 8: a raw input of 16 elements allows n = 16 (the
@@ -106,26 +183,18 @@ static void test_raw_input_bounds_n(void **state)
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.max_elements = 8;
-    rel_start(&s, &cfg);
-    define(&s, count_def);
-    define(&s, "{\"name\": \"rawsum\", \"kind\": \"reduction\", \"in\": \"raw f64 x = 1\","
-               " \"out\": \"f64 r\", \"map\": \"x[i] + 1\", \"reduce\": \"a + b\","
-               " \"identity\": \"0\"}");
+    start_counting(&s, &cfg, NULL);
+    define(&s, NULL, "{\"name\": \"rawsum\", \"kind\": \"reduction\", \"in\": \"raw f64 x = 1\","
+                     " \"out\": \"f64 r\", \"map\": \"x[i] + 1\", \"reduce\": \"a + b\","
+                     " \"identity\": \"0\"}");
     char x[64];
-    assert_int_equal(rel_create(&s, NULL, 16 * 8, x, sizeof(x)), 201);
-    struct rel_resp r;
-    run(&s, &r, 0, "{\"kernel\": \"rawsum\", \"args\": {\"x\": \"%s\", \"n\": 16}}", x);
-    expect(&r, 200, "\"value\":16");
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"rawsum\", \"args\": {\"x\": \"%s\", \"n\": 17}}", x);
-    expect(&r, 422, "largest raw input");
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 8}}");
-    expect(&r, 200, "\"value\":8");
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 9}}");
-    expect(&r, 422, "more than 8");
-    rel_resp_free(&r);
+    new_buffer(&s, 16 * 8, x);
+    run_expect(&s, 0, 200, "\"value\":16",
+               "{\"kernel\": \"rawsum\", \"args\": {\"x\": \"%s\", \"n\": 16}}", x);
+    run_expect(&s, 0, 422, "largest raw input",
+               "{\"kernel\": \"rawsum\", \"args\": {\"x\": \"%s\", \"n\": 17}}", x);
+    run_expect(&s, 0, 200, "\"value\":8", "{\"kernel\": \"count\", \"args\": {\"n\": 8}}");
+    run_expect(&s, 0, 422, "more than 8", "{\"kernel\": \"count\", \"args\": {\"n\": 9}}");
     rel_stop(&s);
 }
 
@@ -136,18 +205,14 @@ static void test_raw_input_bounds_n(void **state)
 static void test_host_run_timeout_fails_alone(void **state)
 {
     (void)state;
-    const char *be = getenv("REL_BACKEND");
-    if (be && strcmp(be, "cuda") == 0)
+    if (on_cuda())
         skip();
     struct rel_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    long_run_config(&cfg);
     cfg.run_timeout_s = 1;
-    cfg.max_elements = 4000000000u;
-    cfg.run_workers = 2;
-    rel_start(&s, &cfg);
-    define(&s, count_def);
-    long losses = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
+    start_counting(&s, &cfg, NULL);
+    long losses = device_losses(&s);
     struct rel_resp r;
     long t0 = rel_now_ms();
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}");
@@ -157,13 +222,8 @@ static void test_host_run_timeout_fails_alone(void **state)
     rel_resp_free(&r);
     if (took > 5000)
         fail_msg("the stopped run took %ld ms to answer (--run-timeout 1)", took);
-    rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
-    expect(&r, 200, NULL);
-    rel_resp_free(&r);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}"), losses);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}");
-    expect(&r, 200, "\"value\":1000");
-    rel_resp_free(&r);
+    expect_device_kept(&s, losses);
+    run_expect(&s, 0, 200, "\"value\":1000", "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}");
     rel_stop(&s);
 }
 
@@ -175,22 +235,18 @@ static void test_host_run_timeout_fails_alone(void **state)
 static void test_pipeline_timeout_keeps_device(void **state)
 {
     (void)state;
-    const char *be = getenv("REL_BACKEND");
-    if (be && strcmp(be, "cuda") == 0)
+    if (on_cuda())
         skip();
     struct rel_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    long_run_config(&cfg);
     cfg.run_timeout_s = 1;
-    cfg.max_elements = 4000000000u;
-    cfg.run_workers = 2;
-    rel_start(&s, &cfg);
-    define(&s, count_def);
+    start_counting(&s, &cfg, NULL);
     char x[64], y[64], other[64];
-    assert_int_equal(rel_create(&s, NULL, 4096, x, sizeof(x)), 201);
-    assert_int_equal(rel_create(&s, NULL, 4096, y, sizeof(y)), 201);
-    assert_int_equal(rel_create(&s, NULL, 64, other, sizeof(other)), 201);
-    long losses = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
+    new_buffer(&s, 4096, x);
+    new_buffer(&s, 4096, y);
+    new_buffer(&s, 64, other);
+    long losses = device_losses(&s);
     struct rel_resp r;
     run(&s, &r, 30000, "{\"steps\": [{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", "
                        "\"n\": 1024, \"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}, "
@@ -198,20 +254,13 @@ static void test_pipeline_timeout_keeps_device(void **state)
     expect(&r, 422, "--run-timeout");
     assert_non_null(strstr(r.body, "step 1 (count)"));
     rel_resp_free(&r);
-    rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
-    expect(&r, 200, NULL);
+    expect_device_kept(&s, losses);
+    get_buffer(&s, other, 64, &r);
     rel_resp_free(&r);
-    char path[96];
-    snprintf(path, sizeof(path), "/v1/buffers/%s", other);
-    rel_json(&s, "GET", path, NULL, NULL, &r);
-    expect(&r, 200, NULL);
-    assert_int_equal(r.len, 64);
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", \"n\": 1024, "
-                   "\"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}", x, y);
-    expect(&r, 200, "\"status\":\"succeeded\"");
-    rel_resp_free(&r);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}"), losses);
+    run_expect(&s, 0, 200, "\"status\":\"succeeded\"",
+               "{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", \"n\": 1024, "
+               "\"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}", x, y);
+    assert_int_equal(device_losses(&s), losses);
     rel_stop(&s);
 }
 
@@ -223,56 +272,53 @@ static void test_pipeline_timeout_keeps_device(void **state)
 static void test_per_run_timeout(void **state)
 {
     (void)state;
-    const char *be = getenv("REL_BACKEND");
-    if (be && strcmp(be, "cuda") == 0)
+    if (on_cuda())
         skip();
     struct rel_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    long_run_config(&cfg);
     assert_int_equal(cfg.run_timeout_s, 60); /* the documented default */
-    cfg.max_elements = 4000000000u;
-    rel_start(&s, &cfg);
-    define(&s, count_def);
+    start_counting(&s, &cfg, NULL);
+    run_expect(&s, 0, 422, "--run-timeout 60",
+               "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 61}");
+    run_expect(&s, 0, 400, "timeout_s",
+               "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": \"1\"}");
+    run_expect(&s, 0, 422, "timeout_s",
+               "{\"steps\": [{\"kernel\": \"count\", \"args\": {\"n\": 10}}], \"timeout_s\": 0}");
+    run_expect(&s, 0, 200, "\"timeout_s\":60", "{\"kernel\": \"count\", \"args\": {\"n\": 10}}");
     struct rel_resp r;
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 61}");
-    expect(&r, 422, "--run-timeout 60");
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": \"1\"}");
-    expect(&r, 400, "timeout_s");
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"steps\": [{\"kernel\": \"count\", \"args\": {\"n\": 10}}], "
-                   "\"timeout_s\": 0}");
-    expect(&r, 422, "timeout_s");
-    rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}}");
-    expect(&r, 200, "\"timeout_s\":60");
-    rel_resp_free(&r);
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, "
                        "\"timeout_s\": 1}");
     expect(&r, 422, "timeout of 1 s");
     assert_non_null(strstr(r.body, "stopped after"));
     rel_resp_free(&r);
-    run(&s, &r, 0, "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 0.5}");
-    expect(&r, 200, "\"timeout_s\":0.5");
-    rel_resp_free(&r);
+    run_expect(&s, 0, 200, "\"timeout_s\":0.5",
+               "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 0.5}");
     /* The catalogue says which kernels stop within their step. */
-    rel_json(&s, "GET", "/v1/kernels/count", NULL, NULL, &r);
-    expect(&r, 200, "\"stoppable\":true");
-    rel_resp_free(&r);
-    rel_json(&s, "GET", "/v1/kernels/gemm", NULL, NULL, &r);
-    expect(&r, 200, "\"stoppable\":false");
-    rel_resp_free(&r);
-    assert_int_equal(ghd_run_queue_active(s.svc.runs), 0);
-    rel_stop(&s);
+    json_expect(&s, "GET", "/v1/kernels/count", NULL, NULL, 200, "\"stoppable\":true");
+    json_expect(&s, "GET", "/v1/kernels/gemm", NULL, NULL, 200, "\"stoppable\":false");
+    stop_idle(&s);
 }
 
-/* The run's status as `token` sees it, polled while it is `while_status`
+/* POST /v1/runs of `body` (not waiting) as `token`: 202; the run's path
+ * (/v1/runs/<id>) in path[128]. */
+static void start_async(struct rel_server *s, const char *token, const char *body, char *path)
+{
+    struct rel_resp r;
+    rel_json(s, "POST", "/v1/runs", token, body, &r);
+    expect(&r, 202, NULL);
+    char id[96];
+    rel_json_str(&r, "id", id, sizeof(id));
+    rel_resp_free(&r);
+    snprintf(path, 128, "/v1/runs/%s", id);
+}
+
+/* The run at `path` as `token` sees it, polled while it is `while_status`
  * (at most 20 s); the last reply in *r. */
-static void poll_run(struct rel_server *s, const char *token, const char *id,
+static void poll_run(struct rel_server *s, const char *token, const char *path,
                      const char *while_status, struct rel_resp *r)
 {
-    char path[96], needle[48];
-    snprintf(path, sizeof(path), "/v1/runs/%s", id);
+    char needle[48];
     snprintf(needle, sizeof(needle), "\"status\":\"%s\"", while_status);
     for (int i = 0; i < 2000; i++) {
         rel_json(s, "GET", path, token, NULL, r);
@@ -281,7 +327,22 @@ static void poll_run(struct rel_server *s, const char *token, const char *id,
         rel_resp_free(r);
         rel_sleep_ms(10);
     }
-    fail_msg("run %s still %s after 20 s", id, while_status);
+    fail_msg("run %s still %s after 20 s", path, while_status);
+}
+
+/* poll_run while the run is `while_status`: it then reads `now`, and
+ * `detail` where not NULL. */
+static void expect_run_leaves(struct rel_server *s, const char *token, const char *path,
+                              const char *while_status, const char *now, const char *detail)
+{
+    char needle[48];
+    snprintf(needle, sizeof(needle), "\"status\":\"%s\"", now);
+    struct rel_resp r;
+    poll_run(s, token, path, while_status, &r);
+    expect(&r, 200, needle);
+    if (detail)
+        assert_non_null(strstr(r.body, detail));
+    rel_resp_free(&r);
 }
 
 /* DELETE of a running run: 202, the run stops at its next stop point (the
@@ -290,56 +351,30 @@ static void poll_run(struct rel_server *s, const char *token, const char *id,
 static void test_cancel_running_run(void **state)
 {
     (void)state;
-    const char *be = getenv("REL_BACKEND");
-    if (be && strcmp(be, "cuda") == 0)
+    if (on_cuda())
         skip();
     struct rel_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
-    cfg.max_elements = 4000000000u;
-    cfg.run_workers = 2;
+    long_run_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "tokA:alice,tokB:bob");
-    rel_start(&s, &cfg);
+    start_counting(&s, &cfg, "tokA");
+    char path[128];
+    start_async(&s, "tokA",
+                "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, \"wait\": false}", path);
+    expect_run_leaves(&s, "tokA", path, "queued", "running", NULL);
+    json_expect(&s, "DELETE", path, "tokB", NULL, 404, NULL); /* bob's: not found, nothing stops */
     struct rel_resp r;
-    rel_json(&s, "POST", "/v1/kernels", "tokA", count_def, &r);
-    expect(&r, 201, NULL);
-    rel_resp_free(&r);
-    rel_json(&s, "POST", "/v1/runs", "tokA",
-             "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, \"wait\": false}", &r);
-    expect(&r, 202, NULL);
-    char id[96], path[128];
-    rel_json_str(&r, "id", id, sizeof(id));
-    rel_resp_free(&r);
-    snprintf(path, sizeof(path), "/v1/runs/%s", id);
-    poll_run(&s, "tokA", id, "queued", &r);
-    expect(&r, 200, "\"status\":\"running\"");
-    rel_resp_free(&r);
-    rel_json(&s, "DELETE", path, "tokB", NULL, &r); /* bob's: not found, nothing stops */
-    expect(&r, 404, NULL);
-    rel_resp_free(&r);
     rel_json(&s, "GET", path, "tokA", NULL, &r);
     expect(&r, 200, "\"status\":\"running\"");
     assert_null(strstr(r.body, "stopping"));
     rel_resp_free(&r);
-    rel_json(&s, "DELETE", path, "tokA", NULL, &r);
-    expect(&r, 202, "\"stopping\":\"cancel\"");
-    rel_resp_free(&r);
-    poll_run(&s, "tokA", id, "running", &r);
-    expect(&r, 200, "\"status\":\"canceled\"");
-    assert_non_null(strstr(r.body, "canceled while it ran"));
-    rel_resp_free(&r);
-    rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
-    expect(&r, 200, NULL);
-    rel_resp_free(&r);
-    rel_json(&s, "POST", "/v1/runs", "tokA", "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}",
-             &r);
-    expect(&r, 200, "\"value\":1000");
-    rel_resp_free(&r);
-    rel_json(&s, "DELETE", path, "tokA", NULL, &r); /* ended: forgotten */
-    expect(&r, 204, NULL);
-    rel_resp_free(&r);
-    assert_int_equal(ghd_run_queue_active(s.svc.runs), 0);
-    rel_stop(&s);
+    json_expect(&s, "DELETE", path, "tokA", NULL, 202, "\"stopping\":\"cancel\"");
+    expect_run_leaves(&s, "tokA", path, "running", "canceled", "canceled while it ran");
+    json_expect(&s, "GET", "/readyz", NULL, NULL, 200, NULL);
+    json_expect(&s, "POST", "/v1/runs", "tokA", "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}",
+                200, "\"value\":1000");
+    json_expect(&s, "DELETE", path, "tokA", NULL, 204, NULL); /* ended: forgotten */
+    stop_idle(&s);
 }
 
 /* DELETE while a pipeline's first step runs a kernel that cannot be stopped
@@ -349,8 +384,7 @@ static void test_cancel_running_run(void **state)
 static void test_cancel_pipeline_at_step(void **state)
 {
     (void)state;
-    const char *be = getenv("REL_BACKEND");
-    if (be && strcmp(be, "cuda") == 0)
+    if (on_cuda())
         skip();
     struct rel_server s;
     struct ghd_config cfg;
@@ -358,35 +392,23 @@ static void test_cancel_pipeline_at_step(void **state)
     rel_start(&s, &cfg);
     const size_t n = 1024, bytes = n * n * 4;
     char a[64], b[64], c[64], y[64];
-    assert_int_equal(rel_create(&s, NULL, bytes, a, sizeof(a)), 201);
-    assert_int_equal(rel_create(&s, NULL, bytes, b, sizeof(b)), 201);
-    assert_int_equal(rel_create(&s, NULL, bytes, c, sizeof(c)), 201);
-    assert_int_equal(rel_create(&s, NULL, 64, y, sizeof(y)), 201);
+    new_buffer(&s, bytes, a);
+    new_buffer(&s, bytes, b);
+    new_buffer(&s, bytes, c);
+    new_buffer(&s, 64, y);
+    char body[1024], path[128];
+    snprintf(body, sizeof(body),
+             "{\"steps\": [{\"kernel\": \"gemm\", \"args\": {\"dtype\": \"f32\", \"m\": %zu, "
+             "\"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\"}}, "
+             "{\"kernel\": \"fill\", \"args\": {\"dtype\": \"f32\", \"n\": 16, \"value\": 3, "
+             "\"x\": \"%s\"}}], \"wait\": false}", n, n, n, a, b, c, y);
+    start_async(&s, NULL, body, path);
+    expect_run_leaves(&s, NULL, path, "queued", "running", NULL);
+    json_expect(&s, "DELETE", path, NULL, NULL, 202, "\"stopping\":\"cancel\"");
+    expect_run_leaves(&s, NULL, path, "running", "canceled", "step 1 (fill)");
     struct rel_resp r;
-    run(&s, &r, 0, "{\"steps\": [{\"kernel\": \"gemm\", \"args\": {\"dtype\": \"f32\", \"m\": %zu, "
-                   "\"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\"}}, "
-                   "{\"kernel\": \"fill\", \"args\": {\"dtype\": \"f32\", \"n\": 16, \"value\": 3, "
-                   "\"x\": \"%s\"}}], \"wait\": false}", n, n, n, a, b, c, y);
-    expect(&r, 202, NULL);
-    char id[96], path[128];
-    rel_json_str(&r, "id", id, sizeof(id));
-    rel_resp_free(&r);
-    snprintf(path, sizeof(path), "/v1/runs/%s", id);
-    poll_run(&s, NULL, id, "queued", &r);
-    expect(&r, 200, "\"status\":\"running\"");
-    rel_resp_free(&r);
-    rel_json(&s, "DELETE", path, NULL, NULL, &r);
-    expect(&r, 202, "\"stopping\":\"cancel\"");
-    rel_resp_free(&r);
-    poll_run(&s, NULL, id, "running", &r);
-    expect(&r, 200, "\"status\":\"canceled\"");
-    assert_non_null(strstr(r.body, "step 1 (fill)"));
-    rel_resp_free(&r);
-    snprintf(path, sizeof(path), "/v1/buffers/%s", y);
-    rel_json(&s, "GET", path, NULL, NULL, &r);
-    expect(&r, 200, NULL);
+    get_buffer(&s, y, 64, &r);
     static const char zeros[64];
-    assert_int_equal(r.len, 64);
     assert_memory_equal(r.body, zeros, 64); /* fill never ran */
     rel_resp_free(&r);
     rel_stop(&s);
