@@ -95,20 +95,31 @@ static const char *const count_def =
     "{\"name\": \"count\", \"kind\": \"reduction\", \"in\": \"\", \"out\": \"f64 r\","
     " \"map\": \"1\", \"reduce\": \"a + b\", \"identity\": \"0\"}";
 
-/* rel_config with room for a run of about a minute on the host interpreter
- * (4e9 elements) and a second worker beside it. */
-static void long_run_config(struct ghd_config *cfg)
-{
-    rel_config(cfg);
-    cfg->max_elements = 4000000000u;
-    cfg->run_workers = 2;
-}
-
 /* Starts `s` with `cfg` and defines the kernel "count" as `token`. */
 static void start_counting(struct rel_server *s, const struct ghd_config *cfg, const char *token)
 {
     rel_start(s, cfg);
     define(s, token, count_def);
+}
+
+/* start_counting with room for a run of about a minute on the host
+ * interpreter (4e9 elements) and a second worker beside it; --run-timeout
+ * `run_timeout_s` (0: its default), --tokens `tokens` ("": none). Host
+ * only: the interpreter stops a run, a CUDA kernel cannot be stopped (the
+ * device is lost there, tests/gpu covers it), so the test skips on CUDA. */
+static void start_host_long_runs(struct rel_server *s, unsigned run_timeout_s,
+                                 const char *tokens, const char *token)
+{
+    if (on_cuda())
+        skip();
+    struct ghd_config cfg;
+    rel_config(&cfg);
+    cfg.max_elements = 4000000000u;
+    cfg.run_workers = 2;
+    if (run_timeout_s)
+        cfg.run_timeout_s = run_timeout_s;
+    snprintf(cfg.tokens, sizeof(cfg.tokens), "%s", tokens);
+    start_counting(s, &cfg, token);
 }
 
 /* A new buffer of `size` bytes; its id in id[64]. */
@@ -205,13 +216,8 @@ static void test_raw_input_bounds_n(void **state)
 static void test_host_run_timeout_fails_alone(void **state)
 {
     (void)state;
-    if (on_cuda())
-        skip();
     struct rel_server s;
-    struct ghd_config cfg;
-    long_run_config(&cfg);
-    cfg.run_timeout_s = 1;
-    start_counting(&s, &cfg, NULL);
+    start_host_long_runs(&s, 1, "", NULL);
     long losses = device_losses(&s);
     struct rel_resp r;
     long t0 = rel_now_ms();
@@ -235,13 +241,8 @@ static void test_host_run_timeout_fails_alone(void **state)
 static void test_pipeline_timeout_keeps_device(void **state)
 {
     (void)state;
-    if (on_cuda())
-        skip();
     struct rel_server s;
-    struct ghd_config cfg;
-    long_run_config(&cfg);
-    cfg.run_timeout_s = 1;
-    start_counting(&s, &cfg, NULL);
+    start_host_long_runs(&s, 1, "", NULL);
     char x[64], y[64], other[64];
     new_buffer(&s, 4096, x);
     new_buffer(&s, 4096, y);
@@ -272,13 +273,9 @@ static void test_pipeline_timeout_keeps_device(void **state)
 static void test_per_run_timeout(void **state)
 {
     (void)state;
-    if (on_cuda())
-        skip();
     struct rel_server s;
-    struct ghd_config cfg;
-    long_run_config(&cfg);
-    assert_int_equal(cfg.run_timeout_s, 60); /* the documented default */
-    start_counting(&s, &cfg, NULL);
+    start_host_long_runs(&s, 0, "", NULL);
+    assert_int_equal(s.svc.cfg.run_timeout_s, 60); /* the documented default */
     run_expect(&s, 0, 422, "--run-timeout 60",
                "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 61}");
     run_expect(&s, 0, 400, "timeout_s",
@@ -351,13 +348,8 @@ static void expect_run_leaves(struct rel_server *s, const char *token, const cha
 static void test_cancel_running_run(void **state)
 {
     (void)state;
-    if (on_cuda())
-        skip();
     struct rel_server s;
-    struct ghd_config cfg;
-    long_run_config(&cfg);
-    snprintf(cfg.tokens, sizeof(cfg.tokens), "tokA:alice,tokB:bob");
-    start_counting(&s, &cfg, "tokA");
+    start_host_long_runs(&s, 0, "tokA:alice,tokB:bob", "tokA");
     char path[128];
     start_async(&s, "tokA",
                 "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, \"wait\": false}", path);
