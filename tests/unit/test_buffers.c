@@ -17,6 +17,7 @@
 #include "core/buffer.h"
 #include "device/runtime.h"
 #include "base/error.h"
+#include "unit_host.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -29,14 +30,7 @@ static int setup_limit(void **state, size_t limit)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    struct ghd_runtime_config cfg = {
-        .backend = GHD_BACKEND_HOST,
-        .pool = {.alignment = 256, .slab_size = 4 * MIB, .limit = limit},
-        .staging_chunk = 64 << 10,
-        .staging_chunks = 2,
-    };
-    assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
-    assert_int_equal(ghd_buffer_table_init(&f->t, "i0000-00000000-"), 0);
+    unit_host_open(&f->rt, &f->t, limit);
     *state = f;
     return 0;
 }

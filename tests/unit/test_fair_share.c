@@ -20,6 +20,7 @@
 #include "core/run_queue.h"
 #include "base/error.h"
 #include "device/host_fault.h"
+#include "unit_host.h"
 
 #define RUNS 8
 
@@ -34,18 +35,10 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    struct ghd_runtime_config cfg = {
-        .backend = GHD_BACKEND_HOST,
-        .pool = {.alignment = 256, .slab_size = 4 << 20},
-        .staging_chunk = 64 << 10,
-        .staging_chunks = 2,
-    };
-    assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
-    assert_int_equal(ghd_buffer_table_init(&f->t, "i0000-00000000-"), 0);
-    struct ghd_buffer_spec spec = {.size = 64};
-    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->x), 0);
+    unit_host_open(&f->rt, &f->t, 0);
+    f->x = unit_host_buffer(&f->rt, &f->t, 64);
     for (int i = 0; i < RUNS; i++)
-        assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->y[i]), 0);
+        f->y[i] = unit_host_buffer(&f->rt, &f->t, 64);
     *state = f;
     return 0;
 }
@@ -61,8 +54,7 @@ static int teardown(void **state)
         ghd_buffer_unref(f->y[i]);
     }
     ghd_buffer_unref(f->x);
-    ghd_buffer_table_destroy(&f->t);
-    ghd_runtime_destroy(&f->rt);
+    unit_host_close(&f->rt, &f->t);
     free(f);
     return 0;
 }
@@ -72,17 +64,12 @@ static int teardown(void **state)
  * buffer one of them writes and the queue may take them in any order. */
 static struct ghd_run *axpy_of(struct fixture *f, int i, const char *tenant)
 {
-    struct ghd_run *run;
-    struct ghd_err err = {0};
-    assert_int_equal(ghd_run_new("i0000-00000000-", tenant, &run), 0);
-    run->step_count = 1;
-    run->steps[0].kernel = ghd_kernel_find("axpy");
+    int rc;
     json_t *args = json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", f->x->id, "y",
                              f->y[i]->id, "dtype", "f32", "n", 4);
-    assert_int_equal(ghd_run_step_prepare(&run->steps[0], args, &f->t, NULL, &err), 0);
-    json_decref(args);
-    f->run[i] = run;
-    return run;
+    f->run[i] = unit_host_run(&f->t, tenant, "axpy", args, &rc);
+    assert_int_equal(rc, 0);
+    return f->run[i];
 }
 
 /* Alice's first run holds the only worker for 50 ms; meanwhile she queues
@@ -92,10 +79,8 @@ static struct ghd_run *axpy_of(struct fixture *f, int i, const char *tenant)
 static void test_back_from_idle_goes_first(void **state)
 {
     struct fixture *f = *state;
-    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 16, .runs_kept = 16,
-                                      .keep_s = 3600};
-    struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    struct ghd_run_queue *q = unit_host_queue(&f->rt, 1, (struct ghd_run_queue_config){
+        .workers = 1, .queue_limit = 16, .runs_kept = 16, .keep_s = 3600});
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* alice's first kernel waits */
     assert_int_equal(ghd_run_submit(q, axpy_of(f, 0, "alice")), 0);
     for (int i = 1; i < 5; i++)
@@ -132,10 +117,8 @@ static int is_running(struct ghd_run_queue *q, const struct ghd_run *run)
 static void test_last_worker_is_kept(void **state)
 {
     struct fixture *f = *state;
-    struct ghd_run_queue_config qc = {.workers = 2, .queue_limit = 16, .runs_kept = 16,
-                                      .keep_s = 3600, .shared = 1};
-    struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    struct ghd_run_queue *q = unit_host_queue(&f->rt, 1, (struct ghd_run_queue_config){
+        .workers = 2, .queue_limit = 16, .runs_kept = 16, .keep_s = 3600, .shared = 1});
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* bob's first kernel waits */
     assert_int_equal(ghd_run_submit(q, axpy_of(f, 0, "bob")), 0);
     for (int i = 0; i < 500 && !is_running(q, f->run[0]); i++)

@@ -20,6 +20,7 @@
 #include "core/run_queue.h"
 #include "base/error.h"
 #include "device/host_fault.h"
+#include "unit_host.h"
 
 struct fixture {
     struct ghd_runtime rt;
@@ -31,17 +32,9 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    struct ghd_runtime_config cfg = {
-        .backend = GHD_BACKEND_HOST,
-        .pool = {.alignment = 256, .slab_size = 4 << 20},
-        .staging_chunk = 64 << 10,
-        .staging_chunks = 2,
-    };
-    assert_int_equal(ghd_runtime_init(&f->rt, &cfg, NULL), 0);
-    assert_int_equal(ghd_buffer_table_init(&f->t, "i0000-00000000-"), 0);
-    struct ghd_buffer_spec spec = {.size = 64};
-    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->x), 0);
-    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &f->y), 0);
+    unit_host_open(&f->rt, &f->t, 0);
+    f->x = unit_host_buffer(&f->rt, &f->t, 64);
+    f->y = unit_host_buffer(&f->rt, &f->t, 64);
     *state = f;
     return 0;
 }
@@ -51,31 +44,16 @@ static int teardown(void **state)
     struct fixture *f = *state;
     ghd_buffer_unref(f->x);
     ghd_buffer_unref(f->y);
-    ghd_buffer_table_destroy(&f->t);
-    ghd_runtime_destroy(&f->rt);
+    unit_host_close(&f->rt, &f->t);
     free(f);
     return 0;
-}
-
-/* A run of one step of `kernel` with `args` (stolen); *rc its prepare's code. */
-static struct ghd_run *prepared(struct fixture *f, const char *kernel, json_t *args, int *rc)
-{
-    struct ghd_run *run;
-    struct ghd_err err = {0};
-    assert_int_equal(ghd_run_new("i0000-00000000-", NULL, &run), 0);
-    run->step_count = 1;
-    run->steps[0].kernel = ghd_kernel_find(kernel);
-    assert_non_null(run->steps[0].kernel);
-    *rc = ghd_run_step_prepare(&run->steps[0], args, &f->t, NULL, &err);
-    json_decref(args);
-    return run;
 }
 
 /* axpy (y = 2 x + y, 4 f32) from buffer x to buffer y. */
 static struct ghd_run *axpy(struct fixture *f, const struct ghd_buffer *x,
                             const char *y_id, int *rc)
 {
-    return prepared(f, "axpy",
+    return unit_host_run(&f->t, NULL, "axpy",
                     json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", x->id, "y", y_id,
                               "dtype", "f32", "n", 4),
                     rc);
@@ -127,11 +105,11 @@ static void test_conflicts(void **state)
     struct fixture *f = *state;
     int rc;
     json_t *sum_x = json_pack("{s:s, s:s, s:i}", "x", f->x->id, "dtype", "f32", "n", 4);
-    struct ghd_run *r1 = prepared(f, "sum", json_deep_copy(sum_x), &rc);
+    struct ghd_run *r1 = unit_host_run(&f->t, NULL, "sum", json_deep_copy(sum_x), &rc);
     assert_int_equal(rc, 0);
-    struct ghd_run *r2 = prepared(f, "sum", sum_x, &rc);
+    struct ghd_run *r2 = unit_host_run(&f->t, NULL, "sum", sum_x, &rc);
     assert_int_equal(rc, 0);
-    struct ghd_run *w = prepared(f, "fill",
+    struct ghd_run *w = unit_host_run(&f->t, NULL, "fill",
                                  json_pack("{s:s, s:s, s:i, s:f}", "x", f->x->id, "dtype", "f32",
                                            "n", 4, "value", 1.0),
                                  &rc);
@@ -183,10 +161,8 @@ static void test_execute_orders_buffers(void **state)
 static void test_queue_from_settings(void **state)
 {
     struct fixture *f = *state;
-    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 1,
-                                      .keep_s = 3600};
-    struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    struct ghd_run_queue *q = unit_host_queue(&f->rt, 1, (struct ghd_run_queue_config){
+        .workers = 1, .queue_limit = 4, .runs_kept = 1, .keep_s = 3600});
     int rc;
     struct ghd_run *a = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
@@ -217,10 +193,8 @@ static void test_queue_from_settings(void **state)
 static void test_kept_per_tenant(void **state)
 {
     struct fixture *f = *state;
-    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 2,
-                                      .keep_s = 3600};
-    struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    struct ghd_run_queue *q = unit_host_queue(&f->rt, 1, (struct ghd_run_queue_config){
+        .workers = 1, .queue_limit = 4, .runs_kept = 2, .keep_s = 3600});
     struct ghd_run *runs[4];
     for (int i = 0; i < 4; i++) {
         int rc;
@@ -256,10 +230,8 @@ static void test_kept_per_tenant(void **state)
 static void test_late_result_is_dropped(void **state)
 {
     struct fixture *f = *state;
-    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 4, .runs_kept = 4,
-                                      .keep_s = 3600};
-    struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, &f->rt, 1, &q), 0);
+    struct ghd_run_queue *q = unit_host_queue(&f->rt, 1, (struct ghd_run_queue_config){
+        .workers = 1, .queue_limit = 4, .runs_kept = 4, .keep_s = 3600});
     int rc;
     struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
@@ -290,27 +262,19 @@ static void test_workers_per_device(void **state)
 {
     struct fixture *f = *state;
     struct ghd_runtime rts[2]; /* two simulated devices beside the fixture's */
-    struct ghd_runtime_config cfg = {
-        .backend = GHD_BACKEND_HOST,
-        .pool = {.alignment = 256, .slab_size = 4 << 20},
-        .staging_chunk = 64 << 10,
-        .staging_chunks = 2,
-    };
+    struct ghd_runtime_config cfg = unit_host_config(0);
     for (int d = 0; d < 2; d++) {
         cfg.ordinal = d;
         assert_int_equal(ghd_runtime_init(&rts[d], &cfg, NULL), 0);
         rts[d].index = (unsigned)d;
     }
     struct ghd_buffer *x[2], *y[2];
-    struct ghd_buffer_spec spec = {.size = 64};
     for (int d = 0; d < 2; d++) {
-        assert_int_equal(ghd_buffer_create_new(&f->t, &rts[d], &spec, &x[d]), 0);
-        assert_int_equal(ghd_buffer_create_new(&f->t, &rts[d], &spec, &y[d]), 0);
+        x[d] = unit_host_buffer(&rts[d], &f->t, 64);
+        y[d] = unit_host_buffer(&rts[d], &f->t, 64);
     }
-    struct ghd_run_queue_config qc = {.workers = 1, .queue_limit = 8, .runs_kept = 8,
-                                      .keep_s = 3600};
-    struct ghd_run_queue *q;
-    assert_int_equal(ghd_run_queue_new(&qc, rts, 2, &q), 0);
+    struct ghd_run_queue *q = unit_host_queue(rts, 2, (struct ghd_run_queue_config){
+        .workers = 1, .queue_limit = 8, .runs_kept = 8, .keep_s = 3600});
     int rc;
     struct ghd_run *stuck = axpy(f, x[0], y[0]->id, &rc), *other = axpy(f, x[1], y[1]->id, &rc);
     stuck->rt = &rts[0];
