@@ -41,10 +41,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(token_char(tok[i]) && tok[i] != '\0');
         for (size_t i = 0; i < nn; i++)
             CHECK(tenant_char(ten[i]));
-        CHECK((perms & ~(unsigned)GHD_PERM_RAW) == 0);
+        /* Only the raw permission, and a weight in range (1 when none). */
+        unsigned weight_bits = perms >> GHD_PERM_WEIGHT_SHIFT;
+        CHECK((perms & ~(unsigned)GHD_PERM_RAW & ((1u << GHD_PERM_WEIGHT_SHIFT) - 1)) == 0);
+        CHECK(weight_bits <= GHD_WEIGHT_MAX && ghd_perm_weight(perms) >= 1);
         /* The entry authenticates as itself, with its permissions... */
-        char list[GHD_TOKEN_MAX + GHD_TENANT_MAX + 8];
-        snprintf(list, sizeof(list), "%s:%s%s", tok, ten, perms & GHD_PERM_RAW ? ":raw" : "");
+        char list[GHD_TOKEN_MAX + GHD_TENANT_MAX + 32], weight[24] = "";
+        if (weight_bits)
+            snprintf(weight, sizeof(weight), ":weight=%u", weight_bits);
+        snprintf(list, sizeof(list), "%s:%s%s%s", tok, ten, perms & GHD_PERM_RAW ? ":raw" : "",
+                 weight);
         struct ghd_auth *a;
         CHECK(ghd_auth_new(NULL, list, NULL, &a, NULL) == 0);
         char header[GHD_TOKEN_MAX + 16], got[GHD_TENANT_MAX + 1];
