@@ -84,6 +84,10 @@ struct ghd_run {
     atomic_int refs;
     pthread_cond_t ended;       /* with the queue's lock: waiters for its end */
     int settled; /* under the queue's lock: ended, its buffers let go, counted */
+    /* Under the queue's lock: DELETE reached it after it was reported
+     * failed but while its worker was still inside (the device lost, the
+     * server stopping): it is forgotten as soon as the worker is done. */
+    int forget_at_end;
     struct ghd_list_node queue_link; /* queued runs, in submission order */
     struct ghd_list_node done_link;  /* finished runs, in the order they ended */
     struct ghd_idmap_node by_id;     /* the queue's index by id */

@@ -256,6 +256,8 @@ static void *worker_main(void *arg)
                               ? GHD_RUN_CANCELED
                               : GHD_RUN_FAILED;
         run_ended_locked(q, run, &c);
+        if (run->forget_at_end)
+            forget_locked(q, run, &c);
         pthread_mutex_unlock(&q->lock);
         ghd_run_queue_settle(q, &c);
         pthread_mutex_lock(&q->lock);
@@ -508,6 +510,16 @@ int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant
     return 0;
 }
 
+/* pre: lock held. Whether a worker still executes `run` (it may have been
+ * reported failed already: ghd_run_queue_device_lost, _abandon). */
+static int held_by_worker_locked(const struct ghd_run_queue *q, const struct ghd_run *run)
+{
+    for (unsigned i = 0; i < q->worker_count; i++)
+        if (q->workers[i].current == run)
+            return 1;
+    return 0;
+}
+
 int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant,
                    struct ghd_run **running)
 {
@@ -526,6 +538,9 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant,
         r->error_code = GHD_ECANCELED;
         run_ended_locked(q, r, &c);
         rc = 0;
+    } else if (r && held_by_worker_locked(q, r)) {
+        r->forget_at_end = 1; /* reported failed, not yet kept: not on the list of kept runs */
+        rc = 1;
     } else if (r) {
         forget_locked(q, r, &c);
         rc = 1;

@@ -246,7 +246,24 @@ static void test_late_result_is_dropped(void **state)
     ghd_run_wait(q, run); /* answered now, its worker still inside */
     assert_int_equal(run->status, GHD_RUN_FAILED);
     assert_int_equal(run->error_code, GHD_EDEVLOST);
+    /* DELETE now: the run is not kept yet (its worker is inside), so it is
+     * forgotten once the worker is done, not unlinked from a list it is not
+     * on (which counted -1 runs kept). */
+    struct ghd_run *running = NULL;
+    assert_int_equal(ghd_run_cancel(q, run->id, NULL, &running), 1);
+    assert_null(running);
+    struct ghd_run_tenant_usage u;
+    ghd_run_queue_tenant_usage(q, NULL, &u);
+    assert_int_equal(u.kept, 0);
     ghd_host_fault_reset();    /* the kernel returns, with an error of its own */
+    struct ghd_run *found = NULL;
+    for (int i = 0; i < 500 && ghd_run_find_new(q, run->id, NULL, &found) == 0; i++) {
+        ghd_run_unref(found);
+        usleep(10 * 1000);
+    }
+    assert_int_equal(ghd_run_find_new(q, run->id, NULL, &found), GHD_ENOENT);
+    ghd_run_queue_tenant_usage(q, NULL, &u);
+    assert_int_equal(u.kept, 0);
     ghd_run_queue_free(q);     /* joins the worker: its result is in by now */
     assert_int_equal(run->status, GHD_RUN_FAILED);
     assert_int_equal(run->error_code, GHD_EDEVLOST);
