@@ -121,7 +121,9 @@ int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int 
         va_end(ap);
     }
     sanitize_text(detail);
-    snprintf(rep->problem_detail, sizeof(rep->problem_detail), "%s", detail);
+    /* The access line's copy: its first bytes, as many as it holds. */
+    snprintf(rep->problem_detail, sizeof(rep->problem_detail), "%.*s",
+             (int)sizeof(rep->problem_detail) - 1, detail);
     char type[128];
     snprintf(type, sizeof(type), "%s%s", GHD_PROBLEM_BASE, ghd_error_slug(code));
     int status = ghd_error_status(code);
