@@ -128,13 +128,13 @@ struct ghd_run *ghd_run_pick_locked(struct ghd_run_queue *q, const struct ghd_ru
     return best;
 }
 
-void ghd_run_share_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, int started)
+void ghd_run_share_ended_locked(struct ghd_run_queue *q, struct ghd_run *run)
 {
     struct ghd_run_tenant *t = run->tally;
     unsigned d = device_of(q, run);
     GHD_ASSERT(t->busy[d] > 0);
     t->busy[d]--;
-    if (!started)
+    if (run->started_ms <= 0) /* dropped from the queue */
         return;
     GHD_ASSERT(t->running[d] > 0);
     t->running[d]--;

@@ -150,7 +150,7 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
     run->finished_ms = ghd_clock_ms();
     q->active--;
     run->tally->active--;
-    ghd_run_share_ended_locked(q, run, run->started_ms > 0);
+    ghd_run_share_ended_locked(q, run);
     ghd_list_push_back(&q->done, &run->done_link);
     q->done_count++;
     run->tally->kept++;

@@ -79,9 +79,9 @@ void ghd_run_share_submitted_locked(struct ghd_run_queue *q, struct ghd_run *run
  * it goes to the worker's high-priority stream. */
 struct ghd_run *ghd_run_pick_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt,
                                     int *urgent);
-/* A taken run has ended (or a queued one was dropped: `started` 0): its
- * tenant's share is set right with the device time it took. */
-void ghd_run_share_ended_locked(struct ghd_run_queue *q, struct ghd_run *run, int started);
+/* A run has ended (a taken one, or a queued one dropped: it never started):
+ * its tenant's share is set right with the device time it took. */
+void ghd_run_share_ended_locked(struct ghd_run_queue *q, struct ghd_run *run);
 
 /* Collect under the lock, release after. Dropping a run's buffer references
  * can free a buffer (a device sync and the pool's lock), dropping a kept run

@@ -126,7 +126,9 @@ def heavy_end(handle):
     return tally
 
 
-def scenario(build, backend, server_args, light_s, heavy, conns, dim, settle=2.0):
+def scenario(build, backend, server_args, seconds, light, heavy, conns, dim, settle=2.0):
+    """The light loop for `seconds` (with `light`), else `seconds` of the heavy
+    tenant alone; returns the light latencies and the heavy runs/s."""
     proc, port = start(build, backend, server_args)
     try:
         lat, h, t0 = [], None, time.monotonic()
@@ -135,10 +137,10 @@ def scenario(build, backend, server_args, light_s, heavy, conns, dim, settle=2.0
             time.sleep(settle)
             before = dict(h[2])
             t0 = time.monotonic()
-        if light_s:
-            light_loop(port, LIGHT if "--tokens" in server_args else None, light_s, lat)
+        if light:
+            light_loop(port, LIGHT if "--tokens" in server_args else None, seconds, lat)
         else:
-            time.sleep(args.seconds)
+            time.sleep(seconds)
         elapsed = time.monotonic() - t0
         rate = None
         if h:
@@ -170,7 +172,6 @@ def weights(build, backend, seconds, conns, dim):
 
 
 def main():
-    global args
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--backend", default="cuda")
@@ -180,13 +181,13 @@ def main():
     args = ap.parse_args()
     build, be, s, dim, conns = args.build, args.backend, args.seconds, args.dim, args.conns
     toks = ["--tokens", f"{LIGHT}:light,{HEAVY}:heavy"]
-    solo, _ = scenario(build, be, toks, s / 2, False, conns, dim)
-    _, heavy_alone = scenario(build, be, toks, 0, True, conns, dim)
+    solo, _ = scenario(build, be, toks, s / 2, True, False, conns, dim)
+    _, heavy_alone = scenario(build, be, toks, s, False, True, conns, dim)
     rows = [("light alone (tokens)", solo, None)]
     for name, sargs in (("beside heavy, no tokens (one tenant: first come, first served)", []),
                         ("beside heavy, tokens, --run-priority 0", toks + ["--run-priority", "0"]),
                         ("beside heavy, tokens, --run-priority 1", toks + ["--run-priority", "1"])):
-        lat, rate = scenario(build, be, sargs, s, True, conns, dim)
+        lat, rate = scenario(build, be, sargs, s, True, True, conns, dim)
         rows.append((name, lat, rate))
     p99_solo = pct(solo, 99)
     print(f"fairness: gemm {dim}^3 f32 x {conns} connections (heavy), axpy 4 KiB wait:true "
