@@ -561,13 +561,12 @@ unsigned ghd_run_queue_active(struct ghd_run_queue *q)
 void ghd_run_queue_tenant_usage(struct ghd_run_queue *q, const char *tenant,
                                 struct ghd_run_tenant_usage *out)
 {
-    *out = (struct ghd_run_tenant_usage){.weight = 1};
+    *out = (struct ghd_run_tenant_usage){0};
     pthread_mutex_lock(&q->lock);
     const struct ghd_run_tenant *t = tally_locked(q, tenant ? tenant : "", 0);
     if (t)
         *out = (struct ghd_run_tenant_usage){.active = t->active,
                                              .kept = t->kept,
-                                             .weight = t->weight ? t->weight : 1,
                                              .device_ms = t->device_ms,
                                              .ended = t->ended};
     pthread_mutex_unlock(&q->lock);

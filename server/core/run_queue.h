@@ -76,10 +76,10 @@ int ghd_run_queue_writer(struct ghd_run_queue *q, const struct ghd_buffer *b,
                          char id[GHD_BUFFER_ID_LEN + 1]);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
-/* A tenant's runs: queued or running, kept; its weight, and the device time
- * its ended runs took (every device's, in ms) and how many they were. */
+/* A tenant's runs: queued or running, kept, and the device time its ended
+ * runs took (every device's, in ms) and how many they were. */
 struct ghd_run_tenant_usage {
-    unsigned active, kept, weight;
+    unsigned active, kept;
     double device_ms;
     uint64_t ended;
 };

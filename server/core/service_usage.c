@@ -69,7 +69,7 @@ json_t *ghd_service_usage_new(struct ghd_service *svc, const struct ghd_caller *
         "{s:s, s:o, s:{s:I, s:I}, s:{s:i, s:i, s:i, s:i, s:I, s:f}, s:{s:I, s:i}}", "tenant",
         tenant ? tenant : "", "devices", devices_new(svc, tenant), "buffers", "count",
         (json_int_t)count, "bytes", (json_int_t)bytes, "runs", "active", (int)runs.active, "kept",
-        (int)runs.kept, "kept_limit", (int)svc->cfg.runs_kept, "weight", (int)runs.weight,
+        (int)runs.kept, "kept_limit", (int)svc->cfg.runs_kept, "weight", (int)ghd_perm_weight(caller->perms),
         "ended", (json_int_t)runs.ended, "device_ms", ghd_round_ms(runs.device_ms), "kernels",
         "count",
         (json_int_t)json_array_size(kernels), "limit", (int)svc->cfg.tenant_max_kernels);

@@ -273,6 +273,11 @@ static void test_usage_is_the_callers(void **state)
     (void)state;
     struct rel_server s;
     start_tenants(&s, NULL);
+    char *raw;
+    json_t *u = usage(&s, BOB, &raw); /* his token's weight, before he has run anything */
+    assert_int_equal(field(u, "runs", "weight"), 3);
+    json_decref(u);
+    free(raw);
     char xa[64], xb[64];
     assert_int_equal(rel_create(&s, ALICE, 1000, xa, sizeof(xa)), 201);
     assert_int_equal(fill_run(&s, ALICE, xa, 1, NULL, 0), 200);
@@ -280,8 +285,7 @@ static void test_usage_is_the_callers(void **state)
     assert_int_equal(rel_create(&s, BOB, 5000, NULL, 0), 201);
     for (int i = 0; i < 3; i++)
         assert_int_equal(fill_run(&s, BOB, xb, 1, NULL, 0), 200);
-    char *raw;
-    json_t *u = usage(&s, ALICE, &raw);
+    u = usage(&s, ALICE, &raw);
     assert_string_equal(json_string_value(json_object_get(u, "tenant")), "alice");
     assert_int_equal(field(u, "buffers", "count"), 1);
     assert_int_equal(field(u, "buffers", "bytes"), 1000);
