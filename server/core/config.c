@@ -142,6 +142,10 @@ static const struct option_spec specs[] = {
      "serve /metrics and /readyz's figures without a token while tenant tokens are "
      "configured: every tenant then sees the pool's use and the inline-definition cache's "
      "hits, which tell of the others' work (no argument; env: 1 or 0)"},
+    {"metrics-tenant-label", OPT_FLAG, OFF(metrics_tenant_label), 0, 0, 1, "0",
+     "show each tenant's runs, device time and transfer bytes on /metrics with a `tenant` "
+     "label (names of tenants then reach whoever reads /metrics; each tenant always reads "
+     "its own on GET /v1/usage) (no argument; env: 1 or 0)"},
     {"allow-unauthenticated", OPT_FLAG, OFF(allow_unauthenticated), 0, 0, 1, "0",
      "serve a non-loopback --bind without tokens (no argument; env: 1 or 0)"},
     {"per-ip-connection-limit", OPT_UINT, OFF(per_ip_connection_limit), 0, 0, 100000, "128",

@@ -65,6 +65,7 @@ struct ghd_config {
     char tokens[4096];        /* "token:tenant,..." (prefer GHD_TOKENS: flags show in ps) */
     char metrics_token[257];
     unsigned metrics_public;          /* /metrics open to anyone with tokens on */
+    unsigned metrics_tenant_label;    /* per-tenant families on /metrics */
     unsigned allow_unauthenticated;
     unsigned per_ip_connection_limit; /* 0 = none */
     size_t tenant_max_bytes;          /* 0 = none (or the share) */

@@ -36,6 +36,7 @@ int ghd_metrics_new(struct ghd_metrics **out)
     if (!m)
         return GHD_ENOHOSTMEM;
     pthread_mutex_init(&m->runs_lock, NULL);
+    pthread_mutex_init(&m->tenants_lock, NULL);
     *out = m;
     return 0;
 }
@@ -45,6 +46,8 @@ void ghd_metrics_free(struct ghd_metrics *m)
     if (!m)
         return;
     pthread_mutex_destroy(&m->runs_lock);
+    ghd_metrics_tenants_free(m);
+    pthread_mutex_destroy(&m->tenants_lock);
     free(m);
 }
 

@@ -98,6 +98,25 @@ void ghd_metrics_connection_shed(struct ghd_metrics *m);
  * or "miss" (anything else counts as "miss"). */
 void ghd_metrics_inline(struct ghd_metrics *m, int module, const char *from);
 
+/* What one tenant did: runs that ended (a worker took them), their device
+ * time, and bytes its transfers moved (uploads, downloads; counted when a
+ * transfer ends, finished or not). Always counted: GET /v1/usage reads a
+ * tenant's own; /metrics shows every tenant's with a `tenant` label only
+ * when ghd_metrics_tenant_label turned it on (--metrics-tenant-label: names
+ * of tenants are the operator's to expose). `tenant` NULL or "" is the
+ * untenanted. */
+struct ghd_metrics_tenant {
+    uint64_t runs;
+    double device_seconds;
+    uint64_t bytes[2]; /* [enum ghd_transfer_dir] */
+};
+void ghd_metrics_tenant_run(struct ghd_metrics *m, const char *tenant, double device_seconds);
+void ghd_metrics_tenant_bytes(struct ghd_metrics *m, const char *tenant,
+                              enum ghd_transfer_dir dir, uint64_t bytes);
+/* `tenant`'s figures so far (all 0 for one never seen). */
+struct ghd_metrics_tenant ghd_metrics_tenant_get(struct ghd_metrics *m, const char *tenant);
+void ghd_metrics_tenant_label(struct ghd_metrics *m, int on);
+
 /* The live gauges at one scrape, each value collected by its owner. */
 struct ghd_metrics_device {
     unsigned index; /* the `device` label */

@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "base/strbuf.h"
+#include "base/tenant.h"
 #include "metrics.h"
 
 /* Counters are relaxed atomics: each is exact on its own, and a scrape that
@@ -116,7 +118,24 @@ struct ghd_metrics {
     counter connections_refused[2]; /* [0] per address, [1] total */
     counter connections_shed;       /* closed to make room (http/conn_guard.h) */
     counter inline_defs[2][3];      /* [kernel, module][miss, memory, disk] */
+
+    /* Per tenant (metrics_tenants.c), newest first, under tenants_lock: one
+     * row per tenant that ran or moved bytes; the token table bounds them. */
+    pthread_mutex_t tenants_lock;
+    struct tenant_row *tenants;
+    atomic_int tenant_label; /* /metrics shows the rows (--metrics-tenant-label) */
 };
+
+struct tenant_row {
+    char name[GHD_TENANT_MAX + 1]; /* "" for the untenanted */
+    struct ghd_metrics_tenant figures;
+    struct tenant_row *next;
+};
+
+/* The per-tenant families, when tenant_label is on (metrics_tenants.c). */
+void ghd_metrics_render_tenants(struct ghd_metrics *m, struct ghd_strbuf *t);
+/* Frees the rows (metrics_free). */
+void ghd_metrics_tenants_free(struct ghd_metrics *m);
 
 /* The "cache" labels of inline definitions, by index (metrics.c). */
 extern const char *const inline_from[3];

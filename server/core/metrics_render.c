@@ -283,6 +283,7 @@ int ghd_metrics_render(struct ghd_metrics *m, const struct ghd_metrics_gauges *g
     render_connections_refused(m, &t);
     render_inline(m, &t);
     render_runs(m, &t, g, ndev);
+    ghd_metrics_render_tenants(m, &t);
     if (g)
         ghd_metrics_snapshot_render(&t, g);
     if (t.failed || !t.buf) {

@@ -70,6 +70,8 @@ static void record_metrics(struct ghd_run_queue *q, const struct ghd_run *run)
     double queued_s = run->started_ms > 0 ? (run->started_ms - run->queued_at_ms) / 1e3 : -1;
     ghd_metrics_run(q->cfg.metrics, ghd_run_queue_rt_of(q, run)->index, kernel,
                     ghd_run_status_name(run->status), (double)run->device_ms / 1e3, queued_s);
+    if (run->started_ms > 0)
+        ghd_metrics_tenant_run(q->cfg.metrics, run->tenant, (double)run->device_ms / 1e3);
 }
 
 void ghd_run_queue_settle(struct ghd_run_queue *q, struct ghd_run_collected *c)

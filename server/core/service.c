@@ -309,6 +309,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     int rc = ghd_metrics_new(&svc->metrics);
     if (rc)
         return ghd_err_set(err, rc, "metrics: %s", ghd_strerror(rc));
+    ghd_metrics_tenant_label(svc->metrics, (int)cfg->metrics_tenant_label);
     ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
                           cfg->staging_tenant_share, svc->metrics);
     rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);

@@ -4,6 +4,7 @@
 #include "service_usage.h"
 
 #include "base/json_text.h"
+#include "metrics.h"
 #include "run_queue.h"
 #include "service_internal.h"
 
@@ -76,6 +77,11 @@ json_t *ghd_service_usage_new(struct ghd_service *svc, const struct ghd_caller *
     json_decref(kernels);
     if (!obj)
         return NULL;
+    struct ghd_metrics_tenant moved = ghd_metrics_tenant_get(svc->metrics, tenant);
+    json_object_set_new(obj, "transfers",
+                        json_pack("{s:I, s:I}", "uploaded_bytes",
+                                  (json_int_t)moved.bytes[GHD_TRANSFER_UPLOAD], "downloaded_bytes",
+                                  (json_int_t)moved.bytes[GHD_TRANSFER_DOWNLOAD]));
     put_limit(json_object_get(obj, "buffers"), "limit", l->max_buffers);
     put_limit(json_object_get(obj, "buffers"), "bytes_limit", l->max_bytes);
     put_limit(json_object_get(obj, "runs"), "active_limit", l->max_runs);

@@ -36,7 +36,8 @@ void ghd_tenant_limits_init(struct ghd_tenant_limits *l, const struct ghd_config
 
 /* `tenant`'s usage and limits, and nothing of another tenant's: {tenant,
  * devices: [{device, bytes, limit?}], buffers: {count, bytes, limit?,
- * bytes_limit?}, runs: {active, active_limit?, kept, kept_limit}, kernels:
+ * bytes_limit?}, runs: {active, active_limit?, kept, kept_limit, weight, ended,
+ * device_ms}, transfers: {uploaded_bytes, downloaded_bytes}, kernels:
  * {count, limit}}; a limit is left out where there is none. A new
  * reference, NULL when out of memory. */
 json_t *ghd_service_usage_new(struct ghd_service *svc, const struct ghd_caller *caller);

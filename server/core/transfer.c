@@ -134,6 +134,8 @@ void ghd_transfer_free(struct ghd_transfer *t)
         ghd_metrics_transfer(t->metrics, t->rt->index, GHD_TRANSFER_DOWNLOAD, t->sent,
                              ghd_clock_s() - t->started_at);
     ghd_metrics_transfer_direct(t->metrics, t->rt->index, t->dir, t->direct_bytes);
+    ghd_metrics_tenant_bytes(t->metrics, t->tenant, t->dir,
+                             t->dir == GHD_TRANSFER_DOWNLOAD ? t->sent : t->received);
     ghd_transfer_release_chunks(t); /* the stream is idle from here on */
     if (t->half_done)
         t->rt->dev.ops->event_free(&t->rt->dev, t->half_done);

@@ -320,6 +320,62 @@ static void test_usage_is_the_callers(void **state)
     rel_stop(&s);
 }
 
+static void with_metrics_token(struct ghd_config *cfg)
+{
+    snprintf(cfg->metrics_token, sizeof(cfg->metrics_token), "ops-share-token");
+}
+
+static void with_tenant_label(struct ghd_config *cfg)
+{
+    with_metrics_token(cfg);
+    cfg->metrics_tenant_label = 1;
+}
+
+/* Per-tenant accounting: each tenant reads the bytes its transfers moved on
+ * GET /v1/usage, and the operator reads every tenant's runs, device time and
+ * bytes on /metrics with a `tenant` label (--metrics-tenant-label), which is
+ * off by default. */
+static void test_tenant_figures(void **state)
+{
+    (void)state;
+    struct rel_server s;
+    start_tenants(&s, with_tenant_label);
+    char xa[64], xb[64], path[96];
+    static char bytes[3000];
+    assert_int_equal(rel_create(&s, ALICE, sizeof(bytes), xa, sizeof(xa)), 201);
+    assert_int_equal(rel_put(&s, ALICE, xa, bytes, sizeof(bytes)), 200);
+    snprintf(path, sizeof(path), "/v1/buffers/%s", xa);
+    assert_int_equal(get_status(&s, ALICE, path), 200); /* downloads 3000 */
+    assert_int_equal(fill_run(&s, ALICE, xa, 1, NULL, 0), 200);
+    assert_int_equal(rel_create(&s, BOB, 64, xb, sizeof(xb)), 201);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(fill_run(&s, BOB, xb, 1, NULL, 0), 200);
+    char *raw;
+    json_t *u = usage(&s, ALICE, &raw);
+    assert_int_equal(field(u, "transfers", "uploaded_bytes"), 3000);
+    assert_int_equal(field(u, "transfers", "downloaded_bytes"), 3000);
+    json_decref(u);
+    free(raw);
+    u = usage(&s, BOB, &raw);
+    assert_int_equal(field(u, "transfers", "uploaded_bytes"), 0);
+    json_decref(u);
+    free(raw);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"alice\"}"), 1);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"bob\"}"), 2);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_transfer_bytes_total{tenant=\"alice\","
+                                    "direction=\"upload\"}"), 3000);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_transfer_bytes_total{tenant=\"bob\","
+                                    "direction=\"download\"}"), 0);
+    assert_true(rel_metric(&s, "gpuhttpd_tenant_device_seconds_total{tenant=\"bob\"}") >= 0);
+    rel_stop(&s);
+    /* Off by default: no tenant's name on /metrics. */
+    start_tenants(&s, with_metrics_token);
+    assert_int_equal(rel_create(&s, ALICE, 64, xa, sizeof(xa)), 201);
+    assert_int_equal(fill_run(&s, ALICE, xa, 1, NULL, 0), 200);
+    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"alice\"}"), -1);
+    rel_stop(&s);
+}
+
 /* Tokens on and every tenancy option at its default (only the pool and
  * the staging ring are small, rel_config): bob's 1100 runs pass --runs-kept
  * (1024) without evicting alice's; bob holds half the pool and no more,
@@ -356,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_pool_share),
         cmocka_unit_test(test_buffer_share),
         cmocka_unit_test(test_usage_is_the_callers),
+        cmocka_unit_test(test_tenant_figures),
         cmocka_unit_test(test_defaults_with_tokens),
         cmocka_unit_test(test_defaults_queue_with_tokens),
     };
