@@ -11,7 +11,7 @@ connection writing its own C. Reported, in one run of this script:
     kept worker), with tokens and --run-priority 1 (the default);
   - two saturating tenants with weights 3:1: each one's share of the device
     time (the runs' own timing.device_ms, summed by the client).
-usage: fairness.py BUILD [--backend cuda|host] [--seconds S] [--dim D]
+usage: fairness.py BUILD [--backend cuda|host] [--seconds S] [--dim D] [--weights-seconds S]
 Standard library only (the GPU machine has no extra packages).
 """
 import argparse
@@ -178,6 +178,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--dim", type=int, default=8192)
     ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--weights-seconds", type=float, default=None,
+                    help="how long the 3:1 weights case runs (default: --seconds; the issue's 60)")
     args = ap.parse_args()
     build, be, s, dim, conns = args.build, args.backend, args.seconds, args.dim, args.conns
     toks = ["--tokens", f"{LIGHT}:light,{HEAVY}:heavy"]
@@ -198,7 +200,8 @@ def main():
         r = f"{rate:.2f} | {rate / heavy_alone:.2f}" if rate is not None else "- | -"
         print(f"| {name} | {len(lat)} | {pct(lat, 50):.3f} | {pct(lat, 99):.3f} | "
               f"{pct(lat, 99) / p99_solo:.1f}x | {r} |")
-    da, db, ra, rb = weights(build, be, s, conns // 2, dim)
+    ws = args.weights_seconds or s
+    da, db, ra, rb = weights(build, be, ws, conns // 2, dim)
     share = da / (da + db) if da + db else float("nan")
     print(f"\nweights 3:1, two saturating tenants ({conns // 2} connections each, {s:.0f} s): "
           f"device time {da:.0f} ms : {db:.0f} ms, share of the first {share:.3f} "

@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules devices transfer transfer_b profile regions gap proxy"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules devices transfer transfer_b profile regions gap proxy fairness"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
@@ -188,9 +188,20 @@ if has transfer_b; then
   row "transfer bench B (${TRANSFER_B_ARGS:-})" "rc=$?" "see transfer_b/report.md"
 fi
 
+# A light tenant's small runs beside a heavy tenant's gemms, and two saturating
+# tenants at 3:1 weights (tests/bench/fairness.py; FAIR_ARGS pass through,
+# e.g. "--seconds 15").
+if has fairness; then
+  read -r -a fair_args <<<"${FAIR_ARGS:-}"
+  PYTHONUNBUFFERED=1 python3 tests/bench/fairness.py "$build" ${fair_args[@]+"${fair_args[@]}"} \
+    >"$out/fairness.md" 2>&1
+  row "fairness bench" "rc=$?" "see fairness.md"
+fi
+
 echo "## summary"
 cat "$summary"
 [[ -f $out/bench-copies.log ]] && { echo; echo "## $out/bench-copies.log"; cat "$out/bench-copies.log"; }
+[[ -f $out/fairness.md ]] && { echo; echo "## $out/fairness.md"; tail -30 "$out/fairness.md"; }
 for f in "$out/bench-kernels.log" "$out/transfer/report.md" "$out/transfer_b/report.md" \
   "$out/proxy/report.md"; do
   [[ -f $f ]] && { echo; echo "## $f"; sed -n '/^| test/,/^| ceiling: pinned h2d/p;/^| kernel/,$p' "$f" | head -40; }
