@@ -33,6 +33,7 @@
 #include "socket_body.h"
 #include "socket_io.h"
 #include "tls_sniff.h"
+#include "trace_http.h"
 
 /* 1.0's request parser refuses what 0.9 let through: see
  * server/mhd/install-mhd.sh. */
@@ -46,6 +47,7 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
     struct ghd_request *req = &hr->req;
     char allow[128];
     ghd_http_fill_request_id(req);
+    ghd_http_trace_begin(req);
     int code;
     const char *refusal = ghd_http_head_refusal(req, version, nul_in_target, &code);
     if (refusal) {
