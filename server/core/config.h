@@ -96,6 +96,9 @@ struct ghd_config {
     unsigned transfer_rate_window_s;
     char tls_cert[256];
     char tls_key[256];
+    char otlp_endpoint[256];  /* OTLP/HTTP traces URL; "" = no export (base/trace_export.h) */
+    char trace_sample[16];    /* ratio 0..1 of new traces sampled, as given */
+    double trace_ratio;       /* trace_sample, parsed */
 };
 
 /* Parses argv and the environment into *cfg. Returns 0 on success; 1 when

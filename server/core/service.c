@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "run_queue.h"
 #include "service_devices.h"
+#include "service_trace.h"
 #include "watchdog.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind, int ordinal,
@@ -311,6 +312,8 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
         return ghd_err_set(err, rc, "metrics: %s", ghd_strerror(rc));
     ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
                           cfg->staging_tenant_share, svc->metrics);
+    if ((rc = ghd_service_tracing_open(svc, err)) != 0)
+        goto destroy_metrics;
     rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
     if (rc)
         goto destroy_metrics;
@@ -366,6 +369,8 @@ destroy_auth:
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
 destroy_metrics:
+    ghd_tracer_free(svc->tracer);
+    svc->tracer = NULL;
     ghd_staging_caps_destroy(&svc->staging_caps);
     ghd_metrics_free(svc->metrics);
     svc->metrics = NULL;
@@ -391,6 +396,8 @@ void ghd_service_destroy(struct ghd_service *svc)
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
     ghd_staging_caps_destroy(&svc->staging_caps);
+    ghd_tracer_free(svc->tracer); /* after the runs: each may hold a trace */
+    svc->tracer = NULL;
     ghd_metrics_free(svc->metrics); /* last: everything above recorded into it */
     svc->metrics = NULL;
 }

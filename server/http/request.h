@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "base/trace.h"
+#include "base/trace_span.h"
 #include "core/caller.h"
 
 /* What a handler sees: a request and a reply, never MHD or CUDA types.
@@ -44,6 +45,9 @@ struct ghd_request {
     /* Its W3C trace context (base/trace.h): the trace it belongs to, its own
      * span id, whether it is sampled (http/trace_http.c). */
     struct ghd_trace_ctx trace_ctx;
+    /* Its spans when sampled (base/trace_span.h), else NULL: every tracing
+     * step of a request is one test of this pointer. */
+    struct ghd_trace *trace;
 };
 
 /* Header and query lookups; NULL when absent. */
