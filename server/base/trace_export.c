@@ -38,7 +38,7 @@ static void drop(struct ghd_tracer *t, struct ghd_trace *const *batch, size_t n)
 {
     atomic_fetch_add(&t->traces_dropped, n);
     for (size_t i = 0; i < n; i++)
-        free(batch[i]);
+        ghd_trace_free(batch[i]);
 }
 
 static void send_batch(struct ghd_tracer *t, struct ghd_trace *const *batch, size_t n)
@@ -52,7 +52,7 @@ static void send_batch(struct ghd_tracer *t, struct ghd_trace *const *batch, siz
     if (rc == 0) {
         atomic_fetch_add(&t->spans_exported, spans);
         for (size_t i = 0; i < n; i++)
-            free(batch[i]);
+            ghd_trace_free(batch[i]);
         if (t->warned)
             ghd_log(GHD_LOG_INFO, "trace export: the collector takes spans again");
         t->warned = 0;

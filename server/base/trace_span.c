@@ -31,6 +31,7 @@ struct ghd_trace *ghd_trace_new(struct ghd_tracer *tracer, const struct ghd_trac
     tr->phase_end_ns = ghd_clock_ns();
     atomic_init(&tr->next, GHD_SPAN_FIXED);
     atomic_init(&tr->dropped, 0);
+    atomic_init(&tr->more, NULL);
     for (int i = 0; i < GHD_SPAN_FIXED; i++) {
         tr->spans[i].name = NULL;
         tr->spans[i].nattr = 0;
@@ -55,7 +56,51 @@ void ghd_trace_unref(struct ghd_trace *tr)
     if (tr->tracer)
         ghd_tracer_submit(tr->tracer, tr); /* steals it */
     else
-        free(tr);
+        ghd_trace_free(tr);
+}
+
+void ghd_trace_free(struct ghd_trace *tr)
+{
+    if (!tr)
+        return;
+    free(atomic_load(&tr->more));
+    free(tr);
+}
+
+/* Slot i, allocating the overflow slots when i is the first to need them
+ * (two threads may race: one allocation wins, the other is freed). */
+static struct ghd_span *slot_at(struct ghd_trace *tr, unsigned i)
+{
+    if (i < GHD_TRACE_INLINE_SPANS)
+        return &tr->spans[i];
+    struct ghd_span *more = atomic_load(&tr->more);
+    if (!more) {
+        struct ghd_span *mine = malloc(sizeof(*mine) *
+                                       (GHD_TRACE_MAX_SPANS - GHD_TRACE_INLINE_SPANS));
+        if (!mine)
+            return NULL;
+        if (atomic_compare_exchange_strong(&tr->more, &more, mine))
+            more = mine;
+        else
+            free(mine); /* `more` is the winner's */
+    }
+    return &more[i - GHD_TRACE_INLINE_SPANS];
+}
+
+const struct ghd_span *ghd_trace_slot_const(const struct ghd_trace *tr, int slot)
+{
+    if (slot < 0 || slot >= GHD_TRACE_MAX_SPANS)
+        return NULL;
+    if (slot < GHD_TRACE_INLINE_SPANS)
+        return &tr->spans[slot];
+    struct ghd_span *more = atomic_load(&((struct ghd_trace *)tr)->more);
+    return more ? &more[slot - GHD_TRACE_INLINE_SPANS] : NULL;
+}
+
+unsigned ghd_trace_used(const struct ghd_trace *tr)
+{
+    unsigned used = atomic_load(&((struct ghd_trace *)tr)->next);
+    return used < GHD_TRACE_MAX_SPANS ? used : GHD_TRACE_MAX_SPANS;
 }
 
 void ghd_trace_phase(struct ghd_trace *tr, enum ghd_span_slot slot, const char *name)
@@ -73,11 +118,11 @@ int ghd_trace_span(struct ghd_trace *tr, const char *name, int parent, uint64_t 
                    uint64_t end_ns)
 {
     unsigned i = atomic_fetch_add(&tr->next, 1);
-    if (i >= GHD_TRACE_MAX_SPANS) {
+    struct ghd_span *s = i < GHD_TRACE_MAX_SPANS ? slot_at(tr, i) : NULL;
+    if (!s) {
         atomic_fetch_add(&tr->dropped, 1);
         return -1;
     }
-    struct ghd_span *s = &tr->spans[i];
     s->name = name;
     s->parent = parent;
     s->start_ns = start_ns;
@@ -89,10 +134,8 @@ int ghd_trace_span(struct ghd_trace *tr, const char *name, int parent, uint64_t 
 
 static struct ghd_span_attr *attr_slot(struct ghd_trace *tr, int slot, const char *key)
 {
-    if (slot < 0 || slot >= GHD_TRACE_MAX_SPANS)
-        return NULL;
-    struct ghd_span *s = &tr->spans[slot];
-    if (s->nattr >= GHD_SPAN_MAX_ATTRS)
+    struct ghd_span *s = (struct ghd_span *)ghd_trace_slot_const(tr, slot);
+    if (!s || s->nattr >= GHD_SPAN_MAX_ATTRS)
         return NULL;
     struct ghd_span_attr *a = &s->attr[s->nattr++];
     a->key = key;

@@ -18,6 +18,10 @@
  * and its kernels are children of the phase they happen in. */
 
 #define GHD_TRACE_MAX_SPANS 160
+/* Slots inside the trace itself: a request's phases, a run's kernels or a
+ * small transfer's copies. The rest (a large upload's copies) come in one
+ * allocation when first needed, so a sampled healthz costs a few KiB. */
+#define GHD_TRACE_INLINE_SPANS 16
 #define GHD_SPAN_MAX_ATTRS 4
 
 /* The fixed slots: the request and its phases. */
@@ -57,7 +61,8 @@ struct ghd_trace {
     atomic_uint next;       /* the next free slot past the fixed ones */
     atomic_uint dropped;    /* spans that found no free slot */
     char request_name[96];  /* the request span's name: "METHOD /route/template" */
-    struct ghd_span spans[GHD_TRACE_MAX_SPANS];
+    struct ghd_span spans[GHD_TRACE_INLINE_SPANS]; /* the fixed slots first */
+    _Atomic(struct ghd_span *) more; /* slots from GHD_TRACE_INLINE_SPANS on, or NULL */
 };
 
 /* A new trace for `ctx` (copied), started now, the request span's id its
@@ -67,6 +72,8 @@ void ghd_trace_ref(struct ghd_trace *tr);
 /* Drops a reference; the last hands the trace to its tracer (or frees it
  * without one). NULL is a no-op. */
 void ghd_trace_unref(struct ghd_trace *tr);
+/* Frees a trace nobody holds (the exporter, once it is sent or dropped). */
+void ghd_trace_free(struct ghd_trace *tr);
 /* Ends the phase in fixed slot `slot` now, named `name`: it started where
  * the last phase ended (the request's start for the first). */
 void ghd_trace_phase(struct ghd_trace *tr, enum ghd_span_slot slot, const char *name);
@@ -74,6 +81,10 @@ void ghd_trace_phase(struct ghd_trace *tr, enum ghd_span_slot slot, const char *
  * trace is full (counted in `dropped`). */
 int ghd_trace_span(struct ghd_trace *tr, const char *name, int parent, uint64_t start_ns,
                    uint64_t end_ns);
+/* The span in `slot`, or NULL (a slot past the inline ones never claimed). */
+const struct ghd_span *ghd_trace_slot_const(const struct ghd_trace *tr, int slot);
+/* How many slots were claimed (some may be unused fixed ones: name NULL). */
+unsigned ghd_trace_used(const struct ghd_trace *tr);
 /* Attributes of the span in `slot` (up to GHD_SPAN_MAX_ATTRS; more are
  * dropped). A string longer than the slot's room is cut. */
 void ghd_trace_attr_str(struct ghd_trace *tr, int slot, const char *key, const char *value);
