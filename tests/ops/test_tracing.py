@@ -315,6 +315,39 @@ def test_export(binary):
     print("test_tracing: export ok")
 
 
+def metric(srv, name):
+    _, _, text = srv.request("GET", "/metrics")
+    m = re.search(rb"^" + name.encode() + rb" (\d+)", text, re.M)
+    check(m is not None, f"no {name} in /metrics")
+    return int(m.group(1))
+
+
+def test_collector_down(binary):
+    """A collector that is not there: requests are answered as ever, the
+    traces are dropped and counted, and the log says so once."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    with Server(binary, "--otlp-endpoint", f"http://127.0.0.1:{port}") as srv:
+        check(metric(srv, "gpuhttpd_trace_dropped_total") == 0, "drops before any request")
+        for _ in range(20):
+            st, h, _ = srv.request("GET", "/healthz")
+            check(st == 200 and h["traceparent"].endswith("-01"), f"healthz {st} {h}")
+        deadline = time.monotonic() + 10
+        while metric(srv, "gpuhttpd_trace_dropped_total") < 20:
+            check(time.monotonic() < deadline, "20 traces not counted as dropped in 10 s")
+            time.sleep(0.2)
+        check(metric(srv, "gpuhttpd_trace_export_failures_total") >= 1, "no failed export counted")
+        check(metric(srv, "gpuhttpd_trace_spans_exported_total") == 0, "spans counted as exported")
+        log = srv.stop()
+    warnings = [ln for ln in log.splitlines() if "trace export:" in ln]
+    check(len(warnings) == 1 and "cannot connect" in warnings[0],
+          f"one warning per outage, not {warnings}")
+    print("test_tracing: collector down ok")
+
+
 def test_options(binary):
     import subprocess
     for args, want in ((["--otlp-endpoint", "https://x:4318"], "http://"),
@@ -331,6 +364,7 @@ def main():
     test_context(binary)
     test_options(binary)
     test_export(binary)
+    test_collector_down(binary)
     print("test_tracing: ok")
 
 
