@@ -50,7 +50,9 @@ struct ghd_auth {
     struct stamp loaded, seen;
     char *list;
     int enabled;
-    struct entry metrics; /* len 0 = /metrics is open */
+    struct entry metrics; /* len 0 = /metrics is open; read under `lock` (its file may change) */
+    char *metrics_file;   /* --metrics-token-file, NULL when none */
+    struct stamp metrics_loaded, metrics_seen; /* as `loaded` and `seen`, for that file */
 };
 
 /* ---- tables ---------------------------------------------------------- */
@@ -294,6 +296,7 @@ static void free_fields(struct ghd_auth *a)
 {
     table_free(&a->tab);
     free(a->file);
+    free(a->metrics_file);
     if (a->list)
         memset(a->list, 0, strlen(a->list));
     free(a->list);
@@ -326,15 +329,73 @@ int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err)
     return 0;
 }
 
+/* Whether `path` changed since `loaded` and stayed as the last look (`seen`) saw it. */
+static int file_changed(const char *path, const struct stamp *loaded, struct stamp *seen)
+{
+    struct stamp now;
+    stamp_of(path, &now);
+    int settled = stamp_equal(&now, seen);
+    *seen = now;
+    return !stamp_equal(&now, loaded) && settled;
+}
+
 int ghd_auth_file_changed(struct ghd_auth *a)
 {
-    if (!a || !a->file)
-        return 0;
-    struct stamp now;
-    stamp_of(a->file, &now);
-    int settled = stamp_equal(&now, &a->seen);
-    a->seen = now;
-    return !stamp_equal(&now, &a->loaded) && settled;
+    return a && a->file && file_changed(a->file, &a->loaded, &a->seen);
+}
+
+/* The token a --metrics-token-file holds: all of it, white space around it
+ * dropped (a Secret's value, or a file an editor ended with a newline). */
+static int read_metrics_token(const char *path, struct entry *out, struct ghd_err *err)
+{
+    char buf[GHD_TOKEN_MAX + 64];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ghd_err_set(err, GHD_EINVAL, "--metrics-token-file %s: %s", path, strerror(errno));
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    size_t i = 0;
+    while (i < n && ghd_auth_is_blank(buf[i]))
+        i++;
+    while (n > i && ghd_auth_is_blank(buf[n - 1]))
+        n--;
+    int ok = n < sizeof(buf) && ghd_auth_valid_token(buf + i, n - i);
+    if (ok)
+        entry_set(out, buf + i, n - i, NULL, 0);
+    memset(buf, 0, sizeof(buf));
+    if (!ok)
+        return ghd_err_set(err, GHD_EINVAL, "--metrics-token-file %s: not one bearer token (1 to "
+                           "256 characters of A-Z a-z 0-9 - . _ ~ + / and trailing =)", path);
+    return 0;
+}
+
+int ghd_auth_metrics_reload(struct ghd_auth *a, struct ghd_err *err)
+{
+    struct entry e;
+    stamp_of(a->metrics_file, &a->metrics_loaded); /* tried: the watch waits for a change */
+    int rc = read_metrics_token(a->metrics_file, &e, err);
+    if (rc)
+        return rc;
+    pthread_rwlock_wrlock(&a->lock);
+    a->metrics = e;
+    pthread_rwlock_unlock(&a->lock);
+    memset(&e, 0, sizeof(e));
+    return 0;
+}
+
+int ghd_auth_metrics_file(struct ghd_auth *a, const char *path, struct ghd_err *err)
+{
+    if (!(a->metrics_file = strdup(path)))
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
+    int rc = ghd_auth_metrics_reload(a, err);
+    a->metrics_seen = a->metrics_loaded;
+    return rc;
+}
+
+int ghd_auth_metrics_file_changed(struct ghd_auth *a)
+{
+    return a && a->metrics_file &&
+           file_changed(a->metrics_file, &a->metrics_loaded, &a->metrics_seen);
 }
 
 int ghd_auth_enabled(const struct ghd_auth *a)
@@ -344,7 +405,12 @@ int ghd_auth_enabled(const struct ghd_auth *a)
 
 int ghd_auth_metrics_guarded(const struct ghd_auth *a)
 {
-    return a && a->metrics.len > 0;
+    if (!a)
+        return 0;
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&a->lock);
+    int guarded = a->metrics.len > 0;
+    pthread_rwlock_unlock((pthread_rwlock_t *)&a->lock);
+    return guarded;
 }
 
 size_t ghd_auth_count(struct ghd_auth *a)
@@ -385,11 +451,13 @@ int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization)
 {
     const char *tok;
     size_t len;
-    if (!a->metrics.len || ghd_auth_bearer(authorization, &tok, &len) != 0)
+    if (ghd_auth_bearer(authorization, &tok, &len) != 0)
         return GHD_EUNAUTH;
     struct entry given;
     entry_set(&given, tok, len, NULL, 0);
-    int eq = ct_equal(&a->metrics, &given);
+    pthread_rwlock_rdlock(&a->lock);
+    int eq = a->metrics.len && ct_equal(&a->metrics, &given);
+    pthread_rwlock_unlock(&a->lock);
     memset(&given, 0, sizeof(given));
     return eq ? 0 : GHD_EUNAUTH;
 }

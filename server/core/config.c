@@ -140,6 +140,9 @@ static const struct option_spec specs[] = {
     {"metrics-token", OPT_STRING, OFF(metrics_token), STR_MAX(metrics_token), 0, 0, "",
      "bearer token that /metrics then requires (with tokens configured and neither this nor "
      "--metrics-public, /metrics answers 401 to everyone)"},
+    {"metrics-token-file", OPT_STRING, OFF(metrics_token_file), STR_MAX(metrics_token_file), 0, 0,
+     "", "file holding the --metrics-token (a mounted Secret's key), re-read on SIGHUP and "
+     "when it changes"},
     {"metrics-public", OPT_FLAG, OFF(metrics_public), 0, 0, 1, "0",
      "serve /metrics and /readyz's figures without a token while tenant tokens are "
      "configured: every tenant then sees the pool's use and the inline-definition cache's "
@@ -486,6 +489,10 @@ static int validate(struct ghd_config *cfg, FILE *err)
     }
     if (cfg->agent_port && (cfg->agent_port == cfg->port || cfg->agent_port == cfg->probe_port)) {
         fprintf(err, "gpuhttpd: --agent-port must differ from --port and --probe-port\n");
+        return -1;
+    }
+    if (cfg->metrics_token[0] && cfg->metrics_token_file[0]) {
+        fprintf(err, "gpuhttpd: give --metrics-token or --metrics-token-file, not both\n");
         return -1;
     }
     if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {

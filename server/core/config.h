@@ -64,6 +64,7 @@ struct ghd_config {
     char tokens_file[256];
     char tokens[4096];        /* "token:tenant,..." (prefer GHD_TOKENS: flags show in ps) */
     char metrics_token[257];
+    char metrics_token_file[256]; /* the metrics token from this file, re-read on change */
     unsigned metrics_public;          /* /metrics open to anyone with tokens on */
     unsigned allow_unauthenticated;
     unsigned per_ip_connection_limit; /* 0 = none */

@@ -317,6 +317,9 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
     if (rc)
         goto destroy_metrics;
+    if (cfg->metrics_token_file[0] &&
+        (rc = ghd_auth_metrics_file(svc->auth, cfg->metrics_token_file, err)) != 0)
+        goto destroy_auth;
     rc = check_exposure(svc, err);
     if (rc)
         goto destroy_auth;
