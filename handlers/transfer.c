@@ -16,4 +16,5 @@ void ghd_transfer_client_of(const struct ghd_request *req, struct ghd_transfer_c
 {
     ghd_service_transfer_client(req->svc, req->request_id, req->client_address, &req->caller,
                                 out);
+    out->trace = req->trace; /* its copies are spans of the request when sampled */
 }

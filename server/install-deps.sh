@@ -47,8 +47,10 @@ pip_install() {
 python3 -m pip show -q flask-swagger-ui >/dev/null 2>&1 || pip_install --no-deps flask-swagger-ui
 
 if [ "$want_tests" = 1 ]; then
+  # opentelemetry-proto and protobuf: ops_tracing's collector parses the
+  # exported spans with the OpenTelemetry protocol's own definitions.
   py_pkgs=(prometheus_client openapi-spec-validator schemathesis openapi-python-client websocket-client
-    kubernetes-validate)
+    kubernetes-validate opentelemetry-proto protobuf)
   py_missing=()
   for p in "${py_pkgs[@]}"; do
     python3 -m pip show -q "$p" >/dev/null 2>&1 || py_missing+=("$p")

@@ -77,6 +77,21 @@ static void reload_tokens(struct ghd_service *svc, const char *why)
         ghd_log(GHD_LOG_WARN, "%s: keeping the tokens in force: %s", why, ghd_err_text(&err, rc));
 }
 
+/* The same for --metrics-token-file's token. */
+static void reload_metrics_token(struct ghd_service *svc, const char *why)
+{
+    const char *path = ghd_service_config(svc)->metrics_token_file;
+    struct ghd_err err = {0};
+    if (!path[0])
+        return;
+    int rc = ghd_auth_metrics_reload(ghd_service_auth(svc), &err);
+    if (rc == 0)
+        ghd_log(GHD_LOG_INFO, "%s: the metrics token re-read from %s", why, path);
+    else
+        ghd_log(GHD_LOG_WARN, "%s: keeping the metrics token in force: %s", why,
+                ghd_err_text(&err, rc));
+}
+
 /* The wait for runs is over (grace or second signal): runs still executing
  * are reported failed, so that the clients waiting for them get their reply
  * (for up to a second) before the connections close. Returns how many were
@@ -215,6 +230,8 @@ static void serve_until_stopped(struct ghd_service *svc, struct ghd_http *http,
             reload_tokens(svc, "SIGHUP");
         else if (ghd_auth_file_changed(ghd_service_auth(svc)))
             reload_tokens(svc, "the tokens file changed");
+        if (sig == SIGHUP || ghd_auth_metrics_file_changed(ghd_service_auth(svc)))
+            reload_metrics_token(svc, sig == SIGHUP ? "SIGHUP" : "the metrics token file changed");
         if (strcmp(ghd_service_config(svc)->on_device_loss, "exit") == 0 &&
             ghd_service_devices_lost(svc, NULL))
             exit_device_lost(svc, http); /* one device is enough: a supervisor restarts all */

@@ -155,6 +155,8 @@ void ghd_log_access(const struct ghd_access_record *r)
                                 "route", route, "path", path, "status", r->status, "bytes_in",
                                 (json_int_t)r->bytes_in, "bytes_out", (json_int_t)r->bytes_out,
                                 "duration_ms", ms);
+        if (obj && r->trace_id)
+            json_object_set_new(obj, "trace_id", json_string(r->trace_id));
         if (obj && id[0])
             json_object_set_new(obj, "id", json_string(id));
         if (obj && client[0])
@@ -171,9 +173,10 @@ void ghd_log_access(const struct ghd_access_record *r)
         return;
     }
     emit_text("%s info  request id=%s %s %s path=%s status=%d in=%llu out=%llu ms=%.3f%s%s%s%s%s%s"
-              "%s%s%s%s%s%s",
+              "%s%s%s%s%s%s%s%s",
               ts, r->request_id, method, route, path, r->status, r->bytes_in, r->bytes_out, ms,
               r->tenant ? " tenant=" : "", tenant, id[0] ? " resource=" : "", id,
               client[0] ? " client=" : "", client, r->kernel ? " kernel=" : "", kernel, device,
+              r->trace_id ? " trace=" : "", r->trace_id ? r->trace_id : "",
               detail[0] ? " detail=\"" : "", detail, detail[0] ? "\"" : "");
 }

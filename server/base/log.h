@@ -37,6 +37,7 @@ struct ghd_access_record {
      * for the run's end (< 0: not known, as for a run answered 202). */
     const char *kernel;
     double device_ms;
+    const char *trace_id; /* the request's W3C trace id (32 hex digits); may be NULL */
 };
 
 /* One line per request, whatever bytes its fields hold: text that is not

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "auth_line.h"
 
 #define TOKENS_FILE_MAX ((size_t)4 << 20)
 
@@ -49,167 +50,10 @@ struct ghd_auth {
     struct stamp loaded, seen;
     char *list;
     int enabled;
-    struct entry metrics; /* len 0 = /metrics is open */
+    struct entry metrics; /* len 0 = /metrics is open; read under `lock` (its file may change) */
+    char *metrics_file;   /* --metrics-token-file, NULL when none */
+    struct stamp metrics_loaded, metrics_seen; /* as `loaded` and `seen`, for that file */
 };
-
-static int is_token_char(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
-}
-
-static int is_tenant_char(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_';
-}
-
-/* b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
-static int valid_token(const char *s, size_t n)
-{
-    if (n == 0 || n > GHD_TOKEN_MAX)
-        return 0;
-    size_t i = 0;
-    while (i < n && is_token_char((unsigned char)s[i]))
-        i++;
-    if (i == 0)
-        return 0;
-    while (i < n && s[i] == '=')
-        i++;
-    return i == n;
-}
-
-static int valid_tenant(const char *s, size_t n)
-{
-    if (n == 0 || n > GHD_TENANT_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!is_tenant_char((unsigned char)s[i]))
-            return 0;
-    return 1;
-}
-
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-static const struct {
-    const char *name;
-    unsigned bit;
-} perm_names[] = {
-    {"raw", GHD_PERM_RAW},
-};
-
-/* "N" of "weight=N" into the weight bits of *perms. */
-static int parse_weight(const char *s, size_t len, unsigned *perms)
-{
-    unsigned w = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9' || (i == 0 && s[i] == '0') || i >= 4)
-            return -1;
-        w = w * 10 + (unsigned)(s[i] - '0');
-    }
-    if (w < 1 || w > GHD_WEIGHT_MAX)
-        return -1;
-    *perms = (*perms & ((1u << GHD_PERM_WEIGHT_SHIFT) - 1)) | w << GHD_PERM_WEIGHT_SHIFT;
-    return 0;
-}
-
-/* The words after the tenant: each a known permission, or its weight. */
-static int parse_perms(const char *s, size_t len, unsigned *perms, const char **why)
-{
-    *perms = 0;
-    for (size_t i = 0; i < len;) {
-        while (i < len && is_blank(s[i]))
-            i++;
-        size_t w0 = i;
-        while (i < len && !is_blank(s[i]))
-            i++;
-        if (w0 == i)
-            break;
-        if (i - w0 > 7 && memcmp(s + w0, "weight=", 7) == 0) {
-            if (parse_weight(s + w0 + 7, i - w0 - 7, perms) != 0) {
-                *why = "a weight is weight=N, N from 1 to 1000";
-                return GHD_EINVAL;
-            }
-            continue;
-        }
-        size_t p = 0, n = sizeof(perm_names) / sizeof(perm_names[0]);
-        while (p < n && !(strlen(perm_names[p].name) == i - w0 &&
-                          memcmp(perm_names[p].name, s + w0, i - w0) == 0))
-            p++;
-        if (p == n) {
-            *why = "expected 'token tenant [permission ...]'; the permissions are 'raw' and "
-                   "'weight=N'";
-            return GHD_EINVAL;
-        }
-        *perms |= perm_names[p].bit;
-    }
-    return 0;
-}
-
-int ghd_auth_parse_line(const char *line, size_t len, char *token, char *tenant,
-                        unsigned *perms, const char **why)
-{
-    const char *hash = memchr(line, '#', len);
-    if (hash)
-        len = (size_t)(hash - line);
-    size_t i = 0;
-    while (i < len && is_blank(line[i]))
-        i++;
-    while (len > i && is_blank(line[len - 1]))
-        len--;
-    if (i == len)
-        return 0;
-    size_t t0 = i;
-    while (i < len && !is_blank(line[i]))
-        i++;
-    size_t t1 = i;
-    while (i < len && is_blank(line[i]))
-        i++;
-    size_t n0 = i;
-    while (i < len && !is_blank(line[i]))
-        i++;
-    size_t n1 = i;
-    if (n0 == n1) {
-        *why = "expected 'token tenant'; the tenant is missing";
-        return GHD_EINVAL;
-    }
-    if (!valid_token(line + t0, t1 - t0)) {
-        *why = "the token is empty, longer than 256 characters, or has characters outside "
-               "A-Z a-z 0-9 - . _ ~ + / (and trailing =)";
-        return GHD_EINVAL;
-    }
-    if (!valid_tenant(line + n0, n1 - n0)) {
-        *why = "the tenant must be 1 to 64 characters of A-Z a-z 0-9 . _ -";
-        return GHD_EINVAL;
-    }
-    if (parse_perms(line + n1, len - n1, perms, why) != 0)
-        return GHD_EINVAL;
-    memcpy(token, line + t0, t1 - t0);
-    token[t1 - t0] = '\0';
-    memcpy(tenant, line + n0, n1 - n0);
-    tenant[n1 - n0] = '\0';
-    return 1;
-}
-
-int ghd_auth_bearer(const char *header, const char **token, size_t *len)
-{
-    if (!header || strncasecmp(header, "Bearer", 6) != 0 || (header[6] != ' ' && header[6] != '\t'))
-        return GHD_EUNAUTH;
-    const char *s = header + 7;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-        n--;
-    if (!valid_token(s, n))
-        return GHD_EUNAUTH;
-    *token = s;
-    *len = n;
-    return 0;
-}
 
 /* ---- tables ---------------------------------------------------------- */
 
@@ -314,7 +158,7 @@ static int load_list(struct table *t, const char *list, struct ghd_err *err)
         } else if (!colon) {
             int blank = 1;
             for (size_t i = 0; i < n; i++)
-                blank &= is_blank(s[i]);
+                blank &= ghd_auth_is_blank(s[i]);
             if (blank)
                 rc = 0; /* tolerate "a:b," and "" */
         }
@@ -419,7 +263,7 @@ int ghd_auth_new(const char *tokens_file, const char *tokens_list, const char *m
     pthread_rwlock_init(&a->lock, NULL);
     if (metrics_token && *metrics_token) {
         size_t n = strlen(metrics_token);
-        if (!valid_token(metrics_token, n)) {
+        if (!ghd_auth_valid_token(metrics_token, n)) {
             ghd_auth_free(a);
             return ghd_err_set(err, GHD_EINVAL,
                                "--metrics-token: not a bearer token (1 to 256 characters "
@@ -452,6 +296,7 @@ static void free_fields(struct ghd_auth *a)
 {
     table_free(&a->tab);
     free(a->file);
+    free(a->metrics_file);
     if (a->list)
         memset(a->list, 0, strlen(a->list));
     free(a->list);
@@ -484,15 +329,73 @@ int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err)
     return 0;
 }
 
+/* Whether `path` changed since `loaded` and stayed as the last look (`seen`) saw it. */
+static int file_changed(const char *path, const struct stamp *loaded, struct stamp *seen)
+{
+    struct stamp now;
+    stamp_of(path, &now);
+    int settled = stamp_equal(&now, seen);
+    *seen = now;
+    return !stamp_equal(&now, loaded) && settled;
+}
+
 int ghd_auth_file_changed(struct ghd_auth *a)
 {
-    if (!a || !a->file)
-        return 0;
-    struct stamp now;
-    stamp_of(a->file, &now);
-    int settled = stamp_equal(&now, &a->seen);
-    a->seen = now;
-    return !stamp_equal(&now, &a->loaded) && settled;
+    return a && a->file && file_changed(a->file, &a->loaded, &a->seen);
+}
+
+/* The token a --metrics-token-file holds: all of it, white space around it
+ * dropped (a Secret's value, or a file an editor ended with a newline). */
+static int read_metrics_token(const char *path, struct entry *out, struct ghd_err *err)
+{
+    char buf[GHD_TOKEN_MAX + 64];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ghd_err_set(err, GHD_EINVAL, "--metrics-token-file %s: %s", path, strerror(errno));
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    size_t i = 0;
+    while (i < n && ghd_auth_is_blank(buf[i]))
+        i++;
+    while (n > i && ghd_auth_is_blank(buf[n - 1]))
+        n--;
+    int ok = n < sizeof(buf) && ghd_auth_valid_token(buf + i, n - i);
+    if (ok)
+        entry_set(out, buf + i, n - i, NULL, 0);
+    memset(buf, 0, sizeof(buf));
+    if (!ok)
+        return ghd_err_set(err, GHD_EINVAL, "--metrics-token-file %s: not one bearer token (1 to "
+                           "256 characters of A-Z a-z 0-9 - . _ ~ + / and trailing =)", path);
+    return 0;
+}
+
+int ghd_auth_metrics_reload(struct ghd_auth *a, struct ghd_err *err)
+{
+    struct entry e;
+    stamp_of(a->metrics_file, &a->metrics_loaded); /* tried: the watch waits for a change */
+    int rc = read_metrics_token(a->metrics_file, &e, err);
+    if (rc)
+        return rc;
+    pthread_rwlock_wrlock(&a->lock);
+    a->metrics = e;
+    pthread_rwlock_unlock(&a->lock);
+    memset(&e, 0, sizeof(e));
+    return 0;
+}
+
+int ghd_auth_metrics_file(struct ghd_auth *a, const char *path, struct ghd_err *err)
+{
+    if (!(a->metrics_file = strdup(path)))
+        return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
+    int rc = ghd_auth_metrics_reload(a, err);
+    a->metrics_seen = a->metrics_loaded;
+    return rc;
+}
+
+int ghd_auth_metrics_file_changed(struct ghd_auth *a)
+{
+    return a && a->metrics_file &&
+           file_changed(a->metrics_file, &a->metrics_loaded, &a->metrics_seen);
 }
 
 int ghd_auth_enabled(const struct ghd_auth *a)
@@ -502,7 +405,12 @@ int ghd_auth_enabled(const struct ghd_auth *a)
 
 int ghd_auth_metrics_guarded(const struct ghd_auth *a)
 {
-    return a && a->metrics.len > 0;
+    if (!a)
+        return 0;
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&a->lock);
+    int guarded = a->metrics.len > 0;
+    pthread_rwlock_unlock((pthread_rwlock_t *)&a->lock);
+    return guarded;
 }
 
 size_t ghd_auth_count(struct ghd_auth *a)
@@ -543,11 +451,13 @@ int ghd_auth_check_metrics(struct ghd_auth *a, const char *authorization)
 {
     const char *tok;
     size_t len;
-    if (!a->metrics.len || ghd_auth_bearer(authorization, &tok, &len) != 0)
+    if (ghd_auth_bearer(authorization, &tok, &len) != 0)
         return GHD_EUNAUTH;
     struct entry given;
     entry_set(&given, tok, len, NULL, 0);
-    int eq = ct_equal(&a->metrics, &given);
+    pthread_rwlock_rdlock(&a->lock);
+    int eq = a->metrics.len && ct_equal(&a->metrics, &given);
+    pthread_rwlock_unlock(&a->lock);
     memset(&given, 0, sizeof(given));
     return eq ? 0 : GHD_EUNAUTH;
 }

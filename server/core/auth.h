@@ -60,10 +60,20 @@ int ghd_auth_reload(struct ghd_auth *a, size_t *count, struct ghd_err *err);
  * the main loop, and only there (with ghd_auth_reload, in the same thread). */
 int ghd_auth_file_changed(struct ghd_auth *a);
 
+/* --metrics-token-file: the metrics token is the file's content (white
+ * space around it dropped), read now and again by ghd_auth_metrics_reload,
+ * which swaps it in at once under the lock or, when the file does not hold
+ * one token, keeps the one in force (GHD_EINVAL, `err` naming the file,
+ * never the token). ghd_auth_metrics_file_changed is ghd_auth_file_changed
+ * for that file, called by the main loop alone. pre: no --metrics-token. */
+int ghd_auth_metrics_file(struct ghd_auth *a, const char *path, struct ghd_err *err);
+int ghd_auth_metrics_reload(struct ghd_auth *a, struct ghd_err *err);
+int ghd_auth_metrics_file_changed(struct ghd_auth *a);
+
 /* Whether tenant tokens are configured (a tokens file, even empty, or a list).
  * NULL is accepted (no authentication). */
 int ghd_auth_enabled(const struct ghd_auth *a);
-/* Whether --metrics-token is set. */
+/* Whether a metrics token is set (--metrics-token or its file). */
 int ghd_auth_metrics_guarded(const struct ghd_auth *a);
 /* Entries known now. */
 size_t ghd_auth_count(struct ghd_auth *a);

@@ -2,6 +2,7 @@
 #include "config_spec.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "base/http_post.h"
 #include "base/log.h"
 #include "base/owner.h"
 #include "base/parse.h"
@@ -138,6 +140,9 @@ static const struct option_spec specs[] = {
     {"metrics-token", OPT_STRING, OFF(metrics_token), STR_MAX(metrics_token), 0, 0, "",
      "bearer token that /metrics then requires (with tokens configured and neither this nor "
      "--metrics-public, /metrics answers 401 to everyone)"},
+    {"metrics-token-file", OPT_STRING, OFF(metrics_token_file), STR_MAX(metrics_token_file), 0, 0,
+     "", "file holding the --metrics-token (a mounted Secret's key), re-read on SIGHUP and "
+     "when it changes"},
     {"metrics-public", OPT_FLAG, OFF(metrics_public), 0, 0, 1, "0",
      "serve /metrics and /readyz's figures without a token while tenant tokens are "
      "configured: every tenant then sees the pool's use and the inline-definition cache's "
@@ -233,6 +238,12 @@ static const struct option_spec specs[] = {
      "PEM certificate (chain) file: serve HTTPS (needs --tls-key)"},
     {"tls-key", OPT_STRING, OFF(tls_key), STR_MAX(tls_key), 0, 0, "",
      "PEM private key file for --tls-cert"},
+    {"otlp-endpoint", OPT_STRING, OFF(otlp_endpoint), STR_MAX(otlp_endpoint), 0, 0, "",
+     "send the spans of sampled requests to this OTLP/HTTP collector (JSON; http:// only; "
+     "no path: /v1/traces), in batches from a thread of its own ('' = tracing off)"},
+    {"trace-sample", OPT_STRING, OFF(trace_sample), STR_MAX(trace_sample), 0, 0, "1",
+     "with --otlp-endpoint: ratio 0..1 of new traces sampled; a caller's traceparent decides "
+     "for its own trace (parent-based)"},
 };
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
@@ -352,6 +363,7 @@ void ghd_config_defaults(struct ghd_config *cfg)
     for (size_t i = 0; i < SPEC_COUNT; i++)
         if (apply(cfg, &specs[i], specs[i].def) != 0)
             abort(); /* a default that does not parse is a programming error */
+    cfg->trace_ratio = 1.0; /* --trace-sample's default, parsed */
 }
 
 /* --instance auto is the hostname's trailing number (a StatefulSet's pod
@@ -425,8 +437,29 @@ static int resolve_devices(struct ghd_config *cfg, FILE *err)
     }
 }
 
+/* --otlp-endpoint is an http:// URL; --trace-sample a ratio 0..1, kept parsed. */
+static int check_tracing(struct ghd_config *cfg, FILE *err)
+{
+    struct ghd_http_url url;
+    struct ghd_err why = {0};
+    if (cfg->otlp_endpoint[0] && ghd_http_url_parse(cfg->otlp_endpoint, &url, &why) != 0) {
+        fprintf(err, "gpuhttpd: --otlp-endpoint: %s\n", why.detail);
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    cfg->trace_ratio = strtod(cfg->trace_sample, &end);
+    if (errno || end == cfg->trace_sample || *end || !(cfg->trace_ratio >= 0.0) ||
+        cfg->trace_ratio > 1.0) {
+        fprintf(err, "gpuhttpd: --trace-sample must be a ratio from 0 to 1 (0.01 keeps one "
+                     "new trace in a hundred)\n");
+        return -1;
+    }
+    return 0;
+}
+
 /* Cross-option checks that a single value cannot express. */
-static int validate(const struct ghd_config *cfg, FILE *err)
+static int validate(struct ghd_config *cfg, FILE *err)
 {
     enum ghd_log_level lvl;
     enum ghd_log_format fmt;
@@ -462,11 +495,15 @@ static int validate(const struct ghd_config *cfg, FILE *err)
         fprintf(err, "gpuhttpd: --agent-port must differ from --port and --probe-port\n");
         return -1;
     }
+    if (cfg->metrics_token[0] && cfg->metrics_token_file[0]) {
+        fprintf(err, "gpuhttpd: give --metrics-token or --metrics-token-file, not both\n");
+        return -1;
+    }
     if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
         fprintf(err, "gpuhttpd: --tls-cert and --tls-key go together\n");
         return -1;
     }
-    return 0;
+    return check_tracing(cfg, err);
 }
 
 /* getopt takes the next argument as an option's value even when it is

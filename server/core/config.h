@@ -64,6 +64,7 @@ struct ghd_config {
     char tokens_file[256];
     char tokens[4096];        /* "token:tenant,..." (prefer GHD_TOKENS: flags show in ps) */
     char metrics_token[257];
+    char metrics_token_file[256]; /* the metrics token from this file, re-read on change */
     unsigned metrics_public;          /* /metrics open to anyone with tokens on */
     unsigned metrics_tenant_label;    /* per-tenant families on /metrics */
     unsigned allow_unauthenticated;
@@ -97,6 +98,9 @@ struct ghd_config {
     unsigned transfer_rate_window_s;
     char tls_cert[256];
     char tls_key[256];
+    char otlp_endpoint[256];  /* OTLP/HTTP traces URL; "" = no export (base/trace_export.h) */
+    char trace_sample[16];    /* ratio 0..1 of new traces sampled, as given */
+    double trace_ratio;       /* trace_sample, parsed */
 };
 
 /* Parses argv and the environment into *cfg. Returns 0 on success; 1 when

@@ -31,6 +31,7 @@ void ghd_gauges_collect(struct ghd_service *svc, struct ghd_metrics_gauges *g)
     g->run_workers = svc->cfg.run_workers;
     ghd_buffer_table_totals(&svc->buffers, &g->buffers, &g->buffer_bytes);
     g->started = svc->started;
+    ghd_tracer_stats(svc->tracer, &g->trace);
     g->device_count = svc->runtime_count < GHD_MAX_DEVICES ? svc->runtime_count : GHD_MAX_DEVICES;
     for (unsigned i = 0; i < g->device_count; i++)
         collect_device(&svc->runtimes[i], &g->devices[i]);

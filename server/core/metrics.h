@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "base/trace_export.h"
 #include "device/pool.h"
 #include "device/staging.h"
 
@@ -137,6 +138,7 @@ struct ghd_metrics_gauges {
     const char *cuda_runtime, *backend, *device_name;
     unsigned device_count;
     struct ghd_metrics_device devices[GHD_METRICS_DEVICES];
+    struct ghd_tracer_stats trace; /* the trace exporter's counts (all 0: tracing off) */
 };
 
 /* Device `device` was lost (core/devloss.h): counted in

@@ -140,8 +140,27 @@ void ghd_metrics_process_render(struct ghd_strbuf *t)
     }
 }
 
+/* The trace exporter's counters (--otlp-endpoint). */
+static void render_tracing(struct ghd_strbuf *t, const struct ghd_tracer_stats *s)
+{
+    ghd_prom_family(t, "gpuhttpd_trace_spans_exported_total", "counter",
+                    "Spans of sampled requests an OTLP collector accepted (--otlp-endpoint).");
+    ghd_strbuf_put(t, "gpuhttpd_trace_spans_exported_total %llu\n",
+                   (unsigned long long)s->spans_exported);
+    ghd_prom_family(t, "gpuhttpd_trace_dropped_total", "counter",
+                    "Sampled requests' traces not exported: the exporter's queue was full, or "
+                    "the collector failed.");
+    ghd_strbuf_put(t, "gpuhttpd_trace_dropped_total %llu\n",
+                   (unsigned long long)s->traces_dropped);
+    ghd_prom_family(t, "gpuhttpd_trace_export_failures_total", "counter",
+                    "Batches of spans the collector did not take (unreachable, or not 2xx).");
+    ghd_strbuf_put(t, "gpuhttpd_trace_export_failures_total %llu\n",
+                   (unsigned long long)s->exports_failed);
+}
+
 void ghd_metrics_snapshot_render(struct ghd_strbuf *t, const struct ghd_metrics_gauges *g)
 {
     render_devices(t, g);
     render_service(t, g);
+    render_tracing(t, &g->trace);
 }

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/json_text.h"
+#include "run_trace.h"
 
 const char *ghd_run_status_name(enum ghd_run_status s)
 {
@@ -143,6 +144,7 @@ void ghd_run_unref(struct ghd_run *run)
     if (!run || atomic_fetch_sub(&run->refs, 1) != 1)
         return;
     ghd_run_release_calls(run);
+    ghd_trace_unref(run->trace); /* a run that never executed */
     for (unsigned i = 0; i < run->step_count; i++) {
         json_decref(run->steps[i].result);
         ghd_kernel_unref(run->steps[i].kernel); /* a user kernel: the step's reference */
@@ -184,6 +186,8 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
                     struct ghd_run *run, struct ghd_err *error)
 {
     int rc = 0;
+    if (run->trace)
+        ghd_run_trace_queue(run);
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
         atomic_store(&run->step_now, i); /* before the flag is read: ghd_run_ask_stop */
         if (atomic_load(&run->stop) != GHD_RUN_GO)
@@ -193,9 +197,12 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
         if (rc == 0)
             rc = execute_step(rt, stream, ev, &run->steps[i], error);
         run->device_ms += run->steps[i].device_ms;
+        if (run->trace && rc == 0)
+            ghd_run_trace_step(run, i);
         if (rc && run->step_count > 1)
             ghd_err_prefix(error, rc, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
     }
+    ghd_run_trace_done(run);
     return rc;
 }
 

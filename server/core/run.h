@@ -8,6 +8,7 @@
 #include "base/err.h"
 #include "base/idmap.h"
 #include "base/list.h"
+#include "base/trace_span.h"
 #include "buffer.h"
 #include "kernels/kernel.h"
 
@@ -97,6 +98,9 @@ struct ghd_run {
     /* The queue's lists of runs to settle or drop once its lock is released
      * (run_queue.c, "collect under the lock, release after"). */
     struct ghd_run *settle_next, *drop_next;
+    /* The sampled request's trace (a reference; NULL when not sampled), for
+     * its queue and kernel spans (run_trace.c); dropped once it executed. */
+    struct ghd_trace *trace;
 };
 
 /* A new, empty run for `tenant` (may be NULL); a new reference. */

@@ -173,6 +173,10 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
         return ghd_err_set(err, rc, "%s", ghd_strerror(rc));
     run->timeout_s = timeout ? json_number_value(timeout) : 0;
     run->weight = ghd_perm_weight(caller->perms); /* its tenant's share (run_pick.c) */
+    if (rq->trace) { /* its queue wait and kernels are spans of the request's handling */
+        ghd_trace_ref(rq->trace);
+        run->trace = rq->trace;
+    }
     rc = prepare_run(svc, caller, rq->body, run, err);
     if (rc == 0)
         rc = ghd_service_run_submit(svc, run, err);

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "run_queue.h"
 #include "service_devices.h"
+#include "service_trace.h"
 #include "watchdog.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind, int ordinal,
@@ -312,9 +313,14 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     ghd_metrics_tenant_label(svc->metrics, (int)cfg->metrics_tenant_label);
     ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
                           cfg->staging_tenant_share, svc->metrics);
+    if ((rc = ghd_service_tracing_open(svc, err)) != 0)
+        goto destroy_metrics;
     rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
     if (rc)
         goto destroy_metrics;
+    if (cfg->metrics_token_file[0] &&
+        (rc = ghd_auth_metrics_file(svc->auth, cfg->metrics_token_file, err)) != 0)
+        goto destroy_auth;
     rc = check_exposure(svc, err);
     if (rc)
         goto destroy_auth;
@@ -367,6 +373,8 @@ destroy_auth:
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
 destroy_metrics:
+    ghd_tracer_free(svc->tracer);
+    svc->tracer = NULL;
     ghd_staging_caps_destroy(&svc->staging_caps);
     ghd_metrics_free(svc->metrics);
     svc->metrics = NULL;
@@ -392,6 +400,8 @@ void ghd_service_destroy(struct ghd_service *svc)
     ghd_auth_free(svc->auth);
     svc->auth = NULL;
     ghd_staging_caps_destroy(&svc->staging_caps);
+    ghd_tracer_free(svc->tracer); /* after the runs: each may hold a trace */
+    svc->tracer = NULL;
     ghd_metrics_free(svc->metrics); /* last: everything above recorded into it */
     svc->metrics = NULL;
 }

@@ -42,6 +42,9 @@ struct ghd_auth *ghd_service_auth(struct ghd_service *svc);
 struct ghd_metrics *ghd_service_metrics(struct ghd_service *svc);
 const struct ghd_owner *ghd_service_owner(const struct ghd_service *svc);
 struct ghd_devloss *ghd_service_devloss(struct ghd_service *svc);
+/* The trace exporter (--otlp-endpoint, base/trace_export.h); NULL when
+ * tracing is off (service_trace.c). */
+struct ghd_tracer *ghd_service_tracer(struct ghd_service *svc);
 /* Runs: those queued or running, and, once the wait for them is over, the
  * executing ones reported failed (ghd_run_queue_abandon: how many). */
 unsigned ghd_service_runs_active(struct ghd_service *svc);

@@ -57,6 +57,9 @@ struct ghd_service {
     time_t started;
     struct ghd_owner owner; /* --instance and this start's boot: every id's prefix */
     atomic_int ready;
+    /* --otlp-endpoint's exporter (base/trace_export.h); NULL: tracing off.
+     * Freed after the runs, which may hold a sampled request's trace. */
+    struct ghd_tracer *tracer;
 };
 
 #endif

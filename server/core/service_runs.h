@@ -17,6 +17,7 @@ struct ghd_service;
 /* POST /v1/runs as the HTTP layer parsed it. */
 struct ghd_run_request {
     json_t *body; /* the JSON object: one step's members and "wait", or "steps" (borrowed) */
+    struct ghd_trace *trace; /* the request's trace when sampled, else NULL (borrowed) */
 };
 
 /* The one operation of POST /v1/runs (run_create.c): every step read and

@@ -8,8 +8,10 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/trace_span.h"
 #include "metrics.h"
 #include "transfer_ring.h"
+#include "transfer_trace.h"
 
 int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
                               struct ghd_err *err)
@@ -42,6 +44,9 @@ int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *cli
         ghd_transfer_device_error(t, rc, "cannot order the transfer on the device", err);
         goto fail;
     }
+    t->trace = client->trace;
+    if (t->trace)
+        ghd_trace_ref(t->trace);
     *out = t;
     return 0;
 fail:
@@ -104,6 +109,9 @@ void ghd_transfer_release_chunks(struct ghd_transfer *t)
     if (dev->ops->stream_sync(dev, t->stream, &t->dev_err) != 0)
         ghd_log(GHD_LOG_ERROR, "transfer: stream sync failed: %s",
                 ghd_err_text(&t->dev_err, GHD_EDEVICE));
+    else if (t->trace) /* the copies still open have completed: their events go back */
+        for (int i = 0; i < 2; i++)
+            ghd_transfer_trace_end(t, i);
     for (int i = 0; i < 2; i++) {
         if (t->chunk[i])
             t->chunk[i]->pending = 0; /* the stream is idle */
@@ -122,7 +130,10 @@ int ghd_transfer_chunk_ready(struct ghd_transfer *t, struct ghd_staging_chunk *c
     if (!c->pending)
         return 0;
     c->pending = 0;
-    return t->rt->dev.ops->event_sync(&t->rt->dev, c->done, &t->dev_err);
+    int rc = t->rt->dev.ops->event_sync(&t->rt->dev, c->done, &t->dev_err);
+    if (t->trace && rc == 0)
+        ghd_transfer_trace_end(t, c == t->chunk[1]);
+    return rc;
 }
 
 /* Waits for the device work of this transfer, then gives everything back. */
@@ -137,6 +148,8 @@ void ghd_transfer_free(struct ghd_transfer *t)
     ghd_metrics_tenant_bytes(t->metrics, t->tenant, t->dir,
                              t->dir == GHD_TRANSFER_DOWNLOAD ? t->sent : t->received);
     ghd_transfer_release_chunks(t); /* the stream is idle from here on */
+    if (t->trace)
+        ghd_transfer_trace_free(t);
     if (t->half_done)
         t->rt->dev.ops->event_free(&t->rt->dev, t->half_done);
     free(t->slow_buf);

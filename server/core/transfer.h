@@ -33,6 +33,8 @@
 /* Whom a transfer serves: the request id (for log lines), and the client
  * address and tenant whose staging chunks are capped (NULL or "": not
  * counted). Copied at open. */
+struct ghd_trace;
+
 struct ghd_transfer_client {
     struct ghd_staging_caps *caps; /* NULL: no caps */
     struct ghd_buffer_table *buffers; /* where an upload's new buffer lives (ghd_sink_open) */
@@ -40,6 +42,15 @@ struct ghd_transfer_client {
     const char *request_id;
     const char *address;
     const char *tenant;
+    struct ghd_trace *trace; /* the request's trace when sampled: copies become its spans */
+};
+
+/* One traced copy in flight (transfer_trace.h): an event recorded before
+ * it, the event its holder records after it. */
+struct ghd_copy_span {
+    struct ghd_event *begin, *done;
+    uint64_t queued_ns, bytes;
+    int open;
 };
 
 struct ghd_transfer {
@@ -76,6 +87,8 @@ struct ghd_transfer {
     char tenant[GHD_TENANT_MAX + 1];
     struct ghd_event *half_done; /* download: the copy into chunk[0]'s second half */
     int half_pending;            /* half_done must complete before that half is read */
+    struct ghd_trace *trace;     /* a sampled request's (a reference); NULL: not traced */
+    struct ghd_copy_span copy_span[2]; /* per chunk (upload) or half (download) */
 };
 
 /* --- the upload sink -------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "base/error.h"
 #include "transfer_ring.h"
+#include "transfer_trace.h"
 
 /* Windows are at most --download-block (4 MiB unless set), at most the
  * chunk (half of it with overlap). Run 48 (tests/bench/RESULTS.md): the
@@ -82,7 +83,10 @@ static int slot_wait(struct ghd_transfer *t, int slot)
     if (!*pending)
         return 0;
     *pending = 0;
-    return t->rt->dev.ops->event_sync(&t->rt->dev, done, &t->dev_err);
+    int rc = t->rt->dev.ops->event_sync(&t->rt->dev, done, &t->dev_err);
+    if (t->trace && rc == 0)
+        ghd_transfer_trace_end(t, slot);
+    return rc;
 }
 
 /* Queues the copy of window `w` into its half, unless it is there already
@@ -103,6 +107,8 @@ static int fetch_window(struct ghd_transfer *t, size_t window, int slots, int64_
     uint64_t start = (uint64_t)w * window;
     size_t n = t->length - start < window ? (size_t)(t->length - start) : window;
     char *dst = (char *)t->chunk[0]->h_ptr + (size_t)slot * window;
+    if (t->trace)
+        ghd_transfer_trace_begin(t, slot, slot == 0 ? t->chunk[0]->done : t->half_done, n);
     rc = dev->ops->copy_d2h(dev, dst, (char *)t->buf->d_ptr + t->offset + start, n, t->stream,
                             &t->dev_err);
     int *pending;

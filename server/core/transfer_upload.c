@@ -14,6 +14,7 @@
 #include "device/hostreg.h"
 #include "metrics.h"
 #include "transfer_ring.h"
+#include "transfer_trace.h"
 
 /* Body pieces at least this large go to the device without the staging ring. */
 #define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)
@@ -64,6 +65,8 @@ static int flush_chunk(struct ghd_transfer *t)
     struct ghd_staging_chunk *c = t->chunk[t->cur];
     if (t->fill == 0)
         return 0;
+    if (t->trace)
+        ghd_transfer_trace_begin(t, t->cur, c->done, t->fill);
     int rc = dev->ops->copy_h2d(dev, device_at(t), c->h_ptr, t->fill, t->stream, &t->dev_err);
     if (rc)
         return rc;
@@ -83,11 +86,14 @@ static int flush_chunk(struct ghd_transfer *t)
 static int copy_now(struct ghd_transfer *t, const char *data, size_t len)
 {
     struct ghd_device *dev = &t->rt->dev;
+    uint64_t start = t->trace ? ghd_clock_ns() : 0;
     int rc = dev->ops->copy_h2d(dev, device_at(t), data, len, t->stream, &t->dev_err);
     if (rc == 0)
         rc = dev->ops->stream_sync(dev, t->stream, &t->dev_err);
     if (rc == 0)
         t->flushed += len;
+    if (t->trace && rc == 0)
+        ghd_transfer_trace_now(t, start, len);
     return rc;
 }
 

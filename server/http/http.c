@@ -33,6 +33,7 @@
 #include "socket_body.h"
 #include "socket_io.h"
 #include "tls_sniff.h"
+#include "trace_http.h"
 
 /* 1.0's request parser refuses what 0.9 let through: see
  * server/mhd/install-mhd.sh. */
@@ -46,6 +47,7 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
     struct ghd_request *req = &hr->req;
     char allow[128];
     ghd_http_fill_request_id(req);
+    ghd_http_trace_begin(req);
     int code;
     const char *refusal = ghd_http_head_refusal(req, version, nul_in_target, &code);
     if (refusal) {
@@ -95,6 +97,8 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
         return ghd_reply_problem(&hr->rep, req, GHD_EDEVLOST,
                                  "the device is lost (%s): this server answers no device request "
                                  "until it restarts", lost.detail);
+    if (req->trace) /* the head is read; opening an upload is part of its staging */
+        ghd_http_trace_phase(req, GHD_SPAN_PARSE, "parse");
     return ghd_body_plan(hr);
 }
 
@@ -245,6 +249,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         peer_address(conn, hr->req.client_address); /* for the per-address staging cap */
         if (start_request(hr, method, url, version, nul) != 0) {
             /* Answer before the body: the client is spared sending it. */
+            if (hr->req.trace && !hr->req.trace->spans[GHD_SPAN_PARSE].name)
+                ghd_http_trace_phase(&hr->req, GHD_SPAN_PARSE, "parse");
             return send_reply(conn, hr, hr->req.has_body);
         }
         ghd_guard_receive(http->guard, hr->guard); /* the body, if any, comes in */
@@ -314,6 +320,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     char client[64];
     peer_name(conn, client, sizeof(client));
     ghd_http_log_request(hr, ghd_service_metrics(http->svc), client, status);
+    ghd_http_trace_end(&hr->req, status);
     /* Cleared only now: while the linger and the log run, the connection still
      * points at the request. fuzz_http's leak check between inputs (CI, once,
      * not reproduced in 47 runs) reported a request no pointer reached: a

@@ -179,6 +179,9 @@ void ghd_reply_each_header(const struct ghd_reply *rep, const struct ghd_request
     if (rep->content_type)
         emit(ctx, "Content-Type", rep->content_type);
     emit(ctx, "X-Request-Id", req->request_id);
+    char traceparent[GHD_TRACEPARENT_LEN + 1];
+    ghd_traceparent_format(&req->trace_ctx, traceparent);
+    emit(ctx, "traceparent", traceparent);
     if (req->svc) {
         char instance[16];
         snprintf(instance, sizeof(instance), "%u", ghd_service_owner(req->svc)->instance);

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/trace.h"
+#include "base/trace_span.h"
 #include "core/caller.h"
 
 /* What a handler sees: a request and a reply, never MHD or CUDA types.
@@ -40,6 +42,12 @@ struct ghd_request {
      * when the reply waited for its end (< 0 otherwise). */
     char run_kernel[64];
     double run_device_ms;
+    /* Its W3C trace context (base/trace.h): the trace it belongs to, its own
+     * span id, whether it is sampled (http/trace_http.c). */
+    struct ghd_trace_ctx trace_ctx;
+    /* Its spans when sampled (base/trace_span.h), else NULL: every tracing
+     * step of a request is one test of this pointer. */
+    struct ghd_trace *trace;
 };
 
 /* Header and query lookups; NULL when absent. */

@@ -27,8 +27,11 @@ static const char *resource_of(const struct ghd_http_request *hr)
 void ghd_http_log_request(const struct ghd_http_request *hr, struct ghd_metrics *m,
                           const char *client, int status)
 {
+    char trace_id[33];
+    ghd_trace_hex(hr->req.trace_ctx.trace_id, 16, trace_id);
     struct ghd_access_record rec = {
         .request_id = hr->req.request_id,
+        .trace_id = trace_id,
         .path = hr->req.path,
         .resource = resource_of(hr),
         .client = client,

@@ -6,7 +6,9 @@
  * table, and keeps everything else. The new token is accepted, the old one
  * refused, another tenant's stays, and the buffer the tenant made under the
  * old token is there under the new one with its bytes. A broken version is
- * refused once, and the tokens in force stay. No token reaches the log. */
+ * refused once, and the tokens in force stay. No token reaches the log.
+ * The metrics token rotates the same way from its own key of the Secret
+ * (--metrics-token-file). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,25 +26,39 @@
 
 static char dir[64];
 
-/* dir/<version>/tokens with `text`, then dir/..data -> <version> in one
- * rename, as the kubelet's atomic writer does; the old version goes. */
-static void publish(const char *version, const char *old, const char *text)
+static void write_key(const char *version, const char *key, const char *text)
 {
-    char path[256], tmp[256], data[256];
-    snprintf(path, sizeof(path), "%s/%s", dir, version);
-    assert_int_equal(mkdir(path, 0755), 0);
-    snprintf(path, sizeof(path), "%s/%s/tokens", dir, version);
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s/%s", dir, version, key);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);
     assert_int_equal(fclose(f), 0);
     assert_int_equal(chmod(path, 0600), 0);
+}
+
+/* The metrics token's key in the next versions published (NULL: none). */
+static const char *metrics_key;
+
+/* dir/<version>/tokens with `text` (and metrics-token with metrics_key),
+ * then dir/..data -> <version> in one rename, as the kubelet's atomic
+ * writer does; the old version goes. */
+static void publish(const char *version, const char *old, const char *text)
+{
+    char path[256], tmp[256], data[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, version);
+    assert_int_equal(mkdir(path, 0755), 0);
+    write_key(version, "tokens", text);
+    if (metrics_key)
+        write_key(version, "metrics-token", metrics_key);
     snprintf(tmp, sizeof(tmp), "%s/..data_tmp", dir);
     snprintf(data, sizeof(data), "%s/..data", dir);
     assert_int_equal(symlink(version, tmp), 0);
     assert_int_equal(rename(tmp, data), 0);
     if (old) {
         snprintf(path, sizeof(path), "%s/%s/tokens", dir, old);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/%s/metrics-token", dir, old);
         unlink(path);
         snprintf(path, sizeof(path), "%s/%s", dir, old);
         rmdir(path);
@@ -153,6 +169,85 @@ static void test_secret_volume_rotation(void **state)
     rmdir(dir);
 }
 
+/* The last version, the links and the folder go. */
+static void remove_secret(const char *last_version)
+{
+    char path[256];
+    const char *names[] = {"tokens", "metrics-token", "..data"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/%s/%s", dir, last_version, names[i]);
+        unlink(path);
+    }
+    snprintf(path, sizeof(path), "%s/%s", dir, last_version);
+    rmdir(path);
+    rmdir(dir);
+}
+
+static long metrics_with(struct rel_server *s, const char *token)
+{
+    return status_with(s, "/metrics", token);
+}
+
+static void test_metrics_token_rotation(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/ghd-secret-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    metrics_key = "metrics-one-aaaa\n"; /* a Secret's value may end in a newline */
+    publish("..2026_01", NULL, "tenant-token-aaaa alice\n");
+    char tokens[256], metrics[256];
+    snprintf(tokens, sizeof(tokens), "%s/tokens", dir);
+    snprintf(metrics, sizeof(metrics), "%s/metrics-token", dir);
+    assert_int_equal(symlink("..data/tokens", tokens), 0);
+    assert_int_equal(symlink("..data/metrics-token", metrics), 0);
+
+    const char *args[] = {"--tokens-file", tokens, "--metrics-token-file", metrics, NULL};
+    struct rel_proc p;
+    if (rel_spawn(&p, args, NULL, 20000) < 0)
+        fail_msg("gpuhttpd did not start");
+    struct rel_server s;
+    rel_server_for(&s, &p);
+    assert_int_equal(metrics_with(&s, "metrics-one-aaaa"), 200);
+    assert_int_equal(metrics_with(&s, "tenant-token-aaaa"), 401);
+    assert_int_equal(metrics_with(&s, "metrics-two-bbbb"), 401);
+
+    metrics_key = "metrics-two-bbbb";
+    publish("..2026_02", "..2026_01", "tenant-token-aaaa alice\n");
+    long st = 0;
+    for (int i = 0; i < 200 && (st = metrics_with(&s, "metrics-two-bbbb")) != 200; i++)
+        rel_sleep_ms(50);
+    assert_int_equal(st, 200);
+    assert_int_equal(metrics_with(&s, "metrics-one-aaaa"), 401);
+    assert_int_equal(count_in_log(&p, "the metrics token file changed: the metrics token re-read"),
+                     1);
+
+    /* Two words are not one token: refused once, the token in force stays. */
+    metrics_key = "metrics-three-cccc metrics-four-dddd";
+    publish("..2026_03", "..2026_02", "tenant-token-aaaa alice\n");
+    for (int i = 0; i < 100 && count_in_log(&p, "keeping the metrics token in force") < 1; i++)
+        rel_sleep_ms(50);
+    rel_sleep_ms(2500);
+    assert_int_equal(count_in_log(&p, "keeping the metrics token in force"), 1);
+    assert_int_equal(metrics_with(&s, "metrics-two-bbbb"), 200);
+    /* SIGHUP reads it again (still broken: a second warning, nothing else). */
+    rel_signal(&p, SIGHUP);
+    for (int i = 0; i < 100 && count_in_log(&p, "keeping the metrics token in force") < 2; i++)
+        rel_sleep_ms(50);
+    assert_int_equal(count_in_log(&p, "SIGHUP: keeping the metrics token in force"), 1);
+    assert_int_equal(metrics_with(&s, "metrics-two-bbbb"), 200);
+
+    const char *secrets[] = {"one-aaaa", "two-bbbb", "three-cccc", "four-dddd", "token-aaaa"};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        assert_false(rel_log_contains(&p, secrets[i]));
+    rel_signal(&p, SIGTERM);
+    assert_int_equal(rel_wait_exit_or_kill(&p, 10000), 0);
+    unlink(p.log_path);
+    metrics_key = NULL;
+    remove_secret("..2026_03");
+}
+
 int main(void)
 {
     if (!getenv("GHD_BIN")) {
@@ -161,6 +256,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_secret_volume_rotation),
+        cmocka_unit_test(test_metrics_token_rotation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
