@@ -40,6 +40,9 @@ struct ghd_request {
      * when the reply waited for its end (< 0 otherwise). */
     char run_kernel[64];
     double run_device_ms;
+    /* The URL of the instance that owns what the answer is about, sent as
+     * Gpuhttpd-Owner-Url (http/owner_route.h); NULL: none known. */
+    const char *owner_url;
 };
 
 /* Header and query lookups; NULL when absent. */
