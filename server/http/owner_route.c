@@ -87,9 +87,9 @@ int ghd_owner_route(struct ghd_request *req, struct ghd_reply *rep,
     if (strncmp(route->pattern, "/v1/", 4) == 0 && self[0])
         req->owner_url = self;
     const char *id = strstr(route->pattern, "/{id}") ? req->params[0] : NULL;
-    if (!id) {
-        const char *cursor = ghd_request_query(req, "cursor");
-        id = cursor && ghd_owner_instance_of(cursor) >= 0 ? cursor : NULL;
+    for (const char *const *q = (const char *const[]){"cursor", "near", NULL}; !id && *q; q++) {
+        const char *v = ghd_request_query(req, *q);
+        id = v && ghd_owner_instance_of(v) >= 0 ? v : NULL;
     }
     int owner = id ? ghd_owner_instance_of(id) : -1;
     if (owner < 0)

@@ -6,7 +6,7 @@
 
 /* Who owns what a request names, before its body and handler. Sets
  * req->owner_url (the Gpuhttpd-Owner-Url of the answer): for an id in the
- * path or a listing cursor, the URL of the instance its prefix names, where
+ * path, a listing cursor or ?near=, the URL of the instance its prefix names, where
  * that is known (core/cluster.h); for the other /v1 routes this instance's
  * own (what it creates or lists is its). Then refuses an id of an earlier
  * start of this instance (410) or of another instance (421 naming it); with

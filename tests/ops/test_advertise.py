@@ -136,6 +136,15 @@ def main():
         check(st == 200, f"PUT at the owner: {st} {data!r}")
         st, _, data = servers[2].request("GET", f"/v1/buffers/{a}")
         check(data == b"byz", f"after the PUT: {data!r}")
+        # ?near= names its owner as a path's id does; ids in a body are not looked up.
+        st, hdrs, _ = servers[0].request("POST", f"/v1/buffers?near={a}", b"x", OCTETS)
+        check(st == 421 and hdrs.get("gpuhttpd-owner-url") == urls[2], f"near: {st} {hdrs}")
+        st, hdrs, _ = servers[0].request("POST", f"/v1/buffers?near={a}", b"x",
+                                         {**OCTETS, **pref})
+        check(st == 307 and hdrs["location"] == f"{urls[2]}/v1/buffers?near={a}", f"{st} {hdrs}")
+        st, hdrs, _ = servers[0].json("POST", "/v1/runs", {"kernel": "fill", "args": {
+            "x": a, "n": 1, "dtype": "u8", "value": 1}})
+        check(st == 421 and "gpuhttpd-owner-url" not in hdrs, f"run elsewhere: {st} {hdrs}")
         # An earlier start's id (this instance's number) is 410 whatever the preference.
         st, _, _ = servers[2].request("GET", "/v1/buffers/i0002-0000abcd-" + "0" * 32, headers=pref)
         check(st == 410, f"gone: {st}")
@@ -161,7 +170,8 @@ def main():
         # A stopped peer is down, and the walk names it where it passes it.
         servers[2].proc.send_signal(signal.SIGSTOP)
         try:
-            wait_states(servers[0], {0: "ready", 1: "ready", 2: "down"})
+            for k in (0, 1):  # each looks on its own
+                wait_states(servers[k], {0: "ready", 1: "ready", 2: "down"})
             pages = walk(servers, 1, 100)
             got = sorted(b["id"] for p in pages for b in p["buffers"])
             check(got == sorted(ids[0] + ids[1]), f"walk without 2: {got}")
