@@ -52,6 +52,7 @@ int ghd_handle_region_delete(struct ghd_request *req, struct ghd_reply *rep);
 
 /* usage.c */
 int ghd_handle_usage(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_cluster(struct ghd_request *req, struct ghd_reply *rep);
 
 /* transfers.c */
 int ghd_handle_transfer_create(struct ghd_request *req, struct ghd_reply *rep);

@@ -46,6 +46,8 @@ static const struct ghd_route table[] = {
     {"GET", "/v1/devices", GHD_BODY_NONE, ghd_handle_device_list, NULL, TENANT, NODEV, NOPROBE,
      NOQUERY},
     {"GET", "/v1/usage", GHD_BODY_NONE, ghd_handle_usage, NULL, TENANT, NODEV, NOPROBE, NOQUERY},
+    {"GET", "/v1/cluster", GHD_BODY_NONE, ghd_handle_cluster, NULL, TENANT, NODEV, NOPROBE,
+     NOQUERY},
     {"POST", "/v1/buffers", GHD_BODY_UPLOAD, ghd_handle_buffer_create, &ghd_buffer_create_upload,
      TENANT, DEVICE, NOPROBE, create_query},
     {"GET", "/v1/buffers", GHD_BODY_NONE, ghd_handle_buffer_list, NULL, TENANT, DEVICE, NOPROBE,

@@ -16,6 +16,8 @@
 #include "base/error.h"
 #include "handlers/handlers.h"
 #include "http/agent.h"
+#include "http/peer_probe.h"
+#include "core/service_cluster.h"
 #include "http/http.h"
 #include "http/listen.h"
 #include "http/probe.h"
@@ -270,10 +272,12 @@ static int open_listeners(const struct ghd_config *cfg, struct listeners *l, str
     return rc;
 }
 
-/* What serves the listeners: HTTP, the probes and the agent check. */
+/* What serves the listeners: HTTP, the probes and the agent check; and
+ * the look at the peers (--peers). */
 struct servers {
     struct ghd_http *http, *probe;
     struct ghd_agent *agent;
+    struct ghd_peer_probe *peers;
 };
 
 static void stop_servers(struct servers *s)
@@ -281,6 +285,7 @@ static void stop_servers(struct servers *s)
     ghd_http_stop(s->http);
     ghd_http_stop(s->probe); /* after the drain, through which /readyz said 503 */
     ghd_agent_stop(s->agent); /* and the agent "drain" */
+    ghd_peer_probe_stop(s->peers);
     *s = (struct servers){0};
 }
 
@@ -301,6 +306,8 @@ static int start_servers(struct ghd_service *svc, struct listeners *l, struct se
         rc = ghd_agent_start_on(svc, l->agent_fd, &s->agent, err);
         l->agent_fd = -1; /* taken, or closed by the failed start */
     }
+    if (rc == 0)
+        rc = ghd_peer_probe_start(ghd_service_cluster(svc), &s->peers, err);
     if (rc) {
         stop_servers(s);
         close_listeners(l);

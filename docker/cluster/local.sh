@@ -79,13 +79,21 @@ declare -a pids started quick
 stopping=0
 trap 'stopping=1' TERM INT
 
+# Every instance's URL, for clients that skip the proxy: each advertises its
+# own and reads the others' /readyz (--peers; it drops its own from the list).
+peers=
+for ((k = 0; k < instances; k++)); do
+  peers+="${peers:+,}http://127.0.0.1:$((port + 1 + k))"
+done
+
 start_instance() {
   local k=$1
   # Behind the proxy every client has the proxy's address: no per-address
   # caps (the per-tenant ones stay).
   "$gpuhttpd" --bind 127.0.0.1 --instance "$k" --port $((port + 1 + k)) \
     --agent-port $((port + 1 + instances + k)) --per-ip-connection-limit 0 \
-    --staging-address-share 0 "${extra[@]}" >>"$dir/instance-$k.log" 2>&1 &
+    --staging-address-share 0 --advertise-url "http://127.0.0.1:$((port + 1 + k))" \
+    --peers "$peers" "${extra[@]}" >>"$dir/instance-$k.log" 2>&1 &
   pids[k]=$!
   started[k]=$SECONDS
   echo "local.sh: instance $k: pid ${pids[k]}, http://127.0.0.1:$((port + 1 + k)), log $dir/instance-$k.log"

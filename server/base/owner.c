@@ -41,8 +41,7 @@ static int is_digits(const char *s, size_t n, const char *set)
     return 1;
 }
 
-/* The instance an id names, or -1 when it has no owner prefix. */
-static int prefix_instance(const char *id)
+int ghd_owner_instance_of(const char *id)
 {
     if (strlen(id) <= GHD_OWNER_PREFIX_LEN || id[0] != 'i' || id[5] != '-' || id[14] != '-' ||
         !is_digits(id + 1, 4, "0123456789") ||
@@ -53,7 +52,7 @@ static int prefix_instance(const char *id)
 
 int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *err)
 {
-    int named = prefix_instance(id);
+    int named = ghd_owner_instance_of(id);
     /* Not of the prefix's form: an id no instance made. */
     if (named < 0 || memcmp(id, o->prefix, GHD_OWNER_PREFIX_LEN) == 0)
         return 0;
@@ -107,7 +106,7 @@ static void walk_ids(struct owner_walk *w, const json_t *v, unsigned depth)
     if (json_is_string(v)) {
         const char *s = json_string_value(v);
         int rc;
-        int named = prefix_instance(s);
+        int named = ghd_owner_instance_of(s);
         if (named < 0 || !is_digits(s + GHD_OWNER_PREFIX_LEN, strlen(s + GHD_OWNER_PREFIX_LEN),
                                     "0123456789abcdef"))
             return;

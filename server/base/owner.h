@@ -39,6 +39,9 @@ int ghd_owner_init(struct ghd_owner *o, unsigned instance);
  * number is over GHD_OWNER_INSTANCE_MAX. */
 unsigned ghd_owner_from_hostname(const char *hostname);
 
+/* The instance `id`'s owner prefix names, or -1 when it has none. */
+int ghd_owner_instance_of(const char *id);
+
 /* Whether `id` may be this instance's: 0 when its prefix is this instance's
  * and boot (or it has no prefix at all, which never exists: the caller then
  * answers 404). GHD_EGONE when it names this instance and another boot,

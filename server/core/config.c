@@ -30,6 +30,12 @@ static const struct option_spec specs[] = {
     {"instance", OPT_STRING, OFF(instance_text), STR_MAX(instance_text), 0, 0, "auto",
      "this instance's number, 0..9999, which every id it makes starts with so that a proxy "
      "can route by owner (auto: the hostname's trailing number, gpuhttpd-3 -> 3, else 0)"},
+    {"advertise-url", OPT_STRING, OFF(advertise_url), STR_MAX(advertise_url), 0, 0, "",
+     "the URL clients reach this instance at without the proxy (http://gpuhttpd-2.gpuhttpd-pods:"
+     "8080): on /readyz, GET /v1/cluster and the Gpuhttpd-Owner-Url header (empty: none)"},
+    {"peers", OPT_STRING, OFF(peers), STR_MAX(peers), 0, 0, "",
+     "the other instances' advertised URLs, separated by commas (this one's own is ignored): "
+     "their /readyz is read every second for GET /v1/cluster, redirects and listings"},
     {"bind", OPT_STRING, OFF(bind), STR_MAX(bind), 0, 0, "127.0.0.1", "IPv4 address to listen on"},
     {"backend", OPT_BACKEND, OFF(backend), 0, 0, 0, "auto", "auto, cuda or host"},
     {"devices", OPT_STRING, OFF(devices), STR_MAX(devices), 0, 0, "all",

@@ -17,6 +17,8 @@ struct ghd_config {
     char instance_text[8]; /* --instance as given: "auto" or a number */
     unsigned instance;     /* resolved: the number every id this instance makes carries */
     char bind[64];
+    char advertise_url[256]; /* this instance's URL for clients that skip the proxy; "" none */
+    char peers[4096];        /* the other instances' advertised URLs, comma-separated */
     enum ghd_backend_choice backend;
     char device[8];     /* --device N as given ("": not given); folded into `devices` */
     char devices[1024]; /* "all", or ordinals and UUIDs separated by commas */

@@ -307,9 +307,13 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     svc->started = time(NULL);
     if (ghd_owner_init(&svc->owner, cfg->instance) != 0)
         return ghd_err_set(err, GHD_EINTERNAL, "cannot draw a boot id (getrandom failed)");
-    int rc = ghd_metrics_new(&svc->metrics);
+    int rc = ghd_cluster_new(cfg->advertise_url, cfg->instance, cfg->peers, &svc->cluster, err);
     if (rc)
+        return rc;
+    if ((rc = ghd_metrics_new(&svc->metrics)) != 0) {
+        ghd_cluster_free(svc->cluster);
         return ghd_err_set(err, rc, "metrics: %s", ghd_strerror(rc));
+    }
     ghd_metrics_tenant_label(svc->metrics, (int)cfg->metrics_tenant_label);
     ghd_staging_caps_init(&svc->staging_caps, cfg->staging_address_share,
                           cfg->staging_tenant_share, svc->metrics);
@@ -378,6 +382,8 @@ destroy_metrics:
     ghd_staging_caps_destroy(&svc->staging_caps);
     ghd_metrics_free(svc->metrics);
     svc->metrics = NULL;
+    ghd_cluster_free(svc->cluster);
+    svc->cluster = NULL;
     return rc;
 }
 
@@ -404,6 +410,8 @@ void ghd_service_destroy(struct ghd_service *svc)
     svc->tracer = NULL;
     ghd_metrics_free(svc->metrics); /* last: everything above recorded into it */
     svc->metrics = NULL;
+    ghd_cluster_free(svc->cluster);
+    svc->cluster = NULL;
 }
 
 struct ghd_runtime *ghd_service_runtime(struct ghd_service *svc, unsigned index)

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/error.h"
+#include "service_cluster.h"
 #include "service_internal.h"
 #include "buffer_copy.h"
 #include "cursor.h"
@@ -366,18 +367,22 @@ int ghd_service_buffer_list(struct ghd_service *svc, const struct ghd_caller *ca
 {
     uint64_t after = 0;
     *body = NULL;
-    if (cursor && ghd_cursor_decode(caller->tenant, cursor, &after) != 0)
+    struct ghd_list_walk walk; /* with peers: one cursor through every instance */
+    int rc = ghd_list_walk_begin(svc, cursor, &walk, err);
+    if (rc)
+        return rc;
+    if (walk.local && ghd_cursor_decode(caller->tenant, walk.local, &after) != 0)
         return ghd_err_set(err, GHD_EINVAL, "cursor must be a value returned as next_cursor");
     struct list_page page = {json_array(), 0};
     int more = 0;
     ghd_buffer_list(&svc->buffers, caller->tenant, after, limit, list_one, &page, &more);
     *body = json_pack("{s:o}", "buffers", page.items);
-    if (*body && more) {
-        /* The creation sequence of the last buffer listed, made opaque. */
-        char c[GHD_CURSOR_LEN + 1];
-        ghd_cursor_encode(caller->tenant, page.last_seq, c);
-        json_object_set_new(*body, "next_cursor", json_string(c));
-    }
+    if (!*body)
+        return ghd_err_set(err, GHD_ENOMEM, "the buffer listing");
+    /* The creation sequence of the last buffer listed, made opaque. */
+    char c[GHD_CURSOR_LEN + 1];
+    ghd_cursor_encode(caller->tenant, page.last_seq, c);
+    ghd_list_walk_end(svc, &walk, more, c, *body);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "base/owner.h"
 #include "buffer.h"
+#include "cluster.h"
 #include "config.h"
 #include "staging_caps.h"
 #include "devloss.h"
@@ -56,6 +57,7 @@ struct ghd_service {
     int watch_stop, watch_started;
     time_t started;
     struct ghd_owner owner; /* --instance and this start's boot: every id's prefix */
+    struct ghd_cluster *cluster; /* --advertise-url, --peers and what the peers said */
     atomic_int ready;
     /* --otlp-endpoint's exporter (base/trace_export.h); NULL: tracing off.
      * Freed after the runs, which may hold a sampled request's trace. */

@@ -54,6 +54,9 @@ int ghd_service_ready_json(struct ghd_service *svc, const struct ghd_caller *cal
     *body = json_pack("{s:s, s:i, s:s, s:s, s:s}", "status", "ready", "instance",
                       (int)svc->owner.instance, "boot", svc->owner.boot, "backend",
                       ghd_backend_name(first->dev.kind), "device", first->dev.name);
+    const char *url = ghd_cluster_self_url(svc->cluster);
+    if (*body && url[0])
+        json_object_set_new(*body, "url", json_string(url));
     if (*body && (caller->perms & GHD_PERM_FIGURES))
         figures_add(svc, *body);
     json_object_set_new(*body, "devices", devices);

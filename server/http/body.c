@@ -102,6 +102,7 @@ int ghd_body_parse_json(struct ghd_http_request *hr)
     int rc = ghd_owner_check_json(ghd_service_owner(hr->req.svc), doc, &owner);
     if (rc) {
         json_decref(doc);
+        hr->req.owner_url = NULL; /* about ids of another owner, whose URL is not looked up */
         return ghd_reply_problem(&hr->rep, &hr->req, rc, "%s", owner.detail);
     }
     hr->req.json = doc;

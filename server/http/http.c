@@ -29,6 +29,7 @@
 #include "head.h"
 #include "http_request.h"
 #include "listen.h"
+#include "owner_route.h"
 #include "request_log.h"
 #include "socket_body.h"
 #include "socket_io.h"
@@ -86,12 +87,11 @@ static int start_request(struct ghd_http_request *hr, const char *method, const 
     rc = ghd_http_parse_content_length(req);
     if (rc)
         return ghd_reply_problem(&hr->rep, req, rc, "Content-Length is not a number");
-    /* An id another instance, or an earlier start of this one, made: 421 or
-     * 410 rather than the 404 of an id that never existed. */
-    struct ghd_err owner = {0};
-    if (strstr(route->pattern, "/{id}") &&
-        (rc = ghd_owner_check(ghd_service_owner(req->svc), req->params[0], &owner)) != 0)
-        return ghd_reply_problem(&hr->rep, req, rc, "%s", owner.detail);
+    /* An id another instance, or an earlier start of this one, made: 421 (or
+     * a redirect to its owner) or 410 rather than the 404 of an id that
+     * never existed. */
+    if ((rc = ghd_owner_route(req, &hr->rep, route)) != 0)
+        return rc;
     struct ghd_err lost = {0};
     if (route->needs_device && ghd_devloss_get(ghd_service_devloss(req->svc), &lost))
         return ghd_reply_problem(&hr->rep, req, GHD_EDEVLOST,

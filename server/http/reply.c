@@ -187,6 +187,8 @@ void ghd_reply_each_header(const struct ghd_reply *rep, const struct ghd_request
         snprintf(instance, sizeof(instance), "%u", ghd_service_owner(req->svc)->instance);
         emit(ctx, "Gpuhttpd-Instance", instance);
     }
+    if (req->owner_url)
+        emit(ctx, "Gpuhttpd-Owner-Url", req->owner_url);
     for (unsigned i = 0; i < rep->header_count; i++)
         emit(ctx, rep->header_names[i], rep->header_values[i]);
 }

@@ -48,6 +48,9 @@ struct ghd_request {
     /* Its spans when sampled (base/trace_span.h), else NULL: every tracing
      * step of a request is one test of this pointer. */
     struct ghd_trace *trace;
+    /* The URL of the instance that owns what the answer is about, sent as
+     * Gpuhttpd-Owner-Url (http/owner_route.h); NULL: none known. */
+    const char *owner_url;
 };
 
 /* Header and query lookups; NULL when absent. */

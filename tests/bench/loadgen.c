@@ -283,6 +283,10 @@ static void usage(FILE *out)
                  "  --server-pid PID   upload/download: report that process's CPU time and peak\n"
                  "                     RSS over the timed part (from /proc)\n"
                  "  --token TOKEN      send Authorization: Bearer TOKEN (or set GHD_BENCH_TOKEN)\n"
+                 "  --direct           each connection creates its buffer through --port (a\n"
+                 "                     proxy), then sends every later request to that buffer's\n"
+                 "                     owner, at the port of the answer's Gpuhttpd-Owner-Url (on\n"
+                 "                     --host), as the Python client's direct mode does\n"
                  "  --json             one JSON line per result\n");
 }
 
@@ -391,6 +395,7 @@ static int parse_option(int c, const char *arg, struct options *opt)
     case 'l': opt->label = arg; return 0;
     case 'S': opt->server_pid = (pid_t)atoi(arg); return opt->server_pid > 0 ? 0 : -1;
     case 'A': return set_token(arg, opt);
+    case 'D': opt->direct = true; return 0;
     default: return -1;
     }
 }
@@ -404,7 +409,8 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"send-chunk", 1, 0, 'k'}, {"requests", 1, 0, 'n'}, {"duration", 1, 0, 'd'},
         {"tests", 1, 0, 'T'},      {"verify", 1, 0, 'v'},   {"put-path", 1, 0, 'P'},
         {"get-path", 1, 0, 'G'},   {"label", 1, 0, 'l'},    {"server-pid", 1, 0, 'S'},
-        {"token", 1, 0, 'A'},      {"pattern", 1, 0, 'X'},  {"help", 0, 0, '?'},
+        {"token", 1, 0, 'A'},      {"pattern", 1, 0, 'X'},  {"direct", 0, 0, 'D'},
+        {"help", 0, 0, '?'},
         {0, 0, 0, 0}};
     *opt = (struct options){.host = "127.0.0.1",
                             .conns = 1,

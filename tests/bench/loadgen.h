@@ -43,6 +43,7 @@ struct options {
     const char *label;
     pid_t server_pid;      /* when set, sample its CPU time and peak RSS around the timed part */
     char auth_header[320]; /* "Authorization: Bearer <token>\r\n" with --token, else "" */
+    bool direct; /* after its first buffer, a connection talks to that buffer's owner */
 };
 
 struct small_result {
@@ -80,6 +81,7 @@ struct worker {
     pthread_t thread;
     struct lg_conn conn;
     bool conn_open;
+    int direct_port; /* --direct: the owner's port once known, else 0 */
     char id[128];
     char small_id[128];
     double t_start;

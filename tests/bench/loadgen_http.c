@@ -200,6 +200,9 @@ static void parse_header(struct lg_response *resp, char *line)
     else if (strcasecmp(line, "Location") == 0)
         snprintf(resp->location, sizeof resp->location, "%.*s", (int)sizeof resp->location - 1,
                  value);
+    else if (strcasecmp(line, "Gpuhttpd-Owner-Url") == 0)
+        snprintf(resp->owner_url, sizeof resp->owner_url, "%.*s",
+                 (int)sizeof resp->owner_url - 1, value);
     else if (strcasecmp(line, "Content-Type") == 0)
         snprintf(resp->content_type, sizeof resp->content_type, "%.*s",
                  (int)sizeof resp->content_type - 1, value);

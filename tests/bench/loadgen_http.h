@@ -30,6 +30,7 @@ struct lg_response {
     bool close;
     char location[256];
     char content_type[96];
+    char owner_url[160]; /* Gpuhttpd-Owner-Url */
 };
 
 /* Connects to host:port (numeric IPv4). sockbuf > 0 sets SO_SNDBUF and SO_RCVBUF to

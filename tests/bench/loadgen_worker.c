@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int lg_worker_fail(struct worker *w, const char *what)
@@ -20,7 +21,7 @@ int lg_worker_connect(struct worker *w)
     if (w->conn_open)
         lg_conn_close(&w->conn);
     w->conn_open = true;
-    int port = opt->ports[w->index % opt->nports];
+    int port = w->direct_port ? w->direct_port : opt->ports[w->index % opt->nports];
     if (lg_conn_open(&w->conn, opt->host, port, opt->sockbuf, opt->recv_buf) != 0)
         return lg_worker_fail(w, "connect");
     w->conn.default_headers = opt->auth_header[0] ? opt->auth_header : NULL;
@@ -43,6 +44,24 @@ int lg_expect_status(struct worker *w, const char *what, int lo, int hi, struct 
     return 0;
 }
 
+/* --direct: from now on the connection talks to the owner of the buffer it just made,
+ * at the port its Gpuhttpd-Owner-Url names. */
+static int go_direct(struct worker *w, const struct lg_response *resp)
+{
+    const char *colon = strrchr(resp->owner_url, ':');
+    int port = colon ? atoi(colon + 1) : 0;
+    if (strncmp(resp->owner_url, "http://", 7) != 0 || port <= 0 || port > 65535) {
+        snprintf(w->err, sizeof w->err,
+                 "conn %u: --direct: no usable Gpuhttpd-Owner-Url in the creation's answer "
+                 "('%s'; the instances need --advertise-url)",
+                 w->index, resp->owner_url);
+        return -1;
+    }
+    w->direct_port = port;
+    w->conn.must_close = true; /* the next request connects to the owner */
+    return 0;
+}
+
 int lg_create_buffer(struct worker *w, uint64_t size, char *id, size_t id_cap)
 {
     char body[64], reply[4096];
@@ -62,7 +81,7 @@ int lg_create_buffer(struct worker *w, uint64_t size, char *id, size_t id_cap)
                  reply);
         return -1;
     }
-    return 0;
+    return w->shared->opt->direct && !w->direct_port ? go_direct(w, &resp) : 0;
 }
 
 int lg_delete_buffer(struct worker *w, const char *id)

@@ -57,6 +57,12 @@
 #   BENCH_SMALL_REQUESTS  requests per connection per small test [20000]
 #   BENCH_SMALL_SECONDS   time bound per small test [5]
 #   BENCH_SMALL_VARIANTS  how many variants, from the first, run the small requests [1]
+#   BENCH_DIRECT          1: also the direct client (loadgen --direct: each connection
+#                         creates its buffer through the first variant's proxy, then
+#                         talks to the buffer's owner at its Gpuhttpd-Owner-Url, as the
+#                         Python client's Client(direct=True) does), bulk every round
+#                         and small requests, and the small requests of the instances
+#                         driven directly, its yardstick; a table of its own [1]
 #   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
 #   BENCH_SERVER_ARGS     gpuhttpd options for every instance and the direct one
 #                         ["--pool-limit 20%": four instances and the direct one share
@@ -96,6 +102,8 @@ small_seconds=${BENCH_SMALL_SECONDS:-5}
 small_variants=${BENCH_SMALL_VARIANTS:-1}
 [[ $small_variants =~ ^[0-9]+$ ]] || { echo "BENCH_SMALL_VARIANTS is a count" >&2; exit 2; }
 repeat=${BENCH_REPEAT:-3}
+direct_client=${BENCH_DIRECT:-1}
+[[ $direct_client == [01] ]] || { echo "BENCH_DIRECT is 0 or 1" >&2; exit 2; }
 timeout_s=${BENCH_TIMEOUT:-300}
 read -r -a server_args <<<"${BENCH_SERVER_ARGS-"--pool-limit 20%"}"
 server_args+=(--backend "$backend" --per-ip-connection-limit 0 --staging-address-share 0)
@@ -183,23 +191,26 @@ rm -rf "$check_dir"
 # process whose CPU time per GB loadgen reports (the server, or the proxy; "" for none).
 bulk() {
     local label=$1 p=$2 pid=$3 c mode
+    shift 3 # the rest: more loadgen options (--direct)
     local -a cpu=()
     [[ -n $pid ]] && cpu=(--server-pid "$pid")
     for c in "${conns_list[@]}"; do
         for mode in upload download; do
             record pinned "$rest_cpus" "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode "$mode" \
-                --conns "$c" --bytes "$bytes" ${cpu[@]+"${cpu[@]}"} --label "$label"
+                --conns "$c" --bytes "$bytes" ${cpu[@]+"${cpu[@]}"} --label "$label" "$@"
         done
     done
 }
 
-# small LABEL PORT: the small requests against one address.
+# small LABEL PORT [LOADGEN OPTIONS]: the small requests against one address (or, PORT a
+# comma-separated list, connection i against the i-th modulo their count).
 small() {
     local label=$1 p=$2 c
+    shift 2
     for c in "${small_conns_list[@]}"; do
         log "$label: small requests, $c connections"
         record pinned "$rest_cpus" "$tools/loadgen" --port "$p" --timeout "$timeout_s" --mode small --conns "$c" \
-            --requests "$small_requests" --duration "$small_seconds" --label "$label"
+            --requests "$small_requests" --duration "$small_seconds" --label "$label" "$@"
     done
 }
 
@@ -271,6 +282,10 @@ measure_all() {
         bulk direct "$port" "$server_pid"
         log "round $round of $repeat: the $instances instances, each driven directly"
         bulk instances "$instance_ports" ""
+        if [[ $direct_client == 1 ]]; then
+            log "round $round of $repeat: the direct client (creations through proxy ${variant_names[0]})"
+            bulk direct-client "${variant_ports[0]}" "" --direct
+        fi
         for i in "${!variant_names[@]}"; do
             log "round $round of $repeat: proxy ${variant_names[$i]}"
             bulk "proxy:${variant_names[$i]}" "${variant_ports[$i]}" "${proxy_pids[$i]}"
@@ -278,6 +293,10 @@ measure_all() {
     done
     log "round $repeat took $((SECONDS - t0)) s"
     small direct "$port"
+    if [[ $direct_client == 1 ]]; then
+        small instances "$instance_ports"
+        small direct-client "${variant_ports[0]}" --direct
+    fi
     for i in "${!variant_names[@]}"; do
         [[ $i -lt $small_variants ]] || break
         small "proxy:${variant_names[$i]}" "${variant_ports[$i]}"
@@ -330,6 +349,65 @@ small_row() {
         "$(ratio "$(json_get "$p" rps)" "$(json_get "$d" rps)")"
 }
 
+# The direct client against the instances driven directly (its yardstick: the same
+# processes, no hop), one instance direct, and proxy ${variant_names[0]}.
+direct_row() {
+    local mode=$1 c=$2 d n x p
+    d=$(find_line label=direct tool=loadgen mode="$mode" conns="$c")
+    n=$(find_line label=instances tool=loadgen mode="$mode" conns="$c")
+    x=$(find_line label=direct-client tool=loadgen mode="$mode" conns="$c")
+    p=$(find_line label="proxy:${variant_names[0]}" tool=loadgen mode="$mode" conns="$c")
+    printf '| %s | %s | %s GB/s | %s GB/s | %s / %s | %s / %s | %s GB/s (%s) | %s | %s |\n' \
+        "$mode" "$c" "$(fmt "$(json_get "$x" gbps)" 2)" "$(fmt "$(json_get "$n" gbps)" 2)" \
+        "$(ratio "$(json_get "$x" gbps)" "$(json_get "$n" gbps)")" \
+        "$(paired_median instances direct-client "$mode" "$c")" \
+        "$(ratio "$(json_get "$x" gbps)" "$(json_get "$d" gbps)")" \
+        "$(paired_median direct direct-client "$mode" "$c")" \
+        "$(fmt "$(json_get "$p" gbps)" 2)" "$(ratio "$(json_get "$p" gbps)" "$(json_get "$n" gbps)")" \
+        "$( [[ "$x" == *'"checksum_ok":false'* ]] && echo no || echo yes)" "$(json_get "$x" owners)"
+}
+
+direct_small_row() {
+    local test=$1 c=$2 n x p d
+    n=$(find_line label=instances mode=small test="$test" conns="$c")
+    x=$(find_line label=direct-client mode=small test="$test" conns="$c")
+    p=$(find_line label="proxy:${variant_names[0]}" mode=small test="$test" conns="$c")
+    d=$(find_line label=direct mode=small test="$test" conns="$c")
+    [[ -n $x ]] || return 0
+    printf '| %s | %s | %s req/s (p50 %s us) | %s req/s (p50 %s us) | %s | %s req/s | %s req/s (%s) |\n' \
+        "$test" "$c" "$(fmt "$(json_get "$x" rps)" 0)" "$(fmt "$(json_get "$x" p50_us)" 0)" \
+        "$(fmt "$(json_get "$n" rps)" 0)" "$(fmt "$(json_get "$n" p50_us)" 0)" \
+        "$(ratio "$(json_get "$x" rps)" "$(json_get "$n" rps)")" "$(fmt "$(json_get "$d" rps)" 0)" \
+        "$(fmt "$(json_get "$p" rps)" 0)" "$(ratio "$(json_get "$p" rps)" "$(json_get "$n" rps)")"
+}
+
+print_direct_table() {
+    local mode c test
+    echo
+    echo "## The direct client"
+    echo
+    echo "direct client = loadgen --direct: each connection creates its buffer through proxy" \
+        "${variant_names[0]} (placement by the agents' weights), then sends everything else to" \
+        "the buffer's owner at its Gpuhttpd-Owner-Url, no proxy (in the small tests healthz" \
+        "and alloc/delete then go to that owner too). Ratios as best / best and paired median."
+    echo
+    echo "| test | conns | direct client | the instances direct | client / instances | client / one direct | through the proxy (/ instances) | checksum ok | placement |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for mode in upload download; do
+        for c in "${conns_list[@]}"; do
+            direct_row "$mode" "$c"
+        done
+    done
+    echo
+    echo "| small test | conns | direct client | the instances direct | client / instances | one direct | through the proxy (/ instances) |"
+    echo "|---|---|---|---|---|---|---|"
+    for test in healthz alloc_delete_4k put_4k run_axpy_4k; do
+        for c in "${small_conns_list[@]}"; do
+            direct_small_row "$test" "$c"
+        done
+    done
+}
+
 print_table() {
     local c mode test i
     echo "# gpuhttpd behind HAProxy: $instances instances vs one, direct"
@@ -370,6 +448,7 @@ print_table() {
             done
         done
     done
+    [[ $direct_client == 1 ]] && print_direct_table
     echo
     echo "The whole run took $SECONDS s."
 }

@@ -33,9 +33,9 @@ Every change to what the manifests say, and why:
     podman 4.3 makes an emptyDir a named volume of the volume's name ("tmp"),
     which every pod naming it would share (Kubernetes gives each pod its own);
   - the proxy at 1 replica: a second one would publish the same host ports;
-  - the proxy's NAMESPACE is the literal "default": podman's fieldRef knows
-    metadata.name, metadata.uid, labels and annotations, not
-    metadata.namespace (and it has no namespaces);
+  - the proxy's NAMESPACE and the instances' POD_NAMESPACE are the literal
+    "default": podman's fieldRef knows metadata.name, metadata.uid, labels
+    and annotations, not metadata.namespace (and it has no namespaces);
   - the proxy's DNS is kube_dns.py (dnsPolicy None, dnsConfig): the cluster
     DNS the proxy's resolvers expect.
 
@@ -105,6 +105,7 @@ def instance_pods(statefulset, instances, image, tokens_dir):
         (container,) = spec["containers"]
         container["image"] = image
         set_env(container, "GHD_BACKEND", "host")
+        set_env(container, "POD_NAMESPACE", "default")
         number_probe_ports(container)
         del container["ports"]
         own_empty_dirs(spec, f"{name}-{n}")

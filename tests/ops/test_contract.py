@@ -134,6 +134,10 @@ def main():
         usage = json.loads(body)
         check(st == 200 and usage["buffers"]["count"] >= 2 and
               usage["devices"][0]["device"] == 0, f"usage: {st} {body!r}")
+        # The cluster: this one alone (no --peers), without an advertised URL.
+        st, _, body = c.conform("GET", "/v1/cluster", R("GET", "/v1/cluster"))
+        check(st == 200 and [i["self"] for i in json.loads(body)["instances"]] == [True],
+              f"cluster: {st} {body!r}")
         st, _, body = c.conform("POST", "/v1/buffers", R(
             "POST", "/v1/buffers", json.dumps({"copy_of": bid2, "device": 0}).encode(), J))
         copy = json.loads(body)

@@ -15,9 +15,9 @@
   proxy), tokens from the Secret mounted as a file (GHD_TOKENS_FILE, which
   the server re-reads when the kubelet updates it; no subPath, which is never
   updated), not from the environment;
-- a headless metrics Service on the probe port; a NetworkPolicy that lets
-  only the proxy reach the API and agent ports and only the monitoring
-  namespace the probe port; fully qualified image names;
+- a headless metrics Service on the probe port; a NetworkPolicy that opens
+  the API port, lets only the proxy reach the agent port and only the
+  monitoring namespace the probe port; fully qualified image names;
 - docker/k8s/monitoring (kubectl kustomize): its ServiceMonitor and
   PodMonitor against k8s_monitoring_schema.yaml (strict; kubernetes-validate
   has no schema for the Prometheus Operator's kinds and only warns), and
@@ -173,9 +173,10 @@ def policy_rules(docs, labels):
 
 
 def network_policies(docs, pod, gpu, ppod, hap):
-    """Only the proxy reaches the API and agent ports, only the monitoring
-    namespace the probe port (the kubelet reaches it from the node); the
-    proxy's API port is open, its stats port to monitoring only."""
+    """The API port is open (the proxy, the peers' looks and clients that
+    skip the proxy reach it), only the proxy reaches the agent port, only the
+    monitoring namespace the probe port (the kubelet reaches it from the
+    node); the proxy's API port is open, its stats port to monitoring only."""
     opened = {}
     for rule in policy_rules(docs, pod["metadata"]["labels"]):
         for p in rule["ports"]:
@@ -184,7 +185,7 @@ def network_policies(docs, pod, gpu, ppod, hap):
     proxy = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "gpuhttpd-proxy"}}}
     monitoring = {"namespaceSelector": {"matchLabels": {
         "kubernetes.io/metadata.name": "monitoring"}}}
-    want = {"http": [proxy], "agent": [proxy], "probe": [monitoring]}
+    want = {"http": [{"anyone": True}], "agent": [proxy], "probe": [monitoring]}
     check(opened == want, f"the instances' NetworkPolicy opens {opened}, not {want}")
     check(proxy["podSelector"]["matchLabels"].items() <= ppod["metadata"]["labels"].items(),
           "the NetworkPolicy's proxy selector does not select the proxy")
@@ -267,6 +268,22 @@ def manifests(text, files, proxy_dir, cfg):
               f"slot {k}'s agent port {agent}, the pod's {port_of(gpu, 'agent')}, "
               f"GHD_AGENT_PORT {env.get('GHD_AGENT_PORT')}")
     check(spec["replicas"] <= len(servers), f"{spec['replicas']} replicas, {len(servers)} slots")
+    # Clients that skip the proxy: the URL each pod advertises is the one the
+    # proxy redirects to for its slot, and every pod knows every slot's.
+    redirects = dict(re.findall(r'^    http-request return status 307 hdr Location "([^"%]+)%\[url\]" '
+                                r'.* -m str i(\d{4}) ', cfg, re.M))
+    redirects = {int(k): url for url, k in redirects.items()}
+    check(sorted(redirects) == [int(k) for k, *_ in servers], f"redirect slots: {redirects}")
+    peers = env.get("GHD_PEERS", "").split(",")
+    for k, url in redirects.items():
+        ns = {"NAMESPACE": "default", "CLUSTER_DOMAIN": "cluster.local"}
+        proxy_url = re.sub(r"\$\{(\w+)\}", lambda m: ns[m.group(1)], url)
+        pod_env = {"POD_NAME": f"{sts['metadata']['name']}-{k}", "POD_NAMESPACE": "default"}
+        def expand(v):
+            return re.sub(r"\$\((\w+)\)", lambda m: pod_env[m.group(1)], v)
+        check(expand(env.get("GHD_ADVERTISE_URL", "")) == proxy_url,
+              f"pod {k} advertises {env.get('GHD_ADVERTISE_URL')}, the proxy redirects to {url}")
+        check(proxy_url in [expand(p) for p in peers], f"GHD_PEERS lacks slot {k}: {peers}")
     check(re.search(rf"^    bind :{port_of(hap, 'http')}$", cfg, re.M),
           "haproxy.cfg binds another port than the proxy's http port")
     return docs

@@ -18,6 +18,7 @@ shared memory), ``errors`` (one exception class per kind of failure),
 (AsyncClient: the Client's calls awaited), ``cli`` (python -m gpuhttpd).
 """
 
+from ._direct import DirectTransport, IncompleteListing
 from ._version import __version__
 from .aio import AsyncArray, AsyncClient
 from .arrays import DeviceArray, LargeDownloadWarning, TransferError, dtype_name, numpy_dtype
@@ -60,9 +61,11 @@ __all__ = [
     "DeviceArray",
     "DeviceMemory",
     "DevicePool",
+    "DirectTransport",
     "Forbidden",
     "GpuhttpdError",
     "HTTPTransport",
+    "IncompleteListing",
     "InsufficientStorage",
     "InvalidArgument",
     "Kernel",

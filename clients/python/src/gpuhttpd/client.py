@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
+from ._direct import DirectTransport, warn_skipped
 from ._files import add_note, npy_header
 from ._version import __version__
 from .arrays import DeviceArray, Shape, TransferError, as_shape, dtype_name
@@ -84,6 +85,10 @@ class Client:
     ``Gpuhttpd-Route`` (their first buffer) and copies their source's id; an id of an instance that
     restarted raises :class:`OwnerRestarted`, one sent to the wrong
     instance :class:`Misdirected` (both ``NotFound``).
+    ``direct``: requests about an id go straight to the instance that owns
+    it (its URL from the instances' ``Gpuhttpd-Owner-Url``), not through the
+    proxy at ``url``; new buffers still go through the proxy, and a request
+    whose owner cannot be reached falls back to it (``gpuhttpd._direct``).
 
     Refusals raise :class:`GpuhttpdError` subclasses, one per kind
     (``NotFound``, ``InvalidArgument``...); a server that cannot be reached
@@ -97,7 +102,7 @@ class Client:
                  ttl: int | None = None, verify: bool | str = True,
                  transport: Transport | None = None, array_warn_bytes: int = 256 << 20,
                  shm_threshold: int | None = 64 << 20, shm_chunk: int = 64 << 20,
-                 inline_definitions: bool = False) -> None:
+                 inline_definitions: bool = False, direct: bool = False) -> None:
         self.url = check_url(url)
         self.token = token
         self.timeout = timeout
@@ -109,6 +114,9 @@ class Client:
         self.ttl = ttl
         self.array_warn_bytes = array_warn_bytes
         self.transport = transport if transport is not None else HTTPTransport(url, verify=verify)
+        if direct:  # requests about an id go to its owner (_direct.py)
+            self.transport = DirectTransport(self.transport,
+                                             lambda u: HTTPTransport(u, verify=verify))
         self.headers = {"User-Agent": f"gpuhttpd-python/{__version__}"}
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
@@ -490,6 +498,7 @@ class Client:
             q = f"?limit=1000&cursor={cursor}" if cursor else "?limit=1000"
             page = self._request("GET", "/v1/buffers" + q, timeout=timeout).json()
             out += [DeviceArray(self, m) for m in page["buffers"]]
+            warn_skipped(page)
             cursor = page.get("next_cursor")
             if not cursor:
                 return out
