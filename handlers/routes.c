@@ -16,9 +16,10 @@
 #define NOQUERY NULL /* takes no query parameter (router.h) */
 
 /* The query parameters of the routes that take any (openapi.yaml). */
-static const char *const create_query[] = {"label", "ttl_s", "alignment", "near", "device", NULL};
+static const char *const create_query[] = {"label",  "ttl_s", "alignment", "near",
+                                           "device", "dtype", "shape",     NULL};
 static const char *const list_query[] = {"limit", "cursor", NULL};
-static const char *const put_query[] = {"offset", NULL};
+static const char *const put_query[] = {"offset", "dtype", "shape", NULL};
 
 static const struct ghd_route table[] = {
     /* Probes, the contract, its docs and the problem type pages: anyone,
