@@ -348,6 +348,20 @@ def test_npy_with_plain_requests(server):
     requests.delete(f"{server.url}/v1/buffers/{bid}")
 
 
+def test_raw_bytes_described_in_the_query(server):
+    # Any language's one request: the raw bytes, ?dtype= and ?shape=.
+    a = np.arange(30, dtype=np.float32).reshape(5, 6)
+    r = requests.post(server.url + "/v1/buffers?dtype=float32&shape=5,6", data=a.tobytes(),
+                      headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201 and (r.json()["dtype"], r.json()["shape"]) == ("f32", [5, 6])
+    with gpuhttpd.Client(server.url) as c:
+        np.testing.assert_array_equal(c.buffer(r.json()["id"]).get(), a)
+        c.buffer(r.json()["id"]).delete()
+    r = requests.post(server.url + "/v1/buffers?dtype=float32&shape=5,5", data=a.tobytes(),
+                      headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 422 and "but the buffer's size is 120" in r.json()["detail"]
+
+
 def test_file_to_file_and_progress(client, tmp_path):
     a = np.arange(100_000, dtype=np.float32).reshape(1000, 100)
     src = tmp_path / "a.npy"
