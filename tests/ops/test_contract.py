@@ -340,6 +340,11 @@ def main():
         c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{rid}"))
         c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{queued}"))
         c.conform("GET", "/v1/runs/{id}", R("GET", "/v1/runs/nope"))
+        c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{rid}?wait=1"))
+        c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{rid}?wait=soon"))
+        st, _, body = c.conform("GET", "/v1/runs", R("GET", "/v1/runs?limit=1"))
+        check(st == 200 and len(json.loads(body)["runs"]) == 1, "GET /v1/runs?limit=1")
+        c.conform("GET", "/v1/runs", R("GET", "/v1/runs?cursor=nope"))
         check(c.conform("DELETE", "/v1/runs/{id}", R("DELETE", f"/v1/runs/{rid}"))[0] == 204,
               "forget a run")
         check(c.conform("DELETE", "/v1/runs/{id}", R("DELETE", f"/v1/runs/{rid}"))[0] == 404,

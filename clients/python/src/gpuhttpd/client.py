@@ -521,17 +521,28 @@ class Client:
                 raise
         return x
 
-    def list(self, *, timeout: float | None = None) -> builtins.list[DeviceArray]:
-        """Every buffer this client's tenant holds."""
-        out: builtins.list[DeviceArray] = []
+    def _pages(self, path: str, key: str, timeout: float | None) -> Iterator[dict[str, Any]]:
+        """The items of a listing (``GET path``: ``key`` and ``next_cursor``),
+        every page followed."""
         cursor = None
         while True:
             q = f"?limit=1000&cursor={cursor}" if cursor else "?limit=1000"
-            page = self._request("GET", "/v1/buffers" + q, timeout=timeout).json()
-            out += [DeviceArray(self, m) for m in page["buffers"]]
+            page = self._request("GET", path + q, timeout=timeout).json()
+            yield from page[key]
             cursor = page.get("next_cursor")
             if not cursor:
-                return out
+                return
+
+    def list(self, *, timeout: float | None = None) -> builtins.list[DeviceArray]:
+        """Every buffer this client's tenant holds."""
+        return [DeviceArray(self, m) for m in self._pages("/v1/buffers", "buffers", timeout)]
+
+    def runs(self, *, timeout: float | None = None) -> builtins.list[RunFuture]:
+        """This client's tenant's runs that the server knows (queued,
+        running, and ended ones it keeps), in the order they were submitted,
+        each a :class:`RunFuture` (``wait()`` for its result, ``status()``,
+        ``cancel()``)."""
+        return [RunFuture(self, r) for r in self._pages("/v1/runs", "runs", timeout)]
 
     # ---- runs -----------------------------------------------------------
     @overload

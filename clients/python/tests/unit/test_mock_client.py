@@ -56,15 +56,17 @@ def test_run_async_and_futures(client, fake):
     inner = client.transport.handler  # type: ignore[attr-defined]
     client.transport = MockTransport(
         lambda req: Response(200, json={"id": "b" * 32, "timing": {}, "result": {"value": 4.0},
-                                        "status": "succeeded" if polls.append(1) or
+                                        "status": "succeeded" if polls.append(req.path) or
                                         len(polls) > 1 else "running"})
-        if req.path == f"/v1/runs/{'b' * 32}" else inner(req))
+        if req.path.startswith(f"/v1/runs/{'b' * 32}") else inner(req))
     fut = client.run("sum", x=1, wait=False)
     assert isinstance(fut, gpuhttpd.RunFuture)
     assert _last_run_body(fake)["wait"] is False
     with fut:
         pass  # waits at the end of the block
     assert fut.run["status"] == "succeeded" and len(polls) == 2
+    # Each question is a long poll: the server holds it until the run ends.
+    assert set(polls) == {f"/v1/runs/{'b' * 32}?wait=30"}
     assert fut.result() == {"value": 4.0}
 
 
