@@ -51,7 +51,11 @@ static int npy_begin(struct ghd_request *req, struct ghd_reply *rep, int created
     } else {
         h->created = created;
         h->need = 8;
-        if (created) {
+        if (ghd_request_query(req, "dtype") || ghd_request_query(req, "shape")) {
+            rc = ghd_reply_problem(rep, req, GHD_EINVAL,
+                                   "a .npy body carries its own dtype and shape: ?dtype= and "
+                                   "?shape= are for application/octet-stream");
+        } else if (created) {
             rc = ghd_upload_create_spec(req, rep, &h->spec);
         } else if (ghd_request_header(req, "Content-Range") || ghd_request_query(req, "offset")) {
             rc = ghd_reply_problem(rep, req, GHD_EINVAL,

@@ -161,7 +161,8 @@ static int copy_create(struct ghd_request *req, struct ghd_reply *rep, json_t *c
 int ghd_handle_buffer_create(struct ghd_request *req, struct ghd_reply *rep)
 {
     /* A JSON body carries these itself; silently ignoring them would lose them. */
-    static const char *const octet_only[] = {"label", "ttl_s", "alignment", "device"};
+    static const char *const octet_only[] = {"label",  "ttl_s", "alignment",
+                                             "device", "dtype", "shape"};
     for (size_t i = 0; i < sizeof(octet_only) / sizeof(octet_only[0]); i++)
         if (ghd_request_query(req, octet_only[i]))
             return ghd_reply_problem(rep, req, GHD_EINVAL,

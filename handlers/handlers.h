@@ -42,6 +42,7 @@ int ghd_handle_module_delete(struct ghd_request *req, struct ghd_reply *rep);
 /* runs.c */
 int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_run_list(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep);
 
 /* regions.c */

@@ -16,9 +16,11 @@
 #define NOQUERY NULL /* takes no query parameter (router.h) */
 
 /* The query parameters of the routes that take any (openapi.yaml). */
-static const char *const create_query[] = {"label", "ttl_s", "alignment", "near", "device", NULL};
+static const char *const create_query[] = {"label",  "ttl_s", "alignment", "near",
+                                           "device", "dtype", "shape",     NULL};
 static const char *const list_query[] = {"limit", "cursor", NULL};
-static const char *const put_query[] = {"offset", NULL};
+static const char *const put_query[] = {"offset", "dtype", "shape", NULL};
+static const char *const run_get_query[] = {"wait", NULL};
 
 static const struct ghd_route table[] = {
     /* Probes, the contract, its docs and the problem type pages: anyone,
@@ -90,8 +92,10 @@ static const struct ghd_route table[] = {
      TENANT, DEVICE, NOPROBE, NOQUERY},
     {"POST", "/v1/runs", GHD_BODY_JSON, ghd_handle_run_create, NULL, TENANT, DEVICE, NOPROBE,
      NOQUERY},
+    {"GET", "/v1/runs", GHD_BODY_NONE, ghd_handle_run_list, NULL, TENANT, NODEV, NOPROBE,
+     list_query},
     {"GET", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_get, NULL, TENANT, DEVICE, NOPROBE,
-     NOQUERY},
+     run_get_query},
     {"DELETE", "/v1/runs/{id}", GHD_BODY_NONE, ghd_handle_run_delete, NULL,
      TENANT, DEVICE, NOPROBE, NOQUERY},
 };

@@ -5,6 +5,7 @@
 #include "handlers.h"
 
 
+#include "buffer_json.h" /* ghd_buffer_query_uint */
 #include "conditional.h"
 #include "base/error.h"
 #include "core/service_runs.h"
@@ -52,16 +53,38 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     return rc;
 }
 
+/* ?wait=S: the core answers as soon as the run ends, or after S seconds
+ * (at most --run-wait-max) with the run as it is then. */
 int ghd_handle_run_get(struct ghd_request *req, struct ghd_reply *rep)
 {
     struct ghd_err err = {0};
     struct ghd_run *run;
-    int rc = ghd_service_run_find(req->svc, &req->caller, req->params[0], &run, &err);
+    uint64_t wait_s = 0;
+    int rc = ghd_buffer_query_uint(req, rep, "wait", 86400, &wait_s);
+    if (rc)
+        return rc;
+    rc = ghd_service_run_get(req->svc, &req->caller, req->params[0], (unsigned)wait_s, &run,
+                             &err);
     if (rc)
         return ghd_reply_problem(rep, req, rc, "%s", err.detail);
     rc = ghd_reply_json(rep, 200, ghd_service_run_json_new(req->svc, run));
     ghd_run_unref(run);
     return rc;
+}
+
+int ghd_handle_run_list(struct ghd_request *req, struct ghd_reply *rep)
+{
+    uint64_t limit = 100;
+    int rc = ghd_buffer_query_uint(req, rep, "limit", 1000, &limit);
+    if (rc)
+        return rc;
+    if (limit == 0)
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "limit must be an integer from 1 to 1000");
+    struct ghd_err err = {0};
+    json_t *body;
+    rc = ghd_service_run_list(req->svc, &req->caller, ghd_request_query(req, "cursor"),
+                              (size_t)limit, &body, &err);
+    return rc ? ghd_reply_problem(rep, req, rc, "%s", err.detail) : ghd_reply_json(rep, 200, body);
 }
 
 int ghd_handle_run_delete(struct ghd_request *req, struct ghd_reply *rep)

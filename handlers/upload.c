@@ -119,6 +119,55 @@ fail: /* nothing was written: the version stays, a new buffer is dropped */
     return rc;
 }
 
+/* ?shape= as the JSON array the description is read from: "3,4" is [3, 4],
+ * "" is [] (a scalar); NULL when it is not that form. */
+static json_t *query_shape(const char *v)
+{
+    json_t *shape = json_array();
+    for (const char *p = v; shape && *p;) {
+        uint64_t n;
+        if (!(p = ghd_parse_u64_prefix(p, &n)) || n > (uint64_t)INT64_MAX ||
+            (*p && (*p != ',' || !p[1])) || json_array_append_new(shape, json_integer((json_int_t)n))) {
+            json_decref(shape);
+            return NULL;
+        }
+        p += *p == ',';
+    }
+    return shape;
+}
+
+int ghd_upload_query_desc(struct ghd_request *req, struct ghd_reply *rep, uint64_t size,
+                          struct ghd_array_desc *out, int *described)
+{
+    const char *dtype = ghd_request_query(req, "dtype");
+    const char *shape = ghd_request_query(req, "shape");
+    *described = 0;
+    if (!dtype && !shape)
+        return 0;
+    if (!dtype)
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "?shape= describes elements of a ?dtype=: give both");
+    json_t *jshape = NULL;
+    if (shape && !(jshape = query_shape(shape)))
+        return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                 "?shape= must be comma-separated non-negative integers (3,4; "
+                                 "empty for a scalar), not '%.64s'",
+                                 shape);
+    json_t *jdtype = json_string(dtype);
+    int rc = jdtype ? ghd_array_desc_json(req, rep, jdtype, jshape, size, out)
+                    : ghd_reply_problem(rep, req, GHD_EINVAL, "?dtype= must be UTF-8");
+    json_decref(jdtype);
+    json_decref(jshape);
+    uint64_t bytes = 0;
+    if (rc == 0 && (ghd_array_nbytes(out, NULL, &bytes) != 0 || bytes != size))
+        rc = ghd_reply_problem(rep, req, GHD_EUNPROC,
+                               "a %s array of that shape is %llu bytes, but the buffer's size is "
+                               "%llu",
+                               out->dtype, (unsigned long long)bytes, (unsigned long long)size);
+    *described = rc == 0;
+    return rc;
+}
+
 int ghd_upload_create_spec(struct ghd_request *req, struct ghd_reply *rep,
                            struct ghd_buffer_spec *spec)
 {

@@ -17,6 +17,8 @@ struct ghd_npy_body;
 struct ghd_upload {
     struct ghd_transfer *t;   /* where the bytes go; NULL until the upload opens */
     struct ghd_npy_body *npy; /* a .npy body's header and target (buffer_npy.c), else NULL */
+    int described;            /* a raw PUT with ?dtype= (and ?shape=): desc is the buffer's */
+    struct ghd_array_desc desc;
 };
 
 /* A new, empty upload as req->upload, or the out-of-host-memory problem. */
@@ -43,6 +45,14 @@ int ghd_upload_finish(struct ghd_request *req, struct ghd_reply *rep,
 /* Frees req->upload's transfer and the upload itself (the npy part is its
  * owner's to free first); the cleanup op of a raw body. */
 void ghd_upload_cleanup(struct ghd_request *req);
+/* A raw body's description from ?dtype= and ?shape= ("3,4"; "" is a
+ * scalar; without it one dimension covering `size` bytes): 0 with
+ * *described = 0 when the query names neither, 0 and *out set when they
+ * describe `size` bytes, else a reply: 400 for a shape without a dtype or
+ * one that is not comma-separated integers, 422 for an unknown dtype or
+ * bytes that disagree with `size`. */
+int ghd_upload_query_desc(struct ghd_request *req, struct ghd_reply *rep, uint64_t size,
+                          struct ghd_array_desc *out, int *described);
 /* The spec of a buffer created from a body: its size is Content-Length
  * (411 without one); ttl_s, alignment and label come from the query. */
 int ghd_upload_create_spec(struct ghd_request *req, struct ghd_reply *rep,

@@ -20,6 +20,10 @@ test_pkgs+=(debootstrap podman runc)
 # (Debian's kubernetes-client, unless a kubectl is there already).
 test_pkgs+=(haproxy)
 command -v kubectl >/dev/null 2>&1 || test_pkgs+=(kubernetes-client)
+# The README's Node and Go examples (examples_node, examples_go): Debian's nodejs
+# and golang-go, unless a node or go is there already.
+command -v node >/dev/null 2>&1 || test_pkgs+=(nodejs)
+command -v go >/dev/null 2>&1 || test_pkgs+=(golang-go)
 
 missing=()
 pkgs=("${build_pkgs[@]}")

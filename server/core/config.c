@@ -121,6 +121,9 @@ static const struct option_spec specs[] = {
      "finished runs kept for GET; when full, the tenant keeping the most forgets its oldest"},
     {"run-keep-s", OPT_UINT, OFF(run_keep_s), 0, 1, 86400 * 7, "600",
      "seconds a finished run is kept"},
+    {"run-wait-max", OPT_UINT, OFF(run_wait_max_s), 0, 0, 3600, "60",
+     "most seconds GET /v1/runs/{id}?wait= holds its request until the run ends (a longer "
+     "wait is cut to this; 0 = answer at once)"},
     {"run-queue-limit", OPT_UINT, OFF(run_queue_limit), 0, 1, 1000000, "1024",
      "most runs queued or running at once"},
     {"run-workers", OPT_UINT, OFF(run_workers), 0, 1, 64, "4",

@@ -93,6 +93,7 @@ struct ghd_config {
     unsigned tenant_max_regions;      /* regions per tenant; 0 = none */
     size_t tenant_max_pinned;         /* bytes of regions per tenant; 0 = none */
     unsigned run_timeout_s;           /* a run's deadline and its bound; 0 = none (run.h) */
+    unsigned run_wait_max_s;          /* GET /v1/runs/{id}?wait= at most; 0 = no waiting */
     char on_device_loss[8];           /* "exit" or "stay" */
     unsigned shutdown_grace_s;
     unsigned header_timeout_s;        /* 0 = none */

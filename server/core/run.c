@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "base/json_text.h"
@@ -29,7 +30,13 @@ int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
     atomic_init(&run->refs, 1);
     atomic_init(&run->stop, GHD_RUN_GO);
     atomic_init(&run->step_now, 0);
-    pthread_cond_init(&run->ended, NULL);
+    /* Timed waits for its end (ghd_run_wait_ms) count on the monotonic
+     * clock, which no change of the date moves. */
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&run->ended, &attr);
+    pthread_condattr_destroy(&attr);
     *out = run;
     return 0;
 }

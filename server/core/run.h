@@ -77,6 +77,7 @@ struct ghd_run {
      * before it is submitted (timeout_s, bounded by --run-timeout). */
     double timeout_s;
     double queued_at_ms, started_ms, finished_ms;
+    uint64_t seq; /* its place in submission order, from 1 (the queue's count at submission) */
     float device_ms;
     /* Its tenant's weight in the devices' shares (1 when 0), and what its
      * start charged to that share (run_pick.c). */

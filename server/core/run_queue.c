@@ -444,6 +444,7 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     }
     run->status = GHD_RUN_QUEUED;
     run->queued_at_ms = ghd_clock_ms();
+    run->seq = ++q->submitted;
     ghd_run_ref(run); /* the queue's, then the finished list's */
     index_add_locked(q, run);
     ghd_list_push_back(&q->queued, &run->queue_link);

@@ -55,6 +55,15 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run);
 /* Blocks until the run has finished, failed or been canceled, and has let
  * go of its buffers and been counted in the metrics. */
 void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run);
+/* Waits up to `ms` milliseconds for the run to end as ghd_run_wait does:
+ * 1 once it has, 0 when the time ran out first. */
+int ghd_run_wait_ms(struct ghd_run_queue *q, struct ghd_run *run, unsigned ms);
+/* `tenant`'s known runs (queued, running, kept) submitted after its run of
+ * place `after` (0: from the first), in submission order: at most `limit`
+ * of them as new references in out[0..*n), and *more when others follow.
+ * GHD_ENOHOSTMEM. */
+int ghd_run_list(struct ghd_run_queue *q, const char *tenant, uint64_t after, size_t limit,
+                 struct ghd_run **out, size_t *n, int *more);
 /* A kept run visible to `tenant`; a new reference, or GHD_ENOENT. */
 int ghd_run_find_new(struct ghd_run_queue *q, const char *id, const char *tenant,
                      struct ghd_run **out);

@@ -63,6 +63,7 @@ struct ghd_run_queue {
     struct ghd_run_worker *workers;
     unsigned worker_count;
     struct ghd_idmap by_id; /* every known run */
+    uint64_t submitted;     /* runs submitted so far: the last one's seq */
 };
 
 /* The queued run of a node of the queue's list `queued`. */

@@ -3,9 +3,11 @@
 #include "service_runs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "cursor.h"
 #include "kernels/raw/module.h"
 #include "run_queue.h"
 #include "service_internal.h"
@@ -178,6 +180,52 @@ int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *calle
         *out = NULL;
     }
     return rc;
+}
+
+int ghd_service_run_get(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
+                        unsigned wait_s, struct ghd_run **out, struct ghd_err *err)
+{
+    int rc = ghd_service_run_find(svc, caller, id, out, err);
+    if (rc || !wait_s)
+        return rc;
+    if (wait_s > svc->cfg.run_wait_max_s)
+        wait_s = svc->cfg.run_wait_max_s;
+    /* The request's own connection thread waits (one per connection, as
+     * for "wait": true); a stopping server ends or abandons every run, so
+     * no wait outlasts the drain. */
+    if (wait_s)
+        ghd_run_wait_ms(svc->runs, *out, wait_s * 1000u);
+    return 0;
+}
+
+int ghd_service_run_list(struct ghd_service *svc, const struct ghd_caller *caller,
+                         const char *cursor, size_t limit, json_t **body, struct ghd_err *err)
+{
+    uint64_t after = 0;
+    *body = NULL;
+    if (cursor && ghd_cursor_decode(caller->tenant, cursor, &after) != 0)
+        return ghd_err_set(err, GHD_EINVAL, "cursor must be a value returned as next_cursor");
+    struct ghd_run **page = calloc(limit ? limit : 1, sizeof(*page));
+    size_t n = 0;
+    int more = 0;
+    int rc = page ? ghd_run_list(svc->runs, caller->tenant, after, limit, page, &n, &more)
+                  : GHD_ENOHOSTMEM;
+    json_t *runs = rc ? NULL : json_array();
+    uint64_t last = n ? page[n - 1]->seq : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (runs && json_array_append_new(runs, ghd_run_json_new(svc->runs, page[i])) != 0) {
+            json_decref(runs);
+            runs = NULL;
+        }
+        ghd_run_unref(page[i]); /* after the lock: it may be the last reference */
+    }
+    if (runs && (*body = json_pack("{s:o}", "runs", runs)) != NULL && more) {
+        char c[GHD_CURSOR_LEN + 1];
+        ghd_cursor_encode(caller->tenant, last, c);
+        json_object_set_new(*body, "next_cursor", json_string(c));
+    }
+    free(page);
+    return *body ? 0 : ghd_err_set(err, GHD_ENOHOSTMEM, "no memory for the list of runs");
 }
 
 int ghd_service_run_cancel(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,

@@ -75,6 +75,19 @@ json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *
  * GHD_EDEVLOST when the device it ran on is lost. */
 int ghd_service_run_find(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
                          struct ghd_run **out, struct ghd_err *err);
+/* GET /v1/runs/{id}: run `id` as ghd_service_run_find finds it, after
+ * waiting up to `wait_s` seconds (at most --run-wait-max; 0: not at all)
+ * for it to end: the answer comes as soon as it does, or with the run as it
+ * is when the time runs out. */
+int ghd_service_run_get(struct ghd_service *svc, const struct ghd_caller *caller, const char *id,
+                        unsigned wait_s, struct ghd_run **out, struct ghd_err *err);
+/* GET /v1/runs: a page of the caller's tenant's known runs (queued,
+ * running, kept), in submission order, after the run that `cursor` (NULL:
+ * from the first; GHD_EINVAL for one that is no next_cursor) names, at most
+ * `limit`: {"runs": [run...], "next_cursor"} (the cursor only when more
+ * follow), a new reference. GHD_ENOHOSTMEM. */
+int ghd_service_run_list(struct ghd_service *svc, const struct ghd_caller *caller,
+                         const char *cursor, size_t limit, json_t **body, struct ghd_err *err);
 /* Cancels a queued run (0) or forgets a finished one (1); asks a running
  * one to stop at its next stop point (GHD_RUN_CANCEL_ASKED, *stopping its
  * JSON as of now, a new reference); GHD_ENOENT. */

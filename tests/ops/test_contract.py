@@ -125,6 +125,16 @@ def main():
                                                            b"\x01" * 1024, O))
         check(st == 201 and "expires" in json.loads(body), f"create with octets: {st} {body!r}")
         bid2 = json.loads(body)["id"]
+        # Raw bytes described in the query: created described, or refused whole.
+        st, _, body = c.conform("POST", "/v1/buffers", R(
+            "POST", "/v1/buffers?dtype=float32&shape=4,2", b"\0" * 32, O))
+        check(st == 201 and json.loads(body)["shape"] == [4, 2], f"described octets: {st}")
+        check(c.conform("DELETE", "/v1/buffers/{id}", R(
+            "DELETE", f"/v1/buffers/{json.loads(body)['id']}"))[0] == 204, "delete it")
+        for query, want in (("dtype=f32&shape=3", 422), ("shape=8", 400)):
+            st, _, _ = c.conform("POST", "/v1/buffers", R("POST", f"/v1/buffers?{query}",
+                                                          b"\0" * 32, O))
+            check(st == want, f"octets with ?{query}: {st}, not {want}")
         # Devices: the list, a buffer on a named device, a copy, what is refused.
         st, _, body = c.conform("GET", "/v1/devices", R("GET", "/v1/devices"))
         devices = json.loads(body)["devices"]
@@ -344,6 +354,11 @@ def main():
         c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{rid}"))
         c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{queued}"))
         c.conform("GET", "/v1/runs/{id}", R("GET", "/v1/runs/nope"))
+        c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{rid}?wait=1"))
+        c.conform("GET", "/v1/runs/{id}", R("GET", f"/v1/runs/{rid}?wait=soon"))
+        st, _, body = c.conform("GET", "/v1/runs", R("GET", "/v1/runs?limit=1"))
+        check(st == 200 and len(json.loads(body)["runs"]) == 1, "GET /v1/runs?limit=1")
+        c.conform("GET", "/v1/runs", R("GET", "/v1/runs?cursor=nope"))
         check(c.conform("DELETE", "/v1/runs/{id}", R("DELETE", f"/v1/runs/{rid}"))[0] == 204,
               "forget a run")
         check(c.conform("DELETE", "/v1/runs/{id}", R("DELETE", f"/v1/runs/{rid}"))[0] == 404,

@@ -101,19 +101,23 @@ class ArrayOperators:
 
     def sum(self, axis: Any = None) -> DeviceArray:
         """The sum of the elements, as a 0-d handle (NumPy's dtype: int64
-        for signed integers...); ``axis=None`` only."""
+        for signed integers...); over ``axis`` (an int or a tuple of them)
+        a handle of the other dimensions, as NumPy's."""
         return _ops().reduce("sum", self, axis)  # type: ignore[no-any-return]
 
     def mean(self, axis: Any = None) -> DeviceArray:
-        """The mean, as a 0-d handle (float64 for integers, as NumPy)."""
+        """The mean, as a 0-d handle (float64 for integers, as NumPy);
+        ``axis`` as for :meth:`sum`."""
         return _ops().reduce("mean", self, axis)  # type: ignore[no-any-return]
 
     def min(self, axis: Any = None) -> DeviceArray:
-        """The smallest element, as a 0-d handle (NaN when there is one)."""
+        """The smallest element, as a 0-d handle (NaN when there is one);
+        ``axis`` as for :meth:`sum`."""
         return _ops().reduce("min", self, axis)  # type: ignore[no-any-return]
 
     def max(self, axis: Any = None) -> DeviceArray:
-        """The largest element, as a 0-d handle (NaN when there is one)."""
+        """The largest element, as a 0-d handle (NaN when there is one);
+        ``axis`` as for :meth:`sum`."""
         return _ops().reduce("max", self, axis)  # type: ignore[no-any-return]
 
     def astype(self, dtype: Any) -> DeviceArray:

@@ -26,6 +26,8 @@ class Session(Protocol):
 
     ttl: int | None
     """Seconds until the buffers the client creates expire (None: the server's)."""
+    timeout: float | None
+    """Seconds to wait for the server on each request (None: no limit)."""
     array_warn_bytes: int
     """``np.asarray(handle)`` warns when it downloads more bytes than this."""
     kernel_definitions: dict[str, dict[str, Any]]

@@ -1,4 +1,4 @@
-"""The command line: ``python -m gpuhttpd ls | put | get | rm | run``.
+"""The command line: ``python -m gpuhttpd ls | put | get | rm | run | runs``.
 
 The server is ``--url`` or ``$GPUHTTPD_URL`` (default http://127.0.0.1:8080),
 the bearer token ``$GPUHTTPD_TOKEN`` (never an argument: it would show in
@@ -46,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("args", nargs="*", metavar="name=value",
                      help="JSON values (2, true, [1,2]); anything else is a string (ids, "
                           "dtype names)")
+    sub.add_parser("runs", help="list this tenant's runs (queued, running, kept), oldest first")
     return p
 
 
@@ -65,6 +66,13 @@ def _ls(c: Client) -> None:
         shape = "x".join(map(str, x.shape)) if x.shape else "()"
         print(f"{x.id}  {x.dtype_name or 'bytes':5} {shape:>14} {x.nbytes:>12}  "
               f"{x.label or '-'}  {x.expires or ''}".rstrip())
+
+
+def _runs(c: Client) -> None:
+    for f in c.runs():
+        r = f.run
+        what = r.get("kernel") or "+".join(str(s.get("kernel")) for s in r.get("steps", []))
+        print(f"{f.id}  {r['status']:9} {what}")
 
 
 def _get(c: Client, bid: str, path: str | None, progress: bool | None) -> None:
@@ -103,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif a.command == "rm":
                 for bid in a.ids:
                     c.buffer(bid).delete()
+            elif a.command == "runs":
+                _runs(c)
             else:
                 _run(c, a.kernel, a.args)
     except (GpuhttpdError, OSError, ValueError) as e:

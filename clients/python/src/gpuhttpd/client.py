@@ -18,6 +18,7 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Literal, overload
+from urllib.parse import urlencode
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +48,19 @@ if TYPE_CHECKING:
 # The most bytes one send or read moves: the progress bar's step, and what a
 # dropped download reads again at most.
 _STEP = 4 << 20
+
+
+def _steps(pieces: Callable[[int, int], Iterable[BytesLike]], bar: Progress, lo: int,
+           hi: int) -> Iterator[BytesLike]:
+    """Bytes [lo, hi) from ``pieces`` in steps of at most _STEP, the bar
+    moved as each is handed to the socket."""
+    for part in pieces(lo, hi):
+        view = memoryview(part)
+        for i in range(0, len(view), _STEP):
+            step = view[i:i + _STEP]
+            yield step
+            lo += len(step)
+            bar.moveto(lo)
 
 
 class Client:
@@ -231,16 +245,7 @@ class Client:
         etag = if_match or ""
         pos = start
         failures = 0
-
-        def body(lo: int, hi: int) -> Iterator[BytesLike]:
-            for part in pieces(lo, hi):
-                view = memoryview(part)
-                for i in range(0, len(view), _STEP):
-                    step = view[i:i + _STEP]
-                    yield step
-                    lo += len(step)
-                    bar.moveto(lo)  # the step has been handed to the socket
-
+        body = functools.partial(_steps, pieces, bar)
         while pos < total:
             end = min(pos + piece, total)
             headers = {"Content-Type": "application/octet-stream",
@@ -266,6 +271,27 @@ class Client:
             pos = end
             bar.moveto(pos)
         return etag
+
+    def _post_array(self, src: npt.NDArray[Any], query: dict[str, Any], progress: bool,
+                    timeout: float | None) -> DeviceArray | None:
+        """A new buffer of ``src``'s bytes, dtype and shape in one request
+        (raw bytes, ``?dtype=&shape=``); None when the connection was cut
+        (the server keeps no part of a new buffer: the caller goes the
+        resumable way)."""
+        flat = src.reshape(-1).view(np.uint8).data
+        query = dict(query, dtype=dtype_name(src.dtype), shape=",".join(map(str, src.shape)))
+        bar = Progress(src.nbytes, progress, "upload")
+        try:
+            r = self._request("POST", "/v1/buffers?" + urlencode(query), ok=(201,),
+                              headers={"Content-Type": "application/octet-stream"},
+                              content=Pieces(src.nbytes, functools.partial(
+                                  _steps, lambda lo, hi: [flat[lo:hi]], bar, 0, src.nbytes)),
+                              timeout=timeout)
+        except (ConnectionFailed, Timeout):
+            return None
+        finally:
+            bar.close()
+        return DeviceArray(self, r.json(), r.headers.get("ETag"))
 
     def _download(self, bid: str, total: int, into: Callable[[int], memoryview],
                   sink: Callable[[int, memoryview], None] | None, progress: bool,
@@ -386,12 +412,25 @@ class Client:
                 device: int | None = None, near: DeviceArray | str | None = None,
                 progress: bool = False, timeout: float | None = None) -> DeviceArray:
         """Uploads a NumPy array (or anything np.asarray takes); returns its
-        handle (``device`` and ``near`` as for :meth:`empty`). A failed or
-        interrupted upload deletes the new buffer. A :class:`SharedArray`
-        moves by DMA (``set_from``)."""
+        handle (``device`` and ``near`` as for :meth:`empty`). An array of
+        one ``piece`` or less goes in one request, its bytes with their
+        dtype and shape (``POST /v1/buffers?dtype=&shape=``; cut, it goes
+        the way a larger one does: allocated, then sent in resumable
+        pieces). A failed or interrupted upload deletes the new buffer. A
+        :class:`SharedArray` moves by DMA (``set_from``)."""
         src = a if isinstance(a, SharedArray) and a.in_region_of(self) else np.ascontiguousarray(a)
         if src.dtype.byteorder == ">":
             src = src.astype(src.dtype.newbyteorder("<"))
+        shm = self.same_host.threshold
+        if (not isinstance(src, SharedArray) and 0 < src.nbytes <= self.piece
+                and (shm is None or src.nbytes < shm)):  # one piece, over HTTP: one request
+            ttl = self.ttl if ttl is None else ttl
+            query = {k: v for k, v in (("label", label), ("ttl_s", ttl), ("device", device),
+                                       ("near", near.id if isinstance(near, DeviceArray)
+                                        else near)) if v not in (None, "")}
+            made = self._post_array(src, query, progress, timeout)
+            if made is not None:
+                return made
         x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, device=device, near=near,
                        timeout=timeout)
         try:
@@ -490,18 +529,29 @@ class Client:
                 raise
         return x
 
-    def list(self, *, timeout: float | None = None) -> builtins.list[DeviceArray]:
-        """Every buffer this client's tenant holds."""
-        out: builtins.list[DeviceArray] = []
+    def _pages(self, path: str, key: str, timeout: float | None) -> Iterator[dict[str, Any]]:
+        """The items of a listing (``GET path``: ``key`` and ``next_cursor``),
+        every page followed."""
         cursor = None
         while True:
             q = f"?limit=1000&cursor={cursor}" if cursor else "?limit=1000"
-            page = self._request("GET", "/v1/buffers" + q, timeout=timeout).json()
-            out += [DeviceArray(self, m) for m in page["buffers"]]
+            page = self._request("GET", path + q, timeout=timeout).json()
             warn_skipped(page)
+            yield from page[key]
             cursor = page.get("next_cursor")
             if not cursor:
-                return out
+                return
+
+    def list(self, *, timeout: float | None = None) -> builtins.list[DeviceArray]:
+        """Every buffer this client's tenant holds."""
+        return [DeviceArray(self, m) for m in self._pages("/v1/buffers", "buffers", timeout)]
+
+    def runs(self, *, timeout: float | None = None) -> builtins.list[RunFuture]:
+        """This client's tenant's runs that the server knows (queued,
+        running, and ended ones it keeps), in the order they were submitted,
+        each a :class:`RunFuture` (``wait()`` for its result, ``status()``,
+        ``cancel()``)."""
+        return [RunFuture(self, r) for r in self._pages("/v1/runs", "runs", timeout)]
 
     # ---- runs -----------------------------------------------------------
     @overload

@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Mapping
 from typing import Any, Union
 
 import numpy as np
 
 from .arrays import DeviceArray, dtype_name, numpy_dtype
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # NumPy before 1.25
+    from numpy import AxisError  # type: ignore[attr-defined,no-redef]
 
 Scalar = Union[int, float, bool, np.generic]
 Operand = Union[DeviceArray, Scalar]
@@ -333,16 +339,17 @@ def _reduction(op: str, x: DeviceArray, r: np.dtype[Any]) -> dict[str, Any]:
 
 
 def reduce(op: str, x: DeviceArray, axis: Any = None) -> DeviceArray:
-    """``x.sum()``, ``mean``, ``min``, ``max`` over all elements: a 0-d
-    handle (``float(s)`` or ``s.get()`` downloads it)."""
-    if axis is not None and tuple(np.atleast_1d(axis)) != tuple(range(x.ndim)):
-        raise NotImplementedError(f"{op}(axis={axis!r}): the server reduces over all "
-                                  "elements only (axis=None)")
+    """``x.sum()``, ``mean``, ``min``, ``max``: over all elements a 0-d
+    handle (``float(s)`` or ``s.get()`` downloads it); over ``axis`` (an
+    int or a tuple, NumPy's rules) an array of the other dimensions."""
+    axes = tuple(range(x.ndim)) if axis is None else _axes(axis, x.ndim)
+    stand = np.ones(1, _numpy_dtype(x))
+    r = np.asarray(getattr(np, op)(stand)).dtype
+    if axes != tuple(range(x.ndim)):
+        return _reduce_axes(op, x, axes, r)
     if x.size == 0 and op in ("min", "max"):
         raise ValueError(f"zero-size array to reduction operation {op}imum which has "
                          "no identity")
-    stand = np.ones(1, _numpy_dtype(x))
-    r = np.asarray(getattr(np, op)(stand)).dtype
     out = _empty_like(x, (), r)
     t = dtype_name(_numpy_dtype(x))
     if t in _BUILTIN_REDUCE[op] and (op != "sum" or r == _numpy_dtype(x) or t == "i32"):
@@ -351,6 +358,94 @@ def reduce(op: str, x: DeviceArray, axis: Any = None) -> DeviceArray:
         _run(x, _reduction(op, x, r), {**_buffer_arg("x", x), "out": out.id, "n": x.size},
              (x, out))
     return out
+
+
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """The axes ``axis`` names (negative ones count from the end), sorted;
+    NumPy's errors for one out of range or named twice."""
+    try:
+        named = [operator.index(a) for a in (axis if isinstance(axis, tuple) else (axis,))]
+    except TypeError:
+        raise TypeError(f"axis must be an integer or a tuple of integers, not {axis!r}") \
+            from None
+    axes = []
+    for a in named:
+        if not -ndim <= a < ndim:
+            raise AxisError(a, ndim)
+        axes.append(a % ndim)
+    if len(set(axes)) != len(axes):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(axes))
+
+
+# Elements of the reduced axis that one pass combines into one output element.
+_FAN = 8
+
+
+def _axis_pass(op: str, tin: str, tacc: str) -> dict[str, Any]:
+    """A user kernel that reduces groups of up to _FAN elements along one
+    axis: x seen as (outer, m, w), y as (outer, h, w) with h = ceil(m / _FAN),
+    element i of y combining x[o, g*_FAN : g*_FAN + _FAN, c] as type tacc."""
+    lines = ["c = i % w", "t = i / w", "g = t % h", f"b = ((t / h) * m + g * {_FAN}) * w + c",
+             f"q = m - g * {_FAN}", f"{tacc} v = {tacc}(x[b])"]
+    for j in range(1, _FAN):
+        pad = f"{tacc}(0)" if op in ("sum", "mean") else "v"  # min, max: v again changes nothing
+        e = f"(q > {j}) ? {tacc}(x[b + {j} * w]) : {pad}"
+        if op in ("sum", "mean"):
+            lines.append(f"v = v + ({e})")
+            continue
+        lines.append(f"{tacc} e{j} = {e}")
+        if tacc == "bool":
+            lines.append(f"v = v {'&&' if op == 'min' else '||'} e{j}")
+        elif tacc in ("f16", "bf16", "f32", "f64"):  # NaN wins, as in NumPy
+            lines.append(f"v = (isnan(v) || isnan(e{j})) ? v + e{j} : {op}(v, e{j})")
+        else:
+            lines.append(f"v = {op}(v, e{j})")
+    lines.append("y = v")
+    return {"name": f"np_{op}_axis", "in": f"raw {tin} x = 0, i64 m, i64 w, i64 h",
+            "out": f"{tacc} y", "body": "\n".join(lines)}
+
+
+def _reduce_axes(op: str, x: DeviceArray, axes: tuple[int, ...], r: np.dtype[Any]
+                 ) -> DeviceArray:
+    """``op`` over some of x's axes (not all): each axis in passes of the
+    user kernel above, _FAN elements into one, the last axis first; a mean
+    sums in f64 and divides once, a sum of halves adds in f32 (as NumPy's
+    does) and rounds once."""
+    acc = np.dtype(np.float64) if op == "mean" else \
+        np.dtype(np.float32) if op == "sum" and r.kind == "f" and r.itemsize == 2 else r
+    final = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+    if any(x.shape[i] == 0 for i in axes) and op in ("min", "max"):
+        raise ValueError(f"zero-size array to reduction operation {op}imum which has "
+                         "no identity")
+    if 0 in final:
+        return _empty_like(x, final, r)
+    shape, cur = list(x.shape), x
+    for ax in reversed(axes):
+        m, w = shape[ax], int(np.prod(shape[ax + 1:]))
+        outer = int(np.prod(shape[:ax]))
+        if m == 0:  # an empty axis sums to 0 (a mean then divides 0 by 0: nan)
+            shape[ax] = 1
+            cur = _empty_like(x, tuple(shape), acc)
+            fill(cur, 0)
+            continue
+        while True:
+            h = -(-m // _FAN)
+            shape[ax] = h
+            y = _empty_like(x, tuple(shape), acc)
+            defn = _axis_pass(op, dtype_name(_numpy_dtype(cur)), dtype_name(acc))
+            _run(y, defn, {**_buffer_arg("x", cur), "y": y.id, "m": m, "w": w, "h": h,
+                           "n": outer * h * w}, (cur, y))
+            cur, m = y, h
+            if h == 1:
+                break
+    if op == "mean":
+        count = int(np.prod([x.shape[i] for i in axes]))
+        cur = _elementwise("np_mean_div", f"z = {dtype_name(r)}(p / q)", (cur, float(count)),
+                           "f64", r, tuple(shape))
+    elif acc != r:
+        cur = astype(cur, r)
+    return cur.reshape(final)
 
 
 def matmul(a: DeviceArray, b: DeviceArray) -> DeviceArray:

@@ -222,6 +222,9 @@ def submit(session: Session, body: dict[str, Any], wait: bool, timeout: float | 
     return dict(run.get("result", {}))
 
 
+_ENDED = ("succeeded", "failed", "canceled")
+
+
 class RunFuture:
     """A run queued with ``wait=False``: :meth:`wait` (or :meth:`result`)
     for its result, :meth:`cancel` it, :meth:`status` and :meth:`done` to
@@ -233,32 +236,51 @@ class RunFuture:
         self.id: str = run["id"]
         self.run = run
 
-    def status(self) -> str:
-        """queued, running, succeeded, failed or canceled (asks the server)."""
+    def status(self, *, wait: int = 0) -> str:
+        """queued, running, succeeded, failed or canceled (asks the server);
+        ``wait``: seconds the server may hold the question until the run
+        ends (``GET /v1/runs/{id}?wait=``, at most its ``--run-wait-max``)."""
         if self.run.get("status") == "canceled":
             return "canceled"  # a canceled run may already be gone from the server
-        self.run = self.client._request("GET", f"/v1/runs/{self.id}").json()
+        path = f"/v1/runs/{self.id}" + (f"?wait={wait}" if wait > 0 else "")
+        limit = self.client.timeout  # the answer may take `wait` seconds more
+        self.run = self.client._request("GET", path, timeout=None if limit is None
+                                        else limit + max(wait, 0)).json()
         return str(self.run["status"])
+
+    LONG_POLL = 30
+    """The most seconds one question of :meth:`wait` asks the server to hold."""
 
     def done(self) -> bool:
         """Whether the run has ended (succeeded, failed or canceled)."""
-        return self.status() in ("succeeded", "failed", "canceled")
+        return self.status() in _ENDED
 
     def wait(self, timeout: float | None = None, poll: float = 0.005) -> RunResult:
         """Waits for the run and returns its result; raises the error class of
         its failure (:class:`Canceled` when canceled), or :class:`Timeout`
-        when it has not ended within ``timeout`` seconds. Ctrl-C
-        (KeyboardInterrupt) while it waits cancels the run (:meth:`cancel`)
-        and says so on stderr, or says that it keeps running and how to
-        follow it, then raises the KeyboardInterrupt."""
+        when it has not ended within ``timeout`` seconds. The server holds
+        each question until the run ends (a long poll, ``?wait=``, up to
+        :attr:`LONG_POLL` seconds at a time), so the answer comes as the run
+        ends, without polling; the last second of a ``timeout``, and a
+        server that answers sooner than asked, are polled every ``poll``
+        seconds, doubling to 0.2. Ctrl-C (KeyboardInterrupt) while it waits
+        cancels the run (:meth:`cancel`) and says so on stderr, or says that
+        it keeps running and how to follow it, then raises the
+        KeyboardInterrupt."""
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while not self.done():
+            while True:
+                left = self.LONG_POLL if deadline is None else deadline - time.monotonic()
+                asked = int(min(left, self.LONG_POLL))
+                start = time.monotonic()
+                if self.status(wait=asked) in _ENDED:
+                    break
                 if deadline is not None and time.monotonic() > deadline:
                     raise Timeout(0, "", "Timed out",
                                   f"run {self.id} still {self.run['status']} after {timeout} s")
-                time.sleep(poll)
-                poll = min(poll * 2, 0.2)
+                if time.monotonic() - start < asked / 2 or not asked:
+                    time.sleep(poll)  # the server waits less (--run-wait-max), or no time is left
+                    poll = min(poll * 2, 0.2)
         except KeyboardInterrupt:
             self._interrupted()
             raise

@@ -34,6 +34,9 @@ def test_put_ls_run_get_rm(server, tmp_path):
     assert "f32" in line and "10" in line and "from-cli" in line
     run = cli(server.url, "run", "scale", "a=3", f"x={bid}", "dtype=float32")
     assert run.returncode == 0 and '"n": 10' in run.stdout, run.stderr
+    rid = next(line for line in cli(server.url, "runs").stdout.splitlines()[::-1]
+               if line.endswith(" scale"))
+    assert "succeeded" in rid
     assert cli(server.url, "get", bid, str(tmp_path / "b.npy")).returncode == 0
     np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), a * 3)
     assert "27." in cli(server.url, "get", bid).stdout

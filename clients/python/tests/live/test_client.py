@@ -1,9 +1,9 @@
 """The Python client against the real server (host backend), every call
 checked against NumPy's own results."""
-import _thread
 import hashlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -130,6 +130,20 @@ def test_async_wait_and_cancel(client):
         assert fut.wait()["value"] == pytest.approx(float(1 << 16))
 
 
+def test_runs_listed_and_waited_for_by_long_poll(client, make_server):
+    with client.asarray(np.arange(1000, dtype=np.float32)) as x:
+        futs = [client.run_async("sum", x=x) for _ in range(3)]
+        listed = [f.id for f in client.runs()]
+        assert [listed.index(f.id) for f in futs] == sorted(listed.index(f.id) for f in futs)
+        assert [f.wait(timeout=30)["value"] for f in futs] == [499500.0] * 3
+        ours = {f.id for f in futs}
+        assert {f.id: f.run["status"] for f in client.runs() if f.id in ours} == \
+            dict.fromkeys(ours, "succeeded")
+    # A server that holds no question (--run-wait-max 0): wait() polls instead.
+    s = make_server("--run-wait-max", "0")
+    with gpuhttpd.Client(s.url) as c, c.asarray(np.ones(10, np.float32)) as y:
+        assert c.run_async("sum", x=y).wait(timeout=30)["value"] == 10.0
+
 
 def _slow_run(client: gpuhttpd.Client, name: str) -> gpuhttpd.RunFuture:
     """A user kernel of 2^28 elements (most of a minute on the host
@@ -158,10 +172,13 @@ def test_cancel_a_running_run(client):
 
 
 def test_ctrl_c_during_wait_cancels(client, capsys):
-    """Ctrl-C (KeyboardInterrupt) while wait() polls cancels the run and
-    says so; the KeyboardInterrupt goes on."""
+    """Ctrl-C (KeyboardInterrupt) while wait() waits for the server's
+    answer cancels the run and says so; the KeyboardInterrupt goes on. The
+    SIGINT goes to the main thread, as a terminal's Ctrl-C does, and breaks
+    the long poll's read (_thread.interrupt_main would wait for it to end)."""
     fut = _slow_run(client, "count_ctrl_c")
-    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer = threading.Timer(0.3, signal.pthread_kill,
+                            (threading.main_thread().ident, signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -346,6 +363,20 @@ def test_npy_with_plain_requests(server):
     r = requests.get(f"{server.url}/v1/buffers/{bid}", headers={"Accept": "application/x-npy"})
     np.testing.assert_array_equal(np.load(io.BytesIO(r.content)), a)
     requests.delete(f"{server.url}/v1/buffers/{bid}")
+
+
+def test_raw_bytes_described_in_the_query(server):
+    # Any language's one request: the raw bytes, ?dtype= and ?shape=.
+    a = np.arange(30, dtype=np.float32).reshape(5, 6)
+    r = requests.post(server.url + "/v1/buffers?dtype=float32&shape=5,6", data=a.tobytes(),
+                      headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201 and (r.json()["dtype"], r.json()["shape"]) == ("f32", [5, 6])
+    with gpuhttpd.Client(server.url) as c:
+        np.testing.assert_array_equal(c.buffer(r.json()["id"]).get(), a)
+        c.buffer(r.json()["id"]).delete()
+    r = requests.post(server.url + "/v1/buffers?dtype=float32&shape=5,5", data=a.tobytes(),
+                      headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 422 and "but the buffer's size is 120" in r.json()["detail"]
 
 
 def test_file_to_file_and_progress(client, tmp_path):

@@ -91,6 +91,45 @@ def test_reductions_match_numpy(client, dtype):
     assert np.sum(x).item() == pytest.approx(a.sum().item(), rel=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.float16,
+                                   np.bool_])
+def test_reductions_over_axes_match_numpy(client, dtype):
+    """x.sum(axis=0) and the rest, over each axis of 2-D and 3-D arrays (one
+    axis longer than a pass's fan of 8, one of 1), negative axes and tuples."""
+    a = _values(dtype, 7 * 23 * 1, 11) if dtype != np.bool_ else np.arange(161) % 3 == 0
+    for shape, axes in (((7, 23), (0, 1, -1)), ((23, 7, 1), (0, 1, 2, (0, 2), (1, 2)))):
+        arr = a.reshape(shape)
+        x = client.asarray(arr)
+        for axis in axes:
+            for name in ("sum", "mean", "min", "max"):
+                want = np.asarray(getattr(arr, name)(axis=axis))
+                got = getattr(x, name)(axis=axis)
+                assert got.dtype == want.dtype and got.shape == want.shape, (name, axis)
+                if want.dtype.kind == "f":  # sums in another order than NumPy's
+                    tol = {2: (2e-3, 0.1), 4: (1e-5, 1e-4)}.get(want.dtype.itemsize,
+                                                                (1e-12, 1e-10))
+                    np.testing.assert_allclose(got.get(), want, rtol=tol[0], atol=tol[1],
+                                               err_msg=f"{name}(axis={axis})")
+                else:
+                    np.testing.assert_array_equal(got.get(), want, f"{name}(axis={axis})")
+    assert np.sum(x, axis=1).shape == (23, 1)
+
+
+def test_axis_reductions_keep_numpys_nan_and_errors(client):
+    a = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -6.0]], np.float32)
+    x = client.asarray(a)
+    np.testing.assert_array_equal(x.max(axis=0).get(), a.max(axis=0))  # [4, nan, 3]
+    np.testing.assert_array_equal(x.min(axis=1).get(), a.min(axis=1))  # [nan, -6]
+    with pytest.raises(np.exceptions.AxisError):
+        x.sum(axis=2)
+    with pytest.raises(ValueError, match="duplicate"):
+        x.sum(axis=(0, -2))
+    empty = client.asarray(np.zeros((3, 4), np.float32))[0:0]
+    np.testing.assert_array_equal(empty.sum(axis=0).get(), np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="zero-size"):
+        empty.max(axis=0)
+
+
 def test_min_and_max_propagate_nan_as_numpy(client):
     a = np.array([1.0, np.nan, -2.0], np.float32)
     x = client.asarray(a)

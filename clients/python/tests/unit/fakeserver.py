@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 from typing import Any, Callable
+from urllib.parse import parse_qs
 
 import numpy as np
 
@@ -92,6 +93,8 @@ class FakeServer:
         path = req.path.split("?")[0]
         m = re.fullmatch(r"/v1/buffers/((?:i[0-9]{4}-[0-9a-f]{8}-)?[0-9a-f]{32})(/meta)?", path)
         if path == "/v1/buffers" and req.method == "POST":
+            if req.headers.get("Content-Type") == "application/octet-stream":
+                return self.create_raw(req)
             return self.create(req.json())
         if path == "/v1/devices" and req.method == "GET":
             return Response(200, json={"devices": [self.device(k) for k in range(self.ndevices)]})
@@ -164,6 +167,47 @@ class FakeServer:
         self.data[bid][:] = data
         self.buffers[bid]["version"] += 2
 
+    def receive(self, req: Request, into: bytearray, first: int) -> int:
+        """Takes a body of bytes (a PUT's, or a raw POST's, counted as PUTs)
+        into ``into`` from byte ``first``, as the socket takes them (the
+        client's bar follows), cut or interrupted where the test says."""
+        cut = self.cut_put.get(self.put_count)
+        interrupt = self.interrupt_put == self.put_count
+        got = 0
+        assert req.content is not None and not isinstance(req.content, bytes)
+        for piece in req.content:
+            n = len(piece)
+            if cut is not None and got + n > cut:
+                raise ConnectionResetError(104, "Connection reset by peer")
+            if interrupt and got + n > self.interrupt_after:
+                raise KeyboardInterrupt
+            into[first + got:first + got + n] = piece
+            got += n
+        return got
+
+    def create_raw(self, req: Request) -> Response:
+        """POST of raw bytes, described by ?dtype=&shape=: the buffer exists
+        only once the whole body has come."""
+        self.put_count += 1
+        self.before_put.pop(self.put_count, lambda: None)()
+        q = {k: v[0] for k, v in parse_qs(req.path.partition("?")[2],
+                                          keep_blank_values=True).items()}
+        data = bytearray(len(req.content or b""))
+        got = self.receive(req, data, 0)
+        body: dict[str, Any] = {"size": got, "label": q.get("label", "")}
+        for k in ("ttl_s", "device"):
+            if k in q:
+                body[k] = int(q[k])
+        if "dtype" in q:
+            shape = [int(d) for d in q.get("shape", str(got // _ITEM[q["dtype"]])).split(",") if d]
+            if int(np.prod(shape)) * _ITEM[q["dtype"]] != got:
+                return problem(422, "invalid-argument", "sizes disagree")
+            body.update(dtype=q["dtype"], shape=shape)
+        made = self.create(body)
+        if made.status == 201:
+            self.data[made.json()["id"]][:] = data
+        return made
+
     def put(self, req: Request, bid: str) -> Response:
         self.put_count += 1
         self.before_put.pop(self.put_count, lambda: None)()
@@ -171,18 +215,7 @@ class FakeServer:
         now = f'"v{self.buffers[bid]["version"]}"'
         if req.headers.get("If-Match") not in (None, now):  # before any byte is taken
             return problem(412, "precondition-failed", "another version", ETag=now)
-        cut = self.cut_put.get(self.put_count)
-        interrupt = self.interrupt_put == self.put_count
-        got = 0
-        assert req.content is not None and not isinstance(req.content, bytes)
-        for piece in req.content:  # as the socket takes them: the client's bar follows
-            n = len(piece)
-            if cut is not None and got + n > cut:
-                raise ConnectionResetError(104, "Connection reset by peer")
-            if interrupt and got + n > self.interrupt_after:
-                raise KeyboardInterrupt
-            self.data[bid][first + got:first + got + n] = piece
-            got += n
+        got = self.receive(req, self.data[bid], first)
         assert got == last - first + 1, (got, first, last)
         meta = self.buffers[bid]
         if first <= meta["uploaded"] < last + 1:
@@ -267,6 +300,20 @@ class FakeServer:
             headers["ETag"] = f'"v{meta["version"]}"'
         dst[b:b + n] = src[a:a + n]
         return Response(200, headers, json={"bytes": n, "seconds": 0.0, "gb_per_s": 0.0})
+
+    def creations(self) -> list[dict[str, Any]]:
+        """What each POST /v1/buffers asked for: its query (numbers as
+        numbers) and its JSON body, if it has one."""
+        out: list[dict[str, Any]] = []
+        for r in self.requests:
+            path, _, query = r.path.partition("?")
+            if r.method != "POST" or path != "/v1/buffers":
+                continue
+            q = {k: int(v[0]) if k in ("ttl_s", "device") else v[0]
+                 for k, v in parse_qs(query, keep_blank_values=True).items()}
+            raw = r.headers.get("Content-Type") == "application/octet-stream"
+            out.append(q if raw else {**q, **r.json()})
+        return out
 
     def request_paths(self, method: str) -> list[str]:
         return [r.path for r in self.requests if r.method == method]

@@ -39,8 +39,9 @@ def test_creations_near_a_buffer(client, fake):
     x = client.zeros(8)
     client.empty(4, near=x)
     client.asarray(np.arange(3), near=x.id)
-    paths = fake.request_paths("POST")
-    assert paths[1:] == [f"/v1/buffers?near={x.id}"] * 2
+    made = fake.creations()
+    assert [m.get("near") for m in made[1:]] == [x.id] * 2
+    assert (made[2]["dtype"], made[2]["shape"]) == ("i64", "3")  # with its bytes, one request
 
 
 def test_gone_and_misdirected_are_not_found_too(client, fake):

@@ -19,7 +19,7 @@ def three(fake: FakeServer) -> FakeServer:
 
 
 def _created(fake: FakeServer) -> list[dict]:
-    return [r.json() for r in fake.requests if r.method == "POST" and r.path == "/v1/buffers"]
+    return [c for c in fake.creations() if "near" not in c]
 
 
 def test_devices_typed(client, three):
@@ -56,11 +56,12 @@ def test_copies_to_devices(three):
     y = x.to(2)
     assert (y.device, y.shape, y.dtype) == (2, (3, 4), np.dtype(np.float32)) and y.id != x.id
     np.testing.assert_array_equal(y.get(), a)
-    copy = [r for r in three.requests if r.method == "POST" and "copy_of" in r.json()]
-    assert copy[0].json() == {"copy_of": x.id, "device": 2, "ttl_s": 60}
-    assert copy[0].headers["Gpuhttpd-Route"] == x.id
+    copy = [c for c in three.creations() if "copy_of" in c]
+    assert copy[0] == {"copy_of": x.id, "device": 2, "ttl_s": 60}
+    assert [r.headers["Gpuhttpd-Route"] for r in three.requests
+            if r.method == "POST" and r.path == "/v1/buffers"][-1] == x.id
     z = y.copy()  # on y's device, which the server keeps when none is named
     assert z.device == 2
-    assert [r.json() for r in three.requests if r.method == "POST" and
-            "copy_of" in r.json()][-1] == {"copy_of": y.id, "ttl_s": 60}
+    assert [c for c in three.creations() if "copy_of" in c][-1] == {"copy_of": y.id,
+                                                                     "ttl_s": 60}
     np.testing.assert_array_equal(z.get(), a)

@@ -56,15 +56,17 @@ def test_run_async_and_futures(client, fake):
     inner = client.transport.handler  # type: ignore[attr-defined]
     client.transport = MockTransport(
         lambda req: Response(200, json={"id": "b" * 32, "timing": {}, "result": {"value": 4.0},
-                                        "status": "succeeded" if polls.append(1) or
+                                        "status": "succeeded" if polls.append(req.path) or
                                         len(polls) > 1 else "running"})
-        if req.path == f"/v1/runs/{'b' * 32}" else inner(req))
+        if req.path.startswith(f"/v1/runs/{'b' * 32}") else inner(req))
     fut = client.run("sum", x=1, wait=False)
     assert isinstance(fut, gpuhttpd.RunFuture)
     assert _last_run_body(fake)["wait"] is False
     with fut:
         pass  # waits at the end of the block
     assert fut.run["status"] == "succeeded" and len(polls) == 2
+    # Each question is a long poll: the server holds it until the run ends.
+    assert set(polls) == {f"/v1/runs/{'b' * 32}?wait=30"}
     assert fut.result() == {"value": 4.0}
 
 
@@ -85,7 +87,7 @@ def test_default_ttl(fake):
     c.empty(4, ttl=5)
     assert fake.requests[-1].json()["ttl_s"] == 5
     c.asarray(np.ones(3))
-    assert [r.json().get("ttl_s") for r in fake.requests if r.method == "POST"] == [600, 5, 600]
+    assert [made.get("ttl_s") for made in fake.creations()] == [600, 5, 600]
     plain = gpuhttpd.Client("http://fake", transport=MockTransport(fake))
     assert "ttl_s" not in (plain.zeros(4), fake.requests[-1].json())[1]
     with pytest.raises(ValueError, match="ttl"):
@@ -413,3 +415,26 @@ def test_numpy_dtype_names_everywhere(client, fake):
     client.run("mine", x=x, T=np.float32, dtype_out=np.dtype("<i4"))
     sent = [r.json()["args"] for r in fake.requests if r.path == "/v1/runs"]
     assert sent[0]["dtype"] == "f32" and (sent[1]["T"], sent[1]["dtype_out"]) == ("f32", "i32")
+
+
+def test_small_asarray_is_one_request(client, fake):
+    """An array of one piece goes with its dtype and shape in one POST of
+    raw bytes (?dtype=&shape=), not an allocation and then a PUT."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    before = len(fake.requests)
+    x = client.asarray(a, label="m")
+    sent = fake.requests[before:]
+    assert [(r.method, r.path.partition("?")[0]) for r in sent] == [("POST", "/v1/buffers")]
+    assert fake.creations()[-1] == {"label": "m", "dtype": "f32", "shape": "3,4"}
+    assert (x.shape, x.dtype, x.etag) == ((3, 4), np.float32, '"v1"')
+    np.testing.assert_array_equal(x.get(), a)
+
+
+def test_one_request_upload_cut_goes_the_resumable_way(client, fake):
+    """The server keeps nothing of a new buffer whose body was cut: the
+    client allocates and sends the pieces, resuming as ever."""
+    a = np.arange(1000, dtype=np.int32)
+    fake.cut_put = {1: 100}
+    x = client.asarray(a)
+    assert len(fake.buffers) == 1 and fake.puts == [(0, 3999)]
+    np.testing.assert_array_equal(x.get(), a)

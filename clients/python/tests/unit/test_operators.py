@@ -81,8 +81,12 @@ def test_mismatches_fail_before_any_request(client, fake, xy):
         client.asarray(np.zeros((2, 2), np.float32), label="m")[:, 1]
     with pytest.raises(ValueError, match="zero-size"):
         x[3:3].min()
-    with pytest.raises(NotImplementedError, match="axis=None"):
-        x.sum(axis=0) if x.ndim > 1 else x.reshape(2, 4).sum(axis=0)
+    with pytest.raises(np.exceptions.AxisError):
+        x.reshape(2, 4).sum(axis=2)
+    with pytest.raises(ValueError, match="duplicate value in 'axis'"):
+        x.reshape(2, 4).sum(axis=(1, -1))
+    with pytest.raises(TypeError, match="axis must be an integer"):
+        x.reshape(2, 4).sum(axis=0.5)
     assert [r for r in _sent(fake, start) if r[1] == "/v1/runs"] == []
 
 
@@ -127,6 +131,28 @@ def test_reductions_write_a_0d_handle(client, fake, xy):
     assert i8.sum().dtype == np.int64 and i8.mean().dtype == np.float64
     kernel = _sent(fake, start)[-1][2]["kernel"]
     assert kernel["post"] == "out = f64(a / f64(n))"
+
+
+def test_axis_reductions_are_passes_of_one_user_kernel(client, fake):
+    """x.sum(axis=0) of a (20, 3) array: passes of 8 rows into one (20 -> 3
+    -> 1), each a new buffer and a run of one definition sent by value; the
+    result has the other axes' shape."""
+    x = client.asarray(np.ones((20, 3), np.float32))
+    start = len(fake.requests)
+    s = x.sum(axis=0)
+    sent = _sent(fake, start)
+    assert [(m, p) for m, p, _ in sent] == [("POST", "/v1/buffers"), ("POST", "/v1/runs")] * 2
+    (_, _, first), (_, _, second) = sent[1], sent[3]
+    assert first["args"] == {"x": x.id, "y": first["args"]["y"], "m": 20, "w": 3, "h": 3,
+                             "n": 9}
+    assert second["args"]["x"] == first["args"]["y"] and second["args"]["m"] == 3
+    assert first["kernel"] == second["kernel"] and first["kernel"]["name"] == "np_sum_axis"
+    assert first["kernel"]["in"] == "raw f32 x = 0, i64 m, i64 w, i64 h"
+    assert s.shape == (3,) and s.dtype == np.float32
+    m = x.mean(axis=1)  # sums in f64, then divides (and rounds to f32) in a last step
+    assert (m.shape, m.dtype) == ((20,), np.float32)
+    kernel = _sent(fake, start)[-1][2]["kernel"]
+    assert kernel["name"] == "np_mean_div"
 
 
 def test_numpy_functions_run_on_the_server_or_refuse(client, fake, xy):

@@ -40,8 +40,9 @@ def auto(same_host: FakeServer) -> Iterator[gpuhttpd.Client]:
 
 def _byte_requests(fake: FakeServer) -> list[str]:
     return [f"{r.method} {r.path}" for r in fake.requests
-            if r.method in ("PUT", "GET") and r.path.startswith("/v1/buffers/")
-            and not r.path.endswith("/meta")]
+            if (r.method in ("PUT", "GET") and r.path.startswith("/v1/buffers/")
+                and not r.path.endswith("/meta"))
+            or r.headers.get("Content-Type") == "application/octet-stream"]
 
 
 def test_shared_array_round_trip(client, same_host):
