@@ -96,6 +96,11 @@ struct ghd_config {
     unsigned transfer_rate_window_s;
     char tls_cert[256];
     char tls_key[256];
+    /* Tiers beyond device memory (core/tier.h); all 0: off, a full pool refuses. */
+    unsigned spill;           /* turn them on: the host tier sized by default */
+    size_t host_tier;         /* bytes of (page-locked) host memory; 0 = none (--spill: half the RAM) */
+    char disk_tier[256];      /* folder of the disk tier; "" = none */
+    size_t disk_tier_size;    /* its bytes; 0 with a folder: the folder's free space at start */
 };
 
 /* Parses argv and the environment into *cfg. Returns 0 on success; 1 when

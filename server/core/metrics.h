@@ -7,6 +7,7 @@
 
 #include "device/pool.h"
 #include "device/staging.h"
+#include "tier.h"
 
 /* One service's Prometheus metrics: the service owns a struct ghd_metrics
  * (core/service.h) and hands it to what records into it (the HTTP layer,
@@ -107,6 +108,7 @@ struct ghd_metrics_device {
     size_t mem_free, mem_total;
     int have_util; /* NVML reported util_percent */
     unsigned util_percent;
+    struct ghd_tier_stats tiers; /* core/tier.h: moves out of and back onto the device */
 };
 
 struct ghd_metrics_gauges {
@@ -118,6 +120,9 @@ struct ghd_metrics_gauges {
     const char *cuda_runtime, *backend, *device_name;
     unsigned device_count;
     struct ghd_metrics_device devices[GHD_METRICS_DEVICES];
+    /* Tiers beyond device memory (core/tier.h); have_tiers 0: off, not rendered. */
+    int have_tiers;
+    size_t host_tier_bytes, host_tier_capacity, disk_tier_bytes, disk_tier_capacity;
 };
 
 /* Device `device` was lost (core/devloss.h): counted in

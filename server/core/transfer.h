@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "staging_caps.h"
 #include "npy.h"
+#include "tier.h"
 
 /* The transfer engine: moves a buffer's bytes between host memory that the
  * network side fills or drains and the device, through the runtime's pinned
@@ -76,6 +77,10 @@ struct ghd_transfer {
     char tenant[GHD_TENANT_MAX + 1];
     struct ghd_event *half_done; /* download: the copy into chunk[0]'s second half */
     int half_pending;            /* half_done must complete before that half is read */
+    /* Where the buffer's bytes are (core/tier.h): held on its device for the
+     * transfer, or, for a download of a spilled buffer, read where it is. */
+    struct ghd_tier_read src;
+    int tier_held;
 };
 
 /* --- the upload sink -------------------------------------------------- */
