@@ -82,7 +82,8 @@ def check_help(binary):
                                                       "--allow-raw-kernels",
                                                       "--allow-shm",
                                                       "--shm-allow-shared",
-                                                      "--metrics-public")]
+                                                      "--metrics-public",
+                                                      "--spill")]
     check(not bare, f"options without a value placeholder in --help: {bare}")
     check("--port=N" in text and "--bind=ADDR" in text and "--pool-limit=BYTES|N%" in text,
           "--help's placeholders")
