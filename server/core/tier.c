@@ -143,43 +143,63 @@ static int device_busy_locked(struct ghd_tiers *t, unsigned dev)
     return 0;
 }
 
+/* Why the last room-making of this thread gave up: the detail of its 507. */
+static _Thread_local struct ghd_err why_full;
+static _Thread_local struct timespec reclaim_deadline;
+
+/* The pool's reclaim hook (device/pool.h) for device r->rt: spills one idle
+ * buffer, or waits for a held one to be let go, up to the tiers' wait for
+ * the whole allocation. 0: try the allocation again. */
+static int reclaim(void *ctx, size_t size, unsigned attempt)
+{
+    struct ghd_tier_reclaim *r = ctx;
+    struct ghd_tiers *t = r->t;
+    unsigned dev = r->rt->index;
+    if (attempt == 0)
+        reclaim_deadline = ghd_clock_deadline(CLOCK_REALTIME, t->wait_ms);
+    pthread_mutex_lock(&t->lock);
+    struct ghd_buffer *v = device_victim_locked(t, dev);
+    if (!v) {
+        int wait = device_busy_locked(t, dev);
+        int rc = wait && pthread_cond_timedwait(&t->changed, &t->lock, &reclaim_deadline) == 0
+                     ? 0
+                     : ghd_err_set(&why_full, GHD_ENOMEM,
+                                   "device %u cannot make room for %zu bytes: every buffer left "
+                                   "on it is in use%s",
+                                   dev, size, wait ? " (waited for one to be let go)" : "");
+        pthread_mutex_unlock(&t->lock);
+        return rc;
+    }
+    pthread_mutex_unlock(&t->lock);
+    struct ghd_err why = {0};
+    int rc = ghd_tier_spill_device(t, v, GHD_TIER_HOST, &why);
+    if (rc)
+        ghd_err_set(&why_full, GHD_ENOMEM,
+                    "device %u is full and buffer %s could not be spilled: %s", dev, v->id,
+                    ghd_err_text(&why, rc));
+    ghd_buffer_unref(v);
+    return rc;
+}
+
+void ghd_tier_reclaim_attach(struct ghd_tiers *t, struct ghd_runtime *rt,
+                             struct ghd_tier_reclaim *r)
+{
+    r->t = t;
+    r->rt = rt;
+    rt->pool.reclaim_ctx = r;
+    rt->pool.reclaim = reclaim;
+}
+
 int ghd_tier_alloc(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size, size_t alignment,
                    struct ghd_pool_block **out, struct ghd_err *err)
 {
-    int rc = ghd_pool_alloc(&rt->pool, size, alignment, out);
-    if (rc != GHD_ENOMEM || !t)
-        return rc ? ghd_err_set(err, rc, "device %u: the pool refuses %zu bytes", rt->index, size)
-                  : 0;
-    struct timespec deadline = ghd_clock_deadline(CLOCK_REALTIME, t->wait_ms);
-    for (;;) {
-        rc = ghd_pool_alloc(&rt->pool, size, alignment, out);
-        if (rc != GHD_ENOMEM)
-            return rc;
-        pthread_mutex_lock(&t->lock);
-        struct ghd_buffer *v = device_victim_locked(t, rt->index);
-        if (!v) {
-            int wait = device_busy_locked(t, rt->index);
-            if (!wait || pthread_cond_timedwait(&t->changed, &t->lock, &deadline) == ETIMEDOUT) {
-                pthread_mutex_unlock(&t->lock);
-                return ghd_err_set(err, GHD_ENOMEM,
-                                   "device %u cannot make room for %zu bytes: every buffer left "
-                                   "on it is in use%s",
-                                   rt->index, size, wait ? " (waited for one to be let go)" : "");
-            }
-            pthread_mutex_unlock(&t->lock);
-            continue;
-        }
-        pthread_mutex_unlock(&t->lock);
-        struct ghd_err why = {0};
-        rc = ghd_tier_spill_device(t, v, GHD_TIER_HOST, &why);
-        char id[GHD_BUFFER_ID_LEN + 1];
-        memcpy(id, v->id, sizeof(id));
-        ghd_buffer_unref(v);
-        if (rc)
-            return ghd_err_set(err, GHD_ENOMEM,
-                               "device %u is full and buffer %s could not be spilled: %s",
-                               rt->index, id, ghd_err_text(&why, rc));
-    }
+    memset(&why_full, 0, sizeof(why_full));
+    int rc = ghd_pool_alloc(&rt->pool, size, alignment, out); /* reclaims with tiers on */
+    if (rc == 0)
+        return 0;
+    if (t && rc == GHD_ENOMEM && why_full.detail[0])
+        return ghd_err_set(err, rc, "%s", why_full.detail);
+    return ghd_err_set(err, rc, "device %u: the pool refuses %zu bytes", rt->index, size);
 }
 
 /* pre: lock held. Reserves (n > 0) or gives back (n < 0) disk bytes. */

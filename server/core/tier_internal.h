@@ -7,6 +7,12 @@
 #include "buffer.h"
 #include "tier.h"
 
+/* A device's pool reclaims through the tiers (device/pool.h's hook). */
+struct ghd_tier_reclaim {
+    struct ghd_tiers *t;
+    struct ghd_runtime *rt;
+};
+
 struct ghd_tiers {
     pthread_mutex_t lock;
     pthread_cond_t changed; /* a buffer stopped moving or was let go */
@@ -28,7 +34,12 @@ struct ghd_tiers {
     char dir[256];
     size_t disk_cap, disk_used;
     unsigned wait_ms;
+    struct ghd_tier_reclaim reclaim[GHD_MAX_DEVICES];
 };
+
+/* Makes rt's pool move idle buffers out when it is full. */
+void ghd_tier_reclaim_attach(struct ghd_tiers *t, struct ghd_runtime *rt,
+                             struct ghd_tier_reclaim *r);
 
 /* pre: lock held. b was used now: the last in its tier's order. */
 void ghd_tier_touch_locked(struct ghd_tiers *t, struct ghd_buffer *b);

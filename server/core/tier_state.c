@@ -110,6 +110,8 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
         ghd_tiers_free(t);
         return rc;
     }
+    for (unsigned i = 0; i < count; i++)
+        ghd_tier_reclaim_attach(t, &rts[i], &t->reclaim[i]);
     *out = t;
     return 0;
 }
@@ -135,6 +137,9 @@ void ghd_tiers_free(struct ghd_tiers *t)
 {
     if (!t)
         return;
+    for (unsigned i = 0; i < t->count; i++)
+        if (t->rts[i].pool.reclaim_ctx == &t->reclaim[i])
+            t->rts[i].pool.reclaim = NULL;
     if (t->has_host)
         ghd_pool_destroy(&t->host_pool);
     pthread_cond_destroy(&t->changed);

@@ -3,7 +3,8 @@
  * goes first and a held one never, a tenant over its share before another,
  * a page-in brings back the very bytes, a read finds them in each tier, a
  * run pages its buffers in before its kernel, concurrent users and
- * evictions leave every buffer right, and a disk that refuses (full,
+ * evictions leave every buffer right, any full pool allocation makes room,
+ * and a disk that refuses (full,
  * failing, a damaged file) is an error, never stale bytes. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -439,6 +440,24 @@ static void test_concurrent_users_and_evictions(void **state)
     free(s);
 }
 
+/* Any allocation from a full pool, such as a kernel's scratch
+ * (kernels/call.c), moves an idle buffer out first instead of failing. */
+static void test_pool_reclaims_for_scratch(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = make(f, MIB, NULL);
+    struct ghd_pool_block *scratch;
+    assert_int_equal(ghd_pool_alloc(&f->rt.pool, MIB / 2, 0, &scratch), 0);
+    assert_int_equal(tier_of(b[0]), GHD_TIER_HOST);
+    ghd_pool_free(&f->rt.pool, scratch);
+    for (int i = 0; i < 4; i++)
+        ghd_buffer_unref(b[i]);
+    close_tiers(f);
+}
+
 /* Tiers off: a hold is nothing, a full pool refuses as it always did. */
 static void test_off_refuses(void **state)
 {
@@ -472,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_disk_unwritable),
         cmocka_unit_test(test_unreadable_never_stale),
         cmocka_unit_test(test_concurrent_users_and_evictions),
+        cmocka_unit_test(test_pool_reclaims_for_scratch),
         cmocka_unit_test(test_off_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
