@@ -12,6 +12,7 @@
 #include "base/parse.h"
 #include "core/npy.h"
 #include "core/service_buffers.h"
+#include "core/service_tiers.h"
 
 /* JSON Schema's integer: 4096 and 4096.0 alike, since JSON does not tell
  * them apart and some clients only have doubles. */
@@ -221,6 +222,32 @@ int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep)
                                          &version, &err);
     if (rc)
         return ghd_reply_write_refused(rep, req, rc, &err, version);
+    ghd_reply_etag(rep, ghd_buffer_version(b), 0);
+    rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
+    ghd_buffer_unref(b);
+    return rc;
+}
+
+int ghd_handle_buffer_residency(struct ghd_request *req, struct ghd_reply *rep)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(req->json, key, value) {
+        if (strcmp(key, "tier") != 0 && strcmp(key, "pin") != 0)
+            return ghd_reply_problem(rep, req, GHD_EINVAL,
+                                     "unknown field '%.64s' (allowed: tier, pin)", key);
+    }
+    json_t *tier = json_object_get(req->json, "tier"), *pin = json_object_get(req->json, "pin");
+    if (!json_is_string(tier))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "tier (device, host or disk) is required");
+    if (pin && !json_is_boolean(pin))
+        return ghd_reply_problem(rep, req, GHD_EINVAL, "pin must be true or false");
+    struct ghd_err err = {0};
+    struct ghd_buffer *b;
+    int rc = ghd_service_buffer_residency(req->svc, &req->caller, req->params[0],
+                                          json_string_value(tier), json_is_true(pin), &b, &err);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "%s", ghd_err_text(&err, rc));
     ghd_reply_etag(rep, ghd_buffer_version(b), 0);
     rc = ghd_reply_json(rep, 200, ghd_buffer_json_new(b));
     ghd_buffer_unref(b);

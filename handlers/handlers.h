@@ -19,6 +19,7 @@ int ghd_handle_buffer_list(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_buffer_meta(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_buffer_delete(struct ghd_request *req, struct ghd_reply *rep);
 int ghd_handle_buffer_patch(struct ghd_request *req, struct ghd_reply *rep);
+int ghd_handle_buffer_residency(struct ghd_request *req, struct ghd_reply *rep);
 
 /* buffer_upload.c */
 extern const struct ghd_upload_ops ghd_buffer_create_upload;

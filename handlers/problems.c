@@ -69,6 +69,10 @@ static const char *const when[] = {
                        "instance): define it here, or send its definition by value in the "
                        "step (\"kernel\": {\"name\": ..., \"in\": ..., \"out\": ..., "
                        "\"body\": ...}).",
+    [-GHD_EUNREADABLE] = "The buffer was spilled out of device memory (README.md, \"Beyond device "
+                         "memory\") and its bytes cannot be read back (a disk tier's I/O error, "
+                         "a missing or damaged file): the buffer answers this, never stale "
+                         "bytes, until it is deleted.",
 };
 
 static const int codes[] = {

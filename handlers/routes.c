@@ -64,6 +64,8 @@ static const struct ghd_route table[] = {
      TENANT, DEVICE, NOPROBE, NOQUERY},
     {"PATCH", "/v1/buffers/{id}/meta", GHD_BODY_JSON, ghd_handle_buffer_patch, NULL, TENANT,
      DEVICE, NOPROBE, NOQUERY},
+    {"POST", "/v1/buffers/{id}/residency", GHD_BODY_JSON, ghd_handle_buffer_residency, NULL,
+     TENANT, DEVICE, NOPROBE, NOQUERY},
     {"GET", "/v1/kernels", GHD_BODY_NONE, ghd_handle_kernel_list, NULL, TENANT, NODEV, NOPROBE,
      NOQUERY},
     {"POST", "/v1/kernels", GHD_BODY_JSON, ghd_handle_kernel_create, NULL, TENANT, DEVICE, NOPROBE,

@@ -484,6 +484,23 @@ int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner
     return 0;
 }
 
+void ghd_kernel_call_rebind(struct ghd_kernel_call *call, const void *owner, void *d_ptr)
+{
+    if (call->ucall) {
+        ghd_ucall_rebind(call->ucall, owner, d_ptr);
+        return;
+    }
+    if (call->rcall) {
+        ghd_rcall_rebind(call->rcall, owner, d_ptr);
+        return;
+    }
+    for (int s = 0; s < GHD_KARG_BUFFERS; s++)
+        if (call->buf[s].owner == owner) {
+            call->buf[s].d_ptr = d_ptr;
+            call->args.p[s] = (char *)d_ptr + call->start[s];
+        }
+}
+
 void ghd_kernel_call_free(struct ghd_kernel_call *call)
 {
     if (!call)

@@ -144,6 +144,9 @@ int ghd_kernel_call_stoppable(const struct ghd_kernel_call *call, enum ghd_backe
 /* Whether the call writes the buffer whose view has `owner` (an out or
  * inout parameter names it). */
 int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner);
+/* The buffer whose view has `owner` now lives at d_ptr (the resolver moved
+ * it between tiers, core/tier.h): the call's arguments point there. */
+void ghd_kernel_call_rebind(struct ghd_kernel_call *call, const void *owner, void *d_ptr);
 /* Frees the call (its resolver still holds the buffers). NULL is accepted. */
 void ghd_kernel_call_free(struct ghd_kernel_call *call);
 

@@ -131,6 +131,8 @@ int ghd_rcall_execute(struct ghd_rcall *c, struct ghd_runtime *rt, struct ghd_st
                       struct ghd_event *start, struct ghd_event *end, json_t *result,
                       struct ghd_err *err);
 int ghd_rcall_writes(const struct ghd_rcall *c, const void *owner);
+/* The buffer of `owner` now lives at d_ptr (ghd_kernel_call_rebind). */
+void ghd_rcall_rebind(struct ghd_rcall *c, const void *owner, void *d_ptr);
 void ghd_rcall_free(struct ghd_rcall *c);
 
 #endif

@@ -19,6 +19,7 @@ struct ghd_rcall {
     struct ghd_raw_shape shape;
     struct ghd_raw_pack pack;
     const void *owner[GHD_RAW_MAX_ARGS]; /* each buffer once */
+    const void *arg_owner[GHD_RAW_MAX_ARGS]; /* per argument; NULL: not a buffer */
     unsigned access[GHD_RAW_MAX_ARGS];   /* per buffer, every argument's together */
     size_t nbuf;
 };
@@ -80,6 +81,7 @@ int ghd_rcall_prepare_new(struct ghd_rfunc *f, json_t *launch, ghd_buffer_resolv
         }
         ghd_raw_pack_pointer(&c->pack, i, (uint64_t)(uintptr_t)v.d_ptr + a->byte_offset);
         note(c, v.owner, a->access);
+        c->arg_owner[i] = v.owner;
     }
     if (rc) {
         ghd_rcall_free(c);
@@ -126,6 +128,14 @@ int ghd_rcall_execute(struct ghd_rcall *c, struct ghd_runtime *rt, struct ghd_st
         json_object_set_new(result, "function", json_string(c->f->name));
     }
     return 0;
+}
+
+void ghd_rcall_rebind(struct ghd_rcall *c, const void *owner, void *d_ptr)
+{
+    for (unsigned i = 0; i < c->pack.nargs; i++)
+        if (owner && c->arg_owner[i] == owner)
+            ghd_raw_pack_pointer(&c->pack, i,
+                                 (uint64_t)(uintptr_t)d_ptr + c->pack.a[i].byte_offset);
 }
 
 int ghd_rcall_writes(const struct ghd_rcall *c, const void *owner)

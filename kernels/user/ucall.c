@@ -431,6 +431,15 @@ int ghd_ucall_stoppable(enum ghd_backend_kind kind)
 #endif
 }
 
+void ghd_ucall_rebind(struct ghd_ucall *c, const void *owner, void *d_ptr)
+{
+    for (int k = 0; k < GHD_U_MAX_PARAMS; k++)
+        if (owner && c->buf[k].owner == owner) {
+            c->buf[k].d_ptr = d_ptr;
+            c->args[k].ptr = (char *)d_ptr + c->start[k];
+        }
+}
+
 int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner)
 {
     for (int k = c->k->def.nin; k < c->k->def.nparams; k++)

@@ -117,6 +117,8 @@ void ghd_ucall_signal_stop(struct ghd_ucall *c);
 /* Whether a user kernel executed on a `kind` backend stops once asked. */
 int ghd_ucall_stoppable(enum ghd_backend_kind kind);
 int ghd_ucall_writes(const struct ghd_ucall *c, const void *owner);
+/* The buffer of `owner` now lives at d_ptr (ghd_kernel_call_rebind). */
+void ghd_ucall_rebind(struct ghd_ucall *c, const void *owner, void *d_ptr);
 void ghd_ucall_free(struct ghd_ucall *c);
 
 #endif

@@ -35,7 +35,8 @@
     X(EVERSION, 27, "HTTP version not supported")  \
     X(EGONE, 28, "Gone")                            \
     X(EMISDIRECTED, 29, "Misdirected request")    \
-    X(ENOKERNEL, 30, "Unknown kernel")
+    X(ENOKERNEL, 30, "Unknown kernel")              \
+    X(EUNREADABLE, 31, "Buffer cannot be read back")
 
 enum ghd_error {
 #define GHD_ERROR_ENUM(name, num, title) GHD_##name = -(num),

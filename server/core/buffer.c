@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "tier.h"
 
 #define INITIAL_SLOTS 1024
 
@@ -136,7 +137,10 @@ static void buffer_free(struct ghd_buffer *b)
     }
     pthread_mutex_destroy(&b->zero_lock);
     pthread_mutex_destroy(&b->desc_lock);
-    ghd_pool_free(&rt->pool, b->block);
+    if (b->tiers)
+        ghd_tier_forget(b); /* its block, host copy or file, wherever it is */
+    else
+        ghd_pool_free(&rt->pool, b->block);
     free(b);
 }
 
@@ -228,7 +232,7 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     pthread_mutex_unlock(&t->lock);
     if (rc)
         goto fail;
-    rc = ghd_pool_alloc(&rt->pool, spec->size, spec->alignment, &b->block);
+    rc = ghd_tier_alloc(t->tiers, rt, spec->size, spec->alignment, &b->block, NULL);
     if (rc) {
         pthread_mutex_lock(&t->lock);
         tenant_release_locked(t, b->tenant, rt->index, spec->size);
@@ -254,6 +258,8 @@ int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
     atomic_init(&b->uploaded, 0);
     if (spec->desc)
         b->desc = *spec->desc;
+    b->tiers = t->tiers;
+    ghd_tier_adopt(b);
     pthread_mutex_lock(&t->lock);
     ghd_idmap_insert(&t->by_id, &b->by_id, b->id);
     b->seq = ++t->next_seq;

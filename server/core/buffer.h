@@ -56,6 +56,19 @@ struct ghd_buffer {
     struct ghd_array_desc desc; /* dtype "" = raw bytes, no description */
     struct ghd_idmap_node by_id; /* the table's index */
     struct ghd_list_node link;   /* the table's creation order; a release list after */
+    /* Tiers (core/tier.h); NULL: off, the buffer stays on its device. The
+     * fields below and d_ptr/block are guarded by the tiers' lock. */
+    struct ghd_tiers *tiers;
+    int tier;       /* enum ghd_tier: where the bytes are */
+    int holds;      /* users of d_ptr now: it stays on its device */
+    int readers;    /* downloads reading it from the host tier or disk */
+    int moving;     /* a copy between tiers is under way: others wait */
+    int pinned;     /* kept on its device (POST .../residency with pin) */
+    int unreadable; /* its bytes could not be read back: every use is refused */
+    struct ghd_pool_block *h_block;  /* the host tier's copy */
+    struct ghd_pool_block *h_orphan; /* a host copy paged in while readers read it */
+    double last_used;                /* Unix seconds of the last hold or read */
+    struct ghd_list_node tier_link;  /* its tier's least-recently-used order */
 };
 
 struct buffer_tenant; /* per-tenant usage, private to buffer.c */
@@ -76,6 +89,7 @@ struct ghd_buffer_table {
     size_t reserved; /* buffers counted against the limits: in the table or being created */
     struct buffer_tenant *tenants;
     char id_prefix[GHD_OWNER_PREFIX_LEN + 1]; /* every id starts so; set once before use */
+    struct ghd_tiers *tiers; /* NULL: tiers off (a full pool refuses); set once before use */
 };
 
 /* id_prefix: the owner prefix every id starts with (base/owner.h). */

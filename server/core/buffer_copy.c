@@ -5,6 +5,7 @@
 #include "buffer_copy.h"
 
 #include "base/error.h"
+#include "tier.h"
 
 /* The two ends of a copy and the streams it runs on. */
 struct copy_job {
@@ -107,7 +108,14 @@ int ghd_buffer_copy_bytes(struct ghd_buffer *dst, struct ghd_buffer *src, struct
     GHD_ASSERT(dst->size == src->size);
     struct copy_job j = {dst, src, src->rt, dst->rt, NULL, NULL, err};
     int peer = j.from != j.to && (j.from->peer_mask & (1u << j.to->index));
-    int rc = ghd_runtime_stream_acquire(j.from, &j.s_from, err);
+    int rc = ghd_tier_hold(src, err); /* both on their devices for the copy (core/tier.h) */
+    if (rc)
+        return rc;
+    if ((rc = ghd_tier_hold(dst, err)) != 0) {
+        ghd_tier_release(src);
+        return rc;
+    }
+    rc = ghd_runtime_stream_acquire(j.from, &j.s_from, err);
     if (rc == 0 && j.from != j.to && !peer)
         rc = ghd_runtime_stream_acquire(j.to, &j.s_to, err);
     /* After the source's zeroing, on the stream that reads it. */
@@ -128,5 +136,7 @@ int ghd_buffer_copy_bytes(struct ghd_buffer *dst, struct ghd_buffer *src, struct
                        j.from->index, j.to->index);
     ghd_runtime_stream_release(j.from, j.s_from);
     ghd_runtime_stream_release(j.to, j.s_to);
+    ghd_tier_release(dst); /* both streams synced above */
+    ghd_tier_release(src);
     return rc;
 }

@@ -253,6 +253,17 @@ static const struct option_spec specs[] = {
     {"trace-sample", OPT_STRING, OFF(trace_sample), STR_MAX(trace_sample), 0, 0, "1",
      "with --otlp-endpoint: ratio 0..1 of new traces sampled; a caller's traceparent decides "
      "for its own trace (parent-based)"},
+    {"spill", OPT_FLAG, OFF(spill), 0, 0, 1, "0",
+     "never answer 507 for a full pool while buffers can move out: spill idle buffers whole "
+     "to the host tier (--host-tier, by default half the host's memory) and the disk tier "
+     "(--disk-tier), paged back in before a run uses them (no argument; env: 1 or 0)"},
+    {"host-tier", OPT_SIZE, OFF(host_tier), 0, 0, 1ULL << 50, "0",
+     "bytes of host memory (page-locked on CUDA) that spilled buffers may fill (0 = none, "
+     "or half the host's memory with --spill)"},
+    {"disk-tier", OPT_STRING, OFF(disk_tier), STR_MAX(disk_tier), 0, 0, "",
+     "folder where buffers spill when the host tier is full (created if missing)"},
+    {"disk-tier-size", OPT_SIZE, OFF(disk_tier_size), 0, 0, 1ULL << 56, "0",
+     "most bytes the disk tier may hold (0 = the folder's free space at start)"},
 };
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))

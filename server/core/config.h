@@ -104,6 +104,11 @@ struct ghd_config {
     char otlp_endpoint[256];  /* OTLP/HTTP traces URL; "" = no export (base/trace_export.h) */
     char trace_sample[16];    /* ratio 0..1 of new traces sampled, as given */
     double trace_ratio;       /* trace_sample, parsed */
+    /* Tiers beyond device memory (core/tier.h); all 0: off, a full pool refuses. */
+    unsigned spill;           /* turn them on: the host tier sized by default */
+    size_t host_tier;         /* bytes of (page-locked) host memory; 0 = none (--spill: half the RAM) */
+    char disk_tier[256];      /* folder of the disk tier; "" = none */
+    size_t disk_tier_size;    /* its bytes; 0 with a folder: the folder's free space at start */
 };
 
 /* Parses argv and the environment into *cfg. Returns 0 on success; 1 when

@@ -7,6 +7,7 @@
 #include "device/nvml.h"
 #include "run_queue.h"
 #include "service_internal.h"
+#include "tier.h"
 
 _Static_assert(GHD_METRICS_DEVICES >= GHD_MAX_DEVICES, "a gauge row for every runtime");
 
@@ -33,8 +34,13 @@ void ghd_gauges_collect(struct ghd_service *svc, struct ghd_metrics_gauges *g)
     g->started = svc->started;
     ghd_tracer_stats(svc->tracer, &g->trace);
     g->device_count = svc->runtime_count < GHD_MAX_DEVICES ? svc->runtime_count : GHD_MAX_DEVICES;
-    for (unsigned i = 0; i < g->device_count; i++)
+    for (unsigned i = 0; i < g->device_count; i++) {
         collect_device(&svc->runtimes[i], &g->devices[i]);
+        ghd_tiers_stats(svc->buffers.tiers, i, &g->devices[i].tiers);
+    }
+    g->have_tiers = svc->buffers.tiers != NULL;
+    ghd_tiers_usage(svc->buffers.tiers, &g->host_tier_bytes, &g->host_tier_capacity,
+                    &g->disk_tier_bytes, &g->disk_tier_capacity);
     if (svc->runtime_count) {
         const struct ghd_device *dev = &svc->runtimes[0].dev;
         g->cuda_runtime = dev->runtime_version[0] ? dev->runtime_version : NULL;

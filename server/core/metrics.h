@@ -8,6 +8,7 @@
 #include "base/trace_export.h"
 #include "device/pool.h"
 #include "device/staging.h"
+#include "tier.h"
 
 /* One service's Prometheus metrics: the service owns a struct ghd_metrics
  * (core/service.h) and hands it to what records into it (the HTTP layer,
@@ -127,6 +128,7 @@ struct ghd_metrics_device {
     size_t mem_free, mem_total;
     int have_util; /* NVML reported util_percent */
     unsigned util_percent;
+    struct ghd_tier_stats tiers; /* core/tier.h: moves out of and back onto the device */
 };
 
 struct ghd_metrics_gauges {
@@ -139,6 +141,9 @@ struct ghd_metrics_gauges {
     unsigned device_count;
     struct ghd_metrics_device devices[GHD_METRICS_DEVICES];
     struct ghd_tracer_stats trace; /* the trace exporter's counts (all 0: tracing off) */
+    /* Tiers beyond device memory (core/tier.h); have_tiers 0: off, not rendered. */
+    int have_tiers;
+    size_t host_tier_bytes, host_tier_capacity, disk_tier_bytes, disk_tier_capacity;
 };
 
 /* Device `device` was lost (core/devloss.h): counted in

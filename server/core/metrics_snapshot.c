@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/process_stats.h"
+#include "metrics_tiers.h"
 
 /* The gauges of one staging ring (the main one, or the small one under
  * gpuhttpd_staging_small_*) on every device. */
@@ -163,4 +164,6 @@ void ghd_metrics_snapshot_render(struct ghd_strbuf *t, const struct ghd_metrics_
     render_devices(t, g);
     render_service(t, g);
     render_tracing(t, &g->trace);
+    if (g->have_tiers)
+        ghd_metrics_tiers_render(t, g);
 }

@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/fault_guard.h"
+#include "tier.h"
 #include "write_conds.h"
 
 enum end_kind { END_HOST, END_DEVICE };
@@ -216,6 +217,31 @@ static int ends_check(const struct ghd_xfer_end *from, const struct ghd_xfer_end
     return 0;
 }
 
+/* The buffer ends on their devices for the copy (core/tier.h), the views
+ * pointing at where they are now; on failure neither is held. */
+static int ends_hold(const struct ghd_xfer_end *from, const struct ghd_xfer_end *to,
+                     struct end_view *vf, struct end_view *vt, struct ghd_err *err)
+{
+    int rc = from->buffer ? ghd_tier_hold(from->buffer, err) : 0;
+    if (rc == 0 && to->buffer && (rc = ghd_tier_hold(to->buffer, err)) != 0 && from->buffer)
+        ghd_tier_release(from->buffer);
+    if (rc)
+        return rc;
+    if (from->buffer)
+        vf->base = from->buffer->d_ptr;
+    if (to->buffer)
+        vt->base = to->buffer->d_ptr;
+    return 0;
+}
+
+static void ends_release(const struct ghd_xfer_end *from, const struct ghd_xfer_end *to)
+{
+    if (from->buffer)
+        ghd_tier_release(from->buffer);
+    if (to->buffer)
+        ghd_tier_release(to->buffer);
+}
+
 int ghd_region_transfer(struct ghd_region_table *t, const struct ghd_xfer_end *from,
                         const struct ghd_xfer_end *to, uint64_t bytes,
                         const struct ghd_versions *if_match, struct ghd_xfer_result *res,
@@ -234,7 +260,9 @@ int ghd_region_transfer(struct ghd_region_table *t, const struct ghd_xfer_end *f
         return rc;
     struct ghd_stream *s = NULL;
     double t0 = ghd_clock_s();
-    rc = ghd_runtime_stream_acquire(rt, &s, err);
+    int held = (rc = ends_hold(from, to, &vf, &vt, err)) == 0;
+    if (rc == 0)
+        rc = ghd_runtime_stream_acquire(rt, &s, err);
     if (rc == 0 && from->buffer)
         rc = ghd_buffer_order(from->buffer, s, err);
     if (rc == 0 && to->buffer && to->buffer != from->buffer)
@@ -246,6 +274,8 @@ int ghd_region_transfer(struct ghd_region_table *t, const struct ghd_xfer_end *f
             (void)rt->dev.ops->stream_sync(&rt->dev, s, NULL);
         ghd_runtime_stream_release(rt, s);
     }
+    if (held)
+        ends_release(from, to);
     res->seconds = ghd_clock_s() - t0;
     if (to->buffer) { /* a write cut short moved bytes too: the version moves either way */
         if (rc == 0)

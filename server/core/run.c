@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/json_text.h"
 #include "run_trace.h"
+#include "tier.h"
 
 const char *ghd_run_status_name(enum ghd_run_status s)
 {
@@ -189,12 +190,49 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
     return rc;
 }
 
+/* Lets go the buffers of the steps before step `upto` and of step upto
+ * those before `j`: every entry, as page_in held them (a buffer two steps
+ * name is held twice and let go twice). */
+static void let_go(struct ghd_run *run, unsigned upto, unsigned j)
+{
+    for (unsigned k = 0; k <= upto && k < run->step_count; k++)
+        for (unsigned m = 0; m < (k < upto ? run->steps[k].nheld : j); m++)
+            ghd_tier_release(run->steps[k].held[m]);
+}
+
+/* Every buffer the run touches is brought onto its device and held there
+ * before its first kernel is queued (core/tier.h), and the calls point at
+ * where each is now. On failure none stays held. */
+static int page_in(struct ghd_run *run, struct ghd_err *error)
+{
+    for (unsigned i = 0; i < run->step_count; i++)
+        for (unsigned j = 0; j < run->steps[i].nheld; j++) {
+            struct ghd_buffer *b = run->steps[i].held[j];
+            int rc = ghd_tier_hold(b, error);
+            if (rc) {
+                let_go(run, i, j);
+                return rc;
+            }
+        }
+    for (unsigned i = 0; i < run->step_count; i++)
+        for (unsigned j = 0; j < run->steps[i].nheld; j++)
+            for (unsigned k = 0; k < run->step_count; k++)
+                if (run->steps[k].call)
+                    ghd_kernel_call_rebind(run->steps[k].call, run->steps[i].held[j],
+                                           run->steps[i].held[j]->d_ptr);
+    return 0;
+}
+
 int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                     struct ghd_run *run, struct ghd_err *error)
 {
-    int rc = 0;
     if (run->trace)
         ghd_run_trace_queue(run);
+    int rc = page_in(run, error);
+    if (rc) {
+        ghd_run_trace_done(run);
+        return rc;
+    }
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
         atomic_store(&run->step_now, i); /* before the flag is read: ghd_run_ask_stop */
         if (atomic_load(&run->stop) != GHD_RUN_GO)
@@ -210,6 +248,7 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
             ghd_err_prefix(error, rc, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
     }
     ghd_run_trace_done(run);
+    let_go(run, run->step_count, 0); /* every step's work has completed (execute_step waits) */
     return rc;
 }
 

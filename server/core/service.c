@@ -12,6 +12,7 @@
 #include "run_queue.h"
 #include "service_devices.h"
 #include "service_trace.h"
+#include "tier.h"
 #include "watchdog.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind, int ordinal,
@@ -207,10 +208,13 @@ static int open_tables(struct ghd_service *svc, struct ghd_err *err)
     memcpy(svc->buffers.tenant_device_max, svc->limits.device_max_bytes,
            sizeof(svc->buffers.tenant_device_max));
     svc->buffers.tenant_max_buffers = svc->limits.max_buffers;
-    rc = ghd_region_table_init(&svc->regions, svc->owner.prefix);
+    rc = ghd_tiers_open(cfg, svc->runtimes, svc->runtime_count, &svc->buffers.tiers, err);
+    if (rc == 0 && (rc = ghd_region_table_init(&svc->regions, svc->owner.prefix)) != 0)
+        ghd_err_set(err, rc, "region table: %s", ghd_strerror(rc));
     if (rc) {
         ghd_buffer_table_destroy(&svc->buffers);
-        return ghd_err_set(err, rc, "region table: %s", ghd_strerror(rc));
+        ghd_tiers_free(svc->buffers.tiers);
+        return rc;
     }
     svc->regions.allowed = (int)cfg->allow_shm;
     svc->regions.allow_shared = (int)cfg->shm_allow_shared;
@@ -371,6 +375,7 @@ destroy_buffers:
         ghd_kernels_release(&svc->runtimes[i]);
     ghd_region_table_destroy(&svc->regions);
     ghd_buffer_table_destroy(&svc->buffers);
+    ghd_tiers_free(svc->buffers.tiers); /* after every buffer went */
 destroy_runtime:
     close_runtimes(svc);
 destroy_auth:
@@ -400,6 +405,7 @@ void ghd_service_destroy(struct ghd_service *svc)
     svc->compiler = NULL;
     ghd_region_table_destroy(&svc->regions);
     ghd_buffer_table_destroy(&svc->buffers);
+    ghd_tiers_free(svc->buffers.tiers); /* after every buffer went */
     for (unsigned i = 0; i < svc->runtime_count; i++)
         ghd_kernels_release(&svc->runtimes[i]);
     close_runtimes(svc);

@@ -15,6 +15,7 @@
 #include "cursor.h"
 #include "run_queue.h"
 #include "service_devices.h"
+#include "tier.h"
 #include "write_conds.h"
 
 static void iso_time(time_t t, char *buf, size_t len)
@@ -37,6 +38,17 @@ json_t *ghd_buffer_json_new(const struct ghd_buffer *b)
         json_object_set_new(obj, "expires", json_string(expires));
     }
     if (obj) {
+        enum ghd_tier tier;
+        double used;
+        int pinned;
+        ghd_tier_state(b, &tier, &used, &pinned);
+        json_object_set_new(obj, "tier", json_string(ghd_tier_name(tier)));
+        if (b->tiers) { /* without tiers nothing keeps the time of a use */
+            char last[32];
+            iso_time((time_t)used, last, sizeof(last));
+            json_object_set_new(obj, "last_used", json_string(last));
+            json_object_set_new(obj, "pinned", json_boolean(pinned));
+        }
         json_object_set_new(obj, "version", json_integer((json_int_t)ghd_buffer_version(b)));
         json_object_set_new(obj, "uploaded", json_integer((json_int_t)ghd_buffer_uploaded(b)));
         struct ghd_array_desc d;

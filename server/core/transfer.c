@@ -19,14 +19,38 @@ int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *
     return ghd_err_set(err, rc, "%s: %s", what, ghd_err_text(&t->dev_err, rc));
 }
 
-int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *client,
-                     struct ghd_transfer **out, struct ghd_err *err)
+/* Holds b where the transfer needs it: an upload on its device, a download
+ * wherever it is. */
+static int tier_take(struct ghd_transfer *t, struct ghd_err *err)
+{
+    int rc = t->dir == GHD_TRANSFER_DOWNLOAD ? ghd_tier_read_begin(t->buf, &t->src, err)
+                                             : ghd_tier_hold(t->buf, err);
+    t->tier_held = rc == 0;
+    return rc;
+}
+
+static void tier_give(struct ghd_transfer *t)
+{
+    if (!t->tier_held)
+        return;
+    if (t->dir == GHD_TRANSFER_DOWNLOAD)
+        ghd_tier_read_end(t->buf, &t->src);
+    else
+        ghd_tier_release(t->buf);
+    t->tier_held = 0;
+}
+
+int ghd_transfer_new(struct ghd_buffer *b, enum ghd_transfer_dir dir,
+                     const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                     struct ghd_err *err)
 {
     struct ghd_transfer *t = calloc(1, sizeof(*t));
     if (!t)
         return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");
     t->buf = b;
     t->rt = b->rt;
+    t->dir = dir;
+    t->src.fd = -1;
     t->caps = client->caps;
     t->metrics = client->metrics;
     snprintf(t->request_id, sizeof(t->request_id), "%s", client->request_id ? client->request_id : "");
@@ -39,7 +63,10 @@ int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *cli
         ghd_transfer_device_error(t, rc, "cannot create a device stream", err);
         goto fail;
     }
-    rc = ghd_buffer_order(b, t->stream, &t->dev_err);
+    rc = tier_take(t, err);
+    if (rc)
+        goto fail;
+    rc = t->src.tier == GHD_TIER_DEVICE ? ghd_buffer_order(b, t->stream, &t->dev_err) : 0;
     if (rc) {
         ghd_transfer_device_error(t, rc, "cannot order the transfer on the device", err);
         goto fail;
@@ -50,6 +77,7 @@ int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *cli
     *out = t;
     return 0;
 fail:
+    tier_give(t);
     ghd_runtime_stream_release(t->rt, t->stream);
     free(t);
     return rc;
@@ -153,6 +181,7 @@ void ghd_transfer_free(struct ghd_transfer *t)
     if (t->half_done)
         t->rt->dev.ops->event_free(&t->rt->dev, t->half_done);
     free(t->slow_buf);
+    tier_give(t); /* after the stream's work on the buffer has completed */
     ghd_runtime_stream_release(t->rt, t->stream);
     if (t->writer) {
         if (t->started) /* a write cut short moved bytes too: a new version */

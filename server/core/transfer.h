@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "staging_caps.h"
 #include "npy.h"
+#include "tier.h"
 
 /* The transfer engine: moves a buffer's bytes between host memory that the
  * network side fills or drains and the device, through the runtime's pinned
@@ -89,6 +90,10 @@ struct ghd_transfer {
     int half_pending;            /* half_done must complete before that half is read */
     struct ghd_trace *trace;     /* a sampled request's (a reference); NULL: not traced */
     struct ghd_copy_span copy_span[2]; /* per chunk (upload) or half (download) */
+    /* Where the buffer's bytes are (core/tier.h): held on its device for the
+     * transfer, or, for a download of a spilled buffer, read where it is. */
+    struct ghd_tier_read src;
+    int tier_held;
 };
 
 /* --- the upload sink -------------------------------------------------- */

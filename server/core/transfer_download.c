@@ -4,8 +4,11 @@
  * copied into the chunk's other half while one is sent. */
 #include "transfer.h"
 
+#include <string.h>
+
 #include "base/err.h"
 #include "base/error.h"
+#include "tier_disk.h"
 #include "transfer_ring.h"
 #include "transfer_trace.h"
 
@@ -23,12 +26,11 @@ int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
 {
     struct ghd_transfer *t;
     *out = NULL;
-    int rc = ghd_transfer_new(b, client, &t, err);
+    int rc = ghd_transfer_new(b, GHD_TRANSFER_DOWNLOAD, client, &t, err);
     if (rc) {
         ghd_buffer_unref(b);
         return rc;
     }
-    t->dir = GHD_TRANSFER_DOWNLOAD;
     t->offset = offset;
     t->length = length;
     rc = ghd_transfer_take_chunk(t, err);
@@ -89,6 +91,16 @@ static int slot_wait(struct ghd_transfer *t, int slot)
     return rc;
 }
 
+/* A window of a spilled buffer, from the host tier or its file (core/tier.h). */
+static int spilled_window(struct ghd_transfer *t, char *dst, uint64_t at, size_t n)
+{
+    if (t->src.tier == GHD_TIER_HOST) {
+        memcpy(dst, t->src.h_ptr + at, n);
+        return 0;
+    }
+    return ghd_tier_file_read(t->src.fd, dst, n, t->src.offset + at, &t->dev_err);
+}
+
 /* Queues the copy of window `w` into its half, unless it is there already
  * or past the end. */
 static int fetch_window(struct ghd_transfer *t, size_t window, int slots, int64_t w)
@@ -107,6 +119,12 @@ static int fetch_window(struct ghd_transfer *t, size_t window, int slots, int64_
     uint64_t start = (uint64_t)w * window;
     size_t n = t->length - start < window ? (size_t)(t->length - start) : window;
     char *dst = (char *)t->chunk[0]->h_ptr + (size_t)slot * window;
+    if (t->src.tier != GHD_TIER_DEVICE) { /* spilled: read where it is, nothing queued */
+        rc = spilled_window(t, dst, t->offset + start, n);
+        if (rc == 0)
+            t->window[slot] = w;
+        return rc;
+    }
     if (t->trace)
         ghd_transfer_trace_begin(t, slot, slot == 0 ? t->chunk[0]->done : t->half_done, n);
     rc = dev->ops->copy_d2h(dev, dst, (char *)t->buf->d_ptr + t->offset + start, n, t->stream,

@@ -6,10 +6,13 @@
 /* How a transfer holds staging chunks; private to the transfer engine
  * (transfer.c, transfer_upload.c, transfer_download.c). */
 
-/* A new transfer of buffer `b` with a stream from its runtime, ordered
- * after the buffer's zeroing. Steals the reference on success only. */
-int ghd_transfer_new(struct ghd_buffer *b, const struct ghd_transfer_client *client,
-                     struct ghd_transfer **out, struct ghd_err *err);
+/* A new transfer of buffer `b` in direction `dir` with a stream from its
+ * runtime, ordered after the buffer's zeroing; an upload brings b onto its
+ * device (core/tier.h), a download reads it where it is. Steals the
+ * reference on success only. */
+int ghd_transfer_new(struct ghd_buffer *b, enum ghd_transfer_dir dir,
+                     const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                     struct ghd_err *err);
 /* Takes one staging chunk from the runtime's ring for t->length, waiting up
  * to the runtime's staging timeout: GHD_ETIMEDOUT when the ring stays busy,
  * GHD_ELIMIT when the client's address or tenant stays at its cap. */

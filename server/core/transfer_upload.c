@@ -25,14 +25,13 @@ int ghd_sink_open(struct ghd_buffer *b, int created_here, const struct ghd_trans
     struct ghd_transfer *t;
     struct ghd_buffer_table *created = created_here ? client->buffers : NULL;
     *out = NULL;
-    int rc = ghd_transfer_new(b, client, &t, err);
+    int rc = ghd_transfer_new(b, GHD_TRANSFER_UPLOAD, client, &t, err);
     if (rc) {
         if (created) /* a buffer made for this upload must not stay behind, unseen */
             ghd_buffer_discard(created, b);
         ghd_buffer_unref(b);
         return rc;
     }
-    t->dir = GHD_TRANSFER_UPLOAD;
     t->created = created;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&b->writing, &expected, 1)) {

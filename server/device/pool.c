@@ -270,6 +270,14 @@ int ghd_pool_alloc(struct ghd_pool *p, size_t size, size_t alignment,
         return GHD_ENOMEM;
     pthread_mutex_lock(&p->lock);
     int rc = alloc_locked(p, size, align, out);
+    for (unsigned attempt = 0; rc == GHD_ENOMEM && p->reclaim; attempt++) {
+        pthread_mutex_unlock(&p->lock);
+        int again = p->reclaim(p->reclaim_ctx, size, attempt) == 0;
+        pthread_mutex_lock(&p->lock);
+        if (!again)
+            break;
+        rc = alloc_locked(p, size, align, out);
+    }
     if (rc)
         p->stats.failures++;
     pthread_mutex_unlock(&p->lock);

@@ -52,6 +52,13 @@ struct ghd_pool {
     struct pool_slab *slabs;
     struct pool_chunk *bins[GHD_POOL_BINS];
     struct ghd_pool_stats stats;
+    /* Called, without the pool's lock, when an allocation finds the pool
+     * full: it may free blocks (core/tier.c moves idle buffers out) and
+     * returns 0 when the allocation should be tried again, nonzero to give
+     * up. `attempt` counts its calls for this allocation from 0. NULL: none.
+     * Set once before use. */
+    int (*reclaim)(void *ctx, size_t size, unsigned attempt);
+    void *reclaim_ctx;
 #ifdef GHD_TESTABLE
     long fail_countdown; /* test hook: 0 = off */
 #endif

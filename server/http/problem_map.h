@@ -39,7 +39,8 @@
     X(EVERSION, 505, "http-version-not-supported") \
     X(EGONE, 410, "gone")                     \
     X(EMISDIRECTED, 421, "misdirected-request") \
-    X(ENOKERNEL, 422, "unknown-kernel")
+    X(ENOKERNEL, 422, "unknown-kernel")       \
+    X(EUNREADABLE, 500, "buffer-unreadable")
 
 /* HTTP status for an error code (500 for unknown codes). */
 int ghd_error_status(int code);

@@ -272,6 +272,14 @@ def main():
                                                   json.dumps(patch).encode(), headers), str(patch))
             check(st == want, f"PATCH {patch}: {st}, not {want}: {body[:200]!r}")
         c.conform("PATCH", M, R("PATCH", "/v1/buffers/nope/meta", b'{"dtype": "u8"}', J))
+        # Residency with tiers off: on the device already, nowhere else to go.
+        P = "/v1/buffers/{id}/residency"
+        for req, want in [({"tier": "device"}, 200), ({"tier": "host"}, 422),
+                          ({"tier": "gpu"}, 400), ({"nope": 1}, 400)]:
+            st, _, body = c.conform("POST", P, R("POST", f"/v1/buffers/{aid}/residency",
+                                                 json.dumps(req).encode(), J), str(req))
+            check(st == want, f"residency {req}: {st}, not {want}: {body[:200]!r}")
+        c.conform("POST", P, R("POST", "/v1/buffers/nope/residency", b'{"tier": "device"}', J))
         st, _, _ = c.conform("PUT", T, R("PUT", f"/v1/buffers/{aid}", npy("<i4", "(8,)", b"\x01" * 32), N))
         check(st == 200, f"npy PUT: {st}")
         st, _, _ = c.conform("PUT", T, R("PUT", f"/v1/buffers/{aid}", b"\x00" * 32,
@@ -389,6 +397,21 @@ def main():
             "GET", "/v1/kernels", headers={"Authorization": "Bearer contract-token"}))
         check(st == 200, f"with the token: {st}")
         check(c.conform("GET", "/healthz", srv.request("GET", "/healthz"))[0] == 200, "public")
+
+    # Tiers on: a buffer spilled to the host tier and back, pinned; a buffer
+    # in use cannot move (409 is documented, not provoked here).
+    J = {"Content-Type": "application/json"}
+    with Server(binary, "--host-tier", "16M") as srv:
+        st, _, body = srv.request("POST", "/v1/buffers", json.dumps({"size": 4096}).encode(), J)
+        check(st == 201, f"tiers on, create: {st}")
+        bid = json.loads(body)["id"]
+        P = "/v1/buffers/{id}/residency"
+        for req, tier in [({"tier": "host"}, "host"), ({"tier": "device", "pin": True}, "device"),
+                          ({"tier": "disk"}, None)]:
+            st, _, body = c.conform("POST", P, srv.request(
+                "POST", f"/v1/buffers/{bid}/residency", json.dumps(req).encode(), J), str(req))
+            check(st == (200 if tier else 422), f"tiers on, residency {req}: {st}")
+            check(not tier or json.loads(body)["tier"] == tier, f"residency {req}: {body!r}")
 
     # Raw modules: 403 without --allow-raw-kernels; with it, the host backend
     # answers 501 for a module, and what the body gets wrong comes first.

@@ -83,7 +83,8 @@ def check_help(binary):
                                                       "--allow-shm",
                                                       "--shm-allow-shared",
                                                       "--metrics-public",
-                                                      "--metrics-tenant-label")]
+                                                      "--metrics-tenant-label",
+                                                      "--spill")]
     check(not bare, f"options without a value placeholder in --help: {bare}")
     check("--port=N" in text and "--bind=ADDR" in text and "--pool-limit=BYTES|N%" in text,
           "--help's placeholders")

@@ -1,0 +1,498 @@
+/* Tiers (server/core/tier.c, tier_state.c, tier_disk.c) on a host-backend
+ * runtime with a real buffer table: the least recently used idle buffer
+ * goes first and a held one never, a tenant over its share before another,
+ * a page-in brings back the very bytes, a read finds them in each tier, a
+ * run pages its buffers in before its kernel, concurrent users and
+ * evictions leave every buffer right, any full pool allocation makes room,
+ * and a disk that refuses (full,
+ * failing, a damaged file) is an error, never stale bytes. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/buffer.h"
+#include "core/run.h"
+#include "core/tier.h"
+#include "core/tier_disk.h"
+#include "core/tier_internal.h"
+#include "base/error.h"
+#include "unit_host.h"
+
+#define MIB ((size_t)1 << 20)
+
+struct fixture {
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    char dir[64];
+};
+
+/* A 4 MiB pool, a host tier of `host` bytes and a disk tier of `disk`
+ * bytes (0: none) in a fresh folder. */
+static struct fixture *open_tiers(size_t host, size_t disk)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    unit_host_open(&f->rt, &f->t, 4 * MIB);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/ghd-tiers-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    struct ghd_tier_config tc = {.host_bytes = host, .disk_dir = disk ? f->dir : NULL,
+                                 .disk_bytes = disk, .wait_ms = 1000};
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tiers_new(&tc, &f->rt, 1, &f->t.tiers, &err), 0);
+    return f;
+}
+
+static void close_tiers(struct fixture *f)
+{
+    ghd_buffer_table_destroy(&f->t);
+    ghd_tiers_free(f->t.tiers);
+    ghd_runtime_destroy(&f->rt);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+}
+
+static struct ghd_buffer *make(struct fixture *f, size_t size, const char *tenant)
+{
+    struct ghd_buffer_spec spec = {.size = size, .tenant = tenant};
+    struct ghd_buffer *b;
+    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &b), 0);
+    return b;
+}
+
+static enum ghd_tier tier_of(const struct ghd_buffer *b)
+{
+    enum ghd_tier t;
+    double used;
+    int pinned;
+    ghd_tier_state(b, &t, &used, &pinned);
+    return t;
+}
+
+/* Fills b (held: on the host backend its device memory is host memory)
+ * with bytes from `seed`. */
+static void fill(struct ghd_buffer *b, unsigned seed)
+{
+    assert_int_equal(ghd_tier_hold(b, NULL), 0);
+    unsigned char *p = b->d_ptr;
+    for (size_t i = 0; i < b->size; i++)
+        p[i] = (unsigned char)(i * 131u + seed * 7u + (i >> 12));
+    atomic_store(&b->zero_done, 1); /* written whole: no zeroing may come after */
+    ghd_tier_release(b);
+}
+
+/* Whether b holds the bytes of `seed`, read on its device. */
+static int holds_seed(struct ghd_buffer *b, unsigned seed)
+{
+    assert_int_equal(ghd_tier_hold(b, NULL), 0);
+    const unsigned char *p = b->d_ptr;
+    int ok = 1;
+    for (size_t i = 0; i < b->size && ok; i++)
+        ok = p[i] == (unsigned char)(i * 131u + seed * 7u + (i >> 12));
+    ghd_tier_release(b);
+    return ok;
+}
+
+/* Four 1 MiB buffers fill the pool; a use makes A the most recent, so a
+ * fifth evicts B; with C held the next goes to D, never C. */
+static void test_lru_order_and_held(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *b[6];
+    for (int i = 0; i < 4; i++)
+        b[i] = make(f, MIB, NULL);
+    assert_int_equal(ghd_tier_hold(b[0], NULL), 0);
+    ghd_tier_release(b[0]);
+    b[4] = make(f, MIB, NULL);
+    assert_int_equal(tier_of(b[1]), GHD_TIER_HOST);
+    assert_int_equal(tier_of(b[0]), GHD_TIER_DEVICE);
+    assert_int_equal(ghd_tier_hold(b[2], NULL), 0);
+    b[5] = make(f, MIB, NULL);
+    assert_int_equal(tier_of(b[2]), GHD_TIER_DEVICE);
+    assert_int_equal(tier_of(b[3]), GHD_TIER_HOST);
+    ghd_tier_release(b[2]);
+    for (int i = 0; i < 6; i++)
+        ghd_buffer_unref(b[i]);
+    close_tiers(f);
+}
+
+/* Every buffer on the device held: a new one waits for one to be let go,
+ * then answers 507 (GHD_ENOMEM) and the held ones stay where they are. */
+static void test_all_held_is_enomem(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *b[4];
+    for (int i = 0; i < 4; i++) {
+        b[i] = make(f, MIB, NULL);
+        assert_int_equal(ghd_tier_hold(b[i], NULL), 0);
+    }
+    struct ghd_buffer_spec spec = {.size = MIB};
+    struct ghd_buffer *extra;
+    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &extra), GHD_ENOMEM);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tier_of(b[i]), GHD_TIER_DEVICE);
+        ghd_tier_release(b[i]);
+        ghd_buffer_unref(b[i]);
+    }
+    close_tiers(f);
+}
+
+/* A tenant over its share of the pool (half of it with two tenants) loses
+ * its least recently used buffer first, even when another tenant's is
+ * older. */
+static void test_tenant_over_share_first(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *a = make(f, MIB, "alice");
+    struct ghd_buffer *b[3];
+    for (int i = 0; i < 3; i++)
+        b[i] = make(f, MIB, "bob");
+    struct ghd_buffer *a2 = make(f, MIB, "alice");
+    assert_int_equal(tier_of(a), GHD_TIER_DEVICE);
+    assert_int_equal(tier_of(b[0]), GHD_TIER_HOST);
+    ghd_buffer_unref(a);
+    ghd_buffer_unref(a2);
+    for (int i = 0; i < 3; i++)
+        ghd_buffer_unref(b[i]);
+    close_tiers(f);
+}
+
+/* A buffer spilled to the host tier, then to disk, comes back with its
+ * bytes; its version does not move; the file and the host copy go. */
+static void test_page_in_from_each_tier(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(2 * MIB, 64 * MIB);
+    struct ghd_buffer *b = make(f, 3 * MIB / 2, NULL);
+    fill(b, 5);
+    uint64_t v = ghd_buffer_version(b);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tier_move(b, GHD_TIER_HOST, 0, &err), 0);
+    assert_int_equal(tier_of(b), GHD_TIER_HOST);
+    assert_null(b->d_ptr);
+    assert_true(holds_seed(b, 5));
+    assert_int_equal(tier_of(b), GHD_TIER_DEVICE);
+    assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err), 0);
+    assert_int_equal(tier_of(b), GHD_TIER_DISK);
+    char path[256];
+    ghd_tier_file_path(f->dir, b->id, path, sizeof(path));
+    assert_int_equal(access(path, F_OK), 0);
+    assert_true(holds_seed(b, 5));
+    assert_int_not_equal(access(path, F_OK), 0);
+    assert_int_equal(ghd_buffer_version(b), v);
+    ghd_buffer_unref(b);
+    close_tiers(f);
+}
+
+/* A read finds the bytes where they are, without bringing them back. */
+static void test_read_where_it_is(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(2 * MIB, 64 * MIB);
+    struct ghd_buffer *b = make(f, MIB, NULL);
+    fill(b, 9);
+    unsigned char *want = malloc(MIB);
+    assert_non_null(want);
+    memcpy(want, b->d_ptr, MIB);
+    struct ghd_err err = {0};
+    for (int to = GHD_TIER_HOST; to < GHD_TIER_COUNT; to++) {
+        assert_int_equal(ghd_tier_move(b, (enum ghd_tier)to, 0, &err), 0);
+        struct ghd_tier_read r;
+        assert_int_equal(ghd_tier_read_begin(b, &r, &err), 0);
+        assert_int_equal(r.tier, to);
+        unsigned char *got = malloc(MIB);
+        assert_non_null(got);
+        if (to == GHD_TIER_HOST)
+            memcpy(got, r.h_ptr, MIB);
+        else
+            assert_int_equal(ghd_tier_file_read(r.fd, got, MIB, r.offset, &err), 0);
+        /* A read pins it: it neither moves out nor back in under the reader. */
+        assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err),
+                         to == GHD_TIER_DISK ? 0 : GHD_EBUSY);
+        ghd_tier_read_end(b, &r);
+        assert_memory_equal(got, want, MIB);
+        assert_int_equal(tier_of(b), to);
+        free(got);
+    }
+    free(want);
+    ghd_buffer_unref(b);
+    close_tiers(f);
+}
+
+/* A run's buffers, both spilled, are paged in before its kernel: y = 2 x + y
+ * comes out right. */
+static void test_run_pages_in(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *x = make(f, 64, NULL), *y = make(f, 64, NULL);
+    assert_int_equal(ghd_tier_hold(x, NULL), 0);
+    assert_int_equal(ghd_tier_hold(y, NULL), 0);
+    float in[4] = {1, 2, 3, 4}, base[4] = {10, 20, 30, 40};
+    memcpy(x->d_ptr, in, sizeof(in));
+    memcpy(y->d_ptr, base, sizeof(base));
+    atomic_store(&x->zero_done, 1);
+    atomic_store(&y->zero_done, 1);
+    ghd_tier_release(x);
+    ghd_tier_release(y);
+    int rc;
+    struct ghd_run *run = unit_host_run(
+        &f->t, NULL, "axpy",
+        json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", x->id, "y", y->id, "dtype", "f32",
+                  "n", 4),
+        &rc);
+    assert_int_equal(rc, 0);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tier_move(x, GHD_TIER_HOST, 0, &err), 0);
+    assert_int_equal(ghd_tier_move(y, GHD_TIER_HOST, 0, &err), 0);
+    struct ghd_device *dev = &f->rt.dev;
+    struct ghd_stream *s;
+    struct ghd_event *ev[2];
+    assert_int_equal(ghd_runtime_stream_acquire(&f->rt, &s, NULL), 0);
+    assert_int_equal(dev->ops->event_new(dev, &ev[0], NULL), 0);
+    assert_int_equal(dev->ops->event_new(dev, &ev[1], NULL), 0);
+    assert_int_equal(ghd_run_execute(&f->rt, s, ev, run, &err), 0);
+    assert_int_equal(x->holds + y->holds, 0); /* let go after the run */
+    assert_int_equal(ghd_tier_hold(y, NULL), 0);
+    const float *out = y->d_ptr;
+    for (int i = 0; i < 4; i++)
+        assert_true(out[i] == base[i] + 2 * in[i]);
+    ghd_tier_release(y);
+    ghd_run_unref(run);
+    dev->ops->event_free(dev, ev[0]);
+    dev->ops->event_free(dev, ev[1]);
+    ghd_runtime_stream_release(&f->rt, s);
+    ghd_buffer_unref(x);
+    ghd_buffer_unref(y);
+    close_tiers(f);
+}
+
+/* The disk refuses a write (full): the spill does not happen, the buffer
+ * stays on its device with its bytes, and the allocation that needed the
+ * room answers 507. The disk tier's own size refuses the same way. */
+static void test_disk_full(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(0, 64 * MIB);
+    struct ghd_buffer *b[4];
+    for (int i = 0; i < 4; i++) {
+        b[i] = make(f, MIB, NULL);
+        fill(b[i], (unsigned)i);
+    }
+    ghd_tier_file_fail_write_nth(1);
+    struct ghd_buffer_spec spec = {.size = MIB};
+    struct ghd_buffer *extra;
+    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &extra), GHD_ENOMEM);
+    ghd_tier_file_fail_write_nth(0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tier_of(b[i]), GHD_TIER_DEVICE);
+        assert_true(holds_seed(b[i], (unsigned)i));
+    }
+    struct ghd_err err = {0};
+    f->t.tiers->disk_cap = MIB / 2; /* smaller than one buffer */
+    assert_int_equal(ghd_tier_move(b[0], GHD_TIER_DISK, 0, &err), GHD_ENOMEM);
+    assert_non_null(strstr(err.detail, "disk tier is full"));
+    assert_int_equal(tier_of(b[0]), GHD_TIER_DEVICE);
+    for (int i = 0; i < 4; i++)
+        ghd_buffer_unref(b[i]);
+    close_tiers(f);
+}
+
+/* A disk tier whose folder cannot be written (here: removed under it): the
+ * spill fails, nothing is lost. */
+static void test_disk_unwritable(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(0, 64 * MIB);
+    struct ghd_buffer *b = make(f, MIB, NULL);
+    fill(b, 3);
+    assert_int_equal(rmdir(f->dir), 0);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err), GHD_ENOMEM);
+    assert_non_null(strstr(err.detail, "cannot create"));
+    assert_int_equal(tier_of(b), GHD_TIER_DEVICE);
+    assert_true(holds_seed(b, 3));
+    assert_int_equal(mkdir(f->dir, 0700), 0);
+    ghd_buffer_unref(b);
+    close_tiers(f);
+}
+
+/* A read that fails, and a file damaged on disk, leave the buffer
+ * unreadable: every use answers GHD_EUNREADABLE, never other bytes. */
+static void test_unreadable_never_stale(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(0, 64 * MIB);
+    struct ghd_buffer *b = make(f, MIB, NULL), *c = make(f, MIB, NULL);
+    fill(b, 1);
+    fill(c, 2);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err), 0);
+    assert_int_equal(ghd_tier_move(c, GHD_TIER_DISK, 0, &err), 0);
+    ghd_tier_file_fail_read_nth(1);
+    assert_int_equal(ghd_tier_hold(b, &err), GHD_EUNREADABLE);
+    ghd_tier_file_fail_read_nth(0);
+    assert_int_equal(ghd_tier_hold(b, &err), GHD_EUNREADABLE);
+    struct ghd_tier_read r;
+    assert_int_equal(ghd_tier_read_begin(b, &r, &err), GHD_EUNREADABLE);
+    /* c's file: another buffer's header written over its own */
+    char path[256];
+    ghd_tier_file_path(f->dir, c->id, path, sizeof(path));
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "XXXX", 4, 40), 4);
+    close(fd);
+    assert_int_equal(ghd_tier_hold(c, &err), GHD_EUNREADABLE);
+    assert_non_null(strstr(err.detail, "another buffer"));
+    ghd_buffer_unref(b);
+    ghd_buffer_unref(c);
+    close_tiers(f);
+}
+
+/* Threads run read-modify-write rounds on random buffers of a working set
+ * three times the pool, and allocate and free between them: each buffer ends
+ * holding the count of rounds done on it. */
+#define ROUNDS 150
+#define NBUF 12
+#define THREADS 3 /* each holds one buffer at a time: a fourth of the pool stays free to move */
+
+struct stress {
+    struct fixture *f;
+    struct ghd_buffer *b[NBUF];
+    atomic_uint done[NBUF];
+    unsigned seed;
+};
+
+static void *stress_worker(void *arg)
+{
+    struct stress *s = arg;
+    unsigned seed = __atomic_add_fetch(&s->seed, 7919, __ATOMIC_RELAXED);
+    for (int r = 0; r < ROUNDS; r++) {
+        unsigned k = (unsigned)rand_r(&seed) % NBUF;
+        struct ghd_buffer *b = s->b[k];
+        if (ghd_tier_hold(b, NULL) != 0)
+            continue;
+        uint32_t *p = b->d_ptr;
+        size_t n = b->size / 4;
+        for (size_t i = 0; i < n; i++)
+            p[i] += 1; /* one round: every word one more */
+        atomic_fetch_add(&s->done[k], 1);
+        ghd_tier_release(b);
+        if (r % 16 == 0) { /* an allocation that forces a spill, then its free */
+            struct ghd_buffer_spec spec = {.size = MIB / 2};
+            struct ghd_buffer *tmp;
+            if (ghd_buffer_create_new(&s->f->t, &s->f->rt, &spec, &tmp) == 0) {
+                ghd_buffer_remove(&s->f->t, tmp->id, NULL);
+                ghd_buffer_unref(tmp);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_users_and_evictions(void **state)
+{
+    (void)state;
+    struct stress *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    s->f = open_tiers(4 * MIB, 64 * MIB);
+    for (int i = 0; i < NBUF; i++) {
+        s->b[i] = make(s->f, MIB, NULL);
+        assert_int_equal(ghd_tier_hold(s->b[i], NULL), 0);
+        memset(s->b[i]->d_ptr, 0, MIB);
+        atomic_store(&s->b[i]->zero_done, 1);
+        ghd_tier_release(s->b[i]);
+    }
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, stress_worker, s), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    unsigned total = 0;
+    for (int i = 0; i < NBUF; i++) {
+        assert_int_equal(ghd_tier_hold(s->b[i], NULL), 0);
+        const uint32_t *p = s->b[i]->d_ptr;
+        for (size_t w = 0; w < MIB / 4; w++)
+            assert_int_equal(p[w], atomic_load(&s->done[i]));
+        total += atomic_load(&s->done[i]);
+        ghd_tier_release(s->b[i]);
+        ghd_buffer_unref(s->b[i]);
+    }
+    assert_int_equal(total, THREADS * ROUNDS); /* no round was refused */
+    struct ghd_tier_stats st;
+    ghd_tiers_stats(s->f->t.tiers, 0, &st);
+    assert_true(st.evictions[GHD_TIER_HOST] > 0 && st.page_ins[GHD_TIER_HOST] > 0);
+    close_tiers(s->f);
+    free(s);
+}
+
+/* Any allocation from a full pool, such as a kernel's scratch
+ * (kernels/call.c), moves an idle buffer out first instead of failing. */
+static void test_pool_reclaims_for_scratch(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = make(f, MIB, NULL);
+    struct ghd_pool_block *scratch;
+    assert_int_equal(ghd_pool_alloc(&f->rt.pool, MIB / 2, 0, &scratch), 0);
+    assert_int_equal(tier_of(b[0]), GHD_TIER_HOST);
+    ghd_pool_free(&f->rt.pool, scratch);
+    for (int i = 0; i < 4; i++)
+        ghd_buffer_unref(b[i]);
+    close_tiers(f);
+}
+
+/* Tiers off: a hold is nothing, a full pool refuses as it always did. */
+static void test_off_refuses(void **state)
+{
+    (void)state;
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    unit_host_open(&rt, &t, 4 * MIB);
+    struct ghd_buffer *b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = unit_host_buffer(&rt, &t, MIB);
+    struct ghd_buffer_spec spec = {.size = MIB};
+    struct ghd_buffer *extra;
+    assert_int_equal(ghd_buffer_create_new(&t, &rt, &spec, &extra), GHD_ENOMEM);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tier_move(b[0], GHD_TIER_HOST, 0, &err), GHD_EUNPROC);
+    for (int i = 0; i < 4; i++)
+        ghd_buffer_unref(b[i]);
+    unit_host_close(&rt, &t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lru_order_and_held),
+        cmocka_unit_test(test_all_held_is_enomem),
+        cmocka_unit_test(test_tenant_over_share_first),
+        cmocka_unit_test(test_page_in_from_each_tier),
+        cmocka_unit_test(test_read_where_it_is),
+        cmocka_unit_test(test_run_pages_in),
+        cmocka_unit_test(test_disk_full),
+        cmocka_unit_test(test_disk_unwritable),
+        cmocka_unit_test(test_unreadable_never_stale),
+        cmocka_unit_test(test_concurrent_users_and_evictions),
+        cmocka_unit_test(test_pool_reclaims_for_scratch),
+        cmocka_unit_test(test_off_refuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
