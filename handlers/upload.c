@@ -127,7 +127,8 @@ static json_t *query_shape(const char *v)
     for (const char *p = v; shape && *p;) {
         uint64_t n;
         if (!(p = ghd_parse_u64_prefix(p, &n)) || n > (uint64_t)INT64_MAX ||
-            (*p && (*p != ',' || !p[1])) || json_array_append_new(shape, json_integer((json_int_t)n))) {
+            (*p && (*p != ',' || !p[1])) ||
+            json_array_append_new(shape, json_integer((json_int_t)n))) {
             json_decref(shape);
             return NULL;
         }

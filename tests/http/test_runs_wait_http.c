@@ -51,11 +51,14 @@ static void buffer(const char *token, char id[GHD_BUFFER_ID_LEN + 1])
     json_decref(doc);
 }
 
+/* The stalled kernel is the host backend's: elsewhere the test is
+ * reported skipped (cmocka's skip), not passed. */
 static int host_only(void)
 {
     if (strcmp(harness_backend(), "host") == 0)
         return 1;
     printf("skipped: the host backend's stalled kernel\n");
+    skip();
     return 0;
 }
 

@@ -172,7 +172,7 @@ static void test_put_replaces_bytes_and_description(void **state)
     json_decref(doc);
 
     /* Refused, the description kept: a part of the buffer, a body or an
-     * array of another size, a chunked body that ends short. */
+     * array of another size, a chunked body that ends short or runs long. */
     snprintf(path, sizeof(path), "/v1/buffers/%s?dtype=f32&offset=0", id);
     expect_detail(send_raw(ALICE, 400, "PUT", path, v, sizeof(v), 0),
                   "Content-Range and ?offset= are for writing a part");
@@ -182,6 +182,8 @@ static void test_put_replaces_bytes_and_description(void **state)
     expect_detail(send_raw(ALICE, 422, "PUT", path, v, 8, 0), "but the buffer's size is 16");
     snprintf(path, sizeof(path), "/v1/buffers/%s?dtype=f64", id);
     expect_detail(send_raw(ALICE, 400, "PUT", path, v, 8, 1), "is shorter than the array");
+    char longer[20] = {0};
+    json_decref(send_raw(ALICE, 413, "PUT", path, longer, sizeof(longer), 1));
     expect_desc(doc = expect(ALICE, 200, "GET", meta, NULL), "u8", "[16]");
     json_decref(doc);
     DELETE_BUFFERS(id);
