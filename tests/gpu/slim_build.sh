@@ -23,6 +23,12 @@ if [[ $commit != unknown ]] && ! git -C "$src" diff --quiet HEAD 2>/dev/null; th
   commit+=-dirty
 fi
 echo "$commit" >"$slim/COMMIT"
+# A build without the CUDA backend (GHD_CUDA=AUTO on a machine without a
+# driver builds none) would only skip every gpu test there: refuse it.
+if ! grep -q "cudaStreamCreateWithPriority" "$build/gpuhttpd"; then
+  echo "slim_build.sh: $build/gpuhttpd has no CUDA backend (configure with -DGHD_CUDA=ON)" >&2
+  exit 1
+fi
 bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
   tests/http/test_http_contention tests/http/test_runs_http tests/gpu/test_kernels_gpu
   tests/bench/loadgen tests/bench/tcp_ceiling
@@ -39,6 +45,14 @@ bins=(gpuhttpd tests/http/test_buffers_http tests/http/test_http_large
 # listed by hand was twice missed and then showed as "Not Run" on the H200.
 while read -r f; do bins+=("${f#"$build"/}"); done < <(
   find "$build/tests/reliability" -maxdepth 1 -type f -executable -name 'test_*' | sort)
+# And every gpu-labelled test's executable, found the same way (a gpu test
+# added without a line here showed as "Not Run").
+while read -r f; do
+  [[ $f == "$build"/* && -x $f ]] && bins+=("${f#"$build"/}")
+done < <(ctest --test-dir "$build" -L gpu --show-only=json-v1 2>/dev/null |
+  python3 -c 'import json,sys; [print(t["command"][0]) for t in json.load(sys.stdin)["tests"] if t.get("command")]' |
+  sort -u)
+mapfile -t bins < <(printf '%s\n' "${bins[@]}" | sort -u)
 for f in "${bins[@]}"; do
   mkdir -p "$slim/$(dirname "$f")"
   cp "$build/$f" "$slim/$f"
