@@ -17,6 +17,7 @@ const char *ghd_config_placeholder(const struct option_spec *sp)
         {"tokens", "LIST"},     {"metrics-token", "TOKEN"}, {"tls-cert", "FILE"},
         {"tls-key", "FILE"},    {"on-device-loss", "exit|stay"}, {"devices", "all|LIST"},
         {"device", "N"},        {"placement", "most-free|round-robin"}, {"ready-needs", "any|all"},
+        {"metrics-token-file", "FILE"}, {"otlp-endpoint", "URL"}, {"trace-sample", "RATIO"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         if (strcmp(sp->flag, strings[i].flag) == 0)
