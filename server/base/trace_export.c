@@ -19,6 +19,7 @@
 #define BATCH_MAX 256        /* traces in one POST */
 #define FLUSH_MS 500         /* a batch goes out at least this often */
 #define POST_TIMEOUT_MS 5000
+#define STOP_TIMEOUT_MS 1000
 
 struct ghd_tracer {
     struct ghd_http_url url;
@@ -41,12 +42,14 @@ static void drop(struct ghd_tracer *t, struct ghd_trace *const *batch, size_t n)
         ghd_trace_free(batch[i]);
 }
 
-static void send_batch(struct ghd_tracer *t, struct ghd_trace *const *batch, size_t n)
+/* Sends a batch, each wait of its POST bounded by timeout_ms. */
+static void send_batch(struct ghd_tracer *t, struct ghd_trace *const *batch, size_t n,
+                       unsigned timeout_ms)
 {
     size_t len = 0, spans = 0;
     char *body = ghd_otlp_json(batch, n, t->instance, &len, &spans);
     struct ghd_err err = {0};
-    int rc = body ? ghd_http_post(&t->url, "application/json", body, len, POST_TIMEOUT_MS, &err)
+    int rc = body ? ghd_http_post(&t->url, "application/json", body, len, timeout_ms, &err)
                   : ghd_err_set(&err, GHD_ENOHOSTMEM, "out of host memory");
     free(body);
     if (rc == 0) {
@@ -82,10 +85,14 @@ static void *exporter_main(void *arg)
             t->head = (t->head + 1) % QUEUE_CAP;
             t->count--;
         }
-        int stop = t->stopping && t->count == 0;
+        int stopping = t->stopping, stop = stopping && t->count == 0;
         pthread_mutex_unlock(&t->lock);
-        if (n)
-            send_batch(t, batch, n);
+        /* Stopping, the last batches wait less, and none waits on a
+         * collector that has just failed. */
+        if (n && stopping && t->warned)
+            drop(t, batch, n);
+        else if (n)
+            send_batch(t, batch, n, stopping ? STOP_TIMEOUT_MS : POST_TIMEOUT_MS);
         if (stop)
             return NULL;
         pthread_mutex_lock(&t->lock);

@@ -18,6 +18,7 @@ const char *ghd_config_placeholder(const struct option_spec *sp)
         {"tls-key", "FILE"},    {"on-device-loss", "exit|stay"}, {"devices", "all|LIST"},
         {"device", "N"},        {"placement", "most-free|round-robin"}, {"ready-needs", "any|all"},
         {"disk-tier", "DIR"},
+        {"metrics-token-file", "FILE"}, {"otlp-endpoint", "URL"}, {"trace-sample", "RATIO"},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         if (strcmp(sp->flag, strings[i].flag) == 0)
