@@ -15,9 +15,6 @@
 #include "tier_disk.h"
 #include "tier_internal.h"
 
-/* Copies between the disk and a device go through host memory this large
- * at a time (a pageable bounce: the device copies it as any host memory). */
-#define TIER_BOUNCE ((size_t)8 << 20)
 /* Tenants told apart when choosing whom to evict first. */
 #define TIER_TENANTS 32
 
@@ -214,7 +211,7 @@ static int disk_reserve_locked(struct ghd_tiers *t, long long n, struct ghd_err 
 }
 
 /* Writes b's bytes to its file: from host memory h_src, or from its device
- * memory through a bounce on stream s. */
+ * memory on stream s. */
 static int disk_write(struct ghd_tiers *t, struct ghd_buffer *b, const char *h_src,
                       struct ghd_stream *s, struct ghd_err *err)
 {
@@ -225,22 +222,11 @@ static int disk_write(struct ghd_tiers *t, struct ghd_buffer *b, const char *h_s
         return rc;
     struct ghd_tier_file_id f = {t->dir, b->id, b->size, ghd_buffer_version(b)};
     int fd = -1;
-    char *bounce = NULL;
-    struct ghd_device *dev = &b->rt->dev;
     rc = ghd_tier_file_create(&f, &fd, err);
     if (rc == 0 && h_src)
         rc = ghd_tier_file_write(fd, h_src, b->size, 0, err);
-    if (rc == 0 && !h_src && !(bounce = malloc(TIER_BOUNCE)))
-        rc = ghd_err_set(err, GHD_ENOHOSTMEM, "no host memory for the disk tier's copy");
-    for (size_t off = 0; rc == 0 && !h_src && off < b->size; off += TIER_BOUNCE) {
-        size_t n = b->size - off < TIER_BOUNCE ? b->size - off : TIER_BOUNCE;
-        rc = dev->ops->copy_d2h(dev, bounce, (const char *)b->d_ptr + off, n, s, err);
-        if (rc == 0)
-            rc = dev->ops->stream_sync(dev, s, err);
-        if (rc == 0)
-            rc = ghd_tier_file_write(fd, bounce, n, off, err);
-    }
-    free(bounce);
+    else if (rc == 0)
+        rc = ghd_tier_io_to_file(t, b->rt, fd, b->d_ptr, b->size, s, err);
     if (fd >= 0 && close(fd) != 0 && rc == 0)
         rc = ghd_err_set(err, GHD_ENOMEM, "disk tier: closing the file failed");
     if (rc) {
@@ -372,27 +358,17 @@ int ghd_tier_spill_device(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_ti
     return rc;
 }
 
-/* Reads b's file into device memory at d_dst through a bounce on s. */
+/* Reads b's file into device memory at d_dst on s. */
 static int disk_read_in(struct ghd_tiers *t, struct ghd_buffer *b, void *d_dst,
                         struct ghd_stream *s, struct ghd_err *err)
 {
     struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0};
-    struct ghd_device *dev = &b->rt->dev;
     int fd = -1;
-    char *bounce = malloc(TIER_BOUNCE);
-    int rc = bounce ? ghd_tier_file_open(&f, &fd, err)
-                    : ghd_err_set(err, GHD_ENOHOSTMEM, "no host memory to read the disk tier");
-    for (size_t off = 0; rc == 0 && off < b->size; off += TIER_BOUNCE) {
-        size_t n = b->size - off < TIER_BOUNCE ? b->size - off : TIER_BOUNCE;
-        rc = ghd_tier_file_read(fd, bounce, n, off, err);
-        if (rc == 0)
-            rc = dev->ops->copy_h2d(dev, (char *)d_dst + off, bounce, n, s, err);
-        if (rc == 0)
-            rc = dev->ops->stream_sync(dev, s, err);
-    }
+    int rc = ghd_tier_file_open(&f, &fd, err);
+    if (rc == 0)
+        rc = ghd_tier_io_from_file(t, b->rt, fd, d_dst, b->size, s, err);
     if (fd >= 0)
         close(fd);
-    free(bounce);
     return rc;
 }
 

@@ -48,7 +48,6 @@ static void host_slab_free(struct ghd_device *shim, void *ptr)
 
 static int open_host(struct ghd_tiers *t, size_t bytes, struct ghd_err *err)
 {
-    t->real = &t->rts[0].dev;
     t->host_ops = *t->real->ops;
     t->host_ops.mem_alloc = host_slab_alloc;
     t->host_ops.mem_free = host_slab_free;
@@ -100,6 +99,7 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
         return ghd_err_set(err, GHD_ENOHOSTMEM, "no host memory for the tiers");
     t->rts = rts;
     t->count = count;
+    t->real = &rts[0].dev; /* page-locked host memory comes from the first device */
     t->wait_ms = cfg->wait_ms;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->changed, NULL);
@@ -140,6 +140,8 @@ void ghd_tiers_free(struct ghd_tiers *t)
     for (unsigned i = 0; i < t->count; i++)
         if (t->rts[i].pool.reclaim_ctx == &t->reclaim[i])
             t->rts[i].pool.reclaim = NULL;
+    if (t->real)
+        ghd_tier_io_free(t);
     if (t->has_host)
         ghd_pool_destroy(&t->host_pool);
     pthread_cond_destroy(&t->changed);

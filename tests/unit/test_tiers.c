@@ -4,8 +4,8 @@
  * a page-in brings back the very bytes, a read finds them in each tier, a
  * run pages its buffers in before its kernel, concurrent users and
  * evictions leave every buffer right, any full pool allocation makes room,
- * and a disk that refuses (full,
- * failing, a damaged file) is an error, never stale bytes. */
+ * and a disk that refuses (full, failing, a damaged file) is an error,
+ * never stale bytes. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -36,13 +36,13 @@ struct fixture {
     char dir[64];
 };
 
-/* A 4 MiB pool, a host tier of `host` bytes and a disk tier of `disk`
- * bytes (0: none) in a fresh folder. */
-static struct fixture *open_tiers(size_t host, size_t disk)
+/* A pool of `pool` bytes, a host tier of `host` bytes and a disk tier of
+ * `disk` bytes (0: none) in a fresh folder. */
+static struct fixture *open_pool_tiers(size_t pool, size_t host, size_t disk)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    unit_host_open(&f->rt, &f->t, 4 * MIB);
+    unit_host_open(&f->rt, &f->t, pool);
     snprintf(f->dir, sizeof(f->dir), "/tmp/ghd-tiers-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     struct ghd_tier_config tc = {.host_bytes = host, .disk_dir = disk ? f->dir : NULL,
@@ -50,6 +50,11 @@ static struct fixture *open_tiers(size_t host, size_t disk)
     struct ghd_err err = {0};
     assert_int_equal(ghd_tiers_new(&tc, &f->rt, 1, &f->t.tiers, &err), 0);
     return f;
+}
+
+static struct fixture *open_tiers(size_t host, size_t disk)
+{
+    return open_pool_tiers(4 * MIB, host, disk);
 }
 
 static void close_tiers(struct fixture *f)
@@ -194,6 +199,22 @@ static void test_page_in_from_each_tier(void **state)
     assert_true(holds_seed(b, 5));
     assert_int_not_equal(access(path, F_OK), 0);
     assert_int_equal(ghd_buffer_version(b), v);
+    ghd_buffer_unref(b);
+    close_tiers(f);
+}
+
+/* A buffer of several pieces of the disk tier's copies (8 MiB each, two
+ * bounces taking turns) and a ragged end goes to disk and back whole. */
+static void test_large_through_disk(void **state)
+{
+    (void)state;
+    struct fixture *f = open_pool_tiers(32 * MIB, 0, 128 * MIB);
+    struct ghd_buffer *b = make(f, 19 * MIB + 4097, NULL);
+    fill(b, 11);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err), 0);
+    assert_int_equal(tier_of(b), GHD_TIER_DISK);
+    assert_true(holds_seed(b, 11));
     ghd_buffer_unref(b);
     close_tiers(f);
 }
@@ -485,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_all_held_is_enomem),
         cmocka_unit_test(test_tenant_over_share_first),
         cmocka_unit_test(test_page_in_from_each_tier),
+        cmocka_unit_test(test_large_through_disk),
         cmocka_unit_test(test_read_where_it_is),
         cmocka_unit_test(test_run_pages_in),
         cmocka_unit_test(test_disk_full),
