@@ -302,6 +302,30 @@ static void test_run_pages_in(void **state)
     close_tiers(f);
 }
 
+/* A run prepared while its buffers are spilled (no device memory, so no
+ * address to compare): two buffers are never one memory, whatever the
+ * addresses say, and the run is accepted. */
+static void test_prepare_spilled_is_not_aliasing(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *x = make(f, 64, NULL), *y = make(f, 64, NULL);
+    struct ghd_err err = {0};
+    assert_int_equal(ghd_tier_move(x, GHD_TIER_HOST, 0, &err), 0);
+    assert_int_equal(ghd_tier_move(y, GHD_TIER_HOST, 0, &err), 0);
+    int rc;
+    struct ghd_run *run = unit_host_run(
+        &f->t, NULL, "axpy",
+        json_pack("{s:f, s:s, s:s, s:i, s:s, s:i}", "a", 2.0, "x", x->id, "y", y->id,
+                  "y_offset", 1, "dtype", "f32", "n", 4),
+        &rc);
+    assert_int_equal(rc, 0); /* at address 0 both, y's range would overlap x's */
+    ghd_run_unref(run);
+    ghd_buffer_unref(x);
+    ghd_buffer_unref(y);
+    close_tiers(f);
+}
+
 /* The disk refuses a write (full): the spill does not happen, the buffer
  * stays on its device with its bytes, and the allocation that needed the
  * room answers 507. The disk tier's own size refuses the same way. */
@@ -509,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_large_through_disk),
         cmocka_unit_test(test_read_where_it_is),
         cmocka_unit_test(test_run_pages_in),
+        cmocka_unit_test(test_prepare_spilled_is_not_aliasing),
         cmocka_unit_test(test_disk_full),
         cmocka_unit_test(test_disk_unwritable),
         cmocka_unit_test(test_unreadable_never_stale),
