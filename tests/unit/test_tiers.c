@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "core/buffer.h"
+#include "core/config.h"
 #include "core/run.h"
 #include "core/tier.h"
 #include "core/tier_disk.h"
@@ -503,6 +504,51 @@ static void test_pool_reclaims_for_scratch(void **state)
     close_tiers(f);
 }
 
+/* The options: none keeps tiers off; --spill alone opens a host tier of
+ * half the host's memory; --disk-tier where no folder can be made refuses
+ * to start with the reason. */
+static struct ghd_tiers *tiers_of(struct ghd_runtime *rt, int *rc, struct ghd_err *err,
+                                  int argc, char **argv)
+{
+    struct ghd_config cfg;
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_non_null(devnull);
+    assert_int_equal(ghd_config_parse(&cfg, argc, argv, devnull, devnull), 0);
+    fclose(devnull);
+    struct ghd_tiers *t = NULL;
+    *rc = ghd_tiers_open(&cfg, rt, 1, &t, err);
+    return t;
+}
+
+static void test_options_open_tiers(void **state)
+{
+    (void)state;
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    unit_host_open(&rt, &t, 4 * MIB);
+    struct ghd_err err = {0};
+    int rc;
+    char *none[] = {"gpuhttpd", NULL};
+    assert_null(tiers_of(&rt, &rc, &err, 1, none));
+    assert_int_equal(rc, 0);
+    char *spill[] = {"gpuhttpd", "--spill", NULL};
+    struct ghd_tiers *on = tiers_of(&rt, &rc, &err, 2, spill);
+    assert_non_null(on);
+    size_t host, host_cap, disk, disk_cap;
+    ghd_tiers_usage(on, &host, &host_cap, &disk, &disk_cap);
+    size_t ram = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    assert_int_equal(host_cap, ram / 2);
+    assert_int_equal(disk_cap, 0);
+    assert_ptr_equal(rt.pool.reclaim_ctx, &on->reclaim[0]);
+    ghd_tiers_free(on);
+    assert_null(rt.pool.reclaim); /* a full pool refuses again */
+    char *bad[] = {"gpuhttpd", "--disk-tier", "/proc/no-such-folder/spill", NULL};
+    assert_null(tiers_of(&rt, &rc, &err, 3, bad));
+    assert_int_equal(rc, GHD_EINVAL);
+    assert_non_null(strstr(err.detail, "cannot create it"));
+    unit_host_close(&rt, &t);
+}
+
 /* Tiers off: a hold is nothing, a full pool refuses as it always did. */
 static void test_off_refuses(void **state)
 {
@@ -539,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_never_stale),
         cmocka_unit_test(test_concurrent_users_and_evictions),
         cmocka_unit_test(test_pool_reclaims_for_scratch),
+        cmocka_unit_test(test_options_open_tiers),
         cmocka_unit_test(test_off_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
