@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tiers beyond device memory (README "Beyond device memory", issue 41).
+"""Tiers beyond device memory (README "Beyond device memory").
 
 A working set FACTOR times --pool-limit in --buffer-size buffers of u32, each
 buffer one value repeated; runs of `add` (z = x + y, integers wrap: the
