@@ -327,7 +327,7 @@ def disk_read_ceiling(folder, size):
 
 
 def h2d_ceiling(build, backend):
-    tool = os.path.join(build, "pinned_ceiling")
+    tool = os.path.join(build, "tests", "bench", "pinned_ceiling")
     if backend != "cuda" or not os.path.exists(tool):
         return {"pinned_h2d_GBps": None}
     res = subprocess.run([tool, "--json"], capture_output=True, text=True)
