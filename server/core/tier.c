@@ -92,11 +92,10 @@ static int over_share(const struct ghd_buffer *b, const char *names[], const siz
     return 0;
 }
 
-/* pre: lock held. The buffer of device `dev` to spill: the least recently
- * used idle one of a tenant over its share (the pool's limit over the
- * tenants with buffers there), else the least recently used idle one;
- * with a reference and marked moving. NULL when none. */
-static struct ghd_buffer *device_victim_locked(struct ghd_tiers *t, unsigned dev)
+/* The least recently used idle buffer of a tenant over its share (the
+ * pool's limit over the tenants with buffers there), else the least
+ * recently used idle one. */
+struct ghd_buffer *ghd_tier_victim_locked(struct ghd_tiers *t, unsigned dev)
 {
     const char *names[TIER_TENANTS];
     size_t bytes[TIER_TENANTS];
@@ -155,7 +154,7 @@ static int reclaim(void *ctx, size_t size, unsigned attempt)
     if (attempt == 0)
         reclaim_deadline = ghd_clock_deadline(CLOCK_REALTIME, t->wait_ms);
     pthread_mutex_lock(&t->lock);
-    struct ghd_buffer *v = device_victim_locked(t, dev);
+    struct ghd_buffer *v = ghd_tier_victim_locked(t, dev);
     if (!v) {
         int wait = device_busy_locked(t, dev);
         int rc = wait && pthread_cond_timedwait(&t->changed, &t->lock, &reclaim_deadline) == 0
@@ -192,8 +191,10 @@ int ghd_tier_alloc(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size, siz
 {
     memset(&why_full, 0, sizeof(why_full));
     int rc = ghd_pool_alloc(&rt->pool, size, alignment, out); /* reclaims with tiers on */
-    if (rc == 0)
+    if (rc == 0) {
+        ghd_tier_ahead_note(t, rt, size);
         return 0;
+    }
     if (t && rc == GHD_ENOMEM && why_full.detail[0])
         return ghd_err_set(err, rc, "%s", why_full.detail);
     return ghd_err_set(err, rc, "device %u: the pool refuses %zu bytes", rt->index, size);
@@ -419,8 +420,8 @@ static void landed_locked(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_
 static int page_in(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_err *err)
 {
     struct ghd_pool_block *blk = NULL;
-    double t0 = ghd_clock_s();
     int rc = ghd_tier_alloc(t, b->rt, b->size, b->alignment, &blk, err);
+    double t0 = ghd_clock_s(); /* the copy's time: making room is the evictions' */
     if (rc == 0)
         rc = copy_in(t, b, blk, err);
     pthread_mutex_lock(&t->lock);

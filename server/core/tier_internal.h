@@ -38,7 +38,24 @@ struct ghd_tiers {
     unsigned wait_ms;
     struct ghd_tier_reclaim reclaim[GHD_MAX_DEVICES];
     struct ghd_tier_bounce *bounces; /* idle pairs of page-locked bounces (tier_io.c) */
+    /* Room kept ahead (tier_ahead.c). */
+    unsigned ahead;                   /* of the largest allocations; 0: none */
+    size_t largest[GHD_MAX_DEVICES];  /* the largest allocation seen on device i */
+    unsigned short_mask;              /* devices whose pool is short of room */
+    pthread_cond_t pressure;          /* short_mask or stop changed */
+    pthread_t ahead_thread;
+    int ahead_started, stop;
 };
+
+/* pre: lock held. Device dev's least recently used idle buffer (a tenant's
+ * over its share first), with a reference and marked moving; NULL: none. */
+struct ghd_buffer *ghd_tier_victim_locked(struct ghd_tiers *t, unsigned dev);
+/* Starts (t->ahead > 0) and stops the thread that keeps room ahead. */
+int ghd_tier_ahead_start(struct ghd_tiers *t);
+void ghd_tier_ahead_stop(struct ghd_tiers *t);
+/* An allocation of `size` on rt's device succeeded: wakes the thread when
+ * the pool is now short of room ahead. */
+void ghd_tier_ahead_note(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size);
 
 /* The disk tier's copies from and to a device (tier_io.c): the data of
  * file fd (at its data offset 0) to or from size bytes of device memory,
