@@ -38,8 +38,9 @@ struct ghd_tier_config {
     size_t disk_bytes;    /* its capacity */
     unsigned wait_ms;     /* how long an allocation waits for held buffers to be let go */
     /* Room kept free ahead of need, in the background: this many of the
-     * largest allocations seen on a device (0: buffers move out only when
-     * an allocation needs the room). */
+     * largest allocations seen on a device, at most a sixteenth of its pool
+     * unless one allocation needs more (0: buffers move out only when an
+     * allocation needs the room). */
     unsigned ahead;
 };
 

@@ -23,6 +23,17 @@ static size_t room_of(struct ghd_pool *p)
     return st.largest_free > unreserved ? st.largest_free : unreserved;
 }
 
+/* pre: lock held. The room device d keeps ahead: `ahead` of its largest
+ * allocations, but no more than a sixteenth of its pool (a small pool would
+ * otherwise give up a large share of itself) unless one allocation needs it. */
+static size_t want_locked(struct ghd_tiers *t, unsigned d)
+{
+    size_t largest = t->largest[d], share = t->rts[d].pool.cfg.limit / 16;
+    size_t cap = share > largest ? share : largest;
+    size_t want = largest * t->ahead;
+    return want < cap ? want : cap;
+}
+
 void ghd_tier_ahead_note(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size)
 {
     if (!t || !t->ahead)
@@ -31,7 +42,7 @@ void ghd_tier_ahead_note(struct ghd_tiers *t, struct ghd_runtime *rt, size_t siz
     pthread_mutex_lock(&t->lock);
     if (size > t->largest[d])
         t->largest[d] = size;
-    size_t want = t->largest[d] * t->ahead;
+    size_t want = want_locked(t, d);
     pthread_mutex_unlock(&t->lock);
     if (room_of(&rt->pool) >= want)
         return;
@@ -71,7 +82,7 @@ static void *ahead_thread(void *arg)
         }
         unsigned d = (unsigned)__builtin_ctz(t->short_mask);
         t->short_mask &= ~(1u << d);
-        size_t want = t->largest[d] * t->ahead;
+        size_t want = want_locked(t, d);
         pthread_mutex_unlock(&t->lock);
         room_ahead(t, d, want);
         pthread_mutex_lock(&t->lock);

@@ -177,6 +177,7 @@ struct stress {
     struct fixture *f;
     struct ghd_buffer *b[NBUF];
     atomic_uint done[NBUF];
+    pthread_mutex_t one[NBUF]; /* one writer of a buffer at a time, as the server's own rule */
     unsigned seed;
 };
 
@@ -187,14 +188,18 @@ static void *stress_worker(void *arg)
     for (int r = 0; r < ROUNDS; r++) {
         unsigned k = (unsigned)rand_r(&seed) % NBUF;
         struct ghd_buffer *b = s->b[k];
-        if (ghd_tier_hold(b, NULL) != 0)
+        pthread_mutex_lock(&s->one[k]);
+        if (ghd_tier_hold(b, NULL) != 0) {
+            pthread_mutex_unlock(&s->one[k]);
             continue;
+        }
         uint32_t *p = b->d_ptr;
         size_t n = b->size / 4;
         for (size_t i = 0; i < n; i++)
             p[i] += 1; /* one round: every word one more */
         atomic_fetch_add(&s->done[k], 1);
         ghd_tier_release(b);
+        pthread_mutex_unlock(&s->one[k]);
         if (r % 16 == 0) { /* an allocation that forces a spill, then its free */
             struct ghd_buffer_spec spec = {.size = MIB / 2};
             struct ghd_buffer *tmp;
@@ -214,6 +219,7 @@ static void test_concurrent_users_and_evictions(void **state)
     assert_non_null(s);
     s->f = open_tiers(4 * MIB, 64 * MIB);
     for (int i = 0; i < NBUF; i++) {
+        pthread_mutex_init(&s->one[i], NULL);
         s->b[i] = make(s->f, MIB, NULL);
         assert_int_equal(ghd_tier_hold(s->b[i], NULL), 0);
         memset(s->b[i]->d_ptr, 0, MIB);
@@ -243,9 +249,10 @@ static void test_concurrent_users_and_evictions(void **state)
     free(s);
 }
 
-/* With room kept ahead for two of the largest allocations, filling the
- * pool wakes the tiers' thread, which moves the least recently used idle
- * buffers out until a new one fits without waiting for a copy out. */
+/* With room kept ahead for two of the largest allocations (here capped to
+ * one: a sixteenth of this small pool is less), filling the pool wakes the
+ * tiers' thread, which moves the least recently used idle buffer out so
+ * that a new one fits without waiting for a copy out. */
 static void test_room_kept_ahead(void **state)
 {
     (void)state;
@@ -259,11 +266,11 @@ static void test_room_kept_ahead(void **state)
     struct ghd_buffer *b[4];
     for (int i = 0; i < 4; i++)
         b[i] = make(f, MIB, NULL);
-    for (int tries = 0; tries < 500 && tier_of(b[1]) != GHD_TIER_HOST; tries++)
+    for (int tries = 0; tries < 500 && tier_of(b[0]) != GHD_TIER_HOST; tries++)
         usleep(10000); /* the thread works on its own: wait for its result */
     assert_int_equal(tier_of(b[0]), GHD_TIER_HOST);
-    assert_int_equal(tier_of(b[1]), GHD_TIER_HOST);
-    assert_int_equal(tier_of(b[3]), GHD_TIER_DEVICE);
+    for (int i = 1; i < 4; i++) /* one largest allocation: a fourth of this small pool */
+        assert_int_equal(tier_of(b[i]), GHD_TIER_DEVICE);
     struct ghd_pool_block *blk;
     assert_int_equal(ghd_pool_alloc(&f->rt.pool, MIB, 0, &blk), 0);
     ghd_pool_free(&f->rt.pool, blk);
