@@ -237,6 +237,8 @@ static int check_aliasing(const struct ghd_ucall *c, struct ghd_err *err)
         for (int k = 0; k < d->nparams; k++) {
             if (k == o || !c->buf[k].owner || c->len[k] == 0 || c->len[o] == 0)
                 continue;
+            if (c->buf[k].owner != c->buf[o].owner) /* two buffers never share memory */
+                continue;
             uintptr_t b0 = (uintptr_t)c->buf[k].d_ptr + c->start[k];
             if (a0 + c->len[o] <= b0 || b0 + c->len[k] <= a0)
                 continue;

@@ -39,7 +39,8 @@ void ghd_metrics_tiers_render(struct ghd_strbuf *t, const struct ghd_metrics_gau
             "Buffers brought back onto the device (tier: where from).", 3);
     by_tier(t, g, "gpuhttpd_tier_page_in_bytes_total", "Bytes of the buffers brought back.", 4);
     by_tier(t, g, "gpuhttpd_tier_page_in_seconds_total",
-            "Seconds spent bringing buffers back, from the allocation to the copy's end.", 5);
+            "Seconds the copies back onto the device took (the room they needed is counted in "
+            "the evictions' seconds).", 5);
     ghd_prom_family(t, "gpuhttpd_tier_failures_total", "counter",
                     "Moves between tiers that did not happen (a full tier, an I/O error).");
     for (unsigned i = 0; i < g->device_count && i < GHD_METRICS_DEVICES; i++)

@@ -15,9 +15,6 @@
 #include "tier_disk.h"
 #include "tier_internal.h"
 
-/* Copies between the disk and a device go through host memory this large
- * at a time (a pageable bounce: the device copies it as any host memory). */
-#define TIER_BOUNCE ((size_t)8 << 20)
 /* Tenants told apart when choosing whom to evict first. */
 #define TIER_TENANTS 32
 
@@ -95,11 +92,10 @@ static int over_share(const struct ghd_buffer *b, const char *names[], const siz
     return 0;
 }
 
-/* pre: lock held. The buffer of device `dev` to spill: the least recently
- * used idle one of a tenant over its share (the pool's limit over the
- * tenants with buffers there), else the least recently used idle one;
- * with a reference and marked moving. NULL when none. */
-static struct ghd_buffer *device_victim_locked(struct ghd_tiers *t, unsigned dev)
+/* The least recently used idle buffer of a tenant over its share (the
+ * pool's limit over the tenants with buffers there), else the least
+ * recently used idle one. */
+struct ghd_buffer *ghd_tier_victim_locked(struct ghd_tiers *t, unsigned dev)
 {
     const char *names[TIER_TENANTS];
     size_t bytes[TIER_TENANTS];
@@ -158,7 +154,7 @@ static int reclaim(void *ctx, size_t size, unsigned attempt)
     if (attempt == 0)
         reclaim_deadline = ghd_clock_deadline(CLOCK_REALTIME, t->wait_ms);
     pthread_mutex_lock(&t->lock);
-    struct ghd_buffer *v = device_victim_locked(t, dev);
+    struct ghd_buffer *v = ghd_tier_victim_locked(t, dev);
     if (!v) {
         int wait = device_busy_locked(t, dev);
         int rc = wait && pthread_cond_timedwait(&t->changed, &t->lock, &reclaim_deadline) == 0
@@ -195,8 +191,10 @@ int ghd_tier_alloc(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size, siz
 {
     memset(&why_full, 0, sizeof(why_full));
     int rc = ghd_pool_alloc(&rt->pool, size, alignment, out); /* reclaims with tiers on */
-    if (rc == 0)
+    if (rc == 0) {
+        ghd_tier_ahead_note(t, rt, size);
         return 0;
+    }
     if (t && rc == GHD_ENOMEM && why_full.detail[0])
         return ghd_err_set(err, rc, "%s", why_full.detail);
     return ghd_err_set(err, rc, "device %u: the pool refuses %zu bytes", rt->index, size);
@@ -214,7 +212,7 @@ static int disk_reserve_locked(struct ghd_tiers *t, long long n, struct ghd_err 
 }
 
 /* Writes b's bytes to its file: from host memory h_src, or from its device
- * memory through a bounce on stream s. */
+ * memory on stream s. */
 static int disk_write(struct ghd_tiers *t, struct ghd_buffer *b, const char *h_src,
                       struct ghd_stream *s, struct ghd_err *err)
 {
@@ -225,22 +223,11 @@ static int disk_write(struct ghd_tiers *t, struct ghd_buffer *b, const char *h_s
         return rc;
     struct ghd_tier_file_id f = {t->dir, b->id, b->size, ghd_buffer_version(b)};
     int fd = -1;
-    char *bounce = NULL;
-    struct ghd_device *dev = &b->rt->dev;
     rc = ghd_tier_file_create(&f, &fd, err);
     if (rc == 0 && h_src)
         rc = ghd_tier_file_write(fd, h_src, b->size, 0, err);
-    if (rc == 0 && !h_src && !(bounce = malloc(TIER_BOUNCE)))
-        rc = ghd_err_set(err, GHD_ENOHOSTMEM, "no host memory for the disk tier's copy");
-    for (size_t off = 0; rc == 0 && !h_src && off < b->size; off += TIER_BOUNCE) {
-        size_t n = b->size - off < TIER_BOUNCE ? b->size - off : TIER_BOUNCE;
-        rc = dev->ops->copy_d2h(dev, bounce, (const char *)b->d_ptr + off, n, s, err);
-        if (rc == 0)
-            rc = dev->ops->stream_sync(dev, s, err);
-        if (rc == 0)
-            rc = ghd_tier_file_write(fd, bounce, n, off, err);
-    }
-    free(bounce);
+    else if (rc == 0)
+        rc = ghd_tier_io_to_file(t, b->rt, fd, b->d_ptr, b->size, s, err);
     if (fd >= 0 && close(fd) != 0 && rc == 0)
         rc = ghd_err_set(err, GHD_ENOMEM, "disk tier: closing the file failed");
     if (rc) {
@@ -372,27 +359,17 @@ int ghd_tier_spill_device(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_ti
     return rc;
 }
 
-/* Reads b's file into device memory at d_dst through a bounce on s. */
+/* Reads b's file into device memory at d_dst on s. */
 static int disk_read_in(struct ghd_tiers *t, struct ghd_buffer *b, void *d_dst,
                         struct ghd_stream *s, struct ghd_err *err)
 {
     struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0};
-    struct ghd_device *dev = &b->rt->dev;
     int fd = -1;
-    char *bounce = malloc(TIER_BOUNCE);
-    int rc = bounce ? ghd_tier_file_open(&f, &fd, err)
-                    : ghd_err_set(err, GHD_ENOHOSTMEM, "no host memory to read the disk tier");
-    for (size_t off = 0; rc == 0 && off < b->size; off += TIER_BOUNCE) {
-        size_t n = b->size - off < TIER_BOUNCE ? b->size - off : TIER_BOUNCE;
-        rc = ghd_tier_file_read(fd, bounce, n, off, err);
-        if (rc == 0)
-            rc = dev->ops->copy_h2d(dev, (char *)d_dst + off, bounce, n, s, err);
-        if (rc == 0)
-            rc = dev->ops->stream_sync(dev, s, err);
-    }
+    int rc = ghd_tier_file_open(&f, &fd, err);
+    if (rc == 0)
+        rc = ghd_tier_io_from_file(t, b->rt, fd, d_dst, b->size, s, err);
     if (fd >= 0)
         close(fd);
-    free(bounce);
     return rc;
 }
 
@@ -443,8 +420,8 @@ static void landed_locked(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_
 static int page_in(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_err *err)
 {
     struct ghd_pool_block *blk = NULL;
-    double t0 = ghd_clock_s();
     int rc = ghd_tier_alloc(t, b->rt, b->size, b->alignment, &blk, err);
+    double t0 = ghd_clock_s(); /* the copy's time: making room is the evictions' */
     if (rc == 0)
         rc = copy_in(t, b, blk, err);
     pthread_mutex_lock(&t->lock);

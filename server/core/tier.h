@@ -37,6 +37,11 @@ struct ghd_tier_config {
     const char *disk_dir; /* the disk tier's folder; NULL or "" = none */
     size_t disk_bytes;    /* its capacity */
     unsigned wait_ms;     /* how long an allocation waits for held buffers to be let go */
+    /* Room kept free ahead of need, in the background: this many of the
+     * largest allocations seen on a device, at most a sixteenth of its pool
+     * unless one allocation needs more (0: buffers move out only when an
+     * allocation needs the room). */
+    unsigned ahead;
 };
 
 /* What the tiers counted on one device: the moves out of it (evictions)
@@ -59,6 +64,8 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
                   struct ghd_tiers **out, struct ghd_err *err);
 /* How long an allocation waits for held buffers to be let go before 507. */
 #define GHD_TIER_WAIT_MS 2000
+/* The room the options' tiers keep ahead: two of the largest allocations. */
+#define GHD_TIER_AHEAD 2
 struct ghd_config;
 /* The tiers the options ask for (--spill, --host-tier, --disk-tier,
  * --disk-tier-size); *out NULL when none. */

@@ -13,6 +13,8 @@ struct ghd_tier_reclaim {
     struct ghd_runtime *rt;
 };
 
+struct ghd_tier_bounce;
+
 struct ghd_tiers {
     pthread_mutex_t lock;
     pthread_cond_t changed; /* a buffer stopped moving or was let go */
@@ -35,7 +37,35 @@ struct ghd_tiers {
     size_t disk_cap, disk_used;
     unsigned wait_ms;
     struct ghd_tier_reclaim reclaim[GHD_MAX_DEVICES];
+    struct ghd_tier_bounce *bounces; /* idle pairs of page-locked bounces (tier_io.c) */
+    /* Room kept ahead (tier_ahead.c). */
+    unsigned ahead;                   /* of the largest allocations; 0: none */
+    size_t largest[GHD_MAX_DEVICES];  /* the largest allocation seen on device i */
+    unsigned short_mask;              /* devices whose pool is short of room */
+    pthread_cond_t pressure;          /* short_mask or stop changed */
+    pthread_t ahead_thread;
+    int ahead_started, stop;
 };
+
+/* pre: lock held. Device dev's least recently used idle buffer (a tenant's
+ * over its share first), with a reference and marked moving; NULL: none. */
+struct ghd_buffer *ghd_tier_victim_locked(struct ghd_tiers *t, unsigned dev);
+/* Starts (t->ahead > 0) and stops the thread that keeps room ahead. */
+int ghd_tier_ahead_start(struct ghd_tiers *t);
+void ghd_tier_ahead_stop(struct ghd_tiers *t);
+/* An allocation of `size` on rt's device succeeded: wakes the thread when
+ * the pool is now short of room ahead. */
+void ghd_tier_ahead_note(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size);
+
+/* The disk tier's copies from and to a device (tier_io.c): the data of
+ * file fd (at its data offset 0) to or from size bytes of device memory,
+ * through two page-locked bounces on stream s, waited for. */
+int ghd_tier_io_to_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, const void *d_src,
+                        size_t size, struct ghd_stream *s, struct ghd_err *err);
+int ghd_tier_io_from_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, void *d_dst,
+                          size_t size, struct ghd_stream *s, struct ghd_err *err);
+/* Frees the idle bounces. */
+void ghd_tier_io_free(struct ghd_tiers *t);
 
 /* Makes rt's pool move idle buffers out when it is full. */
 void ghd_tier_reclaim_attach(struct ghd_tiers *t, struct ghd_runtime *rt,

@@ -48,7 +48,6 @@ static void host_slab_free(struct ghd_device *shim, void *ptr)
 
 static int open_host(struct ghd_tiers *t, size_t bytes, struct ghd_err *err)
 {
-    t->real = &t->rts[0].dev;
     t->host_ops = *t->real->ops;
     t->host_ops.mem_alloc = host_slab_alloc;
     t->host_ops.mem_free = host_slab_free;
@@ -100,9 +99,12 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
         return ghd_err_set(err, GHD_ENOHOSTMEM, "no host memory for the tiers");
     t->rts = rts;
     t->count = count;
+    t->real = &rts[0].dev; /* page-locked host memory comes from the first device */
     t->wait_ms = cfg->wait_ms;
+    t->ahead = cfg->ahead;
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->changed, NULL);
+    pthread_cond_init(&t->pressure, NULL);
     int rc = cfg->host_bytes ? open_host(t, cfg->host_bytes, err) : 0;
     if (rc == 0 && disk)
         rc = open_disk(t, cfg->disk_dir, cfg->disk_bytes, err);
@@ -112,6 +114,10 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
     }
     for (unsigned i = 0; i < count; i++)
         ghd_tier_reclaim_attach(t, &rts[i], &t->reclaim[i]);
+    if (ghd_tier_ahead_start(t) != 0) {
+        ghd_tiers_free(t);
+        return ghd_err_set(err, GHD_EINTERNAL, "cannot start the tiers' thread");
+    }
     *out = t;
     return 0;
 }
@@ -122,7 +128,8 @@ int ghd_tiers_open(const struct ghd_config *cfg, struct ghd_runtime *rts, unsign
     struct ghd_tier_config tc = {.host_bytes = cfg->host_tier,
                                  .disk_dir = cfg->disk_tier,
                                  .disk_bytes = cfg->disk_tier_size,
-                                 .wait_ms = GHD_TIER_WAIT_MS};
+                                 .wait_ms = GHD_TIER_WAIT_MS,
+                                 .ahead = GHD_TIER_AHEAD};
     if (cfg->spill && !tc.host_bytes) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         tc.host_bytes = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : 0;
@@ -137,12 +144,16 @@ void ghd_tiers_free(struct ghd_tiers *t)
 {
     if (!t)
         return;
+    ghd_tier_ahead_stop(t); /* first: it moves buffers */
     for (unsigned i = 0; i < t->count; i++)
         if (t->rts[i].pool.reclaim_ctx == &t->reclaim[i])
             t->rts[i].pool.reclaim = NULL;
+    if (t->real)
+        ghd_tier_io_free(t);
     if (t->has_host)
         ghd_pool_destroy(&t->host_pool);
     pthread_cond_destroy(&t->changed);
+    pthread_cond_destroy(&t->pressure);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }

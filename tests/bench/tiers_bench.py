@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tiers beyond device memory (README "Beyond device memory", issue 41).
+"""Tiers beyond device memory (README "Beyond device memory").
 
 A working set FACTOR times --pool-limit in --buffer-size buffers of u32, each
 buffer one value repeated; runs of `add` (z = x + y, integers wrap: the
@@ -327,7 +327,7 @@ def disk_read_ceiling(folder, size):
 
 
 def h2d_ceiling(build, backend):
-    tool = os.path.join(build, "pinned_ceiling")
+    tool = os.path.join(build, "tests", "bench", "pinned_ceiling")
     if backend != "cuda" or not os.path.exists(tool):
         return {"pinned_h2d_GBps": None}
     res = subprocess.run([tool, "--json"], capture_output=True, text=True)

@@ -60,6 +60,21 @@ static void expect_bytes(const char *id, const void *want, size_t len)
     free(got);
 }
 
+/* Bytes [from, to] of the buffer by a Range request: 206 and exactly those. */
+static void expect_range(const char *id, const char *data, size_t from, size_t to)
+{
+    char path[128], range[64];
+    snprintf(path, sizeof(path), "/v1/buffers/%s", id);
+    snprintf(range, sizeof(range), "Range: bytes=%zu-%zu", from, to);
+    struct harness_req rq = {.method = "GET", .path = path, .headers = {range}};
+    struct harness_resp r;
+    harness_do(&H, &rq, &r);
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.body_len, to - from + 1);
+    assert_memory_equal(r.body, data + from, r.body_len);
+    harness_resp_free(&r);
+}
+
 /* A buffer of `elems` f32 all `value`. */
 static void make_f32(float value, size_t elems, char id[GHD_BUFFER_ID_LEN + 1])
 {
@@ -173,6 +188,7 @@ static void test_downloads_from_each_tier(void **state)
     for (int i = 0; i < 2; i++) {
         move_to(id, tiers[i]);
         expect_bytes(id, data, len);
+        expect_range(id, data, 100001, len - 7); /* a range inside, from where it is */
         json_t *doc = meta_in(id, tiers[i]); /* the download left it there */
         assert_int_equal(json_integer_value(json_object_get(doc, "version")), version);
         json_decref(doc);

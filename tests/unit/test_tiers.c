@@ -1,12 +1,10 @@
-/* Tiers (server/core/tier.c, tier_state.c, tier_disk.c) on a host-backend
+/* Tiers (server/core/tier.c, tier_state.c, tier_ahead.c) on a host-backend
  * runtime with a real buffer table: the least recently used idle buffer
  * goes first and a held one never, a tenant over its share before another,
- * a page-in brings back the very bytes, a read finds them in each tier, a
- * run pages its buffers in before its kernel, concurrent users and
+ * a run pages its buffers in before its kernel, concurrent users and
  * evictions leave every buffer right, any full pool allocation makes room,
- * and a disk that refuses (full,
- * failing, a damaged file) is an error, never stale bytes. */
-#include <fcntl.h>
+ * room is kept ahead in the background, the options open the tiers. The
+ * disk tier and the bytes of each tier: test_tiers_disk.c. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,88 +19,13 @@
 #include <cmocka.h>
 
 #include "core/buffer.h"
+#include "core/config.h"
 #include "core/run.h"
 #include "core/tier.h"
-#include "core/tier_disk.h"
 #include "core/tier_internal.h"
 #include "base/error.h"
+#include "tiers_fixture.h"
 #include "unit_host.h"
-
-#define MIB ((size_t)1 << 20)
-
-struct fixture {
-    struct ghd_runtime rt;
-    struct ghd_buffer_table t;
-    char dir[64];
-};
-
-/* A 4 MiB pool, a host tier of `host` bytes and a disk tier of `disk`
- * bytes (0: none) in a fresh folder. */
-static struct fixture *open_tiers(size_t host, size_t disk)
-{
-    struct fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    unit_host_open(&f->rt, &f->t, 4 * MIB);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/ghd-tiers-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    struct ghd_tier_config tc = {.host_bytes = host, .disk_dir = disk ? f->dir : NULL,
-                                 .disk_bytes = disk, .wait_ms = 1000};
-    struct ghd_err err = {0};
-    assert_int_equal(ghd_tiers_new(&tc, &f->rt, 1, &f->t.tiers, &err), 0);
-    return f;
-}
-
-static void close_tiers(struct fixture *f)
-{
-    ghd_buffer_table_destroy(&f->t);
-    ghd_tiers_free(f->t.tiers);
-    ghd_runtime_destroy(&f->rt);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
-    free(f);
-}
-
-static struct ghd_buffer *make(struct fixture *f, size_t size, const char *tenant)
-{
-    struct ghd_buffer_spec spec = {.size = size, .tenant = tenant};
-    struct ghd_buffer *b;
-    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &b), 0);
-    return b;
-}
-
-static enum ghd_tier tier_of(const struct ghd_buffer *b)
-{
-    enum ghd_tier t;
-    double used;
-    int pinned;
-    ghd_tier_state(b, &t, &used, &pinned);
-    return t;
-}
-
-/* Fills b (held: on the host backend its device memory is host memory)
- * with bytes from `seed`. */
-static void fill(struct ghd_buffer *b, unsigned seed)
-{
-    assert_int_equal(ghd_tier_hold(b, NULL), 0);
-    unsigned char *p = b->d_ptr;
-    for (size_t i = 0; i < b->size; i++)
-        p[i] = (unsigned char)(i * 131u + seed * 7u + (i >> 12));
-    atomic_store(&b->zero_done, 1); /* written whole: no zeroing may come after */
-    ghd_tier_release(b);
-}
-
-/* Whether b holds the bytes of `seed`, read on its device. */
-static int holds_seed(struct ghd_buffer *b, unsigned seed)
-{
-    assert_int_equal(ghd_tier_hold(b, NULL), 0);
-    const unsigned char *p = b->d_ptr;
-    int ok = 1;
-    for (size_t i = 0; i < b->size && ok; i++)
-        ok = p[i] == (unsigned char)(i * 131u + seed * 7u + (i >> 12));
-    ghd_tier_release(b);
-    return ok;
-}
 
 /* Four 1 MiB buffers fill the pool; a use makes A the most recent, so a
  * fifth evicts B; with C held the next goes to D, never C. */
@@ -171,68 +94,6 @@ static void test_tenant_over_share_first(void **state)
     close_tiers(f);
 }
 
-/* A buffer spilled to the host tier, then to disk, comes back with its
- * bytes; its version does not move; the file and the host copy go. */
-static void test_page_in_from_each_tier(void **state)
-{
-    (void)state;
-    struct fixture *f = open_tiers(2 * MIB, 64 * MIB);
-    struct ghd_buffer *b = make(f, 3 * MIB / 2, NULL);
-    fill(b, 5);
-    uint64_t v = ghd_buffer_version(b);
-    struct ghd_err err = {0};
-    assert_int_equal(ghd_tier_move(b, GHD_TIER_HOST, 0, &err), 0);
-    assert_int_equal(tier_of(b), GHD_TIER_HOST);
-    assert_null(b->d_ptr);
-    assert_true(holds_seed(b, 5));
-    assert_int_equal(tier_of(b), GHD_TIER_DEVICE);
-    assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err), 0);
-    assert_int_equal(tier_of(b), GHD_TIER_DISK);
-    char path[256];
-    ghd_tier_file_path(f->dir, b->id, path, sizeof(path));
-    assert_int_equal(access(path, F_OK), 0);
-    assert_true(holds_seed(b, 5));
-    assert_int_not_equal(access(path, F_OK), 0);
-    assert_int_equal(ghd_buffer_version(b), v);
-    ghd_buffer_unref(b);
-    close_tiers(f);
-}
-
-/* A read finds the bytes where they are, without bringing them back. */
-static void test_read_where_it_is(void **state)
-{
-    (void)state;
-    struct fixture *f = open_tiers(2 * MIB, 64 * MIB);
-    struct ghd_buffer *b = make(f, MIB, NULL);
-    fill(b, 9);
-    unsigned char *want = malloc(MIB);
-    assert_non_null(want);
-    memcpy(want, b->d_ptr, MIB);
-    struct ghd_err err = {0};
-    for (int to = GHD_TIER_HOST; to < GHD_TIER_COUNT; to++) {
-        assert_int_equal(ghd_tier_move(b, (enum ghd_tier)to, 0, &err), 0);
-        struct ghd_tier_read r;
-        assert_int_equal(ghd_tier_read_begin(b, &r, &err), 0);
-        assert_int_equal(r.tier, to);
-        unsigned char *got = malloc(MIB);
-        assert_non_null(got);
-        if (to == GHD_TIER_HOST)
-            memcpy(got, r.h_ptr, MIB);
-        else
-            assert_int_equal(ghd_tier_file_read(r.fd, got, MIB, r.offset, &err), 0);
-        /* A read pins it: it neither moves out nor back in under the reader. */
-        assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err),
-                         to == GHD_TIER_DISK ? 0 : GHD_EBUSY);
-        ghd_tier_read_end(b, &r);
-        assert_memory_equal(got, want, MIB);
-        assert_int_equal(tier_of(b), to);
-        free(got);
-    }
-    free(want);
-    ghd_buffer_unref(b);
-    close_tiers(f);
-}
-
 /* A run's buffers, both spilled, are paged in before its kernel: y = 2 x + y
  * comes out right. */
 static void test_run_pages_in(void **state)
@@ -281,85 +142,27 @@ static void test_run_pages_in(void **state)
     close_tiers(f);
 }
 
-/* The disk refuses a write (full): the spill does not happen, the buffer
- * stays on its device with its bytes, and the allocation that needed the
- * room answers 507. The disk tier's own size refuses the same way. */
-static void test_disk_full(void **state)
+/* A run prepared while its buffers are spilled (no device memory, so no
+ * address to compare): two buffers are never one memory, whatever the
+ * addresses say, and the run is accepted. */
+static void test_prepare_spilled_is_not_aliasing(void **state)
 {
     (void)state;
-    struct fixture *f = open_tiers(0, 64 * MIB);
-    struct ghd_buffer *b[4];
-    for (int i = 0; i < 4; i++) {
-        b[i] = make(f, MIB, NULL);
-        fill(b[i], (unsigned)i);
-    }
-    ghd_tier_file_fail_write_nth(1);
-    struct ghd_buffer_spec spec = {.size = MIB};
-    struct ghd_buffer *extra;
-    assert_int_equal(ghd_buffer_create_new(&f->t, &f->rt, &spec, &extra), GHD_ENOMEM);
-    ghd_tier_file_fail_write_nth(0);
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(tier_of(b[i]), GHD_TIER_DEVICE);
-        assert_true(holds_seed(b[i], (unsigned)i));
-    }
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_buffer *x = make(f, 64, NULL), *y = make(f, 64, NULL);
     struct ghd_err err = {0};
-    f->t.tiers->disk_cap = MIB / 2; /* smaller than one buffer */
-    assert_int_equal(ghd_tier_move(b[0], GHD_TIER_DISK, 0, &err), GHD_ENOMEM);
-    assert_non_null(strstr(err.detail, "disk tier is full"));
-    assert_int_equal(tier_of(b[0]), GHD_TIER_DEVICE);
-    for (int i = 0; i < 4; i++)
-        ghd_buffer_unref(b[i]);
-    close_tiers(f);
-}
-
-/* A disk tier whose folder cannot be written (here: removed under it): the
- * spill fails, nothing is lost. */
-static void test_disk_unwritable(void **state)
-{
-    (void)state;
-    struct fixture *f = open_tiers(0, 64 * MIB);
-    struct ghd_buffer *b = make(f, MIB, NULL);
-    fill(b, 3);
-    assert_int_equal(rmdir(f->dir), 0);
-    struct ghd_err err = {0};
-    assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err), GHD_ENOMEM);
-    assert_non_null(strstr(err.detail, "cannot create"));
-    assert_int_equal(tier_of(b), GHD_TIER_DEVICE);
-    assert_true(holds_seed(b, 3));
-    assert_int_equal(mkdir(f->dir, 0700), 0);
-    ghd_buffer_unref(b);
-    close_tiers(f);
-}
-
-/* A read that fails, and a file damaged on disk, leave the buffer
- * unreadable: every use answers GHD_EUNREADABLE, never other bytes. */
-static void test_unreadable_never_stale(void **state)
-{
-    (void)state;
-    struct fixture *f = open_tiers(0, 64 * MIB);
-    struct ghd_buffer *b = make(f, MIB, NULL), *c = make(f, MIB, NULL);
-    fill(b, 1);
-    fill(c, 2);
-    struct ghd_err err = {0};
-    assert_int_equal(ghd_tier_move(b, GHD_TIER_DISK, 0, &err), 0);
-    assert_int_equal(ghd_tier_move(c, GHD_TIER_DISK, 0, &err), 0);
-    ghd_tier_file_fail_read_nth(1);
-    assert_int_equal(ghd_tier_hold(b, &err), GHD_EUNREADABLE);
-    ghd_tier_file_fail_read_nth(0);
-    assert_int_equal(ghd_tier_hold(b, &err), GHD_EUNREADABLE);
-    struct ghd_tier_read r;
-    assert_int_equal(ghd_tier_read_begin(b, &r, &err), GHD_EUNREADABLE);
-    /* c's file: another buffer's header written over its own */
-    char path[256];
-    ghd_tier_file_path(f->dir, c->id, path, sizeof(path));
-    int fd = open(path, O_WRONLY);
-    assert_true(fd >= 0);
-    assert_int_equal(pwrite(fd, "XXXX", 4, 40), 4);
-    close(fd);
-    assert_int_equal(ghd_tier_hold(c, &err), GHD_EUNREADABLE);
-    assert_non_null(strstr(err.detail, "another buffer"));
-    ghd_buffer_unref(b);
-    ghd_buffer_unref(c);
+    assert_int_equal(ghd_tier_move(x, GHD_TIER_HOST, 0, &err), 0);
+    assert_int_equal(ghd_tier_move(y, GHD_TIER_HOST, 0, &err), 0);
+    int rc;
+    struct ghd_run *run = unit_host_run(
+        &f->t, NULL, "axpy",
+        json_pack("{s:f, s:s, s:s, s:i, s:s, s:i}", "a", 2.0, "x", x->id, "y", y->id,
+                  "y_offset", 1, "dtype", "f32", "n", 4),
+        &rc);
+    assert_int_equal(rc, 0); /* at address 0 both, y's range would overlap x's */
+    ghd_run_unref(run);
+    ghd_buffer_unref(x);
+    ghd_buffer_unref(y);
     close_tiers(f);
 }
 
@@ -374,6 +177,7 @@ struct stress {
     struct fixture *f;
     struct ghd_buffer *b[NBUF];
     atomic_uint done[NBUF];
+    pthread_mutex_t one[NBUF]; /* one writer of a buffer at a time, as the server's own rule */
     unsigned seed;
 };
 
@@ -384,14 +188,18 @@ static void *stress_worker(void *arg)
     for (int r = 0; r < ROUNDS; r++) {
         unsigned k = (unsigned)rand_r(&seed) % NBUF;
         struct ghd_buffer *b = s->b[k];
-        if (ghd_tier_hold(b, NULL) != 0)
+        pthread_mutex_lock(&s->one[k]);
+        if (ghd_tier_hold(b, NULL) != 0) {
+            pthread_mutex_unlock(&s->one[k]);
             continue;
+        }
         uint32_t *p = b->d_ptr;
         size_t n = b->size / 4;
         for (size_t i = 0; i < n; i++)
             p[i] += 1; /* one round: every word one more */
         atomic_fetch_add(&s->done[k], 1);
         ghd_tier_release(b);
+        pthread_mutex_unlock(&s->one[k]);
         if (r % 16 == 0) { /* an allocation that forces a spill, then its free */
             struct ghd_buffer_spec spec = {.size = MIB / 2};
             struct ghd_buffer *tmp;
@@ -411,6 +219,7 @@ static void test_concurrent_users_and_evictions(void **state)
     assert_non_null(s);
     s->f = open_tiers(4 * MIB, 64 * MIB);
     for (int i = 0; i < NBUF; i++) {
+        pthread_mutex_init(&s->one[i], NULL);
         s->b[i] = make(s->f, MIB, NULL);
         assert_int_equal(ghd_tier_hold(s->b[i], NULL), 0);
         memset(s->b[i]->d_ptr, 0, MIB);
@@ -440,6 +249,36 @@ static void test_concurrent_users_and_evictions(void **state)
     free(s);
 }
 
+/* With room kept ahead for two of the largest allocations (here capped to
+ * one: a sixteenth of this small pool is less), filling the pool wakes the
+ * tiers' thread, which moves the least recently used idle buffer out so
+ * that a new one fits without waiting for a copy out. */
+static void test_room_kept_ahead(void **state)
+{
+    (void)state;
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    unit_host_open(&f->rt, &f->t, 4 * MIB);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/ghd-tiers-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    struct ghd_tier_config tc = {.host_bytes = 16 * MIB, .wait_ms = 1000, .ahead = 2};
+    assert_int_equal(ghd_tiers_new(&tc, &f->rt, 1, &f->t.tiers, NULL), 0);
+    struct ghd_buffer *b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = make(f, MIB, NULL);
+    for (int tries = 0; tries < 500 && tier_of(b[0]) != GHD_TIER_HOST; tries++)
+        usleep(10000); /* the thread works on its own: wait for its result */
+    assert_int_equal(tier_of(b[0]), GHD_TIER_HOST);
+    for (int i = 1; i < 4; i++) /* one largest allocation: a fourth of this small pool */
+        assert_int_equal(tier_of(b[i]), GHD_TIER_DEVICE);
+    struct ghd_pool_block *blk;
+    assert_int_equal(ghd_pool_alloc(&f->rt.pool, MIB, 0, &blk), 0);
+    ghd_pool_free(&f->rt.pool, blk);
+    for (int i = 0; i < 4; i++)
+        ghd_buffer_unref(b[i]);
+    close_tiers(f);
+}
+
 /* Any allocation from a full pool, such as a kernel's scratch
  * (kernels/call.c), moves an idle buffer out first instead of failing. */
 static void test_pool_reclaims_for_scratch(void **state)
@@ -456,6 +295,51 @@ static void test_pool_reclaims_for_scratch(void **state)
     for (int i = 0; i < 4; i++)
         ghd_buffer_unref(b[i]);
     close_tiers(f);
+}
+
+/* The options: none keeps tiers off; --spill alone opens a host tier of
+ * half the host's memory; --disk-tier where no folder can be made refuses
+ * to start with the reason. */
+static struct ghd_tiers *tiers_of(struct ghd_runtime *rt, int *rc, struct ghd_err *err,
+                                  int argc, char **argv)
+{
+    struct ghd_config cfg;
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_non_null(devnull);
+    assert_int_equal(ghd_config_parse(&cfg, argc, argv, devnull, devnull), 0);
+    fclose(devnull);
+    struct ghd_tiers *t = NULL;
+    *rc = ghd_tiers_open(&cfg, rt, 1, &t, err);
+    return t;
+}
+
+static void test_options_open_tiers(void **state)
+{
+    (void)state;
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    unit_host_open(&rt, &t, 4 * MIB);
+    struct ghd_err err = {0};
+    int rc;
+    char *none[] = {"gpuhttpd", NULL};
+    assert_null(tiers_of(&rt, &rc, &err, 1, none));
+    assert_int_equal(rc, 0);
+    char *spill[] = {"gpuhttpd", "--spill", NULL};
+    struct ghd_tiers *on = tiers_of(&rt, &rc, &err, 2, spill);
+    assert_non_null(on);
+    size_t host, host_cap, disk, disk_cap;
+    ghd_tiers_usage(on, &host, &host_cap, &disk, &disk_cap);
+    size_t ram = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    assert_int_equal(host_cap, ram / 2);
+    assert_int_equal(disk_cap, 0);
+    assert_ptr_equal(rt.pool.reclaim_ctx, &on->reclaim[0]);
+    ghd_tiers_free(on);
+    assert_null(rt.pool.reclaim); /* a full pool refuses again */
+    char *bad[] = {"gpuhttpd", "--disk-tier", "/proc/no-such-folder/spill", NULL};
+    assert_null(tiers_of(&rt, &rc, &err, 3, bad));
+    assert_int_equal(rc, GHD_EINVAL);
+    assert_non_null(strstr(err.detail, "cannot create it"));
+    unit_host_close(&rt, &t);
 }
 
 /* Tiers off: a hold is nothing, a full pool refuses as it always did. */
@@ -484,14 +368,12 @@ int main(void)
         cmocka_unit_test(test_lru_order_and_held),
         cmocka_unit_test(test_all_held_is_enomem),
         cmocka_unit_test(test_tenant_over_share_first),
-        cmocka_unit_test(test_page_in_from_each_tier),
-        cmocka_unit_test(test_read_where_it_is),
         cmocka_unit_test(test_run_pages_in),
-        cmocka_unit_test(test_disk_full),
-        cmocka_unit_test(test_disk_unwritable),
-        cmocka_unit_test(test_unreadable_never_stale),
+        cmocka_unit_test(test_prepare_spilled_is_not_aliasing),
         cmocka_unit_test(test_concurrent_users_and_evictions),
         cmocka_unit_test(test_pool_reclaims_for_scratch),
+        cmocka_unit_test(test_room_kept_ahead),
+        cmocka_unit_test(test_options_open_tiers),
         cmocka_unit_test(test_off_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
