@@ -127,6 +127,8 @@ static int copy_failed(const struct ghd_transfer *t, int rc, struct ghd_err *err
 static int go_slow(struct ghd_transfer *t, struct ghd_err *err)
 {
     struct ghd_device *dev = &t->rt->dev;
+    uint64_t start = t->trace ? ghd_clock_ns() : 0;
+    size_t copied = t->fill;
     if (t->fill) {
         int rc = dev->ops->copy_h2d(dev, device_at(t), t->chunk[t->cur]->h_ptr, t->fill,
                                     t->stream, &t->dev_err);
@@ -135,7 +137,9 @@ static int go_slow(struct ghd_transfer *t, struct ghd_err *err)
         t->flushed += t->fill;
         t->fill = 0;
     }
-    ghd_transfer_release_chunks(t);
+    ghd_transfer_release_chunks(t); /* waits for the copy */
+    if (t->trace && copied)
+        ghd_transfer_trace_now(t, start, copied);
     t->slow_buf = malloc(SLOW_PIECE);
     if (!t->slow_buf)
         return ghd_err_set(err, GHD_ENOHOSTMEM, "out of host memory");

@@ -4,7 +4,7 @@
 # Long logs go to OUT_DIR; a short table is printed last.
 #
 # usage: tests/gpu/run_device.sh BUILD_DIR OUT_DIR [parts]
-#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules devices transfer transfer_b profile regions gap proxy fairness"
+#   parts: any of "tests sanitizer reliability memsoak kernels ukernels modules devices transfer transfer_b profile regions gap proxy fairness trace"
 #   (default: "tests sanitizer kernels transfer")
 # Build BUILD_DIR here with -DCMAKE_CUDA_ARCHITECTURES=90 and pack its libraries
 # with tests/gpu/pack_libs.sh BUILD_DIR/devlibs <binaries> first (or use
@@ -160,6 +160,22 @@ fi
 if has gap; then
   bash tests/bench/run_gap_probe.sh --backend cuda "$build" "$out/gap" >"$out/gap.log" 2>&1
   row "gap probe" "rc=$?" "see gap/report.md"
+fi
+
+# Tracing on the GPU: the spans of an upload, a run and a download exported to a
+# loopback collector, the kernel's span against the run's device_ms, copies timed
+# by CUDA events (tests/ops/test_tracing.py, which needs opentelemetry-proto and
+# protobuf importable), then what sampling every request costs against tracing
+# off (tests/bench/run_trace_bench.sh, about 2 minutes; TRACE_* pass through).
+if has trace; then
+  if python3 -c "import opentelemetry.proto, google.protobuf" 2>/dev/null; then
+    GHD_TEST_BACKEND=cuda python3 tests/ops/test_tracing.py "$build/gpuhttpd" >"$out/trace-test.log" 2>&1
+    row "tracing test (cuda)" "rc=$?" "see trace-test.log"
+  else
+    row "tracing test (cuda)" "skipped" "opentelemetry-proto and protobuf not importable"
+  fi
+  bash tests/bench/run_trace_bench.sh --backend cuda "$build" "$out/trace" >"$out/trace.md" 2>&1
+  row "tracing cost (${TRACE_CONNS:-64} conns)" "rc=$?" "see trace.md"
 fi
 
 # Same-host regions: region <-> buffer by DMA against pinned cudaMemcpy and
