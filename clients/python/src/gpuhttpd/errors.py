@@ -148,6 +148,7 @@ PROBLEMS: tuple[tuple[int, str, str, type[GpuhttpdError]], ...] = (
     (500, "internal", "Internal server error", ServerError),
     (500, "device-error", "Device error", ServerError),
     (500, "host-out-of-memory", "Host out of memory", ServerError),
+    (500, "buffer-unreadable", "Buffer cannot be read back", ServerError),
     (501, "not-implemented", "Not implemented", ServerError),
     (503, "unavailable", "Service unavailable", Unavailable),
     (503, "staging-timeout", "Staging memory busy", Unavailable),
