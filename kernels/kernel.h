@@ -85,6 +85,19 @@ const char *ghd_kernel_content_hash(const struct ghd_kernel *k, const char **fie
  * kind/role/types/required/default. A new reference. */
 json_t *ghd_kernel_describe_new(const struct ghd_kernel *k);
 
+/* Work that a layer above does in its own way per kind of kernel (the core
+ * fills a run's arguments from its buffers' array descriptions by a
+ * built-in's parameter table, or by a user kernel's definition):
+ * ghd_kernel_visit calls the member for k's kind with ctx and returns what
+ * it returns; 0 for a kind without a member (a raw module's function takes
+ * its launch as given). The caller never asks which kind k is. */
+struct ghd_ukernel;
+struct ghd_kernel_visitor {
+    int (*builtin)(void *ctx, const struct ghd_kernel *k);
+    int (*user)(void *ctx, const struct ghd_ukernel *u);
+};
+int ghd_kernel_visit(const struct ghd_kernel *k, const struct ghd_kernel_visitor *v, void *ctx);
+
 /* All a kernel sees of a buffer: where its bytes are, how many, and its
  * array description. Kernels never see the buffer table: whoever resolves
  * ids (server/core/run.c) keeps each buffer alive until the call is freed

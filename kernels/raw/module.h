@@ -25,7 +25,7 @@ struct ghd_rmodule;
 struct ghd_ucompiler;
 
 struct ghd_rfunc {
-    struct ghd_kernel base;         /* base.raw is this; base.name is `qualified` */
+    struct ghd_kernel base;         /* base.name is `qualified`; kind.c its kind */
     struct ghd_rmodule *module;
     char name[GHD_RAW_NAME_MAX];    /* the name expression, or the symbol (extern "C") */
     char symbol[GHD_RAW_NAME_MAX];  /* the lowered (mangled) name in the cubin */
@@ -121,7 +121,7 @@ int ghd_rcuda_launch(const struct ghd_rfunc *f, const struct ghd_raw_shape *shap
                      struct ghd_raw_pack *pack, struct ghd_runtime *rt, struct ghd_stream *stream,
                      struct ghd_err *error);
 
-/* ---- calls (kernels/call.c delegates here for raw functions) ---------------- */
+/* ---- calls (the raw kind's table, kind.c, binds and launches with these) -- */
 
 struct ghd_rcall;
 /* `launch` is the run step: grid, block, shared_mem, args. */

@@ -141,7 +141,7 @@ int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char
         f->module = m;
         f->base.name = f->qualified;
         f->base.doc = "a function of a raw CUDA module";
-        f->base.raw = f;
+        f->base.kind = &ghd_kernel_kind_raw;
         m->nfuncs = i + 1;
     }
     return 0;

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "kernels/raw/module.h"
 
 void ghd_ukernel_store_init(struct ghd_ukernel_store *s, unsigned tenant_max)
 {
@@ -121,23 +120,6 @@ int ghd_kernel_lookup_new(struct ghd_ukernel_store *s, const char *tenant, const
         return GHD_ENOENT;
     *out = &u->base;
     return 0;
-}
-
-void ghd_kernel_unref(const struct ghd_kernel *k)
-{
-    /* k lives inside what it names: nothing of it is read once that may be
-     * freed */
-    if (k && k->user)
-        ghd_ukernel_unref(k->user);
-    else if (k && k->raw) /* a run step's hold on a raw function is one on its module */
-        ghd_rmodule_unref(k->raw->module);
-}
-
-const char *ghd_kernel_content_hash(const struct ghd_kernel *k, const char **field)
-{
-    const char *h = k->user ? k->user->hash : k->raw ? k->raw->module->hash : "";
-    *field = k->raw ? "module_hash" : "kernel_hash";
-    return h[0] ? h : NULL;
 }
 
 /* The members of a definition, in the order a reader compares them. */

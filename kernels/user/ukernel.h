@@ -29,7 +29,7 @@ struct ghd_ubinding {
 };
 
 struct ghd_ukernel {
-    struct ghd_kernel base; /* base.name is def.name, base.user this kernel */
+    struct ghd_kernel base; /* base.name is def.name; kind.c its kind */
     atomic_int refs;
     char tenant[GHD_TENANT_MAX + 1];
     struct ghd_udef def;
@@ -100,7 +100,7 @@ int ghd_ukernel_store_remove(struct ghd_ukernel_store *s, const char *tenant, co
 /* Appends the tenant's kernels' descriptions to `list`, in definition order. */
 void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant, json_t *list);
 
-/* ---- calls (kernels/call.c delegates here for user kernels) ------------- */
+/* ---- calls (the user kind's table, kind.c, binds and launches with these) */
 
 struct ghd_ucall;
 int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve,

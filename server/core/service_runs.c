@@ -75,7 +75,8 @@ int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
      * launch shape and its argument list (kernels/raw/rcall.c). */
     int rc = ghd_run_step_prepare(step, launch, &svc->buffers, tenant, err);
     if (rc)
-        ghd_err_prefix(err, rc, "%s", step->kernel->raw->name);
+        ghd_err_prefix(err, rc, "%s",
+                       ghd_container_of(step->kernel, struct ghd_rfunc, base)->name);
     return rc;
 }
 
