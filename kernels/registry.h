@@ -10,7 +10,8 @@
 
 #include "kernel.h"
 #include "kernel_impl.h"
-#include "kind.h"
+
+struct ghd_kernel_kind; /* kind.h */
 
 enum ghd_param_kind {
     GHD_PK_BUFFER, /* a buffer id (string); "<name>_offset" comes with it */

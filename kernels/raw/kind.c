@@ -4,6 +4,7 @@
 #include "module.h"
 
 #include "base/list.h"
+#include "kernels/kind.h"
 
 static struct ghd_rfunc *func_of(const struct ghd_kernel *k)
 {

@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/error.h"
 #include "device/cuda_check.h"
+#include "kernels/kind.h"
 
 int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_err *error)
 {

@@ -4,6 +4,7 @@
 #include "ukernel.h"
 
 #include "base/list.h"
+#include "kernels/kind.h"
 
 static struct ghd_ukernel *user_of(const struct ghd_kernel *k)
 {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "kernels/kind.h"
 
 /* The kernel around k->def, checked already. */
 static void assemble(struct ghd_ukernel *k, json_t *def, const struct ghd_ulimits *lim,

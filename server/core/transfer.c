@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "metrics.h"
-#include "transfer_ring.h"
+#include "transfer_internal.h"
 
 int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
                               struct ghd_err *err)

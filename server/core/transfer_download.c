@@ -6,7 +6,7 @@
 
 #include "base/err.h"
 #include "base/error.h"
-#include "transfer_ring.h"
+#include "transfer_internal.h"
 
 /* Windows are at most --download-block (4 MiB unless set), at most the
  * chunk (half of it with overlap). Run 48 (tests/bench/RESULTS.md): the

@@ -13,7 +13,7 @@
 #include "base/log.h"
 #include "device/hostreg.h"
 #include "metrics.h"
-#include "transfer_ring.h"
+#include "transfer_internal.h"
 
 /* Body pieces at least this large go to the device without the staging ring. */
 #define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)

@@ -465,12 +465,15 @@ static void test_one_device_lost(void **state)
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
                                b[1]);
     harness_expect_detail(p, "cudaErrorIllegalAddress"); /* the faulting run's own error */
-    expect_get(&s, path[1], 503, "device 1 is lost");
+    char lost[GHD_BUFFER_ID_LEN + 48];
+    snprintf(lost, sizeof(lost), "buffer %.*s: device 1 is lost (", GHD_BUFFER_ID_LEN, b[1]);
+    expect_get(&s, path[1], 503, lost); /* one sentence: what, then which device */
     expect_get(&s, path[0], 200, NULL);
     expect_get(&s, path[2], 200, NULL);
-    json_decref(harness_expect(&s, NULL, 503, "POST", "/v1/runs",
-                               "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
-                               b[1]));
+    harness_expect_detail(harness_expect(&s, NULL, 503, "POST", "/v1/runs",
+                                         "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", "
+                                         "\"value\": 1}}", b[1]),
+                          "the run's buffers: device 1 is lost (");
     json_decref(harness_expect(&s, NULL, 200, "POST", "/v1/runs",
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
                                b[2]));

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "test_kernels_util.h"
+#include "kernels/kind.h"
 #include "base/json_u64.h"
 #include "kernels/call_args.h"
 #include "kernels/registry.h"
