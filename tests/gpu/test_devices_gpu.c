@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "../http/harness.h"
-#include "../http/harness_rest.h"
+#include "harness.h"
+#include "harness_rest.h"
 
 #define MIB ((size_t)1 << 20)
 

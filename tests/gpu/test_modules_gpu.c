@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 
-#include "../reliability/rel.h"
+#include "rel.h"
 
 static unsigned passed, failed;
 

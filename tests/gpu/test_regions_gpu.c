@@ -32,7 +32,7 @@
 
 #include <cmocka.h>
 
-#include "../reliability/rel.h"
+#include "rel.h"
 #include "gpu_report.h"
 
 #ifndef GHD_HAVE_CUDA

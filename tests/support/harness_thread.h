@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_HTTP_HARNESS_THREAD_H
-#define GHD_TESTS_HTTP_HARNESS_THREAD_H
+#ifndef GHD_TESTS_SUPPORT_HARNESS_THREAD_H
+#define GHD_TESTS_SUPPORT_HARNESS_THREAD_H
 
 /* Requests from threads other than the test's (harness.h). cmocka's
  * assertions belong to the test's thread, so what runs on another thread

@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_HTTP_HARNESS_H
-#define GHD_TESTS_HTTP_HARNESS_H
+#ifndef GHD_TESTS_SUPPORT_HARNESS_H
+#define GHD_TESTS_SUPPORT_HARNESS_H
 
 /* The HTTP test harness: starts the real service in this process on
  * 127.0.0.1, port 0, and drives it with libcurl easy handles (as

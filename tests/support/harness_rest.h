@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_HTTP_HARNESS_REST_H
-#define GHD_TESTS_HTTP_HARNESS_REST_H
+#ifndef GHD_TESTS_SUPPORT_HARNESS_REST_H
+#define GHD_TESTS_SUPPORT_HARNESS_REST_H
 
 /* JSON calls on top of the harness (harness.h) that several HTTP suites
  * make: a request as a tenant (or none), the reply's status expected,

@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_RELIABILITY_REL_H
-#define GHD_TESTS_RELIABILITY_REL_H
+#ifndef GHD_TESTS_SUPPORT_REL_H
+#define GHD_TESTS_SUPPORT_REL_H
 
 /* Shared by the security and reliability tests: an in-process server on
  * 127.0.0.1 port 0 (host backend, small pool and staging ring), a libcurl

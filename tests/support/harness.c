@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "base/log.h"
+#include "metrics_reader.h"
 #include "handlers/handlers.h"
 
 #define MIB ((size_t)1 << 20)
@@ -362,12 +363,10 @@ const char *harness_header(const struct harness_resp *resp, const char *name, ch
 
 double harness_metric_in(const char *text, const char *series)
 {
-    char key[256];
-    snprintf(key, sizeof(key), "\n%s ", series);
-    const char *at = text ? strstr(text, key) : NULL;
-    if (!at)
+    double v = 0;
+    if (support_metric_find(text, series, &v) != 0)
         fail_msg("/metrics has no series %s", series);
-    return strtod(at + strlen(key), NULL);
+    return v;
 }
 
 double harness_metric(struct harness *h, const char *series)

@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "metrics_reader.h"
 #include "handlers/handlers.h"
 #include "http/probe.h"
 #include "core/run_queue.h"
@@ -343,12 +344,10 @@ long rel_metric(const struct rel_server *s, const char *name)
     const char *token = s->svc.cfg.metrics_token; /* with tokens on, /metrics wants it */
     rel_json(s, "GET", "/metrics", token[0] ? token : NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    char line[128];
-    snprintf(line, sizeof(line), "\n%s ", name);
-    const char *at = strstr(r.body, line);
-    long v = at ? atol(at + strlen(line)) : -1;
+    double v = -1;
+    support_metric_find(r.body, name, &v);
     rel_resp_free(&r);
-    return v;
+    return (long)v;
 }
 
 long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap)
