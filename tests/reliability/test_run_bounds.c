@@ -26,13 +26,6 @@
 #include "rel.h"
 #include "core/run_queue.h"
 
-static void expect(struct rel_resp *r, long status, const char *needle)
-{
-    if (r->status != status || (needle && (!r->body || !strstr(r->body, needle))))
-        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
-                 r->body ? r->body : "");
-}
-
 /* Whether the tests run on the CUDA backend (REL_BACKEND=cuda). */
 static int on_cuda(void)
 {
@@ -46,7 +39,7 @@ static void json_expect(struct rel_server *s, const char *method, const char *pa
 {
     struct rel_resp r;
     rel_json(s, method, path, token, json, &r);
-    expect(&r, status, needle);
+    rel_expect(&r, status, needle);
     rel_resp_free(&r);
 }
 
@@ -87,7 +80,7 @@ static void run_expect(struct rel_server *s, long timeout_ms, long status, const
     va_start(ap, fmt);
     vrun(s, &r, timeout_ms, fmt, ap);
     va_end(ap);
-    expect(&r, status, needle);
+    rel_expect(&r, status, needle);
     rel_resp_free(&r);
 }
 
@@ -134,7 +127,7 @@ static void get_buffer(struct rel_server *s, const char *id, size_t len, struct 
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     rel_json(s, "GET", path, NULL, NULL, r);
-    expect(r, 200, NULL);
+    rel_expect(r, 200, NULL);
     assert_int_equal(r->len, len);
 }
 
@@ -223,7 +216,7 @@ static void test_host_run_timeout_fails_alone(void **state)
     long t0 = rel_now_ms();
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}");
     long took = rel_now_ms() - t0;
-    expect(&r, 422, "--run-timeout");
+    rel_expect(&r, 422, "--run-timeout");
     assert_non_null(strstr(r.body, "stopped after"));
     rel_resp_free(&r);
     if (took > 5000)
@@ -252,7 +245,7 @@ static void test_pipeline_timeout_keeps_device(void **state)
     run(&s, &r, 30000, "{\"steps\": [{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", "
                        "\"n\": 1024, \"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}, "
                        "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}]}", x, y);
-    expect(&r, 422, "--run-timeout");
+    rel_expect(&r, 422, "--run-timeout");
     assert_non_null(strstr(r.body, "step 1 (count)"));
     rel_resp_free(&r);
     expect_device_kept(&s, losses);
@@ -286,7 +279,7 @@ static void test_per_run_timeout(void **state)
     struct rel_resp r;
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, "
                        "\"timeout_s\": 1}");
-    expect(&r, 422, "timeout of 1 s");
+    rel_expect(&r, 422, "timeout of 1 s");
     assert_non_null(strstr(r.body, "stopped after"));
     rel_resp_free(&r);
     run_expect(&s, 0, 200, "\"timeout_s\":0.5",
@@ -303,7 +296,7 @@ static void start_async(struct rel_server *s, const char *token, const char *bod
 {
     struct rel_resp r;
     rel_json(s, "POST", "/v1/runs", token, body, &r);
-    expect(&r, 202, NULL);
+    rel_expect(&r, 202, NULL);
     char id[96];
     rel_json_str(&r, "id", id, sizeof(id));
     rel_resp_free(&r);
@@ -336,7 +329,7 @@ static void expect_run_leaves(struct rel_server *s, const char *token, const cha
     snprintf(needle, sizeof(needle), "\"status\":\"%s\"", now);
     struct rel_resp r;
     poll_run(s, token, path, while_status, &r);
-    expect(&r, 200, needle);
+    rel_expect(&r, 200, needle);
     if (detail)
         assert_non_null(strstr(r.body, detail));
     rel_resp_free(&r);
@@ -357,7 +350,7 @@ static void test_cancel_running_run(void **state)
     json_expect(&s, "DELETE", path, "tokB", NULL, 404, NULL); /* bob's: not found, nothing stops */
     struct rel_resp r;
     rel_json(&s, "GET", path, "tokA", NULL, &r);
-    expect(&r, 200, "\"status\":\"running\"");
+    rel_expect(&r, 200, "\"status\":\"running\"");
     assert_null(strstr(r.body, "stopping"));
     rel_resp_free(&r);
     json_expect(&s, "DELETE", path, "tokA", NULL, 202, "\"stopping\":\"cancel\"");

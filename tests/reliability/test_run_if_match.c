@@ -28,13 +28,6 @@
 #define TRIAL_BUDGET_MS 40000 /* the trials stop early past this */
 #define BYTES 4096
 
-static void expect(struct rel_resp *r, long status, const char *needle)
-{
-    if (r->status != status || (needle && (!r->body || !strstr(r->body, needle))))
-        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
-                 r->body ? r->body : "");
-}
-
 struct race {
     struct rel_server *s;
     pthread_barrier_t go, done;
@@ -198,7 +191,7 @@ static void test_unknown_if_match_key(void **state)
         rel_json(&s, "POST", "/v1/runs", NULL, body, &r);
         char want[64];
         snprintf(want, sizeof(want), "if_match names '%s'", keys[i]);
-        expect(&r, 422, want);
+        rel_expect(&r, 422, want);
         rel_resp_free(&r);
     }
     assert_int_equal(rel_buffer_version(&s, NULL, y), v); /* nothing ran */
@@ -206,20 +199,20 @@ static void test_unknown_if_match_key(void **state)
     rel_json(&s, "POST", "/v1/kernels", NULL,
              "{\"name\": \"twice\", \"in\": \"f32 x, f32 a\", \"out\": \"f32 y\","
              " \"body\": \"y = a * x\"}", &r);
-    expect(&r, 201, NULL);
+    rel_expect(&r, 201, NULL);
     rel_resp_free(&r);
     char tags[128];
     snprintf(tags, sizeof(tags), "\"y\": \"\\\"v%llu\\\"\", \"a\": \"\\\"v1\\\"\"",
              (unsigned long long)v);
     twice(&s, &r, 1, x, y, tags);
-    expect(&r, 422, "steps[0]: if_match names 'a'");
+    rel_expect(&r, 422, "steps[0]: if_match names 'a'");
     rel_resp_free(&r);
     assert_int_equal(rel_buffer_version(&s, NULL, y), v);
     /* The keys that are buffer arguments still work: stale is 412, current runs. */
     snprintf(tags, sizeof(tags), "\"x\": \"\\\"v%llu\\\"\", \"y\": \"\\\"v%llu\\\"\"",
              (unsigned long long)rel_buffer_version(&s, NULL, x), (unsigned long long)v + 7);
     twice(&s, &r, 0, x, y, tags);
-    expect(&r, 412, "argument y");
+    rel_expect(&r, 412, "argument y");
     char etag[64], want[64];
     rel_header(&r, "ETag", etag, sizeof(etag));
     snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v);
@@ -227,7 +220,7 @@ static void test_unknown_if_match_key(void **state)
     rel_resp_free(&r);
     snprintf(tags, sizeof(tags), "\"y\": \"\\\"v%llu\\\"\"", (unsigned long long)v);
     twice(&s, &r, 0, x, y, tags);
-    expect(&r, 200, "succeeded");
+    rel_expect(&r, 200, "succeeded");
     rel_resp_free(&r);
     rel_stop(&s);
 }

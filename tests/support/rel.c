@@ -338,6 +338,13 @@ uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const
     return v;
 }
 
+void rel_expect(const struct rel_resp *r, long status, const char *needle)
+{
+    if (r->status != status || (needle && !strstr(r->body ? r->body : "", needle)))
+        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
+                 r->body ? r->body : "");
+}
+
 long rel_metric(const struct rel_server *s, const char *name)
 {
     struct rel_resp r;

@@ -67,6 +67,9 @@ struct rel_req {
     long sslversion;          /* CURLOPT_SSLVERSION, 0 = curl's default */
 };
 
+/* Fails the test unless the reply has `status` and, where needle is not
+ * NULL, its body contains needle; the message shows the whole body. */
+void rel_expect(const struct rel_resp *r, long status, const char *needle);
 /* Performs one request; *out must be released with rel_resp_free. */
 void rel_do(const struct rel_server *s, const struct rel_req *rq, struct rel_resp *out);
 void rel_resp_free(struct rel_resp *r);
