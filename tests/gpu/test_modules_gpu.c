@@ -393,7 +393,7 @@ static int start_child(struct rel_proc *p, const char *const *extra, const char 
     for (int i = 0; extra[i]; i++)
         args[n++] = extra[i];
     args[n] = NULL;
-    setenv("REL_BACKEND", "cuda", 1);
+    setenv("GHD_TEST_BACKEND", "cuda", 1);
     if (rel_spawn(p, args, NULL, 60000) < 0) {
         report(0, "gpuhttpd --backend cuda did not start");
         return -1;

@@ -475,7 +475,7 @@ int main(void)
         owned_free(&o);
         return 1;
     }
-    setenv("REL_BACKEND", "cuda", 1);
+    setenv("GHD_TEST_BACKEND", "cuda", 1);
     const char *args[] = {"--allow-shm", NULL};
     struct rel_proc p;
     if (rel_spawn(&p, args, NULL, 120000) < 0) {

@@ -11,7 +11,7 @@
  * grows steadily, a plateau flattens). SOAK_THREADS, SOAK_MAX_SIZE (the
  * largest buffer, 256 KiB by default) and SOAK_POOL_LIMIT (64M) vary it.
  *
- * Under REL_WRAPPER="valgrind ..." (ctest soak_valgrind) the same runs
+ * Under GHD_TEST_WRAPPER="valgrind ..." (ctest soak_valgrind) the same runs
  * shorter; valgrind's exit code then reports memory errors and leaks. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -466,7 +466,7 @@ static void test_soak(void **state)
     const char *env_threads = getenv("SOAK_THREADS");
     int seconds = env_secs ? atoi(env_secs) : 45;
     int threads = env_threads ? atoi(env_threads) : 12;
-    int wrapped = getenv("REL_WRAPPER") != NULL;
+    int wrapped = getenv("GHD_TEST_WRAPPER") != NULL;
     if (getenv("SOAK_MAX_SIZE") && atol(getenv("SOAK_MAX_SIZE")) >= 64)
         max_size = (size_t)atol(getenv("SOAK_MAX_SIZE"));
     /* SOAK_POOL_LIMIT: a larger pool for larger buffers (more of them fit). */
@@ -582,7 +582,7 @@ int main(void)
         printf("SKIP: GHD_BIN does not name the gpuhttpd binary\n");
         return 77;
     }
-    if (getenv("REL_WRAPPER") && strstr(getenv("REL_WRAPPER"), "valgrind") &&
+    if (getenv("GHD_TEST_WRAPPER") && strstr(getenv("GHD_TEST_WRAPPER"), "valgrind") &&
         system("valgrind --version >/dev/null 2>&1") != 0) {
         printf("SKIP: valgrind is not installed\n");
         return 77;

@@ -620,7 +620,7 @@ int main(void)
         cmocka_unit_test(test_lying_lengths),
         cmocka_unit_test(test_thousand_idle_connections),
     };
-    if (getenv("REL_FILTER")) /* e.g. REL_FILTER='*chunked*' */
-        cmocka_set_test_filter(getenv("REL_FILTER"));
+    if (getenv("GHD_TEST_FILTER")) /* e.g. GHD_TEST_FILTER='*chunked*' */
+        cmocka_set_test_filter(getenv("GHD_TEST_FILTER"));
     return cmocka_run_group_tests_name("faults", tests, setup, teardown);
 }

@@ -316,7 +316,7 @@ int main(void)
     /* Host only: it expects 501 for modules and injects host-backend faults
      * (tests/gpu/test_modules_gpu.c is its CUDA half). */
     if (strcmp(rel_backend_name(), "host") != 0) {
-        printf("SKIP: the host backend's half of the raw-module tests (REL_BACKEND=%s)\n",
+        printf("SKIP: the host backend's half of the raw-module tests (GHD_TEST_BACKEND=%s)\n",
                rel_backend_name());
         return 77;
     }

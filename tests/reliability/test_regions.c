@@ -199,7 +199,7 @@ static void test_registration_rules(void **state)
              &r);
     /* The host backend has no IPC (501); CUDA tries the zero handle, which
      * cudaIpcOpenMemHandle refuses (422 naming the call). */
-    if (getenv("REL_BACKEND") && strcmp(getenv("REL_BACKEND"), "cuda") == 0)
+    if (getenv("GHD_TEST_BACKEND") && strcmp(getenv("GHD_TEST_BACKEND"), "cuda") == 0)
         rel_expect(&r, 422, "cudaIpcOpenMemHandle");
     else
         rel_expect(&r, 501, "CUDA backend");
@@ -757,14 +757,14 @@ static void delete_region(struct rel_server *s, const char *id)
 /* A copy past the exported allocation would reach other device memory: the
  * size is checked against it at registration. */
 /* The cases below inject the host backend's fakes (CUDA IPC handles that
- * carry no pointer, a page-lock that fails); with REL_BACKEND=cuda the real
+ * carry no pointer, a page-lock that fails); with GHD_TEST_BACKEND=cuda the real
  * driver answers instead, and tests/gpu/test_regions_gpu proves those paths.
  * cmocka reports them skipped there, not passed. */
 static int host_fakes_unavailable(void)
 {
     const char *b = rel_backend_name();
     if (strcmp(b, "host") != 0) {
-        printf("SKIP: host backend fakes (REL_BACKEND=%s)\n", b);
+        printf("SKIP: host backend fakes (GHD_TEST_BACKEND=%s)\n", b);
         return 1;
     }
     return 0;

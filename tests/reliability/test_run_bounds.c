@@ -1,4 +1,4 @@
-/* Runs a tenant could make endless (host backend unless REL_BACKEND says
+/* Runs a tenant could make endless (host backend unless GHD_TEST_BACKEND says
  * otherwise):
  * - a user kernel call whose n no buffer holds (a reduction of numbers or
  *   raw buffers, its output left out) is bounded by --max-elements, or by
@@ -26,7 +26,7 @@
 #include "rel.h"
 #include "core/run_queue.h"
 
-/* Whether the tests run on the CUDA backend (REL_BACKEND=cuda). */
+/* Whether the tests run on the CUDA backend (GHD_TEST_BACKEND=cuda). */
 static int on_cuda(void)
 {
     return strcmp(rel_backend_name(), "cuda") == 0;

@@ -1,4 +1,4 @@
-/* Conditional writes of runs (host backend unless REL_BACKEND says otherwise):
+/* Conditional writes of runs (host backend unless GHD_TEST_BACKEND says otherwise):
  * - writers racing on one tag: in each trial, runs with "if_match" on the
  *   buffer they write and PUTs with If-Match, all naming the version just
  *   read, are sent at once from threads of their own; exactly one may be

@@ -207,7 +207,7 @@ static void grace_bounds_running_run(int second_signal)
     struct rel_server s;
     rel_server_for(&s, &p);
     char a[64], b[64], c[64];
-    const char *backend = getenv("REL_BACKEND");
+    const char *backend = getenv("GHD_TEST_BACKEND");
     int on_gpu = backend && strcmp(backend, "host") != 0;
     size_t mn = on_gpu ? 8192 : 1024, k = on_gpu ? 131072 : 1024;
     assert_int_equal(rel_create(&s, NULL, mn * k * 4, a, sizeof(a)), 201);

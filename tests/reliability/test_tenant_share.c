@@ -84,13 +84,13 @@ static void check_kept(struct rel_server *s, unsigned bob_runs)
 }
 
 /* The queue's tests hold bob's runs behind a kernel that never ends, the
- * host backend's fault hook; on another backend (REL_BACKEND=cuda) cmocka
+ * host backend's fault hook; on another backend (GHD_TEST_BACKEND=cuda) cmocka
  * reports them skipped, not passed. */
 static int no_stall_hook(void)
 {
     if (strcmp(rel_backend_name(), "host") == 0)
         return 0;
-    printf("SKIP: the host backend's stalled kernel (REL_BACKEND=%s)\n", rel_backend_name());
+    printf("SKIP: the host backend's stalled kernel (GHD_TEST_BACKEND=%s)\n", rel_backend_name());
     skip();
     return 1;
 }

@@ -22,14 +22,14 @@
 
 #include "base/log.h"
 #include "metrics_reader.h"
+#include "small_config.h"
 #include "handlers/handlers.h"
 
 #define MIB ((size_t)1 << 20)
 
 const char *harness_backend(void)
 {
-    const char *b = getenv("GHD_TEST_BACKEND");
-    return b && *b ? b : "host";
+    return support_backend_name();
 }
 
 /* The defaults, with `flags` (space-separated; NULL: the defaults alone,
@@ -72,74 +72,32 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
 
     struct ghd_config cfg;
     config_from_flags(&cfg, opts->flags);
-    cfg.port = 0;
-    snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1");
-    /* GHD_TEST_DEVICES=all|0,1 selects the devices (--devices). */
-    const char *devices = getenv("GHD_TEST_DEVICES");
-    if (devices && *devices)
-        snprintf(cfg.devices, sizeof(cfg.devices), "%s", devices);
     const char *backend = harness_backend();
-    if (strcmp(backend, "host") == 0) {
-        cfg.backend = GHD_CHOICE_HOST;
-    } else if (strcmp(backend, "cuda") == 0) {
-        cfg.backend = GHD_CHOICE_CUDA;
-    } else {
+    if (strcmp(backend, "host") != 0 && strcmp(backend, "cuda") != 0) {
         fprintf(stderr, "GHD_TEST_BACKEND must be host or cuda, not '%s'\n", backend);
         exit(1);
     }
-    /* Small, test-sized memory: a limit the 507 tests can reach, a ring
-     * small enough that transfers cross many chunk boundaries. */
-    cfg.pool_limit_percent = 0;
-    cfg.pool_limit = 96 * MIB;
+    /* The suite's small memory (small_config.h), as the options change it. */
+    struct support_sizes z = support_sizes_http;
     if (opts->pool_limit)
-        cfg.pool_limit = opts->pool_limit == (size_t)-1 ? 0 : opts->pool_limit;
-    cfg.pool_slab = opts->pool_slab ? opts->pool_slab : 8 * MIB;
-    cfg.pool_initial = opts->pool_initial ? opts->pool_initial : 8 * MIB;
-    cfg.staging_chunk = opts->staging_chunk ? opts->staging_chunk : 256 << 10;
-    cfg.staging_chunks = opts->staging_chunks ? opts->staging_chunks : 40;
-    cfg.staging_timeout_ms = opts->staging_timeout_ms ? opts->staging_timeout_ms : 5000;
+        z.pool_limit = opts->pool_limit == (size_t)-1 ? 0 : opts->pool_limit;
+    z.pool_slab = opts->pool_slab ? opts->pool_slab : z.pool_slab;
+    z.pool_initial = opts->pool_initial ? opts->pool_initial : z.pool_initial;
+    z.staging_chunk = opts->staging_chunk ? opts->staging_chunk : z.staging_chunk;
+    z.staging_chunks = opts->staging_chunks ? opts->staging_chunks : z.staging_chunks;
+    z.staging_timeout_ms = opts->staging_timeout_ms ? opts->staging_timeout_ms
+                                                    : z.staging_timeout_ms;
+    support_config_small(&cfg, &z);
     cfg.connection_memory = opts->connection_memory ? opts->connection_memory : MIB;
-    /* The kernel's autotuned socket buffers, which start small: a transfer the
-     * suites stall mid-way (6 MiB) must not fit in them whole, and a body
-     * must be able to arrive after libmicrohttpd's first piece. */
     if (opts->tokens)
         snprintf(cfg.tokens, sizeof(cfg.tokens), "%s", opts->tokens);
     if (opts->tenant_max_kernels)
         cfg.tenant_max_kernels = opts->tenant_max_kernels;
+    /* The kernel's autotuned socket buffers, which start small: a transfer the
+     * suites stall mid-way (6 MiB) must not fit in them whole, and a body
+     * must be able to arrive after libmicrohttpd's first piece. */
     cfg.socket_buffer = 0;
     cfg.connection_timeout_s = 30;
-    /* GHD_TEST_DIRECT_COPY=0 runs the suite through the staging ring only. */
-    const char *direct = getenv("GHD_TEST_DIRECT_COPY");
-    if (direct && *direct)
-        cfg.direct_copy = strcmp(direct, "0") != 0;
-    /* GHD_TEST_SOCKET_BODY_MIN=1 receives every upload body not whole in
-     * libmicrohttpd's first piece from the socket past libmicrohttpd
-     * (--socket-upload-min). */
-    const char *socket_min = getenv("GHD_TEST_SOCKET_BODY_MIN");
-    if (socket_min && *socket_min)
-        cfg.socket_upload_min = strtoull(socket_min, NULL, 10);
-    /* GHD_TEST_SOCKET_RECV_MAX and GHD_TEST_DOWNLOAD_BLOCK: odd and small
-     * pieces (--socket-recv-max, --download-block), so that every body's
-     * pieces straddle the pinned chunks' ends. */
-    const char *recv_max = getenv("GHD_TEST_SOCKET_RECV_MAX");
-    if (recv_max && *recv_max)
-        cfg.socket_recv_max = strtoull(recv_max, NULL, 10);
-    /* GHD_TEST_SOCKET_BOUNCE: --socket-bounce (0 = recv() straight into
-     * the chunks). */
-    const char *bounce = getenv("GHD_TEST_SOCKET_BOUNCE");
-    if (bounce && *bounce)
-        cfg.socket_bounce = strtoull(bounce, NULL, 10);
-    /* GHD_TEST_SOCKET_BOUNCE_UPLOADS: --socket-bounce-uploads. */
-    const char *bounce_uploads = getenv("GHD_TEST_SOCKET_BOUNCE_UPLOADS");
-    if (bounce_uploads && *bounce_uploads)
-        cfg.socket_bounce_uploads = (unsigned)strtoul(bounce_uploads, NULL, 10);
-    const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
-    if (block && *block)
-        cfg.download_block = strtoull(block, NULL, 10);
-    /* GHD_TEST_DOWNLOAD_OVERLAP: --download-overlap. */
-    const char *overlap = getenv("GHD_TEST_DOWNLOAD_OVERLAP");
-    if (overlap && *overlap)
-        cfg.download_overlap = (unsigned)strtoul(overlap, NULL, 10);
     if (opts->configure)
         opts->configure(&cfg);
 

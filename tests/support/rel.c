@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "metrics_reader.h"
+#include "small_config.h"
 #include "handlers/handlers.h"
 #include "http/probe.h"
 #include "core/run_queue.h"
@@ -62,37 +63,15 @@ void rel_sleep_ms(long ms)
 
 const char *rel_backend_name(void)
 {
-    const char *be = getenv("REL_BACKEND");
-    return be ? be : "host";
+    return support_backend_name();
 }
 
 void rel_config(struct ghd_config *cfg)
 {
     ghd_config_defaults(cfg);
-    /* REL_BACKEND=cuda runs the same tests on a GPU. */
-    const char *be = getenv("REL_BACKEND");
-    cfg->backend = be && strcmp(be, "cuda") == 0   ? GHD_CHOICE_CUDA
-                   : be && strcmp(be, "auto") == 0 ? GHD_CHOICE_AUTO
-                                                   : GHD_CHOICE_HOST;
-    /* REL_DEVICES sets --devices (all by default). */
-    const char *devices = getenv("REL_DEVICES");
-    if (devices && *devices)
-        snprintf(cfg->devices, sizeof(cfg->devices), "%s", devices);
-    cfg->port = 0;
-    cfg->pool_initial = 0;
-    cfg->pool_slab = 4 << 20;
-    cfg->pool_limit = 64 << 20;
-    cfg->pool_limit_percent = 0;
-    cfg->staging_chunk = 64 << 10;
-    cfg->staging_chunks = 8;
-    cfg->staging_timeout_ms = 500;
-    const char *lvl = getenv("REL_LOG");
+    support_config_small(cfg, &support_sizes_rel);
+    const char *lvl = getenv("GHD_TEST_LOG");
     snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", lvl ? lvl : "warn");
-    /* REL_SOCKET_BODY_MIN=1 sends every upload of the in-process server
-     * through the socket path (--socket-upload-min). */
-    const char *socket_min = getenv("REL_SOCKET_BODY_MIN");
-    if (socket_min && *socket_min)
-        cfg->socket_upload_min = strtoull(socket_min, NULL, 10);
 }
 
 int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err)
@@ -574,14 +553,14 @@ int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *en
     unlink(port_file);
     const char *argv[96];
     int n = 0;
-    char *wrapper = getenv("REL_WRAPPER") ? strdup(getenv("REL_WRAPPER")) : NULL;
+    char *wrapper = getenv("GHD_TEST_WRAPPER") ? strdup(getenv("GHD_TEST_WRAPPER")) : NULL;
     if (wrapper)
         for (char *save, *tok = strtok_r(wrapper, " ", &save); tok && n < 40;
              tok = strtok_r(NULL, " ", &save))
             argv[n++] = tok;
     argv[n++] = bin;
     argv[n++] = "--backend";
-    argv[n++] = getenv("REL_BACKEND") ? getenv("REL_BACKEND") : "host";
+    argv[n++] = getenv("GHD_TEST_BACKEND") ? getenv("GHD_TEST_BACKEND") : "host";
     argv[n++] = "--port";
     argv[n++] = "0";
     argv[n++] = "--port-file";
@@ -711,7 +690,7 @@ void rel_signal(struct rel_proc *p, int sig)
 {
     if (p->pid <= 0)
         return;
-    if (getenv("REL_WRAPPER") && signal_wrapped_server(p->pid, sig) > 0)
+    if (getenv("GHD_TEST_WRAPPER") && signal_wrapped_server(p->pid, sig) > 0)
         return;
     kill(p->pid, sig);
 }

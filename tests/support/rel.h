@@ -24,9 +24,9 @@ struct rel_server {
     char probe_base[64];    /* "http://127.0.0.1:PROBE_PORT" */
 };
 
-/* REL_BACKEND as given, "host" when it is not set. */
+/* GHD_TEST_BACKEND as given, "host" when it is not set. */
 const char *rel_backend_name(void);
-/* Defaults for tests: host backend (REL_BACKEND=cuda or auto to change it),
+/* Defaults for tests: host backend (GHD_TEST_BACKEND=cuda or auto to change it),
  * port 0, 64 KiB staging chunks x 8, warn-level logs. */
 void rel_config(struct ghd_config *cfg);
 /* Starts service and HTTP server; aborts the test on failure. */
@@ -136,7 +136,7 @@ unsigned rel_staging_busy(struct rel_server *s);
 /* The gpuhttpd binary as a child process: GHD_BIN names it (ctest sets it).
  * `args` (NULL-terminated) follow --port 0 --port-file and --backend host;
  * `env` ("NAME=value", NULL-terminated, may be NULL) is added to the
- * environment. If REL_WRAPPER is set (e.g. "valgrind --error-exitcode=9"),
+ * environment. If GHD_TEST_WRAPPER is set (e.g. "valgrind --error-exitcode=9"),
  * the binary runs under it. stdout and stderr go to `log_path`. Waits up to
  * timeout_ms for the port. Returns the pid, or -1 (reason printed). */
 struct rel_proc {
@@ -155,7 +155,7 @@ int rel_wait_exit(struct rel_proc *p, long timeout_ms);
 int rel_wait_exit_or_kill(struct rel_proc *p, long timeout_ms);
 /* Kills (SIGKILL) and reaps a child still running. */
 void rel_kill(struct rel_proc *p);
-/* Sends `sig` to the server: to the wrapper's children when REL_WRAPPER runs
+/* Sends `sig` to the server: to the wrapper's children when GHD_TEST_WRAPPER runs
  * it as a child (compute-sanitizer does, and does not forward signals), else
  * to the process itself (valgrind runs it in-process). */
 void rel_signal(struct rel_proc *p, int sig);
