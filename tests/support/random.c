@@ -3,6 +3,11 @@
 
 #include "kernels/scalar.h"
 
+uint64_t support_rand_seed(uint64_t seed)
+{
+    return seed * 0x9e3779b97f4a7c15ULL + 1;
+}
+
 uint64_t support_rand_next(uint64_t *state)
 {
     uint64_t x = *state;
@@ -16,6 +21,12 @@ double support_rand_uniform(uint64_t *state, double lo, double hi)
 {
     return lo + (hi - lo) * (double)(support_rand_next(state) >> 11) *
                     (1.0 / 9007199254740992.0);
+}
+
+void support_rand_bytes(uint64_t *state, unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(support_rand_next(state) >> 24);
 }
 
 void support_rand_fill(uint64_t *state, enum ghd_dtype t, void *p, size_t n, double lo,
