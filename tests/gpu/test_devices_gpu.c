@@ -21,7 +21,7 @@
 
 #define MIB ((size_t)1 << 20)
 
-static struct harness H;
+static struct support_server H;
 static const struct harness_opts OPTS = {.pool_limit = 512 * MIB, .pool_slab = 64 * MIB};
 static size_t ndevices;
 

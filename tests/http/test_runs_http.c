@@ -27,7 +27,7 @@
 #include "harness_rest.h"
 #include "random.h"
 
-static struct harness H;
+static struct support_server H;
 
 /* ---- random data (tests/support/random.h, independent of the server) -- */
 

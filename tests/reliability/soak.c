@@ -422,7 +422,7 @@ static int proc_arenas(int pid)
 /* pool.in_use and staging.busy from /readyz. */
 static int ready_stats(long long *in_use, long long *busy)
 {
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, &proc);
     struct rel_resp r;
     long st = rel_json(&s, "GET", "/readyz", TOK_METRICS, NULL, &r);
@@ -486,7 +486,7 @@ static void test_soak(void **state)
         fail_msg("gpuhttpd did not start");
     snprintf(base_url, sizeof(base_url), "%s", proc.base);
     {
-        struct rel_server s;
+        struct support_server s;
         rel_server_for(&s, &proc);
         struct rel_resp r;
         have_kernels = rel_json(&s, "GET", "/v1/kernels/fill", TOK_A, NULL, &r) == 200;

@@ -39,7 +39,7 @@
 #include "rel.h"
 #include "shm_segment.h"
 
-static long region_register(struct rel_server *s, const char *token, const char *name,
+static long region_register(struct support_server *s, const char *token, const char *name,
                             size_t size, char *id, struct rel_resp *r)
 {
     char body[256];
@@ -50,7 +50,7 @@ static long region_register(struct rel_server *s, const char *token, const char 
     return st;
 }
 
-static long region_new(struct rel_server *s, const char *token, const struct support_shm *g,
+static long region_new(struct support_server *s, const char *token, const struct support_shm *g,
                        char *id)
 {
     struct rel_resp r;
@@ -59,7 +59,7 @@ static long region_new(struct rel_server *s, const char *token, const struct sup
     return st;
 }
 
-static long transfer(struct rel_server *s, const char *token, const char *from_kind,
+static long transfer(struct support_server *s, const char *token, const char *from_kind,
                      const char *from, uint64_t from_off, const char *to_kind, const char *to,
                      uint64_t to_off, uint64_t bytes, const char *extra, struct rel_resp *r)
 {
@@ -72,7 +72,7 @@ static long transfer(struct rel_server *s, const char *token, const char *from_k
     return rel_json(s, "POST", "/v1/transfers", token, body, r);
 }
 
-static void start_with(struct rel_server *s, int allow, const char *tokens)
+static void start_with(struct support_server *s, int allow, const char *tokens)
 {
     struct ghd_config cfg;
     rel_config(&cfg);
@@ -86,7 +86,7 @@ static void start_with(struct rel_server *s, int allow, const char *tokens)
  * `size` bytes registered as region rid and, where buffer_size is not 0, a
  * buffer bid of that many bytes. */
 struct shm_case {
-    struct rel_server s;
+    struct support_server s;
     struct support_shm g;
     char rid[64], bid[64];
 };
@@ -109,7 +109,7 @@ static void shm_case_stop(struct shm_case *c)
 static void test_off_by_default(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 0, NULL);
     struct support_shm g;
     support_shm_open(&g, 4096);
@@ -137,7 +137,7 @@ static void test_summary(void **state)
     fclose(f);
     host[strcspn(host, "\n")] = '\0';
     char want[256];
-    struct rel_server s;
+    struct support_server s;
     struct rel_resp r;
     start_with(&s, 0, NULL);
     rel_json(&s, "GET", "/v1/regions", NULL, NULL, &r);
@@ -169,7 +169,7 @@ static void test_summary(void **state)
 static void test_registration_rules(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, NULL);
     struct support_shm g;
     support_shm_open(&g, 8192);
@@ -233,7 +233,7 @@ static void test_registration_rules(void **state)
 static void test_other_tenant_404(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, "tokA:alice,tokB:bob");
     struct support_shm g;
     support_shm_open(&g, 4096);
@@ -268,7 +268,7 @@ static void test_other_tenant_404(void **state)
 static void test_segment_one_tenant(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, "tokA:alice,tokB:bob");
     struct support_shm g;
     support_shm_open(&g, 4096);
@@ -307,7 +307,7 @@ static void test_segment_one_tenant(void **state)
 static void test_segment_mode_and_owner(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, "tokA:alice");
     struct support_shm g;
     support_shm_open(&g, 4096);
@@ -353,7 +353,7 @@ static void test_segment_mode_and_owner(void **state)
 static void test_foreign_ids_in_body(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, NULL);
     struct support_shm g;
     support_shm_open(&g, 4096);
@@ -386,7 +386,7 @@ static void test_foreign_ids_in_body(void **state)
     rel_stop(&s);
 }
 
-static void get_buffer(struct rel_server *s, const char *id, struct rel_resp *r)
+static void get_buffer(struct support_server *s, const char *id, struct rel_resp *r)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -513,7 +513,7 @@ static void test_offsets_and_ranges(void **state)
 static void test_limits(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.allow_shm = 1;
@@ -621,7 +621,7 @@ static void test_fault_guard(void **state)
 }
 
 struct mover {
-    struct rel_server *s;
+    struct support_server *s;
     char rid[64], bid[64];
     size_t n;
     int ok, gone, other;
@@ -648,7 +648,7 @@ static void *move_loop(void *arg)
 /* Two threads move m->n bytes between region `rid` and buffers of their own
  * until DELETE removes it: every transfer succeeds or finds no region, and
  * DELETE returns only once none touches the memory. */
-static void unregister_during(struct rel_server *s, const char *rid, size_t n)
+static void unregister_during(struct support_server *s, const char *rid, size_t n)
 {
     size_t baseline = rel_pool_in_use(s);
     struct mover m[2] = {{.s = s, .n = n}, {.s = s, .n = n}};
@@ -723,7 +723,7 @@ static void export_free(struct exported *x)
     free(x->p);
 }
 
-static long ipc_register(struct rel_server *s, const char *b64, size_t size, char *id,
+static long ipc_register(struct support_server *s, const char *b64, size_t size, char *id,
                          struct rel_resp *r)
 {
     char body[256];
@@ -736,7 +736,7 @@ static long ipc_register(struct rel_server *s, const char *b64, size_t size, cha
 }
 
 /* A region over all of x; its id in id. */
-static void ipc_region_new(struct rel_server *s, const struct exported *x, char *id)
+static void ipc_region_new(struct support_server *s, const struct exported *x, char *id)
 {
     struct rel_resp r;
     ipc_register(s, x->b64, x->size, id, &r);
@@ -744,7 +744,7 @@ static void ipc_region_new(struct rel_server *s, const struct exported *x, char 
     rel_resp_free(&r);
 }
 
-static void delete_region(struct rel_server *s, const char *id)
+static void delete_region(struct support_server *s, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/regions/%s", id);
@@ -773,7 +773,7 @@ static int host_fakes_unavailable(void)
 /* The setup of the CUDA IPC tests: a server with --allow-shm and an
  * allocation of `size` bytes exported through the host backend's simulated
  * export; 0, the test skipped, in a build without the fakes. */
-static int ipc_case_start(struct rel_server *s, struct exported *x, size_t size)
+static int ipc_case_start(struct support_server *s, struct exported *x, size_t size)
 {
     if (host_fakes_unavailable()) {
         skip();
@@ -787,7 +787,7 @@ static int ipc_case_start(struct rel_server *s, struct exported *x, size_t size)
 static void test_ipc_size_checked(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct exported x;
     if (!ipc_case_start(&s, &x, ((size_t)1 << 20) + 3))
         return;
@@ -807,7 +807,7 @@ static void test_ipc_size_checked(void **state)
 static void test_ipc_both_directions(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct exported x;
     if (!ipc_case_start(&s, &x, ((size_t)1 << 20) + 3))
         return;
@@ -846,7 +846,7 @@ static void test_ipc_both_directions(void **state)
 static void test_ipc_same_handle_twice(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct exported x;
     if (!ipc_case_start(&s, &x, 65536))
         return;
@@ -885,7 +885,7 @@ static void test_ipc_same_handle_twice(void **state)
 static void test_ipc_unregister_during_transfer(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct exported x;
     if (!ipc_case_start(&s, &x, (size_t)16 << 20))
         return;
@@ -905,7 +905,7 @@ static void test_page_lock_refused(void **state)
         skip();
         return;
     }
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, NULL);
     struct support_shm g;
     support_shm_open(&g, 8192);

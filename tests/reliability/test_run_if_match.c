@@ -29,7 +29,7 @@
 #define BYTES 4096
 
 struct race {
-    struct rel_server *s;
+    struct support_server *s;
     pthread_barrier_t go, done;
     char y[64], z[64];
     uint64_t version; /* the tag of this trial, set before `go` */
@@ -95,7 +95,7 @@ static void *contend(void *arg)
 static void test_one_writer_per_tag(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.run_workers = 4;
@@ -158,7 +158,7 @@ static void test_one_writer_per_tag(void **state)
 
 /* POSTs a run of user kernel twice (y = 2 x over 16 elements), as one step
  * of a pipeline or alone, with the members `tags` in its if_match. */
-static void twice(struct rel_server *s, struct rel_resp *r, int pipeline, const char *x,
+static void twice(struct support_server *s, struct rel_resp *r, int pipeline, const char *x,
                   const char *y, const char *tags)
 {
     char step[512], body[600];
@@ -173,7 +173,7 @@ static void twice(struct rel_server *s, struct rel_resp *r, int pipeline, const 
 static void test_unknown_if_match_key(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     rel_start(&s, &cfg);

@@ -55,7 +55,7 @@ static void config_from_flags(struct ghd_config *cfg, const char *flags)
     }
 }
 
-void harness_start(struct harness *h, const struct harness_opts *opts)
+void harness_start(struct support_server *h, const struct harness_opts *opts)
 {
     static const struct harness_opts none;
     if (!opts)
@@ -112,33 +112,25 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
         fprintf(stderr, "harness: cannot start the service: %s\n", err.detail);
         exit(1);
     }
-    rc = ghd_http_start(&h->svc, &ghd_routes, &h->http, &err);
+    rc = support_server_listen(h, &cfg, &ghd_routes, &err);
     if (rc) {
         fprintf(stderr, "harness: cannot start the HTTP server: %s\n", err.detail);
         exit(1);
     }
-    h->port = ghd_http_port(h->http);
-    if (h->port == 0) {
-        fprintf(stderr, "harness: the server reports port 0\n");
-        exit(1);
-    }
-    snprintf(h->base, sizeof(h->base), "http://127.0.0.1:%u", h->port);
 }
 
-void harness_stop(struct harness *h)
+void harness_stop(struct support_server *h)
 {
-    ghd_http_stop(h->http);
-    h->http = NULL;
-    ghd_service_destroy(&h->svc);
+    support_server_stop(h);
     curl_global_cleanup();
 }
 
 /* ---- cmocka fixtures -------------------------------------------------- */
 
-static struct harness *suite;
+static struct support_server *suite;
 static const struct harness_opts *suite_opts;
 
-void harness_suite_bind(struct harness *h, const struct harness_opts *opts)
+void harness_suite_bind(struct support_server *h, const struct harness_opts *opts)
 {
     suite = h;
     suite_opts = opts;
@@ -231,7 +223,7 @@ static size_t header_cb(char *data, size_t size, size_t n, void *p)
                : 0;
 }
 
-void harness_do(struct harness *h, const struct harness_req *req, struct harness_resp *resp)
+void harness_do(struct support_server *h, const struct harness_req *req, struct harness_resp *resp)
 {
     CURL *c = curl_easy_init();
     if (!c) {
@@ -243,7 +235,7 @@ void harness_do(struct harness *h, const struct harness_req *req, struct harness
     curl_easy_cleanup(c);
 }
 
-void harness_do_on(struct harness *h, void *curl, const struct harness_req *req,
+void harness_do_on(struct support_server *h, void *curl, const struct harness_req *req,
                    struct harness_resp *resp)
 {
     memset(resp, 0, sizeof(*resp));
@@ -327,7 +319,7 @@ double harness_metric_in(const char *text, const char *series)
     return v;
 }
 
-double harness_metric(struct harness *h, const char *series)
+double harness_metric(struct support_server *h, const char *series)
 {
     /* With tokens configured /metrics wants the metrics token. */
     char auth[300] = "";
@@ -343,7 +335,7 @@ double harness_metric(struct harness *h, const char *series)
     return v;
 }
 
-void harness_simple(struct harness *h, const char *method, const char *path,
+void harness_simple(struct support_server *h, const char *method, const char *path,
                     const char *content_type, const void *body, size_t body_len,
                     struct harness_resp *resp)
 {
@@ -399,7 +391,7 @@ void harness_expect_problem(const struct harness_resp *resp, long status)
 
 /* ---- buffers ---------------------------------------------------------- */
 
-void harness_buffer_create(struct harness *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1])
+void harness_buffer_create(struct support_server *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1])
 {
     char body[64];
     int n = snprintf(body, sizeof(body), "{\"size\": %zu}", size);
@@ -418,7 +410,7 @@ void harness_buffer_create(struct harness *h, size_t size, char id[GHD_BUFFER_ID
     harness_resp_free(&r);
 }
 
-void harness_buffer_put(struct harness *h, const char *id, const void *data, size_t len)
+void harness_buffer_put(struct support_server *h, const char *id, const void *data, size_t len)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -430,7 +422,7 @@ void harness_buffer_put(struct harness *h, const char *id, const void *data, siz
     harness_resp_free(&r);
 }
 
-void *harness_buffer_get(struct harness *h, const char *id, size_t *len)
+void *harness_buffer_get(struct support_server *h, const char *id, size_t *len)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -446,7 +438,7 @@ void *harness_buffer_get(struct harness *h, const char *id, size_t *len)
     return data;
 }
 
-void harness_buffer_delete(struct harness *h, const char *id)
+void harness_buffer_delete(struct support_server *h, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -504,7 +496,7 @@ uint64_t harness_sum(uint64_t sum, const void *data, size_t len)
     return sum;
 }
 
-int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
+int harness_await_idle(struct support_server *h, size_t in_use, unsigned timeout_ms)
 {
     for (unsigned waited = 0;; waited += 5) {
         unsigned busy = 0;
@@ -528,7 +520,7 @@ int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
     }
 }
 
-int harness_connect(struct harness *h)
+int harness_connect(struct support_server *h)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)

@@ -74,12 +74,12 @@ void rel_config(struct ghd_config *cfg)
     snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", lvl ? lvl : "warn");
 }
 
-int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err)
+int rel_try_start(struct support_server *s, const struct ghd_config *cfg, struct ghd_err *err)
 {
     return rel_try_start_routes(s, cfg, &ghd_routes, err);
 }
 
-int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
+int rel_try_start_routes(struct support_server *s, const struct ghd_config *cfg,
                          const struct ghd_routes *routes, struct ghd_err *err)
 {
     static int once;
@@ -94,18 +94,13 @@ int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
     int rc = ghd_service_init(&s->svc, cfg, err);
     if (rc)
         return rc;
-    rc = ghd_http_start(&s->svc, routes, &s->http, err);
-    if (rc) {
+    rc = support_server_listen(s, cfg, routes, err);
+    if (rc)
         ghd_service_destroy(&s->svc);
-        return rc;
-    }
-    s->port = ghd_http_port(s->http);
-    snprintf(s->base, sizeof(s->base), "%s://127.0.0.1:%u", cfg->tls_cert[0] ? "https" : "http",
-             s->port);
-    return 0;
+    return rc;
 }
 
-void rel_start(struct rel_server *s, const struct ghd_config *cfg)
+void rel_start(struct support_server *s, const struct ghd_config *cfg)
 {
     struct ghd_err err = {0};
     int rc = rel_try_start(s, cfg, &err);
@@ -113,7 +108,7 @@ void rel_start(struct rel_server *s, const struct ghd_config *cfg)
         fail_msg("server did not start: %d %s", rc, err.detail);
 }
 
-void rel_start_probe(struct rel_server *s)
+void rel_start_probe(struct support_server *s)
 {
     struct ghd_err err = {0};
     int fd;
@@ -126,19 +121,14 @@ void rel_start_probe(struct rel_server *s)
     snprintf(s->probe_base, sizeof(s->probe_base), "http://127.0.0.1:%u", port);
 }
 
-void rel_stop(struct rel_server *s)
+void rel_stop(struct support_server *s)
 {
-    ghd_http_stop(s->probe);
-    s->probe = NULL;
-    if (s->http)
-        ghd_http_stop(s->http);
-    s->http = NULL;
-    ghd_service_destroy(&s->svc);
+    support_server_stop(s);
 }
 
 int rel_setup_with(void **state, const struct ghd_config *cfg)
 {
-    struct rel_server *s = calloc(1, sizeof(*s));
+    struct support_server *s = calloc(1, sizeof(*s));
     assert_non_null(s);
     rel_start(s, cfg);
     *state = s;
@@ -147,7 +137,7 @@ int rel_setup_with(void **state, const struct ghd_config *cfg)
 
 int rel_teardown(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     rel_stop(s);
     free(s);
     return 0;
@@ -183,7 +173,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ctx)
     return add;
 }
 
-void rel_do(const struct rel_server *s, const struct rel_req *rq, struct rel_resp *out)
+void rel_do(const struct support_server *s, const struct rel_req *rq, struct rel_resp *out)
 {
     memset(out, 0, sizeof(*out));
     CURL *c = curl_easy_init();
@@ -240,7 +230,7 @@ void rel_resp_free(struct rel_resp *r)
     r->body = NULL;
 }
 
-long rel_json(const struct rel_server *s, const char *method, const char *path, const char *token,
+long rel_json(const struct support_server *s, const char *method, const char *path, const char *token,
               const char *json, struct rel_resp *out)
 {
     struct rel_req rq = {.method = method, .path = path, .token = token};
@@ -304,7 +294,7 @@ void rel_base64(const void *data, size_t n, char *out)
     out[o] = '\0';
 }
 
-uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id)
+uint64_t rel_buffer_version(const struct support_server *s, const char *token, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", id);
@@ -324,7 +314,7 @@ void rel_expect(const struct rel_resp *r, long status, const char *needle)
                  r->body ? r->body : "");
 }
 
-long rel_metric(const struct rel_server *s, const char *name)
+long rel_metric(const struct support_server *s, const char *name)
 {
     struct rel_resp r;
     const char *token = s->svc.cfg.metrics_token; /* with tokens on, /metrics wants it */
@@ -336,7 +326,7 @@ long rel_metric(const struct rel_server *s, const char *name)
     return (long)v;
 }
 
-long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap)
+long rel_create(const struct support_server *s, const char *token, size_t size, char *id, size_t cap)
 {
     char body[64];
     snprintf(body, sizeof(body), "{\"size\": %zu}", size);
@@ -403,7 +393,7 @@ int rel_send(int fd, const void *buf, size_t len)
     return 0;
 }
 
-long rel_put(const struct rel_server *s, const char *token, const char *id, const void *data,
+long rel_put(const struct support_server *s, const char *token, const char *id, const void *data,
              size_t len)
 {
     char path[128];
@@ -503,19 +493,19 @@ int rel_status_of(const char *buf)
     return st;
 }
 
-size_t rel_pool_in_use(struct rel_server *s)
+size_t rel_pool_in_use(struct support_server *s)
 {
     struct ghd_pool_stats st;
     ghd_pool_get_stats(&s->svc.runtimes[0].pool, &st);
     return st.in_use;
 }
 
-unsigned rel_staging_busy(struct rel_server *s)
+unsigned rel_staging_busy(struct support_server *s)
 {
     return ghd_runtime_staging_busy(&s->svc.runtimes[0]);
 }
 
-int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms)
+int rel_wait_rest(struct support_server *s, size_t pool_baseline, long timeout_ms)
 {
     long deadline = rel_now_ms() + timeout_ms;
     for (;;) {
@@ -725,7 +715,7 @@ int rel_log_contains(const struct rel_proc *p, const char *text)
     return found;
 }
 
-void rel_server_for(struct rel_server *s, const struct rel_proc *p)
+void rel_server_for(struct support_server *s, const struct rel_proc *p)
 {
     memset(s, 0, sizeof(*s));
     s->port = p->port;
