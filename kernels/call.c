@@ -1,8 +1,9 @@
-/* Preparing and executing a kernel call. Preparation does everything a
- * client can get wrong before any device work is queued: parameter names
- * and JSON types, value ranges, buffer lookup, sizes (with overflow checks)
- * and aliasing. Execution then only meets device errors. */
-#include "kernel.h"
+/* The built-in kind (kind.h): binding a call of a defs_*.c kernel and
+ * launching it. Binding does everything a client can get wrong before any
+ * device work is queued: parameter names and JSON types, value ranges,
+ * buffer lookup, sizes (with overflow checks) and aliasing. The launch then
+ * only meets device errors. */
+#include "kind.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -12,17 +13,13 @@
 #include "call_args.h"
 #include "registry.h"
 #include "scalar.h"
-#include "kernels/raw/module.h"
-#include "kernels/user/ukernel.h"
 #include "base/error.h"
 #include "base/json_u64.h"
 #include "base/suggest.h"
 
-struct ghd_kernel_call {
+/* A built-in's call. */
+struct builtin_call {
     const struct ghd_kernel *k;
-    struct ghd_ucall *ucall; /* a user kernel's call (kernels/user/ucall.c) instead */
-    struct ghd_rcall *rcall; /* a raw function's call (kernels/raw/rcall.c) instead */
-    const atomic_int *stop;  /* ghd_kernel_call_set_stop's, or NULL */
     struct ghd_kargs args;
     struct ghd_buffer_view buf[GHD_KARG_BUFFERS]; /* by slot; owner NULL: not given */
     uint64_t start[GHD_KARG_BUFFERS];             /* byte range used, per slot */
@@ -145,7 +142,7 @@ static void set_default(const struct ghd_param *p, struct ghd_kargs *a)
     }
 }
 
-static int parse_params(struct ghd_kernel_call *call, struct ghd_kcheck *c,
+static int parse_params(struct builtin_call *call, struct ghd_kcheck *c,
                         ghd_buffer_resolver resolve, void *ctx)
 {
     const struct ghd_kernel *k = call->k;
@@ -222,7 +219,7 @@ static enum ghd_dtype elem_type(const struct ghd_param *p, const struct ghd_karg
 }
 
 /* (offset + count) * size <= buffer size, without overflowing. */
-static int check_extents(struct ghd_kernel_call *call, struct ghd_kcheck *c)
+static int check_extents(struct builtin_call *call, struct ghd_kcheck *c)
 {
     const struct ghd_kernel *k = call->k;
     for (size_t i = 0; i < k->nparams; i++) {
@@ -261,7 +258,7 @@ static int written(const struct ghd_param *p)
 /* A written range may not overlap another range of the call, except as an
  * exact alias the signature allows (in place), or anywhere for kernels with
  * memmove semantics. */
-static int check_aliasing(struct ghd_kernel_call *call, struct ghd_kcheck *c)
+static int check_aliasing(struct builtin_call *call, struct ghd_kcheck *c)
 {
     const struct ghd_kernel *k = call->k;
     if (k->flags & GHD_KF_OVERLAP_OK)
@@ -298,27 +295,20 @@ static int check_aliasing(struct ghd_kernel_call *call, struct ghd_kcheck *c)
     return 0;
 }
 
-int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
-                                ghd_buffer_resolver resolve, void *resolve_ctx,
-                                struct ghd_kernel_call **out, struct ghd_err *err)
+static void builtin_free(void *c)
+{
+    free(c);
+}
+
+static int builtin_bind(const struct ghd_kernel *k, json_t *args, ghd_buffer_resolver resolve,
+                        void *resolve_ctx, void **out, struct ghd_err *err)
 {
     int rc;
-    *out = NULL;
-    if (!json_is_object(args))
-        return ghd_err_set(err, GHD_EINVAL, "args must be a JSON object");
-    struct ghd_kernel_call *call = calloc(1, sizeof(*call));
+    struct builtin_call *call = calloc(1, sizeof(*call));
     if (!call)
         return GHD_ENOHOSTMEM;
     call->k = k;
     call->args.op = k->op;
-    if (k->user) {
-        rc = ghd_ucall_prepare_new(k->user, args, resolve, resolve_ctx, &call->ucall, err);
-        goto out;
-    }
-    if (k->raw) { /* args: the launch (grid, block, shared_mem, args) */
-        rc = ghd_rcall_prepare_new(k->raw, args, resolve, resolve_ctx, &call->rcall, err);
-        goto out;
-    }
     struct ghd_kcheck c = {.k = k, .args = args, .a = &call->args, .err = err};
 
     rc = check_unknown(k, args, err);
@@ -343,7 +333,7 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
             call->args.p[s] = (char *)call->buf[s].d_ptr + call->start[s];
 out:
     if (rc)
-        ghd_kernel_call_free(call);
+        builtin_free(call);
     else
         *out = call;
     return rc;
@@ -390,7 +380,7 @@ static json_t *reduce_value(const struct ghd_kargs *a, uint64_t acc, json_t *res
     }
 }
 
-static void add_result(const struct ghd_kernel_call *call, const struct ghd_kexec *x,
+static void add_result(const struct builtin_call *call, const struct ghd_kexec *x,
                        json_t *result)
 {
     const struct ghd_kargs *a = &call->args;
@@ -409,21 +399,14 @@ static void add_result(const struct ghd_kernel_call *call, const struct ghd_kexe
     }
 }
 
-int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
-                            struct ghd_stream *stream, json_t *result, struct ghd_err *err)
+/* A built-in runs to its end once started: `stop` is not looked at. */
+static int builtin_launch(void *c, struct ghd_runtime *rt, struct ghd_stream *stream,
+                          struct ghd_event *start, struct ghd_event *end, const atomic_int *stop,
+                          json_t *result, struct ghd_err *err)
 {
-    return ghd_kernel_call_execute_timed(call, rt, stream, NULL, NULL, result, err);
-}
-
-int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runtime *rt,
-                                  struct ghd_stream *stream, struct ghd_event *start,
-                                  struct ghd_event *end, json_t *result, struct ghd_err *err)
-{
+    (void)stop;
+    const struct builtin_call *call = c;
     const struct ghd_kernel *k = call->k;
-    if (call->ucall)
-        return ghd_ucall_execute(call->ucall, rt, stream, start, end, call->stop, result, err);
-    if (call->rcall)
-        return ghd_rcall_execute(call->rcall, rt, stream, start, end, result, err);
     ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
     if (!fn)
         return ghd_err_set(err, GHD_ENOTSUP, "kernel %s has no %s implementation in this build",
@@ -458,28 +441,15 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
     return 0;
 }
 
-void ghd_kernel_call_set_stop(struct ghd_kernel_call *call, const atomic_int *stop)
+static int builtin_stoppable(enum ghd_backend_kind kind)
 {
-    call->stop = stop;
+    (void)kind; /* either backend, cuBLAS's gemm included */
+    return 0;
 }
 
-void ghd_kernel_call_signal_stop(struct ghd_kernel_call *call)
+static int builtin_writes(const void *c, const void *owner)
 {
-    if (call->ucall)
-        ghd_ucall_signal_stop(call->ucall);
-}
-
-int ghd_kernel_call_stoppable(const struct ghd_kernel_call *call, enum ghd_backend_kind kind)
-{
-    return call->ucall && ghd_ucall_stoppable(kind);
-}
-
-int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner)
-{
-    if (call->ucall)
-        return ghd_ucall_writes(call->ucall, owner);
-    if (call->rcall)
-        return ghd_rcall_writes(call->rcall, owner);
+    const struct builtin_call *call = c;
     for (size_t i = 0; i < call->k->nparams; i++) {
         const struct ghd_param *p = &call->k->params[i];
         if (p->kind == GHD_PK_BUFFER && written(p) && owner && call->buf[p->slot].owner == owner)
@@ -488,16 +458,9 @@ int ghd_kernel_call_writes(const struct ghd_kernel_call *call, const void *owner
     return 0;
 }
 
-void ghd_kernel_call_rebind(struct ghd_kernel_call *call, const void *owner, void *d_ptr)
+static void builtin_rebind(void *c, const void *owner, void *d_ptr)
 {
-    if (call->ucall) {
-        ghd_ucall_rebind(call->ucall, owner, d_ptr);
-        return;
-    }
-    if (call->rcall) {
-        ghd_rcall_rebind(call->rcall, owner, d_ptr);
-        return;
-    }
+    struct builtin_call *call = c;
     for (int s = 0; s < GHD_KARG_BUFFERS; s++)
         if (call->buf[s].owner == owner) {
             call->buf[s].d_ptr = d_ptr;
@@ -505,14 +468,22 @@ void ghd_kernel_call_rebind(struct ghd_kernel_call *call, const void *owner, voi
         }
 }
 
-void ghd_kernel_call_free(struct ghd_kernel_call *call)
+static int builtin_visit(const struct ghd_kernel *k, const struct ghd_kernel_visitor *v,
+                         void *ctx)
 {
-    if (!call)
-        return;
-    ghd_ucall_free(call->ucall);
-    ghd_rcall_free(call->rcall);
-    free(call);
+    return v->builtin ? v->builtin(ctx, k) : 0;
 }
+
+const struct ghd_kernel_kind ghd_kernel_kind_builtin = {
+    .describe_new = ghd_kernel_builtin_describe_new,
+    .bind = builtin_bind,
+    .launch = builtin_launch,
+    .stoppable = builtin_stoppable,
+    .writes = builtin_writes,
+    .rebind = builtin_rebind,
+    .call_free = builtin_free,
+    .visit = builtin_visit,
+};
 
 int ghd_kexec_scratch(struct ghd_kexec *x, size_t size, void **d_ptr)
 {

@@ -1,12 +1,11 @@
 /* GET /v1/kernels: each kernel's parameters as a list (kind, role, element
  * type, element count, default) and as a JSON Schema for the args object. */
-#include "kernel.h"
+#include "kind.h"
 
 #include <stdio.h>
 #include <stddef.h>
 
 #include "registry.h"
-#include "kernels/user/ukernel.h"
 
 static const char *kind_name(enum ghd_param_kind k)
 {
@@ -111,10 +110,8 @@ static json_t *describe_offset(const struct ghd_param *p)
     return d;
 }
 
-json_t *ghd_kernel_describe_new(const struct ghd_kernel *k)
+json_t *ghd_kernel_builtin_describe_new(const struct ghd_kernel *k)
 {
-    if (k->user)
-        return ghd_ukernel_describe_new(k->user);
     json_t *params = json_array(), *props = json_object(), *required = json_array();
     json_t *backends = json_array();
     for (int b = 0; b < GHD_BACKEND_COUNT; b++)

@@ -1,6 +1,7 @@
 /* Names and sizes of element types. */
-#include "kernel.h"
+#include "dtype.h"
 
+#include <jansson.h>
 #include <string.h>
 #include <strings.h>
 

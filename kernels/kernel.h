@@ -7,7 +7,7 @@
 
 #include "array_desc.h"
 #include "device/runtime.h"
-#include "dtype.h" /* enum ghd_dtype, GHD_DT masks */
+#include "dtype.h" /* enum ghd_dtype, GHD_DT masks, names and sizes */
 
 /* The kernel library: a registry of named kernels, each with typed
  * parameters and one implementation per backend. The run handler uses only
@@ -23,35 +23,7 @@
  * may overlap an input only where the kernel says so ("may_alias": the
  * exact same range, in place), except copy, which behaves like memmove. */
 
-size_t ghd_dtype_size(enum ghd_dtype t);
-const char *ghd_dtype_name(enum ghd_dtype t);
-/* 0 and *out set, or GHD_EINVAL for an unknown name. */
-int ghd_dtype_parse(const char *name, enum ghd_dtype *out);
-/* Our name for one of NumPy's ("float32", "bool_", "<f4", "f4", "|u1"...:
- * the aliases openapi.yaml lists), else `name` itself (NULL for NULL). The
- * one place that maps them: buffer descriptions and run arguments both
- * pass through it. */
-const char *ghd_dtype_canonical(const char *name);
-/* Replaces NumPy's names by ours in a run's args: the string values of
- * members whose key names a dtype ("dtype", "dtype_out", "value_dtype")
- * or a placeholder type ("T"). */
-void ghd_dtype_args_canonical(json_t *args);
-/* f32, f64, f16 and bf16. */
-int ghd_dtype_is_float(enum ghd_dtype t);
-/* The float types, i32 and i64. */
-int ghd_dtype_is_signed(enum ghd_dtype t);
-/* The element type among names[0..n) that `name` (not one of them) was
- * probably meant to be: one of them in another case ("F32"), or the
- * counterpart of a NumPy name ("float32", "uint8", "bool_"; "fp32" too),
- * near misses of those included ("flaot32") but never another width; NULL
- * when none is, or for a NULL name. Any element type names, not only the
- * kernels'. */
-const char *ghd_dtype_suggest(const char *name, const char *const *names, size_t n);
-/* The names of the types in `mask` (GHD_DT bits), in enum order, into
- * names[0..GHD_DTYPE_COUNT); returns how many. */
-size_t ghd_dtype_names(unsigned mask, const char **names);
-/* Those names as "f32, f64, i32" into buf[len]. pre: len > 8. */
-void ghd_dtype_list(unsigned mask, char *buf, size_t len);
+/* The element types' names and sizes are dtype.h's. */
 
 struct ghd_kernel;      /* a registry entry */
 struct ghd_kernel_call; /* a validated call over buffer views */
@@ -84,6 +56,19 @@ const char *ghd_kernel_content_hash(const struct ghd_kernel *k, const char **fie
 /* The kernel's public description: name, description, parameters with
  * kind/role/types/required/default. A new reference. */
 json_t *ghd_kernel_describe_new(const struct ghd_kernel *k);
+
+/* Work that a layer above does in its own way per kind of kernel (the core
+ * fills a run's arguments from its buffers' array descriptions by a
+ * built-in's parameter table, or by a user kernel's definition):
+ * ghd_kernel_visit calls the member for k's kind with ctx and returns what
+ * it returns; 0 for a kind without a member (a raw module's function takes
+ * its launch as given). The caller never asks which kind k is. */
+struct ghd_ukernel;
+struct ghd_kernel_visitor {
+    int (*builtin)(void *ctx, const struct ghd_kernel *k);
+    int (*user)(void *ctx, const struct ghd_ukernel *u);
+};
+int ghd_kernel_visit(const struct ghd_kernel *k, const struct ghd_kernel_visitor *v, void *ctx);
 
 /* All a kernel sees of a buffer: where its bytes are, how many, and its
  * array description. Kernels never see the buffer table: whoever resolves

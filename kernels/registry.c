@@ -51,11 +51,6 @@ const char *ghd_kernel_name(const struct ghd_kernel *k)
     return k->name;
 }
 
-const char *ghd_kernel_metric_label(const struct ghd_kernel *k)
-{
-    return k->user ? "user" : k->raw ? "raw" : k->name;
-}
-
 uint64_t ghd_kernel_param_bit(const struct ghd_kernel *k, const char *name)
 {
     for (size_t i = 0; i < k->nparams; i++)

@@ -11,6 +11,8 @@
 #include "kernel.h"
 #include "kernel_impl.h"
 
+struct ghd_kernel_kind; /* kind.h */
+
 enum ghd_param_kind {
     GHD_PK_BUFFER, /* a buffer id (string); "<name>_offset" comes with it */
     GHD_PK_NUMBER, /* integer or real -> double */
@@ -81,8 +83,9 @@ struct ghd_kernel {
     size_t nparams;
     int (*check)(struct ghd_kcheck *c); /* may be NULL */
     ghd_kernel_fn impl[GHD_BACKEND_COUNT];
-    struct ghd_ukernel *user; /* a user kernel (kernels/user/), NULL for built-ins */
-    struct ghd_rfunc *raw;    /* a raw module's function (kernels/raw/), NULL otherwise */
+    /* Its kind's operations (kind.h); NULL in the defs_*.c tables: a
+     * built-in. */
+    const struct ghd_kernel_kind *kind;
 };
 
 /* Bit for parameter `name` in ghd_kargs.given, or 0 if k has none. */

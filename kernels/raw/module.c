@@ -218,121 +218,74 @@ json_t *ghd_rmodule_describe_new(const struct ghd_rmodule *m)
 
 /* ---- the store ------------------------------------------------------------- */
 
-void ghd_rmodule_store_init(struct ghd_rmodule_store *s, unsigned tenant_max)
+static struct ghd_rmodule *module_of(struct ghd_tstore_entry *e)
 {
-    memset(s, 0, sizeof(*s));
-    pthread_mutex_init(&s->lock, NULL);
-    s->tenant_max = tenant_max;
+    return ghd_container_of(e, struct ghd_rmodule, entry);
 }
 
-static struct ghd_rmodule *module_of(struct ghd_list_node *n)
+static void entry_ref(struct ghd_tstore_entry *e)
 {
-    return ghd_list_entry(n, struct ghd_rmodule, link);
+    ghd_rmodule_ref(module_of(e));
+}
+
+static void entry_unref(struct ghd_tstore_entry *e)
+{
+    ghd_rmodule_unref(module_of(e)); /* a run holding it keeps it loaded until it ends */
+}
+
+static json_t *entry_describe_new(struct ghd_tstore_entry *e)
+{
+    return ghd_rmodule_describe_new(module_of(e));
+}
+
+static const struct ghd_tstore_type modules = {
+    .ref = entry_ref, .unref = entry_unref, .describe_new = entry_describe_new};
+
+void ghd_rmodule_store_init(struct ghd_rmodule_store *s, unsigned tenant_max)
+{
+    ghd_tstore_init(&s->s, &modules, tenant_max);
 }
 
 void ghd_rmodule_store_destroy(struct ghd_rmodule_store *s)
 {
-    while (!ghd_list_empty(&s->all))
-        ghd_rmodule_unref(module_of(ghd_list_pop_front(&s->all)));
-    pthread_mutex_destroy(&s->lock);
-}
-
-static int owned_by(const struct ghd_rmodule *m, const char *tenant)
-{
-    return strcmp(m->tenant, tenant ? tenant : "") == 0;
-}
-
-/* The tenant's quota, which both the room asked for before a compile and
- * the add itself go by. */
-static int full(const struct ghd_rmodule_store *s, unsigned count)
-{
-    return s->tenant_max && count >= s->tenant_max;
+    ghd_tstore_destroy(&s->s);
 }
 
 int ghd_rmodule_store_add(struct ghd_rmodule_store *s, struct ghd_rmodule *m,
                           struct ghd_rmodule **have)
 {
-    unsigned count = 0;
-    int rc = 0;
-    *have = NULL;
-    pthread_mutex_lock(&s->lock);
-    for (struct ghd_rmodule *o = module_of(s->all.first); o; o = module_of(o->link.next)) {
-        if (owned_by(o, m->tenant)) {
-            count++;
-            if (!*have && strcmp(o->id, m->id) == 0 && strcmp(o->key, m->key) == 0) {
-                ghd_rmodule_ref(o);
-                *have = o;
-                rc = GHD_EBUSY;
-            }
-        }
-    }
-    if (rc == 0 && full(s, count))
-        rc = GHD_ELIMIT;
-    if (rc == 0) {
-        ghd_rmodule_ref(m);
-        ghd_list_push_back(&s->all, &m->link);
-    }
-    pthread_mutex_unlock(&s->lock);
+    struct ghd_tstore_entry *e = NULL;
+    int rc = ghd_tstore_add(&s->s, &m->entry, m->tenant, m->id, &e);
+    *have = e ? module_of(e) : NULL;
     return rc;
-}
-
-/* pre: s's lock held. The tenant's module with this id, or NULL. */
-static struct ghd_rmodule *find_locked(struct ghd_rmodule_store *s, const char *tenant,
-                                       const char *id)
-{
-    struct ghd_rmodule *m = module_of(s->all.first);
-    while (m && !(owned_by(m, tenant) && strcmp(m->id, id) == 0))
-        m = module_of(m->link.next);
-    return m;
 }
 
 int ghd_rmodule_store_find_new(struct ghd_rmodule_store *s, const char *tenant, const char *id,
                                struct ghd_rmodule **out)
 {
-    pthread_mutex_lock(&s->lock);
-    struct ghd_rmodule *m = find_locked(s, tenant, id);
-    if (m)
-        ghd_rmodule_ref(m);
-    pthread_mutex_unlock(&s->lock);
-    if (!m)
-        return GHD_ENOENT;
-    *out = m;
-    return 0;
+    struct ghd_tstore_entry *e;
+    int rc = ghd_tstore_find_new(&s->s, tenant, id, &e);
+    if (rc == 0)
+        *out = module_of(e);
+    return rc;
 }
 
 int ghd_rmodule_store_remove(struct ghd_rmodule_store *s, const char *tenant, const char *id)
 {
-    pthread_mutex_lock(&s->lock);
-    struct ghd_rmodule *m = find_locked(s, tenant, id);
-    if (m)
-        ghd_list_remove(&s->all, &m->link);
-    pthread_mutex_unlock(&s->lock);
-    if (!m)
-        return GHD_ENOENT;
-    ghd_rmodule_unref(m); /* a run holding it keeps it loaded until it ends */
-    return 0;
+    return ghd_tstore_remove(&s->s, tenant, id);
 }
 
-void ghd_rmodule_store_describe(struct ghd_rmodule_store *s, const char *tenant, json_t *list)
+int ghd_rmodule_store_describe(struct ghd_rmodule_store *s, const char *tenant, json_t *list)
 {
-    pthread_mutex_lock(&s->lock);
-    for (struct ghd_rmodule *m = module_of(s->all.first); m; m = module_of(m->link.next))
-        if (owned_by(m, tenant))
-            json_array_append_new(list, ghd_rmodule_describe_new(m));
-    pthread_mutex_unlock(&s->lock);
+    return ghd_tstore_describe(&s->s, tenant, list);
 }
 
 unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant)
 {
-    unsigned n = 0;
-    pthread_mutex_lock(&s->lock);
-    for (struct ghd_rmodule *m = module_of(s->all.first); m; m = module_of(m->link.next))
-        n += (unsigned)owned_by(m, tenant);
-    pthread_mutex_unlock(&s->lock);
-    return n;
+    return ghd_tstore_count(&s->s, tenant);
 }
 
 int ghd_rmodule_store_room(struct ghd_rmodule_store *s, const char *tenant)
 {
-    return full(s, ghd_rmodule_store_count(s, tenant)) ? GHD_ELIMIT : 0;
+    return ghd_tstore_room(&s->s, tenant);
 }

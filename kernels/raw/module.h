@@ -13,6 +13,7 @@
 #include "base/hash.h"
 #include "base/list.h"
 #include "base/tenant.h"
+#include "base/tenant_store.h"
 #include "base/owner.h"
 #include "kernels/kernel.h"
 #include "device/runtime.h"
@@ -25,7 +26,7 @@ struct ghd_rmodule;
 struct ghd_ucompiler;
 
 struct ghd_rfunc {
-    struct ghd_kernel base;         /* base.raw is this; base.name is `qualified` */
+    struct ghd_kernel base;         /* base.name is `qualified`; kind.c its kind */
     struct ghd_rmodule *module;
     char name[GHD_RAW_NAME_MAX];    /* the name expression, or the symbol (extern "C") */
     char symbol[GHD_RAW_NAME_MAX];  /* the lowered (mangled) name in the cubin */
@@ -55,7 +56,7 @@ struct ghd_rmodule {
     unsigned max_block[3], max_grid[3]; /* the device's */
     struct ghd_runtime *rt;
     void *lib; /* cudaLibrary_t */
-    struct ghd_list_node link; /* the store's list */
+    struct ghd_tstore_entry entry; /* the store's */
 };
 
 /* Validates a POST /v1/modules body ({source, options, name_expressions}),
@@ -83,25 +84,25 @@ json_t *ghd_rmodule_describe_new(const struct ghd_rmodule *m);
 
 /* ---- the store: every tenant's modules ------------------------------------ */
 
+/* The tenant-scoped store (base/tenant_store.h) of raw modules, by id. */
 struct ghd_rmodule_store {
-    pthread_mutex_t lock;
-    struct ghd_list all; /* oldest first */
-    unsigned tenant_max;
+    struct ghd_tstore s; /* s.tenant_max: modules per tenant; 0 = no limit */
 };
 
 void ghd_rmodule_store_init(struct ghd_rmodule_store *s, unsigned tenant_max);
 void ghd_rmodule_store_destroy(struct ghd_rmodule_store *s);
 /* Adds m (the store takes its own reference). GHD_EBUSY when the tenant has
- * a module of that id (*have then a new reference to it), GHD_ELIMIT at
- * tenant_max. */
+ * a module of that id (*have then a new reference to it: the id hashes the
+ * source, options and names), GHD_ELIMIT at tenant_max. */
 int ghd_rmodule_store_add(struct ghd_rmodule_store *s, struct ghd_rmodule *m,
                           struct ghd_rmodule **have);
 /* The tenant's module `id`, a new reference; GHD_ENOENT otherwise. */
 int ghd_rmodule_store_find_new(struct ghd_rmodule_store *s, const char *tenant, const char *id,
                                struct ghd_rmodule **out);
 int ghd_rmodule_store_remove(struct ghd_rmodule_store *s, const char *tenant, const char *id);
-/* Appends the tenant's modules' descriptions to `list`. */
-void ghd_rmodule_store_describe(struct ghd_rmodule_store *s, const char *tenant, json_t *list);
+/* Appends the tenant's modules' descriptions to `list`, oldest first; 0 or
+ * GHD_ENOHOSTMEM. */
+int ghd_rmodule_store_describe(struct ghd_rmodule_store *s, const char *tenant, json_t *list);
 unsigned ghd_rmodule_store_count(struct ghd_rmodule_store *s, const char *tenant);
 /* 0 while the tenant may add a module, GHD_ELIMIT at tenant_max: asked
  * before a compile, so that one at the limit costs none (the add checks
@@ -121,7 +122,7 @@ int ghd_rcuda_launch(const struct ghd_rfunc *f, const struct ghd_raw_shape *shap
                      struct ghd_raw_pack *pack, struct ghd_runtime *rt, struct ghd_stream *stream,
                      struct ghd_err *error);
 
-/* ---- calls (kernels/call.c delegates here for raw functions) ---------------- */
+/* ---- calls (the raw kind's table, kind.c, binds and launches with these) -- */
 
 struct ghd_rcall;
 /* `launch` is the run step: grid, block, shared_mem, args. */

@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/error.h"
 #include "device/cuda_check.h"
+#include "kernels/kind.h"
 
 int ghd_rcuda_arch(struct ghd_runtime *rt, int *major, int *minor, struct ghd_err *error)
 {
@@ -141,7 +142,7 @@ int ghd_rcuda_load(struct ghd_rmodule *m, const unsigned char *cubin, const char
         f->module = m;
         f->base.name = f->qualified;
         f->base.doc = "a function of a raw CUDA module";
-        f->base.raw = f;
+        f->base.kind = &ghd_kernel_kind_raw;
         m->nfuncs = i + 1;
     }
     return 0;

@@ -1,111 +1,71 @@
-/* Every tenant's user kernels, in one list under one lock: a tenant holds a
- * bounded number (--tenant-max-kernels), lookups are by the request's
- * tenant, and another tenant's kernel is never found (404, as if it did
- * not exist). */
+/* Every tenant's user kernels, in the tenant-scoped store
+ * (base/tenant_store.h): a tenant holds a bounded number
+ * (--tenant-max-kernels), lookups are by the request's tenant, and another
+ * tenant's kernel is never found (404, as if it did not exist). */
 #include "ukernel.h"
 
 #include <string.h>
 
 #include "base/error.h"
-#include "kernels/raw/module.h"
+
+static struct ghd_ukernel *kernel_of(struct ghd_tstore_entry *e)
+{
+    return ghd_container_of(e, struct ghd_ukernel, entry);
+}
+
+static void entry_ref(struct ghd_tstore_entry *e)
+{
+    ghd_ukernel_ref(kernel_of(e));
+}
+
+static void entry_unref(struct ghd_tstore_entry *e)
+{
+    ghd_ukernel_unref(kernel_of(e));
+}
+
+static json_t *entry_describe_new(struct ghd_tstore_entry *e)
+{
+    return ghd_ukernel_describe_new(kernel_of(e));
+}
+
+static const struct ghd_tstore_type kernels = {
+    .ref = entry_ref, .unref = entry_unref, .describe_new = entry_describe_new};
 
 void ghd_ukernel_store_init(struct ghd_ukernel_store *s, unsigned tenant_max)
 {
-    memset(s, 0, sizeof(*s));
-    pthread_mutex_init(&s->lock, NULL);
-    s->tenant_max = tenant_max;
-}
-
-static struct ghd_ukernel *kernel_of(struct ghd_list_node *n)
-{
-    return ghd_list_entry(n, struct ghd_ukernel, link);
+    ghd_tstore_init(&s->s, &kernels, tenant_max);
 }
 
 void ghd_ukernel_store_destroy(struct ghd_ukernel_store *s)
 {
-    while (!ghd_list_empty(&s->all))
-        ghd_ukernel_unref(kernel_of(ghd_list_pop_front(&s->all)));
-    pthread_mutex_destroy(&s->lock);
-}
-
-static int owned_by(const struct ghd_ukernel *k, const char *tenant)
-{
-    return strcmp(k->tenant, tenant ? tenant : "") == 0;
+    ghd_tstore_destroy(&s->s);
 }
 
 int ghd_ukernel_store_add(struct ghd_ukernel_store *s, struct ghd_ukernel *k)
 {
     if (ghd_kernel_find(k->def.name))
         return GHD_EBUSY;
-    unsigned count = 0;
-    int rc = 0;
-    pthread_mutex_lock(&s->lock);
-    for (struct ghd_ukernel *o = kernel_of(s->all.first); o; o = kernel_of(o->link.next)) {
-        if (owned_by(o, k->tenant)) {
-            count++;
-            if (strcmp(o->def.name, k->def.name) == 0)
-                rc = GHD_EBUSY;
-        }
-    }
-    if (rc == 0 && s->tenant_max && count >= s->tenant_max)
-        rc = GHD_ELIMIT;
-    if (rc == 0) {
-        ghd_ukernel_ref(k);
-        ghd_list_push_back(&s->all, &k->link);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return rc;
+    return ghd_tstore_add(&s->s, &k->entry, k->tenant, k->def.name, NULL);
 }
 
 int ghd_ukernel_store_find_new(struct ghd_ukernel_store *s, const char *tenant,
                                const char *name, struct ghd_ukernel **out)
 {
-    int rc = GHD_ENOENT;
-    pthread_mutex_lock(&s->lock);
-    for (struct ghd_ukernel *k = kernel_of(s->all.first); k; k = kernel_of(k->link.next))
-        if (owned_by(k, tenant) && strcmp(k->def.name, name) == 0) {
-            ghd_ukernel_ref(k);
-            *out = k;
-            rc = 0;
-            break;
-        }
-    pthread_mutex_unlock(&s->lock);
+    struct ghd_tstore_entry *e;
+    int rc = ghd_tstore_find_new(&s->s, tenant, name, &e);
+    if (rc == 0)
+        *out = kernel_of(e);
     return rc;
 }
 
 int ghd_ukernel_store_remove(struct ghd_ukernel_store *s, const char *tenant, const char *name)
 {
-    struct ghd_ukernel *gone = NULL;
-    pthread_mutex_lock(&s->lock);
-    for (struct ghd_ukernel *k = kernel_of(s->all.first); k; k = kernel_of(k->link.next))
-        if (owned_by(k, tenant) && strcmp(k->def.name, name) == 0) {
-            gone = k;
-            ghd_list_remove(&s->all, &k->link);
-            break;
-        }
-    pthread_mutex_unlock(&s->lock);
-    if (!gone)
-        return GHD_ENOENT;
-    ghd_ukernel_unref(gone); /* after the lock: runs may still hold it */
-    return 0;
+    return ghd_tstore_remove(&s->s, tenant, name);
 }
 
-void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant, json_t *list)
+int ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant, json_t *list)
 {
-    struct ghd_ukernel *mine[256];
-    size_t n = 0;
-    pthread_mutex_lock(&s->lock);
-    for (struct ghd_ukernel *k = kernel_of(s->all.first); k && n < sizeof(mine) / sizeof(mine[0]);
-         k = kernel_of(k->link.next))
-        if (owned_by(k, tenant)) {
-            ghd_ukernel_ref(k);
-            mine[n++] = k;
-        }
-    pthread_mutex_unlock(&s->lock);
-    for (size_t i = 0; i < n; i++) { /* JSON built outside the lock */
-        json_array_append_new(list, ghd_ukernel_describe_new(mine[i]));
-        ghd_ukernel_unref(mine[i]);
-    }
+    return ghd_tstore_describe(&s->s, tenant, list);
 }
 
 int ghd_kernel_lookup_new(struct ghd_ukernel_store *s, const char *tenant, const char *name,
@@ -121,23 +81,6 @@ int ghd_kernel_lookup_new(struct ghd_ukernel_store *s, const char *tenant, const
         return GHD_ENOENT;
     *out = &u->base;
     return 0;
-}
-
-void ghd_kernel_unref(const struct ghd_kernel *k)
-{
-    /* k lives inside what it names: nothing of it is read once that may be
-     * freed */
-    if (k && k->user)
-        ghd_ukernel_unref(k->user);
-    else if (k && k->raw) /* a run step's hold on a raw function is one on its module */
-        ghd_rmodule_unref(k->raw->module);
-}
-
-const char *ghd_kernel_content_hash(const struct ghd_kernel *k, const char **field)
-{
-    const char *h = k->user ? k->user->hash : k->raw ? k->raw->module->hash : "";
-    *field = k->raw ? "module_hash" : "kernel_hash";
-    return h[0] ? h : NULL;
 }
 
 /* The members of a definition, in the order a reader compares them. */

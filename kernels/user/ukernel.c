@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "kernels/kind.h"
 
 /* The kernel around k->def, checked already. */
 static void assemble(struct ghd_ukernel *k, json_t *def, const struct ghd_ulimits *lim,
@@ -25,7 +26,7 @@ static void assemble(struct ghd_ukernel *k, json_t *def, const struct ghd_ulimit
     k->base.result_doc = k->def.kind == GHD_UK_REDUCTION
                              ? "n, value (the output's value) and value_dtype"
                              : "n";
-    k->base.user = k;
+    k->base.kind = &ghd_kernel_kind_user;
 }
 
 int ghd_ukernel_new(json_t *def, const struct ghd_ulimits *lim, const char *tenant,

@@ -16,6 +16,7 @@
 #include "base/hash.h"
 #include "base/list.h"
 #include "base/tenant.h"
+#include "base/tenant_store.h"
 
 #define GHD_U_MAX_BINDINGS 16
 
@@ -29,7 +30,7 @@ struct ghd_ubinding {
 };
 
 struct ghd_ukernel {
-    struct ghd_kernel base; /* base.name is def.name, base.user this kernel */
+    struct ghd_kernel base; /* base.name is def.name; kind.c its kind */
     atomic_int refs;
     char tenant[GHD_TENANT_MAX + 1];
     struct ghd_udef def;
@@ -42,7 +43,7 @@ struct ghd_ukernel {
     pthread_mutex_t lock; /* the bindings */
     struct ghd_ubinding *bindings[GHD_U_MAX_BINDINGS];
     int nbindings;
-    struct ghd_list_node link; /* the store's list */
+    struct ghd_tstore_entry entry; /* the store's */
     struct ghd_ucompiler *compiler; /* borrowed from the service; NULL without NVRTC */
 };
 
@@ -77,10 +78,9 @@ json_t *ghd_ukernel_describe_new(const struct ghd_ukernel *k);
 
 /* ---- the store: every tenant's kernels -------------------------------- */
 
+/* The tenant-scoped store (base/tenant_store.h) of user kernels, by name. */
 struct ghd_ukernel_store {
-    pthread_mutex_t lock;
-    struct ghd_list all; /* oldest first */
-    unsigned tenant_max; /* kernels per tenant; 0 = no limit */
+    struct ghd_tstore s; /* s.tenant_max: kernels per tenant; 0 = no limit */
 };
 
 void ghd_ukernel_store_init(struct ghd_ukernel_store *s, unsigned tenant_max);
@@ -97,10 +97,11 @@ int ghd_ukernel_store_find_new(struct ghd_ukernel_store *s, const char *tenant,
                                const char *name, struct ghd_ukernel **out);
 /* GHD_ENOENT when the tenant has no such kernel. */
 int ghd_ukernel_store_remove(struct ghd_ukernel_store *s, const char *tenant, const char *name);
-/* Appends the tenant's kernels' descriptions to `list`, in definition order. */
-void ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant, json_t *list);
+/* Appends the tenant's kernels' descriptions to `list`, in definition
+ * order; 0 or GHD_ENOHOSTMEM. */
+int ghd_ukernel_store_describe(struct ghd_ukernel_store *s, const char *tenant, json_t *list);
 
-/* ---- calls (kernels/call.c delegates here for user kernels) ------------- */
+/* ---- calls (the user kind's table, kind.c, binds and launches with these) */
 
 struct ghd_ucall;
 int ghd_ucall_prepare_new(struct ghd_ukernel *k, json_t *args, ghd_buffer_resolver resolve,

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_JSON_TEXT_H
-#define GHD_SERVER_JSON_TEXT_H
+#ifndef GHD_BASE_JSON_TEXT_H
+#define GHD_BASE_JSON_TEXT_H
 
 #include <jansson.h>
 

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_LOG_H
-#define GHD_SERVER_LOG_H
+#ifndef GHD_BASE_LOG_H
+#define GHD_BASE_LOG_H
 
 /* Process-wide logging to stderr: text or JSON lines, filtered by level.
  * It stays process-wide, unlike the metrics (which a service owns): a log

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_LOG_WRITER_H
-#define GHD_SERVER_LOG_WRITER_H
+#ifndef GHD_BASE_LOG_WRITER_H
+#define GHD_BASE_LOG_WRITER_H
 
 #include <stddef.h>
 

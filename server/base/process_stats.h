@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_PROCESS_STATS_H
-#define GHD_SERVER_PROCESS_STATS_H
+#ifndef GHD_BASE_PROCESS_STATS_H
+#define GHD_BASE_PROCESS_STATS_H
 
 #include <stdint.h>
 

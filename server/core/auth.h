@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_AUTH_H
-#define GHD_SERVER_AUTH_H
+#ifndef GHD_CORE_AUTH_H
+#define GHD_CORE_AUTH_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_BUFFER_H
-#define GHD_SERVER_BUFFER_H
+#ifndef GHD_CORE_BUFFER_H
+#define GHD_CORE_BUFFER_H
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -268,9 +268,6 @@ static const struct option_spec specs[] = {
 
 #define SPEC_COUNT (sizeof(specs) / sizeof(specs[0]))
 
-const struct option_spec *const ghd_config_specs = specs;
-const size_t ghd_config_spec_count = SPEC_COUNT;
-
 /* Values never echoed in error messages. */
 static int is_secret(const struct option_spec *sp)
 {
@@ -299,15 +296,6 @@ int ghd_parse_size(const char *s, size_t *out)
         return -1;
     *out = (size_t)(v << shift);
     return 0;
-}
-
-void ghd_config_env_name(const char *flag, char *buf, size_t len)
-{
-    size_t i = 0;
-    i += (size_t)snprintf(buf, len, "GHD_");
-    for (; *flag && i + 1 < len; flag++)
-        buf[i++] = *flag == '-' ? '_' : (char)toupper((unsigned char)*flag);
-    buf[i] = '\0';
 }
 
 static int apply(struct ghd_config *cfg, const struct option_spec *sp, const char *value)
@@ -566,7 +554,7 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
     int c;
     while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
         if (c == 'h') {
-            ghd_config_usage(out);
+            ghd_config_usage_write(out, specs, SPEC_COUNT);
             return 1;
         }
         if (c == 'V') {

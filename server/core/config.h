@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_CONFIG_H
-#define GHD_SERVER_CONFIG_H
+#ifndef GHD_CORE_CONFIG_H
+#define GHD_CORE_CONFIG_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -119,6 +119,5 @@ int ghd_config_parse(struct ghd_config *cfg, int argc, char **argv, FILE *out, F
 void ghd_config_defaults(struct ghd_config *cfg);
 /* Parses "4096", "64K", "8M", "2G", "1T" (binary multiples). -1 if invalid. */
 int ghd_parse_size(const char *s, size_t *out);
-void ghd_config_usage(FILE *out);
 
 #endif

@@ -2,9 +2,12 @@
 #define GHD_CORE_CONFIG_SPEC_H
 
 #include <stddef.h>
+#include <stdio.h>
 
-/* The option table, private to the configuration (config.c parses with it,
- * config_usage.c prints --help from it). */
+/* The option table, private to the configuration: config.c holds it and
+ * parses with it; config_usage.c, below config.c, writes --help from the
+ * table it is handed and names each option's environment variable and
+ * placeholder for both. */
 
 enum opt_type { OPT_UINT, OPT_SIZE, OPT_SIZE_OR_PERCENT, OPT_STRING, OPT_BACKEND, OPT_FLAG };
 
@@ -18,9 +21,10 @@ struct option_spec {
     const char *help;
 };
 
-extern const struct option_spec *const ghd_config_specs;
-extern const size_t ghd_config_spec_count;
-
+/* --help: every option of specs[0..n) with its placeholder, help, default
+ * and environment variable, wrapped to 100 columns, then --help and
+ * --version. */
+void ghd_config_usage_write(FILE *out, const struct option_spec *specs, size_t n);
 /* The environment variable of `flag`: GHD_ and the flag upper-cased, '-'
  * as '_'. */
 void ghd_config_env_name(const char *flag, char *buf, size_t len);

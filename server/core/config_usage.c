@@ -1,10 +1,20 @@
-/* --help: every option with its placeholder, help, default and
- * environment variable, wrapped to 100 columns. */
-#include "config.h"
+/* --help, and the names an option goes by besides its flag (config_spec.h):
+ * what config.c asks of it, never the other way round. */
 #include "config_spec.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+
+/* See config_spec.h. */
+void ghd_config_env_name(const char *flag, char *buf, size_t len)
+{
+    size_t i = 0;
+    i += (size_t)snprintf(buf, len, "GHD_");
+    for (; *flag && i + 1 < len; flag++)
+        buf[i++] = *flag == '-' ? '_' : (char)toupper((unsigned char)*flag);
+    buf[i] = '\0';
+}
 
 /* See config_spec.h. */
 const char *ghd_config_placeholder(const struct option_spec *sp)
@@ -64,12 +74,12 @@ static void usage_wrapped(FILE *out, int col, const char *text)
     fputc('\n', out);
 }
 
-void ghd_config_usage(FILE *out)
+void ghd_config_usage_write(FILE *out, const struct option_spec *specs, size_t n)
 {
     fprintf(out, "usage: gpuhttpd [options]\n\nEvery option also reads the environment "
                  "variable shown; a flag wins.\n\n");
-    for (size_t i = 0; i < ghd_config_spec_count; i++) {
-        const struct option_spec *sp = &ghd_config_specs[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct option_spec *sp = &specs[i];
         char env[64], text[512];
         ghd_config_env_name(sp->flag, env, sizeof(env));
         const char *arg = ghd_config_placeholder(sp);

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_CURSOR_H
-#define GHD_SERVER_CURSOR_H
+#ifndef GHD_CORE_CURSOR_H
+#define GHD_CORE_CURSOR_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_METRICS_H
-#define GHD_SERVER_METRICS_H
+#ifndef GHD_CORE_METRICS_H
+#define GHD_CORE_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>

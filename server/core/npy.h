@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_NPY_H
-#define GHD_SERVER_NPY_H
+#ifndef GHD_CORE_NPY_H
+#define GHD_CORE_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>

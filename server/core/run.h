@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_RUN_H
-#define GHD_SERVER_RUN_H
+#ifndef GHD_CORE_RUN_H
+#define GHD_CORE_RUN_H
 
 #include <jansson.h>
 #include <pthread.h>

@@ -164,17 +164,28 @@ static int gemm_dims(const struct ghd_ra_ctx *cx, json_t *args,
     return 0;
 }
 
-int ghd_run_args_from_arrays(const struct ghd_ra_ctx *cx, const struct ghd_kernel *k,
-                             json_t *step, json_t *args, const char *where)
+/* What a step's arguments are filled from, per kind of kernel. */
+struct fill {
+    const struct ghd_ra_ctx *cx;
+    json_t *args;
+    int reinterpret;
+    const char *where;
+};
+
+static int fill_user(void *ctx, const struct ghd_ukernel *u)
 {
-    json_t *reinterpret_v = json_object_get(step, "reinterpret");
-    if (reinterpret_v && !json_is_boolean(reinterpret_v))
-        return ghd_err_set(cx->err, GHD_EINVAL, "%s'reinterpret' must be true or false",
-                           where);
-    int reinterpret = json_is_true(reinterpret_v);
-    ghd_dtype_args_canonical(args);
-    if (k->user)
-        return ghd_ra_user(cx, k->user, args, reinterpret, where);
+    const struct fill *f = ctx;
+    return ghd_ra_user(f->cx, u, f->args, f->reinterpret, f->where);
+}
+
+/* A built-in's: by its parameter table. */
+static int fill_builtin(void *ctx, const struct ghd_kernel *k)
+{
+    const struct fill *f = ctx;
+    const struct ghd_ra_ctx *cx = f->cx;
+    json_t *args = f->args;
+    int reinterpret = f->reinterpret;
+    const char *where = f->where;
     struct ghd_described xs[GHD_KARG_BUFFERS];
     size_t nx = 0;
     collect(cx, k, args, xs, GHD_KARG_BUFFERS, &nx);
@@ -199,6 +210,21 @@ int ghd_run_args_from_arrays(const struct ghd_ra_ctx *cx, const struct ghd_kerne
     if (!ghd_kernel_param_bit(k, "n"))
         return 0;
     return ghd_ra_fill_n(cx, where, args, xs, nx, reinterpret);
+}
+
+int ghd_run_args_from_arrays(const struct ghd_ra_ctx *cx, const struct ghd_kernel *k,
+                             json_t *step, json_t *args, const char *where)
+{
+    json_t *reinterpret_v = json_object_get(step, "reinterpret");
+    if (reinterpret_v && !json_is_boolean(reinterpret_v))
+        return ghd_err_set(cx->err, GHD_EINVAL, "%s'reinterpret' must be true or false",
+                           where);
+    ghd_dtype_args_canonical(args);
+    static const struct ghd_kernel_visitor by_kind = {.builtin = fill_builtin,
+                                                      .user = fill_user};
+    struct fill f = {.cx = cx, .args = args, .reinterpret = json_is_true(reinterpret_v),
+                     .where = where};
+    return ghd_kernel_visit(k, &by_kind, &f);
 }
 
 /* One if_match entry: `key` must be an argument of the step that names one

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_RUN_QUEUE_H
-#define GHD_SERVER_RUN_QUEUE_H
+#ifndef GHD_CORE_RUN_QUEUE_H
+#define GHD_CORE_RUN_QUEUE_H
 
 #include <jansson.h>
 

@@ -10,10 +10,8 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "run_queue.h"
-#include "service_devices.h"
 #include "service_trace.h"
 #include "tier.h"
-#include "watchdog.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind, int ordinal,
                            struct ghd_runtime_config *rc)
@@ -304,6 +302,12 @@ static void losses_destroy(struct ghd_service *svc)
         ghd_devloss_destroy(&svc->device_loss[i]);
 }
 
+/* The watchdog's and the run queue's word that a device is lost. */
+static void device_lost(void *ctx, unsigned device, const char *reason)
+{
+    ghd_service_device_lost(ctx, device, reason);
+}
+
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err)
 {
     memset(svc, 0, sizeof(*svc));
@@ -356,7 +360,8 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
         ghd_ucompiler_free(svc->compiler);
         goto destroy_stores;
     }
-    if (ghd_watchdog_start(svc) != 0) {
+    if (ghd_watchdog_start(&svc->watchdog, svc->runs, cfg->run_timeout_s, svc->runtime_count,
+                           device_lost, svc) != 0) {
         rc = ghd_err_set(err, GHD_EINTERNAL, "cannot start the run deadline watchdog thread");
         ghd_inline_defs_destroy(&svc->inline_defs);
         ghd_ucompiler_free(svc->compiler);
@@ -395,7 +400,7 @@ destroy_metrics:
 void ghd_service_destroy(struct ghd_service *svc)
 {
     atomic_store(&svc->ready, 0);
-    ghd_watchdog_stop(svc);
+    ghd_watchdog_stop(&svc->watchdog);
     ghd_run_queue_free(svc->runs);
     ghd_ukernel_store_destroy(&svc->kernels); /* after the runs that held kernels */
     ghd_rmodule_store_destroy(&svc->modules);

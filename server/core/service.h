@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_SERVICE_H
-#define GHD_SERVER_SERVICE_H
+#ifndef GHD_CORE_SERVICE_H
+#define GHD_CORE_SERVICE_H
 
 #include <jansson.h>
 #include <time.h>
@@ -51,6 +51,12 @@ unsigned ghd_service_runs_active(struct ghd_service *svc);
 unsigned ghd_service_runs_abandon(struct ghd_service *svc);
 /* Removes the buffers whose time to live is over; returns how many. */
 size_t ghd_service_expire(struct ghd_service *svc, time_t now);
+
+/* service_devices.c. Marks device `index` lost (once; later calls keep
+ * the first reason): logs it, counts it in /metrics, fails its runs queued
+ * and running, and, when it was the last ready device, marks the whole
+ * service lost. The watchdog (watchdog.h) is handed it. */
+void ghd_service_device_lost(struct ghd_service *svc, unsigned index, const char *reason);
 
 /* service_ready.c. Whether the service takes new work: 0, or GHD_EUNAVAIL
  * while it starts or stops (svc->ready is 0), GHD_EDEVLOST when the devices

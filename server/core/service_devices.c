@@ -38,7 +38,7 @@ int ghd_service_device_usable(struct ghd_service *svc, const struct ghd_runtime 
     if (!device_lost(svc, rt->index, 0, &why))
         return 0;
     return ghd_err_set(err, GHD_EDEVLOST, "%s%sdevice %u is lost (%s); the other devices still "
-                       "serve", what ? what : "", what ? " is on " : "", rt->index, why.detail);
+                       "serve", what ? what : "", what ? ": " : "", rt->index, why.detail);
 }
 
 int ghd_service_device(struct ghd_service *svc, long long index, struct ghd_runtime **out,

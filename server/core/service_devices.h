@@ -32,10 +32,8 @@ int ghd_service_place(struct ghd_service *svc, struct ghd_runtime **out, struct 
  * `what` ("buffer <id>", may be NULL) once it is lost. */
 int ghd_service_device_usable(struct ghd_service *svc, const struct ghd_runtime *rt,
                               const char *what, struct ghd_err *err);
-/* Marks device `index` lost (once; later calls keep the first reason):
- * logs it, counts it in /metrics, fails its runs queued and running, and,
- * when it was the last ready device, marks the whole service lost. */
-void ghd_service_device_lost(struct ghd_service *svc, unsigned index, const char *reason);
+/* ghd_service_device_lost (marking a device lost) is service.h's: the
+ * service's watchdog calls it. */
 /* How many devices are lost now; *err (may be NULL) gets the first lost
  * one's reason when there is one. */
 unsigned ghd_service_devices_lost(struct ghd_service *svc, struct ghd_err *err);

@@ -12,7 +12,6 @@
 #include "service_internal.h"
 #include "service_devices.h"
 #include "service_kernels.h"
-#include "service_runs.h"
 
 static const char *const kernel_fields[] = {"name", "kind", "description", "in", "out",
                                             "body", "map", "reduce", "identity", "post",
@@ -113,5 +112,5 @@ int ghd_service_run_step_inline_module(struct ghd_service *svc, const char *tena
                            name);
     }
     step->kernel = &f->base; /* the step's reference is the module's */
-    return ghd_service_run_step_function(svc, tenant, step, launch, err);
+    return 0;
 }

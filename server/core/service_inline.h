@@ -23,10 +23,10 @@ int ghd_service_kernel_inline(struct ghd_service *svc, const char *tenant, json_
                               const char *path, const struct ghd_kernel **out,
                               struct ghd_err *err);
 /* A raw step whose "module" is {source, options, name_expressions}: its
- * function as step->kernel and its call prepared from the whole step, as
- * ghd_service_run_step_module does for a module id. GHD_EUNPROC when the
- * module has no such function. For ghd_service_run_step_raw, which checks
- * the raw permission first. */
+ * function as step->kernel (the step's reference, one on the module), as
+ * ghd_service_module_function finds it for a module id. GHD_EUNPROC when
+ * the module has no such function. For ghd_service_run_step_raw, which
+ * checks the raw permission first and prepares the call. */
 int ghd_service_run_step_inline_module(struct ghd_service *svc, const char *tenant,
                                        struct ghd_run_step *step, json_t *launch,
                                        const char *path, struct ghd_err *err);

@@ -22,7 +22,8 @@
 #include "inline_defs.h"
 #include "region.h"
 #include "service.h"
-#include "service_usage.h"
+#include "tenant_limits.h"
+#include "watchdog.h"
 #include "kernels/raw/module.h"
 #include "device/runtime.h"
 #include "kernels/user/ukernel.h"
@@ -51,10 +52,7 @@ struct ghd_service {
     atomic_uint devices_lost;
     atomic_uint place_next; /* --placement round-robin: the next device to try */
     struct ghd_metrics *metrics;      /* what /metrics shows; never NULL after init */
-    pthread_t watch_thread;           /* core/watchdog.c (--run-timeout) */
-    pthread_mutex_t watch_lock;
-    pthread_cond_t watch_cond;
-    int watch_stop, watch_started;
+    struct ghd_watchdog watchdog;     /* core/watchdog.c (--run-timeout) */
     time_t started;
     struct ghd_owner owner; /* --instance and this start's boot: every id's prefix */
     struct ghd_cluster *cluster; /* --advertise-url, --peers and what the peers said */

@@ -101,7 +101,7 @@ int ghd_service_kernel_create(struct ghd_service *svc, const struct ghd_caller *
                     k->def.name);
     else if (rc == GHD_ELIMIT)
         ghd_err_set(err, rc, "this tenant has %u kernels already (--tenant-max-kernels)",
-                    svc->kernels.tenant_max);
+                    svc->kernels.s.tenant_max);
     if (rc == 0) {
         *desc = d;
         d = NULL;

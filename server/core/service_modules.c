@@ -23,7 +23,7 @@ static int at_limit(const struct ghd_service *svc, struct ghd_err *err)
     return ghd_err_set(err, GHD_ELIMIT,
                        "this tenant has %u modules already (--tenant-max-modules); delete some "
                        "first",
-                       svc->modules.tenant_max);
+                       svc->modules.s.tenant_max);
 }
 
 static void found(struct ghd_rmodule *m, json_t **desc, int *created)

@@ -35,6 +35,21 @@ void ghd_run_field_path(const char *where, const char *field, char *out, size_t 
         snprintf(out, len, "%s", field);
 }
 
+/* The call of step->kernel, a raw module's function, prepared from the
+ * whole step (its launch shape and argument list); the detail names the
+ * function. */
+static int run_step_function(struct ghd_service *svc, const char *tenant,
+                             struct ghd_run_step *step, json_t *launch, struct ghd_err *err)
+{
+    /* For a raw function the "args" of the call are the whole step: its
+     * launch shape and its argument list (kernels/raw/rcall.c). */
+    int rc = ghd_run_step_prepare(step, launch, &svc->buffers, tenant, err);
+    if (rc)
+        ghd_err_prefix(err, rc, "%s",
+                       ghd_container_of(step->kernel, struct ghd_rfunc, base)->name);
+    return rc;
+}
+
 /* A step that names the module by id: the tenant's module's function. */
 static int run_step_module(struct ghd_service *svc, const char *tenant,
                            struct ghd_run_step *step, json_t *launch, struct ghd_err *err)
@@ -42,7 +57,7 @@ static int run_step_module(struct ghd_service *svc, const char *tenant,
     json_t *mod = json_object_get(launch, "module"), *fn = json_object_get(launch, "function");
     int rc = ghd_service_module_function(svc, tenant, json_string_value(mod),
                                          json_string_value(fn), &step->kernel, err);
-    return rc ? rc : ghd_service_run_step_function(svc, tenant, step, launch, err);
+    return rc ? rc : run_step_function(svc, tenant, step, launch, err);
 }
 
 int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *caller,
@@ -62,22 +77,12 @@ int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *c
     if (json_is_object(mod)) {
         char path[48];
         ghd_run_field_path(where, "module", path, sizeof(path));
-        return ghd_service_run_step_inline_module(svc, caller->tenant, step, launch, path, err);
+        rc = ghd_service_run_step_inline_module(svc, caller->tenant, step, launch, path, err);
+        return rc ? rc : run_step_function(svc, caller->tenant, step, launch, err);
     }
     rc = run_step_module(svc, caller->tenant, step, launch, err);
     if (rc && where[0]) /* "steps[1]: " */
         ghd_err_prefix(err, rc, "%.*s", (int)strlen(where) - 2, where);
-    return rc;
-}
-
-int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
-                                  struct ghd_run_step *step, json_t *launch, struct ghd_err *err)
-{
-    /* For a raw function the "args" of the call are the whole step: its
-     * launch shape and its argument list (kernels/raw/rcall.c). */
-    int rc = ghd_run_step_prepare(step, launch, &svc->buffers, tenant, err);
-    if (rc)
-        ghd_err_prefix(err, rc, "%s", step->kernel->raw->name);
     return rc;
 }
 

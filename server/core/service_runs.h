@@ -52,11 +52,6 @@ void ghd_run_field_path(const char *where, const char *field, char *out, size_t 
 int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *caller,
                              struct ghd_run_step *step, json_t *launch, const char *where,
                              struct ghd_err *err);
-/* The call of step->kernel, a raw module's function, prepared from the
- * whole step (its launch shape and argument list); the detail names the
- * function. */
-int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
-                                  struct ghd_run_step *step, json_t *launch, struct ghd_err *err);
 /* Queues the prepared run (ghd_run_submit) on the device that holds its
  * buffers (run->rt; a run without buffers goes where --placement puts it),
  * with its deadline: run->timeout_s as asked (GHD_EUNPROC naming

@@ -1,39 +1,11 @@
-/* A tenant's limits and usage. The limits are the core's to enforce (the
- * buffer table and the run queue, given them at start); this file works
- * them out from the options and tells a tenant where it stands. */
+/* A tenant's usage and limits (tenant_limits.c works the limits out): where
+ * it stands, told to the tenant alone. */
 #include "service_usage.h"
 
 #include "base/json_text.h"
 #include "metrics.h"
 #include "run_queue.h"
 #include "service_internal.h"
-
-/* `percent` of `capacity`, at least 1. */
-static size_t share_of(size_t capacity, unsigned percent)
-{
-    size_t n = capacity / 100 * percent + capacity % 100 * percent / 100;
-    return n ? n : 1;
-}
-
-void ghd_tenant_limits_init(struct ghd_tenant_limits *l, const struct ghd_config *cfg, int tokens,
-                            const struct ghd_runtime *rts, unsigned count)
-{
-    unsigned share = tokens ? cfg->tenant_share : 0;
-    *l = (struct ghd_tenant_limits){.max_bytes = cfg->tenant_max_bytes,
-                                    .max_buffers = cfg->tenant_max_buffers,
-                                    .max_runs = cfg->tenant_max_runs};
-    for (unsigned i = 0; i < count && !l->max_bytes && share; i++)
-        if (rts[i].pool.cfg.limit) /* a pool without a limit has no share */
-            l->device_max_bytes[i] = share_of(rts[i].pool.cfg.limit, share);
-    if (!l->max_buffers && share) {
-        l->max_buffers = share_of(cfg->max_buffers, share);
-        l->buffers_shared = 1;
-    }
-    if (!l->max_runs && share) {
-        l->max_runs = (unsigned)share_of(cfg->run_queue_limit, share);
-        l->runs_shared = 1;
-    }
-}
 
 /* Sets obj[key] to n where n is a limit (not 0). */
 static void put_limit(json_t *obj, const char *key, size_t n)

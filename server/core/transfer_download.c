@@ -9,7 +9,7 @@
 #include "base/err.h"
 #include "base/error.h"
 #include "tier_disk.h"
-#include "transfer_ring.h"
+#include "transfer_internal.h"
 #include "transfer_trace.h"
 
 /* Windows are at most --download-block (4 MiB unless set), at most the

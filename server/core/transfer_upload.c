@@ -13,7 +13,7 @@
 #include "base/log.h"
 #include "device/hostreg.h"
 #include "metrics.h"
-#include "transfer_ring.h"
+#include "transfer_internal.h"
 #include "transfer_trace.h"
 
 /* Body pieces at least this large go to the device without the staging ring. */

@@ -16,64 +16,56 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/log.h"
-#include "metrics.h"
-#include "run_queue.h"
-#include "service_internal.h"
-#include "service_devices.h"
-
-static void on_loss(void *ctx, unsigned device, const char *reason)
-{
-    ghd_service_device_lost(ctx, device, reason);
-}
 
 static void *watch(void *arg)
 {
-    struct ghd_service *svc = arg;
-    pthread_mutex_lock(&svc->watch_lock);
-    while (!svc->watch_stop) {
+    struct ghd_watchdog *w = arg;
+    pthread_mutex_lock(&w->lock);
+    while (!w->stop) {
         struct timespec ts = ghd_clock_deadline(CLOCK_MONOTONIC, 100); /* a tick */
-        if (pthread_cond_timedwait(&svc->watch_cond, &svc->watch_lock, &ts) != ETIMEDOUT)
+        if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT)
             continue;
-        pthread_mutex_unlock(&svc->watch_lock);
+        pthread_mutex_unlock(&w->lock);
         /* The loss is marked before the overdue run's waiter is answered
-         * (ghd_run_queue_device_lost, from ghd_service_device_lost): a client
+         * (ghd_run_queue_device_lost, from the loss callback): a client
          * that reads /readyz after that reply sees the loss. */
         unsigned stuck = 0;
         char reason[256];
-        if (ghd_run_queue_stop_overdue(svc->runs, svc->cfg.run_timeout_s, &stuck, reason,
+        if (ghd_run_queue_stop_overdue(w->runs, w->run_timeout_s, &stuck, reason,
                                        sizeof(reason)) > 0) {
-            for (unsigned i = 0; i < svc->runtime_count; i++)
+            for (unsigned i = 0; i < w->devices; i++)
                 if (stuck & (1u << i))
-                    ghd_service_device_lost(svc, i, reason);
+                    w->lost(w->ctx, i, reason);
         }
-        pthread_mutex_lock(&svc->watch_lock);
+        pthread_mutex_lock(&w->lock);
     }
-    pthread_mutex_unlock(&svc->watch_lock);
+    pthread_mutex_unlock(&w->lock);
     return NULL;
 }
 
-int ghd_watchdog_start(struct ghd_service *svc)
+int ghd_watchdog_start(struct ghd_watchdog *w, struct ghd_run_queue *runs,
+                       unsigned run_timeout_s, unsigned devices, ghd_run_loss_fn lost,
+                       void *ctx)
 {
-    pthread_mutex_init(&svc->watch_lock, NULL);
-    ghd_cond_init_monotonic(&svc->watch_cond);
-    svc->watch_stop = 0;
-    svc->watch_started = 0;
-    ghd_run_queue_on_loss(svc->runs, on_loss, svc);
-    if (pthread_create(&svc->watch_thread, NULL, watch, svc) != 0)
+    *w = (struct ghd_watchdog){.runs = runs, .run_timeout_s = run_timeout_s,
+                               .devices = devices, .lost = lost, .ctx = ctx};
+    pthread_mutex_init(&w->lock, NULL);
+    ghd_cond_init_monotonic(&w->cond);
+    ghd_run_queue_on_loss(runs, lost, ctx);
+    if (pthread_create(&w->thread, NULL, watch, w) != 0)
         return GHD_EINTERNAL;
-    svc->watch_started = 1;
+    w->started = 1;
     return 0;
 }
 
-void ghd_watchdog_stop(struct ghd_service *svc)
+void ghd_watchdog_stop(struct ghd_watchdog *w)
 {
-    if (svc->watch_started) {
-        pthread_mutex_lock(&svc->watch_lock);
-        svc->watch_stop = 1;
-        pthread_cond_broadcast(&svc->watch_cond);
-        pthread_mutex_unlock(&svc->watch_lock);
-        pthread_join(svc->watch_thread, NULL);
-        svc->watch_started = 0;
+    if (w->started) {
+        pthread_mutex_lock(&w->lock);
+        w->stop = 1;
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        w->started = 0;
     }
 }

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_CONN_GUARD_H
-#define GHD_SERVER_CONN_GUARD_H
+#ifndef GHD_HTTP_CONN_GUARD_H
+#define GHD_HTTP_CONN_GUARD_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_HTTP_H
-#define GHD_SERVER_HTTP_H
+#ifndef GHD_HTTP_HTTP_H
+#define GHD_HTTP_HTTP_H
 
 #include <stdint.h>
 

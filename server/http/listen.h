@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_LISTEN_H
-#define GHD_SERVER_LISTEN_H
+#ifndef GHD_HTTP_LISTEN_H
+#define GHD_HTTP_LISTEN_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_RANGE_H
-#define GHD_SERVER_RANGE_H
+#ifndef GHD_HTTP_RANGE_H
+#define GHD_HTTP_RANGE_H
 
 #include <stdint.h>
 

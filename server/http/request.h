@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_REQUEST_H
-#define GHD_SERVER_REQUEST_H
+#ifndef GHD_HTTP_REQUEST_H
+#define GHD_HTTP_REQUEST_H
 
 #include <jansson.h>
 #include <stddef.h>

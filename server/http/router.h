@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_ROUTER_H
-#define GHD_SERVER_ROUTER_H
+#ifndef GHD_HTTP_ROUTER_H
+#define GHD_HTTP_ROUTER_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-#ifndef GHD_SERVER_SOCKET_IO_H
-#define GHD_SERVER_SOCKET_IO_H
+#ifndef GHD_HTTP_SOCKET_IO_H
+#define GHD_HTTP_SOCKET_IO_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "bench_stats.h"
+#include "request.h"
 #include "core/service.h"
 #include "core/service_internal.h"
 #include "core/service_buffers.h"
@@ -37,57 +38,20 @@
 
 #define MAX_REPS 64
 
-struct reply {
-    char *body;
-    size_t len;
-};
-
-static size_t collect(char *data, size_t size, size_t n, void *ctx)
-{
-    struct reply *r = ctx;
-    char *grown = realloc(r->body, r->len + size * n + 1);
-    if (!grown)
-        return 0;
-    memcpy(grown + r->len, data, size * n);
-    r->body = grown;
-    r->len += size * n;
-    r->body[r->len] = '\0';
-    return size * n;
-}
-
-/* One request; the status, the body in *r (the caller frees r->body). */
+/* One request (tests/support/request.h); the status, the body in *r (the
+ * caller frees it with support_body_free). */
 static long request(CURL *c, const char *base, const char *method, const char *path,
-                    const char *ctype, const void *body, size_t len, struct reply *r)
+                    const char *ctype, const void *body, size_t len, struct support_body *r)
 {
-    char url[256], header[64];
-    struct curl_slist *headers = NULL;
-    snprintf(url, sizeof(url), "%s%s", base, path);
-    if (ctype) {
-        snprintf(header, sizeof(header), "Content-Type: %s", ctype);
-        headers = curl_slist_append(headers, header);
-    }
-    memset(r, 0, sizeof(*r));
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    }
-    long status = 0;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(headers);
-    return status;
+    const struct support_request rq = {.method = method, .path = path, .ctype = ctype,
+                                       .body = body, .len = len};
+    return support_request_on(c, base, &rq, r);
 }
 
 /* The "id" of a JSON reply into id; 0, or -1. */
-static int id_of(const struct reply *r, char id[GHD_BUFFER_ID_LEN + 1])
+static int id_of(const struct support_body *r, char id[GHD_BUFFER_ID_LEN + 1])
 {
-    json_t *doc = json_loads(r->body ? r->body : "", 0, NULL);
+    json_t *doc = json_loads(r->buf ? r->buf : "", 0, NULL);
     const char *s = json_string_value(json_object_get(doc, "id"));
     int ok = s && strlen(s) == GHD_BUFFER_ID_LEN;
     if (ok)
@@ -209,16 +173,16 @@ int main(void)
     snprintf(base, sizeof(base), "http://127.0.0.1:%u", ghd_http_port(http));
     curl_global_init(CURL_GLOBAL_DEFAULT);
     CURL *c = curl_easy_init();
-    struct reply r;
+    struct support_body r = {0};
     char body[160], src[GHD_BUFFER_ID_LEN + 1], path[96];
     snprintf(body, sizeof(body), "{\"size\": %zu, \"device\": 0}", bytes);
     if (request(c, base, "POST", "/v1/buffers", "application/json", body, strlen(body), &r) !=
             201 ||
         id_of(&r, src) != 0) {
-        fprintf(stderr, "bench_copies: cannot create the source: %s\n", r.body ? r.body : "");
+        fprintf(stderr, "bench_copies: cannot create the source: %s\n", r.buf ? r.buf : "");
         return 1;
     }
-    free(r.body);
+    support_body_free(&r);
     char *data = malloc(bytes);
     for (size_t got = 0; data && got < bytes;) {
         ssize_t n = getrandom(data + got, bytes - got, 0);
@@ -232,7 +196,7 @@ int main(void)
         fprintf(stderr, "bench_copies: cannot upload the source\n");
         return 1;
     }
-    free(r.body);
+    support_body_free(&r);
     free(data);
 
     double http_gbs[MAX_REPS] = {0}, core_gbs[MAX_REPS] = {0}, wall[MAX_REPS] = {0},
@@ -246,17 +210,17 @@ int main(void)
                           strlen(body), &r);
         double t1 = ghd_clock_s();
         if (st != 201 || id_of(&r, id) != 0) {
-            fprintf(stderr, "bench_copies: copy_of answered %ld: %s\n", st, r.body);
+            fprintf(stderr, "bench_copies: copy_of answered %ld: %s\n", st, r.buf ? r.buf : "");
             return 1;
         }
-        free(r.body);
+        support_body_free(&r);
         if (!checked && !(checked = same_bytes(&svc, src, id, bytes))) {
             fprintf(stderr, "bench_copies: the copy differs from its source\n");
             return 1;
         }
         snprintf(path, sizeof(path), "/v1/buffers/%s", id);
         request(c, base, "DELETE", path, NULL, NULL, 0, &r);
-        free(r.body);
+        support_body_free(&r);
         struct ghd_buffer_spec spec = {0};
         struct ghd_buffer *copy;
         uint64_t version;

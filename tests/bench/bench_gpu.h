@@ -8,7 +8,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../unit/test_kernels_util.h"
+#include "kernel_fixture.h"
 #include "kernels/user/compile.h"
 
 struct bench_gpu {

@@ -13,7 +13,7 @@
  * BENCH_GEMM (m = n = k, default 4096; 0 skips gemm). */
 #include <math.h>
 
-#include "../unit/test_kernels_util.h"
+#include "kernel_fixture.h"
 #include "kernels/scalar.h"
 #include "bench_stats.h"
 

@@ -73,8 +73,8 @@ test_ukernels_gpu tests/gpu/test_ukernels_gpu GHD_GPU_TEST_N=20011
 test_ustop_gpu tests/gpu/test_ustop_gpu
 test_ukernels_http tests/http/test_ukernels_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
 test_arrays_http tests/http/test_arrays_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all
-test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 REL_DEVICES=all --report-api-errors=no
-test_regions_gpu tests/gpu/test_regions_gpu GHD_BIN=$PWD/$build/gpuhttpd GHD_REGIONS_GPU_MEMCHECK=1 REL_DEVICES=all
+test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 GHD_TEST_DEVICES=all --report-api-errors=no
+test_regions_gpu tests/gpu/test_regions_gpu GHD_BIN=$PWD/$build/gpuhttpd GHD_REGIONS_GPU_MEMCHECK=1 GHD_TEST_DEVICES=all
 test_devices_gpu tests/gpu/test_devices_gpu GHD_TEST_DEVICES=all
 test_inline_http tests/http/test_inline_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all --report-api-errors=no
 LIST
@@ -92,7 +92,7 @@ fi
 # The reliability and security tests with the CUDA backend (test_auth parses
 # tokens only and is not carried), then the soak under memcheck.
 if has reliability; then
-  REL_BACKEND=cuda REL_DEVICES=all ctest --test-dir "$build" -L "reliability|security" -E "test_auth|soak_valgrind" \
+  GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all ctest --test-dir "$build" -L "reliability|security" -E "test_auth|soak_valgrind" \
     --output-on-failure --timeout 300 >"$out/reliability.log" 2>&1
   rc=$?
   line=$(grep -E "tests passed|tests failed" "$out/reliability.log" | tail -1)
@@ -100,8 +100,8 @@ if has reliability; then
 fi
 
 if has memsoak; then
-  GHD_BIN=$PWD/$build/gpuhttpd REL_BACKEND=cuda SOAK_SECONDS=${MEMSOAK_SECONDS:-20} SOAK_THREADS=4 \
-    REL_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 99" \
+  GHD_BIN=$PWD/$build/gpuhttpd GHD_TEST_BACKEND=cuda SOAK_SECONDS=${MEMSOAK_SECONDS:-20} SOAK_THREADS=4 \
+    GHD_TEST_WRAPPER="compute-sanitizer --tool memcheck --error-exitcode 99" \
     "$build/tests/reliability/soak" >"$out/memsoak.log" 2>&1
   rc=$?
   verdict=$(grep -E "ERROR SUMMARY" "$out/memsoak.log" | tail -1)

@@ -16,12 +16,12 @@
 
 #include <cmocka.h>
 
-#include "../http/harness.h"
-#include "../http/harness_rest.h"
+#include "harness.h"
+#include "harness_rest.h"
 
 #define MIB ((size_t)1 << 20)
 
-static struct harness H;
+static struct support_server H;
 static const struct harness_opts OPTS = {.pool_limit = 512 * MIB, .pool_slab = 64 * MIB};
 static size_t ndevices;
 

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <stdarg.h>
 
-#include "../unit/test_kernels_util.h"
+#include "kernel_fixture.h"
 #include "gpu_report.h"
 #include "kernels/scalar.h"
 
@@ -180,39 +180,6 @@ static void check(const char *label, struct pair out, enum ghd_dtype t, uint64_t
     free(d);
 }
 
-/* Inputs: floats uniform in [lo, hi), integers over all their bits, halves
- * from floats in [lo, hi). */
-static void random_fill(enum ghd_dtype t, void *p, size_t n, double lo, double hi)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint64_t r = tk_next(&H);
-        double u = tk_uniform(&H, lo, hi);
-        switch (t) {
-        case GHD_DTYPE_F32:
-            ((float *)p)[i] = (float)u;
-            break;
-        case GHD_DTYPE_F64:
-            ((double *)p)[i] = u;
-            break;
-        case GHD_DTYPE_F16:
-            ((uint16_t *)p)[i] = ghd_f32_to_f16((float)u);
-            break;
-        case GHD_DTYPE_BF16:
-            ((uint16_t *)p)[i] = ghd_f32_to_bf16((float)u);
-            break;
-        case GHD_DTYPE_I32:
-        case GHD_DTYPE_U32:
-            ((uint32_t *)p)[i] = (uint32_t)r;
-            break;
-        case GHD_DTYPE_I64:
-            ((uint64_t *)p)[i] = r;
-            break;
-        default:
-            ((uint8_t *)p)[i] = (uint8_t)r;
-            break;
-        }
-    }
-}
 
 static const enum ghd_dtype NUMERIC[] = {GHD_DTYPE_F32, GHD_DTYPE_F64, GHD_DTYPE_I32,
                                          GHD_DTYPE_U32, GHD_DTYPE_I64, GHD_DTYPE_U8};
@@ -255,7 +222,7 @@ static void gpu_copy(void)
         size_t es = ghd_dtype_size(t), size = (N + 8) * es;
         struct pair a = pbuf(size), b = pbuf(size);
         uint8_t *src = malloc(size);
-        random_fill(t, src, N + 8, -4, 4); /* typed: random bytes could form NaNs */
+        tk_fill(&H, t, src, N + 8, -4, 4); /* typed: random bytes could form NaNs */
         /* between buffers, then within one overlapping both ways */
         static const struct { int same; uint64_t xo, yo; const char *name; } cases[] = {
             {0, 1, 2, "disjoint"}, {1, 5, 2, "overlap, dst below"}, {1, 2, 5, "overlap, dst above"}};
@@ -285,7 +252,7 @@ static void gpu_cast(void)
         struct pair x = pbuf((n + 8) * ss);
         uint8_t *src = malloc(x.size);
         /* floats cover fractions, both signs and the saturation ranges */
-        random_fill((enum ghd_dtype)st, src, n + 8, -300, 300);
+        tk_fill(&H, (enum ghd_dtype)st, src, n + 8, -300, 300);
         if (st == GHD_DTYPE_F32 || st == GHD_DTYPE_F64)
             for (uint64_t i = 0; i < n + 8; i += 5) {
                 double big = tk_uniform(&H, -1e19, 1e19);
@@ -329,8 +296,8 @@ static void gpu_axpy_scale(void)
             uint64_t xo = OFFS[o][0], yo = OFFS[o][1];
             double a = tk_uniform(&H, -3, 3);
             char label[96];
-            random_fill(t, xs, N + 8, -4, 4);
-            random_fill(t, ys, N + 8, -4, 4);
+            tk_fill(&H, t, xs, N + 8, -4, 4);
+            tk_fill(&H, t, ys, N + 8, -4, 4);
             pupload(x, xs);
             pupload(y, ys);
             for (uint64_t i = 0; i < N; i++)
@@ -389,8 +356,8 @@ static void gpu_binary(void)
         size_t es = ghd_dtype_size(t), size = (N + 8) * es;
         struct pair x = pbuf(size), y = pbuf(size), z = pbuf(size);
         uint8_t *xs = malloc(size), *ys = malloc(size);
-        random_fill(t, xs, N + 8, -4, 4);
-        random_fill(t, ys, N + 8, -4, 4);
+        tk_fill(&H, t, xs, N + 8, -4, 4);
+        tk_fill(&H, t, ys, N + 8, -4, 4);
         if (!ghd_dtype_is_float(t)) /* some zero divisors */
             for (uint64_t i = 0; i < N + 8; i += 97)
                 memset(ys + i * es, 0, es);
@@ -431,7 +398,7 @@ static void gpu_unary(void)
             if (op >= 2 && !ghd_dtype_is_float(t))
                 continue;
             double lo = op == 2 || op == 4 ? 1e-3 : -20, hi = op == 3 ? 20 : 1e3;
-            random_fill(t, xs, N + 8, lo, hi);
+            tk_fill(&H, t, xs, N + 8, lo, hi);
             pupload(x, xs);
             for (int o = 0; o < 3; o++) {
                 uint64_t xo = OFFS[o][0], yo = OFFS[o][1];
@@ -463,8 +430,8 @@ static void gpu_reduce(void)
         int is_float = ghd_dtype_is_float(t);
         struct pair x = pbuf(size), y = pbuf(size), out = pbuf(64);
         uint8_t *xs = malloc(size), *ys = malloc(size);
-        random_fill(t, xs, N + 8, -4, 4);
-        random_fill(t, ys, N + 8, -4, 4);
+        tk_fill(&H, t, xs, N + 8, -4, 4);
+        tk_fill(&H, t, ys, N + 8, -4, 4);
         pupload(x, xs);
         pupload(y, ys);
         const uint64_t ns[] = {N, 1, 0, N < 4096 ? N : 4096};
@@ -567,7 +534,7 @@ static void gpu_scan(void)
         struct pair x = pbuf(size), y = pbuf(size);
         uint8_t *xs = malloc(size);
         double *scale = malloc(N * sizeof(double));
-        random_fill(t, xs, N + 8, -4, 4);
+        tk_fill(&H, t, xs, N + 8, -4, 4);
         for (int excl = 0; excl < 2; excl++) {
             for (int in_place = 0; in_place < 2; in_place++) {
                 uint64_t xo = 1, yo = in_place ? 1 : 2;
@@ -608,7 +575,7 @@ static void gpu_sort(void)
         struct pair k = pbuf(size), ko = pbuf(size), v = pbuf((N + 8) * 8), vo = pbuf((N + 8) * 8);
         uint8_t *ks = malloc(size);
         uint64_t *vs = malloc((N + 8) * 8);
-        random_fill(t, ks, N + 8, -1000, 1000);
+        tk_fill(&H, t, ks, N + 8, -1000, 1000);
         for (uint64_t i = 0; i < N + 8; i += 3) /* duplicates: stability shows */
             memcpy(ks + i * es, ks + (i / 5) * es, es);
         for (uint64_t i = 0; i < N + 8; i++)
@@ -683,9 +650,9 @@ static void gpu_gemm(void)
                 ldb = ldb ? ldb : 1;
                 double alpha = tk_uniform(&H, 0.5, 2), beta = tr == 0 ? 0 : tk_uniform(&H, -1, 1);
                 char label[96];
-                random_fill(t, as, cap, -1, 1);
-                random_fill(t, bs, cap, -1, 1);
-                random_fill(t, cs, cap, -1, 1);
+                tk_fill(&H, t, as, cap, -1, 1);
+                tk_fill(&H, t, bs, cap, -1, 1);
+                tk_fill(&H, t, cs, cap, -1, 1);
                 pupload(a, as);
                 pupload(b, bs);
                 if (beta == 0)

@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 
-#include "../reliability/rel.h"
+#include "rel.h"
 
 static unsigned passed, failed;
 
@@ -49,7 +49,7 @@ static void report(int ok, const char *fmt, ...)
 
 /* ---- HTTP helpers: against an in-process server (s) or a child (base) ---- */
 
-static long req(const struct rel_server *s, const char *base, const char *method,
+static long req(const struct support_server *s, const char *base, const char *method,
                 const char *path, const char *token, const char *ctype, const void *body,
                 size_t len, struct rel_resp *r)
 {
@@ -59,7 +59,7 @@ static long req(const struct rel_server *s, const char *base, const char *method
     return r->status;
 }
 
-static long jreq(const struct rel_server *s, const char *base, const char *method,
+static long jreq(const struct support_server *s, const char *base, const char *method,
                  const char *path, const char *json, struct rel_resp *r)
 {
     return req(s, base, method, path, NULL, json ? "application/json" : NULL, json,
@@ -67,7 +67,7 @@ static long jreq(const struct rel_server *s, const char *base, const char *metho
 }
 
 /* A buffer holding `len` bytes of `data`; its id in id. */
-static int upload(const struct rel_server *s, const char *base, const void *data, size_t len,
+static int upload(const struct support_server *s, const char *base, const void *data, size_t len,
                   char id[64])
 {
     struct rel_resp r;
@@ -86,7 +86,7 @@ static int upload(const struct rel_server *s, const char *base, const void *data
     return st == 200 ? 0 : -1;
 }
 
-static int download(const struct rel_server *s, const char *id, void *out, size_t len)
+static int download(const struct support_server *s, const char *id, void *out, size_t len)
 {
     struct rel_resp r;
     char path[128];
@@ -100,7 +100,7 @@ static int download(const struct rel_server *s, const char *id, void *out, size_
 }
 
 /* POSTs a module; its id in id; the reply body in *body (caller frees) when not NULL. */
-static long module(const struct rel_server *s, const char *base, const char *json, char id[32],
+static long module(const struct support_server *s, const char *base, const char *json, char id[32],
                    char **body)
 {
     struct rel_resp r;
@@ -125,7 +125,7 @@ static double uniform(void)
 
 /* ---- in-process checks --------------------------------------------------- */
 
-static void check_saxpy(struct rel_server *s)
+static void check_saxpy(struct support_server *s)
 {
     const size_t n = 1000003;
     float *x = malloc(n * 4), *y = malloc(n * 4), *got = malloc(n * 4);
@@ -243,7 +243,7 @@ out:
     free(got);
 }
 
-static void check_transpose(struct rel_server *s)
+static void check_transpose(struct support_server *s)
 {
     const int rows = 1000, cols = 777, tile = 32;
     size_t n = (size_t)rows * cols;
@@ -288,7 +288,7 @@ out:
     free(t);
 }
 
-static void check_template(struct rel_server *s)
+static void check_template(struct support_server *s)
 {
     const int n = 100000;
     double *d = malloc(n * 8), *dg = malloc(n * 8);
@@ -342,7 +342,7 @@ out:
  * once reached NVRTC (which put /etc/passwd into the 422's log) and a file
  * probe are refused before a compile; a module's own compile error and
  * warning still come back in the detail and the build log. */
-static void check_no_server_file(struct rel_server *s)
+static void check_no_server_file(struct support_server *s)
 {
     static const char *const bypass[][2] = {
         {"{\"source\": \"%\\\\\\n:include \\\"/etc/passwd\\\"\\n\"}", "'%:'"},
@@ -393,7 +393,7 @@ static int start_child(struct rel_proc *p, const char *const *extra, const char 
     for (int i = 0; extra[i]; i++)
         args[n++] = extra[i];
     args[n] = NULL;
-    setenv("REL_BACKEND", "cuda", 1);
+    setenv("GHD_TEST_BACKEND", "cuda", 1);
     if (rel_spawn(p, args, NULL, 60000) < 0) {
         report(0, "gpuhttpd --backend cuda did not start");
         return -1;
@@ -496,7 +496,7 @@ static void check_spin_timeout(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     struct ghd_err err = {0};
     rel_config(&cfg);

@@ -32,8 +32,9 @@
 
 #include <cmocka.h>
 
-#include "../reliability/rel.h"
+#include "rel.h"
 #include "gpu_report.h"
+#include "random.h"
 
 #ifndef GHD_HAVE_CUDA
 
@@ -156,13 +157,8 @@ static long first_difference(const unsigned char *a, const unsigned char *b, siz
 
 static void fill_random(unsigned char *p, size_t n, uint64_t seed)
 {
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        p[i] = (unsigned char)(x >> 24);
-    }
+    uint64_t state = support_rand_seed(seed);
+    support_rand_bytes(&state, p, n);
 }
 
 /* The test's own allocation, as the client process holds it. */
@@ -475,7 +471,7 @@ int main(void)
         owned_free(&o);
         return 1;
     }
-    setenv("REL_BACKEND", "cuda", 1);
+    setenv("GHD_TEST_BACKEND", "cuda", 1);
     const char *args[] = {"--allow-shm", NULL};
     struct rel_proc p;
     if (rel_spawn(&p, args, NULL, 120000) < 0) {

@@ -23,7 +23,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "../unit/test_kernels_util.h"
+#include "kernel_fixture.h"
 #include "gpu_report.h"
 #include "kernels/user/compile.h"
 #include "kernels/user/ukernel.h"

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../unit/test_kernels_util.h"
+#include "kernel_fixture.h"
 #include "gpu_report.h"
 #include "kernels/user/compile.h"
 #include "kernels/user/ukernel.h"

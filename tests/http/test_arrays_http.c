@@ -18,7 +18,7 @@
 #include "harness_rest.h"
 #include "core/npy.h"
 
-static struct harness H;
+static struct support_server H;
 
 static json_t *create_json(const char *json, long want)
 {

@@ -24,7 +24,7 @@
 #include "harness.h"
 #include "harness_thread.h"
 
-static struct harness H;
+static struct support_server H;
 
 static size_t chunk_size(void)
 {

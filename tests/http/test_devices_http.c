@@ -23,14 +23,14 @@
 #define MIB ((size_t)1 << 20)
 #define DEVICES 3
 
-static struct harness H;
+static struct support_server H;
 /* 32 MiB per device's pool: a limit one test fills on one device. */
 static const struct harness_opts OPTS = {
     .pool_limit = 32 * MIB, .pool_slab = 8 * MIB, .flags = "--host-devices 3"};
 
 /* POST /v1/buffers with `json`, expecting 201: the id into id, the device
  * it went to returned. */
-static unsigned create_at(int line, struct harness *h, const char *json,
+static unsigned create_at(int line, struct support_server *h, const char *json,
                           char id[GHD_BUFFER_ID_LEN + 1])
 {
     json_t *doc = harness_expect_at(__FILE__, line, h, NULL, 201, "POST", "/v1/buffers", "%s",
@@ -48,7 +48,7 @@ static unsigned create_at(int line, struct harness *h, const char *json,
 }
 #define create(h, json, id) create_at(__LINE__, h, json, id)
 
-static void delete_buffer(struct harness *h, const char *id)
+static void delete_buffer(struct support_server *h, const char *id)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
@@ -56,7 +56,7 @@ static void delete_buffer(struct harness *h, const char *id)
 }
 
 /* The device GET /v1/buffers/<id>/meta shows. */
-static unsigned meta_device(struct harness *h, const char *id)
+static unsigned meta_device(struct support_server *h, const char *id)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", id);
@@ -162,7 +162,7 @@ static void test_placement_default(void **state)
     delete_buffer(&H, next[0]);
     delete_buffer(&H, next[1]);
 
-    struct harness rr;
+    struct support_server rr;
     const struct harness_opts opts = {.flags = "--host-devices 3 --placement round-robin"};
     harness_start(&rr, &opts);
     char rid[7][GHD_BUFFER_ID_LEN + 1];
@@ -434,7 +434,7 @@ static void test_metrics_per_device(void **state)
 }
 
 /* GET `path`, expecting `status` and, for a problem, `needle` in its detail. */
-static void expect_get(struct harness *h, const char *path, long status, const char *needle)
+static void expect_get(struct support_server *h, const char *path, long status, const char *needle)
 {
     json_t *doc = harness_expect(h, NULL, status, "GET", path, NULL);
     if (status >= 400)
@@ -450,7 +450,7 @@ static void expect_get(struct harness *h, const char *path, long status, const c
 static void test_one_device_lost(void **state)
 {
     (void)state;
-    struct harness s;
+    struct support_server s;
     const struct harness_opts opts = {.flags = "--host-devices 3"};
     harness_start(&s, &opts);
     char b[DEVICES][GHD_BUFFER_ID_LEN + 1], path[DEVICES][96];
@@ -465,12 +465,15 @@ static void test_one_device_lost(void **state)
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
                                b[1]);
     harness_expect_detail(p, "cudaErrorIllegalAddress"); /* the faulting run's own error */
-    expect_get(&s, path[1], 503, "device 1 is lost");
+    char lost[GHD_BUFFER_ID_LEN + 48];
+    snprintf(lost, sizeof(lost), "buffer %.*s: device 1 is lost (", GHD_BUFFER_ID_LEN, b[1]);
+    expect_get(&s, path[1], 503, lost); /* one sentence: what, then which device */
     expect_get(&s, path[0], 200, NULL);
     expect_get(&s, path[2], 200, NULL);
-    json_decref(harness_expect(&s, NULL, 503, "POST", "/v1/runs",
-                               "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
-                               b[1]));
+    harness_expect_detail(harness_expect(&s, NULL, 503, "POST", "/v1/runs",
+                                         "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", "
+                                         "\"value\": 1}}", b[1]),
+                          "the run's buffers: device 1 is lost (");
     json_decref(harness_expect(&s, NULL, 200, "POST", "/v1/runs",
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
                                b[2]));

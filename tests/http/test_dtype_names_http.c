@@ -17,7 +17,7 @@
 #include "harness.h"
 #include "harness_rest.h"
 
-static struct harness H;
+static struct support_server H;
 static const struct harness_opts opts = {.tokens = "tok-alice:alice"};
 #define ALICE "tok-alice"
 

@@ -20,7 +20,7 @@
 #include "harness.h"
 #include "harness_thread.h"
 
-static struct harness H;
+static struct support_server H;
 
 /* A ring of four 64 KiB chunks that waits at most 3 s for one. */
 static const struct harness_opts few_chunks = {

@@ -18,7 +18,7 @@
 #include "base/clock.h"
 #include "harness.h"
 
-static struct harness H;
+static struct support_server H;
 static uint64_t large_bytes = (uint64_t)1 << 30;
 
 static const struct harness_opts large_opts = {

@@ -47,7 +47,7 @@ static void configure(struct ghd_config *cfg)
     snprintf(cfg->metrics_token, sizeof(cfg->metrics_token), "tok-metrics");
 }
 
-static struct harness H;
+static struct support_server H;
 static const struct harness_opts opts = {
     .tokens = "tok-alice:alice:raw,tok-bob:bob,tok-carol:carol", .configure = configure};
 #define ALICE "tok-alice"

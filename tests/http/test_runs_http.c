@@ -25,32 +25,28 @@
 
 #include "harness.h"
 #include "harness_rest.h"
+#include "random.h"
 
-static struct harness H;
+static struct support_server H;
 
-/* ---- random data (a seeded xorshift, independent of the server) ------- */
+/* ---- random data (tests/support/random.h, independent of the server) -- */
 
 static uint64_t rng_state;
 
 static void rng_seed(uint64_t s)
 {
-    rng_state = s * 0x9e3779b97f4a7c15ULL + 1;
+    rng_state = support_rand_seed(s);
 }
 
 static uint64_t rng_u64(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    rng_state = x;
-    return x;
+    return support_rand_next(&rng_state);
 }
 
 /* Uniform in [lo, hi). */
 static double rng_real(double lo, double hi)
 {
-    return lo + (hi - lo) * ((double)(rng_u64() >> 11) / 9007199254740992.0);
+    return support_rand_uniform(&rng_state, lo, hi);
 }
 
 static float *rand_f32(size_t n, double lo, double hi)

@@ -24,7 +24,7 @@
 #include "harness.h"
 #include "harness_rest.h"
 
-static struct harness H;
+static struct support_server H;
 static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob",
                                          .tenant_max_kernels = 6};
 #define ALICE "tok-alice"

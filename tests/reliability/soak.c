@@ -11,7 +11,7 @@
  * grows steadily, a plateau flattens). SOAK_THREADS, SOAK_MAX_SIZE (the
  * largest buffer, 256 KiB by default) and SOAK_POOL_LIMIT (64M) vary it.
  *
- * Under REL_WRAPPER="valgrind ..." (ctest soak_valgrind) the same runs
+ * Under GHD_TEST_WRAPPER="valgrind ..." (ctest soak_valgrind) the same runs
  * shorter; valgrind's exit code then reports memory errors and leaks. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -32,6 +32,7 @@
 #include <cmocka.h>
 
 #include "rel.h"
+#include "request.h"
 
 #define TOK_A "soak-token-alice-0001"
 #define TOK_B "soak-token-bob-0002"
@@ -100,74 +101,20 @@ static void fail_op(struct worker *w, const char *what, long status)
     print_message("worker %d: %s: unexpected status %ld\n", w->index, what, status);
 }
 
-struct sink {
-    char *buf;
-    size_t len, cap;
-};
-
-static size_t on_data(char *d, size_t sz, size_t n, void *ctx)
-{
-    struct sink *k = ctx;
-    size_t add = sz * n;
-    if (k->len + add > k->cap) {
-        size_t cap = (k->len + add) * 2;
-        char *g = realloc(k->buf, cap + 1);
-        if (!g)
-            return 0;
-        k->buf = g;
-        k->cap = cap;
-    }
-    memcpy(k->buf + k->len, d, add);
-    k->len += add;
-    k->buf[k->len] = '\0';
-    return add;
-}
-
-/* One request on the worker's keep-alive handle. */
+/* One request on the worker's keep-alive handle (tests/support/request.h). */
 static long http(struct worker *w, const char *method, const char *path, const char *token,
                  const char *ctype, const void *body, size_t len, const char *extra,
-                 struct sink *out)
+                 struct support_body *out)
 {
-    CURL *c = w->curl;
-    curl_easy_reset(c);
-    char url[256], auth[128], ct[96];
-    snprintf(url, sizeof(url), "%s%s", base_url, path);
-    struct curl_slist *h = NULL;
-    if (token) {
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
-    }
-    if (ctype) {
-        snprintf(ct, sizeof(ct), "Content-Type: %s", ctype);
-        h = curl_slist_append(h, ct);
-    }
-    if (extra)
-        h = curl_slist_append(h, extra);
-    h = curl_slist_append(h, "Expect:");
-    out->len = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (strcmp(method, "HEAD") == 0)
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    else if (strcmp(method, "GET") != 0)
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    }
-    long status = 0;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
+    const struct support_request rq = {.method = method, .path = path, .token = token,
+                                       .ctype = ctype, .extra = extra, .body = body,
+                                       .len = len, .timeout_s = 60};
+    long status = support_request_on(w->curl, base_url, &rq, out);
     atomic_fetch_add(&status_class[status / 100 < 6 ? status / 100 : 0], 1);
     return status;
 }
 
-static int json_id(const struct sink *s, const char *key, char *out)
+static int json_id(const struct support_body *s, const char *key, char *out)
 {
     json_t *doc = json_loadb(s->buf ? s->buf : "", s->len, 0, NULL);
     const char *v = json_string_value(json_object_get(doc, key));
@@ -196,7 +143,7 @@ static void fill(struct worker *w, uint32_t seed, size_t from, size_t n)
         w->scratch[i] = (char)pattern(seed, from + i);
 }
 
-static void one_op(struct worker *w, struct sink *s)
+static void one_op(struct worker *w, struct support_body *s)
 {
     char path[160], extra[128], body[512];
     unsigned r = (unsigned)(rnd(w) % 100);
@@ -395,7 +342,7 @@ static void one_op(struct worker *w, struct sink *s)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    struct sink s = {NULL, 0, 0};
+    struct support_body s = {NULL, 0, 0};
     w->curl = curl_easy_init();
     w->scratch = malloc(max_size);
     while (!atomic_load(&stop_flag))
@@ -411,7 +358,7 @@ static void *worker_main(void *arg)
     }
     curl_easy_cleanup(w->curl);
     free(w->scratch);
-    free(s.buf);
+    support_body_free(&s);
     return NULL;
 }
 
@@ -475,7 +422,7 @@ static int proc_arenas(int pid)
 /* pool.in_use and staging.busy from /readyz. */
 static int ready_stats(long long *in_use, long long *busy)
 {
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, &proc);
     struct rel_resp r;
     long st = rel_json(&s, "GET", "/readyz", TOK_METRICS, NULL, &r);
@@ -519,7 +466,7 @@ static void test_soak(void **state)
     const char *env_threads = getenv("SOAK_THREADS");
     int seconds = env_secs ? atoi(env_secs) : 45;
     int threads = env_threads ? atoi(env_threads) : 12;
-    int wrapped = getenv("REL_WRAPPER") != NULL;
+    int wrapped = getenv("GHD_TEST_WRAPPER") != NULL;
     if (getenv("SOAK_MAX_SIZE") && atol(getenv("SOAK_MAX_SIZE")) >= 64)
         max_size = (size_t)atol(getenv("SOAK_MAX_SIZE"));
     /* SOAK_POOL_LIMIT: a larger pool for larger buffers (more of them fit). */
@@ -539,7 +486,7 @@ static void test_soak(void **state)
         fail_msg("gpuhttpd did not start");
     snprintf(base_url, sizeof(base_url), "%s", proc.base);
     {
-        struct rel_server s;
+        struct support_server s;
         rel_server_for(&s, &proc);
         struct rel_resp r;
         have_kernels = rel_json(&s, "GET", "/v1/kernels/fill", TOK_A, NULL, &r) == 200;
@@ -635,7 +582,7 @@ int main(void)
         printf("SKIP: GHD_BIN does not name the gpuhttpd binary\n");
         return 77;
     }
-    if (getenv("REL_WRAPPER") && strstr(getenv("REL_WRAPPER"), "valgrind") &&
+    if (getenv("GHD_TEST_WRAPPER") && strstr(getenv("GHD_TEST_WRAPPER"), "valgrind") &&
         system("valgrind --version >/dev/null 2>&1") != 0) {
         printf("SKIP: valgrind is not installed\n");
         return 77;

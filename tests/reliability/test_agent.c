@@ -33,7 +33,7 @@ static void agent_says(unsigned port, const char *want)
 }
 
 /* A service (a 64 MiB pool) and its agent on a port of its own. */
-static struct ghd_agent *agent_on(struct rel_server *s, unsigned *port)
+static struct ghd_agent *agent_on(struct support_server *s, unsigned *port)
 {
     struct ghd_config cfg;
     rel_config(&cfg);
@@ -49,7 +49,7 @@ static struct ghd_agent *agent_on(struct rel_server *s, unsigned *port)
 static void test_agent_lines(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     unsigned port;
     struct ghd_agent *a = agent_on(&s, &port);
 
@@ -85,7 +85,7 @@ static double cpu_seconds(void)
 static void test_agent_out_of_fds(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     unsigned port;
     struct ghd_agent *a = agent_on(&s, &port);
 

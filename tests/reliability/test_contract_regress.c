@@ -29,12 +29,12 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     assert_true(rel_wait_rest(s, SIZE_MAX, 2000));
     return rel_teardown(state);
 }
 
-static long post_json(struct rel_server *s, const char *path, const char *json, char *expires,
+static long post_json(struct support_server *s, const char *path, const char *json, char *expires,
                       size_t cap)
 {
     struct rel_resp r;
@@ -45,7 +45,7 @@ static long post_json(struct rel_server *s, const char *path, const char *json, 
     return st;
 }
 
-static long post_octets(struct rel_server *s, const char *query)
+static long post_octets(struct support_server *s, const char *query)
 {
     char path[256];
     snprintf(path, sizeof(path), "/v1/buffers%s", query);
@@ -59,7 +59,7 @@ static long post_octets(struct rel_server *s, const char *query)
 
 static void test_ttl_bounds(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char exp[64];
     assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":16,\"ttl_s\":1139628243717}", NULL, 0),
                      422);
@@ -82,7 +82,7 @@ static void test_ttl_bounds(void **state)
  * expiry is no earlier than the body's last byte plus the TTL. */
 static void test_ttl_starts_at_publish(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     int fd = rel_connect(s->port);
     const char head[] = "POST /v1/buffers?ttl_s=2 HTTP/1.1\r\nHost: x\r\nContent-Type: "
                         "application/octet-stream\r\nContent-Length: 16\r\n"
@@ -125,7 +125,7 @@ static void test_ttl_starts_at_publish(void **state)
  * whatever size it asks for. */
 static void test_malformed_before_too_large(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char label[GHD_LABEL_MAX + 2], body[GHD_LABEL_MAX + 128];
     memset(label, '*', sizeof(label) - 1);
     label[sizeof(label) - 1] = '\0';
@@ -145,7 +145,7 @@ static void test_malformed_before_too_large(void **state)
  * build. Now such bytes become '?'. */
 static void test_problem_detail_cut_inside_a_letter(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char path[512] = "/v1/buffers/";
     for (int i = 0; i < 30; i++) /* U+092A, 3 bytes each: byte 64 falls inside one */
         strcat(path, "%E0%A4%AA");
@@ -162,7 +162,7 @@ static void test_problem_detail_cut_inside_a_letter(void **state)
 
 static void test_octet_query_must_be_numbers(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     const char *bad[] = {"?ttl_s=false", "?ttl_s=-1", "?ttl_s=", "?ttl_s=1x", "?alignment=abc",
                          "?alignment=-256", "?alignment=%2B256"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -176,7 +176,7 @@ static void test_octet_query_must_be_numbers(void **state)
 
 static void test_json_form_refuses_query(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     assert_int_equal(post_json(s, "/v1/buffers?label=lost", "{\"size\":16}", NULL, 0), 400);
     assert_int_equal(post_json(s, "/v1/buffers?ttl_s=false", "{\"size\":16}", NULL, 0), 400);
     assert_int_equal(post_json(s, "/v1/buffers?alignment=256", "{\"size\":16}", NULL, 0), 400);
@@ -184,7 +184,7 @@ static void test_json_form_refuses_query(void **state)
 
 static void test_integral_reals(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":4096.0}", NULL, 0), 201);
     assert_int_equal(post_json(s, "/v1/buffers", "{\"size\":4096.0,\"alignment\":512.0}", NULL, 0),
                      201);
@@ -199,7 +199,7 @@ static void test_integral_reals(void **state)
 
 static void test_put_range_and_offset(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[64], path[160];
     assert_int_equal(rel_create(s, NULL, 64, id, sizeof(id)), 201);
     /* Both ways of placing the body: refused, even with a malformed offset
@@ -247,7 +247,7 @@ static void test_put_range_and_offset(void **state)
 
 static void test_label_must_be_utf8(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     size_t base = rel_pool_in_use(s);
     assert_int_equal(post_octets(s, "?label=x%ff%ff%ffy"), 422);
     assert_int_equal(post_octets(s, "?label=%c3%28"), 422);      /* a broken sequence */

@@ -45,7 +45,7 @@ static void path_of(const char *pattern, char *out, size_t cap)
 /* Calls every route of `routes` once; fails unless the device-lost reply
  * comes from exactly those whose needs_device equals `lost_when` (none when
  * lost_when is -1). */
-static void check_routes(const struct rel_server *s, const struct ghd_routes *routes,
+static void check_routes(const struct support_server *s, const struct ghd_routes *routes,
                          int lost_when)
 {
     unsigned lost_replies = 0;
@@ -75,7 +75,7 @@ static void test_flag_decides(void **state)
     (void)state;
     struct ghd_config cfg;
     rel_config(&cfg);
-    struct rel_server s;
+    struct support_server s;
     struct ghd_err err = {0};
     assert_int_equal(rel_try_start(&s, &cfg, &err), 0);
     check_routes(&s, &ghd_routes, -1);

@@ -23,7 +23,7 @@
 #define CHUNK (64 << 10)
 
 struct fixture {
-    struct rel_server s;
+    struct support_server s;
     unsigned served;   /* requests checked after a fault */
     unsigned faults;   /* faults injected */
 };
@@ -66,7 +66,7 @@ static void recovered(struct fixture *f, size_t baseline)
     f->served++;
 }
 
-static void delete_id(struct rel_server *s, const char *id)
+static void delete_id(struct support_server *s, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
@@ -254,7 +254,7 @@ static void abort_conn(int fd, int reset)
 /* Deletes every buffer but `keep`. A POST whose whole body arrived creates
  * its buffer even when the client leaves before reading the 201; the id is
  * then only found by listing (or the buffer expires with its ttl_s). */
-static void drop_others(struct rel_server *s, const char *keep)
+static void drop_others(struct support_server *s, const char *keep)
 {
     rel_sleep_ms(100);
     struct rel_resp r;
@@ -620,7 +620,7 @@ int main(void)
         cmocka_unit_test(test_lying_lengths),
         cmocka_unit_test(test_thousand_idle_connections),
     };
-    if (getenv("REL_FILTER")) /* e.g. REL_FILTER='*chunked*' */
-        cmocka_set_test_filter(getenv("REL_FILTER"));
+    if (getenv("GHD_TEST_FILTER")) /* e.g. GHD_TEST_FILTER='*chunked*' */
+        cmocka_set_test_filter(getenv("GHD_TEST_FILTER"));
     return cmocka_run_group_tests_name("faults", tests, setup, teardown);
 }

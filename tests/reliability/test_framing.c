@@ -77,7 +77,7 @@ static void expect_one_problem(const char *what, const char *buf, int closed, in
                  strlen(end + 4), body, buf);
 }
 
-static void expect_buffer_alive(struct rel_server *s, const char *id)
+static void expect_buffer_alive(struct support_server *s, const char *id)
 {
     char path[128];
     struct rel_resp r;
@@ -91,7 +91,7 @@ static void expect_buffer_alive(struct rel_server *s, const char *id)
  * as a second request: here a DELETE of a buffer. */
 static void test_smuggling_refused(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[64];
     assert_int_equal(rel_create(s, NULL, 64, id, sizeof(id)), 201);
     char smuggled[160];
@@ -135,7 +135,7 @@ static void test_smuggling_refused(void **state)
  * second head), and libmicrohttpd's own errors were HTML. */
 static void test_bad_content_length_one_problem(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     const char *values[] = {"-1", "+5", "5, 5", "abc", "5 5", "0x5", ""};
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         char msg[256];
@@ -158,7 +158,7 @@ static void test_bad_content_length_one_problem(void **state)
  * final chunked), and the buffer takes the next PUT. */
 static void test_transfer_codings(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[64];
     assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
     const char *codings[] = {"chunked, identity", "gzip, chunked", "identity", "gzip",
@@ -198,7 +198,7 @@ static void test_transfer_codings(void **state)
  * HTML page. */
 static void test_short_content_length(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[64];
     assert_int_equal(rel_create(s, NULL, 4, id, sizeof(id)), 201);
     /* float32 [1, 2, 3, 4]: Content-Length 4 (the elements), 16 bytes sent,
@@ -234,7 +234,7 @@ static void test_short_content_length(void **state)
  * speak. One problem+json each. */
 static void test_library_refusals_are_problems(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     size_t cap = 64 << 10;
     char *msg = malloc(cap);
     size_t n = (size_t)snprintf(msg, cap, "GET /v1/buffers?");
@@ -270,7 +270,7 @@ static void test_library_refusals_are_problems(void **state)
  * a NUL in a query value. */
 static void test_host_and_authorization_once(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     const char *msgs[] = {
         "GET /healthz HTTP/1.1\r\n\r\n",
         "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
@@ -322,7 +322,7 @@ static void test_host_and_authorization_once(void **state)
  * anywhere in the decoded path or query, its names too, is a 400. */
 static void test_nul_in_target_refused(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[64];
     assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
     const char *forms[] = {
@@ -364,7 +364,7 @@ static void test_nul_in_target_refused(void **state)
  * framed problem and a close, and the request is not run. */
 static void test_version_and_expectation(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     const char *versions[] = {"HTTP/1.2", "HTTP/1.9"};
     for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
         char msg[256];
@@ -417,7 +417,7 @@ static void test_version_and_expectation(void **state)
  * 413 comes while the client is still sending, and the buffer is free. */
 static void test_chunked_over_limit_refused_at_once(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[64];
     assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
     size_t base = rel_pool_in_use(s);

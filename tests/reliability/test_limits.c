@@ -18,7 +18,7 @@
 #define ALICE "alice-limits-token"
 #define BOB "bob-limits-token"
 
-static void start_tenants(struct rel_server *s, void (*tweak)(struct ghd_config *))
+static void start_tenants(struct support_server *s, void (*tweak)(struct ghd_config *))
 {
     struct ghd_config cfg;
     rel_config(&cfg);
@@ -28,7 +28,7 @@ static void start_tenants(struct rel_server *s, void (*tweak)(struct ghd_config 
     rel_start(s, &cfg);
 }
 
-static void delete_buffer(struct rel_server *s, const char *token, const char *id)
+static void delete_buffer(struct support_server *s, const char *token, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
@@ -45,7 +45,7 @@ static void bytes_64k(struct ghd_config *cfg)
 static void test_tenant_bytes(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, bytes_64k);
     char a1[64], a2[64], b1[64];
     assert_int_equal(rel_create(&s, ALICE, 48 << 10, a1, sizeof(a1)), 201);
@@ -89,7 +89,7 @@ static void buffers_3(struct ghd_config *cfg)
 static void test_tenant_buffer_count(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, buffers_3);
     char ids[3][64];
     for (int i = 0; i < 3; i++)
@@ -126,7 +126,7 @@ static void run_body(char *out, size_t cap, const char *a, const char *b, const 
 static void test_tenant_runs(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, runs_2);
     struct rel_resp r;
     long st = rel_json(&s, "GET", "/v1/kernels/gemm", ALICE, NULL, &r);
@@ -195,7 +195,7 @@ static void keep_1s(struct ghd_config *cfg)
 }
 
 /* Runs a fill on buffer x and writes the run's path into `path`. */
-static void fill_run(struct rel_server *s, const char *x, char *path, size_t cap)
+static void fill_run(struct support_server *s, const char *x, char *path, size_t cap)
 {
     char body[256], id[64];
     snprintf(body, sizeof(body),
@@ -208,7 +208,7 @@ static void fill_run(struct rel_server *s, const char *x, char *path, size_t cap
     snprintf(path, cap, "/v1/runs/%s", id);
 }
 
-static long get_status(struct rel_server *s, const char *path)
+static long get_status(struct support_server *s, const char *path)
 {
     struct rel_resp r;
     long st = rel_json(s, "GET", path, ALICE, NULL, &r);
@@ -221,7 +221,7 @@ static long get_status(struct rel_server *s, const char *path)
 static void test_runs_kept(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, kept_3);
     char x[64], path[7][96];
     assert_int_equal(rel_create(&s, ALICE, 64, x, sizeof(x)), 201);
@@ -260,7 +260,7 @@ static void json_256(struct ghd_config *cfg)
 static void test_max_json_body(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, json_256);
     char big[2048];
     snprintf(big, sizeof(big), "{\"size\": 64, \"label\": \"%0900d\"}", 0);
@@ -321,7 +321,7 @@ static void per_ip_4(struct ghd_config *cfg)
 static void test_connection_limits(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, per_ip_4);
     int fds[8];
     /* From one address: at most 4 connections stay open. */
@@ -348,7 +348,7 @@ static void total_5(struct ghd_config *cfg)
 static void test_total_connection_limit(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, total_5);
     int fds[8];
     /* Never more than the limit; past 90% of it a newcomer sheds the oldest
@@ -374,7 +374,7 @@ static long refused_in(const char *metrics)
     return m ? strtol(m + sizeof(key) - 1, NULL, 10) : -1;
 }
 
-static long refused_metric(struct rel_server *s)
+static long refused_metric(struct support_server *s)
 {
     struct rel_resp r;
     assert_int_equal(rel_json(s, "GET", "/metrics", NULL, NULL, &r), 200);
@@ -408,7 +408,7 @@ static void test_default_per_address_cap(void **state)
     char log_path[] = "/tmp/ghd-limits-log-XXXXXX";
     int log_fd = mkstemp(log_path), saved = dup(2);
     assert_true(log_fd >= 0 && saved >= 0 && dup2(log_fd, 2) == 2);
-    struct rel_server s;
+    struct support_server s;
     rel_start(&s, &cfg);
     long before = refused_metric(&s); /* the metrics are the process's: earlier tests count */
     int held = open_idle(s.port, fds, n);

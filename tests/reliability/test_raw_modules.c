@@ -28,7 +28,7 @@
 
 static const char *const module_body = "{\"source\": \"extern \\\"C\\\" __global__ void k() {}\"}";
 
-static long post_module(struct rel_server *s, const char *token, struct rel_resp *r)
+static long post_module(struct support_server *s, const char *token, struct rel_resp *r)
 {
     return rel_json(s, "POST", "/v1/modules", token, module_body, r);
 }
@@ -44,7 +44,7 @@ static void expect(struct rel_resp *r, long status, const char *type, const char
 static void test_flag_off_is_403(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     rel_start(&s, &cfg);
@@ -67,7 +67,7 @@ static void test_flag_off_is_403(void **state)
 static void test_permission_per_token(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.allow_raw_kernels = 1;
@@ -132,7 +132,7 @@ static void test_permission_per_token(void **state)
 static void test_no_tokens_flag_decides(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.allow_raw_kernels = 1;
@@ -145,7 +145,7 @@ static void test_no_tokens_flag_decides(void **state)
 }
 
 /* After the loss: the device routes, probes and the rest. */
-static void check_lost(struct rel_server *s, const char *id, const char *reason, long losses)
+static void check_lost(struct support_server *s, const char *id, const char *reason, long losses)
 {
     struct rel_resp r;
     rel_json(s, "GET", "/readyz", NULL, NULL, &r);
@@ -176,7 +176,7 @@ static void check_lost(struct rel_server *s, const char *id, const char *reason,
 }
 
 /* Two 4 KiB buffers and an axpy run on them (x's id in x). */
-static void axpy_setup(struct rel_server *s, char x[64], char *run, size_t len)
+static void axpy_setup(struct support_server *s, char x[64], char *run, size_t len)
 {
     char y[64];
     assert_int_equal(rel_create(s, NULL, 4096, x, 64), 201);
@@ -188,7 +188,7 @@ static void axpy_setup(struct rel_server *s, char x[64], char *run, size_t len)
 static void test_fault_loses_device(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     rel_start(&s, &cfg);
@@ -211,7 +211,7 @@ static void test_fault_loses_device(void **state)
 static void test_run_timeout_loses_device(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.run_timeout_s = 1;
@@ -316,7 +316,7 @@ int main(void)
     /* Host only: it expects 501 for modules and injects host-backend faults
      * (tests/gpu/test_modules_gpu.c is its CUDA half). */
     if (strcmp(rel_backend_name(), "host") != 0) {
-        printf("SKIP: the host backend's half of the raw-module tests (REL_BACKEND=%s)\n",
+        printf("SKIP: the host backend's half of the raw-module tests (GHD_TEST_BACKEND=%s)\n",
                rel_backend_name());
         return 77;
     }

@@ -37,43 +37,9 @@
 #include "device/host_fault.h"
 #include "device/host_ipc.h"
 #include "rel.h"
+#include "shm_segment.h"
 
-struct segment {
-    char name[64];
-    int fd;
-    unsigned char *p;
-    size_t size;
-};
-
-static void segment_open(struct segment *g, size_t size)
-{
-    static int seq;
-    snprintf(g->name, sizeof(g->name), "/ghd_test_%d_%d", (int)getpid(), seq++);
-    g->fd = shm_open(g->name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    assert_true(g->fd >= 0);
-    assert_int_equal(ftruncate(g->fd, (off_t)size), 0);
-    g->p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
-    assert_true(g->p != MAP_FAILED);
-    g->size = size;
-    for (size_t i = 0; i < size; i++)
-        g->p[i] = (unsigned char)(i * 7 + 3);
-}
-
-static void segment_close(struct segment *g)
-{
-    munmap(g->p, g->size);
-    close(g->fd);
-    shm_unlink(g->name);
-}
-
-static void expect(struct rel_resp *r, long status, const char *needle)
-{
-    if (r->status != status || (needle && !strstr(r->body ? r->body : "", needle)))
-        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
-                 r->body ? r->body : "");
-}
-
-static long region_register(struct rel_server *s, const char *token, const char *name,
+static long region_register(struct support_server *s, const char *token, const char *name,
                             size_t size, char *id, struct rel_resp *r)
 {
     char body[256];
@@ -84,7 +50,7 @@ static long region_register(struct rel_server *s, const char *token, const char 
     return st;
 }
 
-static long region_new(struct rel_server *s, const char *token, const struct segment *g,
+static long region_new(struct support_server *s, const char *token, const struct support_shm *g,
                        char *id)
 {
     struct rel_resp r;
@@ -93,7 +59,7 @@ static long region_new(struct rel_server *s, const char *token, const struct seg
     return st;
 }
 
-static long transfer(struct rel_server *s, const char *token, const char *from_kind,
+static long transfer(struct support_server *s, const char *token, const char *from_kind,
                      const char *from, uint64_t from_off, const char *to_kind, const char *to,
                      uint64_t to_off, uint64_t bytes, const char *extra, struct rel_resp *r)
 {
@@ -106,7 +72,7 @@ static long transfer(struct rel_server *s, const char *token, const char *from_k
     return rel_json(s, "POST", "/v1/transfers", token, body, r);
 }
 
-static void start_with(struct rel_server *s, int allow, const char *tokens)
+static void start_with(struct support_server *s, int allow, const char *tokens)
 {
     struct ghd_config cfg;
     rel_config(&cfg);
@@ -116,21 +82,45 @@ static void start_with(struct rel_server *s, int allow, const char *tokens)
     rel_start(s, &cfg);
 }
 
+/* The setup of the transfer tests: a server with --allow-shm, a segment of
+ * `size` bytes registered as region rid and, where buffer_size is not 0, a
+ * buffer bid of that many bytes. */
+struct shm_case {
+    struct support_server s;
+    struct support_shm g;
+    char rid[64], bid[64];
+};
+
+static void shm_case_start(struct shm_case *c, size_t size, size_t buffer_size)
+{
+    start_with(&c->s, 1, NULL);
+    support_shm_open(&c->g, size);
+    assert_int_equal(region_new(&c->s, NULL, &c->g, c->rid), 201);
+    if (buffer_size)
+        assert_int_equal(rel_create(&c->s, NULL, buffer_size, c->bid, sizeof(c->bid)), 201);
+}
+
+static void shm_case_stop(struct shm_case *c)
+{
+    support_shm_close(&c->g);
+    rel_stop(&c->s);
+}
+
 static void test_off_by_default(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 0, NULL);
-    struct segment g;
-    segment_open(&g, 4096);
+    struct support_shm g;
+    support_shm_open(&g, 4096);
     struct rel_resp r;
     region_register(&s, NULL, g.name, g.size, NULL, &r);
-    expect(&r, 403, "--allow-shm");
+    rel_expect(&r, 403, "--allow-shm");
     rel_resp_free(&r);
     rel_json(&s, "GET", "/v1/regions/0123456789abcdef0123456789abcdef", NULL, NULL, &r);
-    expect(&r, 403, "--allow-shm");
+    rel_expect(&r, 403, "--allow-shm");
     rel_resp_free(&r);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
@@ -147,60 +137,60 @@ static void test_summary(void **state)
     fclose(f);
     host[strcspn(host, "\n")] = '\0';
     char want[256];
-    struct rel_server s;
+    struct support_server s;
     struct rel_resp r;
     start_with(&s, 0, NULL);
     rel_json(&s, "GET", "/v1/regions", NULL, NULL, &r);
-    expect(&r, 200, "\"shm\":{\"enabled\":false}");
+    rel_expect(&r, 200, "\"shm\":{\"enabled\":false}");
     rel_resp_free(&r);
     rel_stop(&s);
 
     start_with(&s, 1, "tokA:alice,tokB:bob");
-    struct segment g;
-    segment_open(&g, 8192);
+    struct support_shm g;
+    support_shm_open(&g, 8192);
     char id[64];
     assert_int_equal(region_new(&s, "tokA", &g, id), 201);
     snprintf(want, sizeof(want), "\"shm\":{\"enabled\":true,\"host\":\"%s\"}", host);
     rel_json(&s, "GET", "/v1/regions", "tokA", NULL, &r);
-    expect(&r, 200, want);
-    expect(&r, 200, "\"usage\":{\"regions\":1,\"pinned\":8192}");
+    rel_expect(&r, 200, want);
+    rel_expect(&r, 200, "\"usage\":{\"regions\":1,\"pinned\":8192}");
     snprintf(want, sizeof(want), "\"regions\":[{\"id\":\"%s\",\"kind\":\"shm\",\"size\":8192", id);
-    expect(&r, 200, want);
+    rel_expect(&r, 200, want);
     /* Page-locked only where a device DMAs from it: the host backend locks nothing. */
-    expect(&r, 200, strcmp(rel_backend_name(), "cuda") == 0 ? "\"pinned\":true" : "\"pinned\":false");
+    rel_expect(&r, 200, strcmp(rel_backend_name(), "cuda") == 0 ? "\"pinned\":true" : "\"pinned\":false");
     rel_resp_free(&r);
     rel_json(&s, "GET", "/v1/regions", "tokB", NULL, &r);
-    expect(&r, 200, "\"usage\":{\"regions\":0,\"pinned\":0},\"regions\":[]");
+    rel_expect(&r, 200, "\"usage\":{\"regions\":0,\"pinned\":0},\"regions\":[]");
     rel_resp_free(&r);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
 static void test_registration_rules(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, NULL);
-    struct segment g;
-    segment_open(&g, 8192);
+    struct support_shm g;
+    support_shm_open(&g, 8192);
     struct rel_resp r;
     region_register(&s, NULL, "noslash", 4096, NULL, &r);
-    expect(&r, 422, "'shm'");
+    rel_expect(&r, 422, "'shm'");
     rel_resp_free(&r);
     region_register(&s, NULL, "/a/b", 4096, NULL, &r);
-    expect(&r, 422, "no slash");
+    rel_expect(&r, 422, "no slash");
     rel_resp_free(&r);
     region_register(&s, NULL, "/ghd_test_no_such_segment", 4096, NULL, &r);
-    expect(&r, 422, "no shared-memory segment");
+    rel_expect(&r, 422, "no shared-memory segment");
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, g.size + 1, NULL, &r);
-    expect(&r, 422, "smaller than the size asked for");
+    rel_expect(&r, 422, "smaller than the size asked for");
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, 0, NULL, &r);
-    expect(&r, 400, "'size'");
+    rel_expect(&r, 400, "'size'");
     rel_resp_free(&r);
     rel_json(&s, "POST", "/v1/regions", NULL, "{\"size\": 4096}", &r);
-    expect(&r, 400, "exactly one of");
+    rel_expect(&r, 400, "exactly one of");
     rel_resp_free(&r);
     /* 64 zero bytes in base64: a well-formed handle the host cannot open. */
     rel_json(&s, "POST", "/v1/regions", NULL,
@@ -209,18 +199,18 @@ static void test_registration_rules(void **state)
              &r);
     /* The host backend has no IPC (501); CUDA tries the zero handle, which
      * cudaIpcOpenMemHandle refuses (422 naming the call). */
-    if (getenv("REL_BACKEND") && strcmp(getenv("REL_BACKEND"), "cuda") == 0)
-        expect(&r, 422, "cudaIpcOpenMemHandle");
+    if (getenv("GHD_TEST_BACKEND") && strcmp(getenv("GHD_TEST_BACKEND"), "cuda") == 0)
+        rel_expect(&r, 422, "cudaIpcOpenMemHandle");
     else
-        expect(&r, 501, "CUDA backend");
+        rel_expect(&r, 501, "CUDA backend");
     rel_resp_free(&r);
     rel_json(&s, "POST", "/v1/regions", NULL, "{\"cuda_ipc\": \"not base64!\", \"size\": 1}", &r);
-    expect(&r, 422, "base64");
+    rel_expect(&r, 422, "base64");
     rel_resp_free(&r);
     /* A smaller size than the segment is fine: the region is its first bytes. */
     char id[64];
     region_register(&s, NULL, g.name, 4096, id, &r);
-    expect(&r, 201, "\"shm\"");
+    rel_expect(&r, 201, "\"shm\"");
     char loc[128];
     rel_header(&r, "Location", loc, sizeof(loc));
     assert_non_null(strstr(loc, id));
@@ -228,43 +218,43 @@ static void test_registration_rules(void **state)
     char path[128];
     snprintf(path, sizeof(path), "/v1/regions/%s", id);
     rel_json(&s, "GET", path, NULL, NULL, &r);
-    expect(&r, 200, "\"size\":4096");
+    rel_expect(&r, 200, "\"size\":4096");
     rel_resp_free(&r);
     rel_json(&s, "DELETE", path, NULL, NULL, &r);
-    expect(&r, 204, NULL);
+    rel_expect(&r, 204, NULL);
     rel_resp_free(&r);
     rel_json(&s, "GET", path, NULL, NULL, &r);
-    expect(&r, 404, "no region");
+    rel_expect(&r, 404, "no region");
     rel_resp_free(&r);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
 static void test_other_tenant_404(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, "tokA:alice,tokB:bob");
-    struct segment g;
-    segment_open(&g, 4096);
+    struct support_shm g;
+    support_shm_open(&g, 4096);
     char id[64], buf_b[64], path[128];
     assert_int_equal(region_new(&s, "tokA", &g, id), 201);
     assert_int_equal(rel_create(&s, "tokB", 4096, buf_b, sizeof(buf_b)), 201);
     snprintf(path, sizeof(path), "/v1/regions/%s", id);
     struct rel_resp r;
     rel_json(&s, "GET", path, "tokB", NULL, &r);
-    expect(&r, 404, "no region");
+    rel_expect(&r, 404, "no region");
     rel_resp_free(&r);
     rel_json(&s, "DELETE", path, "tokB", NULL, &r);
-    expect(&r, 404, "no region");
+    rel_expect(&r, 404, "no region");
     rel_resp_free(&r);
     transfer(&s, "tokB", "region", id, 0, "buffer", buf_b, 0, 4096, NULL, &r);
-    expect(&r, 404, "'from.region'");
+    rel_expect(&r, 404, "'from.region'");
     rel_resp_free(&r);
     rel_json(&s, "GET", path, "tokA", NULL, &r);
-    expect(&r, 200, id);
+    rel_expect(&r, 200, id);
     rel_resp_free(&r);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
@@ -278,15 +268,15 @@ static void test_other_tenant_404(void **state)
 static void test_segment_one_tenant(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, "tokA:alice,tokB:bob");
-    struct segment g;
-    segment_open(&g, 4096);
+    struct support_shm g;
+    support_shm_open(&g, 4096);
     char a1[64], a2[64], path[128];
     assert_int_equal(region_new(&s, "tokA", &g, a1), 201);
     struct rel_resp r;
     region_register(&s, "tokB", g.name, g.size, NULL, &r);
-    expect(&r, 409, "registered by another tenant");
+    rel_expect(&r, 409, "registered by another tenant");
     rel_resp_free(&r);
     char from[128], link_name[80], to[128];
     snprintf(link_name, sizeof(link_name), "%s_link", g.name);
@@ -294,21 +284,21 @@ static void test_segment_one_tenant(void **state)
     snprintf(to, sizeof(to), "/dev/shm%s", link_name);
     assert_int_equal(link(from, to), 0);
     region_register(&s, "tokB", link_name, g.size, NULL, &r);
-    expect(&r, 409, "registered by another tenant");
+    rel_expect(&r, 409, "registered by another tenant");
     rel_resp_free(&r);
     assert_int_equal(region_new(&s, "tokA", &g, a2), 201);
     snprintf(path, sizeof(path), "/v1/regions/%s", a1);
     assert_int_equal(rel_json(&s, "DELETE", path, "tokA", NULL, &r), 204);
     rel_resp_free(&r);
     region_register(&s, "tokB", g.name, g.size, NULL, &r);
-    expect(&r, 409, "registered by another tenant"); /* a2 still lives */
+    rel_expect(&r, 409, "registered by another tenant"); /* a2 still lives */
     rel_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/regions/%s", a2);
     assert_int_equal(rel_json(&s, "DELETE", path, "tokA", NULL, &r), 204);
     rel_resp_free(&r);
     assert_int_equal(region_new(&s, "tokB", &g, NULL), 201);
     shm_unlink(link_name);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
@@ -317,18 +307,18 @@ static void test_segment_one_tenant(void **state)
 static void test_segment_mode_and_owner(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, "tokA:alice");
-    struct segment g;
-    segment_open(&g, 4096);
+    struct support_shm g;
+    support_shm_open(&g, 4096);
     struct rel_resp r;
     const mode_t modes[] = {0644, 0666, 0640, 0602};
     const char *says[] = {"mode 0644", "mode 0666", "mode 0640", "mode 0602"};
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         assert_int_equal(fchmod(g.fd, modes[i]), 0);
         region_register(&s, "tokA", g.name, g.size, NULL, &r);
-        expect(&r, 403, says[i]);
-        expect(&r, 403, "--shm-allow-shared");
+        rel_expect(&r, 403, says[i]);
+        rel_expect(&r, 403, "--shm-allow-shared");
         rel_resp_free(&r);
     }
     assert_int_equal(fchmod(g.fd, 0400), 0); /* narrower than 0600: the server's to judge */
@@ -340,11 +330,11 @@ static void test_segment_mode_and_owner(void **state)
     if (root) { /* only root gives a segment away and still opens it */
         assert_int_equal(fchown(g.fd, 65534, 65534), 0);
         region_register(&s, "tokA", g.name, g.size, NULL, &r);
-        expect(&r, 403, "belongs to uid 65534");
+        rel_expect(&r, 403, "belongs to uid 65534");
         rel_resp_free(&r);
         assert_int_equal(fchmod(g.fd, 0), 0);
         region_register(&s, "tokA", g.name, g.size, NULL, &r);
-        expect(&r, 403, "belongs to uid 65534");
+        rel_expect(&r, 403, "belongs to uid 65534");
         rel_resp_free(&r);
     }
     rel_stop(&s);
@@ -356,17 +346,17 @@ static void test_segment_mode_and_owner(void **state)
     rel_start(&s, &cfg);
     assert_int_equal(fchmod(g.fd, 0666), 0);
     assert_int_equal(region_new(&s, NULL, &g, NULL), 201);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
 static void test_foreign_ids_in_body(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, NULL);
-    struct segment g;
-    segment_open(&g, 4096);
+    struct support_shm g;
+    support_shm_open(&g, 4096);
     char id[64], buf[64], other[64], earlier[64];
     assert_int_equal(region_new(&s, NULL, &g, id), 201);
     assert_int_equal(rel_create(&s, NULL, 4096, buf, sizeof(buf)), 201);
@@ -379,24 +369,24 @@ static void test_foreign_ids_in_body(void **state)
     struct rel_resp r;
     /* Both ends on instance 7: send it there. */
     transfer(&s, NULL, "buffer", other, 0, "buffer", other, 8, 8, NULL, &r);
-    expect(&r, 421, "'from.buffer'");
+    rel_expect(&r, 421, "'from.buffer'");
     assert_non_null(strstr(r.body, "instance 7"));
     rel_resp_free(&r);
     /* This instance's region and instance 7's buffer: no instance has both. */
     transfer(&s, NULL, "region", id, 0, "buffer", other, 0, 4096, NULL, &r);
-    expect(&r, 422, "instances 0 and 7");
+    rel_expect(&r, 422, "instances 0 and 7");
     rel_resp_free(&r);
     transfer(&s, NULL, "buffer", earlier, 0, "region", id, 0, 4096, NULL, &r);
-    expect(&r, 410, "'from.buffer'");
+    rel_expect(&r, 410, "'from.buffer'");
     rel_resp_free(&r);
     transfer(&s, NULL, "region", id, 0, "buffer", buf, 0, 4096, NULL, &r);
-    expect(&r, 200, "\"bytes\"");
+    rel_expect(&r, 200, "\"bytes\"");
     rel_resp_free(&r);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
-static void get_buffer(struct rel_server *s, const char *id, struct rel_resp *r)
+static void get_buffer(struct support_server *s, const char *id, struct rel_resp *r)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -408,220 +398,203 @@ static void get_buffer(struct rel_server *s, const char *id, struct rel_resp *r)
 static void test_both_directions_exact(void **state)
 {
     (void)state;
-    struct rel_server s;
-    start_with(&s, 1, NULL);
     const size_t n = (size_t)3 << 20;
-    struct segment g;
-    segment_open(&g, n);
-    char rid[64], bid[64], etag[64];
-    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
-    assert_int_equal(rel_create(&s, NULL, n, bid, sizeof(bid)), 201);
-    uint64_t v0 = rel_buffer_version(&s, NULL, bid);
+    struct shm_case c;
+    shm_case_start(&c, n, n);
+    char etag[64];
+    uint64_t v0 = rel_buffer_version(&c.s, NULL, c.bid);
     struct rel_resp r;
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, n, NULL, &r);
-    expect(&r, 200, "\"bytes\":3145728");
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, n, NULL, &r);
+    rel_expect(&r, 200, "\"bytes\":3145728");
     rel_header(&r, "ETag", etag, sizeof(etag));
     rel_resp_free(&r);
-    uint64_t v1 = rel_buffer_version(&s, NULL, bid);
+    uint64_t v1 = rel_buffer_version(&c.s, NULL, c.bid);
     assert_true(v1 > v0);
     char want[32];
     snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v1);
     assert_string_equal(etag, want);
-    get_buffer(&s, bid, &r);
+    get_buffer(&c.s, c.bid, &r);
     assert_int_equal(r.len, n);
-    assert_memory_equal(r.body, g.p, n);
+    assert_memory_equal(r.body, c.g.p, n);
     rel_resp_free(&r);
     /* buffer -> region at offsets: segment bytes [1000, 1000+5000) get buffer [7, 5007). */
-    memset(g.p, 0, n);
-    transfer(&s, NULL, "buffer", bid, 7, "region", rid, 1000, 5000, NULL, &r);
-    expect(&r, 200, "\"bytes\":5000");
+    memset(c.g.p, 0, n);
+    transfer(&c.s, NULL, "buffer", c.bid, 7, "region", c.rid, 1000, 5000, NULL, &r);
+    rel_expect(&r, 200, "\"bytes\":5000");
     rel_resp_free(&r);
     for (size_t i = 0; i < n; i++) {
         unsigned char expected = i >= 1000 && i < 6000 ? (unsigned char)((i - 1000 + 7) * 7 + 3) : 0;
-        if (g.p[i] != expected)
-            fail_msg("segment byte %zu is %u, expected %u", i, g.p[i], expected);
+        if (c.g.p[i] != expected)
+            fail_msg("segment byte %zu is %u, expected %u", i, c.g.p[i], expected);
     }
     /* Region -> buffer at an offset, then buffer -> buffer. */
     char b2[64];
-    assert_int_equal(rel_create(&s, NULL, 8192, b2, sizeof(b2)), 201);
-    transfer(&s, NULL, "region", rid, 1000, "buffer", b2, 100, 5000, NULL, &r);
-    expect(&r, 200, NULL);
+    assert_int_equal(rel_create(&c.s, NULL, 8192, b2, sizeof(b2)), 201);
+    transfer(&c.s, NULL, "region", c.rid, 1000, "buffer", b2, 100, 5000, NULL, &r);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
-    transfer(&s, NULL, "buffer", b2, 100, "buffer", bid, 0, 5000, NULL, &r);
-    expect(&r, 200, NULL);
+    transfer(&c.s, NULL, "buffer", b2, 100, "buffer", c.bid, 0, 5000, NULL, &r);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
-    get_buffer(&s, bid, &r);
+    get_buffer(&c.s, c.bid, &r);
     for (size_t i = 0; i < 5000; i++)
         assert_int_equal((unsigned char)r.body[i], (unsigned char)((i + 7) * 7 + 3));
     rel_resp_free(&r);
     /* Within one buffer, ranges apart: the transfer's own write moves the
      * version it reads, which is no other writer's (200, not 409). */
-    transfer(&s, NULL, "buffer", b2, 100, "buffer", b2, 6000, 100, NULL, &r);
-    expect(&r, 200, NULL);
+    transfer(&c.s, NULL, "buffer", b2, 100, "buffer", b2, 6000, 100, NULL, &r);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
     /* if_match: a stale tag is a 412 with the version now; the current one passes. */
-    uint64_t v = rel_buffer_version(&s, NULL, bid);
+    uint64_t v = rel_buffer_version(&c.s, NULL, c.bid);
     char extra[64];
     snprintf(extra, sizeof(extra), ", \"if_match\": \"\\\"v%llu\\\"\"", (unsigned long long)v0);
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 16, extra, &r);
-    expect(&r, 412, "if_match");
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 16, extra, &r);
+    rel_expect(&r, 412, "if_match");
     rel_header(&r, "ETag", etag, sizeof(etag));
     snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v);
     assert_string_equal(etag, want);
     rel_resp_free(&r);
-    assert_int_equal(rel_buffer_version(&s, NULL, bid), v);
+    assert_int_equal(rel_buffer_version(&c.s, NULL, c.bid), v);
     snprintf(extra, sizeof(extra), ", \"if_match\": \"\\\"v%llu\\\"\"", (unsigned long long)v);
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 16, extra, &r);
-    expect(&r, 200, NULL);
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 16, extra, &r);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
-    transfer(&s, NULL, "buffer", bid, 0, "region", rid, 0, 16, extra, &r);
-    expect(&r, 422, "'if_match' is for a transfer into a buffer");
+    transfer(&c.s, NULL, "buffer", c.bid, 0, "region", c.rid, 0, 16, extra, &r);
+    rel_expect(&r, 422, "'if_match' is for a transfer into a buffer");
     rel_resp_free(&r);
-    segment_close(&g);
-    rel_stop(&s);
+    shm_case_stop(&c);
 }
 
 static void test_offsets_and_ranges(void **state)
 {
     (void)state;
-    struct rel_server s;
-    start_with(&s, 1, NULL);
-    struct segment g;
-    segment_open(&g, 4096);
-    char rid[64], bid[64];
-    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
-    assert_int_equal(rel_create(&s, NULL, 2048, bid, sizeof(bid)), 201);
+    struct shm_case c;
+    shm_case_start(&c, 4096, 2048);
     struct rel_resp r;
-    transfer(&s, NULL, "region", rid, 4097, "buffer", bid, 0, 1, NULL, &r);
-    expect(&r, 416, "'from.offset' 4097");
+    transfer(&c.s, NULL, "region", c.rid, 4097, "buffer", c.bid, 0, 1, NULL, &r);
+    rel_expect(&r, 416, "'from.offset' 4097");
     rel_resp_free(&r);
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 2049, 1, NULL, &r);
-    expect(&r, 416, "'to.offset' 2049");
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 2049, 1, NULL, &r);
+    rel_expect(&r, 416, "'to.offset' 2049");
     rel_resp_free(&r);
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 2049, NULL, &r);
-    expect(&r, 416, "'bytes' 2049 from 'to.offset'");
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 2049, NULL, &r);
+    rel_expect(&r, 416, "'bytes' 2049 from 'to.offset'");
     rel_resp_free(&r);
-    transfer(&s, NULL, "buffer", bid, 0, "region", rid, 4000, 100, NULL, &r);
-    expect(&r, 416, "'bytes' 100 from 'to.offset' 4000");
+    transfer(&c.s, NULL, "buffer", c.bid, 0, "region", c.rid, 4000, 100, NULL, &r);
+    rel_expect(&r, 416, "'bytes' 100 from 'to.offset' 4000");
     rel_resp_free(&r);
-    transfer(&s, NULL, "region", rid, 0, "region", rid, 0, 100, NULL, &r);
-    expect(&r, 422, "must be a buffer");
+    transfer(&c.s, NULL, "region", c.rid, 0, "region", c.rid, 0, 100, NULL, &r);
+    rel_expect(&r, 422, "must be a buffer");
     rel_resp_free(&r);
-    transfer(&s, NULL, "buffer", bid, 0, "buffer", bid, 10, 100, NULL, &r);
-    expect(&r, 422, "overlap");
+    transfer(&c.s, NULL, "buffer", c.bid, 0, "buffer", c.bid, 10, 100, NULL, &r);
+    rel_expect(&r, 422, "overlap");
     rel_resp_free(&r);
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 0, NULL, &r);
-    expect(&r, 400, "'bytes'");
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 0, NULL, &r);
+    rel_expect(&r, 400, "'bytes'");
     rel_resp_free(&r);
-    rel_json(&s, "POST", "/v1/transfers", NULL,
+    rel_json(&c.s, "POST", "/v1/transfers", NULL,
              "{\"from\": {\"region\": \"x\", \"buffer\": \"y\"}, \"to\": {\"buffer\": \"y\"}, "
              "\"bytes\": 1}",
              &r);
-    expect(&r, 400, "exactly one of 'region' and 'buffer'");
+    rel_expect(&r, 400, "exactly one of 'region' and 'buffer'");
     rel_resp_free(&r);
-    transfer(&s, NULL, "region", rid, 0, "buffer", "0123456789abcdef0123456789abcdef", 0, 1,
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", "0123456789abcdef0123456789abcdef", 0, 1,
              NULL, &r);
-    expect(&r, 404, "'to.buffer'");
+    rel_expect(&r, 404, "'to.buffer'");
     rel_resp_free(&r);
     /* The exact end is in range. */
-    transfer(&s, NULL, "region", rid, 2048, "buffer", bid, 0, 2048, NULL, &r);
-    expect(&r, 200, NULL);
+    transfer(&c.s, NULL, "region", c.rid, 2048, "buffer", c.bid, 0, 2048, NULL, &r);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
-    segment_close(&g);
-    rel_stop(&s);
+    shm_case_stop(&c);
 }
 
 static void test_limits(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.allow_shm = 1;
     cfg.tenant_max_regions = 2;
     cfg.tenant_max_pinned = 12288;
     rel_start(&s, &cfg);
-    struct segment g;
-    segment_open(&g, 16384);
+    struct support_shm g;
+    support_shm_open(&g, 16384);
     struct rel_resp r;
     char a[64], b[64];
     region_register(&s, NULL, g.name, 16384, NULL, &r);
-    expect(&r, 507, "--tenant-max-pinned");
+    rel_expect(&r, 507, "--tenant-max-pinned");
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, 8192, a, &r);
-    expect(&r, 201, NULL);
+    rel_expect(&r, 201, NULL);
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, 8192, NULL, &r);
-    expect(&r, 507, "8192 bytes of regions page-locked");
+    rel_expect(&r, 507, "8192 bytes of regions page-locked");
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, 4096, b, &r);
-    expect(&r, 201, NULL);
+    rel_expect(&r, 201, NULL);
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, 1, NULL, &r);
-    expect(&r, 429, "--tenant-max-regions); unregister some first (GET /v1/regions lists them)");
+    rel_expect(&r, 429, "--tenant-max-regions); unregister some first (GET /v1/regions lists them)");
     rel_resp_free(&r);
     rel_json(&s, "GET", "/v1/regions", NULL, NULL, &r); /* both, oldest first */
     char both[160];
     snprintf(both, sizeof(both), "\"regions\":[{\"id\":\"%s\"", a);
-    expect(&r, 200, both);
+    rel_expect(&r, 200, both);
     snprintf(both, sizeof(both), "},{\"id\":\"%s\"", b);
-    expect(&r, 200, both);
+    rel_expect(&r, 200, both);
     rel_resp_free(&r);
     char path[128];
     snprintf(path, sizeof(path), "/v1/regions/%s", a);
     rel_json(&s, "DELETE", path, NULL, NULL, &r);
-    expect(&r, 204, NULL);
+    rel_expect(&r, 204, NULL);
     rel_resp_free(&r);
     region_register(&s, NULL, g.name, 8192, NULL, &r);
-    expect(&r, 201, NULL);
+    rel_expect(&r, 201, NULL);
     rel_resp_free(&r);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 
 static void test_truncated_segment(void **state)
 {
     (void)state;
-    struct rel_server s;
-    start_with(&s, 1, NULL);
-    struct segment g;
-    segment_open(&g, 1 << 20);
-    char rid[64], bid[64];
-    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
-    assert_int_equal(rel_create(&s, NULL, 1 << 20, bid, sizeof(bid)), 201);
-    uint64_t v = rel_buffer_version(&s, NULL, bid);
-    munmap(g.p, g.size); /* the test's own view would fault too */
-    assert_int_equal(ftruncate(g.fd, 4096), 0);
+    struct shm_case c;
+    shm_case_start(&c, 1 << 20, 1 << 20);
+    uint64_t v = rel_buffer_version(&c.s, NULL, c.bid);
+    munmap(c.g.p, c.g.size); /* the test's own view would fault too */
+    assert_int_equal(ftruncate(c.g.fd, 4096), 0);
     struct rel_resp r;
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 1 << 20, NULL, &r);
-    expect(&r, 409, rid);
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 1 << 20, NULL, &r);
+    rel_expect(&r, 409, c.rid);
     assert_non_null(strstr(r.body, "truncated"));
     rel_resp_free(&r);
-    transfer(&s, NULL, "buffer", bid, 0, "region", rid, 0, 1 << 20, NULL, &r);
-    expect(&r, 409, rid);
+    transfer(&c.s, NULL, "buffer", c.bid, 0, "region", c.rid, 0, 1 << 20, NULL, &r);
+    rel_expect(&r, 409, c.rid);
     rel_resp_free(&r);
-    assert_int_equal(rel_buffer_version(&s, NULL, bid), v); /* refused before the write */
+    assert_int_equal(rel_buffer_version(&c.s, NULL, c.bid), v); /* refused before the write */
     /* The part still backed moves. */
-    transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, 4096, NULL, &r);
-    expect(&r, 200, NULL);
+    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 4096, NULL, &r);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
-    rel_json(&s, "GET", "/healthz", NULL, NULL, &r);
-    expect(&r, 200, NULL);
+    rel_json(&c.s, "GET", "/healthz", NULL, NULL, &r);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
     char path[128];
-    snprintf(path, sizeof(path), "/v1/regions/%s", rid);
-    rel_json(&s, "DELETE", path, NULL, NULL, &r);
-    expect(&r, 204, NULL);
+    snprintf(path, sizeof(path), "/v1/regions/%s", c.rid);
+    rel_json(&c.s, "DELETE", path, NULL, NULL, &r);
+    rel_expect(&r, 204, NULL);
     rel_resp_free(&r);
-    g.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, g.fd, 0);
-    g.size = 4096;
-    segment_close(&g);
-    rel_stop(&s);
+    c.g.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, c.g.fd, 0);
+    c.g.size = 4096;
+    shm_case_stop(&c);
 }
 
 static int copy_all(void *ctx)
 {
-    struct segment *g = ctx;
+    struct support_shm *g = ctx;
     volatile unsigned char sum = 0;
     for (size_t i = 0; i < g->size; i += 4096)
         sum = (unsigned char)(sum + g->p[i]);
@@ -632,8 +605,8 @@ static int copy_all(void *ctx)
 static void test_fault_guard(void **state)
 {
     (void)state;
-    struct segment g;
-    segment_open(&g, 1 << 16);
+    struct support_shm g;
+    support_shm_open(&g, 1 << 16);
     int faulted = -1;
     assert_int_equal(ghd_fault_guard_run(g.p, g.size, copy_all, &g, &faulted), 7);
     assert_int_equal(faulted, 0);
@@ -644,11 +617,11 @@ static void test_fault_guard(void **state)
     faulted = -1;
     assert_int_equal(ghd_fault_guard_run(g.p, g.size, copy_all, &g, &faulted), 0);
     assert_int_equal(faulted, 1);
-    segment_close(&g);
+    support_shm_close(&g);
 }
 
 struct mover {
-    struct rel_server *s;
+    struct support_server *s;
     char rid[64], bid[64];
     size_t n;
     int ok, gone, other;
@@ -675,7 +648,7 @@ static void *move_loop(void *arg)
 /* Two threads move m->n bytes between region `rid` and buffers of their own
  * until DELETE removes it: every transfer succeeds or finds no region, and
  * DELETE returns only once none touches the memory. */
-static void unregister_during(struct rel_server *s, const char *rid, size_t n)
+static void unregister_during(struct support_server *s, const char *rid, size_t n)
 {
     size_t baseline = rel_pool_in_use(s);
     struct mover m[2] = {{.s = s, .n = n}, {.s = s, .n = n}};
@@ -691,7 +664,7 @@ static void unregister_during(struct rel_server *s, const char *rid, size_t n)
     snprintf(path, sizeof(path), "/v1/regions/%s", rid);
     struct rel_resp r;
     rel_json(s, "DELETE", path, NULL, NULL, &r);
-    expect(&r, 204, NULL);
+    rel_expect(&r, 204, NULL);
     rel_resp_free(&r);
     /* Once DELETE answered, no transfer touches the memory: unmapping it
      * and unlinking (or freeing) it now is safe for the client. */
@@ -716,16 +689,11 @@ static void unregister_during(struct rel_server *s, const char *rid, size_t n)
 static void test_unregister_during_transfer(void **state)
 {
     (void)state;
-    struct rel_server s;
-    start_with(&s, 1, NULL);
     const size_t n = (size_t)16 << 20;
-    struct segment g;
-    segment_open(&g, n);
-    char rid[64];
-    assert_int_equal(region_new(&s, NULL, &g, rid), 201);
-    unregister_during(&s, rid, n);
-    segment_close(&g);
-    rel_stop(&s);
+    struct shm_case c;
+    shm_case_start(&c, n, 0);
+    unregister_during(&c.s, c.rid, n);
+    shm_case_stop(&c);
 }
 
 /* --- CUDA IPC, with the host backend's simulated export (device/host_ipc.h):
@@ -755,7 +723,7 @@ static void export_free(struct exported *x)
     free(x->p);
 }
 
-static long ipc_register(struct rel_server *s, const char *b64, size_t size, char *id,
+static long ipc_register(struct support_server *s, const char *b64, size_t size, char *id,
                          struct rel_resp *r)
 {
     char body[256];
@@ -768,54 +736,64 @@ static long ipc_register(struct rel_server *s, const char *b64, size_t size, cha
 }
 
 /* A region over all of x; its id in id. */
-static void ipc_region_new(struct rel_server *s, const struct exported *x, char *id)
+static void ipc_region_new(struct support_server *s, const struct exported *x, char *id)
 {
     struct rel_resp r;
     ipc_register(s, x->b64, x->size, id, &r);
-    expect(&r, 201, "\"kind\":\"cuda_ipc\"");
+    rel_expect(&r, 201, "\"kind\":\"cuda_ipc\"");
     rel_resp_free(&r);
 }
 
-static void delete_region(struct rel_server *s, const char *id)
+static void delete_region(struct support_server *s, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/regions/%s", id);
     struct rel_resp r;
     rel_json(s, "DELETE", path, NULL, NULL, &r);
-    expect(&r, 204, NULL);
+    rel_expect(&r, 204, NULL);
     rel_resp_free(&r);
 }
 
 /* A copy past the exported allocation would reach other device memory: the
  * size is checked against it at registration. */
 /* The cases below inject the host backend's fakes (CUDA IPC handles that
- * carry no pointer, a page-lock that fails); with REL_BACKEND=cuda the real
+ * carry no pointer, a page-lock that fails); with GHD_TEST_BACKEND=cuda the real
  * driver answers instead, and tests/gpu/test_regions_gpu proves those paths.
  * cmocka reports them skipped there, not passed. */
 static int host_fakes_unavailable(void)
 {
     const char *b = rel_backend_name();
     if (strcmp(b, "host") != 0) {
-        printf("SKIP: host backend fakes (REL_BACKEND=%s)\n", b);
+        printf("SKIP: host backend fakes (GHD_TEST_BACKEND=%s)\n", b);
         return 1;
     }
     return 0;
 }
 
+/* The setup of the CUDA IPC tests: a server with --allow-shm and an
+ * allocation of `size` bytes exported through the host backend's simulated
+ * export; 0, the test skipped, in a build without the fakes. */
+static int ipc_case_start(struct support_server *s, struct exported *x, size_t size)
+{
+    if (host_fakes_unavailable()) {
+        skip();
+        return 0;
+    }
+    start_with(s, 1, NULL);
+    export_new(x, size);
+    return 1;
+}
+
 static void test_ipc_size_checked(void **state)
 {
     (void)state;
-    if (host_fakes_unavailable()) {
-        skip();
-        return;
-    }
-    struct rel_server s;
-    start_with(&s, 1, NULL);
+    struct support_server s;
     struct exported x;
-    export_new(&x, ((size_t)1 << 20) + 3);
+    if (!ipc_case_start(&s, &x, ((size_t)1 << 20) + 3))
+        return;
     struct rel_resp r;
     ipc_register(&s, x.b64, x.size + 1, NULL, &r);
-    expect(&r, 422, "fewer than 'size'");
+    rel_expect(&r, 422, "fewer than 'size'");
     rel_resp_free(&r);
     assert_int_equal(ghd_host_ipc_open_count(), 0); /* the refused mapping is closed */
     char rid[64];
@@ -829,20 +807,16 @@ static void test_ipc_size_checked(void **state)
 static void test_ipc_both_directions(void **state)
 {
     (void)state;
-    if (host_fakes_unavailable()) {
-        skip();
-        return;
-    }
-    struct rel_server s;
-    start_with(&s, 1, NULL);
+    struct support_server s;
     struct exported x;
-    export_new(&x, ((size_t)1 << 20) + 3);
+    if (!ipc_case_start(&s, &x, ((size_t)1 << 20) + 3))
+        return;
     char rid[64], bid[64];
     struct rel_resp r;
     ipc_region_new(&s, &x, rid);
     assert_int_equal(rel_create(&s, NULL, x.size, bid, sizeof(bid)), 201);
     transfer(&s, NULL, "region", rid, 0, "buffer", bid, 0, x.size, NULL, &r);
-    expect(&r, 200, NULL);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
     get_buffer(&s, bid, &r);
     assert_int_equal(r.len, x.size);
@@ -851,7 +825,7 @@ static void test_ipc_both_directions(void **state)
     /* buffer [7, 5007) -> region [1000, 6000); nothing else of the region moves. */
     memset(x.p, 0, x.size);
     transfer(&s, NULL, "buffer", bid, 7, "region", rid, 1000, 5000, NULL, &r);
-    expect(&r, 200, "\"bytes\":5000");
+    rel_expect(&r, 200, "\"bytes\":5000");
     rel_resp_free(&r);
     for (size_t i = 0; i < x.size; i++) {
         unsigned char want = i >= 1000 && i < 6000 ? (unsigned char)((i - 1000 + 7) * 13 + 5) : 0;
@@ -859,7 +833,7 @@ static void test_ipc_both_directions(void **state)
             fail_msg("region byte %zu is %u, expected %u", i, x.p[i], want);
     }
     transfer(&s, NULL, "region", rid, x.size - 10, "buffer", bid, 0, 11, NULL, &r);
-    expect(&r, 416, "'bytes' 11 from 'from.offset'");
+    rel_expect(&r, 416, "'bytes' 11 from 'from.offset'");
     rel_resp_free(&r);
     delete_region(&s, rid);
     export_free(&x);
@@ -872,19 +846,15 @@ static void test_ipc_both_directions(void **state)
 static void test_ipc_same_handle_twice(void **state)
 {
     (void)state;
-    if (host_fakes_unavailable()) {
-        skip();
-        return;
-    }
-    struct rel_server s;
-    start_with(&s, 1, NULL);
+    struct support_server s;
     struct exported x;
-    export_new(&x, 65536);
+    if (!ipc_case_start(&s, &x, 65536))
+        return;
     char a[64], b[64], bid[64];
     struct rel_resp r;
     ipc_region_new(&s, &x, a);
     ipc_register(&s, x.b64, 4096, b, &r);
-    expect(&r, 201, NULL);
+    rel_expect(&r, 201, NULL);
     rel_resp_free(&r);
     assert_string_not_equal(a, b);
     assert_int_equal(ghd_host_ipc_open_count(), 2);
@@ -892,22 +862,22 @@ static void test_ipc_same_handle_twice(void **state)
     assert_int_equal(ghd_host_ipc_open_count(), 1);
     assert_int_equal(rel_create(&s, NULL, 4096, bid, sizeof(bid)), 201);
     transfer(&s, NULL, "region", b, 0, "buffer", bid, 0, 4096, NULL, &r);
-    expect(&r, 200, NULL);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
     get_buffer(&s, bid, &r);
     assert_memory_equal(r.body, x.p, 4096);
     rel_resp_free(&r);
     transfer(&s, NULL, "region", a, 0, "buffer", bid, 0, 4096, NULL, &r);
-    expect(&r, 404, "'from.region'");
+    rel_expect(&r, 404, "'from.region'");
     rel_resp_free(&r);
     delete_region(&s, b);
     assert_int_equal(ghd_host_ipc_open_count(), 0);
     export_free(&x); /* the exporter frees it: its handle opens nothing now */
     ipc_register(&s, x.b64, 4096, NULL, &r);
-    expect(&r, 422, "cudaIpcOpenMemHandle");
+    rel_expect(&r, 422, "cudaIpcOpenMemHandle");
     rel_resp_free(&r);
     rel_json(&s, "GET", "/readyz", NULL, NULL, &r);
-    expect(&r, 200, NULL);
+    rel_expect(&r, 200, NULL);
     rel_resp_free(&r);
     rel_stop(&s);
 }
@@ -915,14 +885,10 @@ static void test_ipc_same_handle_twice(void **state)
 static void test_ipc_unregister_during_transfer(void **state)
 {
     (void)state;
-    if (host_fakes_unavailable()) {
-        skip();
-        return;
-    }
-    struct rel_server s;
-    start_with(&s, 1, NULL);
+    struct support_server s;
     struct exported x;
-    export_new(&x, (size_t)16 << 20);
+    if (!ipc_case_start(&s, &x, (size_t)16 << 20))
+        return;
     char rid[64];
     ipc_region_new(&s, &x, rid);
     unregister_during(&s, rid, x.size);
@@ -939,22 +905,22 @@ static void test_page_lock_refused(void **state)
         skip();
         return;
     }
-    struct rel_server s;
+    struct support_server s;
     start_with(&s, 1, NULL);
-    struct segment g;
-    segment_open(&g, 8192);
+    struct support_shm g;
+    support_shm_open(&g, 8192);
     struct rel_resp r;
     ghd_host_fault_nth_register(1);
     region_register(&s, NULL, g.name, g.size, NULL, &r);
     ghd_host_fault_reset();
-    expect(&r, 500, "cannot page-lock");
+    rel_expect(&r, 500, "cannot page-lock");
     rel_resp_free(&r);
     unsigned count;
     size_t pinned;
     ghd_region_tenant_usage(&s.svc.regions, NULL, &count, &pinned);
     assert_int_equal(count, 0);
     assert_int_equal(region_new(&s, NULL, &g, NULL), 201);
-    segment_close(&g);
+    support_shm_close(&g);
     rel_stop(&s);
 }
 

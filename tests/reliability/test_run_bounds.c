@@ -1,4 +1,4 @@
-/* Runs a tenant could make endless (host backend unless REL_BACKEND says
+/* Runs a tenant could make endless (host backend unless GHD_TEST_BACKEND says
  * otherwise):
  * - a user kernel call whose n no buffer holds (a reduction of numbers or
  *   raw buffers, its output left out) is bounded by --max-elements, or by
@@ -26,14 +26,7 @@
 #include "rel.h"
 #include "core/run_queue.h"
 
-static void expect(struct rel_resp *r, long status, const char *needle)
-{
-    if (r->status != status || (needle && (!r->body || !strstr(r->body, needle))))
-        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
-                 r->body ? r->body : "");
-}
-
-/* Whether the tests run on the CUDA backend (REL_BACKEND=cuda). */
+/* Whether the tests run on the CUDA backend (GHD_TEST_BACKEND=cuda). */
 static int on_cuda(void)
 {
     return strcmp(rel_backend_name(), "cuda") == 0;
@@ -41,21 +34,21 @@ static int on_cuda(void)
 
 /* `method` `path` as `token` with a JSON body (or none): expects `status`
  * and `needle` in the reply, which is freed. */
-static void json_expect(struct rel_server *s, const char *method, const char *path,
+static void json_expect(struct support_server *s, const char *method, const char *path,
                         const char *token, const char *json, long status, const char *needle)
 {
     struct rel_resp r;
     rel_json(s, method, path, token, json, &r);
-    expect(&r, status, needle);
+    rel_expect(&r, status, needle);
     rel_resp_free(&r);
 }
 
-static void define(struct rel_server *s, const char *token, const char *json)
+static void define(struct support_server *s, const char *token, const char *json)
 {
     json_expect(s, "POST", "/v1/kernels", token, json, 201, NULL);
 }
 
-static void vrun(struct rel_server *s, struct rel_resp *r, long timeout_ms, const char *fmt,
+static void vrun(struct support_server *s, struct rel_resp *r, long timeout_ms, const char *fmt,
                  va_list ap)
 {
     char body[1024];
@@ -66,9 +59,9 @@ static void vrun(struct rel_server *s, struct rel_resp *r, long timeout_ms, cons
 }
 
 /* POST /v1/runs of `fmt`; the reply in *r. */
-static void run(struct rel_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
+static void run(struct support_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void run(struct rel_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
+static void run(struct support_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -77,9 +70,9 @@ static void run(struct rel_server *s, struct rel_resp *r, long timeout_ms, const
 }
 
 /* run, expecting `status` and `needle` in the reply, which is freed. */
-static void run_expect(struct rel_server *s, long timeout_ms, long status, const char *needle,
+static void run_expect(struct support_server *s, long timeout_ms, long status, const char *needle,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void run_expect(struct rel_server *s, long timeout_ms, long status, const char *needle,
+static void run_expect(struct support_server *s, long timeout_ms, long status, const char *needle,
                        const char *fmt, ...)
 {
     struct rel_resp r;
@@ -87,7 +80,7 @@ static void run_expect(struct rel_server *s, long timeout_ms, long status, const
     va_start(ap, fmt);
     vrun(s, &r, timeout_ms, fmt, ap);
     va_end(ap);
-    expect(&r, status, needle);
+    rel_expect(&r, status, needle);
     rel_resp_free(&r);
 }
 
@@ -96,7 +89,7 @@ static const char *const count_def =
     " \"map\": \"1\", \"reduce\": \"a + b\", \"identity\": \"0\"}";
 
 /* Starts `s` with `cfg` and defines the kernel "count" as `token`. */
-static void start_counting(struct rel_server *s, const struct ghd_config *cfg, const char *token)
+static void start_counting(struct support_server *s, const struct ghd_config *cfg, const char *token)
 {
     rel_start(s, cfg);
     define(s, token, count_def);
@@ -107,7 +100,7 @@ static void start_counting(struct rel_server *s, const struct ghd_config *cfg, c
  * `run_timeout_s` (0: its default), --tokens `tokens` ("": none). Host
  * only: the interpreter stops a run, a CUDA kernel cannot be stopped (the
  * device is lost there, tests/gpu covers it), so the test skips on CUDA. */
-static void start_host_long_runs(struct rel_server *s, unsigned run_timeout_s,
+static void start_host_long_runs(struct support_server *s, unsigned run_timeout_s,
                                  const char *tokens, const char *token)
 {
     if (on_cuda())
@@ -123,36 +116,36 @@ static void start_host_long_runs(struct rel_server *s, unsigned run_timeout_s,
 }
 
 /* A new buffer of `size` bytes; its id in id[64]. */
-static void new_buffer(struct rel_server *s, size_t size, char *id)
+static void new_buffer(struct support_server *s, size_t size, char *id)
 {
     assert_int_equal(rel_create(s, NULL, size, id, 64), 201);
 }
 
 /* GET of buffer `id`: 200 with `len` bytes; the reply in *r. */
-static void get_buffer(struct rel_server *s, const char *id, size_t len, struct rel_resp *r)
+static void get_buffer(struct support_server *s, const char *id, size_t len, struct rel_resp *r)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     rel_json(s, "GET", path, NULL, NULL, r);
-    expect(r, 200, NULL);
+    rel_expect(r, 200, NULL);
     assert_int_equal(r->len, len);
 }
 
-static long device_losses(const struct rel_server *s)
+static long device_losses(const struct support_server *s)
 {
     return rel_metric(s, "gpuhttpd_device_losses_total{device=\"0\"}");
 }
 
 /* The device is still ready and no loss was counted since device_losses
  * read `losses`. */
-static void expect_device_kept(struct rel_server *s, long losses)
+static void expect_device_kept(struct support_server *s, long losses)
 {
     json_expect(s, "GET", "/readyz", NULL, NULL, 200, NULL);
     assert_int_equal(device_losses(s), losses);
 }
 
 /* No run is left active; the server stops. */
-static void stop_idle(struct rel_server *s)
+static void stop_idle(struct support_server *s)
 {
     assert_int_equal(ghd_run_queue_active(s->svc.runs), 0);
     rel_stop(s);
@@ -161,7 +154,7 @@ static void stop_idle(struct rel_server *s)
 static void test_unbounded_n_refused(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     assert_int_equal(cfg.max_elements, 268435456u); /* the documented default */
@@ -190,7 +183,7 @@ static void test_unbounded_n_refused(void **state)
 static void test_raw_input_bounds_n(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.max_elements = 8;
@@ -216,14 +209,14 @@ static void test_raw_input_bounds_n(void **state)
 static void test_host_run_timeout_fails_alone(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_host_long_runs(&s, 1, "", NULL);
     long losses = device_losses(&s);
     struct rel_resp r;
     long t0 = rel_now_ms();
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}");
     long took = rel_now_ms() - t0;
-    expect(&r, 422, "--run-timeout");
+    rel_expect(&r, 422, "--run-timeout");
     assert_non_null(strstr(r.body, "stopped after"));
     rel_resp_free(&r);
     if (took > 5000)
@@ -241,7 +234,7 @@ static void test_host_run_timeout_fails_alone(void **state)
 static void test_pipeline_timeout_keeps_device(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_host_long_runs(&s, 1, "", NULL);
     char x[64], y[64], other[64];
     new_buffer(&s, 4096, x);
@@ -252,7 +245,7 @@ static void test_pipeline_timeout_keeps_device(void **state)
     run(&s, &r, 30000, "{\"steps\": [{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", "
                        "\"n\": 1024, \"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}, "
                        "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}]}", x, y);
-    expect(&r, 422, "--run-timeout");
+    rel_expect(&r, 422, "--run-timeout");
     assert_non_null(strstr(r.body, "step 1 (count)"));
     rel_resp_free(&r);
     expect_device_kept(&s, losses);
@@ -273,7 +266,7 @@ static void test_pipeline_timeout_keeps_device(void **state)
 static void test_per_run_timeout(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_host_long_runs(&s, 0, "", NULL);
     assert_int_equal(s.svc.cfg.run_timeout_s, 60); /* the documented default */
     run_expect(&s, 0, 422, "--run-timeout 60",
@@ -286,7 +279,7 @@ static void test_per_run_timeout(void **state)
     struct rel_resp r;
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, "
                        "\"timeout_s\": 1}");
-    expect(&r, 422, "timeout of 1 s");
+    rel_expect(&r, 422, "timeout of 1 s");
     assert_non_null(strstr(r.body, "stopped after"));
     rel_resp_free(&r);
     run_expect(&s, 0, 200, "\"timeout_s\":0.5",
@@ -299,11 +292,11 @@ static void test_per_run_timeout(void **state)
 
 /* POST /v1/runs of `body` (not waiting) as `token`: 202; the run's path
  * (/v1/runs/<id>) in path[128]. */
-static void start_async(struct rel_server *s, const char *token, const char *body, char *path)
+static void start_async(struct support_server *s, const char *token, const char *body, char *path)
 {
     struct rel_resp r;
     rel_json(s, "POST", "/v1/runs", token, body, &r);
-    expect(&r, 202, NULL);
+    rel_expect(&r, 202, NULL);
     char id[96];
     rel_json_str(&r, "id", id, sizeof(id));
     rel_resp_free(&r);
@@ -312,7 +305,7 @@ static void start_async(struct rel_server *s, const char *token, const char *bod
 
 /* The run at `path` as `token` sees it, polled while it is `while_status`
  * (at most 20 s); the last reply in *r. */
-static void poll_run(struct rel_server *s, const char *token, const char *path,
+static void poll_run(struct support_server *s, const char *token, const char *path,
                      const char *while_status, struct rel_resp *r)
 {
     char needle[48];
@@ -329,14 +322,14 @@ static void poll_run(struct rel_server *s, const char *token, const char *path,
 
 /* poll_run while the run is `while_status`: it then reads `now`, and
  * `detail` where not NULL. */
-static void expect_run_leaves(struct rel_server *s, const char *token, const char *path,
+static void expect_run_leaves(struct support_server *s, const char *token, const char *path,
                               const char *while_status, const char *now, const char *detail)
 {
     char needle[48];
     snprintf(needle, sizeof(needle), "\"status\":\"%s\"", now);
     struct rel_resp r;
     poll_run(s, token, path, while_status, &r);
-    expect(&r, 200, needle);
+    rel_expect(&r, 200, needle);
     if (detail)
         assert_non_null(strstr(r.body, detail));
     rel_resp_free(&r);
@@ -348,7 +341,7 @@ static void expect_run_leaves(struct rel_server *s, const char *token, const cha
 static void test_cancel_running_run(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_host_long_runs(&s, 0, "tokA:alice,tokB:bob", "tokA");
     char path[128];
     start_async(&s, "tokA",
@@ -357,7 +350,7 @@ static void test_cancel_running_run(void **state)
     json_expect(&s, "DELETE", path, "tokB", NULL, 404, NULL); /* bob's: not found, nothing stops */
     struct rel_resp r;
     rel_json(&s, "GET", path, "tokA", NULL, &r);
-    expect(&r, 200, "\"status\":\"running\"");
+    rel_expect(&r, 200, "\"status\":\"running\"");
     assert_null(strstr(r.body, "stopping"));
     rel_resp_free(&r);
     json_expect(&s, "DELETE", path, "tokA", NULL, 202, "\"stopping\":\"cancel\"");
@@ -378,7 +371,7 @@ static void test_cancel_pipeline_at_step(void **state)
     (void)state;
     if (on_cuda())
         skip();
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     rel_start(&s, &cfg);

@@ -1,4 +1,4 @@
-/* Conditional writes of runs (host backend unless REL_BACKEND says otherwise):
+/* Conditional writes of runs (host backend unless GHD_TEST_BACKEND says otherwise):
  * - writers racing on one tag: in each trial, runs with "if_match" on the
  *   buffer they write and PUTs with If-Match, all naming the version just
  *   read, are sent at once from threads of their own; exactly one may be
@@ -28,15 +28,8 @@
 #define TRIAL_BUDGET_MS 40000 /* the trials stop early past this */
 #define BYTES 4096
 
-static void expect(struct rel_resp *r, long status, const char *needle)
-{
-    if (r->status != status || (needle && (!r->body || !strstr(r->body, needle))))
-        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
-                 r->body ? r->body : "");
-}
-
 struct race {
-    struct rel_server *s;
+    struct support_server *s;
     pthread_barrier_t go, done;
     char y[64], z[64];
     uint64_t version; /* the tag of this trial, set before `go` */
@@ -102,7 +95,7 @@ static void *contend(void *arg)
 static void test_one_writer_per_tag(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.run_workers = 4;
@@ -165,7 +158,7 @@ static void test_one_writer_per_tag(void **state)
 
 /* POSTs a run of user kernel twice (y = 2 x over 16 elements), as one step
  * of a pipeline or alone, with the members `tags` in its if_match. */
-static void twice(struct rel_server *s, struct rel_resp *r, int pipeline, const char *x,
+static void twice(struct support_server *s, struct rel_resp *r, int pipeline, const char *x,
                   const char *y, const char *tags)
 {
     char step[512], body[600];
@@ -180,7 +173,7 @@ static void twice(struct rel_server *s, struct rel_resp *r, int pipeline, const 
 static void test_unknown_if_match_key(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     rel_start(&s, &cfg);
@@ -198,7 +191,7 @@ static void test_unknown_if_match_key(void **state)
         rel_json(&s, "POST", "/v1/runs", NULL, body, &r);
         char want[64];
         snprintf(want, sizeof(want), "if_match names '%s'", keys[i]);
-        expect(&r, 422, want);
+        rel_expect(&r, 422, want);
         rel_resp_free(&r);
     }
     assert_int_equal(rel_buffer_version(&s, NULL, y), v); /* nothing ran */
@@ -206,20 +199,20 @@ static void test_unknown_if_match_key(void **state)
     rel_json(&s, "POST", "/v1/kernels", NULL,
              "{\"name\": \"twice\", \"in\": \"f32 x, f32 a\", \"out\": \"f32 y\","
              " \"body\": \"y = a * x\"}", &r);
-    expect(&r, 201, NULL);
+    rel_expect(&r, 201, NULL);
     rel_resp_free(&r);
     char tags[128];
     snprintf(tags, sizeof(tags), "\"y\": \"\\\"v%llu\\\"\", \"a\": \"\\\"v1\\\"\"",
              (unsigned long long)v);
     twice(&s, &r, 1, x, y, tags);
-    expect(&r, 422, "steps[0]: if_match names 'a'");
+    rel_expect(&r, 422, "steps[0]: if_match names 'a'");
     rel_resp_free(&r);
     assert_int_equal(rel_buffer_version(&s, NULL, y), v);
     /* The keys that are buffer arguments still work: stale is 412, current runs. */
     snprintf(tags, sizeof(tags), "\"x\": \"\\\"v%llu\\\"\", \"y\": \"\\\"v%llu\\\"\"",
              (unsigned long long)rel_buffer_version(&s, NULL, x), (unsigned long long)v + 7);
     twice(&s, &r, 0, x, y, tags);
-    expect(&r, 412, "argument y");
+    rel_expect(&r, 412, "argument y");
     char etag[64], want[64];
     rel_header(&r, "ETag", etag, sizeof(etag));
     snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v);
@@ -227,7 +220,7 @@ static void test_unknown_if_match_key(void **state)
     rel_resp_free(&r);
     snprintf(tags, sizeof(tags), "\"y\": \"\\\"v%llu\\\"\"", (unsigned long long)v);
     twice(&s, &r, 0, x, y, tags);
-    expect(&r, 200, "succeeded");
+    rel_expect(&r, 200, "succeeded");
     rel_resp_free(&r);
     rel_stop(&s);
 }

@@ -33,7 +33,7 @@ static int setup(void **state)
 }
 
 
-static void expect_401(struct rel_server *s, const char *method, const char *path,
+static void expect_401(struct support_server *s, const char *method, const char *path,
                        const char *token, const char *json, int token_sent)
 {
     struct rel_resp r;
@@ -55,7 +55,7 @@ static void expect_401(struct rel_server *s, const char *method, const char *pat
 
 static void test_missing_or_wrong_token(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     const char *paths[][2] = {
         {"GET", "/v1/buffers"},          {"POST", "/v1/buffers"},
         {"GET", "/v1/buffers/0123456789abcdef0123456789abcdef"},
@@ -91,7 +91,7 @@ static void test_missing_or_wrong_token(void **state)
 
 static void test_refused_upload_sends_no_body(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     /* A 1 MiB octet-stream upload without a token: 401 before the body, and
      * no buffer or staging chunk is taken. */
     size_t len = 1 << 20;
@@ -117,7 +117,7 @@ static void test_refused_upload_sends_no_body(void **state)
  * the client's send fails, and curl then reports an error, not the 401. */
 static void test_refusal_reaches_client_sending_whole_body(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     size_t len = 8 << 20;
     char *body = malloc(len);
     assert_non_null(body);
@@ -141,7 +141,7 @@ static void test_refusal_reaches_client_sending_whole_body(void **state)
 
 static void test_public_paths_open(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     const char *open[] = {"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/docs",
                           "/docs/index.css"};
     for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++) {
@@ -166,7 +166,7 @@ static void test_public_paths_open(void **state)
 
 static void test_metrics_token(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     expect_401(s, "GET", "/metrics", NULL, NULL, 0);
     expect_401(s, "GET", "/metrics", ALICE, NULL, 1);
     struct rel_resp r;
@@ -177,7 +177,7 @@ static void test_metrics_token(void **state)
 
 static void test_tenant_buffers_isolated(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char a_id[64], b_id[64], path[160];
     assert_int_equal(rel_create(s, ALICE, 4096, a_id, sizeof(a_id)), 201);
     assert_int_equal(rel_create(s, BOB, 1024, b_id, sizeof(b_id)), 201);
@@ -237,7 +237,7 @@ static void test_tenant_buffers_isolated(void **state)
  * created in between. Now 16 opaque hex digits, bound to their tenant. */
 static void test_cursors_opaque_per_tenant(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char ids[8][64], cur[2][64], path[160];
     struct rel_resp r;
     for (int i = 0; i < 2; i++)
@@ -279,7 +279,7 @@ static void test_cursors_opaque_per_tenant(void **state)
 
 static void test_tenant_runs_isolated(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     struct rel_resp r;
     long st = rel_json(s, "GET", "/v1/kernels/fill", ALICE, NULL, &r);
     rel_resp_free(&r);
@@ -322,7 +322,7 @@ static void test_tenant_runs_isolated(void **state)
  * least of all another tenant's. */
 static void test_new_buffers_are_zeroed(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     size_t size = 256 << 10;
     char *secret = malloc(size);
     memset(secret, 0x5a, size);
@@ -362,7 +362,7 @@ static void test_tokens_never_logged(void **state)
     int saved = dup(2);
     dup2(logfd, 2);
     /* A server of its own at debug level: everything that can be logged is. */
-    struct rel_server *s = calloc(1, sizeof(*s));
+    struct support_server *s = calloc(1, sizeof(*s));
     struct ghd_config cfg;
     rel_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice", ALICE);
@@ -402,7 +402,7 @@ static void test_tokens_never_logged(void **state)
 static void test_default_probes_private(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
@@ -457,7 +457,7 @@ static void test_default_probes_private(void **state)
 static void test_loopback_only_without_tokens(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     snprintf(cfg.bind, sizeof(cfg.bind), "0.0.0.0");

@@ -35,7 +35,7 @@ static void test_sigterm_lets_upload_finish(void **state)
                           "--staging-chunks", "4", "--pool-initial", "0", NULL};
     struct rel_proc p;
     start(&p, args, NULL);
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, &p);
     char id[64];
     size_t total = 2 << 20;
@@ -83,7 +83,7 @@ static long get_status(unsigned port, const char *path)
 {
     char base[64];
     snprintf(base, sizeof(base), "http://127.0.0.1:%u", port);
-    struct rel_server s = {0};
+    struct support_server s = {0};
     struct rel_req rq = {.path = path, .base = base, .timeout_ms = 3000};
     struct rel_resp r;
     rel_do(&s, &rq, &r);
@@ -114,7 +114,7 @@ static int start_stalled_put(struct rel_proc *p, const char *grace, const char *
                           "--min-transfer-rate", "0", "--pool-initial", "0",
                           probe_port ? "--probe-port" : NULL, probe_port, NULL};
     start(p, args, NULL);
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, p);
     char id[64];
     assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
@@ -204,10 +204,10 @@ static void grace_bounds_running_run(int second_signal)
     const char *args[] = {"--shutdown-grace", second_signal ? "60" : "1", NULL};
     struct rel_proc p;
     start(&p, args, NULL);
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, &p);
     char a[64], b[64], c[64];
-    const char *backend = getenv("REL_BACKEND");
+    const char *backend = getenv("GHD_TEST_BACKEND");
     int on_gpu = backend && strcmp(backend, "host") != 0;
     size_t mn = on_gpu ? 8192 : 1024, k = on_gpu ? 131072 : 1024;
     assert_int_equal(rel_create(&s, NULL, mn * k * 4, a, sizeof(a)), 201);
@@ -357,7 +357,7 @@ static void write_file(const char *path, const char *text)
     assert_int_equal(rename(tmp, path), 0);
 }
 
-static long status_with(struct rel_server *s, const char *token)
+static long status_with(struct support_server *s, const char *token)
 {
     struct rel_resp r;
     long st = rel_json(s, "GET", "/v1/buffers", token, NULL, &r);
@@ -366,7 +366,7 @@ static long status_with(struct rel_server *s, const char *token)
 }
 
 /* SIGHUP is handled within about a second; poll for the expected status. */
-static long await_status(struct rel_server *s, const char *token, long want)
+static long await_status(struct support_server *s, const char *token, long want)
 {
     long st = 0;
     for (int i = 0; i < 40 && (st = status_with(s, token)) != want; i++)
@@ -385,7 +385,7 @@ static void test_sighup_reloads_tokens(void **state)
     const char *args[] = {"--tokens-file", path, NULL};
     struct rel_proc p;
     start(&p, args, NULL);
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, &p);
     assert_int_equal(status_with(&s, "first-token-aaaa"), 200);
     assert_int_equal(status_with(&s, "second-token-bbbb"), 401);

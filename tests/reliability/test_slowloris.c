@@ -39,7 +39,7 @@ static int setup(void **state)
 }
 
 
-static void still_serves(struct rel_server *s)
+static void still_serves(struct support_server *s)
 {
     struct rel_resp r;
     assert_int_equal(rel_json(s, "GET", "/healthz", NULL, NULL, &r), 200);
@@ -59,7 +59,7 @@ static double closed_after(int fd, long limit_ms)
 
 static void test_silent_connection(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     int fd = rel_connect(s->port);
     assert_true(fd >= 0);
     double took = closed_after(fd, 8000);
@@ -71,7 +71,7 @@ static void test_silent_connection(void **state)
 
 static void test_head_byte_by_byte(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     uint64_t heads0, slow0, heads1, slow1;
     ghd_http_guard_stats(s->http, &heads0, &slow0);
     int fd = rel_connect(s->port);
@@ -105,14 +105,14 @@ static void test_head_byte_by_byte(void **state)
 }
 
 /* Starts an upload of `total` bytes to a new buffer and sends `first` bytes. */
-static int start_upload(struct rel_server *s, size_t total, size_t first)
+static int start_upload(struct support_server *s, size_t total, size_t first)
 {
     return rel_begin_upload(s->port, "POST", "/v1/buffers", total, first);
 }
 
 static void test_upload_stalls(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     int fd = start_upload(s, 1 << 20, 200 << 10);
     rel_sleep_ms(200);
     /* The upload holds its two staging chunks and its new buffer now. */
@@ -129,7 +129,7 @@ static void test_upload_stalls(void **state)
 
 static void test_upload_trickles(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     uint64_t h0, slow0, h1, slow1;
     ghd_http_guard_stats(s->http, &h0, &slow0);
     int fd = start_upload(s, 1 << 20, 1000);
@@ -164,7 +164,7 @@ static void test_upload_trickles(void **state)
  * request (the guard counted received bytes too, so this
  * kept an unread download and its staging chunk until
  * --connection-timeout). A response's rate is what the client takes. */
-static void download_not_read(struct rel_server *s, int junk)
+static void download_not_read(struct support_server *s, int junk)
 {
     char id[64];
     size_t size = 8 << 20;
@@ -217,7 +217,7 @@ static void test_download_not_read_junk_sent(void **state)
 }
 
 /* Another client's 256 KiB upload while slow ones are about: its status. */
-static long other_upload(struct rel_server *s)
+static long other_upload(struct support_server *s)
 {
     char other[64], path[128];
     assert_int_equal(rel_create(s, NULL, 256 << 10, other, sizeof(other)), 201);
@@ -236,7 +236,7 @@ static long other_upload(struct rel_server *s)
 }
 
 /* Closes the 8 slow clients and deletes their buffers; the server is at rest. */
-static void end_slow_clients(struct rel_server *s, int fds[8], char id[8][64])
+static void end_slow_clients(struct support_server *s, int fds[8], char id[8][64])
 {
     char path[640];
     struct rel_resp r;
@@ -255,7 +255,7 @@ static void end_slow_clients(struct rel_server *s, int fds[8], char id[8][64])
  * the first body bytes arrive. */
 static void test_heads_without_body_hold_no_chunk(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[8][64];
     int fds[8];
     for (int i = 0; i < 8; i++) {
@@ -283,7 +283,7 @@ static void test_heads_without_body_hold_no_chunk(void **state)
  * back and go on without; the others get chunks again. */
 static void test_trickles_give_chunks_back(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char id[8][64], path[640];
     int fds[8];
     for (int i = 0; i < 8; i++) {
@@ -312,7 +312,7 @@ static void test_trickles_give_chunks_back(void **state)
 
 static void test_fast_clients_unaffected(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     /* A normal upload and download of 4 MiB, a keep-alive pause shorter than
      * the idle timeout, and a second request on the same connection. */
     size_t size = 4 << 20;
@@ -356,7 +356,7 @@ static void test_fast_clients_unaffected(void **state)
 static void test_idle_timeout_alone(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.connection_timeout_s = 2;
@@ -391,7 +391,7 @@ static void test_idle_timeout_alone(void **state)
 static void test_half_heads_shed_near_limit(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     rel_config(&cfg);
     cfg.connection_limit = FILL_ADDRESSES * FILL_PER_ADDRESS;

@@ -50,7 +50,7 @@ static int setup_tenants(void **state)
 
 /* Starts a PUT of SIZE bytes to buffer `id` from `src` with `token` and
  * sends `first` body bytes. */
-static int begin_put_from(struct rel_server *s, const char *src, const char *token,
+static int begin_put_from(struct support_server *s, const char *src, const char *token,
                           const char *id, size_t first)
 {
     int fd = rel_connect_from(s->port, src);
@@ -70,7 +70,7 @@ static int begin_put_from(struct rel_server *s, const char *src, const char *tok
 }
 
 /* A whole PUT of SIZE bytes from `src`; returns its status. */
-static int put_from(struct rel_server *s, const char *src, const char *token, const char *id)
+static int put_from(struct support_server *s, const char *src, const char *token, const char *id)
 {
     int fd = begin_put_from(s, src, token, id, SIZE);
     char buf[2048];
@@ -98,12 +98,12 @@ static int refused(int fds[SLOW], const char *option)
     return n;
 }
 
-static void create(struct rel_server *s, const char *token, char id[64])
+static void create(struct support_server *s, const char *token, char id[64])
 {
     assert_int_equal(rel_create(s, token, SIZE, id, 64), 201);
 }
 
-static unsigned long long cap_metric(struct rel_server *s, const char *family, const char *cap)
+static unsigned long long cap_metric(struct support_server *s, const char *family, const char *cap)
 {
     struct rel_resp r;
     const char *token = s->svc.cfg.metrics_token;
@@ -116,12 +116,12 @@ static unsigned long long cap_metric(struct rel_server *s, const char *family, c
     return v;
 }
 
-static unsigned long long capped_metric(struct rel_server *s, const char *cap)
+static unsigned long long capped_metric(struct support_server *s, const char *cap)
 {
     return cap_metric(s, "gpuhttpd_staging_capped_total", cap);
 }
 
-static void end(struct rel_server *s, int fds[SLOW])
+static void end(struct support_server *s, int fds[SLOW])
 {
     for (int i = 0; i < SLOW; i++)
         close(fds[i]);
@@ -132,7 +132,7 @@ static void end(struct rel_server *s, int fds[SLOW])
  * i-th from srcs[i % 2]; then the victim uploads from `victim_src`. The
  * attacker must hold CAP chunks, the rest of its uploads be refused 429
  * naming `--staging-<cap>-share` and counted, and the victim get 200. */
-static void starve(struct rel_server *s, const char *const srcs[2], const char *token,
+static void starve(struct support_server *s, const char *const srcs[2], const char *token,
                    const char *victim_src, const char *victim_token, const char *cap)
 {
     char id[SLOW][64], other[64], option[64];
@@ -184,7 +184,7 @@ static void test_one_tenant_cannot_starve_another(void **state)
  * whether the cap ever binds. */
 static void test_overlap_chunk_capped(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     enum { HOLDERS = CAP - 1 };
     char id[HOLDERS][64], mine[64];
     int fds[HOLDERS];

@@ -23,7 +23,7 @@
 #define ALICE "alice-share-token"
 #define BOB "bob-share-token"
 
-static void start_tenants(struct rel_server *s, void (*tweak)(struct ghd_config *))
+static void start_tenants(struct support_server *s, void (*tweak)(struct ghd_config *))
 {
     struct ghd_config cfg;
     rel_config(&cfg); /* the default tenancy options, a 64 MiB pool */
@@ -43,7 +43,7 @@ static void fill_body(char *body, size_t cap, const char *x, int wait)
 
 /* That run as `token`; with `wait`, 200 expected, else 202. Returns the
  * status and writes the run's path. */
-static long fill_run(struct rel_server *s, const char *token, const char *x, int wait,
+static long fill_run(struct support_server *s, const char *token, const char *x, int wait,
                      char *path, size_t cap)
 {
     char body[256], id[64];
@@ -57,7 +57,7 @@ static long fill_run(struct rel_server *s, const char *token, const char *x, int
     return st;
 }
 
-static long get_status(struct rel_server *s, const char *token, const char *path)
+static long get_status(struct support_server *s, const char *token, const char *path)
 {
     struct rel_resp r;
     long st = rel_json(s, "GET", path, token, NULL, &r);
@@ -67,7 +67,7 @@ static long get_status(struct rel_server *s, const char *token, const char *path
 
 /* Alice's one finished run outlives `bob_runs` of bob's, which pass
  * --runs-kept: the queue forgets bob's oldest, not hers. */
-static void check_kept(struct rel_server *s, unsigned bob_runs)
+static void check_kept(struct support_server *s, unsigned bob_runs)
 {
     char xa[64], xb[64], alice_run[96], bob_first[96], bob_last[96];
     assert_int_equal(rel_create(s, ALICE, 64, xa, sizeof(xa)), 201);
@@ -84,13 +84,13 @@ static void check_kept(struct rel_server *s, unsigned bob_runs)
 }
 
 /* The queue's tests hold bob's runs behind a kernel that never ends, the
- * host backend's fault hook; on another backend (REL_BACKEND=cuda) cmocka
+ * host backend's fault hook; on another backend (GHD_TEST_BACKEND=cuda) cmocka
  * reports them skipped, not passed. */
 static int no_stall_hook(void)
 {
     if (strcmp(rel_backend_name(), "host") == 0)
         return 0;
-    printf("SKIP: the host backend's stalled kernel (REL_BACKEND=%s)\n", rel_backend_name());
+    printf("SKIP: the host backend's stalled kernel (GHD_TEST_BACKEND=%s)\n", rel_backend_name());
     skip();
     return 1;
 }
@@ -98,7 +98,7 @@ static int no_stall_hook(void)
 /* Bob's runs wait behind one whose kernel never ends until he has his
  * share, `share` runs queued or running: the next is 429 naming
  * --tenant-share, while alice's run is taken and runs. */
-static void check_queue_share(struct rel_server *s, unsigned share)
+static void check_queue_share(struct support_server *s, unsigned share)
 {
     char xa[64], xb[64], stuck[96];
     assert_int_equal(rel_create(s, ALICE, 64, xa, sizeof(xa)), 201);
@@ -126,7 +126,7 @@ static void check_queue_share(struct rel_server *s, unsigned share)
 /* Bob takes buffers of `chunk` bytes until refused: the refusal is 507
  * naming --tenant-share once he holds his share of the device's pool,
  * `share` bytes; alice still gets her 1 MiB. */
-static void check_pool_share(struct rel_server *s, size_t chunk, size_t share)
+static void check_pool_share(struct support_server *s, size_t chunk, size_t share)
 {
     char id[64];
     size_t held, count;
@@ -155,7 +155,7 @@ static void kept_8(struct ghd_config *cfg)
 static void test_kept_runs_per_tenant(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, kept_8);
     check_kept(&s, 20);
     rel_stop(&s);
@@ -171,7 +171,7 @@ static void test_queue_share(void **state)
     (void)state;
     if (no_stall_hook())
         return;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, queue_8);
     check_queue_share(&s, 4);
     rel_stop(&s);
@@ -189,7 +189,7 @@ static void test_queue_explicit_limit(void **state)
     (void)state;
     if (no_stall_hook())
         return;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, queue_8_runs_6);
     char xb[64];
     assert_int_equal(rel_create(&s, BOB, 64, xb, sizeof(xb)), 201);
@@ -210,7 +210,7 @@ static void test_queue_explicit_limit(void **state)
 static void test_pool_share(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, NULL);
     check_pool_share(&s, 4 << 20, 32 << 20);
     rel_stop(&s);
@@ -224,7 +224,7 @@ static void buffers_8(struct ghd_config *cfg)
 static void test_buffer_share(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, buffers_8);
     for (int i = 0; i < 4; i++)
         assert_int_equal(rel_create(&s, BOB, 256, NULL, 0), 201);
@@ -238,7 +238,7 @@ static void test_buffer_share(void **state)
 }
 
 /* The usage `token` reads, parsed. */
-static json_t *usage(struct rel_server *s, const char *token, char **raw)
+static json_t *usage(struct support_server *s, const char *token, char **raw)
 {
     struct rel_resp r;
     assert_int_equal(rel_json(s, "GET", "/v1/usage", token, NULL, &r), 200);
@@ -271,7 +271,7 @@ static json_int_t device_field(json_t *u, const char *key)
 static void test_usage_is_the_callers(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, NULL);
     char *raw;
     json_t *u = usage(&s, BOB, &raw); /* his token's weight, before he has run anything */
@@ -383,7 +383,7 @@ static void test_tenant_figures(void **state)
 static void test_defaults_with_tokens(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, NULL);
     check_kept(&s, 1100);
     check_pool_share(&s, 4 << 20, 32 << 20);
@@ -397,7 +397,7 @@ static void test_defaults_queue_with_tokens(void **state)
     (void)state;
     if (no_stall_hook())
         return;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, NULL);
     check_queue_share(&s, 512);
     rel_stop(&s);

@@ -65,7 +65,7 @@ static int setup(void **state)
 
 static void test_https_verified(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     assert_non_null(strstr(s->base, "https://"));
     struct rel_req rq = {.method = "GET", .path = "/healthz", .cainfo = cert};
     struct rel_resp r;
@@ -82,7 +82,7 @@ static void test_https_verified(void **state)
 
 static void test_transfer_over_tls(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     size_t size = 1 << 20;
     char *data = malloc(size);
     for (size_t i = 0; i < size; i++)
@@ -115,7 +115,7 @@ static void test_transfer_over_tls(void **state)
 
 /* GET /healthz with the connection options of `rq`: the status, 0 when the
  * transfer failed (curl's code in *curl_error). */
-static long healthz(const struct rel_server *s, struct rel_req rq, int *curl_error)
+static long healthz(const struct support_server *s, struct rel_req rq, int *curl_error)
 {
     rq.method = "GET";
     rq.path = "/healthz";
@@ -129,7 +129,7 @@ static long healthz(const struct rel_server *s, struct rel_req rq, int *curl_err
 
 static void test_refusals(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     int e;
     /* An unknown issuer: the client refuses (the server presents its cert). */
     healthz(s, (struct rel_req){0}, &e);
@@ -158,7 +158,7 @@ static void test_refusals(void **state)
  * TLS. */
 static void test_plain_http(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char plain[64];
     snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
     struct rel_req rq = {.method = "GET", .path = "/v1/buffers", .base = plain,
@@ -208,7 +208,7 @@ static int setup_probe(void **state)
 }
 
 /* `method` `path` on the probe port with `token` (or none): the status. */
-static long on_probe(const struct rel_server *s, const char *method, const char *path,
+static long on_probe(const struct support_server *s, const char *method, const char *path,
                      const char *token, struct rel_resp *r)
 {
     struct rel_req rq = {.method = method, .path = path, .token = token,
@@ -219,7 +219,7 @@ static long on_probe(const struct rel_server *s, const char *method, const char 
 
 static void test_probe_plain_http(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     struct rel_resp r;
     assert_int_equal(on_probe(s, "GET", "/healthz", NULL, &r), 200);
     rel_resp_free(&r);
@@ -239,7 +239,7 @@ static void test_probe_plain_http(void **state)
 
 static void test_probe_serves_nothing_else(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     char ctype[128];
     struct rel_resp r;
     /* Not served, with the tenant's token or without: 404, never 401. */
@@ -274,7 +274,7 @@ static void test_probe_serves_nothing_else(void **state)
 
 static void test_probe_metrics_token(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     struct rel_resp r;
     /* The probe port and the TLS port ask the same of /metrics. */
     const char *tokens[] = {NULL, "tls-token-123", "metrics-token-456"};
@@ -295,7 +295,7 @@ static void test_probe_metrics_token(void **state)
 static void test_bad_files_refused(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     struct ghd_config cfg;
     struct ghd_err err = {0};
     tls_config(&cfg);

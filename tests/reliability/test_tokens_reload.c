@@ -65,7 +65,7 @@ static void publish(const char *version, const char *old, const char *text)
     }
 }
 
-static long status_with(struct rel_server *s, const char *path, const char *token)
+static long status_with(struct support_server *s, const char *path, const char *token)
 {
     struct rel_resp r;
     long st = rel_json(s, "GET", path, token, NULL, &r);
@@ -74,7 +74,7 @@ static long status_with(struct rel_server *s, const char *path, const char *toke
 }
 
 /* The change is seen within about two seconds; poll up to ten. */
-static long await_status(struct rel_server *s, const char *token, long want)
+static long await_status(struct support_server *s, const char *token, long want)
 {
     long st = 0;
     for (int i = 0; i < 200 && (st = status_with(s, "/v1/buffers", token)) != want; i++)
@@ -109,7 +109,7 @@ static void test_secret_volume_rotation(void **state)
     struct rel_proc p;
     if (rel_spawn(&p, args, NULL, 20000) < 0)
         fail_msg("gpuhttpd did not start");
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, &p);
 
     char id[80], path[128];

@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "test_kernels_util.h"
+#include "kernel_fixture.h"
+#include "kernels/kind.h"
 #include "base/json_u64.h"
 #include "kernels/call_args.h"
 #include "kernels/registry.h"
@@ -106,9 +107,9 @@ static void test_metric_labels(void **state)
         for (size_t j = 0; j < sizeof(shared) / sizeof(shared[0]); j++)
             assert_string_not_equal(ghd_kernel_name(k), shared[j]);
     }
-    char tag; /* the label only asks whether the kernel is one */
-    struct ghd_kernel user = {.name = "tenant_secret", .user = (struct ghd_ukernel *)&tag};
-    struct ghd_kernel raw = {.name = "my_saxpy", .raw = (struct ghd_rfunc *)&tag};
+    /* the label is the kind's, whatever the kernel's name */
+    struct ghd_kernel user = {.name = "tenant_secret", .kind = &ghd_kernel_kind_user};
+    struct ghd_kernel raw = {.name = "my_saxpy", .kind = &ghd_kernel_kind_raw};
     assert_string_equal(ghd_kernel_metric_label(&user), "user");
     assert_string_equal(ghd_kernel_metric_label(&raw), "raw");
 }
@@ -492,35 +493,6 @@ static void test_validation(void **state)
 
 /* ---- kernels ------------------------------------------------------------- */
 
-/* Random bytes of each dtype that make good inputs: floats in [-4, 4),
- * integers over their whole range (u8 too). */
-static void random_fill(enum ghd_dtype t, void *p, size_t n, double lo, double hi)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint64_t r = tk_next(&T);
-        switch (t) {
-        case GHD_DTYPE_F32:
-            ((float *)p)[i] = (float)tk_uniform(&T, lo, hi);
-            break;
-        case GHD_DTYPE_F64:
-            ((double *)p)[i] = tk_uniform(&T, lo, hi);
-            break;
-        case GHD_DTYPE_I32:
-        case GHD_DTYPE_U32:
-            ((uint32_t *)p)[i] = (uint32_t)r;
-            break;
-        case GHD_DTYPE_I64:
-            ((uint64_t *)p)[i] = r;
-            break;
-        case GHD_DTYPE_U8:
-            ((uint8_t *)p)[i] = (uint8_t)r;
-            break;
-        default:
-            ((uint16_t *)p)[i] = (uint16_t)r;
-            break;
-        }
-    }
-}
 
 static void test_fill(void **state)
 {
@@ -596,7 +568,7 @@ static void test_copy(void **state)
     (void)state;
     struct ghd_buffer *a = tk_buf(&T, 4 * 5000), *b = tk_buf(&T, 4 * 5000);
     uint8_t *src = malloc(a->size), *got = malloc(a->size), *want = malloc(a->size);
-    random_fill(GHD_DTYPE_U8, src, a->size, 0, 0);
+    tk_fill(&T, GHD_DTYPE_U8, src, a->size, 0, 0);
     FOR_SIZES(n) {
         /* between buffers, with offsets */
         tk_upload(&T, a, src, a->size);
@@ -781,8 +753,8 @@ static void test_axpy_scale(void **state)
             for (size_t oi = 0; oi < 2; oi++) {
                 uint64_t xo = OFFSETS[oi], yo = OFFSETS[1 - oi];
                 double a = tk_uniform(&T, -3, 3);
-                random_fill(t, x, cap, -4, 4);
-                random_fill(t, y, cap, -4, 4);
+                tk_fill(&T, t, x, cap, -4, 4);
+                tk_fill(&T, t, y, cap, -4, 4);
                 tk_upload(&T, bx, x, 8 * cap);
                 tk_upload(&T, by, y, 8 * cap);
                 assert_int_equal(tk_run(&T, "axpy", json_pack("{s:f, s:s, s:s, s:s, s:I, s:I, s:I}",
@@ -936,8 +908,8 @@ static void test_binary(void **state)
         for (int op = 0; op < 6; op++) {
             for (size_t ni = 0; ni < 4; ni++) {
                 uint64_t n = ns[ni], xo = ni % 2, yo = 3, zo = (ni / 2) * 2;
-                random_fill(t, x, cap, -4, 4);
-                random_fill(t, y, cap, -4, 4);
+                tk_fill(&T, t, x, cap, -4, 4);
+                tk_fill(&T, t, y, cap, -4, 4);
                 if (!ghd_dtype_is_float(t)) { /* the corner cases */
                     memset(y + es * (yo + 0), 0, es);                 /* x / 0 */
                     if (n > 1 && ghd_dtype_is_signed(t)) {
@@ -1017,7 +989,7 @@ static void test_unary(void **state)
             }
             double lo = op >= 2 ? 0.01 : -4;
             uint64_t n = 1000, xo = 1, yo = 2;
-            random_fill(t, x, cap, lo, 4);
+            tk_fill(&T, t, x, cap, lo, 4);
             if (!is_float) { /* INT_MIN stays INT_MIN */
                 uint64_t min = UINT64_C(1) << (8 * es - 1);
                 memcpy(x + es * (xo + 5), &min, es);
@@ -1072,8 +1044,8 @@ static void test_reduce(void **state)
                 if (n == 0 && (op == 1 || op == 2 || op == 3))
                     continue; /* refused; see test_validation */
                 uint64_t xo = n % 3, yo = 1, oo = 2;
-                random_fill(t, x, cap, -4, 4);
-                random_fill(t, y, cap, -4, 4);
+                tk_fill(&T, t, x, cap, -4, 4);
+                tk_fill(&T, t, y, cap, -4, 4);
                 tk_upload(&T, bx, x, 8 * cap);
                 tk_upload(&T, by, y, 8 * cap);
                 tk_poison(&T, bo);
@@ -1235,7 +1207,7 @@ static void test_scan(void **state)
             for (int in_place = 0; in_place < 2; in_place++) {
                 FOR_SIZES(n) {
                     uint64_t xo = 1, yo = in_place ? 1 : 2;
-                    random_fill(t, x, cap, -4, 4);
+                    tk_fill(&T, t, x, cap, -4, 4);
                     tk_upload(&T, bx, x, 8 * cap);
                     tk_poison(&T, by);
                     struct ghd_buffer *out = in_place ? bx : by;
@@ -1321,7 +1293,7 @@ static void test_sort(void **state)
         for (int desc = 0; desc < 2; desc++) {
             for (int mode = 0; mode < 3; mode++) { /* keys in place, pairs out, pairs in place */
                 FOR_SIZES(n) {
-                    random_fill(t, k, cap, -4, 4);
+                    tk_fill(&T, t, k, cap, -4, 4);
                     if (t != GHD_DTYPE_U8 && n > 10) /* duplicates test stability */
                         for (size_t i = 0; i < n; i += 3)
                             memcpy(k + es * i, k + es * (i / 7), es);
@@ -1433,9 +1405,9 @@ static void test_gemm(void **state)
                 if (lda == 0)
                     lda = 1;
                 double alpha = tk_uniform(&T, -2, 2), beta = tr == 2 ? 0.0 : tk_uniform(&T, -2, 2);
-                random_fill(t, A, cap, -1, 1);
-                random_fill(t, B, cap, -1, 1);
-                random_fill(t, C, cap, -1, 1);
+                tk_fill(&T, t, A, cap, -1, 1);
+                tk_fill(&T, t, B, cap, -1, 1);
+                tk_fill(&T, t, C, cap, -1, 1);
                 if (t == GHD_DTYPE_F16 || t == GHD_DTYPE_BF16) /* finite halves */
                     for (size_t i = 0; i < cap; i++) {
                         ((uint16_t *)A)[i] &= t == GHD_DTYPE_F16 ? 0xbbff : 0xbf7f;

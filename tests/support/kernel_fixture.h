@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_UNIT_TEST_KERNELS_UTIL_H
-#define GHD_TESTS_UNIT_TEST_KERNELS_UTIL_H
+#ifndef GHD_TESTS_SUPPORT_KERNEL_FIXTURE_H
+#define GHD_TESTS_SUPPORT_KERNEL_FIXTURE_H
 
 /* Helpers for the kernel library tests: a host runtime, buffers made by
  * hand from its pool (so the tests need nothing of the buffer table), a
@@ -13,6 +13,7 @@
 #include "core/buffer.h"
 #include "kernels/kernel.h"
 #include "base/error.h"
+#include "random.h"
 
 #define TK_MAX_BUFFERS 16
 
@@ -128,17 +129,20 @@ static inline int tk_run(struct tk *t, const char *name, json_t *args, json_t **
 
 static inline uint64_t tk_next(struct tk *t)
 {
-    uint64_t x = t->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return t->rng = x;
+    return support_rand_next(&t->rng);
 }
 
 /* Uniform in [lo, hi). */
 static inline double tk_uniform(struct tk *t, double lo, double hi)
 {
-    return lo + (hi - lo) * (double)(tk_next(t) >> 11) * (1.0 / 9007199254740992.0);
+    return support_rand_uniform(&t->rng, lo, hi);
+}
+
+/* n random elements of type t (random.h, support_rand_fill). */
+static inline void tk_fill(struct tk *t, enum ghd_dtype type, void *p, size_t n, double lo,
+                           double hi)
+{
+    support_rand_fill(&t->rng, type, p, n, lo, hi);
 }
 
 /* Host copies in and out of a buffer's device memory (any backend). */

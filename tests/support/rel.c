@@ -27,6 +27,8 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "metrics_reader.h"
+#include "small_config.h"
 #include "handlers/handlers.h"
 #include "http/probe.h"
 #include "core/run_queue.h"
@@ -61,45 +63,23 @@ void rel_sleep_ms(long ms)
 
 const char *rel_backend_name(void)
 {
-    const char *be = getenv("REL_BACKEND");
-    return be ? be : "host";
+    return support_backend_name();
 }
 
 void rel_config(struct ghd_config *cfg)
 {
     ghd_config_defaults(cfg);
-    /* REL_BACKEND=cuda runs the same tests on a GPU. */
-    const char *be = getenv("REL_BACKEND");
-    cfg->backend = be && strcmp(be, "cuda") == 0   ? GHD_CHOICE_CUDA
-                   : be && strcmp(be, "auto") == 0 ? GHD_CHOICE_AUTO
-                                                   : GHD_CHOICE_HOST;
-    /* REL_DEVICES sets --devices (all by default). */
-    const char *devices = getenv("REL_DEVICES");
-    if (devices && *devices)
-        snprintf(cfg->devices, sizeof(cfg->devices), "%s", devices);
-    cfg->port = 0;
-    cfg->pool_initial = 0;
-    cfg->pool_slab = 4 << 20;
-    cfg->pool_limit = 64 << 20;
-    cfg->pool_limit_percent = 0;
-    cfg->staging_chunk = 64 << 10;
-    cfg->staging_chunks = 8;
-    cfg->staging_timeout_ms = 500;
-    const char *lvl = getenv("REL_LOG");
+    support_config_small(cfg, &support_sizes_rel);
+    const char *lvl = getenv("GHD_TEST_LOG");
     snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", lvl ? lvl : "warn");
-    /* REL_SOCKET_BODY_MIN=1 sends every upload of the in-process server
-     * through the socket path (--socket-upload-min). */
-    const char *socket_min = getenv("REL_SOCKET_BODY_MIN");
-    if (socket_min && *socket_min)
-        cfg->socket_upload_min = strtoull(socket_min, NULL, 10);
 }
 
-int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err)
+int rel_try_start(struct support_server *s, const struct ghd_config *cfg, struct ghd_err *err)
 {
     return rel_try_start_routes(s, cfg, &ghd_routes, err);
 }
 
-int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
+int rel_try_start_routes(struct support_server *s, const struct ghd_config *cfg,
                          const struct ghd_routes *routes, struct ghd_err *err)
 {
     static int once;
@@ -114,18 +94,13 @@ int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
     int rc = ghd_service_init(&s->svc, cfg, err);
     if (rc)
         return rc;
-    rc = ghd_http_start(&s->svc, routes, &s->http, err);
-    if (rc) {
+    rc = support_server_listen(s, cfg, routes, err);
+    if (rc)
         ghd_service_destroy(&s->svc);
-        return rc;
-    }
-    s->port = ghd_http_port(s->http);
-    snprintf(s->base, sizeof(s->base), "%s://127.0.0.1:%u", cfg->tls_cert[0] ? "https" : "http",
-             s->port);
-    return 0;
+    return rc;
 }
 
-void rel_start(struct rel_server *s, const struct ghd_config *cfg)
+void rel_start(struct support_server *s, const struct ghd_config *cfg)
 {
     struct ghd_err err = {0};
     int rc = rel_try_start(s, cfg, &err);
@@ -133,7 +108,7 @@ void rel_start(struct rel_server *s, const struct ghd_config *cfg)
         fail_msg("server did not start: %d %s", rc, err.detail);
 }
 
-void rel_start_probe(struct rel_server *s)
+void rel_start_probe(struct support_server *s)
 {
     struct ghd_err err = {0};
     int fd;
@@ -146,19 +121,14 @@ void rel_start_probe(struct rel_server *s)
     snprintf(s->probe_base, sizeof(s->probe_base), "http://127.0.0.1:%u", port);
 }
 
-void rel_stop(struct rel_server *s)
+void rel_stop(struct support_server *s)
 {
-    ghd_http_stop(s->probe);
-    s->probe = NULL;
-    if (s->http)
-        ghd_http_stop(s->http);
-    s->http = NULL;
-    ghd_service_destroy(&s->svc);
+    support_server_stop(s);
 }
 
 int rel_setup_with(void **state, const struct ghd_config *cfg)
 {
-    struct rel_server *s = calloc(1, sizeof(*s));
+    struct support_server *s = calloc(1, sizeof(*s));
     assert_non_null(s);
     rel_start(s, cfg);
     *state = s;
@@ -167,7 +137,7 @@ int rel_setup_with(void **state, const struct ghd_config *cfg)
 
 int rel_teardown(void **state)
 {
-    struct rel_server *s = *state;
+    struct support_server *s = *state;
     rel_stop(s);
     free(s);
     return 0;
@@ -203,7 +173,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ctx)
     return add;
 }
 
-void rel_do(const struct rel_server *s, const struct rel_req *rq, struct rel_resp *out)
+void rel_do(const struct support_server *s, const struct rel_req *rq, struct rel_resp *out)
 {
     memset(out, 0, sizeof(*out));
     CURL *c = curl_easy_init();
@@ -260,7 +230,7 @@ void rel_resp_free(struct rel_resp *r)
     r->body = NULL;
 }
 
-long rel_json(const struct rel_server *s, const char *method, const char *path, const char *token,
+long rel_json(const struct support_server *s, const char *method, const char *path, const char *token,
               const char *json, struct rel_resp *out)
 {
     struct rel_req rq = {.method = method, .path = path, .token = token};
@@ -324,7 +294,7 @@ void rel_base64(const void *data, size_t n, char *out)
     out[o] = '\0';
 }
 
-uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id)
+uint64_t rel_buffer_version(const struct support_server *s, const char *token, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", id);
@@ -337,21 +307,26 @@ uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const
     return v;
 }
 
-long rel_metric(const struct rel_server *s, const char *name)
+void rel_expect(const struct rel_resp *r, long status, const char *needle)
+{
+    if (r->status != status || (needle && !strstr(r->body ? r->body : "", needle)))
+        fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
+                 r->body ? r->body : "");
+}
+
+long rel_metric(const struct support_server *s, const char *name)
 {
     struct rel_resp r;
     const char *token = s->svc.cfg.metrics_token; /* with tokens on, /metrics wants it */
     rel_json(s, "GET", "/metrics", token[0] ? token : NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    char line[128];
-    snprintf(line, sizeof(line), "\n%s ", name);
-    const char *at = strstr(r.body, line);
-    long v = at ? atol(at + strlen(line)) : -1;
+    double v = -1;
+    support_metric_find(r.body, name, &v);
     rel_resp_free(&r);
-    return v;
+    return (long)v;
 }
 
-long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap)
+long rel_create(const struct support_server *s, const char *token, size_t size, char *id, size_t cap)
 {
     char body[64];
     snprintf(body, sizeof(body), "{\"size\": %zu}", size);
@@ -418,7 +393,7 @@ int rel_send(int fd, const void *buf, size_t len)
     return 0;
 }
 
-long rel_put(const struct rel_server *s, const char *token, const char *id, const void *data,
+long rel_put(const struct support_server *s, const char *token, const char *id, const void *data,
              size_t len)
 {
     char path[128];
@@ -518,19 +493,19 @@ int rel_status_of(const char *buf)
     return st;
 }
 
-size_t rel_pool_in_use(struct rel_server *s)
+size_t rel_pool_in_use(struct support_server *s)
 {
     struct ghd_pool_stats st;
     ghd_pool_get_stats(&s->svc.runtimes[0].pool, &st);
     return st.in_use;
 }
 
-unsigned rel_staging_busy(struct rel_server *s)
+unsigned rel_staging_busy(struct support_server *s)
 {
     return ghd_runtime_staging_busy(&s->svc.runtimes[0]);
 }
 
-int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms)
+int rel_wait_rest(struct support_server *s, size_t pool_baseline, long timeout_ms)
 {
     long deadline = rel_now_ms() + timeout_ms;
     for (;;) {
@@ -568,14 +543,14 @@ int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *en
     unlink(port_file);
     const char *argv[96];
     int n = 0;
-    char *wrapper = getenv("REL_WRAPPER") ? strdup(getenv("REL_WRAPPER")) : NULL;
+    char *wrapper = getenv("GHD_TEST_WRAPPER") ? strdup(getenv("GHD_TEST_WRAPPER")) : NULL;
     if (wrapper)
         for (char *save, *tok = strtok_r(wrapper, " ", &save); tok && n < 40;
              tok = strtok_r(NULL, " ", &save))
             argv[n++] = tok;
     argv[n++] = bin;
     argv[n++] = "--backend";
-    argv[n++] = getenv("REL_BACKEND") ? getenv("REL_BACKEND") : "host";
+    argv[n++] = getenv("GHD_TEST_BACKEND") ? getenv("GHD_TEST_BACKEND") : "host";
     argv[n++] = "--port";
     argv[n++] = "0";
     argv[n++] = "--port-file";
@@ -705,7 +680,7 @@ void rel_signal(struct rel_proc *p, int sig)
 {
     if (p->pid <= 0)
         return;
-    if (getenv("REL_WRAPPER") && signal_wrapped_server(p->pid, sig) > 0)
+    if (getenv("GHD_TEST_WRAPPER") && signal_wrapped_server(p->pid, sig) > 0)
         return;
     kill(p->pid, sig);
 }
@@ -740,7 +715,7 @@ int rel_log_contains(const struct rel_proc *p, const char *text)
     return found;
 }
 
-void rel_server_for(struct rel_server *s, const struct rel_proc *p)
+void rel_server_for(struct support_server *s, const struct rel_proc *p)
 {
     memset(s, 0, sizeof(*s));
     s->port = p->port;

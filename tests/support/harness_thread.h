@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_HTTP_HARNESS_THREAD_H
-#define GHD_TESTS_HTTP_HARNESS_THREAD_H
+#ifndef GHD_TESTS_SUPPORT_HARNESS_THREAD_H
+#define GHD_TESTS_SUPPORT_HARNESS_THREAD_H
 
 /* Requests from threads other than the test's (harness.h). cmocka's
  * assertions belong to the test's thread, so what runs on another thread
@@ -15,14 +15,14 @@
  * thread (make it static where an assertion could end the test first):
  * the thread reads req and writes resp. */
 struct harness_async {
-    struct harness *h;
+    struct support_server *h;
     struct harness_req req;
     struct harness_resp resp;
     pthread_t thread;
 };
 
 /* Starts a->req against h on a new thread; fails the test if it cannot. */
-void harness_async_start(struct harness_async *a, struct harness *h);
+void harness_async_start(struct harness_async *a, struct support_server *h);
 /* Waits for the request to end; a->resp then holds the answer (the caller
  * frees it with harness_resp_free). */
 void harness_async_join(struct harness_async *a);
@@ -35,7 +35,7 @@ int harness_await_flag(atomic_int *flag, unsigned timeout_ms);
 /* POSTs `len` bytes as a new buffer (application/octet-stream). Returns 0
  * with the new id in id (r freed), or -1 with the reply left in r for the
  * caller to describe and free. No assertion: safe on any thread. */
-int harness_buffer_post_try(struct harness *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
+int harness_buffer_post_try(struct support_server *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
                             struct harness_resp *r);
 
 #endif

@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_HTTP_HARNESS_REST_H
-#define GHD_TESTS_HTTP_HARNESS_REST_H
+#ifndef GHD_TESTS_SUPPORT_HARNESS_REST_H
+#define GHD_TESTS_SUPPORT_HARNESS_REST_H
 
 /* JSON calls on top of the harness (harness.h) that several HTTP suites
  * make: a request as a tenant (or none), the reply's status expected,
@@ -16,16 +16,16 @@
 
 /* A request with an optional JSON body; token NULL sends no
  * Authorization header. */
-void harness_call(struct harness *h, const char *token, const char *method, const char *path,
+void harness_call(struct support_server *h, const char *token, const char *method, const char *path,
                   const char *json, struct harness_resp *r);
 
 /* The body is printf-formatted from fmt (NULL: no body); fails the test
  * unless the status is `status` (and, for 400 and up, a well-formed
  * problem). Returns the parsed body, NULL when there is none (204). */
-json_t *harness_expect_at(const char *file, int line, struct harness *h, const char *token,
+json_t *harness_expect_at(const char *file, int line, struct support_server *h, const char *token,
                           long status, const char *method, const char *path, const char *fmt,
                           ...) __attribute__((format(printf, 8, 9)));
-json_t *harness_expect_v(const char *file, int line, struct harness *h, const char *token,
+json_t *harness_expect_v(const char *file, int line, struct support_server *h, const char *token,
                          long status, const char *method, const char *path, const char *fmt,
                          va_list ap) __attribute__((format(printf, 8, 0)));
 #define harness_expect(...) harness_expect_at(__FILE__, __LINE__, __VA_ARGS__)
@@ -37,13 +37,13 @@ void harness_expect_detail_at(const char *file, int line, json_t *doc, const cha
 /* POST /v1/kernels with `json`, expecting 201; DELETE one, expecting 204. */
 #define harness_kernel_define(h, token, json)                                                 \
     json_decref(harness_expect(h, token, 201, "POST", "/v1/kernels", "%s", json))
-void harness_kernel_delete_at(const char *file, int line, struct harness *h, const char *token,
+void harness_kernel_delete_at(const char *file, int line, struct support_server *h, const char *token,
                               const char *name);
 #define harness_kernel_delete(...) harness_kernel_delete_at(__FILE__, __LINE__, __VA_ARGS__)
 
 /* GETs the run at `path` (200 each time) until it is neither queued nor
  * running, for up to 60 s; returns its final document. */
-json_t *harness_run_poll_at(const char *file, int line, struct harness *h, const char *token,
+json_t *harness_run_poll_at(const char *file, int line, struct support_server *h, const char *token,
                             const char *path);
 #define harness_run_poll(...) harness_run_poll_at(__FILE__, __LINE__, __VA_ARGS__)
 
@@ -52,19 +52,19 @@ json_t *harness_run_poll_at(const char *file, int line, struct harness *h, const
 /* POST /v1/buffers {"size": size} as `token`, then PUT `data` into it (or
  * 0xFF bytes when data is NULL, so that a kernel that writes nothing cannot
  * pass); the new id in id. */
-void harness_tenant_buffer_at(const char *file, int line, struct harness *h, const char *token,
+void harness_tenant_buffer_at(const char *file, int line, struct support_server *h, const char *token,
                               size_t size, const void *data, char id[GHD_BUFFER_ID_LEN + 1]);
 #define harness_tenant_buffer(...) harness_tenant_buffer_at(__FILE__, __LINE__, __VA_ARGS__)
 /* GET the whole buffer as `token`, which must be len bytes: a malloc'd
  * copy (len + 1 bytes, the last 0). */
-void *harness_tenant_buffer_get_at(const char *file, int line, struct harness *h,
+void *harness_tenant_buffer_get_at(const char *file, int line, struct support_server *h,
                                    const char *token, const char *id, size_t len);
 #define harness_tenant_buffer_get(...) harness_tenant_buffer_get_at(__FILE__, __LINE__, __VA_ARGS__)
 
 /* ---- clean-up ----------------------------------------------------------- */
 
 /* DELETE /v1/buffers/<id> for each of the n ids, in order, expecting 204. */
-void harness_buffers_delete_at(const char *file, int line, struct harness *h, const char *token,
+void harness_buffers_delete_at(const char *file, int line, struct support_server *h, const char *token,
                                const char *const *ids, size_t n);
 /* HARNESS_DELETE_BUFFERS(h, token, x, y, ...) deletes each buffer. */
 #define HARNESS_DELETE_BUFFERS(h, token, ...)                                                 \

@@ -21,14 +21,15 @@
 #include <cmocka.h>
 
 #include "base/log.h"
+#include "metrics_reader.h"
+#include "small_config.h"
 #include "handlers/handlers.h"
 
 #define MIB ((size_t)1 << 20)
 
 const char *harness_backend(void)
 {
-    const char *b = getenv("GHD_TEST_BACKEND");
-    return b && *b ? b : "host";
+    return support_backend_name();
 }
 
 /* The defaults, with `flags` (space-separated; NULL: the defaults alone,
@@ -54,7 +55,7 @@ static void config_from_flags(struct ghd_config *cfg, const char *flags)
     }
 }
 
-void harness_start(struct harness *h, const struct harness_opts *opts)
+void harness_start(struct support_server *h, const struct harness_opts *opts)
 {
     static const struct harness_opts none;
     if (!opts)
@@ -71,74 +72,32 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
 
     struct ghd_config cfg;
     config_from_flags(&cfg, opts->flags);
-    cfg.port = 0;
-    snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1");
-    /* GHD_TEST_DEVICES=all|0,1 selects the devices (--devices). */
-    const char *devices = getenv("GHD_TEST_DEVICES");
-    if (devices && *devices)
-        snprintf(cfg.devices, sizeof(cfg.devices), "%s", devices);
     const char *backend = harness_backend();
-    if (strcmp(backend, "host") == 0) {
-        cfg.backend = GHD_CHOICE_HOST;
-    } else if (strcmp(backend, "cuda") == 0) {
-        cfg.backend = GHD_CHOICE_CUDA;
-    } else {
+    if (strcmp(backend, "host") != 0 && strcmp(backend, "cuda") != 0) {
         fprintf(stderr, "GHD_TEST_BACKEND must be host or cuda, not '%s'\n", backend);
         exit(1);
     }
-    /* Small, test-sized memory: a limit the 507 tests can reach, a ring
-     * small enough that transfers cross many chunk boundaries. */
-    cfg.pool_limit_percent = 0;
-    cfg.pool_limit = 96 * MIB;
+    /* The suite's small memory (small_config.h), as the options change it. */
+    struct support_sizes z = support_sizes_http;
     if (opts->pool_limit)
-        cfg.pool_limit = opts->pool_limit == (size_t)-1 ? 0 : opts->pool_limit;
-    cfg.pool_slab = opts->pool_slab ? opts->pool_slab : 8 * MIB;
-    cfg.pool_initial = opts->pool_initial ? opts->pool_initial : 8 * MIB;
-    cfg.staging_chunk = opts->staging_chunk ? opts->staging_chunk : 256 << 10;
-    cfg.staging_chunks = opts->staging_chunks ? opts->staging_chunks : 40;
-    cfg.staging_timeout_ms = opts->staging_timeout_ms ? opts->staging_timeout_ms : 5000;
+        z.pool_limit = opts->pool_limit == (size_t)-1 ? 0 : opts->pool_limit;
+    z.pool_slab = opts->pool_slab ? opts->pool_slab : z.pool_slab;
+    z.pool_initial = opts->pool_initial ? opts->pool_initial : z.pool_initial;
+    z.staging_chunk = opts->staging_chunk ? opts->staging_chunk : z.staging_chunk;
+    z.staging_chunks = opts->staging_chunks ? opts->staging_chunks : z.staging_chunks;
+    z.staging_timeout_ms = opts->staging_timeout_ms ? opts->staging_timeout_ms
+                                                    : z.staging_timeout_ms;
+    support_config_small(&cfg, &z);
     cfg.connection_memory = opts->connection_memory ? opts->connection_memory : MIB;
-    /* The kernel's autotuned socket buffers, which start small: a transfer the
-     * suites stall mid-way (6 MiB) must not fit in them whole, and a body
-     * must be able to arrive after libmicrohttpd's first piece. */
     if (opts->tokens)
         snprintf(cfg.tokens, sizeof(cfg.tokens), "%s", opts->tokens);
     if (opts->tenant_max_kernels)
         cfg.tenant_max_kernels = opts->tenant_max_kernels;
+    /* The kernel's autotuned socket buffers, which start small: a transfer the
+     * suites stall mid-way (6 MiB) must not fit in them whole, and a body
+     * must be able to arrive after libmicrohttpd's first piece. */
     cfg.socket_buffer = 0;
     cfg.connection_timeout_s = 30;
-    /* GHD_TEST_DIRECT_COPY=0 runs the suite through the staging ring only. */
-    const char *direct = getenv("GHD_TEST_DIRECT_COPY");
-    if (direct && *direct)
-        cfg.direct_copy = strcmp(direct, "0") != 0;
-    /* GHD_TEST_SOCKET_BODY_MIN=1 receives every upload body not whole in
-     * libmicrohttpd's first piece from the socket past libmicrohttpd
-     * (--socket-upload-min). */
-    const char *socket_min = getenv("GHD_TEST_SOCKET_BODY_MIN");
-    if (socket_min && *socket_min)
-        cfg.socket_upload_min = strtoull(socket_min, NULL, 10);
-    /* GHD_TEST_SOCKET_RECV_MAX and GHD_TEST_DOWNLOAD_BLOCK: odd and small
-     * pieces (--socket-recv-max, --download-block), so that every body's
-     * pieces straddle the pinned chunks' ends. */
-    const char *recv_max = getenv("GHD_TEST_SOCKET_RECV_MAX");
-    if (recv_max && *recv_max)
-        cfg.socket_recv_max = strtoull(recv_max, NULL, 10);
-    /* GHD_TEST_SOCKET_BOUNCE: --socket-bounce (0 = recv() straight into
-     * the chunks). */
-    const char *bounce = getenv("GHD_TEST_SOCKET_BOUNCE");
-    if (bounce && *bounce)
-        cfg.socket_bounce = strtoull(bounce, NULL, 10);
-    /* GHD_TEST_SOCKET_BOUNCE_UPLOADS: --socket-bounce-uploads. */
-    const char *bounce_uploads = getenv("GHD_TEST_SOCKET_BOUNCE_UPLOADS");
-    if (bounce_uploads && *bounce_uploads)
-        cfg.socket_bounce_uploads = (unsigned)strtoul(bounce_uploads, NULL, 10);
-    const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
-    if (block && *block)
-        cfg.download_block = strtoull(block, NULL, 10);
-    /* GHD_TEST_DOWNLOAD_OVERLAP: --download-overlap. */
-    const char *overlap = getenv("GHD_TEST_DOWNLOAD_OVERLAP");
-    if (overlap && *overlap)
-        cfg.download_overlap = (unsigned)strtoul(overlap, NULL, 10);
     if (opts->configure)
         opts->configure(&cfg);
 
@@ -153,33 +112,25 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
         fprintf(stderr, "harness: cannot start the service: %s\n", err.detail);
         exit(1);
     }
-    rc = ghd_http_start(&h->svc, &ghd_routes, &h->http, &err);
+    rc = support_server_listen(h, &cfg, &ghd_routes, &err);
     if (rc) {
         fprintf(stderr, "harness: cannot start the HTTP server: %s\n", err.detail);
         exit(1);
     }
-    h->port = ghd_http_port(h->http);
-    if (h->port == 0) {
-        fprintf(stderr, "harness: the server reports port 0\n");
-        exit(1);
-    }
-    snprintf(h->base, sizeof(h->base), "http://127.0.0.1:%u", h->port);
 }
 
-void harness_stop(struct harness *h)
+void harness_stop(struct support_server *h)
 {
-    ghd_http_stop(h->http);
-    h->http = NULL;
-    ghd_service_destroy(&h->svc);
+    support_server_stop(h);
     curl_global_cleanup();
 }
 
 /* ---- cmocka fixtures -------------------------------------------------- */
 
-static struct harness *suite;
+static struct support_server *suite;
 static const struct harness_opts *suite_opts;
 
-void harness_suite_bind(struct harness *h, const struct harness_opts *opts)
+void harness_suite_bind(struct support_server *h, const struct harness_opts *opts)
 {
     suite = h;
     suite_opts = opts;
@@ -272,7 +223,7 @@ static size_t header_cb(char *data, size_t size, size_t n, void *p)
                : 0;
 }
 
-void harness_do(struct harness *h, const struct harness_req *req, struct harness_resp *resp)
+void harness_do(struct support_server *h, const struct harness_req *req, struct harness_resp *resp)
 {
     CURL *c = curl_easy_init();
     if (!c) {
@@ -284,7 +235,7 @@ void harness_do(struct harness *h, const struct harness_req *req, struct harness
     curl_easy_cleanup(c);
 }
 
-void harness_do_on(struct harness *h, void *curl, const struct harness_req *req,
+void harness_do_on(struct support_server *h, void *curl, const struct harness_req *req,
                    struct harness_resp *resp)
 {
     memset(resp, 0, sizeof(*resp));
@@ -362,15 +313,13 @@ const char *harness_header(const struct harness_resp *resp, const char *name, ch
 
 double harness_metric_in(const char *text, const char *series)
 {
-    char key[256];
-    snprintf(key, sizeof(key), "\n%s ", series);
-    const char *at = text ? strstr(text, key) : NULL;
-    if (!at)
+    double v = 0;
+    if (support_metric_find(text, series, &v) != 0)
         fail_msg("/metrics has no series %s", series);
-    return strtod(at + strlen(key), NULL);
+    return v;
 }
 
-double harness_metric(struct harness *h, const char *series)
+double harness_metric(struct support_server *h, const char *series)
 {
     /* With tokens configured /metrics wants the metrics token. */
     char auth[300] = "";
@@ -386,7 +335,7 @@ double harness_metric(struct harness *h, const char *series)
     return v;
 }
 
-void harness_simple(struct harness *h, const char *method, const char *path,
+void harness_simple(struct support_server *h, const char *method, const char *path,
                     const char *content_type, const void *body, size_t body_len,
                     struct harness_resp *resp)
 {
@@ -442,7 +391,7 @@ void harness_expect_problem(const struct harness_resp *resp, long status)
 
 /* ---- buffers ---------------------------------------------------------- */
 
-void harness_buffer_create(struct harness *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1])
+void harness_buffer_create(struct support_server *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1])
 {
     char body[64];
     int n = snprintf(body, sizeof(body), "{\"size\": %zu}", size);
@@ -461,7 +410,7 @@ void harness_buffer_create(struct harness *h, size_t size, char id[GHD_BUFFER_ID
     harness_resp_free(&r);
 }
 
-void harness_buffer_put(struct harness *h, const char *id, const void *data, size_t len)
+void harness_buffer_put(struct support_server *h, const char *id, const void *data, size_t len)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -473,7 +422,7 @@ void harness_buffer_put(struct harness *h, const char *id, const void *data, siz
     harness_resp_free(&r);
 }
 
-void *harness_buffer_get(struct harness *h, const char *id, size_t *len)
+void *harness_buffer_get(struct support_server *h, const char *id, size_t *len)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -489,7 +438,7 @@ void *harness_buffer_get(struct harness *h, const char *id, size_t *len)
     return data;
 }
 
-void harness_buffer_delete(struct harness *h, const char *id)
+void harness_buffer_delete(struct support_server *h, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -547,7 +496,7 @@ uint64_t harness_sum(uint64_t sum, const void *data, size_t len)
     return sum;
 }
 
-int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
+int harness_await_idle(struct support_server *h, size_t in_use, unsigned timeout_ms)
 {
     for (unsigned waited = 0;; waited += 5) {
         unsigned busy = 0;
@@ -571,7 +520,7 @@ int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms)
     }
 }
 
-int harness_connect(struct harness *h)
+int harness_connect(struct support_server *h)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)

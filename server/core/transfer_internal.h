@@ -1,5 +1,5 @@
-#ifndef GHD_CORE_TRANSFER_RING_H
-#define GHD_CORE_TRANSFER_RING_H
+#ifndef GHD_CORE_TRANSFER_INTERNAL_H
+#define GHD_CORE_TRANSFER_INTERNAL_H
 
 #include "transfer.h"
 

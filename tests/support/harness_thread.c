@@ -17,7 +17,7 @@ static void *async_main(void *p)
     return NULL;
 }
 
-void harness_async_start(struct harness_async *a, struct harness *h)
+void harness_async_start(struct harness_async *a, struct support_server *h)
 {
     a->h = h;
     int rc = pthread_create(&a->thread, NULL, async_main, a);
@@ -40,7 +40,7 @@ int harness_await_flag(atomic_int *flag, unsigned timeout_ms)
     return atomic_load(flag);
 }
 
-int harness_buffer_post_try(struct harness *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
+int harness_buffer_post_try(struct support_server *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
                             struct harness_resp *r)
 {
     struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,

@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_RELIABILITY_REL_H
-#define GHD_TESTS_RELIABILITY_REL_H
+#ifndef GHD_TESTS_SUPPORT_REL_H
+#define GHD_TESTS_SUPPORT_REL_H
 
 /* Shared by the security and reliability tests: an in-process server on
  * 127.0.0.1 port 0 (host backend, small pool and staging ring), a libcurl
@@ -10,36 +10,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/config.h"
-#include "http/http.h"
-#include "core/service.h"
-#include "core/service_internal.h"
+#include "server.h"
 
-struct rel_server {
-    struct ghd_service svc;
-    struct ghd_http *http;
-    unsigned port;
-    char base[64]; /* "http://127.0.0.1:PORT" */
-    struct ghd_http *probe; /* rel_start_probe's listener, or NULL */
-    char probe_base[64];    /* "http://127.0.0.1:PROBE_PORT" */
-};
-
-/* REL_BACKEND as given, "host" when it is not set. */
+/* GHD_TEST_BACKEND as given, "host" when it is not set. */
 const char *rel_backend_name(void);
-/* Defaults for tests: host backend (REL_BACKEND=cuda or auto to change it),
+/* Defaults for tests: host backend (GHD_TEST_BACKEND=cuda or auto to change it),
  * port 0, 64 KiB staging chunks x 8, warn-level logs. */
 void rel_config(struct ghd_config *cfg);
 /* Starts service and HTTP server; aborts the test on failure. */
-void rel_start(struct rel_server *s, const struct ghd_config *cfg);
+void rel_start(struct support_server *s, const struct ghd_config *cfg);
 /* The same, but returns the error and its reason in `err` instead of failing. */
-int rel_try_start(struct rel_server *s, const struct ghd_config *cfg, struct ghd_err *err);
+int rel_try_start(struct support_server *s, const struct ghd_config *cfg, struct ghd_err *err);
 /* rel_try_start serving `routes` instead of the service's own table. */
-int rel_try_start_routes(struct rel_server *s, const struct ghd_config *cfg,
+int rel_try_start_routes(struct support_server *s, const struct ghd_config *cfg,
                          const struct ghd_routes *routes, struct ghd_err *err);
 /* Starts the probe listener (--probe-port) of a started server on a free
  * port of 127.0.0.1; rel_stop stops it. Aborts the test on failure. */
-void rel_start_probe(struct rel_server *s);
-void rel_stop(struct rel_server *s);
+void rel_start_probe(struct support_server *s);
+void rel_stop(struct support_server *s);
 /* cmocka group fixtures: a server of its own, started with `cfg`, becomes
  * *state; rel_teardown stops and frees it. */
 int rel_setup_with(void **state, const struct ghd_config *cfg);
@@ -67,11 +55,14 @@ struct rel_req {
     long sslversion;          /* CURLOPT_SSLVERSION, 0 = curl's default */
 };
 
+/* Fails the test unless the reply has `status` and, where needle is not
+ * NULL, its body contains needle; the message shows the whole body. */
+void rel_expect(const struct rel_resp *r, long status, const char *needle);
 /* Performs one request; *out must be released with rel_resp_free. */
-void rel_do(const struct rel_server *s, const struct rel_req *rq, struct rel_resp *out);
+void rel_do(const struct support_server *s, const struct rel_req *rq, struct rel_resp *out);
 void rel_resp_free(struct rel_resp *r);
 /* Shorthand: method + path + token + optional JSON body. Returns the status. */
-long rel_json(const struct rel_server *s, const char *method, const char *path, const char *token,
+long rel_json(const struct support_server *s, const char *method, const char *path, const char *token,
               const char *json, struct rel_resp *out);
 /* The value of a header in a response (case-insensitive name), copied; "" if absent. */
 void rel_header(const struct rel_resp *r, const char *name, char *out, size_t cap);
@@ -81,12 +72,12 @@ void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t c
  * out, which holds 4 * ((n + 2) / 3) + 1 bytes. */
 void rel_base64(const void *data, size_t n, char *out);
 /* A buffer's version (GET /v1/buffers/<id>/meta as `token`). */
-uint64_t rel_buffer_version(const struct rel_server *s, const char *token, const char *id);
+uint64_t rel_buffer_version(const struct support_server *s, const char *token, const char *id);
 /* The value of a line of GET /metrics ("\n<name> <value>"; the name with its labels, as
  * written: name{device="0"}), or -1. */
-long rel_metric(const struct rel_server *s, const char *name);
+long rel_metric(const struct support_server *s, const char *name);
 /* Creates a buffer of `size` bytes (JSON) and copies its id; returns the status. */
-long rel_create(const struct rel_server *s, const char *token, size_t size, char *id, size_t cap);
+long rel_create(const struct support_server *s, const char *token, size_t size, char *id, size_t cap);
 
 /* Raw sockets. */
 int rel_connect(unsigned port);
@@ -109,7 +100,7 @@ int rel_begin_upload(unsigned port, const char *method, const char *path, size_t
                      size_t first);
 /* PUTs `len` bytes of octet-stream to buffer `id` (token may be NULL);
  * returns the status. */
-long rel_put(const struct rel_server *s, const char *token, const char *id, const void *data,
+long rel_put(const struct support_server *s, const char *token, const char *id, const void *data,
              size_t len);
 /* On a connection of its own: sends `len` raw bytes of `msg`, reads the
  * answer into buf as rel_recv does (up to timeout_ms, *closed when the server
@@ -126,14 +117,14 @@ int rel_status_of(const char *buf);
 /* Resting state: no pool bytes in use beyond `baseline`, no staging chunk
  * busy, no request in flight. Waits up to timeout_ms for it; returns 1 when
  * reached. Prints what differs otherwise. */
-int rel_wait_rest(struct rel_server *s, size_t pool_baseline, long timeout_ms);
-size_t rel_pool_in_use(struct rel_server *s);
-unsigned rel_staging_busy(struct rel_server *s);
+int rel_wait_rest(struct support_server *s, size_t pool_baseline, long timeout_ms);
+size_t rel_pool_in_use(struct support_server *s);
+unsigned rel_staging_busy(struct support_server *s);
 
 /* The gpuhttpd binary as a child process: GHD_BIN names it (ctest sets it).
  * `args` (NULL-terminated) follow --port 0 --port-file and --backend host;
  * `env` ("NAME=value", NULL-terminated, may be NULL) is added to the
- * environment. If REL_WRAPPER is set (e.g. "valgrind --error-exitcode=9"),
+ * environment. If GHD_TEST_WRAPPER is set (e.g. "valgrind --error-exitcode=9"),
  * the binary runs under it. stdout and stderr go to `log_path`. Waits up to
  * timeout_ms for the port. Returns the pid, or -1 (reason printed). */
 struct rel_proc {
@@ -152,14 +143,14 @@ int rel_wait_exit(struct rel_proc *p, long timeout_ms);
 int rel_wait_exit_or_kill(struct rel_proc *p, long timeout_ms);
 /* Kills (SIGKILL) and reaps a child still running. */
 void rel_kill(struct rel_proc *p);
-/* Sends `sig` to the server: to the wrapper's children when REL_WRAPPER runs
+/* Sends `sig` to the server: to the wrapper's children when GHD_TEST_WRAPPER runs
  * it as a child (compute-sanitizer does, and does not forward signals), else
  * to the process itself (valgrind runs it in-process). */
 void rel_signal(struct rel_proc *p, int sig);
 /* Whether the child's log contains `text`. */
 int rel_log_contains(const struct rel_proc *p, const char *text);
-/* A rel_server that only names a base URL, for rel_do against a child. */
-void rel_server_for(struct rel_server *s, const struct rel_proc *p);
+/* A server struct that only names a child's base URL, for rel_do against it. */
+void rel_server_for(struct support_server *s, const struct rel_proc *p);
 
 /* Raises RLIMIT_NOFILE to 4096 where the hard limit allows; whether `need`
  * descriptors are then allowed (if not, says so: the caller skips). */

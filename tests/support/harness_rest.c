@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-void harness_call(struct harness *h, const char *token, const char *method, const char *path,
+void harness_call(struct support_server *h, const char *token, const char *method, const char *path,
                   const char *json, struct harness_resp *r)
 {
     char auth[96];
@@ -31,7 +31,7 @@ void harness_call(struct harness *h, const char *token, const char *method, cons
     harness_do(h, &req, r);
 }
 
-json_t *harness_expect_v(const char *file, int line, struct harness *h, const char *token,
+json_t *harness_expect_v(const char *file, int line, struct support_server *h, const char *token,
                          long status, const char *method, const char *path, const char *fmt,
                          va_list ap)
 {
@@ -51,7 +51,7 @@ json_t *harness_expect_v(const char *file, int line, struct harness *h, const ch
     return doc;
 }
 
-json_t *harness_expect_at(const char *file, int line, struct harness *h, const char *token,
+json_t *harness_expect_at(const char *file, int line, struct support_server *h, const char *token,
                           long status, const char *method, const char *path, const char *fmt,
                           ...)
 {
@@ -71,7 +71,7 @@ void harness_expect_detail_at(const char *file, int line, json_t *doc, const cha
     json_decref(doc);
 }
 
-void harness_kernel_delete_at(const char *file, int line, struct harness *h, const char *token,
+void harness_kernel_delete_at(const char *file, int line, struct support_server *h, const char *token,
                               const char *name)
 {
     char path[96];
@@ -79,7 +79,7 @@ void harness_kernel_delete_at(const char *file, int line, struct harness *h, con
     json_decref(harness_expect_at(file, line, h, token, 204, "DELETE", path, NULL));
 }
 
-json_t *harness_run_poll_at(const char *file, int line, struct harness *h, const char *token,
+json_t *harness_run_poll_at(const char *file, int line, struct support_server *h, const char *token,
                             const char *path)
 {
     for (int i = 0; i < 6000; i++) {
@@ -97,7 +97,7 @@ json_t *harness_run_poll_at(const char *file, int line, struct harness *h, const
     return NULL;
 }
 
-void harness_buffers_delete_at(const char *file, int line, struct harness *h, const char *token,
+void harness_buffers_delete_at(const char *file, int line, struct support_server *h, const char *token,
                                const char *const *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -113,7 +113,7 @@ void harness_free_all(void *const *ptrs, size_t n)
         free(ptrs[i]);
 }
 
-void harness_tenant_buffer_at(const char *file, int line, struct harness *h, const char *token,
+void harness_tenant_buffer_at(const char *file, int line, struct support_server *h, const char *token,
                               size_t size, const void *data, char id[GHD_BUFFER_ID_LEN + 1])
 {
     json_t *doc = harness_expect_at(file, line, h, token, 201, "POST", "/v1/buffers",
@@ -141,7 +141,7 @@ void harness_tenant_buffer_at(const char *file, int line, struct harness *h, con
     free(poison);
 }
 
-void *harness_tenant_buffer_get_at(const char *file, int line, struct harness *h,
+void *harness_tenant_buffer_get_at(const char *file, int line, struct support_server *h,
                                    const char *token, const char *id, size_t len)
 {
     char path[96];

@@ -1,5 +1,5 @@
-#ifndef GHD_TESTS_HTTP_HARNESS_H
-#define GHD_TESTS_HTTP_HARNESS_H
+#ifndef GHD_TESTS_SUPPORT_HARNESS_H
+#define GHD_TESTS_SUPPORT_HARNESS_H
 
 /* The HTTP test harness: starts the real service in this process on
  * 127.0.0.1, port 0, and drives it with libcurl easy handles (as
@@ -19,18 +19,9 @@
 
 #include <jansson.h>
 
-#include "http/http.h"
-#include "core/service.h"
-#include "core/service_internal.h"
+#include "server.h"
 
 #define HARNESS_SKIP 77
-
-struct harness {
-    struct ghd_service svc;
-    struct ghd_http *http;
-    unsigned port;
-    char base[64]; /* "http://127.0.0.1:PORT" */
-};
 
 /* Overrides of the service defaults; zero fields keep the harness's own
  * small defaults (see harness.c). */
@@ -54,8 +45,8 @@ struct harness_opts {
 
 /* Starts the service and the HTTP server; fails the test (exit 1) on any
  * error other than a missing CUDA device (exit 77). */
-void harness_start(struct harness *h, const struct harness_opts *opts);
-void harness_stop(struct harness *h);
+void harness_start(struct support_server *h, const struct harness_opts *opts);
+void harness_stop(struct support_server *h);
 /* "host" or "cuda": the backend the harness was asked for. */
 const char *harness_backend(void);
 
@@ -64,7 +55,7 @@ const char *harness_backend(void);
 /* Names the harness (and its options, NULL for the defaults) that the
  * fixtures below start, check and stop; call it in main before
  * cmocka_run_group_tests. h and opts must outlive the group. */
-void harness_suite_bind(struct harness *h, const struct harness_opts *opts);
+void harness_suite_bind(struct support_server *h, const struct harness_opts *opts);
 /* Group setup: harness_start on the bound harness. */
 int harness_group_setup(void **state);
 /* Group teardown: harness_stop on the bound harness. */
@@ -111,12 +102,12 @@ struct harness_resp {
 };
 
 /* Performs one request on a fresh connection. */
-void harness_do(struct harness *h, const struct harness_req *req, struct harness_resp *resp);
+void harness_do(struct support_server *h, const struct harness_req *req, struct harness_resp *resp);
 /* The same on `curl` (a CURL * from curl_easy_init), which keeps its
  * connection between requests: consecutive calls reuse one keep-alive
  * connection where the server allows it. resp->connects is the number of
  * new connections the request opened. */
-void harness_do_on(struct harness *h, void *curl, const struct harness_req *req,
+void harness_do_on(struct support_server *h, void *curl, const struct harness_req *req,
                    struct harness_resp *resp);
 void harness_resp_free(struct harness_resp *resp);
 /* The value of a response header (case-insensitive name), copied into buf
@@ -126,7 +117,7 @@ const char *harness_header(const struct harness_resp *resp, const char *name, ch
 
 /* Convenience wrappers: a request with just method, path and an optional
  * memory body with a content type. */
-void harness_simple(struct harness *h, const char *method, const char *path,
+void harness_simple(struct support_server *h, const char *method, const char *path,
                     const char *content_type, const void *body, size_t body_len,
                     struct harness_resp *resp);
 
@@ -134,7 +125,7 @@ void harness_simple(struct harness *h, const char *method, const char *path,
  * a /metrics text, or of a fresh GET /metrics; fails the test when the
  * series is not there. */
 double harness_metric_in(const char *text, const char *series);
-double harness_metric(struct harness *h, const char *series);
+double harness_metric(struct support_server *h, const char *series);
 
 /* The response body parsed as JSON (the caller owns it); fails the test
  * when it is not JSON. */
@@ -148,12 +139,12 @@ void harness_expect_problem(const struct harness_resp *resp, long status);
 /* ---- buffers ---------------------------------------------------------- */
 
 /* POST /v1/buffers {"size": size}; returns the new id in id (GHD_BUFFER_ID_LEN + 1 bytes). */
-void harness_buffer_create(struct harness *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1]);
+void harness_buffer_create(struct support_server *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1]);
 /* PUT the whole body at offset 0; expects 200. */
-void harness_buffer_put(struct harness *h, const char *id, const void *data, size_t len);
+void harness_buffer_put(struct support_server *h, const char *id, const void *data, size_t len);
 /* GET the whole buffer into a malloc'd array; expects 200. */
-void *harness_buffer_get(struct harness *h, const char *id, size_t *len);
-void harness_buffer_delete(struct harness *h, const char *id);
+void *harness_buffer_get(struct support_server *h, const char *id, size_t *len);
+void harness_buffer_delete(struct support_server *h, const char *id);
 
 /* ---- data ------------------------------------------------------------- */
 
@@ -167,9 +158,9 @@ uint64_t harness_sum(uint64_t sum, const void *data, size_t len);
 /* Polls until no staging ring has a busy chunk and the pools' in_use (of
  * every device, summed) is `in_use` (pass (size_t)-1 to skip that check),
  * for up to `timeout_ms`. Returns 0 when reached. */
-int harness_await_idle(struct harness *h, size_t in_use, unsigned timeout_ms);
+int harness_await_idle(struct support_server *h, size_t in_use, unsigned timeout_ms);
 
 /* A raw TCP connection to the server (for aborts mid-body). */
-int harness_connect(struct harness *h);
+int harness_connect(struct support_server *h);
 
 #endif
