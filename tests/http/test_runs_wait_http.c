@@ -20,7 +20,7 @@
 #include "harness_rest.h"
 #include "harness_thread.h"
 
-static struct harness H;
+static struct support_server H;
 static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-mallory:mallory"};
 #define ALICE "tok-alice"
 #define MALLORY "tok-mallory"

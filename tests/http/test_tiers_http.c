@@ -27,7 +27,7 @@
 #define NBUF 12         /* 12 MiB: 1.5 times the pool */
 #define ELEMS (MIB / 4) /* f32 elements of one buffer */
 
-static struct harness H;
+static struct support_server H;
 static char disk_dir[64];
 static char flags[160];
 

@@ -19,7 +19,7 @@
 #include "harness.h"
 #include "harness_rest.h"
 
-static struct harness H;
+static struct support_server H;
 static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-mallory:mallory"};
 #define ALICE "tok-alice"
 #define MALLORY "tok-mallory"

@@ -338,7 +338,7 @@ static void with_tenant_label(struct ghd_config *cfg)
 static void test_tenant_figures(void **state)
 {
     (void)state;
-    struct rel_server s;
+    struct support_server s;
     start_tenants(&s, with_tenant_label);
     char xa[64], xb[64], path[96];
     static char bytes[3000];

@@ -185,7 +185,7 @@ static void remove_secret(const char *last_version)
     rmdir(dir);
 }
 
-static long metrics_with(struct rel_server *s, const char *token)
+static long metrics_with(struct support_server *s, const char *token)
 {
     return status_with(s, "/metrics", token);
 }
@@ -207,7 +207,7 @@ static void test_metrics_token_rotation(void **state)
     struct rel_proc p;
     if (rel_spawn(&p, args, NULL, 20000) < 0)
         fail_msg("gpuhttpd did not start");
-    struct rel_server s;
+    struct support_server s;
     rel_server_for(&s, &p);
     assert_int_equal(metrics_with(&s, "metrics-one-aaaa"), 200);
     assert_int_equal(metrics_with(&s, "tenant-token-aaaa"), 401);
