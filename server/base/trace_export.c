@@ -146,6 +146,12 @@ void ghd_tracer_free(struct ghd_tracer *t)
     free(t);
 }
 
+/* A trace's sink (base/trace_span.h): its last reference dropped. */
+static void submit_sink(void *tracer, struct ghd_trace *tr)
+{
+    ghd_tracer_submit(tracer, tr);
+}
+
 struct ghd_trace *ghd_tracer_start(struct ghd_tracer *t, struct ghd_trace_ctx *ctx)
 {
     if (!t)
@@ -154,7 +160,7 @@ struct ghd_trace *ghd_tracer_start(struct ghd_tracer *t, struct ghd_trace_ctx *c
                                                                              t->ratio);
     if (!ctx->sampled)
         return NULL;
-    struct ghd_trace *tr = ghd_trace_new(t, ctx);
+    struct ghd_trace *tr = ghd_trace_new(submit_sink, t, ctx);
     if (!tr)
         ctx->sampled = 0;
     return tr;

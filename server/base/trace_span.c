@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "clock.h"
-#include "trace_export.h"
 
 static int64_t wall_offset(void)
 {
@@ -19,13 +18,15 @@ static int64_t wall_offset(void)
     return (int64_t)((uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec) - (int64_t)mono;
 }
 
-struct ghd_trace *ghd_trace_new(struct ghd_tracer *tracer, const struct ghd_trace_ctx *ctx)
+struct ghd_trace *ghd_trace_new(void (*sink)(void *sink_ctx, struct ghd_trace *tr), void *sink_ctx,
+                               const struct ghd_trace_ctx *ctx)
 {
     struct ghd_trace *tr = malloc(sizeof(*tr));
     if (!tr)
         return NULL;
     atomic_init(&tr->refs, 1);
-    tr->tracer = tracer;
+    tr->sink = sink;
+    tr->sink_ctx = sink_ctx;
     tr->ctx = *ctx;
     tr->wall_offset_ns = wall_offset();
     tr->phase_end_ns = ghd_clock_ns();
@@ -53,8 +54,8 @@ void ghd_trace_unref(struct ghd_trace *tr)
 {
     if (!tr || atomic_fetch_sub(&tr->refs, 1) != 1)
         return;
-    if (tr->tracer)
-        ghd_tracer_submit(tr->tracer, tr); /* steals it */
+    if (tr->sink)
+        tr->sink(tr->sink_ctx, tr); /* steals it */
     else
         ghd_trace_free(tr);
 }

@@ -50,11 +50,13 @@ struct ghd_span {
     struct ghd_span_attr attr[GHD_SPAN_MAX_ATTRS];
 };
 
-struct ghd_tracer;
 
 struct ghd_trace {
     atomic_int refs;
-    struct ghd_tracer *tracer; /* where it goes when the last reference drops */
+    /* Where it goes when the last reference drops (the exporter,
+     * base/trace_export.h, which it does not know); NULL: freed. */
+    void (*sink)(void *sink_ctx, struct ghd_trace *tr);
+    void *sink_ctx;
     struct ghd_trace_ctx ctx;
     int64_t wall_offset_ns; /* CLOCK_REALTIME minus CLOCK_MONOTONIC at its start */
     uint64_t phase_end_ns;  /* where the next phase starts */
@@ -67,7 +69,8 @@ struct ghd_trace {
 
 /* A new trace for `ctx` (copied), started now, the request span's id its
  * span id; NULL when out of memory. One reference, the caller's. */
-struct ghd_trace *ghd_trace_new(struct ghd_tracer *tracer, const struct ghd_trace_ctx *ctx);
+struct ghd_trace *ghd_trace_new(void (*sink)(void *sink_ctx, struct ghd_trace *tr), void *sink_ctx,
+                               const struct ghd_trace_ctx *ctx);
 void ghd_trace_ref(struct ghd_trace *tr);
 /* Drops a reference; the last hands the trace to its tracer (or frees it
  * without one). NULL is a no-op. */

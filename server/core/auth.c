@@ -12,7 +12,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "auth_line.h"
+#include "auth_internal.h"
 
 #define TOKENS_FILE_MAX ((size_t)4 << 20)
 

@@ -2,7 +2,7 @@
  * an Authorization header write them, and a line of the tokens file with its
  * permissions (auth.h: ghd_auth_parse_line, ghd_auth_bearer). The tables
  * they fill are auth.c's. */
-#include "auth_line.h"
+#include "auth_internal.h"
 
 #include <string.h>
 #include <strings.h>

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "tier.h"
+#include "tier_buffer.h"
 
 #define INITIAL_SLOTS 1024
 

@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "base/json_text.h"
-#include "run_trace.h"
+#include "run_internal.h"
 #include "tier.h"
 
 const char *ghd_run_status_name(enum ghd_run_status s)

@@ -1,6 +1,6 @@
 /* The run's part of a sampled request's trace. Only the worker that
  * executes the run writes run->trace, and only until ghd_run_trace_done. */
-#include "run_trace.h"
+#include "run_internal.h"
 
 #include "base/clock.h"
 

@@ -10,7 +10,6 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "run_queue.h"
-#include "service_trace.h"
 #include "tier.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind, int ordinal,
@@ -308,6 +307,25 @@ static void device_lost(void *ctx, unsigned device, const char *reason)
     ghd_service_device_lost(ctx, device, reason);
 }
 
+/* The tokens and the metrics token (from its file too), then whether the
+ * bind is exposed without them. On failure nothing stays open. */
+static int open_auth(struct ghd_service *svc, struct ghd_err *err)
+{
+    const struct ghd_config *cfg = &svc->cfg;
+    int rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
+    if (rc)
+        return rc;
+    if (cfg->metrics_token_file[0])
+        rc = ghd_auth_metrics_file(svc->auth, cfg->metrics_token_file, err);
+    if (rc == 0)
+        rc = check_exposure(svc, err);
+    if (rc) {
+        ghd_auth_free(svc->auth);
+        svc->auth = NULL;
+    }
+    return rc;
+}
+
 int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, struct ghd_err *err)
 {
     memset(svc, 0, sizeof(*svc));
@@ -327,25 +345,15 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
                           cfg->staging_tenant_share, svc->metrics);
     if ((rc = ghd_service_tracing_open(svc, err)) != 0)
         goto destroy_metrics;
-    rc = ghd_auth_new(cfg->tokens_file, cfg->tokens, cfg->metrics_token, &svc->auth, err);
-    if (rc)
+    if ((rc = open_auth(svc, err)) != 0)
         goto destroy_metrics;
-    if (cfg->metrics_token_file[0] &&
-        (rc = ghd_auth_metrics_file(svc->auth, cfg->metrics_token_file, err)) != 0)
+    if ((rc = open_runtimes(svc, err)) != 0)
         goto destroy_auth;
-    rc = check_exposure(svc, err);
-    if (rc)
-        goto destroy_auth;
-    rc = open_runtimes(svc, err);
-    if (rc)
-        goto destroy_auth;
-    rc = open_tables(svc, err);
-    if (rc)
+    if ((rc = open_tables(svc, err)) != 0)
         goto destroy_runtime;
     if ((rc = warm_kernels(svc, err)) != 0)
         goto destroy_buffers;
-    rc = open_run_queue(svc, err);
-    if (rc)
+    if ((rc = open_run_queue(svc, err)) != 0)
         goto destroy_buffers;
     ghd_ukernel_store_init(&svc->kernels, cfg->tenant_max_kernels);
     ghd_rmodule_store_init(&svc->modules, cfg->tenant_max_modules);
@@ -353,8 +361,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     svc->kernel_limits.max_depth = cfg->kernel_max_depth;
     svc->kernel_limits.max_elements = cfg->max_elements;
     losses_init(svc);
-    rc = open_compiler(svc, err);
-    if (rc)
+    if ((rc = open_compiler(svc, err)) != 0)
         goto destroy_stores;
     if ((rc = open_inline_defs(svc, err)) != 0) {
         ghd_ucompiler_free(svc->compiler);

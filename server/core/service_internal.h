@@ -1,6 +1,9 @@
 #ifndef GHD_CORE_SERVICE_INTERNAL_H
 #define GHD_CORE_SERVICE_INTERNAL_H
 
+#include "base/err.h"
+#include "base/trace_export.h"
+
 /* The service's fields, for server/core alone (and the core's white-box
  * tests): the build defines GHD_CORE_INTERNAL for the core library and the
  * tests, and ops_layers refuses an include of this header from any other
@@ -61,5 +64,11 @@ struct ghd_service {
      * Freed after the runs, which may hold a sampled request's trace. */
     struct ghd_tracer *tracer;
 };
+
+
+/* The service's trace exporter, from --otlp-endpoint and --trace-sample:
+ * none without an endpoint. 0, or the exporter's code with `err` set.
+ * Freed by ghd_service_destroy (ghd_tracer_free) after the runs. */
+int ghd_service_tracing_open(struct ghd_service *svc, struct ghd_err *err);
 
 #endif

@@ -1,6 +1,5 @@
 /* Tracing as the service holds it: the exporter, started from the options,
  * named after this host and instance in the spans' resource. */
-#include "service_trace.h"
 
 #include <stdio.h>
 #include <unistd.h>

@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "base/list.h"
+#include "tier_buffer.h"
 #include "device/runtime.h"
 
 /* Tiers: device memory as a cache over host memory and disk (README.md,
@@ -74,18 +75,6 @@ int ghd_tiers_open(const struct ghd_config *cfg, struct ghd_runtime *rts, unsign
 /* pre: every buffer is gone (ghd_tier_forget was called for each). */
 void ghd_tiers_free(struct ghd_tiers *tiers);
 
-/* A pool block for `size` bytes on rt's device, spilling the least
- * recently used idle buffers of that device while the pool refuses.
- * GHD_ENOMEM (with the detail) when nothing more can be spilled; tiers NULL:
- * the pool's answer alone. */
-int ghd_tier_alloc(struct ghd_tiers *tiers, struct ghd_runtime *rt, size_t size, size_t alignment,
-                   struct ghd_pool_block **out, struct ghd_err *err);
-/* A new buffer's block, just allocated: it is on its device, unheld, the
- * most recently used. No-op when b->tiers is NULL. */
-void ghd_tier_adopt(struct ghd_buffer *b);
-/* The buffer leaves: its block, host memory or file go back.
- * pre: last reference gone. */
-void ghd_tier_forget(struct ghd_buffer *b);
 
 /* Brings b onto its device if it is not there and keeps it there until
  * ghd_tier_release: b->d_ptr is valid in between. GHD_ENOMEM when no room

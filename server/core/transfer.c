@@ -11,7 +11,6 @@
 #include "base/trace_span.h"
 #include "metrics.h"
 #include "transfer_internal.h"
-#include "transfer_trace.h"
 
 int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *what,
                               struct ghd_err *err)

@@ -10,7 +10,6 @@
 #include "base/error.h"
 #include "tier_disk.h"
 #include "transfer_internal.h"
-#include "transfer_trace.h"
 
 /* Windows are at most --download-block (4 MiB unless set), at most the
  * chunk (half of it with overlap). Run 48 (tests/bench/RESULTS.md): the

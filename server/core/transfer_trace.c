@@ -1,5 +1,5 @@
 /* Copies as spans of a sampled request (transfer_trace.h). */
-#include "transfer_trace.h"
+#include "transfer_internal.h"
 
 #include "base/clock.h"
 #include "base/trace_span.h"

@@ -14,7 +14,6 @@
 #include "device/hostreg.h"
 #include "metrics.h"
 #include "transfer_internal.h"
-#include "transfer_trace.h"
 
 /* Body pieces at least this large go to the device without the staging ring. */
 #define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)

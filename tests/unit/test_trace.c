@@ -124,7 +124,7 @@ static void test_slots(void **state)
     (void)state;
     struct ghd_trace_ctx c;
     ghd_trace_ctx_start(&c, NULL, NULL);
-    struct ghd_trace *tr = ghd_trace_new(NULL, &c);
+    struct ghd_trace *tr = ghd_trace_new(NULL, NULL, &c);
     assert_non_null(tr);
     for (int i = 0; i < 200; i++) {
         int slot = ghd_trace_span(tr, "copy h2d", GHD_SPAN_BODY, 1, 2);
@@ -144,7 +144,7 @@ static void test_json_escapes(void **state)
     (void)state;
     struct ghd_trace_ctx c;
     ghd_trace_ctx_start(&c, "00-" TRACE "-" SPAN "-01", "v=\"q\\x\"");
-    struct ghd_trace *tr = ghd_trace_new(NULL, &c);
+    struct ghd_trace *tr = ghd_trace_new(NULL, NULL, &c);
     ghd_trace_phase(tr, GHD_SPAN_PARSE, "parse");
     ghd_trace_phase(tr, GHD_SPAN_REQUEST, "GET /x");
     ghd_trace_attr_str(tr, GHD_SPAN_REQUEST, "http.request.method", "G\"E\\T\x01\xc3");

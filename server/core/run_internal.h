@@ -1,5 +1,5 @@
-#ifndef GHD_CORE_RUN_TRACE_H
-#define GHD_CORE_RUN_TRACE_H
+#ifndef GHD_CORE_RUN_INTERNAL_H
+#define GHD_CORE_RUN_INTERNAL_H
 
 #include "run.h"
 

@@ -1,8 +1,7 @@
-#ifndef GHD_CORE_AUTH_LINE_H
-#define GHD_CORE_AUTH_LINE_H
+#ifndef GHD_CORE_AUTH_INTERNAL_H
+#define GHD_CORE_AUTH_INTERNAL_H
 
 #include <stddef.h>
-
 #include "auth.h"
 
 /* What auth.c and auth_line.c share of reading tokens. */
