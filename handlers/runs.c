@@ -25,7 +25,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     json_t *wait = json_object_get(req->json, "wait");
     if (wait && !json_is_boolean(wait))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
-    const struct ghd_run_request rq = {req->json};
+    const struct ghd_run_request rq = {req->json, req->arrived_ns};
     struct ghd_err err = {0};
     struct ghd_run *run;
     uint64_t current = 0;
@@ -47,6 +47,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
         ghd_service_run_wait(req->svc, run);
         req->run_device_ms = run->device_ms;
         rc = reply_run(req, rep, run, 200);
+        ghd_service_run_replied(req->svc, run);
     }
     ghd_run_unref(run);
     return rc;

@@ -33,6 +33,20 @@ int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
     return 0;
 }
 
+int ghd_run_phases(const struct ghd_run *run, double seconds[GHD_RUN_MARKS - 1])
+{
+    for (unsigned i = 0; i < GHD_RUN_MARKS; i++)
+        if (!run->mark_ns[i])
+            return -1;
+    for (unsigned i = 0; i + 1 < GHD_RUN_MARKS; i++) {
+        /* Marks set on different threads read one clock, but a later one can
+         * still come out a few ns before an earlier one: count that as 0. */
+        uint64_t a = run->mark_ns[i], b = run->mark_ns[i + 1];
+        seconds[i] = b > a ? (double)(b - a) / 1e9 : 0;
+    }
+    return 0;
+}
+
 void ghd_run_ref(struct ghd_run *run)
 {
     atomic_fetch_add(&run->refs, 1);
@@ -152,7 +166,8 @@ void ghd_run_unref(struct ghd_run *run)
 }
 
 static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
-                        struct ghd_event *ev[2], struct ghd_run_step *step, struct ghd_err *error)
+                        struct ghd_event *ev[2], struct ghd_run *run, struct ghd_run_step *step,
+                        struct ghd_err *error)
 {
     struct ghd_device *dev = &rt->dev;
     step->result = json_object();
@@ -169,10 +184,12 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
         rc = ghd_buffer_order(step->held[i], stream, error);
     if (rc == 0)
         rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, error);
+    ghd_run_mark(run, GHD_RUN_MARK_LAUNCHED);
     if (rc == 0)
         rc = dev->ops->event_record(dev, ev[1], stream, error);
     if (rc == 0)
         rc = dev->ops->event_sync(dev, ev[1], error);
+    ghd_run_mark(run, GHD_RUN_MARK_COMPLETED);
     if (rc == 0)
         rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, error);
     if (rc && error && !error->detail[0]) /* a detail also where a callee said nothing */
@@ -191,7 +208,7 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
         else
             ghd_kernel_call_set_stop(run->steps[i].call, &run->stop);
         if (rc == 0)
-            rc = execute_step(rt, stream, ev, &run->steps[i], error);
+            rc = execute_step(rt, stream, ev, run, &run->steps[i], error);
         run->device_ms += run->steps[i].device_ms;
         if (rc && run->step_count > 1)
             ghd_err_prefix(error, rc, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/idmap.h"
 #include "base/list.h"
@@ -30,6 +31,21 @@ enum ghd_run_stop {
     GHD_RUN_STOP_TIMEOUT, /* it passed its timeout (timeout_s, --run-timeout) */
     GHD_RUN_STOP_SERVER,  /* the server stops */
     GHD_RUN_STOP_CANCEL,  /* DELETE /v1/runs/{id} while it runs */
+};
+
+/* Where a run's time goes: the monotonic time (ghd_clock_ns) at each mark
+ * along it, 0 where it was not reached. Between two marks lies one phase of
+ * gpuhttpd_run_phase_seconds{phase} (metrics.h), named in the comments. */
+enum ghd_run_mark {
+    GHD_RUN_MARK_ARRIVED,   /* the request's head was complete; "parse": body, JSON, route */
+    GHD_RUN_MARK_CREATE,    /* the core took it; "prepare": run record, id, steps checked */
+    GHD_RUN_MARK_SUBMIT,    /* offered to the queue; "queue": limits, if_match, hand-off */
+    GHD_RUN_MARK_STARTED,   /* a worker (or its own thread) took it; "launch": launched */
+    GHD_RUN_MARK_LAUNCHED,  /* its last step's kernel was launched; "complete": seen done */
+    GHD_RUN_MARK_COMPLETED, /* its completion was seen; "wake": ended, settled, waiter woken */
+    GHD_RUN_MARK_WOKEN,     /* its waiter runs again; "reply": the answer built */
+    GHD_RUN_MARK_REPLIED,
+    GHD_RUN_MARKS
 };
 
 /* A step's if_match on one buffer: the versions it must be at when the
@@ -76,6 +92,7 @@ struct ghd_run {
      * before it is submitted (timeout_s, bounded by --run-timeout). */
     double timeout_s;
     double queued_at_ms, started_ms, finished_ms;
+    uint64_t mark_ns[GHD_RUN_MARKS]; /* written by whoever holds the run at that point */
     float device_ms;
     /* Its tenant's weight in the devices' shares (1 when 0), and what its
      * start charged to that share (run_pick.c). */
@@ -98,6 +115,15 @@ struct ghd_run {
      * (run_queue.c, "collect under the lock, release after"). */
     struct ghd_run *settle_next, *drop_next;
 };
+
+static inline void ghd_run_mark(struct ghd_run *run, enum ghd_run_mark m)
+{
+    run->mark_ns[m] = ghd_clock_ns();
+}
+
+/* The run's phases in seconds (GHD_RUN_MARKS - 1 of them, between
+ * consecutive marks); 0 when every mark was reached, else -1. */
+int ghd_run_phases(const struct ghd_run *run, double seconds[GHD_RUN_MARKS - 1]);
 
 /* A new, empty run for `tenant` (may be NULL); a new reference. */
 int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/suggest.h"
 #include "run_arrays.h"
@@ -163,6 +164,7 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
 {
     *out = NULL;
     struct ghd_run *run;
+    uint64_t took_ns = ghd_clock_ns();
     json_t *timeout = json_object_get(rq->body, "timeout_s");
     if (timeout && !json_is_number(timeout))
         return ghd_err_set(err, GHD_EINVAL, "'timeout_s' must be a number of seconds");
@@ -171,6 +173,8 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
     int rc = ghd_service_run_new(svc, caller->tenant, &run);
     if (rc)
         return ghd_err_set(err, rc, "%s", ghd_strerror(rc));
+    run->mark_ns[GHD_RUN_MARK_ARRIVED] = rq->arrived_ns;
+    run->mark_ns[GHD_RUN_MARK_CREATE] = took_ns;
     run->timeout_s = timeout ? json_number_value(timeout) : 0;
     run->weight = ghd_perm_weight(caller->perms); /* its tenant's share (run_pick.c) */
     rc = prepare_run(svc, caller, rq->body, run, err);

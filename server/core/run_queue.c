@@ -216,7 +216,8 @@ static void *worker_main(void *arg)
             break;
         w->current = run;
         run->status = GHD_RUN_RUNNING;
-        run->started_ms = ghd_clock_ms();
+        ghd_run_mark(run, GHD_RUN_MARK_STARTED);
+        run->started_ms = (double)run->mark_ns[GHD_RUN_MARK_STARTED] / 1e6;
         pthread_mutex_unlock(&q->lock);
         struct ghd_err err = {0}; /* this worker's: the run's is shared with its waiters */
         int rc = setup ? ghd_err_set(&err, setup, "run worker setup: %s",
@@ -404,6 +405,7 @@ static void prune_locked(struct ghd_run_queue *q, struct ghd_run_collected *c)
 
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
 {
+    ghd_run_mark(run, GHD_RUN_MARK_SUBMIT);
     pthread_mutex_lock(&q->lock);
     struct ghd_runtime *rt = ghd_run_queue_rt_of(q, run);
     if (q->lost & (1u << rt->index)) {
@@ -461,6 +463,7 @@ void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
     while (!run->settled)
         pthread_cond_wait(&run->ended, &q->lock);
     pthread_mutex_unlock(&q->lock);
+    ghd_run_mark(run, GHD_RUN_MARK_WOKEN);
 }
 
 /* pre: lock held. The queued, running or kept run with this id and tenant. */

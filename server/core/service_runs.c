@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "kernels/raw/module.h"
+#include "metrics.h"
 #include "run_queue.h"
 #include "service_internal.h"
 #include "service_devices.h"
@@ -151,6 +152,16 @@ int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct 
 void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run)
 {
     ghd_run_wait(svc->runs, run);
+}
+
+_Static_assert(GHD_RUN_MARKS - 1 == GHD_METRICS_RUN_PHASES, "one phase between two marks");
+
+void ghd_service_run_replied(struct ghd_service *svc, struct ghd_run *run)
+{
+    ghd_run_mark(run, GHD_RUN_MARK_REPLIED);
+    double seconds[GHD_RUN_MARKS - 1];
+    if (ghd_run_phases(run, seconds) == 0)
+        ghd_metrics_run_phases(svc->metrics, seconds);
 }
 
 json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run)

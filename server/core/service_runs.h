@@ -17,6 +17,7 @@ struct ghd_service;
 /* POST /v1/runs as the HTTP layer parsed it. */
 struct ghd_run_request {
     json_t *body; /* the JSON object: one step's members and "wait", or "steps" (borrowed) */
+    uint64_t arrived_ns; /* ghd_clock_ns() when its head was complete (0: unknown) */
 };
 
 /* The one operation of POST /v1/runs (run_create.c): every step read and
@@ -68,6 +69,10 @@ int ghd_service_run_step_function(struct ghd_service *svc, const char *tenant,
 int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct ghd_err *err);
 /* Blocks until the run has ended (ghd_run_wait). */
 void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run);
+/* The reply to the request that waited for `run` is built: its phases
+ * (run.h's marks) go to gpuhttpd_run_phase_seconds where every mark was
+ * reached. */
+void ghd_service_run_replied(struct ghd_service *svc, struct ghd_run *run);
 /* The run's public JSON, a new reference. */
 json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run);
 /* Run `id` as `tenant` sees it, a new reference; GHD_ENOENT, and

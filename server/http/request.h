@@ -40,6 +40,7 @@ struct ghd_request {
      * when the reply waited for its end (< 0 otherwise). */
     char run_kernel[64];
     double run_device_ms;
+    uint64_t arrived_ns; /* ghd_clock_ns() when the head was complete */
 };
 
 /* Header and query lookups; NULL when absent. */
