@@ -25,7 +25,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
     json_t *wait = json_object_get(req->json, "wait");
     if (wait && !json_is_boolean(wait))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
-    const struct ghd_run_request rq = {req->json, req->arrived_ns};
+    const struct ghd_run_request rq = {req->json, req->arrived_ns, !json_is_false(wait)};
     struct ghd_err err = {0};
     struct ghd_run *run;
     uint64_t current = 0;

@@ -167,7 +167,7 @@ void ghd_run_unref(struct ghd_run *run)
 
 static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
                         struct ghd_event *ev[2], struct ghd_run *run, struct ghd_run_step *step,
-                        struct ghd_err *error)
+                        long poll_ns, struct ghd_err *error)
 {
     struct ghd_device *dev = &rt->dev;
     step->result = json_object();
@@ -187,7 +187,10 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
     ghd_run_mark(run, GHD_RUN_MARK_LAUNCHED);
     if (rc == 0)
         rc = dev->ops->event_record(dev, ev[1], stream, error);
-    if (rc == 0)
+    int done = 0;
+    if (rc == 0 && poll_ns > 0 && dev->ops->event_poll)
+        rc = (done = dev->ops->event_poll(dev, ev[1], poll_ns, error)) < 0 ? done : 0;
+    if (rc == 0 && !done)
         rc = dev->ops->event_sync(dev, ev[1], error);
     ghd_run_mark(run, GHD_RUN_MARK_COMPLETED);
     if (rc == 0)
@@ -197,10 +200,24 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
     return rc;
 }
 
+/* How long to poll for a step's end before sleeping on it: about twice what
+ * a step of the run's tenant takes (the scheduler's charge, run_pick.c),
+ * where that is short; 0 (sleep after the device's own brief poll) for
+ * longer steps and for a tenant whose runs are not known yet. */
+#define GHD_RUN_POLL_MAX_NS 200000L
+static long poll_budget_ns(const struct ghd_run *run)
+{
+    double step_ns = run->charged_ms * 1e6 / run->step_count;
+    if (step_ns <= 0 || 2 * step_ns > GHD_RUN_POLL_MAX_NS)
+        return 0;
+    return step_ns < 5000 ? 10000 : (long)(2 * step_ns);
+}
+
 int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                     struct ghd_run *run, struct ghd_err *error)
 {
     int rc = 0;
+    long poll_ns = poll_budget_ns(run);
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
         atomic_store(&run->step_now, i); /* before the flag is read: ghd_run_ask_stop */
         if (atomic_load(&run->stop) != GHD_RUN_GO)
@@ -208,7 +225,7 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
         else
             ghd_kernel_call_set_stop(run->steps[i].call, &run->stop);
         if (rc == 0)
-            rc = execute_step(rt, stream, ev, run, &run->steps[i], error);
+            rc = execute_step(rt, stream, ev, run, &run->steps[i], poll_ns, error);
         run->device_ms += run->steps[i].device_ms;
         if (rc && run->step_count > 1)
             ghd_err_prefix(error, rc, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));

@@ -74,6 +74,10 @@ struct ghd_run {
     char id[GHD_BUFFER_ID_LEN + 1];
     char tenant[GHD_TENANT_MAX + 1];
     int pipeline; /* submitted as "steps" */
+    /* Its submitter waits for its end: it may execute on the submitting
+     * thread (run_queue.h, ghd_run_submit). Set before it is submitted. */
+    int may_inline;
+    int ran_inline; /* it did, on its submitter's thread (set as it is taken) */
     /* The device it executes on, set before it is submitted (the device of
      * its buffers, or the placement's choice); NULL: the queue's first. */
     struct ghd_runtime *rt;

@@ -178,6 +178,13 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
     run->timeout_s = timeout ? json_number_value(timeout) : 0;
     run->weight = ghd_perm_weight(caller->perms); /* its tenant's share (run_pick.c) */
     rc = prepare_run(svc, caller, rq->body, run, err);
+    /* Waited for, it may execute on this thread; not a raw module's
+     * function, which nothing stops and which could hold the thread (and
+     * the server's stop, which joins it) for ever. */
+    run->may_inline = rq->wait;
+    for (unsigned i = 0; i < run->step_count; i++)
+        if (run->steps[i].kernel && !strcmp(ghd_kernel_metric_label(run->steps[i].kernel), "raw"))
+            run->may_inline = 0;
     if (rc == 0)
         rc = ghd_service_run_submit(svc, run, err);
     if (rc == GHD_EPRECOND && current)

@@ -35,6 +35,9 @@ struct ghd_run_queue_config {
      * worker's high-priority stream (--run-priority). */
     int shared;
     int priority;
+    /* A run that may (run->may_inline) executes on the submitting thread
+     * when its device is idle (--run-inline; run_worker.c). */
+    int inline_runs;
     struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
 
@@ -46,7 +49,10 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
  * next stop point) and waits for it, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
-/* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
+/* Queues a prepared run (the queue takes its own reference); one that may
+ * execute on this thread (run->may_inline, the queue's inline_runs) and
+ * that the scheduler would start now on an idle worker of its device
+ * executes here and has ended (settled) when this returns 0. GHD_ELIMIT when
  * --run-queue-limit runs are already queued or running, or, with run->error
  * saying so, tenant_max_runs of its tenant's; GHD_EPRECOND, with
  * run->error and run->precond_version, when a step's if_match does not hold

@@ -228,6 +228,7 @@ static int open_run_queue(struct ghd_service *svc, struct ghd_err *err)
                                       .keep_s = cfg->run_keep_s,
                                       .shared = ghd_auth_enabled(svc->auth),
                                       .priority = (int)cfg->run_priority,
+                                      .inline_runs = (int)cfg->run_inline,
                                       .metrics = svc->metrics};
     int rc = ghd_run_queue_new(&qc, svc->runtimes, svc->runtime_count, &svc->runs);
     if (rc)

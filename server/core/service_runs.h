@@ -18,6 +18,10 @@ struct ghd_service;
 struct ghd_run_request {
     json_t *body; /* the JSON object: one step's members and "wait", or "steps" (borrowed) */
     uint64_t arrived_ns; /* ghd_clock_ns() when its head was complete (0: unknown) */
+    /* The request waits for the run's end: it may execute on the request's
+     * thread (--run-inline), and has ended when ghd_service_run_create
+     * returns if it did. */
+    int wait;
 };
 
 /* The one operation of POST /v1/runs (run_create.c): every step read and

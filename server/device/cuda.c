@@ -382,6 +382,26 @@ static int cuda_event_done(struct ghd_device *dev, struct ghd_event *e, struct g
     return 1;
 }
 
+/* A spinning wait: cudaEventQuery is a read of the event's state, and the
+ * pause instruction keeps the loop from starving the core's other thread. */
+static int cuda_event_poll(struct ghd_device *dev, struct ghd_event *e, long budget_ns,
+                           struct ghd_err *error)
+{
+    uint64_t start = ghd_clock_ns();
+    for (;;) {
+        cudaError_t err = cudaEventQuery((cudaEvent_t)e);
+        if (err != cudaErrorNotReady) {
+            GHD_CUDA_CHECK(dev, error, err);
+            return 1;
+        }
+        if ((long)(ghd_clock_ns() - start) >= budget_ns)
+            return 0;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 static int cuda_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
                                   struct ghd_event *e, struct ghd_err *error)
 {
@@ -503,6 +523,7 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .event_record = cuda_event_record,
     .event_sync = cuda_event_sync,
     .event_done = cuda_event_done,
+    .event_poll = cuda_event_poll,
     .stream_wait_event = cuda_stream_wait_event,
     .event_elapsed = cuda_event_elapsed,
     .copy_h2d = cuda_copy_h2d,

@@ -64,6 +64,13 @@ struct ghd_device_ops {
     /* 1 when the work before e's point has completed, 0 when not yet, or a
      * GHD_E* code. The host does not wait. */
     int (*event_done)(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error);
+    /* Polls e for up to budget_ns without sleeping or yielding the CPU: a
+     * short kernel ends sooner than a sleeping thread wakes. 1 when the
+     * work before e's point has completed, 0 when the budget ran out first
+     * (wait with event_sync), or a GHD_E* code. The host's work has
+     * completed when its call returned. */
+    int (*event_poll)(struct ghd_device *dev, struct ghd_event *e, long budget_ns,
+                      struct ghd_err *error);
     /* Work queued on s after this call runs after e's point in its stream;
      * the host does not wait. */
     int (*stream_wait_event)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_event *e,

@@ -183,7 +183,7 @@ static void test_runs(void **state)
              "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"dtype\": \"u8\", \"n\": 16, "
              "\"value\": 9}}",
              f->x->id);
-    struct ghd_run_request rq = {parse(body), 0};
+    struct ghd_run_request rq = {.body = parse(body)};
     struct ghd_run *run = NULL;
     uint64_t current = 0;
     refused(ghd_service_run_create(f->svc, &bob, &rq, &run, &current, &err), &err, GHD_ENOENT,
@@ -221,7 +221,7 @@ static void test_kernels(void **state)
     refused(ghd_service_kernel_get(f->svc, &bob, "twice", &desc, &err), &err, GHD_ENOENT,
             "twice");
     refused(ghd_service_kernel_delete(f->svc, &bob, "twice", &err), &err, GHD_ENOENT, "twice");
-    struct ghd_run_request rq = {parse("{\"kernel\": \"twice\", \"args\": {}}"), 0};
+    struct ghd_run_request rq = {.body = parse("{\"kernel\": \"twice\", \"args\": {}}")};
     struct ghd_run *run = NULL;
     refused(ghd_service_run_create(f->svc, &bob, &rq, &run, NULL, &err), &err, GHD_ENOKERNEL,
             "twice");
@@ -248,7 +248,7 @@ static void test_raw_permission(void **state)
     refused(ghd_service_module_get(f->svc, &alice, "m", &out, &err), &err, GHD_EFORBIDDEN,
             "raw");
     refused(ghd_service_module_delete(f->svc, &alice, "m", &err), &err, GHD_EFORBIDDEN, "raw");
-    struct ghd_run_request rq = {parse("{\"module\": \"m\", \"function\": \"k\"}"), 0};
+    struct ghd_run_request rq = {.body = parse("{\"module\": \"m\", \"function\": \"k\"}")};
     struct ghd_run *run = NULL;
     refused(ghd_service_run_create(f->svc, &alice, &rq, &run, NULL, &err), &err, GHD_EFORBIDDEN,
             "raw");
