@@ -15,11 +15,14 @@ const char *ghd_run_status_name(enum ghd_run_status s)
     return names[s];
 }
 
-int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
+int ghd_run_new_sized(const char *id_prefix, const char *tenant, unsigned steps,
+                      struct ghd_run **out)
 {
-    struct ghd_run *run = calloc(1, sizeof(*run));
+    GHD_ASSERT(steps >= 1 && steps <= GHD_RUN_MAX_STEPS);
+    struct ghd_run *run = calloc(1, sizeof(*run) + steps * sizeof(run->steps[0]));
     if (!run)
         return GHD_ENOHOSTMEM;
+    run->step_cap = steps;
     if (ghd_owned_id(id_prefix, run->id) != 0) {
         free(run);
         return GHD_EINTERNAL;
@@ -45,6 +48,11 @@ int ghd_run_phases(const struct ghd_run *run, double seconds[GHD_RUN_MARKS - 1])
         seconds[i] = b > a ? (double)(b - a) / 1e9 : 0;
     }
     return 0;
+}
+
+int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
+{
+    return ghd_run_new_sized(id_prefix, tenant, GHD_RUN_MAX_STEPS, out);
 }
 
 void ghd_run_ref(struct ghd_run *run)

@@ -81,7 +81,6 @@ struct ghd_run {
     /* The device it executes on, set before it is submitted (the device of
      * its buffers, or the placement's choice); NULL: the queue's first. */
     struct ghd_runtime *rt;
-    struct ghd_run_step steps[GHD_RUN_MAX_STEPS];
     unsigned step_count;
     enum ghd_run_status status;
     int error_code;           /* a failed or canceled run: its GHD_E* code; 0 otherwise */
@@ -118,6 +117,8 @@ struct ghd_run {
     /* The queue's lists of runs to settle or drop once its lock is released
      * (run_queue.c, "collect under the lock, release after"). */
     struct ghd_run *settle_next, *drop_next;
+    unsigned step_cap; /* steps[] holds this many (ghd_run_new_sized) */
+    struct ghd_run_step steps[]; /* step_count of them in use */
 };
 
 static inline void ghd_run_mark(struct ghd_run *run, enum ghd_run_mark m)
@@ -129,7 +130,12 @@ static inline void ghd_run_mark(struct ghd_run *run, enum ghd_run_mark m)
  * consecutive marks); 0 when every mark was reached, else -1. */
 int ghd_run_phases(const struct ghd_run *run, double seconds[GHD_RUN_MARKS - 1]);
 
-/* A new, empty run for `tenant` (may be NULL); a new reference. */
+/* A new, empty run for `tenant` (may be NULL) with room for `steps` steps
+ * (1 to GHD_RUN_MAX_STEPS): a run of one step is a small record, not one
+ * sized for the longest pipeline. A new reference. */
+int ghd_run_new_sized(const char *id_prefix, const char *tenant, unsigned steps,
+                      struct ghd_run **out);
+/* The same with room for GHD_RUN_MAX_STEPS steps. */
 int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out);
 void ghd_run_ref(struct ghd_run *run);
 void ghd_run_unref(struct ghd_run *run);

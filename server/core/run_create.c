@@ -170,7 +170,10 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
         return ghd_err_set(err, GHD_EINVAL, "'timeout_s' must be a number of seconds");
     if (timeout && !(json_number_value(timeout) > 0))
         return ghd_err_set(err, GHD_EUNPROC, "'timeout_s' must be above 0");
-    int rc = ghd_service_run_new(svc, caller->tenant, &run);
+    /* Room for the steps it names; more are refused by prepare_run. */
+    size_t nsteps = json_array_size(json_object_get(rq->body, "steps"));
+    nsteps = nsteps < 1 ? 1 : nsteps > GHD_RUN_MAX_STEPS ? GHD_RUN_MAX_STEPS : nsteps;
+    int rc = ghd_service_run_new(svc, caller->tenant, (unsigned)nsteps, &run);
     if (rc)
         return ghd_err_set(err, rc, "%s", ghd_strerror(rc));
     run->mark_ns[GHD_RUN_MARK_ARRIVED] = rq->arrived_ns;

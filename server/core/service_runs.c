@@ -14,9 +14,10 @@
 #include "service_inline.h"
 #include "service_modules.h"
 
-int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out)
+int ghd_service_run_new(struct ghd_service *svc, const char *tenant, unsigned steps,
+                        struct ghd_run **out)
 {
-    return ghd_run_new(svc->owner.prefix, tenant, out);
+    return ghd_run_new_sized(svc->owner.prefix, tenant, steps, out);
 }
 
 int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,

@@ -35,9 +35,11 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
                            const struct ghd_run_request *rq, struct ghd_run **out,
                            uint64_t *current, struct ghd_err *err);
 
-/* A new, empty run for `tenant` (its id carries the service's owner
- * prefix); a new reference. */
-int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out);
+/* A new, empty run for `tenant` with room for `steps` steps (1 to
+ * GHD_RUN_MAX_STEPS; its id carries the service's owner prefix); a new
+ * reference. */
+int ghd_service_run_new(struct ghd_service *svc, const char *tenant, unsigned steps,
+                        struct ghd_run **out);
 /* Prepares step->kernel's call from `args`, the buffers named as `tenant`
  * sees them (ghd_run_step_prepare: its codes and detail). */
 int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
