@@ -35,6 +35,27 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
                            const struct ghd_run_request *rq, struct ghd_run **out,
                            uint64_t *current, struct ghd_err *err);
 
+/* One element of a list of runs (POST /v1/runs with a list): its run (a
+ * new reference) or its refusal, as ghd_service_run_create answers it. */
+struct ghd_run_entry {
+    struct ghd_run *run; /* NULL when refused */
+    int code;            /* the refusal's GHD_E* code; 0 when created */
+    struct ghd_err err;  /* with code: why */
+    uint64_t current;    /* GHD_EPRECOND: the version found */
+    int wait;            /* its "wait" (true unless false) */
+};
+
+/* POST /v1/runs with a list (run_list.c): each element created in order
+ * as ghd_service_run_create creates one run (waited for unless its "wait"
+ * is false: it may have ended when this returns), with its own refusal in
+ * its entry; *out (count entries, freed with ghd_run_entries_free) in the
+ * list's order. The list itself: GHD_EINVAL when empty, GHD_EUNPROC past
+ * --run-batch-max, GHD_ENOHOSTMEM. */
+int ghd_service_run_create_list(struct ghd_service *svc, const struct ghd_caller *caller,
+                                json_t *list, uint64_t arrived_ns, struct ghd_run_entry **out,
+                                size_t *count, struct ghd_err *err);
+void ghd_run_entries_free(struct ghd_run_entry *entries, size_t count);
+
 /* A new, empty run for `tenant` with room for `steps` steps (1 to
  * GHD_RUN_MAX_STEPS; its id carries the service's owner prefix); a new
  * reference. */
