@@ -454,6 +454,44 @@ int ghd_kernel_call_execute_timed(struct ghd_kernel_call *call, struct ghd_runti
     return 0;
 }
 
+static int in_table(const struct ghd_kernel *k, const struct ghd_kernel *table, size_t n)
+{
+    return k >= table && k < table + n;
+}
+
+int ghd_kernel_call_graphable(const struct ghd_kernel_call *call)
+{
+    const struct ghd_kernel *k = call->k;
+    if (call->ucall || call->rcall || strcmp(k->name, "copy") == 0)
+        return 0;
+    return in_table(k, ghd_kdefs_blas1, ghd_kdefs_blas1_count) ||
+           in_table(k, ghd_kdefs_ewise, ghd_kdefs_ewise_count);
+}
+
+int ghd_kernel_call_launch(struct ghd_kernel_call *call, struct ghd_runtime *rt,
+                           struct ghd_stream *stream, json_t *result, struct ghd_err *err)
+{
+    const struct ghd_kernel *k = call->k;
+    ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
+    if (call->ucall || call->rcall || !fn)
+        return ghd_err_set(err, GHD_ENOTSUP, "kernel %s cannot be queued without a wait",
+                           k->name);
+    struct ghd_err derr = {0};
+    struct ghd_kexec x = {
+        .rt = rt, .dev = &rt->dev, .stream = stream, .error = &derr, .args = &call->args};
+    int rc = fn(&x);
+    /* Scratch and values for the host want a wait: on a captured stream the
+     * work never ran, so the scratch goes back at once. */
+    for (unsigned i = 0; i < x.nscratch; i++)
+        ghd_pool_free(&rt->pool, x.scratch[i]);
+    if (!rc && (x.nscratch || x.has_acc))
+        return ghd_err_set(err, GHD_ENOTSUP, "kernel %s needs a wait for its work", k->name);
+    if (rc)
+        return ghd_err_set(err, rc, "kernel %s: %s", k->name, ghd_err_text(&derr, rc));
+    add_result(call, &x, result);
+    return 0;
+}
+
 void ghd_kernel_call_set_stop(struct ghd_kernel_call *call, const atomic_int *stop)
 {
     call->stop = stop;

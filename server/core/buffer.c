@@ -160,6 +160,8 @@ static void buffer_free(struct ghd_buffer *b)
 /* pre: lock held. Unlinks b from the hash chain and the creation list. */
 static void unlink_locked(struct ghd_buffer_table *t, struct ghd_buffer *b)
 {
+    if (t->on_leave)
+        t->on_leave(t->on_leave_ctx, b);
     ghd_idmap_remove(&t->by_id, &b->by_id);
     ghd_list_remove(&t->all, &b->link);
     t->count--;
@@ -399,6 +401,7 @@ void ghd_buffer_desc_set(struct ghd_buffer *b, const struct ghd_array_desc *d)
         b->desc = *d;
     else
         memset(&b->desc, 0, sizeof(b->desc));
+    atomic_fetch_add(&b->shape_epoch, 1);
     pthread_mutex_unlock(&b->desc_lock);
     ghd_buffer_bump(b);
 }

@@ -170,6 +170,7 @@ void ghd_run_unref(struct ghd_run *run)
         ghd_kernel_unref(run->steps[i].kernel); /* a user kernel: the step's reference */
     }
     pthread_cond_destroy(&run->ended);
+    free(run->graph_key);
     free(run);
 }
 
@@ -321,6 +322,9 @@ json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status stat
     }
     if (run->rt)
         json_object_set_new(obj, "device", json_integer(run->rt->index));
+    static const char *const graph_names[] = {NULL, "captured", "replayed"};
+    if (ended && run->graph_use > GHD_RUN_GRAPH_NONE && run->graph_use <= GHD_RUN_GRAPH_REPLAYED)
+        json_object_set_new(obj, "graph", json_string(graph_names[run->graph_use]));
     if (run->timeout_s > 0)
         json_object_set_new(obj, "timeout_s", json_real(run->timeout_s));
     static const char *const stop_names[] = {NULL, "timeout", "server", "cancel"};

@@ -48,6 +48,12 @@ enum ghd_run_mark {
     GHD_RUN_MARKS
 };
 
+enum ghd_run_graph_use {
+    GHD_RUN_GRAPH_NONE,     /* its steps one by one */
+    GHD_RUN_GRAPH_CAPTURED, /* captured as a graph, then the graph launched */
+    GHD_RUN_GRAPH_REPLAYED, /* the graph captured by an earlier run launched */
+};
+
 /* A step's if_match on one buffer: the versions it must be at when the
  * queue takes the run. */
 struct ghd_run_cond {
@@ -78,6 +84,11 @@ struct ghd_run {
      * thread (run_queue.h, ghd_run_submit). Set before it is submitted. */
     int may_inline;
     int ran_inline; /* it did, on its submitter's thread (set as it is taken) */
+    /* A pipeline whose every step can be queued without a wait: its steps
+     * as sent, the key of its graph (run_graph.h; malloc'd, NULL otherwise),
+     * and how it executed through the graph (enum ghd_run_graph_use). */
+    char *graph_key;
+    int graph_use;
     /* The device it executes on, set before it is submitted (the device of
      * its buffers, or the placement's choice); NULL: the queue's first. */
     struct ghd_runtime *rt;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "metrics.h"
+#include "run_graph.h"
 #include "run_queue_internal.h"
 #include "write_conds.h"
 
@@ -206,6 +207,7 @@ static void queue_destroy(struct ghd_run_queue *q)
         pthread_cond_destroy(&q->workers[i].wake);
     pthread_mutex_destroy(&q->lock);
     ghd_idmap_destroy(&q->by_id);
+    ghd_run_graphs_free(q->graphs);
     free(q->workers);
     free(q);
 }
@@ -221,9 +223,12 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
     while (slots < 2 * known && slots < ((size_t)1 << 16))
         slots *= 2;
     if (!q || !(q->workers = calloc(count, sizeof(*q->workers))) ||
+        ghd_run_graphs_new(cfg->graphs, &q->graphs) != 0 ||
         ghd_idmap_init(&q->by_id, slots) != 0) {
-        if (q)
+        if (q) {
             free(q->workers);
+            ghd_run_graphs_free(q->graphs);
+        }
         free(q);
         return GHD_ENOHOSTMEM;
     }
@@ -439,6 +444,11 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant,
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
     return rc;
+}
+
+struct ghd_run_graphs *ghd_run_queue_graphs(struct ghd_run_queue *q)
+{
+    return q->graphs;
 }
 
 unsigned ghd_run_queue_active(struct ghd_run_queue *q)

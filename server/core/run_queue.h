@@ -38,6 +38,7 @@ struct ghd_run_queue_config {
     /* A run that may (run->may_inline) executes on the submitting thread
      * when its device is idle (--run-inline; run_worker.c). */
     int inline_runs;
+    unsigned graphs; /* pipelines kept as graphs (--run-graphs; run_graph.h); 0 = none */
     struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
 
@@ -80,6 +81,9 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run);
  * that no run wrote b meanwhile. */
 int ghd_run_queue_writer(struct ghd_run_queue *q, const struct ghd_buffer *b,
                          char id[GHD_BUFFER_ID_LEN + 1]);
+/* The queue's graphs of pipelines (run_graph.h; NULL when it keeps none),
+ * for the buffer table's on_leave hook and the counts. */
+struct ghd_run_graphs *ghd_run_queue_graphs(struct ghd_run_queue *q);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
 /* A tenant's runs: queued or running, kept, and the device time its ended

@@ -70,6 +70,7 @@ struct ghd_run_queue {
     struct ghd_run_worker *workers;
     unsigned worker_count;
     struct ghd_idmap by_id; /* every known run */
+    struct ghd_run_graphs *graphs; /* pipelines replayed as graphs (run_graph.h) */
 };
 
 /* The queued run of a node of the queue's list `queued`. */

@@ -10,6 +10,7 @@
  * device lost) sees it as that worker's run. */
 #include "run_queue_internal.h"
 
+#include "run_graph.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -74,8 +75,9 @@ static void execute(struct ghd_run_worker *w, struct ghd_run *run, int urgent)
     struct ghd_err err = {0}; /* this thread's: the run's is shared with its waiters */
     int rc = w->setup ? ghd_err_set(&err, w->setup, "run worker setup: %s",
                                     ghd_err_text(&w->setup_err, w->setup))
-                      : ghd_run_execute(w->rt, urgent && w->urgent ? w->urgent : w->stream,
-                                        w->ev, run, &err);
+                      : ghd_run_execute_graphed(q->graphs, w->rt,
+                                                urgent && w->urgent ? w->urgent : w->stream,
+                                                w->ev, run, &err);
     rc = ghd_run_queue_stopped(run, rc, &err);
     struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
