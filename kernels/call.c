@@ -468,6 +468,37 @@ int ghd_kernel_call_graphable(const struct ghd_kernel_call *call)
            in_table(k, ghd_kdefs_ewise, ghd_kdefs_ewise_count);
 }
 
+_Static_assert(16 + GHD_KARG_BUFFERS <= GHD_KERNEL_CALL_KEY_WORDS, "the key holds the args");
+
+void ghd_kernel_call_key(const struct ghd_kernel_call *call,
+                         uint64_t out[GHD_KERNEL_CALL_KEY_WORDS])
+{
+    const struct ghd_kargs *a = &call->args;
+    uint64_t ab, bb;
+    memcpy(&ab, &a->a, sizeof(ab));
+    memcpy(&bb, &a->b, sizeof(bb));
+    unsigned i = 0;
+    memset(out, 0, GHD_KERNEL_CALL_KEY_WORDS * sizeof(out[0]));
+    out[i++] = (uint64_t)(uintptr_t)call->k;
+    out[i++] = (uint64_t)a->op;
+    out[i++] = (uint64_t)a->dtype;
+    out[i++] = (uint64_t)a->dtype2;
+    out[i++] = a->n;
+    out[i++] = a->m;
+    out[i++] = a->k;
+    out[i++] = a->lda;
+    out[i++] = a->ldb;
+    out[i++] = a->ldc;
+    out[i++] = ab;
+    out[i++] = bb;
+    out[i++] = (uint64_t)a->flag_a;
+    out[i++] = (uint64_t)a->flag_b;
+    out[i++] = a->bits;
+    out[i++] = a->given;
+    for (unsigned j = 0; j < GHD_KARG_BUFFERS; j++)
+        out[i++] = (uint64_t)(uintptr_t)a->p[j];
+}
+
 int ghd_kernel_call_launch(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                            struct ghd_stream *stream, json_t *result, struct ghd_err *err)
 {

@@ -123,6 +123,12 @@ int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt
  * the built-in elementwise and BLAS-1 kernels, all but copy (whose
  * overlapping moves go through scratch memory). Known before it runs. */
 int ghd_kernel_call_graphable(const struct ghd_kernel_call *call);
+/* What the call launches, as words: its kernel and every argument its
+ * launch reads (device pointers included). Two calls with the same words
+ * queue the same work: the key of a pipeline's graph (core/run_graph.h). */
+#define GHD_KERNEL_CALL_KEY_WORDS 24
+void ghd_kernel_call_key(const struct ghd_kernel_call *call,
+                         uint64_t out[GHD_KERNEL_CALL_KEY_WORDS]);
 /* Queues the call's device work on `stream` without waiting for it (the
  * steps of a pipeline captured as a graph: nothing may wait while a stream
  * is captured) and adds its result members as ghd_kernel_call_execute

@@ -170,7 +170,6 @@ void ghd_run_unref(struct ghd_run *run)
         ghd_kernel_unref(run->steps[i].kernel); /* a user kernel: the step's reference */
     }
     pthread_cond_destroy(&run->ended);
-    free(run->graph_key);
     free(run);
 }
 

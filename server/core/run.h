@@ -84,10 +84,10 @@ struct ghd_run {
      * thread (run_queue.h, ghd_run_submit). Set before it is submitted. */
     int may_inline;
     int ran_inline; /* it did, on its submitter's thread (set as it is taken) */
-    /* A pipeline whose every step can be queued without a wait: its steps
-     * as sent, the key of its graph (run_graph.h; malloc'd, NULL otherwise),
-     * and how it executed through the graph (enum ghd_run_graph_use). */
-    char *graph_key;
+    /* A pipeline whose every step can be queued without a wait (it may be
+     * replayed as a graph, run_graph.h), and how it executed through the
+     * graph (enum ghd_run_graph_use). */
+    int graphable;
     int graph_use;
     /* The device it executes on, set before it is submitted (the device of
      * its buffers, or the placement's choice); NULL: the queue's first. */

@@ -158,18 +158,14 @@ static int prepare_run(struct ghd_service *svc, const struct ghd_caller *caller,
     return 0;
 }
 
-/* A pipeline whose every step can be queued without a wait is keyed by
- * its steps as sent (kernels, arguments, buffer ids), keys sorted: run
- * again, it is replayed as a graph (run_graph.h). */
-static int graph_key(struct ghd_run *run, json_t *steps, struct ghd_err *err)
+/* A pipeline whose every step can be queued without a wait may be
+ * replayed as a graph when it comes again (run_graph.h). */
+static int graphable(const struct ghd_run *run)
 {
-    if (!run->pipeline)
-        return 0;
     for (unsigned i = 0; i < run->step_count; i++)
         if (!ghd_kernel_call_graphable(run->steps[i].call))
             return 0;
-    run->graph_key = json_dumps(steps, JSON_COMPACT | JSON_SORT_KEYS);
-    return run->graph_key ? 0 : ghd_err_set(err, GHD_ENOHOSTMEM, "no memory for the run");
+    return run->pipeline;
 }
 
 int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *caller,
@@ -203,7 +199,7 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
         if (run->steps[i].kernel && !strcmp(ghd_kernel_metric_label(run->steps[i].kernel), "raw"))
             run->may_inline = 0;
     if (rc == 0)
-        rc = graph_key(run, json_object_get(rq->body, "steps"), err);
+        run->graphable = graphable(run);
     if (rc == 0)
         rc = ghd_service_run_submit(svc, run, err);
     if (rc == GHD_EPRECOND && current)

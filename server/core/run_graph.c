@@ -15,8 +15,25 @@
 
 enum entry_state { SEEN, READY, FAILED };
 
+#define KEY_WORDS (GHD_RUN_MAX_STEPS * GHD_KERNEL_CALL_KEY_WORDS)
+
+/* A run's key: its steps' launches (ghd_kernel_call_key), one after the
+ * other. */
+struct key {
+    uint64_t w[KEY_WORDS];
+    unsigned n;
+};
+
+static void key_of(const struct ghd_run *run, struct key *k)
+{
+    k->n = run->step_count * GHD_KERNEL_CALL_KEY_WORDS;
+    for (unsigned i = 0; i < run->step_count; i++)
+        ghd_kernel_call_key(run->steps[i].call, &k->w[i * GHD_KERNEL_CALL_KEY_WORDS]);
+}
+
 struct entry {
-    char *key;
+    uint64_t *key;
+    unsigned nkey;
     const struct ghd_runtime *rt;
     /* The buffers its steps name (each once), as they were when it was
      * seen: by address, with their memory and shape epoch. */
@@ -63,6 +80,11 @@ static void entry_free(struct entry *e)
     }
     free(e->key);
     free(e);
+}
+
+static int key_is(const struct entry *e, const struct key *k)
+{
+    return e->nkey == k->n && memcmp(e->key, k->w, k->n * sizeof(k->w[0])) == 0;
 }
 
 /* Frees what was dropped, outside the lock (a graph's destruction is the
@@ -174,13 +196,15 @@ static int same_buffers(const struct entry *e, const struct ghd_run *run)
 /* pre: lock held. A new entry SEEN for the run, the least recently used
  * dropped for room; NULL when out of memory. */
 static struct entry *remember_locked(struct ghd_run_graphs *g, const struct ghd_runtime *rt,
-                                     const struct ghd_run *run)
+                                     const struct ghd_run *run, const struct key *k)
 {
     struct entry *e = calloc(1, sizeof(*e));
-    if (!e || !(e->key = strdup(run->graph_key))) {
+    if (!e || !(e->key = malloc(k->n * sizeof(k->w[0])))) {
         free(e);
         return NULL;
     }
+    memcpy(e->key, k->w, k->n * sizeof(k->w[0]));
+    e->nkey = k->n;
     if (g->count == g->cap) {
         struct entry *oldest = g->live;
         for (struct entry *o = g->live; o; o = o->next)
@@ -201,10 +225,10 @@ static struct entry *remember_locked(struct ghd_run_graphs *g, const struct ghd_
 /* pre: lock held. The entry the run executes through (a reference), or
  * NULL: it executes its steps (first seen, a failed capture, no memory). */
 static struct entry *find_locked(struct ghd_run_graphs *g, const struct ghd_runtime *rt,
-                                 const struct ghd_run *run)
+                                 const struct ghd_run *run, const struct key *k)
 {
     struct entry *e = g->live;
-    while (e && (e->rt != rt || strcmp(e->key, run->graph_key) != 0))
+    while (e && (e->rt != rt || !key_is(e, k)))
         e = e->next;
     if (e && !same_buffers(e, run)) { /* a buffer moved or changed shape */
         drop_locked(g, e);
@@ -212,7 +236,7 @@ static struct entry *find_locked(struct ghd_run_graphs *g, const struct ghd_runt
         e = NULL;
     }
     if (!e) {
-        remember_locked(g, rt, run);
+        remember_locked(g, rt, run, k);
         return NULL;
     }
     e->used = ++g->clock;
@@ -337,14 +361,16 @@ int ghd_run_execute_graphed(struct ghd_run_graphs *g, struct ghd_runtime *rt,
                             struct ghd_stream *stream, struct ghd_event *ev[2],
                             struct ghd_run *run, struct ghd_err *error)
 {
-    if (!g || !run->graph_key || run->charged_ms / run->step_count > GHD_RUN_GRAPH_STEP_MS)
+    if (!g || !run->graphable || run->charged_ms / run->step_count > GHD_RUN_GRAPH_STEP_MS)
         return ghd_run_execute(rt, stream, ev, run, error);
     for (unsigned i = 0; i < run->step_count; i++)
         for (unsigned j = 0; j < run->steps[i].nheld; j++)
             if (run->steps[i].held[j]->rt && run->steps[i].held[j]->rt != rt)
                 return ghd_run_execute(rt, stream, ev, run, error); /* it says why */
+    struct key k;
+    key_of(run, &k);
     pthread_mutex_lock(&g->lock);
-    struct entry *e = find_locked(g, rt, run);
+    struct entry *e = find_locked(g, rt, run, &k);
     pthread_mutex_unlock(&g->lock);
     sweep(g);
     if (!e)

@@ -7,10 +7,10 @@
 
 /* Pipelines replayed as device graphs. A pipeline a client runs again and
  * again over the same buffers pays a launch per step; captured once as a
- * CUDA graph, it pays one launch. The cache keys a pipeline by its steps as
- * sent (kernels, arguments, buffer ids: run->graph_key, set where every
- * step can be queued without a wait, ghd_kernel_call_graphable) and its
- * device. The first run of a key executes its steps as before and is
+ * CUDA graph, it pays one launch. The cache keys a pipeline by what its
+ * steps launch (kernels, arguments, device pointers: ghd_kernel_call_key),
+ * where every step can be queued without a wait (run->graphable,
+ * ghd_kernel_call_graphable), and by its device. The first run of a key executes its steps as before and is
  * remembered; the second is captured (its steps queued on a captured
  * stream, then the graph launched); later ones replay the graph. An entry
  * is dropped when a buffer it names leaves the buffer table
