@@ -10,8 +10,8 @@
  * CUDA graph, it pays one launch. The cache keys a pipeline by what its
  * steps launch (kernels, arguments, device pointers: ghd_kernel_call_key),
  * where every step can be queued without a wait (run->graphable,
- * ghd_kernel_call_graphable), and by its device. The first run of a key executes its steps as before and is
- * remembered; the second is captured (its steps queued on a captured
+ * ghd_kernel_call_graphable), and by its device. The first run of a key
+ * executes its steps as before and is remembered; the second is captured (its steps queued on a captured
  * stream, then the graph launched); later ones replay the graph. An entry
  * is dropped when a buffer it names leaves the buffer table
  * (ghd_run_graphs_forget_buffer) or has a new description (its shape

@@ -13,7 +13,7 @@
 #   BENCH_SMALL_SECONDS   time bound per test [5]
 #   BENCH_STEPS           pipeline lengths ["1 4 16"]
 #   BENCH_BATCH           runs in one request's list, 0 for none [16]
-#   BENCH_SERVER_ARGS     extra gpuhttpd options [none]
+#   BENCH_SERVER_ARGS     gpuhttpd options ["--run-inline 1": runs on their request's thread]
 #   BENCH_NOGRAPH_ARGS    the options of the second server ["--run-graphs 0"]
 #   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
 # Raw results go to OUT_DIR/results.jsonl. Exits 1 when any run failed.
@@ -28,7 +28,7 @@ seconds=${BENCH_SMALL_SECONDS:-5}
 steps=${BENCH_STEPS-1 4 16}
 batch=${BENCH_BATCH:-16}
 timeout_s=${BENCH_TIMEOUT:-300}
-read -r -a server_args <<<"${BENCH_SERVER_ARGS:-}"
+read -r -a server_args <<<"${BENCH_SERVER_ARGS---run-inline 1}"
 read -r -a nograph_args <<<"${BENCH_NOGRAPH_ARGS---run-graphs 0}"
 tools=$build/tests/bench
 for bin in "$build/gpuhttpd" "$tools/small_runs" "$tools/loadgen" "$tools/mhd_static"; do
