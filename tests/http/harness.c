@@ -135,6 +135,10 @@ void harness_start(struct harness *h, const struct harness_opts *opts)
     const char *block = getenv("GHD_TEST_DOWNLOAD_BLOCK");
     if (block && *block)
         cfg.download_block = strtoull(block, NULL, 10);
+    /* GHD_TEST_RUN_INLINE=1: --run-inline 1 (runs on their request's thread). */
+    const char *run_inline = getenv("GHD_TEST_RUN_INLINE");
+    if (run_inline && *run_inline)
+        cfg.run_inline = (unsigned)strtoul(run_inline, NULL, 10);
     /* GHD_TEST_DOWNLOAD_OVERLAP: --download-overlap. */
     const char *overlap = getenv("GHD_TEST_DOWNLOAD_OVERLAP");
     if (overlap && *overlap)
