@@ -92,7 +92,7 @@ static const struct ghd_route table[] = {
      TENANT, NODEV, NOPROBE, NOQUERY},
     {"POST", "/v1/transfers", GHD_BODY_JSON, ghd_handle_transfer_create, NULL,
      TENANT, DEVICE, NOPROBE, NOQUERY},
-    {"POST", "/v1/runs", GHD_BODY_JSON, ghd_handle_run_create, NULL, TENANT, DEVICE, NOPROBE,
+    {"POST", "/v1/runs", GHD_BODY_JSON_LIST, ghd_handle_run_create, NULL, TENANT, DEVICE, NOPROBE,
      NOQUERY},
     {"GET", "/v1/runs", GHD_BODY_NONE, ghd_handle_run_list, NULL, TENANT, NODEV, NOPROBE,
      list_query},

@@ -9,6 +9,7 @@
 #include "conditional.h"
 #include "base/error.h"
 #include "core/service_runs.h"
+#include "http/problem_map.h"
 
 static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run,
                      int status)
@@ -21,12 +22,59 @@ static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_
     return ghd_reply_json(rep, status, ghd_service_run_json_new(req->svc, run));
 }
 
+/* One element of the answer to a list of runs: {"status", "run"} for a run
+ * (200 once it ended, 202 queued), {"status", "problem"} for one refused,
+ * and both for one that failed: what POST /v1/runs answers for each alone. */
+static json_t *entry_json(struct ghd_request *req, struct ghd_run_entry *e)
+{
+    if (e->code)
+        return json_pack("{s:i, s:o}", "status", ghd_error_status(e->code), "problem",
+                         ghd_problem_new(req, e->code, e->err.detail));
+    if (e->wait)
+        ghd_service_run_wait(req->svc, e->run);
+    json_t *run = ghd_service_run_json_new(req->svc, e->run);
+    if (e->run->status != GHD_RUN_FAILED)
+        return json_pack("{s:i, s:o}", "status", e->wait ? 200 : 202, "run", run);
+    char detail[sizeof(e->err.detail) + 64];
+    snprintf(detail, sizeof(detail), "run %s failed: %s", e->run->id, e->run->error.detail);
+    return json_pack("{s:i, s:o, s:o}", "status", ghd_error_status(e->run->error_code),
+                     "problem", ghd_problem_new(req, e->run->error_code, detail), "run", run);
+}
+
+/* POST /v1/runs with a list: 200 with one answer per run, in its order. */
+static int run_create_list(struct ghd_request *req, struct ghd_reply *rep)
+{
+    struct ghd_err err = {0};
+    struct ghd_run_entry *entries;
+    size_t n;
+    int rc = ghd_service_run_create_list(req->svc, &req->caller, req->json, req->arrived_ns,
+                                         &entries, &n, &err);
+    if (rc)
+        return ghd_reply_problem(rep, req, rc, "%s", err.detail);
+    snprintf(req->run_kernel, sizeof(req->run_kernel), "list(%zu)", n);
+    json_t *answers = json_array();
+    for (size_t i = 0; answers && i < n; i++)
+        if (json_array_append_new(answers, entry_json(req, &entries[i])) != 0) {
+            json_decref(answers);
+            answers = NULL;
+        }
+    ghd_run_entries_free(entries, n);
+    if (!answers)
+        return ghd_reply_problem(rep, req, GHD_ENOHOSTMEM, "no memory for the answer");
+    return ghd_reply_json(rep, 200, answers);
+}
+
 int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
 {
+    if (json_is_array(req->json))
+        return run_create_list(req, rep);
     json_t *wait = json_object_get(req->json, "wait");
     if (wait && !json_is_boolean(wait))
         return ghd_reply_problem(rep, req, GHD_EINVAL, "'wait' must be true or false");
-    const struct ghd_run_request rq = {req->json, req->trace};
+    const struct ghd_run_request rq = {.body = req->json,
+                                       .trace = req->trace,
+                                       .arrived_ns = req->arrived_ns,
+                                       .wait = !json_is_false(wait)};
     struct ghd_err err = {0};
     struct ghd_run *run;
     uint64_t current = 0;
@@ -48,6 +96,7 @@ int ghd_handle_run_create(struct ghd_request *req, struct ghd_reply *rep)
         ghd_service_run_wait(req->svc, run);
         req->run_device_ms = run->device_ms;
         rc = reply_run(req, rep, run, 200);
+        ghd_service_run_replied(req->svc, run);
     }
     ghd_run_unref(run);
     return rc;

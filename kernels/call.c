@@ -441,6 +441,77 @@ static int builtin_launch(void *c, struct ghd_runtime *rt, struct ghd_stream *st
     return 0;
 }
 
+static int in_table(const struct ghd_kernel *k, const struct ghd_kernel *table, size_t n)
+{
+    return k >= table && k < table + n;
+}
+
+static int builtin_graphable(const void *c)
+{
+    const struct builtin_call *call = c;
+    const struct ghd_kernel *k = call->k;
+    if (strcmp(k->name, "copy") == 0)
+        return 0;
+    return in_table(k, ghd_kdefs_blas1, ghd_kdefs_blas1_count) ||
+           in_table(k, ghd_kdefs_ewise, ghd_kdefs_ewise_count);
+}
+
+_Static_assert(16 + GHD_KARG_BUFFERS <= GHD_KERNEL_CALL_KEY_WORDS, "the key holds the args");
+
+static void builtin_key(const void *c, uint64_t out[GHD_KERNEL_CALL_KEY_WORDS])
+{
+    const struct builtin_call *call = c;
+    const struct ghd_kargs *a = &call->args;
+    uint64_t ab, bb;
+    memcpy(&ab, &a->a, sizeof(ab));
+    memcpy(&bb, &a->b, sizeof(bb));
+    unsigned i = 0;
+    memset(out, 0, GHD_KERNEL_CALL_KEY_WORDS * sizeof(out[0]));
+    out[i++] = (uint64_t)(uintptr_t)call->k;
+    out[i++] = (uint64_t)a->op;
+    out[i++] = (uint64_t)a->dtype;
+    out[i++] = (uint64_t)a->dtype2;
+    out[i++] = a->n;
+    out[i++] = a->m;
+    out[i++] = a->k;
+    out[i++] = a->lda;
+    out[i++] = a->ldb;
+    out[i++] = a->ldc;
+    out[i++] = ab;
+    out[i++] = bb;
+    out[i++] = (uint64_t)a->flag_a;
+    out[i++] = (uint64_t)a->flag_b;
+    out[i++] = a->bits;
+    out[i++] = a->given;
+    for (unsigned j = 0; j < GHD_KARG_BUFFERS; j++)
+        out[i++] = (uint64_t)(uintptr_t)a->p[j];
+}
+
+static int builtin_queue(void *c, struct ghd_runtime *rt, struct ghd_stream *stream,
+                         json_t *result, struct ghd_err *err)
+{
+    struct builtin_call *call = c;
+    const struct ghd_kernel *k = call->k;
+    ghd_kernel_fn fn = (unsigned)rt->dev.kind < GHD_BACKEND_COUNT ? k->impl[rt->dev.kind] : NULL;
+    if (!fn)
+        return ghd_err_set(err, GHD_ENOTSUP, "kernel %s cannot be queued without a wait",
+                           k->name);
+    struct ghd_err derr = {0};
+    struct ghd_kexec x = {
+        .rt = rt, .dev = &rt->dev, .stream = stream, .error = &derr, .args = &call->args};
+    int rc = fn(&x);
+    /* Scratch and values for the host want a wait: on a captured stream the
+     * work never ran, so the scratch goes back at once. */
+    for (unsigned i = 0; i < x.nscratch; i++)
+        ghd_pool_free(&rt->pool, x.scratch[i]);
+    if (!rc && (x.nscratch || x.has_acc))
+        return ghd_err_set(err, GHD_ENOTSUP, "kernel %s needs a wait for its work", k->name);
+    if (rc)
+        return ghd_err_set(err, rc, "kernel %s: %s", k->name, ghd_err_text(&derr, rc));
+    add_result(call, &x, result);
+    return 0;
+}
+
 static int builtin_stoppable(enum ghd_backend_kind kind)
 {
     (void)kind; /* either backend, cuBLAS's gemm included */
@@ -481,6 +552,9 @@ const struct ghd_kernel_kind ghd_kernel_kind_builtin = {
     .stoppable = builtin_stoppable,
     .writes = builtin_writes,
     .rebind = builtin_rebind,
+    .graphable = builtin_graphable,
+    .key = builtin_key,
+    .queue = builtin_queue,
     .call_free = builtin_free,
     .visit = builtin_visit,
 };

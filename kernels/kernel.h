@@ -104,6 +104,25 @@ int ghd_kernel_call_prepare_new(const struct ghd_kernel *k, json_t *args,
  * `stream` (its earlier users' work comes first). */
 int ghd_kernel_call_execute(struct ghd_kernel_call *call, struct ghd_runtime *rt,
                             struct ghd_stream *stream, json_t *result, struct ghd_err *err);
+/* Whether the call can be queued without a wait (ghd_kernel_call_launch):
+ * the built-in elementwise and BLAS-1 kernels, all but copy (whose
+ * overlapping moves go through scratch memory). Known before it runs. */
+int ghd_kernel_call_graphable(const struct ghd_kernel_call *call);
+/* What the call launches, as words: its kernel and every argument its
+ * launch reads (device pointers included). Two calls with the same words
+ * queue the same work: the key of a pipeline's graph (core/run_graph.h). */
+#define GHD_KERNEL_CALL_KEY_WORDS 24
+void ghd_kernel_call_key(const struct ghd_kernel_call *call,
+                         uint64_t out[GHD_KERNEL_CALL_KEY_WORDS]);
+/* Queues the call's device work on `stream` without waiting for it (the
+ * steps of a pipeline captured as a graph: nothing may wait while a stream
+ * is captured) and adds its result members as ghd_kernel_call_execute
+ * does. A built-in kernel whose work needs scratch memory or brings a value
+ * back to the host (gemm, the reductions), a user kernel and a raw
+ * function cannot: GHD_ENOTSUP, and nothing of it was queued that it still
+ * needs (what was queued on a captured stream never runs). */
+int ghd_kernel_call_launch(struct ghd_kernel_call *call, struct ghd_runtime *rt,
+                           struct ghd_stream *stream, json_t *result, struct ghd_err *err);
 /* As ghd_kernel_call_execute; when start and end are not NULL, they are
  * recorded on `stream` right before and right after the kernel's device
  * work (before the wait), so event_elapsed(start, end) is its device time

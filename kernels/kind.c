@@ -109,6 +109,25 @@ void ghd_kernel_call_rebind(struct ghd_kernel_call *call, const void *owner, voi
     call->kind->rebind(call->impl, owner, d_ptr);
 }
 
+int ghd_kernel_call_graphable(const struct ghd_kernel_call *call)
+{
+    return call->kind->graphable && call->kind->graphable(call->impl);
+}
+
+void ghd_kernel_call_key(const struct ghd_kernel_call *call,
+                         uint64_t out[GHD_KERNEL_CALL_KEY_WORDS])
+{
+    call->kind->key(call->impl, out); /* pre: graphable */
+}
+
+int ghd_kernel_call_launch(struct ghd_kernel_call *call, struct ghd_runtime *rt,
+                           struct ghd_stream *stream, json_t *result, struct ghd_err *err)
+{
+    if (!ghd_kernel_call_graphable(call))
+        return ghd_err_set(err, GHD_ENOTSUP, "this kernel cannot be queued without a wait");
+    return call->kind->queue(call->impl, rt, stream, result, err);
+}
+
 void ghd_kernel_call_free(struct ghd_kernel_call *call)
 {
     if (!call)

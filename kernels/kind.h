@@ -38,6 +38,14 @@ struct ghd_kernel_kind {
     /* The buffer whose view has `owner` now lives at d_ptr (a page-in,
      * core/tier.h): the call points there. */
     void (*rebind)(void *call, const void *owner, void *d_ptr);
+    /* Whether the call can be queued without a wait (queue, below), for a
+     * CUDA graph (kernel.h, ghd_kernel_call_graphable); NULL: never. */
+    int (*graphable)(const void *call);
+    /* What the call launches, as kernel.h's ghd_kernel_call_key says. */
+    void (*key)(const void *call, uint64_t out[GHD_KERNEL_CALL_KEY_WORDS]);
+    /* Queues the call on `stream` without waiting (ghd_kernel_call_launch). */
+    int (*queue)(void *call, struct ghd_runtime *rt, struct ghd_stream *stream, json_t *result,
+                 struct ghd_err *err);
     void (*call_free)(void *call);
     /* Drops a reference that ghd_kernel_lookup_new (or a run step) holds on
      * what the kernel lives in; NULL: nothing to drop (built-ins are

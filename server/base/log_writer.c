@@ -7,6 +7,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define RING_SIZE ((size_t)1 << 20)
 
 static struct {
@@ -16,6 +18,7 @@ static struct {
     char *ring;
     size_t head, tail; /* byte counts ever put and written; head - tail is queued */
     int running, stopping;
+    int idle; /* the writer sleeps until a line comes (not in its short nap) */
     pthread_t thread;
 } w = {.lock = PTHREAD_MUTEX_INITIALIZER,
        .has_lines = PTHREAD_COND_INITIALIZER,
@@ -40,8 +43,11 @@ static void *writer_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&w.lock);
     for (;;) {
-        while (w.head == w.tail && !w.stopping)
+        while (w.head == w.tail && !w.stopping) {
+            w.idle = 1;
             pthread_cond_wait(&w.has_lines, &w.lock);
+            w.idle = 0;
+        }
         if (w.head == w.tail)
             break; /* stopping, and everything is out */
         /* The queued bytes up to the ring's end; callers only append past head. */
@@ -54,6 +60,13 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&w.lock);
         w.tail += n;
         pthread_cond_broadcast(&w.has_room);
+        /* Lines that come within a millisecond go out in one write, and the
+         * threads that put them wake no one: a wake-up per request line cost
+         * each small request a context switch. */
+        if (w.head == w.tail && !w.stopping) {
+            struct timespec until = ghd_clock_deadline(CLOCK_REALTIME, 1);
+            pthread_cond_timedwait(&w.has_lines, &w.lock, &until);
+        }
     }
     pthread_mutex_unlock(&w.lock);
     return NULL;
@@ -123,10 +136,9 @@ void ghd_log_writer_put(const char *line, size_t len)
         (void)rc;
         return;
     }
-    int was_empty = w.head == w.tail;
     append_locked(line, len);
     append_locked("\n", 1);
-    if (was_empty)
+    if (w.idle || w.head - w.tail > RING_SIZE / 2) /* asleep, or its nap is too long */
         pthread_cond_signal(&w.has_lines);
     pthread_mutex_unlock(&w.lock);
 }

@@ -78,16 +78,33 @@ static int tenant_reserve_locked(struct ghd_buffer_table *t, struct buffer_tenan
     return 0;
 }
 
+/* Each thread draws the kernel's random bytes for 16 ids at a time: an id
+ * per request was a getrandom(2) per request. */
+static int random_bytes(unsigned char *out, size_t len)
+{
+    static __thread unsigned char pool[256];
+    static __thread size_t left;
+    if (left < len) {
+        size_t got = 0;
+        while (got < sizeof(pool)) {
+            ssize_t n = getrandom(pool + got, sizeof(pool) - got, 0);
+            if (n < 0)
+                return GHD_EINTERNAL;
+            got += (size_t)n;
+        }
+        left = sizeof(pool);
+    }
+    memcpy(out, pool + sizeof(pool) - left, len);
+    memset(pool + sizeof(pool) - left, 0, len); /* used once */
+    left -= len;
+    return 0;
+}
+
 int ghd_random_id(char out[GHD_RANDOM_ID_LEN + 1])
 {
     unsigned char raw[GHD_RANDOM_ID_LEN / 2];
-    size_t got = 0;
-    while (got < sizeof(raw)) {
-        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
-        if (n < 0)
-            return GHD_EINTERNAL;
-        got += (size_t)n;
-    }
+    if (random_bytes(raw, sizeof(raw)) != 0)
+        return GHD_EINTERNAL;
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < sizeof(raw); i++) {
         out[2 * i] = hex[raw[i] >> 4];
@@ -147,6 +164,8 @@ static void buffer_free(struct ghd_buffer *b)
 /* pre: lock held. Unlinks b from the hash chain and the creation list. */
 static void unlink_locked(struct ghd_buffer_table *t, struct ghd_buffer *b)
 {
+    if (t->on_leave)
+        t->on_leave(t->on_leave_ctx, b);
     ghd_idmap_remove(&t->by_id, &b->by_id);
     ghd_list_remove(&t->all, &b->link);
     t->count--;
@@ -388,6 +407,7 @@ void ghd_buffer_desc_set(struct ghd_buffer *b, const struct ghd_array_desc *d)
         b->desc = *d;
     else
         memset(&b->desc, 0, sizeof(b->desc));
+    atomic_fetch_add(&b->shape_epoch, 1);
     pthread_mutex_unlock(&b->desc_lock);
     ghd_buffer_bump(b);
 }

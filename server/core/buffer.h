@@ -54,6 +54,7 @@ struct ghd_buffer {
     atomic_uint_fast64_t uploaded;
     pthread_mutex_t desc_lock;  /* guards desc: set by PATCH and .npy uploads */
     struct ghd_array_desc desc; /* dtype "" = raw bytes, no description */
+    atomic_uint shape_epoch;    /* moved each time desc is set (a graph of it is stale) */
     struct ghd_idmap_node by_id; /* the table's index */
     struct ghd_list_node link;   /* the table's creation order; a release list after */
     /* Tiers (core/tier.h); NULL: off, the buffer stays on its device. The
@@ -90,6 +91,11 @@ struct ghd_buffer_table {
     struct buffer_tenant *tenants;
     char id_prefix[GHD_OWNER_PREFIX_LEN + 1]; /* every id starts so; set once before use */
     struct ghd_tiers *tiers; /* NULL: tiers off (a full pool refuses); set once before use */
+    /* Told, under the table's lock, of each buffer that leaves the table
+     * (deleted, expired, discarded): what keeps it by address forgets it
+     * (the run graphs, core/run_graph.h). Set once before use; NULL: none. */
+    void (*on_leave)(void *ctx, const struct ghd_buffer *b);
+    void *on_leave_ctx;
 };
 
 /* id_prefix: the owner prefix every id starts with (base/owner.h). */

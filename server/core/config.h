@@ -57,6 +57,9 @@ struct ghd_config {
     unsigned run_queue_limit;
     unsigned run_workers;     /* threads running kernels per device, a stream each */
     unsigned run_priority;    /* tenants below their share on a high-priority stream */
+    unsigned run_inline;      /* a waited-for run may execute on its request's thread */
+    unsigned run_graphs;      /* pipelines kept as device graphs; 0 = none */
+    unsigned run_batch_max;   /* most runs in one POST /v1/runs list */
     unsigned default_ttl_s;
     char log_level[16];
     char log_format[16];

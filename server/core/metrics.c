@@ -17,6 +17,13 @@ static const double duration_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.0
                                          0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
 const struct histogram_spec duration_spec = {duration_bounds, 16, 1e9};
 
+/* A small run's phases take microseconds. */
+static const double phase_bounds[] = {1e-6,   2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4,
+                                      2.5e-4, 5e-4,   1e-3, 1e-2, 0.1,    1};
+const struct histogram_spec phase_spec = {phase_bounds, 13, 1e9};
+const char *const run_phase_names[GHD_METRICS_RUN_PHASES] = {
+    "parse", "prepare", "queue", "launch", "complete", "wake", "reply"};
+
 static const double throughput_bounds[] = {1e6,   1e7, 1e8,  2.5e8,  5e8,  1e9,
                                            2.5e9, 5e9, 1e10, 2.5e10, 5e10, 1e11};
 const struct histogram_spec throughput_spec = {throughput_bounds, 12, 1};
@@ -204,6 +211,13 @@ void ghd_metrics_run(struct ghd_metrics *m, unsigned device, const char *kernel,
     pthread_mutex_unlock(&m->runs_lock);
     if (queued_seconds >= 0)
         observe(&m->run_queue_wait[dev], &duration_spec, queued_seconds);
+}
+
+void ghd_metrics_run_phases(struct ghd_metrics *m, const double seconds[GHD_METRICS_RUN_PHASES])
+{
+    for (unsigned i = 0; m && i < GHD_METRICS_RUN_PHASES; i++)
+        if (seconds[i] >= 0)
+            observe(&m->run_phase[i], &phase_spec, seconds[i]);
 }
 
 void ghd_metrics_device_lost(struct ghd_metrics *m, unsigned device)

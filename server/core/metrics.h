@@ -146,6 +146,12 @@ struct ghd_metrics_gauges {
     size_t host_tier_bytes, host_tier_capacity, disk_tier_bytes, disk_tier_capacity;
 };
 
+/* Where the time of one run that a request waited for went, in seconds per
+ * phase (core/run.h's marks: parse, prepare, queue, launch, complete, wake,
+ * reply), each observed in gpuhttpd_run_phase_seconds{phase}. */
+#define GHD_METRICS_RUN_PHASES 7
+void ghd_metrics_run_phases(struct ghd_metrics *m, const double seconds[GHD_METRICS_RUN_PHASES]);
+
 /* Device `device` was lost (core/devloss.h): counted in
  * gpuhttpd_device_losses_total. */
 void ghd_metrics_device_lost(struct ghd_metrics *m, unsigned device);

@@ -55,7 +55,9 @@ static inline void observe(struct histogram *h, const struct histogram_spec *spe
 }
 
 /* The buckets of each histogram family (metrics.c). */
-extern const struct histogram_spec duration_spec, throughput_spec, device_spec;
+extern const struct histogram_spec duration_spec, throughput_spec, device_spec, phase_spec;
+/* The phase labels of gpuhttpd_run_phase_seconds, in run.h's order (metrics.c). */
+extern const char *const run_phase_names[GHD_METRICS_RUN_PHASES];
 
 /* ---- requests, transfers and runs: what is counted -------------------------- */
 
@@ -107,6 +109,7 @@ struct ghd_metrics {
     pthread_mutex_t runs_lock;
     /* atomics: observed without runs_lock */
     struct histogram run_queue_wait[GHD_METRICS_DEVICES];
+    struct histogram run_phase[GHD_METRICS_RUN_PHASES];
     /* Rows by (kernel, device); the last one is "other". */
     struct run_row run_rows[GHD_METRICS_KERNELS + 1];
     unsigned run_row_count;

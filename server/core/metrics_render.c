@@ -258,6 +258,15 @@ static void render_runs(struct ghd_metrics *m, struct ghd_strbuf *t,
         put_histogram(t, "gpuhttpd_run_queue_seconds", label, &m->run_queue_wait[dev],
                       &duration_spec);
     }
+    ghd_prom_family(t, "gpuhttpd_run_phase_seconds", "histogram",
+                    "Where the time of runs that their request waited for went: parse (body, "
+                    "JSON, route), prepare (run record, steps checked), queue (to the start), "
+                    "launch, complete (the wait for the device), wake (to the waiter), reply.");
+    for (unsigned i = 0; i < GHD_METRICS_RUN_PHASES; i++) {
+        char label[32];
+        snprintf(label, sizeof(label), "phase=\"%s\"", run_phase_names[i]);
+        put_histogram(t, "gpuhttpd_run_phase_seconds", label, &m->run_phase[i], &phase_spec);
+    }
     if (g) {
         ghd_prom_family(t, "gpuhttpd_runs_active", "gauge", "Runs queued or running now.");
         ghd_strbuf_put(t, "gpuhttpd_runs_active %u\n", g->runs_active);

@@ -18,11 +18,14 @@ const char *ghd_run_status_name(enum ghd_run_status s)
     return names[s];
 }
 
-int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
+int ghd_run_new_sized(const char *id_prefix, const char *tenant, unsigned steps,
+                      struct ghd_run **out)
 {
-    struct ghd_run *run = calloc(1, sizeof(*run));
+    GHD_ASSERT(steps >= 1 && steps <= GHD_RUN_MAX_STEPS);
+    struct ghd_run *run = calloc(1, sizeof(*run) + steps * sizeof(run->steps[0]));
     if (!run)
         return GHD_ENOHOSTMEM;
+    run->step_cap = steps;
     if (ghd_owned_id(id_prefix, run->id) != 0) {
         free(run);
         return GHD_EINTERNAL;
@@ -40,6 +43,25 @@ int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
     pthread_condattr_destroy(&attr);
     *out = run;
     return 0;
+}
+
+int ghd_run_phases(const struct ghd_run *run, double seconds[GHD_RUN_MARKS - 1])
+{
+    for (unsigned i = 0; i < GHD_RUN_MARKS; i++)
+        if (!run->mark_ns[i])
+            return -1;
+    for (unsigned i = 0; i + 1 < GHD_RUN_MARKS; i++) {
+        /* Marks set on different threads read one clock, but a later one can
+         * still come out a few ns before an earlier one: count that as 0. */
+        uint64_t a = run->mark_ns[i], b = run->mark_ns[i + 1];
+        seconds[i] = b > a ? (double)(b - a) / 1e9 : 0;
+    }
+    return 0;
+}
+
+int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out)
+{
+    return ghd_run_new_sized(id_prefix, tenant, GHD_RUN_MAX_STEPS, out);
 }
 
 void ghd_run_ref(struct ghd_run *run)
@@ -162,7 +184,8 @@ void ghd_run_unref(struct ghd_run *run)
 }
 
 static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
-                        struct ghd_event *ev[2], struct ghd_run_step *step, struct ghd_err *error)
+                        struct ghd_event *ev[2], struct ghd_run *run, struct ghd_run_step *step,
+                        long poll_ns, struct ghd_err *error)
 {
     struct ghd_device *dev = &rt->dev;
     step->result = json_object();
@@ -179,10 +202,15 @@ static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
         rc = ghd_buffer_order(step->held[i], stream, error);
     if (rc == 0)
         rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, error);
+    ghd_run_mark(run, GHD_RUN_MARK_LAUNCHED);
     if (rc == 0)
         rc = dev->ops->event_record(dev, ev[1], stream, error);
-    if (rc == 0)
+    int done = 0;
+    if (rc == 0 && poll_ns > 0 && dev->ops->event_poll)
+        rc = (done = dev->ops->event_poll(dev, ev[1], poll_ns, error)) < 0 ? done : 0;
+    if (rc == 0 && !done)
         rc = dev->ops->event_sync(dev, ev[1], error);
+    ghd_run_mark(run, GHD_RUN_MARK_COMPLETED);
     if (rc == 0)
         rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, error);
     if (rc && error && !error->detail[0]) /* a detail also where a callee said nothing */
@@ -223,6 +251,19 @@ static int page_in(struct ghd_run *run, struct ghd_err *error)
     return 0;
 }
 
+/* How long to poll for a step's end before sleeping on it: about twice what
+ * a step of the run's tenant takes (the scheduler's charge, run_pick.c),
+ * where that is short; 0 (sleep after the device's own brief poll) for
+ * longer steps and for a tenant whose runs are not known yet. */
+#define GHD_RUN_POLL_MAX_NS 200000L
+static long poll_budget_ns(const struct ghd_run *run)
+{
+    double step_ns = run->charged_ms * 1e6 / run->step_count;
+    if (step_ns <= 0 || 2 * step_ns > GHD_RUN_POLL_MAX_NS)
+        return 0;
+    return step_ns < 5000 ? 10000 : (long)(2 * step_ns);
+}
+
 int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                     struct ghd_run *run, struct ghd_err *error)
 {
@@ -233,6 +274,7 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
         ghd_run_trace_done(run);
         return rc;
     }
+    long poll_ns = poll_budget_ns(run);
     for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
         atomic_store(&run->step_now, i); /* before the flag is read: ghd_run_ask_stop */
         if (atomic_load(&run->stop) != GHD_RUN_GO)
@@ -240,7 +282,7 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
         else
             ghd_kernel_call_set_stop(run->steps[i].call, &run->stop);
         if (rc == 0)
-            rc = execute_step(rt, stream, ev, &run->steps[i], error);
+            rc = execute_step(rt, stream, ev, run, &run->steps[i], poll_ns, error);
         run->device_ms += run->steps[i].device_ms;
         if (run->trace && rc == 0)
             ghd_run_trace_step(run, i);
@@ -332,6 +374,9 @@ json_t *ghd_run_describe_new(const struct ghd_run *run, enum ghd_run_status stat
     }
     if (run->rt)
         json_object_set_new(obj, "device", json_integer(run->rt->index));
+    static const char *const graph_names[] = {NULL, "captured", "replayed"};
+    if (ended && run->graph_use > GHD_RUN_GRAPH_NONE && run->graph_use <= GHD_RUN_GRAPH_REPLAYED)
+        json_object_set_new(obj, "graph", json_string(graph_names[run->graph_use]));
     if (run->timeout_s > 0)
         json_object_set_new(obj, "timeout_s", json_real(run->timeout_s));
     static const char *const stop_names[] = {NULL, "timeout", "server", "cancel"};

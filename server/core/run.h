@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/idmap.h"
 #include "base/list.h"
@@ -33,6 +34,27 @@ enum ghd_run_stop {
     GHD_RUN_STOP_CANCEL,  /* DELETE /v1/runs/{id} while it runs */
 };
 
+/* Where a run's time goes: the monotonic time (ghd_clock_ns) at each mark
+ * along it, 0 where it was not reached. Between two marks lies one phase of
+ * gpuhttpd_run_phase_seconds{phase} (metrics.h), named in the comments. */
+enum ghd_run_mark {
+    GHD_RUN_MARK_ARRIVED,   /* the request's head was complete; "parse": body, JSON, route */
+    GHD_RUN_MARK_CREATE,    /* the core took it; "prepare": run record, id, steps checked */
+    GHD_RUN_MARK_SUBMIT,    /* offered to the queue; "queue": limits, if_match, hand-off */
+    GHD_RUN_MARK_STARTED,   /* a worker (or its own thread) took it; "launch": launched */
+    GHD_RUN_MARK_LAUNCHED,  /* its last step's kernel was launched; "complete": seen done */
+    GHD_RUN_MARK_COMPLETED, /* its completion was seen; "wake": ended, settled, waiter woken */
+    GHD_RUN_MARK_WOKEN,     /* its waiter runs again; "reply": the answer built */
+    GHD_RUN_MARK_REPLIED,
+    GHD_RUN_MARKS
+};
+
+enum ghd_run_graph_use {
+    GHD_RUN_GRAPH_NONE,     /* its steps one by one */
+    GHD_RUN_GRAPH_CAPTURED, /* captured as a graph, then the graph launched */
+    GHD_RUN_GRAPH_REPLAYED, /* the graph captured by an earlier run launched */
+};
+
 /* A step's if_match on one buffer: the versions it must be at when the
  * queue takes the run. */
 struct ghd_run_cond {
@@ -59,10 +81,18 @@ struct ghd_run {
     char id[GHD_BUFFER_ID_LEN + 1];
     char tenant[GHD_TENANT_MAX + 1];
     int pipeline; /* submitted as "steps" */
+    /* Its submitter waits for its end: it may execute on the submitting
+     * thread (run_queue.h, ghd_run_submit). Set before it is submitted. */
+    int may_inline;
+    int ran_inline; /* it did, on its submitter's thread (set as it is taken) */
+    /* A pipeline whose every step can be queued without a wait (it may be
+     * replayed as a graph, run_graph.h), and how it executed through the
+     * graph (enum ghd_run_graph_use). */
+    int graphable;
+    int graph_use;
     /* The device it executes on, set before it is submitted (the device of
      * its buffers, or the placement's choice); NULL: the queue's first. */
     struct ghd_runtime *rt;
-    struct ghd_run_step steps[GHD_RUN_MAX_STEPS];
     unsigned step_count;
     enum ghd_run_status status;
     int error_code;           /* a failed or canceled run: its GHD_E* code; 0 otherwise */
@@ -78,6 +108,7 @@ struct ghd_run {
     double timeout_s;
     double queued_at_ms, started_ms, finished_ms;
     uint64_t seq; /* its place in submission order, from 1 (the queue's count at submission) */
+    uint64_t mark_ns[GHD_RUN_MARKS]; /* written by whoever holds the run at that point */
     float device_ms;
     /* Its tenant's weight in the devices' shares (1 when 0), and what its
      * start charged to that share (run_pick.c). */
@@ -102,9 +133,25 @@ struct ghd_run {
     /* The sampled request's trace (a reference; NULL when not sampled), for
      * its queue and kernel spans (run_trace.c); dropped once it executed. */
     struct ghd_trace *trace;
+    unsigned step_cap; /* steps[] holds this many (ghd_run_new_sized) */
+    struct ghd_run_step steps[]; /* step_count of them in use */
 };
 
-/* A new, empty run for `tenant` (may be NULL); a new reference. */
+static inline void ghd_run_mark(struct ghd_run *run, enum ghd_run_mark m)
+{
+    run->mark_ns[m] = ghd_clock_ns();
+}
+
+/* The run's phases in seconds (GHD_RUN_MARKS - 1 of them, between
+ * consecutive marks); 0 when every mark was reached, else -1. */
+int ghd_run_phases(const struct ghd_run *run, double seconds[GHD_RUN_MARKS - 1]);
+
+/* A new, empty run for `tenant` (may be NULL) with room for `steps` steps
+ * (1 to GHD_RUN_MAX_STEPS): a run of one step is a small record, not one
+ * sized for the longest pipeline. A new reference. */
+int ghd_run_new_sized(const char *id_prefix, const char *tenant, unsigned steps,
+                      struct ghd_run **out);
+/* The same with room for GHD_RUN_MAX_STEPS steps. */
 int ghd_run_new(const char *id_prefix, const char *tenant, struct ghd_run **out);
 void ghd_run_ref(struct ghd_run *run);
 void ghd_run_unref(struct ghd_run *run);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/suggest.h"
 #include "run_arrays.h"
@@ -157,20 +158,36 @@ static int prepare_run(struct ghd_service *svc, const struct ghd_caller *caller,
     return 0;
 }
 
+/* A pipeline whose every step can be queued without a wait may be
+ * replayed as a graph when it comes again (run_graph.h). */
+static int graphable(const struct ghd_run *run)
+{
+    for (unsigned i = 0; i < run->step_count; i++)
+        if (!ghd_kernel_call_graphable(run->steps[i].call))
+            return 0;
+    return run->pipeline;
+}
+
 int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *caller,
                            const struct ghd_run_request *rq, struct ghd_run **out,
                            uint64_t *current, struct ghd_err *err)
 {
     *out = NULL;
     struct ghd_run *run;
+    uint64_t took_ns = ghd_clock_ns();
     json_t *timeout = json_object_get(rq->body, "timeout_s");
     if (timeout && !json_is_number(timeout))
         return ghd_err_set(err, GHD_EINVAL, "'timeout_s' must be a number of seconds");
     if (timeout && !(json_number_value(timeout) > 0))
         return ghd_err_set(err, GHD_EUNPROC, "'timeout_s' must be above 0");
-    int rc = ghd_service_run_new(svc, caller->tenant, &run);
+    /* Room for the steps it names; more are refused by prepare_run. */
+    size_t nsteps = json_array_size(json_object_get(rq->body, "steps"));
+    nsteps = nsteps < 1 ? 1 : nsteps > GHD_RUN_MAX_STEPS ? GHD_RUN_MAX_STEPS : nsteps;
+    int rc = ghd_service_run_new(svc, caller->tenant, (unsigned)nsteps, &run);
     if (rc)
         return ghd_err_set(err, rc, "%s", ghd_strerror(rc));
+    run->mark_ns[GHD_RUN_MARK_ARRIVED] = rq->arrived_ns;
+    run->mark_ns[GHD_RUN_MARK_CREATE] = took_ns;
     run->timeout_s = timeout ? json_number_value(timeout) : 0;
     run->weight = ghd_perm_weight(caller->perms); /* its tenant's share (run_pick.c) */
     if (rq->trace) { /* its queue wait and kernels are spans of the request's handling */
@@ -178,6 +195,15 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
         run->trace = rq->trace;
     }
     rc = prepare_run(svc, caller, rq->body, run, err);
+    /* Waited for, it may execute on this thread; not a raw module's
+     * function, which nothing stops and which could hold the thread (and
+     * the server's stop, which joins it) for ever. */
+    run->may_inline = rq->wait;
+    for (unsigned i = 0; i < run->step_count; i++)
+        if (run->steps[i].kernel && !strcmp(ghd_kernel_metric_label(run->steps[i].kernel), "raw"))
+            run->may_inline = 0;
+    if (rc == 0)
+        run->graphable = graphable(run);
     if (rc == 0)
         rc = ghd_service_run_submit(svc, run, err);
     if (rc == GHD_EPRECOND && current)

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "metrics.h"
+#include "run_graph.h"
 #include "run_queue_internal.h"
 #include "write_conds.h"
 
@@ -111,10 +112,7 @@ static void done_unlink_locked(struct ghd_run_queue *q, struct ghd_run *run)
     run->tally->kept--;
 }
 
-/* pre: lock held. Wakes the most recently idle worker of `rt`'s device (its
- * thread and core are the likeliest still warm), or with `all` every idle
- * one of it; rt NULL: of every device. */
-static void wake_idle_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt, int all)
+void ghd_run_queue_wake_idle_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt, int all)
 {
     for (unsigned d = 0; d < q->nrt; d++) {
         if (rt && rt != &q->rts[d])
@@ -130,8 +128,7 @@ static void wake_idle_locked(struct ghd_run_queue *q, const struct ghd_runtime *
     }
 }
 
-/* pre: lock held. Forgets a finished run and collects the queue's reference. */
-static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run,
+void ghd_run_queue_forget_locked(struct ghd_run_queue *q, struct ghd_run *run,
                           struct ghd_run_collected *c)
 {
     done_unlink_locked(q, run);
@@ -139,13 +136,7 @@ static void forget_locked(struct ghd_run_queue *q, struct ghd_run *run,
     c->drop = run;
 }
 
-/* pre: lock held. A run has ended; run->status says how. Moves the
- * versions of what it wrote (atomics, before anyone can see it ended: GET
- * reads the status under this lock), keeps it for GET (with the queue's
- * reference), wakes the idle workers since a queued run may have waited for
- * it, and collects it to be settled: its buffers released and its metrics
- * recorded, then its waiters woken. */
-static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
+void ghd_run_queue_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
                              struct ghd_run_collected *c)
 {
     ghd_run_bump_writes(run);
@@ -160,113 +151,7 @@ static void run_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
     run->settle_next = c->settle;
     c->settle = run;
     if (!ghd_list_empty(&q->queued))
-        wake_idle_locked(q, NULL, 1);
-}
-
-/* A worker's streams and events. `urgent` is its high-priority stream
- * (run_pick.c), where the queue gives priorities and the backend has them;
- * NULL otherwise. */
-struct worker_kit {
-    struct ghd_stream *stream, *urgent;
-    struct ghd_event *ev[2];
-};
-
-static int worker_kit_open(struct ghd_run_worker *w, struct worker_kit *k, struct ghd_err *err)
-{
-    struct ghd_device *dev = &w->rt->dev;
-    int rc = ghd_runtime_stream_acquire(w->rt, &k->stream, err);
-    if (rc == 0 && w->q->cfg.shared && w->q->cfg.priority && dev->ops->stream_new_urgent)
-        rc = dev->ops->stream_new_urgent(dev, &k->urgent, err);
-    for (int i = 0; i < 2 && rc == 0; i++)
-        rc = dev->ops->event_new(dev, &k->ev[i], err);
-    return rc;
-}
-
-static void worker_kit_close(struct ghd_run_worker *w, struct worker_kit *k)
-{
-    struct ghd_device *dev = &w->rt->dev;
-    for (int i = 0; i < 2; i++)
-        if (k->ev[i])
-            dev->ops->event_free(dev, k->ev[i]);
-    if (k->urgent)
-        dev->ops->stream_free(dev, k->urgent);
-    ghd_runtime_stream_release(w->rt, k->stream);
-}
-
-static void *worker_main(void *arg)
-{
-    struct ghd_run_worker *w = arg;
-    struct ghd_run_queue *q = w->q;
-    struct ghd_runtime *rt = w->rt;
-    struct ghd_device *dev = &rt->dev;
-    struct worker_kit kit = {0};
-    struct ghd_err setup_err = {0}; /* this worker's, reported by each run it takes */
-    int setup = worker_kit_open(w, &kit, &setup_err);
-    pthread_mutex_lock(&q->lock);
-    for (;;) {
-        struct ghd_run *run;
-        int urgent = 0;
-        while (!(run = ghd_run_pick_locked(q, rt, &urgent)) && !q->stopping) {
-            if (!w->idle) {
-                w->idle = 1;
-                w->idle_next = q->idle[rt->index];
-                q->idle[rt->index] = w;
-            }
-            pthread_cond_wait(&w->wake, &q->lock);
-        }
-        if (!run)
-            break;
-        w->current = run;
-        run->status = GHD_RUN_RUNNING;
-        run->started_ms = ghd_clock_ms();
-        pthread_mutex_unlock(&q->lock);
-        struct ghd_err err = {0}; /* this worker's: the run's is shared with its waiters */
-        int rc = setup ? ghd_err_set(&err, setup, "run worker setup: %s",
-                                     ghd_err_text(&setup_err, setup))
-                       : ghd_run_execute(rt, urgent && kit.urgent ? kit.urgent : kit.stream,
-                                         kit.ev, run, &err);
-        rc = ghd_run_queue_stopped(run, rc, &err);
-        struct ghd_run_collected c = {0};
-        pthread_mutex_lock(&q->lock);
-        /* A run reported failed already (the device lost, --run-timeout, the
-         * server stopping) has answered its waiters with that error: the
-         * late result of its kernel is dropped. */
-        int reported = run->status != GHD_RUN_RUNNING;
-        if (!reported && rc) {
-            run->error_code = rc;
-            run->error = err;
-        }
-        pthread_mutex_unlock(&q->lock);
-        if (rc)
-            ghd_log(GHD_LOG_WARN, "run %s failed: %s%s", run->id, err.detail,
-                    reported ? " (after it was reported failed: this result is dropped)" : "");
-        if (!reported && rc && q->loss_fn && dev->ops->health(dev, NULL) != 0) {
-            /* This run's fault poisoned the device: it keeps its own error,
-             * the others learn of the loss. */
-            pthread_mutex_lock(&q->lock);
-            if (run->status == GHD_RUN_RUNNING)
-                run->status = GHD_RUN_FAILED;
-            pthread_mutex_unlock(&q->lock);
-            q->loss_fn(q->loss_ctx, rt->index, err.detail);
-        }
-        pthread_mutex_lock(&q->lock);
-        w->current = NULL;
-        if (run->status == GHD_RUN_RUNNING) /* else it was reported failed already */
-            run->status = !run->error_code ? GHD_RUN_SUCCEEDED
-                          : run->error_code == GHD_ECANCELED &&
-                                  atomic_load(&run->stop) == GHD_RUN_STOP_CANCEL
-                              ? GHD_RUN_CANCELED
-                              : GHD_RUN_FAILED;
-        run_ended_locked(q, run, &c);
-        if (run->forget_at_end)
-            forget_locked(q, run, &c);
-        pthread_mutex_unlock(&q->lock);
-        ghd_run_queue_settle(q, &c);
-        pthread_mutex_lock(&q->lock);
-    }
-    pthread_mutex_unlock(&q->lock);
-    worker_kit_close(w, &kit);
-    return NULL;
+        ghd_run_queue_wake_idle_locked(q, NULL, 1);
 }
 
 void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, const struct ghd_runtime *only,
@@ -282,7 +167,7 @@ void ghd_run_queue_end_queued_locked(struct ghd_run_queue *q, const struct ghd_r
         r->error_code = code;
         if (detail)
             ghd_err_set(&r->error, code, "%s", detail);
-        run_ended_locked(q, r, c);
+        ghd_run_queue_ended_locked(q, r, c);
     }
 }
 
@@ -301,7 +186,7 @@ static void stop_workers(struct ghd_run_queue *q, unsigned started)
     ghd_run_queue_end_queued_locked(q, NULL, GHD_RUN_CANCELED, GHD_ECANCELED, NULL, &c);
     q->stopping = 1;
     ghd_run_queue_stop_running_locked(q);
-    wake_idle_locked(q, NULL, 1);
+    ghd_run_queue_wake_idle_locked(q, NULL, 1);
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
     for (unsigned i = 0; i < started; i++)
@@ -324,6 +209,7 @@ static void queue_destroy(struct ghd_run_queue *q)
         pthread_cond_destroy(&q->workers[i].wake);
     pthread_mutex_destroy(&q->lock);
     ghd_idmap_destroy(&q->by_id);
+    ghd_run_graphs_free(q->graphs);
     free(q->workers);
     free(q);
 }
@@ -339,9 +225,12 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
     while (slots < 2 * known && slots < ((size_t)1 << 16))
         slots *= 2;
     if (!q || !(q->workers = calloc(count, sizeof(*q->workers))) ||
+        ghd_run_graphs_new(cfg->graphs, &q->graphs) != 0 ||
         ghd_idmap_init(&q->by_id, slots) != 0) {
-        if (q)
+        if (q) {
             free(q->workers);
+            ghd_run_graphs_free(q->graphs);
+        }
         free(q);
         return GHD_ENOHOSTMEM;
     }
@@ -357,7 +246,7 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
     for (unsigned i = 0; i < count; i++) {
         q->workers[i].q = q;
         q->workers[i].rt = &rts[i / per_device];
-        if (pthread_create(&q->workers[i].thread, NULL, worker_main, &q->workers[i]) != 0) {
+        if (pthread_create(&q->workers[i].thread, NULL, ghd_run_worker_main, &q->workers[i]) != 0) {
             ghd_log(GHD_LOG_ERROR, "cannot start run worker %u of %u", i + 1, count);
             stop_workers(q, i);
             queue_destroy(q);
@@ -399,13 +288,14 @@ static void prune_locked(struct ghd_run_queue *q, struct ghd_run_collected *c)
     double horizon = ghd_clock_ms() - (double)q->cfg.keep_s * 1e3;
     struct ghd_run *old;
     while ((old = done_run(q->done.first)) && old->finished_ms < horizon)
-        forget_locked(q, old, c);
+        ghd_run_queue_forget_locked(q, old, c);
     while (q->done_count > q->cfg.runs_kept && (old = most_kept_oldest_locked(q)))
-        forget_locked(q, old, c);
+        ghd_run_queue_forget_locked(q, old, c);
 }
 
 int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
 {
+    ghd_run_mark(run, GHD_RUN_MARK_SUBMIT);
     pthread_mutex_lock(&q->lock);
     struct ghd_runtime *rt = ghd_run_queue_rt_of(q, run);
     if (q->lost & (1u << rt->index)) {
@@ -452,9 +342,14 @@ int ghd_run_submit(struct ghd_run_queue *q, struct ghd_run *run)
     run->tally = tally;
     tally->active++;
     ghd_run_share_submitted_locked(q, run);
-    wake_idle_locked(q, rt, 0);
+    int urgent = 0;
+    struct ghd_run_worker *lent = ghd_run_worker_lend_locked(q, run, &urgent);
+    if (!lent)
+        ghd_run_queue_wake_idle_locked(q, rt, 0);
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
+    if (lent)
+        ghd_run_worker_execute_lent(lent, run, urgent);
     return 0;
 }
 
@@ -464,6 +359,7 @@ void ghd_run_wait(struct ghd_run_queue *q, struct ghd_run *run)
     while (!run->settled)
         pthread_cond_wait(&run->ended, &q->lock);
     pthread_mutex_unlock(&q->lock);
+    ghd_run_mark(run, GHD_RUN_MARK_WOKEN);
 }
 
 /* pre: lock held. The queued, running or kept run with this id and tenant. */
@@ -539,18 +435,23 @@ int ghd_run_cancel(struct ghd_run_queue *q, const char *id, const char *tenant,
         ghd_list_remove(&q->queued, &r->queue_link);
         r->status = GHD_RUN_CANCELED;
         r->error_code = GHD_ECANCELED;
-        run_ended_locked(q, r, &c);
+        ghd_run_queue_ended_locked(q, r, &c);
         rc = 0;
     } else if (r && held_by_worker_locked(q, r)) {
         r->forget_at_end = 1; /* reported failed, not yet kept: not on the list of kept runs */
         rc = 1;
     } else if (r) {
-        forget_locked(q, r, &c);
+        ghd_run_queue_forget_locked(q, r, &c);
         rc = 1;
     }
     pthread_mutex_unlock(&q->lock);
     ghd_run_queue_settle(q, &c);
     return rc;
+}
+
+struct ghd_run_graphs *ghd_run_queue_graphs(struct ghd_run_queue *q)
+{
+    return q->graphs;
 }
 
 unsigned ghd_run_queue_active(struct ghd_run_queue *q)

@@ -35,6 +35,10 @@ struct ghd_run_queue_config {
      * worker's high-priority stream (--run-priority). */
     int shared;
     int priority;
+    /* A run that may (run->may_inline) executes on the submitting thread
+     * when its device is idle (--run-inline; run_worker.c). */
+    int inline_runs;
+    unsigned graphs; /* pipelines kept as graphs (--run-graphs; run_graph.h); 0 = none */
     struct ghd_metrics *metrics; /* ended runs are counted there; NULL: not counted */
 };
 
@@ -46,7 +50,10 @@ int ghd_run_queue_new(const struct ghd_run_queue_config *cfg, struct ghd_runtime
  * next stop point) and waits for it, stops the workers. */
 void ghd_run_queue_free(struct ghd_run_queue *q);
 
-/* Queues a prepared run (the queue takes its own reference). GHD_ELIMIT when
+/* Queues a prepared run (the queue takes its own reference); one that may
+ * execute on this thread (run->may_inline, the queue's inline_runs) and
+ * that the scheduler would start now on an idle worker of its device
+ * executes here and has ended (settled) when this returns 0. GHD_ELIMIT when
  * --run-queue-limit runs are already queued or running, or, with run->error
  * saying so, tenant_max_runs of its tenant's; GHD_EPRECOND, with
  * run->error and run->precond_version, when a step's if_match does not hold
@@ -83,6 +90,9 @@ json_t *ghd_run_json_new(struct ghd_run_queue *q, const struct ghd_run *run);
  * that no run wrote b meanwhile. */
 int ghd_run_queue_writer(struct ghd_run_queue *q, const struct ghd_buffer *b,
                          char id[GHD_BUFFER_ID_LEN + 1]);
+/* The queue's graphs of pipelines (run_graph.h; NULL when it keeps none),
+ * for the buffer table's on_leave hook and the counts. */
+struct ghd_run_graphs *ghd_run_queue_graphs(struct ghd_run_queue *q);
 /* Runs queued or running now. */
 unsigned ghd_run_queue_active(struct ghd_run_queue *q);
 /* A tenant's runs: queued or running, kept, and the device time its ended

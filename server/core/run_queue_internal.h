@@ -14,6 +14,13 @@ struct ghd_run_worker {
     pthread_cond_t wake;     /* it waits here while idle */
     int idle;                /* on the idle stack */
     struct ghd_run_worker *idle_next;
+    /* Its kit (run_worker.c): a stream (and a high-priority one where the
+     * queue gives priorities), two events, or why they could not be made. */
+    struct ghd_stream *stream, *urgent;
+    struct ghd_event *ev[2];
+    int setup;
+    struct ghd_err setup_err;
+    int lent; /* under the lock: a request's thread executes a run with its kit */
 };
 
 /* A tenant's runs in the queue: what its limits count (queued or running,
@@ -64,6 +71,7 @@ struct ghd_run_queue {
     unsigned worker_count;
     struct ghd_idmap by_id; /* every known run */
     uint64_t submitted;     /* runs submitted so far: the last one's seq */
+    struct ghd_run_graphs *graphs; /* pipelines replayed as graphs (run_graph.h) */
 };
 
 /* The queued run of a node of the queue's list `queued`. */
@@ -83,6 +91,21 @@ struct ghd_run *ghd_run_pick_locked(struct ghd_run_queue *q, const struct ghd_ru
 /* A run has ended (a taken one, or a queued one dropped: it never started):
  * its tenant's share is set right with the device time it took. */
 void ghd_run_share_ended_locked(struct ghd_run_queue *q, struct ghd_run *run);
+
+/* The workers (run_worker.c). A worker's thread. */
+void *ghd_run_worker_main(void *arg);
+/* pre: lock held, `run` just queued (ghd_run_submit). When the run may
+ * execute on the submitting thread (run->may_inline, --run-inline) and a
+ * worker of its device is idle with nothing else of its device queued, and
+ * the scheduler picks it for that worker: takes it as that worker's
+ * (started, the worker lent and off the idle stack) and returns the worker;
+ * else NULL, the run still queued. */
+struct ghd_run_worker *ghd_run_worker_lend_locked(struct ghd_run_queue *q, struct ghd_run *run,
+                                                  int *urgent);
+/* pre: lock not held; w lent for `run` by ghd_run_worker_lend_locked.
+ * Executes and ends the run on this thread (settled when it returns), then
+ * gives the worker back. */
+void ghd_run_worker_execute_lent(struct ghd_run_worker *w, struct ghd_run *run, int urgent);
 
 /* Collect under the lock, release after. Dropping a run's buffer references
  * can free a buffer (a device sync and the pool's lock), dropping a kept run
@@ -106,6 +129,22 @@ struct ghd_runtime *ghd_run_queue_rt_of(const struct ghd_run_queue *q, const str
 /* pre: lock held. Asks every running run to stop (ghd_run_ask_stop): the
  * server stops. */
 void ghd_run_queue_stop_running_locked(struct ghd_run_queue *q);
+/* pre: lock held. Wakes the most recently idle worker of `rt`'s device (its
+ * thread and core are the likeliest still warm), or with `all` every idle
+ * one of it; rt NULL: of every device. */
+void ghd_run_queue_wake_idle_locked(struct ghd_run_queue *q, const struct ghd_runtime *rt,
+                                    int all);
+/* pre: lock held. A run has ended; run->status says how. Moves the
+ * versions of what it wrote (atomics, before anyone can see it ended: GET
+ * reads the status under this lock), keeps it for GET (with the queue's
+ * reference), wakes the idle workers since a queued run may have waited for
+ * it, and collects it to be settled: its buffers released and its metrics
+ * recorded, then its waiters woken. */
+void ghd_run_queue_ended_locked(struct ghd_run_queue *q, struct ghd_run *run,
+                                struct ghd_run_collected *c);
+/* pre: lock held. Forgets a finished run and collects the queue's reference. */
+void ghd_run_queue_forget_locked(struct ghd_run_queue *q, struct ghd_run *run,
+                                 struct ghd_run_collected *c);
 /* pre: lock not held. Settles what `c` collected. */
 void ghd_run_queue_settle(struct ghd_run_queue *q, struct ghd_run_collected *c);
 

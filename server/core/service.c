@@ -9,6 +9,7 @@
 #include "kernels/user/compile.h"
 #include "base/log.h"
 #include "metrics.h"
+#include "run_graph.h"
 #include "run_queue.h"
 #include "tier.h"
 
@@ -230,10 +231,15 @@ static int open_run_queue(struct ghd_service *svc, struct ghd_err *err)
                                       .keep_s = cfg->run_keep_s,
                                       .shared = ghd_auth_enabled(svc->auth),
                                       .priority = (int)cfg->run_priority,
+                                      .inline_runs = (int)cfg->run_inline,
+                                      .graphs = cfg->run_graphs,
                                       .metrics = svc->metrics};
     int rc = ghd_run_queue_new(&qc, svc->runtimes, svc->runtime_count, &svc->runs);
     if (rc)
         return ghd_err_set(err, rc, "run queue: %s", ghd_strerror(rc));
+    /* A buffer that leaves the table leaves the graphs that name it. */
+    svc->buffers.on_leave = ghd_run_graphs_forget_buffer;
+    svc->buffers.on_leave_ctx = ghd_run_queue_graphs(svc->runs);
     return 0;
 }
 
@@ -377,6 +383,7 @@ int ghd_service_init(struct ghd_service *svc, const struct ghd_config *cfg, stru
     atomic_store(&svc->ready, 1);
     return 0;
 destroy_stores:
+    svc->buffers.on_leave = NULL; /* the graphs go with the queue */
     ghd_run_queue_free(svc->runs);
     svc->runs = NULL;
     ghd_rmodule_store_destroy(&svc->modules);
@@ -408,6 +415,7 @@ void ghd_service_destroy(struct ghd_service *svc)
 {
     atomic_store(&svc->ready, 0);
     ghd_watchdog_stop(&svc->watchdog);
+    svc->buffers.on_leave = NULL; /* the graphs go with the queue */
     ghd_run_queue_free(svc->runs);
     ghd_ukernel_store_destroy(&svc->kernels); /* after the runs that held kernels */
     ghd_rmodule_store_destroy(&svc->modules);

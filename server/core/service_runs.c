@@ -9,15 +9,17 @@
 #include "base/error.h"
 #include "cursor.h"
 #include "kernels/raw/module.h"
+#include "metrics.h"
 #include "run_queue.h"
 #include "service_internal.h"
 #include "service_devices.h"
 #include "service_inline.h"
 #include "service_modules.h"
 
-int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out)
+int ghd_service_run_new(struct ghd_service *svc, const char *tenant, unsigned steps,
+                        struct ghd_run **out)
 {
-    return ghd_run_new(svc->owner.prefix, tenant, out);
+    return ghd_run_new_sized(svc->owner.prefix, tenant, steps, out);
 }
 
 int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
@@ -158,6 +160,16 @@ int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct 
 void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run)
 {
     ghd_run_wait(svc->runs, run);
+}
+
+_Static_assert(GHD_RUN_MARKS - 1 == GHD_METRICS_RUN_PHASES, "one phase between two marks");
+
+void ghd_service_run_replied(struct ghd_service *svc, struct ghd_run *run)
+{
+    ghd_run_mark(run, GHD_RUN_MARK_REPLIED);
+    double seconds[GHD_RUN_MARKS - 1];
+    if (ghd_run_phases(run, seconds) == 0)
+        ghd_metrics_run_phases(svc->metrics, seconds);
 }
 
 json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run)

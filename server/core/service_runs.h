@@ -18,6 +18,11 @@ struct ghd_service;
 struct ghd_run_request {
     json_t *body; /* the JSON object: one step's members and "wait", or "steps" (borrowed) */
     struct ghd_trace *trace; /* the request's trace when sampled, else NULL (borrowed) */
+    uint64_t arrived_ns; /* ghd_clock_ns() when its head was complete (0: unknown) */
+    /* The request waits for the run's end: it may execute on the request's
+     * thread (--run-inline), and has ended when ghd_service_run_create
+     * returns if it did. */
+    int wait;
 };
 
 /* The one operation of POST /v1/runs (run_create.c): every step read and
@@ -31,9 +36,32 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
                            const struct ghd_run_request *rq, struct ghd_run **out,
                            uint64_t *current, struct ghd_err *err);
 
-/* A new, empty run for `tenant` (its id carries the service's owner
- * prefix); a new reference. */
-int ghd_service_run_new(struct ghd_service *svc, const char *tenant, struct ghd_run **out);
+/* One element of a list of runs (POST /v1/runs with a list): its run (a
+ * new reference) or its refusal, as ghd_service_run_create answers it. */
+struct ghd_run_entry {
+    struct ghd_run *run; /* NULL when refused */
+    int code;            /* the refusal's GHD_E* code; 0 when created */
+    struct ghd_err err;  /* with code: why */
+    uint64_t current;    /* GHD_EPRECOND: the version found */
+    int wait;            /* its "wait" (true unless false) */
+};
+
+/* POST /v1/runs with a list (run_list.c): each element created in order
+ * as ghd_service_run_create creates one run (waited for unless its "wait"
+ * is false: it may have ended when this returns), with its own refusal in
+ * its entry; *out (count entries, freed with ghd_run_entries_free) in the
+ * list's order. The list itself: GHD_EINVAL when empty, GHD_EUNPROC past
+ * --run-batch-max, GHD_ENOHOSTMEM. */
+int ghd_service_run_create_list(struct ghd_service *svc, const struct ghd_caller *caller,
+                                json_t *list, uint64_t arrived_ns, struct ghd_run_entry **out,
+                                size_t *count, struct ghd_err *err);
+void ghd_run_entries_free(struct ghd_run_entry *entries, size_t count);
+
+/* A new, empty run for `tenant` with room for `steps` steps (1 to
+ * GHD_RUN_MAX_STEPS; its id carries the service's owner prefix); a new
+ * reference. */
+int ghd_service_run_new(struct ghd_service *svc, const char *tenant, unsigned steps,
+                        struct ghd_run **out);
 /* Prepares step->kernel's call from `args`, the buffers named as `tenant`
  * sees them (ghd_run_step_prepare: its codes and detail). */
 int ghd_service_run_step_prepare(struct ghd_service *svc, const char *tenant,
@@ -64,6 +92,10 @@ int ghd_service_run_step_raw(struct ghd_service *svc, const struct ghd_caller *c
 int ghd_service_run_submit(struct ghd_service *svc, struct ghd_run *run, struct ghd_err *err);
 /* Blocks until the run has ended (ghd_run_wait). */
 void ghd_service_run_wait(struct ghd_service *svc, struct ghd_run *run);
+/* The reply to the request that waited for `run` is built: its phases
+ * (run.h's marks) go to gpuhttpd_run_phase_seconds where every mark was
+ * reached. */
+void ghd_service_run_replied(struct ghd_service *svc, struct ghd_run *run);
 /* The run's public JSON, a new reference. */
 json_t *ghd_service_run_json_new(struct ghd_service *svc, const struct ghd_run *run);
 /* Run `id` as `tenant` sees it, a new reference; GHD_ENOENT, and

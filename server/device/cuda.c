@@ -382,6 +382,67 @@ static int cuda_event_done(struct ghd_device *dev, struct ghd_event *e, struct g
     return 1;
 }
 
+/* A spinning wait: cudaEventQuery is a read of the event's state, and the
+ * pause instruction keeps the loop from starving the core's other thread. */
+static int cuda_event_poll(struct ghd_device *dev, struct ghd_event *e, long budget_ns,
+                           struct ghd_err *error)
+{
+    uint64_t start = ghd_clock_ns();
+    for (;;) {
+        cudaError_t err = cudaEventQuery((cudaEvent_t)e);
+        if (err != cudaErrorNotReady) {
+            GHD_CUDA_CHECK(dev, error, err);
+            return 1;
+        }
+        if ((long)(ghd_clock_ns() - start) >= budget_ns)
+            return 0;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+/* Relaxed: what other threads do meanwhile (an allocation, a module load
+ * for another run) does not invalidate this stream's capture. */
+static int cuda_capture_begin(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error)
+{
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error,
+                   cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeRelaxed));
+    return 0;
+}
+
+static int cuda_capture_end(struct ghd_device *dev, struct ghd_stream *s, struct ghd_graph **out,
+                            struct ghd_err *error)
+{
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t err = cudaStreamEndCapture((cudaStream_t)s, &graph);
+    if (err == cudaSuccess)
+        err = cudaGraphInstantiateWithFlags(&exec, graph, 0);
+    if (graph)
+        (void)cudaGraphDestroy(graph);
+    if (err != cudaSuccess)
+        (void)cudaGetLastError(); /* a failed capture is not the device's fault */
+    GHD_CUDA_CHECK(dev, error, err);
+    *out = (struct ghd_graph *)exec;
+    return 0;
+}
+
+static int cuda_graph_launch(struct ghd_device *dev, struct ghd_graph *g, struct ghd_stream *s,
+                             struct ghd_err *error)
+{
+    CUDA_ENTER(dev, error);
+    GHD_CUDA_CHECK(dev, error, cudaGraphLaunch((cudaGraphExec_t)g, (cudaStream_t)s));
+    return 0;
+}
+
+static void cuda_graph_free(struct ghd_device *dev, struct ghd_graph *g)
+{
+    (void)dev;
+    (void)cudaGraphExecDestroy((cudaGraphExec_t)g);
+}
+
 static int cuda_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
                                   struct ghd_event *e, struct ghd_err *error)
 {
@@ -503,6 +564,11 @@ const struct ghd_device_ops ghd_cuda_ops = {
     .event_record = cuda_event_record,
     .event_sync = cuda_event_sync,
     .event_done = cuda_event_done,
+    .event_poll = cuda_event_poll,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
     .stream_wait_event = cuda_stream_wait_event,
     .event_elapsed = cuda_event_elapsed,
     .copy_h2d = cuda_copy_h2d,

@@ -22,6 +22,7 @@ enum ghd_backend_kind {
 
 struct ghd_stream;
 struct ghd_event;
+struct ghd_graph;
 struct ghd_device;
 
 struct ghd_device_ops {
@@ -64,6 +65,13 @@ struct ghd_device_ops {
     /* 1 when the work before e's point has completed, 0 when not yet, or a
      * GHD_E* code. The host does not wait. */
     int (*event_done)(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error);
+    /* Polls e for up to budget_ns without sleeping or yielding the CPU: a
+     * short kernel ends sooner than a sleeping thread wakes. 1 when the
+     * work before e's point has completed, 0 when the budget ran out first
+     * (wait with event_sync), or a GHD_E* code. The host's work has
+     * completed when its call returned. */
+    int (*event_poll)(struct ghd_device *dev, struct ghd_event *e, long budget_ns,
+                      struct ghd_err *error);
     /* Work queued on s after this call runs after e's point in its stream;
      * the host does not wait. */
     int (*stream_wait_event)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_event *e,
@@ -87,6 +95,17 @@ struct ghd_device_ops {
      * either (cudaMemcpyPeerAsync). pre: peer_enable said 1 for the pair. */
     int (*copy_peer)(struct ghd_device *dev, struct ghd_device *peer, void *d_dst,
                      const void *d_src, size_t n, struct ghd_stream *s, struct ghd_err *error);
+    /* Graphs (CUDA graphs), NULL where the backend has none (the host):
+     * capture_begin records what is queued on s from now on instead of
+     * running it; capture_end stops recording and instantiates it into
+     * *out (freed with graph_free), or fails (the recording is dropped,
+     * nothing of it ran); graph_launch queues one run of the graph on s. */
+    int (*capture_begin)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_err *error);
+    int (*capture_end)(struct ghd_device *dev, struct ghd_stream *s, struct ghd_graph **out,
+                       struct ghd_err *error);
+    int (*graph_launch)(struct ghd_device *dev, struct ghd_graph *g, struct ghd_stream *s,
+                        struct ghd_err *error);
+    void (*graph_free)(struct ghd_device *dev, struct ghd_graph *g);
     int (*memset)(struct ghd_device *dev, void *d_dst, int value, size_t n,
                   struct ghd_stream *s, struct ghd_err *error);
     int (*mem_info)(struct ghd_device *dev, size_t *free_bytes, size_t *total_bytes,

@@ -215,6 +215,13 @@ static int host_event_done(struct ghd_device *dev, struct ghd_event *e, struct g
     return 1; /* host work completes before its call returns */
 }
 
+static int host_event_poll(struct ghd_device *dev, struct ghd_event *e, long budget_ns,
+                           struct ghd_err *error)
+{
+    (void)budget_ns;
+    return host_event_done(dev, e, error);
+}
+
 static int host_stream_wait_event(struct ghd_device *dev, struct ghd_stream *s,
                                   struct ghd_event *e, struct ghd_err *error)
 {
@@ -315,6 +322,7 @@ const struct ghd_device_ops ghd_host_ops = {
     .event_record = host_event_record,
     .event_sync = host_event_sync,
     .event_done = host_event_done,
+    .event_poll = host_event_poll,
     .stream_wait_event = host_stream_wait_event,
     .event_elapsed = host_event_elapsed,
     .copy_h2d = host_copy,

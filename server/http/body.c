@@ -19,6 +19,8 @@ int ghd_body_plan(struct ghd_http_request *hr)
     struct ghd_service *svc = req->svc;
     const char *ctype = ghd_request_header(req, "Content-Type");
     enum ghd_body_kind kind = hr->route->body;
+    if (kind == GHD_BODY_JSON_LIST) /* read as any JSON body; its parse takes a list */
+        kind = GHD_BODY_JSON;
     if (kind == GHD_BODY_NONE) {
         hr->state = GHD_HS_BODY_IGNORED;
         return 0;
@@ -91,9 +93,11 @@ int ghd_body_parse_json(struct ghd_http_request *hr)
     if (!doc)
         return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "line %d, column %d: %s",
                                  err.line, err.column, err.text);
-    if (!json_is_object(doc)) {
+    int list = hr->route->body == GHD_BODY_JSON_LIST;
+    if (!json_is_object(doc) && !(list && json_is_array(doc))) {
         json_decref(doc);
-        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "the body must be a JSON object");
+        return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "the body must be a JSON object%s",
+                                 list ? " or a list of them" : "");
     }
     /* Ids the body names (a run's buffers, a copy's source) are checked as
      * the path's are: another instance's is 421 naming it, an earlier

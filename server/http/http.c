@@ -235,7 +235,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         *req_cls = hr; /* from here on the connection holds it (and a leak checker sees it) */
         atomic_init(&hr->refs, 1);
-        hr->started_ms = ghd_clock_ms();
+        hr->req.arrived_ns = ghd_clock_ns();
+        hr->started_ms = (double)hr->req.arrived_ns / 1e6;
         hr->http = http;
         atomic_fetch_add(&http->in_flight, 1);
         const union MHD_ConnectionInfo *ci =

@@ -110,6 +110,26 @@ static void sanitize_text(char *s)
     }
 }
 
+json_t *ghd_problem_new(const struct ghd_request *req, int code, const char *detail_in)
+{
+    char detail[1024];
+    snprintf(detail, sizeof(detail), "%s", detail_in ? detail_in : "");
+    sanitize_text(detail);
+    char type[128];
+    snprintf(type, sizeof(type), "%s%s", GHD_PROBLEM_BASE, ghd_error_slug(code));
+    json_t *obj = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", ghd_strerror(code),
+                            "status", ghd_error_status(code), "detail",
+                            *detail ? detail : ghd_strerror(code));
+    if (obj && req) {
+        char instance[512];
+        snprintf(instance, sizeof(instance), "%s", req->path);
+        sanitize_text(instance);
+        json_object_set_new(obj, "instance", json_string(instance));
+        json_object_set_new(obj, "request_id", json_string(req->request_id));
+    }
+    return obj;
+}
+
 int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int code,
                       const char *fmt, ...)
 {
@@ -124,18 +144,8 @@ int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int 
     /* The access line's copy: its first bytes, as many as it holds. */
     snprintf(rep->problem_detail, sizeof(rep->problem_detail), "%.*s",
              (int)sizeof(rep->problem_detail) - 1, detail);
-    char type[128];
-    snprintf(type, sizeof(type), "%s%s", GHD_PROBLEM_BASE, ghd_error_slug(code));
     int status = ghd_error_status(code);
-    json_t *obj = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", ghd_strerror(code),
-                            "status", status, "detail", *detail ? detail : ghd_strerror(code));
-    if (obj && req) {
-        char instance[512];
-        snprintf(instance, sizeof(instance), "%s", req->path);
-        sanitize_text(instance);
-        json_object_set_new(obj, "instance", json_string(instance));
-        json_object_set_new(obj, "request_id", json_string(req->request_id));
-    }
+    json_t *obj = ghd_problem_new(req, code, detail);
     /* A reader left from an earlier attempt must not outlive the problem. */
     if (rep->reader_free)
         rep->reader_free(rep->reader_ctx);

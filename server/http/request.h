@@ -51,6 +51,7 @@ struct ghd_request {
     /* The URL of the instance that owns what the answer is about, sent as
      * Gpuhttpd-Owner-Url (http/owner_route.h); NULL: none known. */
     const char *owner_url;
+    uint64_t arrived_ns; /* ghd_clock_ns() when the head was complete */
 };
 
 /* Header and query lookups; NULL when absent. */
@@ -102,6 +103,10 @@ int ghd_reply_header(struct ghd_reply *rep, const char *name, const char *fmt, .
  * can `return ghd_reply_problem(...)`. */
 int ghd_reply_problem(struct ghd_reply *rep, const struct ghd_request *req, int code,
                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The problem document ghd_reply_problem writes, as a value: for an answer
+ * that carries several (a list of runs, each with its own). A new
+ * reference (NULL when out of memory). */
+json_t *ghd_problem_new(const struct ghd_request *req, int code, const char *detail);
 /* A streamed body of `len` bytes produced by `reader`; `reader_free(ctx)` runs
  * once when the response is done or abandoned. */
 int ghd_reply_stream(struct ghd_reply *rep, int status, const char *content_type,

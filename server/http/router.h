@@ -13,6 +13,7 @@
 enum ghd_body_kind {
     GHD_BODY_NONE,   /* a body, if any, is read and ignored */
     GHD_BODY_JSON,   /* application/json, at most --max-json-body bytes, parsed into req->json */
+    GHD_BODY_JSON_LIST, /* the same, where a list (a JSON array) is taken too */
     GHD_BODY_UPLOAD, /* application/json (as above) or application/octet-stream (streamed) */
     GHD_BODY_STREAM, /* application/octet-stream (or no type), streamed through `upload` */
 };

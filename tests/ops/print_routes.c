@@ -12,6 +12,7 @@ static const char *media(const struct ghd_route *r)
     int npy = r->upload && r->upload->npy;
     switch (r->body) {
     case GHD_BODY_JSON:
+    case GHD_BODY_JSON_LIST:
         return "application/json";
     case GHD_BODY_UPLOAD:
         return npy ? "application/json,application/octet-stream,application/x-npy"

@@ -89,6 +89,7 @@ def main():
                            ("gpuhttpd_runs", "counter"),
                            ("gpuhttpd_run_device_seconds", "histogram"),
                            ("gpuhttpd_run_queue_seconds", "histogram"),
+                           ("gpuhttpd_run_phase_seconds", "histogram"),
                            ("gpuhttpd_run_workers", "gauge"),
                            ("gpuhttpd_pool_reserved_bytes", "gauge"),
                            ("gpuhttpd_pool_in_use_bytes", "gauge"),
@@ -222,6 +223,8 @@ def main():
         dev0 = value(s3, "gpuhttpd_run_device_seconds_count", kernel="fill", device="0")
         pipe0 = value(s3, "gpuhttpd_runs_total", kernel="pipeline", outcome="succeeded", device="0")
         queued0 = check_histogram(s3, "gpuhttpd_run_queue_seconds", device="0")
+        phases0 = {p: check_histogram(s3, "gpuhttpd_run_phase_seconds", phase=p)
+                   for p in ("parse", "prepare", "queue", "launch", "complete", "wake", "reply")}
         check(value(s3, "gpuhttpd_run_workers") == 4, "run_workers is not the default 4")
         args = {"x": bid, "n": 1000, "dtype": "f32", "value": 1.5}
         status, _, run = srv.json("POST", "/v1/runs", {"kernel": "fill", "args": args})
@@ -239,6 +242,10 @@ def main():
                               device="0") == dev0 + 1, "run_device_seconds{fill} did not move by 1")
         check(check_histogram(s4, "gpuhttpd_run_queue_seconds", device="0") == queued0 + 2,
               "run_queue_seconds did not move by 2 (one fill, one pipeline)")
+        # Both were waited for: each phase of each observed once.
+        for p, n0 in phases0.items():
+            check(check_histogram(s4, "gpuhttpd_run_phase_seconds", phase=p) == n0 + 2,
+                  f"run_phase_seconds{{phase={p}}} did not move by 2")
 
         # User kernels are counted under one label: a tenant's kernel name
         # never shows in /metrics, and a new kernel adds no series.

@@ -47,6 +47,9 @@ static void socket_settings(struct ghd_config *cfg)
         cfg->download_block = v;
     if (env_number("GHD_TEST_DOWNLOAD_OVERLAP", &v))
         cfg->download_overlap = (unsigned)v;
+    /* GHD_TEST_RUN_INLINE=1: --run-inline 1 (runs on their request's thread). */
+    if (env_number("GHD_TEST_RUN_INLINE", &v))
+        cfg->run_inline = (unsigned)v;
 }
 
 void support_config_small(struct ghd_config *cfg, const struct support_sizes *z)

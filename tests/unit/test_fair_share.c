@@ -2,8 +2,8 @@
  * queue alone with a host-backend runtime: a tenant back from idle goes
  * ahead of the runs another tenant queued while it was away, and with
  * shares on (tokens configured) one tenant never holds the last worker of
- * a device. The host backend's stalled kernel holds a worker as long as a
- * test needs. */
+ * a device, also where a run executes on its submitter's thread. The host
+ * backend's stalled kernel holds a worker as long as a test needs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,11 +138,94 @@ static void test_last_worker_is_kept(void **state)
     ghd_run_queue_free(q);
 }
 
+/* Run `slot` of `tenant`: y[yi] = 2 x + y[yi], waited for by its
+ * submitter (it may execute on the submitting thread). */
+static struct ghd_run *waited_axpy(struct fixture *f, int slot, int yi, const char *tenant)
+{
+    int rc;
+    json_t *args = json_pack("{s:f, s:s, s:s, s:s, s:i}", "a", 2.0, "x", f->x->id, "y",
+                             f->y[yi]->id, "dtype", "f32", "n", 4);
+    f->run[slot] = unit_host_run(&f->t, tenant, "axpy", args, &rc);
+    assert_int_equal(rc, 0);
+    f->run[slot]->may_inline = 1;
+    return f->run[slot];
+}
+
+static const char *status_of(struct ghd_run_queue *q, const struct ghd_run *run)
+{
+    static char name[16];
+    json_t *doc = ghd_run_json_new(q, run);
+    assert_non_null(doc);
+    snprintf(name, sizeof(name), "%s", json_string_value(json_object_get(doc, "status")));
+    json_decref(doc);
+    return name;
+}
+
+/* Submits waited runs of `tenant` (y[yi]) until one executes on this thread
+ * (it has ended when ghd_run_submit returns): a worker that just ended a run,
+ * or just started, may not be back on its idle stack yet. */
+static void inline_once(struct ghd_run_queue *q, struct fixture *f, int slot, int yi,
+                        const char *tenant)
+{
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(ghd_run_submit(q, waited_axpy(f, slot, yi, tenant)), 0);
+        if (f->run[slot]->ran_inline) {
+            assert_string_equal(status_of(q, f->run[slot]), "succeeded");
+            return;
+        }
+        ghd_run_wait(q, f->run[slot]);
+        ghd_run_release_calls(f->run[slot]);
+        ghd_run_unref(f->run[slot]);
+        f->run[slot] = NULL;
+        usleep(1000);
+    }
+    fail_msg("no run of %s executed on its submitter's thread", tenant);
+}
+
+/* A run its submitter waits for executes on the submitting thread when a
+ * worker of its device is idle, nothing else is queued there and the
+ * scheduler would start it: it has ended when ghd_run_submit returns.
+ * Where the scheduler says no it is queued like any other: a run that
+ * writes a buffer a running run writes waits for it (and starts after it
+ * ended), and with shares on a tenant that holds one of two workers does
+ * not take the last one by executing on its own thread. */
+static void test_inline_goes_through_the_scheduler(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_queue *q = unit_host_queue(&f->rt, 1, (struct ghd_run_queue_config){
+        .workers = 2, .queue_limit = 16, .runs_kept = 16, .keep_s = 3600, .shared = 1,
+        .inline_runs = 1});
+    inline_once(q, f, 0, 0, "alice");
+    ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* bob's kernel waits */
+    assert_int_equal(ghd_run_submit(q, axpy_of(f, 1, "bob")), 0); /* to a worker */
+    for (int i = 0; i < 500 && !is_running(q, f->run[1]); i++)
+        usleep(1000);
+    assert_true(is_running(q, f->run[1]));
+    /* alice writes y[1] too: she waits for bob's run, on no thread of hers */
+    assert_int_equal(ghd_run_submit(q, waited_axpy(f, 2, 1, "alice")), 0);
+    assert_string_equal(status_of(q, f->run[2]), "queued");
+    struct ghd_run *running = NULL;
+    assert_int_equal(ghd_run_cancel(q, f->run[2]->id, "alice", &running), 0);
+    /* bob holds one worker of two: his next run does not take the last */
+    assert_int_equal(ghd_run_submit(q, waited_axpy(f, 3, 3, "bob")), 0);
+    assert_string_equal(status_of(q, f->run[3]), "queued");
+    ghd_host_fault_reset();
+    for (int i = 1; i < 4; i++)
+        ghd_run_wait(q, f->run[i]);
+    assert_false(f->run[2]->ran_inline || f->run[3]->ran_inline);
+    assert_string_equal(status_of(q, f->run[2]), "canceled");
+    assert_string_equal(status_of(q, f->run[3]), "succeeded");
+    assert_true(f->run[3]->started_ms >= f->run[1]->finished_ms);
+    inline_once(q, f, 4, 4, "bob"); /* nothing queued or running again */
+    ghd_run_queue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_back_from_idle_goes_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_worker_is_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inline_goes_through_the_scheduler, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
