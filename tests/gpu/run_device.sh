@@ -77,6 +77,9 @@ test_modules_gpu tests/gpu/test_modules_gpu GHD_MODULES_SKIP_LOSS=1 GHD_TEST_DEV
 test_regions_gpu tests/gpu/test_regions_gpu GHD_BIN=$PWD/$build/gpuhttpd GHD_REGIONS_GPU_MEMCHECK=1 GHD_TEST_DEVICES=all
 test_devices_gpu tests/gpu/test_devices_gpu GHD_TEST_DEVICES=all
 test_inline_http tests/http/test_inline_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all --report-api-errors=no
+test_tiers_http tests/http/test_tiers_http GHD_TEST_BACKEND=cuda
+test_graphs_gpu tests/gpu/test_graphs_gpu GHD_TEST_BACKEND=cuda
+test_runs_http_inline tests/http/test_runs_http GHD_TEST_BACKEND=cuda GHD_TEST_RUN_INLINE=1
 LIST
   # test_modules_gpu (and test_inline_http, which runs a raw module sent by
   # value): a module's parameter layout is read by asking
