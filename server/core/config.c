@@ -169,8 +169,7 @@ static const struct option_spec specs[] = {
      "hits, which tell of the others' work (no argument; env: 1 or 0)"},
     {"metrics-tenant-label", OPT_FLAG, OFF(metrics_tenant_label), 0, 0, 1, "0",
      "show each tenant's runs, device time and transfer bytes on /metrics with a `tenant` "
-     "label (names of tenants then reach whoever reads /metrics; each tenant always reads "
-     "its own on GET /v1/usage) (no argument; env: 1 or 0)"},
+     "label (tenant names then reach whoever reads /metrics) (no argument; env: 1 or 0)"},
     {"allow-unauthenticated", OPT_FLAG, OFF(allow_unauthenticated), 0, 0, 1, "0",
      "serve a non-loopback --bind without tokens (no argument; env: 1 or 0)"},
     {"per-ip-connection-limit", OPT_UINT, OFF(per_ip_connection_limit), 0, 0, 100000, "128",
@@ -262,15 +261,13 @@ static const struct option_spec specs[] = {
      "send the spans of sampled requests to this OTLP/HTTP collector (JSON; http:// only; "
      "no path: /v1/traces), in batches from a thread of its own ('' = tracing off)"},
     {"trace-sample", OPT_STRING, OFF(trace_sample), STR_MAX(trace_sample), 0, 0, "1",
-     "with --otlp-endpoint: ratio 0..1 of new traces sampled; a caller's traceparent decides "
-     "for its own trace (parent-based)"},
+     "with --otlp-endpoint: ratio 0..1 of new traces sampled (a caller's traceparent decides)"},
     {"spill", OPT_FLAG, OFF(spill), 0, 0, 1, "0",
      "never answer 507 for a full pool while buffers can move out: spill idle buffers whole "
      "to the host tier (--host-tier, by default half the host's memory) and the disk tier "
      "(--disk-tier), paged back in before a run uses them (no argument; env: 1 or 0)"},
     {"host-tier", OPT_SIZE, OFF(host_tier), 0, 0, 1ULL << 50, "0",
-     "bytes of host memory (page-locked on CUDA) that spilled buffers may fill (0 = none, "
-     "or half the host's memory with --spill)"},
+     "bytes of host memory (page-locked on CUDA) spilled buffers may fill (0: none; --spill: half)"},
     {"disk-tier", OPT_STRING, OFF(disk_tier), STR_MAX(disk_tier), 0, 0, "",
      "folder where buffers spill when the host tier is full (created if missing)"},
     {"disk-tier-size", OPT_SIZE, OFF(disk_tier_size), 0, 0, 1ULL << 56, "0",
