@@ -267,7 +267,7 @@ static const struct option_spec specs[] = {
      "to the host tier (--host-tier, by default half the host's memory) and the disk tier "
      "(--disk-tier), paged back in before a run uses them (no argument; env: 1 or 0)"},
     {"host-tier", OPT_SIZE, OFF(host_tier), 0, 0, 1ULL << 50, "0",
-     "bytes of host memory (page-locked on CUDA) spilled buffers may fill (0: none; --spill: half)"},
+     "bytes of host memory (page-locked on CUDA) that spills may fill (0: none, --spill: half)"},
     {"disk-tier", OPT_STRING, OFF(disk_tier), STR_MAX(disk_tier), 0, 0, "",
      "folder where buffers spill when the host tier is full (created if missing)"},
     {"disk-tier-size", OPT_SIZE, OFF(disk_tier_size), 0, 0, 1ULL << 56, "0",
