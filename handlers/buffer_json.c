@@ -11,9 +11,9 @@
 #include "base/error.h"
 #include "base/parse.h"
 #include "base/suggest.h"
-#include "core/array_json.h"
-#include "core/npy.h"
-#include "core/service_buffers.h"
+#include "core/buffers/array_json.h"
+#include "core/buffers/npy.h"
+#include "core/buffers/service_buffers.h"
 #include "kernels/kernel.h"
 
 int ghd_array_desc_json(struct ghd_request *req, struct ghd_reply *rep, json_t *dtype,

@@ -3,8 +3,8 @@
 
 #include <jansson.h>
 
-#include "core/buffer.h"
-#include "core/service_buffers.h"
+#include "core/buffers/buffer.h"
+#include "core/buffers/service_buffers.h"
 #include "http/request.h"
 
 /* Shared by the buffer handlers (buffer_json.c): the common lookup, a new

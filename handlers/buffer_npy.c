@@ -1,6 +1,6 @@
 /* NumPy .npy bodies on PUT and POST /v1/buffers: the header is gathered
  * first (at most 12 + 10,000 bytes, taken from the body only as far as the
- * preamble says it reaches), parsed by server/core/npy.c, and then the data goes
+ * preamble says it reaches), parsed by server/core/buffers/npy.c, and then the data goes
  * through exactly the raw upload path (upload.h), at the same speed. The
  * buffer's dtype and shape are set with the bytes. Downloads prepend the
  * header that describes the buffer. */
@@ -13,7 +13,7 @@
 #include "buffer_json.h"
 #include "conditional.h"
 #include "base/error.h"
-#include "core/npy.h"
+#include "core/buffers/npy.h"
 #include "http/router.h"
 #include "upload.h"
 

@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-#include "core/buffer.h"
+#include "core/buffers/buffer.h"
 #include "http/request.h"
 #include "http/router.h"
 

@@ -10,9 +10,9 @@
 #include "conditional.h"
 #include "base/error.h"
 #include "base/parse.h"
-#include "core/npy.h"
-#include "core/service_buffers.h"
-#include "core/service_tiers.h"
+#include "core/buffers/npy.h"
+#include "core/buffers/service_buffers.h"
+#include "core/tiers/service_tiers.h"
 
 /* JSON Schema's integer: 4096 and 4096.0 alike, since JSON does not tell
  * them apart and some clients only have doubles. */

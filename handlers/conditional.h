@@ -3,8 +3,8 @@
 
 #include <stdint.h>
 
-#include "core/buffer.h"
-#include "core/write_conds.h"
+#include "core/buffers/buffer.h"
+#include "core/buffers/write_conds.h"
 #include "http/request.h"
 
 /* Conditional requests on buffers (RFC 9110 section 13): a buffer's strong

@@ -1,11 +1,11 @@
-/* GET /metrics: the Prometheus exposition of server/core/metrics.c, with
+/* GET /metrics: the Prometheus exposition of server/core/metrics/metrics.c, with
  * the gauges their owners report now (core/gauges.c). */
 #include "handlers.h"
 
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "core/gauges.h"
+#include "core/metrics/gauges.h"
 
 int ghd_handle_metrics(struct ghd_request *req, struct ghd_reply *rep)
 {

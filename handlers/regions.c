@@ -7,7 +7,7 @@
 #include "handlers.h"
 
 #include "base/error.h"
-#include "core/service_regions.h"
+#include "core/regions/service_regions.h"
 
 int ghd_handle_region_create(struct ghd_request *req, struct ghd_reply *rep)
 {

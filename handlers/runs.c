@@ -1,14 +1,14 @@
 /* Kernel runs: POST hands the body to the core (core/service_runs.h,
  * ghd_service_run_create), which validates every step before anything is
  * queued, so a bad request costs no device time; a worker of
- * server/core/run_queue.c runs it. The handler reads "wait" and replies. */
+ * server/core/runs/run_queue.c runs it. The handler reads "wait" and replies. */
 #include "handlers.h"
 
 
 #include "buffer_json.h" /* ghd_buffer_query_uint */
 #include "conditional.h"
 #include "base/error.h"
-#include "core/service_runs.h"
+#include "core/runs/service_runs.h"
 #include "http/problem_map.h"
 
 static int reply_run(struct ghd_request *req, struct ghd_reply *rep, struct ghd_run *run,

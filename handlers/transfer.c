@@ -2,7 +2,7 @@
 #include "transfer.h"
 
 #include "base/error.h"
-#include "core/service_buffers.h"
+#include "core/buffers/service_buffers.h"
 
 int ghd_transfer_reply_problem(struct ghd_reply *rep, struct ghd_request *req, int rc,
                                const struct ghd_err *err)

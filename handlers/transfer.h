@@ -1,7 +1,7 @@
 #ifndef GHD_HANDLERS_TRANSFER_H
 #define GHD_HANDLERS_TRANSFER_H
 
-#include "core/transfer.h"
+#include "core/transfer/transfer.h"
 #include "http/request.h"
 
 /* What the upload and download handlers share on top of the transfer

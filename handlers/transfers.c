@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "conditional.h"
-#include "core/service_regions.h"
+#include "core/regions/service_regions.h"
 
 int ghd_handle_transfer_create(struct ghd_request *req, struct ghd_reply *rep)
 {

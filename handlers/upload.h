@@ -3,8 +3,8 @@
 
 #include <stdint.h>
 
-#include "core/buffer.h"
-#include "core/transfer.h"
+#include "core/buffers/buffer.h"
+#include "core/transfer/transfer.h"
 #include "http/request.h"
 
 /* The upload path (upload.c), below the two kinds of body that use it: raw

@@ -4,7 +4,7 @@
  * (core/service_usage.h). */
 #include "handlers.h"
 
-#include "core/service_usage.h"
+#include "core/tenancy/service_usage.h"
 
 int ghd_handle_usage(struct ghd_request *req, struct ghd_reply *rep)
 {

@@ -72,7 +72,7 @@ int ghd_kernel_visit(const struct ghd_kernel *k, const struct ghd_kernel_visitor
 
 /* All a kernel sees of a buffer: where its bytes are, how many, and its
  * array description. Kernels never see the buffer table: whoever resolves
- * ids (server/core/run.c) keeps each buffer alive until the call is freed
+ * ids (server/core/runs/run.c) keeps each buffer alive until the call is freed
  * and orders it on the stream before the call executes. */
 struct ghd_buffer_view {
     void *d_ptr;

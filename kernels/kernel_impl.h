@@ -4,7 +4,7 @@
 /* What a kernel implementation sees: the validated arguments of one call
  * and the execution context. Shared by the host implementations (C) and the
  * CUDA ones (C++ through nvcc), so it includes nothing that C++ cannot read
- * (no server/core/buffer.h, no jansson). */
+ * (no server/core/buffers/buffer.h, no jansson). */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/config.h"
+#include "core/tenancy/auth.h"
+#include "core/config/config.h"
 #include "core/devloss.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -23,7 +23,7 @@
 #include "http/probe.h"
 #include "base/log.h"
 #include "base/log_writer.h"
-#include "core/run_queue.h"
+#include "core/runs/run_queue.h"
 #include "core/service.h"
 #include "core/service_devices.h"
 

@@ -3,15 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "auth.h"
+#include "core/tenancy/auth.h"
 #include "base/error.h"
 #include "kernels/kernel.h"
 #include "kernels/user/compile.h"
 #include "base/log.h"
-#include "metrics.h"
-#include "run_graph.h"
-#include "run_queue.h"
-#include "tier.h"
+#include "core/metrics/metrics.h"
+#include "core/runs/run_graph.h"
+#include "core/runs/run_queue.h"
+#include "core/tiers/tier.h"
 
 static void runtime_config(const struct ghd_config *cfg, enum ghd_backend_kind kind, int ordinal,
                            struct ghd_runtime_config *rc)

@@ -6,8 +6,8 @@
 
 #include "base/err.h"
 #include "base/owner.h"
-#include "caller.h"
-#include "config.h"
+#include "core/tenancy/caller.h"
+#include "core/config/config.h"
 #include "device/runtime.h"
 
 /* The service: configuration, one runtime per device, the buffer table,

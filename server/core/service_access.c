@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "run_queue.h"
+#include "core/runs/run_queue.h"
 #include "service_internal.h"
 
 int ghd_service_new(const struct ghd_config *cfg, struct ghd_service **out, struct ghd_err *err)

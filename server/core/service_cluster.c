@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "cursor.h"
+#include "core/buffers/cursor.h"
 #include "service_internal.h"
 
 struct ghd_cluster *ghd_service_cluster(struct ghd_service *svc)

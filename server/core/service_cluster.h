@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
-#include "caller.h"
+#include "core/tenancy/caller.h"
 #include "cluster.h"
 #include "service.h"
 

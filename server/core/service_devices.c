@@ -7,8 +7,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "metrics.h"
-#include "run_queue.h"
+#include "core/metrics/metrics.h"
+#include "core/runs/run_queue.h"
 #include "service_internal.h"
 
 /* The device's state now: 0 ready, or 1 lost with the reason in *why (may

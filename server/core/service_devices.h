@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
-#include "caller.h"
+#include "core/tenancy/caller.h"
 #include "device/runtime.h"
 
 /* The devices of a service as requests see them: a device is its index in

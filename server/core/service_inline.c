@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "inline_defs.h"
-#include "metrics.h"
+#include "core/runs/inline_defs.h"
+#include "core/metrics/metrics.h"
 #include "service_internal.h"
 #include "service_devices.h"
 #include "service_kernels.h"

@@ -5,7 +5,7 @@
 
 #include "base/err.h"
 #include "kernels/kernel.h"
-#include "run.h"
+#include "core/runs/run.h"
 
 /* Run steps that carry their kernel or raw module by value (the cache
  * behind them: core/inline_defs.h), so that a step runs on any instance

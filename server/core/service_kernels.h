@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
-#include "caller.h"
+#include "core/tenancy/caller.h"
 #include "kernels/kernel.h"
 
 /* The kernels the service offers a tenant: the built-ins, and the tenant's

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "auth.h"
+#include "core/tenancy/auth.h"
 #include "base/error.h"
 #include "kernels/raw/module.h"
 #include "service_internal.h"

@@ -4,7 +4,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
-#include "caller.h"
+#include "core/tenancy/caller.h"
 #include "kernels/kernel.h"
 
 /* Raw CUDA modules (kernels/raw/) as the service offers them to its

@@ -8,7 +8,7 @@
  * service. */
 #include <pthread.h>
 
-#include "run_queue.h"
+#include "core/runs/run_queue.h"
 
 struct ghd_watchdog {
     struct ghd_run_queue *runs;

@@ -52,7 +52,7 @@ struct ghd_runtime {
     struct ghd_staging staging_small;
     struct ghd_idle_list streams;
     struct ghd_idle_list events;
-    /* How transfers use the rings, set at start (server/core/transfer.h):
+    /* How transfers use the rings, set at start (server/core/transfer/transfer.h):
      * how long one waits for a free chunk before it gives up, how long an
      * upload may hold chunks (0 = no bound), whether large upload pieces are
      * copied by DMA straight from page-locked network buffers, and how a

@@ -1,7 +1,7 @@
 #ifndef GHD_HTTP_ACCESS_H
 #define GHD_HTTP_ACCESS_H
 
-#include "core/auth.h"
+#include "core/tenancy/auth.h"
 #include "router.h"
 
 /* 0 when the request may go on to `route` (the path's route, any method, or

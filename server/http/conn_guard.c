@@ -14,7 +14,7 @@
 #include "base/error.h"
 #include "base/list.h"
 #include "base/log.h"
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 
 #define TICK_MS 200
 

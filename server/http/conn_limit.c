@@ -10,7 +10,7 @@
 #include "base/idmap.h"
 #include "base/list.h"
 #include "base/log.h"
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 
 struct address_count {
     struct ghd_idmap_node node;

@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "base/parse.h"
 #include "base/suggest.h"
-#include "core/buffer.h"
+#include "core/buffers/buffer.h"
 
 const char *ghd_request_header(const struct ghd_request *req, const char *name)
 {

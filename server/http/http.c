@@ -23,7 +23,7 @@
 #include "body.h"
 #include "conn_guard.h"
 #include "conn_limit.h"
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 #include "core/devloss.h"
 #include "core/service.h"
 #include "head.h"

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "core/auth.h"
+#include "core/tenancy/auth.h"
 #include "router.h"
 #include "tls.h"
 

@@ -8,7 +8,7 @@
 
 #include "base/trace.h"
 #include "base/trace_span.h"
-#include "core/caller.h"
+#include "core/tenancy/caller.h"
 
 /* What a handler sees: a request and a reply, never MHD or CUDA types.
  * http.c fills the request and turns the reply into an HTTP response. */

@@ -8,7 +8,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 #include "head.h"
 
 /* The buffer or run id for the access log: the one the path names, else

@@ -14,7 +14,7 @@
 #include "base/stream_copy.h"
 #include "body.h"
 #include "conn_guard.h"
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 #include "core/service.h"
 #include "socket_io.h"
 

@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
-#include "core/config.h"
+#include "core/config/config.h"
 
 struct ghd_tls {
     char *cert, *key; /* PEM text; NULL without TLS */

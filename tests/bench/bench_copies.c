@@ -28,7 +28,7 @@
 #include "request.h"
 #include "core/service.h"
 #include "core/service_internal.h"
-#include "core/service_buffers.h"
+#include "core/buffers/service_buffers.h"
 #include "handlers/handlers.h"
 #include "http/http.h"
 

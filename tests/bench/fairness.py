@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fairness of the run scheduler between tenants (server/core/run_pick.c).
+"""Fairness of the run scheduler between tenants (server/core/runs/run_pick.c).
 
 A light tenant runs a loop of 4 KiB axpy runs (wait: true, one connection)
 while a heavy tenant keeps HEAVY_CONNS connections of gemm D^3 f32 busy, each

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #define MIN_ENTRY (1u << 20)
-/* gpuhttpd's defaults (server/http/http.c, server/core/config.c), so that a plain run compares
+/* gpuhttpd's defaults (server/http/http.c, server/core/config/config.c), so that a plain run compares
  * like with like: thread per connection with poll(), a 64 KiB connection memory and
  * 4 MiB socket buffers. */
 #define GHD_SERVER_CONNECTION_MEMORY (64ULL << 10)

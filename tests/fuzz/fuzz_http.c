@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/buffer.h"
+#include "core/buffers/buffer.h"
 #include "handlers/handlers.h"
 #include "http/http.h"
 #include "base/log.h"

@@ -14,7 +14,7 @@
 #include "handlers/handlers.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "core/run_queue.h"
+#include "core/runs/run_queue.h"
 #include "core/service.h"
 
 #include "fuzz_check.h"

@@ -1,4 +1,4 @@
-/* libFuzzer: the .npy header parser (server/core/npy.c) fed as the upload path
+/* libFuzzer: the .npy header parser (server/core/buffers/npy.c) fed as the upload path
  * feeds it: the preamble grown piece by piece until the header is whole,
  * then parsed. Checks the results' invariants, and that an accepted header,
  * formatted again by ghd_npy_format, parses back to the same description. */
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "core/npy.h"
+#include "core/buffers/npy.h"
 
 #include "fuzz_check.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "core/buffer.h"
+#include "core/buffers/buffer.h"
 #include "core/service.h"
 #include "core/service_internal.h"
 

@@ -1,12 +1,12 @@
 /* libFuzzer: token lines, token lists and Authorization headers
- * (server/core/auth.c). A parsed entry must use only the allowed alphabets and
+ * (server/core/tenancy/auth.c). A parsed entry must use only the allowed alphabets and
  * lengths and must authenticate as itself, and only as itself. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/auth.h"
+#include "core/tenancy/auth.h"
 #include "base/error.h"
 
 #include "fuzz_check.h"

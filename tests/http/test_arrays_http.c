@@ -1,5 +1,5 @@
 /* Arrays on buffers over real HTTP: dtype and shape at creation and by
- * PATCH, .npy bodies both ways (byte-exact against headers server/core/npy.c
+ * PATCH, .npy bodies both ways (byte-exact against headers server/core/buffers/npy.c
  * formats and data the test generates, the header split across pieces, the
  * refusals), and versions: ETag, If-Match (412) and If-None-Match (304),
  * including two clients racing conditional writes. */
@@ -16,7 +16,7 @@
 
 #include "harness.h"
 #include "harness_rest.h"
-#include "core/npy.h"
+#include "core/buffers/npy.h"
 
 static struct support_server H;
 
@@ -33,7 +33,7 @@ static json_t *create_json(const char *json, long want)
     return doc;
 }
 
-/* A .npy body: the header server/core/npy.c writes for `d`, then `data_len`
+/* A .npy body: the header server/core/buffers/npy.c writes for `d`, then `data_len`
  * bytes of stream `seed`. Caller frees. */
 static char *npy_body(const char *dtype, unsigned ndim, const uint64_t *shape, uint64_t seed,
                       size_t data_len, size_t *len)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every header of the product (server/, kernels/, handlers/) carries the
 include guard its path names, as server/README.md's Names ask:
-GHD_<DIR>_<FILE>_H, the folder as the layers name it (server/core/run.h is
+GHD_<DIR>_<FILE>_H, the folder as the layers name it (server/core/runs/run.h is
 GHD_CORE_RUN_H, kernels/user/ukernel.h GHD_KERNELS_USER_UKERNEL_H), so that a
 guard left from a folder a file moved out of is caught.
 

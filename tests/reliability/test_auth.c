@@ -1,4 +1,4 @@
-/* The token parser and table (server/core/auth.c): every line form, the list
+/* The token parser and table (server/core/tenancy/auth.c): every line form, the list
  * form, file errors with line numbers, reload keeping the old table on error,
  * and that no error message ever contains a token. */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "core/auth.h"
+#include "core/tenancy/auth.h"
 #include "base/error.h"
 
 static int parse(const char *line, char *tok, char *ten, const char **why)

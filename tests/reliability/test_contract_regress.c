@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "rel.h"
-#include "core/buffer.h"
+#include "core/buffers/buffer.h"
 
 static int setup(void **state)
 {

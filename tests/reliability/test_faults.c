@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "rel.h"
-#include "core/run_queue.h"
+#include "core/runs/run_queue.h"
 
 #define CHUNK (64 << 10)
 

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "rel.h"
-#include "core/run_queue.h"
+#include "core/runs/run_queue.h"
 
 /* Whether the tests run on the CUDA backend (GHD_TEST_BACKEND=cuda). */
 static int on_cuda(void)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/buffer.h"
+#include "core/buffers/buffer.h"
 #include "kernels/kernel.h"
 #include "base/error.h"
 #include "random.h"

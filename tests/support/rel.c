@@ -31,7 +31,7 @@
 #include "small_config.h"
 #include "handlers/handlers.h"
 #include "http/probe.h"
-#include "core/run_queue.h"
+#include "core/runs/run_queue.h"
 
 int rel_enough_files(unsigned long need)
 {

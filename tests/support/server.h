@@ -6,7 +6,7 @@
  * and rel.h's (reliability and security) both drive, so a test may use
  * either on one server. harness_start and rel_start configure and start
  * it (small_config.h); tests keep in-process access to the service. */
-#include "core/config.h"
+#include "core/config/config.h"
 #include "core/service.h"
 #include "core/service_internal.h"
 #include "http/http.h"

@@ -15,7 +15,7 @@
  *   --download-overlap. */
 #include <stddef.h>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 /* A suite's memory: the pool's limit, slab and first slab, and the
  * staging ring's chunks and how long a transfer waits for one. */

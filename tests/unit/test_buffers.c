@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "core/buffer.h"
+#include "core/buffers/buffer.h"
 #include "device/runtime.h"
 #include "base/error.h"
 #include "unit_host.h"

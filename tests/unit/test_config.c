@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "core/config.h"
+#include "core/config/config.h"
 
 extern char **environ;
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 #include "http/conn_limit.h"
 
 static struct ghd_metrics *metrics; /* what the limits count into */

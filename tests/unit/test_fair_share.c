@@ -1,4 +1,4 @@
-/* Each tenant's share of a device (server/core/run_pick.c), on the run
+/* Each tenant's share of a device (server/core/runs/run_pick.c), on the run
  * queue alone with a host-backend runtime: a tenant back from idle goes
  * ahead of the runs another tenant queued while it was away, and with
  * shares on (tokens configured) one tenant never holds the last worker of
@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "core/buffer.h"
-#include "core/run.h"
-#include "core/run_queue.h"
+#include "core/buffers/buffer.h"
+#include "core/runs/run.h"
+#include "core/runs/run_queue.h"
 #include "base/error.h"
 #include "device/host_fault.h"
 #include "unit_host.h"

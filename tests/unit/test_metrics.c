@@ -1,4 +1,4 @@
-/* Metrics are a leaf (server/core/metrics.c): the exposition is rendered
+/* Metrics are a leaf (server/core/metrics/metrics.c): the exposition is rendered
  * from what was fed to the recorders and from a gauge snapshot alone, with
  * no service, buffer table, run queue or router behind it. Each struct
  * ghd_metrics counts apart (a service owns one), and a NULL one takes
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 
 static char *render(struct ghd_metrics *m, const struct ghd_metrics_gauges *g)
 {

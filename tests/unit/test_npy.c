@@ -1,4 +1,4 @@
-/* The .npy header module (server/core/npy.c): the preamble and dict parser, the
+/* The .npy header module (server/core/buffers/npy.c): the preamble and dict parser, the
  * refusals that say which (big-endian, object, structured, Fortran order),
  * the 10,000-byte bound, and headers we format read back by our parser. The
  * data-file cases in npy_cases/ were written by NumPy itself (make_cases.py)
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "base/error.h"
-#include "core/npy.h"
+#include "core/buffers/npy.h"
 
 /* Wraps the n bytes of a dict literal into a version 1.0 (or 2.0) preamble. */
 static size_t wrap_n(char *out, unsigned major, const char *dict, size_t n)

@@ -1,4 +1,4 @@
-/* Pipelines replayed as graphs (server/core/run_graph.c), on the host
+/* Pipelines replayed as graphs (server/core/runs/run_graph.c), on the host
  * backend, where the same bookkeeping runs and a replay executes the steps
  * queued without a wait: a key is seen once, captured the second time and
  * replayed after; a buffer that leaves the table or changes shape drops its
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "core/run_graph.h"
+#include "core/runs/run_graph.h"
 #include "unit_host.h"
 
 struct fixture {

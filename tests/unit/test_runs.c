@@ -1,4 +1,4 @@
-/* Runs in the core (server/core/run.c): a step holds one reference per
+/* Runs in the core (server/core/runs/run.c): a step holds one reference per
  * buffer its call names, whatever the kernel does, and drops them when the
  * run releases its calls; runs that write a common buffer conflict; a run
  * orders its buffers on its stream (a new buffer reads as zeros); the run
@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "core/buffer.h"
-#include "core/run.h"
-#include "core/run_queue.h"
+#include "core/buffers/buffer.h"
+#include "core/runs/run.h"
+#include "core/runs/run_queue.h"
 #include "base/error.h"
 #include "device/host_fault.h"
 #include "unit_host.h"

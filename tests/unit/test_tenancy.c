@@ -18,16 +18,16 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "core/auth.h"
-#include "core/config.h"
+#include "core/tenancy/auth.h"
+#include "core/config/config.h"
 #include "core/service.h"
-#include "core/service_buffers.h"
+#include "core/buffers/service_buffers.h"
 #include "core/service_devices.h"
 #include "core/service_kernels.h"
 #include "core/service_modules.h"
-#include "core/service_regions.h"
-#include "core/service_runs.h"
-#include "core/service_usage.h"
+#include "core/regions/service_regions.h"
+#include "core/runs/service_runs.h"
+#include "core/tenancy/service_usage.h"
 
 static const struct ghd_caller alice = {"alice", 0};
 static const struct ghd_caller bob = {"bob", 0};

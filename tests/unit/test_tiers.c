@@ -1,4 +1,4 @@
-/* Tiers (server/core/tier.c, tier_state.c, tier_ahead.c) on a host-backend
+/* Tiers (server/core/tiers/tier.c, tier_state.c, tier_ahead.c) on a host-backend
  * runtime with a real buffer table: the least recently used idle buffer
  * goes first and a held one never, a tenant over its share before another,
  * a run pages its buffers in before its kernel, concurrent users and
@@ -18,11 +18,11 @@
 
 #include <cmocka.h>
 
-#include "core/buffer.h"
-#include "core/config.h"
-#include "core/run.h"
-#include "core/tier.h"
-#include "core/tier_internal.h"
+#include "core/buffers/buffer.h"
+#include "core/config/config.h"
+#include "core/runs/run.h"
+#include "core/tiers/tier.h"
+#include "core/tiers/tier_internal.h"
 #include "base/error.h"
 #include "tiers_fixture.h"
 #include "unit_host.h"

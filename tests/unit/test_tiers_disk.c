@@ -1,4 +1,4 @@
-/* The disk tier and the bytes of spilled buffers (server/core/tier_disk.c,
+/* The disk tier and the bytes of spilled buffers (server/core/tiers/tier_disk.c,
  * tier_io.c, tier.c) on a host-backend runtime: a page-in brings back the
  * very bytes from the host tier and from disk, large buffers included, a
  * read finds them where they are, and a disk that refuses (full, gone,
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "base/error.h"
-#include "core/tier_disk.h"
+#include "core/tiers/tier_disk.h"
 #include "tiers_fixture.h"
 
 /* A buffer spilled to the host tier, then to disk, comes back with its

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "core/buffer.h"
-#include "core/tier.h"
-#include "core/tier_internal.h"
+#include "core/buffers/buffer.h"
+#include "core/tiers/tier.h"
+#include "core/tiers/tier_internal.h"
 #include "unit_host.h"
 
 #define MIB ((size_t)1 << 20)

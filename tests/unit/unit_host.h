@@ -14,9 +14,9 @@
 
 #include <jansson.h>
 
-#include "core/buffer.h"
-#include "core/run.h"
-#include "core/run_queue.h"
+#include "core/buffers/buffer.h"
+#include "core/runs/run.h"
+#include "core/runs/run_queue.h"
 #include "base/error.h"
 #include "device/runtime.h"
 
