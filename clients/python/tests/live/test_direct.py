@@ -58,8 +58,12 @@ def test_direct_mode_reaches_every_owner(make_server):
             y.set(np.full(1000, 10 + k, np.int32))
         assert t.owners() == {k: urls[k] for k in range(3)}
         assert t.direct_requests >= 6
+        # A peer whose probe timed out (a loaded machine: CI runs suites side
+        # by side) is passed over and named as skipped until its next probe:
+        # the listing is complete once instance 0 sees the three ready.
+        _wait_ready(urls[0], 3)
         got = sorted(x.id for x in c.list())
-        assert set(got) >= {x.id for x in arrays.values()}
+        assert set(got) >= {x.id for x in arrays.values()}, (got, arrays)
         servers[2].stop()
         with pytest.raises(gpuhttpd.Misdirected) as e:
             c.buffer(arrays[2].id)
