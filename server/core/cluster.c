@@ -173,8 +173,14 @@ int ghd_cluster_walk_next(struct ghd_cluster *c, unsigned start, unsigned after,
     pthread_mutex_lock(&c->lock);
     for (unsigned i = 0; i < c->count; i++) {
         const struct ghd_peer_seen *s = &c->peers[i].seen;
-        unsigned d = s->instance >= 0 ? cyclic(start, (unsigned)s->instance) : 0;
-        if (s->instance < 0 || d <= from || (unsigned)s->instance == c->self_instance)
+        if (s->instance < 0) { /* never answered: whatever it holds is not in the walk */
+            json_array_append_new(skipped, json_pack("{s:n, s:s, s:s}", "instance", "url",
+                                                     c->peers[i].url, "state",
+                                                     ghd_peer_state_name(s->state)));
+            continue;
+        }
+        unsigned d = cyclic(start, (unsigned)s->instance);
+        if (d <= from || (unsigned)s->instance == c->self_instance)
             continue;
         if (s->state != GHD_PEER_READY || !s->boot[0]) {
             json_array_append_new(skipped,
@@ -195,8 +201,8 @@ int ghd_cluster_walk_next(struct ghd_cluster *c, unsigned start, unsigned after,
     pthread_mutex_unlock(&c->lock);
     /* A peer skipped past the one chosen is the next page's to report. */
     for (size_t k = json_array_size(skipped); found >= 0 && k-- > 0;) {
-        json_int_t n = json_integer_value(json_object_get(json_array_get(skipped, k), "instance"));
-        if (cyclic(start, (unsigned)n) > best)
+        json_t *at = json_object_get(json_array_get(skipped, k), "instance");
+        if (json_is_integer(at) && cyclic(start, (unsigned)json_integer_value(at)) > best)
             json_array_remove(skipped, k);
     }
     return found >= 0 ? 0 : GHD_ENOENT;

@@ -53,7 +53,9 @@ const char *ghd_cluster_owner_url(struct ghd_cluster *c, unsigned instance);
  * from `start` (the instance that listed first) on: the next instance after
  * `after` and before `start` again that is ready, with its boot; 0, or
  * GHD_ENOENT when the walk is over. Each peer passed over because it is not
- * ready is appended to `skipped` as {instance, url, state}. */
+ * ready is appended to `skipped` as {instance, url, state}; a peer that never
+ * answered (its instance unknown: null) is on every such list, as its buffers
+ * may be anywhere in the walk. */
 int ghd_cluster_walk_next(struct ghd_cluster *c, unsigned start, unsigned after,
                           unsigned *instance, char boot[GHD_CLUSTER_BOOT_LEN + 1],
                           json_t *skipped);
