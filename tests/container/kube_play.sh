@@ -87,18 +87,16 @@ EOF
   # The token Secret the StatefulSet reads: its key tokens as a file in a
   # Secret volume (GHD_TOKENS_FILE), which kube_render.py makes a hostPath of
   # this folder, laid out as the kubelet lays a Secret volume out with
-  # fsGroup (root:10001, group read); its optional key metrics-token through
-  # a secretKeyRef. Podman 4.3 reads a secretKeyRef from a podman secret
-  # holding a JSON object of base64 values; a Secret document given to kube
-  # play is stored as YAML, which the same kube play then fails to read
-  # ("secret gpuhttpd-tokens is not valid JSON").
+  # fsGroup (root:10001, group read), and its key metrics-token as a second
+  # file (GHD_METRICS_TOKEN_FILE).
   ktoken=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
   mkdir -p "$kdir/secret"
   echo "$ktoken ci" >"$kdir/secret/tokens"
+  kmetrics=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+  echo "$kmetrics" >"$kdir/secret/metrics-token"
   chown -R 0:10001 "$kdir/secret"
   chmod 0750 "$kdir/secret"
-  chmod 0440 "$kdir/secret/tokens"
-  echo '{}' | "${kpm[@]}" secret create gpuhttpd-tokens - >/dev/null || fail "kube: no secret"
+  chmod 0440 "$kdir/secret/tokens" "$kdir/secret/metrics-token"
 
   local proxy_port stats_port
   read -r proxy_port stats_port < <(free_ports)
@@ -145,11 +143,19 @@ EOF
   local t_up=$((SECONDS - t0))
   [ "$(kube_get /readyz)" = 200 ] || fail "kube: /readyz through the proxy: $(cat "$kdir/body")"
   say "kube: all $kube_instances instances up in the proxy $t_up s after kube play; /readyz 200 through it"
+  # The metrics token from its Secret file: /metrics answers it, not a tenant's.
+  local code
+  code=$(curl -s -m 20 -o "$kdir/body" -w '%{http_code}' -H "Authorization: Bearer $kmetrics" \
+    "$kurl/metrics") || true
+  [ "$code" = 200 ] && grep -q '^gpuhttpd_' "$kdir/body" ||
+    fail "kube: /metrics with the Secret file's metrics token: $code $(head -c 300 "$kdir/body")"
+  [ "$(kube_get /metrics)" = 401 ] || fail "kube: /metrics with a tenant's token: $(cat "$kdir/body")"
+  say "kube: /metrics answers the metrics token of the Secret's file (200), a tenant's 401"
 
   # 2. Buffers made through the proxy: each id names the instance that made
   # it, the proxy spreads them, and each id is answered by its owner, bytes
   # exact.
-  local k id code owners=() bufs=()
+  local k id owners=() bufs=()
   for ((k = 0; k < 2 * kube_instances; k++)); do
     head -c $((65536 + k)) /dev/urandom >"$kdir/data-$k"
     code=$(curl -s -m 30 -o "$kdir/made" -D "$kdir/head" -w '%{http_code}' -X POST \

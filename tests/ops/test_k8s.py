@@ -136,6 +136,14 @@ def keeps_buffers(docs, sts, gpu, env):
     name = path[len(mounts[0]["mountPath"].rstrip("/")) + 1:]
     check(any(i["path"] == name and i["key"] == "tokens" for i in secret.get("items", [])),
           f"the Secret volume has no file {name} from key tokens: {secret}")
+    check("GHD_METRICS_TOKEN" not in env,
+          "the metrics token from the environment: rotating it restarts the pod")
+    mpath = env.get("GHD_METRICS_TOKEN_FILE") or ""
+    mname = mpath[len(mounts[0]["mountPath"].rstrip("/")) + 1:]
+    check(mpath.startswith(mounts[0]["mountPath"].rstrip("/") + "/") and
+          any(i["path"] == mname and i["key"] == "metrics-token" for i in secret.get("items", [])),
+          f"GHD_METRICS_TOKEN_FILE {mpath!r} is not the Secret volume's file from key "
+          f"metrics-token: {secret}")
     sec = pod["securityContext"]
     check(sec.get("fsGroup") == sec.get("runAsGroup") and not secret.get("defaultMode", 0) & 0o7,
           f"the tokens file must be readable by the server's group alone: fsGroup "
@@ -326,14 +334,20 @@ def monitoring(root, k8s_dir, docs):
           "the ServiceMonitor does not select gpuhttpd-metrics")
     sts = one(docs, "StatefulSet", "gpuhttpd")
     gpu = sts["spec"]["template"]["spec"]["containers"][0]
-    ref = [e["valueFrom"]["secretKeyRef"] for e in gpu["env"]
-           if e["name"] == "GHD_METRICS_TOKEN"][0]
+    path = [e["value"] for e in gpu["env"] if e["name"] == "GHD_METRICS_TOKEN_FILE"][0]
+    vols = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    (mount,) = [m for m in gpu["volumeMounts"]
+                if path.startswith(m["mountPath"].rstrip("/") + "/")]
+    secret = vols[mount["name"]]["secret"]
+    (item,) = [i for i in secret["items"]
+               if mount["mountPath"].rstrip("/") + "/" + i["path"] == path]
+    ref = {"name": secret["secretName"], "key": item["key"]}
     (ep,) = sm["spec"]["endpoints"]
     check(ep["port"] in {p["name"] for p in svc["spec"]["ports"]} and ep["path"] == "/metrics",
           f"the ServiceMonitor scrapes {ep.get('port')}{ep.get('path')}")
     cred = ep["authorization"]["credentials"]
     check((cred["name"], cred["key"]) == (ref["name"], ref["key"]),
-          f"the ServiceMonitor's token {cred} is not GHD_METRICS_TOKEN's {ref}")
+          f"the ServiceMonitor's token {cred} is not GHD_METRICS_TOKEN_FILE's {ref}")
     pm = one(mon, "PodMonitor", "gpuhttpd-proxy")
     proxy = one(docs, "Deployment", "gpuhttpd-proxy")["spec"]["template"]
     check(pm["spec"]["selector"]["matchLabels"].items() <= proxy["metadata"]["labels"].items(),
