@@ -147,8 +147,9 @@ EOF
   local code
   code=$(curl -s -m 20 -o "$kdir/body" -w '%{http_code}' -H "Authorization: Bearer $kmetrics" \
     "$kurl/metrics") || true
-  [ "$code" = 200 ] && grep -q '^gpuhttpd_' "$kdir/body" ||
+  if [ "$code" != 200 ] || ! grep -q '^gpuhttpd_' "$kdir/body"; then
     fail "kube: /metrics with the Secret file's metrics token: $code $(head -c 300 "$kdir/body")"
+  fi
   [ "$(kube_get /metrics)" = 401 ] || fail "kube: /metrics with a tenant's token: $(cat "$kdir/body")"
   say "kube: /metrics answers the metrics token of the Secret's file (200), a tenant's 401"
 
