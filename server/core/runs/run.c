@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/json_text.h"
 #include "run_internal.h"
@@ -267,8 +268,7 @@ static long poll_budget_ns(const struct ghd_run *run)
 int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                     struct ghd_run *run, struct ghd_err *error)
 {
-    if (run->trace)
-        ghd_run_trace_queue(run);
+    ghd_run_trace_queue(run);
     int rc = page_in(run, error);
     if (rc) {
         ghd_run_trace_done(run);
@@ -284,8 +284,8 @@ int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct gh
         if (rc == 0)
             rc = execute_step(rt, stream, ev, run, &run->steps[i], poll_ns, error);
         run->device_ms += run->steps[i].device_ms;
-        if (run->trace && rc == 0)
-            ghd_run_trace_step(run, i);
+        if (rc == 0)
+            ghd_run_trace_steps(run, i, i + 1, ghd_clock_ns());
         if (rc && run->step_count > 1)
             ghd_err_prefix(error, rc, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
     }

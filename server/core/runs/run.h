@@ -133,6 +133,7 @@ struct ghd_run {
     /* The sampled request's trace (a reference; NULL when not sampled), for
      * its queue and kernel spans (run_trace.c); dropped once it executed. */
     struct ghd_trace *trace;
+    int trace_queued; /* its queue span was written (run_trace.c) */
     unsigned step_cap; /* steps[] holds this many (ghd_run_new_sized) */
     struct ghd_run_step steps[]; /* step_count of them in use */
 };

@@ -159,12 +159,19 @@ static int prepare_run(struct ghd_service *svc, const struct ghd_caller *caller,
 }
 
 /* A pipeline whose every step can be queued without a wait may be
- * replayed as a graph when it comes again (run_graph.h). */
+ * replayed as a graph when it comes again (run_graph.h); not one over a
+ * buffer under tiers, which may move it between runs (a graph keeps its
+ * addresses): the graph cache never keys such a run. */
 static int graphable(const struct ghd_run *run)
 {
-    for (unsigned i = 0; i < run->step_count; i++)
-        if (!ghd_kernel_call_graphable(run->steps[i].call))
+    for (unsigned i = 0; i < run->step_count; i++) {
+        const struct ghd_run_step *step = &run->steps[i];
+        if (!ghd_kernel_call_graphable(step->call))
             return 0;
+        for (unsigned j = 0; j < step->nheld; j++)
+            if (step->held[j]->tiers)
+                return 0;
+    }
     return run->pipeline;
 }
 

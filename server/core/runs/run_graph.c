@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
+#include "run_internal.h"
 
 /* A step takes at most this long (the tenant's measure) for its pipeline
  * to be replayed: a replayed pipeline does not stop between its steps. */
@@ -365,8 +367,7 @@ int ghd_run_execute_graphed(struct ghd_run_graphs *g, struct ghd_runtime *rt,
         return ghd_run_execute(rt, stream, ev, run, error);
     for (unsigned i = 0; i < run->step_count; i++)
         for (unsigned j = 0; j < run->steps[i].nheld; j++)
-            if ((run->steps[i].held[j]->rt && run->steps[i].held[j]->rt != rt) ||
-                run->steps[i].held[j]->tiers) /* tiers move buffers: no graph keeps an address */
+            if (run->steps[i].held[j]->rt && run->steps[i].held[j]->rt != rt)
                 return ghd_run_execute(rt, stream, ev, run, error); /* it says why */
     struct key k;
     key_of(run, &k);
@@ -381,8 +382,13 @@ int ghd_run_execute_graphed(struct ghd_run_graphs *g, struct ghd_runtime *rt,
         return ghd_err_set(error, GHD_ECANCELED, "stopped before this step");
     }
     int rc = 0;
+    ghd_run_trace_queue(run);
     int ran = through(g, e, rt, stream, ev, run, &rc, error);
     release(g, e);
+    if (ran && rc == 0) /* the same spans as its steps one by one (run.c) */
+        ghd_run_trace_steps(run, 0, run->step_count, ghd_clock_ns());
+    if (ran)
+        ghd_run_trace_done(run);
     if (!ran) { /* its capture failed: the steps as usual */
         for (unsigned i = 0; i < run->step_count; i++)
             json_object_clear(run->steps[i].result);
