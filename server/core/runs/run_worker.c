@@ -16,14 +16,14 @@
 #include "run_queue_internal.h"
 
 #include "run_graph.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
 
 /* How long a run executing on its request's thread polls for a kernel's
  * end before it hands the wait to its worker: about what a hand-off to a
  * worker and a wake-up cost, far more than a small kernel takes. */
 #define GHD_RUN_INLINE_POLL_NS 200000L
-#include "base/clock.h"
-#include "base/error.h"
-#include "base/log.h"
 
 /* The worker's streams and events. `urgent` is its high-priority stream
  * (run_pick.c), where the queue gives priorities and the backend has them;
