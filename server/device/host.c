@@ -201,10 +201,14 @@ static int host_event_record(struct ghd_device *dev, struct ghd_event *e, struct
 
 static int host_event_sync(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error)
 {
-    (void)error;
     (void)dev;
     (void)e;
+#ifdef GHD_TESTABLE
+    return ghd_host_fault_sync(dev, error); /* 0 unless a test injected a fault */
+#else
+    (void)error;
     return 0;
+#endif
 }
 
 static int host_event_done(struct ghd_device *dev, struct ghd_event *e, struct ghd_err *error)
@@ -219,6 +223,10 @@ static int host_event_poll(struct ghd_device *dev, struct ghd_event *e, long bud
                            struct ghd_err *error)
 {
     (void)budget_ns;
+#ifdef GHD_TESTABLE
+    if (ghd_host_fault_poll(dev)) /* a faulting sync is next: "not ended yet" */
+        return 0;
+#endif
     return host_event_done(dev, e, error);
 }
 

@@ -80,6 +80,16 @@ int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error)
     return rc;
 }
 
+int ghd_host_fault_poll(struct ghd_device *dev)
+{
+    int d = slot(dev);
+    pthread_mutex_lock(&lock);
+    int next = lost[d] ||
+               (armed != GHD_HOST_FAULT_NONE && (armed_on < 0 || armed_on == d) && countdown == 1);
+    pthread_mutex_unlock(&lock);
+    return next;
+}
+
 int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error)
 {
     int d = slot(dev);

@@ -15,11 +15,12 @@
 
 enum ghd_host_fault {
     GHD_HOST_FAULT_NONE,
-    GHD_HOST_FAULT_LOSE,  /* the stream sync fails like a sticky CUDA error; health fails after */
-    GHD_HOST_FAULT_STALL, /* the stream sync blocks until ghd_host_fault_reset (a spinning kernel) */
+    GHD_HOST_FAULT_LOSE,  /* the sync fails like a sticky CUDA error; health fails after */
+    GHD_HOST_FAULT_STALL, /* the sync blocks until ghd_host_fault_reset (a spinning kernel) */
 };
 
-/* The n-th stream sync from now (1 = the next) on any device does `fault`
+/* The n-th sync from now (1 = the next), of a stream or an event, on any
+ * device does `fault`
  * (LOSE: to the device that sync was on). */
 void ghd_host_fault_nth_sync(long n, enum ghd_host_fault fault);
 /* The n-th host_register from now (1 = the next) fails, as cudaHostRegister
@@ -35,6 +36,11 @@ struct ghd_device;
 struct ghd_err;
 int ghd_host_fault_sync(struct ghd_device *dev, struct ghd_err *error);
 int ghd_host_fault_health(struct ghd_device *dev, struct ghd_err *error);
+/* A wait for an event is a sync as a stream's is (the wait for a kernel
+ * queued without one: an injected fault or stall happens there alike); a
+ * poll says "not ended yet" (1) while the next sync on `dev` would fail or
+ * stall, else 0. */
+int ghd_host_fault_poll(struct ghd_device *dev);
 /* host_register and host_unregister: like cudaHostRegister, a range that
  * overlaps one registered before is refused (as
  * cudaErrorHostMemoryAlreadyRegistered), and counted. */

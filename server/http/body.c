@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/json_u64.h"
+#include "base/json_cache.h"
 #include "core/service.h"
 #include "head.h"
 
@@ -82,14 +82,20 @@ int ghd_body_take(struct ghd_http_request *hr, const char *data, size_t len)
     return 0;
 }
 
+/* Bodies parsed before, by their bytes and the caller's tenant: the same
+ * small run sent again costs a copy of its document, not a parse
+ * (json_cache.h). One per process, as the parser's cost is. */
+static struct ghd_json_cache bodies = GHD_JSON_CACHE_INIT;
+
 int ghd_body_parse_json(struct ghd_http_request *hr)
 {
     json_error_t err;
     /* A key twice would be read as its last value here and maybe as its
      * first by whoever checked the body before us: refused. */
     /* Integers up to 2^64 - 1 are read exactly (json_u64.h). */
-    json_t *doc = ghd_json_loadb_u64(hr->json_buf ? hr->json_buf : "", hr->json_len,
-                                     JSON_REJECT_DUPLICATES, &err);
+    json_t *doc = ghd_json_cache_loadb(&bodies, hr->req.caller.tenant,
+                                       hr->json_buf ? hr->json_buf : "", hr->json_len,
+                                       JSON_REJECT_DUPLICATES, &err);
     if (!doc)
         return ghd_reply_problem(&hr->rep, &hr->req, GHD_EJSON, "line %d, column %d: %s",
                                  err.line, err.column, err.text);

@@ -13,7 +13,7 @@
 #   BENCH_SMALL_SECONDS   time bound per test [5]
 #   BENCH_STEPS           pipeline lengths ["1 4 16"]
 #   BENCH_BATCH           runs in one request's list, 0 for none [16]
-#   BENCH_SERVER_ARGS     gpuhttpd options ["--run-inline 1": runs on their request's thread]
+#   BENCH_SERVER_ARGS     gpuhttpd options ["--run-inline 1": runs on their request's thread, the default]
 #   BENCH_NOGRAPH_ARGS    the options of the second server ["--run-graphs 0"]
 #   BENCH_TIMEOUT         seconds before any one tool run is aborted [300]
 # Raw results go to OUT_DIR/results.jsonl. Exits 1 when any run failed.

@@ -79,7 +79,7 @@ test_devices_gpu tests/gpu/test_devices_gpu GHD_TEST_DEVICES=all
 test_inline_http tests/http/test_inline_http GHD_TEST_BACKEND=cuda GHD_TEST_DEVICES=all --report-api-errors=no
 test_tiers_http tests/http/test_tiers_http GHD_TEST_BACKEND=cuda
 test_graphs_gpu tests/gpu/test_graphs_gpu GHD_TEST_BACKEND=cuda
-test_runs_http_inline tests/http/test_runs_http GHD_TEST_BACKEND=cuda GHD_TEST_RUN_INLINE=1
+test_runs_http_workers tests/http/test_runs_http GHD_TEST_BACKEND=cuda GHD_TEST_RUN_INLINE=0
 LIST
   # test_modules_gpu (and test_inline_http, which runs a raw module sent by
   # value): a module's parameter layout is read by asking

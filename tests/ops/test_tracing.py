@@ -359,11 +359,50 @@ def test_options(binary):
         check(p.returncode != 0 and want in p.stderr, f"{args}: rc {p.returncode} {p.stderr!r}")
 
 
+def test_replayed_run(binary):
+    """A pipeline replayed through its graph (the third of the same runs)
+    exports the same spans as one executed step by step: its queue wait and
+    one kernel per step, under handle (run_graph.c shared the span calls of
+    run.c; a replayed run wrote none)."""
+    rec = Receiver()
+    try:
+        with Server(binary, "--otlp-endpoint", f"http://127.0.0.1:{rec.port}",
+                    "--trace-sample", "0") as srv:
+            st, _, buf = srv.json("POST", "/v1/buffers", {"size": 4096})
+            check(st == 201, f"create: {st} {buf}")
+            step = {"kernel": "axpy", "args": {"a": 1.0, "x": buf["id"], "y": buf["id"],
+                                               "dtype": "f32", "n": 1024}}
+            body = {"steps": [step, step, step]}
+            for _ in range(2):  # seen, then captured
+                st, _, run = srv.json("POST", "/v1/runs", body)
+                check(st == 200 and run["status"] == "succeeded", f"run: {st} {run}")
+            parent = "c7ad6b7169203331"
+            tp = "00-3af7651916cd43dd8448eb211c80319c-" + parent + "-01"
+            st, h, run = srv.json("POST", "/v1/runs", body, headers={"traceparent": tp})
+            check(st == 200 and run.get("graph") == "replayed", f"third run: {st} {run}")
+            trace, _ = traceparent_of(h)
+            spans = collect(rec, [trace])[trace]
+        root, phases = check_tree(spans, parent, "replayed run")
+        kernels = sorted((s for s in spans if s.name == "kernel"),
+                         key=lambda s: attrs_of(s)["gpuhttpd.step"])
+        check([attrs_of(s)["gpuhttpd.step"] for s in kernels] == [0, 1, 2] and
+              all(s.parent_span_id == phases["handle"].span_id for s in kernels),
+              f"replayed run's kernel spans {[(s.name, attrs_of(s)) for s in kernels]}")
+        check(all(kernels[i].end_time_unix_nano <= kernels[i + 1].start_time_unix_nano
+                  for i in range(2)), "the replayed steps' spans overlap")
+        check(any(s.name == "queue" for s in children_of(spans, phases["handle"])),
+              "no queue span for the replayed run")
+    finally:
+        rec.close()
+    print("test_tracing: replayed run ok")
+
+
 def main():
     binary = sys.argv[1]
     test_context(binary)
     test_options(binary)
     test_export(binary)
+    test_replayed_run(binary)
     test_collector_down(binary)
     print("test_tracing: ok")
 

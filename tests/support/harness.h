@@ -11,7 +11,8 @@
  * "skipped: no CUDA device" and exits 77 (ctest's skip code).
  * GHD_TEST_DIRECT_COPY=0 turns --direct-copy off (every byte through the
  * staging ring); GHD_TEST_DEVICES sets --devices (the GPU variants run
- * with all); GHD_TEST_RUN_INLINE=1 sets --run-inline 1; GHD_TEST_LOG=debug|info|warn shows the server's log. */
+ * with all); GHD_TEST_RUN_INLINE=0 sets --run-inline 0 (1 is the default);
+ * GHD_TEST_LOG=debug|info|warn shows the server's log. */
 
 #include <stddef.h>
 #include <stdint.h>

@@ -47,7 +47,7 @@ static void socket_settings(struct ghd_config *cfg)
         cfg->download_block = v;
     if (env_number("GHD_TEST_DOWNLOAD_OVERLAP", &v))
         cfg->download_overlap = (unsigned)v;
-    /* GHD_TEST_RUN_INLINE=1: --run-inline 1 (runs on their request's thread). */
+    /* GHD_TEST_RUN_INLINE=0: --run-inline 0 (every run to a worker; 1 is the default). */
     if (env_number("GHD_TEST_RUN_INLINE", &v))
         cfg->run_inline = (unsigned)v;
 }

@@ -15,6 +15,8 @@
 #include <cmocka.h>
 
 #include "core/runs/run_graph.h"
+#include "base/error.h"
+#include "device/host_fault.h"
 #include "unit_host.h"
 
 struct fixture {
@@ -180,10 +182,42 @@ static void test_least_recently_used_goes(void **state)
     assert_int_equal(run_once(f, g, 2, 2.0), GHD_RUN_GRAPH_NONE);
 }
 
+/* A replay executed on a request's thread (handoff_ns set) whose end is
+ * not seen within the poll stops at its wait (GHD_RUN_HANDED_OFF, waiting
+ * for the graph) and goes on from there on another call, as the worker it
+ * is handed to does: the wait's result is the run's (here an injected
+ * device error), the entry is let go and replays again after. */
+static void test_replay_handed_off_at_its_wait(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_graphs *g;
+    assert_int_equal(ghd_run_graphs_new(8, &g), 0);
+    assert_int_equal(run_once(f, g, 3, 2.0), GHD_RUN_GRAPH_NONE);
+    assert_int_equal(run_once(f, g, 3, 2.0), GHD_RUN_GRAPH_CAPTURED);
+    struct ghd_run *run = pipeline(f, 3, 2.0);
+    struct ghd_run_exec x = {.rt = &f->rt, .stream = f->s, .ev = f->ev, .run = run,
+                             .handoff_ns = 1000};
+    struct ghd_err err = {0};
+    ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_LOSE); /* the poll says "not yet" */
+    assert_int_equal(ghd_run_exec_graphed(g, &x, &err), GHD_RUN_HANDED_OFF);
+    assert_int_equal(x.waiting, GHD_RUN_EXEC_GRAPH);
+    assert_int_equal(run->graph_use, GHD_RUN_GRAPH_REPLAYED);
+    x.handoff_ns = 0; /* the worker sleeps on the wait */
+    assert_int_equal(ghd_run_exec_graphed(g, &x, &err), GHD_EDEVICE);
+    assert_int_equal(x.waiting, GHD_RUN_EXEC_NONE);
+    assert_non_null(strstr(err.detail, "injected"));
+    ghd_host_fault_reset();
+    ghd_run_unref(run);
+    assert_int_equal(run_once(f, g, 3, 2.0), GHD_RUN_GRAPH_REPLAYED);
+    expect_counts(g, 1, 1, 2, 0, 1);
+    ghd_run_graphs_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_capture_once_then_replay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_handed_off_at_its_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_buffers_invalidate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_least_recently_used_goes, setup, teardown),
     };

@@ -327,6 +327,104 @@ static void test_workers_per_device(void **state)
     }
 }
 
+/* Runs executed on their submitter's thread (--run-inline, run_worker.c):
+ * a kernel whose end does not come within the bounded poll is handed to the
+ * worker the run borrowed, so that the submitter (a request's thread) is
+ * free to hear that its run was reported failed, the device lost or the
+ * server stopping, while the kernel still runs. Before, the submitting
+ * thread slept in the kernel's wait and ghd_run_submit did not return. The
+ * host's event waits stall where a test says (ghd_host_fault_nth_sync). */
+static struct ghd_run_queue *inline_queue(struct fixture *f)
+{
+    return unit_host_queue(&f->rt, 1, (struct ghd_run_queue_config){
+        .workers = 1, .queue_limit = 8, .runs_kept = 8, .keep_s = 3600, .inline_runs = 1});
+}
+
+/* A waited-for run: y = 2 x + y, 4 f32. */
+static struct ghd_run *waited(struct fixture *f)
+{
+    int rc;
+    struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
+    assert_int_equal(rc, 0);
+    run->may_inline = 1;
+    return run;
+}
+
+/* Submits waited runs until one executes on this thread (the worker may
+ * not be on its idle stack yet just after the queue started), which has
+ * ended when ghd_run_submit returns. */
+static void inline_once(struct fixture *f, struct ghd_run_queue *q)
+{
+    for (int i = 0; i < 200; i++) {
+        struct ghd_run *run = waited(f);
+        assert_int_equal(ghd_run_submit(q, run), 0);
+        int ran_inline = run->ran_inline;
+        ghd_run_wait(q, run);
+        assert_int_equal(run->status, GHD_RUN_SUCCEEDED);
+        ghd_run_unref(run);
+        if (ran_inline)
+            return;
+        usleep(1000);
+    }
+    fail_msg("no run executed on its submitter's thread");
+}
+
+/* A run that executed on this thread until its kernel's wait, which never
+ * ends on its own: handed to its worker, still running. */
+static struct ghd_run *handed_off(struct fixture *f, struct ghd_run_queue *q)
+{
+    inline_once(f, q);
+    struct ghd_run *run = waited(f);
+    ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* its kernel's end never comes */
+    assert_int_equal(ghd_run_submit(q, run), 0); /* returns: its worker waits now */
+    assert_true(run->ran_inline);
+    assert_int_equal(ghd_run_wait_ms(q, run, 20), 0); /* still running */
+    return run;
+}
+
+/* The device is lost, or the server stops without waiting
+ * (ghd_run_queue_abandon), while the handed-off kernel still runs: the
+ * waiter hears that its run failed at once. */
+static void test_stuck_kernel_answers_its_waiter(void **state)
+{
+    struct fixture *f = *state;
+    for (int stop = 0; stop < 2; stop++) {
+        struct ghd_run_queue *q = inline_queue(f);
+        struct ghd_run *run = handed_off(f, q);
+        assert_int_equal(run->status, GHD_RUN_RUNNING);
+        if (stop)
+            assert_int_equal(ghd_run_queue_abandon(q), 1); /* the one running, on its worker */
+        else
+            ghd_run_queue_device_lost(q, 0, "the test lost it");
+        ghd_run_wait(q, run);
+        assert_int_equal(run->status, GHD_RUN_FAILED);
+        assert_int_equal(run->error_code, stop ? GHD_EUNAVAIL : GHD_EDEVLOST);
+        ghd_host_fault_reset(); /* the worker's wait returns; its result is dropped */
+        ghd_run_unref(run);
+        ghd_run_queue_free(q);
+    }
+}
+
+/* A handed-off run ends on its worker with its own result (the injected
+ * device error of the released wait, or success where the release came
+ * before the worker's wait), and the worker is given back: the next run
+ * executes on its submitter's thread again. */
+static void test_handed_off_run_ends_on_its_worker(void **state)
+{
+    struct fixture *f = *state;
+    struct ghd_run_queue *q = inline_queue(f);
+    struct ghd_run *run = handed_off(f, q);
+    ghd_host_fault_reset(); /* the wait returns, failing as a device error */
+    ghd_run_wait(q, run);
+    if (run->status != GHD_RUN_SUCCEEDED) {
+        assert_int_equal(run->status, GHD_RUN_FAILED);
+        assert_int_equal(run->error_code, GHD_EDEVICE);
+    }
+    ghd_run_unref(run);
+    inline_once(f, q);
+    ghd_run_queue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +435,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kept_per_tenant, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_result_is_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_workers_per_device, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stuck_kernel_answers_its_waiter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handed_off_run_ends_on_its_worker, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,12 +132,11 @@ static const struct option_spec specs[] = {
     {"run-priority", OPT_UINT, OFF(run_priority), 0, 0, 1, "1",
      "with tenant tokens, 1 runs a run of a tenant below another's share of the device on a "
      "high-priority stream, ahead of the blocks of that tenant's running kernels; 0 does not"},
-    {"run-inline", OPT_UINT, OFF(run_inline), 0, 0, 1, "0",
-     "1 executes a run that its request waits for on the request's own thread when a worker "
-     "of its device is idle and nothing is queued there (the scheduler still decides; a raw "
-     "module's run always goes to a worker): no hand-off, but such a run's client is not "
-     "answered before its kernel returns, also when the server stops or the device is lost; "
-     "0 always hands it to a worker"},
+    {"run-inline", OPT_UINT, OFF(run_inline), 0, 0, 1, "1",
+     "1 executes a run its request waits for on the request's own thread when a worker of "
+     "its device is idle and nothing is queued there (the scheduler decides; elementwise and "
+     "BLAS-1 built-ins only): no hand-off; a kernel not done within 200 us is left to that "
+     "worker, so the client still hears of a stop or a lost device; 0: always a worker"},
     {"run-graphs", OPT_UINT, OFF(run_graphs), 0, 0, 4096, "64",
      "pipelines kept captured as device graphs, replayed when run again over the same "
      "buffers (0 = none)"},

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/json_text.h"
 #include "run_internal.h"
@@ -183,36 +184,65 @@ void ghd_run_unref(struct ghd_run *run)
     free(run);
 }
 
-static int execute_step(struct ghd_runtime *rt, struct ghd_stream *stream,
-                        struct ghd_event *ev[2], struct ghd_run *run, struct ghd_run_step *step,
-                        long poll_ns, struct ghd_err *error)
+/* Step `step` launched: its result, its buffers ordered on the stream, its
+ * kernel between ev[0] and ev[1] (queued without a wait where the
+ * execution may hand off and the kernel can be: ghd_run_exec). */
+static int step_launch(struct ghd_run_exec *x, struct ghd_run_step *step, struct ghd_err *error)
 {
-    struct ghd_device *dev = &rt->dev;
+    struct ghd_device *dev = &x->rt->dev;
     step->result = json_object();
     if (!step->result)
         return ghd_err_set(error, GHD_ENOHOSTMEM, "kernel %s: no memory for its result",
                            ghd_kernel_name(step->kernel));
     for (unsigned i = 0; i < step->nheld; i++)
-        if (step->held[i]->rt && step->held[i]->rt != rt) {
+        if (step->held[i]->rt && step->held[i]->rt != x->rt) {
             return ghd_err_set(error, GHD_EUNPROC, "kernel %s: buffer %s lives on another device",
                                ghd_kernel_name(step->kernel), step->held[i]->id);
         }
-    int rc = dev->ops->event_record(dev, ev[0], stream, error);
+    int rc = dev->ops->event_record(dev, x->ev[0], x->stream, error);
     for (unsigned i = 0; i < step->nheld && rc == 0; i++)
-        rc = ghd_buffer_order(step->held[i], stream, error);
+        rc = ghd_buffer_order(step->held[i], x->stream, error);
     if (rc == 0)
-        rc = ghd_kernel_call_execute(step->call, rt, stream, step->result, error);
-    ghd_run_mark(run, GHD_RUN_MARK_LAUNCHED);
+        rc = x->handoff_ns > 0 && ghd_kernel_call_graphable(step->call)
+                 ? ghd_kernel_call_launch(step->call, x->rt, x->stream, step->result, error)
+                 : ghd_kernel_call_execute(step->call, x->rt, x->stream, step->result, error);
+    ghd_run_mark(x->run, GHD_RUN_MARK_LAUNCHED);
     if (rc == 0)
-        rc = dev->ops->event_record(dev, ev[1], stream, error);
+        rc = dev->ops->event_record(dev, x->ev[1], x->stream, error);
+    return rc;
+}
+
+int ghd_run_exec_wait(struct ghd_run_exec *x, long poll_ns, struct ghd_err *error)
+{
+    struct ghd_device *dev = &x->rt->dev;
+    long budget = x->handoff_ns > 0 ? x->handoff_ns : poll_ns;
     int done = 0;
-    if (rc == 0 && poll_ns > 0 && dev->ops->event_poll)
-        rc = (done = dev->ops->event_poll(dev, ev[1], poll_ns, error)) < 0 ? done : 0;
-    if (rc == 0 && !done)
-        rc = dev->ops->event_sync(dev, ev[1], error);
-    ghd_run_mark(run, GHD_RUN_MARK_COMPLETED);
+    if (budget > 0 && dev->ops->event_poll)
+        done = dev->ops->event_poll(dev, x->ev[1], budget, error);
+    if (done)
+        return done < 0 ? done : 0;
+    if (x->handoff_ns > 0)
+        return GHD_RUN_HANDED_OFF;
+    return dev->ops->event_sync(dev, x->ev[1], error);
+}
+
+/* Launches step x->step and waits for it, or, handed off at its wait
+ * (x->waiting), waits for it. */
+static int execute_step(struct ghd_run_exec *x, struct ghd_run_step *step, long poll_ns,
+                        struct ghd_err *error)
+{
+    struct ghd_device *dev = &x->rt->dev;
+    int rc = x->waiting ? 0 : step_launch(x, step, error);
+    x->waiting = GHD_RUN_EXEC_NONE;
     if (rc == 0)
-        rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &step->device_ms, error);
+        rc = ghd_run_exec_wait(x, poll_ns, error);
+    if (rc == GHD_RUN_HANDED_OFF) {
+        x->waiting = GHD_RUN_EXEC_STEP;
+        return rc;
+    }
+    ghd_run_mark(x->run, GHD_RUN_MARK_COMPLETED);
+    if (rc == 0)
+        rc = dev->ops->event_elapsed(dev, x->ev[0], x->ev[1], &step->device_ms, error);
     if (rc && error && !error->detail[0]) /* a detail also where a callee said nothing */
         ghd_err_set(error, rc, "%s", ghd_strerror(rc));
     return rc;
@@ -264,34 +294,46 @@ static long poll_budget_ns(const struct ghd_run *run)
     return step_ns < 5000 ? 10000 : (long)(2 * step_ns);
 }
 
-int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
-                    struct ghd_run *run, struct ghd_err *error)
+int ghd_run_exec_steps(struct ghd_run_exec *x, struct ghd_err *error)
 {
-    if (run->trace)
+    struct ghd_run *run = x->run;
+    int rc = 0;
+    if (!x->waiting) {
         ghd_run_trace_queue(run);
-    int rc = page_in(run, error);
-    if (rc) {
-        ghd_run_trace_done(run);
-        return rc;
+        if ((rc = page_in(run, error)) != 0) {
+            ghd_run_trace_done(run);
+            return rc;
+        }
+        x->step = 0;
     }
     long poll_ns = poll_budget_ns(run);
-    for (unsigned i = 0; i < run->step_count && rc == 0; i++) {
-        atomic_store(&run->step_now, i); /* before the flag is read: ghd_run_ask_stop */
-        if (atomic_load(&run->stop) != GHD_RUN_GO)
-            rc = ghd_err_set(error, GHD_ECANCELED, "stopped before this step");
-        else
-            ghd_kernel_call_set_stop(run->steps[i].call, &run->stop);
-        if (rc == 0)
-            rc = execute_step(rt, stream, ev, run, &run->steps[i], poll_ns, error);
+    for (; x->step < run->step_count && rc == 0; x->step++) {
+        unsigned i = x->step;
+        if (!x->waiting) {
+            atomic_store(&run->step_now, i); /* before the flag is read: ghd_run_ask_stop */
+            if (atomic_load(&run->stop) != GHD_RUN_GO)
+                rc = ghd_err_set(error, GHD_ECANCELED, "stopped before this step");
+            else
+                ghd_kernel_call_set_stop(run->steps[i].call, &run->stop);
+        }
+        if (rc == 0 && (rc = execute_step(x, &run->steps[i], poll_ns, error)) == GHD_RUN_HANDED_OFF)
+            return rc; /* its buffers stay held, its trace open, for whoever goes on */
         run->device_ms += run->steps[i].device_ms;
-        if (run->trace && rc == 0)
-            ghd_run_trace_step(run, i);
+        if (rc == 0)
+            ghd_run_trace_steps(run, i, i + 1, ghd_clock_ns());
         if (rc && run->step_count > 1)
             ghd_err_prefix(error, rc, "step %u (%.32s)", i, ghd_kernel_name(run->steps[i].kernel));
     }
     ghd_run_trace_done(run);
     let_go(run, run->step_count, 0); /* every step's work has completed (execute_step waits) */
     return rc;
+}
+
+int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
+                    struct ghd_run *run, struct ghd_err *error)
+{
+    struct ghd_run_exec x = {.rt = rt, .stream = stream, .ev = ev, .run = run};
+    return ghd_run_exec_steps(&x, error);
 }
 
 enum ghd_run_stop ghd_run_ask_stop(struct ghd_run *run, enum ghd_run_stop why)

@@ -133,6 +133,7 @@ struct ghd_run {
     /* The sampled request's trace (a reference; NULL when not sampled), for
      * its queue and kernel spans (run_trace.c); dropped once it executed. */
     struct ghd_trace *trace;
+    int trace_queued; /* its queue span was written (run_trace.c) */
     unsigned step_cap; /* steps[] holds this many (ghd_run_new_sized) */
     struct ghd_run_step steps[]; /* step_count of them in use */
 };
@@ -193,6 +194,37 @@ int ghd_run_conds_hold(const struct ghd_run *run, struct ghd_err *err, uint64_t 
  * step starts (GHD_ECANCELED). */
 int ghd_run_execute(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd_event *ev[2],
                     struct ghd_run *run, struct ghd_err *error);
+/* One execution of a run (ghd_run_execute's arguments) that can stop at a
+ * wait for the device and go on from there on another thread. A run that
+ * executes on its request's thread (run_worker.c) launches each step
+ * without a wait where the step can (ghd_kernel_call_launch) and polls for
+ * its end for at most `handoff_ns`; past that it returns
+ * GHD_RUN_HANDED_OFF, this struct saying where it stands, and the worker
+ * it borrowed goes on with a copy (handoff_ns 0: it sleeps on the wait), so
+ * that the request's thread is free to hear that the run was reported
+ * failed (the server stopping, the device lost) while its kernel runs. */
+#define GHD_RUN_HANDED_OFF 1
+enum ghd_run_exec_wait { GHD_RUN_EXEC_NONE, GHD_RUN_EXEC_STEP, GHD_RUN_EXEC_GRAPH };
+struct ghd_run_exec {
+    struct ghd_runtime *rt;
+    struct ghd_stream *stream;
+    struct ghd_event **ev; /* two, as ghd_run_execute's */
+    struct ghd_run *run;
+    long handoff_ns; /* > 0: hand off past this poll; 0: sleep on a wait */
+    /* Where a handed-off execution stands: what it waits for, the step
+     * (GHD_RUN_EXEC_STEP) or the graph entry (run_graph.c) whose end ev[1]
+     * marks. */
+    enum ghd_run_exec_wait waiting;
+    unsigned step;
+    void *graph;
+};
+/* Executes x->run's steps as ghd_run_execute does, or goes on with a
+ * handed-off one where x->waiting says; GHD_RUN_HANDED_OFF as above. */
+int ghd_run_exec_steps(struct ghd_run_exec *x, struct ghd_err *error);
+/* Waits for the end of what was launched (x->ev[1]): polls for poll_ns (or
+ * x->handoff_ns), then returns GHD_RUN_HANDED_OFF where x->handoff_ns is
+ * set, else sleeps on the event. 0 or a GHD_E* code. */
+int ghd_run_exec_wait(struct ghd_run_exec *x, long poll_ns, struct ghd_err *error);
 /* Asks a running run to stop for `why` (not GHD_RUN_GO): no further step
  * starts, and the step executing stops early where its kernel can
  * (ghd_kernel_call_stoppable). The first reason asked is kept; returns it.

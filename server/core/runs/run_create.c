@@ -158,14 +158,32 @@ static int prepare_run(struct ghd_service *svc, const struct ghd_caller *caller,
     return 0;
 }
 
-/* A pipeline whose every step can be queued without a wait may be
- * replayed as a graph when it comes again (run_graph.h). */
-static int graphable(const struct ghd_run *run)
+/* Whether every step can be queued without a wait (ghd_kernel_call_launch).
+ * Such a run, waited for, may execute on its request's thread: launched
+ * there, its end polled for a bounded time and past it its wait handed to
+ * its worker (run_worker.c), so that a stop or a lost device still answers
+ * its client. The others wait inside their call (gemm, the reductions, user
+ * kernels, a raw module's function, which nothing stops) and go to a
+ * worker. */
+static int launchable(const struct ghd_run *run)
 {
     for (unsigned i = 0; i < run->step_count; i++)
         if (!ghd_kernel_call_graphable(run->steps[i].call))
             return 0;
-    return run->pipeline;
+    return 1;
+}
+
+/* A launchable pipeline may be replayed as a graph when it comes again
+ * (run_graph.h); not one over a buffer under tiers, which may move it
+ * between runs (a graph keeps its addresses): the graph cache never keys
+ * such a run. */
+static int graphable(const struct ghd_run *run)
+{
+    for (unsigned i = 0; i < run->step_count; i++)
+        for (unsigned j = 0; j < run->steps[i].nheld; j++)
+            if (run->steps[i].held[j]->tiers)
+                return 0;
+    return 1;
 }
 
 int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *caller,
@@ -195,15 +213,10 @@ int ghd_service_run_create(struct ghd_service *svc, const struct ghd_caller *cal
         run->trace = rq->trace;
     }
     rc = prepare_run(svc, caller, rq->body, run, err);
-    /* Waited for, it may execute on this thread; not a raw module's
-     * function, which nothing stops and which could hold the thread (and
-     * the server's stop, which joins it) for ever. */
-    run->may_inline = rq->wait;
-    for (unsigned i = 0; i < run->step_count; i++)
-        if (run->steps[i].kernel && !strcmp(ghd_kernel_metric_label(run->steps[i].kernel), "raw"))
-            run->may_inline = 0;
-    if (rc == 0)
-        run->graphable = graphable(run);
+    if (rc == 0 && launchable(run)) {
+        run->may_inline = rq->wait;
+        run->graphable = run->pipeline && graphable(run);
+    }
     if (rc == 0)
         rc = ghd_service_run_submit(svc, run, err);
     if (rc == GHD_EPRECOND && current)

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
+#include "run_internal.h"
 
 /* A step takes at most this long (the tenant's measure) for its pipeline
  * to be replayed: a replayed pipeline does not stop between its steps. */
@@ -296,23 +298,25 @@ static int capture(struct ghd_runtime *rt, struct ghd_stream *stream, struct ghd
     return rc ? rc : end_rc;
 }
 
-/* Runs the pipeline through entry e (captured now where it is SEEN),
- * between ev[0] and ev[1]. 1: it ran; 0: its capture failed (nothing ran,
- * the entry is marked FAILED: the caller executes the steps). */
-static int through(struct ghd_run_graphs *g, struct entry *e, struct ghd_runtime *rt,
-                   struct ghd_stream *stream, struct ghd_event *ev[2], struct ghd_run *run,
-                   int *rc, struct ghd_err *error)
+/* Launches the pipeline through entry e (captured now where it is SEEN),
+ * between ev[0] and ev[1], without waiting for its end. 1: launched (or
+ * its steps failed, *rc); 0: its capture failed (nothing ran, the entry is
+ * marked FAILED: the caller executes the steps). */
+static int through(struct ghd_run_graphs *g, struct entry *e, struct ghd_run_exec *x, int *rc,
+                   struct ghd_err *error)
 {
+    struct ghd_runtime *rt = x->rt;
+    struct ghd_run *run = x->run;
     struct ghd_device *dev = &rt->dev;
-    *rc = dev->ops->event_record(dev, ev[0], stream, error);
+    *rc = dev->ops->event_record(dev, x->ev[0], x->stream, error);
     for (unsigned i = 0; i < run->step_count && *rc == 0; i++)
         for (unsigned j = 0; j < run->steps[i].nheld && *rc == 0; j++)
-            *rc = ghd_buffer_order(run->steps[i].held[j], stream, error);
+            *rc = ghd_buffer_order(run->steps[i].held[j], x->stream, error);
     int ran = 0;
     if (*rc == 0 && e->state == SEEN) {
         struct ghd_graph *graph = NULL;
         struct ghd_err cap_err = {0};
-        int cap = capture(rt, stream, run, &graph, &ran, ran ? error : &cap_err);
+        int cap = capture(rt, x->stream, run, &graph, &ran, ran ? error : &cap_err);
         if (cap && ran) {
             *rc = cap; /* the steps themselves failed (host) */
             return 1;
@@ -340,53 +344,89 @@ static int through(struct ghd_run_graphs *g, struct entry *e, struct ghd_runtime
         run->graph_use = GHD_RUN_GRAPH_REPLAYED;
     }
     if (*rc == 0 && !ran)
-        *rc = e->graph ? dev->ops->graph_launch(dev, e->graph, stream, error)
-                       : launch_steps(rt, stream, run, error);
+        *rc = e->graph ? dev->ops->graph_launch(dev, e->graph, x->stream, error)
+                       : launch_steps(rt, x->stream, run, error);
     ghd_run_mark(run, GHD_RUN_MARK_LAUNCHED);
     if (*rc == 0)
-        *rc = dev->ops->event_record(dev, ev[1], stream, error);
-    if (*rc == 0)
-        *rc = dev->ops->event_sync(dev, ev[1], error);
+        *rc = dev->ops->event_record(dev, x->ev[1], x->stream, error);
+    return 1;
+}
+
+/* Waits for the end of the pipeline launched through x->graph (or, handed
+ * off, hands off), then times it, lets the entry go and writes its spans. */
+static int graph_wait(struct ghd_run_graphs *g, struct ghd_run_exec *x, int rc,
+                      struct ghd_err *error)
+{
+    struct ghd_run *run = x->run;
+    struct ghd_device *dev = &x->rt->dev;
+    x->waiting = GHD_RUN_EXEC_NONE;
+    if (rc == 0 && (rc = ghd_run_exec_wait(x, 0, error)) == GHD_RUN_HANDED_OFF) {
+        x->waiting = GHD_RUN_EXEC_GRAPH;
+        return rc;
+    }
     ghd_run_mark(run, GHD_RUN_MARK_COMPLETED);
-    if (*rc == 0)
-        *rc = dev->ops->event_elapsed(dev, ev[0], ev[1], &run->device_ms, error);
+    if (rc == 0)
+        rc = dev->ops->event_elapsed(dev, x->ev[0], x->ev[1], &run->device_ms, error);
     for (unsigned i = 0; i < run->step_count; i++) /* one graph: its time, shared */
         run->steps[i].device_ms = run->device_ms / (float)run->step_count;
-    if (*rc && error && !error->detail[0])
-        ghd_err_set(error, *rc, "%s", ghd_strerror(*rc));
-    return 1;
+    if (rc && error && !error->detail[0])
+        ghd_err_set(error, rc, "%s", ghd_strerror(rc));
+    release(g, x->graph);
+    x->graph = NULL;
+    if (rc == 0) /* the same spans as its steps one by one (run.c) */
+        ghd_run_trace_steps(run, 0, run->step_count, ghd_clock_ns());
+    ghd_run_trace_done(run);
+    return rc;
+}
+
+/* The entry the run executes through (a reference), or NULL: its steps. */
+static struct entry *entry_for(struct ghd_run_graphs *g, struct ghd_run_exec *x)
+{
+    struct ghd_run *run = x->run;
+    if (!g || !run->graphable || run->charged_ms / run->step_count > GHD_RUN_GRAPH_STEP_MS)
+        return NULL;
+    for (unsigned i = 0; i < run->step_count; i++)
+        for (unsigned j = 0; j < run->steps[i].nheld; j++)
+            if (run->steps[i].held[j]->rt && run->steps[i].held[j]->rt != x->rt)
+                return NULL; /* its steps say why */
+    struct key k;
+    key_of(run, &k);
+    pthread_mutex_lock(&g->lock);
+    struct entry *e = find_locked(g, x->rt, run, &k);
+    pthread_mutex_unlock(&g->lock);
+    sweep(g);
+    return e;
+}
+
+int ghd_run_exec_graphed(struct ghd_run_graphs *g, struct ghd_run_exec *x, struct ghd_err *error)
+{
+    struct ghd_run *run = x->run;
+    if (x->waiting == GHD_RUN_EXEC_GRAPH) /* handed off at its wait */
+        return graph_wait(g, x, 0, error);
+    struct entry *e = x->waiting ? NULL : entry_for(g, x);
+    if (!e)
+        return ghd_run_exec_steps(x, error);
+    if (atomic_load(&run->stop) != GHD_RUN_GO) {
+        release(g, e);
+        ghd_run_trace_done(run);
+        return ghd_err_set(error, GHD_ECANCELED, "stopped before this step");
+    }
+    int rc = 0;
+    ghd_run_trace_queue(run);
+    if (!through(g, e, x, &rc, error)) { /* its capture failed: the steps as usual */
+        release(g, e);
+        for (unsigned i = 0; i < run->step_count; i++)
+            json_object_clear(run->steps[i].result);
+        return ghd_run_exec_steps(x, error);
+    }
+    x->graph = e;
+    return graph_wait(g, x, rc, error);
 }
 
 int ghd_run_execute_graphed(struct ghd_run_graphs *g, struct ghd_runtime *rt,
                             struct ghd_stream *stream, struct ghd_event *ev[2],
                             struct ghd_run *run, struct ghd_err *error)
 {
-    if (!g || !run->graphable || run->charged_ms / run->step_count > GHD_RUN_GRAPH_STEP_MS)
-        return ghd_run_execute(rt, stream, ev, run, error);
-    for (unsigned i = 0; i < run->step_count; i++)
-        for (unsigned j = 0; j < run->steps[i].nheld; j++)
-            if ((run->steps[i].held[j]->rt && run->steps[i].held[j]->rt != rt) ||
-                run->steps[i].held[j]->tiers) /* tiers move buffers: no graph keeps an address */
-                return ghd_run_execute(rt, stream, ev, run, error); /* it says why */
-    struct key k;
-    key_of(run, &k);
-    pthread_mutex_lock(&g->lock);
-    struct entry *e = find_locked(g, rt, run, &k);
-    pthread_mutex_unlock(&g->lock);
-    sweep(g);
-    if (!e)
-        return ghd_run_execute(rt, stream, ev, run, error);
-    if (atomic_load(&run->stop) != GHD_RUN_GO) {
-        release(g, e);
-        return ghd_err_set(error, GHD_ECANCELED, "stopped before this step");
-    }
-    int rc = 0;
-    int ran = through(g, e, rt, stream, ev, run, &rc, error);
-    release(g, e);
-    if (!ran) { /* its capture failed: the steps as usual */
-        for (unsigned i = 0; i < run->step_count; i++)
-            json_object_clear(run->steps[i].result);
-        return ghd_run_execute(rt, stream, ev, run, error);
-    }
-    return rc;
+    struct ghd_run_exec x = {.rt = rt, .stream = stream, .ev = ev, .run = run};
+    return ghd_run_exec_graphed(g, &x, error);
 }

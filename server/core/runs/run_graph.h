@@ -50,5 +50,8 @@ void ghd_run_graphs_forget_buffer(void *ctx, const struct ghd_buffer *b);
 int ghd_run_execute_graphed(struct ghd_run_graphs *g, struct ghd_runtime *rt,
                             struct ghd_stream *stream, struct ghd_event *ev[2],
                             struct ghd_run *run, struct ghd_err *error);
+/* The same for an execution that may be handed off at its wait, or goes
+ * on with one that was (run.h, struct ghd_run_exec): GHD_RUN_HANDED_OFF. */
+int ghd_run_exec_graphed(struct ghd_run_graphs *g, struct ghd_run_exec *x, struct ghd_err *error);
 
 #endif

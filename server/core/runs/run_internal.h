@@ -9,11 +9,17 @@
  * the GPU), ending when the host saw the step's end event. Called by the
  * worker executing the run (ghd_run_execute). */
 
-/* The queue span: from submission to now (the worker took it).
- * pre: run->trace. */
+/* Both ways a run executes call these: its steps one by one
+ * (ghd_run_execute) and a pipeline through its graph (run_graph.c). */
+
+/* The queue span: from submission to now (the run is taken to execute);
+ * once per run however many ways it tries; no-op without a trace. */
 void ghd_run_trace_queue(struct ghd_run *run);
-/* Step i's kernel span, from step->device_ms. pre: run->trace, step i ran. */
-void ghd_run_trace_step(struct ghd_run *run, unsigned i);
+/* The kernel spans of steps [from, upto), from their steps' device_ms, laid
+ * one after the other so that the last ends at `end_ns` (one step seen
+ * ending, or a graph's steps whose end the host saw once). No-op without a
+ * trace. pre: those steps ran. */
+void ghd_run_trace_steps(struct ghd_run *run, unsigned from, unsigned upto, uint64_t end_ns);
 /* Lets the run's trace go (it may be exported now); no-op without one. */
 void ghd_run_trace_done(struct ghd_run *run);
 

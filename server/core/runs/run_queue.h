@@ -53,7 +53,9 @@ void ghd_run_queue_free(struct ghd_run_queue *q);
 /* Queues a prepared run (the queue takes its own reference); one that may
  * execute on this thread (run->may_inline, the queue's inline_runs) and
  * that the scheduler would start now on an idle worker of its device
- * executes here and has ended (settled) when this returns 0. GHD_ELIMIT when
+ * executes here and has ended (settled) when this returns 0, unless a
+ * kernel's end did not come within a bounded poll: then that worker waits
+ * for it and the run is still running (run_worker.c). GHD_ELIMIT when
  * --run-queue-limit runs are already queued or running, or, with run->error
  * saying so, tenant_max_runs of its tenant's; GHD_EPRECOND, with
  * run->error and run->precond_version, when a step's if_match does not hold

@@ -21,6 +21,11 @@ struct ghd_run_worker {
     int setup;
     struct ghd_err setup_err;
     int lent; /* under the lock: a request's thread executes a run with its kit */
+    /* Under the lock: the lent run's execution, handed back at a wait its
+     * kernel did not end within (struct ghd_run_exec): the worker goes on
+     * with it, then is lent no more. */
+    int handed;
+    struct ghd_run_exec exec;
 };
 
 /* A tenant's runs in the queue: what its limits count (queued or running,
@@ -104,7 +109,10 @@ struct ghd_run_worker *ghd_run_worker_lend_locked(struct ghd_run_queue *q, struc
                                                   int *urgent);
 /* pre: lock not held; w lent for `run` by ghd_run_worker_lend_locked.
  * Executes and ends the run on this thread (settled when it returns), then
- * gives the worker back. */
+ * gives the worker back; or, where its kernel has not ended within a
+ * bounded poll (GHD_RUN_INLINE_POLL_NS), hands the rest to the worker
+ * and returns at once, the run still running (ghd_run_wait waits for it,
+ * and hears as any run's waiter that it was reported failed). */
 void ghd_run_worker_execute_lent(struct ghd_run_worker *w, struct ghd_run *run, int urgent);
 
 /* Collect under the lock, release after. Dropping a run's buffer references

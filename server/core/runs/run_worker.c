@@ -7,13 +7,23 @@
  * that worker's stream and events, lent for the run's time, so that the run
  * costs no hand-off to a worker and no wake-up of its waiter. Everything
  * that looks at what workers execute (conflicts, stops, deadlines, the
- * device lost) sees it as that worker's run. */
+ * device lost) sees it as that worker's run. Its steps are launched without
+ * a wait (such runs only: run_create.c) and their ends polled for at most
+ * GHD_RUN_INLINE_POLL_NS; a kernel not done by then is the worker's to wait
+ * for (struct ghd_run_exec), and the request's thread waits for the run as
+ * for a queued one, so that a server stopping or a device lost answers it
+ * while that kernel still runs. */
 #include "run_queue_internal.h"
 
 #include "run_graph.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+
+/* How long a run executing on its request's thread polls for a kernel's
+ * end before it hands the wait to its worker: about what a hand-off to a
+ * worker and a wake-up cost, far more than a small kernel takes. */
+#define GHD_RUN_INLINE_POLL_NS 200000L
 
 /* The worker's streams and events. `urgent` is its high-priority stream
  * (run_pick.c), where the queue gives priorities and the backend has them;
@@ -67,18 +77,12 @@ static void check_loss(struct ghd_run_worker *w, struct ghd_run *run, int rc,
     q->loss_fn(q->loss_ctx, w->rt->index, err->detail);
 }
 
-/* Executes a started run and ends it. pre: lock not held; returns with it
- * not held, the run settled. */
-static void execute(struct ghd_run_worker *w, struct ghd_run *run, int urgent)
+/* A started run's execution ended with `rc` (err its detail): ends it.
+ * pre: lock not held; returns with it not held, the run settled. */
+static void finish(struct ghd_run_worker *w, struct ghd_run *run, int rc, struct ghd_err *err)
 {
     struct ghd_run_queue *q = w->q;
-    struct ghd_err err = {0}; /* this thread's: the run's is shared with its waiters */
-    int rc = w->setup ? ghd_err_set(&err, w->setup, "run worker setup: %s",
-                                    ghd_err_text(&w->setup_err, w->setup))
-                      : ghd_run_execute_graphed(q->graphs, w->rt,
-                                                urgent && w->urgent ? w->urgent : w->stream,
-                                                w->ev, run, &err);
-    rc = ghd_run_queue_stopped(run, rc, &err);
+    rc = ghd_run_queue_stopped(run, rc, err);
     struct ghd_run_collected c = {0};
     pthread_mutex_lock(&q->lock);
     /* A run reported failed already (the device lost, --run-timeout, the
@@ -87,13 +91,13 @@ static void execute(struct ghd_run_worker *w, struct ghd_run *run, int urgent)
     int reported = run->status != GHD_RUN_RUNNING;
     if (!reported && rc) {
         run->error_code = rc;
-        run->error = err;
+        run->error = *err;
     }
     pthread_mutex_unlock(&q->lock);
     if (rc)
-        ghd_log(GHD_LOG_WARN, "run %s failed: %s%s", run->id, err.detail,
+        ghd_log(GHD_LOG_WARN, "run %s failed: %s%s", run->id, err->detail,
                 reported ? " (after it was reported failed: this result is dropped)" : "");
-    check_loss(w, run, rc, &err, reported);
+    check_loss(w, run, rc, err, reported);
     pthread_mutex_lock(&q->lock);
     w->current = NULL;
     if (run->status == GHD_RUN_RUNNING) /* else it was reported failed already */
@@ -109,6 +113,45 @@ static void execute(struct ghd_run_worker *w, struct ghd_run *run, int urgent)
     ghd_run_queue_settle(q, &c);
 }
 
+/* The run's execution with the worker's kit. */
+static struct ghd_run_exec kit_exec(struct ghd_run_worker *w, struct ghd_run *run, int urgent,
+                                    long handoff_ns)
+{
+    return (struct ghd_run_exec){.rt = w->rt,
+                                 .stream = urgent && w->urgent ? w->urgent : w->stream,
+                                 .ev = w->ev,
+                                 .run = run,
+                                 .handoff_ns = handoff_ns};
+}
+
+/* Executes a started run and ends it. pre: lock not held; returns with it
+ * not held, the run settled. */
+static void execute(struct ghd_run_worker *w, struct ghd_run *run, int urgent)
+{
+    struct ghd_err err = {0}; /* this thread's: the run's is shared with its waiters */
+    struct ghd_run_exec x = kit_exec(w, run, urgent, 0);
+    int rc = w->setup ? ghd_err_set(&err, w->setup, "run worker setup: %s",
+                                    ghd_err_text(&w->setup_err, w->setup))
+                      : ghd_run_exec_graphed(w->q->graphs, &x, &err);
+    finish(w, run, rc, &err);
+}
+
+/* A lent run's execution handed back at its wait: the worker waits for its
+ * kernel, ends it and is lent no more. pre: lock held, w->handed; returns
+ * with it held. */
+static void go_on_handed(struct ghd_run_worker *w)
+{
+    struct ghd_run_queue *q = w->q;
+    struct ghd_run_exec x = w->exec;
+    w->handed = 0;
+    pthread_mutex_unlock(&q->lock);
+    struct ghd_err err = {0};
+    int rc = ghd_run_exec_graphed(q->graphs, &x, &err);
+    finish(w, x.run, rc, &err);
+    pthread_mutex_lock(&q->lock);
+    w->lent = 0;
+}
+
 void *ghd_run_worker_main(void *arg)
 {
     struct ghd_run_worker *w = arg;
@@ -119,14 +162,19 @@ void *ghd_run_worker_main(void *arg)
         struct ghd_run *run = NULL;
         int urgent = 0;
         /* While lent, its kit is another thread's: it takes nothing and does
-         * not stop until it is given back. */
-        while (w->lent || (!(run = ghd_run_pick_locked(q, w->rt, &urgent)) && !q->stopping)) {
+         * not stop until it is given back, or handed the lent run's wait. */
+        while ((w->lent && !w->handed) ||
+               (!w->lent && !(run = ghd_run_pick_locked(q, w->rt, &urgent)) && !q->stopping)) {
             if (!w->idle && !w->lent) {
                 w->idle = 1;
                 w->idle_next = q->idle[w->rt->index];
                 q->idle[w->rt->index] = w;
             }
             pthread_cond_wait(&w->wake, &q->lock);
+        }
+        if (w->handed) {
+            go_on_handed(w);
+            continue;
         }
         if (!run)
             break;
@@ -177,7 +225,19 @@ struct ghd_run_worker *ghd_run_worker_lend_locked(struct ghd_run_queue *q, struc
 void ghd_run_worker_execute_lent(struct ghd_run_worker *w, struct ghd_run *run, int urgent)
 {
     struct ghd_run_queue *q = w->q;
-    execute(w, run, urgent);
+    struct ghd_err err = {0};
+    struct ghd_run_exec x = kit_exec(w, run, urgent, GHD_RUN_INLINE_POLL_NS);
+    int rc = ghd_run_exec_graphed(q->graphs, &x, &err);
+    if (rc == GHD_RUN_HANDED_OFF) { /* the worker waits for the kernel; the waiter is free */
+        x.handoff_ns = 0;
+        pthread_mutex_lock(&q->lock);
+        w->exec = x;
+        w->handed = 1;
+        pthread_cond_signal(&w->wake);
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    finish(w, run, rc, &err);
     pthread_mutex_lock(&q->lock);
     w->lent = 0;
     /* Back on the idle stack; it still sleeps, so a queued run wakes it. */
