@@ -105,7 +105,10 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->changed, NULL);
     pthread_cond_init(&t->pressure, NULL);
+    pthread_mutex_init(&t->copy_lock, NULL);
     int rc = cfg->host_bytes ? open_host(t, cfg->host_bytes, err) : 0;
+    for (unsigned i = 0; i < count && rc == 0; i++)
+        rc = rts[i].dev.ops->stream_new(&rts[i].dev, &t->copy[i], err);
     if (rc == 0 && disk)
         rc = open_disk(t, cfg->disk_dir, cfg->disk_bytes, err);
     if (rc) {
@@ -152,6 +155,10 @@ void ghd_tiers_free(struct ghd_tiers *t)
         ghd_tier_io_free(t);
     if (t->has_host)
         ghd_pool_destroy(&t->host_pool);
+    for (unsigned i = 0; i < t->count; i++)
+        if (t->copy[i]) /* idle: every buffer went, each after its users' work */
+            t->rts[i].dev.ops->stream_free(&t->rts[i].dev, t->copy[i]);
+    pthread_mutex_destroy(&t->copy_lock);
     pthread_cond_destroy(&t->changed);
     pthread_cond_destroy(&t->pressure);
     pthread_mutex_destroy(&t->lock);
@@ -185,9 +192,9 @@ void ghd_tier_forget(struct ghd_buffer *b)
         ghd_tier_file_remove(t->dir, b->id);
         t->disk_used -= b->size;
     }
-    if (b->h_orphan)
-        ghd_pool_free(&t->host_pool, b->h_orphan);
-    b->block = b->h_block = b->h_orphan = NULL;
+    ghd_tier_behind_drop_locked(t, b);
+    ghd_tier_orphan_reap_locked(t, b, 1); /* the buffer's users all waited for its copy */
+    b->block = b->h_block = NULL;
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -232,12 +239,11 @@ void ghd_tier_read_end(struct ghd_buffer *b, struct ghd_tier_read *r)
         close(r->fd);
     r->fd = -1;
     pthread_mutex_lock(&t->lock);
-    if (r->tier == GHD_TIER_DEVICE) {
+    if (r->tier == GHD_TIER_DEVICE)
         b->holds--;
-    } else if (--b->readers == 0 && b->h_orphan) {
-        ghd_pool_free(&t->host_pool, b->h_orphan);
-        b->h_orphan = NULL;
-    }
+    else
+        b->readers--;
+    ghd_tier_orphan_reap_locked(t, b, 0);
     pthread_cond_broadcast(&t->changed);
     pthread_mutex_unlock(&t->lock);
 }
