@@ -309,6 +309,12 @@ static int copy_out(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_tier to,
 {
     struct ghd_device *dev = &b->rt->dev;
     int rc = ghd_buffer_order(b, s, err); /* a buffer never used is zeroed first */
+    if (rc == 0 && b->h_orphan) { /* its page-in's host copy goes first, making room */
+        rc = dev->ops->stream_sync(dev, s, err);
+        pthread_mutex_lock(&t->lock);
+        ghd_tier_orphan_reap_locked(t, b, 1);
+        pthread_mutex_unlock(&t->lock);
+    }
     struct ghd_err host_why = {0};
     if (rc == 0 && to == GHD_TIER_HOST && host_get(t, b->size, hb, &host_why) == 0) {
         *where = GHD_TIER_HOST;
