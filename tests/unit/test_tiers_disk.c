@@ -195,7 +195,7 @@ static void direct_round_trip(const char *dir, int refused)
     assert_true(src && dst);
     for (size_t i = 0; i < n; i++)
         src[i] = (char)(i * 7 + 1);
-    struct ghd_tier_file_id id = {dir, "probe-buffer", n, 3};
+    struct ghd_tier_file_id id = {dir, "probe-buffer", n, 3, 1};
     struct ghd_err err = {0};
     int fd = -1;
     assert_int_equal(ghd_tier_file_create(&id, &fd, &err), 0);
@@ -241,6 +241,31 @@ static void test_direct_where_taken(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* The options' disk tier takes O_DIRECT when it may hold more than half
+ * the host's memory, and not when the page cache can hold all of it. */
+static void test_direct_when_beyond_the_cache(void **state)
+{
+    (void)state;
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    unit_host_open(&rt, &t, 4 * MIB);
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/ghd-direct-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    size_t ram = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    size_t sizes[2] = {64 * MIB, ram};
+    for (int i = 0; i < 2; i++) {
+        struct ghd_tier_config tc = {.disk_dir = dir, .disk_bytes = sizes[i],
+                                     .direct = GHD_TIER_DIRECT_AUTO};
+        struct ghd_tiers *tiers;
+        assert_int_equal(ghd_tiers_new(&tc, &rt, 1, &tiers, NULL), 0);
+        assert_int_equal(tiers->direct, i);
+        ghd_tiers_free(tiers);
+    }
+    assert_int_equal(rmdir(dir), 0);
+    unit_host_close(&rt, &t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_disk_unwritable),
         cmocka_unit_test(test_unreadable_never_stale),
         cmocka_unit_test(test_direct_where_taken),
+        cmocka_unit_test(test_direct_when_beyond_the_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

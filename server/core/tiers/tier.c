@@ -220,7 +220,7 @@ static int disk_write(struct ghd_tiers *t, struct ghd_buffer *b, const char *h_s
     pthread_mutex_unlock(&t->lock);
     if (rc)
         return rc;
-    struct ghd_tier_file_id f = {t->dir, b->id, b->size, ghd_buffer_version(b)};
+    struct ghd_tier_file_id f = {t->dir, b->id, b->size, ghd_buffer_version(b), t->direct};
     int fd = -1;
     rc = ghd_tier_file_create(&f, &fd, err);
     if (rc == 0 && h_src)

@@ -43,7 +43,14 @@ struct ghd_tier_config {
      * unless one allocation needs more (0: buffers move out only when an
      * allocation needs the room). */
     unsigned ahead;
+    /* O_DIRECT for the disk tier's files (where the filesystem takes it):
+     * 1 on, 0 off, GHD_TIER_DIRECT_AUTO on when the tier may hold more than
+     * half the host's memory (the page cache could not keep it: buffered
+     * I/O would only copy every byte twice and crowd out the rest; a tier
+     * the cache holds is read back at memory speed without it). */
+    int direct;
 };
+#define GHD_TIER_DIRECT_AUTO (-1)
 
 /* What the tiers counted on one device: the moves out of it (evictions)
  * and back (page-ins) by the tier moved to or from, with their bytes and

@@ -1,7 +1,8 @@
 /* The disk tier's file format (tier_disk.h): a versioned header, then the
  * bytes, written and read in large pieces at aligned offsets, with O_DIRECT
- * where the filesystem takes it: a spilled buffer does not also fill the
- * page cache, whose copy of it would only crowd out what the host needs. A
+ * where asked (f->direct) and the filesystem takes it: a spilled buffer does
+ * not also fill the page cache, whose copy of it would only crowd out what
+ * the host needs when the tier is larger than the cache could hold. A
  * folder whose filesystem refuses O_DIRECT (EINVAL at open: tmpfs before
  * Linux 6.6) gets plain I/O; so does an unaligned piece (a buffer's ragged
  * end, a download's range), from that piece on. */
@@ -90,10 +91,13 @@ static int is_aligned(uint64_t v)
     return v % TIER_DIRECT_ALIGN == 0;
 }
 
-/* Opens path with O_DIRECT, or without where the filesystem refuses it. */
-static int open_direct(const char *path, int flags, mode_t mode)
+/* Opens path with O_DIRECT (direct 1), or without where the filesystem
+ * refuses it. */
+static int open_direct(const char *path, int flags, mode_t mode, int direct)
 {
     int d;
+    if (!direct)
+        return open(path, flags, mode);
 #ifdef GHD_TESTABLE
     if (atomic_load(&refuse_direct)) { /* as tmpfs did before Linux 6.6 */
         d = -1;
@@ -157,7 +161,7 @@ int ghd_tier_file_create(const struct ghd_tier_file_id *f, int *fd, struct ghd_e
 {
     char path[512];
     ghd_tier_file_path(f->dir, f->id, path, sizeof(path));
-    int d = open_direct(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int d = open_direct(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600, f->direct);
     if (d < 0)
         return ghd_err_set(err, GHD_ENOMEM, "disk tier: cannot create %s: %s", path,
                            strerror(errno));
@@ -191,7 +195,7 @@ int ghd_tier_file_open(const struct ghd_tier_file_id *f, int *fd, struct ghd_err
 {
     char path[512];
     ghd_tier_file_path(f->dir, f->id, path, sizeof(path));
-    int d = open_direct(path, O_RDONLY | O_CLOEXEC, 0);
+    int d = open_direct(path, O_RDONLY | O_CLOEXEC, 0, f->direct);
     if (d < 0)
         return ghd_err_set(err, GHD_EUNREADABLE, "disk tier: cannot open %s: %s", path,
                            strerror(errno));

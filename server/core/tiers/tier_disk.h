@@ -37,6 +37,7 @@ struct ghd_tier_file_id {
     const char *id;
     uint64_t size;
     uint64_t version;
+    int direct; /* with O_DIRECT where the filesystem takes it (tier_disk.c) */
 };
 
 /* Creates (or truncates) the file and writes its header; *fd to write the

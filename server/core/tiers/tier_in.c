@@ -56,7 +56,7 @@ void ghd_tier_behind_drop_locked(struct ghd_tiers *t, struct ghd_buffer *b)
 static int disk_read_in(struct ghd_tiers *t, struct ghd_buffer *b, char *d_dst, size_t from,
                         struct ghd_stream *s, struct ghd_err *err)
 {
-    struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0};
+    struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0, t->direct};
     int fd = -1;
     int rc = ghd_tier_file_open(&f, &fd, err);
     if (rc == 0)

@@ -35,6 +35,7 @@ struct ghd_tiers {
     int has_disk;
     char dir[256];
     size_t disk_cap, disk_used;
+    int direct; /* its files with O_DIRECT (struct ghd_tier_config's, decided) */
     unsigned wait_ms;
     struct ghd_tier_reclaim reclaim[GHD_MAX_DEVICES];
     struct ghd_tier_bounce *bounces; /* idle pairs of page-locked bounces (tier_io.c) */

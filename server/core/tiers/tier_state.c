@@ -66,7 +66,15 @@ static int open_host(struct ghd_tiers *t, size_t bytes, struct ghd_err *err)
     return 0;
 }
 
-static int open_disk(struct ghd_tiers *t, const char *dir, size_t bytes, struct ghd_err *err)
+/* Whether a disk tier of `bytes` is larger than half the host's memory. */
+static int beyond_the_cache(size_t bytes)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 && bytes > (size_t)pages * (size_t)page / 2;
+}
+
+static int open_disk(struct ghd_tiers *t, const char *dir, size_t bytes, int direct,
+                     struct ghd_err *err)
 {
     if (strlen(dir) >= sizeof(t->dir))
         return ghd_err_set(err, GHD_EINVAL, "--disk-tier: the path is too long");
@@ -84,6 +92,7 @@ static int open_disk(struct ghd_tiers *t, const char *dir, size_t bytes, struct 
     snprintf(t->dir, sizeof(t->dir), "%s", dir);
     t->has_disk = 1;
     t->disk_cap = bytes;
+    t->direct = direct == GHD_TIER_DIRECT_AUTO ? beyond_the_cache(bytes) : direct;
     return 0;
 }
 
@@ -110,7 +119,7 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
     for (unsigned i = 0; i < count && rc == 0; i++)
         rc = rts[i].dev.ops->stream_new(&rts[i].dev, &t->copy[i], err);
     if (rc == 0 && disk)
-        rc = open_disk(t, cfg->disk_dir, cfg->disk_bytes, err);
+        rc = open_disk(t, cfg->disk_dir, cfg->disk_bytes, cfg->direct, err);
     if (rc) {
         ghd_tiers_free(t);
         return rc;
@@ -132,7 +141,8 @@ int ghd_tiers_open(const struct ghd_config *cfg, struct ghd_runtime *rts, unsign
                                  .disk_dir = cfg->disk_tier,
                                  .disk_bytes = cfg->disk_tier_size,
                                  .wait_ms = GHD_TIER_WAIT_MS,
-                                 .ahead = GHD_TIER_AHEAD};
+                                 .ahead = GHD_TIER_AHEAD,
+                                 .direct = GHD_TIER_DIRECT_AUTO};
     if (cfg->spill && !tc.host_bytes) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         tc.host_bytes = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : 0;
@@ -211,7 +221,7 @@ int ghd_tier_read_begin(struct ghd_buffer *b, struct ghd_tier_read *r, struct gh
     r->tier = (enum ghd_tier)b->tier;
     if (rc == 0 && b->tier == GHD_TIER_DISK) {
         /* Opened under the lock: a page-in removes the file only after. */
-        struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0};
+        struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0, t->direct};
         rc = ghd_tier_file_open(&f, &r->fd, err);
         r->offset = 0;
         if (rc)
