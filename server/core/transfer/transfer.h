@@ -105,9 +105,9 @@ struct ghd_transfer {
  * the upload completes, and published when it does; 0 for an existing
  * buffer. `whole`: the upload writes every byte from byte 0 unless it is
  * cut short (its length is known: Content-Length or Content-Range), so a
- * spilled buffer's old bytes are not paged in for it; cut short, the bytes
- * it did not write are the old ones (core/tiers/tier.h,
- * ghd_tier_hold_whole). On failure everything is released. */
+ * spilled buffer's old bytes are not paged in for it; cut short, it leaves
+ * the buffer's bytes as they were (core/tiers/tier.h, ghd_tier_hold_whole).
+ * On failure everything is released. */
 int ghd_sink_open(struct ghd_buffer *b, int created_here, int whole,
                   const struct ghd_transfer_client *client, struct ghd_transfer **out,
                   struct ghd_err *err);
