@@ -93,15 +93,20 @@ int ghd_upload_open(struct ghd_request *req, struct ghd_reply *rep, struct ghd_b
     uint64_t offset = 0, length = b->size;
     struct ghd_transfer_client client;
     ghd_transfer_client_of(req, &client);
-    int rc = ghd_sink_open(b, created, &client, &t, &err);
-    if (rc)
-        return ghd_transfer_reply_problem(rep, req, rc, &err);
+    int rc = 0;
     if (extent) {
         offset = extent[0];
         length = extent[1];
     } else if (!created && (rc = upload_extent(req, rep, b->size, &offset, &length)) != 0) {
-        goto fail;
+        ghd_buffer_unref(b);
+        return rc;
     }
+    /* Every byte, unless cut short: a spilled buffer's old bytes stay out. */
+    int whole = offset == 0 && length == b->size &&
+                (req->has_content_length || ghd_request_header(req, "Content-Range"));
+    rc = ghd_sink_open(b, created, whole, &client, &t, &err);
+    if (rc)
+        return ghd_transfer_reply_problem(rep, req, rc, &err);
     /* If-Match and If-None-Match are checked with the writer flag held, so
      * no other upload can write meanwhile, in one step with the write's
      * start (a run's if_match is another conditional writer), and after the

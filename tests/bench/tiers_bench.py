@@ -15,7 +15,8 @@ Reported, in one run of this script:
     answers (507), the page-in rate from the host tier (the tiers' own
     counters: bytes over seconds spent paging in) against pinned H2D;
   - disk tier: the host tier holds one buffer, the rest spills to disk; the
-    page-in rate from disk against the disk's sequential read;
+    page-in rate from disk against the disk's sequential read, and the rate
+    of the evictions (bytes over their seconds) to each tier;
   - baseline without tiers: the client keeps what fits on the device and,
     for a run that needs a buffer that is not there, downloads the least
     recently used one (GET), deletes it, and uploads the needed one again
@@ -225,6 +226,9 @@ def tiered(build, a, name, server_args, conns, factor):
         res[f"page_ins_{tier}"] = int(delta(f'gpuhttpd_tier_page_ins_total{{device="0",tier="{tier}"}}'))
         res[f"page_in_{tier}_GBps"] = round(b / s / 1e9, 3) if s > 0 else None
         res[f"evictions_{tier}"] = int(delta(f'gpuhttpd_tier_evictions_total{{device="0",tier="{tier}"}}'))
+        b = delta(f'gpuhttpd_tier_evicted_bytes_total{{device="0",tier="{tier}"}}')
+        s = delta(f'gpuhttpd_tier_evict_seconds_total{{device="0",tier="{tier}"}}')
+        res[f"evict_{tier}_GBps"] = round(b / s / 1e9, 3) if s > 0 else None
     return res
 
 

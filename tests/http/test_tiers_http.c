@@ -5,7 +5,8 @@
  * read each tier byte for byte without bringing the buffer back; an upload
  * to a spilled buffer lands on the device; the ETag never moves with the
  * tier; a file damaged on disk answers 500 buffer-unreadable, never other
- * bytes. */
+ * bytes; an upload of every byte to a spilled buffer pages nothing in,
+ * and one cut short leaves its bytes as they were. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <jansson.h>
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -201,6 +204,74 @@ static void test_downloads_from_each_tier(void **state)
     free(data);
 }
 
+static double page_ins(void)
+{
+    return harness_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"host\"}") +
+           harness_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"disk\"}");
+}
+
+static void send_all(int fd, const void *data, size_t len)
+{
+    for (const char *p = data; len;) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n <= 0)
+            fail_msg("send failed");
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* A PUT of `len` bytes to buffer id that sends `sent` of them and leaves. */
+static void cut_put(const char *id, size_t len, const char *data, size_t sent)
+{
+    int fd = harness_connect(&H);
+    assert_true(fd >= 0);
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "PUT /v1/buffers/%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                     "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+                     id, len);
+    send_all(fd, head, (size_t)n);
+    send_all(fd, data, sent);
+    struct timespec ts = {0, 50 * 1000000L}; /* the server takes what was sent */
+    nanosleep(&ts, NULL);
+    close(fd);
+}
+
+/* An upload of every byte to a spilled buffer pages nothing in: its bytes
+ * land on new device memory, and the old copy goes once it completes. One
+ * cut short leaves the buffer's bytes as they were. */
+static void test_whole_upload_pages_nothing_in(void **state)
+{
+    (void)state;
+    size_t len = 3 * MIB / 2 + 17;
+    char *old = malloc(len), *data = malloc(len), id[GHD_BUFFER_ID_LEN + 1];
+    assert_true(old && data);
+    harness_fill(21, 0, old, len);
+    harness_fill(22, 0, data, len);
+    harness_buffer_create(&H, len, id);
+    harness_buffer_put(&H, id, old, len);
+    move_to(id, "host");
+    double before = page_ins();
+    harness_buffer_put(&H, id, data, len);
+    assert_true(page_ins() == before);
+    json_decref(meta_in(id, "device"));
+    assert_true(harness_metric(&H, "gpuhttpd_tier_bytes{tier=\"host\"}") == 0);
+    expect_bytes(id, data, len);
+    move_to(id, "disk");
+    cut_put(id, len, old, len / 2);
+    for (int i = 0; i < 500 && harness_metric(&H, "gpuhttpd_tier_bytes{tier=\"disk\"}") > 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(harness_metric(&H, "gpuhttpd_tier_bytes{tier=\"disk\"}") == 0);
+    assert_true(page_ins() == before);
+    expect_bytes(id, data, len); /* as it was */
+    harness_buffer_delete(&H, id);
+    free(old);
+    free(data);
+}
+
 /* A file damaged on disk: the download and a run answer 500
  * buffer-unreadable, never other bytes; the buffer can still be deleted. */
 static void test_damaged_file_is_unreadable(void **state)
@@ -242,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_working_set_past_the_pool),
         cmocka_unit_test(test_downloads_from_each_tier),
         cmocka_unit_test(test_damaged_file_is_unreadable),
+        cmocka_unit_test(test_whole_upload_pages_nothing_in),
     };
     harness_suite_bind(&H, &opts);
     int rc = cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);

@@ -2,7 +2,9 @@
  * tier_io.c, tier.c) on a host-backend runtime: a page-in brings back the
  * very bytes from the host tier and from disk, large buffers included, a
  * read finds them where they are, and a disk that refuses (full, gone,
- * failing, a damaged file) is an error, never stale bytes. */
+ * failing, a damaged file) is an error, never stale bytes; files are written
+ * and read with O_DIRECT where the filesystem takes it, plainly on tmpfs. */
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -171,6 +173,99 @@ static void test_unreadable_never_stale(void **state)
     close_tiers(f);
 }
 
+/* Whether `dir`'s filesystem takes O_DIRECT: a probe of the test's own. */
+static int takes_direct(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/probe", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0600);
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    return fd >= 0;
+}
+
+/* A file in `dir`, header and a ragged size (an aligned part and a tail),
+ * written and read back through the format's calls: O_DIRECT exactly where
+ * the filesystem takes it, the same bytes either way. */
+static void direct_round_trip(const char *dir, int refused)
+{
+    size_t n = 3 * 4096 + 1234;
+    char *src = aligned_alloc(4096, 4 * 4096), *dst = aligned_alloc(4096, 4 * 4096);
+    assert_true(src && dst);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (char)(i * 7 + 1);
+    struct ghd_tier_file_id id = {dir, "probe-buffer", n, 3, 1};
+    struct ghd_err err = {0};
+    int fd = -1;
+    assert_int_equal(ghd_tier_file_create(&id, &fd, &err), 0);
+    assert_int_equal(!!(fcntl(fd, F_GETFL) & O_DIRECT), !refused && takes_direct(dir));
+    assert_int_equal(ghd_tier_file_write(fd, src, n, 0, &err), 0);
+    close(fd);
+    assert_int_equal(ghd_tier_file_open(&id, &fd, &err), 0);
+    assert_int_equal(!!(fcntl(fd, F_GETFL) & O_DIRECT), !refused && takes_direct(dir));
+    assert_int_equal(ghd_tier_file_read(fd, dst, n, 0, &err), 0);
+    assert_memory_equal(src, dst, n);
+    assert_int_equal(ghd_tier_file_read(fd, dst, 10, 4097, &err), 0); /* a range, unaligned */
+    assert_memory_equal(src + 4097, dst, 10);
+    assert_int_equal(ghd_tier_file_read(fd, dst, 4096, n - 100, &err), GHD_EUNREADABLE);
+    close(fd);
+    struct stat st;
+    char path[256];
+    ghd_tier_file_path(dir, id.id, path, sizeof(path));
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, GHD_TIER_FILE_HEADER + n); /* nothing after the bytes */
+    ghd_tier_file_remove(dir, id.id);
+    free(src);
+    free(dst);
+}
+
+/* On the test's folder (O_DIRECT on most disks), on tmpfs (which refused
+ * O_DIRECT at open, EINVAL, before Linux 6.6) and on a filesystem that
+ * refuses it: the disk tier works on each. */
+static void test_direct_where_taken(void **state)
+{
+    (void)state;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/ghd-direct-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    direct_round_trip(dir, 0);
+    ghd_tier_file_refuse_direct(1);
+    direct_round_trip(dir, 1);
+    ghd_tier_file_refuse_direct(0);
+    assert_int_equal(rmdir(dir), 0);
+    snprintf(dir, sizeof(dir), "/dev/shm/ghd-direct-XXXXXX");
+    if (!mkdtemp(dir))
+        return; /* no /dev/shm here */
+    direct_round_trip(dir, 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* The options' disk tier takes O_DIRECT when it may hold more than half
+ * the host's memory, and not when the page cache can hold all of it. */
+static void test_direct_when_beyond_the_cache(void **state)
+{
+    (void)state;
+    struct ghd_runtime rt;
+    struct ghd_buffer_table t;
+    unit_host_open(&rt, &t, 4 * MIB);
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/ghd-direct-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    size_t ram = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    size_t sizes[2] = {64 * MIB, ram};
+    for (int i = 0; i < 2; i++) {
+        struct ghd_tier_config tc = {.disk_dir = dir, .disk_bytes = sizes[i],
+                                     .direct = GHD_TIER_DIRECT_AUTO};
+        struct ghd_tiers *tiers;
+        assert_int_equal(ghd_tiers_new(&tc, &rt, 1, &tiers, NULL), 0);
+        assert_int_equal(tiers->direct, i);
+        ghd_tiers_free(tiers);
+    }
+    assert_int_equal(rmdir(dir), 0);
+    unit_host_close(&rt, &t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +275,8 @@ int main(void)
         cmocka_unit_test(test_disk_full),
         cmocka_unit_test(test_disk_unwritable),
         cmocka_unit_test(test_unreadable_never_stale),
+        cmocka_unit_test(test_direct_where_taken),
+        cmocka_unit_test(test_direct_when_beyond_the_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

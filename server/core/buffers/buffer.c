@@ -233,6 +233,16 @@ void ghd_buffer_mark_written(struct ghd_buffer *b)
     atomic_store_explicit(&b->zero_done, 1, memory_order_release);
 }
 
+void ghd_buffer_reorder(struct ghd_buffer *b, struct ghd_event *e)
+{
+    pthread_mutex_lock(&b->zero_lock);
+    if (b->zeroed)
+        ghd_runtime_event_release(b->rt, b->zeroed);
+    b->zeroed = e;
+    atomic_store_explicit(&b->zero_done, 0, memory_order_release);
+    pthread_mutex_unlock(&b->zero_lock);
+}
+
 int ghd_buffer_create_new(struct ghd_buffer_table *t, struct ghd_runtime *rt,
                           const struct ghd_buffer_spec *spec, struct ghd_buffer **out)
 {

@@ -67,7 +67,9 @@ struct ghd_buffer {
     int pinned;     /* kept on its device (POST .../residency with pin) */
     int unreadable; /* its bytes could not be read back: every use is refused */
     struct ghd_pool_block *h_block;  /* the host tier's copy */
-    struct ghd_pool_block *h_orphan; /* a host copy paged in while readers read it */
+    struct ghd_pool_block *h_orphan; /* a host copy paged in: goes once unread and copied */
+    struct ghd_event *landing[2];    /* that copy's start and end on the device (tier_in.c) */
+    int behind; /* a whole write's hold: the old copy's tier, kept until it ends; 0: none */
     double last_used;                /* Unix seconds of the last hold or read */
     struct ghd_list_node tier_link;  /* its tier's least-recently-used order */
 };
@@ -185,6 +187,13 @@ int ghd_buffer_order(struct ghd_buffer *b, struct ghd_stream *s, struct ghd_err 
  * could see it: b needs no zeroing, and later users no wait for one.
  * pre: b is pending and nothing called ghd_buffer_order on it. */
 void ghd_buffer_mark_written(struct ghd_buffer *b);
+/* b has new device memory (the tiers gave it a block, core/tiers/tier.h).
+ * With e (stolen), its bytes are being written on the device until e's
+ * point, and every later user's ghd_buffer_order waits for e on its own
+ * stream, as for a zeroing: the CPU does not wait. With NULL, its next
+ * user zeroes it first, as a new buffer's.
+ * pre: nothing uses b's memory; an event it had before has completed. */
+void ghd_buffer_reorder(struct ghd_buffer *b, struct ghd_event *e);
 void ghd_buffer_ref(struct ghd_buffer *b);
 void ghd_buffer_unref(struct ghd_buffer *b);
 

@@ -1,7 +1,7 @@
-/* Spilling and paging in (tier.h): the copies between a device's pool, the
- * host tier and the disk tier, with the buffer marked moving while a copy
- * runs outside the lock, and the device block freed only once the copy out
- * of it has completed. */
+/* Spilling (tier.h): the copies out of a device's pool to the host tier and
+ * the disk tier, with the buffer marked moving while a copy runs outside
+ * the lock, and the device block freed only once the copy out of it has
+ * completed. Paging in is tier_in.c's. */
 #include "tier.h"
 
 #include <errno.h>
@@ -200,8 +200,7 @@ int ghd_tier_alloc(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size, siz
     return ghd_err_set(err, rc, "device %u: the pool refuses %zu bytes", rt->index, size);
 }
 
-/* pre: lock held. Reserves (n > 0) or gives back (n < 0) disk bytes. */
-static int disk_reserve_locked(struct ghd_tiers *t, long long n, struct ghd_err *err)
+int ghd_tier_disk_reserve_locked(struct ghd_tiers *t, long long n, struct ghd_err *err)
 {
     if (n > 0 && (!t->has_disk || t->disk_used + (size_t)n > t->disk_cap))
         return ghd_err_set(err, GHD_ENOMEM, "%s",
@@ -217,11 +216,11 @@ static int disk_write(struct ghd_tiers *t, struct ghd_buffer *b, const char *h_s
                       struct ghd_stream *s, struct ghd_err *err)
 {
     pthread_mutex_lock(&t->lock);
-    int rc = disk_reserve_locked(t, (long long)b->size, err);
+    int rc = ghd_tier_disk_reserve_locked(t, (long long)b->size, err);
     pthread_mutex_unlock(&t->lock);
     if (rc)
         return rc;
-    struct ghd_tier_file_id f = {t->dir, b->id, b->size, ghd_buffer_version(b)};
+    struct ghd_tier_file_id f = {t->dir, b->id, b->size, ghd_buffer_version(b), t->direct};
     int fd = -1;
     rc = ghd_tier_file_create(&f, &fd, err);
     if (rc == 0 && h_src)
@@ -234,7 +233,7 @@ static int disk_write(struct ghd_tiers *t, struct ghd_buffer *b, const char *h_s
         if (fd >= 0)
             ghd_tier_file_remove(t->dir, b->id);
         pthread_mutex_lock(&t->lock);
-        disk_reserve_locked(t, -(long long)b->size, NULL);
+        ghd_tier_disk_reserve_locked(t, -(long long)b->size, NULL);
         pthread_mutex_unlock(&t->lock);
     }
     return rc;
@@ -268,8 +267,8 @@ static int host_get(struct ghd_tiers *t, size_t size, struct ghd_pool_block **ou
     }
 }
 
-static void count_locked(struct ghd_tiers *t, unsigned dev, int out, enum ghd_tier tier,
-                         size_t bytes, double s)
+void ghd_tier_count_locked(struct ghd_tiers *t, unsigned dev, int out, enum ghd_tier tier,
+                           size_t bytes, double s)
 {
     struct ghd_tier_stats *st = &t->stats[dev];
     if (out) {
@@ -293,7 +292,7 @@ int ghd_tier_spill_host(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_er
         ghd_pool_free(&t->host_pool, b->h_block);
         b->h_block = NULL;
         b->tier = GHD_TIER_DISK;
-        count_locked(t, b->device, 1, GHD_TIER_DISK, b->size, ghd_clock_s() - t0);
+        ghd_tier_count_locked(t, b->device, 1, GHD_TIER_DISK, b->size, ghd_clock_s() - t0);
     } else {
         t->stats[b->device].failures++;
     }
@@ -310,6 +309,12 @@ static int copy_out(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_tier to,
 {
     struct ghd_device *dev = &b->rt->dev;
     int rc = ghd_buffer_order(b, s, err); /* a buffer never used is zeroed first */
+    if (rc == 0 && b->h_orphan) { /* its page-in's host copy goes first, making room */
+        rc = dev->ops->stream_sync(dev, s, err);
+        pthread_mutex_lock(&t->lock);
+        ghd_tier_orphan_reap_locked(t, b, 1);
+        pthread_mutex_unlock(&t->lock);
+    }
     struct ghd_err host_why = {0};
     if (rc == 0 && to == GHD_TIER_HOST && host_get(t, b->size, hb, &host_why) == 0) {
         *where = GHD_TIER_HOST;
@@ -339,6 +344,7 @@ int ghd_tier_spill_device(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_ti
         ghd_runtime_stream_release(rt, s);
     pthread_mutex_lock(&t->lock);
     if (rc == 0) {
+        ghd_tier_orphan_reap_locked(t, b, 1); /* the copy out was ordered after its page-in */
         ghd_list_remove(&t->lru[b->device], &b->tier_link);
         ghd_pool_free(&rt->pool, b->block); /* the copy out of it has completed */
         b->block = NULL;
@@ -348,7 +354,7 @@ int ghd_tier_spill_device(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_ti
         if (hb)
             ghd_list_push_back(&t->host_lru, &b->tier_link);
         atomic_store(&b->zero_done, 1); /* whatever holds it now holds its bytes */
-        count_locked(t, b->device, 1, where, b->size, ghd_clock_s() - t0);
+        ghd_tier_count_locked(t, b->device, 1, where, b->size, ghd_clock_s() - t0);
     } else {
         if (hb)
             ghd_pool_free(&t->host_pool, hb);
@@ -357,119 +363,4 @@ int ghd_tier_spill_device(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_ti
     ghd_tier_moved_locked(t, b);
     pthread_mutex_unlock(&t->lock);
     return rc;
-}
-
-/* Reads b's file into device memory at d_dst on s. */
-static int disk_read_in(struct ghd_tiers *t, struct ghd_buffer *b, void *d_dst,
-                        struct ghd_stream *s, struct ghd_err *err)
-{
-    struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0};
-    int fd = -1;
-    int rc = ghd_tier_file_open(&f, &fd, err);
-    if (rc == 0)
-        rc = ghd_tier_io_from_file(t, b->rt, fd, d_dst, b->size, s, err);
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
-/* Copies b's bytes from where they are into blk. */
-static int copy_in(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_pool_block *blk,
-                   struct ghd_err *err)
-{
-    struct ghd_runtime *rt = b->rt;
-    struct ghd_device *dev = &rt->dev;
-    struct ghd_stream *s = NULL;
-    int rc = ghd_runtime_stream_acquire(rt, &s, err);
-    if (rc == 0 && b->tier == GHD_TIER_HOST) {
-        rc = dev->ops->copy_h2d(dev, ghd_pool_block_ptr(blk), ghd_pool_block_ptr(b->h_block),
-                                b->size, s, err);
-        if (rc == 0)
-            rc = dev->ops->stream_sync(dev, s, err);
-    } else if (rc == 0) {
-        rc = disk_read_in(t, b, ghd_pool_block_ptr(blk), s, err);
-    }
-    if (s)
-        ghd_runtime_stream_release(rt, s);
-    return rc;
-}
-
-/* pre: lock held; b paged in to blk. Its old copy goes (a host copy that
- * downloads still read goes when the last of them ends). */
-static void landed_locked(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_pool_block *blk)
-{
-    if (b->tier == GHD_TIER_HOST) {
-        ghd_list_remove(&t->host_lru, &b->tier_link);
-        if (b->readers)
-            b->h_orphan = b->h_block;
-        else
-            ghd_pool_free(&t->host_pool, b->h_block);
-        b->h_block = NULL;
-    } else {
-        ghd_tier_file_remove(t->dir, b->id); /* a reader's descriptor still reads it */
-        disk_reserve_locked(t, -(long long)b->size, NULL);
-    }
-    b->block = blk;
-    b->d_ptr = ghd_pool_block_ptr(blk);
-    b->tier = GHD_TIER_DEVICE;
-    ghd_list_push_back(&t->lru[b->device], &b->tier_link);
-    atomic_store(&b->zero_done, 1); /* the copy wrote every byte */
-}
-
-/* pre: b->moving set by the caller, b not on its device. */
-static int page_in(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_err *err)
-{
-    struct ghd_pool_block *blk = NULL;
-    int rc = ghd_tier_alloc(t, b->rt, b->size, b->alignment, &blk, err);
-    double t0 = ghd_clock_s(); /* the copy's time: making room is the evictions' */
-    if (rc == 0)
-        rc = copy_in(t, b, blk, err);
-    pthread_mutex_lock(&t->lock);
-    if (rc == 0) {
-        count_locked(t, b->device, 0, (enum ghd_tier)b->tier, b->size, ghd_clock_s() - t0);
-        landed_locked(t, b, blk);
-        b->holds++;
-        ghd_tier_touch_locked(t, b);
-    } else {
-        if (blk)
-            ghd_pool_free(&b->rt->pool, blk);
-        if (rc == GHD_EUNREADABLE)
-            b->unreadable = 1;
-        t->stats[b->device].failures++;
-    }
-    ghd_tier_moved_locked(t, b);
-    pthread_mutex_unlock(&t->lock);
-    return rc;
-}
-
-int ghd_tier_hold(struct ghd_buffer *b, struct ghd_err *err)
-{
-    struct ghd_tiers *t = b->tiers;
-    if (!t)
-        return 0;
-    pthread_mutex_lock(&t->lock);
-    int rc = ghd_tier_settle_locked(t, b, err);
-    if (rc == 0 && b->tier == GHD_TIER_DEVICE) {
-        b->holds++;
-        ghd_tier_touch_locked(t, b);
-    } else if (rc == 0) {
-        b->moving = 1;
-        pthread_mutex_unlock(&t->lock);
-        return page_in(t, b, err);
-    }
-    pthread_mutex_unlock(&t->lock);
-    return rc;
-}
-
-void ghd_tier_release(struct ghd_buffer *b)
-{
-    struct ghd_tiers *t = b->tiers;
-    if (!t)
-        return;
-    pthread_mutex_lock(&t->lock);
-    GHD_ASSERT(b->holds > 0);
-    b->holds--;
-    ghd_tier_touch_locked(t, b);
-    pthread_cond_broadcast(&t->changed);
-    pthread_mutex_unlock(&t->lock);
 }

@@ -43,7 +43,14 @@ struct ghd_tier_config {
      * unless one allocation needs more (0: buffers move out only when an
      * allocation needs the room). */
     unsigned ahead;
+    /* O_DIRECT for the disk tier's files (where the filesystem takes it):
+     * 1 on, 0 off, GHD_TIER_DIRECT_AUTO on when the tier may hold more than
+     * half the host's memory (the page cache could not keep it: buffered
+     * I/O would only copy every byte twice and crowd out the rest; a tier
+     * the cache holds is read back at memory speed without it). */
+    int direct;
 };
+#define GHD_TIER_DIRECT_AUTO (-1)
 
 /* What the tiers counted on one device: the moves out of it (evictions)
  * and back (page-ins) by the tier moved to or from, with their bytes and
@@ -77,11 +84,24 @@ void ghd_tiers_free(struct ghd_tiers *tiers);
 
 
 /* Brings b onto its device if it is not there and keeps it there until
- * ghd_tier_release: b->d_ptr is valid in between. GHD_ENOMEM when no room
+ * ghd_tier_release: b->d_ptr is valid in between, and its bytes are there
+ * for work queued after ghd_buffer_order on the user's stream (a copy from
+ * the host tier may still be running on the device's copy stream when this
+ * returns; the CPU does not wait for it). GHD_ENOMEM when no room
  * can be made, GHD_EUNREADABLE when its bytes cannot be read back (the
  * buffer stays unreadable; never stale bytes). No-op without tiers. */
 int ghd_tier_hold(struct ghd_buffer *b, struct ghd_err *err);
 void ghd_tier_release(struct ghd_buffer *b);
+/* As ghd_tier_hold, for a write of every byte from byte 0 (an upload of the
+ * whole buffer): a spilled buffer gets device memory without its old bytes
+ * being copied in (*fresh 1; its first user zeroes it, so no other bytes
+ * show), and its old copy stays where it was until
+ * ghd_tier_release_whole: the write kept bytes [0, kept) (the whole size:
+ * it completed), and the rest comes back from the old copy, which then
+ * goes. So a write cut short leaves the bytes it did not write as they
+ * were, as on the device. Release with ghd_tier_release when *fresh is 0. */
+int ghd_tier_hold_whole(struct ghd_buffer *b, int *fresh, struct ghd_err *err);
+void ghd_tier_release_whole(struct ghd_buffer *b, uint64_t kept);
 
 /* Where a download reads from: the device (b->d_ptr, held as by
  * ghd_tier_hold), host memory or a file descriptor of the disk tier (data

@@ -1,5 +1,12 @@
 /* The disk tier's file format (tier_disk.h): a versioned header, then the
- * bytes, written and read in large pieces at aligned offsets. */
+ * bytes, written and read in large pieces at aligned offsets, with O_DIRECT
+ * where asked (f->direct) and the filesystem takes it: a spilled buffer does
+ * not also fill the page cache, whose copy of it would only crowd out what
+ * the host needs when the tier is larger than the cache could hold. A
+ * folder whose filesystem refuses O_DIRECT (EINVAL at open: tmpfs before
+ * Linux 6.6) gets plain I/O; so does an unaligned piece (a buffer's ragged
+ * end, a download's range), from that piece on. */
+#define _GNU_SOURCE
 #include "tier_disk.h"
 
 #include <errno.h>
@@ -15,6 +22,12 @@ static const char magic[8] = "GHDTIER";
 
 #ifdef GHD_TESTABLE
 static atomic_long fail_write, fail_read;
+static atomic_int refuse_direct;
+
+void ghd_tier_file_refuse_direct(int on)
+{
+    atomic_store(&refuse_direct, on);
+}
 
 void ghd_tier_file_fail_write_nth(long n)
 {
@@ -69,31 +82,90 @@ static void header_fill(const struct ghd_tier_file_id *f, unsigned char h[GHD_TI
     snprintf((char *)h + 32, 72, "%s", f->id);
 }
 
-static int write_all(int fd, const void *src, size_t n, off_t at)
+/* What O_DIRECT needs of an address, a length and a file offset. */
+#define TIER_DIRECT_ALIGN 4096
+_Static_assert(GHD_TIER_FILE_HEADER % TIER_DIRECT_ALIGN == 0, "the data lies aligned");
+
+static int is_aligned(uint64_t v)
 {
-    const char *p = src;
+    return v % TIER_DIRECT_ALIGN == 0;
+}
+
+/* Opens path with O_DIRECT (direct 1), or without where the filesystem
+ * refuses it. */
+static int open_direct(const char *path, int flags, mode_t mode, int direct)
+{
+    int d;
+    if (!direct)
+        return open(path, flags, mode);
+#ifdef GHD_TESTABLE
+    if (atomic_load(&refuse_direct)) { /* as tmpfs did before Linux 6.6 */
+        d = -1;
+        errno = EINVAL;
+    } else
+#endif
+        d = open(path, flags | O_DIRECT, mode);
+    return d < 0 && errno == EINVAL ? open(path, flags, mode) : d;
+}
+
+/* Turns fd's O_DIRECT off (from now on, its I/O goes through the page
+ * cache); 1 when it was on. */
+static int direct_off(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || !(fl & O_DIRECT))
+        return 0;
+    return fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0;
+}
+
+/* All n bytes at `at`, in as few calls as the kernel takes: pwrite (write
+ * 1) or pread. A piece an O_DIRECT descriptor refuses (EINVAL) goes on
+ * without O_DIRECT. 0, or an errno (ENOSPC for a write that wrote nothing,
+ * ENODATA for a read past the end). */
+static int io_loop(int fd, char *p, size_t n, off_t at, int write)
+{
     while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, at);
-        if (w < 0 && errno == EINTR)
+        ssize_t k = write ? pwrite(fd, p, n, at) : pread(fd, p, n, at);
+        if (k < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return w < 0 ? errno : ENOSPC;
-        p += w;
-        n -= (size_t)w;
-        at += w;
+        if (k < 0 && errno == EINVAL && direct_off(fd))
+            continue;
+        if (k <= 0)
+            return k < 0 ? errno : write ? ENOSPC : ENODATA;
+        p += k;
+        n -= (size_t)k;
+        at += k;
     }
     return 0;
+}
+
+/* As io_loop; of an unaligned piece, the aligned part from its start (if
+ * any) keeps O_DIRECT, and the rest goes through the page cache. */
+static int io_all(int fd, char *p, size_t n, off_t at, int write)
+{
+    if (is_aligned((uintptr_t)p) && is_aligned(n) && is_aligned((uint64_t)at))
+        return io_loop(fd, p, n, at, write);
+    size_t head =
+        is_aligned((uintptr_t)p) && is_aligned((uint64_t)at) ? n - n % TIER_DIRECT_ALIGN : 0;
+    int e = head ? io_loop(fd, p, head, at, write) : 0;
+    direct_off(fd);
+    return e ? e : io_loop(fd, p + head, n - head, at + (off_t)head, write);
+}
+
+static int write_all(int fd, const void *src, size_t n, off_t at)
+{
+    return io_all(fd, (char *)src, n, at, 1);
 }
 
 int ghd_tier_file_create(const struct ghd_tier_file_id *f, int *fd, struct ghd_err *err)
 {
     char path[512];
     ghd_tier_file_path(f->dir, f->id, path, sizeof(path));
-    int d = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int d = open_direct(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600, f->direct);
     if (d < 0)
         return ghd_err_set(err, GHD_ENOMEM, "disk tier: cannot create %s: %s", path,
                            strerror(errno));
-    unsigned char h[GHD_TIER_FILE_HEADER];
+    _Alignas(TIER_DIRECT_ALIGN) unsigned char h[GHD_TIER_FILE_HEADER];
     header_fill(f, h);
     int e = write_all(d, h, sizeof(h), 0);
     if (e) {
@@ -123,15 +195,15 @@ int ghd_tier_file_open(const struct ghd_tier_file_id *f, int *fd, struct ghd_err
 {
     char path[512];
     ghd_tier_file_path(f->dir, f->id, path, sizeof(path));
-    int d = open(path, O_RDONLY | O_CLOEXEC);
+    int d = open_direct(path, O_RDONLY | O_CLOEXEC, 0, f->direct);
     if (d < 0)
         return ghd_err_set(err, GHD_EUNREADABLE, "disk tier: cannot open %s: %s", path,
                            strerror(errno));
-    unsigned char h[GHD_TIER_FILE_HEADER], want[GHD_TIER_FILE_HEADER];
+    _Alignas(TIER_DIRECT_ALIGN) unsigned char h[GHD_TIER_FILE_HEADER];
+    unsigned char want[GHD_TIER_FILE_HEADER];
     header_fill(f, want);
-    ssize_t got = pread(d, h, sizeof(h), 0);
     const char *bad = NULL;
-    if (got != (ssize_t)sizeof(h))
+    if (io_all(d, (char *)h, sizeof(h), 0, 0) != 0)
         bad = "its header is short";
     else if (memcmp(h, magic, sizeof(magic)) != 0)
         bad = "its magic is not GHDTIER";
@@ -149,23 +221,14 @@ int ghd_tier_file_open(const struct ghd_tier_file_id *f, int *fd, struct ghd_err
 
 int ghd_tier_file_read(int fd, void *dst, size_t n, uint64_t off, struct ghd_err *err)
 {
-    char *p = dst;
-    off_t at = (off_t)(GHD_TIER_FILE_HEADER + off);
 #ifdef GHD_TESTABLE
     if (hook_fires(&fail_read))
         return ghd_err_set(err, GHD_EUNREADABLE, "disk tier: read failed: %s", strerror(EIO));
 #endif
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, at);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return ghd_err_set(err, GHD_EUNREADABLE, "disk tier: read failed: %s",
-                               r < 0 ? strerror(errno) : "the file is short");
-        p += r;
-        n -= (size_t)r;
-        at += r;
-    }
+    int e = io_all(fd, dst, n, (off_t)(GHD_TIER_FILE_HEADER + off), 0);
+    if (e)
+        return ghd_err_set(err, GHD_EUNREADABLE, "disk tier: read failed: %s",
+                           e == ENODATA ? "the file is short" : strerror(e));
     return 0;
 }
 

@@ -19,10 +19,14 @@
  *     32  72 the buffer's id, NUL-padded
  *     104    zeros up to the header's end
  *
- * A file whose magic, version, size or id do not match what the buffer
- * expects is never read as its bytes: the buffer is unreadable instead.
- * Version 1 is what a later start could find again (buffers that survive
- * a restart); this one deletes its files when their buffers go. */
+ * A file whose magic, version, header size, size or id do not match what
+ * the buffer expects, or whose data is short, is never read as its bytes:
+ * the buffer is unreadable instead. A change that a version-1 reader would
+ * misread takes a new version; README.md here has the whole format, the
+ * version rule and what a reader checks. Version 1 is what a later start
+ * could find again (buffers that survive a restart); this one deletes its
+ * files when their buffers go. Written and read with O_DIRECT where the
+ * filesystem takes it (tier_disk.c); the bytes are the same either way. */
 
 #define GHD_TIER_FILE_HEADER 4096
 #define GHD_TIER_FILE_VERSION 1
@@ -33,6 +37,7 @@ struct ghd_tier_file_id {
     const char *id;
     uint64_t size;
     uint64_t version;
+    int direct; /* with O_DIRECT where the filesystem takes it (tier_disk.c) */
 };
 
 /* Creates (or truncates) the file and writes its header; *fd to write the
@@ -56,6 +61,9 @@ void ghd_tier_file_path(const char *dir, const char *id, char *out, size_t len);
  * (or an I/O error) would; 0 turns it off. */
 void ghd_tier_file_fail_write_nth(long n);
 void ghd_tier_file_fail_read_nth(long n);
+/* While on, opening a file with O_DIRECT fails with EINVAL, as on a
+ * filesystem that refuses it. */
+void ghd_tier_file_refuse_direct(int on);
 #endif
 
 #endif

@@ -35,6 +35,7 @@ struct ghd_tiers {
     int has_disk;
     char dir[256];
     size_t disk_cap, disk_used;
+    int direct; /* its files with O_DIRECT (struct ghd_tier_config's, decided) */
     unsigned wait_ms;
     struct ghd_tier_reclaim reclaim[GHD_MAX_DEVICES];
     struct ghd_tier_bounce *bounces; /* idle pairs of page-locked bounces (tier_io.c) */
@@ -45,6 +46,11 @@ struct ghd_tiers {
     pthread_cond_t pressure;          /* short_mask or stop changed */
     pthread_t ahead_thread;
     int ahead_started, stop;
+    /* Device i's copy stream: page-ins from the host tier are queued there
+     * (tier_in.c), one at a time (copy_lock) so that each one's events time
+     * its own copy. */
+    struct ghd_stream *copy[GHD_MAX_DEVICES];
+    pthread_mutex_t copy_lock;
 };
 
 /* pre: lock held. Device dev's least recently used idle buffer (a tenant's
@@ -58,12 +64,13 @@ void ghd_tier_ahead_stop(struct ghd_tiers *t);
 void ghd_tier_ahead_note(struct ghd_tiers *t, struct ghd_runtime *rt, size_t size);
 
 /* The disk tier's copies from and to a device (tier_io.c): the data of
- * file fd (at its data offset 0) to or from size bytes of device memory,
+ * file fd (from its data offset 0, or `at` for a read) to or from size
+ * bytes of device memory,
  * through two page-locked bounces on stream s, waited for. */
 int ghd_tier_io_to_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, const void *d_src,
                         size_t size, struct ghd_stream *s, struct ghd_err *err);
-int ghd_tier_io_from_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, void *d_dst,
-                          size_t size, struct ghd_stream *s, struct ghd_err *err);
+int ghd_tier_io_from_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, uint64_t at,
+                          void *d_dst, size_t size, struct ghd_stream *s, struct ghd_err *err);
 /* Frees the idle bounces. */
 void ghd_tier_io_free(struct ghd_tiers *t);
 
@@ -80,6 +87,17 @@ int ghd_tier_spill_device(struct ghd_tiers *t, struct ghd_buffer *b, enum ghd_ti
                           struct ghd_err *err);
 /* pre: b->moving set by the caller, b in the host tier without readers. */
 int ghd_tier_spill_host(struct ghd_tiers *t, struct ghd_buffer *b, struct ghd_err *err);
+/* pre: lock held. Reserves (n > 0) or gives back (n < 0) disk bytes. */
+int ghd_tier_disk_reserve_locked(struct ghd_tiers *t, long long n, struct ghd_err *err);
+/* pre: lock held. Counts a move out of (out 1) or into device dev. */
+void ghd_tier_count_locked(struct ghd_tiers *t, unsigned dev, int out, enum ghd_tier tier,
+                           size_t bytes, double s);
+/* pre: lock held. The old host copy of a page-in (b->h_orphan) goes once no
+ * download reads it and the copy out of it has completed (wait: waits for
+ * that); its copy's seconds are counted then. */
+void ghd_tier_orphan_reap_locked(struct ghd_tiers *t, struct ghd_buffer *b, int wait);
+/* pre: lock held. A whole write's old copy (b->behind) goes. */
+void ghd_tier_behind_drop_locked(struct ghd_tiers *t, struct ghd_buffer *b);
 /* pre: lock held; b->moving was cleared. Wakes the waiters. */
 void ghd_tier_moved_locked(struct ghd_tiers *t, struct ghd_buffer *b);
 /* pre: lock held. Waits while b moves; GHD_EUNREADABLE once it cannot be read. */

@@ -142,8 +142,8 @@ int ghd_tier_io_to_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, con
     return io_close(&io, rc, err);
 }
 
-int ghd_tier_io_from_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, void *d_dst,
-                          size_t size, struct ghd_stream *s, struct ghd_err *err)
+int ghd_tier_io_from_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, uint64_t at,
+                          void *d_dst, size_t size, struct ghd_stream *s, struct ghd_err *err)
 {
     struct io io = {.t = t, .rt = rt, .s = s};
     struct ghd_device *dev = &rt->dev;
@@ -152,7 +152,7 @@ int ghd_tier_io_from_file(struct ghd_tiers *t, struct ghd_runtime *rt, int fd, v
         int i = (int)(k & 1);
         rc = io_wait(&io, i, err); /* its last piece has reached the device */
         if (rc == 0)
-            rc = ghd_tier_file_read(fd, io.b->p[i], piece(size, off), off, err);
+            rc = ghd_tier_file_read(fd, io.b->p[i], piece(size, off), at + off, err);
         if (rc == 0)
             rc = dev->ops->copy_h2d(dev, (char *)d_dst + off, io.b->p[i], piece(size, off), s,
                                     err);

@@ -66,7 +66,15 @@ static int open_host(struct ghd_tiers *t, size_t bytes, struct ghd_err *err)
     return 0;
 }
 
-static int open_disk(struct ghd_tiers *t, const char *dir, size_t bytes, struct ghd_err *err)
+/* Whether a disk tier of `bytes` is larger than half the host's memory. */
+static int beyond_the_cache(size_t bytes)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 && bytes > (size_t)pages * (size_t)page / 2;
+}
+
+static int open_disk(struct ghd_tiers *t, const char *dir, size_t bytes, int direct,
+                     struct ghd_err *err)
 {
     if (strlen(dir) >= sizeof(t->dir))
         return ghd_err_set(err, GHD_EINVAL, "--disk-tier: the path is too long");
@@ -84,6 +92,7 @@ static int open_disk(struct ghd_tiers *t, const char *dir, size_t bytes, struct 
     snprintf(t->dir, sizeof(t->dir), "%s", dir);
     t->has_disk = 1;
     t->disk_cap = bytes;
+    t->direct = direct == GHD_TIER_DIRECT_AUTO ? beyond_the_cache(bytes) : direct;
     return 0;
 }
 
@@ -105,9 +114,12 @@ int ghd_tiers_new(const struct ghd_tier_config *cfg, struct ghd_runtime *rts, un
     pthread_mutex_init(&t->lock, NULL);
     pthread_cond_init(&t->changed, NULL);
     pthread_cond_init(&t->pressure, NULL);
+    pthread_mutex_init(&t->copy_lock, NULL);
     int rc = cfg->host_bytes ? open_host(t, cfg->host_bytes, err) : 0;
+    for (unsigned i = 0; i < count && rc == 0; i++)
+        rc = rts[i].dev.ops->stream_new(&rts[i].dev, &t->copy[i], err);
     if (rc == 0 && disk)
-        rc = open_disk(t, cfg->disk_dir, cfg->disk_bytes, err);
+        rc = open_disk(t, cfg->disk_dir, cfg->disk_bytes, cfg->direct, err);
     if (rc) {
         ghd_tiers_free(t);
         return rc;
@@ -129,7 +141,8 @@ int ghd_tiers_open(const struct ghd_config *cfg, struct ghd_runtime *rts, unsign
                                  .disk_dir = cfg->disk_tier,
                                  .disk_bytes = cfg->disk_tier_size,
                                  .wait_ms = GHD_TIER_WAIT_MS,
-                                 .ahead = GHD_TIER_AHEAD};
+                                 .ahead = GHD_TIER_AHEAD,
+                                 .direct = GHD_TIER_DIRECT_AUTO};
     if (cfg->spill && !tc.host_bytes) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         tc.host_bytes = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : 0;
@@ -152,6 +165,10 @@ void ghd_tiers_free(struct ghd_tiers *t)
         ghd_tier_io_free(t);
     if (t->has_host)
         ghd_pool_destroy(&t->host_pool);
+    for (unsigned i = 0; i < t->count; i++)
+        if (t->copy[i]) /* idle: every buffer went, each after its users' work */
+            t->rts[i].dev.ops->stream_free(&t->rts[i].dev, t->copy[i]);
+    pthread_mutex_destroy(&t->copy_lock);
     pthread_cond_destroy(&t->changed);
     pthread_cond_destroy(&t->pressure);
     pthread_mutex_destroy(&t->lock);
@@ -185,9 +202,9 @@ void ghd_tier_forget(struct ghd_buffer *b)
         ghd_tier_file_remove(t->dir, b->id);
         t->disk_used -= b->size;
     }
-    if (b->h_orphan)
-        ghd_pool_free(&t->host_pool, b->h_orphan);
-    b->block = b->h_block = b->h_orphan = NULL;
+    ghd_tier_behind_drop_locked(t, b);
+    ghd_tier_orphan_reap_locked(t, b, 1); /* the buffer's users all waited for its copy */
+    b->block = b->h_block = NULL;
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -204,7 +221,7 @@ int ghd_tier_read_begin(struct ghd_buffer *b, struct ghd_tier_read *r, struct gh
     r->tier = (enum ghd_tier)b->tier;
     if (rc == 0 && b->tier == GHD_TIER_DISK) {
         /* Opened under the lock: a page-in removes the file only after. */
-        struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0};
+        struct ghd_tier_file_id f = {t->dir, b->id, b->size, 0, t->direct};
         rc = ghd_tier_file_open(&f, &r->fd, err);
         r->offset = 0;
         if (rc)
@@ -232,12 +249,11 @@ void ghd_tier_read_end(struct ghd_buffer *b, struct ghd_tier_read *r)
         close(r->fd);
     r->fd = -1;
     pthread_mutex_lock(&t->lock);
-    if (r->tier == GHD_TIER_DEVICE) {
+    if (r->tier == GHD_TIER_DEVICE)
         b->holds--;
-    } else if (--b->readers == 0 && b->h_orphan) {
-        ghd_pool_free(&t->host_pool, b->h_orphan);
-        b->h_orphan = NULL;
-    }
+    else
+        b->readers--;
+    ghd_tier_orphan_reap_locked(t, b, 0);
     pthread_cond_broadcast(&t->changed);
     pthread_mutex_unlock(&t->lock);
 }

@@ -20,9 +20,10 @@ int ghd_transfer_device_error(const struct ghd_transfer *t, int rc, const char *
 
 /* Holds b where the transfer needs it: an upload on its device, a download
  * wherever it is. */
-static int tier_take(struct ghd_transfer *t, struct ghd_err *err)
+static int tier_take(struct ghd_transfer *t, int whole, struct ghd_err *err)
 {
     int rc = t->dir == GHD_TRANSFER_DOWNLOAD ? ghd_tier_read_begin(t->buf, &t->src, err)
+             : whole                         ? ghd_tier_hold_whole(t->buf, &t->fresh, err)
                                              : ghd_tier_hold(t->buf, err);
     t->tier_held = rc == 0;
     return rc;
@@ -34,12 +35,14 @@ static void tier_give(struct ghd_transfer *t)
         return;
     if (t->dir == GHD_TRANSFER_DOWNLOAD)
         ghd_tier_read_end(t->buf, &t->src);
+    else if (t->fresh) /* what it did not write, when cut short, comes back */
+        ghd_tier_release_whole(t->buf, t->completed ? t->offset + t->received : 0);
     else
         ghd_tier_release(t->buf);
     t->tier_held = 0;
 }
 
-int ghd_transfer_new(struct ghd_buffer *b, enum ghd_transfer_dir dir,
+int ghd_transfer_new(struct ghd_buffer *b, enum ghd_transfer_dir dir, int whole,
                      const struct ghd_transfer_client *client, struct ghd_transfer **out,
                      struct ghd_err *err)
 {
@@ -62,7 +65,7 @@ int ghd_transfer_new(struct ghd_buffer *b, enum ghd_transfer_dir dir,
         ghd_transfer_device_error(t, rc, "cannot create a device stream", err);
         goto fail;
     }
-    rc = tier_take(t, err);
+    rc = tier_take(t, whole, err);
     if (rc)
         goto fail;
     rc = t->src.tier == GHD_TIER_DEVICE ? ghd_buffer_order(b, t->stream, &t->dev_err) : 0;

@@ -94,6 +94,7 @@ struct ghd_transfer {
      * transfer, or, for a download of a spilled buffer, read where it is. */
     struct ghd_tier_read src;
     int tier_held;
+    int fresh; /* upload: the hold gave a spilled buffer new memory (ghd_tier_hold_whole) */
 };
 
 /* --- the upload sink -------------------------------------------------- */
@@ -102,9 +103,14 @@ struct ghd_transfer {
  * single writer (GHD_EBUSY while another upload holds it). `created_here`:
  * b was made for this upload, so it is dropped from client->buffers unless
  * the upload completes, and published when it does; 0 for an existing
- * buffer. On failure everything is released. */
-int ghd_sink_open(struct ghd_buffer *b, int created_here, const struct ghd_transfer_client *client,
-                  struct ghd_transfer **out, struct ghd_err *err);
+ * buffer. `whole`: the upload writes every byte from byte 0 unless it is
+ * cut short (its length is known: Content-Length or Content-Range), so a
+ * spilled buffer's old bytes are not paged in for it; cut short, it leaves
+ * the buffer's bytes as they were (core/tiers/tier.h, ghd_tier_hold_whole).
+ * On failure everything is released. */
+int ghd_sink_open(struct ghd_buffer *b, int created_here, int whole,
+                  const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                  struct ghd_err *err);
 /* The write begins at buffer byte `offset` and may take `length` bytes: the
  * version moves now and again when the writer lets go (a write cut short
  * moved bytes too). Before this, freeing the transfer leaves the version. */

@@ -25,7 +25,7 @@ int ghd_source_open(struct ghd_buffer *b, uint64_t offset, uint64_t length,
 {
     struct ghd_transfer *t;
     *out = NULL;
-    int rc = ghd_transfer_new(b, GHD_TRANSFER_DOWNLOAD, client, &t, err);
+    int rc = ghd_transfer_new(b, GHD_TRANSFER_DOWNLOAD, 0, client, &t, err);
     if (rc) {
         ghd_buffer_unref(b);
         return rc;

@@ -8,9 +8,10 @@
 
 /* A new transfer of buffer `b` in direction `dir` with a stream from its
  * runtime, ordered after the buffer's zeroing; an upload brings b onto its
- * device (core/tier.h), a download reads it where it is. Steals the
- * reference on success only. */
-int ghd_transfer_new(struct ghd_buffer *b, enum ghd_transfer_dir dir,
+ * device (core/tier.h; `whole`: an upload of every byte, which needs none of
+ * a spilled buffer's old bytes there), a download reads it where it is.
+ * Steals the reference on success only. */
+int ghd_transfer_new(struct ghd_buffer *b, enum ghd_transfer_dir dir, int whole,
                      const struct ghd_transfer_client *client, struct ghd_transfer **out,
                      struct ghd_err *err);
 /* Takes one staging chunk from the runtime's ring for t->length, waiting up

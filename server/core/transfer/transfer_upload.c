@@ -18,13 +18,14 @@
 /* Body pieces at least this large go to the device without the staging ring. */
 #define GHD_DIRECT_COPY_MIN ((size_t)256 << 10)
 
-int ghd_sink_open(struct ghd_buffer *b, int created_here, const struct ghd_transfer_client *client,
-                  struct ghd_transfer **out, struct ghd_err *err)
+int ghd_sink_open(struct ghd_buffer *b, int created_here, int whole,
+                  const struct ghd_transfer_client *client, struct ghd_transfer **out,
+                  struct ghd_err *err)
 {
     struct ghd_transfer *t;
     struct ghd_buffer_table *created = created_here ? client->buffers : NULL;
     *out = NULL;
-    int rc = ghd_transfer_new(b, GHD_TRANSFER_UPLOAD, client, &t, err);
+    int rc = ghd_transfer_new(b, GHD_TRANSFER_UPLOAD, whole && !created_here, client, &t, err);
     if (rc) {
         if (created) /* a buffer made for this upload must not stay behind, unseen */
             ghd_buffer_discard(created, b);
