@@ -4,8 +4,8 @@
 /* One HTTP request on a libcurl handle the caller keeps (its connection
  * stays open between requests): the request helper of the programs that
  * drive a server at length, tests/reliability/soak.c and
- * tests/bench/bench_copies.c. (The suites' own helpers, harness_do and
- * rel_do, add what they check on top.) */
+ * tests/bench/bench_copies.c. (The suites' own helpers, support_do and
+ * support_do_call, add what they check on top.) */
 #include <stddef.h>
 
 /* A response body, NUL-terminated; each request empties it and reuses its
