@@ -153,6 +153,5 @@ int main(void)
         cmocka_unit_test_teardown(test_replayed_matches_reference, support_teardown_idle),
         cmocka_unit_test_teardown(test_reduction_is_not_captured, support_teardown_idle),
     };
-    support_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

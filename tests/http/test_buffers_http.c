@@ -2103,6 +2103,5 @@ int main(void)
         cmocka_unit_test_teardown(test_ttl_expiry, support_teardown_idle),
         cmocka_unit_test_teardown(test_concurrent_uploads, support_teardown_idle),
     };
-    support_suite_bind(&H, NULL);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, NULL);
 }

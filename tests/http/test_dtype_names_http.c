@@ -116,6 +116,5 @@ int main(void)
         cmocka_unit_test(test_numpy_names_in_runs),
         cmocka_unit_test(test_wrong_element_type_suggests_a_conversion),
     };
-    support_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

@@ -106,6 +106,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_transfers_few_chunks),
     };
-    support_suite_bind(&H, &few_chunks);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &few_chunks);
 }

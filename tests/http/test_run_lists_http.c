@@ -152,6 +152,5 @@ int main(void)
         cmocka_unit_test_teardown(test_list_refusals_are_per_run, support_teardown_idle),
         cmocka_unit_test_teardown(test_list_bounds, support_teardown_idle),
     };
-    support_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

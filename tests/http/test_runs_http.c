@@ -1930,6 +1930,5 @@ int main(void)
         cmocka_unit_test_teardown(test_run_end_frees_beside_scrapes, support_teardown_idle),
         cmocka_unit_test_teardown(test_refused_pipeline_moves_no_version, support_teardown_idle),
     };
-    support_suite_bind(&H, NULL);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, NULL);
 }

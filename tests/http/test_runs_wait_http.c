@@ -16,17 +16,8 @@
 #include <cmocka.h>
 
 #include "device/host_fault.h"
-#include "harness.h"
-#include "harness_rest.h"
 #include "harness_thread.h"
-
-static struct support_server H;
-static const struct support_opts opts = {.tokens = "tok-alice:alice,tok-mallory:mallory"};
-#define ALICE "tok-alice"
-#define MALLORY "tok-mallory"
-
-#define expect(...) support_expect(&H, __VA_ARGS__)
-#define expect_detail support_expect_detail
+#include "two_tenants.h"
 
 static const char *status_of(json_t *run)
 {
@@ -229,6 +220,5 @@ int main(void)
         cmocka_unit_test(test_wait_is_bounded),
         cmocka_unit_test(test_list_is_the_tenants_in_order),
     };
-    support_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

@@ -578,6 +578,5 @@ int main(void)
         cmocka_unit_test(test_tenants),
         cmocka_unit_test(test_pipeline_and_async),
     };
-    support_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

@@ -16,16 +16,8 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "harness_rest.h"
+#include "two_tenants.h"
 
-static struct support_server H;
-static const struct support_opts opts = {.tokens = "tok-alice:alice,tok-mallory:mallory"};
-#define ALICE "tok-alice"
-#define MALLORY "tok-mallory"
-
-#define expect(...) support_expect(&H, __VA_ARGS__)
-#define expect_detail support_expect_detail
 #define DELETE_BUFFERS(...) SUPPORT_DELETE_BUFFERS(&H, ALICE, __VA_ARGS__)
 
 /* `len` bytes of `data` as an octet-stream body to `path` as `token`
@@ -217,6 +209,5 @@ int main(void)
         cmocka_unit_test(test_put_replaces_bytes_and_description),
         cmocka_unit_test(test_other_tenant_cannot_describe),
     };
-    support_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

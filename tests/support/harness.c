@@ -349,7 +349,8 @@ void support_resp_free(struct support_resp *resp)
 {
     free(resp->headers);
     free(resp->body);
-    memset(resp, 0, sizeof(*resp));
+    resp->headers = resp->body = NULL;
+    resp->headers_len = resp->body_len = 0;
 }
 
 const char *support_header(const struct support_resp *resp, const char *name, char *buf,

@@ -63,6 +63,12 @@ void support_suite_bind(struct support_server *h, const struct support_opts *opt
 int support_group_setup(void **state);
 /* Group teardown: support_stop on the bound harness. */
 int support_group_teardown(void **state);
+/* A suite's main: binds h and opts (support_suite_bind), then runs the
+ * cmocka group `tests` (an array) between support_group_setup and
+ * support_group_teardown; its result is main's. */
+#define SUPPORT_RUN_GROUP(tests, h, opts)                                                     \
+    (support_suite_bind(h, opts),                                                             \
+     cmocka_run_group_tests(tests, support_group_setup, support_group_teardown))
 /* Test teardown: after each test no transfer may still hold a staging
  * chunk (support_await_idle for up to 5 s, any pool use). */
 int support_teardown_idle(void **state);
@@ -112,6 +118,7 @@ void support_do(const struct support_server *h, const struct support_req *req, s
  * new connections the request opened. */
 void support_do_on(const struct support_server *h, void *curl, const struct support_req *req,
                    struct support_resp *resp);
+/* Frees the headers and the body; the status and curl_rc stay readable. */
 void support_resp_free(struct support_resp *resp);
 /* The short form of a request: a token, a content type, one more header,
  * a body sent at once (no Expect: 100-continue), another base URL or TLS
