@@ -12,26 +12,15 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import Server, check  # noqa: E402
+from ghdtest import Server, check, free_ports  # noqa: E402
 
 OCTETS = {"Content-Type": "application/octet-stream"}
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def wait_states(srv, want, seconds=15):

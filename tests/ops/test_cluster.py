@@ -27,7 +27,6 @@ Kubernetes ConfigMap has too). Checks that
 Skipped (77) where haproxy is not installed.
 
 usage: test_cluster.py GPUHTTPD_BINARY REPO_ROOT"""
-import json
 import os
 import random
 import re
@@ -41,7 +40,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import check, fail, need_module, skip  # noqa: E402
+from ghdtest import check, fail, need_module, skip, terminate  # noqa: E402
 
 requests = need_module("requests", "requests")
 np = need_module("numpy", "numpy")
@@ -444,18 +443,12 @@ def main():
             hang_and_resume(cl, data)
             kill_and_restart(cl, data)
             pids = [int(cl.pid(k)[1].group(1)) for k in (0, 2)]
-            cl.proc.send_signal(signal.SIGTERM)
-            rc = cl.proc.wait(timeout=30)
+            rc = terminate(cl.proc)
             check(rc == 0, f"local.sh exited with {rc} after SIGTERM:\n" + "\n".join(cl.lines))
             for p in pids:
                 check(not os.path.exists(f"/proc/{p}"), f"instance pid {p} outlived local.sh")
         finally:
-            if cl.proc.poll() is None:
-                cl.proc.send_signal(signal.SIGTERM)
-                try:
-                    cl.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    cl.proc.kill()
+            terminate(cl.proc)
     print(f"test_cluster: ok ({time.monotonic() - start:.1f} s)")
 
 

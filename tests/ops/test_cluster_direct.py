@@ -34,7 +34,7 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import check, fail, need_module, skip  # noqa: E402
+from ghdtest import check, fail, need_module, skip, terminate  # noqa: E402
 from test_cluster import N, Cluster, free_base, owner, until  # noqa: E402
 
 requests = need_module("requests", "requests")
@@ -184,16 +184,10 @@ def main():
                 complete_listings(cl, c, made)
                 curl_redirect(cl, made)
                 killed_owner(cl, c, gpuhttpd, made)
-            cl.proc.send_signal(signal.SIGTERM)
-            rc = cl.proc.wait(timeout=30)
+            rc = terminate(cl.proc)
             check(rc == 0, f"local.sh exited with {rc} after SIGTERM")
         finally:
-            if cl.proc.poll() is None:
-                cl.proc.send_signal(signal.SIGTERM)
-                try:
-                    cl.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    cl.proc.kill()
+            terminate(cl.proc)
     print(f"test_cluster_direct: ok ({time.monotonic() - start:.1f} s)")
 
 
