@@ -27,6 +27,7 @@ Kubernetes ConfigMap has too). Checks that
 Skipped (77) where haproxy is not installed.
 
 usage: test_cluster.py GPUHTTPD_BINARY REPO_ROOT"""
+import contextlib
 import os
 import random
 import re
@@ -74,6 +75,20 @@ def free_base(count):
             for t in socks:
                 t.close()
     fail(f"no run of {count} free ports on 127.0.0.1")
+
+
+@contextlib.contextmanager
+def ready_cluster(root, binary, prefix):
+    """local.sh's cluster in a fresh folder, once it says it is ready and the
+    proxy has all N instances UP; stopped (ghdtest.terminate) on the way out."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
+        cl = Cluster(root, binary, free_base(1 + 2 * N), workdir)
+        try:
+            cl.wait_line(r"local\.sh: ready")
+            cl.wait_stats(lambda st: len(st) == N and all(s == "UP" for s, _ in st.values()))
+            yield cl
+        finally:
+            terminate(cl.proc)
 
 
 class Cluster:
@@ -430,25 +445,19 @@ def main():
     if not shutil.which("curl"):
         skip("curl is not installed")
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ghd-cluster-") as workdir:
-        cl = Cluster(root, binary, free_base(1 + 2 * N), workdir)
-        try:
-            cl.wait_line(r"local\.sh: ready")
-            cl.wait_stats(lambda st: len(st) == N and all(s == "UP" for s, _ in st.values()))
-            spread(cl)
-            data = routes_by_owner(cl)
-            python_client(cl, root, data)
-            runs(cl, data)
-            near_and_copies(cl, data)
-            hang_and_resume(cl, data)
-            kill_and_restart(cl, data)
-            pids = [int(cl.pid(k)[1].group(1)) for k in (0, 2)]
-            rc = terminate(cl.proc)
-            check(rc == 0, f"local.sh exited with {rc} after SIGTERM:\n" + "\n".join(cl.lines))
-            for p in pids:
-                check(not os.path.exists(f"/proc/{p}"), f"instance pid {p} outlived local.sh")
-        finally:
-            terminate(cl.proc)
+    with ready_cluster(root, binary, "ghd-cluster-") as cl:
+        spread(cl)
+        data = routes_by_owner(cl)
+        python_client(cl, root, data)
+        runs(cl, data)
+        near_and_copies(cl, data)
+        hang_and_resume(cl, data)
+        kill_and_restart(cl, data)
+        pids = [int(cl.pid(k)[1].group(1)) for k in (0, 2)]
+        rc = terminate(cl.proc)
+        check(rc == 0, f"local.sh exited with {rc} after SIGTERM:\n" + "\n".join(cl.lines))
+        for p in pids:
+            check(not os.path.exists(f"/proc/{p}"), f"instance pid {p} outlived local.sh")
     print(f"test_cluster: ok ({time.monotonic() - start:.1f} s)")
 
 
