@@ -1228,33 +1228,6 @@ static void test_ids(void **state)
 
 /* ---- clients that leave -------------------------------------------------------------- */
 
-static void send_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n <= 0)
-            fail_msg("send failed");
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-/* Connects and sends the head of an octet-stream upload of `declared` bytes;
- * returns the socket, for the test to send the body (or not) itself. */
-static int open_upload(const char *method, const char *path, size_t declared)
-{
-    int fd = support_raw_connect(H.port);
-    assert_true(fd >= 0);
-    char head[512];
-    int n = snprintf(head, sizeof(head),
-                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                     "application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-                     method, path, declared);
-    send_all(fd, head, (size_t)n);
-    return fd;
-}
-
 /* Reads a reply on the socket until its head and the first byte of a JSON
  * body (or the end of the stream), into reply (cap bytes, NUL-terminated). */
 static void read_reply(int fd, char *reply, size_t cap)
@@ -1275,11 +1248,11 @@ static void read_reply(int fd, char *reply, size_t cap)
 static void abort_upload(const char *method, const char *path, size_t declared,
                          size_t send_bytes, int reset)
 {
-    int fd = open_upload(method, path, declared);
+    int fd = support_raw_begin_upload(H.port, method, path, declared, 0);
     char *body = malloc(send_bytes ? send_bytes : 1);
     assert_non_null(body);
     support_fill(1100, 0, body, send_bytes);
-    send_all(fd, body, send_bytes);
+    assert_int_equal(support_raw_send(fd, body, send_bytes), 0);
     free(body);
     /* Let the server take what was sent before the connection goes. */
     struct timespec ts = {0, 50 * 1000000L};
@@ -1449,7 +1422,7 @@ static void abort_download_of(size_t size)
         assert_true(fd >= 0);
         char head[256];
         int n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
-        send_all(fd, head, (size_t)n);
+        assert_int_equal(support_raw_send(fd, head, (size_t)n), 0);
         char buf[65536];
         size_t want = round == 0 ? 1 : size / 4 * (size_t)round, got = 0;
         while (got < want) {
@@ -1845,8 +1818,8 @@ static void test_create_from_body_hidden_until_complete(void **state)
     char *body = malloc(size);
     assert_non_null(body);
     support_fill(1200, 0, body, size);
-    int fd = open_upload("POST", "/v1/buffers", size);
-    send_all(fd, body, size / 2);
+    int fd = support_raw_begin_upload(H.port, "POST", "/v1/buffers", size, 0);
+    assert_int_equal(support_raw_send(fd, body, size / 2), 0);
     await_table_count(before + 1); /* allocated, half uploaded */
 
     struct support_resp r;
@@ -1857,7 +1830,7 @@ static void test_create_from_body_hidden_until_complete(void **state)
     json_decref(doc);
     support_resp_free(&r);
 
-    send_all(fd, body + size / 2, size - size / 2);
+    assert_int_equal(support_raw_send(fd, body + size / 2, size - size / 2), 0);
     char reply[2048];
     read_reply(fd, reply, sizeof(reply));
     close(fd);
@@ -1922,13 +1895,15 @@ static void test_socket_bounce_limit(void **state)
     void *data_a = random_bytes(1500, size), *data_b = random_bytes(1501, half);
     unsigned long long bounce0 = socket_upload_bytes("bounce");
 
-    int fd_a = open_upload("PUT", path_a, size);
-    send_all(fd_a, data_a, half); /* A alone: bounced, then it waits for the rest */
+    int fd_a = support_raw_begin_upload(H.port, "PUT", path_a, size, 0);
+    /* A alone: bounced, then it waits for the rest. */
+    assert_int_equal(support_raw_send(fd_a, data_a, half), 0);
     unsigned long long bounced_a = await_bounced(bounce0, half - first_piece_max);
     unsigned long long chunk0 = socket_upload_bytes("chunk");
 
-    int fd_b = open_upload("PUT", path_b, half); /* two receiving: B goes straight */
-    send_all(fd_b, data_b, half);
+    /* Two receiving: B goes straight. */
+    int fd_b = support_raw_begin_upload(H.port, "PUT", path_b, half, 0);
+    assert_int_equal(support_raw_send(fd_b, data_b, half), 0);
     char reply[2048];
     read_reply(fd_b, reply, sizeof(reply));
     close(fd_b);
@@ -1937,7 +1912,8 @@ static void test_socket_bounce_limit(void **state)
     assert_true(straight_b >= half - first_piece_max && straight_b <= half);
     assert_int_equal(socket_upload_bytes("bounce") - bounce0, bounced_a); /* none bounced */
 
-    send_all(fd_a, (char *)data_a + half, size - half); /* A alone again: bounced */
+    /* A alone again: bounced. */
+    assert_int_equal(support_raw_send(fd_a, (char *)data_a + half, size - half), 0);
     read_reply(fd_a, reply, sizeof(reply));
     close(fd_a);
     assert_non_null(strstr(reply, "HTTP/1.1 200"));

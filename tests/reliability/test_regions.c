@@ -72,6 +72,19 @@ static long transfer(struct support_server *s, const char *token, const char *fr
     return support_json(s, "POST", "/v1/transfers", token, body, r);
 }
 
+/* A transfer as transfer() makes it (no token), whose answer must be
+ * `status` with `needle` in its body (NULL: any body). */
+static void transfer_expect(struct support_server *s, const char *from_kind, const char *from,
+                            uint64_t from_off, const char *to_kind, const char *to,
+                            uint64_t to_off, uint64_t bytes, const char *extra, long status,
+                            const char *needle)
+{
+    struct support_resp r;
+    transfer(s, NULL, from_kind, from, from_off, to_kind, to, to_off, bytes, extra, &r);
+    support_expect_reply(&r, status, needle);
+    support_resp_free(&r);
+}
+
 static void start_with(struct support_server *s, int allow, const char *tokens)
 {
     struct ghd_config cfg;
@@ -419,9 +432,8 @@ static void test_both_directions_exact(void **state)
     support_resp_free(&r);
     /* buffer -> region at offsets: segment bytes [1000, 1000+5000) get buffer [7, 5007). */
     memset(c.g.p, 0, n);
-    transfer(&c.s, NULL, "buffer", c.bid, 7, "region", c.rid, 1000, 5000, NULL, &r);
-    support_expect_reply(&r, 200, "\"bytes\":5000");
-    support_resp_free(&r);
+    transfer_expect(&c.s, "buffer", c.bid, 7, "region", c.rid, 1000, 5000, NULL,
+                    200, "\"bytes\":5000");
     for (size_t i = 0; i < n; i++) {
         unsigned char expected = i >= 1000 && i < 6000 ? (unsigned char)((i - 1000 + 7) * 7 + 3) : 0;
         if (c.g.p[i] != expected)
@@ -430,21 +442,15 @@ static void test_both_directions_exact(void **state)
     /* Region -> buffer at an offset, then buffer -> buffer. */
     char b2[64];
     assert_int_equal(support_buffer_try_create(&c.s, NULL, 8192, b2, sizeof(b2)), 201);
-    transfer(&c.s, NULL, "region", c.rid, 1000, "buffer", b2, 100, 5000, NULL, &r);
-    support_expect_reply(&r, 200, NULL);
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "buffer", b2, 100, "buffer", c.bid, 0, 5000, NULL, &r);
-    support_expect_reply(&r, 200, NULL);
-    support_resp_free(&r);
+    transfer_expect(&c.s, "region", c.rid, 1000, "buffer", b2, 100, 5000, NULL, 200, NULL);
+    transfer_expect(&c.s, "buffer", b2, 100, "buffer", c.bid, 0, 5000, NULL, 200, NULL);
     get_buffer(&c.s, c.bid, &r);
     for (size_t i = 0; i < 5000; i++)
         assert_int_equal((unsigned char)r.body[i], (unsigned char)((i + 7) * 7 + 3));
     support_resp_free(&r);
     /* Within one buffer, ranges apart: the transfer's own write moves the
      * version it reads, which is no other writer's (200, not 409). */
-    transfer(&c.s, NULL, "buffer", b2, 100, "buffer", b2, 6000, 100, NULL, &r);
-    support_expect_reply(&r, 200, NULL);
-    support_resp_free(&r);
+    transfer_expect(&c.s, "buffer", b2, 100, "buffer", b2, 6000, 100, NULL, 200, NULL);
     /* if_match: a stale tag is a 412 with the version now; the current one passes. */
     uint64_t v = support_buffer_version(&c.s, NULL, c.bid);
     char extra[64];
@@ -457,12 +463,9 @@ static void test_both_directions_exact(void **state)
     support_resp_free(&r);
     assert_int_equal(support_buffer_version(&c.s, NULL, c.bid), v);
     snprintf(extra, sizeof(extra), ", \"if_match\": \"\\\"v%llu\\\"\"", (unsigned long long)v);
-    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 16, extra, &r);
-    support_expect_reply(&r, 200, NULL);
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "buffer", c.bid, 0, "region", c.rid, 0, 16, extra, &r);
-    support_expect_reply(&r, 422, "'if_match' is for a transfer into a buffer");
-    support_resp_free(&r);
+    transfer_expect(&c.s, "region", c.rid, 0, "buffer", c.bid, 0, 16, extra, 200, NULL);
+    transfer_expect(&c.s, "buffer", c.bid, 0, "region", c.rid, 0, 16, extra,
+                    422, "'if_match' is for a transfer into a buffer");
     shm_case_stop(&c);
 }
 
@@ -472,27 +475,18 @@ static void test_offsets_and_ranges(void **state)
     struct shm_case c;
     shm_case_start(&c, 4096, 2048);
     struct support_resp r;
-    transfer(&c.s, NULL, "region", c.rid, 4097, "buffer", c.bid, 0, 1, NULL, &r);
-    support_expect_reply(&r, 416, "'from.offset' 4097");
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 2049, 1, NULL, &r);
-    support_expect_reply(&r, 416, "'to.offset' 2049");
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 2049, NULL, &r);
-    support_expect_reply(&r, 416, "'bytes' 2049 from 'to.offset'");
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "buffer", c.bid, 0, "region", c.rid, 4000, 100, NULL, &r);
-    support_expect_reply(&r, 416, "'bytes' 100 from 'to.offset' 4000");
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "region", c.rid, 0, "region", c.rid, 0, 100, NULL, &r);
-    support_expect_reply(&r, 422, "must be a buffer");
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "buffer", c.bid, 0, "buffer", c.bid, 10, 100, NULL, &r);
-    support_expect_reply(&r, 422, "overlap");
-    support_resp_free(&r);
-    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 0, NULL, &r);
-    support_expect_reply(&r, 400, "'bytes'");
-    support_resp_free(&r);
+    transfer_expect(&c.s, "region", c.rid, 4097, "buffer", c.bid, 0, 1, NULL,
+                    416, "'from.offset' 4097");
+    transfer_expect(&c.s, "region", c.rid, 0, "buffer", c.bid, 2049, 1, NULL,
+                    416, "'to.offset' 2049");
+    transfer_expect(&c.s, "region", c.rid, 0, "buffer", c.bid, 0, 2049, NULL,
+                    416, "'bytes' 2049 from 'to.offset'");
+    transfer_expect(&c.s, "buffer", c.bid, 0, "region", c.rid, 4000, 100, NULL,
+                    416, "'bytes' 100 from 'to.offset' 4000");
+    transfer_expect(&c.s, "region", c.rid, 0, "region", c.rid, 0, 100, NULL,
+                    422, "must be a buffer");
+    transfer_expect(&c.s, "buffer", c.bid, 0, "buffer", c.bid, 10, 100, NULL, 422, "overlap");
+    transfer_expect(&c.s, "region", c.rid, 0, "buffer", c.bid, 0, 0, NULL, 400, "'bytes'");
     support_json(&c.s, "POST", "/v1/transfers", NULL,
                  "{\"from\": {\"region\": \"x\", \"buffer\": \"y\"}, \"to\": {\"buffer\": \"y\"}, "
                  "\"bytes\": 1}",
@@ -504,9 +498,7 @@ static void test_offsets_and_ranges(void **state)
     support_expect_reply(&r, 404, "'to.buffer'");
     support_resp_free(&r);
     /* The exact end is in range. */
-    transfer(&c.s, NULL, "region", c.rid, 2048, "buffer", c.bid, 0, 2048, NULL, &r);
-    support_expect_reply(&r, 200, NULL);
-    support_resp_free(&r);
+    transfer_expect(&c.s, "region", c.rid, 2048, "buffer", c.bid, 0, 2048, NULL, 200, NULL);
     shm_case_stop(&c);
 }
 
@@ -571,14 +563,10 @@ static void test_truncated_segment(void **state)
     support_expect_reply(&r, 409, c.rid);
     assert_non_null(strstr(r.body, "truncated"));
     support_resp_free(&r);
-    transfer(&c.s, NULL, "buffer", c.bid, 0, "region", c.rid, 0, 1 << 20, NULL, &r);
-    support_expect_reply(&r, 409, c.rid);
-    support_resp_free(&r);
+    transfer_expect(&c.s, "buffer", c.bid, 0, "region", c.rid, 0, 1 << 20, NULL, 409, c.rid);
     assert_int_equal(support_buffer_version(&c.s, NULL, c.bid), v); /* refused before the write */
     /* The part still backed moves. */
-    transfer(&c.s, NULL, "region", c.rid, 0, "buffer", c.bid, 0, 4096, NULL, &r);
-    support_expect_reply(&r, 200, NULL);
-    support_resp_free(&r);
+    transfer_expect(&c.s, "region", c.rid, 0, "buffer", c.bid, 0, 4096, NULL, 200, NULL);
     support_json(&c.s, "GET", "/healthz", NULL, NULL, &r);
     support_expect_reply(&r, 200, NULL);
     support_resp_free(&r);
