@@ -438,12 +438,19 @@ def kill_and_restart(cl, data):
                           timeout=30), 410)
 
 
-def main():
-    binary, root = sys.argv[1], sys.argv[2]
+def cluster_args():
+    """(gpuhttpd binary, repository root) from the command line; skipped (77)
+    where haproxy or curl, which local.sh's cluster and the tests use, is
+    not installed."""
     if not shutil.which("haproxy") and not os.access("/usr/sbin/haproxy", os.X_OK):
         skip("haproxy is not installed (Debian: apt-get install haproxy)")
     if not shutil.which("curl"):
         skip("curl is not installed")
+    return sys.argv[1], sys.argv[2]
+
+
+def main():
+    binary, root = cluster_args()
     start = time.monotonic()
     with ready_cluster(root, binary, "ghd-cluster-") as cl:
         spread(cl)

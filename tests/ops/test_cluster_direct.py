@@ -25,7 +25,6 @@ usage: test_cluster_direct.py GPUHTTPD_BINARY REPO_ROOT"""
 import json
 import re
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -33,8 +32,8 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import check, fail, need_module, skip, terminate  # noqa: E402
-from test_cluster import N, owner, ready_cluster, until  # noqa: E402
+from ghdtest import check, fail, need_module, terminate  # noqa: E402
+from test_cluster import N, cluster_args, owner, ready_cluster, until  # noqa: E402
 
 requests = need_module("requests", "requests")
 np = need_module("numpy", "numpy")
@@ -163,11 +162,7 @@ def killed_owner(cl, c, gpuhttpd, made):
 
 
 def main():
-    binary, root = sys.argv[1], sys.argv[2]
-    if not shutil.which("haproxy") and not os.access("/usr/sbin/haproxy", os.X_OK):
-        skip("haproxy is not installed (Debian: apt-get install haproxy)")
-    if not shutil.which("curl"):
-        skip("curl is not installed")
+    binary, root = cluster_args()
     signal.alarm(150)
     sys.path.insert(0, os.path.join(root, "clients", "python", "src"))
     import gpuhttpd  # noqa: E402
