@@ -287,41 +287,13 @@ void support_do_call(const struct support_server *s, const struct support_call *
     struct io io = {.resp = out};
     CURL *c = curl_easy_init();
     assert_non_null(c);
-    char url[1024], auth[512], ctype[256];
-    snprintf(url, sizeof(url), "%s%s", rq->base ? rq->base : s->base, rq->path);
-    struct curl_slist *hdrs = NULL;
-    if (rq->token) {
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", rq->token);
-        hdrs = curl_slist_append(hdrs, auth);
-    }
-    if (rq->ctype) {
-        snprintf(ctype, sizeof(ctype), "Content-Type: %s", rq->ctype);
-        hdrs = curl_slist_append(hdrs, ctype);
-    }
-    if (rq->extra_header)
-        hdrs = curl_slist_append(hdrs, rq->extra_header);
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    struct curl_slist *hdrs = support_call_setopt(c, s->base, rq);
+    if (!rq->timeout_ms)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &io);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &io);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms ? rq->timeout_ms : 10000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (rq->cainfo)
-        curl_easy_setopt(c, CURLOPT_CAINFO, rq->cainfo);
-    if (rq->sslversion)
-        curl_easy_setopt(c, CURLOPT_SSLVERSION, rq->sslversion);
-    const char *method = rq->method ? rq->method : "GET";
-    if (strcmp(method, "HEAD") == 0)
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    else if (strcmp(method, "GET") != 0)
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (rq->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
-    }
     CURLcode cc = curl_easy_perform(c);
     out->curl_rc = (int)cc;
     if (cc == CURLE_OK)

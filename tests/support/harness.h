@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "request.h"
 #include "server.h"
 #include "small_config.h"
 
@@ -120,22 +121,6 @@ void support_do_on(const struct support_server *h, void *curl, const struct supp
                    struct support_resp *resp);
 /* Frees the headers and the body; the status and curl_rc stay readable. */
 void support_resp_free(struct support_resp *resp);
-/* The short form of a request: a token, a content type, one more header,
- * a body sent at once (no Expect: 100-continue), another base URL or TLS
- * settings where a suite needs them. */
-struct support_call {
-    const char *method;
-    const char *path; /* appended to the base URL */
-    const char *token;  /* Bearer token, or NULL */
-    const char *ctype;  /* Content-Type, or NULL */
-    const void *body;
-    size_t len;
-    const char *extra_header; /* one more "Name: value", or NULL */
-    long timeout_ms;          /* 0 = 10 s */
-    const char *base;         /* NULL = the server's */
-    const char *cainfo;       /* HTTPS: CA file */
-    long sslversion;          /* CURLOPT_SSLVERSION, 0 = curl's default */
-};
 
 /* Performs one call; *out must be released with support_resp_free. */
 void support_do_call(const struct support_server *s, const struct support_call *rq, struct support_resp *out);
