@@ -45,7 +45,7 @@ static long request(CURL *c, const char *base, const char *method, const char *p
 {
     const struct support_call rq = {.method = method, .path = path, .ctype = ctype,
                                     .body = body, .len = len};
-    return support_request_on(c, base, &rq, r);
+    return support_do_call_on(c, base, &rq, r);
 }
 
 /* The "id" of a JSON reply into id; 0, or -1. */

@@ -109,7 +109,7 @@ static long http(struct worker *w, const char *method, const char *path, const c
     const struct support_call rq = {.method = method, .path = path, .token = token,
                                     .ctype = ctype, .extra_header = extra, .body = body,
                                     .len = len, .timeout_ms = 60000};
-    long status = support_request_on(w->curl, base_url, &rq, out);
+    long status = support_do_call_on(w->curl, base_url, &rq, out);
     atomic_fetch_add(&status_class[status / 100 < 6 ? status / 100 : 0], 1);
     return status;
 }

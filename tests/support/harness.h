@@ -105,14 +105,15 @@ struct support_resp {
     int curl_rc;  /* CURLcode */
     char *headers; /* the raw header block of the final response */
     size_t headers_len;
-    char *body;
+    char *body; /* NUL-terminated; NULL when empty (support_do) */
     size_t body_len;
     uint64_t body_total; /* bytes received, also when streamed to a sink */
     long connects;       /* new connections this request opened */
 };
 
 /* Performs one request on a fresh connection. */
-void support_do(const struct support_server *h, const struct support_req *req, struct support_resp *resp);
+void support_do(const struct support_server *h, const struct support_req *req,
+                struct support_resp *resp);
 /* The same on `curl` (a CURL * from curl_easy_init), which keeps its
  * connection between requests: consecutive calls reuse one keep-alive
  * connection where the server allows it. resp->connects is the number of
@@ -122,11 +123,14 @@ void support_do_on(const struct support_server *h, void *curl, const struct supp
 /* Frees the headers and the body; the status and curl_rc stay readable. */
 void support_resp_free(struct support_resp *resp);
 
-/* Performs one call; *out must be released with support_resp_free. */
-void support_do_call(const struct support_server *s, const struct support_call *rq, struct support_resp *out);
+/* Performs the short form of a request (struct support_call, request.h)
+ * on a fresh connection, within rq->timeout_ms (0: 10 s); out->body is
+ * never NULL. *out must be released with support_resp_free. */
+void support_do_call(const struct support_server *s, const struct support_call *rq,
+                     struct support_resp *out);
 /* Shorthand: method + path + token + optional JSON body. Returns the status. */
-long support_json(const struct support_server *s, const char *method, const char *path, const char *token,
-                  const char *json, struct support_resp *out);
+long support_json(const struct support_server *s, const char *method, const char *path,
+                  const char *token, const char *json, struct support_resp *out);
 /* The value of a response header (case-insensitive name), copied into buf
  * without surrounding whitespace: buf, or NULL (buf "") when absent. */
 const char *support_header(const struct support_resp *resp, const char *name, char *buf,

@@ -62,7 +62,7 @@ void *support_call_setopt(void *curl, const char *base, const struct support_cal
     return h;
 }
 
-long support_request_on(void *curl, const char *base, const struct support_call *rq,
+long support_do_call_on(void *curl, const char *base, const struct support_call *rq,
                         struct support_body *out)
 {
     CURL *c = curl;

@@ -26,7 +26,7 @@ struct support_call {
     const void *body;
     size_t len;
     const char *extra_header; /* one more "Name: value", or NULL */
-    long timeout_ms;          /* 0: support_do_call's 10 s, support_request_on's none */
+    long timeout_ms;          /* 0: support_do_call's 10 s, support_do_call_on's none */
     const char *base;         /* NULL = the server's */
     const char *cainfo;       /* HTTPS: CA file */
     long sslversion;          /* CURLOPT_SSLVERSION, 0 = curl's default */
@@ -40,7 +40,7 @@ void *support_call_setopt(void *curl, const char *base, const struct support_cal
 /* Performs rq on `curl` (reset first) against `base`
  * ("http://127.0.0.1:PORT"); the body into *out. Returns the status, 0 when
  * the transfer failed before one. */
-long support_request_on(void *curl, const char *base, const struct support_call *rq,
+long support_do_call_on(void *curl, const char *base, const struct support_call *rq,
                         struct support_body *out);
 void support_body_free(struct support_body *b);
 
