@@ -43,9 +43,9 @@
 static long request(CURL *c, const char *base, const char *method, const char *path,
                     const char *ctype, const void *body, size_t len, struct support_body *r)
 {
-    const struct support_request rq = {.method = method, .path = path, .ctype = ctype,
-                                       .body = body, .len = len};
-    return support_request_on(c, base, &rq, r);
+    const struct support_call rq = {.method = method, .path = path, .ctype = ctype,
+                                    .body = body, .len = len};
+    return support_do_call_on(c, base, &rq, r);
 }
 
 /* The "id" of a JSON reply into id; 0, or -1. */

@@ -18,39 +18,23 @@ import argparse
 import http.client
 import json
 import os
-import statistics
-import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_server  # noqa: E402
 
 LIGHT = "light-token"
 HEAVY = "heavy-token"
 
 
 def start(build, backend, args):
-    port_file = f"/tmp/fairness.{os.getpid()}.port"
-    if os.path.exists(port_file):
-        os.unlink(port_file)
-    log = open(f"/tmp/fairness.{os.getpid()}.log", "a")
-    proc = subprocess.Popen([f"{build}/gpuhttpd", "--backend", backend, "--port", "0",
-                             "--port-file", port_file] + args, stderr=log, stdout=log)
-    for _ in range(600):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            return proc, int(open(port_file).read().strip())
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"gpuhttpd did not start: see /tmp/fairness.{os.getpid()}.log")
+    return bench_server.start(build, backend, args, "fairness", wait_s=30)
 
 
 def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    bench_server.stop(proc, grace=60)
 
 
 class Client:

@@ -43,6 +43,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_server  # noqa: E402
+
 
 def size_arg(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -50,30 +53,7 @@ def size_arg(s):
 
 
 def start(build, backend, args):
-    tag = f"{os.getpid()}.{time.monotonic_ns()}"
-    port_file = f"/tmp/tiers_bench.{tag}.port"
-    log = open(f"/tmp/tiers_bench.{os.getpid()}.log", "a")
-    proc = subprocess.Popen([f"{build}/gpuhttpd", "--backend", backend, "--port", "0",
-                             "--port-file", port_file, "--pool-initial", "0"] + args,
-                            stderr=log, stdout=log)
-    for _ in range(1200):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            port = int(open(port_file).read().strip())
-            os.unlink(port_file)
-            return proc, port
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"gpuhttpd did not start: see /tmp/tiers_bench.{os.getpid()}.log")
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    return bench_server.start(build, backend, ["--pool-initial", "0"] + args, "tiers_bench")
 
 
 class Client:
@@ -141,28 +121,35 @@ def add_run(a, b, c, elems):
             "args": {"x": a, "y": b, "z": c, "dtype": "u32", "n": elems}}
 
 
+def run_counted(cl, ids, model, xyz, elems, counts):
+    """One run of z = x + y (model indices xyz; ids maps them to buffer ids),
+    counted in counts["runs"], ["oom"] (507) or ["other"]; the model follows
+    a run that succeeded. (status, body)."""
+    x, y, z = xyz
+    st, out = cl.call("POST", "/v1/runs", add_run(ids[x], ids[y], ids[z], elems))
+    if st == 200:
+        model[z] = (model[x] + model[y]) & 0xFFFFFFFF
+    counts["runs" if st == 200 else "oom" if st == 507 else "other"] += 1
+    return st, out
+
+
+def add_counts(tally, lock, counts):
+    with lock:
+        for k, v in counts.items():
+            tally[k] = tally.get(k, 0) + v
+
+
 def tiered_worker(port, ids, model, elems, seconds, zipf, seed, tally, lock):
     cl = Client(port)
     rng = random.Random(seed)
     pick = zipf_picker(len(ids), zipf, rng)
-    runs = oom = other = 0
+    counts = {"runs": 0, "oom": 0, "other": 0}
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        x, y, z = pick3(pick, rng, len(ids))
-        st, out = cl.call("POST", "/v1/runs", add_run(ids[x], ids[y], ids[z], elems))
-        if st == 200:
-            model[z] = (model[x] + model[y]) & 0xFFFFFFFF
-            runs += 1
-        elif st == 507:
-            oom += 1
-        else:
-            other += 1
-            if other < 4:
-                print(f"  run answered {st}: {out[:300]!r}", file=sys.stderr)
-    with lock:
-        tally["runs"] += runs
-        tally["oom"] += oom
-        tally["other"] += other
+        st, out = run_counted(cl, ids, model, pick3(pick, rng, len(ids)), elems, counts)
+        if st not in (200, 507) and counts["other"] < 4:
+            print(f"  run answered {st}: {out[:300]!r}", file=sys.stderr)
+    add_counts(tally, lock, counts)
 
 
 def run_conns(conns, target, shares, *args):
@@ -212,7 +199,7 @@ def tiered(build, a, name, server_args, conns, factor):
         after = cl.metrics()
         wrong = check_all(port, groups, a.buffer_size)
     finally:
-        stop(proc)
+        bench_server.stop(proc)
 
     def delta(key):
         return after.get(key, 0.0) - before.get(key, 0.0)
@@ -243,7 +230,7 @@ def baseline_worker(port, ids_n, resident_max, elems, size, seconds, zipf, seed,
     where = {}  # buffer index -> server id, in use order (dict keeps insertion order)
     for k in range(min(ids_n, resident_max)):
         where[k] = cl.create(payload(model[k], size))
-    runs = oom = other = moved = 0
+    counts = {"runs": 0, "oom": 0, "other": 0, "moved": 0}
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         need = pick3(pick, rng, ids_n)
@@ -256,23 +243,11 @@ def baseline_worker(port, ids_n, resident_max, elems, size, seconds, zipf, seed,
                 vid = where.pop(victim)
                 cl.drain(vid)
                 cl.call("DELETE", f"/v1/buffers/{vid}")
-                moved += 1
+                counts["moved"] += 1
             where[k] = cl.create(payload(model[k], size))
-            moved += 1
-        x, y, z = need
-        st, out = cl.call("POST", "/v1/runs", add_run(where[x], where[y], where[z], elems))
-        if st == 200:
-            model[z] = (model[x] + model[y]) & 0xFFFFFFFF
-            runs += 1
-        elif st == 507:
-            oom += 1
-        else:
-            other += 1
-    with lock:
-        tally["runs"] += runs
-        tally["oom"] += oom
-        tally["other"] += other
-        tally["moved"] = tally.get("moved", 0) + moved
+            counts["moved"] += 1
+        run_counted(cl, where, model, need, elems, counts)
+    add_counts(tally, lock, counts)
 
 
 def baseline(build, a, conns):
@@ -291,7 +266,7 @@ def baseline(build, a, conns):
 
         tally, secs = run_conns(conns, worker, [None] * conns, port, a.seconds, a.zipf)
     finally:
-        stop(proc)
+        bench_server.stop(proc)
     return {"scenario": f"baseline_client_spills_{conns}conn", "runs_per_s":
             round(tally["runs"] / secs, 2), "runs": tally["runs"], "oom_507": tally["oom"],
             "other_errors": tally["other"], "buffers_moved": tally.get("moved", 0)}

@@ -22,7 +22,7 @@
 #define MIB ((size_t)1 << 20)
 
 static struct support_server H;
-static const struct harness_opts OPTS = {.pool_limit = 512 * MIB, .pool_slab = 64 * MIB};
+static const struct support_opts OPTS = {.pool_limit = 512 * MIB, .pool_slab = 64 * MIB};
 static size_t ndevices;
 
 static void random_bytes(void *buf, size_t len)
@@ -44,7 +44,7 @@ static void id_of(json_t *doc, char id[GHD_BUFFER_ID_LEN + 1])
 static void expect_bytes(const char *id, const void *want, size_t len)
 {
     size_t got = 0;
-    void *data = harness_buffer_get(&H, id, &got);
+    void *data = support_buffer_get(&H, id, &got);
     assert_int_equal(got, len);
     if (memcmp(data, want, len) != 0)
         fail_msg("buffer %s is not byte for byte its source", id);
@@ -54,7 +54,7 @@ static void expect_bytes(const char *id, const void *want, size_t len)
 static void test_list(void **state)
 {
     (void)state;
-    json_t *doc = harness_expect(&H, NULL, 200, "GET", "/v1/devices", NULL);
+    json_t *doc = support_expect(&H, NULL, 200, "GET", "/v1/devices", NULL);
     json_t *list = json_object_get(doc, "devices");
     ndevices = json_array_size(list);
     assert_true(ndevices >= 1);
@@ -95,13 +95,13 @@ static void test_copy_within_device(void **state)
     assert_non_null(data);
     random_bytes(data, len);
     char src[GHD_BUFFER_ID_LEN + 1], cp[GHD_BUFFER_ID_LEN + 1];
-    json_t *doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers",
+    json_t *doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers",
                                  "{\"size\": %zu, \"device\": 0}", len);
     assert_int_equal(json_integer_value(json_object_get(doc, "device")), 0);
     id_of(doc, src);
     json_decref(doc);
-    harness_buffer_put(&H, src, data, len);
-    doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"copy_of\": \"%s\"}", src);
+    support_buffer_put(&H, src, data, len);
+    doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"copy_of\": \"%s\"}", src);
     assert_int_equal(json_integer_value(json_object_get(doc, "device")), 0);
     assert_int_equal(json_integer_value(json_object_get(doc, "version")), 1);
     id_of(doc, cp);
@@ -110,26 +110,26 @@ static void test_copy_within_device(void **state)
 
     /* An array's copy keeps its dtype and shape and runs where it is. */
     char arr[GHD_BUFFER_ID_LEN + 1], arr2[GHD_BUFFER_ID_LEN + 1];
-    doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers",
+    doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers",
                          "{\"dtype\": \"f32\", \"shape\": [1024, 1024], \"device\": 0}");
     id_of(doc, arr);
     json_decref(doc);
-    json_decref(harness_expect(&H, NULL, 200, "POST", "/v1/runs",
+    json_decref(support_expect(&H, NULL, 200, "POST", "/v1/runs",
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 0.5}}",
                                arr));
-    doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"copy_of\": \"%s\"}", arr);
+    doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"copy_of\": \"%s\"}", arr);
     assert_string_equal(json_string_value(json_object_get(doc, "dtype")), "f32");
     assert_int_equal(json_array_size(json_object_get(doc, "shape")), 2);
     id_of(doc, arr2);
     json_decref(doc);
-    json_t *run = harness_expect(&H, NULL, 200, "POST", "/v1/runs",
+    json_t *run = support_expect(&H, NULL, 200, "POST", "/v1/runs",
                                  "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\"}}", arr2);
     assert_int_equal(json_integer_value(json_object_get(run, "device")), 0);
     double sum = json_real_value(json_object_get(json_object_get(run, "result"), "value"));
     if (sum < 524288 * 0.999 || sum > 524288 * 1.001)
         fail_msg("the sum of the copy is %g, not 524288", sum);
     json_decref(run);
-    HARNESS_DELETE_BUFFERS(&H, NULL, src, cp, arr, arr2);
+    SUPPORT_DELETE_BUFFERS(&H, NULL, src, cp, arr, arr2);
     free(data);
 }
 
@@ -148,28 +148,28 @@ static void test_copy_across_devices(void **state)
     assert_non_null(data);
     random_bytes(data, len);
     char a[GHD_BUFFER_ID_LEN + 1], b[GHD_BUFFER_ID_LEN + 1], c[GHD_BUFFER_ID_LEN + 1];
-    json_t *doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers",
+    json_t *doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers",
                                  "{\"size\": %zu, \"device\": 0}", len);
     id_of(doc, a);
     json_decref(doc);
-    harness_buffer_put(&H, a, data, len);
-    doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers",
+    support_buffer_put(&H, a, data, len);
+    doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers",
                          "{\"copy_of\": \"%s\", \"device\": 1}", a);
     assert_int_equal(json_integer_value(json_object_get(doc, "device")), 1);
     id_of(doc, b);
     json_decref(doc);
-    doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers",
+    doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers",
                          "{\"copy_of\": \"%s\", \"device\": 0}", b);
     id_of(doc, c);
     json_decref(doc);
     expect_bytes(b, data, len);
     expect_bytes(c, data, len);
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/runs",
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", "/v1/runs",
                                          "{\"kernel\": \"axpy\", \"args\": {\"a\": 1, \"x\": \"%s\", "
                                          "\"y\": \"%s\", \"n\": 16, \"dtype\": \"f32\"}}",
                                          a, b),
                           "on different devices");
-    HARNESS_DELETE_BUFFERS(&H, NULL, a, b, c);
+    SUPPORT_DELETE_BUFFERS(&H, NULL, a, b, c);
     free(data);
 }
 
@@ -177,11 +177,11 @@ int main(void)
 {
     setenv("GHD_TEST_BACKEND", "cuda", 0);
     setenv("GHD_TEST_DEVICES", "all", 0);
-    harness_suite_bind(&H, &OPTS);
+    support_suite_bind(&H, &OPTS);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_list, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_copy_within_device, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_copy_across_devices, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_list, support_teardown_idle),
+        cmocka_unit_test_teardown(test_copy_within_device, support_teardown_idle),
+        cmocka_unit_test_teardown(test_copy_across_devices, support_teardown_idle),
     };
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
 }

@@ -30,17 +30,17 @@ static float ref_y[N], ref_x[N];
 
 static void upload(const char *id, const float *v)
 {
-    struct harness_resp r;
+    struct support_resp r;
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    harness_simple(&H, "PUT", path, "application/octet-stream", v, N * sizeof(float), &r);
+    support_simple(&H, "PUT", path, "application/octet-stream", v, N * sizeof(float), &r);
     assert_true(r.status == 200 || r.status == 204);
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void new_buffer(char id[GHD_BUFFER_ID_LEN + 1], const float *v)
 {
-    json_t *doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"size\": %zu}",
+    json_t *doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"size\": %zu}",
                                  N * sizeof(float));
     snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
@@ -74,7 +74,7 @@ static const char *run_pipeline(const char *x, const char *y)
     snprintf(s2, sizeof(s2),
              "{\"kernel\":\"scale\",\"args\":{\"a\":0.25,\"x\":\"%s\",\"dtype\":\"f32\",\"n\":%d}}",
              y, N);
-    json_t *run = harness_expect(&H, NULL, 200, "POST", "/v1/runs", "{\"steps\":[%s,%s,%s,%s]}",
+    json_t *run = support_expect(&H, NULL, 200, "POST", "/v1/runs", "{\"steps\":[%s,%s,%s,%s]}",
                                  a1, s1, a2, s2);
     assert_string_equal(json_string_value(json_object_get(run, "status")), "succeeded");
     json_t *g = json_object_get(run, "graph");
@@ -82,7 +82,7 @@ static const char *run_pipeline(const char *x, const char *y)
     json_decref(run);
     reference_steps();
     size_t len = 0;
-    float *got = harness_buffer_get(&H, y, &len);
+    float *got = support_buffer_get(&H, y, &len);
     assert_int_equal(len, N * sizeof(float));
     for (size_t i = 0; i < N; i++)
         if (fabsf(got[i] - ref_y[i]) > 1e-5f * fabsf(ref_y[i]) + 1e-6f)
@@ -108,12 +108,12 @@ static void test_replayed_matches_reference(void **state)
         assert_string_equal(run_pipeline(x, y), "replayed");
     char meta[128];
     snprintf(meta, sizeof(meta), "/v1/buffers/%s/meta", y);
-    json_decref(harness_expect(&H, NULL, 200, "PATCH", meta, "{\"dtype\":\"f32\",\"shape\":[%d]}",
+    json_decref(support_expect(&H, NULL, 200, "PATCH", meta, "{\"dtype\":\"f32\",\"shape\":[%d]}",
                                N));
     assert_string_equal(run_pipeline(x, y), "none"); /* its graph was dropped */
     assert_string_equal(run_pipeline(x, y), "captured");
     assert_string_equal(run_pipeline(x, y), "replayed");
-    HARNESS_DELETE_BUFFERS(&H, NULL, x, y);
+    SUPPORT_DELETE_BUFFERS(&H, NULL, x, y);
 }
 
 /* A step that brings a value back (sum) keeps its pipeline out of graphs:
@@ -129,7 +129,7 @@ static void test_reduction_is_not_captured(void **state)
     }
     new_buffer(x, ref_x);
     for (int i = 0; i < 3; i++) {
-        json_t *run = harness_expect(
+        json_t *run = support_expect(
             &H, NULL, 200, "POST", "/v1/runs",
             "{\"steps\":[{\"kernel\":\"scale\",\"args\":{\"a\":2.0,\"x\":\"%s\",\"dtype\":\"f32\","
             "\"n\":%d}},{\"kernel\":\"sum\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":%d}}]}",
@@ -143,16 +143,15 @@ static void test_reduction_is_not_captured(void **state)
         want *= 2;
         json_decref(run);
     }
-    HARNESS_DELETE_BUFFERS(&H, NULL, x);
+    SUPPORT_DELETE_BUFFERS(&H, NULL, x);
 }
 
 int main(void)
 {
-    static const struct harness_opts opts = {.flags = "--run-graphs 8"};
+    static const struct support_opts opts = {.flags = "--run-graphs 8"};
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_replayed_matches_reference, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_reduction_is_not_captured, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_replayed_matches_reference, support_teardown_idle),
+        cmocka_unit_test_teardown(test_reduction_is_not_captured, support_teardown_idle),
     };
-    harness_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

@@ -51,16 +51,16 @@ static void report(int ok, const char *fmt, ...)
 
 static long req(const struct support_server *s, const char *base, const char *method,
                 const char *path, const char *token, const char *ctype, const void *body,
-                size_t len, struct rel_resp *r)
+                size_t len, struct support_resp *r)
 {
-    struct rel_req rq = {.method = method, .path = path, .token = token, .ctype = ctype,
-                         .body = body, .len = len, .base = base, .timeout_ms = 60000};
-    rel_do(s, &rq, r);
+    struct support_call rq = {.method = method, .path = path, .token = token, .ctype = ctype,
+                              .body = body, .len = len, .base = base, .timeout_ms = 60000};
+    support_do_call(s, &rq, r);
     return r->status;
 }
 
 static long jreq(const struct support_server *s, const char *base, const char *method,
-                 const char *path, const char *json, struct rel_resp *r)
+                 const char *path, const char *json, struct support_resp *r)
 {
     return req(s, base, method, path, NULL, json ? "application/json" : NULL, json,
                json ? strlen(json) : 0, r);
@@ -70,32 +70,32 @@ static long jreq(const struct support_server *s, const char *base, const char *m
 static int upload(const struct support_server *s, const char *base, const void *data, size_t len,
                   char id[64])
 {
-    struct rel_resp r;
+    struct support_resp r;
     char body[64], path[128];
     snprintf(body, sizeof(body), "{\"size\": %zu}", len);
     if (jreq(s, base, "POST", "/v1/buffers", body, &r) != 201) {
         report(0, "create a buffer of %zu bytes: %ld %s", len, r.status, r.body);
-        rel_resp_free(&r);
+        support_resp_free(&r);
         return -1;
     }
-    rel_json_str(&r, "id", id, 64);
-    rel_resp_free(&r);
+    support_json_str(&r, "id", id, 64);
+    support_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     long st = req(s, base, "PUT", path, NULL, "application/octet-stream", data, len, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return st == 200 ? 0 : -1;
 }
 
 static int download(const struct support_server *s, const char *id, void *out, size_t len)
 {
-    struct rel_resp r;
+    struct support_resp r;
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     long st = req(s, NULL, "GET", path, NULL, NULL, NULL, 0, &r);
-    int ok = st == 200 && r.len == len;
+    int ok = st == 200 && r.body_len == len;
     if (ok)
         memcpy(out, r.body, len);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return ok ? 0 : -1;
 }
 
@@ -103,14 +103,14 @@ static int download(const struct support_server *s, const char *id, void *out, s
 static long module(const struct support_server *s, const char *base, const char *json, char id[32],
                    char **body)
 {
-    struct rel_resp r;
+    struct support_resp r;
     long st = jreq(s, base, "POST", "/v1/modules", json, &r);
-    rel_json_str(&r, "id", id, 32);
+    support_json_str(&r, "id", id, 32);
     if (body)
         *body = strdup(r.body ? r.body : "");
     if (st != 201 && st != 200)
         printf("  module: %ld %s\n", st, r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return st;
 }
 
@@ -147,10 +147,10 @@ static void check_saxpy(struct support_server *s)
     snprintf(json, sizeof(json), "{\"module\": \"%s\", \"function\": \"saxpy\", \"grid\": [%zu], "
              "\"block\": [256], \"args\": [{\"f32\": 2.5}, {\"buffer\": \"%s\", \"access\": \"in\"}, "
              "{\"buffer\": \"%s\"}, {\"i64\": %zu}]}", mid, (n + 255) / 256, xid, yid, n);
-    struct rel_resp r;
+    struct support_resp r;
     st = jreq(s, NULL, "POST", "/v1/runs", json, &r);
     report(st == 200, "saxpy run: %ld %.200s", st, r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     size_t bad = 0;
     if (download(s, yid, got, n * 4) == 0)
         for (size_t i = 0; i < n; i++)
@@ -173,7 +173,7 @@ static void check_saxpy(struct support_server *s)
     report(line && strtoull(strchr(line, '}') + 2, NULL, 10) >= 1 && !strstr(r.body, "saxpy"),
            "the saxpy run is counted under kernel=\"raw\", its name absent from /metrics (%ld)",
            st);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Checks before any device work: shape and arguments (422 naming the field). */
     const char *shape_bad[][2] = {
         {"\"grid\": [1], \"block\": [2048]", "block"},
@@ -187,7 +187,7 @@ static void check_saxpy(struct support_server *s)
         st = jreq(s, NULL, "POST", "/v1/runs", json, &r);
         report(st == 422 && strstr(r.body, shape_bad[i][1]), "launch %s: 422 naming %s (%ld)",
                shape_bad[i][0], shape_bad[i][1], st);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     const char *args_bad[][2] = {
         {"[{\"f32\": 1}, {\"buffer\": \"X\"}, {\"buffer\": \"Y\"}, {\"i32\": 1}]", "args[3]"},
@@ -208,7 +208,7 @@ static void check_saxpy(struct support_server *s)
         st = jreq(s, NULL, "POST", "/v1/runs", json, &r);
         report(st == 422 && strstr(r.body, args_bad[i][1]), "args %s: 422 naming %s (%ld %.160s)",
                args_bad[i][0], args_bad[i][1], st, r.body);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     /* In a pipeline beside a built-in: scale y by 2, then saxpy. */
     float *y2 = malloc(n * 4);
@@ -220,7 +220,7 @@ static void check_saxpy(struct support_server *s)
                  yid, n, mid, (n + 255) / 256, xid, yid, n);
         st = jreq(s, NULL, "POST", "/v1/runs", json, &r);
         report(st == 200, "pipeline scale + raw saxpy: %ld %.200s", st, r.body);
-        rel_resp_free(&r);
+        support_resp_free(&r);
         bad = 0;
         if (download(s, yid, got, n * 4) == 0)
             for (size_t i = 0; i < n; i++) {
@@ -235,7 +235,7 @@ static void check_saxpy(struct support_server *s)
     snprintf(path, sizeof(path), "/v1/modules/%s", mid);
     st = jreq(s, NULL, "GET", path, NULL, &r);
     report(st == 200, "GET %s: %ld", path, st);
-    rel_resp_free(&r);
+    support_resp_free(&r);
 out:
     free(body);
     free(x);
@@ -271,10 +271,10 @@ static void check_transpose(struct support_server *s)
              "\"in\"}, {\"buffer\": \"%s\", \"access\": \"out\"}, {\"i32\": %d}, {\"i32\": %d}]}", mid,
              (cols + tile - 1) / tile, (rows + tile - 1) / tile, tile * (tile + 1) * 4, aid, tid, rows,
              cols);
-    struct rel_resp r;
+    struct support_resp r;
     st = jreq(s, NULL, "POST", "/v1/runs", json, &r);
     report(st == 200, "transpose run: %ld %.200s", st, r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     size_t bad = 0;
     if (download(s, tid, t, n * 4) == 0)
         for (int i = 0; i < rows; i++)
@@ -307,17 +307,17 @@ static void check_template(struct support_server *s)
     report(st == 201 && body && strstr(body, "\"name\":\"axpb<double>\"") &&
                strstr(body, "\"name\":\"axpb<int>\""),
            "template module: both instantiations listed by name (%ld)", st);
-    struct rel_resp r;
+    struct support_resp r;
     snprintf(json, sizeof(json), "{\"module\": \"%s\", \"function\": \"axpb<double>\", \"grid\": "
              "[%d], \"block\": [128], \"args\": [{\"buffer\": \"%s\"}, {\"f64\": -1.5}, {\"f64\": 0.25}, "
              "{\"i32\": %d}]}", mid, (n + 127) / 128, did, n);
     st = jreq(s, NULL, "POST", "/v1/runs", json, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     snprintf(json, sizeof(json), "{\"wait\": false, \"module\": \"%s\", \"function\": \"axpb<int>\", "
              "\"grid\": [%d], \"block\": [128], \"args\": [{\"buffer\": \"%s\"}, {\"i32\": 3}, "
              "{\"i32\": -7}, {\"i32\": %d}]}", mid, (n + 127) / 128, vid, n);
     long st2 = jreq(s, NULL, "POST", "/v1/runs", json, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     report(st == 200 && st2 == 202, "template runs (double waited, int async): %ld %ld", st, st2);
     size_t bad = 0;
     if (download(s, did, dg, (size_t)n * 8) == 0)
@@ -351,13 +351,13 @@ static void check_no_server_file(struct support_server *s)
         {"{\"source\": \"#define CAT(a, b) a##b\\n__device__ int h = CAT(__has_, include)"
          "(\\\"/etc/passwd\\\");\\n\"}", "'__has_include'"},
     };
-    struct rel_resp r;
+    struct support_resp r;
     for (int i = 0; i < 3; i++) {
         long st = jreq(s, NULL, "POST", "/v1/modules", bypass[i][0], &r);
         report(st == 422 && strstr(r.body, bypass[i][1]) && !strstr(r.body, "root:"),
                "bypass %d: 422 naming %s, nothing of /etc/passwd (%ld %.200s)", i, bypass[i][1],
                st, r.body);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     long st = jreq(s, NULL, "POST", "/v1/modules",
                    "{\"source\": \"extern \\\"C\\\" __global__ void k() { undefined_thing(); }\"}",
@@ -365,7 +365,7 @@ static void check_no_server_file(struct support_server *s)
     report(st == 422 && strstr(r.body, "module.cu(1)") && strstr(r.body, "undefined_thing") &&
                !strstr(r.body, "gpuhttpd removed"),
            "a compile error: 422 with the module's own diagnostics (%ld %.240s)", st, r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     char mid[32], *body = NULL;
     st = module(s, NULL, "{\"source\": \"extern \\\"C\\\" __global__ void w() { int unused; }\"}",
                 mid, &body);
@@ -385,7 +385,7 @@ static const char *const spin_module =
     "0) { } }\"}";
 
 /* Starts gpuhttpd on CUDA with `extra` args; a module and a buffer there. */
-static int start_child(struct rel_proc *p, const char *const *extra, const char *mod, char mid[32],
+static int start_child(struct support_child *p, const char *const *extra, const char *mod, char mid[32],
                        char bid[64])
 {
     const char *args[16] = {"--allow-raw-kernels"};
@@ -394,7 +394,7 @@ static int start_child(struct rel_proc *p, const char *const *extra, const char 
         args[n++] = extra[i];
     args[n] = NULL;
     setenv("GHD_TEST_BACKEND", "cuda", 1);
-    if (rel_spawn(p, args, NULL, 60000) < 0) {
+    if (support_child_spawn(p, args, NULL, 60000) < 0) {
         report(0, "gpuhttpd --backend cuda did not start");
         return -1;
     }
@@ -406,8 +406,8 @@ static int start_child(struct rel_proc *p, const char *const *extra, const char 
     return 0;
 }
 
-static long raw_run(struct rel_proc *p, const char *mid, const char *fn, const char *bid,
-                    struct rel_resp *r)
+static long raw_run(struct support_child *p, const char *mid, const char *fn, const char *bid,
+                    struct support_resp *r)
 {
     char json[512];
     snprintf(json, sizeof(json), "{\"module\": \"%s\", \"function\": \"%s\", \"grid\": [1], "
@@ -415,45 +415,45 @@ static long raw_run(struct rel_proc *p, const char *mid, const char *fn, const c
     return jreq(NULL, p->base, "POST", "/v1/runs", json, r);
 }
 
-static void check_lost_routes(struct rel_proc *p, const char *bid, const char *what)
+static void check_lost_routes(struct support_child *p, const char *bid, const char *what)
 {
-    struct rel_resp r;
+    struct support_resp r;
     long st = jreq(NULL, p->base, "GET", "/readyz", NULL, &r);
     report(st == 503 && strstr(r.body, "device-lost"), "%s: /readyz 503 device-lost (%ld %.200s)",
            what, st, r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", bid);
     st = jreq(NULL, p->base, "GET", path, NULL, &r);
     report(st == 503 && strstr(r.body, "device-lost"), "%s: GET a buffer 503 (%ld)", what, st);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     st = jreq(NULL, p->base, "POST", "/v1/buffers", "{\"size\": 16}", &r);
     report(st == 503, "%s: POST /v1/buffers 503 (%ld)", what, st);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     st = jreq(NULL, p->base, "GET", "/healthz", NULL, &r);
     report(st == 200, "%s: /healthz still 200 (%ld)", what, st);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     st = jreq(NULL, p->base, "GET", "/metrics", NULL, &r);
     report(st == 200 && strstr(r.body, "\ngpuhttpd_device_losses_total{device=\"0\"} 1"),
            "%s: /metrics counts the loss", what);
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void check_oob_stay(void)
 {
-    struct rel_proc p;
+    struct support_child p;
     char mid[32], bid[64];
     const char *extra[] = {"--on-device-loss", "stay", NULL};
     if (start_child(&p, extra, oob_module, mid, bid))
         return;
-    struct rel_resp r;
+    struct support_resp r;
     long st = raw_run(&p, mid, "oob", bid, &r);
     report(st == 500 && strstr(r.body, "device-error") && strstr(r.body, "cudaError"),
            "out-of-bounds write: the run fails naming the CUDA error (%ld %.240s)", st, r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     check_lost_routes(&p, bid, "stay");
-    rel_signal(&p, SIGTERM);
-    int code = rel_wait_exit_or_kill(&p, 60000);
+    support_child_signal(&p, SIGTERM);
+    int code = support_child_wait_exit_or_kill(&p, 60000);
     report(code >= 0 && code < 128, "stay: SIGTERM ends the process (exit %d, no crash, no hang)",
            code);
     unlink(p.log_path);
@@ -461,34 +461,34 @@ static void check_oob_stay(void)
 
 static void check_oob_exit(void)
 {
-    struct rel_proc p;
+    struct support_child p;
     char mid[32], bid[64];
     const char *extra[] = {"--on-device-loss", "exit", NULL};
     if (start_child(&p, extra, oob_module, mid, bid))
         return;
-    struct rel_resp r;
+    struct support_resp r;
     long st = raw_run(&p, mid, "oob", bid, &r);
     report(st == 500 && strstr(r.body, "cudaError"), "exit mode: the faulting run's reply (%ld)",
            st);
-    rel_resp_free(&r);
-    int code = rel_wait_exit_or_kill(&p, 20000);
+    support_resp_free(&r);
+    int code = support_child_wait_exit_or_kill(&p, 20000);
     report(code == 3, "exit mode: the process exits with status 3 (%d)", code);
     unlink(p.log_path);
 }
 
 static void check_spin_timeout(void)
 {
-    struct rel_proc p;
+    struct support_child p;
     char mid[32], bid[64];
     const char *extra[] = {"--run-timeout", "2", "--on-device-loss", "exit", NULL};
     if (start_child(&p, extra, spin_module, mid, bid))
         return;
-    struct rel_resp r;
+    struct support_resp r;
     long st = raw_run(&p, mid, "spin", bid, &r);
     report(st == 503 && strstr(r.body, "--run-timeout"),
            "spinning kernel: 503 device-lost naming --run-timeout (%ld %.200s)", st, r.body);
-    rel_resp_free(&r);
-    int code = rel_wait_exit_or_kill(&p, 20000);
+    support_resp_free(&r);
+    int code = support_child_wait_exit_or_kill(&p, 20000);
     report(code == 3, "spinning kernel: the process exits with status 3 (%d)", code);
     unlink(p.log_path);
 }
@@ -499,25 +499,25 @@ int main(void)
     struct support_server s;
     struct ghd_config cfg;
     struct ghd_err err = {0};
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.backend = GHD_CHOICE_CUDA;
     cfg.allow_raw_kernels = 1;
     cfg.max_buffer_size = (size_t)1 << 30;
     cfg.pool_limit = (size_t)1 << 30;
-    if (rel_try_start(&s, &cfg, &err) != 0) {
+    if (support_try_start(&s, &cfg, &err) != 0) {
         printf("skipped: no CUDA device (%s)\n", err.detail);
         return 77;
     }
     if (!s.svc.compiler) {
         printf("skipped: no NVRTC\n");
-        rel_stop(&s);
+        support_stop(&s);
         return 77;
     }
     check_saxpy(&s);
     check_transpose(&s);
     check_template(&s);
     check_no_server_file(&s);
-    rel_stop(&s);
+    support_stop(&s);
     if (getenv("GHD_MODULES_SKIP_LOSS")) { /* under memcheck: the faults are on purpose */
         printf("device-loss checks not run (GHD_MODULES_SKIP_LOSS)\n");
     } else if (getenv("GHD_BIN")) {

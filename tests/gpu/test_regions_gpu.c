@@ -52,54 +52,54 @@ static struct gpu_tally T;
 
 #define N_BYTES (((size_t)80 << 20) + 4097) /* past one 64 MiB copy chunk, not a page multiple */
 
-static long req(const struct rel_proc *p, const char *method, const char *path,
-                const char *ctype, const void *body, size_t len, struct rel_resp *r)
+static long req(const struct support_child *p, const char *method, const char *path,
+                const char *ctype, const void *body, size_t len, struct support_resp *r)
 {
-    struct rel_req rq = {.method = method, .path = path, .ctype = ctype, .body = body,
-                         .len = len, .base = p->base, .timeout_ms = 120000};
-    rel_do(NULL, &rq, r);
+    struct support_call rq = {.method = method, .path = path, .ctype = ctype, .body = body,
+                              .len = len, .base = p->base, .timeout_ms = 120000};
+    support_do_call(NULL, &rq, r);
     return r->status;
 }
 
-static long jreq(const struct rel_proc *p, const char *method, const char *path,
-                 const char *json, struct rel_resp *r)
+static long jreq(const struct support_child *p, const char *method, const char *path,
+                 const char *json, struct support_resp *r)
 {
     return req(p, method, path, json ? "application/json" : NULL, json, json ? strlen(json) : 0,
                r);
 }
 
 /* The status of a request whose answer is not needed beyond it. */
-static long jstatus(const struct rel_proc *p, const char *method, const char *path,
+static long jstatus(const struct support_child *p, const char *method, const char *path,
                     const char *json)
 {
-    struct rel_resp r;
+    struct support_resp r;
     long st = jreq(p, method, path, json, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return st;
 }
 
-static long region_register(const struct rel_proc *p, const char *b64, size_t size, char id[64],
-                            struct rel_resp *r)
+static long region_register(const struct support_child *p, const char *b64, size_t size, char id[64],
+                            struct support_resp *r)
 {
     char body[256];
     snprintf(body, sizeof(body), "{\"cuda_ipc\": \"%s\", \"device\": 0, \"size\": %zu}", b64,
              size);
     long st = jreq(p, "POST", "/v1/regions", body, r);
     if (id)
-        rel_json_str(r, "id", id, 64);
+        support_json_str(r, "id", id, 64);
     return st;
 }
 
-static long region_delete(const struct rel_proc *p, const char *id)
+static long region_delete(const struct support_child *p, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/regions/%s", id);
     return jstatus(p, "DELETE", path, NULL);
 }
 
-static long transfer(const struct rel_proc *p, const char *from_kind, const char *from,
+static long transfer(const struct support_child *p, const char *from_kind, const char *from,
                      size_t from_off, const char *to_kind, const char *to, size_t to_off,
-                     size_t bytes, const char *extra, struct rel_resp *r)
+                     size_t bytes, const char *extra, struct support_resp *r)
 {
     char body[512];
     snprintf(body, sizeof(body),
@@ -109,41 +109,41 @@ static long transfer(const struct rel_proc *p, const char *from_kind, const char
     return jreq(p, "POST", "/v1/transfers", body, r);
 }
 
-static long transfer_status(const struct rel_proc *p, const char *from_kind, const char *from,
+static long transfer_status(const struct support_child *p, const char *from_kind, const char *from,
                             size_t from_off, const char *to_kind, const char *to, size_t to_off,
                             size_t bytes)
 {
-    struct rel_resp r;
+    struct support_resp r;
     long st = transfer(p, from_kind, from, from_off, to_kind, to, to_off, bytes, NULL, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return st;
 }
 
-static int buffer_new(const struct rel_proc *p, size_t size, char id[64])
+static int buffer_new(const struct support_child *p, size_t size, char id[64])
 {
     char body[64];
     snprintf(body, sizeof(body), "{\"size\": %zu}", size);
-    struct rel_resp r;
+    struct support_resp r;
     long st = jreq(p, "POST", "/v1/buffers", body, &r);
-    rel_json_str(&r, "id", id, 64);
-    rel_resp_free(&r);
+    support_json_str(&r, "id", id, 64);
+    support_resp_free(&r);
     return st == 201 ? 0 : -1;
 }
 
 /* The buffer's bytes over HTTP; NULL (reported) when the GET fails. The
  * caller frees what it gets. */
-static char *buffer_get(const struct rel_proc *p, const char *id, size_t want)
+static char *buffer_get(const struct support_child *p, const char *id, size_t want)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct rel_resp r;
+    struct support_resp r;
     long st = req(p, "GET", path, NULL, NULL, 0, &r);
     if (st != 200 || r.len != want) {
         gpu_report(&T, 0, "GET buffer %s: %ld, %zu bytes (wanted %zu)", id, st, r.len, want);
-        rel_resp_free(&r);
+        support_resp_free(&r);
         return NULL;
     }
-    return r.body; /* rel_resp_free would only free it */
+    return r.body; /* support_resp_free would only free it */
 }
 
 /* Where two byte strings first differ, or -1. */
@@ -181,7 +181,7 @@ static int owned_new(struct owned *o, size_t size, uint64_t seed)
     if (cudaMemcpy(o->d, o->h, size, cudaMemcpyHostToDevice) != cudaSuccess ||
         cudaIpcGetMemHandle(&handle, o->d) != cudaSuccess)
         return -1;
-    rel_base64(&handle, sizeof(handle), o->b64);
+    support_base64(&handle, sizeof(handle), o->b64);
     return 0;
 }
 
@@ -206,20 +206,20 @@ static void owned_free(struct owned *o)
 
 /* ---- the checks ------------------------------------------------------ */
 
-static void check_both_directions(const struct rel_proc *p, struct owned *o, const char *rid)
+static void check_both_directions(const struct support_child *p, struct owned *o, const char *rid)
 {
     char bid[64], b2[64];
     if (buffer_new(p, o->size, bid) != 0 || buffer_new(p, o->size, b2) != 0) {
         gpu_report(&T, 0, "two buffers of %zu bytes", o->size);
         return;
     }
-    struct rel_resp r;
+    struct support_resp r;
     long st = transfer(p, "region", rid, 0, "buffer", bid, 0, o->size, NULL, &r);
     char etag[64];
-    rel_header(&r, "ETag", etag, sizeof(etag));
+    support_header(&r, "ETag", etag, sizeof(etag));
     gpu_report(&T, st == 200 && etag[0] == '"', "region -> buffer, %zu bytes: %ld, ETag %s (%.200s)",
                o->size, st, etag, r.body ? r.body : "");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     char *got = buffer_get(p, bid, o->size);
     if (got) {
         long at = first_difference((unsigned char *)got, o->h, o->size);
@@ -232,10 +232,10 @@ static void check_both_directions(const struct rel_proc *p, struct owned *o, con
     st = transfer(p, "region", rid, 0, "buffer", bid, 0, 16,
                   ", \"if_match\": \"\\\"v999999\\\"\"", &r);
     char now_tag[64];
-    rel_header(&r, "ETag", now_tag, sizeof(now_tag));
+    support_header(&r, "ETag", now_tag, sizeof(now_tag));
     gpu_report(&T, st == 412 && strcmp(now_tag, etag) == 0,
                "an if_match of another version: 412 with ETag %s (%ld, %s)", etag, st, now_tag);
-    rel_resp_free(&r);
+    support_resp_free(&r);
 
     /* Region [a, a+n) -> buffer b2 at b, across the first 64 MiB chunk. */
     size_t a = ((size_t)60 << 20) + 11, b = 4093, n = ((size_t)12 << 20) + 5;
@@ -260,7 +260,7 @@ static void check_both_directions(const struct rel_proc *p, struct owned *o, con
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", bid);
     st = req(p, "PUT", path, "application/octet-stream", fresh, o->size, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     size_t c = 12345, d = ((size_t)64 << 20) - 3, m = ((size_t)9 << 20) + 1;
     long st2 = transfer_status(p, "buffer", bid, c, "region", rid, d, m);
     gpu_report(&T, st == 200 && st2 == 200, "PUT then buffer -> region at %zu -> %zu, %zu bytes: %ld, %ld",
@@ -282,7 +282,7 @@ static void check_both_directions(const struct rel_proc *p, struct owned *o, con
 
 /* The good region still moves its bytes (after refusals, after a second
  * registration went away). */
-static void check_region_intact(const struct rel_proc *p, const struct owned *o, const char *rid,
+static void check_region_intact(const struct support_child *p, const struct owned *o, const char *rid,
                                 const char *what)
 {
     char bid[64];
@@ -302,37 +302,37 @@ static void check_region_intact(const struct rel_proc *p, const struct owned *o,
     jstatus(p, "DELETE", path, NULL);
 }
 
-static void expect_refusal(const struct rel_proc *p, const char *b64, size_t size,
+static void expect_refusal(const struct support_child *p, const char *b64, size_t size,
                            const char *needle, const char *what)
 {
-    struct rel_resp r;
+    struct support_resp r;
     char id[64];
     long st = region_register(p, b64, size, id, &r);
     char ctype[64];
-    rel_header(&r, "Content-Type", ctype, sizeof(ctype));
+    support_header(&r, "Content-Type", ctype, sizeof(ctype));
     gpu_report(&T, st == 422 && strstr(ctype, "problem+json") && r.body && strstr(r.body, needle),
                "%s: 422 problem naming '%s' (%ld %.240s)", what, needle, st,
                r.body ? r.body : "");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     if (st == 201)
         region_delete(p, id);
 }
 
-static void check_refusals(const struct rel_proc *p, const struct owned *o, const char *rid)
+static void check_refusals(const struct support_child *p, const struct owned *o, const char *rid)
 {
     expect_refusal(p, o->b64, o->size + ((size_t)64 << 20), "fewer than 'size'",
                    "a size 64 MiB past the exported allocation");
     /* One byte past: the driver may round an allocation up; say what it did. */
-    struct rel_resp r;
+    struct support_resp r;
     char id[64];
     long st = region_register(p, o->b64, o->size + 1, id, &r);
     printf("NOTE  a size 1 byte past the allocation: %ld %.200s\n", st, r.body ? r.body : "");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     if (st == 201)
         region_delete(p, id);
     unsigned char short_handle[48] = {1};
     char b64[96];
-    rel_base64(short_handle, sizeof(short_handle), b64);
+    support_base64(short_handle, sizeof(short_handle), b64);
     expect_refusal(p, b64, 4096, "64 bytes", "a 48-byte handle");
     expect_refusal(p, "not base64!", 4096, "base64", "text that is no base64");
     if (getenv("GHD_REGIONS_GPU_MEMCHECK")) {
@@ -352,7 +352,7 @@ static void check_refusals(const struct rel_proc *p, const struct owned *o, cons
         owned_free(&gone);
         unsigned char noise[64];
         fill_random(noise, sizeof(noise), 11);
-        rel_base64(noise, sizeof(noise), b64);
+        support_base64(noise, sizeof(noise), b64);
         expect_refusal(p, b64, 4096, "cudaIpcOpenMemHandle", "64 random bytes");
     }
     st = jstatus(p, "GET", "/readyz", NULL);
@@ -360,16 +360,16 @@ static void check_refusals(const struct rel_proc *p, const struct owned *o, cons
     check_region_intact(p, o, rid, "after the refusals");
 }
 
-static void check_same_handle_twice(const struct rel_proc *p, const struct owned *o,
+static void check_same_handle_twice(const struct support_child *p, const struct owned *o,
                                     const char *rid)
 {
-    struct rel_resp r;
+    struct support_resp r;
     char second[64];
     long st = region_register(p, o->b64, (size_t)1 << 20, second, &r);
     gpu_report(&T, st == 201 && strcmp(second, rid) != 0,
                "the same handle again: 201, another region (%ld %.200s)", st,
                r.body ? r.body : "");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     if (st != 201)
         return;
     check_region_intact(p, o, second, "the second registration");
@@ -381,7 +381,7 @@ static void check_same_handle_twice(const struct rel_proc *p, const struct owned
 }
 
 struct mover {
-    const struct rel_proc *p;
+    const struct support_child *p;
     char rid[64], bid[64];
     size_t n;
     int ok, gone, other;
@@ -408,12 +408,12 @@ static void *move_loop(void *arg)
 
 /* A region registered for this check alone, unregistered while two clients
  * move its bytes. */
-static void check_unregister_during(const struct rel_proc *p, const struct owned *o)
+static void check_unregister_during(const struct support_child *p, const struct owned *o)
 {
     char rid[64];
-    struct rel_resp r;
+    struct support_resp r;
     long st = region_register(p, o->b64, o->size, rid, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     struct mover m[2] = {{.p = p, .n = o->size}, {.p = p, .n = o->size}};
     if (st != 201 || buffer_new(p, o->size, m[0].bid) || buffer_new(p, o->size, m[1].bid)) {
         gpu_report(&T, 0, "unregister during transfers: a region and two buffers (%ld)", st);
@@ -424,9 +424,9 @@ static void check_unregister_during(const struct rel_proc *p, const struct owned
         snprintf(m[i].rid, sizeof(m[i].rid), "%s", rid);
         pthread_create(&th[i], NULL, move_loop, &m[i]);
     }
-    long deadline = rel_now_ms() + 60000;
-    while (m[0].ok + m[1].ok < 6 && rel_now_ms() < deadline)
-        rel_sleep_ms(1);
+    long deadline = support_now_ms() + 60000;
+    while (m[0].ok + m[1].ok < 6 && support_now_ms() < deadline)
+        support_sleep_ms(1);
     st = region_delete(p, rid);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
@@ -473,20 +473,20 @@ int main(void)
     }
     setenv("GHD_TEST_BACKEND", "cuda", 1);
     const char *args[] = {"--allow-shm", NULL};
-    struct rel_proc p;
-    if (rel_spawn(&p, args, NULL, 120000) < 0) {
+    struct support_child p;
+    if (support_child_spawn(&p, args, NULL, 120000) < 0) {
         printf("FAIL  gpuhttpd --backend cuda --allow-shm did not start (GHD_BIN=%s)\n",
                getenv("GHD_BIN") ? getenv("GHD_BIN") : "(unset)");
         owned_free(&o);
         return 1;
     }
-    struct rel_resp r;
+    struct support_resp r;
     char rid[64];
     long st = region_register(&p, o.b64, o.size, rid, &r);
     gpu_report(&T, st == 201 && strstr(r.body, "\"kind\":\"cuda_ipc\""),
                "register %zu bytes of another process's device memory: %ld (%.200s)", o.size, st,
                r.body ? r.body : "");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     if (st == 201) {
         check_both_directions(&p, &o, rid);
         check_refusals(&p, &o, rid);
@@ -495,10 +495,10 @@ int main(void)
         gpu_report(&T, st == 204, "unregister: 204 (%ld)", st);
         check_unregister_during(&p, &o);
     }
-    rel_signal(&p, SIGTERM);
-    int code = rel_wait_exit_or_kill(&p, 120000);
+    support_child_signal(&p, SIGTERM);
+    int code = support_child_wait_exit_or_kill(&p, 120000);
     gpu_report(&T, code == 0, "SIGTERM: the server exits 0 (%d)", code);
-    gpu_report(&T, !rel_log_contains(&p, "cudaIpcCloseMemHandle("),
+    gpu_report(&T, !support_child_log_contains(&p, "cudaIpcCloseMemHandle("),
                "every mapping closed cleanly (no cudaIpcCloseMemHandle failure logged)");
     if (T.failures)
         printf("server log kept: %s\n", p.log_path);

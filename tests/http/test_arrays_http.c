@@ -22,14 +22,14 @@ static struct support_server H;
 
 static json_t *create_json(const char *json, long want)
 {
-    struct harness_resp r;
-    harness_simple(&H, "POST", "/v1/buffers", "application/json", json, strlen(json), &r);
+    struct support_resp r;
+    support_simple(&H, "POST", "/v1/buffers", "application/json", json, strlen(json), &r);
     if (r.status != want)
         fail_msg("POST %s: %ld, expected %ld: %.300s", json, r.status, want, r.body);
-    json_t *doc = want < 300 ? harness_body_json(&r) : NULL;
+    json_t *doc = want < 300 ? support_body_json(&r) : NULL;
     if (want >= 400)
-        harness_expect_problem(&r, want);
-    harness_resp_free(&r);
+        support_expect_problem(&r, want);
+    support_resp_free(&r);
     return doc;
 }
 
@@ -47,27 +47,27 @@ static char *npy_body(const char *dtype, unsigned ndim, const uint64_t *shape, u
     char *body = malloc(hlen + data_len);
     assert_non_null(body);
     memcpy(body, hdr, hlen);
-    harness_fill(seed, 0, body + hlen, data_len);
+    support_fill(seed, 0, body + hlen, data_len);
     *len = hlen + data_len;
     return body;
 }
 
 static void req_npy(const char *method, const char *path, const char *extra, const void *body,
-                    size_t len, struct harness_resp *r)
+                    size_t len, struct support_resp *r)
 {
-    struct harness_req q = {.method = method, .path = path, .body = body, .body_len = len,
+    struct support_req q = {.method = method, .path = path, .body = body, .body_len = len,
                             .has_body = 1};
     q.headers[0] = "Content-Type: application/x-npy";
     q.headers[1] = extra;
-    harness_do(&H, &q, r);
+    support_do(&H, &q, r);
 }
 
-static void get_with(const char *path, const char *h1, const char *h2, struct harness_resp *r)
+static void get_with(const char *path, const char *h1, const char *h2, struct support_resp *r)
 {
-    struct harness_req q = {.path = path};
+    struct support_req q = {.path = path};
     q.headers[0] = h1;
     q.headers[1] = h1 ? h2 : NULL;
-    harness_do(&H, &q, r);
+    support_do(&H, &q, r);
 }
 
 static const char *id_of(json_t *doc, char id[GHD_BUFFER_ID_LEN + 1])
@@ -96,14 +96,14 @@ static void test_create_with_dtype_shape(void **state)
     json_decref(doc);
     /* Metadata and listings show it. */
     snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
-    struct harness_resp r;
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
-    doc = harness_body_json(&r);
+    struct support_resp r;
+    support_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    doc = support_body_json(&r);
     expect_shape(doc, "f32", 2, (uint64_t[]){1024, 768});
     json_decref(doc);
-    harness_resp_free(&r);
-    harness_simple(&H, "GET", "/v1/buffers?limit=1000", NULL, NULL, 0, &r);
-    doc = harness_body_json(&r);
+    support_resp_free(&r);
+    support_simple(&H, "GET", "/v1/buffers?limit=1000", NULL, NULL, 0, &r);
+    doc = support_body_json(&r);
     size_t i;
     json_t *b;
     int seen = 0;
@@ -117,30 +117,30 @@ static void test_create_with_dtype_shape(void **state)
     }
     assert_true(seen);
     json_decref(doc);
-    harness_resp_free(&r);
-    harness_buffer_delete(&H, id);
+    support_resp_free(&r);
+    support_buffer_delete(&H, id);
     /* A size that agrees is fine; one that does not is a 422 naming both. */
     doc = create_json("{\"dtype\": \"u8\", \"shape\": [3, 5], \"size\": 15}", 201);
-    harness_buffer_delete(&H, id_of(doc, id));
+    support_buffer_delete(&H, id_of(doc, id));
     json_decref(doc);
     create_json("{\"dtype\": \"f64\", \"size\": 64}", 400); /* a shape is required */
     const char *disagree = "{\"dtype\": \"f32\", \"shape\": [4], \"size\": 15}";
-    harness_simple(&H, "POST", "/v1/buffers", "application/json", disagree, strlen(disagree), &r);
-    harness_expect_problem(&r, 422);
+    support_simple(&H, "POST", "/v1/buffers", "application/json", disagree, strlen(disagree), &r);
+    support_expect_problem(&r, 422);
     assert_non_null(strstr(r.body, "16 bytes"));
     assert_non_null(strstr(r.body, "15"));
-    harness_resp_free(&r);
+    support_resp_free(&r);
     /* What the schema states is a 400, what depends on the size a 422. The
      * element type names are the server's (NumPy's are aliases of them,
      * test_dtype_names_http), not the schema's: a name that is none is a
      * 422 as in a run, a near miss answered by ours. */
     create_json("{\"dtype\": 4, \"shape\": [4]}", 400);
     create_json("{\"dtype\": \"f33\", \"shape\": [4]}", 422);
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", "/v1/buffers",
                                          "{\"dtype\": \"flaot32\", \"shape\": [4]}"),
                           "'dtype': 'flaot32' is not an element type: did you mean 'f32'? (one "
                           "of bool, i8, u8,");
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", "/v1/buffers",
                                          "{\"dtype\": \"Bool\", \"shape\": [4]}"),
                           "did you mean 'bool'?");
     create_json("{\"shape\": [4]}", 422);
@@ -155,35 +155,35 @@ static void npy_roundtrip(const char *dtype, unsigned ndim, const uint64_t *shap
 {
     size_t len;
     char *body = npy_body(dtype, ndim, shape, 1600 + ndim, data_len, &len);
-    struct harness_resp r;
+    struct support_resp r;
     req_npy("POST", "/v1/buffers", NULL, body, len, &r);
     if (r.status != 201)
         fail_msg("npy POST %s: %ld %.300s", dtype, r.status, r.body);
-    json_t *doc = harness_body_json(&r);
+    json_t *doc = support_body_json(&r);
     expect_shape(doc, dtype, ndim, shape);
     assert_int_equal(json_integer_value(json_object_get(doc, "size")), data_len);
     char id[GHD_BUFFER_ID_LEN + 1], path[128], etag[64], etag_npy[64];
     id_of(doc, id);
     json_decref(doc);
-    assert_non_null(harness_header(&r, "ETag", etag, sizeof(etag)));
-    harness_resp_free(&r);
+    assert_non_null(support_header(&r, "ETag", etag, sizeof(etag)));
+    support_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     get_with(path, "Accept: application/x-npy", NULL, &r);
     assert_int_equal(r.status, 200);
     char ctype[64];
-    assert_string_equal(harness_header(&r, "Content-Type", ctype, sizeof(ctype)),
+    assert_string_equal(support_header(&r, "Content-Type", ctype, sizeof(ctype)),
                         "application/x-npy");
     assert_int_equal(r.body_len, len);
     assert_memory_equal(r.body, body, len);
-    assert_non_null(harness_header(&r, "ETag", etag_npy, sizeof(etag_npy)));
+    assert_non_null(support_header(&r, "ETag", etag_npy, sizeof(etag_npy)));
     assert_string_not_equal(etag, etag_npy); /* a different body, a different tag */
-    harness_resp_free(&r);
+    support_resp_free(&r);
     size_t raw_len;
-    void *raw = harness_buffer_get(&H, id, &raw_len);
+    void *raw = support_buffer_get(&H, id, &raw_len);
     assert_int_equal(raw_len, data_len);
     assert_memory_equal(raw, body + (len - data_len), data_len);
     free(raw);
-    harness_buffer_delete(&H, id);
+    support_buffer_delete(&H, id);
     free(body);
 }
 
@@ -214,15 +214,15 @@ static void test_npy_download_large(void **state)
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     char *data = malloc(size);
     assert_non_null(data);
-    harness_fill(16, 0, data, size);
-    harness_buffer_put(&H, id, data, size);
+    support_fill(16, 0, data, size);
+    support_buffer_put(&H, id, data, size);
 
     size_t raw_len;
-    void *raw = harness_buffer_get(&H, id, &raw_len);
+    void *raw = support_buffer_get(&H, id, &raw_len);
     assert_int_equal(raw_len, size);
     assert_memory_equal(raw, data, size);
     free(raw);
-    struct harness_resp r;
+    struct support_resp r;
     get_with(path, "Accept: application/x-npy", NULL, &r);
     assert_int_equal(r.status, 200);
     struct ghd_array_desc d = {.ndim = 1, .shape = {n}};
@@ -233,9 +233,9 @@ static void test_npy_download_large(void **state)
     assert_int_equal(r.body_len, hlen + size);
     assert_memory_equal(r.body, hdr, hlen);
     assert_memory_equal(r.body + hlen, data, size);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     free(data);
-    harness_buffer_delete(&H, id);
+    support_buffer_delete(&H, id);
 }
 
 /* A client that sends the body one byte at a time for the first 200 bytes:
@@ -264,49 +264,49 @@ static void test_npy_header_in_pieces(void **state)
     char *body = npy_body("i32", 2, (uint64_t[]){256, 300}, 1611, 256 * 300 * 4, &len);
     struct trickle t = {body, len};
     for (int chunked = 0; chunked < 2; chunked++) {
-        struct harness_req q = {.method = "POST", .path = "/v1/buffers", .gen = trickle_gen,
+        struct support_req q = {.method = "POST", .path = "/v1/buffers", .gen = trickle_gen,
                                 .gen_ctx = &t, .gen_len = chunked ? -1 : (int64_t)len};
         q.headers[0] = "Content-Type: application/x-npy";
-        struct harness_resp r;
-        harness_do(&H, &q, &r);
+        struct support_resp r;
+        support_do(&H, &q, &r);
         if (chunked) { /* creating needs Content-Length, as for raw bytes */
-            harness_expect_problem(&r, 411);
-            harness_resp_free(&r);
+            support_expect_problem(&r, 411);
+            support_resp_free(&r);
             continue;
         }
         assert_int_equal(r.status, 201);
-        json_t *doc = harness_body_json(&r);
+        json_t *doc = support_body_json(&r);
         char id[GHD_BUFFER_ID_LEN + 1];
         id_of(doc, id);
         json_decref(doc);
-        harness_resp_free(&r);
+        support_resp_free(&r);
         size_t raw_len;
-        void *raw = harness_buffer_get(&H, id, &raw_len);
+        void *raw = support_buffer_get(&H, id, &raw_len);
         assert_int_equal(raw_len, 256 * 300 * 4);
         assert_memory_equal(raw, body + (len - raw_len), raw_len);
         free(raw);
         /* PUT, chunked, in pieces too. */
         char path[128];
         snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-        q = (struct harness_req){.method = "PUT", .path = path, .gen = trickle_gen, .gen_ctx = &t,
+        q = (struct support_req){.method = "PUT", .path = path, .gen = trickle_gen, .gen_ctx = &t,
                                  .gen_len = -1};
         q.headers[0] = "Content-Type: application/x-npy";
-        harness_do(&H, &q, &r);
+        support_do(&H, &q, &r);
         assert_int_equal(r.status, 200);
-        harness_resp_free(&r);
-        harness_buffer_delete(&H, id);
+        support_resp_free(&r);
+        support_buffer_delete(&H, id);
     }
     free(body);
 }
 
 static void expect_npy_refused(const char *body, size_t len, long status, const char *says)
 {
-    struct harness_resp r;
+    struct support_resp r;
     req_npy("POST", "/v1/buffers", NULL, body, len, &r);
-    harness_expect_problem(&r, status);
+    support_expect_problem(&r, status);
     if (!strstr(r.body, says))
         fail_msg("expected '%s' in %.400s", says, r.body);
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
 /* A version 1.0 body around a dict literal the test writes itself. */
@@ -354,59 +354,59 @@ static void test_npy_refusals(void **state)
     char id[GHD_BUFFER_ID_LEN + 1], path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id_of(doc, id));
     json_decref(doc);
-    struct harness_resp r;
+    struct support_resp r;
     get_with(path, "Accept: application/x-npy", NULL, &r);
-    harness_expect_problem(&r, 406);
+    support_expect_problem(&r, 406);
     assert_non_null(strstr(r.body, "bf16"));
-    harness_resp_free(&r);
-    harness_buffer_delete(&H, id);
-    harness_buffer_create(&H, 64, id);
+    support_resp_free(&r);
+    support_buffer_delete(&H, id);
+    support_buffer_create(&H, 64, id);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     get_with(path, "Accept: application/x-npy", NULL, &r);
-    harness_expect_problem(&r, 406);
+    support_expect_problem(&r, 406);
     assert_non_null(strstr(r.body, "no dtype"));
-    harness_resp_free(&r);
+    support_resp_free(&r);
     /* Asked for with q=0, or below octet-stream: the raw bytes as today. */
     get_with(path, "Accept: application/x-npy;q=0, */*", NULL, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body_len, 64);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     get_with(path, "Accept: application/octet-stream, application/x-npy;q=0.5", NULL, &r);
     assert_int_equal(r.status, 200);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     /* PUT of a .npy into a buffer of another size; with Content-Range. */
     n = raw_npy(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\n", 16);
     req_npy("PUT", path, NULL, buf, n, &r);
-    harness_expect_problem(&r, 422);
+    support_expect_problem(&r, 422);
     assert_non_null(strstr(r.body, "16 bytes but the buffer holds 64"));
-    harness_resp_free(&r);
+    support_resp_free(&r);
     req_npy("PUT", path, "Content-Range: bytes 0-9/64", buf, n, &r);
-    harness_expect_problem(&r, 400);
-    harness_resp_free(&r);
+    support_expect_problem(&r, 400);
+    support_resp_free(&r);
     /* A matching one sets the description with the bytes. */
     n = raw_npy(buf, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 4), }\n", 64);
     req_npy("PUT", path, NULL, buf, n, &r);
     assert_int_equal(r.status, 200);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
-    doc = harness_body_json(&r);
+    support_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    doc = support_body_json(&r);
     expect_shape(doc, "i64", 2, (uint64_t[]){2, 4});
     json_decref(doc);
-    harness_resp_free(&r);
-    harness_buffer_delete(&H, id);
+    support_resp_free(&r);
+    support_buffer_delete(&H, id);
 }
 
 /* The status; a problem reply is checked as one; *out (may be NULL) gets
  * the JSON body of a 200, or of any reply with `any_body`. Frees r. */
-static long take_reply(struct harness_resp *r, json_t **out, int any_body)
+static long take_reply(struct support_resp *r, json_t **out, int any_body)
 {
     long st = r->status;
     if (st >= 400)
-        harness_expect_problem(r, st);
+        support_expect_problem(r, st);
     if (out)
-        *out = st == 200 || any_body ? harness_body_json(r) : NULL;
-    harness_resp_free(r);
+        *out = st == 200 || any_body ? support_body_json(r) : NULL;
+    support_resp_free(r);
     return st;
 }
 
@@ -414,15 +414,15 @@ static long patch(const char *id, const char *json, const char *if_match, json_t
 {
     char path[128], hdr[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
-    struct harness_req q = {.method = "PATCH", .path = path, .body = json,
+    struct support_req q = {.method = "PATCH", .path = path, .body = json,
                             .body_len = strlen(json), .has_body = 1};
     q.headers[0] = "Content-Type: application/json";
     if (if_match) {
         snprintf(hdr, sizeof(hdr), "If-Match: %s", if_match);
         q.headers[1] = hdr;
     }
-    struct harness_resp r;
-    harness_do(&H, &q, &r);
+    struct support_resp r;
+    support_do(&H, &q, &r);
     return take_reply(&r, out, 0);
 }
 
@@ -430,7 +430,7 @@ static void test_patch_description(void **state)
 {
     (void)state;
     char id[GHD_BUFFER_ID_LEN + 1], path[128];
-    harness_buffer_create(&H, 96, id);
+    support_buffer_create(&H, 96, id);
     json_t *doc;
     assert_int_equal(patch(id, "{\"shape\": [4]}", NULL, NULL), 422); /* no dtype yet */
     assert_int_equal(patch(id, "{\"dtype\": \"f32\", \"shape\": [4, 6]}", NULL, &doc), 200);
@@ -445,7 +445,7 @@ static void test_patch_description(void **state)
     assert_int_equal(patch(id, "{\"shape\": [5]}", NULL, NULL), 422);
     assert_int_equal(patch(id, "{\"dtype\": \"u8\", \"shape\": [97]}", NULL, NULL), 422);
     assert_int_equal(patch(id, "{\"size\": 4}", NULL, NULL), 400);
-    harness_expect_detail(harness_expect(&H, NULL, 422, "PATCH",
+    support_expect_detail(support_expect(&H, NULL, 422, "PATCH",
                                          (snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id),
                                           path),
                                          "{\"dtype\": \"Float64\"}"),
@@ -455,22 +455,22 @@ static void test_patch_description(void **state)
     json_decref(doc);
     assert_int_equal(patch("0123456789abcdef0123456789abcdef", "{\"dtype\": \"u8\"}", NULL, NULL),
                      404);
-    harness_buffer_delete(&H, id);
+    support_buffer_delete(&H, id);
 }
 
 static uint64_t version_of(const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
-    struct harness_resp r;
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
-    json_t *doc = harness_body_json(&r);
+    struct support_resp r;
+    support_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    json_t *doc = support_body_json(&r);
     uint64_t v = (uint64_t)json_integer_value(json_object_get(doc, "version"));
     char etag[64], want[64];
     snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v);
-    assert_string_equal(harness_header(&r, "ETag", etag, sizeof(etag)), want);
+    assert_string_equal(support_header(&r, "ETag", etag, sizeof(etag)), want);
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     return v;
 }
 
@@ -479,19 +479,19 @@ static long put_if(const char *id, const char *if_match, const void *data, size_
     char path[128], hdr[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     snprintf(hdr, sizeof(hdr), "If-Match: %s", if_match);
-    struct harness_req q = {.method = "PUT", .path = path, .body = data, .body_len = len,
+    struct support_req q = {.method = "PUT", .path = path, .body = data, .body_len = len,
                             .has_body = 1};
     q.headers[0] = "Content-Type: application/octet-stream";
     q.headers[1] = hdr;
-    struct harness_resp r;
-    harness_do(&H, &q, &r);
+    struct support_resp r;
+    support_do(&H, &q, &r);
     long st = r.status;
     if (st == 412) {
-        harness_expect_problem(&r, 412);
+        support_expect_problem(&r, 412);
         char etag[64]; /* the 412 says what the version is now */
-        assert_non_null(harness_header(&r, "ETag", etag, sizeof(etag)));
+        assert_non_null(support_header(&r, "ETag", etag, sizeof(etag)));
     }
-    harness_resp_free(&r);
+    support_resp_free(&r);
     return st;
 }
 
@@ -499,19 +499,19 @@ static void test_versions_and_conditions(void **state)
 {
     (void)state;
     char id[GHD_BUFFER_ID_LEN + 1], path[128], tag[64], hdr[96];
-    harness_buffer_create(&H, 4096, id);
+    support_buffer_create(&H, 4096, id);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     uint64_t v0 = version_of(id);
     char data[4096];
-    harness_fill(1620, 0, data, sizeof(data));
-    harness_buffer_put(&H, id, data, sizeof(data));
+    support_fill(1620, 0, data, sizeof(data));
+    support_buffer_put(&H, id, data, sizeof(data));
     uint64_t v1 = version_of(id);
     assert_true(v1 > v0);
     /* GET and HEAD: 304 for the current tag, 200 for an old one. */
-    struct harness_resp r;
+    struct support_resp r;
     get_with(path, NULL, NULL, &r);
-    assert_non_null(harness_header(&r, "ETag", tag, sizeof(tag)));
-    harness_resp_free(&r);
+    assert_non_null(support_header(&r, "ETag", tag, sizeof(tag)));
+    support_resp_free(&r);
     snprintf(hdr, sizeof(hdr), "If-None-Match: %s", tag);
     get_with(path, hdr, NULL, &r);
     assert_int_equal(r.status, 304);
@@ -519,18 +519,18 @@ static void test_versions_and_conditions(void **state)
     /* RFC 9110 8.6: no Content-Length in a 304 (it was "0", which a cache
      * may read as the representation's length). */
     char cl[32];
-    assert_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
-    harness_resp_free(&r);
-    struct harness_req q = {.method = "HEAD", .path = path};
+    assert_null(support_header(&r, "Content-Length", cl, sizeof(cl)));
+    support_resp_free(&r);
+    struct support_req q = {.method = "HEAD", .path = path};
     q.headers[0] = hdr;
-    harness_do(&H, &q, &r);
+    support_do(&H, &q, &r);
     assert_int_equal(r.status, 304);
-    assert_null(harness_header(&r, "Content-Length", cl, sizeof(cl)));
-    harness_resp_free(&r);
+    assert_null(support_header(&r, "Content-Length", cl, sizeof(cl)));
+    support_resp_free(&r);
     get_with(path, "If-None-Match: \"v1\", W/\"x\"", NULL, &r);
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body_len, 4096);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     /* If-Match on PUT: the current tag writes, a stale one gets 412. */
     char cur[32], old[32];
     snprintf(cur, sizeof(cur), "\"v%llu\"", (unsigned long long)v1);
@@ -549,16 +549,16 @@ static void test_versions_and_conditions(void **state)
     snprintf(cur, sizeof(cur), "\"v%llu\"", (unsigned long long)v3);
     assert_int_equal(patch(id, "{\"dtype\": \"u8\"}", old, NULL), 412);
     assert_int_equal(patch(id, "{\"dtype\": \"u8\"}", cur, NULL), 200);
-    q = (struct harness_req){.method = "DELETE", .path = path};
+    q = (struct support_req){.method = "DELETE", .path = path};
     q.headers[0] = hdr; /* hdr reuse: If-None-Match is ignored by DELETE */
     snprintf(hdr, sizeof(hdr), "If-Match: %s", cur);
-    harness_do(&H, &q, &r);
-    harness_expect_problem(&r, 412);
-    harness_resp_free(&r);
+    support_do(&H, &q, &r);
+    support_expect_problem(&r, 412);
+    support_resp_free(&r);
     snprintf(hdr, sizeof(hdr), "If-Match: \"v%llu\"", (unsigned long long)version_of(id));
-    harness_do(&H, &q, &r);
+    support_do(&H, &q, &r);
     assert_int_equal(r.status, 204);
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
 /* A conditional write: `method` on `path` with up to two header lines; the
@@ -566,7 +566,7 @@ static void test_versions_and_conditions(void **state)
 static long write_if(const char *method, const char *path, const char *h1, const char *h2,
                      const char *body, char *detail, size_t dlen)
 {
-    struct harness_req q = {.method = method, .path = path, .body = body,
+    struct support_req q = {.method = method, .path = path, .body = body,
                             .body_len = body ? strlen(body) : 0, .has_body = body != NULL};
     int k = 0;
     if (body)
@@ -574,8 +574,8 @@ static long write_if(const char *method, const char *path, const char *h1, const
                                                       : "Content-Type: application/octet-stream";
     q.headers[k++] = h1;
     q.headers[k] = h2;
-    struct harness_resp r;
-    harness_do(&H, &q, &r);
+    struct support_resp r;
+    support_do(&H, &q, &r);
     json_t *doc = NULL;
     long st = take_reply(&r, &doc, r.status >= 400);
     snprintf(detail, dlen, "%s",
@@ -593,7 +593,7 @@ static void test_if_none_match_on_writes(void **state)
 {
     (void)state;
     char id[GHD_BUFFER_ID_LEN + 1], path[128], meta[160], detail[512], tag[48], weak[48], npy[48], hdr[96];
-    harness_buffer_create(&H, 16, id);
+    support_buffer_create(&H, 16, id);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     snprintf(meta, sizeof(meta), "/v1/buffers/%s/meta", id);
     assert_int_equal(version_of(id), 1);
@@ -644,16 +644,16 @@ static void test_if_none_match_on_writes(void **state)
     assert_int_equal(write_if("DELETE", path, "If-None-Match: \"v1\"", NULL, NULL, detail,
                               sizeof(detail)), 204);
     /* A buffer created by this very request had no state to be about. */
-    struct harness_req q = {.method = "POST", .path = "/v1/buffers", .body = bytes,
+    struct support_req q = {.method = "POST", .path = "/v1/buffers", .body = bytes,
                             .body_len = 16, .has_body = 1};
     q.headers[0] = "Content-Type: application/octet-stream";
     q.headers[1] = "If-None-Match: *";
-    struct harness_resp r;
-    harness_do(&H, &q, &r);
+    struct support_resp r;
+    support_do(&H, &q, &r);
     assert_int_equal(r.status, 201);
-    json_t *doc = harness_body_json(&r);
-    harness_resp_free(&r);
-    harness_buffer_delete(&H, id_of(doc, id));
+    json_t *doc = support_body_json(&r);
+    support_resp_free(&r);
+    support_buffer_delete(&H, id_of(doc, id));
     json_decref(doc);
 }
 
@@ -680,7 +680,7 @@ static void test_two_clients_conflict(void **state)
 {
     (void)state;
     char id[GHD_BUFFER_ID_LEN + 1];
-    harness_buffer_create(&H, 64, id);
+    support_buffer_create(&H, 64, id);
     for (int round = 0; round < 20; round++) {
         uint64_t v = version_of(id);
         struct racer a = {.id = id}, b = {.id = id};
@@ -698,17 +698,17 @@ static void test_two_clients_conflict(void **state)
             (b.status != 200 && b.status != 412 && b.status != 409))
             fail_msg("round %d: statuses %ld and %ld", round, a.status, b.status);
         size_t len;
-        char *got = harness_buffer_get(&H, id, &len);
+        char *got = support_buffer_get(&H, id, &len);
         assert_memory_equal(got, a.status == 200 ? a.data : b.data, 64);
         free(got);
     }
-    harness_buffer_delete(&H, id);
+    support_buffer_delete(&H, id);
 }
 
 static long run(const char *json, json_t **out)
 {
-    struct harness_resp r;
-    harness_simple(&H, "POST", "/v1/runs", "application/json", json, strlen(json), &r);
+    struct support_resp r;
+    support_simple(&H, "POST", "/v1/runs", "application/json", json, strlen(json), &r);
     return take_reply(&r, out, 1);
 }
 
@@ -716,7 +716,7 @@ static long run(const char *json, json_t **out)
  * `says`, a detail containing it (harness_rest.h: a failure names the
  * test's line and the request). */
 #define expect_run(want, says, ...)                                                           \
-    harness_expect_detail(harness_expect(&H, NULL, want, "POST", "/v1/runs", __VA_ARGS__), says)
+    support_expect_detail(support_expect(&H, NULL, want, "POST", "/v1/runs", __VA_ARGS__), says)
 
 /* Runs take dtype and n from described buffers; gemm takes m, n, k from the
  * shapes; contradictions are 422s naming both, unless "reinterpret". */
@@ -811,14 +811,14 @@ static void test_runs_use_descriptions(void **state)
                flags);
     /* A near miss of a type's name, in a run as at creation: 422, ours suggested */
     char raw[GHD_BUFFER_ID_LEN + 1];
-    harness_buffer_create(&H, 64, raw);
+    support_buffer_create(&H, 64, raw);
     expect_run(422, "sum: dtype 'flaot32' is not an element type kernel sum takes: did you mean "
                     "'f32'? (it takes f32, f64, i32, u32, i64, u8)",
                "{\"kernel\": \"sum\", \"args\": {\"x\": \"%s\", \"dtype\": \"flaot32\", \"n\": 4}}",
                raw);
-    harness_buffer_delete(&H, raw);
-    harness_buffer_delete(&H, d64);
-    harness_buffer_delete(&H, flags);
+    support_buffer_delete(&H, raw);
+    support_buffer_delete(&H, d64);
+    support_buffer_delete(&H, flags);
     /* if_match per written buffer; a run that writes moves the version. */
     uint64_t v = version_of(x);
     expect_run(412, "argument x",
@@ -833,11 +833,11 @@ static void test_runs_use_descriptions(void **state)
     assert_true(version_of(x) > v);
     const char *ids[] = {x, y, a, b, c};
     for (size_t i = 0; i < 5; i++)
-        harness_buffer_delete(&H, ids[i]);
+        support_buffer_delete(&H, ids[i]);
 }
 
-#define define_kernel(json) harness_kernel_define(&H, NULL, json)
-#define delete_kernel(name) harness_kernel_delete(&H, NULL, name)
+#define define_kernel(json) support_kernel_define(&H, NULL, json)
+#define delete_kernel(name) support_kernel_delete(&H, NULL, name)
 
 static double run_value(const char *fmt, const char *id)
 {
@@ -939,7 +939,7 @@ static void test_user_kernels_use_descriptions(void **state)
     expect_run(422, "buffer argument x (f32 [1000]) is not f64, the type kernel twice64 declares",
                "{\"kernel\": \"twice64\", \"args\": {\"x\": \"%s\", \"y\": \"%s\"}}", x, z);
     /* A reduction: n from the input (its output holds one element) */
-    harness_buffer_delete(&H, x);
+    support_buffer_delete(&H, x);
     new_described("f32", 1000, x);
     expect_run(200, NULL, "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 3}}", x);
     assert_true(run_value("{\"kernel\": \"sumsqT\", \"args\": {\"x\": \"%s\"}}", x) == 9000.0);
@@ -957,7 +957,7 @@ static void test_user_kernels_use_descriptions(void **state)
     assert_int_equal(version_of(z), v);
     const char *ids[] = {x, y, z, yi, w, big};
     for (size_t i = 0; i < 6; i++)
-        harness_buffer_delete(&H, ids[i]);
+        support_buffer_delete(&H, ids[i]);
     delete_kernel("addT");
     delete_kernel("twice64");
     delete_kernel("sumsqT");
@@ -999,7 +999,7 @@ static void test_runs_check_every_buffer(void **state)
                "\"f32\"}}", x, yi);
     expect_run(200, NULL, "{\"kernel\": \"cast\", \"args\": {\"x\": \"%s\", \"y\": \"%s\"}}", x, yi);
     size_t len;
-    int32_t *got = harness_buffer_get(&H, yi, &len);
+    int32_t *got = support_buffer_get(&H, yi, &len);
     assert_int_equal(len, 16);
     for (int i = 0; i < 4; i++)
         assert_int_equal(got[i], 2); /* 2.5 truncated, not the bits of 2.5f */
@@ -1012,7 +1012,7 @@ static void test_runs_check_every_buffer(void **state)
                x, vi);
     const char *ids[] = {x, o64, o32, yi, vi};
     for (size_t i = 0; i < 5; i++)
-        harness_buffer_delete(&H, ids[i]);
+        support_buffer_delete(&H, ids[i]);
 }
 
 /* n, omitted, is the count every n-counted buffer holds after its offset:
@@ -1049,7 +1049,7 @@ static void test_runs_n_from_lengths(void **state)
     assert_int_equal(run_n(json), 5);
     const char *ids[] = {x, y1, z, y5};
     for (size_t i = 0; i < 4; i++)
-        harness_buffer_delete(&H, ids[i]);
+        support_buffer_delete(&H, ids[i]);
 }
 
 /* sort orders one flat range: a described buffer of several rows (which
@@ -1075,7 +1075,7 @@ static void test_sort_refuses_rows(void **state)
                           "true}", m);
     const char *ids[] = {m, col, row};
     for (size_t i = 0; i < 3; i++)
-        harness_buffer_delete(&H, ids[i]);
+        support_buffer_delete(&H, ids[i]);
 }
 
 /* GET /v1/runs/{id}: its status, copied into st. */
@@ -1083,13 +1083,13 @@ static const char *run_status(const char *id, char st[16])
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/runs/%s", id);
-    struct harness_resp r;
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &r);
+    struct support_resp r;
+    support_simple(&H, "GET", path, NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    json_t *doc = harness_body_json(&r);
+    json_t *doc = support_body_json(&r);
     snprintf(st, 16, "%s", json_string_value(json_object_get(doc, "status")));
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     return st;
 }
 
@@ -1103,7 +1103,7 @@ static const char *run_status(const char *id, char st[16])
 static void test_run_write_moves_version_at_end(void **state)
 {
     (void)state;
-    int cuda = strcmp(harness_backend(), "cuda") == 0;
+    int cuda = strcmp(support_backend_name(), "cuda") == 0;
     /* Three f32 matrices within the harness's 96 MiB pool: 2560^2 at most on
      * CUDA (4096^2 was 507 on the H200), where 16 gemms take tens of ms. */
     unsigned side = cuda ? 2048 : 96, max_side = cuda ? 2560 : 768;
@@ -1152,15 +1152,15 @@ static void test_run_write_moves_version_at_end(void **state)
             char path[96];
             snprintf(path, sizeof(path), "/v1/buffers/%s", c);
             snprintf(hdr, sizeof(hdr), "If-None-Match: %s", tag);
-            struct harness_resp r;
+            struct support_resp r;
             get_with(path, hdr, NULL, &r);
             assert_int_equal(r.status, 200);
-            harness_resp_free(&r);
+            support_resp_free(&r);
             snprintf(tag, sizeof(tag), "\"v%llu\"", (unsigned long long)after);
             assert_int_equal(put_if(c, tag, one, sizeof(one)), 200);
         }
         for (int i = 0; i < 3; i++)
-            harness_buffer_delete(&H, ids[i]);
+            support_buffer_delete(&H, ids[i]);
         if (in_flight)
             return;
         side = side * 2 > max_side ? max_side : side * 2;
@@ -1179,15 +1179,15 @@ static void test_vary_accept(void **state)
     char id[GHD_BUFFER_ID_LEN + 1], path[128], bare[GHD_BUFFER_ID_LEN + 1], bare_path[128], tag[64], tag_npy[64], hdr[96], vary[64];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id_of(doc, id));
     json_decref(doc);
-    harness_buffer_create(&H, 16, bare);
+    support_buffer_create(&H, 16, bare);
     snprintf(bare_path, sizeof(bare_path), "/v1/buffers/%s", bare);
-    struct harness_resp r;
+    struct support_resp r;
     get_with(path, NULL, NULL, &r);
-    assert_non_null(harness_header(&r, "ETag", tag, sizeof(tag)));
-    harness_resp_free(&r);
+    assert_non_null(support_header(&r, "ETag", tag, sizeof(tag)));
+    support_resp_free(&r);
     get_with(path, "Accept: application/x-npy", NULL, &r);
-    assert_non_null(harness_header(&r, "ETag", tag_npy, sizeof(tag_npy)));
-    harness_resp_free(&r);
+    assert_non_null(support_header(&r, "ETag", tag_npy, sizeof(tag_npy)));
+    support_resp_free(&r);
     char inm[96], inm_npy[96];
     snprintf(inm, sizeof(inm), "If-None-Match: %s", tag);
     snprintf(inm_npy, sizeof(inm_npy), "If-None-Match: %s", tag_npy);
@@ -1206,42 +1206,42 @@ static void test_vary_accept(void **state)
         {"GET", bare_path, "Accept: application/x-npy", NULL, 406},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct harness_req q = {.method = cases[i].method, .path = cases[i].path};
+        struct support_req q = {.method = cases[i].method, .path = cases[i].path};
         q.headers[0] = cases[i].h1;
         q.headers[1] = cases[i].h1 ? cases[i].h2 : NULL;
-        harness_do(&H, &q, &r);
+        support_do(&H, &q, &r);
         snprintf(hdr, sizeof(hdr), "%s %s %s %s", cases[i].method, cases[i].path,
                  cases[i].h1 ? cases[i].h1 : "", cases[i].h2 ? cases[i].h2 : "");
         if (r.status != cases[i].status)
             fail_msg("%s: %ld, expected %ld", hdr, r.status, cases[i].status);
-        if (!harness_header(&r, "Vary", vary, sizeof(vary)) || !strstr(vary, "Accept"))
+        if (!support_header(&r, "Vary", vary, sizeof(vary)) || !strstr(vary, "Accept"))
             fail_msg("%s: %ld without Vary: Accept", hdr, r.status);
-        harness_resp_free(&r);
+        support_resp_free(&r);
     }
-    harness_buffer_delete(&H, id);
-    harness_buffer_delete(&H, bare);
+    support_buffer_delete(&H, id);
+    support_buffer_delete(&H, bare);
 }
 
 int main(void)
 {
-    harness_suite_bind(&H, NULL);
+    support_suite_bind(&H, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_create_with_dtype_shape, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_npy_roundtrip, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_npy_download_large, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_npy_header_in_pieces, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_npy_refusals, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_patch_description, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_versions_and_conditions, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_if_none_match_on_writes, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_two_clients_conflict, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_runs_use_descriptions, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_user_kernels_use_descriptions, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_runs_check_every_buffer, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_runs_n_from_lengths, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_sort_refuses_rows, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_run_write_moves_version_at_end, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_vary_accept, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_create_with_dtype_shape, support_teardown_idle),
+        cmocka_unit_test_teardown(test_npy_roundtrip, support_teardown_idle),
+        cmocka_unit_test_teardown(test_npy_download_large, support_teardown_idle),
+        cmocka_unit_test_teardown(test_npy_header_in_pieces, support_teardown_idle),
+        cmocka_unit_test_teardown(test_npy_refusals, support_teardown_idle),
+        cmocka_unit_test_teardown(test_patch_description, support_teardown_idle),
+        cmocka_unit_test_teardown(test_versions_and_conditions, support_teardown_idle),
+        cmocka_unit_test_teardown(test_if_none_match_on_writes, support_teardown_idle),
+        cmocka_unit_test_teardown(test_two_clients_conflict, support_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_use_descriptions, support_teardown_idle),
+        cmocka_unit_test_teardown(test_user_kernels_use_descriptions, support_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_check_every_buffer, support_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_n_from_lengths, support_teardown_idle),
+        cmocka_unit_test_teardown(test_sort_refuses_rows, support_teardown_idle),
+        cmocka_unit_test_teardown(test_run_write_moves_version_at_end, support_teardown_idle),
+        cmocka_unit_test_teardown(test_vary_accept, support_teardown_idle),
     };
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
 }

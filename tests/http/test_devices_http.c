@@ -25,7 +25,7 @@
 
 static struct support_server H;
 /* 32 MiB per device's pool: a limit one test fills on one device. */
-static const struct harness_opts OPTS = {
+static const struct support_opts OPTS = {
     .pool_limit = 32 * MIB, .pool_slab = 8 * MIB, .flags = "--host-devices 3"};
 
 /* POST /v1/buffers with `json`, expecting 201: the id into id, the device
@@ -33,7 +33,7 @@ static const struct harness_opts OPTS = {
 static unsigned create_at(int line, struct support_server *h, const char *json,
                           char id[GHD_BUFFER_ID_LEN + 1])
 {
-    json_t *doc = harness_expect_at(__FILE__, line, h, NULL, 201, "POST", "/v1/buffers", "%s",
+    json_t *doc = support_expect_at(__FILE__, line, h, NULL, 201, "POST", "/v1/buffers", "%s",
                                     json);
     const char *s = json_string_value(json_object_get(doc, "id"));
     if (!s || strlen(s) != GHD_BUFFER_ID_LEN)
@@ -52,7 +52,7 @@ static void delete_buffer(struct support_server *h, const char *id)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
-    json_decref(harness_expect(h, NULL, 204, "DELETE", path, NULL));
+    json_decref(support_expect(h, NULL, 204, "DELETE", path, NULL));
 }
 
 /* The device GET /v1/buffers/<id>/meta shows. */
@@ -60,7 +60,7 @@ static unsigned meta_device(struct support_server *h, const char *id)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", id);
-    json_t *doc = harness_expect(h, NULL, 200, "GET", path, NULL);
+    json_t *doc = support_expect(h, NULL, 200, "GET", path, NULL);
     unsigned d = (unsigned)json_integer_value(json_object_get(doc, "device"));
     json_decref(doc);
     return d;
@@ -69,7 +69,7 @@ static unsigned meta_device(struct support_server *h, const char *id)
 static void test_device_list(void **state)
 {
     (void)state;
-    json_t *doc = harness_expect(&H, NULL, 200, "GET", "/v1/devices", NULL);
+    json_t *doc = support_expect(&H, NULL, 200, "GET", "/v1/devices", NULL);
     json_t *list = json_object_get(doc, "devices");
     assert_int_equal(json_array_size(list), DEVICES);
     for (size_t i = 0; i < DEVICES; i++) {
@@ -101,31 +101,31 @@ static void test_placement_named(void **state)
     char a[GHD_BUFFER_ID_LEN + 1], b[GHD_BUFFER_ID_LEN + 1], c[GHD_BUFFER_ID_LEN + 1];
     assert_int_equal(create(&H, "{\"size\": 4096, \"device\": 2}", a), 2);
     assert_int_equal(meta_device(&H, a), 2);
-    struct harness_resp r;
+    struct support_resp r;
     static const char octets[100] = {1};
-    harness_simple(&H, "POST", "/v1/buffers?device=1", "application/octet-stream", octets,
+    support_simple(&H, "POST", "/v1/buffers?device=1", "application/octet-stream", octets,
                    sizeof(octets), &r);
     assert_int_equal(r.status, 201);
-    json_t *doc = harness_body_json(&r);
+    json_t *doc = support_body_json(&r);
     snprintf(b, sizeof(b), "%s", json_string_value(json_object_get(doc, "id")));
     assert_int_equal(json_integer_value(json_object_get(doc, "device")), 1);
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     assert_int_equal(create(&H, "{\"dtype\": \"f32\", \"shape\": [4, 4], \"device\": 0}", c), 0);
     assert_int_equal(meta_device(&H, b), 1);
     /* ?near=<id> puts it on that buffer's device; a device that disagrees is refused. */
     char path[160], d[GHD_BUFFER_ID_LEN + 1];
     snprintf(path, sizeof(path), "/v1/buffers?near=%.64s", a);
-    json_t *near = harness_expect(&H, NULL, 201, "POST", path, "{\"size\": 64}");
+    json_t *near = support_expect(&H, NULL, 201, "POST", path, "{\"size\": 64}");
     assert_int_equal(json_integer_value(json_object_get(near, "device")), 2);
     snprintf(d, sizeof(d), "%s", json_string_value(json_object_get(near, "id")));
     json_decref(near);
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", path,
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", path,
                                          "{\"size\": 64, \"device\": 1}"),
                           "disagree");
     delete_buffer(&H, d);
     /* GET /v1/buffers shows each buffer's device. */
-    doc = harness_expect(&H, NULL, 200, "GET", "/v1/buffers", NULL);
+    doc = support_expect(&H, NULL, 200, "GET", "/v1/buffers", NULL);
     unsigned seen = 0;
     size_t i;
     json_t *item;
@@ -163,50 +163,50 @@ static void test_placement_default(void **state)
     delete_buffer(&H, next[1]);
 
     struct support_server rr;
-    const struct harness_opts opts = {.flags = "--host-devices 3 --placement round-robin"};
-    harness_start(&rr, &opts);
+    const struct support_opts opts = {.flags = "--host-devices 3 --placement round-robin"};
+    support_start(&rr, &opts);
     char rid[7][GHD_BUFFER_ID_LEN + 1];
     assert_int_equal(create(&rr, "{\"size\": 8388608}", rid[0]), 0);
     for (int i = 1; i < 7; i++)
         assert_int_equal(create(&rr, "{\"size\": 4096}", rid[i]), (unsigned)i % DEVICES);
-    harness_stop(&rr);
+    support_stop(&rr);
 }
 
 static void test_invalid_device(void **state)
 {
     (void)state;
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", "/v1/buffers",
                                          "{\"size\": 16, \"device\": 3}"),
                           "devices 0 to 2");
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", "/v1/buffers",
                                          "{\"dtype\": \"u8\", \"shape\": [2], \"device\": 99}"),
                           "devices 0 to 2");
     static const char *const not_an_index[] = {"\"1\"", "-1", "1.5", "true", "null"};
     for (size_t i = 0; i < sizeof(not_an_index) / sizeof(not_an_index[0]); i++)
-        harness_expect_detail(harness_expect(&H, NULL, 400, "POST", "/v1/buffers",
+        support_expect_detail(support_expect(&H, NULL, 400, "POST", "/v1/buffers",
                                              "{\"size\": 16, \"device\": %s}", not_an_index[i]),
                               "'device' must be a non-negative integer");
-    struct harness_resp r;
-    harness_simple(&H, "POST", "/v1/buffers?device=7", "application/octet-stream", "x", 1, &r);
-    harness_expect_problem(&r, 422);
+    struct support_resp r;
+    support_simple(&H, "POST", "/v1/buffers?device=7", "application/octet-stream", "x", 1, &r);
+    support_expect_problem(&r, 422);
     assert_non_null(strstr(r.body, "devices 0 to 2"));
-    harness_resp_free(&r);
-    harness_simple(&H, "POST", "/v1/buffers?device=one", "application/octet-stream", "x", 1, &r);
-    harness_expect_problem(&r, 400);
-    harness_resp_free(&r);
+    support_resp_free(&r);
+    support_simple(&H, "POST", "/v1/buffers?device=one", "application/octet-stream", "x", 1, &r);
+    support_expect_problem(&r, 400);
+    support_resp_free(&r);
     /* The JSON form takes it in the body, not the query. */
-    harness_simple(&H, "POST", "/v1/buffers?device=1", "application/json", "{\"size\": 16}", 12,
+    support_simple(&H, "POST", "/v1/buffers?device=1", "application/json", "{\"size\": 16}", 12,
                    &r);
-    harness_expect_problem(&r, 400);
-    harness_resp_free(&r);
-    assert_int_equal(harness_await_idle(&H, 0, 1000), 0); /* nothing was allocated */
+    support_expect_problem(&r, 400);
+    support_resp_free(&r);
+    assert_int_equal(support_await_idle(&H, 0, 1000), 0); /* nothing was allocated */
 }
 
 /* GET the whole buffer; fails unless it is exactly `want`. */
 static void expect_bytes(const char *id, const void *want, size_t len)
 {
     size_t got = 0;
-    void *data = harness_buffer_get(&H, id, &got);
+    void *data = support_buffer_get(&H, id, &got);
     assert_int_equal(got, len);
     if (memcmp(data, want, len) != 0)
         fail_msg("buffer %s differs from its source", id);
@@ -220,8 +220,8 @@ static void copy_at(int line, const char *src, const char *extra, unsigned want_
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", src);
-    json_t *meta = harness_expect(&H, NULL, 200, "GET", path, NULL);
-    json_t *doc = harness_expect_at(__FILE__, line, &H, NULL, 201, "POST", "/v1/buffers",
+    json_t *meta = support_expect(&H, NULL, 200, "GET", path, NULL);
+    json_t *doc = support_expect_at(__FILE__, line, &H, NULL, 201, "POST", "/v1/buffers",
                                     "{\"copy_of\": \"%s\"%s}", src, extra);
     snprintf(out, GHD_BUFFER_ID_LEN + 1, "%s", json_string_value(json_object_get(doc, "id")));
     if (json_integer_value(json_object_get(doc, "device")) != want_device)
@@ -260,7 +260,7 @@ static void test_copies(void **state)
     char body[64];
     snprintf(body, sizeof(body), "{\"size\": %zu, \"device\": 0}", len);
     create(&H, body, src);
-    harness_buffer_put(&H, src, data, len);
+    support_buffer_put(&H, src, data, len);
     copy(src, ", \"device\": 1", 1, c01);
     copy(src, ", \"device\": 0", 0, c00);
     copy(c01, ", \"device\": 2, \"label\": \"twice\", \"ttl_s\": 600", 2, c12);
@@ -270,18 +270,18 @@ static void test_copies(void **state)
     expect_bytes(c12, data, len);
     expect_bytes(same, data, len);
     /* A copy is a buffer of its own: writing it leaves the source. */
-    harness_buffer_put(&H, c00, "changed", 7);
+    support_buffer_put(&H, c00, "changed", 7);
     expect_bytes(src, data, len);
 
     /* An array keeps its dtype and shape. */
     char arr[GHD_BUFFER_ID_LEN + 1], arr2[GHD_BUFFER_ID_LEN + 1];
     create(&H, "{\"dtype\": \"f64\", \"shape\": [128, 3], \"device\": 1}", arr);
-    harness_buffer_put(&H, arr, data, 128 * 3 * 8);
+    support_buffer_put(&H, arr, data, 128 * 3 * 8);
     copy(arr, ", \"device\": 0", 0, arr2);
     expect_bytes(arr2, data, 128 * 3 * 8);
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", arr2);
-    json_t *meta = harness_expect(&H, NULL, 200, "GET", path, NULL);
+    json_t *meta = support_expect(&H, NULL, 200, "GET", path, NULL);
     assert_string_equal(json_string_value(json_object_get(meta, "dtype")), "f64");
     assert_int_equal(json_integer_value(json_array_get(json_object_get(meta, "shape"), 0)), 128);
     assert_int_equal(json_integer_value(json_array_get(json_object_get(meta, "shape"), 1)), 3);
@@ -289,20 +289,20 @@ static void test_copies(void **state)
 
     /* What is refused: an unknown source, a device past the last, fields a
      * copy takes from its source. */
-    json_decref(harness_expect(&H, NULL, 404, "POST", "/v1/buffers",
+    json_decref(support_expect(&H, NULL, 404, "POST", "/v1/buffers",
                                "{\"copy_of\": \"%s0123456789abcdef0123456789abcdef\"}",
                                H.svc.owner.prefix));
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", "/v1/buffers",
                                          "{\"copy_of\": \"%s\", \"device\": 5}", src),
                           "devices 0 to 2");
-    harness_expect_detail(harness_expect(&H, NULL, 400, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&H, NULL, 400, "POST", "/v1/buffers",
                                          "{\"copy_of\": \"%s\", \"dtype\": \"u8\"}", src),
                           "does not go with 'copy_of'");
     const char *ids[] = {src, c01, c00, c12, same, arr, arr2};
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
         delete_buffer(&H, ids[i]);
     free(data);
-    assert_int_equal(harness_await_idle(&H, 0, 5000), 0);
+    assert_int_equal(support_await_idle(&H, 0, 5000), 0);
 }
 
 static const char *const count_def =
@@ -318,7 +318,7 @@ static void test_runs_per_device(void **state)
     create(&H, "{\"dtype\": \"f32\", \"shape\": [1024], \"device\": 0}", x);
     create(&H, "{\"dtype\": \"f32\", \"shape\": [1024], \"device\": 1}", y);
     create(&H, "{\"dtype\": \"f32\", \"shape\": [1024], \"device\": 1}", z);
-    json_t *p = harness_expect(&H, NULL, 422, "POST", "/v1/runs",
+    json_t *p = support_expect(&H, NULL, 422, "POST", "/v1/runs",
                                "{\"kernel\": \"axpy\", \"args\": {\"a\": 2, \"x\": \"%s\", "
                                "\"y\": \"%s\"}}", x, y);
     const char *detail = json_string_value(json_object_get(p, "detail"));
@@ -329,7 +329,7 @@ static void test_runs_per_device(void **state)
         fail_msg("the refusal does not name each buffer's device: %s", detail);
     json_decref(p);
     /* A pipeline's steps too. */
-    harness_expect_detail(harness_expect(&H, NULL, 422, "POST", "/v1/runs",
+    support_expect_detail(support_expect(&H, NULL, 422, "POST", "/v1/runs",
                                          "{\"steps\": [{\"kernel\": \"fill\", \"args\": {\"x\": "
                                          "\"%s\", \"value\": 1}}, {\"kernel\": \"fill\", "
                                          "\"args\": {\"x\": \"%s\", \"value\": 2}}]}",
@@ -339,7 +339,7 @@ static void test_runs_per_device(void **state)
     float zero[1024] = {0};
     expect_bytes(y, zero, sizeof(zero));
     /* On one device it runs there, and says where. */
-    json_t *run = harness_expect(&H, NULL, 200, "POST", "/v1/runs",
+    json_t *run = support_expect(&H, NULL, 200, "POST", "/v1/runs",
                                  "{\"steps\": [{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", "
                                  "\"value\": 1.5}}, {\"kernel\": \"axpy\", \"args\": {\"a\": 2, "
                                  "\"x\": \"%s\", \"y\": \"%s\"}}]}",
@@ -351,8 +351,8 @@ static void test_runs_per_device(void **state)
         three[i] = 3.0f;
     expect_bytes(z, three, sizeof(three));
     /* A run with no buffers goes where the placement says. */
-    harness_kernel_define(&H, NULL, count_def);
-    run = harness_expect(&H, NULL, 200, "POST", "/v1/runs",
+    support_kernel_define(&H, NULL, count_def);
+    run = support_expect(&H, NULL, 200, "POST", "/v1/runs",
                          "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}");
     json_t *dev = json_object_get(run, "device");
     assert_true(json_is_integer(dev) && json_integer_value(dev) >= 0 &&
@@ -360,7 +360,7 @@ static void test_runs_per_device(void **state)
     assert_int_equal(json_real_value(json_object_get(json_object_get(run, "result"), "value")),
                      1000);
     json_decref(run);
-    harness_kernel_delete(&H, NULL, "count");
+    support_kernel_delete(&H, NULL, "count");
     delete_buffer(&H, x);
     delete_buffer(&H, y);
     delete_buffer(&H, z);
@@ -374,19 +374,19 @@ static void test_limit_per_device(void **state)
     char ids[8][GHD_BUFFER_ID_LEN + 1];
     unsigned n = 0;
     for (; n < 8; n++) {
-        struct harness_resp r;
-        harness_call(&H, NULL, "POST", "/v1/buffers", "{\"size\": 8388608, \"device\": 0}", &r);
+        struct support_resp r;
+        support_json(&H, "POST", "/v1/buffers", NULL, "{\"size\": 8388608, \"device\": 0}", &r);
         if (r.status == 507) {
-            harness_expect_problem(&r, 507);
+            support_expect_problem(&r, 507);
             assert_non_null(strstr(r.body, "on device 0"));
-            harness_resp_free(&r);
+            support_resp_free(&r);
             break;
         }
         assert_int_equal(r.status, 201);
-        json_t *doc = harness_body_json(&r);
+        json_t *doc = support_body_json(&r);
         snprintf(ids[n], sizeof(ids[n]), "%s", json_string_value(json_object_get(doc, "id")));
         json_decref(doc);
-        harness_resp_free(&r);
+        support_resp_free(&r);
     }
     assert_int_equal(n, 4); /* 4 x 8 MiB fill its 32 MiB */
     char other[GHD_BUFFER_ID_LEN + 1], placed[GHD_BUFFER_ID_LEN + 1];
@@ -405,30 +405,30 @@ static void test_metrics_per_device(void **state)
     char up[GHD_BUFFER_ID_LEN + 1], x[GHD_BUFFER_ID_LEN + 1];
     create(&H, "{\"size\": 65536, \"device\": 2}", up);
     static char bytes[65536];
-    harness_buffer_put(&H, up, bytes, sizeof(bytes));
+    support_buffer_put(&H, up, bytes, sizeof(bytes));
     create(&H, "{\"dtype\": \"f32\", \"shape\": [64], \"device\": 1}", x);
-    json_decref(harness_expect(&H, NULL, 200, "POST", "/v1/runs",
+    json_decref(support_expect(&H, NULL, 200, "POST", "/v1/runs",
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
                                x));
-    struct harness_resp r;
-    harness_simple(&H, "GET", "/metrics", NULL, NULL, 0, &r);
+    struct support_resp r;
+    support_simple(&H, "GET", "/metrics", NULL, NULL, 0, &r);
     assert_int_equal(r.status, 200);
-    assert_true(harness_metric_in(r.body, "gpuhttpd_transfer_bytes_total{direction=\"upload\",device=\"2\"}")
+    assert_true(support_metric_in(r.body, "gpuhttpd_transfer_bytes_total{direction=\"upload\",device=\"2\"}")
                 >= 65536);
-    assert_true(harness_metric_in(r.body, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"succeeded\","
+    assert_true(support_metric_in(r.body, "gpuhttpd_runs_total{kernel=\"fill\",outcome=\"succeeded\","
                                "device=\"1\"}") >= 1);
-    assert_true(harness_metric_in(r.body, "gpuhttpd_run_queue_seconds_count{device=\"1\"}") >= 1);
-    assert_true(harness_metric_in(r.body, "gpuhttpd_pool_in_use_bytes{device=\"2\"}") >= 65536);
+    assert_true(support_metric_in(r.body, "gpuhttpd_run_queue_seconds_count{device=\"1\"}") >= 1);
+    assert_true(support_metric_in(r.body, "gpuhttpd_pool_in_use_bytes{device=\"2\"}") >= 65536);
     for (int d = 0; d < DEVICES; d++) {
         char s[128];
         snprintf(s, sizeof(s), "gpuhttpd_staging_chunks{device=\"%d\"}", d);
-        assert_true(harness_metric_in(r.body, s) == 40); /* each device has its own ring */
+        assert_true(support_metric_in(r.body, s) == 40); /* each device has its own ring */
         snprintf(s, sizeof(s), "gpuhttpd_device_losses_total{device=\"%d\"}", d);
-        assert_true(harness_metric_in(r.body, s) == 0);
+        assert_true(support_metric_in(r.body, s) == 0);
         snprintf(s, sizeof(s), "gpuhttpd_pool_limit_bytes{device=\"%d\"}", d);
-        assert_true(harness_metric_in(r.body, s) == 32.0 * MIB);
+        assert_true(support_metric_in(r.body, s) == 32.0 * MIB);
     }
-    harness_resp_free(&r);
+    support_resp_free(&r);
     delete_buffer(&H, up);
     delete_buffer(&H, x);
 }
@@ -436,9 +436,9 @@ static void test_metrics_per_device(void **state)
 /* GET `path`, expecting `status` and, for a problem, `needle` in its detail. */
 static void expect_get(struct support_server *h, const char *path, long status, const char *needle)
 {
-    json_t *doc = harness_expect(h, NULL, status, "GET", path, NULL);
+    json_t *doc = support_expect(h, NULL, status, "GET", path, NULL);
     if (status >= 400)
-        harness_expect_detail(doc, needle);
+        support_expect_detail(doc, needle);
     else
         json_decref(doc);
 }
@@ -451,8 +451,8 @@ static void test_one_device_lost(void **state)
 {
     (void)state;
     struct support_server s;
-    const struct harness_opts opts = {.flags = "--host-devices 3"};
-    harness_start(&s, &opts);
+    const struct support_opts opts = {.flags = "--host-devices 3"};
+    support_start(&s, &opts);
     char b[DEVICES][GHD_BUFFER_ID_LEN + 1], path[DEVICES][96];
     for (unsigned d = 0; d < DEVICES; d++) {
         char body[64];
@@ -461,36 +461,36 @@ static void test_one_device_lost(void **state)
         snprintf(path[d], sizeof(path[d]), "/v1/buffers/%.*s/meta", GHD_BUFFER_ID_LEN, b[d]);
     }
     ghd_host_fault_nth_sync_on(1, 1, GHD_HOST_FAULT_LOSE);
-    json_t *p = harness_expect(&s, NULL, 500, "POST", "/v1/runs",
+    json_t *p = support_expect(&s, NULL, 500, "POST", "/v1/runs",
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
                                b[1]);
-    harness_expect_detail(p, "cudaErrorIllegalAddress"); /* the faulting run's own error */
+    support_expect_detail(p, "cudaErrorIllegalAddress"); /* the faulting run's own error */
     char lost[GHD_BUFFER_ID_LEN + 48];
     snprintf(lost, sizeof(lost), "buffer %.*s: device 1 is lost (", GHD_BUFFER_ID_LEN, b[1]);
     expect_get(&s, path[1], 503, lost); /* one sentence: what, then which device */
     expect_get(&s, path[0], 200, NULL);
     expect_get(&s, path[2], 200, NULL);
-    harness_expect_detail(harness_expect(&s, NULL, 503, "POST", "/v1/runs",
+    support_expect_detail(support_expect(&s, NULL, 503, "POST", "/v1/runs",
                                          "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", "
                                          "\"value\": 1}}", b[1]),
                           "the run's buffers: device 1 is lost (");
-    json_decref(harness_expect(&s, NULL, 200, "POST", "/v1/runs",
+    json_decref(support_expect(&s, NULL, 200, "POST", "/v1/runs",
                                "{\"kernel\": \"fill\", \"args\": {\"x\": \"%s\", \"value\": 1}}",
                                b[2]));
-    harness_expect_detail(harness_expect(&s, NULL, 503, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&s, NULL, 503, "POST", "/v1/buffers",
                                          "{\"size\": 16, \"device\": 1}"),
                           "device 1 is lost");
-    harness_expect_detail(harness_expect(&s, NULL, 503, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&s, NULL, 503, "POST", "/v1/buffers",
                                          "{\"copy_of\": \"%s\", \"device\": 1}", b[0]),
                           "device 1 is lost");
-    harness_expect_detail(harness_expect(&s, NULL, 503, "POST", "/v1/buffers",
+    support_expect_detail(support_expect(&s, NULL, 503, "POST", "/v1/buffers",
                                          "{\"copy_of\": \"%s\", \"device\": 0}", b[1]),
                           "device 1 is lost");
     char placed[GHD_BUFFER_ID_LEN + 1];
     for (int i = 0; i < 4; i++)
         assert_int_not_equal(create(&s, "{\"size\": 4096}", placed), 1);
     /* The list says which device is lost and why. */
-    json_t *doc = harness_expect(&s, NULL, 200, "GET", "/v1/devices", NULL);
+    json_t *doc = support_expect(&s, NULL, 200, "GET", "/v1/devices", NULL);
     for (size_t d = 0; d < DEVICES; d++) {
         json_t *dev = json_array_get(json_object_get(doc, "devices"), d);
         assert_string_equal(json_string_value(json_object_get(dev, "state")),
@@ -500,7 +500,7 @@ static void test_one_device_lost(void **state)
                                json_array_get(json_object_get(doc, "devices"), 1), "reason")),
                            "cudaErrorIllegalAddress"));
     json_decref(doc);
-    doc = harness_expect(&s, NULL, 200, "GET", "/readyz", NULL);
+    doc = support_expect(&s, NULL, 200, "GET", "/readyz", NULL);
     json_t *states = json_object_get(doc, "devices");
     assert_string_equal(json_string_value(json_object_get(json_array_get(states, 1), "state")),
                         "lost");
@@ -508,33 +508,33 @@ static void test_one_device_lost(void **state)
                         "ready");
     json_decref(doc);
     snprintf(s.svc.cfg.ready_needs, sizeof(s.svc.cfg.ready_needs), "all");
-    harness_expect_detail(harness_expect(&s, NULL, 503, "GET", "/readyz", NULL),
+    support_expect_detail(support_expect(&s, NULL, 503, "GET", "/readyz", NULL),
                           "device 1 is lost");
     snprintf(s.svc.cfg.ready_needs, sizeof(s.svc.cfg.ready_needs), "any");
-    struct harness_resp r;
-    harness_simple(&s, "GET", "/metrics", NULL, NULL, 0, &r);
-    assert_true(harness_metric_in(r.body, "gpuhttpd_device_losses_total{device=\"1\"}") == 1);
-    assert_true(harness_metric_in(r.body, "gpuhttpd_device_losses_total{device=\"0\"}") == 0);
-    harness_resp_free(&r);
+    struct support_resp r;
+    support_simple(&s, "GET", "/metrics", NULL, NULL, 0, &r);
+    assert_true(support_metric_in(r.body, "gpuhttpd_device_losses_total{device=\"1\"}") == 1);
+    assert_true(support_metric_in(r.body, "gpuhttpd_device_losses_total{device=\"0\"}") == 0);
+    support_resp_free(&r);
     /* Its buffers can still be deleted. */
     delete_buffer(&s, b[1]);
     ghd_host_fault_reset();
-    harness_stop(&s);
+    support_stop(&s);
 }
 
 int main(void)
 {
-    harness_suite_bind(&H, &OPTS);
+    support_suite_bind(&H, &OPTS);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_device_list, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_placement_named, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_placement_default, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_invalid_device, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_copies, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_runs_per_device, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_limit_per_device, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_metrics_per_device, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_one_device_lost, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_device_list, support_teardown_idle),
+        cmocka_unit_test_teardown(test_placement_named, support_teardown_idle),
+        cmocka_unit_test_teardown(test_placement_default, support_teardown_idle),
+        cmocka_unit_test_teardown(test_invalid_device, support_teardown_idle),
+        cmocka_unit_test_teardown(test_copies, support_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_per_device, support_teardown_idle),
+        cmocka_unit_test_teardown(test_limit_per_device, support_teardown_idle),
+        cmocka_unit_test_teardown(test_metrics_per_device, support_teardown_idle),
+        cmocka_unit_test_teardown(test_one_device_lost, support_teardown_idle),
     };
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
 }

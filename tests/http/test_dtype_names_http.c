@@ -18,12 +18,12 @@
 #include "harness_rest.h"
 
 static struct support_server H;
-static const struct harness_opts opts = {.tokens = "tok-alice:alice"};
+static const struct support_opts opts = {.tokens = "tok-alice:alice"};
 #define ALICE "tok-alice"
 
-#define expect(...) harness_expect(&H, __VA_ARGS__)
-#define expect_detail harness_expect_detail
-#define DELETE_BUFFERS(...) HARNESS_DELETE_BUFFERS(&H, ALICE, __VA_ARGS__)
+#define expect(...) support_expect(&H, __VA_ARGS__)
+#define expect_detail support_expect_detail
+#define DELETE_BUFFERS(...) SUPPORT_DELETE_BUFFERS(&H, ALICE, __VA_ARGS__)
 
 /* A buffer of four elements described with `dtype`: its metadata. */
 static json_t *create(const char *dtype, char id[GHD_BUFFER_ID_LEN + 1])
@@ -80,7 +80,7 @@ static void test_numpy_names_in_runs(void **state)
                          "\"body\": \"y = x + x\"}, \"args\": {\"x\": \"%s\", \"y\": \"%s\", "
                          "\"T\": \"float32\"}}", x, y);
     json_decref(doc);
-    float *got = harness_tenant_buffer_get(&H, ALICE, y, 16);
+    float *got = support_tenant_buffer_get(&H, ALICE, y, 16);
     for (int i = 0; i < 4; i++)
         assert_true(got[i] == 4.0f);
     free(got);
@@ -116,6 +116,5 @@ int main(void)
         cmocka_unit_test(test_numpy_names_in_runs),
         cmocka_unit_test(test_wrong_element_type_suggests_a_conversion),
     };
-    harness_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

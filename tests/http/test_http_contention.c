@@ -23,7 +23,7 @@
 static struct support_server H;
 
 /* A ring of four 64 KiB chunks that waits at most 3 s for one. */
-static const struct harness_opts few_chunks = {
+static const struct support_opts few_chunks = {
     .staging_chunk = 64 << 10,
     .staging_chunks = 4,
     .staging_timeout_ms = 3000,
@@ -44,26 +44,26 @@ static void *client_main(void *p)
     if (!data)
         return NULL;
     for (int round = 0; round < c->rounds && !c->error[0]; round++) {
-        harness_fill((uint64_t)(c->index * 100 + round), 0, data, size);
-        struct harness_resp r;
+        support_fill((uint64_t)(c->index * 100 + round), 0, data, size);
+        struct support_resp r;
         char id[GHD_BUFFER_ID_LEN + 1];
-        if (harness_buffer_post_try(&H, data, size, id, &r) != 0) {
+        if (support_buffer_post_try(&H, data, size, id, &r) != 0) {
             snprintf(c->error, sizeof(c->error), "round %d POST: %ld: %.150s", round, r.status,
                      r.body ? r.body : "");
-            harness_resp_free(&r);
+            support_resp_free(&r);
             break;
         }
         char path[128];
         snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-        struct harness_req get = {.path = path};
-        harness_do(&H, &get, &r);
+        struct support_req get = {.path = path};
+        support_do(&H, &get, &r);
         if (r.status != 200 || r.body_len != size || memcmp(r.body, data, size) != 0)
             snprintf(c->error, sizeof(c->error), "round %d GET: %ld, %zu bytes: %.150s", round,
                      r.status, r.body_len, r.status != 200 && r.body ? r.body : "");
-        harness_resp_free(&r);
-        struct harness_req del = {.method = "DELETE", .path = path};
-        harness_do(&H, &del, &r);
-        harness_resp_free(&r);
+        support_resp_free(&r);
+        struct support_req del = {.method = "DELETE", .path = path};
+        support_do(&H, &del, &r);
+        support_resp_free(&r);
     }
     free(data);
     return NULL;
@@ -98,7 +98,7 @@ static void test_many_transfers_few_chunks(void **state)
     assert_int_equal(failed, 0);
     /* gpuhttpd_staging_timeouts_total means "answered 503": none was. */
     assert_int_equal(ss.timeouts, 0);
-    assert_int_equal(harness_await_idle(&H, (size_t)-1, 5000), 0);
+    assert_int_equal(support_await_idle(&H, (size_t)-1, 5000), 0);
 }
 
 int main(void)
@@ -106,6 +106,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_transfers_few_chunks),
     };
-    harness_suite_bind(&H, &few_chunks);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &few_chunks);
 }

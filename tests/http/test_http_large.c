@@ -21,7 +21,7 @@
 static struct support_server H;
 static uint64_t large_bytes = (uint64_t)1 << 30;
 
-static const struct harness_opts large_opts = {
+static const struct support_opts large_opts = {
     .pool_limit = (size_t)-1, /* no limit: the buffer is large */
     .pool_initial = (size_t)2 << 20,
     .staging_chunk = (size_t)4 << 20,
@@ -35,7 +35,7 @@ static int group_setup(void **state)
     const char *env = getenv("GHD_TEST_LARGE_BYTES");
     if (env && *env)
         large_bytes = strtoull(env, NULL, 10);
-    return harness_group_setup(state);
+    return support_group_setup(state);
 }
 
 struct gen {
@@ -48,8 +48,8 @@ static size_t gen_body(void *p, uint64_t pos, char *buf, size_t max)
     if (pos >= g->len)
         return 0;
     size_t n = g->len - pos < max ? (size_t)(g->len - pos) : max;
-    harness_fill(g->seed, pos, buf, n);
-    g->sum = harness_sum(g->sum, buf, n);
+    support_fill(g->seed, pos, buf, n);
+    g->sum = support_sum(g->sum, buf, n);
     return n;
 }
 
@@ -71,7 +71,7 @@ static int check_sink(void *p, const char *data, size_t len)
         if (!c->expect)
             return 1;
     }
-    harness_fill(c->seed, c->pos, c->expect, len);
+    support_fill(c->seed, c->pos, c->expect, len);
     if (c->first_bad == UINT64_MAX && memcmp(c->expect, data, len) != 0) {
         for (size_t i = 0; i < len; i++) {
             if (c->expect[i] != data[i]) {
@@ -80,7 +80,7 @@ static int check_sink(void *p, const char *data, size_t len)
             }
         }
     }
-    c->sum = harness_sum(c->sum, data, len);
+    c->sum = support_sum(c->sum, data, len);
     c->pos += len;
     return 0;
 }
@@ -93,14 +93,14 @@ static void test_large_roundtrip(void **state)
     size_t resting = ps.in_use;
 
     /* Upload: POST creates the buffer from a Content-Length body. */
-    struct gen g = {.seed = 77, .len = large_bytes, .sum = HARNESS_SUM_INIT};
-    struct harness_req post = {.method = "POST", .path = "/v1/buffers", .gen = gen_body,
+    struct gen g = {.seed = 77, .len = large_bytes, .sum = SUPPORT_SUM_INIT};
+    struct support_req post = {.method = "POST", .path = "/v1/buffers", .gen = gen_body,
                                .gen_ctx = &g, .gen_len = (int64_t)large_bytes,
                                .timeout_s = 600};
     post.headers[0] = "Content-Type: application/octet-stream";
-    struct harness_resp r;
+    struct support_resp r;
     double t0 = ghd_clock_s();
-    harness_do(&H, &post, &r);
+    support_do(&H, &post, &r);
     double t_up = ghd_clock_s() - t0;
     if (r.status != 201)
         fail_msg("upload: status %ld curl %d: %.200s", r.status, r.curl_rc, r.body ? r.body : "");
@@ -110,24 +110,24 @@ static void test_large_roundtrip(void **state)
     snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(doc, "id")));
     assert_int_equal(json_integer_value(json_object_get(doc, "size")), large_bytes);
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
 
     /* Download into a streaming check. */
-    struct check c = {.seed = 77, .sum = HARNESS_SUM_INIT, .first_bad = UINT64_MAX};
-    struct harness_req get = {.path = path, .sink = check_sink, .sink_ctx = &c, .timeout_s = 600};
+    struct check c = {.seed = 77, .sum = SUPPORT_SUM_INIT, .first_bad = UINT64_MAX};
+    struct support_req get = {.path = path, .sink = check_sink, .sink_ctx = &c, .timeout_s = 600};
     t0 = ghd_clock_s();
-    harness_do(&H, &get, &r);
+    support_do(&H, &get, &r);
     double t_down = ghd_clock_s() - t0;
     assert_int_equal(r.curl_rc, CURLE_OK);
     assert_int_equal(r.status, 200);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     if (c.first_bad != UINT64_MAX)
         fail_msg("download differs from byte %llu on", (unsigned long long)c.first_bad);
     assert_int_equal(c.pos, large_bytes);
     assert_int_equal(c.sum, g.sum);
     print_message("%llu bytes on %s: upload %.2f s (%.0f MiB/s), download %.2f s (%.0f MiB/s)\n",
-                  (unsigned long long)large_bytes, harness_backend(), t_up,
+                  (unsigned long long)large_bytes, support_backend_name(), t_up,
                   (double)large_bytes / (1 << 20) / t_up, t_down,
                   (double)large_bytes / (1 << 20) / t_down);
 
@@ -135,25 +135,25 @@ static void test_large_roundtrip(void **state)
     uint64_t n = ((uint64_t)3 << 20) + 5;
     if (n > large_bytes)
         n = large_bytes;
-    struct check tail = {.seed = 77, .pos = large_bytes - n, .sum = HARNESS_SUM_INIT,
+    struct check tail = {.seed = 77, .pos = large_bytes - n, .sum = SUPPORT_SUM_INIT,
                          .first_bad = UINT64_MAX};
     char range[64];
     snprintf(range, sizeof(range), "Range: bytes=-%llu", (unsigned long long)n);
-    get = (struct harness_req){.path = path, .sink = check_sink, .sink_ctx = &tail};
+    get = (struct support_req){.path = path, .sink = check_sink, .sink_ctx = &tail};
     get.headers[0] = range;
-    harness_do(&H, &get, &r);
+    support_do(&H, &get, &r);
     assert_int_equal(r.status, 206);
     assert_int_equal(r.body_total, n);
     assert_true(tail.first_bad == UINT64_MAX);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     free(tail.expect);
     free(c.expect);
 
-    struct harness_resp d;
-    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &d);
+    struct support_resp d;
+    support_simple(&H, "DELETE", path, NULL, NULL, 0, &d);
     assert_int_equal(d.status, 204);
-    harness_resp_free(&d);
-    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    support_resp_free(&d);
+    assert_int_equal(support_await_idle(&H, resting, 5000), 0);
 }
 
 int main(void)
@@ -161,6 +161,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_roundtrip),
     };
-    harness_suite_bind(&H, &large_opts);
-    return cmocka_run_group_tests(tests, group_setup, harness_group_teardown);
+    support_suite_bind(&H, &large_opts);
+    return cmocka_run_group_tests(tests, group_setup, support_group_teardown);
 }

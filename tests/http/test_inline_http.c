@@ -48,18 +48,18 @@ static void configure(struct ghd_config *cfg)
 }
 
 static struct support_server H;
-static const struct harness_opts opts = {
+static const struct support_opts opts = {
     .tokens = "tok-alice:alice:raw,tok-bob:bob,tok-carol:carol", .configure = configure};
 #define ALICE "tok-alice"
 #define BOB "tok-bob"
 #define CAROL "tok-carol"
 
-#define expect(...) harness_expect(&H, __VA_ARGS__)
+#define expect(...) support_expect(&H, __VA_ARGS__)
 #define run_ok(token, ...) expect(token, 200, "POST", "/v1/runs", __VA_ARGS__)
 
 static int on_cuda(void)
 {
-    return strcmp(harness_backend(), "cuda") == 0;
+    return strcmp(support_backend_name(), "cuda") == 0;
 }
 
 /* A problem's type and its detail, exactly. */
@@ -89,13 +89,13 @@ static long inline_count(const char *kind, const char *cache)
     char series[160];
     snprintf(series, sizeof(series), "gpuhttpd_inline_definitions_total{kind=\"%s\",cache=\"%s\"}",
              kind, cache);
-    return (long)harness_metric(&H, series);
+    return (long)support_metric(&H, series);
 }
 
 /* ---- buffers ----------------------------------------------------------------- */
 
-#define buffer_new(token, size, data, id) harness_tenant_buffer(&H, token, size, data, id)
-#define buffer_get(token, id, len) harness_tenant_buffer_get(&H, token, id, len)
+#define buffer_new(token, size, data, id) support_tenant_buffer(&H, token, size, data, id)
+#define buffer_get(token, id, len) support_tenant_buffer_get(&H, token, id, len)
 
 static float *ramp(size_t n, float scale)
 {
@@ -124,7 +124,7 @@ static void test_inline_same_bytes_as_named(void **state)
     buffer_new(ALICE, n * 4, y, by);
     buffer_new(ALICE, n * 4, NULL, z1);
     buffer_new(ALICE, n * 4, NULL, z2);
-    harness_kernel_define(&H, ALICE, SAXPY);
+    support_kernel_define(&H, ALICE, SAXPY);
     json_t *named = run_ok(ALICE, "{\"kernel\": \"saxpy_u\", \"args\": {\"x\": \"%s\", \"y\":"
                                   " \"%s\", \"a\": 1.5, \"z\": \"%s\", \"n\": %zu}}",
                            bx, by, z1, n);
@@ -167,10 +167,10 @@ static void test_inline_same_bytes_as_named(void **state)
                             " \"a\": 1.5, \"z\": \"%s\", \"n\": %zu}}",
                        bob_x, bob_x, bob_z, n));
     json_decref(doc);
-    harness_kernel_delete(&H, ALICE, "saxpy_u");
-    HARNESS_DELETE_BUFFERS(&H, ALICE, bx, by, z1, z2);
-    HARNESS_DELETE_BUFFERS(&H, BOB, bob_x, bob_z);
-    HARNESS_FREE_ALL(x, y, w1, w2);
+    support_kernel_delete(&H, ALICE, "saxpy_u");
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, bx, by, z1, z2);
+    SUPPORT_DELETE_BUFFERS(&H, BOB, bob_x, bob_z);
+    SUPPORT_FREE_ALL(x, y, w1, w2);
 }
 
 /* Keys in another order, other whitespace and a character escaped are one
@@ -210,7 +210,7 @@ static void test_inline_spellings_share_one_entry(void **state)
     json_decref(one);
     json_decref(two);
     json_decref(three);
-    HARNESS_DELETE_BUFFERS(&H, ALICE, b);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, b);
 }
 
 /* A definition that POST /v1/kernels refuses is refused in a run with the
@@ -258,7 +258,7 @@ static void test_inline_refusals_name_the_path(void **state)
     problem_starts(expect(ALICE, 400, "POST", "/v1/runs", "{\"kernel\": [\"saxpy\"]}"),
                    "/problems/bad-request", "'kernel' must be");
     assert_int_equal(ghd_inline_defs_count(&H.svc.inline_defs), before); /* SAXPY was there */
-    HARNESS_DELETE_BUFFERS(&H, ALICE, b);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, b);
 }
 
 /* A definition by value named like a built-in is refused as POST
@@ -283,7 +283,7 @@ static void test_inline_builtin_name(void **state)
                       " \"n\": 4}}]}", fill, b, b),
                "/problems/conflict",
                "steps[0].kernel: 'fill' is a built-in kernel: a user kernel cannot shadow it");
-    HARNESS_DELETE_BUFFERS(&H, ALICE, b);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, b);
 }
 
 /* A definition whose body nests `levels` negations: "z = - - ... - x". */
@@ -346,9 +346,9 @@ static void test_inline_limits(void **state)
     assert_int_equal(ghd_inline_defs_count(&H.svc.inline_defs), 4);
     json_decref(run_ok(CAROL, fmt, 200, 200, carol_b, carol_b));
     assert_int_equal(inline_count("kernel", "memory"), memory + 2);
-    HARNESS_DELETE_BUFFERS(&H, ALICE, b);
-    HARNESS_DELETE_BUFFERS(&H, BOB, bob_b);
-    HARNESS_DELETE_BUFFERS(&H, CAROL, carol_b);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, b);
+    SUPPORT_DELETE_BUFFERS(&H, BOB, bob_b);
+    SUPPORT_DELETE_BUFFERS(&H, CAROL, carol_b);
 }
 
 /* Eight runs of one new definition at once: each is answered, all name
@@ -365,26 +365,26 @@ static void test_inline_at_once(void **state)
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", BOB);
     long before = inline_count("kernel", "miss") + inline_count("kernel", "memory") +
                   inline_count("kernel", "disk");
-    static struct harness_async runs[8];
+    static struct support_async runs[8];
     for (int i = 0; i < 8; i++) {
-        runs[i].req = (struct harness_req){.method = "POST", .path = "/v1/runs", .body = body,
+        runs[i].req = (struct support_req){.method = "POST", .path = "/v1/runs", .body = body,
                                            .body_len = strlen(body), .has_body = 1};
         runs[i].req.headers[0] = auth;
         runs[i].req.headers[1] = "Content-Type: application/json";
-        harness_async_start(&runs[i], &H);
+        support_async_start(&runs[i], &H);
     }
     char hash[GHD_SHA256_NAME_LEN + 1] = "";
     for (int i = 0; i < 8; i++) {
-        harness_async_join(&runs[i]);
+        support_async_join(&runs[i]);
         assert_int_equal(runs[i].resp.status, 200);
-        json_t *doc = harness_body_json(&runs[i].resp);
+        json_t *doc = support_body_json(&runs[i].resp);
         const char *h = json_string_value(json_object_get(doc, "kernel_hash"));
         assert_non_null(h);
         if (!hash[0])
             snprintf(hash, sizeof(hash), "%s", h);
         assert_string_equal(h, hash);
         json_decref(doc);
-        harness_resp_free(&runs[i].resp);
+        support_resp_free(&runs[i].resp);
     }
     long after = inline_count("kernel", "miss") + inline_count("kernel", "memory") +
                  inline_count("kernel", "disk");
@@ -393,7 +393,7 @@ static void test_inline_at_once(void **state)
     json_decref(run_ok(BOB, "%s", body));
     assert_int_equal(inline_count("kernel", "memory"), memory + 1);
     assert_true(ghd_inline_defs_count(&H.svc.inline_defs) <= 4);
-    HARNESS_DELETE_BUFFERS(&H, BOB, b);
+    SUPPORT_DELETE_BUFFERS(&H, BOB, b);
 }
 
 /* A kernel name this instance does not know is its own problem type, for a
@@ -408,17 +408,17 @@ static void test_unknown_kernel_type(void **state)
                "/problems/unknown-kernel",
                "unknown kernel 'no_such' (GET /v1/kernels lists them; a user kernel can be "
                "sent by value instead)");
-    harness_kernel_define(&H, ALICE, "{\"name\": \"alices\", \"in\": \"f32 x\", \"out\":"
+    support_kernel_define(&H, ALICE, "{\"name\": \"alices\", \"in\": \"f32 x\", \"out\":"
                                      " \"f32 z\", \"body\": \"z = x\"}");
     problem_starts(expect(BOB, 422, "POST", "/v1/runs",
                           "{\"steps\": [{\"kernel\": \"alices\", \"args\": {}}]}"),
                    "/problems/unknown-kernel", "steps[0]: unknown kernel 'alices'");
-    harness_kernel_delete(&H, ALICE, "alices");
-    struct harness_resp r;
-    harness_call(&H, NULL, "GET", "/problems/unknown-kernel", NULL, &r);
+    support_kernel_delete(&H, ALICE, "alices");
+    struct support_resp r;
+    support_json(&H, "GET", "/problems/unknown-kernel", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    harness_resp_free(&r);
-    HARNESS_DELETE_BUFFERS(&H, BOB, b);
+    support_resp_free(&r);
+    SUPPORT_DELETE_BUFFERS(&H, BOB, b);
 }
 
 #define ADDONE "extern \\\"C\\\" __global__ void addone(float *p, int n) {\\n" \
@@ -482,8 +482,8 @@ static void test_inline_raw_module(void **state)
     problem_is(expect(ALICE, 422, "POST", "/v1/runs", "%s", body), "/problems/invalid-argument",
                "module has no __global__ function 'addtwo'");
 out:
-    HARNESS_DELETE_BUFFERS(&H, ALICE, b);
-    HARNESS_DELETE_BUFFERS(&H, BOB, bob_b);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, b);
+    SUPPORT_DELETE_BUFFERS(&H, BOB, bob_b);
     free(x);
 }
 
@@ -508,8 +508,8 @@ static int saved(const char *kind, char *first, size_t len)
 
 static void restart(void)
 {
-    harness_stop(&H);
-    harness_start(&H, &opts);
+    support_stop(&H);
+    support_start(&H, &opts);
 }
 
 #define TRIPLE "{\"name\": \"triple\", \"in\": \"i32 x\", \"out\": \"i32 z\", \"body\": \"z = 3 * x\"}"
@@ -542,7 +542,7 @@ static void test_inline_cache_survives_restart(void **state)
                      " \"grid\": [1], \"block\": [32], \"args\": [{\"buffer\": \"%s\"},"
                      " {\"i32\": 16}]}", m);
             json_decref(run_ok(ALICE, "%s", module_run));
-            HARNESS_DELETE_BUFFERS(&H, ALICE, m);
+            SUPPORT_DELETE_BUFFERS(&H, ALICE, m);
         }
         /* round 0 built; round 1 found the folder's entries; round 2 found
          * a corrupt one and built again */
@@ -555,7 +555,7 @@ static void test_inline_cache_survives_restart(void **state)
                 fail_msg("round %d, %s: %ld built, %ld from disk (want 1 and 0)", round,
                          kinds[k], miss, disk);
         }
-        HARNESS_DELETE_BUFFERS(&H, ALICE, b);
+        SUPPORT_DELETE_BUFFERS(&H, ALICE, b);
         char path[600];
         assert_int_equal(saved("udef", path, sizeof(path)) >= 1, 1);
         if (round == 1) { /* every checked definition gets one bit flipped */
@@ -598,12 +598,12 @@ static int suite_setup(void **state)
     if (!mkdtemp(cache_dir))
         return -1;
     atexit(remove_empty_cache_dir);
-    return harness_group_setup(state);
+    return support_group_setup(state);
 }
 
 static int suite_teardown(void **state)
 {
-    int rc = harness_group_teardown(state);
+    int rc = support_group_teardown(state);
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cache_dir);
     return system(cmd) == 0 ? rc : -1;
@@ -622,6 +622,6 @@ int main(void)
         cmocka_unit_test(test_inline_raw_module),
         cmocka_unit_test(test_inline_cache_survives_restart),
     };
-    harness_suite_bind(&H, &opts);
+    support_suite_bind(&H, &opts);
     return cmocka_run_group_tests(tests, suite_setup, suite_teardown);
 }

@@ -56,11 +56,11 @@ static void test_list_runs_in_order(void **state)
     (void)state;
     const float one[4] = {1, 1, 1, 1};
     char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], a[256], b[256], c[300];
-    harness_tenant_buffer(&H, ALICE, sizeof(one), one, x);
-    harness_tenant_buffer(&H, ALICE, sizeof(one), one, y);
+    support_tenant_buffer(&H, ALICE, sizeof(one), one, x);
+    support_tenant_buffer(&H, ALICE, sizeof(one), one, y);
     axpy_body(a, sizeof(a), x, y, 2, "");
     axpy_body(c, sizeof(c), x, y, 2, ",\"wait\":false");
-    json_t *list = harness_expect(&H, ALICE, 200, "POST", "/v1/runs", "[%s,%s,%s]", a,
+    json_t *list = support_expect(&H, ALICE, 200, "POST", "/v1/runs", "[%s,%s,%s]", a,
                                   axpy_body(b, sizeof(b), x, y, 2, ""), a);
     assert_int_equal(json_array_size(list), 3);
     for (size_t i = 0; i < 3; i++) {
@@ -68,21 +68,21 @@ static void test_list_runs_in_order(void **state)
         assert_string_equal(entry_run_status(list, i), "succeeded");
     }
     json_decref(list);
-    float *got = harness_tenant_buffer_get(&H, ALICE, y, sizeof(one));
+    float *got = support_tenant_buffer_get(&H, ALICE, y, sizeof(one));
     for (int i = 0; i < 4; i++)
         assert_true(got[i] == 7.0f);
     free(got);
-    list = harness_expect(&H, ALICE, 200, "POST", "/v1/runs", "[%s]", c);
+    list = support_expect(&H, ALICE, 200, "POST", "/v1/runs", "[%s]", c);
     assert_int_equal(entry_status(list, 0), 202);
     char path[128];
     snprintf(path, sizeof(path), "/v1/runs/%s",
              json_string_value(json_object_get(json_object_get(json_array_get(list, 0), "run"),
                                                "id")));
     json_decref(list);
-    json_t *done = harness_run_poll(&H, ALICE, path);
+    json_t *done = support_run_poll(&H, ALICE, path);
     assert_string_equal(json_string_value(json_object_get(done, "status")), "succeeded");
     json_decref(done);
-    HARNESS_DELETE_BUFFERS(&H, ALICE, x, y);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, x, y);
 }
 
 /* Each element is refused alone, with the problem it would get alone: an
@@ -94,10 +94,10 @@ static void test_list_refusals_are_per_run(void **state)
     const float one[4] = {1, 1, 1, 1};
     char x[GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], theirs[GHD_BUFFER_ID_LEN + 1];
     char a[256], b[256];
-    harness_tenant_buffer(&H, ALICE, sizeof(one), one, x);
-    harness_tenant_buffer(&H, ALICE, sizeof(one), one, y);
-    harness_tenant_buffer(&H, BOB, sizeof(one), one, theirs);
-    json_t *list = harness_expect(&H, ALICE, 200, "POST", "/v1/runs",
+    support_tenant_buffer(&H, ALICE, sizeof(one), one, x);
+    support_tenant_buffer(&H, ALICE, sizeof(one), one, y);
+    support_tenant_buffer(&H, BOB, sizeof(one), one, theirs);
+    json_t *list = support_expect(&H, ALICE, 200, "POST", "/v1/runs",
                                   "[%s,{\"kernel\":\"no_such\"},7,%s,%s]",
                                   axpy_body(a, sizeof(a), x, y, 2, ""),
                                   axpy_body(b, sizeof(b), x, theirs, 2, ""), a);
@@ -110,14 +110,14 @@ static void test_list_refusals_are_per_run(void **state)
     assert_string_equal(entry_problem_type(list, 3), "/problems/not-found");
     assert_null(json_object_get(json_array_get(list, 3), "run"));
     json_decref(list);
-    float *got = harness_tenant_buffer_get(&H, ALICE, y, sizeof(one));
+    float *got = support_tenant_buffer_get(&H, ALICE, y, sizeof(one));
     assert_true(got[0] == 5.0f); /* the two good runs */
     free(got);
-    got = harness_tenant_buffer_get(&H, BOB, theirs, sizeof(one));
+    got = support_tenant_buffer_get(&H, BOB, theirs, sizeof(one));
     assert_true(got[0] == 1.0f); /* bob's buffer untouched */
     free(got);
-    HARNESS_DELETE_BUFFERS(&H, ALICE, x, y);
-    HARNESS_DELETE_BUFFERS(&H, BOB, theirs);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, x, y);
+    SUPPORT_DELETE_BUFFERS(&H, BOB, theirs);
 }
 
 /* The list itself: empty is 400, longer than --run-batch-max (5 here) 422,
@@ -127,31 +127,30 @@ static void test_list_bounds(void **state)
     (void)state;
     const float one[4] = {1, 1, 1, 1};
     char x[GHD_BUFFER_ID_LEN + 1], a[256];
-    harness_tenant_buffer(&H, ALICE, sizeof(one), one, x);
+    support_tenant_buffer(&H, ALICE, sizeof(one), one, x);
     axpy_body(a, sizeof(a), x, x, 1, "");
-    harness_expect_detail(harness_expect(&H, ALICE, 400, "POST", "/v1/runs", "[]"),
+    support_expect_detail(support_expect(&H, ALICE, 400, "POST", "/v1/runs", "[]"),
                           "at least one");
-    harness_expect_detail(
-        harness_expect(&H, ALICE, 422, "POST", "/v1/runs", "[%s,%s,%s,%s,%s,%s]", a, a, a, a, a,
+    support_expect_detail(
+        support_expect(&H, ALICE, 422, "POST", "/v1/runs", "[%s,%s,%s,%s,%s,%s]", a, a, a, a, a,
                        a),
         "--run-batch-max");
-    float *got = harness_tenant_buffer_get(&H, ALICE, x, sizeof(one));
+    float *got = support_tenant_buffer_get(&H, ALICE, x, sizeof(one));
     assert_true(got[0] == 1.0f);
     free(got);
-    HARNESS_DELETE_BUFFERS(&H, ALICE, x);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, x);
 }
 
 int main(void)
 {
-    static const struct harness_opts opts = {
+    static const struct support_opts opts = {
         .tokens = ALICE ":alice," BOB ":bob",
         .flags = "--run-batch-max 5",
     };
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_list_runs_in_order, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_list_refusals_are_per_run, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_list_bounds, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_list_runs_in_order, support_teardown_idle),
+        cmocka_unit_test_teardown(test_list_refusals_are_per_run, support_teardown_idle),
+        cmocka_unit_test_teardown(test_list_bounds, support_teardown_idle),
     };
-    harness_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

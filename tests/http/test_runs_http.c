@@ -82,16 +82,16 @@ static int32_t *rand_i32(size_t n)
  * data is NULL. */
 static void mkbuf(char id[GHD_BUFFER_ID_LEN + 1], size_t size, const void *data)
 {
-    harness_buffer_create(&H, size, id);
+    support_buffer_create(&H, size, id);
     if (size == 0)
         return;
     if (data) {
-        harness_buffer_put(&H, id, data, size);
+        support_buffer_put(&H, id, data, size);
     } else {
         void *p = malloc(size);
         assert_non_null(p);
         memset(p, 0xFF, size);
-        harness_buffer_put(&H, id, p, size);
+        support_buffer_put(&H, id, p, size);
         free(p);
     }
 }
@@ -99,44 +99,44 @@ static void mkbuf(char id[GHD_BUFFER_ID_LEN + 1], size_t size, const void *data)
 static void *getbuf(const char *id, size_t want_len)
 {
     size_t len;
-    void *p = harness_buffer_get(&H, id, &len);
+    void *p = support_buffer_get(&H, id, &len);
     assert_int_equal(len, want_len);
     return p;
 }
 
 /* DELETE_BUFFERS(x, y, ...) deletes each buffer, in that order;
  * FREE_ALL(a, b, ...) frees each pointer (harness_rest.h). */
-#define DELETE_BUFFERS(...) HARNESS_DELETE_BUFFERS(&H, NULL, __VA_ARGS__)
-#define FREE_ALL HARNESS_FREE_ALL
+#define DELETE_BUFFERS(...) SUPPORT_DELETE_BUFFERS(&H, NULL, __VA_ARGS__)
+#define FREE_ALL SUPPORT_FREE_ALL
 
 /* Sends `method` to `path` without a body and expects a problem reply
  * with `status`. */
 static void expect_problem_at(const char *method, const char *path, long status)
 {
-    struct harness_resp r;
-    harness_simple(&H, method, path, NULL, NULL, 0, &r);
-    harness_expect_problem(&r, status);
-    harness_resp_free(&r);
+    struct support_resp r;
+    support_simple(&H, method, path, NULL, NULL, 0, &r);
+    support_expect_problem(&r, status);
+    support_resp_free(&r);
 }
 
 /* DELETEs a finished run at `path`: 204, then a GET of it gives 404. */
 static void expect_run_deleted(const char *path)
 {
-    struct harness_resp r;
-    harness_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
+    struct support_resp r;
+    support_simple(&H, "DELETE", path, NULL, NULL, 0, &r);
     assert_int_equal(r.status, 204);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     expect_problem_at("GET", path, 404);
 }
 
 /* ---- runs --------------------------------------------------------------- */
 
-static void post_run(struct harness_resp *r, const char *fmt, va_list ap)
+static void post_run(struct support_resp *r, const char *fmt, va_list ap)
 {
     char *body = NULL;
     int n = vasprintf(&body, fmt, ap);
     assert_true(n >= 0);
-    harness_simple(&H, "POST", "/v1/runs", "application/json", body, (size_t)n, r);
+    support_simple(&H, "POST", "/v1/runs", "application/json", body, (size_t)n, r);
     free(body);
 }
 
@@ -163,24 +163,24 @@ static void expect_run_status(json_t *doc, const char *status)
 /* GETs the run at `path`, expecting 200; returns its document. */
 static json_t *get_run(const char *path)
 {
-    struct harness_resp g;
-    harness_simple(&H, "GET", path, NULL, NULL, 0, &g);
+    struct support_resp g;
+    support_simple(&H, "GET", path, NULL, NULL, 0, &g);
     if (g.status != 200)
         fail_msg("GET %s: %ld: %.300s", path, g.status, g.body ? g.body : "");
-    json_t *doc = harness_body_json(&g);
-    harness_resp_free(&g);
+    json_t *doc = support_body_json(&g);
+    support_resp_free(&g);
     return doc;
 }
 
 /* Expects a 200 reply to a run with "succeeded"; frees r and returns the
  * response document. */
-static json_t *succeeded_doc(struct harness_resp *r)
+static json_t *succeeded_doc(struct support_resp *r)
 {
     if (r->status != 200)
         fail_msg("run: status %ld: %.400s", r->status, r->body ? r->body : "");
-    json_t *doc = harness_body_json(r);
+    json_t *doc = support_body_json(r);
     expect_run_status(doc, "succeeded");
-    harness_resp_free(r);
+    support_resp_free(r);
     return doc;
 }
 
@@ -188,7 +188,7 @@ static json_t *succeeded_doc(struct harness_resp *r)
  * the response document. */
 __attribute__((format(printf, 1, 2))) static json_t *run_ok(const char *fmt, ...)
 {
-    struct harness_resp r;
+    struct support_resp r;
     POST_RUN_ARGS(&r, fmt);
     return succeeded_doc(&r);
 }
@@ -198,7 +198,7 @@ __attribute__((format(printf, 1, 2))) static json_t *run_ok(const char *fmt, ...
 __attribute__((format(printf, 3, 4))) static void *run_then_get(const char *id, size_t len,
                                                                const char *fmt, ...)
 {
-    struct harness_resp r;
+    struct support_resp r;
     POST_RUN_ARGS(&r, fmt);
     json_decref(succeeded_doc(&r));
     return getbuf(id, len);
@@ -207,7 +207,7 @@ __attribute__((format(printf, 3, 4))) static void *run_then_get(const char *id, 
 /* POSTs a run and expects a problem with `status` whose detail contains
  * `needle`; a failure names the test's line and the request. */
 #define run_problem(status, needle, ...)                                                      \
-    harness_expect_detail(harness_expect(&H, NULL, status, "POST", "/v1/runs", __VA_ARGS__),  \
+    support_expect_detail(support_expect(&H, NULL, status, "POST", "/v1/runs", __VA_ARGS__),  \
                           needle)
 
 static double result_value(json_t *doc)
@@ -398,10 +398,10 @@ static void test_cast(void **state)
     mkbuf(x, (n + 1) * 4, NULL);
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s?offset=4", x);
-    struct harness_resp r;
-    harness_simple(&H, "PUT", path, "application/octet-stream", xf, n * 4, &r);
+    struct support_resp r;
+    support_simple(&H, "PUT", path, "application/octet-stream", xf, n * 4, &r);
     assert_int_equal(r.status, 200);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     mkbuf(y, n * 4, NULL);
     int32_t *gi = run_then_get(y, n * 4,
             "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"x_offset\":1,\"y\":\"%s\","
@@ -442,7 +442,7 @@ static void test_cast(void **state)
     int64_t *xl = malloc(n * 8);
     for (size_t i = 0; i < n; i++)
         xl[i] = (int64_t)rng_u64();
-    harness_buffer_put(&H, d, xl, n * 8);
+    support_buffer_put(&H, d, xl, n * 8);
     gi = run_then_get(y, n * 4,
             "{\"kernel\":\"cast\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
             "\"dtype\":\"i64\",\"dtype_out\":\"i32\",\"n\":%zu}}", d, y, n);
@@ -499,7 +499,7 @@ static void test_axpy(void **state)
         want[i] = 4 * xv[i];
     expect_f64(got, want, n, 1e-15, "axpy f64 in place");
     FREE_ALL(got, xv);
-    harness_buffer_delete(&H, x);
+    support_buffer_delete(&H, x);
 }
 
 static void test_scale(void **state)
@@ -624,10 +624,10 @@ static void test_binary(void **state)
         expect_bytes(got, yd, 16, "binary f64 head");
         expect_bytes(got + m + 2, yd + m + 2, 8, "binary f64 tail");
         free(got);
-        harness_buffer_delete(&H, b);
+        support_buffer_delete(&H, b);
     }
     FREE_ALL(xd, yd);
-    harness_buffer_delete(&H, a);
+    support_buffer_delete(&H, a);
 
     /* i32 with the corner cases first: x/0, INT_MIN/-1, wrapping. */
     size_t k = 1017;
@@ -638,8 +638,8 @@ static void test_binary(void **state)
     memcpy(yi, cy, sizeof(cy));
     for (size_t i = 8; i < k; i += 7)
         yi[i] = (int32_t)(rng_u64() % 200) - 100; /* small divisors too */
-    harness_buffer_put(&H, x, xi, k * 4);
-    harness_buffer_put(&H, y, yi, k * 4);
+    support_buffer_put(&H, x, xi, k * 4);
+    support_buffer_put(&H, y, yi, k * 4);
     for (int op = 0; op < 6; op++) {
         int32_t *got = run_then_get(z, (n + 1) * 4,
                 "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\",\"z\":\"%s\","
@@ -711,11 +711,11 @@ static void test_unary(void **state)
             close_to(got[i], w, op == 2 ? 0 : 2.3e-16, 0, ops[op], i);
         }
         free(got);
-        harness_buffer_delete(&H, d);
+        support_buffer_delete(&H, d);
     }
     free(xd);
     int32_t iv[] = {INT32_MIN, -1, 0, 1, INT32_MAX, -12345};
-    harness_buffer_put(&H, x, iv, sizeof(iv));
+    support_buffer_put(&H, x, iv, sizeof(iv));
     for (int op = 0; op < 2; op++) {
         int32_t *got = run_then_get(y, n * 4,
                 "{\"kernel\":\"%s\",\"args\":{\"x\":\"%s\",\"y\":\"%s\","
@@ -819,8 +819,8 @@ static void test_reduce(void **state)
     /* Integers: i32 sums in 64 bits into an i64 out; min/max exact. */
     size_t k = 100003;
     int32_t *xi = rand_i32(k), *yi = rand_i32(k);
-    harness_buffer_put(&H, x, xi, k * 4);
-    harness_buffer_put(&H, y, yi, k * 4);
+    support_buffer_put(&H, x, xi, k * 4);
+    support_buffer_put(&H, y, yi, k * 4);
     int64_t isum = 0, imn = INT32_MAX, imx = INT32_MIN;
     uint64_t idot = 0;
     for (size_t i = 0; i < k; i++) {
@@ -867,8 +867,8 @@ static void test_reduce(void **state)
 
     /* f64 dot with an f64 out. */
     double *xd = rand_f64(1001, -3, 3), *yd = rand_f64(1001, -3, 3);
-    harness_buffer_put(&H, x, xd, 1001 * 8);
-    harness_buffer_put(&H, y, yd, 1001 * 8);
+    support_buffer_put(&H, x, xd, 1001 * 8);
+    support_buffer_put(&H, y, yd, 1001 * 8);
     double dd = 0, add = 0;
     for (size_t i = 0; i < 1001; i++) {
         dd += xd[i] * yd[i];
@@ -1142,17 +1142,17 @@ static void test_run_shape(void **state)
     int len = snprintf(body, sizeof(body),
                        "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
                        "\"n\":16,\"value\":2}}", x);
-    struct harness_resp r;
-    harness_simple(&H, "POST", "/v1/runs", "application/json", body, (size_t)len, &r);
+    struct support_resp r;
+    support_simple(&H, "POST", "/v1/runs", "application/json", body, (size_t)len, &r);
     assert_int_equal(r.status, 200);
     char hb[256];
-    const char *st = harness_header(&r, "Server-Timing", hb, sizeof(hb));
+    const char *st = support_header(&r, "Server-Timing", hb, sizeof(hb));
     if (!st || strncmp(st, "device;dur=", 11) != 0)
         fail_msg("Server-Timing is '%s'", st ? st : "(none)");
     char *end;
     double dur = strtod(st + 11, &end);
     assert_true(end != st + 11 && dur >= 0);
-    json_t *doc = harness_body_json(&r);
+    json_t *doc = support_body_json(&r);
     const char *id = str_field(doc, "id");
     assert_non_null(id);
     assert_true(strlen(id) >= 16);
@@ -1164,7 +1164,7 @@ static void test_run_shape(void **state)
     json_t *timing = json_object_get(doc, "timing");
     assert_true(json_is_number(json_object_get(timing, "device_ms")));
     assert_true(json_number_value(json_object_get(timing, "device_ms")) >= 0);
-    const char *loc = harness_header(&r, "Location", hb, sizeof(hb));
+    const char *loc = support_header(&r, "Location", hb, sizeof(hb));
     if (loc) {
         char want[96];
         snprintf(want, sizeof(want), "/v1/runs/%s", id);
@@ -1183,11 +1183,11 @@ static void test_run_shape(void **state)
     expect_run_deleted(path);
     expect_problem_at("DELETE", path, 404);
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     /* unknown run ids */
     expect_problem_at("GET", "/v1/runs/0123456789abcdef0123456789abcdef", 404);
     expect_problem_at("GET", "/v1/runs/nope", 404);
-    harness_buffer_delete(&H, x);
+    support_buffer_delete(&H, x);
 }
 
 static void test_pipeline(void **state)
@@ -1243,19 +1243,19 @@ static void test_pipeline(void **state)
 
 /* Polls the run at path to its end (harness_rest.h); returns the final
  * document. */
-#define poll_run(path) harness_run_poll(&H, NULL, path)
+#define poll_run(path) support_run_poll(&H, NULL, path)
 
 /* POSTs with wait:false and returns the Location path (malloc'd). */
 __attribute__((format(printf, 1, 2))) static char *run_async(const char *fmt, ...)
 {
-    struct harness_resp r;
+    struct support_resp r;
     POST_RUN_ARGS(&r, fmt);
     if (r.status != 202)
         fail_msg("async run: status %ld: %.400s", r.status, r.body ? r.body : "");
     char hb[256];
-    const char *loc = harness_header(&r, "Location", hb, sizeof(hb));
+    const char *loc = support_header(&r, "Location", hb, sizeof(hb));
     assert_non_null(loc);
-    json_t *doc = harness_body_json(&r);
+    json_t *doc = support_body_json(&r);
     const char *id = str_field(doc, "id");
     assert_non_null(id);
     char want[96];
@@ -1265,7 +1265,7 @@ __attribute__((format(printf, 1, 2))) static char *run_async(const char *fmt, ..
     assert_true(strcmp(st, "queued") == 0 || strcmp(st, "running") == 0 ||
                 strcmp(st, "succeeded") == 0);
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     return strdup(loc);
 }
 
@@ -1328,11 +1328,11 @@ static void test_async(void **state)
  * it and deletes the buffers in `ids`. */
 static char *slow_steps(char ids[3][GHD_BUFFER_ID_LEN + 1], unsigned host_steps)
 {
-    int gpu = strcmp(harness_backend(), "cuda") == 0;
+    int gpu = strcmp(support_backend_name(), "cuda") == 0;
     size_t d = gpu ? 2048 : 512;
     unsigned steps = gpu ? 15 : host_steps;
     for (int i = 0; i < 3; i++)
-        harness_buffer_create(&H, d * d * 4, ids[i]);
+        support_buffer_create(&H, d * d * 4, ids[i]);
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
@@ -1392,7 +1392,7 @@ static void test_runs_sharing_a_buffer_keep_order(void **state)
     const size_t n = 1024;
     char g[3][GHD_BUFFER_ID_LEN + 1], y[GHD_BUFFER_ID_LEN + 1], z[GHD_BUFFER_ID_LEN + 1];
     char *steps = slow_steps(g, 2);
-    harness_buffer_create(&H, n * 4, y);
+    support_buffer_create(&H, n * 4, y);
     mkbuf(z, n * 4, NULL); /* poisoned */
     char *loc = run_async("{\"wait\":false,\"steps\":[%s"
                           "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\","
@@ -1427,8 +1427,8 @@ static long call_status(const char *path, char *detail, size_t len, const char *
     int n = vasprintf(&body, fmt, ap);
     va_end(ap);
     assert_true(n >= 0);
-    struct harness_resp r;
-    harness_simple(&H, "POST", path, "application/json", body, (size_t)n, &r);
+    struct support_resp r;
+    support_simple(&H, "POST", path, "application/json", body, (size_t)n, &r);
     free(body);
     long status = r.status;
     detail[0] = '\0';
@@ -1436,7 +1436,7 @@ static long call_status(const char *path, char *detail, size_t len, const char *
     const char *d = doc ? str_field(doc, "detail") : NULL;
     snprintf(detail, len, "%s", d ? d : "");
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     return status;
 }
 
@@ -1459,7 +1459,7 @@ static void test_copy_of_a_buffer_a_run_writes(void **state)
     /* The pool short of room for a copy while the run holds it (its buffers,
      * cuBLAS's workspace on the GPU): the busy source is the answer, 409,
      * not the allocation a copy would need (507 came first on the H200). */
-    size_t size = strcmp(harness_backend(), "cuda") == 0 ? 2048 * 2048 * 4 : 512 * 512 * 4;
+    size_t size = strcmp(support_backend_name(), "cuda") == 0 ? 2048 * 2048 * 4 : 512 * 512 * 4;
     char filler[32][GHD_BUFFER_ID_LEN + 1];
     unsigned fillers = 0;
     for (;;) {
@@ -1473,7 +1473,7 @@ static void test_copy_of_a_buffer_a_run_writes(void **state)
         size_t chunk = size; /* the largest power of two in the room: no rounding up */
         while (chunk * 2 <= room && chunk < ((size_t)64 << 20))
             chunk *= 2;
-        harness_buffer_create(&H, chunk, filler[fillers++]);
+        support_buffer_create(&H, chunk, filler[fillers++]);
     }
     long copy = call_status("/v1/buffers", copy_detail, sizeof(copy_detail),
                             "{\"copy_of\":\"%s\"}", g[2]);
@@ -1494,12 +1494,12 @@ static void test_copy_of_a_buffer_a_run_writes(void **state)
     expect_run_status(doc, "succeeded");
     json_decref(doc);
     for (unsigned i = 0; i < fillers; i++)
-        harness_buffer_delete(&H, filler[i]);
-    doc = harness_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"copy_of\":\"%s\"}", g[2]);
+        support_buffer_delete(&H, filler[i]);
+    doc = support_expect(&H, NULL, 201, "POST", "/v1/buffers", "{\"copy_of\":\"%s\"}", g[2]);
     char c[GHD_BUFFER_ID_LEN + 1];
     snprintf(c, sizeof(c), "%s", str_field(doc, "id"));
     json_decref(doc);
-    json_decref(harness_expect(&H, NULL, 200, "POST", "/v1/transfers",
+    json_decref(support_expect(&H, NULL, 200, "POST", "/v1/transfers",
                                "{\"from\":{\"buffer\":\"%s\"},\"to\":{\"buffer\":\"%s\"},"
                                "\"bytes\":%zu}", g[2], y, n * 4));
     float *got_c = getbuf(c, size);
@@ -1676,7 +1676,7 @@ static void test_delete_during_run(void **state)
     char *gloc = run_async("{\"kernel\":\"gemm\",\"wait\":false,\"args\":{\"a\":\"%s\","
                            "\"b\":\"%s\",\"c\":\"%s\",\"dtype\":\"f64\",\"m\":%zu,\"n\":%zu,"
                            "\"k\":%zu}}", ia, ib, ic, d, d, d);
-    harness_buffer_delete(&H, ia);
+    support_buffer_delete(&H, ia);
     char *sloc = run_async("{\"kernel\":\"sort\",\"wait\":false,\"args\":{\"keys\":\"%s\","
                            "\"keys_out\":\"%s\",\"dtype\":\"i32\",\"n\":%zu}}", k, ko, n);
     DELETE_BUFFERS(k, ib);
@@ -1725,7 +1725,7 @@ static void test_delete_during_run(void **state)
     free(c);
     DELETE_BUFFERS(ic, ko);
     /* every block, the deleted ones included, went back to the pool */
-    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    assert_int_equal(support_await_idle(&H, resting, 5000), 0);
     FREE_ALL(gloc, sloc, keys, a, b);
 }
 
@@ -1741,12 +1741,12 @@ static void *scrape_loop(void *arg)
 {
     struct scraper *s = arg;
     while (!atomic_load(s->stop) && s->requests < 2000) {
-        struct harness_req rq = {.method = "GET", .path = s->path, .timeout_s = 20};
-        struct harness_resp r;
-        harness_do(&H, &rq, &r);
+        struct support_req rq = {.method = "GET", .path = s->path, .timeout_s = 20};
+        struct support_resp r;
+        support_do(&H, &rq, &r);
         s->requests++;
         s->failures += r.status != 200;
-        harness_resp_free(&r);
+        support_resp_free(&r);
     }
     return NULL;
 }
@@ -1772,7 +1772,7 @@ static void test_run_end_frees_beside_scrapes(void **state)
         mkbuf(id, (size_t)1 << 20, NULL);
         char *loc = run_async("{\"kernel\":\"fill\",\"wait\":false,\"args\":{\"x\":\"%s\","
                               "\"dtype\":\"f32\",\"n\":%d,\"value\":1.5}}", id, 1 << 18);
-        harness_buffer_delete(&H, id); /* the run holds the last reference */
+        support_buffer_delete(&H, id); /* the run holds the last reference */
         json_t *doc = poll_run(loc);
         expect_run_status(doc, "succeeded");
         json_decref(doc);
@@ -1787,7 +1787,7 @@ static void test_run_end_frees_beside_scrapes(void **state)
         assert_true(sc[i].requests > 0);
         assert_int_equal(sc[i].failures, 0);
     }
-    assert_int_equal(harness_await_idle(&H, resting, 5000), 0);
+    assert_int_equal(support_await_idle(&H, resting, 5000), 0);
 }
 
 /* A new buffer reads as zeros, to runs and downloads alike, even when its pool
@@ -1806,8 +1806,8 @@ static void test_fresh_buffer_is_zero(void **state)
         assert_int_equal(ghd_buffer_find_new(&H.svc.buffers, old, NULL, &b), 0);
         void *old_ptr = b->d_ptr;
         ghd_buffer_unref(b);
-        harness_buffer_delete(&H, old);
-        harness_buffer_create(&H, n * 4, fresh);
+        support_buffer_delete(&H, old);
+        support_buffer_create(&H, n * 4, fresh);
         assert_int_equal(ghd_buffer_find_new(&H.svc.buffers, fresh, NULL, &b), 0);
         reused += b->d_ptr == old_ptr;
         ghd_buffer_unref(b);
@@ -1820,11 +1820,11 @@ static void test_fresh_buffer_is_zero(void **state)
             if (got[i])
                 fail_msg("round %d: byte %zu of a new buffer is %#x", round, i, got[i]);
         free(got);
-        harness_buffer_delete(&H, fresh);
+        support_buffer_delete(&H, fresh);
         /* A first use that writes part of the buffer: the rest reads as zeros. */
         mkbuf(old, n * 4, NULL);
-        harness_buffer_delete(&H, old);
-        harness_buffer_create(&H, n * 4, fresh);
+        support_buffer_delete(&H, old);
+        support_buffer_create(&H, n * 4, fresh);
         const size_t part = 3 * 4096 + 5;
         unsigned char *ones = malloc(part);
         assert_non_null(ones);
@@ -1833,14 +1833,14 @@ static void test_fresh_buffer_is_zero(void **state)
         snprintf(path, sizeof(path), "/v1/buffers/%s", fresh);
         snprintf(range, sizeof(range), "Content-Range: bytes 4096-%zu/%zu", 4096 + part - 1,
                  n * 4);
-        struct harness_req put = {.method = "PUT", .path = path, .body = ones,
+        struct support_req put = {.method = "PUT", .path = path, .body = ones,
                                   .body_len = part, .has_body = 1};
         put.headers[0] = "Content-Type: application/octet-stream";
         put.headers[1] = range;
-        struct harness_resp r;
-        harness_do(&H, &put, &r);
+        struct support_resp r;
+        support_do(&H, &put, &r);
         assert_int_equal(r.status, 200);
-        harness_resp_free(&r);
+        support_resp_free(&r);
         got = getbuf(fresh, n * 4);
         for (size_t i = 0; i < n * 4; i++)
             if (got[i] != (i >= 4096 && i < 4096 + part))
@@ -1848,7 +1848,7 @@ static void test_fresh_buffer_is_zero(void **state)
                          got[i]);
         free(got);
         free(ones);
-        harness_buffer_delete(&H, fresh);
+        support_buffer_delete(&H, fresh);
     }
     /* Otherwise this would not have tested reuse at all. */
     assert_true(reused > 0);
@@ -1906,30 +1906,29 @@ static void test_refused_pipeline_moves_no_version(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_fill, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_copy, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_cast, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_axpy, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_scale, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_binary, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_unary, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_reduce, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_scan, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_sort, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_gemm, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_run_shape, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_pipeline, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_async, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_runs_at_once, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_runs_sharing_a_buffer_keep_order, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_copy_of_a_buffer_a_run_writes, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_fresh_buffer_is_zero, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_fields_of_another_kind, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_validation, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_delete_during_run, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_run_end_frees_beside_scrapes, harness_teardown_idle),
-        cmocka_unit_test_teardown(test_refused_pipeline_moves_no_version, harness_teardown_idle),
+        cmocka_unit_test_teardown(test_fill, support_teardown_idle),
+        cmocka_unit_test_teardown(test_copy, support_teardown_idle),
+        cmocka_unit_test_teardown(test_cast, support_teardown_idle),
+        cmocka_unit_test_teardown(test_axpy, support_teardown_idle),
+        cmocka_unit_test_teardown(test_scale, support_teardown_idle),
+        cmocka_unit_test_teardown(test_binary, support_teardown_idle),
+        cmocka_unit_test_teardown(test_unary, support_teardown_idle),
+        cmocka_unit_test_teardown(test_reduce, support_teardown_idle),
+        cmocka_unit_test_teardown(test_scan, support_teardown_idle),
+        cmocka_unit_test_teardown(test_sort, support_teardown_idle),
+        cmocka_unit_test_teardown(test_gemm, support_teardown_idle),
+        cmocka_unit_test_teardown(test_run_shape, support_teardown_idle),
+        cmocka_unit_test_teardown(test_pipeline, support_teardown_idle),
+        cmocka_unit_test_teardown(test_async, support_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_at_once, support_teardown_idle),
+        cmocka_unit_test_teardown(test_runs_sharing_a_buffer_keep_order, support_teardown_idle),
+        cmocka_unit_test_teardown(test_copy_of_a_buffer_a_run_writes, support_teardown_idle),
+        cmocka_unit_test_teardown(test_fresh_buffer_is_zero, support_teardown_idle),
+        cmocka_unit_test_teardown(test_fields_of_another_kind, support_teardown_idle),
+        cmocka_unit_test_teardown(test_validation, support_teardown_idle),
+        cmocka_unit_test_teardown(test_delete_during_run, support_teardown_idle),
+        cmocka_unit_test_teardown(test_run_end_frees_beside_scrapes, support_teardown_idle),
+        cmocka_unit_test_teardown(test_refused_pipeline_moves_no_version, support_teardown_idle),
     };
-    harness_suite_bind(&H, NULL);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, NULL);
 }

@@ -16,17 +16,8 @@
 #include <cmocka.h>
 
 #include "device/host_fault.h"
-#include "harness.h"
-#include "harness_rest.h"
 #include "harness_thread.h"
-
-static struct support_server H;
-static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-mallory:mallory"};
-#define ALICE "tok-alice"
-#define MALLORY "tok-mallory"
-
-#define expect(...) harness_expect(&H, __VA_ARGS__)
-#define expect_detail harness_expect_detail
+#include "two_tenants.h"
 
 static const char *status_of(json_t *run)
 {
@@ -55,7 +46,7 @@ static void buffer(const char *token, char id[GHD_BUFFER_ID_LEN + 1])
  * reported skipped (cmocka's skip), not passed. */
 static int host_only(void)
 {
-    if (strcmp(harness_backend(), "host") == 0)
+    if (strcmp(support_backend_name(), "host") == 0)
         return 1;
     printf("skipped: the host backend's stalled kernel\n");
     skip();
@@ -80,7 +71,7 @@ static void test_wait_answers_the_ended_run(void **state)
     json_decref(expect(MALLORY, 404, "GET", path, NULL));
     snprintf(path, sizeof(path), "/v1/runs/%s?wait=soon", run);
     expect_detail(expect(ALICE, 400, "GET", path, NULL), "'wait' must be an integer");
-    HARNESS_DELETE_BUFFERS(&H, ALICE, x);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, x);
 }
 
 /* A waiter wakes when the run ends: the stalled kernel is let go while the
@@ -97,23 +88,23 @@ static void test_wait_wakes_when_the_run_ends(void **state)
     fill_async(ALICE, x, run);
     snprintf(path, sizeof(path), "/v1/runs/%s?wait=60", run);
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", ALICE);
-    static struct harness_async waiter;
-    waiter = (struct harness_async){.req = {.method = "GET", .path = path, .headers = {auth}}};
-    harness_async_start(&waiter, &H);
+    static struct support_async waiter;
+    waiter = (struct support_async){.req = {.method = "GET", .path = path, .headers = {auth}}};
+    support_async_start(&waiter, &H);
     for (int i = 0; i < 10000 && ghd_http_requests_in_flight(H.http) <= before; i++) {
         struct timespec ms = {0, 1000000L};
         nanosleep(&ms, NULL);
     }
     ghd_host_fault_reset(); /* the kernel returns (failed): the run ends */
-    harness_async_join(&waiter);
+    support_async_join(&waiter);
     assert_int_equal(waiter.resp.status, 200);
-    json_t *doc = harness_body_json(&waiter.resp);
-    harness_resp_free(&waiter.resp);
+    json_t *doc = support_body_json(&waiter.resp);
+    support_resp_free(&waiter.resp);
     if (strcmp(status_of(doc), "queued") == 0 || strcmp(status_of(doc), "running") == 0)
         fail_msg("GET ?wait=60 answered '%s': it did not wake when the run ended",
                  status_of(doc));
     json_decref(doc);
-    HARNESS_DELETE_BUFFERS(&H, ALICE, x);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, x);
 }
 
 /* A wait past --run-wait-max is cut to it: the run that does not end is
@@ -137,7 +128,7 @@ static void test_wait_is_bounded(void **state)
     json_decref(doc);
     snprintf(path, sizeof(path), "/v1/runs/%s?wait=60", run);
     json_decref(expect(ALICE, 200, "GET", path, NULL)); /* it ends once let go */
-    HARNESS_DELETE_BUFFERS(&H, ALICE, x);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, x);
 }
 
 /* The ids of a tenant's listed runs, every page of `limit` followed. */
@@ -217,8 +208,8 @@ static void test_list_is_the_tenants_in_order(void **state)
     assert_true(listed(ids, n, mine[4]) >= 0);
     expect_detail(expect(ALICE, 400, "GET", "/v1/runs?limit=0", NULL), "from 1 to 1000");
     expect_detail(expect(ALICE, 400, "GET", "/v1/runs?cursor=zz", NULL), "next_cursor");
-    HARNESS_DELETE_BUFFERS(&H, ALICE, xa);
-    HARNESS_DELETE_BUFFERS(&H, MALLORY, xm);
+    SUPPORT_DELETE_BUFFERS(&H, ALICE, xa);
+    SUPPORT_DELETE_BUFFERS(&H, MALLORY, xm);
 }
 
 int main(void)
@@ -229,6 +220,5 @@ int main(void)
         cmocka_unit_test(test_wait_is_bounded),
         cmocka_unit_test(test_list_is_the_tenants_in_order),
     };
-    harness_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

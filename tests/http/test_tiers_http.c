@@ -39,7 +39,7 @@ static json_t *meta_in(const char *id, const char *tier)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
-    json_t *doc = harness_expect(&H, NULL, 200, "GET", path, NULL);
+    json_t *doc = support_expect(&H, NULL, 200, "GET", path, NULL);
     const char *got = json_string_value(json_object_get(doc, "tier"));
     if (!got || strcmp(got, tier) != 0)
         fail_msg("buffer %s is in tier %s, not %s", id, got ? got : "(none)", tier);
@@ -51,13 +51,13 @@ static void move_to(const char *id, const char *tier)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s/residency", id);
-    json_decref(harness_expect(&H, NULL, 200, "POST", path, "{\"tier\":\"%s\"}", tier));
+    json_decref(support_expect(&H, NULL, 200, "POST", path, "{\"tier\":\"%s\"}", tier));
 }
 
 static void expect_bytes(const char *id, const void *want, size_t len)
 {
     size_t got_len;
-    void *got = harness_buffer_get(&H, id, &got_len);
+    void *got = support_buffer_get(&H, id, &got_len);
     assert_int_equal(got_len, len);
     assert_memory_equal(got, want, len);
     free(got);
@@ -69,13 +69,13 @@ static void expect_range(const char *id, const char *data, size_t from, size_t t
     char path[128], range[64];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     snprintf(range, sizeof(range), "Range: bytes=%zu-%zu", from, to);
-    struct harness_req rq = {.method = "GET", .path = path, .headers = {range}};
-    struct harness_resp r;
-    harness_do(&H, &rq, &r);
+    struct support_req rq = {.method = "GET", .path = path, .headers = {range}};
+    struct support_resp r;
+    support_do(&H, &rq, &r);
     assert_int_equal(r.status, 206);
     assert_int_equal(r.body_len, to - from + 1);
     assert_memory_equal(r.body, data + from, r.body_len);
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
 /* A buffer of `elems` f32 all `value`. */
@@ -85,15 +85,15 @@ static void make_f32(float value, size_t elems, char id[GHD_BUFFER_ID_LEN + 1])
     assert_non_null(v);
     for (size_t i = 0; i < elems; i++)
         v[i] = value;
-    harness_buffer_create(&H, elems * 4, id);
-    harness_buffer_put(&H, id, v, elems * 4);
+    support_buffer_create(&H, elems * 4, id);
+    support_buffer_put(&H, id, v, elems * 4);
     free(v);
 }
 
 static void expect_f32(const char *id, float value, size_t elems)
 {
     size_t len;
-    float *got = harness_buffer_get(&H, id, &len);
+    float *got = support_buffer_get(&H, id, &len);
     assert_int_equal(len, elems * 4);
     for (size_t i = 0; i < elems; i++)
         if (got[i] != value)
@@ -145,7 +145,7 @@ static void test_working_set_past_the_pool(void **state)
             used[y] = 2; /* written: no other run of the round touches it */
             used[x] = used[x] ? used[x] : 1;
             want[y] += want[x];
-            json_t *doc = harness_expect(
+            json_t *doc = support_expect(
                 &H, NULL, 202, "POST", "/v1/runs",
                 "{\"kernel\":\"axpy\",\"wait\":false,\"args\":{\"a\":1.0,\"x\":\"%s\","
                 "\"y\":\"%s\",\"dtype\":\"f32\",\"n\":%zu}}",
@@ -154,7 +154,7 @@ static void test_working_set_past_the_pool(void **state)
             json_decref(doc);
         }
         for (int r = 0; r < 4; r++) {
-            json_t *doc = harness_run_poll(&H, NULL, loc[r]);
+            json_t *doc = support_run_poll(&H, NULL, loc[r]);
             const char *status = json_string_value(json_object_get(doc, "status"));
             if (strcmp(status, "succeeded") != 0)
                 fail_msg("run %s: %s", loc[r], json_dumps(doc, 0));
@@ -162,13 +162,13 @@ static void test_working_set_past_the_pool(void **state)
             free(loc[r]);
         }
     }
-    double evictions = harness_metric(&H, "gpuhttpd_tier_evictions_total{device=\"0\",tier=\"host\"}");
-    double page_ins = harness_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"host\"}") +
-                      harness_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"disk\"}");
+    double evictions = support_metric(&H, "gpuhttpd_tier_evictions_total{device=\"0\",tier=\"host\"}");
+    double page_ins = support_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"host\"}") +
+                      support_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"disk\"}");
     assert_true(evictions > 0 && page_ins > 0);
     for (unsigned k = 0; k < NBUF; k++) {
         expect_f32(id[k], want[k], ELEMS);
-        harness_buffer_delete(&H, id[k]);
+        support_buffer_delete(&H, id[k]);
     }
 }
 
@@ -181,9 +181,9 @@ static void test_downloads_from_each_tier(void **state)
     size_t len = 3 * MIB / 2 + 17;
     char *data = malloc(len), id[GHD_BUFFER_ID_LEN + 1];
     assert_non_null(data);
-    harness_fill(7, 0, data, len);
-    harness_buffer_create(&H, len, id);
-    harness_buffer_put(&H, id, data, len);
+    support_fill(7, 0, data, len);
+    support_buffer_create(&H, len, id);
+    support_buffer_put(&H, id, data, len);
     json_t *first = meta_in(id, "device");
     json_int_t version = json_integer_value(json_object_get(first, "version"));
     json_decref(first);
@@ -196,11 +196,11 @@ static void test_downloads_from_each_tier(void **state)
         assert_int_equal(json_integer_value(json_object_get(doc, "version")), version);
         json_decref(doc);
     }
-    harness_fill(8, 0, data, len);
-    harness_buffer_put(&H, id, data, len);
+    support_fill(8, 0, data, len);
+    support_buffer_put(&H, id, data, len);
     json_decref(meta_in(id, "device"));
     expect_bytes(id, data, len);
-    harness_buffer_delete(&H, id);
+    support_buffer_delete(&H, id);
     free(data);
 }
 
@@ -286,18 +286,18 @@ static void test_damaged_file_is_unreadable(void **state)
     assert_int_equal(pwrite(fd, "NOTGHDT!", 8, 0), 8);
     close(fd);
     snprintf(url, sizeof(url), "/v1/buffers/%s", id);
-    json_t *doc = harness_expect(&H, NULL, 500, "GET", url, NULL);
+    json_t *doc = support_expect(&H, NULL, 500, "GET", url, NULL);
     assert_string_equal(json_string_value(json_object_get(doc, "type")),
                         "/problems/buffer-unreadable");
     json_decref(doc);
-    doc = harness_expect(&H, NULL, 500, "POST", "/v1/runs", /* a run that waits fails so */
+    doc = support_expect(&H, NULL, 500, "POST", "/v1/runs", /* a run that waits fails so */
                          "{\"kernel\":\"sum\",\"wait\":true,\"args\":{\"x\":\"%s\","
                          "\"dtype\":\"f32\",\"n\":16}}",
                          id);
     assert_string_equal(json_string_value(json_object_get(doc, "type")),
                         "/problems/buffer-unreadable");
     json_decref(doc);
-    harness_buffer_delete(&H, id);
+    support_buffer_delete(&H, id);
     assert_int_not_equal(access(path, F_OK), 0);
 }
 
@@ -308,15 +308,15 @@ int main(void)
         return 1;
     snprintf(flags, sizeof(flags), "--host-tier 4M --disk-tier %s --disk-tier-size 256M",
              disk_dir);
-    struct harness_opts opts = {.pool_limit = 8 * MIB, .pool_slab = 2 * MIB, .flags = flags};
+    struct support_opts opts = {.pool_limit = 8 * MIB, .pool_slab = 2 * MIB, .flags = flags};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_working_set_past_the_pool),
         cmocka_unit_test(test_downloads_from_each_tier),
         cmocka_unit_test(test_damaged_file_is_unreadable),
         cmocka_unit_test(test_whole_upload_pages_nothing_in),
     };
-    harness_suite_bind(&H, &opts);
-    int rc = cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    support_suite_bind(&H, &opts);
+    int rc = cmocka_run_group_tests(tests, support_group_setup, support_group_teardown);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", disk_dir);
     if (system(cmd) != 0)

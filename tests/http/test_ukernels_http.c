@@ -25,7 +25,7 @@
 #include "harness_rest.h"
 
 static struct support_server H;
-static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob",
+static const struct support_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob",
                                          .tenant_max_kernels = 6};
 #define ALICE "tok-alice"
 #define BOB "tok-bob"
@@ -33,21 +33,21 @@ static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-bob:bob"
 /* ---- requests as a tenant ------------------------------------------------ */
 
 /* harness_rest.h on this suite's harness; each names the test's line. */
-#define expect(...) harness_expect(&H, __VA_ARGS__)
-#define expect_detail harness_expect_detail
-#define kernel_define(token, json) harness_kernel_define(&H, token, json)
-#define kernel_delete(token, name) harness_kernel_delete(&H, token, name)
+#define expect(...) support_expect(&H, __VA_ARGS__)
+#define expect_detail support_expect_detail
+#define kernel_define(token, json) support_kernel_define(&H, token, json)
+#define kernel_delete(token, name) support_kernel_delete(&H, token, name)
 /* A run (the body printf-formatted) expected to succeed with 200. */
 #define run_ok(token, ...) json_decref(expect(token, 200, "POST", "/v1/runs", __VA_ARGS__))
 /* A run expected to be refused with `status`, the detail containing needle. */
 #define run_refused(token, status, needle, ...)                                               \
     expect_detail(expect(token, status, "POST", "/v1/runs", __VA_ARGS__), needle)
 
-#define buffer_new(token, size, data, id) harness_tenant_buffer(&H, token, size, data, id)
-#define buffer_get(token, id, len) harness_tenant_buffer_get(&H, token, id, len)
+#define buffer_new(token, size, data, id) support_tenant_buffer(&H, token, size, data, id)
+#define buffer_get(token, id, len) support_tenant_buffer_get(&H, token, id, len)
 
 /* DELETE_BUFFERS(token, x, y, ...) deletes each of the tenant's buffers. */
-#define DELETE_BUFFERS(token, ...) HARNESS_DELETE_BUFFERS(&H, token, __VA_ARGS__)
+#define DELETE_BUFFERS(token, ...) SUPPORT_DELETE_BUFFERS(&H, token, __VA_ARGS__)
 
 /* ---- data ------------------------------------------------------------------ */
 
@@ -79,7 +79,7 @@ static void close_to(double got, double want, double rtol, const char *what, siz
  * the same precision as these loops, in the same order, so exactly. */
 static double tol(double gpu)
 {
-    return strcmp(harness_backend(), "cuda") == 0 ? gpu : 0;
+    return strcmp(support_backend_name(), "cuda") == 0 ? gpu : 0;
 }
 
 /* ---- tests ------------------------------------------------------------------ */
@@ -152,7 +152,7 @@ static void test_define_and_run_elementwise(void **state)
                 "{\"kernel\": \"sqdiff\", \"args\": {\"x\": \"%s\", \"y\": \"%s\","
                 " \"a\": 1, \"z\": \"%s\", \"z_offset\": 1, \"n\": 8}}", bz, by, bz);
     DELETE_BUFFERS(ALICE, bx, by, bz, ba);
-    HARNESS_FREE_ALL(x, y, av);
+    SUPPORT_FREE_ALL(x, y, av);
     kernel_delete(ALICE, "sqdiff");
 }
 
@@ -460,12 +460,12 @@ static void run_reply_has(long status, const char *needle, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(body, sizeof(body), fmt, ap);
     va_end(ap);
-    struct harness_resp r = {0};
-    harness_call(&H, ALICE, "POST", "/v1/runs", body, &r);
+    struct support_resp r = {0};
+    support_json(&H, "POST", "/v1/runs", ALICE, body, &r);
     if (r.status != status || !memmem(r.body ? r.body : "", r.body_len, needle, strlen(needle)))
         fail_msg("%s: %ld (want %ld with '%s'): %.*s", body, r.status, status, needle,
                  (int)r.body_len, r.body);
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
 /* u64 values round-trip exactly through JSON, past 2^63 too:
@@ -550,7 +550,7 @@ static void test_pipeline_and_async(void **state)
     snprintf(path, sizeof(path), "/v1/runs/%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
     kernel_delete(ALICE, "my_axpy");
-    doc = harness_run_poll(&H, ALICE, path);
+    doc = support_run_poll(&H, ALICE, path);
     assert_string_equal(json_string_value(json_object_get(doc, "status")), "succeeded");
     assert_string_equal(json_string_value(json_object_get(doc, "kernel")), "my_axpy");
     json_decref(doc);
@@ -562,7 +562,7 @@ static void test_pipeline_and_async(void **state)
                 "{\"kernel\": \"my_axpy\", \"args\": {\"x\": \"%s\", \"a\": 1,"
                 " \"y\": \"%s\", \"n\": 4}}", bx, by);
     DELETE_BUFFERS(ALICE, bx, by);
-    HARNESS_FREE_ALL(x, y);
+    SUPPORT_FREE_ALL(x, y);
 }
 
 int main(void)
@@ -578,6 +578,5 @@ int main(void)
         cmocka_unit_test(test_tenants),
         cmocka_unit_test(test_pipeline_and_async),
     };
-    harness_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

@@ -16,17 +16,9 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "harness_rest.h"
+#include "two_tenants.h"
 
-static struct support_server H;
-static const struct harness_opts opts = {.tokens = "tok-alice:alice,tok-mallory:mallory"};
-#define ALICE "tok-alice"
-#define MALLORY "tok-mallory"
-
-#define expect(...) harness_expect(&H, __VA_ARGS__)
-#define expect_detail harness_expect_detail
-#define DELETE_BUFFERS(...) HARNESS_DELETE_BUFFERS(&H, ALICE, __VA_ARGS__)
+#define DELETE_BUFFERS(...) SUPPORT_DELETE_BUFFERS(&H, ALICE, __VA_ARGS__)
 
 /* `len` bytes of `data` as an octet-stream body to `path` as `token`
  * (chunked when `chunked`); the status must be `status`; the parsed body. */
@@ -35,7 +27,7 @@ static json_t *send_raw(const char *token, long status, const char *method, cons
 {
     char auth[96];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    struct harness_req q = {.method = method, .path = path};
+    struct support_req q = {.method = method, .path = path};
     q.headers[0] = auth;
     q.headers[1] = "Content-Type: application/octet-stream";
     q.body = data;
@@ -43,15 +35,15 @@ static json_t *send_raw(const char *token, long status, const char *method, cons
     q.has_body = 1;
     if (chunked)
         q.headers[2] = "Transfer-Encoding: chunked";
-    struct harness_resp r;
-    harness_do(&H, &q, &r);
+    struct support_resp r;
+    support_do(&H, &q, &r);
     if (r.status != status)
         fail_msg("%s %s (%zu bytes): status %ld, want %ld: %.400s", method, path, len, r.status,
                  status, r.body ? r.body : "");
     if (status >= 400)
-        harness_expect_problem(&r, status);
-    json_t *doc = r.body_len ? harness_body_json(&r) : NULL;
-    harness_resp_free(&r);
+        support_expect_problem(&r, status);
+    json_t *doc = r.body_len ? support_body_json(&r) : NULL;
+    support_resp_free(&r);
     return doc;
 }
 
@@ -93,7 +85,7 @@ static void test_post_describes_the_new_buffer(void **state)
     snprintf(path, sizeof(path), "/v1/buffers/%s/meta", id);
     expect_desc(doc = expect(ALICE, 200, "GET", path, NULL), "f32", "[2,3]");
     json_decref(doc);
-    float *got = harness_tenant_buffer_get(&H, ALICE, id, sizeof(v));
+    float *got = support_tenant_buffer_get(&H, ALICE, id, sizeof(v));
     assert_memory_equal(got, v, sizeof(v));
     free(got);
     DELETE_BUFFERS(id);
@@ -137,14 +129,14 @@ static void test_post_refusals_leave_no_buffer(void **state)
                   "query parameter 'dtype' is for the octet-stream form");
     char auth[96];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", ALICE);
-    struct harness_req q = {.method = "POST", .path = "/v1/buffers?dtype=f32&shape=2",
+    struct support_req q = {.method = "POST", .path = "/v1/buffers?dtype=f32&shape=2",
                             .headers = {auth, "Content-Type: application/x-npy"},
                             .body = "\x93NUMPY", .body_len = 6, .has_body = 1};
-    struct harness_resp r;
-    harness_do(&H, &q, &r);
+    struct support_resp r;
+    support_do(&H, &q, &r);
     assert_int_equal(r.status, 400);
-    json_t *doc = harness_body_json(&r);
-    harness_resp_free(&r);
+    json_t *doc = support_body_json(&r);
+    support_resp_free(&r);
     expect_detail(doc, "a .npy body carries its own dtype and shape");
     assert_int_equal(buffer_count(ALICE), before);
 }
@@ -162,7 +154,7 @@ static void test_put_replaces_bytes_and_description(void **state)
     json_decref(doc);
     expect_desc(doc = expect(ALICE, 200, "GET", meta, NULL), "i32", "[2,2]");
     json_decref(doc);
-    int32_t *got = harness_tenant_buffer_get(&H, ALICE, id, sizeof(v));
+    int32_t *got = support_tenant_buffer_get(&H, ALICE, id, sizeof(v));
     assert_memory_equal(got, v, sizeof(v));
     free(got);
     /* Chunked (no length known at the start): the same, once it is whole. */
@@ -203,7 +195,7 @@ static void test_other_tenant_cannot_describe(void **state)
     json_t *doc = expect(ALICE, 200, "GET", meta, NULL);
     expect_desc(doc, "f32", "[2]");
     json_decref(doc);
-    float *got = harness_tenant_buffer_get(&H, ALICE, id, sizeof(v));
+    float *got = support_tenant_buffer_get(&H, ALICE, id, sizeof(v));
     assert_memory_equal(got, v, sizeof(v));
     free(got);
     DELETE_BUFFERS(id);
@@ -217,6 +209,5 @@ int main(void)
         cmocka_unit_test(test_put_replaces_bytes_and_description),
         cmocka_unit_test(test_other_tenant_cannot_describe),
     };
-    harness_suite_bind(&H, &opts);
-    return cmocka_run_group_tests(tests, harness_group_setup, harness_group_teardown);
+    return SUPPORT_RUN_GROUP(tests, &H, &opts);
 }

@@ -122,6 +122,35 @@ class Server:
         self.dir.cleanup()
 
 
+def terminate(proc, timeout=30):
+    """SIGTERM to a child still running, then up to `timeout` s for its exit;
+    one still running then is killed. Its exit code, None when it was killed."""
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+def free_ports(n):
+    """n TCP ports of 127.0.0.1 free a moment ago (bound to port 0 together,
+    then closed), for options that cannot take 0: the Python client's live
+    tests' helper (clients/python/tests/live/liveserver.py), one for both."""
+    return _liveserver().free_ports(n)
+
+
+def _liveserver():
+    live = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
+                        "python", "tests", "live")
+    if live not in sys.path:
+        sys.path.insert(0, live)
+    return importlib.import_module("liveserver")
+
+
 def need_module(name, pip_name):
     """Imports a module the test cannot do without, or fails saying how to get it."""
     try:

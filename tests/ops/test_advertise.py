@@ -7,31 +7,21 @@ Gpuhttpd-Owner-Url (another instance's id: that instance's URL); with
 query at its owner, which a client follows with its method and body; a
 listing walks every instance with one cursor (each page's cursor is sent to
 the instance it names, as the proxy routes it) and names an instance it
-passed over; an advertised URL that is not one stops the start."""
+passed over, also a peer that never answered (instance null: no number
+known); an advertised URL that is not one stops the start."""
 import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import Server, check  # noqa: E402
+from ghdtest import Server, check, free_ports  # noqa: E402
 
 OCTETS = {"Content-Type": "application/octet-stream"}
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def wait_states(srv, want, seconds=15):
@@ -75,9 +65,40 @@ def bad_url_stops_the_start(binary):
     check(p.returncode != 0 and "--peers" in p.stderr + p.stdout, f"{p}")
 
 
+def unanswered_peer_is_named(binary):
+    """A peer that never answers (nothing listens at its URL) has no instance
+    number: GET /v1/cluster shows it down with instance null, and a listing
+    names it in `skipped` (instance null, its state) rather than passing over
+    whatever it may hold in silence."""
+    port, dead_port = free_ports(2)
+    url, dead = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{dead_port}"
+    with Server(binary, "--port", str(port), "--instance", "0", "--advertise-url", url,
+                "--peers", f"{url},{dead}") as srv:
+        deadline = time.monotonic() + 15
+        while True:
+            st, _, body = srv.json("GET", "/v1/cluster")
+            check(st == 200, f"cluster: {st} {body}")
+            seen = [i for i in body["instances"] if i["url"] == dead]
+            check(len(seen) == 1 and seen[0]["instance"] is None, f"the dead peer: {body}")
+            if seen[0]["state"] == "down":
+                break
+            check(time.monotonic() < deadline, f"the dead peer is not down: {body}")
+            time.sleep(0.1)
+        for k in range(2):
+            st, _, _ = srv.request("POST", "/v1/buffers", f"d{k}".encode(), OCTETS)
+            check(st == 201, f"create: {st}")
+        for limit in (1, 100):
+            pages = walk({0: srv}, 0, limit)
+            check(sum(len(p["buffers"]) for p in pages) == 2, f"by {limit}: {pages}")
+            skipped = [s for p in pages for s in p.get("skipped", [])]
+            check(skipped == [{"instance": None, "url": dead, "state": "down"}],
+                  f"the walk by {limit} names the dead peer once: {pages}")
+
+
 def main():
     binary = sys.argv[1]
     bad_url_stops_the_start(binary)
+    unanswered_peer_is_named(binary)
     ports = free_ports(3)
     urls = [f"http://127.0.0.1:{p}" for p in ports]
     peers = ",".join(urls)  # each drops its own

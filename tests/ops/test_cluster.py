@@ -27,7 +27,7 @@ Kubernetes ConfigMap has too). Checks that
 Skipped (77) where haproxy is not installed.
 
 usage: test_cluster.py GPUHTTPD_BINARY REPO_ROOT"""
-import json
+import contextlib
 import os
 import random
 import re
@@ -41,7 +41,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import check, fail, need_module, skip  # noqa: E402
+from ghdtest import check, fail, need_module, skip, terminate  # noqa: E402
 
 requests = need_module("requests", "requests")
 np = need_module("numpy", "numpy")
@@ -75,6 +75,20 @@ def free_base(count):
             for t in socks:
                 t.close()
     fail(f"no run of {count} free ports on 127.0.0.1")
+
+
+@contextlib.contextmanager
+def ready_cluster(root, binary, prefix):
+    """local.sh's cluster in a fresh folder, once it says it is ready and the
+    proxy has all N instances UP; stopped (ghdtest.terminate) on the way out."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
+        cl = Cluster(root, binary, free_base(1 + 2 * N), workdir)
+        try:
+            cl.wait_line(r"local\.sh: ready")
+            cl.wait_stats(lambda st: len(st) == N and all(s == "UP" for s, _ in st.values()))
+            yield cl
+        finally:
+            terminate(cl.proc)
 
 
 class Cluster:
@@ -424,38 +438,33 @@ def kill_and_restart(cl, data):
                           timeout=30), 410)
 
 
-def main():
-    binary, root = sys.argv[1], sys.argv[2]
+def cluster_args():
+    """(gpuhttpd binary, repository root) from the command line; skipped (77)
+    where haproxy or curl, which local.sh's cluster and the tests use, is
+    not installed."""
     if not shutil.which("haproxy") and not os.access("/usr/sbin/haproxy", os.X_OK):
         skip("haproxy is not installed (Debian: apt-get install haproxy)")
     if not shutil.which("curl"):
         skip("curl is not installed")
+    return sys.argv[1], sys.argv[2]
+
+
+def main():
+    binary, root = cluster_args()
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ghd-cluster-") as workdir:
-        cl = Cluster(root, binary, free_base(1 + 2 * N), workdir)
-        try:
-            cl.wait_line(r"local\.sh: ready")
-            cl.wait_stats(lambda st: len(st) == N and all(s == "UP" for s, _ in st.values()))
-            spread(cl)
-            data = routes_by_owner(cl)
-            python_client(cl, root, data)
-            runs(cl, data)
-            near_and_copies(cl, data)
-            hang_and_resume(cl, data)
-            kill_and_restart(cl, data)
-            pids = [int(cl.pid(k)[1].group(1)) for k in (0, 2)]
-            cl.proc.send_signal(signal.SIGTERM)
-            rc = cl.proc.wait(timeout=30)
-            check(rc == 0, f"local.sh exited with {rc} after SIGTERM:\n" + "\n".join(cl.lines))
-            for p in pids:
-                check(not os.path.exists(f"/proc/{p}"), f"instance pid {p} outlived local.sh")
-        finally:
-            if cl.proc.poll() is None:
-                cl.proc.send_signal(signal.SIGTERM)
-                try:
-                    cl.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    cl.proc.kill()
+    with ready_cluster(root, binary, "ghd-cluster-") as cl:
+        spread(cl)
+        data = routes_by_owner(cl)
+        python_client(cl, root, data)
+        runs(cl, data)
+        near_and_copies(cl, data)
+        hang_and_resume(cl, data)
+        kill_and_restart(cl, data)
+        pids = [int(cl.pid(k)[1].group(1)) for k in (0, 2)]
+        rc = terminate(cl.proc)
+        check(rc == 0, f"local.sh exited with {rc} after SIGTERM:\n" + "\n".join(cl.lines))
+        for p in pids:
+            check(not os.path.exists(f"/proc/{p}"), f"instance pid {p} outlived local.sh")
     print(f"test_cluster: ok ({time.monotonic() - start:.1f} s)")
 
 

@@ -25,17 +25,15 @@ usage: test_cluster_direct.py GPUHTTPD_BINARY REPO_ROOT"""
 import json
 import re
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ghdtest import check, fail, need_module, skip  # noqa: E402
-from test_cluster import N, Cluster, free_base, owner, until  # noqa: E402
+from ghdtest import check, fail, need_module, terminate  # noqa: E402
+from test_cluster import N, cluster_args, owner, ready_cluster, until  # noqa: E402
 
 requests = need_module("requests", "requests")
 np = need_module("numpy", "numpy")
@@ -164,36 +162,20 @@ def killed_owner(cl, c, gpuhttpd, made):
 
 
 def main():
-    binary, root = sys.argv[1], sys.argv[2]
-    if not shutil.which("haproxy") and not os.access("/usr/sbin/haproxy", os.X_OK):
-        skip("haproxy is not installed (Debian: apt-get install haproxy)")
-    if not shutil.which("curl"):
-        skip("curl is not installed")
+    binary, root = cluster_args()
     signal.alarm(150)
     sys.path.insert(0, os.path.join(root, "clients", "python", "src"))
     import gpuhttpd  # noqa: E402
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ghd-direct-") as workdir:
-        cl = Cluster(root, binary, free_base(1 + 2 * N), workdir)
-        try:
-            cl.wait_line(r"local\.sh: ready")
-            cl.wait_stats(lambda st: len(st) == N and all(s == "UP" for s, _ in st.values()))
-            all_ready(cl)
-            with gpuhttpd.Client(cl.url(""), direct=True, timeout=20, retries=0) as c:
-                made = direct_answers(cl, c, gpuhttpd)
-                complete_listings(cl, c, made)
-                curl_redirect(cl, made)
-                killed_owner(cl, c, gpuhttpd, made)
-            cl.proc.send_signal(signal.SIGTERM)
-            rc = cl.proc.wait(timeout=30)
-            check(rc == 0, f"local.sh exited with {rc} after SIGTERM")
-        finally:
-            if cl.proc.poll() is None:
-                cl.proc.send_signal(signal.SIGTERM)
-                try:
-                    cl.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    cl.proc.kill()
+    with ready_cluster(root, binary, "ghd-direct-") as cl:
+        all_ready(cl)
+        with gpuhttpd.Client(cl.url(""), direct=True, timeout=20, retries=0) as c:
+            made = direct_answers(cl, c, gpuhttpd)
+            complete_listings(cl, c, made)
+            curl_redirect(cl, made)
+            killed_owner(cl, c, gpuhttpd, made)
+        rc = terminate(cl.proc)
+        check(rc == 0, f"local.sh exited with {rc} after SIGTERM")
     print(f"test_cluster_direct: ok ({time.monotonic() - start:.1f} s)")
 
 

@@ -55,7 +55,7 @@ static atomic_ulong op_count[OP_COUNT];
 static atomic_ulong status_class[6];
 static atomic_ulong failures;
 static atomic_int stop_flag;
-static struct rel_proc proc;
+static struct support_child proc;
 static char base_url[64];
 static int have_kernels;
 
@@ -106,10 +106,10 @@ static long http(struct worker *w, const char *method, const char *path, const c
                  const char *ctype, const void *body, size_t len, const char *extra,
                  struct support_body *out)
 {
-    const struct support_request rq = {.method = method, .path = path, .token = token,
-                                       .ctype = ctype, .extra = extra, .body = body,
-                                       .len = len, .timeout_s = 60};
-    long status = support_request_on(w->curl, base_url, &rq, out);
+    const struct support_call rq = {.method = method, .path = path, .token = token,
+                                    .ctype = ctype, .extra_header = extra, .body = body,
+                                    .len = len, .timeout_ms = 60000};
+    long status = support_do_call_on(w->curl, base_url, &rq, out);
     atomic_fetch_add(&status_class[status / 100 < 6 ? status / 100 : 0], 1);
     return status;
 }
@@ -317,15 +317,15 @@ static void one_op(struct worker *w, struct support_body *s)
         break;
     }
     case OP_CUT_UPLOAD: {
-        int fd = rel_connect(proc.port);
+        int fd = support_raw_connect(proc.port);
         if (fd < 0)
             break;
         snprintf(body, sizeof(body),
                  "POST /v1/buffers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
                  "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
                  w->token, max_size);
-        rel_send(fd, body, strlen(body));
-        rel_send(fd, w->scratch, rnd(w) % (max_size - 1));
+        support_raw_send(fd, body, strlen(body));
+        support_raw_send(fd, w->scratch, rnd(w) % (max_size - 1));
         close(fd);
         break;
     }
@@ -423,16 +423,16 @@ static int proc_arenas(int pid)
 static int ready_stats(long long *in_use, long long *busy)
 {
     struct support_server s;
-    rel_server_for(&s, &proc);
-    struct rel_resp r;
-    long st = rel_json(&s, "GET", "/readyz", TOK_METRICS, NULL, &r);
+    support_server_for(&s, &proc);
+    struct support_resp r;
+    long st = support_json(&s, "GET", "/readyz", TOK_METRICS, NULL, &r);
     json_t *doc = json_loads(r.body, 0, NULL);
     json_t *in = json_object_get(json_object_get(doc, "pool"), "in_use");
     json_t *b = json_object_get(json_object_get(doc, "staging"), "busy");
     *in_use = in ? json_integer_value(in) : -1; /* absent: not told, not zero */
     *busy = b ? json_integer_value(b) : -1;
     json_decref(doc);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return st == 200 ? 0 : -1;
 }
 
@@ -482,15 +482,15 @@ static void test_soak(void **state)
      * second and still forgets runs all through the soak. */
     const char *env[] = {"GHD_TOKENS=" TOK_A ":alice," TOK_B ":bob",
                          "GHD_METRICS_TOKEN=" TOK_METRICS, NULL};
-    if (rel_spawn(&proc, args, env, wrapped ? 240000 : 20000) < 0)
+    if (support_child_spawn(&proc, args, env, wrapped ? 240000 : 20000) < 0)
         fail_msg("gpuhttpd did not start");
     snprintf(base_url, sizeof(base_url), "%s", proc.base);
     {
         struct support_server s;
-        rel_server_for(&s, &proc);
-        struct rel_resp r;
-        have_kernels = rel_json(&s, "GET", "/v1/kernels/fill", TOK_A, NULL, &r) == 200;
-        rel_resp_free(&r);
+        support_server_for(&s, &proc);
+        struct support_resp r;
+        have_kernels = support_json(&s, "GET", "/v1/kernels/fill", TOK_A, NULL, &r) == 200;
+        support_resp_free(&r);
     }
     int fd_start = proc_fds(proc.pid);
     struct worker *ws = calloc((size_t)threads, sizeof(*ws));
@@ -527,11 +527,11 @@ static void test_soak(void **state)
 
     /* At rest: nothing in use, no chunk held, descriptors back. */
     long long in_use = -1, busy = -1;
-    long t0 = rel_now_ms();
+    long t0 = support_now_ms();
     do {
-        rel_sleep_ms(200);
+        support_sleep_ms(200);
         ready_stats(&in_use, &busy);
-    } while ((in_use != 0 || busy != 0) && rel_now_ms() - t0 < 15000);
+    } while ((in_use != 0 || busy != 0) && support_now_ms() - t0 < 15000);
     int warm = n / 5, third = n / 3;
     long rss_early = 0, rss_late = 0;
     for (int i = warm; i < warm + third && i < n; i++)
@@ -545,15 +545,15 @@ static void test_soak(void **state)
     print_message("soak: %d malloc arenas (the server caps them at %d on %ld CPUs)\n", arenas,
                   arena_cap, cpus);
     int fd_base = fds[warm > 0 ? warm - 1 : 0], fd_end;
-    t0 = rel_now_ms();
-    while ((fd_end = proc_fds(proc.pid)) > fd_start && rel_now_ms() - t0 < 10000)
-        rel_sleep_ms(200); /* idle connections close */
+    t0 = support_now_ms();
+    while ((fd_end = proc_fds(proc.pid)) > fd_start && support_now_ms() - t0 < 10000)
+        support_sleep_ms(200); /* idle connections close */
     long rss_end = proc_rss_kb(proc.pid);
     print_message("soak: RSS %ld kB early, %ld kB late, %ld kB at rest; fds %d at start, %d "
                   "during, %d at rest; pool in use %lld, staging busy %lld\n",
                   rss_early, rss_late, rss_end, fd_start, fd_base, fd_end, in_use, busy);
-    rel_signal(&proc, SIGTERM);
-    int code = rel_wait_exit_or_kill(&proc, wrapped ? 120000 : 30000);
+    support_child_signal(&proc, SIGTERM);
+    int code = support_child_wait_exit_or_kill(&proc, wrapped ? 120000 : 30000);
     if (code != 0 || atomic_load(&failures) || wrapped) { /* a wrapper's verdict ends the log */
         char cmd[320];
         snprintf(cmd, sizeof(cmd), "tail -40 %s", proc.log_path);

@@ -22,11 +22,11 @@
 /* What the agent answers one connection, up to its close. */
 static void agent_says(unsigned port, const char *want)
 {
-    int fd = rel_connect(port);
+    int fd = support_raw_connect(port);
     assert_true(fd >= 0);
     char line[64];
     int closed = 0;
-    assert_true(rel_recv(fd, line, sizeof(line), 2000, &closed) >= 0);
+    assert_true(support_raw_recv(fd, line, sizeof(line), 2000, &closed) >= 0);
     close(fd);
     assert_true(closed); /* one line, then the close */
     assert_string_equal(line, want);
@@ -36,8 +36,8 @@ static void agent_says(unsigned port, const char *want)
 static struct ghd_agent *agent_on(struct support_server *s, unsigned *port)
 {
     struct ghd_config cfg;
-    rel_config(&cfg);
-    rel_start(s, &cfg);
+    support_config(&cfg);
+    support_start_config(s, &cfg);
     struct ghd_err err = {0};
     int fd;
     assert_int_equal(ghd_agent_listen("127.0.0.1", 0, &fd, port, &err), 0);
@@ -55,9 +55,9 @@ static void test_agent_lines(void **state)
 
     agent_says(port, "up 100%\n");
     char id[128];
-    assert_int_equal(rel_create(&s, NULL, 32 << 20, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, 32 << 20, id, sizeof(id)), 201);
     agent_says(port, "up 50%\n");
-    assert_int_equal(rel_create(&s, NULL, (32 << 20) - 4096, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, (32 << 20) - 4096, id, sizeof(id)), 201);
     agent_says(port, "up 1%\n"); /* full, yet up */
 
     atomic_store(&s.svc.ready, 0); /* as the drain after SIGTERM does */
@@ -68,8 +68,8 @@ static void test_agent_lines(void **state)
     agent_says(port, "down\n");
 
     ghd_agent_stop(a);
-    assert_true(rel_connect(port) < 0); /* the socket is closed with the thread */
-    rel_stop(&s);
+    assert_true(support_raw_connect(port) < 0); /* the socket is closed with the thread */
+    support_stop(&s);
 }
 
 static double cpu_seconds(void)
@@ -100,7 +100,7 @@ static void test_agent_out_of_fds(void **state)
         nfill++;
     assert_true(nfill > 0 && nfill < 64);
     close(fill[--nfill]); /* one slot: the client's socket */
-    int c = rel_connect(port);
+    int c = support_raw_connect(port);
     assert_true(c >= 0);
     double t0 = cpu_seconds();
     struct timespec second = {1, 0};
@@ -112,13 +112,13 @@ static void test_agent_out_of_fds(void **state)
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
     char line[64];
     int closed = 0;
-    assert_true(rel_recv(c, line, sizeof(line), 2000, &closed) > 0);
+    assert_true(support_raw_recv(c, line, sizeof(line), 2000, &closed) > 0);
     close(c);
     assert_string_equal(line, "up 100%\n");
     if (spent > 0.05)
         fail_msg("the agent thread spun on accept: %.3f s of CPU in 1 s", spent);
     ghd_agent_stop(a);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 int main(void)

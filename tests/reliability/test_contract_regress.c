@@ -23,25 +23,25 @@
 static int setup(void **state)
 {
     struct ghd_config cfg;
-    rel_config(&cfg);
-    return rel_setup_with(state, &cfg);
+    support_config(&cfg);
+    return support_setup_with(state, &cfg);
 }
 
 static int teardown(void **state)
 {
     struct support_server *s = *state;
-    assert_true(rel_wait_rest(s, SIZE_MAX, 2000));
-    return rel_teardown(state);
+    assert_true(support_wait_rest(s, SIZE_MAX, 2000));
+    return support_teardown(state);
 }
 
 static long post_json(struct support_server *s, const char *path, const char *json, char *expires,
                       size_t cap)
 {
-    struct rel_resp r;
-    long st = rel_json(s, "POST", path, NULL, json, &r);
+    struct support_resp r;
+    long st = support_json(s, "POST", path, NULL, json, &r);
     if (expires)
-        rel_json_str(&r, "expires", expires, cap);
-    rel_resp_free(&r);
+        support_json_str(&r, "expires", expires, cap);
+    support_resp_free(&r);
     return st;
 }
 
@@ -49,11 +49,11 @@ static long post_octets(struct support_server *s, const char *query)
 {
     char path[256];
     snprintf(path, sizeof(path), "/v1/buffers%s", query);
-    struct rel_req rq = {.method = "POST", .path = path, .ctype = "application/octet-stream",
-                         .body = "0123456789abcdef", .len = 16};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    rel_resp_free(&r);
+    struct support_call rq = {.method = "POST", .path = path, .ctype = "application/octet-stream",
+                              .body = "0123456789abcdef", .len = 16};
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
+    support_resp_free(&r);
     return r.status;
 }
 
@@ -83,20 +83,20 @@ static void test_ttl_bounds(void **state)
 static void test_ttl_starts_at_publish(void **state)
 {
     struct support_server *s = *state;
-    int fd = rel_connect(s->port);
+    int fd = support_raw_connect(s->port);
     const char head[] = "POST /v1/buffers?ttl_s=2 HTTP/1.1\r\nHost: x\r\nContent-Type: "
                         "application/octet-stream\r\nContent-Length: 16\r\n"
                         "Connection: close\r\n\r\n01234567";
-    assert_int_equal(rel_send(fd, head, sizeof(head) - 1), 0);
-    rel_sleep_ms(2600); /* past the TTL, the body half sent */
+    assert_int_equal(support_raw_send(fd, head, sizeof(head) - 1), 0);
+    support_sleep_ms(2600); /* past the TTL, the body half sent */
     time_t sent = time(NULL);
-    assert_int_equal(rel_send(fd, "89abcdef", 8), 0);
+    assert_int_equal(support_raw_send(fd, "89abcdef", 8), 0);
     char buf[4096];
     int closed;
-    rel_recv(fd, buf, sizeof(buf), 5000, &closed);
+    support_raw_recv(fd, buf, sizeof(buf), 5000, &closed);
     close(fd);
     time_t now = sent + 2;
-    assert_int_equal(rel_status_of(buf), 201);
+    assert_int_equal(support_raw_status_of(buf), 201);
     const char *e = strstr(buf, "\"expires\":\"");
     assert_non_null(e);
     struct tm tm;
@@ -112,11 +112,11 @@ static void test_ttl_starts_at_publish(void **state)
     const char *idend = strchr(idp + 6, '"');
     assert_non_null(idend);
     snprintf(path, sizeof(path), "/v1/buffers/%.*s", (int)(idend - (idp + 6)), idp + 6);
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", path, NULL, NULL, &r), 200); /* still there */
-    rel_resp_free(&r);
-    rel_json(s, "DELETE", path, NULL, NULL, &r);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "GET", path, NULL, NULL, &r), 200); /* still there */
+    support_resp_free(&r);
+    support_json(s, "DELETE", path, NULL, NULL, &r);
+    support_resp_free(&r);
 }
 
 /* ST201: a label over the limit on a size over --max-buffer-size was a 413;
@@ -149,15 +149,15 @@ static void test_problem_detail_cut_inside_a_letter(void **state)
     char path[512] = "/v1/buffers/";
     for (int i = 0; i < 30; i++) /* U+092A, 3 bytes each: byte 64 falls inside one */
         strcat(path, "%E0%A4%AA");
-    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                         .body = "png", .len = 3};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
+    struct support_call rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                              .body = "png", .len = 3};
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
     assert_int_equal(r.status, 404);
     char type[256];
-    rel_json_str(&r, "type", type, sizeof(type));
+    support_json_str(&r, "type", type, sizeof(type));
     assert_string_equal(type, "/problems/not-found");
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void test_octet_query_must_be_numbers(void **state)
@@ -201,27 +201,27 @@ static void test_put_range_and_offset(void **state)
 {
     struct support_server *s = *state;
     char id[64], path[160];
-    assert_int_equal(rel_create(s, NULL, 64, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 64, id, sizeof(id)), 201);
     /* Both ways of placing the body: refused, even with a malformed offset
      * that Content-Range used to hide (416 instead of 400). */
     const char *queries[] = {"?offset=0", "?offset=-1838003047025984694254676006141952"};
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof(path), "/v1/buffers/%s%s", id, queries[i]);
-        struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                             .body = "0123456789abcdef", .len = 16,
-                             .extra_header = "Content-Range: bytes 0-15/64"};
-        struct rel_resp r;
-        rel_do(s, &rq, &r);
+        struct support_call rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                                  .body = "0123456789abcdef", .len = 16,
+                                  .extra_header = "Content-Range: bytes 0-15/64"};
+        struct support_resp r;
+        support_do_call(s, &rq, &r);
         assert_int_equal(r.status, 400);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     snprintf(path, sizeof(path), "/v1/buffers/%s?offset=-1", id);
-    struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                         .body = "0123456789abcdef", .len = 16};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
+    struct support_call rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                              .body = "0123456789abcdef", .len = 16};
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
     assert_int_equal(r.status, 400);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Regression: a total of 2^64-1 was the parser's sentinel for "*"
      * and was accepted; it is a total like 2^64-2, which differs from 64. */
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
@@ -229,35 +229,35 @@ static void test_put_range_and_offset(void **state)
     for (int i = 0; i < 2; i++) {
         char cr[96];
         snprintf(cr, sizeof(cr), "Content-Range: bytes 0-15/%s", totals[i]);
-        struct rel_req big = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                              .body = "0123456789abcdef", .len = 16, .extra_header = cr};
-        rel_do(s, &big, &r);
+        struct support_call big = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                                   .body = "0123456789abcdef", .len = 16, .extra_header = cr};
+        support_do_call(s, &big, &r);
         assert_int_equal(r.status, 416);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
-    struct rel_req star = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                           .body = "0123456789abcdef", .len = 16,
-                           .extra_header = "Content-Range: bytes 0-15/*"};
-    rel_do(s, &star, &r);
+    struct support_call star = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                                .body = "0123456789abcdef", .len = 16,
+                                .extra_header = "Content-Range: bytes 0-15/*"};
+    support_do_call(s, &star, &r);
     assert_int_equal(r.status, 200);
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(s, "DELETE", path, NULL, NULL, &r), 204);
-    rel_resp_free(&r);
+    support_resp_free(&r);
+    assert_int_equal(support_json(s, "DELETE", path, NULL, NULL, &r), 204);
+    support_resp_free(&r);
 }
 
 static void test_label_must_be_utf8(void **state)
 {
     struct support_server *s = *state;
-    size_t base = rel_pool_in_use(s);
+    size_t base = support_pool_in_use(s);
     assert_int_equal(post_octets(s, "?label=x%ff%ff%ffy"), 422);
     assert_int_equal(post_octets(s, "?label=%c3%28"), 422);      /* a broken sequence */
     assert_int_equal(post_octets(s, "?label=%ed%a0%80"), 422);   /* a UTF-16 surrogate */
     assert_int_equal(post_octets(s, "?label=gr%c3%bc%c3%9fe"), 201); /* real UTF-8 */
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", "/v1/buffers", NULL, NULL, &r), 200);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "GET", "/v1/buffers", NULL, NULL, &r), 200);
     assert_non_null(strstr(r.body, "grüße"));
-    rel_resp_free(&r);
-    assert_true(rel_pool_in_use(s) > base); /* only the good one was made */
+    support_resp_free(&r);
+    assert_true(support_pool_in_use(s) > base); /* only the good one was made */
 }
 
 int main(void)

@@ -53,9 +53,9 @@ static void check_routes(const struct support_server *s, const struct ghd_routes
         const struct ghd_route *r = &routes->table[i];
         char path[128];
         path_of(r->pattern, path, sizeof(path));
-        struct rel_req rq = {.method = r->method, .path = path};
-        struct rel_resp resp;
-        rel_do(s, &rq, &resp);
+        struct support_call rq = {.method = r->method, .path = path};
+        struct support_resp resp;
+        support_do_call(s, &rq, &resp);
         int got = resp.status == 503 && resp.body && strstr(resp.body, LOST_DETAIL) &&
                   strstr(resp.body, "/problems/device-lost");
         int want = r->needs_device == lost_when;
@@ -64,7 +64,7 @@ static void check_routes(const struct support_server *s, const struct ghd_routes
                      r->method, path, r->needs_device, resp.status, resp.body ? resp.body : "",
                      want ? "" : "no");
         lost_replies += (unsigned)got;
-        rel_resp_free(&resp);
+        support_resp_free(&resp);
     }
     if (lost_when >= 0)
         assert_true(lost_replies > 0); /* each flag value has routes in the table */
@@ -74,21 +74,21 @@ static void test_flag_decides(void **state)
 {
     (void)state;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     struct support_server s;
     struct ghd_err err = {0};
-    assert_int_equal(rel_try_start(&s, &cfg, &err), 0);
+    assert_int_equal(support_try_start(&s, &cfg, &err), 0);
     check_routes(&s, &ghd_routes, -1);
     assert_int_equal(ghd_devloss_mark(&s.svc.devloss, "test: marked lost"), 1);
     check_routes(&s, &ghd_routes, 1);
     /* /readyz says so too, with the reason, and /healthz still answers. */
-    struct rel_resp resp;
-    assert_int_equal(rel_json(&s, "GET", "/readyz", NULL, NULL, &resp), 503);
+    struct support_resp resp;
+    assert_int_equal(support_json(&s, "GET", "/readyz", NULL, NULL, &resp), 503);
     assert_non_null(strstr(resp.body, "test: marked lost"));
-    rel_resp_free(&resp);
-    assert_int_equal(rel_json(&s, "GET", "/healthz", NULL, NULL, &resp), 200);
-    rel_resp_free(&resp);
-    rel_stop(&s);
+    support_resp_free(&resp);
+    assert_int_equal(support_json(&s, "GET", "/healthz", NULL, NULL, &resp), 200);
+    support_resp_free(&resp);
+    support_stop(&s);
 
     /* The same table with every flag flipped. */
     struct ghd_route *flipped = calloc(ghd_routes.count, sizeof(*flipped));
@@ -98,10 +98,10 @@ static void test_flag_decides(void **state)
         flipped[i].needs_device = !flipped[i].needs_device;
     }
     const struct ghd_routes routes = {flipped, ghd_routes.count};
-    assert_int_equal(rel_try_start_routes(&s, &cfg, &routes, &err), 0);
+    assert_int_equal(support_try_start_routes(&s, &cfg, &routes, &err), 0);
     ghd_devloss_mark(&s.svc.devloss, "test: marked lost");
     check_routes(&s, &routes, 1);
-    rel_stop(&s);
+    support_stop(&s);
     free(flipped);
 }
 

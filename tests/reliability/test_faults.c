@@ -32,7 +32,7 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.staging_chunks = 4;
     /* Every client here is 127.0.0.1, and these tests exhaust the whole ring
      * from it: the per-address cap is test_slowloris's. */
@@ -41,7 +41,7 @@ static int setup(void **state)
     cfg.header_timeout_s = 5;
     cfg.min_transfer_rate = 0; /* here only the faults below end connections */
     cfg.connection_limit = 1200;
-    rel_start(&f->s, &cfg);
+    support_start_config(&f->s, &cfg);
     *state = f;
     return 0;
 }
@@ -50,7 +50,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     print_message("faults injected: %u, recoveries checked: %u\n", f->faults, f->served);
-    rel_stop(&f->s);
+    support_stop(&f->s);
     free(f);
     return 0;
 }
@@ -58,11 +58,11 @@ static int teardown(void **state)
 /* The server is at rest (pool back to `baseline`) and answers. */
 static void recovered(struct fixture *f, size_t baseline)
 {
-    if (!rel_wait_rest(&f->s, baseline, 5000))
+    if (!support_wait_rest(&f->s, baseline, 5000))
         fail_msg("the server did not return to rest");
-    struct rel_resp r;
-    assert_int_equal(rel_json(&f->s, "GET", "/healthz", NULL, NULL, &r), 200);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(&f->s, "GET", "/healthz", NULL, NULL, &r), 200);
+    support_resp_free(&r);
     f->served++;
 }
 
@@ -70,9 +70,9 @@ static void delete_id(struct support_server *s, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "DELETE", path, NULL, NULL, &r), 204);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "DELETE", path, NULL, NULL, &r), 204);
+    support_resp_free(&r);
 }
 
 /* ---- the pool ---------------------------------------------------------- */
@@ -81,14 +81,14 @@ static void test_pool_fail_nth(void **state)
 {
     struct fixture *f = *state;
     struct ghd_pool *pool = &f->s.svc.runtimes[0].pool;
-    size_t base = rel_pool_in_use(&f->s);
+    size_t base = support_pool_in_use(&f->s);
     for (long nth = 1; nth <= 3; nth++) {
         ghd_pool_fail_nth(pool, nth);
         f->faults++;
         long codes[3];
         char ids[3][64];
         for (int i = 0; i < 3; i++)
-            codes[i] = rel_create(&f->s, NULL, 4096, ids[i], sizeof(ids[i]));
+            codes[i] = support_buffer_try_create(&f->s, NULL, 4096, ids[i], sizeof(ids[i]));
         for (int i = 0; i < 3; i++) {
             assert_int_equal(codes[i], i + 1 == nth ? 507 : 201);
             if (codes[i] == 201)
@@ -100,42 +100,42 @@ static void test_pool_fail_nth(void **state)
     ghd_pool_fail_nth(pool, 1);
     f->faults++;
     static char body[100 << 10];
-    struct rel_req rq = {.method = "POST", .path = "/v1/buffers",
-                         .ctype = "application/octet-stream", .body = body, .len = sizeof(body)};
-    struct rel_resp r;
-    rel_do(&f->s, &rq, &r);
+    struct support_call rq = {.method = "POST", .path = "/v1/buffers",
+                              .ctype = "application/octet-stream", .body = body, .len = sizeof(body)};
+    struct support_resp r;
+    support_do_call(&f->s, &rq, &r);
     assert_int_equal(r.status, 507);
     assert_non_null(strstr(r.body, "insufficient-storage"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     recovered(f, base);
 }
 
 static void test_pool_limit_reached(void **state)
 {
     struct fixture *f = *state;
-    size_t base = rel_pool_in_use(&f->s);
+    size_t base = support_pool_in_use(&f->s);
     /* Fill the 64 MiB pool with 4 MiB buffers until it refuses. */
     char ids[32][64];
     int n = 0;
     long st = 0;
-    while (n < 32 && (st = rel_create(&f->s, NULL, 4 << 20, ids[n], sizeof(ids[n]))) == 201)
+    while (n < 32 && (st = support_buffer_try_create(&f->s, NULL, 4 << 20, ids[n], sizeof(ids[n]))) == 201)
         n++;
     assert_int_equal(st, 507);
     assert_true(n >= 8);
     f->faults++;
     /* Runs still validate and fail cleanly while the pool is full. */
-    struct rel_resp r;
+    struct support_resp r;
     char body[256];
     snprintf(body, sizeof(body),
              "{\"kernel\":\"sort\",\"args\":{\"keys\":\"%s\",\"dtype\":\"u32\",\"n\":1048576}}",
              ids[0]);
-    long rs = rel_json(&f->s, "POST", "/v1/runs", NULL, body, &r);
+    long rs = support_json(&f->s, "POST", "/v1/runs", NULL, body, &r);
     assert_true(rs != 0 && rs != 500);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     for (int i = 0; i < n; i++)
         delete_id(&f->s, ids[i]);
     recovered(f, base);
-    assert_int_equal(rel_create(&f->s, NULL, 4 << 20, ids[0], sizeof(ids[0])), 201);
+    assert_int_equal(support_buffer_try_create(&f->s, NULL, 4 << 20, ids[0], sizeof(ids[0])), 201);
     delete_id(&f->s, ids[0]);
     recovered(f, base);
 }
@@ -147,8 +147,8 @@ static void test_staging_fail_nth(void **state)
     struct fixture *f = *state;
     struct ghd_staging *st = &f->s.svc.runtimes[0].staging;
     char id[64];
-    assert_int_equal(rel_create(&f->s, NULL, 256 << 10, id, sizeof(id)), 201);
-    size_t base = rel_pool_in_use(&f->s);
+    assert_int_equal(support_buffer_try_create(&f->s, NULL, 256 << 10, id, sizeof(id)), 201);
+    size_t base = support_pool_in_use(&f->s);
     static char data[256 << 10];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (char)(i * 7);
@@ -159,41 +159,41 @@ static void test_staging_fail_nth(void **state)
         f->faults++;
         char path[128];
         snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-        struct rel_req rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
-                             .body = data, .len = sizeof(data)};
-        struct rel_resp r;
-        rel_do(&f->s, &rq, &r);
+        struct support_call rq = {.method = "PUT", .path = path, .ctype = "application/octet-stream",
+                                  .body = data, .len = sizeof(data)};
+        struct support_resp r;
+        support_do_call(&f->s, &rq, &r);
         assert_int_equal(r.status, nth == 1 ? 503 : 200);
         if (nth == 1) {
             char v[32];
-            rel_header(&r, "Retry-After", v, sizeof(v));
+            support_header(&r, "Retry-After", v, sizeof(v));
             assert_string_equal(v, "1");
         }
-        rel_resp_free(&r);
+        support_resp_free(&r);
         recovered(f, base);
 
         ghd_staging_fail_nth(st, nth);
         f->faults++;
-        assert_int_equal(rel_json(&f->s, "GET", path, NULL, NULL, &r), nth == 1 ? 503 : 200);
+        assert_int_equal(support_json(&f->s, "GET", path, NULL, NULL, &r), nth == 1 ? 503 : 200);
         if (nth == 2) {
-            assert_int_equal(r.len, sizeof(data));
+            assert_int_equal(r.body_len, sizeof(data));
             assert_memory_equal(r.body, data, sizeof(data));
         }
-        rel_resp_free(&r);
+        support_resp_free(&r);
         recovered(f, base);
         ghd_staging_fail_nth(st, 0);
     }
     /* And the octet-stream create: the new buffer is dropped again. */
     ghd_staging_fail_nth(st, 1);
     f->faults++;
-    struct rel_req rq = {.method = "POST", .path = "/v1/buffers",
-                         .ctype = "application/octet-stream", .body = data, .len = sizeof(data)};
-    struct rel_resp r;
-    rel_do(&f->s, &rq, &r);
+    struct support_call rq = {.method = "POST", .path = "/v1/buffers",
+                              .ctype = "application/octet-stream", .body = data, .len = sizeof(data)};
+    struct support_resp r;
+    support_do_call(&f->s, &rq, &r);
     assert_int_equal(r.status, 503);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     recovered(f, base);
-    assert_int_equal(rel_put(&f->s, NULL, id, data, sizeof(data)), 200);
+    assert_int_equal(support_buffer_try_put(&f->s, NULL, id, data, sizeof(data)), 200);
     delete_id(&f->s, id);
     recovered(f, 0);
 }
@@ -206,34 +206,34 @@ static void test_staging_ring_exhausted(void **state)
     enum { MAXS = 4 };
     char ids[MAXS + 1][64];
     for (int i = 0; i <= MAXS; i++)
-        assert_int_equal(rel_create(&f->s, NULL, 1 << 20, ids[i], sizeof(ids[i])), 201);
-    size_t base = rel_pool_in_use(&f->s);
+        assert_int_equal(support_buffer_try_create(&f->s, NULL, 1 << 20, ids[i], sizeof(ids[i])), 201);
+    size_t base = support_pool_in_use(&f->s);
     int fds[MAXS], stalled = 0;
-    while (stalled < MAXS && rel_staging_busy(&f->s) < 4) {
-        fds[stalled] = rel_begin_put(f->s.port, ids[stalled], 1 << 20, 3 * CHUNK);
+    while (stalled < MAXS && support_staging_busy(&f->s) < 4) {
+        fds[stalled] = support_raw_begin_put(f->s.port, ids[stalled], 1 << 20, 3 * CHUNK);
         stalled++;
-        rel_sleep_ms(150);
+        support_sleep_ms(150);
     }
-    assert_int_equal(rel_staging_busy(&f->s), 4);
+    assert_int_equal(support_staging_busy(&f->s), 4);
     f->faults++;
     static char data[1 << 20];
-    long t0 = rel_now_ms();
-    assert_int_equal(rel_put(&f->s, NULL, ids[MAXS], data, sizeof(data)), 503);
-    assert_true(rel_now_ms() - t0 >= 400); /* it waited --staging-timeout-ms */
+    long t0 = support_now_ms();
+    assert_int_equal(support_buffer_try_put(&f->s, NULL, ids[MAXS], data, sizeof(data)), 503);
+    assert_true(support_now_ms() - t0 >= 400); /* it waited --staging-timeout-ms */
     /* Finish the stalled uploads. */
     size_t left = (1 << 20) - 3 * CHUNK;
     char *rest = calloc(1, left);
     for (int i = 0; i < stalled; i++)
-        assert_int_equal(rel_send(fds[i], rest, left), 0);
+        assert_int_equal(support_raw_send(fds[i], rest, left), 0);
     free(rest);
     for (int i = 0; i < stalled; i++) {
         char buf[2048];
         int closed;
-        rel_recv(fds[i], buf, sizeof(buf), 2000, &closed);
-        assert_int_equal(rel_status_of(buf), 200);
+        support_raw_recv(fds[i], buf, sizeof(buf), 2000, &closed);
+        assert_int_equal(support_raw_status_of(buf), 200);
         close(fds[i]);
     }
-    assert_int_equal(rel_put(&f->s, NULL, ids[MAXS], data, sizeof(data)), 200);
+    assert_int_equal(support_buffer_try_put(&f->s, NULL, ids[MAXS], data, sizeof(data)), 200);
     recovered(f, base);
     for (int i = 0; i <= MAXS; i++)
         delete_id(&f->s, ids[i]);
@@ -256,9 +256,9 @@ static void abort_conn(int fd, int reset)
  * then only found by listing (or the buffer expires with its ttl_s). */
 static void drop_others(struct support_server *s, const char *keep)
 {
-    rel_sleep_ms(100);
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", "/v1/buffers", NULL, NULL, &r), 200);
+    support_sleep_ms(100);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "GET", "/v1/buffers", NULL, NULL, &r), 200);
     for (char *p = r.body; (p = strstr(p, "\"id\":\"")) != NULL;) {
         char id[GHD_BUFFER_ID_LEN + 1];
         p += 6;
@@ -267,7 +267,7 @@ static void drop_others(struct support_server *s, const char *keep)
         if (strcmp(id, keep) != 0)
             delete_id(s, id);
     }
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void test_upload_disconnects(void **state)
@@ -275,8 +275,8 @@ static void test_upload_disconnects(void **state)
     struct fixture *f = *state;
     char id[64];
     size_t size = 512 << 10;
-    assert_int_equal(rel_create(&f->s, NULL, size, id, sizeof(id)), 201);
-    size_t base = rel_pool_in_use(&f->s);
+    assert_int_equal(support_buffer_try_create(&f->s, NULL, size, id, sizeof(id)), 201);
+    size_t base = support_pool_in_use(&f->s);
     /* Where the client goes: in the request line, in the headers, right
      * after them, one byte in, at a chunk edge and past it, half way, one
      * byte short, and with the whole body but before the reply. */
@@ -286,7 +286,7 @@ static void test_upload_disconnects(void **state)
     for (int create = 0; create < 2; create++) {
         for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
             for (int reset = 0; reset < 2; reset++) {
-                int fd = rel_connect(f->s.port);
+                int fd = support_raw_connect(f->s.port);
                 char head[512];
                 int n = create ? snprintf(head, sizeof(head),
                                           "POST /v1/buffers HTTP/1.1\r\nHost: x\r\n"
@@ -303,10 +303,10 @@ static void test_upload_disconnects(void **state)
                     send_head = 10; /* inside the request line */
                 else if (cuts[i] == -2)
                     send_head = (size_t)n - 10; /* inside the headers */
-                rel_send(fd, head, send_head);
+                support_raw_send(fd, head, send_head);
                 if (cuts[i] > 0)
-                    rel_send(fd, body, (size_t)cuts[i]);
-                rel_sleep_ms(30);
+                    support_raw_send(fd, body, (size_t)cuts[i]);
+                support_sleep_ms(30);
                 abort_conn(fd, reset);
                 f->faults++;
                 if (create && cuts[i] == (long)size)
@@ -318,14 +318,14 @@ static void test_upload_disconnects(void **state)
     /* The buffer still takes a whole upload and gives it back. */
     for (size_t i = 0; i < size; i++)
         body[i] = (char)(i * 3);
-    assert_int_equal(rel_put(&f->s, NULL, id, body, size), 200);
+    assert_int_equal(support_buffer_try_put(&f->s, NULL, id, body, size), 200);
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct rel_resp r;
-    assert_int_equal(rel_json(&f->s, "GET", path, NULL, NULL, &r), 200);
-    assert_int_equal(r.len, size);
+    struct support_resp r;
+    assert_int_equal(support_json(&f->s, "GET", path, NULL, NULL, &r), 200);
+    assert_int_equal(r.body_len, size);
     assert_memory_equal(r.body, body, size);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     delete_id(&f->s, id);
     recovered(f, 0);
 }
@@ -335,14 +335,14 @@ static void test_download_disconnects(void **state)
     struct fixture *f = *state;
     char id[64];
     size_t size = 4 << 20;
-    assert_int_equal(rel_create(&f->s, NULL, size, id, sizeof(id)), 201);
-    size_t base = rel_pool_in_use(&f->s);
+    assert_int_equal(support_buffer_try_create(&f->s, NULL, size, id, sizeof(id)), 201);
+    size_t base = support_pool_in_use(&f->s);
     const long reads[] = {-1, 0, 100, CHUNK, 3 * CHUNK + 7, 1 << 20};
     const char *ranges[] = {NULL, "Range: bytes=1000-\r\n", "Range: bytes=-70000\r\n"};
     for (size_t k = 0; k < 3; k++) {
         for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
             for (int reset = 0; reset < 2; reset++) {
-                int fd = rel_connect(f->s.port);
+                int fd = support_raw_connect(f->s.port);
                 int rcv = 16 << 10; /* keep most of the body on the server's side */
                 setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
                 char req[256];
@@ -350,13 +350,13 @@ static void test_download_disconnects(void **state)
                                  id, ranges[k] ? ranges[k] : "");
                 if (reads[i] < 0)
                     n -= 2; /* the head is never finished */
-                rel_send(fd, req, (size_t)n);
+                support_raw_send(fd, req, (size_t)n);
                 long want = reads[i] > 0 ? reads[i] : 0;
                 char *buf = malloc((size_t)want + 4096);
                 long got = 0;
                 int closed = 0;
                 while (got < want && !closed) {
-                    long r = rel_recv(fd, buf + got, (size_t)(want - got) + 1, 200, &closed);
+                    long r = support_raw_recv(fd, buf + got, (size_t)(want - got) + 1, 200, &closed);
                     if (r <= 0)
                         break;
                     got += r;
@@ -385,8 +385,8 @@ static void put_chunked_ok(unsigned port, const char *id, const char *chunks, un
                      id, chunks);
     char buf[4096], want[32];
     int closed;
-    rel_exchange(port, msg, (size_t)n, buf, sizeof(buf), 1000, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    support_raw_exchange(port, msg, (size_t)n, buf, sizeof(buf), 1000, &closed);
+    assert_int_equal(support_raw_status_of(buf), 200);
     snprintf(want, sizeof(want), "\"bytes_written\":%u", written);
     assert_non_null(strstr(buf, want));
 }
@@ -395,8 +395,8 @@ static void test_malformed_chunked(void **state)
 {
     struct fixture *f = *state;
     char id[64];
-    assert_int_equal(rel_create(&f->s, NULL, 4096, id, sizeof(id)), 201);
-    size_t base = rel_pool_in_use(&f->s);
+    assert_int_equal(support_buffer_try_create(&f->s, NULL, 4096, id, sizeof(id)), 201);
+    size_t base = support_pool_in_use(&f->s);
     const char *bodies[] = {
         "zz\r\nhello\r\n0\r\n\r\n",                /* not hex */
         "5\r\nhelloXX0\r\n\r\n",                    /* no CRLF after the data */
@@ -410,7 +410,7 @@ static void test_malformed_chunked(void **state)
     };
     for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
         for (int create = 0; create < 2; create++) {
-            int fd = rel_connect(f->s.port);
+            int fd = support_raw_connect(f->s.port);
             char head[256];
             int n = create ? snprintf(head, sizeof(head),
                                       "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
@@ -419,12 +419,12 @@ static void test_malformed_chunked(void **state)
                            : snprintf(head, sizeof(head),
                                       "POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: "
                                       "application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
-            rel_send(fd, head, (size_t)n);
-            rel_send(fd, bodies[i], strlen(bodies[i]));
+            support_raw_send(fd, head, (size_t)n);
+            support_raw_send(fd, bodies[i], strlen(bodies[i]));
             char buf[4096];
             int closed;
-            rel_recv(fd, buf, sizeof(buf), 300, &closed);
-            int st = rel_status_of(buf);
+            support_raw_recv(fd, buf, sizeof(buf), 300, &closed);
+            int st = support_raw_status_of(buf);
             if (st && st < 400)
                 fail_msg("chunked body %zu (%s): accepted with %d", i,
                          create ? "PUT" : "POST /v1/runs", st);
@@ -452,83 +452,83 @@ static void test_lying_lengths(void **state)
 {
     struct fixture *f = *state;
     char id[64], path[128];
-    assert_int_equal(rel_create(&f->s, NULL, 4096, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(&f->s, NULL, 4096, id, sizeof(id)), 201);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    size_t base = rel_pool_in_use(&f->s);
+    size_t base = support_pool_in_use(&f->s);
     char buf[8192];
     int closed;
 
     /* Says 1000, sends 500, and leaves. */
-    int fd = rel_connect(f->s.port);
+    int fd = support_raw_connect(f->s.port);
     char head[512];
     int n = snprintf(head, sizeof(head),
                      "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
                      "Content-Length: 1000\r\n\r\n",
                      path);
-    rel_send(fd, head, (size_t)n);
+    support_raw_send(fd, head, (size_t)n);
     char data[1200];
     memset(data, 'A', sizeof(data));
-    rel_send(fd, data, 500);
-    rel_sleep_ms(50);
+    support_raw_send(fd, data, 500);
+    support_sleep_ms(50);
     close(fd);
     f->faults++;
     recovered(f, base);
 
     /* Says 1000, sends 500, and waits: the idle timeout (5 s here) ends it. */
-    fd = rel_connect(f->s.port);
-    rel_send(fd, head, (size_t)n);
-    rel_send(fd, data, 500);
-    assert_true(rel_wait_closed(fd, 10000));
+    fd = support_raw_connect(f->s.port);
+    support_raw_send(fd, head, (size_t)n);
+    support_raw_send(fd, data, 500);
+    assert_true(support_raw_wait_closed(fd, 10000));
     close(fd);
     f->faults++;
     recovered(f, base);
 
     /* Says 100, sends 150: the first 100 bytes are the body; the other 50
      * are read as the next request, which is malformed: the server closes. */
-    fd = rel_connect(f->s.port);
+    fd = support_raw_connect(f->s.port);
     n = snprintf(head, sizeof(head),
                  "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
                  "Content-Length: 100\r\n\r\n",
                  path);
-    rel_send(fd, head, (size_t)n);
+    support_raw_send(fd, head, (size_t)n);
     memset(data, 'B', 100);
     memset(data + 100, 'C', 46);
     memcpy(data + 146, "\r\n\r\n", 4);
-    rel_send(fd, data, 150);
-    rel_recv(fd, buf, sizeof(buf), 1000, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    support_raw_send(fd, data, 150);
+    support_raw_recv(fd, buf, sizeof(buf), 1000, &closed);
+    assert_int_equal(support_raw_status_of(buf), 200);
     assert_non_null(strstr(buf, "\"bytes_written\":100"));
     char *second = strstr(buf + 1, "HTTP/1.1 ");
     if (second)
-        assert_int_equal(rel_status_of(second), 400);
-    assert_true(closed || rel_wait_closed(fd, 3000));
+        assert_int_equal(support_raw_status_of(second), 400);
+    assert_true(closed || support_raw_wait_closed(fd, 3000));
     close(fd);
     f->faults++;
     recovered(f, base);
     /* The same with a valid request after the 100 bytes: it is answered on
      * its own, so the framing is exact (no smuggling through the body). */
-    fd = rel_connect(f->s.port);
-    rel_send(fd, head, (size_t)n);
+    fd = support_raw_connect(f->s.port);
+    support_raw_send(fd, head, (size_t)n);
     const char next[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     memcpy(data + 100, next, sizeof(next) - 1);
-    rel_send(fd, data, 100 + sizeof(next) - 1);
-    rel_recv(fd, buf, sizeof(buf), 1000, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    support_raw_send(fd, data, 100 + sizeof(next) - 1);
+    support_raw_recv(fd, buf, sizeof(buf), 1000, &closed);
+    assert_int_equal(support_raw_status_of(buf), 200);
     second = strstr(buf + 1, "HTTP/1.1 ");
     assert_non_null(second);
-    assert_int_equal(rel_status_of(second), 200);
+    assert_int_equal(support_raw_status_of(second), 200);
     assert_non_null(strstr(second, "{\"status\":\"ok\"}"));
     close(fd);
     recovered(f, base);
-    struct rel_resp r;
-    struct rel_req rq = {.method = "GET", .path = path, .extra_header = "Range: bytes=0-199"};
-    rel_do(&f->s, &rq, &r);
+    struct support_resp r;
+    struct support_call rq = {.method = "GET", .path = path, .extra_header = "Range: bytes=0-199"};
+    support_do_call(&f->s, &rq, &r);
     assert_int_equal(r.status, 206);
-    assert_int_equal(r.len, 200);
+    assert_int_equal(r.body_len, 200);
     for (int i = 0; i < 100; i++)
         assert_int_equal(r.body[i], 'B');
     assert_int_equal(r.body[100], 0); /* nothing of the 'C's was written */
-    rel_resp_free(&r);
+    support_resp_free(&r);
 
     /* Framing that must be refused outright: both Content-Length and
      * chunked (request smuggling), two different Content-Lengths, a length
@@ -544,17 +544,17 @@ static void test_lying_lengths(void **state)
         "Content-Length: 5000\r\n",
     };
     for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
-        fd = rel_connect(f->s.port);
+        fd = support_raw_connect(f->s.port);
         n = snprintf(head, sizeof(head),
                      "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n%s\r\n"
                      "hello",
                      path, heads[i]);
-        rel_send(fd, head, (size_t)n);
-        rel_recv(fd, buf, sizeof(buf), 500, &closed);
-        int st = rel_status_of(buf);
+        support_raw_send(fd, head, (size_t)n);
+        support_raw_recv(fd, buf, sizeof(buf), 500, &closed);
+        int st = support_raw_status_of(buf);
         if (st < 400)
             fail_msg("'%.40s': expected a 4xx, got %d", heads[i], st);
-        if (i < 4 && !closed && !rel_wait_closed(fd, 2000)) /* framing conflicts: closed */
+        if (i < 4 && !closed && !support_raw_wait_closed(fd, 2000)) /* framing conflicts: closed */
             fail_msg("'%.40s': the connection stayed open", heads[i]);
         close(fd);
         f->faults++;
@@ -569,40 +569,40 @@ static void test_lying_lengths(void **state)
 static void test_thousand_idle_connections(void **state)
 {
     struct fixture *f = *state;
-    if (!rel_enough_files(2200)) {
+    if (!support_enough_files(2200)) {
         skip(); /* reported as skipped, not passed */
         return;
     }
     enum { N = 1000 };
     static int fds[N];
     int open = 0;
-    long w0 = rel_now_ms(); /* connections of earlier tests finish closing */
-    while (ghd_http_connections(f->s.http) > 0 && rel_now_ms() - w0 < 10000)
-        rel_sleep_ms(50);
+    long w0 = support_now_ms(); /* connections of earlier tests finish closing */
+    while (ghd_http_connections(f->s.http) > 0 && support_now_ms() - w0 < 10000)
+        support_sleep_ms(50);
     /* From 8 addresses, each under the default --per-ip-connection-limit. */
     for (int i = 0; i < N; i++) {
         char src[16];
         snprintf(src, sizeof(src), "127.0.0.%d", 1 + i % 8);
-        fds[i] = rel_connect_from(f->s.port, src);
+        fds[i] = support_raw_connect_from(f->s.port, src);
         open += fds[i] >= 0;
     }
     assert_int_equal(open, N);
-    long t0 = rel_now_ms();
-    while (ghd_http_connections(f->s.http) < N && rel_now_ms() - t0 < 10000)
-        rel_sleep_ms(50);
+    long t0 = support_now_ms();
+    while (ghd_http_connections(f->s.http) < N && support_now_ms() - t0 < 10000)
+        support_sleep_ms(50);
     assert_int_equal(ghd_http_connections(f->s.http), N);
     f->faults++;
     /* Real work goes on beside them. */
     char id[64];
-    assert_int_equal(rel_create(&f->s, NULL, 1 << 20, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(&f->s, NULL, 1 << 20, id, sizeof(id)), 201);
     static char data[1 << 20];
-    assert_int_equal(rel_put(&f->s, NULL, id, data, sizeof(data)), 200);
+    assert_int_equal(support_buffer_try_put(&f->s, NULL, id, data, sizeof(data)), 200);
     delete_id(&f->s, id);
     for (int i = 0; i < N; i++)
         close(fds[i]);
-    t0 = rel_now_ms();
-    while (ghd_http_connections(f->s.http) > 0 && rel_now_ms() - t0 < 10000)
-        rel_sleep_ms(50);
+    t0 = support_now_ms();
+    while (ghd_http_connections(f->s.http) > 0 && support_now_ms() - t0 < 10000)
+        support_sleep_ms(50);
     assert_int_equal(ghd_http_connections(f->s.http), 0);
     recovered(f, 0);
 }

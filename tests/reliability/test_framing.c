@@ -36,14 +36,14 @@ static void docs_file(const char *name, const char *text)
 static int setup(void **state)
 {
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.connection_timeout_s = 5;
     cfg.header_timeout_s = 5;
     assert_non_null(mkdtemp(docs_dir));
     docs_file("swagger-ui-bundle.js", "/* bundle */\n");
     docs_file("swagger-ui.css", "/* css */\n");
     snprintf(cfg.docs_dir, sizeof(cfg.docs_dir), "%s", docs_dir);
-    return rel_setup_with(state, &cfg);
+    return support_setup_with(state, &cfg);
 }
 
 static int teardown(void **state)
@@ -54,7 +54,7 @@ static int teardown(void **state)
     snprintf(path, sizeof(path), "%s/swagger-ui.css", docs_dir);
     unlink(path);
     rmdir(docs_dir);
-    return rel_teardown(state);
+    return support_teardown(state);
 }
 
 /* Sends `msg` on a fresh connection; reads what comes back for up to
@@ -63,7 +63,7 @@ static int teardown(void **state)
  * of status `want`, problem+json, and then the close. */
 static void expect_one_problem(const char *what, const char *buf, int closed, int want)
 {
-    int st = rel_status_of(buf);
+    int st = support_raw_status_of(buf);
     if (st != want || !closed)
         fail_msg("%s: want one %d and a close; got (closed %d):\n%.600s", what, want, closed, buf);
     const char *end = strstr(buf, "\r\n\r\n");
@@ -80,10 +80,10 @@ static void expect_one_problem(const char *what, const char *buf, int closed, in
 static void expect_buffer_alive(struct support_server *s, const char *id)
 {
     char path[128];
-    struct rel_resp r;
+    struct support_resp r;
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    assert_int_equal(rel_json(s, "GET", path, NULL, NULL, &r), 200);
-    rel_resp_free(&r);
+    assert_int_equal(support_json(s, "GET", path, NULL, NULL, &r), 200);
+    support_resp_free(&r);
 }
 
 /* Item 1: a head that 0.9 parsed leniently (the Content-Length or
@@ -93,7 +93,7 @@ static void test_smuggling_refused(void **state)
 {
     struct support_server *s = *state;
     char id[64];
-    assert_int_equal(rel_create(s, NULL, 64, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 64, id, sizeof(id)), 201);
     char smuggled[160];
     int sn = snprintf(smuggled, sizeof(smuggled), "DELETE /v1/buffers/%s HTTP/1.1\r\nHost: x\r\n\r\n",
                       id);
@@ -114,7 +114,7 @@ static void test_smuggling_refused(void **state)
                          smuggled);
         char buf[8192];
         int closed;
-        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         expect_one_problem(heads[i], buf, closed, 400);
         expect_buffer_alive(s, id);
     }
@@ -123,10 +123,10 @@ static void test_smuggling_refused(void **state)
     int n = snprintf(msg, sizeof(msg), "GET /healthz HTTP/1.1\r\nHost: x\r\n: v\r\n%s", smuggled);
     char buf[8192];
     int closed;
-    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
     expect_one_problem("empty header name", buf, closed, 400);
     expect_buffer_alive(s, id);
-    if (!rel_wait_rest(s, rel_pool_in_use(s), 5000))
+    if (!support_wait_rest(s, support_pool_in_use(s), 5000))
         fail_msg("not at rest");
 }
 
@@ -145,7 +145,7 @@ static void test_bad_content_length_one_problem(void **state)
                          values[i]);
         char buf[8192];
         int closed;
-        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         char what[64];
         snprintf(what, sizeof(what), "Content-Length '%s'", values[i]);
         expect_one_problem(what, buf, closed, 400);
@@ -160,7 +160,7 @@ static void test_transfer_codings(void **state)
 {
     struct support_server *s = *state;
     char id[64];
-    assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 16, id, sizeof(id)), 201);
     const char *codings[] = {"chunked, identity", "gzip, chunked", "identity", "gzip",
                              "chunked, chunked", "chunkedx", "deflate"};
     for (size_t i = 0; i < sizeof(codings) / sizeof(codings[0]); i++) {
@@ -172,12 +172,12 @@ static void test_transfer_codings(void **state)
                          id, codings[i]);
         char buf[8192];
         int closed;
-        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         /* 501 only where chunked is final (once) after a coding we lack. */
         int want = strcmp(codings[i], "gzip, chunked") == 0 ? 501 : 400;
         expect_one_problem(codings[i], buf, closed, want);
         /* the writer flag is free */
-        assert_int_equal(rel_put(s, NULL, id, "0123456789abcdef", 16), 200);
+        assert_int_equal(support_buffer_try_put(s, NULL, id, "0123456789abcdef", 16), 200);
     }
     /* Plain chunked still works. */
     char msg[512];
@@ -188,8 +188,8 @@ static void test_transfer_codings(void **state)
                      id);
     char buf[8192];
     int closed;
-    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 1000, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 1000, &closed);
+    assert_int_equal(support_raw_status_of(buf), 200);
 }
 
 /* Regression: a Content-Length shorter than what the client sends (a
@@ -200,7 +200,7 @@ static void test_short_content_length(void **state)
 {
     struct support_server *s = *state;
     char id[64];
-    assert_int_equal(rel_create(s, NULL, 4, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 4, id, sizeof(id)), 201);
     /* float32 [1, 2, 3, 4]: Content-Length 4 (the elements), 16 bytes sent,
      * then the client's next request on the same connection. */
     static const char floats[16] = {0, 0, (char)0x80, 0x3f, 0, 0, 0, 0x40,
@@ -215,8 +215,8 @@ static void test_short_content_length(void **state)
     n += snprintf(msg + n, sizeof(msg) - (size_t)n, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     char buf[8192];
     int closed;
-    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
-    if (rel_status_of(buf) != 200)
+    support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    if (support_raw_status_of(buf) != 200)
         fail_msg("the upload itself: %.400s", buf);
     /* The rest is answered with a problem, or the connection simply closes. */
     const char *second = strstr(buf + 1, "HTTP/1.");
@@ -243,8 +243,8 @@ static void test_library_refusals_are_problems(void **state)
     n += (size_t)snprintf(msg + n, cap - n, " HTTP/1.1\r\nHost: x\r\n\r\n");
     char buf[16384];
     int closed;
-    rel_exchange(s->port, msg, n, buf, sizeof(buf), 3000, &closed);
-    int st = rel_status_of(buf);
+    support_raw_exchange(s->port, msg, n, buf, sizeof(buf), 3000, &closed);
+    int st = support_raw_status_of(buf);
     if (st != 431 && st != 414)
         fail_msg("1500 query parameters: got %d: %.300s", st, buf);
     expect_one_problem("1500 query parameters", buf, closed, st);
@@ -253,14 +253,14 @@ static void test_library_refusals_are_problems(void **state)
     for (int i = 0; i < 2000; i++)
         n += (size_t)snprintf(msg + n, cap - n, "X-H%d: %d\r\n", i, i);
     n += (size_t)snprintf(msg + n, cap - n, "\r\n");
-    rel_exchange(s->port, msg, n, buf, sizeof(buf), 3000, &closed);
+    support_raw_exchange(s->port, msg, n, buf, sizeof(buf), 3000, &closed);
     expect_one_problem("2000 headers", buf, closed, 431);
 
     n = (size_t)snprintf(msg, cap, "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n");
-    rel_exchange(s->port, msg, n, buf, sizeof(buf), 2000, &closed);
+    support_raw_exchange(s->port, msg, n, buf, sizeof(buf), 2000, &closed);
     expect_one_problem("HTTP/2.0", buf, closed, 505);
     n = (size_t)snprintf(msg, cap, "GET /healthz HTTP/1.1\nHost: x\n\n");
-    rel_exchange(s->port, msg, n, buf, sizeof(buf), 2000, &closed);
+    support_raw_exchange(s->port, msg, n, buf, sizeof(buf), 2000, &closed);
     expect_one_problem("bare LF", buf, closed, 400);
     free(msg);
 }
@@ -288,7 +288,7 @@ static void test_host_and_authorization_once(void **state)
     for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
         char buf[8192];
         int closed;
-        rel_exchange(s->port, msgs[i], strlen(msgs[i]), buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msgs[i], strlen(msgs[i]), buf, sizeof(buf), 2000, &closed);
         expect_one_problem(msgs[i], buf, closed, 400);
     }
     /* A JSON body with a key twice (the last won). */
@@ -300,8 +300,8 @@ static void test_host_and_authorization_once(void **state)
                      sizeof(dup) - 1, dup);
     char dbuf[8192];
     int dclosed;
-    rel_exchange(s->port, msg, (size_t)n, dbuf, sizeof(dbuf), 2000, &dclosed);
-    if (rel_status_of(dbuf) != 400 || !strstr(dbuf, "duplicate"))
+    support_raw_exchange(s->port, msg, (size_t)n, dbuf, sizeof(dbuf), 2000, &dclosed);
+    if (support_raw_status_of(dbuf) != 400 || !strstr(dbuf, "duplicate"))
         fail_msg("a duplicate JSON key: %.500s", dbuf);
     /* HTTP/1.0 needs no Host; one Host is fine. */
     const char *ok[] = {"GET /healthz HTTP/1.0\r\n\r\n",
@@ -309,8 +309,8 @@ static void test_host_and_authorization_once(void **state)
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char buf[8192];
         int closed;
-        rel_exchange(s->port, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
-        assert_int_equal(rel_status_of(buf), 200);
+        support_raw_exchange(s->port, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
+        assert_int_equal(support_raw_status_of(buf), 200);
     }
 }
 
@@ -324,7 +324,7 @@ static void test_nul_in_target_refused(void **state)
 {
     struct support_server *s = *state;
     char id[64];
-    assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 16, id, sizeof(id)), 201);
     const char *forms[] = {
         "DELETE /v1/buffers/%s%%00/meta HTTP/1.1\r\nHost: x\r\n\r\n",
         "GET /v1/buffers/%s%%00junk/meta HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -338,7 +338,7 @@ static void test_nul_in_target_refused(void **state)
         int n = snprintf(msg, sizeof(msg), forms[i], id);
         char buf[8192];
         int closed;
-        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         expect_one_problem(msg, buf, closed, 400);
         if (!strstr(buf, "NUL"))
             fail_msg("%s: the detail does not name the NUL: %.600s", msg, buf);
@@ -351,8 +351,8 @@ static void test_nul_in_target_refused(void **state)
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char buf[8192];
         int closed;
-        rel_exchange(s->port, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
-        if (rel_status_of(buf) != 200)
+        support_raw_exchange(s->port, ok[i], strlen(ok[i]), buf, sizeof(buf), 2000, &closed);
+        if (support_raw_status_of(buf) != 200)
             fail_msg("%s: %.400s", ok[i], buf);
     }
 }
@@ -371,11 +371,11 @@ static void test_version_and_expectation(void **state)
         int n = snprintf(msg, sizeof(msg), "GET /healthz %s\r\nHost: x\r\n\r\n", versions[i]);
         char buf[8192];
         int closed;
-        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         expect_one_problem(versions[i], buf, closed, 505);
     }
     char id[64];
-    assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 16, id, sizeof(id)), 201);
     const char *expects[] = {"200-ok", "100-continue, 200-ok", "nothing"};
     for (size_t i = 0; i < sizeof(expects) / sizeof(expects[0]); i++) {
         char msg[512];
@@ -384,7 +384,7 @@ static void test_version_and_expectation(void **state)
                          id, expects[i]);
         char buf[8192];
         int closed;
-        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         expect_one_problem(expects[i], buf, closed, 417);
         expect_buffer_alive(s, id);
         n = snprintf(msg, sizeof(msg),
@@ -392,7 +392,7 @@ static void test_version_and_expectation(void **state)
                      "Content-Type: application/octet-stream\r\nContent-Length: 16\r\n\r\n"
                      "0123456789abcdef",
                      id, expects[i]);
-        rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+        support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
         expect_one_problem(expects[i], buf, closed, 417);
     }
     /* 100-continue, in any case, is what it always was. */
@@ -404,10 +404,10 @@ static void test_version_and_expectation(void **state)
                      id);
     char buf[8192];
     int closed;
-    rel_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
+    support_raw_exchange(s->port, msg, (size_t)n, buf, sizeof(buf), 2000, &closed);
     if (!strstr(buf, "HTTP/1.1 200"))
         fail_msg("Expect: 100-continue: %.400s", buf);
-    if (!rel_wait_rest(s, rel_pool_in_use(s), 5000))
+    if (!support_wait_rest(s, support_pool_in_use(s), 5000))
         fail_msg("not at rest");
 }
 
@@ -419,10 +419,10 @@ static void test_chunked_over_limit_refused_at_once(void **state)
 {
     struct support_server *s = *state;
     char id[64];
-    assert_int_equal(rel_create(s, NULL, 16, id, sizeof(id)), 201);
-    size_t base = rel_pool_in_use(s);
+    assert_int_equal(support_buffer_try_create(s, NULL, 16, id, sizeof(id)), 201);
+    size_t base = support_pool_in_use(s);
     for (int json = 0; json < 2; json++) {
-        int fd = rel_connect(s->port);
+        int fd = support_raw_connect(s->port);
         char head[256];
         int n = json ? snprintf(head, sizeof(head),
                                 "POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: "
@@ -431,7 +431,7 @@ static void test_chunked_over_limit_refused_at_once(void **state)
                                 "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\nContent-Type: "
                                 "application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
                                 id);
-        assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+        assert_int_equal(support_raw_send(fd, head, (size_t)n), 0);
         /* 4 KiB chunks, past 16 bytes and past --max-json-body, no last chunk. */
         static char chunk[4096 + 16];
         memcpy(chunk, "1000\r\n", 6);
@@ -439,20 +439,20 @@ static void test_chunked_over_limit_refused_at_once(void **state)
         memcpy(chunk + 6 + 4096, "\r\n", 2);
         size_t limit = s->svc.cfg.max_json_body;
         size_t sent = 0;
-        while (sent < (json ? limit + 8192 : 8192) && rel_send(fd, chunk, 4096 + 8) == 0)
+        while (sent < (json ? limit + 8192 : 8192) && support_raw_send(fd, chunk, 4096 + 8) == 0)
             sent += 4096;
         char buf[8192];
         int closed;
-        rel_recv(fd, buf, sizeof(buf), 3000, &closed);
-        if (rel_status_of(buf) != 413 || !strstr(buf, "application/problem+json"))
+        support_raw_recv(fd, buf, sizeof(buf), 3000, &closed);
+        if (support_raw_status_of(buf) != 413 || !strstr(buf, "application/problem+json"))
             fail_msg("%s: no 413 while the body still comes (sent %zu): %.400s",
                      json ? "JSON" : "upload", sent, buf);
         if (!json) { /* the writer flag is free while this client still holds its socket */
-            assert_int_equal(rel_put(s, NULL, id, "0123456789abcdef", 16), 200);
+            assert_int_equal(support_buffer_try_put(s, NULL, id, "0123456789abcdef", 16), 200);
         }
         close(fd);
     }
-    if (!rel_wait_rest(s, base, 5000))
+    if (!support_wait_rest(s, base, 5000))
         fail_msg("not at rest");
 }
 

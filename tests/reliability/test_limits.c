@@ -21,20 +21,20 @@
 static void start_tenants(struct support_server *s, void (*tweak)(struct ghd_config *))
 {
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
     if (tweak)
         tweak(&cfg);
-    rel_start(s, &cfg);
+    support_start_config(s, &cfg);
 }
 
 static void delete_buffer(struct support_server *s, const char *token, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s", id);
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "DELETE", path, token, NULL, &r), 204);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "DELETE", path, token, NULL, &r), 204);
+    support_resp_free(&r);
 }
 
 static void bytes_64k(struct ghd_config *cfg)
@@ -48,28 +48,28 @@ static void test_tenant_bytes(void **state)
     struct support_server s;
     start_tenants(&s, bytes_64k);
     char a1[64], a2[64], b1[64];
-    assert_int_equal(rel_create(&s, ALICE, 48 << 10, a1, sizeof(a1)), 201);
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "POST", "/v1/buffers", ALICE, "{\"size\": 32768}", &r), 507);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 48 << 10, a1, sizeof(a1)), 201);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "POST", "/v1/buffers", ALICE, "{\"size\": 32768}", &r), 507);
     assert_non_null(strstr(r.body, "tenant-quota"));
     assert_non_null(strstr(r.body, "--tenant-max-bytes"));
     assert_non_null(strstr(r.body, "alice"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Exactly up to the limit is fine. */
-    assert_int_equal(rel_create(&s, ALICE, 16 << 10, a2, sizeof(a2)), 201);
-    assert_int_equal(rel_create(&s, ALICE, 1, NULL, 0), 507);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 16 << 10, a2, sizeof(a2)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 1, NULL, 0), 507);
     /* The limit is per tenant: bob has his own 64 KiB. */
-    assert_int_equal(rel_create(&s, BOB, 64 << 10, b1, sizeof(b1)), 201);
+    assert_int_equal(support_buffer_try_create(&s, BOB, 64 << 10, b1, sizeof(b1)), 201);
     /* An octet-stream upload over the quota is refused before its body. */
     static char body[40 << 10];
-    struct rel_req rq = {.method = "POST", .path = "/v1/buffers", .token = ALICE,
-                         .ctype = "application/octet-stream", .body = body, .len = sizeof(body)};
-    rel_do(&s, &rq, &r);
+    struct support_call rq = {.method = "POST", .path = "/v1/buffers", .token = ALICE,
+                              .ctype = "application/octet-stream", .body = body, .len = sizeof(body)};
+    support_do_call(&s, &rq, &r);
     assert_int_equal(r.status, 507);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Deleting gives the bytes back. */
     delete_buffer(&s, ALICE, a1);
-    assert_int_equal(rel_create(&s, ALICE, 48 << 10, a1, sizeof(a1)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 48 << 10, a1, sizeof(a1)), 201);
     delete_buffer(&s, ALICE, a1);
     delete_buffer(&s, ALICE, a2);
     delete_buffer(&s, BOB, b1);
@@ -77,8 +77,8 @@ static void test_tenant_bytes(void **state)
     ghd_buffer_tenant_usage(&s.svc.buffers, "alice", &bytes, &count);
     assert_int_equal(bytes, 0);
     assert_int_equal(count, 0);
-    assert_true(rel_wait_rest(&s, 0, 2000));
-    rel_stop(&s);
+    assert_true(support_wait_rest(&s, 0, 2000));
+    support_stop(&s);
 }
 
 static void buffers_3(struct ghd_config *cfg)
@@ -93,20 +93,20 @@ static void test_tenant_buffer_count(void **state)
     start_tenants(&s, buffers_3);
     char ids[3][64];
     for (int i = 0; i < 3; i++)
-        assert_int_equal(rel_create(&s, ALICE, 256, ids[i], sizeof(ids[i])), 201);
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "POST", "/v1/buffers", ALICE, "{\"size\": 256}", &r), 429);
+        assert_int_equal(support_buffer_try_create(&s, ALICE, 256, ids[i], sizeof(ids[i])), 201);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "POST", "/v1/buffers", ALICE, "{\"size\": 256}", &r), 429);
     char v[64];
-    rel_header(&r, "Retry-After", v, sizeof(v));
+    support_header(&r, "Retry-After", v, sizeof(v));
     assert_string_equal(v, "1");
     assert_non_null(strstr(r.body, "--tenant-max-buffers"));
-    rel_resp_free(&r);
-    assert_int_equal(rel_create(&s, BOB, 256, NULL, 0), 201);
+    support_resp_free(&r);
+    assert_int_equal(support_buffer_try_create(&s, BOB, 256, NULL, 0), 201);
     delete_buffer(&s, ALICE, ids[0]);
-    assert_int_equal(rel_create(&s, ALICE, 256, ids[0], sizeof(ids[0])), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 256, ids[0], sizeof(ids[0])), 201);
     for (int i = 0; i < 3; i++)
         delete_buffer(&s, ALICE, ids[i]);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 static void runs_2(struct ghd_config *cfg)
@@ -128,12 +128,12 @@ static void test_tenant_runs(void **state)
     (void)state;
     struct support_server s;
     start_tenants(&s, runs_2);
-    struct rel_resp r;
-    long st = rel_json(&s, "GET", "/v1/kernels/gemm", ALICE, NULL, &r);
-    rel_resp_free(&r);
+    struct support_resp r;
+    long st = support_json(&s, "GET", "/v1/kernels/gemm", ALICE, NULL, &r);
+    support_resp_free(&r);
     if (st != 200) {
         print_message("SKIP: no 'gemm' kernel in this build (GET -> %ld)\n", st);
-        rel_stop(&s);
+        support_stop(&s);
         return;
     }
     /* A host gemm of 640^3 keeps a worker busy long enough for the next
@@ -142,46 +142,46 @@ static void test_tenant_runs(void **state)
     const unsigned n = 640;
     size_t bytes = (size_t)n * n * 4;
     char a[64], b[64], c[64], body[512];
-    assert_int_equal(rel_create(&s, ALICE, bytes, a, sizeof(a)), 201);
-    assert_int_equal(rel_create(&s, ALICE, bytes, b, sizeof(b)), 201);
-    assert_int_equal(rel_create(&s, ALICE, bytes, c, sizeof(c)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, bytes, a, sizeof(a)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, bytes, b, sizeof(b)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, bytes, c, sizeof(c)), 201);
     run_body(body, sizeof(body), a, b, c, n, 0);
-    assert_int_equal(rel_json(&s, "POST", "/v1/runs", ALICE, body, &r), 202);
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(&s, "POST", "/v1/runs", ALICE, body, &r), 202);
-    rel_resp_free(&r);
+    assert_int_equal(support_json(&s, "POST", "/v1/runs", ALICE, body, &r), 202);
+    support_resp_free(&r);
+    assert_int_equal(support_json(&s, "POST", "/v1/runs", ALICE, body, &r), 202);
+    support_resp_free(&r);
     /* The refused run would write d, which no other run touches: the queue
      * refused it, so d's version has not moved (it moved at validation,
      * before the queue's refusal). */
     char d[64];
-    assert_int_equal(rel_create(&s, ALICE, bytes, d, sizeof(d)), 201);
-    uint64_t vd = rel_buffer_version(&s, ALICE, d);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, bytes, d, sizeof(d)), 201);
+    uint64_t vd = support_buffer_version(&s, ALICE, d);
     run_body(body, sizeof(body), a, b, d, n, 0);
-    assert_int_equal(rel_json(&s, "POST", "/v1/runs", ALICE, body, &r), 429);
+    assert_int_equal(support_json(&s, "POST", "/v1/runs", ALICE, body, &r), 429);
     char v[64];
-    rel_header(&r, "Retry-After", v, sizeof(v));
+    support_header(&r, "Retry-After", v, sizeof(v));
     assert_string_equal(v, "1");
     assert_non_null(strstr(r.body, "--tenant-max-runs"));
-    rel_resp_free(&r);
-    uint64_t vd_after = rel_buffer_version(&s, ALICE, d);
+    support_resp_free(&r);
+    uint64_t vd_after = support_buffer_version(&s, ALICE, d);
     if (vd != vd_after)
         fail_msg("a run the queue refused moved its output's version: %llu -> %llu",
                  (unsigned long long)vd, (unsigned long long)vd_after);
     /* Bob is not held back by alice's runs. */
     char bb[64], body_b[512];
-    assert_int_equal(rel_create(&s, BOB, 64, bb, sizeof(bb)), 201);
+    assert_int_equal(support_buffer_try_create(&s, BOB, 64, bb, sizeof(bb)), 201);
     snprintf(body_b, sizeof(body_b),
              "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":16,"
              "\"value\":2},\"wait\":false}",
              bb);
-    assert_int_equal(rel_json(&s, "POST", "/v1/runs", BOB, body_b, &r), 202);
-    rel_resp_free(&r);
-    assert_true(rel_wait_rest(&s, SIZE_MAX, 30000)); /* every run finishes */
+    assert_int_equal(support_json(&s, "POST", "/v1/runs", BOB, body_b, &r), 202);
+    support_resp_free(&r);
+    assert_true(support_wait_rest(&s, SIZE_MAX, 30000)); /* every run finishes */
     /* Once they finished alice may run again. */
     run_body(body, sizeof(body), a, b, c, 16, 1);
-    assert_int_equal(rel_json(&s, "POST", "/v1/runs", ALICE, body, &r), 200);
-    rel_resp_free(&r);
-    rel_stop(&s);
+    assert_int_equal(support_json(&s, "POST", "/v1/runs", ALICE, body, &r), 200);
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 static void kept_3(struct ghd_config *cfg)
@@ -201,18 +201,18 @@ static void fill_run(struct support_server *s, const char *x, char *path, size_t
     snprintf(body, sizeof(body),
              "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":4,"
              "\"value\":1}}", x);
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "POST", "/v1/runs", ALICE, body, &r), 200);
-    rel_json_str(&r, "id", id, sizeof(id));
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "POST", "/v1/runs", ALICE, body, &r), 200);
+    support_json_str(&r, "id", id, sizeof(id));
+    support_resp_free(&r);
     snprintf(path, cap, "/v1/runs/%s", id);
 }
 
 static long get_status(struct support_server *s, const char *path)
 {
-    struct rel_resp r;
-    long st = rel_json(s, "GET", path, ALICE, NULL, &r);
-    rel_resp_free(&r);
+    struct support_resp r;
+    long st = support_json(s, "GET", path, ALICE, NULL, &r);
+    support_resp_free(&r);
     return st;
 }
 
@@ -224,15 +224,15 @@ static void test_runs_kept(void **state)
     struct support_server s;
     start_tenants(&s, kept_3);
     char x[64], path[7][96];
-    assert_int_equal(rel_create(&s, ALICE, 64, x, sizeof(x)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 64, x, sizeof(x)), 201);
     for (int i = 0; i < 5; i++)
         fill_run(&s, x, path[i], sizeof(path[i]));
     for (int i = 0; i < 5; i++)
         assert_int_equal(get_status(&s, path[i]), i < 2 ? 404 : 200);
     /* A run forgotten by DELETE leaves room: the next run drops nothing. */
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "DELETE", path[3], ALICE, NULL, &r), 204);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "DELETE", path[3], ALICE, NULL, &r), 204);
+    support_resp_free(&r);
     fill_run(&s, x, path[5], sizeof(path[5]));
     assert_int_equal(get_status(&s, path[2]), 200);
     fill_run(&s, x, path[6], sizeof(path[6]));
@@ -240,16 +240,16 @@ static void test_runs_kept(void **state)
     for (int i = 4; i < 7; i++)
         assert_int_equal(get_status(&s, path[i]), 200);
     delete_buffer(&s, ALICE, x);
-    rel_stop(&s);
+    support_stop(&s);
 
     start_tenants(&s, keep_1s);
-    assert_int_equal(rel_create(&s, ALICE, 64, x, sizeof(x)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 64, x, sizeof(x)), 201);
     fill_run(&s, x, path[0], sizeof(path[0]));
     assert_int_equal(get_status(&s, path[0]), 200);
-    rel_sleep_ms(1200);
+    support_sleep_ms(1200);
     assert_int_equal(get_status(&s, path[0]), 404);
     delete_buffer(&s, ALICE, x);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 static void json_256(struct ghd_config *cfg)
@@ -264,19 +264,19 @@ static void test_max_json_body(void **state)
     start_tenants(&s, json_256);
     char big[2048];
     snprintf(big, sizeof(big), "{\"size\": 64, \"label\": \"%0900d\"}", 0);
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "POST", "/v1/buffers", ALICE, big, &r), 413);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "POST", "/v1/buffers", ALICE, big, &r), 413);
     assert_non_null(strstr(r.body, "--max-json-body"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Chunked, so the size is only known while reading. */
-    struct rel_req rq = {.method = "POST", .path = "/v1/runs", .token = ALICE,
-                         .ctype = "application/json", .body = big, .len = strlen(big),
-                         .extra_header = "Transfer-Encoding: chunked"};
-    rel_do(&s, &rq, &r);
+    struct support_call rq = {.method = "POST", .path = "/v1/runs", .token = ALICE,
+                              .ctype = "application/json", .body = big, .len = strlen(big),
+                              .extra_header = "Transfer-Encoding: chunked"};
+    support_do_call(&s, &rq, &r);
     assert_int_equal(r.status, 413);
-    rel_resp_free(&r);
-    assert_true(rel_wait_rest(&s, 0, 2000));
-    rel_stop(&s);
+    support_resp_free(&r);
+    assert_true(support_wait_rest(&s, 0, 2000));
+    support_stop(&s);
 }
 
 /* Opens `n` idle connections; returns how many the server kept open. */
@@ -288,8 +288,8 @@ static void test_max_json_body(void **state)
 static int open_idle(unsigned port, int *fds, int n)
 {
     for (int i = 0; i < n; i++)
-        fds[i] = rel_connect(port);
-    rel_sleep_ms(300);
+        fds[i] = support_raw_connect(port);
+    support_sleep_ms(300);
     int *seen_closed = calloc((size_t)n, sizeof(*seen_closed));
     assert_non_null(seen_closed);
     int open = -1;
@@ -299,14 +299,14 @@ static int open_idle(unsigned port, int *fds, int n)
             char buf[64];
             int closed = 1;
             if (fds[i] >= 0 && !seen_closed[i])
-                rel_recv(fds[i], buf, sizeof(buf), 1, &closed);
+                support_raw_recv(fds[i], buf, sizeof(buf), 1, &closed);
             seen_closed[i] |= closed;
             now += !seen_closed[i];
         }
         if (now == open)
             break;
         open = now;
-        rel_sleep_ms(200);
+        support_sleep_ms(200);
     }
     free(seen_closed);
     return open;
@@ -326,17 +326,17 @@ static void test_connection_limits(void **state)
     int fds[8];
     /* From one address: at most 4 connections stay open. */
     assert_int_equal(open_idle(s.port, fds, 8), 4);
-    struct rel_resp r;
-    rel_json(&s, "GET", "/healthz", NULL, NULL, &r);
+    struct support_resp r;
+    support_json(&s, "GET", "/healthz", NULL, NULL, &r);
     assert_int_equal(r.status, 0); /* the fifth, curl's, is refused too */
-    rel_resp_free(&r);
+    support_resp_free(&r);
     for (int i = 0; i < 8; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    rel_sleep_ms(300);
-    assert_int_equal(rel_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_sleep_ms(300);
+    assert_int_equal(support_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 static void total_5(struct ghd_config *cfg)
@@ -355,16 +355,16 @@ static void test_total_connection_limit(void **state)
      * idle one (test_slowloris), so a request is served while they stay. */
     int held = open_idle(s.port, fds, 8);
     assert_true(held >= 3 && held <= 5);
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
+    support_resp_free(&r);
     for (int i = 0; i < 8; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    rel_sleep_ms(300);
-    assert_int_equal(rel_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_sleep_ms(300);
+    assert_int_equal(support_json(&s, "GET", "/healthz", NULL, NULL, &r), 200);
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 static long refused_in(const char *metrics)
@@ -376,10 +376,10 @@ static long refused_in(const char *metrics)
 
 static long refused_metric(struct support_server *s)
 {
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", "/metrics", NULL, NULL, &r), 200);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "GET", "/metrics", NULL, NULL, &r), 200);
     long v = refused_in(r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return v;
 }
 
@@ -393,10 +393,10 @@ static void test_default_per_address_cap(void **state)
 {
     (void)state;
     struct ghd_config cfg;
-    rel_config(&cfg); /* the defaults, --connection-limit and --per-ip-connection-limit too */
+    support_config(&cfg); /* the defaults, --connection-limit and --per-ip-connection-limit too */
     int n = (int)cfg.connection_limit;
     /* Both ends of each connection live in this process. */
-    if (!rel_enough_files(2UL * (unsigned long)n + 100)) {
+    if (!support_enough_files(2UL * (unsigned long)n + 100)) {
         skip(); /* reported as skipped, not passed */
         return;
     }
@@ -409,24 +409,24 @@ static void test_default_per_address_cap(void **state)
     int log_fd = mkstemp(log_path), saved = dup(2);
     assert_true(log_fd >= 0 && saved >= 0 && dup2(log_fd, 2) == 2);
     struct support_server s;
-    rel_start(&s, &cfg);
+    support_start_config(&s, &cfg);
     long before = refused_metric(&s); /* the metrics are the process's: earlier tests count */
     int held = open_idle(s.port, fds, n);
     /* Another address, while this one holds all it may. */
-    int fd = rel_connect_from(s.port, "127.0.0.2");
+    int fd = support_raw_connect_from(s.port, "127.0.0.2");
     const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     int closed;
     buf[0] = '\0';
-    if (rel_send(fd, get, sizeof(get) - 1) == 0)
-        rel_recv(fd, buf, cap, 3000, &closed);
+    if (support_raw_send(fd, get, sizeof(get) - 1) == 0)
+        support_raw_recv(fd, buf, cap, 3000, &closed);
     close(fd);
     for (int i = 0; i < n; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    rel_stop(&s);
+    support_stop(&s);
     dup2(saved, 2);
     close(saved);
-    int status = rel_status_of(buf);
+    int status = support_raw_status_of(buf);
     long refused = refused_in(buf) - before;
     FILE *log = fdopen(log_fd, "r");
     assert_non_null(log);

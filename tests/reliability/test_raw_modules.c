@@ -28,12 +28,12 @@
 
 static const char *const module_body = "{\"source\": \"extern \\\"C\\\" __global__ void k() {}\"}";
 
-static long post_module(struct support_server *s, const char *token, struct rel_resp *r)
+static long post_module(struct support_server *s, const char *token, struct support_resp *r)
 {
-    return rel_json(s, "POST", "/v1/modules", token, module_body, r);
+    return support_json(s, "POST", "/v1/modules", token, module_body, r);
 }
 
-static void expect(struct rel_resp *r, long status, const char *type, const char *needle)
+static void expect(struct support_resp *r, long status, const char *type, const char *needle)
 {
     if (r->status != status || (type && !strstr(r->body, type)) ||
         (needle && !strstr(r->body, needle)))
@@ -46,22 +46,22 @@ static void test_flag_off_is_403(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
-    rel_start(&s, &cfg);
-    struct rel_resp r;
+    support_config(&cfg);
+    support_start_config(&s, &cfg);
+    struct support_resp r;
     post_module(&s, NULL, &r);
     expect(&r, 403, "/problems/forbidden", "--allow-raw-kernels");
-    rel_resp_free(&r);
-    rel_json(&s, "GET", "/v1/modules", NULL, NULL, &r);
+    support_resp_free(&r);
+    support_json(&s, "GET", "/v1/modules", NULL, NULL, &r);
     expect(&r, 403, "/problems/forbidden", "--allow-raw-kernels");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* A raw step in a run: the same 403, before anything is looked up. */
-    rel_json(&s, "POST", "/v1/runs", NULL,
-             "{\"module\": \"0123456789abcdef\", \"function\": \"k\", \"grid\": [1], "
-             "\"block\": [1]}", &r);
+    support_json(&s, "POST", "/v1/runs", NULL,
+                 "{\"module\": \"0123456789abcdef\", \"function\": \"k\", \"grid\": [1], "
+                 "\"block\": [1]}", &r);
     expect(&r, 403, "/problems/forbidden", "--allow-raw-kernels");
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 static void test_permission_per_token(void **state)
@@ -69,36 +69,36 @@ static void test_permission_per_token(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.allow_raw_kernels = 1;
     snprintf(cfg.tokens, sizeof(cfg.tokens), "tokTrusted:alice:raw,tokPlain:bob");
-    rel_start(&s, &cfg);
-    struct rel_resp r;
+    support_start_config(&s, &cfg);
+    struct support_resp r;
     post_module(&s, "tokPlain", &r);
     expect(&r, 403, "/problems/forbidden", "'raw'");
     assert_non_null(strstr(r.body, "bob"));
-    rel_resp_free(&r);
-    rel_json(&s, "GET", "/v1/modules/0123456789abcdef", "tokPlain", NULL, &r);
+    support_resp_free(&r);
+    support_json(&s, "GET", "/v1/modules/0123456789abcdef", "tokPlain", NULL, &r);
     expect(&r, 403, "/problems/forbidden", "'raw'");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Permitted: on the host backend, modules say they need CUDA. */
     post_module(&s, "tokTrusted", &r);
     expect(&r, 501, "/problems/not-implemented", "CUDA backend");
-    rel_resp_free(&r);
-    rel_json(&s, "GET", "/v1/modules", "tokTrusted", NULL, &r);
+    support_resp_free(&r);
+    support_json(&s, "GET", "/v1/modules", "tokTrusted", NULL, &r);
     expect(&r, 200, NULL, "\"modules\":[]");
-    rel_resp_free(&r);
-    rel_json(&s, "GET", "/v1/modules/0123456789abcdef", "tokTrusted", NULL, &r);
+    support_resp_free(&r);
+    support_json(&s, "GET", "/v1/modules/0123456789abcdef", "tokTrusted", NULL, &r);
     expect(&r, 404, "/problems/not-found", "no module");
-    rel_resp_free(&r);
-    rel_json(&s, "DELETE", "/v1/modules/0123456789abcdef", "tokTrusted", NULL, &r);
+    support_resp_free(&r);
+    support_json(&s, "DELETE", "/v1/modules/0123456789abcdef", "tokTrusted", NULL, &r);
     expect(&r, 404, "/problems/not-found", NULL);
-    rel_resp_free(&r);
-    rel_json(&s, "POST", "/v1/runs", "tokTrusted",
-             "{\"module\": \"0123456789abcdef\", \"function\": \"k\", \"grid\": [1], "
-             "\"block\": [1]}", &r);
+    support_resp_free(&r);
+    support_json(&s, "POST", "/v1/runs", "tokTrusted",
+                 "{\"module\": \"0123456789abcdef\", \"function\": \"k\", \"grid\": [1], "
+                 "\"block\": [1]}", &r);
     expect(&r, 404, "/problems/not-found", "no module");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Bodies a module never takes: checked before the backend is. */
     const char *bad[][3] = {
         {"{\"source\": 1}", "400", "source"},
@@ -120,13 +120,13 @@ static void test_permission_per_token(void **state)
          "[\"-DH=__has_include\"]}", "422", "options[0]"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        rel_json(&s, "POST", "/v1/modules", "tokTrusted", bad[i][0], &r);
+        support_json(&s, "POST", "/v1/modules", "tokTrusted", bad[i][0], &r);
         if (r.status != atol(bad[i][1]) || !strstr(r.body, bad[i][2]))
             fail_msg("%s: expected %s naming %s, got %ld %s", bad[i][0], bad[i][1], bad[i][2],
                      r.status, r.body);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 static void test_no_tokens_flag_decides(void **state)
@@ -134,53 +134,53 @@ static void test_no_tokens_flag_decides(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.allow_raw_kernels = 1;
-    rel_start(&s, &cfg);
-    struct rel_resp r;
+    support_start_config(&s, &cfg);
+    struct support_resp r;
     post_module(&s, NULL, &r);
     expect(&r, 501, "/problems/not-implemented", "CUDA backend");
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 /* After the loss: the device routes, probes and the rest. */
 static void check_lost(struct support_server *s, const char *id, const char *reason, long losses)
 {
-    struct rel_resp r;
-    rel_json(s, "GET", "/readyz", NULL, NULL, &r);
+    struct support_resp r;
+    support_json(s, "GET", "/readyz", NULL, NULL, &r);
     expect(&r, 503, "/problems/device-lost", reason);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     const char *device_routes[][2] = {{"GET", "/v1/buffers"}, {"POST", "/v1/buffers"},
                                       {"DELETE", "/v1/buffers/x"}, {"GET", "/v1/runs/x"},
                                       {"POST", "/v1/runs"}, {"GET", "/v1/modules"}};
     for (size_t i = 0; i < sizeof(device_routes) / sizeof(device_routes[0]); i++) {
-        rel_json(s, device_routes[i][0], device_routes[i][1], NULL,
-                 strcmp(device_routes[i][0], "POST") == 0 ? "{}" : NULL, &r);
+        support_json(s, device_routes[i][0], device_routes[i][1], NULL,
+                     strcmp(device_routes[i][0], "POST") == 0 ? "{}" : NULL, &r);
         expect(&r, 503, "/problems/device-lost", reason);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    rel_json(s, "GET", path, NULL, NULL, &r);
+    support_json(s, "GET", path, NULL, NULL, &r);
     expect(&r, 503, "/problems/device-lost", NULL);
-    rel_resp_free(&r);
-    rel_json(s, "GET", "/healthz", NULL, NULL, &r);
+    support_resp_free(&r);
+    support_json(s, "GET", "/healthz", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    rel_resp_free(&r);
-    rel_json(s, "GET", "/v1/kernels", NULL, NULL, &r);
+    support_resp_free(&r);
+    support_json(s, "GET", "/v1/kernels", NULL, NULL, &r);
     assert_int_equal(r.status, 200);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Counted once in this server's metrics: one more than before. */
-    assert_int_equal(rel_metric(s, "gpuhttpd_device_losses_total{device=\"0\"}"), losses);
+    assert_int_equal(support_metric(s, "gpuhttpd_device_losses_total{device=\"0\"}"), losses);
 }
 
 /* Two 4 KiB buffers and an axpy run on them (x's id in x). */
 static void axpy_setup(struct support_server *s, char x[64], char *run, size_t len)
 {
     char y[64];
-    assert_int_equal(rel_create(s, NULL, 4096, x, 64), 201);
-    assert_int_equal(rel_create(s, NULL, 4096, y, sizeof(y)), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 4096, x, 64), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, 4096, y, sizeof(y)), 201);
     snprintf(run, len, "{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", \"n\": 1024, "
              "\"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}", x, y);
 }
@@ -190,22 +190,22 @@ static void test_fault_loses_device(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
-    rel_start(&s, &cfg);
-    long before = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
+    support_config(&cfg);
+    support_start_config(&s, &cfg);
+    long before = support_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
     char x[64], run[512];
     axpy_setup(&s, x, run, sizeof(run));
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "POST", "/v1/runs", NULL, run, &r), 200);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "POST", "/v1/runs", NULL, run, &r), 200);
+    support_resp_free(&r);
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_LOSE);
-    rel_json(&s, "POST", "/v1/runs", NULL, run, &r);
+    support_json(&s, "POST", "/v1/runs", NULL, run, &r);
     /* The faulting run: its own error, naming the CUDA error. */
     expect(&r, 500, "/problems/device-error", "cudaErrorIllegalAddress");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     check_lost(&s, x, "cudaErrorIllegalAddress", before + 1);
     ghd_host_fault_reset();
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 static void test_run_timeout_loses_device(void **state)
@@ -213,25 +213,25 @@ static void test_run_timeout_loses_device(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.run_timeout_s = 1;
     cfg.run_workers = 2;
-    rel_start(&s, &cfg);
-    long before = rel_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
+    support_start_config(&s, &cfg);
+    long before = support_metric(&s, "gpuhttpd_device_losses_total{device=\"0\"}");
     char x[64], run[512];
     axpy_setup(&s, x, run, sizeof(run));
     /* The run's kernel never ends (a spinning kernel): past 1 s its waiter
      * is answered. */
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL);
-    struct rel_resp r;
-    struct rel_req rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
-                         .body = run, .len = strlen(run), .timeout_ms = 20000};
-    rel_do(&s, &rq, &r);
+    struct support_resp r;
+    struct support_call rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
+                              .body = run, .len = strlen(run), .timeout_ms = 20000};
+    support_do_call(&s, &rq, &r);
     expect(&r, 503, "/problems/device-lost", "--run-timeout");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     check_lost(&s, x, "--run-timeout", before + 1);
     ghd_host_fault_reset(); /* the stalled worker returns; its result is dropped */
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 /* --on-device-loss exit, on the real binary started with `args`: a host
@@ -241,24 +241,24 @@ static void test_run_timeout_loses_device(void **state)
  * exits with status 3. */
 static void exit_mode(const char *const *args, int device)
 {
-    struct rel_proc p;
-    if (rel_spawn(&p, args, NULL, 20000) < 0)
+    struct support_child p;
+    if (support_child_spawn(&p, args, NULL, 20000) < 0)
         fail_msg("gpuhttpd did not start");
     const size_t n = 2048, bytes = n * n * 4;
     char ids[3][64];
     for (int i = 0; i < 3; i++) {
         char body[64];
-        struct rel_resp r;
+        struct support_resp r;
         if (device >= 0)
             snprintf(body, sizeof(body), "{\"size\": %zu, \"device\": %d}", bytes, device);
         else
             snprintf(body, sizeof(body), "{\"size\": %zu}", bytes);
-        struct rel_req rq = {.method = "POST", .path = "/v1/buffers", .ctype = "application/json",
-                             .body = body, .len = strlen(body), .base = p.base};
-        rel_do(NULL, &rq, &r);
+        struct support_call rq = {.method = "POST", .path = "/v1/buffers", .ctype = "application/json",
+                                  .body = body, .len = strlen(body), .base = p.base};
+        support_do_call(NULL, &rq, &r);
         assert_int_equal(r.status, 201);
-        rel_json_str(&r, "id", ids[i], sizeof(ids[i]));
-        rel_resp_free(&r);
+        support_json_str(&r, "id", ids[i], sizeof(ids[i]));
+        support_resp_free(&r);
     }
     /* One gemm of 2048^3 (17 GFLOP) in one step: the host's naive loop takes
      * many seconds, and a built-in step cannot be stopped (a pipeline of
@@ -267,17 +267,17 @@ static void exit_mode(const char *const *args, int device)
     sprintf(big, "{\"kernel\": \"gemm\", \"args\": {\"dtype\": \"f32\", \"m\": %zu, "
             "\"n\": %zu, \"k\": %zu, \"a\": \"%s\", \"b\": \"%s\", \"c\": \"%s\"}}", n, n, n,
             ids[0], ids[1], ids[2]);
-    struct rel_req rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
-                         .body = big, .len = strlen(big), .base = p.base, .timeout_ms = 30000};
-    struct rel_resp r;
-    rel_do(NULL, &rq, &r);
+    struct support_call rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
+                              .body = big, .len = strlen(big), .base = p.base, .timeout_ms = 30000};
+    struct support_resp r;
+    support_do_call(NULL, &rq, &r);
     expect(&r, 503, "/problems/device-lost", "--run-timeout");
-    rel_resp_free(&r);
+    support_resp_free(&r);
     free(big);
-    int status = rel_wait_exit_or_kill(&p, 15000);
+    int status = support_child_wait_exit_or_kill(&p, 15000);
     if (status != 3)
         fail_msg("expected exit status 3 (device lost), got %d; log: %s", status, p.log_path);
-    assert_true(rel_log_contains(&p, "exiting with status 3"));
+    assert_true(support_child_log_contains(&p, "exiting with status 3"));
     unlink(p.log_path);
 }
 
@@ -315,9 +315,9 @@ int main(void)
     }
     /* Host only: it expects 501 for modules and injects host-backend faults
      * (tests/gpu/test_modules_gpu.c is its CUDA half). */
-    if (strcmp(rel_backend_name(), "host") != 0) {
+    if (strcmp(support_backend_name(), "host") != 0) {
         printf("SKIP: the host backend's half of the raw-module tests (GHD_TEST_BACKEND=%s)\n",
-               rel_backend_name());
+               support_backend_name());
         return 77;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

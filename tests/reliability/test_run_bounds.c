@@ -29,7 +29,7 @@
 /* Whether the tests run on the CUDA backend (GHD_TEST_BACKEND=cuda). */
 static int on_cuda(void)
 {
-    return strcmp(rel_backend_name(), "cuda") == 0;
+    return strcmp(support_backend_name(), "cuda") == 0;
 }
 
 /* `method` `path` as `token` with a JSON body (or none): expects `status`
@@ -37,10 +37,10 @@ static int on_cuda(void)
 static void json_expect(struct support_server *s, const char *method, const char *path,
                         const char *token, const char *json, long status, const char *needle)
 {
-    struct rel_resp r;
-    rel_json(s, method, path, token, json, &r);
-    rel_expect(&r, status, needle);
-    rel_resp_free(&r);
+    struct support_resp r;
+    support_json(s, method, path, token, json, &r);
+    support_expect_reply(&r, status, needle);
+    support_resp_free(&r);
 }
 
 static void define(struct support_server *s, const char *token, const char *json)
@@ -48,20 +48,20 @@ static void define(struct support_server *s, const char *token, const char *json
     json_expect(s, "POST", "/v1/kernels", token, json, 201, NULL);
 }
 
-static void vrun(struct support_server *s, struct rel_resp *r, long timeout_ms, const char *fmt,
+static void vrun(struct support_server *s, struct support_resp *r, long timeout_ms, const char *fmt,
                  va_list ap)
 {
     char body[1024];
     vsnprintf(body, sizeof(body), fmt, ap);
-    struct rel_req rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
-                         .body = body, .len = strlen(body), .timeout_ms = timeout_ms};
-    rel_do(s, &rq, r);
+    struct support_call rq = {.method = "POST", .path = "/v1/runs", .ctype = "application/json",
+                              .body = body, .len = strlen(body), .timeout_ms = timeout_ms};
+    support_do_call(s, &rq, r);
 }
 
 /* POST /v1/runs of `fmt`; the reply in *r. */
-static void run(struct support_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
+static void run(struct support_server *s, struct support_resp *r, long timeout_ms, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void run(struct support_server *s, struct rel_resp *r, long timeout_ms, const char *fmt, ...)
+static void run(struct support_server *s, struct support_resp *r, long timeout_ms, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -75,13 +75,13 @@ static void run_expect(struct support_server *s, long timeout_ms, long status, c
 static void run_expect(struct support_server *s, long timeout_ms, long status, const char *needle,
                        const char *fmt, ...)
 {
-    struct rel_resp r;
+    struct support_resp r;
     va_list ap;
     va_start(ap, fmt);
     vrun(s, &r, timeout_ms, fmt, ap);
     va_end(ap);
-    rel_expect(&r, status, needle);
-    rel_resp_free(&r);
+    support_expect_reply(&r, status, needle);
+    support_resp_free(&r);
 }
 
 static const char *const count_def =
@@ -91,7 +91,7 @@ static const char *const count_def =
 /* Starts `s` with `cfg` and defines the kernel "count" as `token`. */
 static void start_counting(struct support_server *s, const struct ghd_config *cfg, const char *token)
 {
-    rel_start(s, cfg);
+    support_start_config(s, cfg);
     define(s, token, count_def);
 }
 
@@ -106,7 +106,7 @@ static void start_host_long_runs(struct support_server *s, unsigned run_timeout_
     if (on_cuda())
         skip();
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.max_elements = 4000000000u;
     cfg.run_workers = 2;
     if (run_timeout_s)
@@ -118,22 +118,22 @@ static void start_host_long_runs(struct support_server *s, unsigned run_timeout_
 /* A new buffer of `size` bytes; its id in id[64]. */
 static void new_buffer(struct support_server *s, size_t size, char *id)
 {
-    assert_int_equal(rel_create(s, NULL, size, id, 64), 201);
+    assert_int_equal(support_buffer_try_create(s, NULL, size, id, 64), 201);
 }
 
 /* GET of buffer `id`: 200 with `len` bytes; the reply in *r. */
-static void get_buffer(struct support_server *s, const char *id, size_t len, struct rel_resp *r)
+static void get_buffer(struct support_server *s, const char *id, size_t len, struct support_resp *r)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    rel_json(s, "GET", path, NULL, NULL, r);
-    rel_expect(r, 200, NULL);
-    assert_int_equal(r->len, len);
+    support_json(s, "GET", path, NULL, NULL, r);
+    support_expect_reply(r, 200, NULL);
+    assert_int_equal(r->body_len, len);
 }
 
 static long device_losses(const struct support_server *s)
 {
-    return rel_metric(s, "gpuhttpd_device_losses_total{device=\"0\"}");
+    return support_metric(s, "gpuhttpd_device_losses_total{device=\"0\"}");
 }
 
 /* The device is still ready and no loss was counted since device_losses
@@ -148,7 +148,7 @@ static void expect_device_kept(struct support_server *s, long losses)
 static void stop_idle(struct support_server *s)
 {
     assert_int_equal(ghd_run_queue_active(s->svc.runs), 0);
-    rel_stop(s);
+    support_stop(s);
 }
 
 static void test_unbounded_n_refused(void **state)
@@ -156,7 +156,7 @@ static void test_unbounded_n_refused(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     assert_int_equal(cfg.max_elements, 268435456u); /* the documented default */
     start_counting(&s, &cfg, NULL);
     /* The attack: taken at once (202) before, a worker gone for good. */
@@ -185,7 +185,7 @@ static void test_raw_input_bounds_n(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.max_elements = 8;
     start_counting(&s, &cfg, NULL);
     define(&s, NULL, "{\"name\": \"rawsum\", \"kind\": \"reduction\", \"in\": \"raw f64 x = 1\","
@@ -199,7 +199,7 @@ static void test_raw_input_bounds_n(void **state)
                "{\"kernel\": \"rawsum\", \"args\": {\"x\": \"%s\", \"n\": 17}}", x);
     run_expect(&s, 0, 200, "\"value\":8", "{\"kernel\": \"count\", \"args\": {\"n\": 8}}");
     run_expect(&s, 0, 422, "more than 8", "{\"kernel\": \"count\", \"args\": {\"n\": 9}}");
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 /* A host run past --run-timeout 1 (4e9 elements: about a minute of
@@ -212,18 +212,18 @@ static void test_host_run_timeout_fails_alone(void **state)
     struct support_server s;
     start_host_long_runs(&s, 1, "", NULL);
     long losses = device_losses(&s);
-    struct rel_resp r;
-    long t0 = rel_now_ms();
+    struct support_resp r;
+    long t0 = support_now_ms();
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}");
-    long took = rel_now_ms() - t0;
-    rel_expect(&r, 422, "--run-timeout");
+    long took = support_now_ms() - t0;
+    support_expect_reply(&r, 422, "--run-timeout");
     assert_non_null(strstr(r.body, "stopped after"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     if (took > 5000)
         fail_msg("the stopped run took %ld ms to answer (--run-timeout 1)", took);
     expect_device_kept(&s, losses);
     run_expect(&s, 0, 200, "\"value\":1000", "{\"kernel\": \"count\", \"args\": {\"n\": 1000}}");
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 /* A pipeline of a built-in step and a slow user kernel past --run-timeout 1
@@ -241,21 +241,21 @@ static void test_pipeline_timeout_keeps_device(void **state)
     new_buffer(&s, 4096, y);
     new_buffer(&s, 64, other);
     long losses = device_losses(&s);
-    struct rel_resp r;
+    struct support_resp r;
     run(&s, &r, 30000, "{\"steps\": [{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", "
                        "\"n\": 1024, \"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}, "
                        "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}}]}", x, y);
-    rel_expect(&r, 422, "--run-timeout");
+    support_expect_reply(&r, 422, "--run-timeout");
     assert_non_null(strstr(r.body, "step 1 (count)"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     expect_device_kept(&s, losses);
     get_buffer(&s, other, 64, &r);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     run_expect(&s, 0, 200, "\"status\":\"succeeded\"",
                "{\"kernel\": \"axpy\", \"args\": {\"dtype\": \"f32\", \"n\": 1024, "
                "\"a\": 2, \"x\": \"%s\", \"y\": \"%s\"}}", x, y);
     assert_int_equal(device_losses(&s), losses);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 /* --run-timeout is 60 s unless told, and bounds a run's own timeout_s:
@@ -276,12 +276,12 @@ static void test_per_run_timeout(void **state)
     run_expect(&s, 0, 422, "timeout_s",
                "{\"steps\": [{\"kernel\": \"count\", \"args\": {\"n\": 10}}], \"timeout_s\": 0}");
     run_expect(&s, 0, 200, "\"timeout_s\":60", "{\"kernel\": \"count\", \"args\": {\"n\": 10}}");
-    struct rel_resp r;
+    struct support_resp r;
     run(&s, &r, 30000, "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, "
                        "\"timeout_s\": 1}");
-    rel_expect(&r, 422, "timeout of 1 s");
+    support_expect_reply(&r, 422, "timeout of 1 s");
     assert_non_null(strstr(r.body, "stopped after"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     run_expect(&s, 0, 200, "\"timeout_s\":0.5",
                "{\"kernel\": \"count\", \"args\": {\"n\": 10}, \"timeout_s\": 0.5}");
     /* The catalogue says which kernels stop within their step. */
@@ -294,28 +294,28 @@ static void test_per_run_timeout(void **state)
  * (/v1/runs/<id>) in path[128]. */
 static void start_async(struct support_server *s, const char *token, const char *body, char *path)
 {
-    struct rel_resp r;
-    rel_json(s, "POST", "/v1/runs", token, body, &r);
-    rel_expect(&r, 202, NULL);
+    struct support_resp r;
+    support_json(s, "POST", "/v1/runs", token, body, &r);
+    support_expect_reply(&r, 202, NULL);
     char id[96];
-    rel_json_str(&r, "id", id, sizeof(id));
-    rel_resp_free(&r);
+    support_json_str(&r, "id", id, sizeof(id));
+    support_resp_free(&r);
     snprintf(path, 128, "/v1/runs/%s", id);
 }
 
 /* The run at `path` as `token` sees it, polled while it is `while_status`
  * (at most 20 s); the last reply in *r. */
 static void poll_run(struct support_server *s, const char *token, const char *path,
-                     const char *while_status, struct rel_resp *r)
+                     const char *while_status, struct support_resp *r)
 {
     char needle[48];
     snprintf(needle, sizeof(needle), "\"status\":\"%s\"", while_status);
     for (int i = 0; i < 2000; i++) {
-        rel_json(s, "GET", path, token, NULL, r);
+        support_json(s, "GET", path, token, NULL, r);
         if (r->status != 200 || !strstr(r->body, needle))
             return;
-        rel_resp_free(r);
-        rel_sleep_ms(10);
+        support_resp_free(r);
+        support_sleep_ms(10);
     }
     fail_msg("run %s still %s after 20 s", path, while_status);
 }
@@ -327,12 +327,12 @@ static void expect_run_leaves(struct support_server *s, const char *token, const
 {
     char needle[48];
     snprintf(needle, sizeof(needle), "\"status\":\"%s\"", now);
-    struct rel_resp r;
+    struct support_resp r;
     poll_run(s, token, path, while_status, &r);
-    rel_expect(&r, 200, needle);
+    support_expect_reply(&r, 200, needle);
     if (detail)
         assert_non_null(strstr(r.body, detail));
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 /* DELETE of a running run: 202, the run stops at its next stop point (the
@@ -348,11 +348,11 @@ static void test_cancel_running_run(void **state)
                 "{\"kernel\": \"count\", \"args\": {\"n\": 4000000000}, \"wait\": false}", path);
     expect_run_leaves(&s, "tokA", path, "queued", "running", NULL);
     json_expect(&s, "DELETE", path, "tokB", NULL, 404, NULL); /* bob's: not found, nothing stops */
-    struct rel_resp r;
-    rel_json(&s, "GET", path, "tokA", NULL, &r);
-    rel_expect(&r, 200, "\"status\":\"running\"");
+    struct support_resp r;
+    support_json(&s, "GET", path, "tokA", NULL, &r);
+    support_expect_reply(&r, 200, "\"status\":\"running\"");
     assert_null(strstr(r.body, "stopping"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     json_expect(&s, "DELETE", path, "tokA", NULL, 202, "\"stopping\":\"cancel\"");
     expect_run_leaves(&s, "tokA", path, "running", "canceled", "canceled while it ran");
     json_expect(&s, "GET", "/readyz", NULL, NULL, 200, NULL);
@@ -373,8 +373,8 @@ static void test_cancel_pipeline_at_step(void **state)
         skip();
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
-    rel_start(&s, &cfg);
+    support_config(&cfg);
+    support_start_config(&s, &cfg);
     const size_t n = 1024, bytes = n * n * 4;
     char a[64], b[64], c[64], y[64];
     new_buffer(&s, bytes, a);
@@ -391,12 +391,12 @@ static void test_cancel_pipeline_at_step(void **state)
     expect_run_leaves(&s, NULL, path, "queued", "running", NULL);
     json_expect(&s, "DELETE", path, NULL, NULL, 202, "\"stopping\":\"cancel\"");
     expect_run_leaves(&s, NULL, path, "running", "canceled", "step 1 (fill)");
-    struct rel_resp r;
+    struct support_resp r;
     get_buffer(&s, y, 64, &r);
     static const char zeros[64];
     assert_memory_equal(r.body, zeros, 64); /* fill never ran */
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 int main(void)

@@ -71,23 +71,23 @@ static void *contend(void *arg)
         if (race->stop)
             return NULL;
         char body[8192], path[128], tag[64];
-        struct rel_resp r;
+        struct support_resp r;
         if (c->index < RUNNERS) {
             run_body(race, body, sizeof(body));
-            struct rel_req rq = {.method = "POST", .path = "/v1/runs",
-                                 .ctype = "application/json", .body = body,
-                                 .len = strlen(body)};
-            rel_do(race->s, &rq, &r);
+            struct support_call rq = {.method = "POST", .path = "/v1/runs",
+                                      .ctype = "application/json", .body = body,
+                                      .len = strlen(body)};
+            support_do_call(race->s, &rq, &r);
         } else {
             snprintf(path, sizeof(path), "/v1/buffers/%s", race->y);
             snprintf(tag, sizeof(tag), "If-Match: \"v%llu\"", (unsigned long long)race->version);
-            struct rel_req rq = {.method = "PUT", .path = path,
-                                 .ctype = "application/octet-stream", .body = race->zeros,
-                                 .len = BYTES, .extra_header = tag};
-            rel_do(race->s, &rq, &r);
+            struct support_call rq = {.method = "PUT", .path = path,
+                                      .ctype = "application/octet-stream", .body = race->zeros,
+                                      .len = BYTES, .extra_header = tag};
+            support_do_call(race->s, &rq, &r);
         }
         race->status[c->index] = r.status;
-        rel_resp_free(&r);
+        support_resp_free(&r);
         pthread_barrier_wait(&race->done);
     }
 }
@@ -97,13 +97,13 @@ static void test_one_writer_per_tag(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     cfg.run_workers = 4;
-    rel_start(&s, &cfg);
+    support_start_config(&s, &cfg);
     struct race race = {.s = &s};
     race.zeros = calloc(1, BYTES);
-    assert_int_equal(rel_create(&s, NULL, BYTES, race.y, sizeof(race.y)), 201);
-    assert_int_equal(rel_create(&s, NULL, BYTES, race.z, sizeof(race.z)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, BYTES, race.y, sizeof(race.y)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, BYTES, race.z, sizeof(race.z)), 201);
     pthread_barrier_init(&race.go, NULL, CONTENDERS + 1);
     pthread_barrier_init(&race.done, NULL, CONTENDERS + 1);
     pthread_t th[CONTENDERS];
@@ -112,13 +112,13 @@ static void test_one_writer_per_tag(void **state)
         cs[i] = (struct contender){&race, i};
         assert_int_equal(pthread_create(&th[i], NULL, contend, &cs[i]), 0);
     }
-    long t0 = rel_now_ms();
+    long t0 = support_now_ms();
     int trials = 0, bad = 0, runs_won = 0, puts_won = 0;
     char first_bad[256] = "";
-    while (trials < TRIALS && rel_now_ms() - t0 < TRIAL_BUDGET_MS) {
+    while (trials < TRIALS && support_now_ms() - t0 < TRIAL_BUDGET_MS) {
         /* Every writer of the last trial has ended (a run's reply came
          * after its end): this version moves only by this trial's winner. */
-        race.version = rel_buffer_version(&s, NULL, race.y);
+        race.version = support_buffer_version(&s, NULL, race.y);
         pthread_barrier_wait(&race.go);
         pthread_barrier_wait(&race.done);
         trials++;
@@ -148,17 +148,17 @@ static void test_one_writer_per_tag(void **state)
     pthread_barrier_destroy(&race.done);
     free(race.zeros);
     printf("%d trials in %ld ms: %d with other than one writer; runs won %d, PUTs %d\n", trials,
-           rel_now_ms() - t0, bad, runs_won, puts_won);
+           support_now_ms() - t0, bad, runs_won, puts_won);
     if (bad)
         fail_msg("%d of %d trials let other than exactly one writer through (first: %s)", bad,
                  trials, first_bad);
     assert_true(trials >= 20);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 /* POSTs a run of user kernel twice (y = 2 x over 16 elements), as one step
  * of a pipeline or alone, with the members `tags` in its if_match. */
-static void twice(struct support_server *s, struct rel_resp *r, int pipeline, const char *x,
+static void twice(struct support_server *s, struct support_resp *r, int pipeline, const char *x,
                   const char *y, const char *tags)
 {
     char step[512], body[600];
@@ -167,7 +167,7 @@ static void twice(struct support_server *s, struct rel_resp *r, int pipeline, co
              "\"n\": 16}, \"if_match\": {%s}}",
              x, y, tags);
     snprintf(body, sizeof(body), pipeline ? "{\"steps\": [%s]}" : "%s", step);
-    rel_json(s, "POST", "/v1/runs", NULL, body, r);
+    support_json(s, "POST", "/v1/runs", NULL, body, r);
 }
 
 static void test_unknown_if_match_key(void **state)
@@ -175,54 +175,54 @@ static void test_unknown_if_match_key(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
-    rel_start(&s, &cfg);
+    support_config(&cfg);
+    support_start_config(&s, &cfg);
     char x[64], y[64], body[1024];
-    assert_int_equal(rel_create(&s, NULL, BYTES, x, sizeof(x)), 201);
-    assert_int_equal(rel_create(&s, NULL, BYTES, y, sizeof(y)), 201);
-    uint64_t v = rel_buffer_version(&s, NULL, y);
+    assert_int_equal(support_buffer_try_create(&s, NULL, BYTES, x, sizeof(x)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, BYTES, y, sizeof(y)), 201);
+    uint64_t v = support_buffer_version(&s, NULL, y);
     static const char *const keys[] = {"Z", "n", "dtype", "a"};
-    struct rel_resp r;
+    struct support_resp r;
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         snprintf(body, sizeof(body),
                  "{\"kernel\": \"axpy\", \"args\": {\"x\": \"%s\", \"y\": \"%s\", \"dtype\": "
                  "\"f32\", \"n\": 16, \"a\": 2}, \"if_match\": {\"%s\": \"\\\"v1\\\"\"}}",
                  x, y, keys[i]);
-        rel_json(&s, "POST", "/v1/runs", NULL, body, &r);
+        support_json(&s, "POST", "/v1/runs", NULL, body, &r);
         char want[64];
         snprintf(want, sizeof(want), "if_match names '%s'", keys[i]);
-        rel_expect(&r, 422, want);
-        rel_resp_free(&r);
+        support_expect_reply(&r, 422, want);
+        support_resp_free(&r);
     }
-    assert_int_equal(rel_buffer_version(&s, NULL, y), v); /* nothing ran */
+    assert_int_equal(support_buffer_version(&s, NULL, y), v); /* nothing ran */
     /* In a pipeline, per step; a user kernel's number input is no buffer. */
-    rel_json(&s, "POST", "/v1/kernels", NULL,
-             "{\"name\": \"twice\", \"in\": \"f32 x, f32 a\", \"out\": \"f32 y\","
-             " \"body\": \"y = a * x\"}", &r);
-    rel_expect(&r, 201, NULL);
-    rel_resp_free(&r);
+    support_json(&s, "POST", "/v1/kernels", NULL,
+                 "{\"name\": \"twice\", \"in\": \"f32 x, f32 a\", \"out\": \"f32 y\","
+                 " \"body\": \"y = a * x\"}", &r);
+    support_expect_reply(&r, 201, NULL);
+    support_resp_free(&r);
     char tags[128];
     snprintf(tags, sizeof(tags), "\"y\": \"\\\"v%llu\\\"\", \"a\": \"\\\"v1\\\"\"",
              (unsigned long long)v);
     twice(&s, &r, 1, x, y, tags);
-    rel_expect(&r, 422, "steps[0]: if_match names 'a'");
-    rel_resp_free(&r);
-    assert_int_equal(rel_buffer_version(&s, NULL, y), v);
+    support_expect_reply(&r, 422, "steps[0]: if_match names 'a'");
+    support_resp_free(&r);
+    assert_int_equal(support_buffer_version(&s, NULL, y), v);
     /* The keys that are buffer arguments still work: stale is 412, current runs. */
     snprintf(tags, sizeof(tags), "\"x\": \"\\\"v%llu\\\"\", \"y\": \"\\\"v%llu\\\"\"",
-             (unsigned long long)rel_buffer_version(&s, NULL, x), (unsigned long long)v + 7);
+             (unsigned long long)support_buffer_version(&s, NULL, x), (unsigned long long)v + 7);
     twice(&s, &r, 0, x, y, tags);
-    rel_expect(&r, 412, "argument y");
+    support_expect_reply(&r, 412, "argument y");
     char etag[64], want[64];
-    rel_header(&r, "ETag", etag, sizeof(etag));
+    support_header(&r, "ETag", etag, sizeof(etag));
     snprintf(want, sizeof(want), "\"v%llu\"", (unsigned long long)v);
     assert_string_equal(etag, want); /* the version found, to retry with */
-    rel_resp_free(&r);
+    support_resp_free(&r);
     snprintf(tags, sizeof(tags), "\"y\": \"\\\"v%llu\\\"\"", (unsigned long long)v);
     twice(&s, &r, 0, x, y, tags);
-    rel_expect(&r, 200, "succeeded");
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_expect_reply(&r, 200, "succeeded");
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 int main(void)

@@ -26,31 +26,31 @@
 static int setup(void **state)
 {
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
     snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "%s", METRICS);
-    return rel_setup_with(state, &cfg);
+    return support_setup_with(state, &cfg);
 }
 
 
 static void expect_401(struct support_server *s, const char *method, const char *path,
                        const char *token, const char *json, int token_sent)
 {
-    struct rel_resp r;
-    long st = rel_json(s, method, path, token, json, &r);
+    struct support_resp r;
+    long st = support_json(s, method, path, token, json, &r);
     if (st != 401)
         fail_msg("%s %s with token '%s': expected 401, got %ld: %s", method, path,
                  token ? token : "(none)", st, r.body);
     char v[256];
-    rel_header(&r, "WWW-Authenticate", v, sizeof(v));
+    support_header(&r, "WWW-Authenticate", v, sizeof(v));
     assert_string_equal(v, token_sent ? "Bearer realm=\"gpuhttpd\", error=\"invalid_token\""
                                       : "Bearer realm=\"gpuhttpd\"");
-    rel_header(&r, "Content-Type", v, sizeof(v));
+    support_header(&r, "Content-Type", v, sizeof(v));
     assert_string_equal(v, "application/problem+json");
     assert_non_null(strstr(r.body, "\"status\":401"));
     if (token)
         assert_null(strstr(r.body, token));
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void test_missing_or_wrong_token(void **state)
@@ -77,16 +77,16 @@ static void test_missing_or_wrong_token(void **state)
                              "Authorization: Bearer " ALICE " extra",
                              "Authorization: " ALICE, "Authorization: Bearer\t"};
     for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
-        struct rel_req rq = {.method = "GET", .path = "/v1/buffers", .extra_header = headers[i]};
-        struct rel_resp r;
-        rel_do(s, &rq, &r);
+        struct support_call rq = {.method = "GET", .path = "/v1/buffers", .extra_header = headers[i]};
+        struct support_resp r;
+        support_do_call(s, &rq, &r);
         if (r.status != 401)
             fail_msg("'%s': expected 401, got %ld", headers[i], r.status);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     /* Nothing was created by the refused POSTs. */
-    assert_int_equal(rel_pool_in_use(s), 0);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_int_equal(support_pool_in_use(s), 0);
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 static void test_refused_upload_sends_no_body(void **state)
@@ -97,17 +97,17 @@ static void test_refused_upload_sends_no_body(void **state)
     size_t len = 1 << 20;
     char *body = malloc(len);
     memset(body, 7, len);
-    struct rel_req rq = {.method = "POST", .path = "/v1/buffers",
-                         .ctype = "application/octet-stream", .body = body, .len = len};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
+    struct support_call rq = {.method = "POST", .path = "/v1/buffers",
+                              .ctype = "application/octet-stream", .body = body, .len = len};
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
     assert_int_equal(r.status, 401);
     char v[64];
-    rel_header(&r, "Connection", v, sizeof(v));
+    support_header(&r, "Connection", v, sizeof(v));
     assert_string_equal(v, "close"); /* the body is not read on */
-    rel_resp_free(&r);
+    support_resp_free(&r);
     free(body);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 /* The same with a body the client sends in full, without waiting for
@@ -123,20 +123,20 @@ static void test_refusal_reaches_client_sending_whole_body(void **state)
     assert_non_null(body);
     memset(body, 7, len);
     for (int i = 0; i < 3; i++) {
-        int fd = rel_begin_upload(s->port, "POST", "/v1/buffers", len, 0);
-        rel_sleep_ms(20); /* the head is refused before the body comes */
-        int sent = rel_send(fd, body, len);
+        int fd = support_raw_begin_upload(s->port, "POST", "/v1/buffers", len, 0);
+        support_sleep_ms(20); /* the head is refused before the body comes */
+        int sent = support_raw_send(fd, body, len);
         char buf[4096];
         int closed;
-        rel_recv(fd, buf, sizeof(buf), 3000, &closed);
+        support_raw_recv(fd, buf, sizeof(buf), 3000, &closed);
         close(fd);
         /* A client that stops at a failed send (curl does) would never see it. */
-        if (sent != 0 || rel_status_of(buf) != 401)
+        if (sent != 0 || support_raw_status_of(buf) != 401)
             fail_msg("attempt %d: body %s, then '%.40s'", i,
                      sent == 0 ? "sent" : "cut off by a reset", buf);
     }
     free(body);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 static void test_public_paths_open(void **state)
@@ -145,21 +145,21 @@ static void test_public_paths_open(void **state)
     const char *open[] = {"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/docs",
                           "/docs/index.css"};
     for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++) {
-        struct rel_resp r;
-        long st = rel_json(s, "GET", open[i], NULL, NULL, &r);
+        struct support_resp r;
+        long st = support_json(s, "GET", open[i], NULL, NULL, &r);
         if (st == 401 || st == 0)
             fail_msg("%s without a token: got %ld", open[i], st);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     /* A token on an open path is simply ignored, even a wrong one. */
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", "/healthz", "wrong", NULL, &r), 200);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "GET", "/healthz", "wrong", NULL, &r), 200);
+    support_resp_free(&r);
     /* A public path keeps its access under another method: told 405, not 401. */
-    assert_int_equal(rel_json(s, "DELETE", "/healthz", NULL, NULL, &r), 405);
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(s, "GET", "/problems/not-found", NULL, NULL, &r), 200);
-    rel_resp_free(&r);
+    assert_int_equal(support_json(s, "DELETE", "/healthz", NULL, NULL, &r), 405);
+    support_resp_free(&r);
+    assert_int_equal(support_json(s, "GET", "/problems/not-found", NULL, NULL, &r), 200);
+    support_resp_free(&r);
     /* A tenant path under another method still needs the token first. */
     expect_401(s, "PATCH", "/v1/buffers", NULL, NULL, 0);
 }
@@ -169,67 +169,67 @@ static void test_metrics_token(void **state)
     struct support_server *s = *state;
     expect_401(s, "GET", "/metrics", NULL, NULL, 0);
     expect_401(s, "GET", "/metrics", ALICE, NULL, 1);
-    struct rel_resp r;
-    long st = rel_json(s, "GET", "/metrics", METRICS, NULL, &r);
+    struct support_resp r;
+    long st = support_json(s, "GET", "/metrics", METRICS, NULL, &r);
     assert_true(st != 401 && st != 0);
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void test_tenant_buffers_isolated(void **state)
 {
     struct support_server *s = *state;
     char a_id[64], b_id[64], path[160];
-    assert_int_equal(rel_create(s, ALICE, 4096, a_id, sizeof(a_id)), 201);
-    assert_int_equal(rel_create(s, BOB, 1024, b_id, sizeof(b_id)), 201);
+    assert_int_equal(support_buffer_try_create(s, ALICE, 4096, a_id, sizeof(a_id)), 201);
+    assert_int_equal(support_buffer_try_create(s, BOB, 1024, b_id, sizeof(b_id)), 201);
     char data[4096];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (char)(i * 7);
-    assert_int_equal(rel_put(s, ALICE, a_id, data, sizeof(data)), 200);
+    assert_int_equal(support_buffer_try_put(s, ALICE, a_id, data, sizeof(data)), 200);
 
     /* Every verb on alice's buffer, as bob: 404, as if it did not exist. */
     const char *suffix[] = {"", "/meta"};
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof(path), "/v1/buffers/%s%s", a_id, suffix[i]);
-        struct rel_resp r;
-        assert_int_equal(rel_json(s, "GET", path, BOB, NULL, &r), 404);
+        struct support_resp r;
+        assert_int_equal(support_json(s, "GET", path, BOB, NULL, &r), 404);
         assert_non_null(strstr(r.body, "not-found"));
-        rel_resp_free(&r);
-        struct rel_req head = {.method = "HEAD", .path = path, .token = BOB};
-        rel_do(s, &head, &r);
+        support_resp_free(&r);
+        struct support_call head = {.method = "HEAD", .path = path, .token = BOB};
+        support_do_call(s, &head, &r);
         assert_int_equal(r.status, 404);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     char junk[4096];
     memset(junk, 0xee, sizeof(junk));
-    assert_int_equal(rel_put(s, BOB, a_id, junk, sizeof(junk)), 404);
+    assert_int_equal(support_buffer_try_put(s, BOB, a_id, junk, sizeof(junk)), 404);
     snprintf(path, sizeof(path), "/v1/buffers/%s", a_id);
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "DELETE", path, BOB, NULL, &r), 404);
-    rel_resp_free(&r);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "DELETE", path, BOB, NULL, &r), 404);
+    support_resp_free(&r);
 
     /* Lists show one's own buffers only. */
-    assert_int_equal(rel_json(s, "GET", "/v1/buffers", BOB, NULL, &r), 200);
+    assert_int_equal(support_json(s, "GET", "/v1/buffers", BOB, NULL, &r), 200);
     assert_null(strstr(r.body, a_id));
     assert_non_null(strstr(r.body, b_id));
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(s, "GET", "/v1/buffers", ALICE, NULL, &r), 200);
+    support_resp_free(&r);
+    assert_int_equal(support_json(s, "GET", "/v1/buffers", ALICE, NULL, &r), 200);
     assert_non_null(strstr(r.body, a_id));
     assert_null(strstr(r.body, b_id));
-    rel_resp_free(&r);
+    support_resp_free(&r);
 
     /* Alice's bytes are untouched. */
-    assert_int_equal(rel_json(s, "GET", path, ALICE, NULL, &r), 200);
-    assert_int_equal(r.len, sizeof(data));
+    assert_int_equal(support_json(s, "GET", path, ALICE, NULL, &r), 200);
+    assert_int_equal(r.body_len, sizeof(data));
     assert_memory_equal(r.body, data, sizeof(data));
-    rel_resp_free(&r);
+    support_resp_free(&r);
 
     /* Cleanup by each owner. */
-    assert_int_equal(rel_json(s, "DELETE", path, ALICE, NULL, &r), 204);
-    rel_resp_free(&r);
+    assert_int_equal(support_json(s, "DELETE", path, ALICE, NULL, &r), 204);
+    support_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buffers/%s", b_id);
-    assert_int_equal(rel_json(s, "DELETE", path, BOB, NULL, &r), 204);
-    rel_resp_free(&r);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_int_equal(support_json(s, "DELETE", path, BOB, NULL, &r), 204);
+    support_resp_free(&r);
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 /* The next_cursor of a list page was the global creation
@@ -239,20 +239,20 @@ static void test_cursors_opaque_per_tenant(void **state)
 {
     struct support_server *s = *state;
     char ids[8][64], cur[2][64], path[160];
-    struct rel_resp r;
+    struct support_resp r;
     for (int i = 0; i < 2; i++)
-        assert_int_equal(rel_create(s, ALICE, 16, ids[i], sizeof(ids[i])), 201);
-    assert_int_equal(rel_json(s, "GET", "/v1/buffers?limit=1", ALICE, NULL, &r), 200);
-    rel_json_str(&r, "next_cursor", cur[0], sizeof(cur[0]));
-    rel_resp_free(&r);
+        assert_int_equal(support_buffer_try_create(s, ALICE, 16, ids[i], sizeof(ids[i])), 201);
+    assert_int_equal(support_json(s, "GET", "/v1/buffers?limit=1", ALICE, NULL, &r), 200);
+    support_json_str(&r, "next_cursor", cur[0], sizeof(cur[0]));
+    support_resp_free(&r);
     for (int i = 2; i < 7; i++)
-        assert_int_equal(rel_create(s, BOB, 16, ids[i], sizeof(ids[i])), 201);
-    assert_int_equal(rel_create(s, ALICE, 16, ids[7], sizeof(ids[7])), 201);
+        assert_int_equal(support_buffer_try_create(s, BOB, 16, ids[i], sizeof(ids[i])), 201);
+    assert_int_equal(support_buffer_try_create(s, ALICE, 16, ids[7], sizeof(ids[7])), 201);
     snprintf(path, sizeof(path), "/v1/buffers?limit=1&cursor=%s", cur[0]);
-    assert_int_equal(rel_json(s, "GET", path, ALICE, NULL, &r), 200);
+    assert_int_equal(support_json(s, "GET", path, ALICE, NULL, &r), 200);
     assert_non_null(strstr(r.body, ids[1])); /* the page after the first */
-    rel_json_str(&r, "next_cursor", cur[1], sizeof(cur[1]));
-    rel_resp_free(&r);
+    support_json_str(&r, "next_cursor", cur[1], sizeof(cur[1]));
+    support_resp_free(&r);
     for (int c = 0; c < 2; c++) {
         if (strlen(cur[c]) != 16 || strspn(cur[c], "0123456789abcdef") != 16)
             fail_msg("cursor '%s' is not 16 opaque hex digits", cur[c]);
@@ -262,60 +262,60 @@ static void test_cursors_opaque_per_tenant(void **state)
             fail_msg("cursor '%s' reads as a small sequence number", cur[c]);
     }
     /* Bob's view of alice's cursor: his own buffers only, never hers. */
-    assert_int_equal(rel_json(s, "GET", path, BOB, NULL, &r), 200);
+    assert_int_equal(support_json(s, "GET", path, BOB, NULL, &r), 200);
     for (int i = 0; i < 8; i++)
         if (i < 2 || i == 7)
             assert_null(strstr(r.body, ids[i]));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* A sequence number is no cursor. */
-    assert_int_equal(rel_json(s, "GET", "/v1/buffers?cursor=1", ALICE, NULL, &r), 400);
-    rel_resp_free(&r);
+    assert_int_equal(support_json(s, "GET", "/v1/buffers?cursor=1", ALICE, NULL, &r), 400);
+    support_resp_free(&r);
     for (int i = 0; i < 8; i++) {
         snprintf(path, sizeof(path), "/v1/buffers/%s", ids[i]);
-        assert_int_equal(rel_json(s, "DELETE", path, i >= 2 && i < 7 ? BOB : ALICE, NULL, &r), 204);
-        rel_resp_free(&r);
+        assert_int_equal(support_json(s, "DELETE", path, i >= 2 && i < 7 ? BOB : ALICE, NULL, &r), 204);
+        support_resp_free(&r);
     }
 }
 
 static void test_tenant_runs_isolated(void **state)
 {
     struct support_server *s = *state;
-    struct rel_resp r;
-    long st = rel_json(s, "GET", "/v1/kernels/fill", ALICE, NULL, &r);
-    rel_resp_free(&r);
+    struct support_resp r;
+    long st = support_json(s, "GET", "/v1/kernels/fill", ALICE, NULL, &r);
+    support_resp_free(&r);
     if (st != 200) {
         print_message("SKIP runs part: no 'fill' kernel in this build (GET -> %ld)\n", st);
         return;
     }
     char a_id[64], body[256], run_id[64], path[160];
-    assert_int_equal(rel_create(s, ALICE, 4096, a_id, sizeof(a_id)), 201);
+    assert_int_equal(support_buffer_try_create(s, ALICE, 4096, a_id, sizeof(a_id)), 201);
     snprintf(body, sizeof(body),
              "{\"kernel\":\"fill\",\"args\":{\"x\":\"%s\",\"dtype\":\"f32\",\"n\":16,"
              "\"value\":1},\"wait\":true}",
              a_id);
-    assert_int_equal(rel_json(s, "POST", "/v1/runs", ALICE, body, &r), 200);
-    rel_json_str(&r, "id", run_id, sizeof(run_id));
-    rel_resp_free(&r);
+    assert_int_equal(support_json(s, "POST", "/v1/runs", ALICE, body, &r), 200);
+    support_json_str(&r, "id", run_id, sizeof(run_id));
+    support_resp_free(&r);
     assert_int_equal(strlen(run_id), GHD_BUFFER_ID_LEN);
 
     /* Bob cannot see, cancel or forget alice's run... */
     snprintf(path, sizeof(path), "/v1/runs/%s", run_id);
-    assert_int_equal(rel_json(s, "GET", path, BOB, NULL, &r), 404);
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(s, "DELETE", path, BOB, NULL, &r), 404);
-    rel_resp_free(&r);
+    assert_int_equal(support_json(s, "GET", path, BOB, NULL, &r), 404);
+    support_resp_free(&r);
+    assert_int_equal(support_json(s, "DELETE", path, BOB, NULL, &r), 404);
+    support_resp_free(&r);
     /* ...nor name alice's buffer in a run of his own. */
-    assert_int_equal(rel_json(s, "POST", "/v1/runs", BOB, body, &r), 404);
+    assert_int_equal(support_json(s, "POST", "/v1/runs", BOB, body, &r), 404);
     assert_null(strstr(r.body, "\"succeeded\""));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Alice still can. */
-    assert_int_equal(rel_json(s, "GET", path, ALICE, NULL, &r), 200);
+    assert_int_equal(support_json(s, "GET", path, ALICE, NULL, &r), 200);
     assert_non_null(strstr(r.body, "succeeded"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buffers/%s", a_id);
-    assert_int_equal(rel_json(s, "DELETE", path, ALICE, NULL, &r), 204);
-    rel_resp_free(&r);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_int_equal(support_json(s, "DELETE", path, ALICE, NULL, &r), 204);
+    support_resp_free(&r);
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 /* Pool memory is reused: a new buffer must not show a deleted one's bytes,
@@ -328,28 +328,28 @@ static void test_new_buffers_are_zeroed(void **state)
     memset(secret, 0x5a, size);
     for (int round = 0; round < 4; round++) {
         char a_id[64], b_id[64], path[160];
-        assert_int_equal(rel_create(s, ALICE, size, a_id, sizeof(a_id)), 201);
-        assert_int_equal(rel_put(s, ALICE, a_id, secret, size), 200);
+        assert_int_equal(support_buffer_try_create(s, ALICE, size, a_id, sizeof(a_id)), 201);
+        assert_int_equal(support_buffer_try_put(s, ALICE, a_id, secret, size), 200);
         snprintf(path, sizeof(path), "/v1/buffers/%s", a_id);
-        struct rel_resp r;
-        assert_int_equal(rel_json(s, "DELETE", path, ALICE, NULL, &r), 204);
-        rel_resp_free(&r);
+        struct support_resp r;
+        assert_int_equal(support_json(s, "DELETE", path, ALICE, NULL, &r), 204);
+        support_resp_free(&r);
         /* Bob's new buffer of the same size: JSON form, then octet-stream
          * form cut short (the upload fails, the buffer goes again). */
-        assert_int_equal(rel_create(s, BOB, size, b_id, sizeof(b_id)), 201);
+        assert_int_equal(support_buffer_try_create(s, BOB, size, b_id, sizeof(b_id)), 201);
         snprintf(path, sizeof(path), "/v1/buffers/%s", b_id);
-        assert_int_equal(rel_json(s, "GET", path, BOB, NULL, &r), 200);
-        assert_int_equal(r.len, size);
+        assert_int_equal(support_json(s, "GET", path, BOB, NULL, &r), 200);
+        assert_int_equal(r.body_len, size);
         for (size_t i = 0; i < size; i++)
             if (r.body[i] != 0)
                 fail_msg("round %d: byte %zu of a new buffer is 0x%02x, not 0", round, i,
                          (unsigned char)r.body[i]);
-        rel_resp_free(&r);
-        assert_int_equal(rel_json(s, "DELETE", path, BOB, NULL, &r), 204);
-        rel_resp_free(&r);
+        support_resp_free(&r);
+        assert_int_equal(support_json(s, "DELETE", path, BOB, NULL, &r), 204);
+        support_resp_free(&r);
     }
     free(secret);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 static void test_tokens_never_logged(void **state)
@@ -364,20 +364,20 @@ static void test_tokens_never_logged(void **state)
     /* A server of its own at debug level: everything that can be logged is. */
     struct support_server *s = calloc(1, sizeof(*s));
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice", ALICE);
     snprintf(cfg.log_level, sizeof(cfg.log_level), "debug");
-    rel_start(s, &cfg);
+    support_start_config(s, &cfg);
     char id[64];
-    rel_create(s, ALICE, 256, id, sizeof(id));
-    struct rel_resp r;
-    rel_json(s, "GET", "/v1/buffers", ALICE, NULL, &r);
-    rel_resp_free(&r);
-    rel_json(s, "GET", "/v1/buffers", "wrong-secret-token", NULL, &r);
-    rel_resp_free(&r);
-    rel_json(s, "GET", "/v1/buffers", ALICE "tail", NULL, &r);
-    rel_resp_free(&r);
-    rel_stop(s);
+    support_buffer_try_create(s, ALICE, 256, id, sizeof(id));
+    struct support_resp r;
+    support_json(s, "GET", "/v1/buffers", ALICE, NULL, &r);
+    support_resp_free(&r);
+    support_json(s, "GET", "/v1/buffers", "wrong-secret-token", NULL, &r);
+    support_resp_free(&r);
+    support_json(s, "GET", "/v1/buffers", ALICE "tail", NULL, &r);
+    support_resp_free(&r);
+    support_stop(s);
     free(s);
     fflush(stderr);
     dup2(saved, 2);
@@ -404,54 +404,54 @@ static void test_default_probes_private(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
-    rel_start(&s, &cfg);
+    support_start_config(&s, &cfg);
     expect_401(&s, "GET", "/metrics", NULL, NULL, 0);
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "GET", "/metrics", BOB, NULL, &r), 401);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "GET", "/metrics", BOB, NULL, &r), 401);
     assert_non_null(strstr(r.body, "--metrics-public"));
-    rel_resp_free(&r);
-    assert_int_equal(rel_create(&s, ALICE, 123456, NULL, 0), 201);
+    support_resp_free(&r);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 123456, NULL, 0), 201);
     const char *who[] = {NULL, BOB, "wrong"};
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(rel_json(&s, "GET", "/readyz", who[i], NULL, &r), 200);
+        assert_int_equal(support_json(&s, "GET", "/readyz", who[i], NULL, &r), 200);
         assert_non_null(strstr(r.body, "\"status\":\"ready\""));
         if (strstr(r.body, "\"pool\"") || strstr(r.body, "in_use") || strstr(r.body, "staging"))
             fail_msg("/readyz as %s shows figures: %s", who[i] ? who[i] : "(none)", r.body);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
     /* GET /v1/devices is a tenant route: bob sees the devices, not the pool's
      * sums or the free memory that alice's buffer moved. */
-    assert_int_equal(rel_json(&s, "GET", "/v1/devices", BOB, NULL, &r), 200);
+    assert_int_equal(support_json(&s, "GET", "/v1/devices", BOB, NULL, &r), 200);
     assert_non_null(strstr(r.body, "\"state\":\"ready\""));
     if (strstr(r.body, "\"used\"") || strstr(r.body, "\"buffers\"") || strstr(r.body, "\"free\""))
         fail_msg("/v1/devices as bob shows every tenant's figures: %s", r.body);
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_resp_free(&r);
+    support_stop(&s);
 
     cfg.metrics_public = 1;
-    rel_start(&s, &cfg);
-    assert_int_equal(rel_json(&s, "GET", "/metrics", NULL, NULL, &r), 200);
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(&s, "GET", "/readyz", NULL, NULL, &r), 200);
+    support_start_config(&s, &cfg);
+    assert_int_equal(support_json(&s, "GET", "/metrics", NULL, NULL, &r), 200);
+    support_resp_free(&r);
+    assert_int_equal(support_json(&s, "GET", "/readyz", NULL, NULL, &r), 200);
     assert_non_null(strstr(r.body, "\"in_use\""));
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(&s, "GET", "/v1/devices", BOB, NULL, &r), 200);
+    support_resp_free(&r);
+    assert_int_equal(support_json(&s, "GET", "/v1/devices", BOB, NULL, &r), 200);
     assert_non_null(strstr(r.body, "\"used\""));
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_resp_free(&r);
+    support_stop(&s);
 
     cfg.metrics_public = 0;
     snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "%s", METRICS);
-    rel_start(&s, &cfg);
-    assert_int_equal(rel_json(&s, "GET", "/readyz", NULL, NULL, &r), 200);
+    support_start_config(&s, &cfg);
+    assert_int_equal(support_json(&s, "GET", "/readyz", NULL, NULL, &r), 200);
     assert_null(strstr(r.body, "\"in_use\""));
-    rel_resp_free(&r);
-    assert_int_equal(rel_json(&s, "GET", "/readyz", METRICS, NULL, &r), 200);
+    support_resp_free(&r);
+    assert_int_equal(support_json(&s, "GET", "/readyz", METRICS, NULL, &r), 200);
     assert_non_null(strstr(r.body, "\"in_use\""));
-    rel_resp_free(&r);
-    rel_stop(&s);
+    support_resp_free(&r);
+    support_stop(&s);
 }
 
 static void test_loopback_only_without_tokens(void **state)
@@ -459,16 +459,16 @@ static void test_loopback_only_without_tokens(void **state)
     (void)state;
     struct support_server s;
     struct ghd_config cfg;
-    rel_config(&cfg);
+    support_config(&cfg);
     snprintf(cfg.bind, sizeof(cfg.bind), "0.0.0.0");
     struct ghd_err err = {0};
-    int rc = rel_try_start(&s, &cfg, &err);
+    int rc = support_try_start(&s, &cfg, &err);
     assert_int_equal(rc, GHD_EINVAL);
     assert_non_null(strstr(err.detail, "--allow-unauthenticated"));
     /* Any 127/8 address is fine without tokens. */
     snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1");
-    assert_int_equal(rel_try_start(&s, &cfg, &err), 0);
-    rel_stop(&s);
+    assert_int_equal(support_try_start(&s, &cfg, &err), 0);
+    support_stop(&s);
 }
 
 int main(void)
@@ -489,7 +489,7 @@ int main(void)
         cmocka_unit_test(test_loopback_only_without_tokens),
         cmocka_unit_test(test_default_probes_private),
     };
-    int failed = cmocka_run_group_tests_name("security", tests, setup, rel_teardown);
+    int failed = cmocka_run_group_tests_name("security", tests, setup, support_teardown);
     failed += cmocka_run_group_tests_name("security_alone", alone, NULL, NULL);
     return failed;
 }

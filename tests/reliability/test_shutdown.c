@@ -22,9 +22,9 @@
 
 #include "rel.h"
 
-static void start(struct rel_proc *p, const char *const *args, const char *const *env)
+static void start(struct support_child *p, const char *const *args, const char *const *env)
 {
-    if (rel_spawn(p, args, env, 20000) < 0)
+    if (support_child_spawn(p, args, env, 20000) < 0)
         fail_msg("gpuhttpd did not start");
 }
 
@@ -33,21 +33,21 @@ static void test_sigterm_lets_upload_finish(void **state)
     (void)state;
     const char *args[] = {"--shutdown-grace", "20", "--staging-chunk", "64K",
                           "--staging-chunks", "4", "--pool-initial", "0", NULL};
-    struct rel_proc p;
+    struct support_child p;
     start(&p, args, NULL);
     struct support_server s;
-    rel_server_for(&s, &p);
+    support_server_for(&s, &p);
     char id[64];
     size_t total = 2 << 20;
-    assert_int_equal(rel_create(&s, NULL, total, id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, total, id, sizeof(id)), 201);
 
-    int fd = rel_begin_put(p.port, id, total, 256 << 10);
-    rel_sleep_ms(200);
-    long t0 = rel_now_ms();
+    int fd = support_raw_begin_put(p.port, id, total, 256 << 10);
+    support_sleep_ms(200);
+    long t0 = support_now_ms();
     assert_int_equal(kill(p.pid, SIGTERM), 0);
-    rel_sleep_ms(300);
+    support_sleep_ms(300);
     /* No new connections once stopping. */
-    int refused = rel_connect(p.port);
+    int refused = support_raw_connect(p.port);
     if (refused >= 0) {
         close(refused);
         fail_msg("a new connection was accepted after SIGTERM");
@@ -57,24 +57,24 @@ static void test_sigterm_lets_upload_finish(void **state)
     char *zeros = calloc(1, piece);
     while (left) {
         size_t n = left < piece ? left : piece;
-        assert_int_equal(rel_send(fd, zeros, n), 0);
+        assert_int_equal(support_raw_send(fd, zeros, n), 0);
         left -= n;
-        rel_sleep_ms(80);
+        support_sleep_ms(80);
     }
     free(zeros);
     char buf[4096];
     int closed;
-    rel_recv(fd, buf, sizeof(buf), 5000, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    support_raw_recv(fd, buf, sizeof(buf), 5000, &closed);
+    assert_int_equal(support_raw_status_of(buf), 200);
     assert_non_null(strstr(buf, "\"bytes_written\":2097152"));
     assert_non_null(strcasestr(buf, "Connection: close"));
     close(fd);
-    int code = rel_wait_exit_or_kill(&p, 10000);
-    long took = rel_now_ms() - t0;
+    int code = support_child_wait_exit_or_kill(&p, 10000);
+    long took = support_now_ms() - t0;
     print_message("upload finished with 200; exit %d %ld ms after SIGTERM\n", code, took);
     assert_int_equal(code, 0);
-    assert_true(rel_log_contains(&p, "stopping"));
-    assert_true(rel_log_contains(&p, "stopped"));
+    assert_true(support_child_log_contains(&p, "stopping"));
+    assert_true(support_child_log_contains(&p, "stopped"));
     unlink(p.log_path);
 }
 
@@ -84,10 +84,10 @@ static long get_status(unsigned port, const char *path)
     char base[64];
     snprintf(base, sizeof(base), "http://127.0.0.1:%u", port);
     struct support_server s = {0};
-    struct rel_req rq = {.path = path, .base = base, .timeout_ms = 3000};
-    struct rel_resp r;
-    rel_do(&s, &rq, &r);
-    rel_resp_free(&r);
+    struct support_call rq = {.path = path, .base = base, .timeout_ms = 3000};
+    struct support_resp r;
+    support_do_call(&s, &rq, &r);
+    support_resp_free(&r);
     return r.status;
 }
 
@@ -95,31 +95,31 @@ static long get_status(unsigned port, const char *path)
  * /healthz answered 200. */
 static int keepalive_after_healthz(unsigned port)
 {
-    int fd = rel_connect(port);
+    int fd = support_raw_connect(port);
     const char get[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    assert_int_equal(rel_send(fd, get, sizeof(get) - 1), 0);
+    assert_int_equal(support_raw_send(fd, get, sizeof(get) - 1), 0);
     char buf[1024];
     int closed;
-    rel_recv(fd, buf, sizeof(buf), 300, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    support_raw_recv(fd, buf, sizeof(buf), 300, &closed);
+    assert_int_equal(support_raw_status_of(buf), 200);
     return fd;
 }
 
 /* A server with --shutdown-grace `grace` (and no slow-client guard), with
  * --probe-port `probe_port` unless that is NULL, and an upload into a 1 MiB
  * buffer that stalls after its first 1000 bytes: the upload's socket. */
-static int start_stalled_put(struct rel_proc *p, const char *grace, const char *probe_port)
+static int start_stalled_put(struct support_child *p, const char *grace, const char *probe_port)
 {
     const char *args[] = {"--shutdown-grace", grace, "--header-timeout", "0",
                           "--min-transfer-rate", "0", "--pool-initial", "0",
                           probe_port ? "--probe-port" : NULL, probe_port, NULL};
     start(p, args, NULL);
     struct support_server s;
-    rel_server_for(&s, p);
+    support_server_for(&s, p);
     char id[64];
-    assert_int_equal(rel_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
-    int fd = rel_begin_put(p->port, id, 1 << 20, 1000); /* and never more */
-    rel_sleep_ms(200);
+    assert_int_equal(support_buffer_try_create(&s, NULL, 1 << 20, id, sizeof(id)), 201);
+    int fd = support_raw_begin_put(p->port, id, 1 << 20, 1000); /* and never more */
+    support_sleep_ms(200);
     return fd;
 }
 
@@ -131,64 +131,64 @@ static int start_stalled_put(struct rel_proc *p, const char *grace, const char *
 static void test_probe_port_through_drain(void **state)
 {
     (void)state;
-    unsigned probe_port = rel_free_port();
+    unsigned probe_port = support_free_port();
     char probe[16];
     snprintf(probe, sizeof(probe), "%u", probe_port);
-    struct rel_proc p;
+    struct support_child p;
     int fd = start_stalled_put(&p, "20", probe);
     assert_int_equal(get_status(probe_port, "/readyz"), 200);
     int idle = keepalive_after_healthz(probe_port);
 
     assert_int_equal(kill(p.pid, SIGTERM), 0);
-    rel_sleep_ms(300);
-    int refused = rel_connect(p.port);
+    support_sleep_ms(300);
+    int refused = support_raw_connect(p.port);
     if (refused >= 0) {
         close(refused);
         fail_msg("the main port accepted a connection after SIGTERM");
     }
     assert_int_equal(get_status(probe_port, "/readyz"), 503);
     assert_int_equal(get_status(probe_port, "/healthz"), 200);
-    assert_int_equal(rel_wait_exit(&p, 0), -1); /* still draining */
+    assert_int_equal(support_child_wait_exit(&p, 0), -1); /* still draining */
 
     char buf[4096];
     int closed;
     size_t rest = (1 << 20) - 1000;
     char *zeros = calloc(1, rest);
-    assert_int_equal(rel_send(fd, zeros, rest), 0);
+    assert_int_equal(support_raw_send(fd, zeros, rest), 0);
     free(zeros);
-    rel_recv(fd, buf, sizeof(buf), 5000, &closed);
-    assert_int_equal(rel_status_of(buf), 200);
+    support_raw_recv(fd, buf, sizeof(buf), 5000, &closed);
+    assert_int_equal(support_raw_status_of(buf), 200);
     close(fd);
-    long t0 = rel_now_ms();
-    int code = rel_wait_exit_or_kill(&p, 10000);
-    print_message("exit %d %ld ms after the upload's end\n", code, rel_now_ms() - t0);
+    long t0 = support_now_ms();
+    int code = support_child_wait_exit_or_kill(&p, 10000);
+    print_message("exit %d %ld ms after the upload's end\n", code, support_now_ms() - t0);
     assert_int_equal(code, 0);
-    assert_true(rel_now_ms() - t0 < 2000);
-    assert_true(rel_wait_closed(idle, 1000));
+    assert_true(support_now_ms() - t0 < 2000);
+    assert_true(support_raw_wait_closed(idle, 1000));
     close(idle);
-    refused = rel_connect(probe_port);
+    refused = support_raw_connect(probe_port);
     if (refused >= 0) {
         close(refused);
         fail_msg("the probe port still accepts after the exit");
     }
-    assert_true(rel_log_contains(&p, "probes (health, readiness, metrics) on plain HTTP"));
-    assert_true(rel_log_contains(&p, "stopped"));
+    assert_true(support_child_log_contains(&p, "probes (health, readiness, metrics) on plain HTTP"));
+    assert_true(support_child_log_contains(&p, "stopped"));
     unlink(p.log_path);
 }
 
 static void test_grace_bounds_stalled_client(void **state)
 {
     (void)state;
-    struct rel_proc p;
+    struct support_child p;
     int fd = start_stalled_put(&p, "1", NULL);
-    long t0 = rel_now_ms();
+    long t0 = support_now_ms();
     kill(p.pid, SIGTERM);
-    int code = rel_wait_exit_or_kill(&p, 10000);
-    long took = rel_now_ms() - t0;
+    int code = support_child_wait_exit_or_kill(&p, 10000);
+    long took = support_now_ms() - t0;
     print_message("stalled upload: exit %d %ld ms after SIGTERM (grace 1 s)\n", code, took);
     assert_int_equal(code, 0);
     assert_true(took < 4000);
-    assert_true(rel_log_contains(&p, "shutdown grace over"));
+    assert_true(support_child_log_contains(&p, "shutdown grace over"));
     close(fd);
     unlink(p.log_path);
 }
@@ -202,17 +202,17 @@ static void test_grace_bounds_stalled_client(void **state)
 static void grace_bounds_running_run(int second_signal)
 {
     const char *args[] = {"--shutdown-grace", second_signal ? "60" : "1", NULL};
-    struct rel_proc p;
+    struct support_child p;
     start(&p, args, NULL);
     struct support_server s;
-    rel_server_for(&s, &p);
+    support_server_for(&s, &p);
     char a[64], b[64], c[64];
     const char *backend = getenv("GHD_TEST_BACKEND");
     int on_gpu = backend && strcmp(backend, "host") != 0;
     size_t mn = on_gpu ? 8192 : 1024, k = on_gpu ? 131072 : 1024;
-    assert_int_equal(rel_create(&s, NULL, mn * k * 4, a, sizeof(a)), 201);
-    assert_int_equal(rel_create(&s, NULL, k * mn * 4, b, sizeof(b)), 201);
-    assert_int_equal(rel_create(&s, NULL, mn * mn * 4, c, sizeof(c)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, mn * k * 4, a, sizeof(a)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, k * mn * 4, b, sizeof(b)), 201);
+    assert_int_equal(support_buffer_try_create(&s, NULL, mn * mn * 4, c, sizeof(c)), 201);
     char step[400], body[8192] = "{\"wait\":true,\"steps\":[";
     snprintf(step, sizeof(step),
              "{\"kernel\":\"gemm\",\"args\":{\"a\":\"%s\",\"b\":\"%s\",\"c\":\"%s\","
@@ -227,26 +227,26 @@ static void grace_bounds_running_run(int second_signal)
                      "POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\n\r\n%s",
                      strlen(body), body);
-    int fd = rel_connect(p.port);
-    assert_int_equal(rel_send(fd, msg, (size_t)n), 0);
-    rel_sleep_ms(1000); /* the run executes */
-    long t0 = rel_now_ms();
-    rel_signal(&p, SIGTERM);
+    int fd = support_raw_connect(p.port);
+    assert_int_equal(support_raw_send(fd, msg, (size_t)n), 0);
+    support_sleep_ms(1000); /* the run executes */
+    long t0 = support_now_ms();
+    support_child_signal(&p, SIGTERM);
     if (second_signal) {
-        rel_sleep_ms(500);
-        rel_signal(&p, SIGTERM);
+        support_sleep_ms(500);
+        support_child_signal(&p, SIGTERM);
     }
     char reply[8192];
     int closed;
-    rel_recv(fd, reply, sizeof(reply), 8000, &closed);
-    int code = rel_wait_exit_or_kill(&p, 8000);
-    long took = rel_now_ms() - t0;
+    support_raw_recv(fd, reply, sizeof(reply), 8000, &closed);
+    int code = support_child_wait_exit_or_kill(&p, 8000);
+    long took = support_now_ms() - t0;
     print_message("run executing: exit %d %ld ms after SIGTERM%s\n", code, took,
                   second_signal ? " x2 (grace 60 s)" : " (grace 1 s)");
     assert_int_equal(code, 0);
-    if (!rel_status_of(reply) || !strstr(reply, "failed"))
+    if (!support_raw_status_of(reply) || !strstr(reply, "failed"))
         fail_msg("the waiting client got no failed run: %.400s", reply);
-    assert_true(rel_log_contains(&p, "without waiting for"));
+    assert_true(support_child_log_contains(&p, "without waiting for"));
     close(fd);
     unlink(p.log_path);
 }
@@ -266,17 +266,17 @@ static void test_second_signal_bounds_running_run(void **state)
 static void test_second_signal_stops_now(void **state)
 {
     (void)state;
-    struct rel_proc p;
+    struct support_child p;
     int fd = start_stalled_put(&p, "60", NULL);
     kill(p.pid, SIGTERM);
-    rel_sleep_ms(300);
-    assert_int_equal(rel_wait_exit(&p, 0), -1); /* still waiting for the upload */
-    long t0 = rel_now_ms();
+    support_sleep_ms(300);
+    assert_int_equal(support_child_wait_exit(&p, 0), -1); /* still waiting for the upload */
+    long t0 = support_now_ms();
     kill(p.pid, SIGINT);
-    int code = rel_wait_exit_or_kill(&p, 10000);
+    int code = support_child_wait_exit_or_kill(&p, 10000);
     assert_int_equal(code, 0);
-    assert_true(rel_now_ms() - t0 < 3000);
-    assert_true(rel_log_contains(&p, "second signal"));
+    assert_true(support_now_ms() - t0 < 3000);
+    assert_true(support_child_log_contains(&p, "second signal"));
     close(fd);
     unlink(p.log_path);
 }
@@ -316,16 +316,16 @@ static void test_sigterm_reaches_main_past_foreign_thread(void **state)
     snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib);
     const char *env[] = {preload, NULL};
     const char *args[] = {"--pool-initial", "0", NULL};
-    struct rel_proc p;
+    struct support_child p;
     start(&p, args, env);
     pid_t tid = find_task(p.pid, "ghd-early");
     if (tid < 0)
-        rel_kill(&p);
+        support_child_kill(&p);
     assert_true(tid > 0);
     assert_int_equal(syscall(SYS_tgkill, p.pid, tid, SIGTERM), 0);
-    int code = rel_wait_exit_or_kill(&p, 10000);
+    int code = support_child_wait_exit_or_kill(&p, 10000);
     assert_int_equal(code, 0); /* not 128 + SIGTERM */
-    assert_true(rel_log_contains(&p, "stopped"));
+    assert_true(support_child_log_contains(&p, "stopped"));
     unlink(p.log_path);
 }
 
@@ -333,15 +333,15 @@ static void test_idle_keepalive_does_not_delay(void **state)
 {
     (void)state;
     const char *args[] = {"--shutdown-grace", "30", "--connection-timeout", "60", NULL};
-    struct rel_proc p;
+    struct support_child p;
     start(&p, args, NULL);
     int fd = keepalive_after_healthz(p.port);
     /* The connection stays open and idle. */
-    long t0 = rel_now_ms();
+    long t0 = support_now_ms();
     kill(p.pid, SIGTERM);
-    int code = rel_wait_exit_or_kill(&p, 10000);
+    int code = support_child_wait_exit_or_kill(&p, 10000);
     assert_int_equal(code, 0);
-    assert_true(rel_now_ms() - t0 < 2000);
+    assert_true(support_now_ms() - t0 < 2000);
     close(fd);
     unlink(p.log_path);
 }
@@ -359,9 +359,9 @@ static void write_file(const char *path, const char *text)
 
 static long status_with(struct support_server *s, const char *token)
 {
-    struct rel_resp r;
-    long st = rel_json(s, "GET", "/v1/buffers", token, NULL, &r);
-    rel_resp_free(&r);
+    struct support_resp r;
+    long st = support_json(s, "GET", "/v1/buffers", token, NULL, &r);
+    support_resp_free(&r);
     return st;
 }
 
@@ -370,7 +370,7 @@ static long await_status(struct support_server *s, const char *token, long want)
 {
     long st = 0;
     for (int i = 0; i < 40 && (st = status_with(s, token)) != want; i++)
-        rel_sleep_ms(50);
+        support_sleep_ms(50);
     return st;
 }
 
@@ -383,10 +383,10 @@ static void test_sighup_reloads_tokens(void **state)
     close(fd);
     write_file(path, "first-token-aaaa alice\n");
     const char *args[] = {"--tokens-file", path, NULL};
-    struct rel_proc p;
+    struct support_child p;
     start(&p, args, NULL);
     struct support_server s;
-    rel_server_for(&s, &p);
+    support_server_for(&s, &p);
     assert_int_equal(status_with(&s, "first-token-aaaa"), 200);
     assert_int_equal(status_with(&s, "second-token-bbbb"), 401);
 
@@ -398,17 +398,17 @@ static void test_sighup_reloads_tokens(void **state)
     /* A broken file: refused, the tokens in force stay. */
     write_file(path, "second-token-bbbb alice\nthird-token-cccc\n");
     kill(p.pid, SIGHUP);
-    rel_sleep_ms(1500);
+    support_sleep_ms(1500);
     assert_int_equal(status_with(&s, "second-token-bbbb"), 200);
     assert_int_equal(status_with(&s, "third-token-cccc"), 401);
-    assert_true(rel_log_contains(&p, "keeping the tokens in force"));
+    assert_true(support_child_log_contains(&p, "keeping the tokens in force"));
     /* Tokens never reach the log. */
-    assert_false(rel_log_contains(&p, "token-aaaa"));
-    assert_false(rel_log_contains(&p, "token-bbbb"));
-    assert_false(rel_log_contains(&p, "token-cccc"));
+    assert_false(support_child_log_contains(&p, "token-aaaa"));
+    assert_false(support_child_log_contains(&p, "token-bbbb"));
+    assert_false(support_child_log_contains(&p, "token-cccc"));
 
     kill(p.pid, SIGTERM);
-    assert_int_equal(rel_wait_exit_or_kill(&p, 10000), 0);
+    assert_int_equal(support_child_wait_exit_or_kill(&p, 10000), 0);
     unlink(path);
     unlink(p.log_path);
 }
@@ -417,9 +417,9 @@ static void test_refuses_public_bind_without_tokens(void **state)
 {
     (void)state;
     const char *args[] = {"--bind", "0.0.0.0", NULL};
-    struct rel_proc p;
-    assert_int_equal(rel_spawn(&p, args, NULL, 5000), -1);
-    assert_true(rel_log_contains(&p, "--allow-unauthenticated"));
+    struct support_child p;
+    assert_int_equal(support_child_spawn(&p, args, NULL, 5000), -1);
+    assert_true(support_child_log_contains(&p, "--allow-unauthenticated"));
     unlink(p.log_path);
 }
 

@@ -19,14 +19,14 @@
 
 #define ALICE "alice-token-0123456789abcdef"
 #define BOB "bob-token-fedcba9876543210"
-#define RING 8  /* rel_config's --staging-chunks */
+#define RING 8  /* support_config's --staging-chunks */
 #define CAP 6   /* 75% of RING, the default share */
 #define SLOW 8  /* slow uploads the attacker opens: a whole ring */
 #define SIZE (1 << 20)
 
 static void config(struct ghd_config *cfg)
 {
-    rel_config(cfg);
+    support_config(cfg);
     cfg->staging_hold_s = 0; /* the slow uploads keep their chunks: only the caps act */
     cfg->min_transfer_rate = 0;
 }
@@ -36,7 +36,7 @@ static int setup_open(void **state)
 {
     struct ghd_config cfg;
     config(&cfg);
-    return rel_setup_with(state, &cfg);
+    return support_setup_with(state, &cfg);
 }
 
 static int setup_tenants(void **state)
@@ -45,7 +45,7 @@ static int setup_tenants(void **state)
     config(&cfg);
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob", ALICE, BOB);
     snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "staging-caps-metrics");
-    return rel_setup_with(state, &cfg);
+    return support_setup_with(state, &cfg);
 }
 
 /* Starts a PUT of SIZE bytes to buffer `id` from `src` with `token` and
@@ -53,7 +53,7 @@ static int setup_tenants(void **state)
 static int begin_put_from(struct support_server *s, const char *src, const char *token,
                           const char *id, size_t first)
 {
-    int fd = rel_connect_from(s->port, src);
+    int fd = support_raw_connect_from(s->port, src);
     char head[512];
     char auth[128] = "";
     if (token)
@@ -62,9 +62,9 @@ static int begin_put_from(struct support_server *s, const char *src, const char 
                      "PUT /v1/buffers/%s HTTP/1.1\r\nHost: x\r\n%s"
                      "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n",
                      id, auth, SIZE);
-    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+    assert_int_equal(support_raw_send(fd, head, (size_t)n), 0);
     char *body = calloc(1, first);
-    assert_int_equal(rel_send(fd, body, first), 0);
+    assert_int_equal(support_raw_send(fd, body, first), 0);
     free(body);
     return fd;
 }
@@ -75,9 +75,9 @@ static int put_from(struct support_server *s, const char *src, const char *token
     int fd = begin_put_from(s, src, token, id, SIZE);
     char buf[2048];
     int closed;
-    rel_recv(fd, buf, sizeof(buf), 3000, &closed);
+    support_raw_recv(fd, buf, sizeof(buf), 3000, &closed);
     close(fd);
-    return rel_status_of(buf);
+    return support_raw_status_of(buf);
 }
 
 /* How many of the slow uploads were answered 429 naming `option`; the rest
@@ -88,10 +88,10 @@ static int refused(int fds[SLOW], const char *option)
     for (int i = 0; i < SLOW; i++) {
         char buf[2048] = "";
         int closed;
-        rel_recv(fds[i], buf, sizeof(buf), 50, &closed);
+        support_raw_recv(fds[i], buf, sizeof(buf), 50, &closed);
         if (!buf[0])
             continue;
-        if (rel_status_of(buf) != 429 || !strstr(buf, "Retry-After") || !strstr(buf, option))
+        if (support_raw_status_of(buf) != 429 || !strstr(buf, "Retry-After") || !strstr(buf, option))
             fail_msg("a slow upload got: %.300s", buf);
         n++;
     }
@@ -100,19 +100,19 @@ static int refused(int fds[SLOW], const char *option)
 
 static void create(struct support_server *s, const char *token, char id[64])
 {
-    assert_int_equal(rel_create(s, token, SIZE, id, 64), 201);
+    assert_int_equal(support_buffer_try_create(s, token, SIZE, id, 64), 201);
 }
 
 static unsigned long long cap_metric(struct support_server *s, const char *family, const char *cap)
 {
-    struct rel_resp r;
+    struct support_resp r;
     const char *token = s->svc.cfg.metrics_token;
-    assert_int_equal(rel_json(s, "GET", "/metrics", token[0] ? token : NULL, NULL, &r), 200);
+    assert_int_equal(support_json(s, "GET", "/metrics", token[0] ? token : NULL, NULL, &r), 200);
     char key[128];
     snprintf(key, sizeof(key), "%s{cap=\"%s\"} ", family, cap);
     const char *p = strstr(r.body, key);
     unsigned long long v = p ? strtoull(p + strlen(key), NULL, 10) : ~0ULL;
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return v;
 }
 
@@ -125,7 +125,7 @@ static void end(struct support_server *s, int fds[SLOW])
 {
     for (int i = 0; i < SLOW; i++)
         close(fds[i]);
-    assert_true(rel_wait_rest(s, rel_pool_in_use(s), 3000));
+    assert_true(support_wait_rest(s, support_pool_in_use(s), 3000));
 }
 
 /* The attacker (token `token`, or none) opens SLOW stalled uploads, the
@@ -144,8 +144,8 @@ static void starve(struct support_server *s, const char *const srcs[2], const ch
     create(s, victim_token, other);
     for (int i = 0; i < SLOW; i++)
         fds[i] = begin_put_from(s, srcs[i % 2], token, id[i], 600);
-    rel_sleep_ms(900); /* past --staging-timeout-ms (500) for the ones over the cap */
-    unsigned held = rel_staging_busy(s);
+    support_sleep_ms(900); /* past --staging-timeout-ms (500) for the ones over the cap */
+    unsigned held = support_staging_busy(s);
     int st = put_from(s, victim_src, victim_token, other);
     int n = refused(fds, option);
     unsigned long long after = capped_metric(s, cap);
@@ -195,15 +195,15 @@ static void test_overlap_chunk_capped(void **state)
     create(s, NULL, mine);
     for (int i = 0; i < HOLDERS; i++)
         fds[i] = begin_put_from(s, "127.0.0.5", NULL, id[i], 600);
-    rel_sleep_ms(200);
-    unsigned held = rel_staging_busy(s);
+    support_sleep_ms(200);
+    unsigned held = support_staging_busy(s);
     int st = put_from(s, "127.0.0.5", NULL, mine); /* SIZE: 16 chunks' worth */
     unsigned long long overlap_after =
         cap_metric(s, "gpuhttpd_staging_overlap_capped_total", "address");
     unsigned long long capped_after = capped_metric(s, "address");
     for (int i = 0; i < HOLDERS; i++)
         close(fds[i]);
-    assert_true(rel_wait_rest(s, rel_pool_in_use(s), 3000));
+    assert_true(support_wait_rest(s, support_pool_in_use(s), 3000));
     print_message("%u chunks held by %d stalled uploads; the next upload: %d, overlap "
                   "capped +%llu, refused +%llu\n",
                   held, HOLDERS, st, overlap_after - overlap, capped_after - capped);
@@ -217,10 +217,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one_address_cannot_starve_another, setup_open,
-                                        rel_teardown),
+                                        support_teardown),
         cmocka_unit_test_setup_teardown(test_one_tenant_cannot_starve_another, setup_tenants,
-                                        rel_teardown),
-        cmocka_unit_test_setup_teardown(test_overlap_chunk_capped, setup_open, rel_teardown),
+                                        support_teardown),
+        cmocka_unit_test_setup_teardown(test_overlap_chunk_capped, setup_open, support_teardown),
     };
     return cmocka_run_group_tests_name("staging_caps", tests, NULL, NULL);
 }

@@ -26,11 +26,11 @@
 static void start_tenants(struct support_server *s, void (*tweak)(struct ghd_config *))
 {
     struct ghd_config cfg;
-    rel_config(&cfg); /* the default tenancy options, a 64 MiB pool */
+    support_config(&cfg); /* the default tenancy options, a 64 MiB pool */
     snprintf(cfg.tokens, sizeof(cfg.tokens), "%s:alice,%s:bob:weight=3", ALICE, BOB);
     if (tweak)
         tweak(&cfg);
-    rel_start(s, &cfg);
+    support_start_config(s, &cfg);
 }
 
 /* The body of a run that fills 4 floats of buffer x. */
@@ -48,10 +48,10 @@ static long fill_run(struct support_server *s, const char *token, const char *x,
 {
     char body[256], id[64];
     fill_body(body, sizeof(body), x, wait);
-    struct rel_resp r;
-    long st = rel_json(s, "POST", "/v1/runs", token, body, &r);
-    rel_json_str(&r, "id", id, sizeof(id));
-    rel_resp_free(&r);
+    struct support_resp r;
+    long st = support_json(s, "POST", "/v1/runs", token, body, &r);
+    support_json_str(&r, "id", id, sizeof(id));
+    support_resp_free(&r);
     if (path)
         snprintf(path, cap, "/v1/runs/%s", id);
     return st;
@@ -59,9 +59,9 @@ static long fill_run(struct support_server *s, const char *token, const char *x,
 
 static long get_status(struct support_server *s, const char *token, const char *path)
 {
-    struct rel_resp r;
-    long st = rel_json(s, "GET", path, token, NULL, &r);
-    rel_resp_free(&r);
+    struct support_resp r;
+    long st = support_json(s, "GET", path, token, NULL, &r);
+    support_resp_free(&r);
     return st;
 }
 
@@ -70,8 +70,8 @@ static long get_status(struct support_server *s, const char *token, const char *
 static void check_kept(struct support_server *s, unsigned bob_runs)
 {
     char xa[64], xb[64], alice_run[96], bob_first[96], bob_last[96];
-    assert_int_equal(rel_create(s, ALICE, 64, xa, sizeof(xa)), 201);
-    assert_int_equal(rel_create(s, BOB, 64, xb, sizeof(xb)), 201);
+    assert_int_equal(support_buffer_try_create(s, ALICE, 64, xa, sizeof(xa)), 201);
+    assert_int_equal(support_buffer_try_create(s, BOB, 64, xb, sizeof(xb)), 201);
     assert_int_equal(fill_run(s, ALICE, xa, 1, alice_run, sizeof(alice_run)), 200);
     assert_int_equal(fill_run(s, BOB, xb, 1, bob_first, sizeof(bob_first)), 200);
     for (unsigned i = 1; i < bob_runs; i++)
@@ -88,9 +88,9 @@ static void check_kept(struct support_server *s, unsigned bob_runs)
  * reports them skipped, not passed. */
 static int no_stall_hook(void)
 {
-    if (strcmp(rel_backend_name(), "host") == 0)
+    if (strcmp(support_backend_name(), "host") == 0)
         return 0;
-    printf("SKIP: the host backend's stalled kernel (GHD_TEST_BACKEND=%s)\n", rel_backend_name());
+    printf("SKIP: the host backend's stalled kernel (GHD_TEST_BACKEND=%s)\n", support_backend_name());
     skip();
     return 1;
 }
@@ -101,26 +101,26 @@ static int no_stall_hook(void)
 static void check_queue_share(struct support_server *s, unsigned share)
 {
     char xa[64], xb[64], stuck[96];
-    assert_int_equal(rel_create(s, ALICE, 64, xa, sizeof(xa)), 201);
-    assert_int_equal(rel_create(s, BOB, 64, xb, sizeof(xb)), 201);
+    assert_int_equal(support_buffer_try_create(s, ALICE, 64, xa, sizeof(xa)), 201);
+    assert_int_equal(support_buffer_try_create(s, BOB, 64, xb, sizeof(xb)), 201);
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL); /* bob's first kernel never ends */
     assert_int_equal(fill_run(s, BOB, xb, 0, stuck, sizeof(stuck)), 202);
     for (unsigned i = 1; i < share; i++) /* each writes xb: they wait behind it */
         assert_int_equal(fill_run(s, BOB, xb, 0, NULL, 0), 202);
     char body[256];
     fill_body(body, sizeof(body), xb, 0);
-    struct rel_resp r;
-    long st = rel_json(s, "POST", "/v1/runs", BOB, body, &r);
+    struct support_resp r;
+    long st = support_json(s, "POST", "/v1/runs", BOB, body, &r);
     if (st != 429)
         fail_msg("bob's run past his share of the queue: %ld, not 429", st);
     assert_non_null(strstr(r.body, "--tenant-share"));
     assert_non_null(strstr(r.body, "bob"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     st = fill_run(s, ALICE, xa, 1, NULL, 0);
     ghd_host_fault_reset(); /* bob's kernel returns (failed); his queue drains */
     if (st != 200)
         fail_msg("alice's run while bob holds his share of the queue: %ld, not 200", st);
-    assert_true(rel_wait_rest(s, SIZE_MAX, 30000));
+    assert_true(support_wait_rest(s, SIZE_MAX, 30000));
 }
 
 /* Bob takes buffers of `chunk` bytes until refused: the refusal is 507
@@ -131,18 +131,18 @@ static void check_pool_share(struct support_server *s, size_t chunk, size_t shar
     char id[64];
     size_t held, count;
     ghd_buffer_tenant_usage(&s->svc.buffers, "bob", &held, &count); /* what he held before */
-    while (rel_create(s, BOB, chunk, id, sizeof(id)) == 201)
+    while (support_buffer_try_create(s, BOB, chunk, id, sizeof(id)) == 201)
         held += chunk;
-    struct rel_resp r;
+    struct support_resp r;
     char body[64];
     snprintf(body, sizeof(body), "{\"size\": %zu}", chunk);
-    assert_int_equal(rel_json(s, "POST", "/v1/buffers", BOB, body, &r), 507);
+    assert_int_equal(support_json(s, "POST", "/v1/buffers", BOB, body, &r), 507);
     if (!strstr(r.body, "--tenant-share") || !strstr(r.body, "device 0"))
         fail_msg("bob's refusal does not name his share of the pool: %s", r.body);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     if (held > share || held + chunk <= share)
         fail_msg("bob holds %zu bytes on device 0; his share is %zu", held, share);
-    long st = rel_create(s, ALICE, 1 << 20, id, sizeof(id));
+    long st = support_buffer_try_create(s, ALICE, 1 << 20, id, sizeof(id));
     if (st != 201)
         fail_msg("alice's 1 MiB buffer after bob took what he could: %ld", st);
 }
@@ -158,7 +158,7 @@ static void test_kept_runs_per_tenant(void **state)
     struct support_server s;
     start_tenants(&s, kept_8);
     check_kept(&s, 20);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 static void queue_8(struct ghd_config *cfg)
@@ -174,7 +174,7 @@ static void test_queue_share(void **state)
     struct support_server s;
     start_tenants(&s, queue_8);
     check_queue_share(&s, 4);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 /* An explicit --tenant-max-runs wins over the share. */
@@ -192,19 +192,19 @@ static void test_queue_explicit_limit(void **state)
     struct support_server s;
     start_tenants(&s, queue_8_runs_6);
     char xb[64];
-    assert_int_equal(rel_create(&s, BOB, 64, xb, sizeof(xb)), 201);
+    assert_int_equal(support_buffer_try_create(&s, BOB, 64, xb, sizeof(xb)), 201);
     ghd_host_fault_nth_sync(1, GHD_HOST_FAULT_STALL);
     for (unsigned i = 0; i < 6; i++)
         assert_int_equal(fill_run(&s, BOB, xb, 0, NULL, 0), 202);
-    struct rel_resp r;
+    struct support_resp r;
     char body[256];
     fill_body(body, sizeof(body), xb, 0);
-    assert_int_equal(rel_json(&s, "POST", "/v1/runs", BOB, body, &r), 429);
+    assert_int_equal(support_json(&s, "POST", "/v1/runs", BOB, body, &r), 429);
     assert_non_null(strstr(r.body, "--tenant-max-runs"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     ghd_host_fault_reset();
-    assert_true(rel_wait_rest(&s, SIZE_MAX, 30000));
-    rel_stop(&s);
+    assert_true(support_wait_rest(&s, SIZE_MAX, 30000));
+    support_stop(&s);
 }
 
 static void test_pool_share(void **state)
@@ -213,7 +213,7 @@ static void test_pool_share(void **state)
     struct support_server s;
     start_tenants(&s, NULL);
     check_pool_share(&s, 4 << 20, 32 << 20);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 static void buffers_8(struct ghd_config *cfg)
@@ -227,28 +227,28 @@ static void test_buffer_share(void **state)
     struct support_server s;
     start_tenants(&s, buffers_8);
     for (int i = 0; i < 4; i++)
-        assert_int_equal(rel_create(&s, BOB, 256, NULL, 0), 201);
-    struct rel_resp r;
-    assert_int_equal(rel_json(&s, "POST", "/v1/buffers", BOB, "{\"size\": 256}", &r), 429);
+        assert_int_equal(support_buffer_try_create(&s, BOB, 256, NULL, 0), 201);
+    struct support_resp r;
+    assert_int_equal(support_json(&s, "POST", "/v1/buffers", BOB, "{\"size\": 256}", &r), 429);
     if (!strstr(r.body, "--tenant-share") || !strstr(r.body, "--max-buffers"))
         fail_msg("bob's refusal does not name his share of the buffers: %s", r.body);
-    rel_resp_free(&r);
-    assert_int_equal(rel_create(&s, ALICE, 256, NULL, 0), 201);
-    rel_stop(&s);
+    support_resp_free(&r);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 256, NULL, 0), 201);
+    support_stop(&s);
 }
 
 /* The usage `token` reads, parsed. */
 static json_t *usage(struct support_server *s, const char *token, char **raw)
 {
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", "/v1/usage", token, NULL, &r), 200);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "GET", "/v1/usage", token, NULL, &r), 200);
     json_error_t je;
     json_t *u = json_loads(r.body, 0, &je);
     if (!u)
         fail_msg("GET /v1/usage is not JSON: %s", r.body);
     *raw = r.body;
     r.body = NULL;
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return u;
 }
 
@@ -279,10 +279,10 @@ static void test_usage_is_the_callers(void **state)
     json_decref(u);
     free(raw);
     char xa[64], xb[64];
-    assert_int_equal(rel_create(&s, ALICE, 1000, xa, sizeof(xa)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 1000, xa, sizeof(xa)), 201);
     assert_int_equal(fill_run(&s, ALICE, xa, 1, NULL, 0), 200);
-    assert_int_equal(rel_create(&s, BOB, 3 << 20, xb, sizeof(xb)), 201);
-    assert_int_equal(rel_create(&s, BOB, 5000, NULL, 0), 201);
+    assert_int_equal(support_buffer_try_create(&s, BOB, 3 << 20, xb, sizeof(xb)), 201);
+    assert_int_equal(support_buffer_try_create(&s, BOB, 5000, NULL, 0), 201);
     for (int i = 0; i < 3; i++)
         assert_int_equal(fill_run(&s, BOB, xb, 1, NULL, 0), 200);
     u = usage(&s, ALICE, &raw);
@@ -317,7 +317,7 @@ static void test_usage_is_the_callers(void **state)
         fail_msg("bob's usage names alice: %s", raw);
     json_decref(u);
     free(raw);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 static void with_metrics_token(struct ghd_config *cfg)
@@ -342,12 +342,12 @@ static void test_tenant_figures(void **state)
     start_tenants(&s, with_tenant_label);
     char xa[64], xb[64], path[96];
     static char bytes[3000];
-    assert_int_equal(rel_create(&s, ALICE, sizeof(bytes), xa, sizeof(xa)), 201);
-    assert_int_equal(rel_put(&s, ALICE, xa, bytes, sizeof(bytes)), 200);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, sizeof(bytes), xa, sizeof(xa)), 201);
+    assert_int_equal(support_buffer_try_put(&s, ALICE, xa, bytes, sizeof(bytes)), 200);
     snprintf(path, sizeof(path), "/v1/buffers/%s", xa);
     assert_int_equal(get_status(&s, ALICE, path), 200); /* downloads 3000 */
     assert_int_equal(fill_run(&s, ALICE, xa, 1, NULL, 0), 200);
-    assert_int_equal(rel_create(&s, BOB, 64, xb, sizeof(xb)), 201);
+    assert_int_equal(support_buffer_try_create(&s, BOB, 64, xb, sizeof(xb)), 201);
     for (int i = 0; i < 2; i++)
         assert_int_equal(fill_run(&s, BOB, xb, 1, NULL, 0), 200);
     char *raw;
@@ -360,24 +360,24 @@ static void test_tenant_figures(void **state)
     assert_int_equal(field(u, "transfers", "uploaded_bytes"), 0);
     json_decref(u);
     free(raw);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"alice\"}"), 1);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"bob\"}"), 2);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_transfer_bytes_total{tenant=\"alice\","
+    assert_int_equal(support_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"alice\"}"), 1);
+    assert_int_equal(support_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"bob\"}"), 2);
+    assert_int_equal(support_metric(&s, "gpuhttpd_tenant_transfer_bytes_total{tenant=\"alice\","
                                     "direction=\"upload\"}"), 3000);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_transfer_bytes_total{tenant=\"bob\","
+    assert_int_equal(support_metric(&s, "gpuhttpd_tenant_transfer_bytes_total{tenant=\"bob\","
                                     "direction=\"download\"}"), 0);
-    assert_true(rel_metric(&s, "gpuhttpd_tenant_device_seconds_total{tenant=\"bob\"}") >= 0);
-    rel_stop(&s);
+    assert_true(support_metric(&s, "gpuhttpd_tenant_device_seconds_total{tenant=\"bob\"}") >= 0);
+    support_stop(&s);
     /* Off by default: no tenant's name on /metrics. */
     start_tenants(&s, with_metrics_token);
-    assert_int_equal(rel_create(&s, ALICE, 64, xa, sizeof(xa)), 201);
+    assert_int_equal(support_buffer_try_create(&s, ALICE, 64, xa, sizeof(xa)), 201);
     assert_int_equal(fill_run(&s, ALICE, xa, 1, NULL, 0), 200);
-    assert_int_equal(rel_metric(&s, "gpuhttpd_tenant_runs_total{tenant=\"alice\"}"), -1);
-    rel_stop(&s);
+    assert_false(support_metric_has(&s, "gpuhttpd_tenant_runs_total{tenant=\"alice\"}"));
+    support_stop(&s);
 }
 
 /* Tokens on and every tenancy option at its default (only the pool and
- * the staging ring are small, rel_config): bob's 1100 runs pass --runs-kept
+ * the staging ring are small, support_config): bob's 1100 runs pass --runs-kept
  * (1024) without evicting alice's; bob holds half the pool and no more,
  * alice gets her 1 MiB. */
 static void test_defaults_with_tokens(void **state)
@@ -387,7 +387,7 @@ static void test_defaults_with_tokens(void **state)
     start_tenants(&s, NULL);
     check_kept(&s, 1100);
     check_pool_share(&s, 4 << 20, 32 << 20);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 /* The same defaults: bob's runs fill half the queue (512 of 1024) and no
@@ -400,7 +400,7 @@ static void test_defaults_queue_with_tokens(void **state)
     struct support_server s;
     start_tenants(&s, NULL);
     check_queue_share(&s, 512);
-    rel_stop(&s);
+    support_stop(&s);
 }
 
 int main(void)

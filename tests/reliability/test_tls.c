@@ -49,7 +49,7 @@ static void remove_certs(void)
 
 static void tls_config(struct ghd_config *cfg)
 {
-    rel_config(cfg);
+    support_config(cfg);
     snprintf(cfg->tls_cert, sizeof(cfg->tls_cert), "%s", cert);
     snprintf(cfg->tls_key, sizeof(cfg->tls_key), "%s", key);
     snprintf(cfg->tokens, sizeof(cfg->tokens), "tls-token-123:alice");
@@ -59,7 +59,7 @@ static int setup(void **state)
 {
     struct ghd_config cfg;
     tls_config(&cfg);
-    return rel_setup_with(state, &cfg);
+    return support_setup_with(state, &cfg);
 }
 
 
@@ -67,17 +67,17 @@ static void test_https_verified(void **state)
 {
     struct support_server *s = *state;
     assert_non_null(strstr(s->base, "https://"));
-    struct rel_req rq = {.method = "GET", .path = "/healthz", .cainfo = cert};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    assert_int_equal(r.curl_error, CURLE_OK);
+    struct support_call rq = {.method = "GET", .path = "/healthz", .cainfo = cert};
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
+    assert_int_equal(r.curl_rc, CURLE_OK);
     assert_int_equal(r.status, 200);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* Tokens work the same over TLS. */
     rq.path = "/v1/buffers";
-    rel_do(s, &rq, &r);
+    support_do_call(s, &rq, &r);
     assert_int_equal(r.status, 401);
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void test_transfer_over_tls(void **state)
@@ -87,43 +87,43 @@ static void test_transfer_over_tls(void **state)
     char *data = malloc(size);
     for (size_t i = 0; i < size; i++)
         data[i] = (char)(i * 13 + 5);
-    struct rel_req up = {.method = "POST", .path = "/v1/buffers", .token = "tls-token-123",
-                         .ctype = "application/octet-stream", .body = data, .len = size,
-                         .cainfo = cert};
-    struct rel_resp r;
-    rel_do(s, &up, &r);
+    struct support_call up = {.method = "POST", .path = "/v1/buffers", .token = "tls-token-123",
+                              .ctype = "application/octet-stream", .body = data, .len = size,
+                              .cainfo = cert};
+    struct support_resp r;
+    support_do_call(s, &up, &r);
     assert_int_equal(r.status, 201);
     char id[64], path[128];
-    rel_json_str(&r, "id", id, sizeof(id));
-    rel_resp_free(&r);
+    support_json_str(&r, "id", id, sizeof(id));
+    support_resp_free(&r);
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct rel_req down = {.method = "GET", .path = path, .token = "tls-token-123",
-                           .cainfo = cert};
-    rel_do(s, &down, &r);
+    struct support_call down = {.method = "GET", .path = path, .token = "tls-token-123",
+                                .cainfo = cert};
+    support_do_call(s, &down, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(r.len, size);
+    assert_int_equal(r.body_len, size);
     assert_memory_equal(r.body, data, size);
-    rel_resp_free(&r);
-    struct rel_req del = {.method = "DELETE", .path = path, .token = "tls-token-123",
-                          .cainfo = cert};
-    rel_do(s, &del, &r);
+    support_resp_free(&r);
+    struct support_call del = {.method = "DELETE", .path = path, .token = "tls-token-123",
+                               .cainfo = cert};
+    support_do_call(s, &del, &r);
     assert_int_equal(r.status, 204);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     free(data);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 /* GET /healthz with the connection options of `rq`: the status, 0 when the
  * transfer failed (curl's code in *curl_error). */
-static long healthz(const struct support_server *s, struct rel_req rq, int *curl_error)
+static long healthz(const struct support_server *s, struct support_call rq, int *curl_error)
 {
     rq.method = "GET";
     rq.path = "/healthz";
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
     long status = r.status;
-    *curl_error = r.curl_error;
-    rel_resp_free(&r);
+    *curl_error = r.curl_rc;
+    support_resp_free(&r);
     return status;
 }
 
@@ -132,25 +132,25 @@ static void test_refusals(void **state)
     struct support_server *s = *state;
     int e;
     /* An unknown issuer: the client refuses (the server presents its cert). */
-    healthz(s, (struct rel_req){0}, &e);
+    healthz(s, (struct support_call){0}, &e);
     assert_int_not_equal(e, CURLE_OK);
     /* Plain HTTP to the TLS port: a 400 saying to use https (test_plain_http
      * looks closer). */
     char plain[64];
     snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
-    assert_int_equal(healthz(s, (struct rel_req){.base = plain, .timeout_ms = 3000}, &e), 400);
+    assert_int_equal(healthz(s, (struct support_call){.base = plain, .timeout_ms = 3000}, &e), 400);
     /* TLS 1.1 at most: refused (the server speaks TLS 1.2 and 1.3 only). */
-    struct rel_req old = {.cainfo = cert,
-                          .sslversion = CURL_SSLVERSION_TLSv1_0 | CURL_SSLVERSION_MAX_TLSv1_1};
+    struct support_call old = {.cainfo = cert,
+                               .sslversion = CURL_SSLVERSION_TLSv1_0 | CURL_SSLVERSION_MAX_TLSv1_1};
     healthz(s, old, &e);
     assert_int_not_equal(e, CURLE_OK);
     /* TLS 1.2 exactly: accepted. */
-    struct rel_req v12 = {.cainfo = cert,
-                          .sslversion = CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2};
+    struct support_call v12 = {.cainfo = cert,
+                               .sslversion = CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2};
     assert_int_equal(healthz(s, v12, &e), 200);
     /* The server still serves after all that. */
-    assert_int_equal(healthz(s, (struct rel_req){.cainfo = cert}, &e), 200);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_int_equal(healthz(s, (struct support_call){.cainfo = cert}, &e), 200);
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 /* Plain HTTP on the HTTPS port, over loopback: a problem+json 400 that says
@@ -161,40 +161,40 @@ static void test_plain_http(void **state)
     struct support_server *s = *state;
     char plain[64];
     snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
-    struct rel_req rq = {.method = "GET", .path = "/v1/buffers", .base = plain,
-                         .token = "tls-token-123", .timeout_ms = 3000};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    assert_int_equal(r.curl_error, CURLE_OK);
+    struct support_call rq = {.method = "GET", .path = "/v1/buffers", .base = plain,
+                              .token = "tls-token-123", .timeout_ms = 3000};
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
+    assert_int_equal(r.curl_rc, CURLE_OK);
     assert_int_equal(r.status, 400);
     assert_non_null(strstr(r.headers, "application/problem+json"));
     assert_non_null(strstr(r.body, "\"status\":400"));
     assert_non_null(strstr(r.body, "use https://"));
     assert_non_null(strstr(r.body, "\"instance\":\"/v1/buffers\""));
-    rel_resp_free(&r);
+    support_resp_free(&r);
 
     /* An upload's head and part of its body, the rest never sent: the
      * reply comes all the same, then the close. */
-    int fd = rel_connect(s->port);
+    int fd = support_raw_connect(s->port);
     assert_true(fd >= 0);
     const char head[] = "POST /v1/buffers HTTP/1.1\r\nHost: x\r\n"
                         "Content-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n";
     char body[4096];
     memset(body, 'x', sizeof(body));
-    assert_int_equal(rel_send(fd, head, sizeof(head) - 1), 0);
-    assert_int_equal(rel_send(fd, body, sizeof(body)), 0);
+    assert_int_equal(support_raw_send(fd, head, sizeof(head) - 1), 0);
+    assert_int_equal(support_raw_send(fd, body, sizeof(body)), 0);
     char got[2048];
     int closed = 0;
-    long n = rel_recv(fd, got, sizeof(got) - 1, 5000, &closed);
+    long n = support_raw_recv(fd, got, sizeof(got) - 1, 5000, &closed);
     assert_true(n > 0);
     assert_true(closed);
-    assert_int_equal(rel_status_of(got), 400);
+    assert_int_equal(support_raw_status_of(got), 400);
     assert_non_null(strstr(got, "use https://"));
     close(fd);
 
     int e;
-    assert_int_equal(healthz(s, (struct rel_req){.cainfo = cert}, &e), 200);
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_int_equal(healthz(s, (struct support_call){.cainfo = cert}, &e), 200);
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 static int setup_probe(void **state)
@@ -202,80 +202,80 @@ static int setup_probe(void **state)
     struct ghd_config cfg;
     tls_config(&cfg);
     snprintf(cfg.metrics_token, sizeof(cfg.metrics_token), "metrics-token-456");
-    rel_setup_with(state, &cfg);
-    rel_start_probe(*state);
+    support_setup_with(state, &cfg);
+    support_start_probe(*state);
     return 0;
 }
 
 /* `method` `path` on the probe port with `token` (or none): the status. */
 static long on_probe(const struct support_server *s, const char *method, const char *path,
-                     const char *token, struct rel_resp *r)
+                     const char *token, struct support_resp *r)
 {
-    struct rel_req rq = {.method = method, .path = path, .token = token,
-                         .base = s->probe_base};
-    rel_do(s, &rq, r);
+    struct support_call rq = {.method = method, .path = path, .token = token,
+                              .base = s->probe_base};
+    support_do_call(s, &rq, r);
     return r->status;
 }
 
 static void test_probe_plain_http(void **state)
 {
     struct support_server *s = *state;
-    struct rel_resp r;
+    struct support_resp r;
     assert_int_equal(on_probe(s, "GET", "/healthz", NULL, &r), 200);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     assert_int_equal(on_probe(s, "GET", "/readyz", NULL, &r), 200);
     assert_non_null(strstr(r.body, "\"ready\""));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     assert_int_equal(on_probe(s, "HEAD", "/healthz", NULL, &r), 200);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* The main port still speaks TLS only. */
     char plain[64];
     snprintf(plain, sizeof(plain), "http://127.0.0.1:%u", s->port);
-    struct rel_req rq = {.path = "/healthz", .base = plain, .timeout_ms = 3000};
-    rel_do(s, &rq, &r);
+    struct support_call rq = {.path = "/healthz", .base = plain, .timeout_ms = 3000};
+    support_do_call(s, &rq, &r);
     assert_int_not_equal(r.status, 200);
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void test_probe_serves_nothing_else(void **state)
 {
     struct support_server *s = *state;
     char ctype[128];
-    struct rel_resp r;
+    struct support_resp r;
     /* Not served, with the tenant's token or without: 404, never 401. */
     const char *paths[] = {"/v1/buffers", "/v1/kernels", "/openapi.yaml", "/docs", "/", "/nope"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         for (int with_token = 0; with_token < 2; with_token++) {
             long st = on_probe(s, "GET", paths[i], with_token ? "tls-token-123" : NULL, &r);
-            rel_header(&r, "Content-Type", ctype, sizeof(ctype));
+            support_header(&r, "Content-Type", ctype, sizeof(ctype));
             if (st != 404 || strcmp(ctype, "application/problem+json") != 0)
                 fail_msg("GET %s on the probe port (token %d): %ld %s %s", paths[i], with_token,
                          st, ctype, r.body);
-            rel_resp_free(&r);
+            support_resp_free(&r);
         }
     }
     /* An upload is refused before its body, and no buffer is made. */
     const char *create = "{\"size\": 64}";
-    struct rel_req up = {.method = "POST", .path = "/v1/buffers", .token = "tls-token-123",
-                         .ctype = "application/json", .body = create, .len = strlen(create),
-                         .base = s->probe_base};
-    rel_do(s, &up, &r);
+    struct support_call up = {.method = "POST", .path = "/v1/buffers", .token = "tls-token-123",
+                              .ctype = "application/json", .body = create, .len = strlen(create),
+                              .base = s->probe_base};
+    support_do_call(s, &up, &r);
     assert_int_equal(r.status, 404);
-    rel_resp_free(&r);
-    struct rel_req list = {.path = "/v1/buffers", .token = "tls-token-123", .cainfo = cert};
-    rel_do(s, &list, &r);
+    support_resp_free(&r);
+    struct support_call list = {.path = "/v1/buffers", .token = "tls-token-123", .cainfo = cert};
+    support_do_call(s, &list, &r);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body, "\"buffers\":[]"));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     /* A probe path with another method: 405 as on the main port. */
     assert_int_equal(on_probe(s, "POST", "/healthz", NULL, &r), 405);
-    rel_resp_free(&r);
+    support_resp_free(&r);
 }
 
 static void test_probe_metrics_token(void **state)
 {
     struct support_server *s = *state;
-    struct rel_resp r;
+    struct support_resp r;
     /* The probe port and the TLS port ask the same of /metrics. */
     const char *tokens[] = {NULL, "tls-token-123", "metrics-token-456"};
     const long want[] = {401, 401, 200};
@@ -283,13 +283,13 @@ static void test_probe_metrics_token(void **state)
         assert_int_equal(on_probe(s, "GET", "/metrics", tokens[i], &r), want[i]);
         if (want[i] == 200)
             assert_non_null(strstr(r.body, "route=\"/healthz\""));
-        rel_resp_free(&r);
-        struct rel_req rq = {.path = "/metrics", .token = tokens[i], .cainfo = cert};
-        rel_do(s, &rq, &r);
+        support_resp_free(&r);
+        struct support_call rq = {.path = "/metrics", .token = tokens[i], .cainfo = cert};
+        support_do_call(s, &rq, &r);
         assert_int_equal(r.status, want[i]);
-        rel_resp_free(&r);
+        support_resp_free(&r);
     }
-    assert_true(rel_wait_rest(s, 0, 2000));
+    assert_true(support_wait_rest(s, 0, 2000));
 }
 
 static void test_bad_files_refused(void **state)
@@ -300,16 +300,16 @@ static void test_bad_files_refused(void **state)
     struct ghd_err err = {0};
     tls_config(&cfg);
     snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s/missing.pem", dir);
-    assert_int_equal(rel_try_start(&s, &cfg, &err), GHD_EINVAL);
+    assert_int_equal(support_try_start(&s, &cfg, &err), GHD_EINVAL);
     assert_non_null(strstr(err.detail, "--tls-key"));
     /* A key that does not belong to the certificate. */
     tls_config(&cfg);
     snprintf(cfg.tls_key, sizeof(cfg.tls_key), "%s", other_key);
-    assert_int_not_equal(rel_try_start(&s, &cfg, &err), 0);
+    assert_int_not_equal(support_try_start(&s, &cfg, &err), 0);
     /* A certificate file that is no certificate. */
     tls_config(&cfg);
     snprintf(cfg.tls_cert, sizeof(cfg.tls_cert), "%s", key);
-    assert_int_not_equal(rel_try_start(&s, &cfg, &err), 0);
+    assert_int_not_equal(support_try_start(&s, &cfg, &err), 0);
 }
 
 int main(void)
@@ -336,8 +336,8 @@ int main(void)
         cmocka_unit_test(test_probe_serves_nothing_else),
         cmocka_unit_test(test_probe_metrics_token),
     };
-    int failed = cmocka_run_group_tests_name("tls", tests, setup, rel_teardown);
-    failed += cmocka_run_group_tests_name("tls_probe", probe, setup_probe, rel_teardown);
+    int failed = cmocka_run_group_tests_name("tls", tests, setup, support_teardown);
+    failed += cmocka_run_group_tests_name("tls_probe", probe, setup_probe, support_teardown);
     failed += cmocka_run_group_tests_name("tls_files", alone, NULL, NULL);
     remove_certs();
     return failed;

@@ -67,9 +67,9 @@ static void publish(const char *version, const char *old, const char *text)
 
 static long status_with(struct support_server *s, const char *path, const char *token)
 {
-    struct rel_resp r;
-    long st = rel_json(s, "GET", path, token, NULL, &r);
-    rel_resp_free(&r);
+    struct support_resp r;
+    long st = support_json(s, "GET", path, token, NULL, &r);
+    support_resp_free(&r);
     return st;
 }
 
@@ -78,11 +78,11 @@ static long await_status(struct support_server *s, const char *token, long want)
 {
     long st = 0;
     for (int i = 0; i < 200 && (st = status_with(s, "/v1/buffers", token)) != want; i++)
-        rel_sleep_ms(50);
+        support_sleep_ms(50);
     return st;
 }
 
-static int count_in_log(const struct rel_proc *p, const char *text)
+static int count_in_log(const struct support_child *p, const char *text)
 {
     FILE *f = fopen(p->log_path, "r");
     if (!f)
@@ -106,18 +106,18 @@ static void test_secret_volume_rotation(void **state)
     assert_int_equal(symlink("..data/tokens", link), 0);
 
     const char *args[] = {"--tokens-file", link, NULL};
-    struct rel_proc p;
-    if (rel_spawn(&p, args, NULL, 20000) < 0)
+    struct support_child p;
+    if (support_child_spawn(&p, args, NULL, 20000) < 0)
         fail_msg("gpuhttpd did not start");
     struct support_server s;
-    rel_server_for(&s, &p);
+    support_server_for(&s, &p);
 
     char id[80], path[128];
     unsigned char data[4096];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (unsigned char)(i * 7 + 3);
-    assert_int_equal(rel_create(&s, "first-token-aaaa", sizeof(data), id, sizeof(id)), 201);
-    assert_int_equal(rel_put(&s, "first-token-aaaa", id, data, sizeof(data)), 200);
+    assert_int_equal(support_buffer_try_create(&s, "first-token-aaaa", sizeof(data), id, sizeof(id)), 201);
+    assert_int_equal(support_buffer_try_put(&s, "first-token-aaaa", id, data, sizeof(data)), 200);
     assert_int_equal(status_with(&s, "/v1/buffers", "second-token-bbbb"), 401);
 
     publish("..2026_02", "..2026_01", "second-token-bbbb alice\nbob-token-zzzz bob\n");
@@ -126,21 +126,21 @@ static void test_secret_volume_rotation(void **state)
     assert_int_equal(status_with(&s, "/v1/buffers", "bob-token-zzzz"), 200);
     /* Nothing lost: alice's buffer, its bytes, under her new token. */
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct rel_req get = {.method = "GET", .path = path, .token = "second-token-bbbb"};
-    struct rel_resp r;
-    rel_do(&s, &get, &r);
+    struct support_call get = {.method = "GET", .path = path, .token = "second-token-bbbb"};
+    struct support_resp r;
+    support_do_call(&s, &get, &r);
     assert_int_equal(r.status, 200);
-    assert_int_equal(r.len, sizeof(data));
+    assert_int_equal(r.body_len, sizeof(data));
     assert_memory_equal(r.body, data, sizeof(data));
-    rel_resp_free(&r);
+    support_resp_free(&r);
     assert_int_equal(status_with(&s, path, "first-token-aaaa"), 401);
     assert_int_equal(count_in_log(&p, "the tokens file changed: tokens re-read"), 1);
 
     /* A broken version: refused, once; the tokens in force stay. */
     publish("..2026_03", "..2026_02", "second-token-bbbb alice\nthird-token-cccc\n");
     for (int i = 0; i < 100 && count_in_log(&p, "keeping the tokens in force") < 1; i++)
-        rel_sleep_ms(50);
-    rel_sleep_ms(2500); /* two more looks at the file: no second warning */
+        support_sleep_ms(50);
+    support_sleep_ms(2500); /* two more looks at the file: no second warning */
     assert_int_equal(count_in_log(&p, "keeping the tokens in force"), 1);
     assert_int_equal(status_with(&s, "/v1/buffers", "second-token-bbbb"), 200);
     assert_int_equal(status_with(&s, "/v1/buffers", "third-token-cccc"), 401);
@@ -153,9 +153,9 @@ static void test_secret_volume_rotation(void **state)
 
     const char *secrets[] = {"token-aaaa", "token-bbbb", "token-cccc", "token-zzzz"};
     for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
-        assert_false(rel_log_contains(&p, secrets[i]));
-    rel_signal(&p, SIGTERM);
-    assert_int_equal(rel_wait_exit_or_kill(&p, 10000), 0);
+        assert_false(support_child_log_contains(&p, secrets[i]));
+    support_child_signal(&p, SIGTERM);
+    assert_int_equal(support_child_wait_exit_or_kill(&p, 10000), 0);
     unlink(p.log_path);
     publish("..2026_05", "..2026_04", "");
     unlink(link);
@@ -204,11 +204,11 @@ static void test_metrics_token_rotation(void **state)
     assert_int_equal(symlink("..data/metrics-token", metrics), 0);
 
     const char *args[] = {"--tokens-file", tokens, "--metrics-token-file", metrics, NULL};
-    struct rel_proc p;
-    if (rel_spawn(&p, args, NULL, 20000) < 0)
+    struct support_child p;
+    if (support_child_spawn(&p, args, NULL, 20000) < 0)
         fail_msg("gpuhttpd did not start");
     struct support_server s;
-    rel_server_for(&s, &p);
+    support_server_for(&s, &p);
     assert_int_equal(metrics_with(&s, "metrics-one-aaaa"), 200);
     assert_int_equal(metrics_with(&s, "tenant-token-aaaa"), 401);
     assert_int_equal(metrics_with(&s, "metrics-two-bbbb"), 401);
@@ -217,7 +217,7 @@ static void test_metrics_token_rotation(void **state)
     publish("..2026_02", "..2026_01", "tenant-token-aaaa alice\n");
     long st = 0;
     for (int i = 0; i < 200 && (st = metrics_with(&s, "metrics-two-bbbb")) != 200; i++)
-        rel_sleep_ms(50);
+        support_sleep_ms(50);
     assert_int_equal(st, 200);
     assert_int_equal(metrics_with(&s, "metrics-one-aaaa"), 401);
     assert_int_equal(count_in_log(&p, "the metrics token file changed: the metrics token re-read"),
@@ -227,22 +227,22 @@ static void test_metrics_token_rotation(void **state)
     metrics_key = "metrics-three-cccc metrics-four-dddd";
     publish("..2026_03", "..2026_02", "tenant-token-aaaa alice\n");
     for (int i = 0; i < 100 && count_in_log(&p, "keeping the metrics token in force") < 1; i++)
-        rel_sleep_ms(50);
-    rel_sleep_ms(2500);
+        support_sleep_ms(50);
+    support_sleep_ms(2500);
     assert_int_equal(count_in_log(&p, "keeping the metrics token in force"), 1);
     assert_int_equal(metrics_with(&s, "metrics-two-bbbb"), 200);
     /* SIGHUP reads it again (still broken: a second warning, nothing else). */
-    rel_signal(&p, SIGHUP);
+    support_child_signal(&p, SIGHUP);
     for (int i = 0; i < 100 && count_in_log(&p, "keeping the metrics token in force") < 2; i++)
-        rel_sleep_ms(50);
+        support_sleep_ms(50);
     assert_int_equal(count_in_log(&p, "SIGHUP: keeping the metrics token in force"), 1);
     assert_int_equal(metrics_with(&s, "metrics-two-bbbb"), 200);
 
     const char *secrets[] = {"one-aaaa", "two-bbbb", "three-cccc", "four-dddd", "token-aaaa"};
     for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
-        assert_false(rel_log_contains(&p, secrets[i]));
-    rel_signal(&p, SIGTERM);
-    assert_int_equal(rel_wait_exit_or_kill(&p, 10000), 0);
+        assert_false(support_child_log_contains(&p, secrets[i]));
+    support_child_signal(&p, SIGTERM);
+    assert_int_equal(support_child_wait_exit_or_kill(&p, 10000), 0);
     unlink(p.log_path);
     metrics_key = NULL;
     remove_secret("..2026_03");

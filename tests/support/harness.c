@@ -27,11 +27,6 @@
 
 #define MIB ((size_t)1 << 20)
 
-const char *harness_backend(void)
-{
-    return support_backend_name();
-}
-
 /* The defaults, with `flags` (space-separated; NULL: the defaults alone,
  * no environment) parsed over them as gpuhttpd parses its own; a flag it
  * refuses fails the test. */
@@ -55,14 +50,14 @@ static void config_from_flags(struct ghd_config *cfg, const char *flags)
     }
 }
 
-void harness_start(struct support_server *h, const struct harness_opts *opts)
+void support_start(struct support_server *h, const struct support_opts *opts)
 {
-    static const struct harness_opts none;
+    static const struct support_opts none;
     if (!opts)
         opts = &none;
     memset(h, 0, sizeof(*h));
     signal(SIGPIPE, SIG_IGN);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    support_curl_init();
 
     enum ghd_log_level level = GHD_LOG_ERROR;
     const char *lv = getenv("GHD_TEST_LOG");
@@ -72,7 +67,7 @@ void harness_start(struct support_server *h, const struct harness_opts *opts)
 
     struct ghd_config cfg;
     config_from_flags(&cfg, opts->flags);
-    const char *backend = harness_backend();
+    const char *backend = support_backend_name();
     if (strcmp(backend, "host") != 0 && strcmp(backend, "cuda") != 0) {
         fprintf(stderr, "GHD_TEST_BACKEND must be host or cuda, not '%s'\n", backend);
         exit(1);
@@ -107,7 +102,7 @@ void harness_start(struct support_server *h, const struct harness_opts *opts)
         if (cfg.backend == GHD_CHOICE_CUDA) {
             printf("skipped: no CUDA device (%s)\n", err.detail);
             fflush(stdout);
-            exit(HARNESS_SKIP);
+            exit(SUPPORT_SKIP);
         }
         fprintf(stderr, "harness: cannot start the service: %s\n", err.detail);
         exit(1);
@@ -119,49 +114,57 @@ void harness_start(struct support_server *h, const struct harness_opts *opts)
     }
 }
 
-void harness_stop(struct support_server *h)
+void support_curl_init(void)
+{
+    static int once;
+    if (!once) {
+        curl_global_init(CURL_GLOBAL_ALL);
+        once = 1;
+    }
+}
+
+void support_stop(struct support_server *h)
 {
     support_server_stop(h);
-    curl_global_cleanup();
 }
 
 /* ---- cmocka fixtures -------------------------------------------------- */
 
 static struct support_server *suite;
-static const struct harness_opts *suite_opts;
+static const struct support_opts *suite_opts;
 
-void harness_suite_bind(struct support_server *h, const struct harness_opts *opts)
+void support_suite_bind(struct support_server *h, const struct support_opts *opts)
 {
     suite = h;
     suite_opts = opts;
 }
 
-int harness_group_setup(void **state)
+int support_group_setup(void **state)
 {
     (void)state;
-    harness_start(suite, suite_opts);
+    support_start(suite, suite_opts);
     return 0;
 }
 
-int harness_group_teardown(void **state)
+int support_group_teardown(void **state)
 {
     (void)state;
-    harness_stop(suite);
+    support_stop(suite);
     return 0;
 }
 
-int harness_teardown_idle(void **state)
+int support_teardown_idle(void **state)
 {
     (void)state;
-    assert_int_equal(harness_await_idle(suite, (size_t)-1, 5000), 0);
+    assert_int_equal(support_await_idle(suite, (size_t)-1, 5000), 0);
     return 0;
 }
 
 /* ---- requests --------------------------------------------------------- */
 
 struct io {
-    const struct harness_req *req;
-    struct harness_resp *resp;
+    const struct support_req *req;
+    struct support_resp *resp;
     uint64_t sent;
     size_t body_cap, headers_cap;
 };
@@ -206,7 +209,7 @@ static size_t write_cb(char *data, size_t size, size_t n, void *p)
     struct io *io = p;
     size_t len = size * n;
     io->resp->body_total += len;
-    if (io->req->sink)
+    if (io->req && io->req->sink)
         return io->req->sink(io->req->sink_ctx, data, len) == 0 ? len : 0;
     return append(&io->resp->body, &io->resp->body_len, &io->body_cap, data, len) == 0 ? len : 0;
 }
@@ -223,7 +226,7 @@ static size_t header_cb(char *data, size_t size, size_t n, void *p)
                : 0;
 }
 
-void harness_do(struct support_server *h, const struct harness_req *req, struct harness_resp *resp)
+void support_do(const struct support_server *h, const struct support_req *req, struct support_resp *resp)
 {
     CURL *c = curl_easy_init();
     if (!c) {
@@ -231,12 +234,12 @@ void harness_do(struct support_server *h, const struct harness_req *req, struct 
         resp->curl_rc = CURLE_FAILED_INIT;
         return;
     }
-    harness_do_on(h, c, req, resp);
+    support_do_on(h, c, req, resp);
     curl_easy_cleanup(c);
 }
 
-void harness_do_on(struct support_server *h, void *curl, const struct harness_req *req,
-                   struct harness_resp *resp)
+void support_do_on(const struct support_server *h, void *curl, const struct support_req *req,
+                   struct support_resp *resp)
 {
     memset(resp, 0, sizeof(*resp));
     struct io io = {.req = req, .resp = resp};
@@ -277,14 +280,52 @@ void harness_do_on(struct support_server *h, void *curl, const struct harness_re
     curl_slist_free_all(headers);
 }
 
-void harness_resp_free(struct harness_resp *resp)
+void support_do_call(const struct support_server *s, const struct support_call *rq,
+                     struct support_resp *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct io io = {.resp = out};
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    struct curl_slist *hdrs = support_call_setopt(c, s->base, rq);
+    if (!rq->timeout_ms)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &io);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &io);
+    CURLcode cc = curl_easy_perform(c);
+    out->curl_rc = (int)cc;
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    if (!out->body)
+        out->body = calloc(1, 1);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+}
+
+long support_json(const struct support_server *s, const char *method, const char *path, const char *token,
+                  const char *json, struct support_resp *out)
+{
+    struct support_call rq = {.method = method, .path = path, .token = token};
+    if (json) {
+        rq.ctype = "application/json";
+        rq.body = json;
+        rq.len = strlen(json);
+    }
+    support_do_call(s, &rq, out);
+    return out->status;
+}
+
+void support_resp_free(struct support_resp *resp)
 {
     free(resp->headers);
     free(resp->body);
-    memset(resp, 0, sizeof(*resp));
+    resp->headers = resp->body = NULL;
+    resp->headers_len = resp->body_len = 0;
 }
 
-const char *harness_header(const struct harness_resp *resp, const char *name, char *buf,
+const char *support_header(const struct support_resp *resp, const char *name, char *buf,
                            size_t len)
 {
     size_t n = strlen(name);
@@ -308,10 +349,12 @@ const char *harness_header(const struct harness_resp *resp, const char *name, ch
             break;
         line = end + 2;
     }
+    if (len)
+        buf[0] = '\0';
     return NULL;
 }
 
-double harness_metric_in(const char *text, const char *series)
+double support_metric_in(const char *text, const char *series)
 {
     double v = 0;
     if (support_metric_find(text, series, &v) != 0)
@@ -319,27 +362,43 @@ double harness_metric_in(const char *text, const char *series)
     return v;
 }
 
-double harness_metric(struct support_server *h, const char *series)
+/* GET /metrics, with the metrics token where tokens are on; fails unless 200. */
+static void metrics_get(const struct support_server *h, struct support_resp *r)
 {
     /* With tokens configured /metrics wants the metrics token. */
     char auth[300] = "";
     if (h->svc.cfg.metrics_token[0])
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", h->svc.cfg.metrics_token);
-    struct harness_req req = {.method = "GET", .path = "/metrics",
+    struct support_req req = {.method = "GET", .path = "/metrics",
                               .headers = {auth[0] ? auth : NULL}};
-    struct harness_resp r;
-    harness_do(h, &req, &r);
-    assert_int_equal(r.status, 200);
-    double v = harness_metric_in(r.body, series);
-    harness_resp_free(&r);
+    support_do(h, &req, r);
+    assert_int_equal(r->status, 200);
+}
+
+double support_metric(const struct support_server *h, const char *series)
+{
+    struct support_resp r;
+    metrics_get(h, &r);
+    double v = support_metric_in(r.body, series);
+    support_resp_free(&r);
     return v;
 }
 
-void harness_simple(struct support_server *h, const char *method, const char *path,
-                    const char *content_type, const void *body, size_t body_len,
-                    struct harness_resp *resp)
+int support_metric_has(const struct support_server *h, const char *series)
 {
-    struct harness_req req = {.method = method, .path = path};
+    struct support_resp r;
+    metrics_get(h, &r);
+    double v;
+    int has = support_metric_find(r.body, series, &v) == 0;
+    support_resp_free(&r);
+    return has;
+}
+
+void support_simple(struct support_server *h, const char *method, const char *path,
+                    const char *content_type, const void *body, size_t body_len,
+                    struct support_resp *resp)
+{
+    struct support_req req = {.method = method, .path = path};
     char ct[128];
     if (content_type) {
         snprintf(ct, sizeof(ct), "Content-Type: %s", content_type);
@@ -350,10 +409,10 @@ void harness_simple(struct support_server *h, const char *method, const char *pa
         req.body_len = body_len;
         req.has_body = 1;
     }
-    harness_do(h, &req, resp);
+    support_do(h, &req, resp);
 }
 
-json_t *harness_body_json(const struct harness_resp *resp)
+json_t *support_body_json(const struct support_resp *resp)
 {
     json_error_t err;
     json_t *doc = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, &err);
@@ -363,13 +422,13 @@ json_t *harness_body_json(const struct harness_resp *resp)
     return doc;
 }
 
-void harness_expect_problem(const struct harness_resp *resp, long status)
+void support_expect_problem(const struct support_resp *resp, long status)
 {
     char buf[256];
     if (resp->status != status)
         fail_msg("expected a %ld problem, got status %ld (curl %d): %.300s", status,
                  resp->status, resp->curl_rc, resp->body ? resp->body : "");
-    const char *ct = harness_header(resp, "Content-Type", buf, sizeof(buf));
+    const char *ct = support_header(resp, "Content-Type", buf, sizeof(buf));
     if (!ct || strcmp(ct, "application/problem+json") != 0)
         fail_msg("%ld problem: Content-Type is '%s'", status, ct ? ct : "(none)");
     json_error_t err;
@@ -384,19 +443,19 @@ void harness_expect_problem(const struct harness_resp *resp, long status)
     assert_true(json_is_integer(st));
     assert_int_equal(json_integer_value(st), status);
     json_decref(doc);
-    const char *rid = harness_header(resp, "X-Request-Id", buf, sizeof(buf));
+    const char *rid = support_header(resp, "X-Request-Id", buf, sizeof(buf));
     if (!rid || !*rid)
         fail_msg("%ld problem without X-Request-Id", status);
 }
 
 /* ---- buffers ---------------------------------------------------------- */
 
-void harness_buffer_create(struct support_server *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1])
+void support_buffer_create(struct support_server *h, size_t size, char id[GHD_BUFFER_ID_LEN + 1])
 {
     char body[64];
     int n = snprintf(body, sizeof(body), "{\"size\": %zu}", size);
-    struct harness_resp r;
-    harness_simple(h, "POST", "/v1/buffers", "application/json", body, (size_t)n, &r);
+    struct support_resp r;
+    support_simple(h, "POST", "/v1/buffers", "application/json", body, (size_t)n, &r);
     if (r.status != 201)
         fail_msg("create %zu bytes: status %ld: %.300s", size, r.status, r.body ? r.body : "");
     json_t *doc = json_loadb(r.body, r.body_len, 0, NULL);
@@ -407,46 +466,46 @@ void harness_buffer_create(struct support_server *h, size_t size, char id[GHD_BU
     memcpy(id, s, GHD_BUFFER_ID_LEN + 1);
     assert_int_equal(json_integer_value(json_object_get(doc, "size")), size);
     json_decref(doc);
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
-void harness_buffer_put(struct support_server *h, const char *id, const void *data, size_t len)
+void support_buffer_put(struct support_server *h, const char *id, const void *data, size_t len)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct harness_resp r;
-    harness_simple(h, "PUT", path, "application/octet-stream", data, len, &r);
+    struct support_resp r;
+    support_simple(h, "PUT", path, "application/octet-stream", data, len, &r);
     if (r.status != 200)
         fail_msg("PUT %zu bytes: status %ld (curl %d): %.300s", len, r.status, r.curl_rc,
                  r.body ? r.body : "");
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
-void *harness_buffer_get(struct support_server *h, const char *id, size_t *len)
+void *support_buffer_get(struct support_server *h, const char *id, size_t *len)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct harness_resp r;
-    harness_simple(h, "GET", path, NULL, NULL, 0, &r);
+    struct support_resp r;
+    support_simple(h, "GET", path, NULL, NULL, 0, &r);
     if (r.status != 200)
         fail_msg("GET: status %ld (curl %d): %.300s", r.status, r.curl_rc, r.body ? r.body : "");
     assert_int_equal(r.curl_rc, CURLE_OK);
     void *data = r.body ? r.body : malloc(1);
     *len = r.body_len;
     r.body = NULL;
-    harness_resp_free(&r);
+    support_resp_free(&r);
     return data;
 }
 
-void harness_buffer_delete(struct support_server *h, const char *id)
+void support_buffer_delete(struct support_server *h, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct harness_resp r;
-    harness_simple(h, "DELETE", path, NULL, NULL, 0, &r);
+    struct support_resp r;
+    support_simple(h, "DELETE", path, NULL, NULL, 0, &r);
     if (r.status != 204)
         fail_msg("DELETE: status %ld", r.status);
-    harness_resp_free(&r);
+    support_resp_free(&r);
 }
 
 /* ---- data ------------------------------------------------------------- */
@@ -459,7 +518,7 @@ static uint64_t splitmix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-void harness_fill(uint64_t seed, uint64_t pos, void *buf, size_t len)
+void support_fill(uint64_t seed, uint64_t pos, void *buf, size_t len)
 {
     unsigned char *out = buf;
     uint64_t key = splitmix(seed);
@@ -486,7 +545,7 @@ void harness_fill(uint64_t seed, uint64_t pos, void *buf, size_t len)
     }
 }
 
-uint64_t harness_sum(uint64_t sum, const void *data, size_t len)
+uint64_t support_sum(uint64_t sum, const void *data, size_t len)
 {
     const unsigned char *p = data;
     for (size_t i = 0; i < len; i++) {
@@ -496,7 +555,7 @@ uint64_t harness_sum(uint64_t sum, const void *data, size_t len)
     return sum;
 }
 
-int harness_await_idle(struct support_server *h, size_t in_use, unsigned timeout_ms)
+int support_await_idle(struct support_server *h, size_t in_use, unsigned timeout_ms)
 {
     for (unsigned waited = 0;; waited += 5) {
         unsigned busy = 0;
@@ -518,21 +577,4 @@ int harness_await_idle(struct support_server *h, size_t in_use, unsigned timeout
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
     }
-}
-
-int harness_connect(struct support_server *h)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof(addr));
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)h->port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
 }

@@ -12,57 +12,45 @@
 
 #include <cmocka.h>
 
-void harness_call(struct support_server *h, const char *token, const char *method, const char *path,
-                  const char *json, struct harness_resp *r)
-{
-    char auth[96];
-    struct harness_req req = {.method = method, .path = path};
-    unsigned nh = 0;
-    if (token) {
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-        req.headers[nh++] = auth;
-    }
-    if (json) {
-        req.headers[nh++] = "Content-Type: application/json";
-        req.body = json;
-        req.body_len = strlen(json);
-        req.has_body = 1;
-    }
-    harness_do(h, &req, r);
-}
-
-json_t *harness_expect_v(const char *file, int line, struct support_server *h, const char *token,
+json_t *support_expect_v(const char *file, int line, struct support_server *h, const char *token,
                          long status, const char *method, const char *path, const char *fmt,
                          va_list ap)
 {
     char *body = NULL;
     if (fmt && vasprintf(&body, fmt, ap) < 0)
         fail_msg("%s:%d: %s %s: out of memory formatting the body", file, line, method, path);
-    struct harness_resp r;
-    harness_call(h, token, method, path, body, &r);
+    struct support_call call = {.method = method, .path = path, .token = token,
+                                .timeout_ms = 120000};
+    if (body) {
+        call.ctype = "application/json";
+        call.body = body;
+        call.len = strlen(body);
+    }
+    struct support_resp r;
+    support_do_call(h, &call, &r);
     if (r.status != status)
         fail_msg("%s:%d: %s %s %.400s: status %ld, want %ld: %.500s", file, line, method, path,
                  body ? body : "", r.status, status, r.body ? r.body : "");
     free(body);
     if (status >= 400)
-        harness_expect_problem(&r, status);
-    json_t *doc = r.body_len ? harness_body_json(&r) : NULL;
-    harness_resp_free(&r);
+        support_expect_problem(&r, status);
+    json_t *doc = r.body_len ? support_body_json(&r) : NULL;
+    support_resp_free(&r);
     return doc;
 }
 
-json_t *harness_expect_at(const char *file, int line, struct support_server *h, const char *token,
+json_t *support_expect_at(const char *file, int line, struct support_server *h, const char *token,
                           long status, const char *method, const char *path, const char *fmt,
                           ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    json_t *doc = harness_expect_v(file, line, h, token, status, method, path, fmt, ap);
+    json_t *doc = support_expect_v(file, line, h, token, status, method, path, fmt, ap);
     va_end(ap);
     return doc;
 }
 
-void harness_expect_detail_at(const char *file, int line, json_t *doc, const char *needle)
+void support_expect_detail_at(const char *file, int line, json_t *doc, const char *needle)
 {
     const char *d = json_string_value(json_object_get(doc, "detail"));
     if (needle && (!d || !strstr(d, needle)))
@@ -71,19 +59,19 @@ void harness_expect_detail_at(const char *file, int line, json_t *doc, const cha
     json_decref(doc);
 }
 
-void harness_kernel_delete_at(const char *file, int line, struct support_server *h, const char *token,
+void support_kernel_delete_at(const char *file, int line, struct support_server *h, const char *token,
                               const char *name)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/kernels/%s", name);
-    json_decref(harness_expect_at(file, line, h, token, 204, "DELETE", path, NULL));
+    json_decref(support_expect_at(file, line, h, token, 204, "DELETE", path, NULL));
 }
 
-json_t *harness_run_poll_at(const char *file, int line, struct support_server *h, const char *token,
+json_t *support_run_poll_at(const char *file, int line, struct support_server *h, const char *token,
                             const char *path)
 {
     for (int i = 0; i < 6000; i++) {
-        json_t *doc = harness_expect_at(file, line, h, token, 200, "GET", path, NULL);
+        json_t *doc = support_expect_at(file, line, h, token, 200, "GET", path, NULL);
         const char *st = json_string_value(json_object_get(doc, "status"));
         if (!st)
             fail_msg("%s:%d: GET %s: no status", file, line, path);
@@ -97,26 +85,26 @@ json_t *harness_run_poll_at(const char *file, int line, struct support_server *h
     return NULL;
 }
 
-void harness_buffers_delete_at(const char *file, int line, struct support_server *h, const char *token,
+void support_buffers_delete_at(const char *file, int line, struct support_server *h, const char *token,
                                const char *const *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char path[96];
         snprintf(path, sizeof(path), "/v1/buffers/%s", ids[i]);
-        json_decref(harness_expect_at(file, line, h, token, 204, "DELETE", path, NULL));
+        json_decref(support_expect_at(file, line, h, token, 204, "DELETE", path, NULL));
     }
 }
 
-void harness_free_all(void *const *ptrs, size_t n)
+void support_free_all(void *const *ptrs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(ptrs[i]);
 }
 
-void harness_tenant_buffer_at(const char *file, int line, struct support_server *h, const char *token,
+void support_tenant_buffer_at(const char *file, int line, struct support_server *h, const char *token,
                               size_t size, const void *data, char id[GHD_BUFFER_ID_LEN + 1])
 {
-    json_t *doc = harness_expect_at(file, line, h, token, 201, "POST", "/v1/buffers",
+    json_t *doc = support_expect_at(file, line, h, token, 201, "POST", "/v1/buffers",
                                     "{\"size\": %zu}", size);
     snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", json_string_value(json_object_get(doc, "id")));
     json_decref(doc);
@@ -129,31 +117,31 @@ void harness_tenant_buffer_at(const char *file, int line, struct support_server 
     char path[96], auth[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    struct harness_req req = {.method = "PUT", .path = path, .body = data, .body_len = size,
+    struct support_req req = {.method = "PUT", .path = path, .body = data, .body_len = size,
                               .has_body = 1};
     req.headers[0] = auth;
     req.headers[1] = "Content-Type: application/octet-stream";
-    struct harness_resp r;
-    harness_do(h, &req, &r);
+    struct support_resp r;
+    support_do(h, &req, &r);
     if (r.status != 200)
         fail_msg("%s:%d: PUT %s: status %ld, want 200", file, line, path, r.status);
-    harness_resp_free(&r);
+    support_resp_free(&r);
     free(poison);
 }
 
-void *harness_tenant_buffer_get_at(const char *file, int line, struct support_server *h,
+void *support_tenant_buffer_get_at(const char *file, int line, struct support_server *h,
                                    const char *token, const char *id, size_t len)
 {
     char path[96];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct harness_resp r;
-    harness_call(h, token, "GET", path, NULL, &r);
+    struct support_resp r;
+    support_json(h, "GET", path, token, NULL, &r);
     if (r.status != 200 || r.body_len != len)
         fail_msg("%s:%d: GET %s: status %ld and %zu bytes, want 200 and %zu", file, line, path,
                  r.status, r.body_len, len);
     char *p = malloc(len + 1);
     memcpy(p, r.body, len);
     p[len] = 0;
-    harness_resp_free(&r);
+    support_resp_free(&r);
     return p;
 }

@@ -12,12 +12,12 @@
 
 static void *async_main(void *p)
 {
-    struct harness_async *a = p;
-    harness_do(a->h, &a->req, &a->resp);
+    struct support_async *a = p;
+    support_do(a->h, &a->req, &a->resp);
     return NULL;
 }
 
-void harness_async_start(struct harness_async *a, struct support_server *h)
+void support_async_start(struct support_async *a, struct support_server *h)
 {
     a->h = h;
     int rc = pthread_create(&a->thread, NULL, async_main, a);
@@ -26,12 +26,12 @@ void harness_async_start(struct harness_async *a, struct support_server *h)
                  a->req.path, rc);
 }
 
-void harness_async_join(struct harness_async *a)
+void support_async_join(struct support_async *a)
 {
     pthread_join(a->thread, NULL);
 }
 
-int harness_await_flag(atomic_int *flag, unsigned timeout_ms)
+int support_await_flag(atomic_int *flag, unsigned timeout_ms)
 {
     for (unsigned i = 0; i < timeout_ms && !atomic_load(flag); i++) {
         struct timespec ts = {0, 1000000L};
@@ -40,13 +40,13 @@ int harness_await_flag(atomic_int *flag, unsigned timeout_ms)
     return atomic_load(flag);
 }
 
-int harness_buffer_post_try(struct support_server *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
-                            struct harness_resp *r)
+int support_buffer_post_try(struct support_server *h, const void *data, size_t len, char id[GHD_BUFFER_ID_LEN + 1],
+                            struct support_resp *r)
 {
-    struct harness_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
+    struct support_req post = {.method = "POST", .path = "/v1/buffers", .body = data,
                                .body_len = len, .has_body = 1};
     post.headers[0] = "Content-Type: application/octet-stream";
-    harness_do(h, &post, r);
+    support_do(h, &post, r);
     json_t *doc = r->status == 201 ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
     const char *s = doc ? json_string_value(json_object_get(doc, "id")) : NULL;
     if (!s) {
@@ -55,6 +55,6 @@ int harness_buffer_post_try(struct support_server *h, const void *data, size_t l
     }
     snprintf(id, GHD_BUFFER_ID_LEN + 1, "%s", s);
     json_decref(doc);
-    harness_resp_free(r);
+    support_resp_free(r);
     return 0;
 }

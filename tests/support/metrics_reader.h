@@ -3,7 +3,7 @@
 
 /* The metrics reader every suite uses: one series of a /metrics text
  * ("name{labels}", as the exposition writes it, at the start of a line).
- * harness_metric and rel_metric fetch the text and read it through this. */
+ * support_metric and support_metric_has fetch the text and read it through this. */
 
 /* 0 and *out set to the series' value, or -1 when the text has no such
  * series (or is NULL). */

@@ -33,7 +33,7 @@
 #include "http/probe.h"
 #include "core/runs/run_queue.h"
 
-int rel_enough_files(unsigned long need)
+int support_enough_files(unsigned long need)
 {
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
@@ -49,24 +49,19 @@ int rel_enough_files(unsigned long need)
     return 0;
 }
 
-long rel_now_ms(void)
+long support_now_ms(void)
 {
     return (long)ghd_clock_ms();
 }
 
-void rel_sleep_ms(long ms)
+void support_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
 
-const char *rel_backend_name(void)
-{
-    return support_backend_name();
-}
-
-void rel_config(struct ghd_config *cfg)
+void support_config(struct ghd_config *cfg)
 {
     ghd_config_defaults(cfg);
     support_config_small(cfg, &support_sizes_rel);
@@ -74,19 +69,15 @@ void rel_config(struct ghd_config *cfg)
     snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", lvl ? lvl : "warn");
 }
 
-int rel_try_start(struct support_server *s, const struct ghd_config *cfg, struct ghd_err *err)
+int support_try_start(struct support_server *s, const struct ghd_config *cfg, struct ghd_err *err)
 {
-    return rel_try_start_routes(s, cfg, &ghd_routes, err);
+    return support_try_start_routes(s, cfg, &ghd_routes, err);
 }
 
-int rel_try_start_routes(struct support_server *s, const struct ghd_config *cfg,
-                         const struct ghd_routes *routes, struct ghd_err *err)
+int support_try_start_routes(struct support_server *s, const struct ghd_config *cfg,
+                             const struct ghd_routes *routes, struct ghd_err *err)
 {
-    static int once;
-    if (!once) {
-        curl_global_init(CURL_GLOBAL_ALL);
-        once = 1;
-    }
+    support_curl_init();
     enum ghd_log_level lvl = GHD_LOG_WARN;
     ghd_log_level_parse(cfg->log_level, &lvl);
     ghd_log_setup(lvl, GHD_LOG_TEXT);
@@ -100,15 +91,15 @@ int rel_try_start_routes(struct support_server *s, const struct ghd_config *cfg,
     return rc;
 }
 
-void rel_start(struct support_server *s, const struct ghd_config *cfg)
+void support_start_config(struct support_server *s, const struct ghd_config *cfg)
 {
     struct ghd_err err = {0};
-    int rc = rel_try_start(s, cfg, &err);
+    int rc = support_try_start(s, cfg, &err);
     if (rc)
         fail_msg("server did not start: %d %s", rc, err.detail);
 }
 
-void rel_start_probe(struct support_server *s)
+void support_start_probe(struct support_server *s)
 {
     struct ghd_err err = {0};
     int fd;
@@ -121,150 +112,24 @@ void rel_start_probe(struct support_server *s)
     snprintf(s->probe_base, sizeof(s->probe_base), "http://127.0.0.1:%u", port);
 }
 
-void rel_stop(struct support_server *s)
-{
-    support_server_stop(s);
-}
-
-int rel_setup_with(void **state, const struct ghd_config *cfg)
+int support_setup_with(void **state, const struct ghd_config *cfg)
 {
     struct support_server *s = calloc(1, sizeof(*s));
     assert_non_null(s);
-    rel_start(s, cfg);
+    support_start_config(s, cfg);
     *state = s;
     return 0;
 }
 
-int rel_teardown(void **state)
+int support_teardown(void **state)
 {
     struct support_server *s = *state;
-    rel_stop(s);
+    support_stop(s);
     free(s);
     return 0;
 }
 
-struct sink {
-    char *buf;
-    size_t len;
-};
-
-static size_t on_body(char *data, size_t size, size_t n, void *ctx)
-{
-    struct sink *k = ctx;
-    size_t add = size * n;
-    char *grown = realloc(k->buf, k->len + add + 1);
-    if (!grown)
-        return 0;
-    memcpy(grown + k->len, data, add);
-    k->buf = grown;
-    k->len += add;
-    k->buf[k->len] = '\0';
-    return add;
-}
-
-static size_t on_header(char *data, size_t size, size_t n, void *ctx)
-{
-    struct rel_resp *r = ctx;
-    size_t add = size * n, used = strlen(r->headers);
-    if (used + add < sizeof(r->headers)) {
-        memcpy(r->headers + used, data, add);
-        r->headers[used + add] = '\0';
-    }
-    return add;
-}
-
-void rel_do(const struct support_server *s, const struct rel_req *rq, struct rel_resp *out)
-{
-    memset(out, 0, sizeof(*out));
-    CURL *c = curl_easy_init();
-    assert_non_null(c);
-    char url[1024], auth[512], ctype[256];
-    snprintf(url, sizeof(url), "%s%s", rq->base ? rq->base : s->base, rq->path);
-    struct curl_slist *hdrs = NULL;
-    if (rq->token) {
-        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", rq->token);
-        hdrs = curl_slist_append(hdrs, auth);
-    }
-    if (rq->ctype) {
-        snprintf(ctype, sizeof(ctype), "Content-Type: %s", rq->ctype);
-        hdrs = curl_slist_append(hdrs, ctype);
-    }
-    if (rq->extra_header)
-        hdrs = curl_slist_append(hdrs, rq->extra_header);
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    struct sink body = {NULL, 0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms ? rq->timeout_ms : 10000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (rq->cainfo)
-        curl_easy_setopt(c, CURLOPT_CAINFO, rq->cainfo);
-    if (rq->sslversion)
-        curl_easy_setopt(c, CURLOPT_SSLVERSION, rq->sslversion);
-    const char *method = rq->method ? rq->method : "GET";
-    if (strcmp(method, "HEAD") == 0)
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    else if (strcmp(method, "GET") != 0)
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (rq->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
-    }
-    CURLcode cc = curl_easy_perform(c);
-    out->curl_error = (int)cc;
-    if (cc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
-    out->body = body.buf ? body.buf : calloc(1, 1);
-    out->len = body.len;
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(c);
-}
-
-void rel_resp_free(struct rel_resp *r)
-{
-    free(r->body);
-    r->body = NULL;
-}
-
-long rel_json(const struct support_server *s, const char *method, const char *path, const char *token,
-              const char *json, struct rel_resp *out)
-{
-    struct rel_req rq = {.method = method, .path = path, .token = token};
-    if (json) {
-        rq.ctype = "application/json";
-        rq.body = json;
-        rq.len = strlen(json);
-    }
-    rel_do(s, &rq, out);
-    return out->status;
-}
-
-void rel_header(const struct rel_resp *r, const char *name, char *out, size_t cap)
-{
-    out[0] = '\0';
-    size_t n = strlen(name);
-    for (const char *line = r->headers; line && *line;) {
-        const char *end = strstr(line, "\r\n");
-        if (strncasecmp(line, name, n) == 0 && line[n] == ':') {
-            const char *v = line + n + 1;
-            while (*v == ' ')
-                v++;
-            size_t len = end ? (size_t)(end - v) : strlen(v);
-            if (len >= cap)
-                len = cap - 1;
-            memcpy(out, v, len);
-            out[len] = '\0';
-            return;
-        }
-        line = end ? end + 2 : NULL;
-    }
-}
-
-void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t cap)
+void support_json_str(const struct support_resp *r, const char *key, char *out, size_t cap)
 {
     out[0] = '\0';
     json_t *doc = json_loads(r->body ? r->body : "", 0, NULL);
@@ -274,7 +139,7 @@ void rel_json_str(const struct rel_resp *r, const char *key, char *out, size_t c
     json_decref(doc);
 }
 
-void rel_base64(const void *data, size_t n, char *out)
+void support_base64(const void *data, size_t n, char *out)
 {
     static const char alphabet[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -294,51 +159,39 @@ void rel_base64(const void *data, size_t n, char *out)
     out[o] = '\0';
 }
 
-uint64_t rel_buffer_version(const struct support_server *s, const char *token, const char *id)
+uint64_t support_buffer_version(const struct support_server *s, const char *token, const char *id)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%.64s/meta", id);
-    struct rel_resp r;
-    assert_int_equal(rel_json(s, "GET", path, token, NULL, &r), 200);
+    struct support_resp r;
+    assert_int_equal(support_json(s, "GET", path, token, NULL, &r), 200);
     const char *at = strstr(r.body, "\"version\":");
     assert_non_null(at);
     uint64_t v = strtoull(at + strlen("\"version\":"), NULL, 10);
-    rel_resp_free(&r);
+    support_resp_free(&r);
     return v;
 }
 
-void rel_expect(const struct rel_resp *r, long status, const char *needle)
+void support_expect_reply(const struct support_resp *r, long status, const char *needle)
 {
     if (r->status != status || (needle && !strstr(r->body ? r->body : "", needle)))
         fail_msg("expected %ld '%s', got %ld: %s", status, needle ? needle : "", r->status,
                  r->body ? r->body : "");
 }
 
-long rel_metric(const struct support_server *s, const char *name)
-{
-    struct rel_resp r;
-    const char *token = s->svc.cfg.metrics_token; /* with tokens on, /metrics wants it */
-    rel_json(s, "GET", "/metrics", token[0] ? token : NULL, NULL, &r);
-    assert_int_equal(r.status, 200);
-    double v = -1;
-    support_metric_find(r.body, name, &v);
-    rel_resp_free(&r);
-    return (long)v;
-}
-
-long rel_create(const struct support_server *s, const char *token, size_t size, char *id, size_t cap)
+long support_buffer_try_create(const struct support_server *s, const char *token, size_t size, char *id, size_t cap)
 {
     char body[64];
     snprintf(body, sizeof(body), "{\"size\": %zu}", size);
-    struct rel_resp r;
-    long st = rel_json(s, "POST", "/v1/buffers", token, body, &r);
+    struct support_resp r;
+    long st = support_json(s, "POST", "/v1/buffers", token, body, &r);
     if (id)
-        rel_json_str(&r, "id", id, cap);
-    rel_resp_free(&r);
+        support_json_str(&r, "id", id, cap);
+    support_resp_free(&r);
     return st;
 }
 
-int rel_connect(unsigned port)
+int support_raw_connect(unsigned port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -352,7 +205,7 @@ int rel_connect(unsigned port)
     return fd;
 }
 
-unsigned rel_free_port(void)
+unsigned support_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -365,7 +218,7 @@ unsigned rel_free_port(void)
     return ntohs(a.sin_port);
 }
 
-int rel_connect_from(unsigned port, const char *src)
+int support_raw_connect_from(unsigned port, const char *src)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     assert_true(fd >= 0);
@@ -378,7 +231,7 @@ int rel_connect_from(unsigned port, const char *src)
     return fd;
 }
 
-int rel_send(int fd, const void *buf, size_t len)
+int support_raw_send(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len) {
@@ -393,61 +246,61 @@ int rel_send(int fd, const void *buf, size_t len)
     return 0;
 }
 
-long rel_put(const struct support_server *s, const char *token, const char *id, const void *data,
+long support_buffer_try_put(const struct support_server *s, const char *token, const char *id, const void *data,
              size_t len)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    struct rel_req rq = {.method = "PUT", .path = path, .token = token,
-                         .ctype = "application/octet-stream", .body = data, .len = len};
-    struct rel_resp r;
-    rel_do(s, &rq, &r);
-    rel_resp_free(&r);
+    struct support_call rq = {.method = "PUT", .path = path, .token = token,
+                              .ctype = "application/octet-stream", .body = data, .len = len};
+    struct support_resp r;
+    support_do_call(s, &rq, &r);
+    support_resp_free(&r);
     return r.status;
 }
 
-int rel_begin_put(unsigned port, const char *id, size_t total, size_t first)
+int support_raw_begin_put(unsigned port, const char *id, size_t total, size_t first)
 {
     char path[128];
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
-    return rel_begin_upload(port, "PUT", path, total, first);
+    return support_raw_begin_upload(port, "PUT", path, total, first);
 }
 
-void rel_exchange(unsigned port, const char *msg, size_t len, char *buf, size_t cap,
-                  long timeout_ms, int *closed)
+void support_raw_exchange(unsigned port, const char *msg, size_t len, char *buf, size_t cap,
+                          long timeout_ms, int *closed)
 {
-    int fd = rel_connect(port);
+    int fd = support_raw_connect(port);
     assert_true(fd >= 0);
-    rel_send(fd, msg, len);
-    rel_recv(fd, buf, cap, timeout_ms, closed);
+    support_raw_send(fd, msg, len);
+    support_raw_recv(fd, buf, cap, timeout_ms, closed);
     close(fd);
 }
 
-int rel_begin_upload(unsigned port, const char *method, const char *path, size_t total,
-                     size_t first)
+int support_raw_begin_upload(unsigned port, const char *method, const char *path, size_t total,
+                             size_t first)
 {
-    int fd = rel_connect(port);
+    int fd = support_raw_connect(port);
     assert_true(fd >= 0);
     char head[512];
     int n = snprintf(head, sizeof(head),
                      "%s %s HTTP/1.1\r\nHost: x\r\n"
                      "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
                      method, path, total);
-    assert_int_equal(rel_send(fd, head, (size_t)n), 0);
+    assert_int_equal(support_raw_send(fd, head, (size_t)n), 0);
     char *zeros = calloc(1, first + 1);
     assert_non_null(zeros);
-    assert_int_equal(rel_send(fd, zeros, first), 0);
+    assert_int_equal(support_raw_send(fd, zeros, first), 0);
     free(zeros);
     return fd;
 }
 
-long rel_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed)
+long support_raw_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed)
 {
     size_t used = 0;
-    long deadline = rel_now_ms() + timeout_ms;
+    long deadline = support_now_ms() + timeout_ms;
     *closed = 0;
     for (;;) {
-        long left = deadline - rel_now_ms();
+        long left = deadline - support_now_ms();
         if (left <= 0)
             break;
         struct pollfd p = {fd, POLLIN, 0};
@@ -474,18 +327,18 @@ long rel_recv(int fd, char *buf, size_t cap, long timeout_ms, int *closed)
     return (long)used;
 }
 
-int rel_wait_closed(int fd, long timeout_ms)
+int support_raw_wait_closed(int fd, long timeout_ms)
 {
     char buf[8192];
     int closed;
-    long deadline = rel_now_ms() + timeout_ms;
+    long deadline = support_now_ms() + timeout_ms;
     do {
-        rel_recv(fd, buf, sizeof(buf), deadline - rel_now_ms(), &closed);
-    } while (!closed && rel_now_ms() < deadline);
+        support_raw_recv(fd, buf, sizeof(buf), deadline - support_now_ms(), &closed);
+    } while (!closed && support_now_ms() < deadline);
     return closed;
 }
 
-int rel_status_of(const char *buf)
+int support_raw_status_of(const char *buf)
 {
     int st = 0;
     if (sscanf(buf, "HTTP/1.%*d %d", &st) != 1)
@@ -493,39 +346,39 @@ int rel_status_of(const char *buf)
     return st;
 }
 
-size_t rel_pool_in_use(struct support_server *s)
+size_t support_pool_in_use(struct support_server *s)
 {
     struct ghd_pool_stats st;
     ghd_pool_get_stats(&s->svc.runtimes[0].pool, &st);
     return st.in_use;
 }
 
-unsigned rel_staging_busy(struct support_server *s)
+unsigned support_staging_busy(struct support_server *s)
 {
     return ghd_runtime_staging_busy(&s->svc.runtimes[0]);
 }
 
-int rel_wait_rest(struct support_server *s, size_t pool_baseline, long timeout_ms)
+int support_wait_rest(struct support_server *s, size_t pool_baseline, long timeout_ms)
 {
-    long deadline = rel_now_ms() + timeout_ms;
+    long deadline = support_now_ms() + timeout_ms;
     for (;;) {
-        size_t in_use = rel_pool_in_use(s);
-        unsigned busy = rel_staging_busy(s);
+        size_t in_use = support_pool_in_use(s);
+        unsigned busy = support_staging_busy(s);
         unsigned reqs = ghd_http_requests_in_flight(s->http);
         unsigned runs = ghd_run_queue_active(s->svc.runs);
         if (in_use <= pool_baseline && busy == 0 && reqs == 0 && runs == 0)
             return 1;
-        if (rel_now_ms() > deadline) {
+        if (support_now_ms() > deadline) {
             print_message("not at rest: pool in use %zu (baseline %zu), staging busy %u, "
                           "requests in flight %u, runs active %u\n",
                           in_use, pool_baseline, busy, reqs, runs);
             return 0;
         }
-        rel_sleep_ms(20);
+        support_sleep_ms(20);
     }
 }
 
-int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *env,
+int support_child_spawn(struct support_child *p, const char *const *args, const char *const *env,
               long timeout_ms)
 {
     static unsigned seq;
@@ -577,8 +430,8 @@ int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *en
     if (pid < 0)
         return -1;
     p->pid = pid;
-    long deadline = rel_now_ms() + timeout_ms;
-    while (rel_now_ms() < deadline) {
+    long deadline = support_now_ms() + timeout_ms;
+    while (support_now_ms() < deadline) {
         FILE *f = fopen(port_file, "r");
         if (f) {
             int got = fscanf(f, "%u", &p->port);
@@ -596,16 +449,16 @@ int rel_spawn(struct rel_proc *p, const char *const *args, const char *const *en
             p->pid = -1;
             return -1;
         }
-        rel_sleep_ms(20);
+        support_sleep_ms(20);
     }
     print_message("gpuhttpd did not write its port in %ld ms\n", timeout_ms);
-    rel_kill(p);
+    support_child_kill(p);
     return -1;
 }
 
-int rel_wait_exit(struct rel_proc *p, long timeout_ms)
+int support_child_wait_exit(struct support_child *p, long timeout_ms)
 {
-    long deadline = rel_now_ms() + timeout_ms;
+    long deadline = support_now_ms() + timeout_ms;
     for (;;) {
         int status;
         pid_t r = waitpid(p->pid, &status, WNOHANG);
@@ -615,9 +468,9 @@ int rel_wait_exit(struct rel_proc *p, long timeout_ms)
                 return WEXITSTATUS(status);
             return 128 + WTERMSIG(status);
         }
-        if (rel_now_ms() >= deadline)
+        if (support_now_ms() >= deadline)
             return -1;
-        rel_sleep_ms(10);
+        support_sleep_ms(10);
     }
 }
 
@@ -676,7 +529,7 @@ static int signal_wrapped_server(pid_t wrapper, int sig)
     return n;
 }
 
-void rel_signal(struct rel_proc *p, int sig)
+void support_child_signal(struct support_child *p, int sig)
 {
     if (p->pid <= 0)
         return;
@@ -685,15 +538,15 @@ void rel_signal(struct rel_proc *p, int sig)
     kill(p->pid, sig);
 }
 
-int rel_wait_exit_or_kill(struct rel_proc *p, long timeout_ms)
+int support_child_wait_exit_or_kill(struct support_child *p, long timeout_ms)
 {
-    int code = rel_wait_exit(p, timeout_ms);
+    int code = support_child_wait_exit(p, timeout_ms);
     if (code < 0)
-        rel_kill(p);
+        support_child_kill(p);
     return code;
 }
 
-void rel_kill(struct rel_proc *p)
+void support_child_kill(struct support_child *p)
 {
     if (p->pid > 0) {
         kill(p->pid, SIGKILL);
@@ -702,7 +555,7 @@ void rel_kill(struct rel_proc *p)
     p->pid = -1;
 }
 
-int rel_log_contains(const struct rel_proc *p, const char *text)
+int support_child_log_contains(const struct support_child *p, const char *text)
 {
     FILE *f = fopen(p->log_path, "r");
     if (!f)
@@ -715,7 +568,7 @@ int rel_log_contains(const struct rel_proc *p, const char *text)
     return found;
 }
 
-void rel_server_for(struct support_server *s, const struct rel_proc *p)
+void support_server_for(struct support_server *s, const struct support_child *p)
 {
     memset(s, 0, sizeof(*s));
     s->port = p->port;

@@ -24,9 +24,11 @@ static size_t on_data(char *d, size_t sz, size_t n, void *ctx)
     return add;
 }
 
-static struct curl_slist *headers_of(const struct support_request *rq)
+void *support_call_setopt(void *curl, const char *base, const struct support_call *rq)
 {
-    char auth[160], ct[96];
+    CURL *c = curl;
+    char url[1024], auth[512], ct[256];
+    snprintf(url, sizeof(url), "%s%s", rq->base ? rq->base : base, rq->path);
     struct curl_slist *h = NULL;
     if (rq->token) {
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", rq->token);
@@ -36,38 +38,41 @@ static struct curl_slist *headers_of(const struct support_request *rq)
         snprintf(ct, sizeof(ct), "Content-Type: %s", rq->ctype);
         h = curl_slist_append(h, ct);
     }
-    if (rq->extra)
-        h = curl_slist_append(h, rq->extra);
-    return curl_slist_append(h, "Expect:");
-}
-
-long support_request_on(void *curl, const char *base, const struct support_request *rq,
-                        struct support_body *out)
-{
-    CURL *c = curl;
-    const char *method = rq->method ? rq->method : "GET";
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", base, rq->path);
-    struct curl_slist *h = headers_of(rq);
-    curl_easy_reset(c);
-    out->len = 0;
-    if (out->buf)
-        out->buf[0] = '\0';
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    if (rq->extra_header)
+        h = curl_slist_append(h, rq->extra_header);
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url); /* libcurl keeps its own copy */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (rq->timeout_s)
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, rq->timeout_s);
+    if (rq->timeout_ms)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms);
+    if (rq->cainfo)
+        curl_easy_setopt(c, CURLOPT_CAINFO, rq->cainfo);
+    if (rq->sslversion)
+        curl_easy_setopt(c, CURLOPT_SSLVERSION, rq->sslversion);
+    const char *method = rq->method ? rq->method : "GET";
     if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     else if (strcmp(method, "GET") != 0)
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (rq->body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body);
+    if (rq->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
     }
+    return h;
+}
+
+long support_do_call_on(void *curl, const char *base, const struct support_call *rq,
+                        struct support_body *out)
+{
+    CURL *c = curl;
+    curl_easy_reset(c);
+    out->len = 0;
+    if (out->buf)
+        out->buf[0] = '\0';
+    struct curl_slist *h = support_call_setopt(c, base, rq);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     long status = 0;
     if (curl_easy_perform(c) == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

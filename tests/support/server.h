@@ -2,10 +2,10 @@
 #define GHD_TESTS_SUPPORT_SERVER_H
 
 /* The real service and its HTTP server in this process, on 127.0.0.1 and a
- * free port: the one server type that harness.h's helpers (the HTTP suites)
- * and rel.h's (reliability and security) both drive, so a test may use
- * either on one server. harness_start and rel_start configure and start
- * it (small_config.h); tests keep in-process access to the service. */
+ * free port: the one server type every support_* helper drives (harness.h,
+ * rel.h and the headers beside them). support_start (options) and
+ * support_start_config (a whole configuration) configure and start it
+ * (small_config.h); tests keep in-process access to the service. */
 #include "core/config/config.h"
 #include "core/service.h"
 #include "core/service_internal.h"
@@ -16,7 +16,7 @@ struct support_server {
     struct ghd_http *http;
     unsigned port;
     char base[64];          /* "http://127.0.0.1:PORT" (https with --tls-cert) */
-    struct ghd_http *probe; /* rel_start_probe's listener, or NULL */
+    struct ghd_http *probe; /* support_start_probe's listener, or NULL */
     char probe_base[64];    /* "http://127.0.0.1:PROBE_PORT" */
 };
 

@@ -1,7 +1,7 @@
 #ifndef GHD_TESTS_SUPPORT_SMALL_CONFIG_H
 #define GHD_TESTS_SUPPORT_SMALL_CONFIG_H
 
-/* The small server the in-process suites start (harness.h's and rel.h's):
+/* The small server the in-process suites start (support_start and support_config):
  * loopback, port 0, test-sized memory, and what the environment asks for.
  * One set of variables for every suite:
  *   GHD_TEST_BACKEND      host (the default), cuda, or auto

@@ -128,11 +128,9 @@ static void test_execute_orders_buffers(void **state)
 {
     struct fixture *f = *state;
     struct ghd_device *dev = &f->rt.dev;
-    struct ghd_stream *s;
-    struct ghd_event *ev[2];
-    assert_int_equal(ghd_runtime_stream_acquire(&f->rt, &s, NULL), 0);
-    assert_int_equal(dev->ops->event_new(dev, &ev[0], NULL), 0);
-    assert_int_equal(dev->ops->event_new(dev, &ev[1], NULL), 0);
+    struct unit_host_stream hs;
+    unit_host_stream_open(&f->rt, &hs);
+    struct ghd_stream *s = hs.s;
     float in[4] = {1, 2, 3, 4}, out[4];
     assert_int_equal(ghd_buffer_order(f->x, s, NULL), 0);
     assert_int_equal(dev->ops->copy_h2d(dev, f->x->d_ptr, in, sizeof(in), s, NULL), 0);
@@ -144,15 +142,13 @@ static void test_execute_orders_buffers(void **state)
     struct ghd_run *run = axpy(f, f->x, f->y->id, &rc);
     assert_int_equal(rc, 0);
     struct ghd_err err = {0};
-    assert_int_equal(ghd_run_execute(&f->rt, s, ev, run, &err), 0);
+    assert_int_equal(ghd_run_execute(&f->rt, s, hs.ev, run, &err), 0);
     assert_int_equal(dev->ops->copy_d2h(dev, out, f->y->d_ptr, sizeof(out), s, NULL), 0);
     assert_int_equal(dev->ops->stream_sync(dev, s, NULL), 0);
     for (int i = 0; i < 4; i++)
         assert_true(out[i] == 2 * in[i]);
     ghd_run_unref(run);
-    dev->ops->event_free(dev, ev[0]);
-    dev->ops->event_free(dev, ev[1]);
-    ghd_runtime_stream_release(&f->rt, s);
+    unit_host_stream_close(&f->rt, &hs);
 }
 
 /* The queue runs from its own settings and a runtime, no service behind

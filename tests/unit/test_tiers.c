@@ -120,13 +120,9 @@ static void test_run_pages_in(void **state)
     struct ghd_err err = {0};
     assert_int_equal(ghd_tier_move(x, GHD_TIER_HOST, 0, &err), 0);
     assert_int_equal(ghd_tier_move(y, GHD_TIER_HOST, 0, &err), 0);
-    struct ghd_device *dev = &f->rt.dev;
-    struct ghd_stream *s;
-    struct ghd_event *ev[2];
-    assert_int_equal(ghd_runtime_stream_acquire(&f->rt, &s, NULL), 0);
-    assert_int_equal(dev->ops->event_new(dev, &ev[0], NULL), 0);
-    assert_int_equal(dev->ops->event_new(dev, &ev[1], NULL), 0);
-    assert_int_equal(ghd_run_execute(&f->rt, s, ev, run, &err), 0);
+    struct unit_host_stream hs;
+    unit_host_stream_open(&f->rt, &hs);
+    assert_int_equal(ghd_run_execute(&f->rt, hs.s, hs.ev, run, &err), 0);
     assert_int_equal(x->holds + y->holds, 0); /* let go after the run */
     assert_int_equal(ghd_tier_hold(y, NULL), 0);
     const float *out = y->d_ptr;
@@ -134,9 +130,7 @@ static void test_run_pages_in(void **state)
         assert_true(out[i] == base[i] + 2 * in[i]);
     ghd_tier_release(y);
     ghd_run_unref(run);
-    dev->ops->event_free(dev, ev[0]);
-    dev->ops->event_free(dev, ev[1]);
-    ghd_runtime_stream_release(&f->rt, s);
+    unit_host_stream_close(&f->rt, &hs);
     ghd_buffer_unref(x);
     ghd_buffer_unref(y);
     close_tiers(f);

@@ -4,7 +4,8 @@
 /* For the unit tests of the core on a host-backend runtime with a real
  * buffer table (test_buffers, test_runs, test_fair_share): the runtime's
  * settings, the runtime and the table opened the same way and closed, a
- * new buffer, a run of one step prepared, a run queue. */
+ * stream and the events to execute a run on, a new buffer, a run of one
+ * step prepared, a run queue. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,6 +49,29 @@ static inline void unit_host_close(struct ghd_runtime *rt, struct ghd_buffer_tab
 {
     ghd_buffer_table_destroy(t);
     ghd_runtime_destroy(rt);
+}
+
+/* A stream of a runtime and the two events ghd_run_execute takes. */
+struct unit_host_stream {
+    struct ghd_stream *s;
+    struct ghd_event *ev[2];
+};
+
+/* Acquires hs's stream and events on *rt; fails the test otherwise. */
+static inline void unit_host_stream_open(struct ghd_runtime *rt, struct unit_host_stream *hs)
+{
+    struct ghd_device *dev = &rt->dev;
+    assert_int_equal(ghd_runtime_stream_acquire(rt, &hs->s, NULL), 0);
+    assert_int_equal(dev->ops->event_new(dev, &hs->ev[0], NULL), 0);
+    assert_int_equal(dev->ops->event_new(dev, &hs->ev[1], NULL), 0);
+}
+
+/* Frees hs's events and gives its stream back. */
+static inline void unit_host_stream_close(struct ghd_runtime *rt, struct unit_host_stream *hs)
+{
+    rt->dev.ops->event_free(&rt->dev, hs->ev[0]);
+    rt->dev.ops->event_free(&rt->dev, hs->ev[1]);
+    ghd_runtime_stream_release(rt, hs->s);
 }
 
 /* A new buffer of `size` bytes on *rt in table *t; fails the test otherwise. */

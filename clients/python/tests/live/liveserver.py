@@ -19,6 +19,19 @@ def _read(path: str) -> str:
         return ""
 
 
+def free_ports(n: int) -> list[int]:
+    """n TCP ports of 127.0.0.1 free a moment ago (bound to port 0 together,
+    then closed), for options that cannot take 0 (--advertise-url, --peers).
+    tests/ops (ghdtest.free_ports) uses it too."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
 class Server:
     def __init__(self, binary: str, *args: str):
         self.dir = tempfile.TemporaryDirectory(prefix="ghd-py-")

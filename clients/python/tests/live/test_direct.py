@@ -6,25 +6,15 @@ cover the three, and an owner that is gone falls back to the URL given,
 whose answer keeps its meaning (421 from an instance; through a proxy, its
 503: tests/ops/test_cluster_direct.py)."""
 import json
-import socket
 import time
 import urllib.request
 import warnings
 
 import numpy as np
 import pytest
+from liveserver import free_ports
 
 import gpuhttpd
-
-
-def _ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _wait_ready(url: str, n: int) -> None:
@@ -41,7 +31,7 @@ def _wait_ready(url: str, n: int) -> None:
 
 
 def test_direct_mode_reaches_every_owner(make_server):
-    ports = _ports(3)
+    ports = free_ports(3)
     urls = [f"http://127.0.0.1:{p}" for p in ports]
     servers = [make_server("--port", str(ports[k]), "--instance", str(k), "--advertise-url",
                            urls[k], "--peers", ",".join(urls)) for k in range(3)]
