@@ -208,6 +208,16 @@ class Response:
         return rest
 
     @property
+    def streamed(self) -> bool:
+        """Whether the body is still to be read from the connection."""
+        return self._content is None
+
+    @property
+    def stream(self) -> Readable | None:
+        """What a streamed body is read from (None once it is closed)."""
+        return self._stream
+
+    @property
     def content(self) -> bytes:
         """The whole body."""
         return self._load()
