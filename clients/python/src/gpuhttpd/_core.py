@@ -24,7 +24,7 @@ import json as jsonlib
 import time
 import warnings
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Callable, Concatenate, ParamSpec, Protocol, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, Union
 
 from ._direct import warn_skipped
 from .errors import ConnectionFailed, GpuhttpdError, Timeout, TransferError, from_response
@@ -32,7 +32,9 @@ from .progress import Progress
 from .transport import BytesLike, Pieces, Request, Response, Transport
 
 T = TypeVar("T")
-P = ParamSpec("P")
+if TYPE_CHECKING:  # typing has them from Python 3.10 on
+    from typing_extensions import Concatenate, ParamSpec
+    P = ParamSpec("P")
 
 # The most bytes one send or read moves: the progress bar's step, and what a
 # dropped download reads again at most.
