@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import socket
+import struct
+import sys
 from collections.abc import Awaitable
 from typing import Callable, TypeVar
 
@@ -36,7 +39,13 @@ _STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError,
 
 
 async def _within(aw: Awaitable[T], timeout: float | None) -> T:
-    return await asyncio.wait_for(aw, timeout) if timeout is not None else await aw
+    """``await aw``, a TimeoutError after ``timeout`` seconds (None: no limit)."""
+    if timeout is None:
+        return await aw
+    if sys.version_info >= (3, 11):  # in this task: a cancellation reaches it at once
+        async with asyncio.timeout(timeout):
+            return await aw
+    return await asyncio.wait_for(aw, timeout)
 
 
 class _Conn:
@@ -84,13 +93,13 @@ class AsyncHTTPTransport:
                     status, reason, headers = await _within(_head(conn.reader),
                                                             request.timeout)
             except ConnectionFailed as e:
-                self._drop(conn)
+                self._drop(conn, cut=True)
                 if reused and attempt == 0 and request.content is None and \
                         isinstance(e.__cause__, _STALE):
                     continue
                 raise
             except BaseException:
-                self._drop(conn)
+                self._drop(conn, cut=True)
                 raise
             body = _Body(self, conn, status, headers, request)
             out = Response(status, headers, reason=reason, stream=body)
@@ -156,8 +165,13 @@ class AsyncHTTPTransport:
         if self._slots is not None:
             self._slots.release()
 
-    def _drop(self, conn: _Conn, release: bool = True) -> None:
-        """Closes a connection (at once: what it was sending is cut)."""
+    def _drop(self, conn: _Conn, release: bool = True, cut: bool = False) -> None:
+        """Closes a connection; ``cut``: in the middle of a request or an
+        answer, with a reset, so that the server learns at once (a FIN
+        would wait behind the bytes still queued to it)."""
+        sock = conn.writer.get_extra_info("socket")
+        if cut and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         conn.writer.transport.abort()
         self._open -= 1
         if release and self._slots is not None:
@@ -281,7 +295,7 @@ class _Body:
     def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            self._transport._drop(conn)
+            self._transport._drop(conn, cut=True)
 
 
 class AsyncMockTransport:

@@ -1,9 +1,18 @@
-"""AsyncClient against the real server: uploads, runs and downloads awaited
-together, values compared with NumPy, errors raised as the Client's."""
+"""AsyncClient against the real server, over its own asyncio transport:
+uploads, runs and downloads awaited together, values compared with NumPy,
+bytes compared exactly, errors raised as the Client's, a task canceled in
+the middle of an upload (the server left with no buffer of it), and many
+tasks on one client sharing a bounded pool of connections."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import select
+import socket
+import threading
+import time
+import warnings
 
 import numpy as np
 import pytest
@@ -25,6 +34,7 @@ def test_async_client_gathers_transfers_and_runs(server):
                 np.testing.assert_array_equal(g, 2 * a)
             f = await c.run("sum", x=xs[3], wait=False)
             assert (await f.wait())["value"] == pytest.approx(float(arrays[3].sum()))
+            assert await f.status() == "succeeded"
             total = await c.call(lambda: (xs[2].sync + ys[2].sync).sum().item())
             assert total == pytest.approx(float((arrays[2] * 3).sum()))
             with pytest.raises(gpuhttpd.NotFound):
@@ -35,5 +45,137 @@ def test_async_client_gathers_transfers_and_runs(server):
             await k.delete()
             for x in xs + ys:
                 await x.delete()
+            assert c.transport.opened <= c.transport.pool
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("piece", [64 << 20, 1 << 20])  # one request; resumable pieces
+def test_bytes_move_exactly_both_ways(server, tmp_path, piece):
+    data = np.frombuffer(os.urandom(6 << 20), np.uint8).view(np.float32).reshape(3, -1)
+    path = tmp_path / "a.npy"
+    np.save(path, data)
+
+    async def main() -> None:
+        async with gpuhttpd.AsyncClient(server.url, piece=piece) as c:
+            x = await c.asarray(data)
+            got = await x.get()
+            assert got.tobytes() == data.tobytes() and got.shape == data.shape
+            y = await c.upload_file(path)
+            assert (await y.get()).tobytes() == data.tobytes()
+            await y.download_to(tmp_path / "b.npy")
+            assert np.load(tmp_path / "b.npy").tobytes() == data.tobytes()
+            await x.delete()
+            await y.delete()
+
+    asyncio.run(main())
+
+
+def test_many_tasks_share_a_bounded_pool(server):
+    async def one(c: gpuhttpd.AsyncClient, k: int) -> None:
+        a = np.full(1 << 18, k, np.float32)  # 1 MiB
+        x = await c.asarray(a)
+        s = await (await c.run("sum", x=x, wait=False)).wait()
+        assert s["value"] == pytest.approx(float(a.sum()))
+        np.testing.assert_array_equal(await x.get(), a)
+        await x.delete()
+
+    async def main() -> None:
+        async with gpuhttpd.AsyncClient(server.url, pool=4) as c:
+            await asyncio.gather(*(one(c, k) for k in range(32)))
+            assert c.transport.peak <= 4
+            assert c.transport.opened <= 4  # kept alive, reused
+
+    asyncio.run(main())
+
+
+class StallingProxy:
+    """A loopback proxy that forwards a connection's first ``limit`` bytes
+    to the server, then stops reading from the client (whose sends fill the
+    socket buffers and wait): an upload held in the middle. ``stalled``
+    is set then; a client that closes its side closes the server's."""
+
+    def __init__(self, port: int, limit: int) -> None:
+        self.port_to, self.limit = port, limit
+        self.stalled = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.first = True
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            s = socket.create_connection(("127.0.0.1", self.port_to))
+            limit, self.first = (self.limit if self.first else None), False
+            threading.Thread(target=self._pipe, args=(c, s, limit), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(s, c, None), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket, limit: int | None) -> None:
+        moved = 0
+        try:
+            while limit is None or moved < limit:
+                data = a.recv(min(1 << 16, limit - moved) if limit else 1 << 16)
+                if not data:
+                    break
+                b.sendall(data)
+                moved += len(data)
+            if limit is not None and moved >= limit:
+                self.stalled.set()
+                gone = select.POLLHUP | select.POLLERR | select.POLLRDHUP
+                p = select.poll()
+                p.register(a, gone)
+                while not p.poll(100):  # until the client closes or resets its side
+                    pass
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            x.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _pool(c: gpuhttpd.Client) -> tuple[int, int]:
+    d = c.devices()[0]
+    return d.pool.buffers or 0, d.pool.used or 0
+
+
+@pytest.mark.parametrize("piece", [64 << 20, 4 << 20])  # one POST; created, then PUTs
+def test_a_task_canceled_during_an_upload_leaves_the_server_clean(server, client, piece):
+    before = _pool(client)
+    proxy = StallingProxy(server.port, 12 << 20)
+
+    async def main() -> None:
+        async with gpuhttpd.AsyncClient(proxy.url, piece=piece, pool=2) as c:
+            task = asyncio.create_task(c.asarray(np.ones(8 << 20, np.float32)))  # 32 MiB
+            while not proxy.stalled.is_set():
+                await asyncio.sleep(0.01)
+            assert not task.done()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert c.transport.open_connections <= 1  # the canceled one closed, not pooled
+            xs = await asyncio.gather(*(c.asarray(np.arange(10.0)) for _ in range(4)))
+            for x in xs:  # the pool's slots all came back
+                np.testing.assert_array_equal(await x.get(), np.arange(10.0))
+                await x.delete()
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a cleanup that failed warns
+            asyncio.run(main())
+    finally:
+        proxy.close()
+    deadline = time.monotonic() + 20  # the server notices the cut connection
+    while _pool(client) != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _pool(client) == before
+    assert client.list() == []
