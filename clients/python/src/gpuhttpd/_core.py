@@ -104,9 +104,10 @@ def drive(op: Op[T], transport: Transport) -> T:
             elif isinstance(effect, Read):
                 outcome = effect.response.readinto(effect.view)
             else:
-                outcome = time.sleep(effect.seconds)
+                time.sleep(effect.seconds)
+                outcome = None
             step = op.send
-        except BaseException as e:  # noqa: BLE001 (handed to op, which re-raises or cleans up)
+        except BaseException as e:
             outcome, step = e, op.throw
 
 
@@ -127,9 +128,10 @@ async def adrive(op: Op[T], transport: AsyncTransport) -> T:
             elif isinstance(effect, Read):
                 outcome = await transport.readinto(effect.response, effect.view)
             else:
-                outcome = await asyncio.sleep(effect.seconds)
+                await asyncio.sleep(effect.seconds)
+                outcome = None
             step = op.send
-        except BaseException as e:  # noqa: BLE001 (handed to op, which re-raises or cleans up)
+        except BaseException as e:
             outcome, step = e, op.throw
 
 
@@ -150,9 +152,9 @@ def blocking(op: Callable[Concatenate[Any, P], Op[T]]) -> Callable[Concatenate[A
     """The blocking method of an operation method ``_name_op``: the same
     arguments, run with the client's own transport (``driver_of``). The
     ``AsyncClient`` awaits the same ``_name_op`` instead."""
-    @functools.wraps(op)
-    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> T:
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return driver_of(self)._drive(op(self, *args, **kwargs))
+    functools.update_wrapper(call, op)
     call.__name__ = op.__name__.removeprefix("_").removesuffix("_op")
     call.__qualname__ = op.__qualname__.replace(op.__name__, call.__name__)
     return call
@@ -174,7 +176,7 @@ def read_all(r: Response) -> Op[bytes]:
     """The rest of a response's body (read with :class:`Read` when streamed)."""
     if not r.streamed:
         return r.read()
-    parts = []
+    parts: list[bytes] = []
     view = memoryview(bytearray(1 << 16))
     while True:
         n = yield Read(r, view)

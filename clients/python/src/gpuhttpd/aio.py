@@ -25,8 +25,8 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable
 
 from ._core import AsyncTransport, Op, adrive, collect
-from .arrays import DeviceArray
 from .aio_transport import AsyncHTTPTransport, AsyncMockTransport
+from .arrays import DeviceArray
 from .client import Client
 from .runs import Kernel, Module, Pipeline, RunFuture
 from .transport import MockTransport

@@ -45,7 +45,6 @@ from .transport import (
     BytesLike,
     HTTPTransport,
     Pieces,
-    Request,
     Response,
     Transport,
     check_url,
@@ -506,7 +505,7 @@ class Client:
         """Steps submitted together (``with c.pipeline() as p: p.add(...)``)."""
         return Pipeline(self)
 
-    def _define_op(self, name: str, *, timeout: float | None = None, **definition: Any
+    def _define_op(self, /, name: str, *, timeout: float | None = None, **definition: Any
                    ) -> Op[Kernel]:
         """Defines a user kernel (POST /v1/kernels: ``in``, ``out``, ``body``,
         ``kind``... as the API documents them; ``in_`` may stand for ``in``)

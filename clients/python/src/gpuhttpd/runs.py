@@ -203,6 +203,17 @@ def submit(session: Session, body: dict[str, Any], wait: bool, timeout: float | 
     return session._drive(submit_op(session, body, wait, timeout))
 
 
+@overload
+def submit_op(session: Session, body: dict[str, Any], wait: Literal[True],
+              timeout: float | None) -> Op[RunResult]: ...
+@overload
+def submit_op(session: Session, body: dict[str, Any], wait: Literal[False],
+              timeout: float | None) -> Op[RunFuture]: ...
+@overload
+def submit_op(session: Session, body: dict[str, Any], wait: bool,
+              timeout: float | None) -> Op[RunResult | RunFuture]: ...
+
+
 def submit_op(session: Session, body: dict[str, Any], wait: bool, timeout: float | None
               ) -> Op[RunResult | RunFuture]:
     """POSTs a run (routed by its first buffer, definitions by value where
@@ -420,23 +431,23 @@ class Kernel:
         self.name = name
         self.__doc__ = f"Runs kernel {name!r} (see Client.run)."
 
-    def _call_op(self, *, reinterpret: bool = False,
+    def _call_op(self, /, *, reinterpret: bool = False,
                  if_match: Mapping[str, str] | None = None, timeout: float | None = None,
                  args: Mapping[str, Any] | None = None, **kwargs: Any) -> Op[RunResult]:
         """Runs the kernel and returns its result (see :meth:`Client.run`)."""
         body = run_body(self.name, {**(args or {}), **kwargs}, reinterpret=reinterpret,
                         if_match=if_match)
-        return (yield from submit_op(self.client, body, True, timeout))  # type: ignore[misc]
+        return (yield from submit_op(self.client, body, True, timeout))
 
     __call__ = blocking(_call_op)
 
-    def _submit_op(self, *, reinterpret: bool = False,
+    def _submit_op(self, /, *, reinterpret: bool = False,
                    if_match: Mapping[str, str] | None = None, timeout: float | None = None,
                    args: Mapping[str, Any] | None = None, **kwargs: Any) -> Op[RunFuture]:
         """Queues the kernel: a RunFuture (see :meth:`Client.run` with ``wait=False``)."""
         body = run_body(self.name, {**(args or {}), **kwargs}, reinterpret=reinterpret,
                         if_match=if_match)
-        return (yield from submit_op(self.client, body, False, timeout))  # type: ignore[misc]
+        return (yield from submit_op(self.client, body, False, timeout))
 
     submit = blocking(_submit_op)
 
@@ -473,7 +484,7 @@ class Module:
         for more), NumPy scalars of the parameters' C types (``np.float32(2)``)
         or dicts such as ``{"u64": n}``; waits for it."""
         body = raw_body(self, function, grid, block, args, shared_mem)
-        return (yield from submit_op(self.client, body, True, timeout))  # type: ignore[misc]
+        return (yield from submit_op(self.client, body, True, timeout))
 
     launch = blocking(_launch_op)
 
@@ -482,7 +493,7 @@ class Module:
                    ) -> Op[RunFuture]:
         """Queues a launch (see :meth:`launch`): a RunFuture."""
         body = raw_body(self, function, grid, block, args, shared_mem)
-        return (yield from submit_op(self.client, body, False, timeout))  # type: ignore[misc]
+        return (yield from submit_op(self.client, body, False, timeout))
 
     submit = blocking(_submit_op)
 
