@@ -173,9 +173,9 @@ class Settings(Protocol):
 
 
 def read_all(r: Response) -> Op[bytes]:
-    """The rest of a response's body (read with :class:`Read` when streamed)."""
+    """A response's body (read with :class:`Read` when streamed)."""
     if not r.streamed:
-        return r.read()
+        return r.content
     parts: list[bytes] = []
     view = memoryview(bytearray(1 << 16))
     while True:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -18,7 +19,8 @@ import pytest
 from fakeserver import FakeServer
 
 import gpuhttpd
-from gpuhttpd import MockTransport, Request, Response
+from gpuhttpd import HTTPTransport, MockTransport, Request, Response
+from gpuhttpd._core import adrive, drive, exchange
 from gpuhttpd.aio_transport import AsyncHTTPTransport, AsyncMockTransport
 from gpuhttpd.transport import Pieces
 
@@ -158,6 +160,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         Handler.peers.append(self.client_address[1])
+        if self.path.startswith("/v1/"):
+            body = json.dumps({"type": "/problems/not-found", "title": "Not Found",
+                               "status": 404, "detail": f"no {self.path}",
+                               "request_id": "feedfacefeedface"}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/problem+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path == "/slow":
             Handler.slow.wait(10)
         if self.path == "/chunked":
@@ -273,3 +285,18 @@ def test_a_canceled_request_closes_its_connection(server):
         assert (await t.handle(Request("GET", "/", timeout=5))).content == BODY
 
     _run(go, server, pool=1)  # the slot of the canceled request came back
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_problem_reads_the_same_on_both_transports(server, stream):
+    c = gpuhttpd.Client(server)
+    with pytest.raises(gpuhttpd.NotFound) as blocking:
+        drive(exchange(c, "GET", "/v1/buffers/x", stream=stream), HTTPTransport(server))
+
+    async def main() -> None:
+        t = AsyncHTTPTransport(server)
+        await adrive(exchange(c, "GET", "/v1/buffers/x", stream=stream), t)
+
+    with pytest.raises(gpuhttpd.NotFound) as awaited:
+        asyncio.run(main())
+    assert blocking.value.detail == awaited.value.detail == "no /v1/buffers/x"
