@@ -88,51 +88,68 @@ class AsyncTransport(Protocol):
         """Closes the idle connections."""
 
 
+class _Run:
+    """An operation on its way: the effect it yields now, and what it is
+    given back (an outcome sent, a failure thrown)."""
+
+    def __init__(self, op: Op[Any]) -> None:
+        self.op = op
+        self.step: Callable[[Any], Effect] = op.send
+        self.outcome: Any = None
+        self.value: Any = None
+
+    def next(self) -> Effect | None:
+        """The next effect; None once the operation returned (``value``)."""
+        try:
+            return self.step(self.outcome)
+        except StopIteration as done:
+            self.value = done.value
+            return None
+
+    def give(self, outcome: Any, failed: bool = False) -> None:
+        """Hands the effect's outcome (or its failure) back to the operation."""
+        self.outcome, self.step = outcome, self.op.throw if failed else self.op.send
+
+
+def _perform(effect: Effect, transport: Transport) -> Any:
+    if isinstance(effect, Send):
+        return transport.handle(effect.request)
+    if isinstance(effect, Read):
+        return effect.response.readinto(effect.view)
+    return time.sleep(effect.seconds)
+
+
 def drive(op: Op[T], transport: Transport) -> T:
     """Runs ``op`` to its end, each effect done with the blocking ``transport``."""
-    step: Callable[[Any], Effect] = op.send
-    outcome: Any = None
-    while True:
+    run = _Run(op)
+    while (effect := run.next()) is not None:
         try:
-            effect = step(outcome)
-        except StopIteration as done:
-            value: T = done.value
-            return value
-        try:
-            if isinstance(effect, Send):
-                outcome = transport.handle(effect.request)
-            elif isinstance(effect, Read):
-                outcome = effect.response.readinto(effect.view)
-            else:
-                time.sleep(effect.seconds)
-                outcome = None
-            step = op.send
-        except BaseException as e:
-            outcome, step = e, op.throw
+            run.give(_perform(effect, transport))
+        except BaseException as e:  # handed to op, which re-raises or cleans up
+            run.give(e, failed=True)
+    value: T = run.value
+    return value
+
+
+async def _aperform(effect: Effect, transport: AsyncTransport) -> Any:
+    if isinstance(effect, Send):
+        return await transport.handle(effect.request)
+    if isinstance(effect, Read):
+        return await transport.readinto(effect.response, effect.view)
+    return await asyncio.sleep(effect.seconds)
 
 
 async def adrive(op: Op[T], transport: AsyncTransport) -> T:
     """Runs ``op`` to its end, each effect awaited on ``transport``; a
     cancellation is thrown into ``op`` like any failure."""
-    step: Callable[[Any], Effect] = op.send
-    outcome: Any = None
-    while True:
+    run = _Run(op)
+    while (effect := run.next()) is not None:
         try:
-            effect = step(outcome)
-        except StopIteration as done:
-            value: T = done.value
-            return value
-        try:
-            if isinstance(effect, Send):
-                outcome = await transport.handle(effect.request)
-            elif isinstance(effect, Read):
-                outcome = await transport.readinto(effect.response, effect.view)
-            else:
-                await asyncio.sleep(effect.seconds)
-                outcome = None
-            step = op.send
-        except BaseException as e:
-            outcome, step = e, op.throw
+            run.give(await _aperform(effect, transport))
+        except BaseException as e:  # handed to op, which re-raises or cleans up
+            run.give(e, failed=True)
+    value: T = run.value
+    return value
 
 
 class Driving(Protocol):
