@@ -172,7 +172,10 @@ class AsyncHTTPTransport:
         sock = conn.writer.get_extra_info("socket")
         if cut and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        conn.writer.transport.abort()
+        try:
+            conn.writer.transport.abort()
+        except RuntimeError:  # of an event loop closed since: its socket goes with it
+            pass
         self._open -= 1
         if release and self._slots is not None:
             self._slots.release()

@@ -296,3 +296,15 @@ def test_a_problem_reads_the_same_on_both_transports(server, stream):
     with pytest.raises(gpuhttpd.NotFound) as awaited:
         asyncio.run(main())
     assert blocking.value.detail == awaited.value.detail == "no /v1/buffers/x"
+
+
+def test_a_transport_serves_one_event_loop_after_another(server):
+    t = AsyncHTTPTransport(server, pool=1)
+
+    async def get() -> bytes:
+        return (await t.handle(Request("GET", "/", timeout=5))).content
+
+    assert asyncio.run(get()) == BODY
+    assert asyncio.run(get()) == BODY  # the first loop's connection is not this one's
+    assert t.opened == 2 and t.open_connections == 1
+    t.close()
