@@ -13,14 +13,18 @@ Modules by job: ``client`` (the Client: buffers, transfers, runs),
 ``arrays`` (DeviceArray, dtypes), ``devices`` (Device), ``runs``
 (RunFuture, Pipeline, Kernel, Module), ``regions`` (SharedArray: same-host
 shared memory), ``errors`` (one exception class per kind of failure),
-``transport`` (HTTP through http.client, and MockTransport for tests),
-``progress`` (tqdm bars), ``ops`` (the array operators), ``aio``
-(AsyncClient: the Client's calls awaited), ``cli`` (python -m gpuhttpd).
+``_core`` (the request logic once: operations that yield the requests
+they need, run by a blocking or an asyncio driver), ``transport`` (HTTP
+through http.client, and MockTransport for tests), ``aio_transport``
+(HTTP/1.1 on asyncio streams, a bounded pool), ``progress`` (tqdm bars),
+``ops`` (the array operators), ``aio`` (AsyncClient: the Client's
+operations awaited on asyncio), ``cli`` (python -m gpuhttpd).
 """
 
 from ._direct import DirectTransport, IncompleteListing
 from ._version import __version__
 from .aio import AsyncArray, AsyncClient
+from .aio_transport import AsyncHTTPTransport, AsyncMockTransport
 from .arrays import DeviceArray, LargeDownloadWarning, TransferError, dtype_name, numpy_dtype
 from .client import Client
 from .devices import Device, DeviceMemory, DevicePool
@@ -51,6 +55,8 @@ from .transport import HTTPTransport, MockTransport, Request, Response, Transpor
 __all__ = [
     "AsyncArray",
     "AsyncClient",
+    "AsyncHTTPTransport",
+    "AsyncMockTransport",
     "BadRequest",
     "Canceled",
     "Client",

@@ -11,18 +11,23 @@ another."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 import numpy.typing as npt
 
+from ._core import Op, Settings
 from .transport import BytesLike, Pieces, Response
 
 if TYPE_CHECKING:
     from .arrays import DeviceArray
 
 
-class Session(Protocol):
-    """The client as its handles see it."""
+T = TypeVar("T")
+
+
+class Session(Settings, Protocol):
+    """The client as its handles see it (and as its operations read it:
+    :class:`~gpuhttpd._core.Settings`)."""
 
     ttl: int | None
     """Seconds until the buffers the client creates expire (None: the server's)."""
@@ -39,6 +44,9 @@ class Session(Protocol):
     inline_definitions: bool
     """Send those definitions by value always, not only after an instance
     answered that it does not know them."""
+
+    def _drive(self, op: Op[T]) -> T:
+        """Runs an operation (``gpuhttpd._core``) with the client's transport."""
 
     def _request(self, method: str, path: str, *, ok: Sequence[int] = ...,
                  json: Any = ..., content: bytes | Pieces | None = ...,
@@ -58,6 +66,17 @@ class Session(Protocol):
                   if_match: str | None = ..., timeout: float | None = ...) -> Response:
         """POST /v1/transfers: ``nbytes`` bytes from one end (a region or a
         buffer, and an offset) to the other."""
+
+    def _upload_op(self, bid: str, total: int,
+                   pieces: Callable[[int, int], Iterable[BytesLike]], if_match: str | None,
+                   progress: bool, *, start: int = ..., timeout: float | None = ...
+                   ) -> Op[str]:
+        """:meth:`_upload` as an operation."""
+
+    def _download_op(self, bid: str, total: int, into: Callable[[int], memoryview],
+                     sink: Callable[[int, memoryview], None] | None, progress: bool,
+                     timeout: float | None = ...) -> Op[None]:
+        """:meth:`_download` as an operation."""
 
     def _download(self, bid: str, total: int, into: Callable[[int], memoryview],
                   sink: Callable[[int, memoryview], None] | None, progress: bool,

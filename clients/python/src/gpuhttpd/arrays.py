@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 import numpy.typing as npt
 
+from ._core import Op, blocking, exchange
 from ._operators import ArrayOperators
 from ._session import Session
-from .errors import ConnectionFailed, NotFound
+from .errors import NotFound
+from .errors import TransferError as TransferError  # here before errors.py had it
 from .regions import SharedArray
 
 if TYPE_CHECKING:
@@ -148,14 +150,17 @@ class DeviceArray(ArrayOperators):
             return (self.nbytes,), np.dtype(np.uint8)
         return self.shape, self.dtype
 
-    def refresh(self, *, timeout: float | None = None) -> DeviceArray:
+    def _refresh_op(self, *, timeout: float | None = None) -> Op[DeviceArray]:
         """Reads the metadata again (dtype, shape, version, uploaded...)."""
-        r = self.client._request("GET", f"/v1/buffers/{self.id}/meta", timeout=timeout)
+        r = yield from exchange(self.client, "GET", f"/v1/buffers/{self.id}/meta",
+                                timeout=timeout)
         self._meta(r.json(), r.headers.get("ETag"))
         return self
 
-    def get(self, *, progress: bool = False, timeout: float | None = None
-            ) -> npt.NDArray[Any]:
+    refresh = blocking(_refresh_op)
+
+    def _get_op(self, *, progress: bool = False, timeout: float | None = None
+                ) -> Op[npt.NDArray[Any]]:
         """Downloads the array (resuming with Range after a dropped
         connection, from the same version only: when the buffer was written
         in between, it reads the new version whole), read from the socket
@@ -163,24 +168,26 @@ class DeviceArray(ArrayOperators):
         if self._partial:  # a part of the buffer: copied out by the server, then read
             part: DeviceArray = _ops().copy(self)
             try:
-                return part.get(progress=progress, timeout=timeout)
+                return (yield from part._get_op(progress=progress, timeout=timeout))
             finally:
                 part.close()
         shape, dtype = self._host_layout()
         out = np.empty(shape, dtype)
         view = out.reshape(-1).view(np.uint8).data
-        self.client._download(self.id, self.nbytes, lambda pos: view[pos:], None, progress,
-                              timeout)
+        yield from self.client._download_op(self.id, self.nbytes, lambda pos: view[pos:], None,
+                                            progress, timeout)
         return out
 
-    def download_to(self, path: str | os.PathLike[str], *, progress: bool = False,
-                    timeout: float | None = None) -> None:
+    get = blocking(_get_op)
+
+    def _download_to_op(self, path: str | os.PathLike[str], *, progress: bool = False,
+                        timeout: float | None = None) -> Op[None]:
         """Streams the array into a .npy file (raw bytes for a buffer without
         a NumPy dtype), a piece at a time."""
         if self._partial:  # a part of the buffer: copied out by the server, then read
             part: DeviceArray = _ops().copy(self)
             try:
-                part.download_to(path, progress=progress, timeout=timeout)
+                yield from part._download_to_op(path, progress=progress, timeout=timeout)
             finally:
                 part.close()
             return
@@ -196,11 +203,13 @@ class DeviceArray(ArrayOperators):
                 f.seek(start + pos)
                 f.write(data)
 
-            self.client._download(self.id, self.nbytes, lambda pos: bounce, write, progress,
-                                  timeout)
+            yield from self.client._download_op(self.id, self.nbytes, lambda pos: bounce, write,
+                                                progress, timeout)
 
-    def set(self, a: npt.ArrayLike, *, if_match: str | None = None, progress: bool = False,
-            timeout: float | None = None) -> None:
+    download_to = blocking(_download_to_op)
+
+    def _set_op(self, a: npt.ArrayLike, *, if_match: str | None = None,
+                progress: bool = False, timeout: float | None = None) -> Op[None]:
         """Uploads ``a`` (same number of bytes) into the buffer; with
         ``if_match`` (an ETag) only if nobody wrote it since (else
         PreconditionFailed, and none of ``a`` is written). A conditional
@@ -221,8 +230,11 @@ class DeviceArray(ArrayOperators):
         if self._partial:
             self._set_part(src, timeout)
             return
-        self._tag(self.client._upload(self.id, self.nbytes, lambda lo, hi: [flat[lo:hi]],
-                                      if_match, progress, timeout=timeout))
+        self._tag((yield from self.client._upload_op(
+            self.id, self.nbytes, lambda lo, hi: [flat[lo:hi]], if_match, progress,
+            timeout=timeout)))
+
+    set = blocking(_set_op)
 
     def _set_part(self, a: npt.NDArray[Any], timeout: float | None) -> None:
         # A part of a buffer: the bytes go to a buffer of their own, which
@@ -254,7 +266,8 @@ class DeviceArray(ArrayOperators):
                               timeout=timeout)
         return a
 
-    def to(self, device: int | None = None, *, timeout: float | None = None) -> DeviceArray:
+    def _to_op(self, device: int | None = None, *, timeout: float | None = None
+               ) -> Op[DeviceArray]:
         """A copy of the buffer on device ``device`` (an index of
         ``Client.devices()``; None: this buffer's), made by the server
         (``copy_of``: device to device, never through the client), with the
@@ -263,8 +276,9 @@ class DeviceArray(ArrayOperators):
         if self._partial or self.reinterprets:  # a view: its elements, described as it is
             part: DeviceArray = _ops().copy(self)
             try:
-                return part.to(device, timeout=timeout) if device is not None and \
-                    device != self.device else part.keep()
+                if device is None or device == self.device:
+                    return part.keep()
+                return (yield from part._to_op(device, timeout=timeout))
             finally:
                 if device is not None and device != self.device:
                     part.close()
@@ -273,9 +287,11 @@ class DeviceArray(ArrayOperators):
             body["device"] = int(device)
         if self.client.ttl is not None:
             body["ttl_s"] = int(self.client.ttl)
-        r = self.client._request("POST", "/v1/buffers", json=body, ok=(201,),
-                                 headers={"Gpuhttpd-Route": self.id}, timeout=timeout)
+        r = yield from exchange(self.client, "POST", "/v1/buffers", json=body, ok=(201,),
+                                headers={"Gpuhttpd-Route": self.id}, timeout=timeout)
         return DeviceArray(self.client, r.json(), r.headers.get("ETag"))
+
+    to = blocking(_to_op)
 
     def copy(self, *, timeout: float | None = None) -> DeviceArray:
         """A copy of the buffer on its own device (see :meth:`to`); of a
@@ -285,8 +301,8 @@ class DeviceArray(ArrayOperators):
             return copied
         return self.to(None, timeout=timeout)
 
-    def describe(self, shape: Shape | None = None, dtype: npt.DTypeLike | None = None, *,
-                 timeout: float | None = None) -> DeviceArray:
+    def _describe_op(self, shape: Shape | None = None, dtype: npt.DTypeLike | None = None, *,
+                     timeout: float | None = None) -> Op[DeviceArray]:
         """Changes the server's description of the buffer (same bytes:
         PATCH .../meta), for every handle that reads it from now on: a new
         ``shape``, or with ``dtype`` a reinterpretation. Returns this handle,
@@ -297,10 +313,12 @@ class DeviceArray(ArrayOperators):
             body["shape"] = list(as_shape(shape))
         if dtype is not None:
             body["dtype"] = dtype_name(dtype)
-        r = self.client._request("PATCH", f"/v1/buffers/{self.id}/meta", json=body,
-                                 timeout=timeout)
+        r = yield from exchange(self.client, "PATCH", f"/v1/buffers/{self.id}/meta", json=body,
+                                timeout=timeout)
         self._meta(r.json(), r.headers.get("ETag"))
         return self
+
+    describe = blocking(_describe_op)
 
     def reshape(self, *shape: int | Sequence[int]) -> DeviceArray:
         """A view of the same elements in another shape, as NumPy's
@@ -371,21 +389,26 @@ class DeviceArray(ArrayOperators):
             self._finalizer = None
         return self
 
-    def delete(self, *, if_match: str | None = None, timeout: float | None = None) -> None:
+    def _delete_op(self, *, if_match: str | None = None, timeout: float | None = None
+                   ) -> Op[None]:
         """Deletes the buffer (with ``if_match``, only at that version);
         NotFound when it is gone already."""
         headers = {"If-Match": if_match} if if_match else None
-        self.client._request("DELETE", f"/v1/buffers/{self.id}", headers=headers, ok=(204,),
-                             timeout=timeout)
+        yield from exchange(self.client, "DELETE", f"/v1/buffers/{self.id}", headers=headers,
+                            ok=(204,), timeout=timeout)
         (self.base if self.base is not None else self).keep()
 
-    def close(self) -> None:
+    delete = blocking(_delete_op)
+
+    def _close_op(self) -> Op[None]:
         """Deletes the buffer unless it is gone already (expired, or deleted
         by another handle)."""
         try:
-            self.delete()
+            yield from self._delete_op()
         except NotFound:
             pass
+
+    close = blocking(_close_op)
 
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
                   ) -> npt.NDArray[Any]:
@@ -413,19 +436,6 @@ class DeviceArray(ArrayOperators):
     def __repr__(self) -> str:
         return (f"DeviceArray(id={self.id!r}, dtype={self.dtype_name}, shape={self.shape}, "
                 f"device={self.device})")
-
-
-class TransferError(ConnectionFailed):
-    """A transfer that could not be completed even after resuming. ``buffer``
-    is the handle of the buffer the upload was writing, when it was kept for
-    ``Client.upload_file(..., into=buffer)`` to continue; ``offset`` the
-    first byte the server has not acknowledged."""
-
-    def __init__(self, detail: str, *, offset: int = 0, buffer: DeviceArray | None = None
-                 ) -> None:
-        super().__init__(0, "", "Transfer failed", detail)
-        self.offset = offset
-        self.buffer = buffer
 
 
 # A file download reads through a buffer of this many bytes, all the memory it takes.

@@ -12,31 +12,39 @@ from __future__ import annotations
 
 import builtins
 import functools
-import json as jsonlib
 import os
-import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Literal, overload
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, overload
 from urllib.parse import urlencode
 
 import numpy as np
 import numpy.typing as npt
 
-from ._direct import DirectTransport, warn_skipped
+from ._core import Op, blocking, collect, drive, exchange, get, pages, put, steps
+from ._direct import DirectTransport
 from ._files import add_note, npy_header
 from ._version import __version__
 from .arrays import DeviceArray, Shape, TransferError, as_shape, dtype_name
 from .devices import Device
-from .errors import ConnectionFailed, GpuhttpdError, Timeout, from_response
+from .errors import ConnectionFailed, GpuhttpdError, Timeout
 from .progress import Progress
 from .regions import SameHost, SharedArray, shared_array
-from .runs import Kernel, Kernels, Module, Pipeline, RunFuture, RunResult, run_body, submit
+from .runs import (
+    Kernel,
+    Kernels,
+    Module,
+    Pipeline,
+    RunFuture,
+    RunResult,
+    run_body,
+    submit,
+    submit_op,
+)
 from .transport import (
     BytesLike,
     HTTPTransport,
     Pieces,
-    Request,
     Response,
     Transport,
     check_url,
@@ -45,23 +53,7 @@ from .transport import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-# The most bytes one send or read moves: the progress bar's step, and what a
-# dropped download reads again at most.
-_STEP = 4 << 20
-
-
-def _steps(pieces: Callable[[int, int], Iterable[BytesLike]], bar: Progress, lo: int,
-           hi: int) -> Iterator[BytesLike]:
-    """Bytes [lo, hi) from ``pieces`` in steps of at most _STEP, the bar
-    moved as each is handed to the socket."""
-    for part in pieces(lo, hi):
-        view = memoryview(part)
-        for i in range(0, len(view), _STEP):
-            step = view[i:i + _STEP]
-            yield step
-            lo += len(step)
-            bar.moveto(lo)
-
+T = TypeVar("T")
 
 class Client:
     """A connection to one gpuhttpd server.
@@ -163,6 +155,10 @@ class Client:
         return f"Client({self.url!r})"
 
     # ---- plumbing -------------------------------------------------------
+    def _drive(self, op: Op[T]) -> T:
+        """Runs an operation (``gpuhttpd._core``) with this client's transport."""
+        return drive(op, self.transport)
+
     def _request(self, method: str, path: str, *, ok: Sequence[int] = (200, 201),
                  json: Any = None, content: bytes | Pieces | None = None,
                  headers: Mapping[str, str] | None = None, timeout: float | None = None,
@@ -171,35 +167,9 @@ class Client:
         ``retries`` times, the client's ``retries`` when None); returns the
         answer when its status is in ``ok`` (any 2xx when 200 is), raises the
         status's error class otherwise."""
-        if self._garbage:
-            self._collect()
-        h = dict(self.headers)
-        if json is not None:
-            content = jsonlib.dumps(json).encode()
-            h["Content-Type"] = "application/json"
-        if headers:
-            h.update(headers)
-        if isinstance(content, Pieces):
-            h["Content-Length"] = str(len(content))
-        req = Request(method, path, h, content, self.timeout if timeout is None else timeout,
-                      stream)
-        tries = self.retries if retries is None else retries
-        for attempt in range(tries + 1):
-            r = self.transport.handle(req)
-            if r.status in ok or (r.status < 300 and 200 in ok):
-                return r
-            body = r.content
-            r.close()
-            retry_after = r.headers.get("Retry-After")
-            if r.status in (429, 503) and retry_after is not None and attempt < tries:
-                try:
-                    wait = float(retry_after)
-                except ValueError:
-                    wait = 1.0
-                time.sleep(max(wait, self.backoff * 2 ** attempt))
-                continue
-            raise from_response(r.status, r.headers, body, r.reason)
-        raise AssertionError("unreachable")
+        return self._drive(exchange(self, method, path, ok=ok, json=json, content=content,
+                                    headers=headers, timeout=timeout, stream=stream,
+                                    retries=retries))
 
     def _release(self, bid: str) -> None:
         # Called by a finalizer, wherever the garbage collector runs: the
@@ -208,12 +178,7 @@ class Client:
 
     def _collect(self) -> None:
         """Deletes the buffers whose owning handles were collected."""
-        while self._garbage:
-            bid = self._garbage.pop()
-            try:
-                self._request("DELETE", f"/v1/buffers/{bid}", ok=(204, 404), retries=0)
-            except GpuhttpdError as e:
-                warnings.warn(f"could not delete buffer {bid}: {e}", stacklevel=2)
+        self._drive(collect(self))
 
     def _run(self, body: dict[str, Any], timeout: float | None = None) -> RunResult:
         return submit(self, body, True, timeout)
@@ -221,6 +186,13 @@ class Client:
     def _upload(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
                 if_match: str | None, progress: bool, *, start: int = 0,
                 timeout: float | None = None) -> str:
+        return self._drive(self._upload_op(bid, total, pieces, if_match, progress,
+                                           start=start, timeout=timeout))
+
+    def _upload_op(self, bid: str, total: int,
+                   pieces: Callable[[int, int], Iterable[BytesLike]], if_match: str | None,
+                   progress: bool, *, start: int = 0, timeout: float | None = None
+                   ) -> Op[str]:
         """Writes bytes [start, total) of buffer ``bid`` from ``pieces(lo, hi)``:
         through shared memory when the same-host path takes it
         (:class:`SameHost`), else PUT in pieces with Content-Range; returns
@@ -230,50 +202,13 @@ class Client:
             etag = self.same_host.upload(bid, total, pieces, if_match, bar, start=start,
                                          timeout=timeout)
             if etag is None:
-                etag = self._put(bid, total, pieces, if_match, bar, start, timeout)
+                etag = yield from put(self, bid, total, pieces, if_match, bar, start, timeout)
         finally:
             bar.close()
         return etag
 
-    def _put(self, bid: str, total: int, pieces: Callable[[int, int], Iterable[BytesLike]],
-             if_match: str | None, bar: Progress, start: int, timeout: float | None) -> str:
-        # A conditional upload is one request: the server checks If-Match
-        # once, before it takes a byte, so a 412 never comes after some of
-        # the bytes were written (pieces would each be checked, and a writer
-        # between two of them would leave the first ones written).
-        piece = total - start if if_match else self.piece
-        etag = if_match or ""
-        pos = start
-        failures = 0
-        body = functools.partial(_steps, pieces, bar)
-        while pos < total:
-            end = min(pos + piece, total)
-            headers = {"Content-Type": "application/octet-stream",
-                       "Content-Range": f"bytes {pos}-{end - 1}/{total}"}
-            if etag and if_match:
-                headers["If-Match"] = etag
-            try:
-                r = self._request("PUT", f"/v1/buffers/{bid}", headers=headers,
-                                  content=Pieces(end - pos, functools.partial(body, pos, end)),
-                                  timeout=timeout)
-            except (ConnectionFailed, Timeout) as e:
-                failures += 1
-                bar.moveto(pos)
-                if failures > self.retries or if_match:
-                    # A cut write moved the version: a conditional
-                    # upload cannot tell whose bytes are there now.
-                    raise TransferError(f"upload cut at byte {pos} of {total}: {e.detail}",
-                                        offset=pos) from e
-                self.resumes.append(pos)
-                time.sleep(self.backoff * 2 ** (failures - 1))
-                continue
-            etag = r.headers.get("ETag", etag)
-            pos = end
-            bar.moveto(pos)
-        return etag
-
-    def _post_array(self, src: npt.NDArray[Any], query: dict[str, Any], progress: bool,
-                    timeout: float | None) -> DeviceArray | None:
+    def _post_array_op(self, src: npt.NDArray[Any], query: dict[str, Any], progress: bool,
+                       timeout: float | None) -> Op[DeviceArray | None]:
         """A new buffer of ``src``'s bytes, dtype and shape in one request
         (raw bytes, ``?dtype=&shape=``); None when the connection was cut
         (the server keeps no part of a new buffer: the caller goes the
@@ -282,11 +217,12 @@ class Client:
         query = dict(query, dtype=dtype_name(src.dtype), shape=",".join(map(str, src.shape)))
         bar = Progress(src.nbytes, progress, "upload")
         try:
-            r = self._request("POST", "/v1/buffers?" + urlencode(query), ok=(201,),
-                              headers={"Content-Type": "application/octet-stream"},
-                              content=Pieces(src.nbytes, functools.partial(
-                                  _steps, lambda lo, hi: [flat[lo:hi]], bar, 0, src.nbytes)),
-                              timeout=timeout)
+            r = yield from exchange(
+                self, "POST", "/v1/buffers?" + urlencode(query), ok=(201,),
+                headers={"Content-Type": "application/octet-stream"},
+                content=Pieces(src.nbytes, functools.partial(
+                    steps, lambda lo, hi: [flat[lo:hi]], bar, 0, src.nbytes)),
+                timeout=timeout)
         except (ConnectionFailed, Timeout):
             return None
         finally:
@@ -296,6 +232,11 @@ class Client:
     def _download(self, bid: str, total: int, into: Callable[[int], memoryview],
                   sink: Callable[[int, memoryview], None] | None, progress: bool,
                   timeout: float | None = None) -> None:
+        self._drive(self._download_op(bid, total, into, sink, progress, timeout))
+
+    def _download_op(self, bid: str, total: int, into: Callable[[int], memoryview],
+                     sink: Callable[[int, memoryview], None] | None, progress: bool,
+                     timeout: float | None = None) -> Op[None]:
         """Reads the ``total`` bytes of buffer ``bid``: through shared memory
         when the same-host path takes it (:class:`SameHost`), else GET,
         resuming with Range. into(pos) is the memory the bytes from pos are
@@ -304,60 +245,9 @@ class Client:
         bar = Progress(total, progress, "download")
         try:
             if not self.same_host.download(bid, total, into, sink, bar, timeout):
-                self._get(bid, total, into, sink, bar, timeout)
+                yield from get(self, bid, total, into, sink, bar, timeout)
         finally:
             bar.close()
-
-    def _get(self, bid: str, total: int, into: Callable[[int], memoryview],
-             sink: Callable[[int, memoryview], None] | None, bar: Progress,
-             timeout: float | None) -> None:
-        # A resumed GET names the version its earlier bytes are of
-        # (If-Range: the ETag of the first answer): the server sends the rest
-        # of that version (206), or, when the buffer was written since, the
-        # whole new one (200), which is read again from byte 0. The bytes
-        # returned are always of one version.
-        pos = 0
-        failures = 0
-        etag: str | None = None
-        while pos < total:
-            headers: dict[str, str] = {}
-            if pos:
-                if etag is None or etag.startswith("W/"):
-                    raise TransferError(f"download cut at byte {pos} of {total}, and the "
-                                        f"answer had no strong ETag to resume it against",
-                                        offset=pos)
-                headers = {"Range": f"bytes={pos}-", "If-Range": etag}
-            try:
-                with self._request("GET", f"/v1/buffers/{bid}", headers=headers, stream=True,
-                                   ok=(200, 206), timeout=timeout) as r:
-                    got = r.headers.get("Content-Range", "")
-                    if r.status == 200:  # the whole body: of the version its ETag names
-                        pos = 0
-                        bar.moveto(0)
-                        etag = r.headers.get("ETag")
-                    elif not pos or not got.startswith(f"bytes {pos}-"):
-                        raise GpuhttpdError(r.status, "", "Unexpected answer",
-                                            f"asked for bytes from {pos}, got {r.status} "
-                                            f"Content-Range {got!r}")
-                    while pos < total:
-                        view = into(pos)[:min(total - pos, _STEP)]
-                        n = r.readinto(view)
-                        if not n:
-                            break
-                        if sink:
-                            sink(pos, view[:n])
-                        pos += n
-                        bar.moveto(pos)
-                if pos < total:
-                    raise ConnectionFailed(0, "", "Connection failed",
-                                           f"the body ended at byte {pos} of {total}")
-            except (ConnectionFailed, Timeout) as e:
-                failures += 1
-                if failures > self.retries:
-                    raise TransferError(f"download cut at byte {pos} of {total}: {e.detail}",
-                                        offset=pos) from e
-                self.resumes.append(pos)
-                time.sleep(self.backoff * 2 ** (failures - 1))
 
     def _transfer(self, frm: Mapping[str, Any], to: Mapping[str, Any], nbytes: int, *,
                   if_match: str | None = None, timeout: float | None = None) -> Response:
@@ -370,22 +260,24 @@ class Client:
         self.region_bytes += nbytes
         return r
 
-    def _create(self, body: dict[str, Any], ttl: int | None, timeout: float | None,
-                near: DeviceArray | str | None = None) -> DeviceArray:
+    def _create_op(self, body: dict[str, Any], ttl: int | None, timeout: float | None,
+                   near: DeviceArray | str | None = None) -> Op[DeviceArray]:
         ttl = self.ttl if ttl is None else ttl
         if ttl is not None:
             body["ttl_s"] = int(ttl)
         path = "/v1/buffers"
         if near is not None:
             path += f"?near={near.id if isinstance(near, DeviceArray) else near}"
-        r = self._request("POST", path, json=body, ok=(201,), timeout=timeout)
+        r = yield from exchange(self, "POST", path, json=body, ok=(201,), timeout=timeout)
         return DeviceArray(self, r.json(), r.headers.get("ETag"))
 
+    _create = blocking(_create_op)
+
     # ---- arrays ---------------------------------------------------------
-    def empty(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *, label: str = "",
-              ttl: int | None = None, device: int | None = None,
-              near: DeviceArray | str | None = None, timeout: float | None = None
-              ) -> DeviceArray:
+    def _empty_op(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *, label: str = "",
+                  ttl: int | None = None, device: int | None = None,
+                  near: DeviceArray | str | None = None, timeout: float | None = None
+                  ) -> Op[DeviceArray]:
         """A new device array, float64 unless ``dtype`` says otherwise (as
         NumPy; ``np.float32``, ``"float32"``, ``"f32"`` all name f32). The
         server zeroes new buffers, so this equals zeros. ``ttl``: seconds
@@ -398,19 +290,24 @@ class Client:
             body["label"] = label
         if device is not None:
             body["device"] = int(device)
-        return self._create(body, ttl, timeout, near)
+        return (yield from self._create_op(body, ttl, timeout, near))
 
-    def zeros(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *, label: str = "",
-              ttl: int | None = None, device: int | None = None,
-              near: DeviceArray | str | None = None, timeout: float | None = None
-              ) -> DeviceArray:
+    empty = blocking(_empty_op)
+
+    def _zeros_op(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *, label: str = "",
+                  ttl: int | None = None, device: int | None = None,
+                  near: DeviceArray | str | None = None, timeout: float | None = None
+                  ) -> Op[DeviceArray]:
         """A new device array of zeros (see :meth:`empty`)."""
-        return self.empty(shape, dtype, label=label, ttl=ttl, device=device, near=near,
-                          timeout=timeout)
+        return (yield from self._empty_op(shape, dtype, label=label, ttl=ttl, device=device,
+                                          near=near, timeout=timeout))
 
-    def asarray(self, a: npt.ArrayLike, *, label: str = "", ttl: int | None = None,
-                device: int | None = None, near: DeviceArray | str | None = None,
-                progress: bool = False, timeout: float | None = None) -> DeviceArray:
+    zeros = blocking(_zeros_op)
+
+    def _asarray_op(self, a: npt.ArrayLike, *, label: str = "", ttl: int | None = None,
+                    device: int | None = None, near: DeviceArray | str | None = None,
+                    progress: bool = False, timeout: float | None = None
+                    ) -> Op[DeviceArray]:
         """Uploads a NumPy array (or anything np.asarray takes); returns its
         handle (``device`` and ``near`` as for :meth:`empty`). An array of
         one ``piece`` or less goes in one request, its bytes with their
@@ -428,17 +325,19 @@ class Client:
             query = {k: v for k, v in (("label", label), ("ttl_s", ttl), ("device", device),
                                        ("near", near.id if isinstance(near, DeviceArray)
                                         else near)) if v not in (None, "")}
-            made = self._post_array(src, query, progress, timeout)
+            made = yield from self._post_array_op(src, query, progress, timeout)
             if made is not None:
                 return made
-        x = self.empty(src.shape, src.dtype, label=label, ttl=ttl, device=device, near=near,
-                       timeout=timeout)
+        x = yield from self._empty_op(src.shape, src.dtype, label=label, ttl=ttl,
+                                      device=device, near=near, timeout=timeout)
         try:
-            x.set(src, progress=progress, timeout=timeout)
+            yield from x._set_op(src, progress=progress, timeout=timeout)
         except BaseException:
-            _discard(x)
+            yield from _discard(x)
             raise
         return x
+
+    asarray = blocking(_asarray_op)
 
     def shared_array(self, shape: Shape, dtype: npt.DTypeLike = np.float64, *,
                      near: DeviceArray | str | None = None, timeout: float | None = None
@@ -456,16 +355,18 @@ class Client:
                             near=near.id if isinstance(near, DeviceArray) else near,
                             timeout=timeout)
 
-    def buffer(self, bid: str, *, timeout: float | None = None) -> DeviceArray:
+    def _buffer_op(self, bid: str, *, timeout: float | None = None) -> Op[DeviceArray]:
         """A handle on an existing buffer (its metadata read now)."""
-        r = self._request("GET", f"/v1/buffers/{bid}/meta", timeout=timeout)
+        r = yield from exchange(self, "GET", f"/v1/buffers/{bid}/meta", timeout=timeout)
         return DeviceArray(self, r.json(), r.headers.get("ETag"))
 
-    def upload_file(self, path: str | os.PathLike[str], *, into: DeviceArray | None = None,
-                    offset: int | None = None, chunk: int = 1 << 20, progress: bool = False,
-                    label: str = "", ttl: int | None = None, device: int | None = None,
-                    near: DeviceArray | str | None = None, timeout: float | None = None
-                    ) -> DeviceArray:
+    buffer = blocking(_buffer_op)
+
+    def _upload_file_op(self, path: str | os.PathLike[str], *, into: DeviceArray | None = None,
+                        offset: int | None = None, chunk: int = 1 << 20,
+                        progress: bool = False, label: str = "", ttl: int | None = None,
+                        device: int | None = None, near: DeviceArray | str | None = None,
+                        timeout: float | None = None) -> Op[DeviceArray]:
         """Streams a file into a buffer, ``chunk`` bytes in memory at a time:
         a .npy file becomes an array of its dtype and shape, any other file
         a buffer of u8. Returns the handle.
@@ -486,16 +387,16 @@ class Client:
             if into is None:
                 if offset:
                     raise ValueError("offset= continues an upload into= an existing buffer")
-                x = self.empty(shape if dtype is not None else total,
-                               np.uint8 if dtype is None else dtype, label=label, ttl=ttl,
-                               device=device, near=near, timeout=timeout)
+                x = yield from self._empty_op(
+                    shape if dtype is not None else total, np.uint8 if dtype is None else dtype,
+                    label=label, ttl=ttl, device=device, near=near, timeout=timeout)
                 first = 0
             else:
                 x = into
                 first = offset or 0
             if x.nbytes != total:
                 if into is None:
-                    _discard(x)
+                    yield from _discard(x)
                 raise ValueError(f"{path}: {total} data bytes, but the buffer holds {x.nbytes}")
 
             def pieces(lo: int, hi: int) -> Iterator[bytes]:
@@ -510,8 +411,8 @@ class Client:
 
             try:
                 if first < total:
-                    x.etag = self._upload(x.id, total, pieces, None, progress, start=first,
-                                          timeout=timeout)
+                    x.etag = yield from self._upload_op(x.id, total, pieces, None, progress,
+                                                        start=first, timeout=timeout)
             except (TransferError, KeyboardInterrupt) as e:
                 if isinstance(e, TransferError):
                     e.buffer = x
@@ -525,33 +426,28 @@ class Client:
                 raise
             except BaseException:
                 if into is None:
-                    _discard(x)
+                    yield from _discard(x)
                 raise
         return x
 
-    def _pages(self, path: str, key: str, timeout: float | None) -> Iterator[dict[str, Any]]:
-        """The items of a listing (``GET path``: ``key`` and ``next_cursor``),
-        every page followed."""
-        cursor = None
-        while True:
-            q = f"?limit=1000&cursor={cursor}" if cursor else "?limit=1000"
-            page = self._request("GET", path + q, timeout=timeout).json()
-            warn_skipped(page)
-            yield from page[key]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return
+    upload_file = blocking(_upload_file_op)
 
-    def list(self, *, timeout: float | None = None) -> builtins.list[DeviceArray]:
+    def _list_op(self, *, timeout: float | None = None) -> Op[builtins.list[DeviceArray]]:
         """Every buffer this client's tenant holds."""
-        return [DeviceArray(self, m) for m in self._pages("/v1/buffers", "buffers", timeout)]
+        found = yield from pages(self, "/v1/buffers", "buffers", timeout)
+        return [DeviceArray(self, m) for m in found]
 
-    def runs(self, *, timeout: float | None = None) -> builtins.list[RunFuture]:
+    list = blocking(_list_op)
+
+    def _runs_op(self, *, timeout: float | None = None) -> Op[builtins.list[RunFuture]]:
         """This client's tenant's runs that the server knows (queued,
         running, and ended ones it keeps), in the order they were submitted,
         each a :class:`RunFuture` (``wait()`` for its result, ``status()``,
         ``cancel()``)."""
-        return [RunFuture(self, r) for r in self._pages("/v1/runs", "runs", timeout)]
+        found = yield from pages(self, "/v1/runs", "runs", timeout)
+        return [RunFuture(self, r) for r in found]
+
+    runs = blocking(_runs_op)
 
     # ---- runs -----------------------------------------------------------
     @overload
@@ -582,37 +478,54 @@ class Client:
         ``timeout``: seconds to wait for the server (None: the client's); a
         waited-for run must end within it. ``args``: arguments by name, for
         names these keywords take."""
+        return self._drive(self._run_op(kernel, wait=wait, reinterpret=reinterpret,
+                                        if_match=if_match, timeout=timeout, args=args,
+                                        **kwargs))
+
+    def _run_op(self, kernel: str, /, *, wait: bool = True, reinterpret: bool = False,
+                if_match: Mapping[str, str] | None = None, timeout: float | None = None,
+                args: Mapping[str, Any] | None = None, **kwargs: Any
+                ) -> Op[RunResult | RunFuture]:
+        """:meth:`run` as an operation."""
         body = run_body(kernel, {**(args or {}), **kwargs}, reinterpret=reinterpret,
                         if_match=if_match)
-        return submit(self, body, wait, timeout)
+        return (yield from submit_op(self, body, wait, timeout))
 
-    def run_async(self, kernel: str, /, *, reinterpret: bool = False,
-                  if_match: Mapping[str, str] | None = None, timeout: float | None = None,
-                  args: Mapping[str, Any] | None = None, **kwargs: Any) -> RunFuture:
+    def _run_async_op(self, kernel: str, /, *, reinterpret: bool = False,
+                      if_match: Mapping[str, str] | None = None, timeout: float | None = None,
+                      args: Mapping[str, Any] | None = None, **kwargs: Any) -> Op[RunFuture]:
         """``run(..., wait=False)``: a :class:`RunFuture`."""
-        return self.run(kernel, wait=False, reinterpret=reinterpret, if_match=if_match,
-                        timeout=timeout, args=args, **kwargs)
+        body = run_body(kernel, {**(args or {}), **kwargs}, reinterpret=reinterpret,
+                        if_match=if_match)
+        return (yield from submit_op(self, body, False, timeout))
+
+    run_async = blocking(_run_async_op)
 
     def pipeline(self) -> Pipeline:
         """Steps submitted together (``with c.pipeline() as p: p.add(...)``)."""
         return Pipeline(self)
 
-    def define(self, name: str, *, timeout: float | None = None, **definition: Any) -> Kernel:
+    def _define_op(self, /, name: str, *, timeout: float | None = None, **definition: Any
+                   ) -> Op[Kernel]:
         """Defines a user kernel (POST /v1/kernels: ``in``, ``out``, ``body``,
         ``kind``... as the API documents them; ``in_`` may stand for ``in``)
         and returns it as a callable :class:`Kernel`: ``k(x=..., y=...)`` runs it."""
         body = {("in" if k == "in_" else k): v for k, v in definition.items()}
         body["name"] = name
-        self._request("POST", "/v1/kernels", json=body, ok=(200, 201), timeout=timeout)
+        yield from exchange(self, "POST", "/v1/kernels", json=body, ok=(200, 201),
+                            timeout=timeout)
         self.kernel_definitions[name] = body
         return self.kernel(name)
+
+    define = blocking(_define_op)
 
     def kernel(self, name: str) -> Kernel:
         """A kernel (built-in or user-defined) as a callable taking run()'s arguments."""
         return Kernel(self, name)
 
-    def module(self, source: str, *, options: Sequence[str] = (),
-               name_expressions: Sequence[str] = (), timeout: float | None = None) -> Module:
+    def _module_op(self, source: str, *, options: Sequence[str] = (),
+                   name_expressions: Sequence[str] = (), timeout: float | None = None
+                   ) -> Op[Module]:
         """Builds a raw CUDA module (POST /v1/modules: trusted tenants on a
         server with ``--allow-raw-kernels``; ``options`` for NVRTC from its
         allow-list, ``name_expressions`` for templates) and returns it:
@@ -622,22 +535,27 @@ class Client:
             body["options"] = list(options)
         if name_expressions:
             body["name_expressions"] = list(name_expressions)
-        r = self._request("POST", "/v1/modules", json=body, ok=(200, 201), timeout=timeout)
+        r = yield from exchange(self, "POST", "/v1/modules", json=body, ok=(200, 201),
+                                timeout=timeout)
         m = Module(self, r.json())
         self.module_sources[m.id] = body
         return m
 
-    def devices(self, *, timeout: float | None = None) -> builtins.list[Device]:
+    module = blocking(_module_op)
+
+    def _devices_op(self, *, timeout: float | None = None) -> Op[builtins.list[Device]]:
         """The server's devices (``GET /v1/devices``), by index: what
         ``device=`` and ``handle.device`` name."""
-        r = self._request("GET", "/v1/devices", timeout=timeout)
+        r = yield from exchange(self, "GET", "/v1/devices", timeout=timeout)
         return [Device.from_json(d) for d in r.json()["devices"]]
 
+    devices = blocking(_devices_op)
 
-def _discard(x: DeviceArray) -> None:
+
+def _discard(x: DeviceArray) -> Op[None]:
     """Deletes a buffer whose creation failed on the way, keeping quiet when
     that fails too (the first error is the one to report)."""
     try:
-        x.close()
+        yield from x._close_op()
     except GpuhttpdError as e:
         warnings.warn(f"could not delete {x!r} after a failed upload: {e}", stacklevel=3)

@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .arrays import DeviceArray
 
 
 class GpuhttpdError(Exception):
@@ -203,3 +206,16 @@ def from_run(run: Mapping[str, Any]) -> GpuhttpdError:
         status, cls = _BY_SLUG["canceled"]
     detail = str(err.get("detail", f"run {run.get('id')} {run.get('status')}"))
     return cls(status, "", title, detail, None, run)
+
+
+class TransferError(ConnectionFailed):
+    """A transfer that could not be completed even after resuming. ``buffer``
+    is the handle of the buffer the upload was writing, when it was kept for
+    ``Client.upload_file(..., into=buffer)`` to continue; ``offset`` the
+    first byte the server has not acknowledged."""
+
+    def __init__(self, detail: str, *, offset: int = 0, buffer: DeviceArray | None = None
+                 ) -> None:
+        super().__init__(0, "", "Transfer failed", detail)
+        self.offset = offset
+        self.buffer = buffer

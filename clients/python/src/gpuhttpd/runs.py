@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
+from ._core import Op, Sleep, blocking, exchange
 from ._session import Session
 from .arrays import DeviceArray, dtype_name
 from .errors import GpuhttpdError, NotFound, Timeout, from_run
@@ -139,10 +140,11 @@ def _unknown_definition(e: GpuhttpdError) -> bool:
         text in e.detail for text in ("unknown kernel '", "no module with id '")))
 
 
-def _note_nearest(session: Session, e: GpuhttpdError, name: str) -> None:
+def _note_nearest(session: Session, e: GpuhttpdError, name: str) -> Op[None]:
     """Adds the nearest kernel name to an unknown-kernel error."""
     try:
-        names = [k["name"] for k in session._request("GET", "/v1/kernels").json()["kernels"]]
+        r = yield from exchange(session, "GET", "/v1/kernels")
+        names = [k["name"] for k in r.json()["kernels"]]
     except (GpuhttpdError, ValueError, KeyError, TypeError):
         return  # the error as the server said it is enough
     near = suggest(name, names)
@@ -151,12 +153,13 @@ def _note_nearest(session: Session, e: GpuhttpdError, name: str) -> None:
         e.args = (str(e),) if not e.args else (f"{e.args[0]}{near}", *e.args[1:])
 
 
-def _forget(session: Session, known: dict[str, dict[str, Any]], key: str, path: str) -> None:
+def _forget(session: Session, known: dict[str, dict[str, Any]], key: str, path: str
+            ) -> Op[None]:
     """Deletes a kernel or module the client registered (nothing when it is
     gone already) and forgets its definition."""
     known.pop(key, None)
     try:
-        session._request("DELETE", path, ok=(204,))
+        yield from exchange(session, "DELETE", path, ok=(204,))
     except NotFound:
         pass
 
@@ -196,6 +199,23 @@ def submit(session: Session, body: dict[str, Any], wait: bool,
 
 def submit(session: Session, body: dict[str, Any], wait: bool, timeout: float | None
            ) -> RunResult | RunFuture:
+    """:func:`submit_op`, run by the session."""
+    return session._drive(submit_op(session, body, wait, timeout))
+
+
+@overload
+def submit_op(session: Session, body: dict[str, Any], wait: Literal[True],
+              timeout: float | None) -> Op[RunResult]: ...
+@overload
+def submit_op(session: Session, body: dict[str, Any], wait: Literal[False],
+              timeout: float | None) -> Op[RunFuture]: ...
+@overload
+def submit_op(session: Session, body: dict[str, Any], wait: bool,
+              timeout: float | None) -> Op[RunResult | RunFuture]: ...
+
+
+def submit_op(session: Session, body: dict[str, Any], wait: bool, timeout: float | None
+              ) -> Op[RunResult | RunFuture]:
     """POSTs a run (routed by its first buffer, definitions by value where
     the instance lacks them): its result when waited for, else a
     :class:`RunFuture`."""
@@ -205,16 +225,16 @@ def submit(session: Session, body: dict[str, Any], wait: bool, timeout: float | 
     first = inline if session.inline_definitions else body
     try:
         try:
-            r = session._request("POST", "/v1/runs", json=dict(first, wait=wait),
-                                 ok=(200, 202), headers=headers, timeout=timeout)
+            r = yield from exchange(session, "POST", "/v1/runs", json=dict(first, wait=wait),
+                                    ok=(200, 202), headers=headers, timeout=timeout)
         except GpuhttpdError as e:
             if first == inline or not _unknown_definition(e):
                 raise
-            r = session._request("POST", "/v1/runs", json=dict(inline, wait=wait),
-                                 ok=(200, 202), headers=headers, timeout=timeout)
+            r = yield from exchange(session, "POST", "/v1/runs", json=dict(inline, wait=wait),
+                                    ok=(200, 202), headers=headers, timeout=timeout)
     except GpuhttpdError as e:
         if _unknown_definition(e) and isinstance(body.get("kernel"), str):
-            _note_nearest(session, e, body["kernel"])
+            yield from _note_nearest(session, e, body["kernel"])
         raise
     run = r.json()
     if not wait:
@@ -236,7 +256,7 @@ class RunFuture:
         self.id: str = run["id"]
         self.run = run
 
-    def status(self, *, wait: int = 0) -> str:
+    def _status_op(self, *, wait: int = 0) -> Op[str]:
         """queued, running, succeeded, failed or canceled (asks the server);
         ``wait``: seconds the server may hold the question until the run
         ends (``GET /v1/runs/{id}?wait=``, at most its ``--run-wait-max``)."""
@@ -244,18 +264,23 @@ class RunFuture:
             return "canceled"  # a canceled run may already be gone from the server
         path = f"/v1/runs/{self.id}" + (f"?wait={wait}" if wait > 0 else "")
         limit = self.client.timeout  # the answer may take `wait` seconds more
-        self.run = self.client._request("GET", path, timeout=None if limit is None
-                                        else limit + max(wait, 0)).json()
+        r = yield from exchange(self.client, "GET", path, timeout=None if limit is None
+                                else limit + max(wait, 0))
+        self.run = r.json()
         return str(self.run["status"])
+
+    status = blocking(_status_op)
 
     LONG_POLL = 30
     """The most seconds one question of :meth:`wait` asks the server to hold."""
 
-    def done(self) -> bool:
+    def _done_op(self) -> Op[bool]:
         """Whether the run has ended (succeeded, failed or canceled)."""
-        return self.status() in _ENDED
+        return (yield from self._status_op()) in _ENDED
 
-    def wait(self, timeout: float | None = None, poll: float = 0.005) -> RunResult:
+    done = blocking(_done_op)
+
+    def _wait_op(self, timeout: float | None = None, poll: float = 0.005) -> Op[RunResult]:
         """Waits for the run and returns its result; raises the error class of
         its failure (:class:`Canceled` when canceled), or :class:`Timeout`
         when it has not ended within ``timeout`` seconds. The server holds
@@ -273,36 +298,40 @@ class RunFuture:
                 left = self.LONG_POLL if deadline is None else deadline - time.monotonic()
                 asked = int(min(left, self.LONG_POLL))
                 start = time.monotonic()
-                if self.status(wait=asked) in _ENDED:
+                if (yield from self._status_op(wait=asked)) in _ENDED:
                     break
                 if deadline is not None and time.monotonic() > deadline:
                     raise Timeout(0, "", "Timed out",
                                   f"run {self.id} still {self.run['status']} after {timeout} s")
                 if time.monotonic() - start < asked / 2 or not asked:
-                    time.sleep(poll)  # the server waits less (--run-wait-max), or no time is left
+                    yield Sleep(poll)  # the server waits less (--run-wait-max), or no time is left
                     poll = min(poll * 2, 0.2)
         except KeyboardInterrupt:
-            self._interrupted()
+            yield from self._interrupted()
             raise
         if self.run["status"] != "succeeded":
             raise from_run(self.run)
         return dict(self.run.get("result", {}))
 
-    def result(self, timeout: float | None = None) -> RunResult:
-        """:meth:`wait`, named as ``concurrent.futures`` names it."""
-        return self.wait(timeout)
+    wait = blocking(_wait_op)
 
-    def cancel(self) -> bool:
+    def _result_op(self, timeout: float | None = None) -> Op[RunResult]:
+        """:meth:`wait`, named as ``concurrent.futures`` names it."""
+        return (yield from self._wait_op(timeout))
+
+    result = blocking(_result_op)
+
+    def _cancel_op(self) -> Op[bool]:
         """Cancels the run: a queued one at once, a running one is asked to
         stop at its next stop point (it then reads ``canceled``, unless its
         last step ended first; a step that cannot be stopped, such as a
         built-in kernel, runs to its end). True when the server took the
         cancel; False when the run had ended (its result is kept) or the
         server cannot stop a running run (an older one answers 409)."""
-        if self.status() not in ("queued", "running"):
+        if (yield from self._status_op()) not in ("queued", "running"):
             return False
         try:
-            r = self.client._request("DELETE", f"/v1/runs/{self.id}", ok=(202, 204))
+            r = yield from exchange(self.client, "DELETE", f"/v1/runs/{self.id}", ok=(202, 204))
         except GpuhttpdError as e:
             if e.status in (404, 409):  # ended meanwhile (404), or not stoppable (409)
                 return False
@@ -310,11 +339,13 @@ class RunFuture:
         self.run = r.json() if r.status == 202 else dict(self.run, status="canceled")
         return True
 
-    def _interrupted(self) -> None:
+    cancel = blocking(_cancel_op)
+
+    def _interrupted(self) -> Op[None]:
         """Ctrl-C during :meth:`wait`: cancel the run where the server can,
         else say that it keeps running and how to reach it."""
         try:
-            canceled = self.cancel()
+            canceled = yield from self._cancel_op()
         except Exception as e:  # the server is unreachable: the run is as it was
             canceled, why = False, f" ({e})"
         else:
@@ -375,7 +406,12 @@ class Pipeline:
         """Submits the steps: the last step's result, or a RunFuture with
         ``wait=False``. ``timeout``: seconds to wait for the server (None:
         the client's)."""
-        return submit(self.client, {"steps": self.steps}, wait, timeout)
+        return self.client._drive(self._run_op(wait=wait, timeout=timeout))
+
+    def _run_op(self, *, wait: bool = True, timeout: float | None = None
+                ) -> Op[RunResult | RunFuture]:
+        """:meth:`run` as an operation."""
+        return (yield from submit_op(self.client, {"steps": self.steps}, wait, timeout))
 
     def __enter__(self) -> Self:
         return self
@@ -395,27 +431,33 @@ class Kernel:
         self.name = name
         self.__doc__ = f"Runs kernel {name!r} (see Client.run)."
 
-    def __call__(self, *, reinterpret: bool = False, if_match: Mapping[str, str] | None = None,
-                 timeout: float | None = None, args: Mapping[str, Any] | None = None,
-                 **kwargs: Any) -> RunResult:
+    def _call_op(self, /, *, reinterpret: bool = False,
+                 if_match: Mapping[str, str] | None = None, timeout: float | None = None,
+                 args: Mapping[str, Any] | None = None, **kwargs: Any) -> Op[RunResult]:
         """Runs the kernel and returns its result (see :meth:`Client.run`)."""
         body = run_body(self.name, {**(args or {}), **kwargs}, reinterpret=reinterpret,
                         if_match=if_match)
-        return submit(self.client, body, True, timeout)
+        return (yield from submit_op(self.client, body, True, timeout))
 
-    def submit(self, *, reinterpret: bool = False, if_match: Mapping[str, str] | None = None,
-               timeout: float | None = None, args: Mapping[str, Any] | None = None,
-               **kwargs: Any) -> RunFuture:
+    __call__ = blocking(_call_op)
+
+    def _submit_op(self, /, *, reinterpret: bool = False,
+                   if_match: Mapping[str, str] | None = None, timeout: float | None = None,
+                   args: Mapping[str, Any] | None = None, **kwargs: Any) -> Op[RunFuture]:
         """Queues the kernel: a RunFuture (see :meth:`Client.run` with ``wait=False``)."""
         body = run_body(self.name, {**(args or {}), **kwargs}, reinterpret=reinterpret,
                         if_match=if_match)
-        return submit(self.client, body, False, timeout)
+        return (yield from submit_op(self.client, body, False, timeout))
 
-    def delete(self) -> None:
+    submit = blocking(_submit_op)
+
+    def _delete_op(self) -> Op[None]:
         """Deletes a user-defined kernel (nothing when it is gone already);
         runs no longer send its definition by value."""
-        _forget(self.client, self.client.kernel_definitions, self.name,
-                f"/v1/kernels/{self.name}")
+        yield from _forget(self.client, self.client.kernel_definitions, self.name,
+                           f"/v1/kernels/{self.name}")
+
+    delete = blocking(_delete_op)
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r})"
@@ -433,26 +475,35 @@ class Module:
         self.meta = meta
         self.functions: list[str] = [f["name"] for f in meta.get("functions", [])]
 
-    def launch(self, function: str, grid: Sequence[int], block: Sequence[int], *args: Any,
-               shared_mem: int = 0, timeout: float | None = None) -> RunResult:
+    def _launch_op(self, function: str, grid: Sequence[int], block: Sequence[int],
+                   *args: Any, shared_mem: int = 0, timeout: float | None = None
+                   ) -> Op[RunResult]:
         """Runs ``function`` on a grid of ``grid`` blocks of ``block``
         threads (1 to 3 dimensions each) with ``args`` in the order of its
         parameters: handles (``{"buffer": x, "offset": n, "access": "in"}``
         for more), NumPy scalars of the parameters' C types (``np.float32(2)``)
         or dicts such as ``{"u64": n}``; waits for it."""
-        return submit(self.client, raw_body(self, function, grid, block, args, shared_mem),
-                      True, timeout)
+        body = raw_body(self, function, grid, block, args, shared_mem)
+        return (yield from submit_op(self.client, body, True, timeout))
 
-    def submit(self, function: str, grid: Sequence[int], block: Sequence[int], *args: Any,
-               shared_mem: int = 0, timeout: float | None = None) -> RunFuture:
+    launch = blocking(_launch_op)
+
+    def _submit_op(self, function: str, grid: Sequence[int], block: Sequence[int],
+                   *args: Any, shared_mem: int = 0, timeout: float | None = None
+                   ) -> Op[RunFuture]:
         """Queues a launch (see :meth:`launch`): a RunFuture."""
-        return submit(self.client, raw_body(self, function, grid, block, args, shared_mem),
-                      False, timeout)
+        body = raw_body(self, function, grid, block, args, shared_mem)
+        return (yield from submit_op(self.client, body, False, timeout))
 
-    def delete(self) -> None:
+    submit = blocking(_submit_op)
+
+    def _delete_op(self) -> Op[None]:
         """Deletes the module (nothing when it is gone already); runs no
         longer send its source by value."""
-        _forget(self.client, self.client.module_sources, self.id, f"/v1/modules/{self.id}")
+        yield from _forget(self.client, self.client.module_sources, self.id,
+                           f"/v1/modules/{self.id}")
+
+    delete = blocking(_delete_op)
 
     def __repr__(self) -> str:
         return f"Module({self.id!r}, functions={self.functions})"

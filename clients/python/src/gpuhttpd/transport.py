@@ -15,6 +15,7 @@ httpx's ``MockTransport`` does)::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json as jsonlib
@@ -44,6 +45,23 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def endpoint(url: str, verify: bool | str
+             ) -> tuple[bool, str, int, str, ssl.SSLContext | None]:
+    """What a transport connects to for ``url``: https or not, host, port,
+    path prefix, and for https the TLS context (``verify``: True checks
+    the server's certificate against the system's CAs, a path names a CA
+    bundle, False checks nothing)."""
+    parts = urlsplit(check_url(url))
+    https = parts.scheme == "https"
+    context: ssl.SSLContext | None = None
+    if https:
+        context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
+        if verify is False:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+    return https, parts.hostname or "", parts.port or (443 if https else 80), parts.path, context
+
+
 @contextlib.contextmanager
 def network_errors(what: str) -> Iterator[None]:
     """Turns the network's exceptions inside the block into the client's:
@@ -53,9 +71,9 @@ def network_errors(what: str) -> Iterator[None]:
         yield
     except GpuhttpdError:
         raise
-    except (socket.timeout, TimeoutError) as e:
+    except (socket.timeout, TimeoutError, asyncio.TimeoutError) as e:
         raise Timeout(0, "", "Timed out", f"{what}: {e or 'no answer in time'}") from e
-    except (OSError, http.client.HTTPException) as e:
+    except (OSError, http.client.HTTPException, EOFError, asyncio.LimitOverrunError) as e:
         detail = f"{what}: {e or type(e).__name__}"
         raise ConnectionFailed(0, "", "Connection failed", detail) from e
 
@@ -208,6 +226,16 @@ class Response:
         return rest
 
     @property
+    def streamed(self) -> bool:
+        """Whether the body is still to be read from the connection."""
+        return self._content is None
+
+    @property
+    def stream(self) -> Readable | None:
+        """What a streamed body is read from (None once it is closed)."""
+        return self._stream
+
+    @property
     def content(self) -> bytes:
         """The whole body."""
         return self._load()
@@ -289,18 +317,7 @@ class HTTPTransport(Transport):
 
     def __init__(self, url: str, *, verify: bool | str = True, max_idle: int = 8) -> None:
         self.url = check_url(url)
-        parts = urlsplit(self.url)
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname or ""
-        self._port = parts.port or (443 if self._https else 80)
-        self._prefix = parts.path
-        self._context: ssl.SSLContext | None = None
-        if self._https:
-            self._context = ssl.create_default_context(
-                cafile=verify if isinstance(verify, str) else None)
-            if verify is False:
-                self._context.check_hostname = False
-                self._context.verify_mode = ssl.CERT_NONE
+        self._https, self._host, self._port, self._prefix, self._context = endpoint(url, verify)
         self.max_idle = max_idle
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()

@@ -1,6 +1,7 @@
 """The real gpuhttpd (host backend, loopback, port 0) for the live tests,
-and a proxy that cuts connections."""
+a proxy that cuts connections and one that holds an upload."""
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -112,13 +113,66 @@ class DroppingProxy:
                 moved += len(data)
         except OSError:
             pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            x.close()
+        _shut(a, b)
 
     def close(self) -> None:
         self.stopping = True
+        self.sock.close()
+
+
+def _shut(*socks: socket.socket) -> None:
+    for x in socks:
+        try:
+            x.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        x.close()
+
+
+class StallingProxy:
+    """A loopback proxy that forwards a connection's first ``limit`` bytes
+    to the server, then stops reading from the client (whose sends fill the
+    socket buffers and wait): an upload held in the middle. ``stalled``
+    is set then; a client that closes its side closes the server's."""
+
+    def __init__(self, port: int, limit: int) -> None:
+        self.port_to, self.limit = port, limit
+        self.stalled = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.first = True
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            s = socket.create_connection(("127.0.0.1", self.port_to))
+            limit, self.first = (self.limit if self.first else None), False
+            threading.Thread(target=self._pipe, args=(c, s, limit), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(s, c, None), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket, limit: int | None) -> None:
+        moved = 0
+        try:
+            while limit is None or moved < limit:
+                data = a.recv(min(1 << 16, limit - moved) if limit else 1 << 16)
+                if not data:
+                    break
+                b.sendall(data)
+                moved += len(data)
+            if limit is not None and moved >= limit:
+                self.stalled.set()
+                gone = select.POLLHUP | select.POLLERR | select.POLLRDHUP
+                p = select.poll()
+                p.register(a, gone)
+                while not p.poll(100):  # until the client closes or resets its side
+                    pass
+        except OSError:
+            pass
+        _shut(a, b)
+
+    def close(self) -> None:
         self.sock.close()
