@@ -25,6 +25,7 @@
 
 #include "harness.h"
 #include "harness_rest.h"
+#include "rel.h"
 
 #define MIB ((size_t)1 << 20)
 #define NBUF 12         /* 12 MiB: 1.5 times the pool */
@@ -206,8 +207,8 @@ static void test_downloads_from_each_tier(void **state)
 
 static double page_ins(void)
 {
-    return harness_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"host\"}") +
-           harness_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"disk\"}");
+    return support_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"host\"}") +
+           support_metric(&H, "gpuhttpd_tier_page_ins_total{device=\"0\",tier=\"disk\"}");
 }
 
 static void send_all(int fd, const void *data, size_t len)
@@ -224,7 +225,7 @@ static void send_all(int fd, const void *data, size_t len)
 /* A PUT of `len` bytes to buffer id that sends `sent` of them and leaves. */
 static void cut_put(const char *id, size_t len, const char *data, size_t sent)
 {
-    int fd = harness_connect(&H);
+    int fd = support_raw_connect(H.port);
     assert_true(fd >= 0);
     char head[256];
     int n = snprintf(head, sizeof(head),
@@ -247,27 +248,27 @@ static void test_whole_upload_pages_nothing_in(void **state)
     size_t len = 3 * MIB / 2 + 17;
     char *old = malloc(len), *data = malloc(len), id[GHD_BUFFER_ID_LEN + 1];
     assert_true(old && data);
-    harness_fill(21, 0, old, len);
-    harness_fill(22, 0, data, len);
-    harness_buffer_create(&H, len, id);
-    harness_buffer_put(&H, id, old, len);
+    support_fill(21, 0, old, len);
+    support_fill(22, 0, data, len);
+    support_buffer_create(&H, len, id);
+    support_buffer_put(&H, id, old, len);
     move_to(id, "host");
     double before = page_ins();
-    harness_buffer_put(&H, id, data, len);
+    support_buffer_put(&H, id, data, len);
     assert_true(page_ins() == before);
     json_decref(meta_in(id, "device"));
-    assert_true(harness_metric(&H, "gpuhttpd_tier_bytes{tier=\"host\"}") == 0);
+    assert_true(support_metric(&H, "gpuhttpd_tier_bytes{tier=\"host\"}") == 0);
     expect_bytes(id, data, len);
     move_to(id, "disk");
     cut_put(id, len, old, len / 2);
-    for (int i = 0; i < 500 && harness_metric(&H, "gpuhttpd_tier_bytes{tier=\"disk\"}") > 0; i++) {
+    for (int i = 0; i < 500 && support_metric(&H, "gpuhttpd_tier_bytes{tier=\"disk\"}") > 0; i++) {
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    assert_true(harness_metric(&H, "gpuhttpd_tier_bytes{tier=\"disk\"}") == 0);
+    assert_true(support_metric(&H, "gpuhttpd_tier_bytes{tier=\"disk\"}") == 0);
     assert_true(page_ins() == before);
     expect_bytes(id, data, len); /* as it was */
-    harness_buffer_delete(&H, id);
+    support_buffer_delete(&H, id);
     free(old);
     free(data);
 }
