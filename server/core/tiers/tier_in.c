@@ -189,15 +189,26 @@ static int hold_if_there_locked(struct ghd_tiers *t, struct ghd_buffer *b)
     return 0;
 }
 
+/* Waits for b to settle and holds it where it is on its device: 0 with
+ * *there set when held, 0 with *there clear when it must come in first, or
+ * an error. */
+static int settle_and_hold(struct ghd_tiers *t, struct ghd_buffer *b, int *there,
+                           struct ghd_err *err)
+{
+    pthread_mutex_lock(&t->lock);
+    int rc = ghd_tier_settle_locked(t, b, err);
+    *there = rc == 0 && hold_if_there_locked(t, b);
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
 int ghd_tier_hold(struct ghd_buffer *b, struct ghd_err *err)
 {
     struct ghd_tiers *t = b->tiers;
     if (!t)
         return 0;
-    pthread_mutex_lock(&t->lock);
-    int rc = ghd_tier_settle_locked(t, b, err);
-    int there = rc == 0 && hold_if_there_locked(t, b);
-    pthread_mutex_unlock(&t->lock);
+    int there = 0;
+    int rc = settle_and_hold(t, b, &there, err);
     return rc || there ? rc : page_in(t, b, err);
 }
 
@@ -221,10 +232,8 @@ int ghd_tier_hold_whole(struct ghd_buffer *b, int *fresh, struct ghd_err *err)
     *fresh = 0;
     if (!t)
         return 0;
-    pthread_mutex_lock(&t->lock);
-    int rc = ghd_tier_settle_locked(t, b, err);
-    int there = rc == 0 && hold_if_there_locked(t, b);
-    pthread_mutex_unlock(&t->lock);
+    int there = 0;
+    int rc = settle_and_hold(t, b, &there, err);
     if (rc || there)
         return rc;
     struct ghd_pool_block *blk = NULL;
