@@ -138,8 +138,8 @@ static char *buffer_get(const struct support_child *p, const char *id, size_t wa
     snprintf(path, sizeof(path), "/v1/buffers/%s", id);
     struct support_resp r;
     long st = req(p, "GET", path, NULL, NULL, 0, &r);
-    if (st != 200 || r.len != want) {
-        gpu_report(&T, 0, "GET buffer %s: %ld, %zu bytes (wanted %zu)", id, st, r.len, want);
+    if (st != 200 || r.body_len != want) {
+        gpu_report(&T, 0, "GET buffer %s: %ld, %zu bytes (wanted %zu)", id, st, r.body_len, want);
         support_resp_free(&r);
         return NULL;
     }
