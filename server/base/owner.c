@@ -73,60 +73,80 @@ int ghd_owner_check(const struct ghd_owner *o, const char *id, struct ghd_err *e
 /* The ids of one request body: every string of the id form (an owner
  * prefix, then hex digits), the first two instances they name, and the
  * first that ghd_owner_check refuses, named by where it is in the body
- * (to.buffer, steps[1].args.x). */
+ * (to.buffer, steps[1].args.x). Where the walk is, is kept as the keys and
+ * indices down to it and written out only for a refused id: most bodies
+ * have none, and writing each node's path cost about a microsecond per
+ * step of a pipeline. */
+#define OWNER_WALK_DEPTH 64 /* deeper than any request the server takes */
 struct owner_walk {
     const struct ghd_owner *o;
     int instances[2];
     unsigned ninstances; /* 0, 1 or 2 */
     int refused;
     struct ghd_err *err;
-    char path[128]; /* where the walk is */
+    struct {
+        const char *key; /* NULL: an array's item, at `index` */
+        size_t index;
+    } at[OWNER_WALK_DEPTH + 1]; /* at[1..depth]: the way down to the node */
 };
 
-static void walk_ids(struct owner_walk *w, const json_t *v, unsigned depth);
-
-/* Walks `item` with ".key" or "[i]" appended to the path (cut, not
- * overflowed, past its room). */
-static void walk_into(struct owner_walk *w, const json_t *item, const char *key, size_t index,
-                      unsigned depth)
+/* The path of the node at `depth` (".key" or "[i]" per level, cut, not
+ * overflowed, past the room). */
+static void walk_path(const struct owner_walk *w, unsigned depth, char *path, size_t room)
 {
-    size_t len = strlen(w->path);
-    if (key)
-        snprintf(w->path + len, sizeof(w->path) - len, "%s%s", len ? "." : "", key);
-    else
-        snprintf(w->path + len, sizeof(w->path) - len, "[%zu]", index);
-    walk_ids(w, item, depth + 1);
-    w->path[len] = '\0';
+    path[0] = '\0';
+    for (unsigned d = 1; d <= depth; d++) {
+        size_t len = strlen(path);
+        if (w->at[d].key)
+            snprintf(path + len, room - len, "%s%s", len ? "." : "", w->at[d].key);
+        else
+            snprintf(path + len, room - len, "[%zu]", w->at[d].index);
+    }
+}
+
+static void walk_id(struct owner_walk *w, const char *s, unsigned depth)
+{
+    int named = ghd_owner_instance_of(s);
+    if (named < 0 ||
+        !is_digits(s + GHD_OWNER_PREFIX_LEN, strlen(s + GHD_OWNER_PREFIX_LEN), "0123456789abcdef"))
+        return;
+    if (w->ninstances == 0 || (w->ninstances == 1 && w->instances[0] != named))
+        w->instances[w->ninstances++] = named;
+    int rc;
+    if (!w->refused && (rc = ghd_owner_check(w->o, s, w->err)) != 0) {
+        char path[128];
+        walk_path(w, depth, path, sizeof(path));
+        ghd_err_prefix(w->err, rc, "'%s' %.64s", path, s);
+        w->refused = rc;
+    }
 }
 
 static void walk_ids(struct owner_walk *w, const json_t *v, unsigned depth)
 {
-    if (depth > 64) /* deeper than any request the server takes */
+    if (depth > OWNER_WALK_DEPTH)
         return;
     if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        int rc;
-        int named = ghd_owner_instance_of(s);
-        if (named < 0 || !is_digits(s + GHD_OWNER_PREFIX_LEN, strlen(s + GHD_OWNER_PREFIX_LEN),
-                                    "0123456789abcdef"))
-            return;
-        if (w->ninstances == 0 || (w->ninstances == 1 && w->instances[0] != named))
-            w->instances[w->ninstances++] = named;
-        if (!w->refused && (rc = ghd_owner_check(w->o, s, w->err)) != 0) {
-            ghd_err_prefix(w->err, rc, "'%s' %.64s", w->path, s);
-            w->refused = rc;
-        }
+        walk_id(w, json_string_value(v), depth);
         return;
     }
     size_t i;
     const char *key;
     json_t *item;
     if (json_is_array(v))
-        json_array_foreach((json_t *)v, i, item) walk_into(w, item, NULL, i, depth);
+        json_array_foreach((json_t *)v, i, item) {
+            if (depth < OWNER_WALK_DEPTH) {
+                w->at[depth + 1].key = NULL;
+                w->at[depth + 1].index = i;
+            }
+            walk_ids(w, item, depth + 1);
+        }
     else if (json_is_object(v))
         json_object_foreach((json_t *)v, key, item) {
-            if (strcmp(key, "label") != 0) /* a client's own text, whatever it says */
-                walk_into(w, item, key, 0, depth);
+            if (strcmp(key, "label") == 0) /* a client's own text, whatever it says */
+                continue;
+            if (depth < OWNER_WALK_DEPTH)
+                w->at[depth + 1].key = key;
+            walk_ids(w, item, depth + 1);
         }
 }
 

@@ -364,6 +364,11 @@ static void test_owner_json(void **state)
          0, NULL},
         {"{\"args\": {\"x\": \"%s\", \"y\": \"%s\"}}", theirs, theirs, GHD_EMISDIRECTED,
          "owned by instance 2"},
+        /* The refused id is named by where it is in the body. */
+        {"{\"args\": {\"x\": \"%s\", \"y\": \"%s\"}}", theirs, theirs, GHD_EMISDIRECTED,
+         "'args.x' "},
+        {"{\"steps\": [{\"args\": {\"x\": \"%s\"}}, {\"args\": {\"y\": [1, \"%s\"]}}]}",
+         "x", old, GHD_EGONE, "'steps[1].args.y[1]' "},
         {"{\"steps\": [{\"args\": {\"x\": \"%s\"}}, {\"args\": {\"y\": [\"%s\"]}}]}", mine,
          theirs, GHD_EUNPROC, "instances 1 and 2"},
         {"{\"copy_of\": \"%s\", \"x\": \"%s\"}", old, mine, GHD_EGONE, "earlier start"},
