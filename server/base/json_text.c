@@ -7,6 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* v written as whole thousandths, the commonest real of a reply (durations
+ * rounded to the microsecond: ghd_round_ms), without printf: "1.5", "60.0".
+ * Returns its length, or 0 where v is no such value or the text would not
+ * read back as v. Where it answers, the text is what "%.15g" writes (at most
+ * 15 significant digits, no exponent from 0.001 to 1e12) with ".0" added to
+ * a whole number. */
+static size_t thousandths(double v, char *out)
+{
+    double k = v * 1000.0;
+    if (!(fabs(k) < 1e15) || k != floor(k) || (k == 0 && signbit(v)))
+        return 0;
+    unsigned long long a = (unsigned long long)fabs(k);
+    char digits[24];
+    size_t n = 0, o = 0;
+    do {
+        digits[n++] = (char)('0' + a % 10);
+        a /= 10;
+    } while (a || n < 4); /* at least one digit before the point */
+    if (k < 0)
+        out[o++] = '-';
+    while (n > 3)
+        out[o++] = digits[--n];
+    out[o++] = '.';
+    size_t keep = 3;
+    while (keep > 1 && digits[3 - keep] == '0') /* trailing zeros go, one digit stays */
+        keep--;
+    for (size_t i = 0; i < keep; i++)
+        out[o++] = digits[2 - i];
+    out[o] = '\0';
+    return strtod(out, NULL) == v ? o : 0;
+}
+
 /* Writes the number token [s, s + len) of Jansson's output shortened into
  * out (room for 32 bytes); integers and anything unexpected are copied. */
 static size_t shorten(const char *s, size_t len, char *out)
@@ -22,6 +54,9 @@ static size_t shorten(const char *s, size_t len, char *out)
     memcpy(tok, s, len);
     tok[len] = '\0';
     double v = strtod(tok, NULL);
+    size_t fast = thousandths(v, out);
+    if (fast)
+        return fast;
     for (int digits = 15; digits <= 17; digits++) {
         int n = snprintf(out, 32, "%.*g", digits, v);
         if (n > 0 && n < 32 && strtod(out, NULL) == v) {

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,6 +457,51 @@ static void test_stream_copy(void **state)
     free(want);
 }
 
+/* The reference: the fewest significant digits from 15 to 17 that read
+ * back as v, ".0" added to a whole number (json_text.h). */
+static void shortest_reference(double v, char *out, size_t room)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        int n = snprintf(out, room, "%.*g", digits, v);
+        if (strtod(out, NULL) == v) {
+            if (!strpbrk(out, ".eE"))
+                snprintf(out + n, room - (size_t)n, ".0");
+            return;
+        }
+    }
+}
+
+/* Reals are written as the reference writes them: durations rounded to the
+ * microsecond (the fast path), whole thousandths to 1e12, both signs,
+ * zeros; any other double reads back exactly and is no longer (but for the
+ * exponent's sign Jansson leaves out). */
+static void test_json_reals(void **state)
+{
+    (void)state;
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double v;
+        switch (i % 4) {
+        case 0: v = ghd_round_ms((double)(x % 100000000) / 7919.0); break;
+        case 1: v = (double)(int64_t)(x % 2000000000000000ull - 1000000000000000ll) / 1000.0; break;
+        case 2: v = ghd_round_ms((double)(x >> 11) / 9007199254740992.0 * 1e13); break;
+        default: memcpy(&v, &x, sizeof(v)); if (!isfinite(v)) v = 1.0 / 3.0; break;
+        }
+        if (i < 6)
+            v = (double[]){0.0, -0.0, 60.0, 1.5, -0.001, 999999999999.999}[i];
+        json_t *r = json_real(v);
+        char *text = ghd_json_dumps(r, JSON_ENCODE_ANY), want[64];
+        shortest_reference(v, want, sizeof(want));
+        if (i % 4 != 3 && strcmp(text, want) != 0)
+            fail_msg("%.17g: wrote %s, the reference %s", v, text, want);
+        if (strtod(text, NULL) != v || strlen(text) > strlen(want) + 1) /* any double: exact, short */
+            fail_msg("%.17g: wrote %s", v, text);
+        free(text);
+        json_decref(r);
+    }
+}
+
 /* Integers from 2^63 to 2^64 - 1 parse and write back exactly (a tagged
  * string inside, json_u64.h); a body's own "\u0000" is never read as the
  * tag; smaller integers and bodies without big ones are untouched. */
@@ -510,7 +556,7 @@ int main(void)
         cmocka_unit_test(test_owner_json),
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_stream_copy),
-        cmocka_unit_test(test_json_u64),
+        cmocka_unit_test(test_json_u64), cmocka_unit_test(test_json_reals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
