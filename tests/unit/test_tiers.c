@@ -94,6 +94,40 @@ static void test_tenant_over_share_first(void **state)
     close_tiers(f);
 }
 
+/* A pin holds only while its tenant is within its share of the pool: bob
+ * pins three of the four buffers the pool holds, past his half, and the
+ * next buffer evicts his least recently used pinned one, not alice's; her
+ * own pinned buffer, within her share, stays. */
+static void test_pin_yields_over_share(void **state)
+{
+    (void)state;
+    struct fixture *f = open_tiers(16 * MIB, 0);
+    struct ghd_err err = {0};
+    struct ghd_buffer *b[3];
+    for (int i = 0; i < 3; i++) {
+        b[i] = make(f, MIB, "bob");
+        assert_int_equal(ghd_tier_move(b[i], GHD_TIER_DEVICE, 1, &err), 0);
+    }
+    struct ghd_buffer *a = make(f, MIB, "alice");
+    assert_int_equal(ghd_tier_move(a, GHD_TIER_DEVICE, 1, &err), 0);
+    struct ghd_buffer *a2 = make(f, MIB, "alice");
+    assert_int_equal(tier_of(b[0]), GHD_TIER_HOST);
+    assert_int_equal(tier_of(a), GHD_TIER_DEVICE);
+    assert_int_equal(tier_of(a2), GHD_TIER_DEVICE);
+    enum ghd_tier where;
+    double used;
+    int pinned = -1;
+    ghd_tier_state(b[0], &where, &used, &pinned);
+    assert_int_equal(pinned, 0); /* the pin that yielded is gone (it could spill on to disk) */
+    ghd_tier_state(a, &where, &used, &pinned);
+    assert_int_equal(pinned, 1);
+    ghd_buffer_unref(a);
+    ghd_buffer_unref(a2);
+    for (int i = 0; i < 3; i++)
+        ghd_buffer_unref(b[i]);
+    close_tiers(f);
+}
+
 /* A run's buffers, both spilled, are paged in before its kernel: y = 2 x + y
  * comes out right. */
 static void test_run_pages_in(void **state)
@@ -361,7 +395,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lru_order_and_held),
         cmocka_unit_test(test_all_held_is_enomem),
-        cmocka_unit_test(test_tenant_over_share_first),
+        cmocka_unit_test(test_tenant_over_share_first), cmocka_unit_test(test_pin_yields_over_share),
         cmocka_unit_test(test_run_pages_in),
         cmocka_unit_test(test_prepare_spilled_is_not_aliasing),
         cmocka_unit_test(test_concurrent_users_and_evictions),

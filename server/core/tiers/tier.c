@@ -74,12 +74,18 @@ static int ref_live(struct ghd_buffer *b)
     return n > 0;
 }
 
-static int idle(const struct ghd_buffer *b)
+/* Whether nothing uses b (a pin aside: the callers weigh it). */
+static int unused(const struct ghd_buffer *b)
 {
     /* A pending buffer is being written by its first user (an upload, a
      * copy) right now. */
-    return !b->holds && !b->readers && !b->moving && !b->pinned && !b->unreadable &&
+    return !b->holds && !b->readers && !b->moving && !b->unreadable &&
            !atomic_load(&b->pending) && atomic_load(&b->refs) > 0;
+}
+
+static int idle(const struct ghd_buffer *b)
+{
+    return unused(b) && !b->pinned;
 }
 
 /* Whether b's tenant holds more than `share` bytes of the list. */
@@ -93,8 +99,10 @@ static int over_share(const struct ghd_buffer *b, const char *names[], const siz
 }
 
 /* The least recently used idle buffer of a tenant over its share (the
- * pool's limit over the tenants with buffers there), else the least
- * recently used idle one. */
+ * pool's limit over the tenants with buffers there), pinned or not (a pin
+ * holds only within the tenant's share: one tenant pinning the pool would
+ * otherwise leave every other one 507), else the least recently used idle
+ * one. */
 struct ghd_buffer *ghd_tier_victim_locked(struct ghd_tiers *t, unsigned dev)
 {
     const char *names[TIER_TENANTS];
@@ -115,9 +123,9 @@ struct ghd_buffer *ghd_tier_victim_locked(struct ghd_tiers *t, unsigned dev)
     size_t share = n ? t->rts[dev].pool.cfg.limit / n : 0;
     struct ghd_buffer *first = NULL, *pick = NULL;
     for (struct ghd_buffer *b = of_link(l->first); b && !pick; b = of_link(b->tier_link.next)) {
-        if (!idle(b))
+        if (!unused(b))
             continue;
-        if (!first)
+        if (!first && !b->pinned)
             first = b;
         if (share && over_share(b, names, bytes, n, share))
             pick = b;
@@ -125,6 +133,7 @@ struct ghd_buffer *ghd_tier_victim_locked(struct ghd_tiers *t, unsigned dev)
     pick = pick ? pick : first;
     if (!pick || !ref_live(pick))
         return NULL;
+    pick->pinned = 0; /* a pin that yielded is gone, as after a move out */
     pick->moving = 1;
     return pick;
 }
